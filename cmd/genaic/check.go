@@ -1,0 +1,134 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/genaic/genaic/compiler"
+	"github.com/genaic/genaic/compiler/diag"
+)
+
+func init() {
+	register(command{
+		name:    "check",
+		usage:   "check [--json] [-v] PATH...",
+		summary: "validate metadata documents (a file, or a package folder)",
+		run:     runCheck,
+	})
+}
+
+func runCheck(e *env, args []string) int {
+	c := commands["check"]
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
+	verbose := fs.Bool("v", false, "also describe each valid document")
+	paths, ok := parseFlags(e, fs, c, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(paths) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	var report diag.Report
+	status := exitOK
+	for _, p := range paths {
+		r, err := compiler.LoadPath(p)
+		if err != nil {
+			return ioError(e, err)
+		}
+		report.Files = append(report.Files, diag.FileReport{Path: r.File, Valid: r.Valid(), Diagnostics: r.Diags})
+		if !r.Valid() {
+			status = exitDiags
+		}
+		if !*asJSON {
+			printCheck(e, r, *verbose)
+		}
+	}
+	if *asJSON {
+		if err := report.WriteJSON(e.stdout); err != nil {
+			return ioError(e, err)
+		}
+	}
+	return status
+}
+
+func printCheck(e *env, r *compiler.Result, verbose bool) {
+	rd := diag.Renderer{Source: func(file string) []byte {
+		if file == r.File {
+			return r.Source
+		}
+		b, _ := os.ReadFile(file)
+		return b
+	}}
+	rd.Render(e.stdout, r.Diags)
+	if !r.Valid() {
+		n := len(r.Diags)
+		fmt.Fprintf(e.stdout, "%s: invalid (%d %s)\n", r.File, n, plural(n, "diagnostic"))
+		return
+	}
+	fmt.Fprintf(e.stdout, "%s: valid\n", r.File)
+	if verbose {
+		describe(e, r)
+	}
+}
+
+func describe(e *env, r *compiler.Result) {
+	v := r.Version
+	spelling := "absent"
+	if v.Present {
+		spelling = fmt.Sprintf("%q", v.Spelling)
+	}
+	fmt.Fprintf(e.stdout, "  schema_version: %s (normal form %s)\n", spelling, v.Version)
+	doc := r.Doc
+	if doc.Pipeline != nil && doc.Pipeline.Workflow != nil {
+		w := doc.Pipeline.Workflow
+		fmt.Fprintf(e.stdout, "  workflow: %d inputs, %d outputs, %d components, %d steps\n",
+			len(w.Inputs.Entries), len(w.Outputs.Entries), len(w.Components.Entries), len(w.Steps.Items))
+		for _, c := range w.Components.Entries {
+			fmt.Fprintf(e.stdout, "    component %s: %s\n", c.Key.Value, componentSummary(c.Value))
+		}
+	}
+	if opaque := doc.OpaqueSections(); len(opaque) > 0 {
+		fmt.Fprintf(e.stdout, "  not compiled (kept verbatim): %s\n", strings.Join(opaque, ", "))
+	}
+}
+
+func componentSummary(c compiler.Component) string {
+	impl := "?"
+	if c.Implementation != nil {
+		impl = c.Implementation.Kind.Value
+	}
+	bc := c.BatchCapacity
+	if bc == nil {
+		return impl + ", no batch_capacity: one request row per invocation"
+	}
+	var uniform []string
+	for _, u := range bc.UniformDimensions.Items {
+		uniform = append(uniform, u.Value)
+	}
+	var budgets []string
+	for _, b := range bc.Budgets.Items {
+		var path []string
+		if b.Dimensions != nil {
+			for _, s := range b.Dimensions.Items {
+				path = append(path, s.Value)
+			}
+		}
+		total := int64(0)
+		if b.MaxTotal != nil {
+			total = b.MaxTotal.Value
+		}
+		budgets = append(budgets, fmt.Sprintf("[%s] ≤ %d", strings.Join(path, "×"), total))
+	}
+	return fmt.Sprintf("%s, groups items: uniform [%s], budgets %s", impl, strings.Join(uniform, ", "), strings.Join(budgets, ", "))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

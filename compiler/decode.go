@@ -1,0 +1,380 @@
+package compiler
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/genaic/genaic/compiler/diag"
+)
+
+// maxDecodeDiagnostics bounds what one document can report during decoding;
+// past it the decoder stops and says so.
+const maxDecodeDiagnostics = 200
+
+// decoder turns a YAML node tree into the typed model, strictly: every
+// mapping is closed, every scalar has the kind its field declares, and every
+// problem is reported with its position while decoding continues, so one run
+// shows every schema problem.
+type decoder struct {
+	ds      diag.List
+	budget  int // nodes that may still be visited through aliases
+	inAlias int // > 0 while decoding a node reached through an alias
+	full    bool
+}
+
+func newDecoder() *decoder { return &decoder{budget: MaxExpandedNodes} }
+
+func (d *decoder) add(dg diag.Diagnostic) {
+	if d.full {
+		return
+	}
+	if len(d.ds) == maxDecodeDiagnostics {
+		d.full = true
+		dg = diag.Errorf(dg.Rule, dg.Pos, dg.Path, "%s (decoding stopped after %d problems)", dg.Message, maxDecodeDiagnostics)
+	}
+	d.ds.Add(dg)
+}
+
+func (d *decoder) errorf(rule string, n *yaml.Node, path, format string, args ...any) {
+	d.add(diag.Errorf(rule, posOf(n), path, format, args...))
+}
+
+// nodeDecoder is implemented by model types that read a node themselves.
+type nodeDecoder interface {
+	decodeYAML(d *decoder, n *yaml.Node, path string)
+}
+
+// positioned is implemented by every model type through its embedded Node.
+type positioned interface{ At() *Node }
+
+var nodeDecoderType = reflect.TypeFor[nodeDecoder]()
+
+// value decodes n into v, which must be settable. key is the node of the key
+// that introduced n, or nil.
+func (d *decoder) value(n, key *yaml.Node, path string, v reflect.Value) {
+	if d.full {
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			d.errorf("syntax", n, path, "alias *%s names no anchor", n.Value)
+			return
+		}
+		n = n.Alias
+		d.inAlias++
+		defer func() { d.inAlias-- }()
+	}
+	if d.inAlias > 0 {
+		if d.budget--; d.budget < 0 {
+			d.errorf("syntax", n, path, "the document expands to more than %d nodes through aliases; refusing to expand it further", MaxExpandedNodes)
+			d.full = true
+			return
+		}
+	}
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	p := v.Addr().Interface()
+	if at, ok := p.(positioned); ok {
+		*at.At() = Node{Pos: posOf(n), Path: path}
+		if key != nil {
+			at.At().KeyPos = posOf(key)
+		}
+	}
+	if nd, ok := p.(nodeDecoder); ok {
+		nd.decodeYAML(d, n, path)
+		return
+	}
+	d.structure(n, path, v)
+}
+
+// field is what decode.go knows about one struct field of the model.
+type field struct {
+	index    int
+	key      string
+	required bool
+	kinds    []string // empty: every kind
+	reqKinds []string
+	enum     []string
+}
+
+func (f field) accepts(kind string) bool {
+	return len(f.kinds) == 0 || slices.Contains(f.kinds, kind)
+}
+
+func (f field) requiredFor(kind string) bool {
+	return f.required || slices.Contains(f.reqKinds, kind)
+}
+
+var fieldCache sync.Map // reflect.Type -> []field
+
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	var fs []field
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, ok := sf.Tag.Lookup("yaml")
+		if !ok {
+			continue
+		}
+		key, opts, _ := strings.Cut(tag, ",")
+		fs = append(fs, field{
+			index:    i,
+			key:      key,
+			required: opts == "required",
+			kinds:    splitTag(sf.Tag.Get("kinds"), ","),
+			reqKinds: splitTag(sf.Tag.Get("reqkinds"), ","),
+			enum:     splitTag(sf.Tag.Get("enum"), "|"),
+		})
+	}
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+func splitTag(s, sep string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, sep)
+}
+
+// structure decodes a closed mapping into a struct of the model.
+func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
+	what := describe(v.Type())
+	fs := fieldsOf(v.Type())
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		n = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf("schema/type", n, path, "%s must be a mapping with the keys %s, read the %s", what, keyList(fs, ""), kindWord(n))
+		return
+	}
+	kind, ok := d.kind(n, path, v, fs)
+	if !ok {
+		return
+	}
+	tagged := slices.ContainsFunc(fs, func(f field) bool { return f.key == "kind" && len(f.kinds) == 0 })
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Value == "kind" && tagged {
+			seen["kind"] = true
+			continue
+		}
+		f, ok := lookupField(fs, k.Value, kind)
+		if !ok {
+			d.unknownKey(k, path, what, fs, kind)
+			continue
+		}
+		seen[k.Value] = true
+		fpath := keyPath(path, k.Value)
+		d.value(val, k, fpath, v.Field(f.index))
+		d.checkEnum(val, fpath, f)
+	}
+	for _, f := range fs {
+		if f.accepts(kind) && f.requiredFor(kind) && !seen[f.key] {
+			d.missing(n, path, what, f.key, kind)
+		}
+	}
+}
+
+// kind reads the tag of a tagged union first, since it decides which keys
+// the rest of the mapping may hold. It returns "" for untagged structs.
+func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (string, bool) {
+	i := slices.IndexFunc(fs, func(f field) bool { return f.key == "kind" })
+	if i < 0 || len(fs[i].kinds) > 0 {
+		return "", true
+	}
+	f := fs[i]
+	k, val := lookup(n, "kind")
+	what := describe(v.Type())
+	if val == nil {
+		if len(f.enum) == 0 {
+			d.missing(n, path, what, "kind", "")
+			return "", false
+		}
+		d.errorf("schema/missing-field", n, path, "%s at `%s` has no `kind`; add one of: %s", what, path, strings.Join(f.enum, ", "))
+		return "", false
+	}
+	fv := v.Field(f.index)
+	d.value(val, k, keyPath(path, "kind"), fv)
+	if !d.checkEnum(val, keyPath(path, "kind"), f) {
+		return "", false
+	}
+	return resolve(val).Value, true
+}
+
+func lookupField(fs []field, key, kind string) (field, bool) {
+	for _, f := range fs {
+		if f.key == key && f.accepts(kind) {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// checkEnum reports a scalar outside its field's vocabulary. A value of the
+// wrong YAML kind was already reported as a type error.
+func (d *decoder) checkEnum(n *yaml.Node, path string, f field) bool {
+	if len(f.enum) == 0 {
+		return true
+	}
+	n = resolve(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return false
+	}
+	if slices.Contains(f.enum, n.Value) {
+		return true
+	}
+	msg := fmt.Sprintf("`%s` must be one of %s, read %q", f.key, strings.Join(f.enum, ", "), n.Value)
+	if near := nearest(n.Value, f.enum); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", near)
+	}
+	d.errorf("schema/type", n, path, "%s", msg)
+	return false
+}
+
+// resolve follows an alias to its anchor.
+func resolve(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+func (d *decoder) unknownKey(k *yaml.Node, path, what string, fs []field, kind string) {
+	accepted := keyList(fs, kind)
+	msg := fmt.Sprintf("unknown key `%s` in %s at `%s`", k.Value, what, orRoot(path))
+	if other := kindsAccepting(fs, k.Value); len(other) > 0 && kind != "" {
+		msg += fmt.Sprintf("; `%s` belongs to kind %s, and this one is %s", k.Value, strings.Join(other, " or "), kind)
+	} else if near := nearest(k.Value, keysOf(fs, kind)); near != "" {
+		msg += fmt.Sprintf("; did you mean `%s`?", near)
+	}
+	msg += "; accepted keys: " + accepted
+	d.errorf("schema/unknown-field", k, keyPath(path, k.Value), "%s", msg)
+}
+
+func (d *decoder) missing(n *yaml.Node, path, what, key, kind string) {
+	of := ""
+	if kind != "" {
+		of = fmt.Sprintf(" of kind %s", kind)
+	}
+	d.errorf("schema/missing-field", n, path, "%s%s at `%s` has no `%s`, which it requires", what, of, orRoot(path), key)
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "the top level"
+	}
+	return path
+}
+
+func keysOf(fs []field, kind string) []string {
+	var out []string
+	for _, f := range fs {
+		if f.accepts(kind) && !slices.Contains(out, f.key) {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}
+
+func keyList(fs []field, kind string) string {
+	return strings.Join(keysOf(fs, kind), ", ")
+}
+
+func kindsAccepting(fs []field, key string) []string {
+	var out []string
+	for _, f := range fs {
+		if f.key == key {
+			out = append(out, f.kinds...)
+		}
+	}
+	return out
+}
+
+// describe names a model type in the words of the metadata documentation.
+func describe(t reflect.Type) string {
+	if w, ok := typeWords[t.Name()]; ok {
+		return w
+	}
+	return "the " + strings.ToLower(t.Name())
+}
+
+var typeWords = map[string]string{
+	"Document":       "the document",
+	"Pipeline":       "the pipeline section",
+	"Workflow":       "the workflow",
+	"Manifest":       "the manifest",
+	"Input":          "the workflow input",
+	"Output":         "the workflow output",
+	"Role":           "the input role",
+	"Source":         "the input source",
+	"Component":      "the component",
+	"Implementation": "the implementation",
+	"Ports":          "the ports section",
+	"RowScope":       "the row scope",
+	"BatchCapacity":  "the batch capacity",
+	"Budget":         "the budget",
+	"Contract":       "the tensor contract",
+	"BatchLayout":    "the batch layout",
+	"Level":          "the ownership level",
+	"Padding":        "the padding entry",
+	"StateCell":      "the state cell",
+	"Recurrence":     "the recurrence",
+	"EffectDomain":   "the effect domain",
+	"Serving":        "the serving section",
+	"StateService":   "the state service",
+	"StateGroup":     "the state group",
+	"Step":           "the step",
+	"BranchOutput":   "the branch output",
+	"Carried":        "the carried cell",
+	"Preprocessing":  "the preprocessing section",
+	"Program":        "the preprocessing program",
+	"ProgramOutput":  "the program output",
+}
+
+// nearest returns the candidate closest to s when it is close enough to be
+// a likely typo, else "".
+func nearest(s string, candidates []string) string {
+	best, bestD := "", len(s)/3+2
+	for _, c := range candidates {
+		if dist := editDistance(s, c); dist < bestD {
+			best, bestD = c, dist
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 30
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

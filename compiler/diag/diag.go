@@ -1,0 +1,125 @@
+// Package diag holds genaic's diagnostics: a rule id from the public rule
+// catalogue, a position in a source file, the YAML path of the offending
+// node, and a message written for the package author.
+package diag
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Severity says whether a diagnostic makes a document invalid.
+type Severity int
+
+const (
+	// Error makes the document invalid.
+	Error Severity = iota
+	// Warning is reported but does not make the document invalid.
+	Warning
+)
+
+// String returns the word used in rendered and JSON output.
+func (s Severity) String() string {
+	if s == Warning {
+		return "warning"
+	}
+	return "error"
+}
+
+// MarshalText makes a Severity encode as its word in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads the word MarshalText writes.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "error":
+		*s = Error
+	case "warning":
+		*s = Warning
+	default:
+		return fmt.Errorf("unknown severity %q (want error or warning)", b)
+	}
+	return nil
+}
+
+// Pos is a position in a source file. Line and Column are 1-based; a zero
+// Line means the position is unknown.
+type Pos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
+// Known reports whether p points somewhere in the file.
+func (p Pos) Known() bool { return p.Line > 0 }
+
+// Related is a second place that takes part in a diagnostic, such as the
+// other declaration of a pair that disagrees.
+type Related struct {
+	Pos
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+// Diagnostic is one problem found in one document.
+type Diagnostic struct {
+	Rule     string    `json:"rule"`
+	Severity Severity  `json:"severity"`
+	File     string    `json:"-"`
+	Pos                // where the caret goes
+	Path     string    `json:"path"` // the YAML path of the node at fault
+	Message  string    `json:"message"`
+	Related  []Related `json:"related,omitempty"`
+}
+
+// Errorf builds an error diagnostic.
+func Errorf(rule string, pos Pos, path, format string, args ...any) Diagnostic {
+	return Diagnostic{Rule: rule, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// With returns d with one more related position.
+func (d Diagnostic) With(pos Pos, path, format string, args ...any) Diagnostic {
+	d.Related = append(slices.Clone(d.Related), Related{Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)})
+	return d
+}
+
+// List is an ordered collection of diagnostics.
+type List []Diagnostic
+
+// Add appends diagnostics.
+func (l *List) Add(ds ...Diagnostic) { *l = append(*l, ds...) }
+
+// HasErrors reports whether any diagnostic is an error.
+func (l List) HasErrors() bool {
+	return slices.ContainsFunc(l, func(d Diagnostic) bool { return d.Severity == Error })
+}
+
+// Rules returns the rule ids present, in order of first appearance.
+func (l List) Rules() []string {
+	var out []string
+	for _, d := range l {
+		if !slices.Contains(out, d.Rule) {
+			out = append(out, d.Rule)
+		}
+	}
+	return out
+}
+
+// Sort orders diagnostics by file, position, rule and message, and drops
+// exact duplicates (two checks reaching the same conclusion at one place).
+func (l *List) Sort() {
+	slices.SortStableFunc(*l, compare)
+	*l = slices.CompactFunc(*l, func(a, b Diagnostic) bool {
+		return compare(a, b) == 0 && a.Path == b.Path
+	})
+}
+
+func compare(a, b Diagnostic) int {
+	return cmp.Or(
+		cmp.Compare(a.File, b.File),
+		cmp.Compare(a.Line, b.Line),
+		cmp.Compare(a.Column, b.Column),
+		cmp.Compare(a.Rule, b.Rule),
+		cmp.Compare(a.Message, b.Message),
+	)
+}

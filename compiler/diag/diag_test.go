@@ -1,0 +1,55 @@
+package diag
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRulesMatchCatalogue keeps Rules equal to the ids of RULES.md, which is
+// the public contract.
+func TestRulesMatchCatalogue(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "spec", "RULES.md"))
+	if err != nil {
+		t.Fatalf("the rule catalogue is missing beside the checkout: %v", err)
+	}
+	var ids []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9./-]+)`").FindAllStringSubmatch(string(b), -1) {
+		ids = append(ids, m[1])
+	}
+	if !slices.Equal(ids, Rules) {
+		t.Errorf("Rules differs from RULES.md\n got: %v\nwant: %v", Rules, ids)
+	}
+}
+
+func TestRenderCaretAndCap(t *testing.T) {
+	src := []byte("a: 1\n\tbad: 2\n")
+	l := List{
+		Errorf("schema/type", Pos{Line: 2, Column: 2}, "bad", "read the integer 2"),
+		Errorf("syntax", Pos{Line: 1, Column: 1}, "", "first"),
+	}
+	l.Sort()
+	var b strings.Builder
+	Renderer{Source: func(string) []byte { return src }, Cap: 1}.Render(&b, l)
+	want := "<input>:1:1: error[syntax]: first\n  a: 1\n  ^\n1 more diagnostic\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	Renderer{Source: func(string) []byte { return src }}.Render(&b, l[1:])
+	if want := "<input>:2:2: error[schema/type]: read the integer 2\n  \tbad: 2\n  \t^\n"; b.String() != want {
+		t.Errorf("tab before the caret is kept: got %q want %q", b.String(), want)
+	}
+}
+
+func TestSortDropsDuplicates(t *testing.T) {
+	d := Errorf("syntax", Pos{Line: 3, Column: 1}, "p", "m")
+	l := List{d, Errorf("syntax", Pos{Line: 1, Column: 1}, "p", "m"), d}
+	l.Sort()
+	if len(l) != 2 || l[0].Line != 1 {
+		t.Errorf("got %v", l)
+	}
+}

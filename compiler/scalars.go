@@ -1,0 +1,224 @@
+package compiler
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// scalar returns n when it is a scalar, reporting a type error otherwise.
+func (d *decoder) scalar(n *yaml.Node, path, want string) (*yaml.Node, bool) {
+	n = resolve(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.errorf("schema/type", n, path, "`%s` must be %s, read the %s", lastKey(path), want, kindWord(n))
+		return nil, false
+	}
+	return n, true
+}
+
+// lastKey is the final segment of a YAML path, for messages.
+func lastKey(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i >= 0 {
+		return strings.Trim(path[i:], `.[]"`)
+	}
+	return path
+}
+
+func (s *String) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n, ok := d.scalar(n, path, "a string")
+	if !ok {
+		return
+	}
+	if n.ShortTag() != "!!str" {
+		d.errorf("schema/type", n, path, "`%s` must be a string, read the %s; quote it if it is meant as text", lastKey(path), kindWord(n))
+		return
+	}
+	s.Value = n.Value
+}
+
+func (i *Int) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n, ok := d.scalar(n, path, "an integer")
+	if !ok {
+		return
+	}
+	if n.ShortTag() != "!!int" || n.Decode(&i.Value) != nil {
+		d.errorf("schema/type", n, path, "`%s` must be an integer, read the %s", lastKey(path), kindWord(n))
+	}
+}
+
+func (b *Bool) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n, ok := d.scalar(n, path, "true or false")
+	if !ok {
+		return
+	}
+	if n.ShortTag() != "!!bool" || n.Decode(&b.Value) != nil {
+		d.errorf("schema/type", n, path, "`%s` must be true or false, read the %s", lastKey(path), kindWord(n))
+	}
+}
+
+func (s *Scalar) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n, ok := d.scalar(n, path, "a scalar")
+	if !ok {
+		return
+	}
+	s.Value, s.Tag = n.Value, n.ShortTag()
+}
+
+func (x *Number) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n, ok := d.scalar(n, path, "a number")
+	if !ok {
+		return
+	}
+	tag := n.ShortTag()
+	if tag != "!!int" && tag != "!!float" || n.Decode(&x.Value) != nil {
+		d.errorf("schema/type", n, path, "`%s` must be a number, read the %s", lastKey(path), kindWord(n))
+	}
+}
+
+func (r *Raw) decodeYAML(_ *decoder, n *yaml.Node, _ string) { r.YAML = resolve(n) }
+
+// decodeYAML reads a dimension: a non-negative integer is a fixed extent and
+// a non-empty string is a shape symbol (a quoted "4" is a symbol).
+func (x *Dim) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	const want = "a non-negative integer (a fixed extent) or a non-empty string (a shape symbol)"
+	n, ok := d.scalar(n, path, want)
+	if !ok {
+		return
+	}
+	switch n.ShortTag() {
+	case "!!str":
+		if strings.TrimSpace(n.Value) == "" {
+			d.errorf("schema/type", n, path, "a dimension is %s, read an empty symbol", want)
+			return
+		}
+		x.Symbol = n.Value
+	case "!!int":
+		if n.Decode(&x.Size) != nil || x.Size < 0 {
+			d.errorf("schema/type", n, path, "a dimension is %s, read %s", want, n.Value)
+			x.Size = 0
+		}
+	default:
+		d.errorf("schema/type", n, path, "a dimension is %s, read the %s", want, kindWord(n))
+	}
+}
+
+func (l *List[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf("schema/type", n, path, "`%s` must be a sequence, read the %s", lastKey(path), kindWord(n))
+		return
+	}
+	l.Items = make([]T, len(n.Content))
+	for i, c := range n.Content {
+		d.value(c, nil, indexPath(path, i), reflect.ValueOf(&l.Items[i]).Elem())
+	}
+}
+
+func (m *Map[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf("schema/type", n, path, "`%s` must be a mapping of names, read the %s", lastKey(path), kindWord(n))
+		return
+	}
+	m.Entries = make([]Entry[T], 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		kpath := keyPath(path, k.Value)
+		var e Entry[T]
+		d.value(k, nil, kpath, reflect.ValueOf(&e.Key).Elem())
+		if e.Key.Value == "" && k.ShortTag() == "!!str" {
+			d.errorf("schema/type", k, kpath, "a name in `%s` must not be empty", lastKey(path))
+		}
+		d.value(v, k, kpath, reflect.ValueOf(&e.Value).Elem())
+		m.Entries = append(m.Entries, e)
+	}
+}
+
+// transformParams is the vocabulary of preprocessing ops: the scalar and
+// numeric-list parameters each op accepts, beside inputs and outputs.
+var transformParams = map[string]struct{ scalars, lists []string }{
+	"decode":          {scalars: []string{"format"}},
+	"convert_color":   {scalars: []string{"mode"}},
+	"resize":          {scalars: []string{"size", "height", "width", "interpolation", "max_size"}},
+	"center_crop":     {scalars: []string{"size", "height", "width"}},
+	"rescale":         {scalars: []string{"factor"}},
+	"normalize":       {lists: []string{"mean", "std"}},
+	"tile":            {scalars: []string{"tile_size", "max_tiles"}},
+	"patchify":        {scalars: []string{"patch_size"}},
+	"sample_frames":   {scalars: []string{"fps", "num_frames", "frame_stride"}},
+	"pad_frames":      {scalars: []string{"target_length", "pad_value"}},
+	"resample":        {scalars: []string{"sample_rate"}},
+	"frame":           {scalars: []string{"window", "hop"}},
+	"mel_spectrogram": {scalars: []string{"sample_rate", "n_fft", "hop_length", "win_length", "n_mels"}},
+	"log":             {scalars: []string{"offset"}},
+}
+
+func transformOps() []string {
+	ops := make([]string, 0, len(transformParams))
+	for op := range transformParams {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// decodeYAML reads one transform: `op` decides which parameters it takes.
+func (t *Transform) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		d.errorf("schema/type", n, path, "a transform must be a mapping with `op`, read the %s", kindWord(n))
+		return
+	}
+	k, op := lookup(n, "op")
+	if op == nil {
+		d.errorf("schema/missing-field", n, path, "the transform at `%s` has no `op`; add one of: %s", path, strings.Join(transformOps(), ", "))
+		return
+	}
+	d.value(op, k, keyPath(path, "op"), reflect.ValueOf(&t.Op).Elem())
+	params, known := transformParams[t.Op.Value]
+	if !known {
+		if t.Op.Value != "" {
+			msg := "unknown transform op " + `"` + t.Op.Value + `"`
+			if near := nearest(t.Op.Value, transformOps()); near != "" {
+				msg += "; did you mean " + `"` + near + `"?`
+			}
+			d.errorf("schema/type", op, keyPath(path, "op"), "%s; known ops: %s", msg, strings.Join(transformOps(), ", "))
+		}
+		return
+	}
+	accepted := append([]string{"op", "inputs", "outputs"}, append(slices.Clone(params.scalars), params.lists...)...)
+	t.Params.Node, t.Lists.Node = Node{Pos: posOf(n), Path: path}, Node{Pos: posOf(n), Path: path}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		kpath := keyPath(path, k.Value)
+		switch {
+		case k.Value == "op":
+		case k.Value == "inputs":
+			d.value(v, k, kpath, reflect.ValueOf(&t.Inputs).Elem())
+		case k.Value == "outputs":
+			d.value(v, k, kpath, reflect.ValueOf(&t.Outputs).Elem())
+		case slices.Contains(params.scalars, k.Value):
+			e := Entry[Scalar]{Key: String{Node: Node{Pos: posOf(k), Path: kpath}, Value: k.Value}}
+			d.value(v, k, kpath, reflect.ValueOf(&e.Value).Elem())
+			t.Params.Entries = append(t.Params.Entries, e)
+		case slices.Contains(params.lists, k.Value):
+			e := Entry[List[Number]]{Key: String{Node: Node{Pos: posOf(k), Path: kpath}, Value: k.Value}}
+			d.value(v, k, kpath, reflect.ValueOf(&e.Value).Elem())
+			t.Lists.Entries = append(t.Lists.Entries, e)
+		default:
+			msg := "unknown key `" + k.Value + "` in the " + t.Op.Value + " transform"
+			if near := nearest(k.Value, accepted); near != "" {
+				msg += "; did you mean `" + near + "`?"
+			}
+			d.errorf("schema/unknown-field", k, kpath, "%s; accepted keys: %s", msg, strings.Join(accepted, ", "))
+		}
+	}
+}

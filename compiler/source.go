@@ -1,0 +1,192 @@
+package compiler
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/genaic/genaic/compiler/diag"
+)
+
+// Limits that keep a hostile document from costing more than a metadata file
+// ever needs. Real inference_metadata.yaml files are a few kilobytes.
+const (
+	// MaxDocumentBytes bounds the size of one document.
+	MaxDocumentBytes = 4 << 20
+	// MaxDepth bounds how deeply mappings and sequences nest.
+	MaxDepth = 64
+	// MaxExpandedNodes bounds the nodes the decoder visits through
+	// aliases, so an alias bomb is refused instead of expanded. Nodes
+	// written out are bounded by MaxDocumentBytes instead.
+	MaxExpandedNodes = 1 << 16
+)
+
+// parseYAML reads the bytes as one YAML (or JSON) document and returns its
+// top-level node. A nil node with no diagnostics is an empty document.
+func parseYAML(b []byte) (root *yaml.Node, ds diag.List) {
+	if len(b) > MaxDocumentBytes {
+		ds.Add(diag.Errorf("syntax", diag.Pos{Line: 1, Column: 1}, "",
+			"the document is %d bytes; genaic reads metadata documents of at most %d bytes", len(b), MaxDocumentBytes))
+		return nil, ds
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			root = nil
+			ds = diag.List{diag.Errorf("syntax", diag.Pos{Line: 1, Column: 1}, "", "the YAML parser could not read the document: %v", r)}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, diag.List{yamlError(err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		ds.Add(diag.Errorf("syntax", diag.Pos{Line: extra.Line, Column: extra.Column}, "",
+			"the file holds a second YAML document; an inference_metadata.yaml file is exactly one document"))
+		return nil, ds
+	} else if !errors.Is(err, io.EOF) {
+		return nil, diag.List{yamlError(err)}
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root = doc.Content[0]
+	ds.Add(checkStructure(root)...)
+	return root, ds
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError turns a yaml.v3 error into a positioned syntax diagnostic.
+func yamlError(err error) diag.Diagnostic {
+	msg := err.Error()
+	pos := diag.Pos{Line: 1, Column: 1}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		pos.Line, msg = n, m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	return diag.Errorf("syntax", pos, "", "the document is not valid YAML: %s", msg)
+}
+
+// checkStructure finds what the YAML parser accepts but genaic does not:
+// repeated mapping keys, keys that are not scalars, and nesting deeper than
+// MaxDepth. It does not follow aliases, so it visits every node once.
+func checkStructure(root *yaml.Node) diag.List {
+	var ds diag.List
+	var walk func(n *yaml.Node, path string, depth int)
+	walk = func(n *yaml.Node, path string, depth int) {
+		if depth > MaxDepth {
+			ds.Add(diag.Errorf("syntax", posOf(n), path, "the document nests deeper than %d levels; metadata never needs that", MaxDepth))
+			return
+		}
+		switch n.Kind {
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, indexPath(path, i), depth+1)
+			}
+		case yaml.MappingNode:
+			seen := map[string]*yaml.Node{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if k.Kind != yaml.ScalarNode {
+					ds.Add(diag.Errorf("syntax", posOf(k), path, "a mapping key must be a plain string, read a %s", kindWord(k)))
+					continue
+				}
+				if first, dup := seen[k.Value]; dup {
+					ds.Add(diag.Errorf("syntax", posOf(k), keyPath(path, k.Value),
+						"the key %q is repeated in this mapping; YAML mappings hold each key once", k.Value).
+						With(posOf(first), keyPath(path, k.Value), "first %q is here", k.Value))
+					continue
+				}
+				seen[k.Value] = k
+				walk(v, keyPath(path, k.Value), depth+1)
+			}
+		}
+	}
+	walk(root, "", 0)
+	if len(ds) > 0 {
+		ds.Sort()
+	}
+	return ds
+}
+
+func posOf(n *yaml.Node) diag.Pos {
+	if n == nil {
+		return diag.Pos{}
+	}
+	return diag.Pos{Line: n.Line, Column: n.Column}
+}
+
+// keyPath extends a YAML path by a mapping key. Keys that are not simple
+// identifiers (value names may contain dots) are written in brackets.
+func keyPath(path, key string) string {
+	if simpleKey(key) {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+func indexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+func simpleKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// kindWord names what a node is, in the words a YAML author uses.
+func kindWord(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.AliasNode:
+		return "alias"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str":
+			return fmt.Sprintf("string %q", clip(n.Value))
+		case "!!int":
+			return "integer " + clip(n.Value)
+		case "!!float":
+			return "number " + clip(n.Value)
+		case "!!bool":
+			return "boolean " + n.Value
+		case "!!null":
+			return "null"
+		}
+		return fmt.Sprintf("scalar %s", clip(n.Value))
+	}
+	return "nothing"
+}
+
+// clip shortens a scalar quoted in a message.
+func clip(s string) string {
+	const max = 60
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
