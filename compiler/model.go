@@ -69,6 +69,7 @@ type Scalar struct {
 type Number struct {
 	Node
 	Value float64
+	Text  string // as written
 }
 
 // Raw is a node kept verbatim and not interpreted.

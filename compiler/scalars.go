@@ -72,6 +72,7 @@ func (x *Number) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	tag := n.ShortTag()
+	x.Text = n.Value
 	if tag != "!!int" && tag != "!!float" || n.Decode(&x.Value) != nil {
 		d.errorf("schema/type", n, path, "`%s` must be a number, read the %s", lastKey(path), kindWord(n))
 	}

@@ -1,0 +1,334 @@
+// Package ir is genaic's SSA-like intermediate representation of a
+// workflow: values with dense ids and tensor contracts, components and their
+// ports, workflow inputs, outputs and state cells, and structured steps
+// (invoke, emit, sequence, branch with phi outputs, loop with carried cells).
+//
+// Names are kept as written and resolved to value ids by lowering; a use
+// that does not resolve keeps the id NoValue so that a check pass can report
+// it. Every node that a diagnostic may point at carries a Loc, an index into
+// the module's location table.
+//
+// The package imports only the standard library.
+package ir
+
+// Loc indexes Module.Locs. The zero Loc is "unknown".
+type Loc int32
+
+// Location is a position in the source document and the YAML path there.
+type Location struct {
+	Line, Col int
+	Path      string
+}
+
+// ValueID is a dense value number, indexing Module.Values.
+type ValueID int32
+
+// NoValue marks a use that names no visible value, or an absent value.
+const NoValue ValueID = -1
+
+// Module is one compiled workflow document.
+type Module struct {
+	// Schema is the document's schema_version exactly as written ("" when
+	// absent); Major and Minor are its normal form.
+	Schema       string
+	Major, Minor int
+
+	Locs   []Location // Locs[0] is the unknown location
+	Values []*Value   // indexed by ValueID
+
+	Manifest   Manifest
+	Inputs     []*Input
+	Outputs    []*Output
+	Cells      []*Cell
+	Components []*Component
+	Programs   []*Program
+	Serving    *Serving
+	Body       *Block
+}
+
+// NewModule returns an empty module whose location table holds the unknown
+// location.
+func NewModule() *Module {
+	return &Module{Locs: []Location{{}}, Body: &Block{}}
+}
+
+// AddLoc records a location and returns its index.
+func (m *Module) AddLoc(l Location) Loc {
+	m.Locs = append(m.Locs, l)
+	return Loc(len(m.Locs) - 1)
+}
+
+// Location returns the location of l, or the unknown location when l is out
+// of range.
+func (m *Module) Location(l Loc) Location {
+	if l <= 0 || int(l) >= len(m.Locs) {
+		return Location{}
+	}
+	return m.Locs[l]
+}
+
+// NewValue defines a value and returns its id.
+func (m *Module) NewValue(name string, def DefKind, c *Contract, loc Loc) ValueID {
+	id := ValueID(len(m.Values))
+	m.Values = append(m.Values, &Value{ID: id, Name: name, Def: def, Contract: c, Loc: loc})
+	return id
+}
+
+// Value returns the value of id, or nil for NoValue or an id out of range.
+func (m *Module) Value(id ValueID) *Value {
+	if id < 0 || int(id) >= len(m.Values) {
+		return nil
+	}
+	return m.Values[id]
+}
+
+// Component returns the component called name, or nil.
+func (m *Module) Component(name string) *Component {
+	for _, c := range m.Components {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Output returns the workflow output called name, or nil.
+func (m *Module) Output(name string) *Output {
+	for _, o := range m.Outputs {
+		if o.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// DefKind says what defines a value.
+type DefKind uint8
+
+// What defines a value.
+const (
+	DefInput     DefKind = iota // a workflow input
+	DefCell                     // a workflow state cell
+	DefInvoke                   // an output port of an invoke step
+	DefPhi                      // a branch output
+	DefIteration                // a loop's iteration counter
+)
+
+var defNames = [...]string{"input", "cell", "invoke", "phi", "iteration"}
+
+func (k DefKind) String() string {
+	if int(k) < len(defNames) {
+		return defNames[k]
+	}
+	return "?"
+}
+
+// Value is an SSA value: defined once, visible after its definition.
+type Value struct {
+	ID   ValueID
+	Name string
+	Def  DefKind
+	// Contract types the value: the input's, the cell's or the producing
+	// port's. It is nil when nothing declares one (a phi, an iteration).
+	Contract *Contract
+	Loc      Loc
+}
+
+// Ref is a name written in the document that passes resolve with the
+// scoping rules of their reference (a symbol, a companion, an output).
+type Ref struct {
+	Name string
+	Loc  Loc
+}
+
+// Use is a step's read of a value by name, resolved by lowering.
+type Use struct {
+	Name string
+	ID   ValueID // NoValue when the name does not resolve
+	Loc  Loc
+}
+
+// Manifest is the workflow's manifest.
+type Manifest struct {
+	AdapterABIs  []KV // in document order
+	Capabilities []string
+	Loc          Loc
+}
+
+// KV is a name and a string value in document order.
+type KV struct {
+	Key, Value string
+	Loc        Loc
+}
+
+// Get returns the value of key in kvs.
+func Get(kvs []KV, key string) (KV, bool) {
+	for _, kv := range kvs {
+		if kv.Key == key {
+			return kv, true
+		}
+	}
+	return KV{}, false
+}
+
+// Input is a workflow input.
+type Input struct {
+	Name     string
+	Value    ValueID
+	Contract *Contract
+	// Role is "opaque" or "runtime"; RuntimeRole and RoleVersion are set for
+	// runtime roles.
+	Role, RuntimeRole, RoleVersion string
+	// Source is request, application, literal or artifact; SourceArg is the
+	// application name or artifact path.
+	Source, SourceArg    string
+	Required             *bool
+	HasDefault           bool
+	PresentAs            string
+	ExternallySuppliable bool
+	Loc                  Loc
+	ExternalLoc          Loc // where externally_suppliable is written
+}
+
+// Output is a workflow output.
+type Output struct {
+	Name     string
+	Contract *Contract
+	Role     string
+	Stage    string
+	Loc      Loc
+}
+
+// Cell is a workflow state cell. It defines a value of its own name.
+type Cell struct {
+	Name            string
+	Value           ValueID
+	Contract        *Contract
+	Scope           string
+	Initializer     Use
+	Recurrence      string
+	Next            string
+	Class           string
+	Management      string
+	ReleaseBoundary string
+	ServiceGroup    string
+	Loc             Loc
+}
+
+// Serving names the decoder-serving values of a workflow (checked, never
+// executed by genaic).
+type Serving struct {
+	Active, Done, AcceptedLen Ref
+	Groups                    []ServiceGroup
+	Loc                       Loc
+}
+
+// ServiceGroup is a runtime-managed state group.
+type ServiceGroup struct {
+	Name, Kind, Layout, Aliasing string
+	SequenceAxis                 *int64
+	LogicalLengths               Ref
+	Loc                          Loc
+}
+
+// ImplKind says what runs a component.
+type ImplKind uint8
+
+// Component implementations.
+const (
+	ImplONNX    ImplKind = iota // an ONNX graph in the package
+	ImplAdapter                 // a runtime adapter, pinned by ABI
+	ImplBinding                 // a Go function the application registers
+)
+
+var implNames = [...]string{"onnx", "adapter", "binding"}
+
+func (k ImplKind) String() string {
+	if int(k) < len(implNames) {
+		return implNames[k]
+	}
+	return "?"
+}
+
+// Component is a unit of computation the workflow invokes.
+type Component struct {
+	Name     string
+	Impl     ImplKind
+	Artifact string // onnx, and optionally adapter
+	ABI      string // adapter
+	Version  string // adapter
+	Inputs   []*Port
+	Outputs  []*Port
+	Capacity *Capacity // nil: one request row per invocation
+	RowScope *RowScope
+	Loc      Loc
+}
+
+// Input returns the input port called name, or nil.
+func (c *Component) Input(name string) *Port { return findPort(c.Inputs, name) }
+
+// Output returns the output port called name, or nil.
+func (c *Component) Output(name string) *Port { return findPort(c.Outputs, name) }
+
+func findPort(ps []*Port, name string) *Port {
+	for _, p := range ps {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Port is a component's named input or output contract.
+type Port struct {
+	Name     string
+	Contract *Contract
+	Loc      Loc
+}
+
+// Capacity is a component's batch_capacity (DESIGN §3.1).
+type Capacity struct {
+	Uniform []Ref // shape symbols
+	Budgets []Budget
+	Loc     Loc
+}
+
+// Budget bounds the materialized footprint along a nesting path of symbols,
+// read outermost first.
+type Budget struct {
+	Path     []Ref
+	MaxTotal int64
+	Loc      Loc
+}
+
+// RowScope names the axis along which a component's rows are independent.
+type RowScope struct {
+	Axis     int64
+	Stateful bool
+	Loc      Loc
+}
+
+// Program is a preprocessing program (image, video or audio) and the
+// outputs it binds.
+type Program struct {
+	Modality   string // image, video or audio
+	Transforms []Transform
+	Outputs    []ProgramOutput
+	Loc        Loc
+}
+
+// Transform is one op of a program with its parameters as written.
+type Transform struct {
+	Op      string
+	Inputs  []string
+	Outputs []string
+	Params  []KV
+	Loc     Loc
+}
+
+// ProgramOutput binds a program value to a named output with a content role.
+type ProgramOutput struct {
+	Name, Source, Content, DType string
+	Contract                     *Contract // nil when not declared
+	Loc                          Loc
+}
