@@ -8,6 +8,7 @@ import (
 
 	"github.com/genaic/genaic/compiler"
 	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/passes"
 )
 
 func init() {
@@ -24,6 +25,7 @@ func runCheck(e *env, args []string) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
 	verbose := fs.Bool("v", false, "also describe each valid document")
+	checkIR := fs.Bool("check", false, "verify the IR after every pass (for genaic developers)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -35,10 +37,11 @@ func runCheck(e *env, args []string) int {
 	var report diag.Report
 	status := exitOK
 	for _, p := range paths {
-		r, err := compiler.LoadPath(p)
+		d, err := passes.CheckPath(p, passes.Options{Check: *checkIR})
 		if err != nil {
 			return ioError(e, err)
 		}
+		r := d.Result
 		report.Files = append(report.Files, diag.FileReport{Path: r.File, Valid: r.Valid(), Diagnostics: r.Diags})
 		if !r.Valid() {
 			status = exitDiags

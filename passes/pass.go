@@ -1,0 +1,153 @@
+// Package passes holds genaic's compiler passes over the IR: check passes
+// that report diagnostics with rule ids from the public catalogue, and plan
+// passes that decide how components group their items.
+//
+// A pass is a declared value (Name, Doc, Requires, ResultType, Run), in the
+// manner of golang.org/x/tools/go/analysis. Pipeline is the one ordered list;
+// a test proves every pass a pass requires runs earlier.
+package passes
+
+import (
+	"fmt"
+	"reflect"
+	"runtime/debug"
+
+	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/ir"
+)
+
+// Kind separates passes that only report from passes that decide.
+type Kind uint8
+
+const (
+	// Check passes report diagnostics and keep going, so a user sees every
+	// problem in one run.
+	Check Kind = iota
+	// Plan passes run only on a module without errors.
+	Plan
+)
+
+// Pass is one compiler pass.
+type Pass struct {
+	Name     string
+	Doc      string
+	Kind     Kind
+	Requires []*Pass
+	// ResultType is the type of what Run returns for later passes, or nil
+	// when the pass returns nothing.
+	ResultType reflect.Type
+	Run        func(*Context) (any, error)
+}
+
+// Context is what a running pass sees: the module, the results of the
+// passes it requires, and a way to report.
+type Context struct {
+	Module  *ir.Module
+	File    string
+	pass    *Pass
+	results map[*Pass]any
+	diags   *diag.List
+}
+
+// Result returns the result of a required pass.
+func (c *Context) Result(p *Pass) any {
+	r, ok := c.results[p]
+	if !ok {
+		panic(fmt.Sprintf("pass %s reads the result of %s, which it does not require or which has not run", c.pass.Name, p.Name))
+	}
+	return r
+}
+
+// Report adds an error diagnostic at loc.
+func (c *Context) Report(rule string, loc ir.Loc, format string, args ...any) {
+	c.ReportRelated(rule, loc, nil, format, args...)
+}
+
+// Related is a second location that takes part in a diagnostic.
+type Related struct {
+	Loc     ir.Loc
+	Message string
+}
+
+// ReportRelated adds an error diagnostic at loc with related locations.
+func (c *Context) ReportRelated(rule string, loc ir.Loc, related []Related, format string, args ...any) {
+	if !diag.KnownRule(rule) {
+		panic(fmt.Sprintf("pass %s reports unknown rule %q", c.pass.Name, rule))
+	}
+	l := c.Module.Location(loc)
+	d := diag.Errorf(rule, diag.Pos{Line: l.Line, Column: l.Col}, l.Path, format, args...)
+	d.File = c.File
+	for _, r := range related {
+		rl := c.Module.Location(r.Loc)
+		d = d.With(diag.Pos{Line: rl.Line, Column: rl.Col}, rl.Path, "%s", r.Message)
+	}
+	c.diags.Add(d)
+}
+
+// Options control a pipeline run.
+type Options struct {
+	File string
+	// Check runs ir.Verify after every pass (always on in tests).
+	Check bool
+	// Dump, when set, is called with the module after each pass whose name
+	// it accepts.
+	Dump func(pass string, m *ir.Module)
+	// DumpPass selects which passes Dump sees: a pass name or "all".
+	DumpPass string
+}
+
+// Run runs the pipeline on m. Check passes always run; plan passes run only
+// when no check reported an error. It returns the diagnostics (sorted) and
+// the results of every pass that ran; the error is for broken invariants
+// and pass panics, which are genaic's bugs, not the document's.
+func Run(m *ir.Module, opts Options) (diag.List, map[*Pass]any, error) {
+	var ds diag.List
+	results := map[*Pass]any{}
+	for _, p := range Pipeline {
+		if p.Kind == Plan && ds.HasErrors() {
+			break
+		}
+		res, err := runOne(p, &Context{Module: m, File: opts.File, pass: p, results: results, diags: &ds})
+		if err != nil {
+			return ds, results, err
+		}
+		results[p] = res
+		if opts.Check {
+			if err := ir.Verify(m); err != nil {
+				return ds, results, fmt.Errorf("after pass %s: %w", p.Name, err)
+			}
+		}
+		if opts.Dump != nil && (opts.DumpPass == "all" || opts.DumpPass == p.Name) {
+			opts.Dump(p.Name, m)
+		}
+	}
+	ds.Sort()
+	return ds, results, nil
+}
+
+// runOne runs a pass, turning a panic into an error that names the pass.
+func runOne(p *Pass, c *Context) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pass %s panicked: %v\n%s", p.Name, r, debug.Stack())
+		}
+	}()
+	res, err = p.Run(c)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", p.Name, err)
+	}
+	if p.ResultType != nil && (res == nil || reflect.TypeOf(res) != p.ResultType) {
+		return nil, fmt.Errorf("pass %s returned %T, declared %v", p.Name, res, p.ResultType)
+	}
+	return res, nil
+}
+
+// Lookup returns the pass called name, or nil.
+func Lookup(name string) *Pass {
+	for _, p := range Pipeline {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
