@@ -212,7 +212,7 @@ func TestHostileDocuments(t *testing.T) {
 		{"deep nesting", "model: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", "syntax", ""},
 		{"deep block nesting", "model:\n" + deepBlock(200), "syntax", "nests deeper than 64 levels"},
 		{"alias bomb in the workflow", stepBomb, "syntax", "through aliases"},
-		{"huge document", "model: \"" + strings.Repeat("x", MaxDocumentBytes) + "\"\n", "syntax", "at most 4194304 bytes"},
+		{"huge document", "model: \"" + strings.Repeat("x", MaxDocumentBytes) + "\"\n", "syntax", fmt.Sprintf("at most %d bytes", MaxDocumentBytes)},
 		{"two documents", "model: {}\n---\nmodel: {}\n", "syntax", "second YAML document"},
 		{"scalar document", "hello\n", "schema/type", "must be a mapping"},
 		{"empty document", "", "schema/type", "the document is empty"},

@@ -209,10 +209,9 @@ func (l *lowerer) contract(c *Contract) *ir.Contract {
 		x.Rank = len(x.Shape)
 	}
 	if c.Rank != nil {
-		x.RankLoc = l.loc(c.Rank.Node)
-		if !x.HasShape {
-			x.Rank = int(c.Rank.Value)
-		}
+		// A written rank wins, so that a rank disagreeing with the shape
+		// stays visible for contract/shape.
+		x.RankLoc, x.Rank = l.loc(c.Rank.Node), int(c.Rank.Value)
 	}
 	if c.Optional != nil {
 		x.Optional = c.Optional.Value

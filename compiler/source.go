@@ -17,8 +17,9 @@ import (
 // Limits that keep a hostile document from costing more than a metadata file
 // ever needs. Real inference_metadata.yaml files are a few kilobytes.
 const (
-	// MaxDocumentBytes bounds the size of one document.
-	MaxDocumentBytes = 4 << 20
+	// MaxDocumentBytes bounds the size of one document: room for a
+	// generated workflow of several thousand components.
+	MaxDocumentBytes = 16 << 20
 	// MaxDepth bounds how deeply mappings and sequences nest.
 	MaxDepth = 64
 	// MaxExpandedNodes bounds the nodes the decoder visits through

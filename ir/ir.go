@@ -44,6 +44,37 @@ type Module struct {
 	Programs   []*Program
 	Serving    *Serving
 	Body       *Block
+
+	index moduleIndex // name lookups, rebuilt when the lists grow
+}
+
+// moduleIndex caches name lookups so that resolving every step of a large
+// workflow stays linear. It is rebuilt whenever a list's length changes.
+type moduleIndex struct {
+	components map[string]*Component
+	outputs    map[string]*Output
+	nc, no     int
+}
+
+func (m *Module) indexed() *moduleIndex {
+	ix := &m.index
+	if ix.components == nil || ix.nc != len(m.Components) {
+		ix.components, ix.nc = make(map[string]*Component, len(m.Components)), len(m.Components)
+		for _, c := range m.Components {
+			if _, dup := ix.components[c.Name]; !dup {
+				ix.components[c.Name] = c
+			}
+		}
+	}
+	if ix.outputs == nil || ix.no != len(m.Outputs) {
+		ix.outputs, ix.no = make(map[string]*Output, len(m.Outputs)), len(m.Outputs)
+		for _, o := range m.Outputs {
+			if _, dup := ix.outputs[o.Name]; !dup {
+				ix.outputs[o.Name] = o
+			}
+		}
+	}
+	return ix
 }
 
 // NewModule returns an empty module whose location table holds the unknown
@@ -83,24 +114,10 @@ func (m *Module) Value(id ValueID) *Value {
 }
 
 // Component returns the component called name, or nil.
-func (m *Module) Component(name string) *Component {
-	for _, c := range m.Components {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
+func (m *Module) Component(name string) *Component { return m.indexed().components[name] }
 
 // Output returns the workflow output called name, or nil.
-func (m *Module) Output(name string) *Output {
-	for _, o := range m.Outputs {
-		if o.Name == name {
-			return o
-		}
-	}
-	return nil
-}
+func (m *Module) Output(name string) *Output { return m.indexed().outputs[name] }
 
 // DefKind says what defines a value.
 type DefKind uint8

@@ -133,11 +133,8 @@ func (v *verifier) step(s *Step, scope map[string]ValueID, where string) {
 	case OpSequence:
 		v.block(s.Body, scope)
 	case OpBranch:
-		v.use(&s.Predicate, scope, where+" predicate")
-		for _, c := range s.Cases {
-			v.block(c.Body, maps(scope))
-		}
-		v.block(s.Default, maps(scope))
+		v.branch(s, scope, where)
+		return
 	case OpLoop:
 		inner := maps(scope)
 		v.block(s.Setup, inner)
@@ -163,6 +160,36 @@ func (v *verifier) step(s *Step, scope map[string]ValueID, where string) {
 	}
 	for _, r := range s.Results {
 		v.def(r.Value, DefInvoke, scope)
+	}
+	for _, p := range s.Phis {
+		v.def(p.Value, DefPhi, scope)
+	}
+}
+
+// branch verifies each case in a scope of its own; a phi reads each input
+// in the scope of its case, and only the phis escape.
+func (v *verifier) branch(s *Step, scope map[string]ValueID, where string) {
+	v.use(&s.Predicate, scope, where+" predicate")
+	cases := map[string]map[string]ValueID{}
+	for _, c := range s.Cases {
+		cases[c.Key] = maps(scope)
+		v.block(c.Body, cases[c.Key])
+	}
+	def := maps(scope)
+	v.block(s.Default, def)
+	for i := range s.Phis {
+		p := &s.Phis[i]
+		for j := range p.Inputs {
+			in := &p.Inputs[j]
+			sc, ok := cases[in.Key]
+			if !ok {
+				sc = scope
+			}
+			v.use(&in.Value, sc, where+" phi input")
+		}
+		if p.Default != nil {
+			v.use(p.Default, def, where+" phi default")
+		}
 	}
 	for _, p := range s.Phis {
 		v.def(p.Value, DefPhi, scope)

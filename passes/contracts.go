@@ -1,12 +1,102 @@
 package passes
 
-// ContractsPass checks contracts: known dtypes, rank agreeing with shape, and values bound to ports and outputs whose dtype, rank and fixed extents agree.
+import (
+	"fmt"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// ContractsPass checks contracts themselves (known dtypes, a rank that
+// agrees with the shape) and every binding of a value to a port or an
+// output (same dtype, rank and fixed extents).
 var ContractsPass = &Pass{
 	Name:     "contracts",
 	Doc:      "check contracts: known dtypes, rank agreeing with shape, and values bound to ports and outputs whose dtype, rank and fixed extents agree",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
 	Run: func(c *Context) (any, error) {
+		for _, s := range c.Result(ScopesPass).(*Scopes).Sites {
+			contractOwn(c, s.String(), s.Contract)
+		}
+		c.Module.Body.Walk(func(s *ir.Step) bool {
+			contractBindings(c, s)
+			return true
+		})
 		return nil, nil
 	},
+}
+
+// contractOwn checks one contract on its own.
+func contractOwn(c *Context, site string, k *ir.Contract) {
+	if _, ok := ir.LookupDType(k.DType); !ok && k.DType != "" {
+		c.Report("contract/dtype", k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know; use one of %s",
+			site, k.DType, strings.Join(ir.DTypeNames(), ", "))
+	}
+	if k.HasShape && k.RankLoc != 0 && k.Rank != len(k.Shape) {
+		c.Report("contract/shape", k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions; drop `rank` or make it %d",
+			site, k.Rank, shapeText(k.Shape), len(k.Shape), len(k.Shape))
+	}
+}
+
+func contractBindings(c *Context, s *ir.Step) {
+	switch s.Op {
+	case ir.OpInvoke:
+		comp := c.Module.Component(s.Component.Name)
+		if comp == nil {
+			return
+		}
+		for _, a := range s.Args {
+			if p := comp.Input(a.Port); p != nil {
+				contractBind(c, a.Value, p.Contract, fmt.Sprintf("input port `%s` of component `%s`", p.Name, comp.Name), a.Loc)
+			}
+		}
+	case ir.OpEmit:
+		if o := c.Module.Output(s.Output.Name); o != nil {
+			contractBind(c, s.Value, o.Contract, fmt.Sprintf("workflow output `%s`", o.Name), s.Value.Loc)
+		}
+	}
+}
+
+// contractBind reports a value whose contract contradicts the contract it
+// is bound to. Symbols never contradict: a symbol names an extent the
+// binding site may fix.
+func contractBind(c *Context, u ir.Use, want *ir.Contract, site string, loc ir.Loc) {
+	v := c.Module.Value(u.ID)
+	if v == nil || v.Contract == nil || want == nil {
+		return
+	}
+	got := v.Contract
+	var facts []string
+	if got.DType != "" && want.DType != "" && !ir.SameDType(got.DType, want.DType) {
+		facts = append(facts, fmt.Sprintf("dtype %s where %s wants %s", got.DType, site, want.DType))
+	}
+	if got.Rank >= 0 && want.Rank >= 0 && got.Rank != want.Rank {
+		facts = append(facts, fmt.Sprintf("rank %d where %s wants rank %d", got.Rank, site, want.Rank))
+	} else if got.HasShape && want.HasShape {
+		for i := range min(len(got.Shape), len(want.Shape)) {
+			g, w := got.Shape[i], want.Shape[i]
+			if !g.IsSym() && !w.IsSym() && g.Size != w.Size {
+				facts = append(facts, fmt.Sprintf("extent %d on axis %d where %s fixes %d", g.Size, i, site, w.Size))
+			}
+		}
+	}
+	if len(facts) == 0 {
+		return
+	}
+	c.ReportRelated("contract/incompatible", loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
+		"`%s` has %s; bind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
+}
+
+// shapeText writes a shape as a document would.
+func shapeText(shape []ir.Dim) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		if d.IsSym() {
+			parts[i] = d.Sym
+		} else {
+			parts[i] = fmt.Sprint(d.Size)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

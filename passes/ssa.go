@@ -1,12 +1,151 @@
 package passes
 
-// SSAPass checks workflow structure: every name read is visible, defined once, and names a declared component, port or output.
+import (
+	"fmt"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// SSAPass checks workflow structure: every name read is visible, every name
+// is defined once, and invokes and emits name declared components, ports and
+// outputs.
 var SSAPass = &Pass{
 	Name:     "ssa",
 	Doc:      "check workflow structure: every name read is visible, defined once, and names a declared component, port or output",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
 	Run: func(c *Context) (any, error) {
+		ssaRedefined(c)
+		for _, cell := range c.Module.Cells {
+			ssaUse(c, &cell.Initializer, fmt.Sprintf("the initializer of state cell `%s`", cell.Name))
+		}
+		c.Module.Body.Walk(func(s *ir.Step) bool {
+			ssaStep(c, s)
+			return true
+		})
 		return nil, nil
 	},
+}
+
+// ssaRedefined reports every definition of a name after its first.
+func ssaRedefined(c *Context) {
+	first := map[string]*ir.Value{}
+	for _, v := range c.Module.Values {
+		f, dup := first[v.Name]
+		if !dup {
+			first[v.Name] = v
+			continue
+		}
+		c.ReportRelated("ssa/redefined", v.Loc, []Related{{f.Loc, fmt.Sprintf("`%s` is first defined here", v.Name)}},
+			"the %s defines `%s`, which the %s already defines; every value name is defined once, so rename one of them",
+			defWord(v.Def), v.Name, defWord(f.Def))
+	}
+}
+
+func defWord(k ir.DefKind) string {
+	switch k {
+	case ir.DefInput:
+		return "workflow input"
+	case ir.DefCell:
+		return "state cell"
+	case ir.DefInvoke:
+		return "invoke step"
+	case ir.DefPhi:
+		return "branch output"
+	default:
+		return "loop iteration"
+	}
+}
+
+func ssaUse(c *Context, u *ir.Use, where string) {
+	if u.ID != ir.NoValue || u.Name == "" {
+		return
+	}
+	msg := fmt.Sprintf("%s reads `%s`, which is not visible here", where, u.Name)
+	if _, ok := c.Result(ScopesPass).(*Scopes).LookupWorkflow(u.Name); ok {
+		msg += "; it is defined later, or inside a branch or loop that does not export it (declare it as a branch output or a carried cell)"
+	} else {
+		msg += "; define it as a workflow input, a state cell or an invoke output before this step"
+	}
+	c.Report("ssa/undefined", u.Loc, "%s", msg)
+}
+
+func ssaStep(c *Context, s *ir.Step) {
+	where := "this " + s.Op.String() + " step"
+	for _, u := range s.Uses() {
+		ssaUse(c, u, where)
+	}
+	switch s.Op {
+	case ir.OpInvoke:
+		ssaInvoke(c, s)
+	case ir.OpEmit:
+		if s.Output.Name != "" && c.Module.Output(s.Output.Name) == nil {
+			c.Report("ssa/unknown-output", s.Output.Loc, "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
+				s.Output.Name, outputNames(c.Module))
+		}
+	}
+}
+
+func ssaInvoke(c *Context, s *ir.Step) {
+	comp := c.Module.Component(s.Component.Name)
+	if comp == nil {
+		if s.Component.Name != "" {
+			c.Report("ssa/unknown-component", s.Component.Loc, "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
+				s.Component.Name, componentNames(c.Module))
+		}
+		return
+	}
+	bound := map[string]bool{}
+	for _, a := range s.Args {
+		bound[a.Port] = true
+		if comp.Input(a.Port) == nil {
+			c.Report("ssa/unknown-port", a.Loc, "this invoke binds input port `%s`, which component `%s` does not declare (its input ports: %s)",
+				a.Port, comp.Name, portNames(comp.Inputs))
+		}
+	}
+	for _, r := range s.Results {
+		if comp.Output(r.Port) == nil {
+			c.Report("ssa/unknown-port", r.Loc, "this invoke reads output port `%s`, which component `%s` does not declare (its output ports: %s)",
+				r.Port, comp.Name, portNames(comp.Outputs))
+		}
+	}
+	for _, p := range comp.Inputs {
+		if !bound[p.Name] && (p.Contract == nil || !p.Contract.Optional) {
+			c.ReportRelated("ssa/unbound-port", s.Component.Loc, []Related{{p.Loc, fmt.Sprintf("input port `%s` is declared here", p.Name)}},
+				"this invoke of component `%s` leaves input port `%s` unbound; bind it under `inputs`, or declare the port `optional: true`",
+				comp.Name, p.Name)
+		}
+	}
+}
+
+func outputNames(m *ir.Module) string {
+	var ns []string
+	for _, o := range m.Outputs {
+		ns = append(ns, o.Name)
+	}
+	return listOrNone(ns)
+}
+
+func componentNames(m *ir.Module) string {
+	var ns []string
+	for _, c := range m.Components {
+		ns = append(ns, c.Name)
+	}
+	return listOrNone(ns)
+}
+
+func portNames(ps []*ir.Port) string {
+	var ns []string
+	for _, p := range ps {
+		ns = append(ns, p.Name)
+	}
+	return listOrNone(ns)
+}
+
+func listOrNone(ns []string) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	return strings.Join(ns, ", ")
 }

@@ -1,0 +1,67 @@
+// Package archtest keeps the layering DESIGN.md §4 and STYLE.md ask for.
+package archtest
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/internal/testenv"
+)
+
+func goList(t *testing.T, env []string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = testenv.Root(t)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestIRImportsOnlyStandardLibrary: the IR is a plain data structure.
+func TestIRImportsOnlyStandardLibrary(t *testing.T) {
+	deps := goList(t, nil, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./ir")
+	for _, d := range deps {
+		if d != "github.com/genaic/genaic/ir" {
+			t.Errorf("ir depends on %s", d)
+		}
+	}
+}
+
+// TestCompilerBuildsWithoutCgo: only the ONNX Runtime backend uses cgo.
+func TestCompilerBuildsWithoutCgo(t *testing.T) {
+	pkgs := []string{"./compiler/...", "./ir/...", "./passes/..."}
+	if _, err := os.Stat(testenv.Root(t) + "/codegen"); err == nil {
+		if files, _ := os.ReadDir(testenv.Root(t) + "/codegen"); len(files) > 0 {
+			pkgs = append(pkgs, "./codegen/...")
+		}
+	}
+	build := exec.Command("go", append([]string{"build"}, pkgs...)...)
+	build.Dir = testenv.Root(t)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build %v: %v\n%s", pkgs, err, out)
+	}
+	for _, p := range pkgs {
+		deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "-f", "{{if .CgoFiles}}{{.ImportPath}}{{end}}", p)
+		if len(deps) > 0 {
+			t.Errorf("%s depends on cgo packages %v", p, deps)
+		}
+	}
+}
+
+// TestParticipleOnlyInTextTooling: only the IR text parser imports the
+// parser generator.
+func TestParticipleOnlyInTextTooling(t *testing.T) {
+	for _, p := range []string{"./compiler/...", "./passes/...", "./ir"} {
+		for _, d := range goList(t, nil, "-deps", "-f", "{{.ImportPath}}", p) {
+			if strings.Contains(d, "participle") {
+				t.Errorf("%s depends on %s", p, d)
+			}
+		}
+	}
+}
