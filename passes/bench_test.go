@@ -92,4 +92,3 @@ func BenchmarkCheckGenerated(b *testing.B) {
 		})
 	}
 }
-
