@@ -1,12 +1,192 @@
 package passes
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+)
+
 // PaddingPass checks padding (§3.2): resolvable int64 shared lengths companions shaped as the padded value's outer axes.
+//
+// An entry that is refused for what it pads (a duplicate, the value itself)
+// is not checked further, and a lengths companion's shape is compared only
+// when the padded dimension resolved to an axis: a second complaint about a
+// rank nothing could compute would send the reader to the wrong line. The
+// packed dimension of a token_packed value and the padding of a level
+// companion belong to the packed pass (packed/double-spelling,
+// packed/companion).
 var PaddingPass = &Pass{
 	Name:     "padding",
 	Doc:      "check padding (§3.2): resolvable int64 shared lengths companions shaped as the padded value's outer axes",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
 	Run: func(c *Context) (any, error) {
+		sc := c.Result(ScopesPass).(*Scopes)
+		p := &paddingChecker{c: c, sc: sc, companions: packedCompanionContracts(sc),
+			seen: map[string]bool{}, read: packedReadNames(c.Module)}
+		for _, s := range sc.Sites {
+			p.site(s)
+		}
 		return nil, nil
 	},
+}
+
+type paddingChecker struct {
+	c  *Context
+	sc *Scopes
+	// companions are the contracts of level companions: their padding is
+	// the packed pass's to refuse.
+	companions map[*ir.Contract]bool
+	// seen de-duplicates findings about one lengths declaration named
+	// from several sites.
+	seen map[string]bool
+	// read holds the names of values some step, cell initializer or serving
+	// declaration reads:
+	// like a level companion, the lengths of a workflow input nothing reads
+	// are never looked up (see packedChecker.resolve).
+	read map[string]bool
+}
+
+func (p *paddingChecker) site(s *Site) {
+	k := s.Contract
+	if k == nil || len(k.Padding) == 0 || p.companions[k] {
+		return
+	}
+	packed, _, isPacked := packedDim(k)
+	first := map[string]*ir.Padding{}
+	for i := range k.Padding {
+		pad := &k.Padding[i]
+		name := pad.Dim.Name
+		if name == "" || (isPacked && packed.IsSym() && packed.Sym == name) {
+			continue
+		}
+		if prev, dup := first[name]; dup {
+			p.c.ReportRelated("padding/duplicate", packedLoc(pad.Dim.Loc, pad.Loc),
+				[]Related{{Loc: packedLoc(prev.Dim.Loc, prev.Loc), Message: fmt.Sprintf("`%s` is first padded here", name)}},
+				"%s declares padding on dimension `%s` more than once; one dimension has one padded extent and one lengths companion: drop this entry",
+				s, name)
+			continue
+		}
+		first[name] = pad
+		axis := p.dimension(s, pad)
+		p.lengths(s, pad, axis)
+	}
+}
+
+// dimension checks that the padded dimension is a shape symbol of the
+// value and not its request axis, and returns its axis (-1 when it is
+// refused).
+func (p *paddingChecker) dimension(s *Site, pad *ir.Padding) int {
+	k, name := s.Contract, pad.Dim.Name
+	loc := packedLoc(pad.Dim.Loc, pad.Loc)
+	axis := k.Axis(name)
+	switch {
+	case !k.HasShape:
+		p.c.Report("padding/dimension", loc,
+			"%s declares padding on dimension `%s`, but it declares no shape, so `%s` is not a shape symbol of it: declare its shape with `%s` in it",
+			s, name, name, name)
+		return -1
+	case axis < 0:
+		p.c.Report("padding/dimension", loc,
+			"%s declares padding on dimension `%s`, which is not a shape symbol of the value it pads (its shape is %s): pad one of its symbols, or add `%s` to its shape",
+			s, name, paddingShapeText(k.Shape), name)
+		return -1
+	case axis == k.RequestAxis():
+		p.c.Report("padding/dimension", loc,
+			"%s declares padding on dimension `%s`, which is the axis %d its request rows stack along; a row is a whole request and is never padded: pad a dimension inside one row",
+			s, name, axis)
+		return -1
+	}
+	return axis
+}
+
+// lengths checks the valid_lengths companion of one entry.
+func (p *paddingChecker) lengths(s *Site, pad *ir.Padding, axis int) {
+	ref := pad.Lengths
+	if ref.Name == "" {
+		return
+	}
+	loc := packedLoc(ref.Loc, pad.Loc)
+	if ref.Name == s.Name {
+		p.c.Report("padding/self", loc,
+			"%s names itself as the valid_lengths of its own dimension `%s`; a value cannot say how much of itself is real: name the int64 vector that holds the lengths of `%s`",
+			s, pad.Dim.Name, pad.Dim.Name)
+		return
+	}
+	t, ok := p.sc.Lookup(s, ref.Name)
+	if !ok && (s.Kind != SiteInput || p.read[s.Name]) {
+		p.c.Report("padding/unresolved", loc,
+			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
+			s, ref.Name, pad.Dim.Name, packedScopeText(s))
+		return
+	}
+	if !ok || t.Contract == nil {
+		return
+	}
+	p.lengthsType(s, pad, t)
+	if axis >= 0 {
+		p.lengthsShape(s, pad, t, axis)
+	}
+}
+
+// lengthsType checks what a lengths companion is on its own: int64 and
+// shared.
+func (p *paddingChecker) lengthsType(s *Site, pad *ir.Padding, t Target) {
+	lk := t.Contract
+	key := fmt.Sprintf("%p", lk)
+	if p.seen[key] {
+		return
+	}
+	report := func(at ir.Loc, format string, args ...any) {
+		p.seen[key] = true
+		p.c.ReportRelated("padding/companion", packedLoc(pad.Lengths.Loc, pad.Loc),
+			[]Related{{Loc: packedLoc(at, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
+			"valid_lengths `%s` of dimension `%s` of %s "+format, append([]any{t.Name, pad.Dim.Name, s}, args...)...)
+	}
+	if _, known := ir.LookupDType(lk.DType); known && !ir.SameDType(lk.DType, "int64") {
+		report(lk.DTypeLoc, "is %s but must be int64; it counts the real entries of `%s`: declare `dtype: int64`", lk.DType, pad.Dim.Name)
+	}
+	if lk.Layout.Kind != ir.Shared {
+		report(lk.Layout.Loc, "declares %s but must declare shared; it has one entry per position of the axes outer to `%s` across the whole group, not one row per request: write `batch_layout: { kind: shared }`",
+			lk.Layout.Kind, pad.Dim.Name)
+	}
+}
+
+// lengthsShape checks that a lengths companion's rank is the padded axis
+// index and its shape the padded value's outer axes, in order.
+func (p *paddingChecker) lengthsShape(s *Site, pad *ir.Padding, t Target, axis int) {
+	k, lk := s.Contract, t.Contract
+	outer := k.Shape[:axis]
+	loc := packedLoc(pad.Lengths.Loc, pad.Loc)
+	if lk.Rank >= 0 && lk.Rank != axis {
+		p.c.ReportRelated("padding/companion", loc,
+			[]Related{{Loc: packedLoc(lk.RankLoc, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
+			"valid_lengths `%s` of %s has rank %d but dimension `%s` is axis %d, so it must have rank %d: one entry per position of the axes outer to `%s`; declare its shape as %s",
+			t.Name, s, lk.Rank, pad.Dim.Name, axis, axis, pad.Dim.Name, paddingShapeText(outer))
+		return
+	}
+	if !lk.HasShape || len(lk.Shape) != axis {
+		return
+	}
+	for i, d := range lk.Shape {
+		if !packedDimsDiffer(d, outer[i]) {
+			continue
+		}
+		p.c.ReportRelated("padding/companion", loc,
+			[]Related{{Loc: d.Loc, Message: fmt.Sprintf("`%s` declares %s here", t.Name, packedDimText(d))},
+				{Loc: outer[i].Loc, Message: fmt.Sprintf("%s declares %s here", s, packedDimText(outer[i]))}},
+			"valid_lengths `%s` declares %s on axis %d but the value it bounds, %s, declares %s there; its shape is the padded value's axes outer to `%s`, in order: declare it as %s",
+			t.Name, packedDimText(d), i, s, packedDimText(outer[i]), pad.Dim.Name, paddingShapeText(outer))
+		return
+	}
+}
+
+// paddingShapeText writes a shape as a document would.
+func paddingShapeText(shape []ir.Dim) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = packedDimPlain(d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
