@@ -31,13 +31,10 @@ test demo: export GENAIC_CACHE := $(CACHE)
 
 test: setup lint
 	$(GO) test ./...
-	$(GO) test -race ./vm/... ./compiler/...
-	@if grep -q 'func FuzzFrontEnd' compiler/*_test.go 2>/dev/null; then \
-		echo "$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 5s"; \
-		$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 5s; \
-	else \
-		echo "fuzz: skipped, compiler/*_test.go has no FuzzFrontEnd"; \
-	fi
+	$(GO) test -race ./vm/... ./compiler/... ./passes/...
+	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s
+	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s
+	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s
 
 demo: setup
 	$(GO) run ./cmd/genaic check -v $(DEMO_PKG)

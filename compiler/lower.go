@@ -11,7 +11,7 @@ import (
 // reports: a name that does not resolve keeps ir.NoValue, and a name defined
 // twice gets two values, for the check passes to report with positions.
 func Lower(doc *Document, v DeclaredVersion) *ir.Module {
-	l := &lowerer{m: ir.NewModule()}
+	l := &lowerer{m: ir.NewModule(), locs: map[ir.Location]ir.Loc{}}
 	l.m.Schema, l.m.Major, l.m.Minor = v.Spelling, v.Major, v.Minor
 	if doc.Pipeline != nil && doc.Pipeline.Workflow != nil {
 		l.workflow(doc.Pipeline.Workflow)
@@ -23,7 +23,8 @@ func Lower(doc *Document, v DeclaredVersion) *ir.Module {
 }
 
 type lowerer struct {
-	m *ir.Module
+	m    *ir.Module
+	locs map[ir.Location]ir.Loc // one table entry per distinct location
 }
 
 type scope map[string]ir.ValueID
@@ -34,7 +35,13 @@ func (l *lowerer) loc(n Node) ir.Loc {
 		return 0
 	}
 	p := n.Caret()
-	return l.m.AddLoc(ir.Location{Line: p.Line, Col: p.Column, Path: n.Path})
+	at := ir.Location{Line: p.Line, Col: p.Column, Path: n.Path}
+	if loc, ok := l.locs[at]; ok {
+		return loc
+	}
+	loc := l.m.AddLoc(at)
+	l.locs[at] = loc
+	return loc
 }
 
 func (l *lowerer) ref(s *String) ir.Ref {

@@ -32,7 +32,7 @@ type checkJSON struct {
 // checkJSONOf runs `genaic check --json` on paths and decodes the report.
 func checkJSONOf(t *testing.T, paths ...string) (checkJSON, int) {
 	t.Helper()
-	out, stderr, code := runCLI(t, append([]string{"check", "--json"}, paths...)...)
+	out, stderr, code := runCLI(t, append([]string{"check", "--json", "--check"}, paths...)...)
 	var rep checkJSON
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("check --json printed no JSON (exit %d): %v\nstdout: %s\nstderr: %s", code, err, out, stderr)
