@@ -69,4 +69,3 @@ func renderDiags(e *env, d *passes.Document) {
 	n := len(d.Diags())
 	fmt.Fprintf(e.stderr, "%s: invalid (%d %s)\n", d.File, n, plural(n, "diagnostic"))
 }
-
