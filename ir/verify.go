@@ -79,7 +79,6 @@ func (v *verifier) topLevel() {
 	}
 	if v.m.Body == nil {
 		v.fail("the module has no body")
-		v.m.Body = &Block{}
 	}
 }
 

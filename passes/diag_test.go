@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/genaic/genaic/compiler/diag"
 )
 
 // The diagnostic fixtures in testdata/diag/*.yaml state what they expect on
@@ -109,6 +112,28 @@ func checkFixture(t *testing.T, file, doc string) {
 	for _, w := range wants {
 		if !w.hit {
 			t.Errorf("%s:%d: missing %s matching %q", file, w.line, w.rule, w.re)
+		}
+	}
+}
+
+// TestEveryRuleHasAFixture keeps at least one fixture per rule id of the
+// workflow, packed, padding, capacity, emission and preprocess tables.
+func TestEveryRuleHasAFixture(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "diag", "*.yaml"))
+	covered := map[string]bool{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range expectations(t, string(src)) {
+			covered[w.rule] = true
+		}
+	}
+	families := []string{"ssa/", "contract/", "preprocess/", "packed/", "padding/", "capacity/", "emit/"}
+	for _, rule := range diag.Rules {
+		if slices.ContainsFunc(families, func(f string) bool { return strings.HasPrefix(rule, f) }) && !covered[rule] {
+			t.Errorf("no fixture in testdata/diag expects %s", rule)
 		}
 	}
 }

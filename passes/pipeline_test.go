@@ -2,6 +2,7 @@ package passes
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,36 @@ func TestPipelineOrder(t *testing.T) {
 		} else if seenPlan {
 			t.Errorf("check pass %s runs after a plan pass", p.Name)
 		}
+	}
+}
+
+// TestPanicNamesThePass: a pass that panics is a genaic bug, reported as an
+// error naming the pass, never a crash.
+func TestPanicNamesThePass(t *testing.T) {
+	saved := Pipeline
+	defer func() { Pipeline = saved }()
+	Pipeline = []*Pass{ScopesPass, {Name: "boom", Doc: "panics", Run: func(*Context) (any, error) { panic("index out of range") }}}
+	_, err := CheckSource("x.yaml", []byte("schema_version: v1.1\n"), Options{Check: true})
+	if err == nil || !strings.Contains(err.Error(), "pass boom panicked: index out of range") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestVerifyRunsAfterEveryPass: a pass that breaks an IR invariant is caught
+// under Check, with the pass named.
+func TestVerifyRunsAfterEveryPass(t *testing.T) {
+	saved := Pipeline
+	defer func() { Pipeline = saved }()
+	breaker := &Pass{Name: "breaker", Doc: "breaks the IR", Run: func(c *Context) (any, error) {
+		c.Module.Body = nil
+		return nil, nil
+	}}
+	Pipeline = []*Pass{ScopesPass, breaker}
+	_, err := CheckSource("x.yaml", []byte("schema_version: v1.1\n"), Options{Check: true})
+	if err == nil || !strings.Contains(err.Error(), "after pass breaker") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := CheckSource("x.yaml", []byte("schema_version: v1.1\n"), Options{}); err != nil {
+		t.Fatalf("without Check the invariant is not verified, got %v", err)
 	}
 }
