@@ -1,8 +1,17 @@
 package passes
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
 	"github.com/genaic/genaic/compiler"
 	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -48,3 +57,75 @@ func check(r *compiler.Result, opts Options) (*Document, error) {
 
 // Diags returns the document's diagnostics.
 func (d *Document) Diags() diag.List { return d.Result.Diags }
+
+// BuildPlan assembles the plan file of a document that every check
+// accepted. planDir is the folder the plan will be written to: the package
+// folder is recorded relative to it, and artifacts relative to the package.
+func BuildPlan(d *Document, planDir string) (*plan.File, error) {
+	gps, ok := d.Results[PlanPass].(GroupPlans)
+	if !ok || !d.Valid() {
+		return nil, fmt.Errorf("%s has diagnostics; a plan is only built for a valid document", d.File)
+	}
+	pkgDir := filepath.Dir(d.File)
+	rel, err := relPath(planDir, pkgDir)
+	if err != nil {
+		return nil, err
+	}
+	f := &plan.File{
+		SchemaVersion: d.Version.Spelling,
+		Package:       rel,
+		Source:        filepath.Base(d.File),
+		SourceSHA256:  sha256Hex(d.Source),
+		Components:    gps,
+		IR:            d.Module.String(),
+	}
+	for _, c := range d.Module.Components {
+		if c.Artifact == "" {
+			continue
+		}
+		a, err := artifact(pkgDir, c)
+		if err != nil {
+			return nil, err
+		}
+		f.Artifacts = append(f.Artifacts, a)
+	}
+	return f, nil
+}
+
+// artifact records a component's artifact, which must lie inside the
+// package folder. A missing file is recorded without a hash: the plan can
+// be inspected, but a runtime refuses to load it.
+func artifact(pkgDir string, c *ir.Component) (plan.Artifact, error) {
+	p := filepath.ToSlash(filepath.Clean(filepath.FromSlash(c.Artifact)))
+	if filepath.IsAbs(c.Artifact) || p == ".." || strings.HasPrefix(p, "../") {
+		return plan.Artifact{}, fmt.Errorf("component `%s` names artifact %q outside its package folder; artifacts are paths inside the package", c.Name, c.Artifact)
+	}
+	a := plan.Artifact{Component: c.Name, Path: p}
+	if h, err := plan.HashFile(filepath.Join(pkgDir, filepath.FromSlash(p))); err == nil {
+		a.SHA256 = h
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return a, err
+	}
+	return a, nil
+}
+
+func relPath(from, to string) (string, error) {
+	absFrom, err := filepath.Abs(from)
+	if err != nil {
+		return "", err
+	}
+	absTo, err := filepath.Abs(to)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(absFrom, absTo)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -20,4 +20,6 @@ var Pipeline = []*Pass{
 	// Emission: whether every ragged value leaves the workflow with the
 	// companions that decode it.
 	EmitPass,
+	// Plan passes run only when every check above accepted the module.
+	PlanPass,
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
 )
@@ -12,8 +15,8 @@ import (
 func init() {
 	register(command{
 		name:    "compile",
-		usage:   "compile PATH [--emit ir] [--dump PASS|all] [--check]",
-		summary: "validate a package and print its IR",
+		usage:   "compile PATH [-o plan.json] [--emit ir|plan] [--dump PASS|all]",
+		summary: "validate, plan, and write the plan (or print the IR or the plan)",
 		run:     runCompile,
 	})
 }
@@ -21,7 +24,8 @@ func init() {
 func runCompile(e *env, args []string) int {
 	c := commands["compile"]
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
-	emit := fs.String("emit", "ir", "what to print: ir")
+	emit := fs.String("emit", "", "print instead of writing a plan file: ir or plan")
+	output := fs.String("o", "", "where to write the plan (default: plan.json beside the metadata document)")
 	dump := fs.String("dump", "", "print the IR after the named pass (or all passes) to stderr")
 	checkIR := fs.Bool("check", false, "verify the IR after every pass (for genaic developers)")
 	paths, ok := parseFlags(e, fs, c, args)
@@ -32,8 +36,8 @@ func runCompile(e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *emit != "ir" {
-		e.errorf("--emit %s is not supported; genaic compile emits: ir", *emit)
+	if *emit != "" && *emit != "ir" && *emit != "plan" {
+		e.errorf("--emit %s is not something genaic compile emits; use ir or plan", *emit)
 		return exitUsage
 	}
 	if *dump != "" && *dump != "all" && passes.Lookup(*dump) == nil {
@@ -55,11 +59,57 @@ func runCompile(e *env, args []string) int {
 		renderDiags(e, d)
 		return exitDiags
 	}
-	if err := ir.Print(e.stdout, d.Module); err != nil {
-		e.errorf("printing the IR: %v", err)
+	if *emit == "ir" {
+		if err := ir.Print(e.stdout, d.Module); err != nil {
+			e.errorf("printing the IR: %v", err)
+			return exitUsage
+		}
+		return exitOK
+	}
+	return writePlan(e, d, *output, *emit == "plan")
+}
+
+// writePlan builds the plan and writes it to path (or stdout).
+func writePlan(e *env, d *passes.Document, path string, toStdout bool) int {
+	if path == "" {
+		path = filepath.Join(filepath.Dir(d.File), "plan.json")
+	}
+	f, err := passes.BuildPlan(d, filepath.Dir(path))
+	if err != nil {
+		e.errorf("%v", err)
 		return exitUsage
 	}
+	for _, a := range f.Artifacts {
+		if a.SHA256 == "" {
+			fmt.Fprintf(e.stderr, "genaic: warning: artifact %s of component `%s` is missing; the plan can be inspected but not run\n", a.Path, a.Component)
+		}
+	}
+	b, err := f.Marshal()
+	if err != nil {
+		return ioError(e, err)
+	}
+	if toStdout {
+		_, err = e.stdout.Write(b)
+	} else {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		return ioError(e, err)
+	}
+	if !toStdout {
+		fmt.Fprintf(e.stdout, "wrote %s (%d components, %d grouped)\n", path, len(f.Components), grouped(f))
+	}
 	return exitOK
+}
+
+func grouped(f *plan.File) int {
+	n := 0
+	for _, g := range f.Components {
+		if g.Grouped {
+			n++
+		}
+	}
+	return n
 }
 
 // renderDiags prints a document's diagnostics to stderr with excerpts.

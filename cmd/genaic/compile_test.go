@@ -29,14 +29,14 @@ func TestCompileEmitsIR(t *testing.T) {
 }
 
 func TestCompileDumps(t *testing.T) {
-	_, errOut, code := runCLI(t, "compile", "../../testdata/packages/image_padded", "--dump", "all")
+	_, errOut, code := runCLI(t, "compile", "../../testdata/packages/image_padded", "--emit", "ir", "--dump", "all")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if n := strings.Count(errOut, "// IR after pass "); n != 8 {
+	if n := strings.Count(errOut, "// IR after pass "); n != 9 {
 		t.Errorf("--dump all printed %d dumps, want one per pass", n)
 	}
-	_, errOut, _ = runCLI(t, "compile", "../../testdata/packages/image_padded", "--dump", "packed")
+	_, errOut, _ = runCLI(t, "compile", "../../testdata/packages/image_padded", "--emit", "ir", "--dump", "packed")
 	if !strings.Contains(errOut, "// IR after pass packed\n") || strings.Count(errOut, "// IR after pass") != 1 {
 		t.Errorf("--dump packed printed:\n%.200s", errOut)
 	}
