@@ -138,7 +138,9 @@ func planProblems(comp *ir.Component, g *plan.GroupPlan) []string {
 
 func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[string]bool) []string {
 	var out []string
-	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf("input %s: "+format, append([]any{port.Name}, args...)...)) }
+	bad := func(format string, args ...any) {
+		out = append(out, fmt.Sprintf("input %s: "+format, append([]any{port.Name}, args...)...))
+	}
 	c := port.Contract
 	if in.Name != port.Name || in.Why == "" {
 		bad("plan names %q, why %q", in.Name, in.Why)
@@ -194,7 +196,9 @@ func servedBy(port *ir.Port, s *plan.Serves, companion string) bool {
 
 func outputProblems(comp *ir.Component, port *ir.Port, o plan.Port, g *plan.GroupPlan) []string {
 	var out []string
-	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf("output %s: "+format, append([]any{port.Name}, args...)...)) }
+	bad := func(format string, args ...any) {
+		out = append(out, fmt.Sprintf("output %s: "+format, append([]any{port.Name}, args...)...))
+	}
 	if o.Serves != nil {
 		wantSplit := map[string]plan.Split{"owner": plan.SplitInternal, "offsets": plan.SplitCompanion, "lengths": plan.SplitCompanion}[o.Serves.Role]
 		if o.Split != wantSplit || !servedBy(comp.Output(o.Serves.Port), o.Serves, port.Name) {
