@@ -1,0 +1,212 @@
+package vm
+
+import (
+	"github.com/genaic/genaic/compiler/plan"
+)
+
+// group is one assembled invocation: the items in order, the tensors passed
+// to the component, and what splitting needs to find each item's share.
+type group struct {
+	items  []*item
+	inputs map[string]*Tensor
+	// offsets holds the group's recomputed offsets per packed input port
+	// and level.
+	offsets map[string][][]int64
+	// rowStart is each item's first request row; rows is the group's total.
+	rowStart []int64
+	rows     int64
+	// packedPositions counts the packed positions of every packed input.
+	packedPositions int64
+	// padded and real count elements of padded inputs (padding overhead).
+	padded, real int64
+}
+
+// assemble builds one invocation from compatible items (§6 Assembly):
+// packed ports are concatenated and their companions recomputed, padded
+// dimensions are allocated at the group's maximum with zero fill, rows are
+// stacked, and shared inputs are passed once.
+func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) {
+	g := &group{items: items, inputs: map[string]*Tensor{}, offsets: map[string][][]int64{}}
+	for _, it := range items {
+		g.rowStart = append(g.rowStart, g.rows)
+		g.rows += it.rows
+	}
+	for _, in := range s.gp.Inputs {
+		switch in.Role {
+		case plan.RoleBroadcast:
+			g.inputs[in.Name] = items[0].ports[in.Name]
+		case plan.RoleRows, plan.RoleExpanded, plan.RolePacked:
+			t, err := g.concat(in, items, copies)
+			if err != nil {
+				return nil, err
+			}
+			g.inputs[in.Name] = t
+		}
+	}
+	for _, in := range s.gp.Inputs {
+		if in.Role == plan.RolePacked {
+			g.composeLevels(in, items)
+			g.packedPositions += g.inputs[in.Name].Shape[0]
+		}
+	}
+	for _, in := range s.gp.Inputs {
+		if in.Role == plan.RoleCompanion {
+			t, err := g.companion(in, items, copies)
+			if err != nil {
+				return nil, err
+			}
+			g.inputs[in.Name] = t
+		}
+	}
+	return g, nil
+}
+
+// concat stacks the items' tensors of one port along axis 0, padding the
+// padded axes to the group maximum.
+func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*Tensor, error) {
+	tensors := make([]*Tensor, len(items))
+	for i, it := range items {
+		tensors[i] = it.ports[in.Name]
+	}
+	padAxes := map[int]bool{}
+	for _, p := range in.Padded {
+		padAxes[p.Axis] = true
+	}
+	shape, err := groupShape(tensors, padAxes)
+	if err != nil {
+		return nil, err
+	}
+	out, err := NewTensor(tensors[0].DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	reason := CopyStack
+	if in.Role == plan.RolePacked {
+		reason = CopyPack
+	}
+	if len(padAxes) > 0 {
+		reason = CopyPad
+		g.padded += out.Len()
+	}
+	row := int64(0)
+	for _, t := range tensors {
+		copies.Add(reason, placeInto(out, row, t))
+		row += t.Shape[0]
+		if len(padAxes) > 0 {
+			g.real += t.Len()
+		}
+	}
+	return out, nil
+}
+
+// groupShape is the group's shape of one port: the sum of the items' axis 0,
+// the maximum of padded axes, and the (equal) extent of every other axis.
+func groupShape(ts []*Tensor, padAxes map[int]bool) ([]int64, error) {
+	shape := append([]int64(nil), ts[0].Shape...)
+	shape[0] = 0
+	for _, t := range ts {
+		if t.Rank() != len(shape) {
+			return nil, runErr("run/uniform", "items of one group disagree on rank: %v and %v", ts[0], t)
+		}
+		shape[0] += t.Shape[0]
+		for a := 1; a < len(shape); a++ {
+			switch {
+			case padAxes[a]:
+				shape[a] = max(shape[a], t.Shape[a])
+			case t.Shape[a] != shape[a]:
+				return nil, runErr("run/uniform", "items of one group disagree on axis %d (%d vs %d), which is neither padded nor packed", a, shape[a], t.Shape[a])
+			}
+		}
+	}
+	return shape, nil
+}
+
+// placeInto copies src into dst starting at row on axis 0, each axis into
+// the prefix of dst's; it returns the bytes copied.
+func placeInto(dst *Tensor, row int64, src *Tensor) int64 {
+	if src.Len() == 0 {
+		return 0
+	}
+	dstStrides := strides(dst.Shape)
+	if equalShape(dst.Shape[1:], src.Shape[1:]) {
+		copyElems(dst.Data, row*dstStrides[0], src.Data, 0, src.Len())
+		return src.Bytes()
+	}
+	srcStrides := strides(src.Shape)
+	var walk func(axis int, do, so int64)
+	last := src.Rank() - 1
+	walk = func(axis int, do, so int64) {
+		if axis == last {
+			copyElems(dst.Data, do, src.Data, so, src.Shape[last])
+			return
+		}
+		for i := int64(0); i < src.Shape[axis]; i++ {
+			walk(axis+1, do+i*dstStrides[axis], so+i*srcStrides[axis])
+		}
+	}
+	walk(0, row*dstStrides[0], 0)
+	return src.Bytes()
+}
+
+func strides(shape []int64) []int64 {
+	s := make([]int64, len(shape))
+	acc := int64(1)
+	for i := len(shape) - 1; i >= 0; i-- {
+		s[i] = acc
+		acc *= shape[i]
+	}
+	return s
+}
+
+// composeLevels recomputes a packed port's offsets for the group, level by
+// level: each item's offsets shifted by the children before it.
+func (g *group) composeLevels(in plan.Port, items []*item) {
+	levels := make([][]int64, len(in.Levels))
+	for k := range in.Levels {
+		per := make([][]int64, len(items))
+		for i, it := range items {
+			per[i] = it.levels[in.Name][k]
+		}
+		levels[k] = concatOffsets(per)
+	}
+	g.offsets[in.Name] = levels
+}
+
+// companion computes a companion port's group value from the port it
+// serves: offsets composed, owners derived from offsets, lengths
+// concatenated (and padded where the lengths are themselves ragged).
+func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*Tensor, error) {
+	s := in.Serves
+	switch s.Role {
+	case "offsets", "owner":
+		offs := g.offsets[s.Port][s.Level]
+		data := offs
+		if s.Role == "owner" {
+			data = ownersFromOffsets(offs)
+		}
+		copies.Add(CopyCompanion, int64(len(data))*8)
+		return &Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}, nil
+	}
+	ts := make([]*Tensor, len(items))
+	for i, it := range items {
+		ts[i] = it.lengths[s.Port][s.Dimension]
+	}
+	padAxes := map[int]bool{}
+	for a := 1; a < ts[0].Rank(); a++ {
+		padAxes[a] = true
+	}
+	shape, err := groupShape(ts, padAxes)
+	if err != nil {
+		return nil, err
+	}
+	out, err := NewTensor("int64", shape)
+	if err != nil {
+		return nil, err
+	}
+	row := int64(0)
+	for _, t := range ts {
+		copies.Add(CopyCompanion, placeInto(out, row, t))
+		row += t.Shape[0]
+	}
+	return out, nil
+}

@@ -1,0 +1,179 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/ir/irtext"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Backends run components by implementation kind: ONNX Runtime for
+	// onnx, Bindings for binding components.
+	Backends map[ir.ImplKind]Backend
+	// Solo runs every invocation with exactly one request (the reference).
+	Solo bool
+	// MaxDelay is how long a grouper waits for more items before it closes
+	// a group.
+	MaxDelay time.Duration
+	// Queue bounds each grouper's queue; 0 means 1024.
+	Queue int
+}
+
+// Engine runs the workflow of a plan for many concurrent requests.
+type Engine struct {
+	file     *plan.File
+	m        *ir.Module
+	opts     Options
+	sessions map[string]Session
+	groupers map[string]*grouper
+	specs    map[string]*componentSpec
+	stats    map[string]*counter
+	copies   map[string]*Copies
+	closing  sync.Once
+}
+
+// Open loads a plan (already checked against its package in pkgDir) and
+// every component its workflow invokes.
+func Open(f *plan.File, pkgDir string, opts Options) (*Engine, error) {
+	m, err := irtext.Parse("plan IR", []byte(f.IR))
+	if err != nil {
+		return nil, fmt.Errorf("the plan's IR does not parse: %w", err)
+	}
+	if m.Serving != nil {
+		return nil, runErr("run/unsupported", "this workflow declares `serving` (decoder serving state, KV caches); genaic checks such workflows but does not execute them")
+	}
+	if opts.Queue <= 0 {
+		opts.Queue = 1024
+	}
+	e := &Engine{file: f, m: m, opts: opts, sessions: map[string]Session{}, groupers: map[string]*grouper{},
+		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
+	for _, name := range invokedComponents(m) {
+		if err := e.load(name, pkgDir); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func invokedComponents(m *ir.Module) []string {
+	var names []string
+	seen := map[string]bool{}
+	m.Body.Walk(func(s *ir.Step) bool {
+		if s.Op == ir.OpInvoke && !seen[s.Component.Name] {
+			seen[s.Component.Name] = true
+			names = append(names, s.Component.Name)
+		}
+		return true
+	})
+	return names
+}
+
+func (e *Engine) load(name, pkgDir string) error {
+	comp := e.m.Component(name)
+	gp := e.file.Component(name)
+	if comp == nil || gp == nil {
+		return fmt.Errorf("the plan has no component `%s`", name)
+	}
+	be := e.opts.Backends[comp.Impl]
+	if be == nil {
+		return runErr("run/unsupported", "component `%s` is implemented by %s, and no backend for %s components was given", name, comp.Impl, comp.Impl)
+	}
+	sess, err := be.Load(comp, pkgDir)
+	if err != nil {
+		return fmt.Errorf("loading component `%s` on %s: %w", name, be.Name(), err)
+	}
+	e.sessions[name] = sess
+	spec := &componentSpec{comp: comp, gp: gp}
+	e.specs[name] = spec
+	e.stats[name] = newCounter(gp)
+	e.copies[name] = &Copies{}
+	if gp.Grouped {
+		e.groupers[name] = newGrouper(spec, sess, e.opts.MaxDelay, e.opts.Solo, e.opts.Queue, e.stats[name], e.copies[name])
+	}
+	return nil
+}
+
+// PackageDir returns the package folder of a plan file loaded from path.
+func PackageDir(f *plan.File, path string) string { return filepath.Clean(f.PackageDir(path)) }
+
+// Close stops the groupers (failing what still waits) and releases every
+// session.
+func (e *Engine) Close() error {
+	var errs []error
+	e.closing.Do(func() {
+		for _, g := range e.groupers {
+			g.close()
+			for _, p := range g.held {
+				p.done <- share{err: errClosed}
+			}
+		}
+		for _, s := range e.sessions {
+			errs = append(errs, s.Close())
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Stats returns what every component did so far.
+func (e *Engine) Stats() Stats {
+	out := Stats{Components: map[string]ComponentStats{}}
+	for name, s := range e.stats {
+		out.Components[name] = s.snapshot(e.copies[name].Bytes())
+	}
+	return out
+}
+
+// Copies returns the copy counters of a component (for tests and stats).
+func (e *Engine) Copies(component string) *Copies { return e.copies[component] }
+
+// Request is one request: values for the workflow inputs it supplies.
+type Request struct {
+	ID     string
+	Inputs map[string]*Tensor
+}
+
+// Response is a request's result: the workflow outputs it emitted, or the
+// error that failed it.
+type Response struct {
+	ID      string
+	Outputs map[string]*Tensor
+	Err     error
+}
+
+// Run executes the workflow for one request. Many goroutines may call Run
+// at once; their items meet in the groupers.
+func (e *Engine) Run(ctx context.Context, req Request) Response {
+	r := &run{e: e, ctx: ctx, env: map[string]*Tensor{}, outputs: map[string]*Tensor{}}
+	err := r.start(req)
+	if err == nil {
+		err = r.block(e.m.Body)
+	}
+	if err != nil {
+		return Response{ID: req.ID, Err: err}
+	}
+	return Response{ID: req.ID, Outputs: r.outputs}
+}
+
+// RunAll runs requests concurrently and returns their responses in order.
+func (e *Engine) RunAll(ctx context.Context, reqs []Request) []Response {
+	out := make([]Response, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = e.Run(ctx, reqs[i])
+		}()
+	}
+	wg.Wait()
+	return out
+}

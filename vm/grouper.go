@@ -1,0 +1,230 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// grouper forms groups for one grouped component from items of requests
+// that arrive independently (§6 Group formation): FIFO with a compatibility
+// key, items added while every budget holds, the group closed when a budget
+// would be exceeded, the queue stays empty for max_delay, or the group can
+// grow no further.
+type grouper struct {
+	spec     *componentSpec
+	sess     Session
+	maxDelay time.Duration
+	solo     bool // every invocation carries exactly one item
+	stats    *counter
+	copies   *Copies
+
+	queue chan *pending
+	held  []*pending // items passed over by the last group, served first
+	wg    sync.WaitGroup
+}
+
+type pending struct {
+	ctx  context.Context
+	it   *item
+	done chan share
+}
+
+type share struct {
+	outs map[string]*Tensor
+	err  error
+}
+
+// errClosed is returned to items still waiting when the engine closes.
+var errClosed = errors.New("the engine was closed before this request's group ran")
+
+func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo bool, queue int, stats *counter, copies *Copies) *grouper {
+	g := &grouper{spec: spec, sess: sess, maxDelay: maxDelay, solo: solo, stats: stats, copies: copies,
+		queue: make(chan *pending, queue)}
+	if r := sess.Ready(); !r.Ready {
+		g.solo = true
+		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
+	}
+	g.wg.Add(1)
+	go g.loop()
+	return g
+}
+
+// submit queues an item and waits for its share.
+func (g *grouper) submit(ctx context.Context, it *item) (map[string]*Tensor, error) {
+	for _, b := range g.spec.gp.Budgets {
+		if f := footprint(b, []*item{it}); f > b.MaxTotal {
+			return nil, runErr("run/budget", "this request's item alone has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
+				f, b.Dimensions, g.spec.comp.Name, b.MaxTotal)
+		}
+	}
+	p := &pending{ctx: ctx, it: it, done: make(chan share, 1)}
+	select {
+	case g.queue <- p:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case s := <-p.done:
+		return s.outs, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (g *grouper) close() {
+	close(g.queue)
+	g.wg.Wait()
+}
+
+func (g *grouper) loop() {
+	defer g.wg.Done()
+	for {
+		head, ok := g.next()
+		if !ok {
+			return
+		}
+		batch := g.gather(head)
+		g.run(batch)
+	}
+}
+
+// next returns the oldest waiting item: a held one first, then the queue.
+func (g *grouper) next() (*pending, bool) {
+	for len(g.held) > 0 {
+		p := g.held[0]
+		g.held = g.held[1:]
+		if p.ctx.Err() == nil {
+			return p, true
+		}
+		p.done <- share{err: p.ctx.Err()}
+	}
+	p, ok := <-g.queue
+	return p, ok
+}
+
+// gather grows a group from head while items are compatible and every
+// budget holds; incompatible or oversized items wait for a later group.
+func (g *grouper) gather(head *pending) []*pending {
+	batch := []*pending{head}
+	if g.solo {
+		return batch
+	}
+	var held []*pending
+	take := func(p *pending) {
+		switch {
+		case p.ctx.Err() != nil:
+			p.done <- share{err: p.ctx.Err()}
+		case g.spec.compatible(head.it, p.it) && g.fits(batch, p):
+			batch = append(batch, p)
+		default:
+			held = append(held, p)
+		}
+	}
+	for _, p := range g.held {
+		take(p)
+	}
+	g.held = nil
+	timer := time.NewTimer(g.maxDelay)
+	defer timer.Stop()
+	for !g.full(batch) {
+		select {
+		case p, ok := <-g.queue:
+			if !ok {
+				g.held = held
+				return batch
+			}
+			take(p)
+			continue
+		default:
+		}
+		if g.maxDelay <= 0 {
+			break
+		}
+		select {
+		case p, ok := <-g.queue:
+			if !ok {
+				g.held = held
+				return batch
+			}
+			take(p)
+		case <-timer.C:
+			g.held = held
+			return batch
+		}
+	}
+	g.held = held
+	return batch
+}
+
+func (g *grouper) fits(batch []*pending, p *pending) bool {
+	items := make([]*item, 0, len(batch)+1)
+	for _, b := range batch {
+		items = append(items, b.it)
+	}
+	items = append(items, p.it)
+	for _, b := range g.spec.gp.Budgets {
+		if footprint(b, items) > b.MaxTotal {
+			return false
+		}
+	}
+	return true
+}
+
+// full reports whether no item can join: some budget is exactly spent.
+func (g *grouper) full(batch []*pending) bool {
+	items := make([]*item, len(batch))
+	for i, b := range batch {
+		items[i] = b.it
+	}
+	for _, b := range g.spec.gp.Budgets {
+		if footprint(b, items) >= b.MaxTotal {
+			return true
+		}
+	}
+	return false
+}
+
+// run assembles, checks, invokes and splits one group, then answers each
+// item. Everything that fails here fails the whole group's requests.
+func (g *grouper) run(batch []*pending) {
+	items := make([]*item, len(batch))
+	for i, p := range batch {
+		items[i] = p.it
+	}
+	shares, err := g.invoke(items)
+	for i, p := range batch {
+		if err != nil {
+			p.done <- share{err: err}
+		} else {
+			p.done <- share{outs: shares[i]}
+		}
+	}
+}
+
+func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
+	start := time.Now()
+	grp, err := g.spec.assemble(items, g.copies)
+	if err != nil {
+		return nil, err
+	}
+	peaks := make([]int64, len(g.spec.gp.Budgets))
+	for i, b := range g.spec.gp.Budgets {
+		if peaks[i] = footprint(b, items); peaks[i] > b.MaxTotal {
+			return nil, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
+		}
+	}
+	var outs map[string]*Tensor
+	if grp.packedPositions == 0 && g.spec.hasPacked() {
+		outs = g.spec.emptyOutputs(grp)
+	} else {
+		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())
+		if err != nil {
+			return nil, runErr("run/backend", "component `%s` failed on a group of %d request(s): %v", g.spec.comp.Name, len(items), err)
+		}
+		g.stats.invoked(len(items), grp, peaks, time.Since(start))
+	}
+	return g.spec.split(grp, outs)
+}

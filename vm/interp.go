@@ -1,0 +1,327 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/ir"
+)
+
+// run is one request's walk through the workflow: the interpreter proper.
+type run struct {
+	e       *Engine
+	ctx     context.Context
+	env     map[string]*Tensor // values by name
+	outputs map[string]*Tensor // emitted workflow outputs
+}
+
+// start binds the request's inputs after checking them against their
+// contracts, and the state cells' initial values.
+func (r *run) start(req Request) error {
+	for _, in := range r.e.m.Inputs {
+		t, ok := req.Inputs[in.Name]
+		if !ok {
+			if in.Source == "literal" || in.Source == "artifact" {
+				return runErr("run/unsupported", "workflow input `%s` comes from a %s, which this runtime does not load yet", in.Name, in.Source)
+			}
+			if in.Required != nil && !*in.Required || in.Contract != nil && in.Contract.Optional {
+				continue
+			}
+			return runErr("run/input", "the request has no value for workflow input `%s`", in.Name)
+		}
+		if err := checkContract(in.Name, t, in.Contract); err != nil {
+			return err
+		}
+		r.env[in.Name] = t
+	}
+	for name := range req.Inputs {
+		if !r.e.isInput(name) {
+			return runErr("run/input", "the request supplies `%s`, which is not a workflow input", name)
+		}
+	}
+	for _, c := range r.e.m.Cells {
+		r.env[c.Name] = r.env[c.Initializer.Name]
+	}
+	return nil
+}
+
+func (e *Engine) isInput(name string) bool {
+	for _, in := range e.m.Inputs {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkContract checks a request tensor's dtype, rank and fixed extents.
+func checkContract(name string, t *Tensor, c *ir.Contract) error {
+	if t == nil || c == nil {
+		return nil
+	}
+	if d, ok := ir.LookupDType(c.DType); ok && d.Name != t.DType {
+		return runErr("run/input", "workflow input `%s` is declared %s, got %s", name, c.DType, t)
+	}
+	if c.Rank >= 0 && t.Rank() != c.Rank {
+		return runErr("run/input", "workflow input `%s` is declared with rank %d, got %s", name, c.Rank, t)
+	}
+	for i, d := range c.Shape {
+		if !d.IsSym() && i < t.Rank() && t.Shape[i] != d.Size {
+			return runErr("run/input", "workflow input `%s` fixes axis %d at %d, got %s", name, i, d.Size, t)
+		}
+	}
+	if t.Data == nil || int64(reflect.ValueOf(t.Data).Len()) != t.Len() {
+		return runErr("run/input", "workflow input `%s` is %s but carries a different number of elements", name, t)
+	}
+	return nil
+}
+
+func (r *run) block(b *ir.Block) error {
+	if b == nil {
+		return nil
+	}
+	for _, s := range b.Steps {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.step(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) step(s *ir.Step) error {
+	switch s.Op {
+	case ir.OpInvoke:
+		return r.invoke(s)
+	case ir.OpEmit:
+		return r.emit(s)
+	case ir.OpSequence:
+		return r.block(s.Body)
+	case ir.OpBranch:
+		return r.branch(s)
+	case ir.OpLoop:
+		return r.loop(s)
+	}
+	return runErr("run/unsupported", "step op %s", s.Op)
+}
+
+func (r *run) value(u ir.Use) (*Tensor, error) {
+	t, ok := r.env[u.Name]
+	if !ok {
+		return nil, runErr("run/input", "`%s` has no value in this request (an optional input left out?)", u.Name)
+	}
+	return t, nil
+}
+
+func (r *run) invoke(s *ir.Step) error {
+	name := s.Component.Name
+	args := map[string]*Tensor{}
+	for _, a := range s.Args {
+		t, err := r.value(a.Value)
+		if err != nil {
+			return err
+		}
+		args[a.Port] = t
+	}
+	var outs map[string]*Tensor
+	var err error
+	if g := r.e.groupers[name]; g != nil {
+		var it *item
+		if it, err = g.spec.admit(args, func(v string) *Tensor { return r.env[v] }); err != nil {
+			return err
+		}
+		outs, err = g.submit(r.ctx, it)
+	} else {
+		outs, err = r.e.solo(r.ctx, name, args)
+	}
+	if err != nil {
+		return err
+	}
+	for _, res := range s.Results {
+		t, ok := outs[res.Port]
+		if !ok {
+			return runErr("run/backend", "component `%s` returned no output `%s`", name, res.Port)
+		}
+		r.env[r.e.m.Values[res.Value].Name] = t
+	}
+	return nil
+}
+
+// solo invokes an ungrouped component with one request's values.
+func (e *Engine) solo(ctx context.Context, name string, args map[string]*Tensor) (map[string]*Tensor, error) {
+	spec := e.specs[name]
+	outs, err := e.sessions[name].Run(ctx, args, spec.outputNames())
+	if err != nil {
+		return nil, runErr("run/backend", "component `%s` failed on a group of 1 request: %v", name, err)
+	}
+	e.stats[name].invoked(1, nil, nil, 0)
+	return outs, nil
+}
+
+func (r *run) emit(s *ir.Step) error {
+	if s.When != nil || s.ValidLength != nil || s.Mode != "replace" {
+		return runErr("run/unsupported", "emit into `%s` uses mode %s with when/valid_length; this runtime executes replace emits", s.Output.Name, s.Mode)
+	}
+	t, err := r.value(s.Value)
+	if err != nil {
+		return err
+	}
+	r.outputs[s.Output.Name] = t
+	return nil
+}
+
+// scalarKey reads a branch predicate as a case key.
+func scalarKey(t *Tensor) (string, error) {
+	if t.Len() != 1 {
+		return "", runErr("run/input", "a branch predicate must be a scalar, got %s", t)
+	}
+	switch d := t.Data.(type) {
+	case []int64:
+		return fmt.Sprint(d[0]), nil
+	case []int32:
+		return fmt.Sprint(d[0]), nil
+	case []bool:
+		return fmt.Sprint(d[0]), nil
+	}
+	return "", runErr("run/input", "a branch predicate must be an integer or boolean scalar, got %s", t)
+}
+
+func (r *run) branch(s *ir.Step) error {
+	p, err := r.value(s.Predicate)
+	if err != nil {
+		return err
+	}
+	key, err := scalarKey(p)
+	if err != nil {
+		return err
+	}
+	body := s.Default
+	for _, c := range s.Cases {
+		if c.Key == key {
+			body = c.Body
+		}
+	}
+	if body == nil {
+		return runErr("run/input", "branch predicate `%s` is %s, which no case handles and there is no default", s.Predicate.Name, key)
+	}
+	if err := r.block(body); err != nil {
+		return err
+	}
+	for _, phi := range s.Phis {
+		u := phi.Default
+		for i := range phi.Inputs {
+			if phi.Inputs[i].Key == key {
+				u = &phi.Inputs[i].Value
+			}
+		}
+		if u == nil {
+			return runErr("run/input", "branch output `%s` has no value for case %s", r.e.m.Values[phi.Value].Name, key)
+		}
+		t, err := r.value(*u)
+		if err != nil {
+			return err
+		}
+		r.env[r.e.m.Values[phi.Value].Name] = t
+	}
+	return nil
+}
+
+func (r *run) loop(s *ir.Step) error {
+	for _, c := range s.Carried {
+		if c.Initial != nil {
+			t, err := r.value(*c.Initial)
+			if err != nil {
+				return err
+			}
+			r.env[c.Cell.Name] = t
+		}
+	}
+	if err := r.block(s.Setup); err != nil {
+		return err
+	}
+	for i := int64(0); i < s.MaxIterations; i++ {
+		if s.Iteration != nil {
+			r.env[r.e.m.Values[*s.Iteration].Name] = &Tensor{DType: "int64", Shape: []int64{}, Data: []int64{i}}
+		}
+		if err := r.block(s.Body); err != nil {
+			return err
+		}
+		for _, c := range s.Carried {
+			t, err := r.value(c.Next)
+			if err != nil {
+				return err
+			}
+			r.env[c.Cell.Name] = t
+		}
+		cont, err := r.value(s.ContinueWhen)
+		if err != nil {
+			return err
+		}
+		if key, err := scalarKey(cont); err != nil || key == "false" || key == "0" {
+			return err
+		}
+	}
+	return nil
+}
+
+// outputNames lists a component's output ports.
+func (s *componentSpec) outputNames() []string {
+	names := make([]string, len(s.comp.Outputs))
+	for i, o := range s.comp.Outputs {
+		names[i] = o.Name
+	}
+	return names
+}
+
+func (s *componentSpec) hasPacked() bool {
+	for _, in := range s.gp.Inputs {
+		if in.Role == plan.RolePacked {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyOutputs stands in for the outputs of a group with no packed
+// positions, which is never invoked: packed outputs are empty with their
+// rank preserved, produced offsets are all zero, owners empty.
+func (s *componentSpec) emptyOutputs(g *group) map[string]*Tensor {
+	out := map[string]*Tensor{}
+	for _, o := range s.gp.Outputs {
+		port := s.comp.Output(o.Name)
+		rank := 1
+		dtype := "float32"
+		if port != nil && port.Contract != nil {
+			rank = max(port.Contract.Rank, 1)
+			if d, ok := ir.LookupDType(port.Contract.DType); ok {
+				dtype = d.Name
+			}
+		}
+		shape := make([]int64, rank)
+		if port != nil && port.Contract != nil {
+			for i, d := range port.Contract.Shape {
+				if i > 0 && !d.IsSym() {
+					shape[i] = d.Size
+				}
+			}
+		}
+		t, _ := NewTensor(dtype, shape)
+		out[o.Name] = t
+	}
+	for _, o := range s.gp.Outputs {
+		for k, l := range o.Levels {
+			if l.From == nil && l.Offsets.Port != "" {
+				n := int64(1)
+				if k == len(o.Levels)-1 {
+					n = g.rows + 1
+				}
+				out[l.Offsets.Port] = &Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
+			}
+		}
+	}
+	return out
+}

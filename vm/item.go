@@ -1,0 +1,203 @@
+package vm
+
+import (
+	"reflect"
+
+	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/ir"
+)
+
+// item is one request's share of a grouped invocation: its payload per
+// port, its companions per level, its padded extents, and its footprint.
+type item struct {
+	ports map[string]*Tensor // payload and broadcast inputs, by port
+	// levels holds, per packed port, the item's offsets per level
+	// (innermost first); its outermost level has exactly one row.
+	levels map[string][][]int64
+	// lengths holds, per padded port and dimension, the item's lengths.
+	lengths map[string]map[string]*Tensor
+	// rows is how many request rows the item brings (1, or the factor).
+	rows int64
+	// uniform holds the item's extent of each uniform symbol.
+	uniform []int64
+}
+
+// componentSpec is what the runtime derives once per component from its
+// contracts and GroupPlan.
+type componentSpec struct {
+	comp *ir.Component
+	gp   *plan.GroupPlan
+}
+
+// companionValue resolves a companion reference of a port to the request's
+// tensor: a bound port of the invoke, or a workflow-level value.
+func companionValue(ref plan.Ref, args map[string]*Tensor, env func(string) *Tensor) *Tensor {
+	if ref.Port != "" {
+		return args[ref.Port]
+	}
+	return env(ref.Value)
+}
+
+// admit builds and validates a request's item for a grouped component. A
+// bad companion fails this request only, before it can join a group.
+func (s *componentSpec) admit(args map[string]*Tensor, env func(string) *Tensor) (*item, error) {
+	it := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{}, rows: 1}
+	for _, in := range s.gp.Inputs {
+		if in.Role == plan.RoleCompanion {
+			continue
+		}
+		t := args[in.Name]
+		if t == nil {
+			return nil, runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
+		}
+		if err := s.checkPort(in, t); err != nil {
+			return nil, err
+		}
+		it.ports[in.Name] = t
+		if in.Role == plan.RoleExpanded {
+			it.rows = in.Factor
+		}
+		if err := s.admitLevels(it, in, t, args, env); err != nil {
+			return nil, err
+		}
+		if err := s.admitPadding(it, in, t, args, env); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range s.gp.Uniform {
+		it.uniform = append(it.uniform, it.ports[u.Port].Shape[u.Axis])
+	}
+	return it, nil
+}
+
+// checkPort checks a payload tensor's rank and, for row layouts, that the
+// request brings exactly its rows.
+func (s *componentSpec) checkPort(in plan.Port, t *Tensor) error {
+	c := s.comp.Input(in.Name).Contract
+	if c != nil && c.Rank >= 0 && t.Rank() != c.Rank {
+		return runErr("run/input", "component `%s` input port `%s` expects rank %d, got %s", s.comp.Name, in.Name, c.Rank, t)
+	}
+	want := int64(1)
+	if in.Role == plan.RoleExpanded {
+		want = in.Factor
+	}
+	if (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && (in.Axis >= t.Rank() || t.Shape[in.Axis] != want) {
+		return runErr("run/input", "component `%s` input port `%s` is %s on axis %d: one request brings %d row(s) there, got %s",
+			s.comp.Name, in.Name, in.Role, in.Axis, want, t)
+	}
+	if (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && in.Axis != 0 {
+		return runErr("run/unsupported", "component `%s` input port `%s` stacks requests on axis %d; this runtime groups rows on axis 0 only", s.comp.Name, in.Name, in.Axis)
+	}
+	return nil
+}
+
+// admitLevels validates the request's ownership chain of a packed port,
+// innermost level first, and records its offsets.
+func (s *componentSpec) admitLevels(it *item, in plan.Port, t *Tensor, args map[string]*Tensor, env func(string) *Tensor) error {
+	if in.Role != plan.RolePacked {
+		return nil
+	}
+	children := t.Shape[0]
+	var offsets [][]int64
+	for _, l := range in.Levels {
+		ot := companionValue(l.Offsets, args, env)
+		wt := companionValue(l.Owner, args, env)
+		if ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1 {
+			return runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
+				l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
+		}
+		offs := ot.Int64s()
+		if err := checkOffsets(l.Offsets.Name(), l.Index, offs, children); err != nil {
+			return err
+		}
+		if err := checkOwner(l.Owner.Name(), l.Index, wt.Int64s(), offs); err != nil {
+			return err
+		}
+		offsets = append(offsets, offs)
+		children = int64(len(offs) - 1)
+	}
+	if children != 1 {
+		return runErr("run/extent", "the outermost level of `%s` counts %d rows, but one request is one row: its outer offsets are [0, items]", in.Name, children)
+	}
+	it.levels[in.Name] = offsets
+	return nil
+}
+
+// admitPadding validates the request's lengths of a padded port.
+func (s *componentSpec) admitPadding(it *item, in plan.Port, t *Tensor, args map[string]*Tensor, env func(string) *Tensor) error {
+	for _, p := range in.Padded {
+		lt := companionValue(p.Lengths, args, env)
+		if lt == nil || lt.DType != "int64" {
+			return runErr("run/lengths", "valid_lengths `%s` of `%s` must be an int64 tensor, got %v", p.Lengths.Name(), in.Name, lt)
+		}
+		if p.Axis >= t.Rank() {
+			return runErr("run/input", "`%s` is padded on axis %d but has rank %d", in.Name, p.Axis, t.Rank())
+		}
+		if err := checkLengths(p.Lengths.Name(), p.Dimension, lt, t.Shape[:p.Axis], t.Shape[p.Axis]); err != nil {
+			return err
+		}
+		if it.lengths[in.Name] == nil {
+			it.lengths[in.Name] = map[string]*Tensor{}
+		}
+		it.lengths[in.Name][p.Dimension] = lt
+	}
+	return nil
+}
+
+// footprint measures a budget on a candidate group (§3.5).
+func footprint(b plan.Budget, items []*item) int64 {
+	total := int64(1)
+	for _, t := range b.Terms {
+		total *= termValue(t, items)
+	}
+	return total
+}
+
+func termValue(t plan.Term, items []*item) int64 {
+	var v int64
+	for _, it := range items {
+		switch t.Kind {
+		case plan.TermPacked:
+			if p := it.ports[t.Port]; p != nil {
+				v += p.Shape[0]
+			}
+		case plan.TermUnits:
+			if offs := it.levels[t.Port]; t.Level-1 < len(offs) && t.Level >= 1 {
+				v += int64(len(offs[t.Level-1]) - 1)
+			}
+		case plan.TermRows:
+			v += it.rows
+		case plan.TermPadded, plan.TermPinned:
+			if p := it.ports[t.Port]; p != nil && t.Axis < p.Rank() {
+				v = max(v, p.Shape[t.Axis])
+			}
+		}
+	}
+	return v
+}
+
+// compatible reports whether it may join a group whose first item is head:
+// equal uniform extents and equal shared inputs (§3.4).
+func (s *componentSpec) compatible(head, it *item) bool {
+	for i := range head.uniform {
+		if head.uniform[i] != it.uniform[i] {
+			return false
+		}
+	}
+	for _, name := range s.gp.SharedEqual {
+		if !equalTensor(head.ports[name], it.ports[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalTensor(a, b *Tensor) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.DType != b.DType || !equalShape(a.Shape, b.Shape) {
+		return false
+	}
+	return reflect.DeepEqual(a.Data, b.Data)
+}

@@ -1,0 +1,127 @@
+package vm
+
+import "fmt"
+
+// RunError is a runtime error with a rule id of the catalogue (run/*). It
+// fails only the request that owns the bad item.
+type RunError struct {
+	Rule    string
+	Message string
+}
+
+func (e *RunError) Error() string { return fmt.Sprintf("error[%s]: %s", e.Rule, e.Message) }
+
+func runErr(rule, format string, args ...any) *RunError {
+	return &RunError{Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
+// checkOffsets checks a level's offsets vector: it starts at 0, never
+// decreases, and ends at the child count (§4 r9).
+func checkOffsets(value string, level int, offs []int64, children int64) error {
+	if len(offs) == 0 {
+		return runErr("run/extent", "level %d offsets `%s` is empty; an offsets vector holds units+1 entries, starting with 0", level, value)
+	}
+	if offs[0] != 0 {
+		return runErr("run/offsets", "level %d offsets `%s` starts at %d at index 0; offsets start at 0", level, value, offs[0])
+	}
+	for i := 1; i < len(offs); i++ {
+		if offs[i] < offs[i-1] {
+			return runErr("run/offsets", "level %d offsets `%s` decreases at index %d: %d after %d; offsets never decrease", level, value, i, offs[i], offs[i-1])
+		}
+	}
+	if last := offs[len(offs)-1]; last != children {
+		return runErr("run/offsets", "level %d offsets `%s` ends at %d at index %d, but the level below holds %d entries; the last offset is the child count",
+			level, value, last, len(offs)-1, children)
+	}
+	return nil
+}
+
+// checkOwner checks a level's owner map against its offsets: entry j is the
+// position of the unit whose span holds child j.
+func checkOwner(value string, level int, owner, offs []int64) error {
+	children := offs[len(offs)-1]
+	if int64(len(owner)) != children {
+		return runErr("run/extent", "level %d owner `%s` has %d entries, but its offsets cover %d children; an owner map has one entry per child",
+			level, value, len(owner), children)
+	}
+	units := int64(len(offs) - 1)
+	u := int64(0)
+	for j, w := range owner {
+		for u < units && offs[u+1] <= int64(j) {
+			u++
+		}
+		if w < 0 || w >= units {
+			return runErr("run/owner", "level %d owner `%s` holds %d at index %d, outside [0, %d)", level, value, w, j, units)
+		}
+		if w != u {
+			return runErr("run/owner", "level %d owner `%s` holds %d at index %d, but its offsets place index %d in unit %d", level, value, w, j, j, u)
+		}
+	}
+	return nil
+}
+
+// ownersFromOffsets derives an owner map from offsets: positions, never
+// identities.
+func ownersFromOffsets(offs []int64) []int64 {
+	if len(offs) == 0 {
+		return nil
+	}
+	owner := make([]int64, offs[len(offs)-1])
+	for u := 0; u+1 < len(offs); u++ {
+		for j := offs[u]; j < offs[u+1]; j++ {
+			owner[j] = int64(u)
+		}
+	}
+	return owner
+}
+
+// concatOffsets composes the offsets of several items into the group's: each
+// item's vector is shifted by the children before it, sharing the joints.
+func concatOffsets(items [][]int64) []int64 {
+	out := []int64{0}
+	base := int64(0)
+	for _, offs := range items {
+		for _, o := range offs[1:] {
+			out = append(out, base+o)
+		}
+		if len(offs) > 0 {
+			base += offs[len(offs)-1]
+		}
+	}
+	return out
+}
+
+// rebase returns a span of a group's offsets shifted to start at 0.
+func rebase(offs []int64) []int64 {
+	out := make([]int64, len(offs))
+	for i, o := range offs {
+		out[i] = o - offs[0]
+	}
+	return out
+}
+
+// checkLengths checks a valid_lengths vector: its shape is the value's axes
+// outer to the padded one, and every entry lies in [0, padded extent].
+func checkLengths(value, dim string, lengths *Tensor, outer []int64, extent int64) error {
+	if !equalShape(lengths.Shape, outer) {
+		return runErr("run/lengths", "valid_lengths `%s` of dimension `%s` has shape %v, but the padded value's outer axes are %v", value, dim, lengths.Shape, outer)
+	}
+	for i, n := range lengths.Int64s() {
+		if n < 0 || n > extent {
+			return runErr("run/lengths", "valid_lengths `%s` holds %d at index %d, outside [0, %d], the padded extent of `%s`", value, n, i, extent, dim)
+		}
+	}
+	return nil
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,109 @@
+package vm
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/genaic/genaic/compiler/plan"
+)
+
+// ComponentStats is what one component's invocations did.
+type ComponentStats struct {
+	Invocations      int64            `json:"invocations"`
+	Requests         int64            `json:"requests"`
+	MaxGroupRequests int              `json:"max_group_requests"`
+	GroupSizes       map[int]int64    `json:"group_sizes"`
+	CopiedBytes      int64            `json:"copied_bytes"`
+	PaddingOverhead  float64          `json:"padding_overhead"`
+	BudgetPeaks      []BudgetPeak     `json:"budget_peaks"`
+	Declines         map[string]int64 `json:"declines,omitempty"`
+	RunTime          time.Duration    `json:"run_time_ns"`
+}
+
+// counter accumulates a component's stats under a lock.
+type counter struct {
+	mu           sync.Mutex
+	s            ComponentStats
+	padded, real int64
+}
+
+// BudgetPeak is the largest footprint any group reached on a budget.
+type BudgetPeak struct {
+	Dimensions []string `json:"dimensions"`
+	MaxTotal   int64    `json:"max_total"`
+	Peak       int64    `json:"peak"`
+}
+
+func newCounter(gp *plan.GroupPlan) *counter {
+	c := &counter{s: ComponentStats{GroupSizes: map[int]int64{}}}
+	for _, b := range gp.Budgets {
+		c.s.BudgetPeaks = append(c.s.BudgetPeaks, BudgetPeak{Dimensions: b.Dimensions, MaxTotal: b.MaxTotal})
+	}
+	return c
+}
+
+func (c *counter) decline(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s.Declines == nil {
+		c.s.Declines = map[string]int64{}
+	}
+	c.s.Declines[reason]++
+}
+
+func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &c.s
+	s.Invocations++
+	s.Requests += int64(requests)
+	s.MaxGroupRequests = max(s.MaxGroupRequests, requests)
+	s.GroupSizes[requests]++
+	s.RunTime += d
+	for i, p := range peaks {
+		s.BudgetPeaks[i].Peak = max(s.BudgetPeaks[i].Peak, p)
+	}
+	if g != nil {
+		c.padded += g.padded
+		c.real += g.real
+		if c.real > 0 {
+			s.PaddingOverhead = float64(c.padded-c.real) / float64(c.real)
+		}
+	}
+}
+
+// snapshot copies the stats for a reader.
+func (c *counter) snapshot(copied int64) ComponentStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &c.s
+	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
+		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
+		BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...)}
+	for k, v := range s.GroupSizes {
+		out.GroupSizes[k] = v
+	}
+	if len(s.Declines) > 0 {
+		out.Declines = map[string]int64{}
+		for k, v := range s.Declines {
+			out.Declines[k] = v
+		}
+	}
+	return out
+}
+
+// Stats is what the engine did, per component.
+type Stats struct {
+	Components map[string]ComponentStats `json:"components"`
+}
+
+// Names returns the component names in order.
+func (s Stats) Names() []string {
+	var ns []string
+	for n := range s.Components {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}

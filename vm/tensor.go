@@ -1,0 +1,238 @@
+// Package vm runs compiled plans: an interpreter for the IR, the groupers
+// that assemble items from many requests into one invocation, and the
+// backend seam that runs components. Generated executors use the same
+// runtime.
+package vm
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+)
+
+// Tensor is a dense, row-major host tensor. Data holds a typed slice
+// ([]float32, []int64, ...) of exactly the shape's element count. A tensor
+// may be a view: its Data then aliases part of another tensor's buffer.
+type Tensor struct {
+	DType string // canonical dtype name (ir.LookupDType)
+	Shape []int64
+	Data  any
+}
+
+// Elements returns the number of elements a shape holds.
+func Elements(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Len returns the number of elements of t.
+func (t *Tensor) Len() int64 { return Elements(t.Shape) }
+
+// Rank returns the number of axes.
+func (t *Tensor) Rank() int { return len(t.Shape) }
+
+// String summarises a tensor for messages: dtype and shape.
+func (t *Tensor) String() string {
+	if t == nil {
+		return "<nil tensor>"
+	}
+	parts := make([]string, len(t.Shape))
+	for i, d := range t.Shape {
+		parts[i] = fmt.Sprint(d)
+	}
+	return fmt.Sprintf("%s[%s]", t.DType, strings.Join(parts, ", "))
+}
+
+// NewTensor allocates a zero-filled tensor.
+func NewTensor(dtype string, shape []int64) (*Tensor, error) {
+	data, err := makeData(dtype, int(Elements(shape)))
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{DType: dtype, Shape: append([]int64(nil), shape...), Data: data}, nil
+}
+
+func makeData(dtype string, n int) (any, error) {
+	switch dtype {
+	case "float32":
+		return make([]float32, n), nil
+	case "float64":
+		return make([]float64, n), nil
+	case "int64":
+		return make([]int64, n), nil
+	case "int32":
+		return make([]int32, n), nil
+	case "int16":
+		return make([]int16, n), nil
+	case "int8":
+		return make([]int8, n), nil
+	case "uint8":
+		return make([]uint8, n), nil
+	case "uint16":
+		return make([]uint16, n), nil
+	case "uint32":
+		return make([]uint32, n), nil
+	case "uint64":
+		return make([]uint64, n), nil
+	case "bool":
+		return make([]bool, n), nil
+	case "float16", "bfloat16":
+		// 16-bit floats are carried as their raw bits.
+		return make([]uint16, n), nil
+	}
+	return nil, fmt.Errorf("dtype %s has no host representation in this runtime", dtype)
+}
+
+// Int64s returns the data of an int64 tensor.
+func (t *Tensor) Int64s() []int64 {
+	v, _ := t.Data.([]int64)
+	return v
+}
+
+// Float32s returns the data of a float32 tensor.
+func (t *Tensor) Float32s() []float32 {
+	v, _ := t.Data.([]float32)
+	return v
+}
+
+// elemSize is the byte size of one element of t's host representation.
+func (t *Tensor) elemSize() int64 {
+	switch t.Data.(type) {
+	case []float64, []int64, []uint64:
+		return 8
+	case []float32, []int32, []uint32:
+		return 4
+	case []int16, []uint16:
+		return 2
+	}
+	return 1
+}
+
+// Bytes returns the payload size of t in bytes.
+func (t *Tensor) Bytes() int64 { return t.Len() * t.elemSize() }
+
+// slice returns elements [lo, hi) of any typed slice, sharing its memory.
+func slice(data any, lo, hi int64) any {
+	switch d := data.(type) {
+	case []float32:
+		return d[lo:hi:hi]
+	case []float64:
+		return d[lo:hi:hi]
+	case []int64:
+		return d[lo:hi:hi]
+	case []int32:
+		return d[lo:hi:hi]
+	case []int16:
+		return d[lo:hi:hi]
+	case []int8:
+		return d[lo:hi:hi]
+	case []uint8:
+		return d[lo:hi:hi]
+	case []uint16:
+		return d[lo:hi:hi]
+	case []uint32:
+		return d[lo:hi:hi]
+	case []uint64:
+		return d[lo:hi:hi]
+	case []bool:
+		return d[lo:hi:hi]
+	}
+	panic(fmt.Sprintf("vm: unsupported tensor data %T", data))
+}
+
+// copyElems copies n elements from src[so:] to dst[do:], returning n.
+func copyElems(dst any, do int64, src any, so, n int64) int64 {
+	switch d := dst.(type) {
+	case []float32:
+		return int64(copy(d[do:do+n], src.([]float32)[so:so+n]))
+	case []float64:
+		return int64(copy(d[do:do+n], src.([]float64)[so:so+n]))
+	case []int64:
+		return int64(copy(d[do:do+n], src.([]int64)[so:so+n]))
+	case []int32:
+		return int64(copy(d[do:do+n], src.([]int32)[so:so+n]))
+	case []int16:
+		return int64(copy(d[do:do+n], src.([]int16)[so:so+n]))
+	case []int8:
+		return int64(copy(d[do:do+n], src.([]int8)[so:so+n]))
+	case []uint8:
+		return int64(copy(d[do:do+n], src.([]uint8)[so:so+n]))
+	case []uint16:
+		return int64(copy(d[do:do+n], src.([]uint16)[so:so+n]))
+	case []uint32:
+		return int64(copy(d[do:do+n], src.([]uint32)[so:so+n]))
+	case []uint64:
+		return int64(copy(d[do:do+n], src.([]uint64)[so:so+n]))
+	case []bool:
+		return int64(copy(d[do:do+n], src.([]bool)[so:so+n]))
+	}
+	panic(fmt.Sprintf("vm: unsupported tensor data %T", dst))
+}
+
+// View returns rows [lo, hi) of axis 0 of t, sharing its memory: no copy.
+func (t *Tensor) View(lo, hi int64) *Tensor {
+	inner := Elements(t.Shape[1:])
+	shape := append([]int64{hi - lo}, t.Shape[1:]...)
+	return &Tensor{DType: t.DType, Shape: shape, Data: slice(t.Data, lo*inner, hi*inner)}
+}
+
+// SameBuffer reports whether a's data lies inside b's buffer: a is a view
+// of b (used by tests and copy accounting).
+func SameBuffer(a, b *Tensor) bool {
+	return dataAddr(a.Data) >= dataAddr(b.Data) && dataAddr(a.Data) < dataAddr(b.Data)+uintptr(b.Bytes()) || a.Len() == 0
+}
+
+// Copies counts the host copies the runtime makes, by reason, so that a
+// test (and `genaic run --stats`) can show no hidden copies happen.
+type Copies struct {
+	bytes, count atomic.Int64
+	byReason     [copyReasons]atomic.Int64
+}
+
+// CopyReason says why the runtime copied payload.
+type CopyReason int
+
+// Copy reasons.
+const (
+	CopyPack      CopyReason = iota // concatenating items along a packed axis
+	CopyPad                         // writing items into a padded rectangle
+	CopyStack                       // stacking request rows
+	CopyCompanion                   // recomputing companions for a group
+	CopyGather                      // a compaction that cannot be a reslice
+	copyReasons
+)
+
+var copyReasonNames = [...]string{"pack", "pad", "stack", "companion", "gather"}
+
+func (r CopyReason) String() string { return copyReasonNames[r] }
+
+// Add records a copy of n bytes.
+func (c *Copies) Add(r CopyReason, n int64) {
+	c.bytes.Add(n)
+	c.count.Add(1)
+	c.byReason[r].Add(n)
+}
+
+// Bytes returns the bytes copied so far.
+func (c *Copies) Bytes() int64 { return c.bytes.Load() }
+
+// Count returns the number of copies so far.
+func (c *Copies) Count() int64 { return c.count.Load() }
+
+// ByReason returns the bytes copied for each reason.
+func (c *Copies) ByReason() map[string]int64 {
+	out := map[string]int64{}
+	for i := range copyReasons {
+		if n := c.byReason[i].Load(); n > 0 {
+			out[CopyReason(i).String()] = n
+		}
+	}
+	return out
+}
+
+// dataAddr is the address of a typed slice's first element.
+func dataAddr(data any) uintptr { return reflect.ValueOf(data).Pointer() }
