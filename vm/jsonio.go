@@ -1,0 +1,262 @@
+package vm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// The request and response documents of `genaic run` (DESIGN §8):
+//
+//	{"requests":[{"id","inputs":{NAME: TENSOR}}]}
+//	{"responses":[{"id","outputs":{NAME: TENSOR},"error":{"rule","message"}|null}],"stats":{...}}
+//
+// where a TENSOR is {"dtype","shape","data":[...]} or {"npy": "relative/path.npy"}.
+
+type requestsDoc struct {
+	Requests []struct {
+		ID     string                     `json:"id"`
+		Inputs map[string]json.RawMessage `json:"inputs"`
+	} `json:"requests"`
+}
+
+// TensorJSON is a tensor written inline.
+type TensorJSON struct {
+	DType string          `json:"dtype"`
+	Shape []int64         `json:"shape"`
+	Data  json.RawMessage `json:"data"`
+	NPY   string          `json:"npy,omitempty"`
+}
+
+// ReadRequests decodes a requests document; .npy paths are relative to
+// baseDir.
+func ReadRequests(r io.Reader, baseDir string) ([]Request, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var doc requestsDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("requests: %v (want {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]})", err)
+	}
+	var out []Request
+	seen := map[string]bool{}
+	for i, rq := range doc.Requests {
+		id := rq.ID
+		if id == "" {
+			id = fmt.Sprint(i)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("requests[%d]: id %q is used twice", i, id)
+		}
+		seen[id] = true
+		req := Request{ID: id, Inputs: map[string]*Tensor{}}
+		for name, raw := range rq.Inputs {
+			t, err := decodeTensor(raw, baseDir)
+			if err != nil {
+				return nil, fmt.Errorf("request %q input %q: %v", id, name, err)
+			}
+			req.Inputs[name] = t
+		}
+		out = append(out, req)
+	}
+	return out, nil
+}
+
+func decodeTensor(raw json.RawMessage, baseDir string) (*Tensor, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var tj TensorJSON
+	if err := dec.Decode(&tj); err != nil {
+		return nil, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"} or {\"npy\": path})", err)
+	}
+	if tj.NPY != "" {
+		return ReadNPY(filepath.Join(baseDir, filepath.FromSlash(tj.NPY)))
+	}
+	d, ok := ir.LookupDType(tj.DType)
+	if !ok {
+		return nil, fmt.Errorf("unknown dtype %q", tj.DType)
+	}
+	for _, n := range tj.Shape {
+		if n < 0 {
+			return nil, fmt.Errorf("shape %v has a negative extent", tj.Shape)
+		}
+	}
+	t, err := NewTensor(d.Name, tj.Shape)
+	if err != nil {
+		return nil, err
+	}
+	ptr := reflect.New(reflect.TypeOf(t.Data))
+	if err := json.Unmarshal(tj.Data, ptr.Interface()); err != nil {
+		return nil, fmt.Errorf("data is not a flat list of %s: %v", d.Name, err)
+	}
+	data := ptr.Elem()
+	if int64(data.Len()) != t.Len() {
+		return nil, fmt.Errorf("data holds %d elements, shape %v holds %d", data.Len(), tj.Shape, t.Len())
+	}
+	t.Data = data.Interface()
+	return t, nil
+}
+
+// ErrorJSON is a failed request's error.
+type ErrorJSON struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+type responseJSON struct {
+	ID      string                 `json:"id"`
+	Outputs map[string]*TensorJSON `json:"outputs"`
+	Error   *ErrorJSON             `json:"error"`
+}
+
+// WriteResponses encodes responses (and stats, when given).
+func WriteResponses(w io.Writer, rs []Response, stats *Stats) error {
+	doc := struct {
+		Responses []responseJSON `json:"responses"`
+		Stats     *Stats         `json:"stats,omitempty"`
+	}{Stats: stats, Responses: []responseJSON{}}
+	for _, r := range rs {
+		rj := responseJSON{ID: r.ID, Outputs: map[string]*TensorJSON{}}
+		if r.Err != nil {
+			rj.Error = errorJSON(r.Err)
+			rj.Outputs = nil
+		}
+		for name, t := range r.Outputs {
+			tj, err := encodeTensor(t)
+			if err != nil {
+				return err
+			}
+			rj.Outputs[name] = tj
+		}
+		doc.Responses = append(doc.Responses, rj)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func errorJSON(err error) *ErrorJSON {
+	var re *RunError
+	if errors.As(err, &re) {
+		return &ErrorJSON{Rule: re.Rule, Message: re.Message}
+	}
+	return &ErrorJSON{Rule: "run/backend", Message: err.Error()}
+}
+
+func encodeTensor(t *Tensor) (*TensorJSON, error) {
+	data := t.Data
+	if f, ok := data.([]float32); ok {
+		// JSON has no NaN or infinities; write them as null.
+		vals := make([]any, len(f))
+		for i, v := range f {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				vals[i] = nil
+			} else {
+				vals[i] = v
+			}
+		}
+		data = vals
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	shape := t.Shape
+	if shape == nil {
+		shape = []int64{}
+	}
+	return &TensorJSON{DType: t.DType, Shape: shape, Data: b}, nil
+}
+
+// ResponseFile is the decoded form of a responses document, for tests and
+// tools that read `genaic run` output.
+type ResponseFile struct {
+	Responses []struct {
+		ID      string                `json:"id"`
+		Outputs map[string]TensorJSON `json:"outputs"`
+		Error   *ErrorJSON            `json:"error"`
+	} `json:"responses"`
+	Stats *Stats `json:"stats"`
+}
+
+// Tensor decodes an inline tensor of a response.
+func (tj TensorJSON) Tensor() (*Tensor, error) {
+	raw, err := json.Marshal(tj)
+	if err != nil {
+		return nil, err
+	}
+	return decodeTensor(raw, "")
+}
+
+// npy: version 1.0 headers, little-endian, C order.
+var npyDTypes = map[string]string{"<f4": "float32", "<f8": "float64", "<i8": "int64", "<i4": "int32", "|u1": "uint8", "|i1": "int8", "|b1": "bool"}
+
+// ReadNPY reads a NumPy .npy file (format 1.0, little-endian, C order).
+func ReadNPY(path string) (*Tensor, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
+		return nil, fmt.Errorf("%s is not a .npy file", path)
+	}
+	hlen := int(b[8]) | int(b[9])<<8
+	if 10+hlen > len(b) {
+		return nil, fmt.Errorf("%s: truncated header", path)
+	}
+	header := string(b[10 : 10+hlen])
+	descr := between(header, "'descr': '", "'")
+	dtype, ok := npyDTypes[descr]
+	if !ok {
+		return nil, fmt.Errorf("%s: dtype %q is not supported (use little-endian f4, f8, i8, i4, u1, i1 or b1)", path, descr)
+	}
+	if strings.Contains(header, "'fortran_order': True") {
+		return nil, fmt.Errorf("%s: Fortran order is not supported; save with C order", path)
+	}
+	var shape []int64
+	for _, f := range strings.Split(between(header, "'shape': (", ")"), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			var n int64
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 0 {
+				return nil, fmt.Errorf("%s: bad shape in header %q", path, header)
+			}
+			shape = append(shape, n)
+		}
+	}
+	t, err := NewTensor(dtype, shape)
+	if err != nil {
+		return nil, err
+	}
+	payload := b[10+hlen:]
+	if int64(len(payload)) != t.Bytes() {
+		return nil, fmt.Errorf("%s: %d payload bytes for shape %v of %s", path, len(payload), shape, dtype)
+	}
+	if err := readLE(payload, t.Data); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func between(s, start, end string) string {
+	_, rest, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, end)
+	return v
+}
+
+func readLE(b []byte, data any) error {
+	return binaryRead(bytes.NewReader(b), data)
+}
+
+func binaryRead(r io.Reader, data any) error { return binary.Read(r, binary.LittleEndian, data) }

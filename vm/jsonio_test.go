@@ -1,0 +1,64 @@
+package vm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRequestsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	var npy bytes.Buffer
+	header := "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }"
+	header += strings.Repeat(" ", 128-10-len(header)-1) + "\n"
+	npy.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&npy, binary.LittleEndian, uint16(len(header)))
+	npy.WriteString(header)
+	binary.Write(&npy, binary.LittleEndian, []int64{1, 2, 3, 4, 5, 6})
+	if err := os.WriteFile(filepath.Join(dir, "x.npy"), npy.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"requests":[{"id":"a","inputs":{"x":{"npy":"x.npy"},"y":{"dtype":"fp32","shape":[2],"data":[0.5,1]}}}]}`
+	reqs, err := ReadRequests(strings.NewReader(doc), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := reqs[0].Inputs["x"], reqs[0].Inputs["y"]
+	if x.String() != "int64[2, 3]" || x.Int64s()[5] != 6 || y.String() != "float32[2]" || y.Float32s()[0] != 0.5 {
+		t.Fatalf("decoded %v %v", x, y)
+	}
+	var out bytes.Buffer
+	if err := WriteResponses(&out, []Response{{ID: "a", Outputs: map[string]*Tensor{"y": y}}, {ID: "b", Err: runErr("run/input", "no x")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rf ResponseFile
+	if err := json.Unmarshal(out.Bytes(), &rf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := rf.Responses[0].Outputs["y"].Tensor()
+	if err != nil || !reflect.DeepEqual(back, y) || rf.Responses[0].Error != nil {
+		t.Errorf("y came back as %v (%v), error %v", back, err, rf.Responses[0].Error)
+	}
+	if e := rf.Responses[1].Error; e == nil || e.Rule != "run/input" || rf.Responses[1].Outputs != nil {
+		t.Errorf("the failed response: %+v", rf.Responses[1])
+	}
+}
+
+func TestRequestsRefuseBadInput(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"requests":[{"id":"a","inputs":{"x":{"dtype":"float32","shape":[3],"data":[1,2]}}}]}`: "data holds 2 elements, shape [3] holds 3",
+		`{"requests":[{"id":"a","inputs":{"x":{"dtype":"f33","shape":[1],"data":[1]}}}]}`:       `unknown dtype "f33"`,
+		`{"requests":[{"id":"a"},{"id":"a"}]}`:                                                  `id "a" is used twice`,
+		`{"reqs":[]}`:                                                                           "unknown field",
+		`{"requests":[{"id":"a","inputs":{"x":{"npy":"missing.npy"}}}]}`:                        "no such file",
+	} {
+		if _, err := ReadRequests(strings.NewReader(doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", doc, err, want)
+		}
+	}
+}
