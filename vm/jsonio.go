@@ -118,17 +118,15 @@ type responseJSON struct {
 	Error   *ErrorJSON             `json:"error"`
 }
 
-// WriteResponses encodes responses (and stats, when given).
+// WriteResponses encodes responses (and stats, when given): one response
+// per line, so that large tensors stay readable.
 func WriteResponses(w io.Writer, rs []Response, stats *Stats) error {
-	doc := struct {
-		Responses []responseJSON `json:"responses"`
-		Stats     *Stats         `json:"stats,omitempty"`
-	}{Stats: stats, Responses: []responseJSON{}}
-	for _, r := range rs {
+	var b bytes.Buffer
+	b.WriteString("{\"responses\": [")
+	for i, r := range rs {
 		rj := responseJSON{ID: r.ID, Outputs: map[string]*TensorJSON{}}
 		if r.Err != nil {
-			rj.Error = errorJSON(r.Err)
-			rj.Outputs = nil
+			rj.Error, rj.Outputs = errorJSON(r.Err), nil
 		}
 		for name, t := range r.Outputs {
 			tj, err := encodeTensor(t)
@@ -137,11 +135,28 @@ func WriteResponses(w io.Writer, rs []Response, stats *Stats) error {
 			}
 			rj.Outputs[name] = tj
 		}
-		doc.Responses = append(doc.Responses, rj)
+		line, err := json.Marshal(rj)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  ")
+		b.Write(line)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	b.WriteString("\n]")
+	if stats != nil {
+		sj, err := json.MarshalIndent(stats, "", "  ")
+		if err != nil {
+			return err
+		}
+		b.WriteString(",\n\"stats\": ")
+		b.Write(sj)
+	}
+	b.WriteString("}\n")
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 func errorJSON(err error) *ErrorJSON {

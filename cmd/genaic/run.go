@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/ort"
+)
+
+func init() {
+	register(command{
+		name:    "run",
+		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--out FILE]",
+		summary: "run requests concurrently through the VM",
+		run:     runRun,
+	})
+}
+
+type runFlags struct {
+	requests, out string
+	solo, stats   bool
+	maxDelay      time.Duration
+	threads       int
+}
+
+func runRun(e *env, args []string) int {
+	c := commands["run"]
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var rf runFlags
+	fs.StringVar(&rf.requests, "requests", "", "the requests document: {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}")
+	fs.StringVar(&rf.out, "out", "", "write the responses here instead of stdout")
+	fs.BoolVar(&rf.solo, "solo", false, "run every invocation with exactly one request (the reference)")
+	fs.BoolVar(&rf.stats, "stats", false, "add per-component stats to the responses")
+	fs.DurationVar(&rf.maxDelay, "max-delay", 5*time.Millisecond, "how long a group waits for more items")
+	fs.IntVar(&rf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
+	paths, ok := parseFlags(e, fs, c, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(paths) != 1 || rf.requests == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	f, pkgDir, code := loadPlan(e, paths[0])
+	if f == nil {
+		return code
+	}
+	return runPlan(e, f, pkgDir, rf)
+}
+
+// loadPlan reads a plan file (checked against its package) or compiles a
+// package in memory.
+func loadPlan(e *env, path string) (*plan.File, string, int) {
+	if info, err := os.Stat(path); err == nil && !info.IsDir() && filepath.Ext(path) == ".json" {
+		f, err := plan.Load(path)
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, "", exitUsage
+		}
+		return f, f.PackageDir(path), exitOK
+	}
+	d, err := passes.CheckPath(path, passes.Options{})
+	if err != nil {
+		return nil, "", ioError(e, err)
+	}
+	if !d.Valid() {
+		renderDiags(e, d)
+		return nil, "", exitDiags
+	}
+	f, err := passes.BuildPlan(d, filepath.Dir(d.File))
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, "", exitUsage
+	}
+	if err := f.CheckPackage(filepath.Dir(d.File)); err != nil {
+		e.errorf("%v", err)
+		return nil, "", exitUsage
+	}
+	return f, filepath.Dir(d.File), exitOK
+}
+
+// backends returns the backends the CLI runs with: ONNX Runtime for onnx
+// components. Binding components need an application to register them.
+func backends(threads int) (map[ir.ImplKind]vm.Backend, error) {
+	b, err := ort.New(ort.Options{IntraOpThreads: threads})
+	if err != nil {
+		return nil, err
+	}
+	return map[ir.ImplKind]vm.Backend{ir.ImplONNX: b}, nil
+}
+
+func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
+	reqFile, err := os.Open(rf.requests)
+	if err != nil {
+		return ioError(e, err)
+	}
+	defer reqFile.Close()
+	reqs, err := vm.ReadRequests(reqFile, filepath.Dir(rf.requests))
+	if err != nil {
+		e.errorf("%s: %v", rf.requests, err)
+		return exitUsage
+	}
+	bes, err := backends(rf.threads)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: rf.solo, MaxDelay: rf.maxDelay})
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	defer eng.Close()
+	resps := eng.RunAll(context.Background(), reqs)
+	var stats *vm.Stats
+	if rf.stats {
+		s := eng.Stats()
+		stats = &s
+	}
+	var w io.Writer = e.stdout
+	if rf.out != "" {
+		out, err := os.Create(rf.out)
+		if err != nil {
+			return ioError(e, err)
+		}
+		defer out.Close()
+		w = out
+	}
+	if err := vm.WriteResponses(w, resps, stats); err != nil {
+		return ioError(e, err)
+	}
+	failed := 0
+	for _, r := range resps {
+		if r.Err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(e.stderr, "genaic: %d of %d requests failed\n", failed, len(resps))
+		return exitDiags
+	}
+	return exitOK
+}
