@@ -189,3 +189,12 @@ if ! out="$(go mod download 2>&1)"; then
 	die "go mod download failed (output above)"
 fi
 [[ -z "$out" ]] || echo "$out"
+
+# The real-model guard's package (testdata/packages/wakeword) runs the cached
+# embedding model; link it in, so that the package's artifact path is
+# inside its folder. The link is ignored by git.
+link="testdata/packages/wakeword/embedding_model.onnx"
+if [[ "$(readlink -- "$link" 2>/dev/null)" != "../../../.cache/models/embedding_model.onnx" ]]; then
+	ln -sfn -- "../../../.cache/models/embedding_model.onnx" "$link"
+	echo "setup: linked $link"
+fi
