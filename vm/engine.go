@@ -112,9 +112,6 @@ func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		for _, g := range e.groupers {
 			g.close()
-			for _, p := range g.held {
-				p.done <- share{err: errClosed}
-			}
 		}
 		for _, s := range e.sessions {
 			errs = append(errs, s.Close())

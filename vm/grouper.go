@@ -21,15 +21,18 @@ type grouper struct {
 	stats    *counter
 	copies   *Copies
 
-	queue chan *pending
-	held  []*pending // items passed over by the last group, served first
-	wg    sync.WaitGroup
+	queue  chan *pending
+	held   []*pending // items passed over by the last group, served first
+	wg     sync.WaitGroup
+	mu     sync.RWMutex // guards closed against submits racing Close
+	closed bool
 }
 
 type pending struct {
-	ctx  context.Context
-	it   *item
-	done chan share
+	ctx    context.Context
+	it     *item
+	done   chan share
+	queued time.Time
 }
 
 type share struct {
@@ -37,8 +40,20 @@ type share struct {
 	err  error
 }
 
-// errClosed is returned to items still waiting when the engine closes.
-var errClosed = errors.New("the engine was closed before this request's group ran")
+// ErrClosed is returned to requests submitted to, or still waiting in, an
+// engine that was closed.
+var ErrClosed = errors.New("the engine is closed: the request was not run")
+
+// QueueFullError is returned when a component's queue holds its limit of
+// waiting items: the request fails at once instead of waiting unboundedly.
+type QueueFullError struct {
+	Component string
+	Limit     int
+}
+
+func (e *QueueFullError) Error() string {
+	return fmt.Sprintf("component `%s` already has %d items waiting (the queue limit); retry later or raise the limit", e.Component, e.Limit)
+}
 
 func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo bool, queue int, stats *counter, copies *Copies) *grouper {
 	g := &grouper{spec: spec, sess: sess, maxDelay: maxDelay, solo: solo, stats: stats, copies: copies,
@@ -52,19 +67,24 @@ func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo 
 	return g
 }
 
-// submit queues an item and waits for its share.
+// submit runs an item: alone when it fits every budget, else split into
+// chunks across invocations; an item no split can fit is refused at once.
 func (g *grouper) submit(ctx context.Context, it *item) (map[string]*Tensor, error) {
-	for _, b := range g.spec.gp.Budgets {
-		if f := footprint(b, []*item{it}); f > b.MaxTotal {
-			return nil, runErr("run/budget", "this request's item alone has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
-				f, b.Dimensions, g.spec.comp.Name, b.MaxTotal)
-		}
+	chunks, err := g.spec.chunk(it)
+	if err != nil {
+		return nil, err
 	}
-	p := &pending{ctx: ctx, it: it, done: make(chan share, 1)}
-	select {
-	case g.queue <- p:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if len(chunks) == 1 {
+		return g.submitOne(ctx, it)
+	}
+	return g.submitChunks(ctx, chunks)
+}
+
+// submitOne queues an item that fits and waits for its share.
+func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*Tensor, error) {
+	p := &pending{ctx: ctx, it: it, done: make(chan share, 1), queued: time.Now()}
+	if err := g.enqueue(p); err != nil {
+		return nil, err
 	}
 	select {
 	case s := <-p.done:
@@ -74,9 +94,33 @@ func (g *grouper) submit(ctx context.Context, it *item) (map[string]*Tensor, err
 	}
 }
 
+// enqueue adds p to the queue without blocking: a full queue is an error.
+func (g *grouper) enqueue(p *pending) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return ErrClosed
+	}
+	select {
+	case g.queue <- p:
+		return nil
+	default:
+		return &QueueFullError{Component: g.spec.comp.Name, Limit: cap(g.queue)}
+	}
+}
+
+// close stops accepting items, lets the worker finish the queue, and fails
+// what it left held.
 func (g *grouper) close() {
+	g.mu.Lock()
+	g.closed = true
 	close(g.queue)
+	g.mu.Unlock()
 	g.wg.Wait()
+	for _, p := range g.held {
+		p.done <- share{err: ErrClosed}
+	}
+	g.held = nil
 }
 
 func (g *grouper) loop() {
@@ -193,6 +237,10 @@ func (g *grouper) run(batch []*pending) {
 	items := make([]*item, len(batch))
 	for i, p := range batch {
 		items[i] = p.it
+	}
+	now := time.Now()
+	for _, p := range batch {
+		g.stats.waited(now.Sub(p.queued))
 	}
 	shares, err := g.invoke(items)
 	for i, p := range batch {

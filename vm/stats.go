@@ -19,6 +19,46 @@ type ComponentStats struct {
 	BudgetPeaks      []BudgetPeak     `json:"budget_peaks"`
 	Declines         map[string]int64 `json:"declines,omitempty"`
 	RunTime          time.Duration    `json:"run_time_ns"`
+	// QueueWait and Run are latency percentiles over the most recent
+	// samples: how long items waited for their group, and how long a group
+	// took from assembly to split.
+	QueueWait Percentiles `json:"queue_wait"`
+	Run       Percentiles `json:"run"`
+}
+
+// Percentiles summarise durations.
+type Percentiles struct {
+	P50 time.Duration `json:"p50_ns"`
+	P90 time.Duration `json:"p90_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// samples keeps the most recent durations in a ring.
+type samples struct {
+	ring []time.Duration
+	next int
+}
+
+const maxSamples = 4096
+
+func (s *samples) add(d time.Duration) {
+	if len(s.ring) < maxSamples {
+		s.ring = append(s.ring, d)
+		return
+	}
+	s.ring[s.next] = d
+	s.next = (s.next + 1) % maxSamples
+}
+
+func (s *samples) percentiles() Percentiles {
+	if len(s.ring) == 0 {
+		return Percentiles{}
+	}
+	d := append([]time.Duration(nil), s.ring...)
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: d[len(d)-1]}
 }
 
 // counter accumulates a component's stats under a lock.
@@ -26,6 +66,13 @@ type counter struct {
 	mu           sync.Mutex
 	s            ComponentStats
 	padded, real int64
+	wait, run    samples
+}
+
+func (c *counter) waited(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wait.add(d)
 }
 
 // BudgetPeak is the largest footprint any group reached on a budget.
@@ -61,6 +108,7 @@ func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration
 	s.MaxGroupRequests = max(s.MaxGroupRequests, requests)
 	s.GroupSizes[requests]++
 	s.RunTime += d
+	c.run.add(d)
 	for i, p := range peaks {
 		s.BudgetPeaks[i].Peak = max(s.BudgetPeaks[i].Peak, p)
 	}
@@ -80,7 +128,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...)}
+		BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: c.wait.percentiles(), Run: c.run.percentiles()}
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v
 	}

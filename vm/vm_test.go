@@ -179,7 +179,9 @@ func TestAdmissionFailsOnlyTheOffender(t *testing.T) {
 	badOwner.Inputs["image_owner"].Data = []int64{0, 1}
 	badLengths := imageRequest(rng, "lengths", 2)
 	badLengths.Inputs["patch_lengths"].Data.([]int64)[1] = 99
-	tooBig := imageRequest(rng, "budget", 17)
+	tooBig := imageRequest(rng, "budget", 1)
+	tooBig.Inputs["pixel_patches"] = &Tensor{DType: "float32", Shape: []int64{1, 4097, 4}, Data: make([]float32, 4097*4)}
+	tooBig.Inputs["patch_lengths"].Data.([]int64)[0] = 4097
 	res := e.RunAll(context.Background(), []Request{good, badOffsets, badOwner, badLengths, tooBig})
 	if res[0].Err != nil {
 		t.Fatalf("the good request failed: %v", res[0].Err)
@@ -214,5 +216,36 @@ func TestZeroItemRequests(t *testing.T) {
 	}
 	if n := e.Stats().Components["encoder"].Invocations; n != 0 {
 		t.Errorf("an all-zero group was invoked %d times", n)
+	}
+}
+
+// TestRequestSplitAcrossInvocations: a request whose images exceed a budget
+// together (but not one by one) is split item by item across invocations,
+// and its results are concatenated in order, equal to the unsplit result.
+func TestRequestSplitAcrossInvocations(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	big := imageRequest(rng, "big", 37) // images ≤ 16 per group
+	small := imageRequest(rng, "small", 3)
+	e := imageEngine(t, Options{MaxDelay: 10 * time.Millisecond})
+	res := e.RunAll(context.Background(), []Request{big, small})
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.ID, r.Err)
+		}
+	}
+	if n := e.Stats().Components["encoder"].Invocations; n < 3 {
+		t.Errorf("37 images under a 16-image budget ran in %d invocations", n)
+	}
+	want, err := maskedMean(context.Background(), map[string]*Tensor{"pixel_patches": big.Inputs["pixel_patches"], "patch_lengths": big.Inputs["patch_lengths"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameResult(res[0].Outputs["embeddings"], want["embeddings"]) {
+		t.Errorf("the split request's result differs from the whole computation")
+	}
+	for _, p := range e.Stats().Components["encoder"].BudgetPeaks {
+		if p.Peak > p.MaxTotal {
+			t.Errorf("budget %v exceeded: %d", p.Dimensions, p.Peak)
+		}
 	}
 }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const inspectPkg = "../../testdata/packages/image_padded"
+
+// copyPackage copies the metadata document of a package into a temporary
+// folder, so a test can compile, edit and break it.
+func copyPackage(t *testing.T, from string) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(from, "inference_metadata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inference_metadata.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestInspectText(t *testing.T) {
+	out, errOut, code := runCLI(t, "inspect", inspectPkg)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"component encoder: grouped\n",
+		"pixel_patches  packed",
+		"level 0: images → rows (offsets `image_offsets`, owner `image_owner`)",
+		"items share an invocation when they agree on features (read from pixel_patches axis 2)",
+		"images × patches ≤ 4096\n",
+		"where images = packed positions of pixel_patches, patches = padded extent of pixel_patches axis 1 (group maximum)",
+		"preserved from input `pixel_patches` level 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text view lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestInspectJSON(t *testing.T) {
+	out, errOut, code := runCLI(t, "inspect", inspectPkg, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		PlanVersion   int    `json:"plan_version"`
+		SchemaVersion string `json:"schema_version"`
+		Components    map[string]struct {
+			Grouped bool `json:"grouped"`
+			Inputs  map[string]struct {
+				Role   string   `json:"role"`
+				Levels int      `json:"levels"`
+				Padded []string `json:"padded"`
+			} `json:"inputs"`
+			Outputs map[string]struct {
+				Split string `json:"split"`
+			} `json:"outputs"`
+			Uniform []string `json:"uniform"`
+			Budgets []struct {
+				Dimensions []string `json:"dimensions"`
+				MaxTotal   int64    `json:"max_total"`
+			} `json:"budgets"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	enc := v.Components["encoder"]
+	in := enc.Inputs["pixel_patches"]
+	switch {
+	case v.PlanVersion != 1 || v.SchemaVersion != "v1.1":
+		t.Errorf("plan_version %d, schema_version %q", v.PlanVersion, v.SchemaVersion)
+	case !enc.Grouped || in.Role != "packed" || in.Levels != 1 || strings.Join(in.Padded, ",") != "patches":
+		t.Errorf("encoder: grouped %v, pixel_patches %+v", enc.Grouped, in)
+	case enc.Inputs["image_owner"].Role != "companion" || enc.Outputs["embeddings"].Split != "packed":
+		t.Errorf("encoder: image_owner %+v, embeddings %+v", enc.Inputs["image_owner"], enc.Outputs["embeddings"])
+	case strings.Join(enc.Uniform, ",") != "features" || len(enc.Budgets) != 2 || enc.Budgets[1].MaxTotal != 4096:
+		t.Errorf("encoder: uniform %v, budgets %+v", enc.Uniform, enc.Budgets)
+	}
+}
+
+func TestInspectDOT(t *testing.T) {
+	out, errOut, code := runCLI(t, "inspect", "--format", "dot", inspectPkg)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"digraph workflow {", `"invoke:0" [shape=box3d, style="bold,filled"`, `images × patches ≤ 4096`, `"in:pixel_patches" -> "invoke:0"`, `-> "out:embeddings"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the DOT view lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInspectPlanFile: a compiled plan inspects exactly as its document,
+// in every format.
+func TestInspectPlanFile(t *testing.T) {
+	dir := copyPackage(t, inspectPkg)
+	planPath := filepath.Join(t.TempDir(), "plan.json")
+	if _, errOut, code := runCLI(t, "compile", dir, "-o", planPath); code != exitOK {
+		t.Fatalf("compile: exit %d: %s", code, errOut)
+	}
+	for _, format := range []string{"text", "json", "dot"} {
+		fromDoc, _, code1 := runCLI(t, "inspect", dir, "--format", format)
+		fromPlan, _, code2 := runCLI(t, "inspect", planPath, "--format", format)
+		if code1 != exitOK || code2 != exitOK || fromDoc != fromPlan {
+			t.Errorf("--format %s: the plan file (exit %d) and its document (exit %d) inspect differently:\n--- plan ---\n%s\n--- document ---\n%s", format, code2, code1, fromPlan, fromDoc)
+		}
+	}
+}
+
+// TestInspectStalePlan: a plan whose document changed is still shown, with
+// a warning naming what changed.
+func TestInspectStalePlan(t *testing.T) {
+	dir := copyPackage(t, inspectPkg)
+	planPath := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runCLI(t, "compile", dir); code != exitOK {
+		t.Fatalf("compile: exit %d: %s", code, errOut)
+	}
+	doc := filepath.Join(dir, "inference_metadata.yaml")
+	b, _ := os.ReadFile(doc)
+	if err := os.WriteFile(doc, append(b, "# edited\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "inspect", planPath)
+	if code != exitOK || !strings.Contains(out, "component encoder: grouped") {
+		t.Fatalf("exit %d, stdout:\n%s", code, out)
+	}
+	if !strings.Contains(errOut, "genaic: warning: stale plan") || !strings.Contains(errOut, "inference_metadata.yaml changed since the plan was compiled") {
+		t.Errorf("no stale warning:\n%s", errOut)
+	}
+}
+
+func TestInspectRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	planPath := filepath.Join(dir, "good.json")
+	if _, errOut, code := runCLI(t, "compile", copyPackage(t, inspectPkg), "-o", planPath); code != exitOK {
+		t.Fatalf("compile: exit %d: %s", code, errOut)
+	}
+	good, _ := os.ReadFile(planPath)
+	tampered := write("tampered.json", strings.Replace(string(good), `"max_total": 4096`, `"max_total": 9999`, 1))
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"invalid document", []string{"testdata/multi_error.yaml"}, exitDiags, "error[capacity/budget-root]"},
+		{"unknown format", []string{inspectPkg, "--format", "html"}, exitUsage, "--format html is not a view genaic inspect writes"},
+		{"no path", nil, exitUsage, "usage: genaic inspect"},
+		{"two paths", []string{inspectPkg, inspectPkg}, exitUsage, "usage: genaic inspect"},
+		{"missing path", []string{filepath.Join(dir, "absent.yaml")}, exitUsage, "no such file"},
+		{"tampered plan", []string{tampered}, exitUsage, "signature does not match"},
+		{"other plan version", []string{write("v9.json", `{"format": "genaic-plan", "plan_version": 9}`)}, exitUsage, "format version 9"},
+		{"foreign JSON", []string{write("other.json", `{"format": "something-else"}`)}, exitUsage, "is not a genaic plan"},
+		{"inspect JSON fed back", []string{write("view.json", `{"format": "genaic-inspect", "plan_version": 1}`)}, exitUsage, "is not a genaic plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, append([]string{"inspect"}, tc.args...)...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d (want %d), stdout %q, stderr:\n%s", code, tc.code, out, errOut)
+			}
+		})
+	}
+}

@@ -1,0 +1,214 @@
+package vm
+
+import (
+	"context"
+	"sync"
+
+	"github.com/genaic/genaic/compiler/plan"
+)
+
+// A request whose items exceed a budget together, but not one by one, is
+// split across invocations item by item (§6): each chunk is a sub-item over
+// a run of the request's outermost units (images, clips, windows), with its
+// payload and lengths viewed, not copied, and its offsets rebased. The
+// chunks' shares are concatenated back in order.
+
+// splittable returns the packed port a request may be split along: the
+// component's only packed input, when nothing else is per request (no row
+// inputs, no row outputs that could not be concatenated).
+func (s *componentSpec) splittable() (string, bool) {
+	port := ""
+	for _, in := range s.gp.Inputs {
+		switch in.Role {
+		case plan.RolePacked:
+			if port != "" {
+				return "", false
+			}
+			port = in.Name
+		case plan.RoleRows, plan.RoleExpanded:
+			return "", false
+		}
+	}
+	for _, o := range s.gp.Outputs {
+		if o.Split == plan.SplitRows || o.Split == plan.SplitExpanded {
+			return "", false
+		}
+	}
+	return port, port != ""
+}
+
+// overBudget returns the first budget it alone exceeds, or -1.
+func (s *componentSpec) overBudget(it *item) int {
+	for i, b := range s.gp.Budgets {
+		if footprint(b, []*item{it}) > b.MaxTotal {
+			return i
+		}
+	}
+	return -1
+}
+
+// chunk splits an item that exceeds a budget into the fewest runs of
+// consecutive outermost units that each fit every budget. An item that
+// fits is returned alone; a single unit that does not fit is run/budget.
+func (s *componentSpec) chunk(it *item) ([]*item, error) {
+	b := s.overBudget(it)
+	if b < 0 {
+		return []*item{it}, nil
+	}
+	port, ok := s.splittable()
+	units := int64(0)
+	if ok {
+		levels := it.levels[port]
+		units = levels[len(levels)-1][1]
+	}
+	if !ok || units < 2 {
+		return nil, s.budgetError(b, it)
+	}
+	var chunks []*item
+	start := int64(0)
+	for start < units {
+		end := start + 1
+		if one := s.subItem(it, port, start, end); s.overBudget(one) >= 0 {
+			return nil, s.budgetError(s.overBudget(one), one)
+		}
+		for end < units && s.overBudget(s.subItem(it, port, start, end+1)) < 0 {
+			end++
+		}
+		chunks = append(chunks, s.subItem(it, port, start, end))
+		start = end
+	}
+	return chunks, nil
+}
+
+func (s *componentSpec) budgetError(i int, it *item) error {
+	b := s.gp.Budgets[i]
+	return runErr("run/budget", "an item of this request has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
+		footprint(b, []*item{it}), b.Dimensions, s.comp.Name, b.MaxTotal)
+}
+
+// subItem is the part of it made of outermost units [a, b) of port.
+func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
+	levels := it.levels[port]
+	sub := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{},
+		rows: 1, uniform: it.uniform}
+	subLevels := make([][]int64, len(levels))
+	subLevels[len(levels)-1] = []int64{0, b - a}
+	lo, hi := a, b
+	for k := len(levels) - 2; k >= 0; k-- {
+		subLevels[k] = rebase(levels[k][lo : hi+1])
+		lo, hi = levels[k][lo], levels[k][hi]
+	}
+	for name, t := range it.ports {
+		sub.ports[name] = t
+	}
+	sub.ports[port] = it.ports[port].View(lo, hi)
+	sub.levels[port] = subLevels
+	for dim, l := range it.lengths[port] {
+		if sub.lengths[port] == nil {
+			sub.lengths[port] = map[string]*Tensor{}
+		}
+		sub.lengths[port][dim] = l.View(lo, hi)
+	}
+	return sub
+}
+
+// submitChunks runs the chunks (each may join a group of its own) and
+// concatenates their shares in order.
+func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*Tensor, error) {
+	shares := make([]map[string]*Tensor, len(chunks))
+	errs := make([]error, len(chunks))
+	var wg sync.WaitGroup
+	for i, c := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			shares[i], errs[i] = g.submitOne(ctx, c)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return g.spec.merge(shares, g.copies)
+}
+
+// merge concatenates chunk shares: packed payloads and lengths along axis
+// 0, delivered offsets composed, owner maps derived from the composed
+// offsets of their level.
+func (s *componentSpec) merge(shares []map[string]*Tensor, copies *Copies) (map[string]*Tensor, error) {
+	out := map[string]*Tensor{}
+	for _, o := range s.gp.Outputs {
+		parts := make([]*Tensor, len(shares))
+		for i, sh := range shares {
+			parts[i] = sh[o.Name]
+		}
+		switch {
+		case o.Split == plan.SplitBroadcast:
+			out[o.Name] = parts[0]
+		case o.Serves != nil && o.Serves.Role == "offsets":
+			out[o.Name] = offsetsTensor(concatOffsets(int64Parts(parts)))
+		case o.Serves != nil && o.Serves.Role == "owner":
+			continue
+		default:
+			t, err := concatRows(parts, copies)
+			if err != nil {
+				return nil, err
+			}
+			out[o.Name] = t
+		}
+	}
+	for _, o := range s.gp.Outputs {
+		if o.Serves != nil && o.Serves.Role == "owner" {
+			out[o.Name] = s.mergedOwner(o, out, shares)
+		}
+	}
+	return out, nil
+}
+
+// mergedOwner derives an owner map from the merged offsets of its level;
+// without a delivered offsets output, the outermost owners (all zero for
+// one request) are concatenated.
+func (s *componentSpec) mergedOwner(o plan.Port, out map[string]*Tensor, shares []map[string]*Tensor) *Tensor {
+	for _, p := range s.gp.Outputs {
+		if p.Serves != nil && p.Serves.Role == "offsets" && p.Serves.Port == o.Serves.Port && p.Serves.Level == o.Serves.Level {
+			return offsetsTensor(ownersFromOffsets(out[p.Name].Int64s()))
+		}
+	}
+	var data []int64
+	for _, sh := range shares {
+		data = append(data, sh[o.Name].Int64s()...)
+	}
+	return offsetsTensor(data)
+}
+
+func offsetsTensor(data []int64) *Tensor {
+	return &Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+}
+
+func int64Parts(parts []*Tensor) [][]int64 {
+	out := make([][]int64, len(parts))
+	for i, p := range parts {
+		out[i] = p.Int64s()
+	}
+	return out
+}
+
+// concatRows stacks tensors along axis 0 (their other axes must agree).
+func concatRows(parts []*Tensor, copies *Copies) (*Tensor, error) {
+	shape, err := groupShape(parts, nil)
+	if err != nil {
+		return nil, err
+	}
+	out, err := NewTensor(parts[0].DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	row := int64(0)
+	for _, p := range parts {
+		copies.Add(CopyGather, placeInto(out, row, p))
+		row += p.Shape[0]
+	}
+	return out, nil
+}
