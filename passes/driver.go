@@ -72,6 +72,8 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		return nil, err
 	}
 	f := &plan.File{
+		Format:        plan.Format,
+		PlanVersion:   plan.Version,
 		SchemaVersion: d.Version.Spelling,
 		Package:       rel,
 		Source:        filepath.Base(d.File),

@@ -36,7 +36,7 @@ var PlanPass = &Pass{
 		sc := c.Result(ScopesPass).(*Scopes)
 		var out GroupPlans
 		for _, comp := range c.Module.Components {
-			out = append(out, planComponent(sc, comp))
+			out = append(out, planComponent(sc, comp, boundPorts(c.Module, comp.Name)))
 		}
 		return out, nil
 	},
@@ -47,10 +47,35 @@ type planner struct {
 	sc     *Scopes
 	comp   *ir.Component
 	serves map[string]*plan.Serves // input or output port → what it serves
+	// bound maps, per side, a value name an invoke of the component binds
+	// to the port it binds: a contract naming that value names the port.
+	bound map[SiteKind]map[string]string
 }
 
-func planComponent(sc *Scopes, comp *ir.Component) *plan.GroupPlan {
-	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}}
+// boundPorts collects the value ↔ port bindings of a component's invokes.
+func boundPorts(m *ir.Module, comp string) map[SiteKind]map[string]string {
+	bound := map[SiteKind]map[string]string{SitePortIn: {}, SitePortOut: {}}
+	m.Body.Walk(func(s *ir.Step) bool {
+		if s.Op != ir.OpInvoke || s.Component.Name != comp {
+			return true
+		}
+		for _, a := range s.Args {
+			if _, dup := bound[SitePortIn][a.Value.Name]; !dup {
+				bound[SitePortIn][a.Value.Name] = a.Port
+			}
+		}
+		for _, r := range s.Results {
+			if name := m.Values[r.Value].Name; bound[SitePortOut][name] == "" {
+				bound[SitePortOut][name] = r.Port
+			}
+		}
+		return true
+	})
+	return bound
+}
+
+func planComponent(sc *Scopes, comp *ir.Component, bound map[SiteKind]map[string]string) *plan.GroupPlan {
+	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bound: bound}
 	g := &plan.GroupPlan{Component: comp.Name, Grouped: comp.Capacity != nil}
 	if g.Grouped {
 		g.Why = "batch_capacity is declared: items from many requests may share one invocation (§3.1)"
@@ -85,6 +110,9 @@ func (p *planner) ref(port *ir.Port, kind SiteKind, name string) plan.Ref {
 	if t, ok := p.sc.Lookup(p.site(port, kind), name); ok && t.Site != nil && t.Site.IsPort() && t.Site.Component == p.comp {
 		return plan.Ref{Port: t.Site.Name}
 	}
+	if bp := p.bound[kind][name]; bp != "" {
+		return plan.Ref{Port: bp}
+	}
 	return plan.Ref{Value: name}
 }
 
@@ -107,19 +135,24 @@ func (p *planner) markCompanions(ports []*ir.Port, kind SiteKind) {
 }
 
 func (p *planner) serve(port *ir.Port, kind SiteKind, name string, s *plan.Serves) {
-	t, ok := p.sc.Lookup(p.site(port, kind), name)
-	if !ok || t.Site == nil || !t.Site.IsPort() || t.Site.Component != p.comp || t.Site.Kind != kind {
-		return // a companion on the other side, or a workflow-level value
+	target := ""
+	if t, ok := p.sc.Lookup(p.site(port, kind), name); ok && t.Site != nil && t.Site.IsPort() && t.Site.Component == p.comp {
+		if t.Site.Kind != kind {
+			return // a companion on the other side: a preserved level's input pair
+		}
+		target = t.Site.Name
+	} else if target = p.bound[kind][name]; target == "" {
+		return // a workflow-level value the component is not given
 	}
-	if key := sideKey(kind, t.Site.Name); p.serves[key] == nil {
+	if key := sideKey(kind, target); p.serves[key] == nil {
 		p.serves[key] = s
 	}
 }
 
 func sideKey(kind SiteKind, port string) string { return fmt.Sprintf("%d/%s", kind, port) }
 
-func (p *planner) input(port *ir.Port) plan.Port {
-	out := plan.Port{Name: port.Name}
+func (p *planner) input(port *ir.Port) (out plan.Port) {
+	out = plan.Port{Name: port.Name}
 	c := port.Contract
 	if s := p.serves[sideKey(SitePortIn, port.Name)]; s != nil {
 		out.Role, out.Serves = plan.RoleCompanion, s
@@ -131,6 +164,7 @@ func (p *planner) input(port *ir.Port) plan.Port {
 		return out
 	}
 	p.layout(&out, port, SitePortIn)
+	defer p.soloWhy(&out)
 	switch c.Layout.Kind {
 	case ir.Shared:
 		out.Role, out.Why = plan.RoleBroadcast, "shared: passed once; co-batched items must bring equal values (§3.4)"
@@ -144,6 +178,25 @@ func (p *planner) input(port *ir.Port) plan.Port {
 		out.Why = fmt.Sprintf("token_packed on axis 0 with %d ownership level(s): items are concatenated and companions recomputed (§3.3)", len(c.Layout.Levels))
 	}
 	return out
+}
+
+// soloWhy rewords a decision for a component that never groups: its
+// invocations carry one request, so nothing is stacked or shared.
+func (p *planner) soloWhy(out *plan.Port) {
+	if p.comp.Capacity == nil {
+		out.Why = fmt.Sprintf("%s; no batch_capacity, so every invocation carries exactly one request's value", layoutWord(p.comp, out.Name))
+	}
+}
+
+func layoutWord(c *ir.Component, port string) string {
+	pt := c.Input(port)
+	if pt == nil {
+		pt = c.Output(port)
+	}
+	if pt == nil || pt.Contract == nil {
+		return "no contract"
+	}
+	return pt.Contract.Layout.Kind.String()
 }
 
 func servesWhat(s *plan.Serves) string {
@@ -180,8 +233,8 @@ func (p *planner) units(port *ir.Port, kind SiteKind, i int, l ir.Level) string 
 	return ""
 }
 
-func (p *planner) output(port *ir.Port, g *plan.GroupPlan) plan.Port {
-	out := plan.Port{Name: port.Name}
+func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {
+	out = plan.Port{Name: port.Name}
 	c := port.Contract
 	if s := p.serves[sideKey(SitePortOut, port.Name)]; s != nil {
 		out.Serves = s
@@ -202,6 +255,7 @@ func (p *planner) output(port *ir.Port, g *plan.GroupPlan) plan.Port {
 		return out
 	}
 	p.layout(&out, port, SitePortOut)
+	defer p.soloWhy(&out)
 	switch c.Layout.Kind {
 	case ir.Shared:
 		out.Split, out.Why = plan.SplitBroadcast, "shared: every request of the group receives the same value"

@@ -66,7 +66,7 @@ func TestPlansHonorTheRules(t *testing.T) {
 		}
 		for _, g := range gps {
 			comp := d.Module.Component(g.Component)
-			for _, problem := range planProblems(comp, g) {
+			for _, problem := range planProblems(comp, g, boundPorts(d.Module, comp.Name)) {
 				t.Errorf("%s: component %s: %s", name, comp.Name, problem)
 			}
 			if g.Grouped {
@@ -80,7 +80,7 @@ func TestPlansHonorTheRules(t *testing.T) {
 }
 
 // planProblems lists the decisions of g that the validation rules forbid.
-func planProblems(comp *ir.Component, g *plan.GroupPlan) []string {
+func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[SiteKind]map[string]string) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if g.Grouped != (comp.Capacity != nil) {
@@ -92,10 +92,10 @@ func planProblems(comp *ir.Component, g *plan.GroupPlan) []string {
 	}
 	counts := map[string]bool{}
 	for i, in := range g.Inputs {
-		out = append(out, inputProblems(comp, comp.Inputs[i], in, counts)...)
+		out = append(out, inputProblems(comp, comp.Inputs[i], in, counts, bound[SitePortIn])...)
 	}
 	for i, o := range g.Outputs {
-		out = append(out, outputProblems(comp, comp.Outputs[i], o, g)...)
+		out = append(out, outputProblems(comp, comp.Outputs[i], o, g, bound[SitePortOut])...)
 	}
 	if comp.Capacity == nil {
 		return out
@@ -136,7 +136,7 @@ func planProblems(comp *ir.Component, g *plan.GroupPlan) []string {
 	return out
 }
 
-func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[string]bool) []string {
+func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[string]bool, bound map[string]string) []string {
 	var out []string
 	bad := func(format string, args ...any) {
 		out = append(out, fmt.Sprintf("input %s: "+format, append([]any{port.Name}, args...)...))
@@ -146,7 +146,7 @@ func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[s
 		bad("plan names %q, why %q", in.Name, in.Why)
 	}
 	if in.Role == plan.RoleCompanion {
-		if in.Serves == nil || !servedBy(comp.Input(in.Serves.Port), in.Serves, port.Name) {
+		if in.Serves == nil || !servedBy(comp.Input(in.Serves.Port), in.Serves, port.Name, bound) {
 			bad("is a companion of %+v, which does not name it", in.Serves)
 		}
 		return out
@@ -176,32 +176,33 @@ func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[s
 	return out
 }
 
-// servedBy reports whether port's contract names companion in the slot s
-// says it serves.
-func servedBy(port *ir.Port, s *plan.Serves, companion string) bool {
+// servedBy reports whether port's contract names companion (by the port's
+// name, or by the value an invoke binds to it) in the slot s says it serves.
+func servedBy(port *ir.Port, s *plan.Serves, companion string, bound map[string]string) bool {
 	if port == nil || port.Contract == nil {
 		return false
 	}
 	c := port.Contract
+	names := func(n string) bool { return n == companion || bound[n] == companion }
 	switch s.Role {
 	case "lengths":
-		return slices.ContainsFunc(c.Padding, func(p ir.Padding) bool { return p.Dim.Name == s.Dimension && p.Lengths.Name == companion })
+		return slices.ContainsFunc(c.Padding, func(p ir.Padding) bool { return p.Dim.Name == s.Dimension && names(p.Lengths.Name) })
 	case "offsets":
-		return s.Level < len(c.Layout.Levels) && c.Layout.Levels[s.Level].Offsets.Name == companion
+		return s.Level < len(c.Layout.Levels) && names(c.Layout.Levels[s.Level].Offsets.Name)
 	case "owner":
-		return s.Level < len(c.Layout.Levels) && c.Layout.Levels[s.Level].Owner.Name == companion
+		return s.Level < len(c.Layout.Levels) && names(c.Layout.Levels[s.Level].Owner.Name)
 	}
 	return false
 }
 
-func outputProblems(comp *ir.Component, port *ir.Port, o plan.Port, g *plan.GroupPlan) []string {
+func outputProblems(comp *ir.Component, port *ir.Port, o plan.Port, g *plan.GroupPlan, bound map[string]string) []string {
 	var out []string
 	bad := func(format string, args ...any) {
 		out = append(out, fmt.Sprintf("output %s: "+format, append([]any{port.Name}, args...)...))
 	}
 	if o.Serves != nil {
 		wantSplit := map[string]plan.Split{"owner": plan.SplitInternal, "offsets": plan.SplitCompanion, "lengths": plan.SplitCompanion}[o.Serves.Role]
-		if o.Split != wantSplit || !servedBy(comp.Output(o.Serves.Port), o.Serves, port.Name) {
+		if o.Split != wantSplit || !servedBy(comp.Output(o.Serves.Port), o.Serves, port.Name, bound) {
 			bad("split %s as %+v", o.Split, o.Serves)
 		}
 		if o.Serves.Role == "owner" && o.Delivery != "" {
@@ -340,8 +341,9 @@ func TestPlanProblemsFire(t *testing.T) {
 		t.Fatalf("%v %v", err, d.Diags())
 	}
 	comp := d.Module.Components[0]
-	fresh := func() *plan.GroupPlan { return planComponent(d.Results[ScopesPass].(*Scopes), comp) }
-	if p := planProblems(comp, fresh()); len(p) != 0 {
+	fresh := func() *plan.GroupPlan { return planComponent(d.Results[ScopesPass].(*Scopes), comp, boundPorts(d.Module, comp.Name)) }
+	bound := boundPorts(d.Module, comp.Name)
+	if p := planProblems(comp, fresh(), bound); len(p) != 0 {
 		t.Fatalf("the correct plan has problems: %v", p)
 	}
 	plants := map[string]func(g *plan.GroupPlan){
@@ -359,7 +361,7 @@ func TestPlanProblemsFire(t *testing.T) {
 	for name, plant := range plants {
 		g := fresh()
 		plant(g)
-		if len(planProblems(comp, g)) == 0 {
+		if len(planProblems(comp, g, bound)) == 0 {
 			t.Errorf("planted %s: not found", name)
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -70,7 +69,7 @@ func inspectPlan(e *env, path string) (*plan.File, *ir.Module, int) {
 		if err != nil {
 			return nil, nil, ioError(e, err)
 		}
-		if looksLikePlan(b) {
+		if plan.LooksLikePlan(b) {
 			return loadPlanFile(e, path, b)
 		}
 	}
@@ -98,20 +97,6 @@ func inspectPlan(e *env, path string) (*plan.File, *ir.Module, int) {
 		return nil, nil, exitUsage
 	}
 	return f, d.Module, exitOK
-}
-
-// looksLikePlan tells a plan file from a metadata document by content: a
-// JSON object with a "format" or "plan_version" key. A document never has
-// either (both would be schema/unknown-field), so a damaged or foreign
-// plan is refused as a plan rather than misread as a document.
-func looksLikePlan(b []byte) bool {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(b, &probe) != nil {
-		return false
-	}
-	_, format := probe["format"]
-	_, version := probe["plan_version"]
-	return format || version
 }
 
 // loadPlanFile decodes a plan file and parses its IR. A plan whose package

@@ -60,7 +60,7 @@ func runRun(e *env, args []string) int {
 // loadPlan reads a plan file (checked against its package) or compiles a
 // package in memory.
 func loadPlan(e *env, path string) (*plan.File, string, int) {
-	if info, err := os.Stat(path); err == nil && !info.IsDir() && filepath.Ext(path) == ".json" {
+	if b, err := os.ReadFile(path); err == nil && plan.LooksLikePlan(b) {
 		f, err := plan.Load(path)
 		if err != nil {
 			e.errorf("%v", err)

@@ -94,6 +94,20 @@ func HashFile(path string) (string, error) {
 	return digest(b), nil
 }
 
+// LooksLikePlan tells a plan file from a metadata document by content: a
+// JSON object with a "format" or "plan_version" key. A document never has
+// either (both would be schema/unknown-field), so a damaged or foreign plan
+// is refused as a plan rather than misread as a document.
+func LooksLikePlan(b []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil {
+		return false
+	}
+	_, format := probe["format"]
+	_, version := probe["plan_version"]
+	return format || version
+}
+
 // Decode reads a plan and checks that it is a genaic plan of this version
 // whose signature holds. It does not look at the package.
 func Decode(name string, b []byte) (*File, error) {
