@@ -341,7 +341,9 @@ func TestPlanProblemsFire(t *testing.T) {
 		t.Fatalf("%v %v", err, d.Diags())
 	}
 	comp := d.Module.Components[0]
-	fresh := func() *plan.GroupPlan { return planComponent(d.Results[ScopesPass].(*Scopes), comp, boundPorts(d.Module, comp.Name)) }
+	fresh := func() *plan.GroupPlan {
+		return planComponent(d.Results[ScopesPass].(*Scopes), comp, boundPorts(d.Module, comp.Name))
+	}
 	bound := boundPorts(d.Module, comp.Name)
 	if p := planProblems(comp, fresh(), bound); len(p) != 0 {
 		t.Fatalf("the correct plan has problems: %v", p)
