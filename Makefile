@@ -24,7 +24,7 @@ lint:
 		echo "$$unformatted"; \
 		exit 1; \
 	fi
-	$(GO) vet ./...
+	$(GO) vet ./... ./testdata/models/gen
 
 # Tests and the demo find the cache through GENAIC_CACHE (vm/ortlib).
 test demo: export GENAIC_CACHE := $(CACHE)
@@ -37,7 +37,15 @@ test: setup lint
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s
 
 demo: setup
-	$(GO) run ./cmd/genaic check -v $(DEMO_PKG)
+	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic
+	@echo "== genaic check -v $(DEMO_PKG)"
+	@$(CACHE)/bin/genaic check -v $(DEMO_PKG)
+	@echo "== genaic compile $(DEMO_PKG) -o .cache/demo-plan.json"
+	@$(CACHE)/bin/genaic compile $(DEMO_PKG) -o $(CACHE)/demo-plan.json
+	@echo "== genaic inspect .cache/demo-plan.json"
+	@$(CACHE)/bin/genaic inspect $(CACHE)/demo-plan.json
+	@echo "== genaic run .cache/demo-plan.json --requests $(DEMO_PKG)/requests.json --stats"
+	@$(CACHE)/bin/genaic run $(CACHE)/demo-plan.json --requests $(DEMO_PKG)/requests.json --stats
 
 clean-cache:
 	rm -rf -- "$(CACHE)"
