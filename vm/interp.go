@@ -127,17 +127,7 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
-	var outs map[string]*Tensor
-	var err error
-	if g := r.e.groupers[name]; g != nil {
-		var it *item
-		if it, err = g.spec.admit(args, func(v string) *Tensor { return r.env[v] }); err != nil {
-			return err
-		}
-		outs, err = g.submit(r.ctx, it)
-	} else {
-		outs, err = r.e.solo(r.ctx, name, args)
-	}
+	outs, err := r.e.Invoke(r.ctx, name, args, r.env)
 	if err != nil {
 		return err
 	}
@@ -149,6 +139,44 @@ func (r *run) invoke(s *ir.Step) error {
 		r.env[r.e.m.Values[res.Value].Name] = t
 	}
 	return nil
+}
+
+// Invoke runs one request's invocation of a component: through the
+// component's grouper when it has a GroupPlan (admission, grouping,
+// splitting), else alone. values resolves the workflow-level names a
+// port's contract uses for its companions. Generated executors call it.
+func (e *Engine) Invoke(ctx context.Context, component string, args, values map[string]*Tensor) (map[string]*Tensor, error) {
+	if _, ok := e.sessions[component]; !ok {
+		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
+	}
+	if g := e.groupers[component]; g != nil {
+		it, err := g.spec.admit(args, func(v string) *Tensor { return values[v] })
+		if err != nil {
+			return nil, err
+		}
+		return g.submit(ctx, it)
+	}
+	return e.solo(ctx, component, args)
+}
+
+// CheckInput checks one request input against its workflow input's
+// contract (run/input).
+func (e *Engine) CheckInput(name string, t *Tensor) error {
+	for _, in := range e.m.Inputs {
+		if in.Name == name {
+			return checkContract(name, t, in.Contract)
+		}
+	}
+	return runErr("run/input", "`%s` is not a workflow input", name)
+}
+
+// Module returns the workflow the engine runs.
+func (e *Engine) Module() *ir.Module { return e.m }
+
+// Submit runs one request; it is Run with the failure as an error.
+func (e *Engine) Submit(ctx context.Context, req Request) (Response, error) {
+	resp := e.Run(ctx, req)
+	return resp, resp.Err
 }
 
 // solo invokes an ungrouped component with one request's values.
