@@ -162,12 +162,22 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 
 // RunAll runs requests concurrently and returns their responses in order.
 func (e *Engine) RunAll(ctx context.Context, reqs []Request) []Response {
+	return e.RunAllLimit(ctx, reqs, 0)
+}
+
+// RunAllLimit is RunAll with at most limit requests in flight (0: all).
+func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []Response {
+	if limit <= 0 {
+		limit = len(reqs)
+	}
 	out := make([]Response, len(reqs))
+	slots := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
 	for i := range reqs {
+		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { <-slots; wg.Done() }()
 			out[i] = e.Run(ctx, reqs[i])
 		}()
 	}

@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--out FILE]",
+		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--concurrency N] [--out FILE]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
@@ -30,6 +30,8 @@ type runFlags struct {
 	solo, stats   bool
 	maxDelay      time.Duration
 	threads       int
+	queue         int
+	concurrency   int
 }
 
 func runRun(e *env, args []string) int {
@@ -42,6 +44,8 @@ func runRun(e *env, args []string) int {
 	fs.BoolVar(&rf.stats, "stats", false, "add per-component stats to the responses")
 	fs.DurationVar(&rf.maxDelay, "max-delay", 5*time.Millisecond, "how long a group waits for more items")
 	fs.IntVar(&rf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
+	fs.IntVar(&rf.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
+	fs.IntVar(&rf.concurrency, "concurrency", 0, "how many requests are in flight at once (0: all of them)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -114,13 +118,13 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: rf.solo, MaxDelay: rf.maxDelay})
+	eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: rf.solo, MaxDelay: rf.maxDelay, Queue: rf.queue})
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
 	}
 	defer eng.Close()
-	resps := eng.RunAll(context.Background(), reqs)
+	resps := eng.RunAllLimit(context.Background(), reqs, rf.concurrency)
 	var stats *vm.Stats
 	if rf.stats {
 		s := eng.Stats()

@@ -1,0 +1,220 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// slowEncoder is maskedMean that takes a while, so that requests pile up.
+func slowEncoder(d time.Duration) Func {
+	return func(ctx context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+		time.Sleep(d)
+		return maskedMean(ctx, in)
+	}
+}
+
+func engineWith(t testing.TB, f Func, opts Options, notReady map[string]string) *Engine {
+	t.Helper()
+	path := filepath.Join("..", "testdata", "packages", "image_padded")
+	b := &Bindings{NotReady: notReady}
+	b.Register("encoder", f)
+	opts.Backends = map[ir.ImplKind]Backend{ir.ImplONNX: b}
+	e, err := Open(compilePlan(t, path), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestCancellationAffectsNoOneElse: requests cancelled while they wait are
+// answered with their context's error; every other request equals solo.
+func TestCancellationAffectsNoOneElse(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := engineWith(t, slowEncoder(20*time.Millisecond), Options{MaxDelay: 2 * time.Millisecond}, nil)
+	solo := imageEngine(t, Options{Solo: true})
+	rng := rand.New(rand.NewSource(11))
+	var reqs []Request
+	for i := range 40 {
+		reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 1+rng.Intn(3)))
+	}
+	want := solo.RunAll(context.Background(), reqs)
+	got := make([]Response, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		ctx, cancel := context.WithCancel(context.Background())
+		if i%3 == 0 {
+			time.AfterFunc(time.Duration(rng.Intn(30))*time.Millisecond, cancel)
+		} else {
+			defer cancel()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = e.Run(ctx, reqs[i])
+		}()
+	}
+	wg.Wait()
+	cancelled := 0
+	for i := range reqs {
+		switch {
+		case got[i].Err != nil && i%3 == 0 && errors.Is(got[i].Err, context.Canceled):
+			cancelled++
+		case got[i].Err != nil:
+			t.Errorf("%s failed: %v", reqs[i].ID, got[i].Err)
+		case !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]):
+			t.Errorf("%s differs from solo", reqs[i].ID)
+		}
+	}
+	t.Logf("%d of %d cancellable requests were cancelled before their share arrived", cancelled, (len(reqs)+2)/3)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitForGoroutines(t, before+2) // the solo engine's grouper is still open
+}
+
+// waitForGoroutines fails if goroutines started by the test outlive it.
+func waitForGoroutines(t *testing.T, limit int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > limit {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines remain after Close (at most %d expected):\n%s", runtime.NumGoroutine(), limit, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCloseFailsWaitersAndLeaksNothing: Close drains what is queued, later
+// submissions fail with ErrClosed, and no goroutine survives.
+func TestCloseFailsWaitersAndLeaksNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := engineWith(t, slowEncoder(5*time.Millisecond), Options{MaxDelay: time.Millisecond}, nil)
+	rng := rand.New(rand.NewSource(12))
+	res := e.RunAll(context.Background(), []Request{imageRequest(rng, "a", 2), imageRequest(rng, "b", 1)})
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Run(context.Background(), imageRequest(rng, "late", 1)); !errors.Is(r.Err, ErrClosed) {
+		t.Errorf("a request after Close: %v", r.Err)
+	}
+	waitForGoroutines(t, before)
+}
+
+// TestQueueLimitFailsFast: beyond the queue limit a request fails at once
+// with a clear error instead of blocking.
+func TestQueueLimitFailsFast(t *testing.T) {
+	e := engineWith(t, slowEncoder(50*time.Millisecond), Options{MaxDelay: 0, Queue: 2}, nil)
+	defer e.Close()
+	rng := rand.New(rand.NewSource(13))
+	var reqs []Request
+	for i := range 12 {
+		reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 1))
+	}
+	start := time.Now()
+	res := e.RunAll(context.Background(), reqs)
+	full := 0
+	for _, r := range res {
+		var qf *QueueFullError
+		if errors.As(r.Err, &qf) {
+			full++
+			if qf.Limit != 2 || qf.Component != "encoder" {
+				t.Errorf("queue error %+v", qf)
+			}
+		} else if r.Err != nil {
+			t.Errorf("%s: %v", r.ID, r.Err)
+		}
+	}
+	if full == 0 {
+		t.Errorf("12 concurrent requests never met a queue of 2")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("refusals were not fast")
+	}
+}
+
+// TestUnreadyBackendRunsSolo: a component whose backend declines grouped
+// execution never receives a group; the decline is counted with its reason.
+func TestUnreadyBackendRunsSolo(t *testing.T) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: 20 * time.Millisecond}, map[string]string{"encoder": "no grouped kernel on this provider"})
+	defer e.Close()
+	rng := rand.New(rand.NewSource(14))
+	var reqs []Request
+	for i := range 8 {
+		reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 2))
+	}
+	for _, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	s := e.Stats().Components["encoder"]
+	if s.MaxGroupRequests != 1 || s.Invocations != 8 {
+		t.Errorf("a declined component formed groups: %+v", s)
+	}
+	if s.Declines["go/binding: no grouped kernel on this provider"] != 1 {
+		t.Errorf("declines: %v", s.Declines)
+	}
+}
+
+// TestLoad runs a bounded load of in-process clients at two max delays and
+// reports throughput and latency percentiles (figures, not assertions on
+// time: the machines are shared).
+func TestLoad(t *testing.T) {
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond} {
+		e := engineWith(t, slowEncoder(200*time.Microsecond), Options{MaxDelay: delay}, nil)
+		rng := rand.New(rand.NewSource(15))
+		const clients, perClient = 16, 25
+		lat := make([]time.Duration, 0, clients*perClient)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := time.Now()
+		for c := range clients {
+			reqs := make([]Request, perClient)
+			for i := range reqs {
+				reqs[i] = imageRequest(rng, fmt.Sprint(c, "-", i), 1+rng.Intn(2))
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, r := range reqs {
+					t0 := time.Now()
+					if res := e.Run(context.Background(), r); res.Err != nil {
+						t.Errorf("%s: %v", r.ID, res.Err)
+					}
+					mu.Lock()
+					lat = append(lat, time.Since(t0))
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		slices.Sort(lat)
+		s := e.Stats().Components["encoder"]
+		t.Logf("max-delay %v: %d requests in %v (%.0f req/s), latency p50 %v p99 %v, %d invocations, largest group %d",
+			delay, len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(),
+			lat[len(lat)/2], lat[len(lat)*99/100], s.Invocations, s.MaxGroupRequests)
+		for _, p := range s.BudgetPeaks {
+			if p.Peak > p.MaxTotal {
+				t.Errorf("budget %v exceeded", p.Dimensions)
+			}
+		}
+		e.Close()
+	}
+}
