@@ -15,8 +15,6 @@ type group struct {
 	// rowStart is each item's first request row; rows is the group's total.
 	rowStart []int64
 	rows     int64
-	// packedPositions counts the packed positions of every packed input.
-	packedPositions int64
 	// padded and real count elements of padded inputs (padding overhead).
 	padded, real int64
 }
@@ -46,7 +44,6 @@ func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) 
 	for _, in := range s.gp.Inputs {
 		if in.Role == plan.RolePacked {
 			g.composeLevels(in, items)
-			g.packedPositions += g.inputs[in.Name].Shape[0]
 		}
 	}
 	for _, in := range s.gp.Inputs {
@@ -59,6 +56,24 @@ func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) 
 		}
 	}
 	return g, nil
+}
+
+// empty reports whether the group holds no item at all: every packed
+// input's outermost level counts zero units under its rows. Such a group is
+// never invoked; every request gets empty spans. (A group with units but
+// no positions, such as a clip of zero frames, is invoked: what an empty
+// unit maps to is the graph's to say.)
+func (g *group) empty() bool {
+	if len(g.offsets) == 0 {
+		return false
+	}
+	for _, levels := range g.offsets {
+		top := levels[len(levels)-1]
+		if top[len(top)-1] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // concat stacks the items' tensors of one port along axis 0, padding the

@@ -265,7 +265,7 @@ func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
 		}
 	}
 	var outs map[string]*Tensor
-	if grp.packedPositions == 0 && g.spec.hasPacked() {
+	if grp.empty() {
 		outs = g.spec.emptyOutputs(grp)
 	} else {
 		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -305,17 +304,8 @@ func (s *componentSpec) outputNames() []string {
 	return names
 }
 
-func (s *componentSpec) hasPacked() bool {
-	for _, in := range s.gp.Inputs {
-		if in.Role == plan.RolePacked {
-			return true
-		}
-	}
-	return false
-}
-
-// emptyOutputs stands in for the outputs of a group with no packed
-// positions, which is never invoked: packed outputs are empty with their
+// emptyOutputs stands in for the outputs of a group with no item, which
+// is never invoked: packed outputs are empty with their
 // rank preserved, produced offsets are all zero, owners empty.
 func (s *componentSpec) emptyOutputs(g *group) map[string]*Tensor {
 	out := map[string]*Tensor{}
