@@ -12,9 +12,8 @@ type group struct {
 	// offsets holds the group's recomputed offsets per packed input port
 	// and level.
 	offsets map[string][][]int64
-	// rowStart is each item's first request row; rows is the group's total.
-	rowStart []int64
-	rows     int64
+	// rows is the number of items: one request row each.
+	rows int64
 	// padded and real count elements of padded inputs (padding overhead).
 	padded, real int64
 }
@@ -25,10 +24,7 @@ type group struct {
 // stacked, and shared inputs are passed once.
 func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) {
 	g := &group{items: items, inputs: map[string]*Tensor{}, offsets: map[string][][]int64{}}
-	for _, it := range items {
-		g.rowStart = append(g.rowStart, g.rows)
-		g.rows += it.rows
-	}
+	g.rows = int64(len(items))
 	for _, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:

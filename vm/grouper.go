@@ -157,13 +157,17 @@ func (g *grouper) gather(head *pending) []*pending {
 		return batch
 	}
 	var held []*pending
+	closing := false // a compatible item would exceed a budget: close now
 	take := func(p *pending) {
 		switch {
 		case p.ctx.Err() != nil:
 			p.done <- share{err: p.ctx.Err()}
-		case g.spec.compatible(head.it, p.it) && g.fits(batch, p):
+		case !g.spec.compatible(head.it, p.it):
+			held = append(held, p)
+		case !closing && g.fits(batch, p):
 			batch = append(batch, p)
 		default:
+			closing = true
 			held = append(held, p)
 		}
 	}
@@ -173,7 +177,7 @@ func (g *grouper) gather(head *pending) []*pending {
 	g.held = nil
 	timer := time.NewTimer(g.maxDelay)
 	defer timer.Stop()
-	for !g.full(batch) {
+	for !closing && !g.full(batch) {
 		select {
 		case p, ok := <-g.queue:
 			if !ok {

@@ -16,8 +16,6 @@ type item struct {
 	levels map[string][][]int64
 	// lengths holds, per padded port and dimension, the item's lengths.
 	lengths map[string]map[string]*Tensor
-	// rows is how many request rows the item brings (1, or the factor).
-	rows int64
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
 }
@@ -41,7 +39,7 @@ func companionValue(ref plan.Ref, args map[string]*Tensor, env func(string) *Ten
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
 func (s *componentSpec) admit(args map[string]*Tensor, env func(string) *Tensor) (*item, error) {
-	it := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{}, rows: 1}
+	it := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{}}
 	for _, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
 			continue
@@ -54,9 +52,6 @@ func (s *componentSpec) admit(args map[string]*Tensor, env func(string) *Tensor)
 			return nil, err
 		}
 		it.ports[in.Name] = t
-		if in.Role == plan.RoleExpanded {
-			it.rows = in.Factor
-		}
 		if err := s.admitLevels(it, in, t, args, env); err != nil {
 			return nil, err
 		}
@@ -166,7 +161,7 @@ func termValue(t plan.Term, items []*item) int64 {
 				v += int64(len(offs[t.Level-1]) - 1)
 			}
 		case plan.TermRows:
-			v += it.rows
+			v += max(t.Factor, 1) // one request: one row, or factor rows when expanded
 		case plan.TermPadded, plan.TermPinned:
 			if p := it.ports[t.Port]; p != nil && t.Axis < p.Rank() {
 				v = max(v, p.Shape[t.Axis])

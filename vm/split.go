@@ -31,11 +31,12 @@ func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*Tensor
 			shares[i][o.Name] = t
 		}
 	case plan.SplitRows, plan.SplitExpanded:
-		if t.Rank() == 0 || t.Shape[0] != g.rows {
-			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group holds %d request rows", s.comp.Name, o.Name, t.Shape, g.rows)
+		f := max(o.Factor, 1) // rows per request on this output
+		if t.Rank() == 0 || t.Shape[0] != g.rows*f {
+			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group's %d requests own %d rows each", s.comp.Name, o.Name, t.Shape, g.rows, f)
 		}
-		for i, it := range g.items {
-			shares[i][o.Name] = t.View(g.rowStart[i], g.rowStart[i]+it.rows)
+		for i := range g.items {
+			shares[i][o.Name] = t.View(int64(i)*f, int64(i+1)*f)
 		}
 	case plan.SplitPacked:
 		return s.splitPacked(g, o, outs, shares)
@@ -90,7 +91,7 @@ func (s *componentSpec) splitPacked(g *group, o plan.Port, outs map[string]*Tens
 	}
 	t := outs[o.Name]
 	for i := range g.items {
-		lo, hi := span(levels, g.rowStart[i], 0)
+		lo, hi := span(levels, int64(i), 0)
 		shares[i][o.Name] = t.View(lo, hi)
 	}
 	return nil
@@ -112,7 +113,7 @@ func (s *componentSpec) splitCompanion(g *group, o plan.Port, outs map[string]*T
 	}
 	k := o.Serves.Level
 	for i := range g.items {
-		lo, hi := span(levels, g.rowStart[i], k+1)
+		lo, hi := span(levels, int64(i), k+1)
 		offs := rebase(levels[k][lo : hi+1])
 		data := offs
 		if o.Serves.Role == "owner" {
@@ -133,10 +134,11 @@ func (s *componentSpec) splitLengths(g *group, o plan.Port, served *plan.Port, o
 			return err
 		}
 	}
-	for i, it := range g.items {
-		lo, hi := g.rowStart[i], g.rowStart[i]+it.rows
+	f := max(served.Factor, 1)
+	for i := range g.items {
+		lo, hi := int64(i)*f, int64(i+1)*f
 		if levels != nil {
-			lo, hi = span(levels, g.rowStart[i], 0)
+			lo, hi = span(levels, int64(i), 0)
 		}
 		if t.Rank() == 0 || hi > t.Shape[0] {
 			return runErr("run/lengths", "component `%s` output lengths `%s` has shape %v, too short for the group's %d positions", s.comp.Name, o.Name, t.Shape, hi)

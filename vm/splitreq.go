@@ -90,7 +90,7 @@ func (s *componentSpec) budgetError(i int, it *item) error {
 func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	levels := it.levels[port]
 	sub := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{},
-		rows: 1, uniform: it.uniform}
+		uniform: it.uniform}
 	subLevels := make([][]int64, len(levels))
 	subLevels[len(levels)-1] = []int64{0, b - a}
 	lo, hi := a, b

@@ -41,8 +41,8 @@ const fixSetup = `run "make setup" at the root of the genaic checkout, then re-r
 // (another item's values, a padded position counted, an owner shifted).
 const tolerance = 1e-5
 
-// soloDelay and groupDelay are the max_delay of the engines the tests run:
-// long enough that concurrent requests meet in one group, short enough
+// groupDelay is the max_delay of the grouping engines the tests run: long
+// enough that concurrent requests meet in one group, short enough
 // that a group that cannot fill does not stall a test.
 const groupDelay = 60 * time.Millisecond
 
@@ -51,7 +51,12 @@ const groupDelay = 60 * time.Millisecond
 // ONNX Runtime splits work between threads.
 func backend(t testing.TB) *ort.Backend {
 	t.Helper()
-	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	return backendWith(t, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+}
+
+func backendWith(t testing.TB, opts ort.Options) *ort.Backend {
+	t.Helper()
+	b, err := ort.New(opts)
 	if err != nil {
 		t.Fatalf("ONNX Runtime is not available (%v): %s", err, fixSetup)
 	}
@@ -98,8 +103,14 @@ func compile(t testing.TB, pkg string) (*plan.File, string) {
 // every invocation when rec is not nil.
 func open(t testing.TB, pkg string, opts vm.Options, rec *recorder) *vm.Engine {
 	t.Helper()
+	return openOn(t, pkg, opts, rec, backend(t))
+}
+
+// openOn starts an engine on a fixture package with the given backend.
+func openOn(t testing.TB, pkg string, opts vm.Options, rec *recorder, onnx vm.Backend) *vm.Engine {
+	t.Helper()
 	f, dir := compile(t, pkg)
-	var be vm.Backend = backend(t)
+	be := onnx
 	if rec != nil {
 		rec.inner = be
 		be = rec
@@ -131,6 +142,11 @@ func solo(t testing.TB, pkg string) *vm.Engine {
 // benchmarks and the real-model guard).
 func session(t testing.TB, pkg, component string) vm.Session {
 	t.Helper()
+	return sessionOn(t, pkg, component, backend(t))
+}
+
+func sessionOn(t testing.TB, pkg, component string, be vm.Backend) vm.Session {
+	t.Helper()
 	f, dir := compile(t, pkg)
 	m, err := irtext.Parse("plan IR", []byte(f.IR))
 	if err != nil {
@@ -140,7 +156,7 @@ func session(t testing.TB, pkg, component string) vm.Session {
 	if comp == nil {
 		t.Fatalf("%s has no component %s", pkg, component)
 	}
-	s, err := backend(t).Load(comp, dir)
+	s, err := be.Load(comp, dir)
 	if err != nil {
 		t.Fatalf("load %s/%s: %v: %s", pkg, component, err, fixSetup)
 	}
@@ -202,18 +218,12 @@ func (s *recSession) Run(ctx context.Context, in map[string]*vm.Tensor, outs []s
 	return res, nil
 }
 
-// clone deep-copies a float32 or int64 tensor.
+// clone deep-copies a tensor.
 func clone(t *vm.Tensor) *vm.Tensor {
-	out := &vm.Tensor{DType: t.DType, Shape: slices.Clone(t.Shape)}
-	switch d := t.Data.(type) {
-	case []float32:
-		out.Data = slices.Clone(d)
-	case []int64:
-		out.Data = slices.Clone(d)
-	default:
-		out.Data = reflect.ValueOf(d).Interface()
-	}
-	return out
+	src := reflect.ValueOf(t.Data)
+	dst := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+	reflect.Copy(dst, src)
+	return &vm.Tensor{DType: t.DType, Shape: slices.Clone(t.Shape), Data: dst.Interface()}
 }
 
 // Request construction.
