@@ -34,6 +34,13 @@ type Session interface {
 	Close() error
 }
 
+// ShapeHinter is implemented by sessions that know their outputs' static
+// extents (-1 where an extent is dynamic). The runtime uses it to give the
+// empty shares of a group it never invokes the graph's own trailing extents.
+type ShapeHinter interface {
+	OutputShape(name string) []int64
+}
+
 // Readiness is a backend's answer about grouped execution.
 type Readiness struct {
 	Ready    bool

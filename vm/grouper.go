@@ -270,7 +270,8 @@ func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
 	}
 	var outs map[string]*Tensor
 	if grp.empty() {
-		outs = g.spec.emptyOutputs(grp)
+		hint, _ := g.sess.(ShapeHinter)
+		outs = g.spec.emptyOutputs(grp, hint)
 	} else {
 		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())
 		if err != nil {

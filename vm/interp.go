@@ -232,9 +232,8 @@ func (r *run) branch(s *ir.Step) error {
 			body = c.Body
 		}
 	}
-	if body == nil {
-		return runErr("run/input", "branch predicate `%s` is %s, which no case handles and there is no default", s.Predicate.Name, key)
-	}
+	// With no matching case and no default step, nothing runs; the phis
+	// must then take their defaults.
 	if err := r.block(body); err != nil {
 		return err
 	}
@@ -246,7 +245,7 @@ func (r *run) branch(s *ir.Step) error {
 			}
 		}
 		if u == nil {
-			return runErr("run/input", "branch output `%s` has no value for case %s", r.e.m.Values[phi.Value].Name, key)
+			return runErr("run/input", "branch predicate `%s` is %s: no case handles it and branch output `%s` has no default", s.Predicate.Name, key, r.e.m.Values[phi.Value].Name)
 		}
 		t, err := r.value(*u)
 		if err != nil {
@@ -305,9 +304,10 @@ func (s *componentSpec) outputNames() []string {
 }
 
 // emptyOutputs stands in for the outputs of a group with no item, which
-// is never invoked: packed outputs are empty with their
-// rank preserved, produced offsets are all zero, owners empty.
-func (s *componentSpec) emptyOutputs(g *group) map[string]*Tensor {
+// is never invoked: packed outputs are empty with their rank preserved and
+// the trailing extents the contract or the graph fixes (0 where neither
+// does), produced offsets are all zero, owners empty.
+func (s *componentSpec) emptyOutputs(g *group, hint ShapeHinter) map[string]*Tensor {
 	out := map[string]*Tensor{}
 	for _, o := range s.gp.Outputs {
 		port := s.comp.Output(o.Name)
@@ -324,6 +324,13 @@ func (s *componentSpec) emptyOutputs(g *group) map[string]*Tensor {
 			for i, d := range port.Contract.Shape {
 				if i > 0 && !d.IsSym() {
 					shape[i] = d.Size
+				}
+			}
+		}
+		if hint != nil {
+			if dims := hint.OutputShape(o.Name); len(dims) == rank {
+				for i := 1; i < rank; i++ {
+					shape[i] = max(shape[i], dims[i])
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/genaic/genaic/compiler/plan"
@@ -19,7 +20,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--concurrency N] [--out FILE]",
+		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--concurrency N] [--decline C=R] [--out FILE]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
@@ -32,6 +33,25 @@ type runFlags struct {
 	threads       int
 	queue         int
 	concurrency   int
+	decline       declines
+}
+
+// declines is the readiness table given on the command line:
+// --decline COMPONENT=REASON, repeatable.
+type declines map[string]string
+
+func (d *declines) String() string { return fmt.Sprint(map[string]string(*d)) }
+
+func (d *declines) Set(v string) error {
+	name, reason, ok := strings.Cut(v, "=")
+	if !ok || name == "" || reason == "" {
+		return fmt.Errorf("want COMPONENT=REASON, got %q", v)
+	}
+	if *d == nil {
+		*d = declines{}
+	}
+	(*d)[name] = reason
+	return nil
 }
 
 func runRun(e *env, args []string) int {
@@ -46,6 +66,7 @@ func runRun(e *env, args []string) int {
 	fs.IntVar(&rf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
 	fs.IntVar(&rf.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
 	fs.IntVar(&rf.concurrency, "concurrency", 0, "how many requests are in flight at once (0: all of them)")
+	fs.Var(&rf.decline, "decline", "COMPONENT=REASON: the backend declines grouped execution of COMPONENT (repeatable); it runs one request per invocation and the decline is counted")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -94,8 +115,8 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 
 // backends returns the backends the CLI runs with: ONNX Runtime for onnx
 // components. Binding components need an application to register them.
-func backends(threads int) (map[ir.ImplKind]vm.Backend, error) {
-	b, err := ort.New(ort.Options{IntraOpThreads: threads})
+func backends(threads int, notReady map[string]string) (map[ir.ImplKind]vm.Backend, error) {
+	b, err := ort.New(ort.Options{IntraOpThreads: threads, NotReady: notReady})
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +134,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		e.errorf("%s: %v", rf.requests, err)
 		return exitUsage
 	}
-	bes, err := backends(rf.threads)
+	bes, err := backends(rf.threads, rf.decline)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage

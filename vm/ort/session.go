@@ -445,3 +445,14 @@ func dataLen(data any) (int, error) {
 	}
 	return 0, fmt.Errorf("tensor data of Go type %T is not a supported typed slice", data)
 }
+
+// OutputShape implements vm.ShapeHinter: the graph's static extents of an
+// output, -1 where dynamic, or nil for an unknown output.
+func (s *session) OutputShape(name string) []int64 {
+	for _, o := range s.outputs {
+		if o.Name == name {
+			return append([]int64(nil), o.Dimensions...)
+		}
+	}
+	return nil
+}
