@@ -1,0 +1,167 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// doc adds a wrapped doc comment to a file.
+func doc(f *jen.File, format string, args ...any) {
+	for _, l := range wrap(0, fmt.Sprintf(format, args...)) {
+		f.Comment(l)
+	}
+}
+
+// api writes what every executor has: Executor, its options, New, Close
+// and Stats.
+func (g *gen) api(f *jen.File) {
+	doc(f, "Executor runs the workflow for many concurrent requests; the items of concurrent requests meet in the groupers of grouped components. It is safe for concurrent use.")
+	f.Type().Id("Executor").Struct(jen.Id("engine").Op("*").Qual(vmPath, "Engine"))
+	doc(f, "Option configures New.")
+	f.Type().Id("Option").Op("=").Qual(genrtPath, "Option")
+	options := []struct {
+		name, doc string
+		params    []jen.Code
+		args      []jen.Code
+	}{
+		{"WithSolo", "WithSolo runs every invocation with exactly one request, as `genaic run --solo` does: the reference the grouped runs are compared with.", nil, nil},
+		{"WithMaxDelay", "WithMaxDelay sets how long a group waits for more items (default 5ms, as for `genaic run`).",
+			[]jen.Code{jen.Id("d").Qual("time", "Duration")}, []jen.Code{jen.Id("d")}},
+		{"WithQueue", "WithQueue bounds each grouped component's queue of waiting items (default 1024); a request that finds its queue full fails at once.",
+			[]jen.Code{jen.Id("n").Int()}, []jen.Code{jen.Id("n")}},
+		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *vm.Bindings for binding components, or a test double in place of ONNX Runtime.",
+			[]jen.Code{jen.Id("kind").Qual(irPath, "ImplKind"), jen.Id("b").Qual(vmPath, "Backend")}, []jen.Code{jen.Id("kind"), jen.Id("b")}},
+		{"WithORTOptions", "WithORTOptions configures ONNX Runtime: thread counts, the library path, the readiness table.",
+			[]jen.Code{jen.Id("o").Qual(ortPath, "Options")}, []jen.Code{jen.Id("o")}},
+	}
+	for _, o := range options {
+		doc(f, "%s", o.doc)
+		f.Func().Id(o.name).Params(o.params...).Id("Option").Block(jen.Return(jen.Qual(genrtPath, o.name).Call(o.args...)))
+	}
+	doc(f, "New opens the executor on the package folder packageDir: the folder holding %s and the artifacts the executor was generated from, which must not have changed since. ONNX Runtime is found as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of \"make setup\".", g.f.Source)
+	f.Func().Id("New").Params(jen.Id("packageDir").String(), jen.Id("opts").Op("...").Id("Option")).
+		Params(jen.Op("*").Id("Executor"), jen.Error()).Block(
+		jen.List(jen.Id("engine"), jen.Err()).Op(":=").Qual(genrtPath, "Open").Call(jen.Id("planJSON"), jen.Id("packageDir"), jen.Id("opts")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Op("&").Id("Executor").Values(jen.Id("engine").Op(":").Id("engine")), jen.Nil()),
+	)
+	doc(f, "Close stops the groupers, failing the requests that still wait, and releases the components.")
+	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Close").Params().Error().Block(
+		jen.Return(jen.Id("ex").Dot("engine").Dot("Close").Call()))
+	doc(f, "Stats returns what every component did so far: invocations, group sizes, padding, copies, queue waits.")
+	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Stats").Params().Qual(vmPath, "Stats").Block(
+		jen.Return(jen.Id("ex").Dot("engine").Dot("Stats").Call()))
+}
+
+// requests writes Run, RunJSON and what turns a request of a requests
+// document into a typed one.
+func (g *gen) requests(f *jen.File) {
+	ex := func() *jen.Statement { return jen.Id("ex") }
+	recv := jen.Id("ex").Op("*").Id("Executor")
+	doc(f, "Run executes the workflow for one request. Many goroutines may call it at once. A failed request returns an error; a *vm.RunError carries the rule and message `genaic run` reports.")
+	f.Func().Params(recv).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
+		Params(jen.Op("*").Id("Response"), jen.Error()).Block(
+		jen.If(jen.Id("req").Op("==").Nil()).Block(jen.Id("req").Op("=").Op("&").Id("Request").Values()),
+		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(ex().Dot("run").Call(jen.Id("ctx"), jen.Id("req"))),
+	)
+	doc(f, "RunJSON runs the requests document of `genaic run` ({\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}) with its requests concurrent, and returns the responses document `genaic run` writes without --stats. A request that fails is a response with an error; RunJSON itself fails only on a document it cannot read. Paths of .npy tensors are relative to the working directory.")
+	f.Func().Params(recv.Clone()).Id("RunJSON").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("requests").Index().Byte()).
+		Params(jen.Index().Byte(), jen.Error()).Block(
+		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("runRequest"))))
+	names := make([]jen.Code, len(g.m.Inputs))
+	fields := jen.Dict{}
+	for i, in := range g.m.Inputs {
+		names[i] = jen.Lit(in.Name)
+		fields[jen.Id(g.inFields[in.Name])] = jen.Id("r").Dot("Inputs").Index(jen.Lit(in.Name))
+	}
+	doc(f, "inputNames are the workflow's inputs: a request may supply no other.")
+	f.Var().Id("inputNames").Op("=").Index().String().Values(names...)
+	fail := func() jen.Code {
+		return jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Err").Op(":").Err()))
+	}
+	doc(f, "runRequest runs one request of a requests document: its inputs are checked in the order the VM checks them, then the names it supplies.")
+	f.Func().Params(recv.Clone()).Id("runRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
+		Qual(vmPath, "Response").Block(
+		jen.Id("req").Op(":=").Op("&").Id("Request").Values(fields),
+		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(fail()),
+		jen.If(jen.Err().Op(":=").Qual(genrtPath, "Unexpected").Call(jen.Id("r").Dot("Inputs"), jen.Id("inputNames").Op("...")), jen.Err().Op("!=").Nil()).Block(fail()),
+		jen.List(jen.Id("resp"), jen.Err()).Op(":=").Add(ex()).Dot("run").Call(jen.Id("ctx"), jen.Id("req")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(fail()),
+		jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Outputs").Op(":").Id("resp").Dot("outputs").Call())),
+	)
+	g.check(f)
+}
+
+// check writes the check of a request's inputs: present unless optional,
+// and each against its contract, in the workflow's order.
+func (g *gen) check(f *jen.File) {
+	var body []jen.Code
+	for _, in := range g.m.Inputs {
+		field := jen.Id("req").Dot(g.inFields[in.Name])
+		contract := jen.If(jen.Err().Op(":=").Id("ex").Dot("engine").Dot("CheckInput").Call(jen.Lit(in.Name), field.Clone()), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+		switch {
+		case in.Source == "literal" || in.Source == "artifact":
+			body = append(body, jen.If(field.Clone().Op("==").Nil()).Block(jen.Return(jen.Qual(genrtPath, "NotLoaded").Call(jen.Lit(in.Name), jen.Lit(in.Source)))), contract)
+		case g.optional[in.Name]:
+			body = append(body, jen.If(field.Clone().Op("!=").Nil()).Block(contract))
+		default:
+			body = append(body, jen.If(field.Clone().Op("==").Nil()).Block(jen.Return(jen.Qual(genrtPath, "Missing").Call(jen.Lit(in.Name)))), contract)
+		}
+	}
+	body = append(body, jen.Return(jen.Nil()))
+	doc(f, "check checks a request's inputs as the VM does before it runs the workflow: each present unless it is optional, and each against its contract.")
+	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("check").Params(jen.Id("req").Op("*").Id("Request")).Error().Block(body...)
+}
+
+// types writes Request and Response.
+func (g *gen) types(f *jen.File) {
+	doc(f, "Request is one request: a value for each workflow input. A nil field is an input the request leaves out.")
+	var fields []jen.Code
+	for i, in := range g.m.Inputs {
+		if i > 0 {
+			fields = append(fields, jen.Line())
+		}
+		text := fmt.Sprintf("%s is workflow input `%s`: %s. It comes from the %s.", g.inFields[in.Name], in.Name, describe(in.Contract), source(in.Source))
+		switch {
+		case in.Source == "literal" || in.Source == "artifact":
+			text += " This runtime does not load it yet: a request must supply it."
+		case g.optional[in.Name]:
+			text += " It is optional: nil leaves it out."
+		}
+		fields = append(fields, comments(8, text)...)
+		fields = append(fields, jen.Id(g.inFields[in.Name]).Op("*").Qual(vmPath, "Tensor"))
+	}
+	f.Type().Id("Request").Struct(fields...)
+	doc(f, "Response is what a request's run emitted: a value for each workflow output the workflow emitted, nil for the others.")
+	fields = nil
+	var ifs []jen.Code
+	for i, o := range g.m.Outputs {
+		if i > 0 {
+			fields = append(fields, jen.Line())
+		}
+		field := g.outFields[o.Name]
+		fields = append(fields, comments(8, fmt.Sprintf("%s is workflow output `%s`: %s.", field, o.Name, describe(o.Contract)))...)
+		fields = append(fields, jen.Id(field).Op("*").Qual(vmPath, "Tensor"))
+		ifs = append(ifs, jen.If(jen.Id("r").Dot(field).Op("!=").Nil()).Block(jen.Id("out").Index(jen.Lit(o.Name)).Op("=").Id("r").Dot(field)))
+	}
+	f.Type().Id("Response").Struct(fields...)
+	doc(f, "outputs returns the emitted outputs by name, as the VM's responses hold them.")
+	body := append([]jen.Code{jen.Id("out").Op(":=").Map(jen.String()).Op("*").Qual(vmPath, "Tensor").Values()}, ifs...)
+	body = append(body, jen.Return(jen.Id("out")))
+	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("outputs").Params().Map(jen.String()).Op("*").Qual(vmPath, "Tensor").Block(body...)
+}
+
+// source says where an input's value comes from.
+func source(kind string) string {
+	switch kind {
+	case "request":
+		return "request"
+	case "application":
+		return "application (through the request)"
+	case "":
+		return "request"
+	}
+	return kind
+}

@@ -1,0 +1,212 @@
+package genrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/codegen/testdata/bindings"
+	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/internal/testenv"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/ort"
+)
+
+// runErrCalls returns the rule and format of every runErr call with
+// literal arguments in the Go files (tests left out) of dir.
+func runErrCalls(t *testing.T, dir string) map[[2]string]bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[[2]string]bool{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) < 2 {
+				return true
+			}
+			if id, ok := call.Fun.(*ast.Ident); !ok || id.Name != "runErr" {
+				return true
+			}
+			var lits [2]string
+			for i := range lits {
+				bl, ok := call.Args[i].(*ast.BasicLit)
+				if !ok || bl.Kind != token.STRING {
+					return true
+				}
+				lits[i], _ = strconv.Unquote(bl.Value)
+			}
+			calls[lits] = true
+			return true
+		})
+	}
+	return calls
+}
+
+// TestMessagesAreTheVMs: every error this package makes is one the VM
+// makes, rule and format alike, so that a request fails in an executor as
+// it fails in the VM (the differential tests of package codegen check the
+// ones their fixtures reach).
+func TestMessagesAreTheVMs(t *testing.T) {
+	ours := runErrCalls(t, ".")
+	theirs := runErrCalls(t, filepath.Join(testenv.Root(t), "vm"))
+	if len(ours) < 8 {
+		t.Fatalf("found %d runErr calls here, want every error of the interpreter", len(ours))
+	}
+	for c := range ours {
+		if !theirs[c] {
+			t.Errorf("error[%s] %q is not an error of the VM: keep genrt's messages the interpreter's, word for word", c[0], c[1])
+		}
+	}
+}
+
+func scalar(data any) *vm.Tensor { return &vm.Tensor{DType: "", Shape: []int64{}, Data: data} }
+
+func TestKeyAndContinue(t *testing.T) {
+	for _, c := range []struct {
+		t    *vm.Tensor
+		key  string
+		more bool
+	}{
+		{scalar([]int64{7}), "7", true},
+		{scalar([]int64{0}), "0", false},
+		{scalar([]int32{-2}), "-2", true},
+		{scalar([]bool{true}), "true", true},
+		{scalar([]bool{false}), "false", false},
+		{&vm.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{1}}, "1", true},
+	} {
+		key, err := Key(c.t)
+		more, err2 := Continue(c.t)
+		if err != nil || err2 != nil || key != c.key || more != c.more {
+			t.Errorf("Key(%v) = %q, %v; Continue = %v, %v; want %q, %v", c.t.Data, key, err, more, err2, c.key, c.more)
+		}
+	}
+	for _, bad := range []*vm.Tensor{nil, {DType: "int64", Shape: []int64{2}, Data: []int64{1, 2}}, {DType: "float32", Shape: []int64{}, Data: []float32{1}}} {
+		if _, err := Key(bad); err == nil {
+			t.Errorf("Key(%v) took a predicate that is no integer or boolean scalar", bad)
+		}
+		if _, err := Continue(bad); err == nil {
+			t.Errorf("Continue(%v) took a value that is no integer or boolean scalar", bad)
+		}
+	}
+}
+
+func TestUnexpected(t *testing.T) {
+	in := map[string]*vm.Tensor{"a": nil, "zz": nil, "b": nil, "c": nil}
+	err := Unexpected(in, "a", "b")
+	var re *vm.RunError
+	if !errors.As(err, &re) || re.Rule != "run/input" || !strings.Contains(re.Message, "`c`") {
+		t.Errorf("Unexpected = %v, want the first unknown name, c", err)
+	}
+	if err := Unexpected(in, "a", "b", "c", "zz"); err != nil {
+		t.Errorf("Unexpected with every name known = %v", err)
+	}
+}
+
+func planJSON(t *testing.T, pkg string) ([]byte, string) {
+	t.Helper()
+	dir := filepath.Join(testenv.Root(t), filepath.FromSlash(pkg))
+	d, err := passes.CheckPath(dir, passes.Options{})
+	if err != nil || !d.Valid() {
+		t.Fatalf("%s: %v %v", pkg, err, d.Diags())
+	}
+	f, err := passes.BuildPlan(d, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, dir
+}
+
+// noORT points ONNX Runtime at a library that does not exist: Open fails
+// if it loads ONNX Runtime at all.
+var noORT = WithORTOptions(ort.Options{LibraryPath: "/nonexistent/libonnxruntime.so.1"})
+
+func TestOpen(t *testing.T) {
+	control, controlDir := planJSON(t, "codegen/testdata/control")
+	solo, soloDir := planJSON(t, "testdata/packages/solo")
+	t.Run("bindings only, no ONNX Runtime", func(t *testing.T) {
+		e, err := Open(control, controlDir, []Option{WithBackend(ir.ImplBinding, bindings.Control()), noORT, WithSolo(), WithQueue(4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+	})
+	t.Run("an onnx backend given", func(t *testing.T) {
+		stub := &vm.Bindings{}
+		stub.Register("scorer", func(context.Context, map[string]*vm.Tensor) (map[string]*vm.Tensor, error) { return nil, nil })
+		e, err := Open(solo, soloDir, []Option{WithBackend(ir.ImplONNX, stub), noORT})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+	})
+	t.Run("onnx components need ONNX Runtime", func(t *testing.T) {
+		if _, err := Open(solo, soloDir, []Option{noORT}); err == nil || !strings.Contains(err.Error(), "/nonexistent/") {
+			t.Errorf("Open with a missing library = %v", err)
+		}
+	})
+	t.Run("another package folder", func(t *testing.T) {
+		_, err := Open(solo, controlDir, []Option{noORT})
+		if !errors.Is(err, plan.ErrStale) || !strings.Contains(err.Error(), "regenerate the executor with `genaic gen`") {
+			t.Errorf("Open on the wrong folder = %v", err)
+		}
+	})
+	t.Run("not a plan", func(t *testing.T) {
+		if _, err := Open([]byte(`{"requests": []}`), soloDir, nil); err == nil || !strings.Contains(err.Error(), "not a genaic plan") {
+			t.Errorf("Open on a foreign document = %v", err)
+		}
+	})
+}
+
+func TestRunJSON(t *testing.T) {
+	echo := func(_ context.Context, r vm.Request) vm.Response {
+		if r.ID == "bad" {
+			return vm.Response{ID: r.ID, Err: Missing("x")}
+		}
+		return vm.Response{ID: r.ID, Outputs: r.Inputs}
+	}
+	doc := `{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}},{"id":"bad","inputs":{}},{"inputs":{}}]}`
+	out, err := RunJSON(context.Background(), []byte(doc), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf vm.ResponseFile
+	if err := json.Unmarshal(out, &rf); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rf.Responses) != 3 || rf.Responses[0].ID != "a" || rf.Responses[2].ID != "2" {
+		t.Fatalf("responses %s", out)
+	}
+	if x := rf.Responses[0].Outputs["x"]; string(x.Data) != "[1,2]" {
+		t.Errorf("a's output x = %s", x.Data)
+	}
+	if e := rf.Responses[1].Error; e == nil || e.Rule != "run/input" {
+		t.Errorf("bad's error = %+v", e)
+	}
+	if _, err := RunJSON(context.Background(), []byte(`{"requests": 3}`), echo); err == nil {
+		t.Errorf("RunJSON read a document that is not a requests document")
+	}
+}
