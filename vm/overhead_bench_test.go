@@ -1,0 +1,37 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+// BenchmarkRuntimeOverhead measures the runtime's own cost per request
+// (admission, grouping, assembly, split) with a component that does no
+// work, grouped and solo, side by side.
+func BenchmarkRuntimeOverhead(b *testing.B) {
+	free := func(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+		p := in["pixel_patches"].Shape[0]
+		return map[string]*Tensor{"embeddings": {DType: "float32", Shape: []int64{p, 4}, Data: make([]float32, p*4)}}, nil
+	}
+	rng := rand.New(rand.NewSource(1))
+	reqs := make([]Request, 64)
+	for i := range reqs {
+		reqs[i] = imageRequest(rng, fmt.Sprint(i), 1+rng.Intn(3))
+	}
+	for _, solo := range []bool{false, true} {
+		b.Run(fmt.Sprintf("solo=%v", solo), func(b *testing.B) {
+			e := engineWith(b, free, Options{Solo: solo}, nil)
+			defer e.Close()
+			for b.Loop() {
+				for _, r := range e.RunAll(context.Background(), reqs) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(reqs)), "ns/request")
+		})
+	}
+}
