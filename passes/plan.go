@@ -35,8 +35,9 @@ var PlanPass = &Pass{
 	Run: func(c *Context) (any, error) {
 		sc := c.Result(ScopesPass).(*Scopes)
 		var out GroupPlans
+		bound := boundPorts(c.Module)
 		for _, comp := range c.Module.Components {
-			out = append(out, planComponent(sc, comp, boundPorts(c.Module, comp.Name)))
+			out = append(out, planComponent(sc, comp, bound[comp.Name]))
 		}
 		return out, nil
 	},
@@ -52,12 +53,18 @@ type planner struct {
 	bound map[SiteKind]map[string]string
 }
 
-// boundPorts collects the value ↔ port bindings of a component's invokes.
-func boundPorts(m *ir.Module, comp string) map[SiteKind]map[string]string {
-	bound := map[SiteKind]map[string]string{SitePortIn: {}, SitePortOut: {}}
+// boundPorts collects, in one walk, the value ↔ port bindings of every
+// component's invokes: component → side → value name → port.
+func boundPorts(m *ir.Module) map[string]map[SiteKind]map[string]string {
+	all := map[string]map[SiteKind]map[string]string{}
 	m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op != ir.OpInvoke || s.Component.Name != comp {
+		if s.Op != ir.OpInvoke {
 			return true
+		}
+		bound := all[s.Component.Name]
+		if bound == nil {
+			bound = map[SiteKind]map[string]string{SitePortIn: {}, SitePortOut: {}}
+			all[s.Component.Name] = bound
 		}
 		for _, a := range s.Args {
 			if _, dup := bound[SitePortIn][a.Value.Name]; !dup {
@@ -71,7 +78,7 @@ func boundPorts(m *ir.Module, comp string) map[SiteKind]map[string]string {
 		}
 		return true
 	})
-	return bound
+	return all
 }
 
 func planComponent(sc *Scopes, comp *ir.Component, bound map[SiteKind]map[string]string) *plan.GroupPlan {

@@ -66,7 +66,7 @@ func TestPlansHonorTheRules(t *testing.T) {
 		}
 		for _, g := range gps {
 			comp := d.Module.Component(g.Component)
-			for _, problem := range planProblems(comp, g, boundPorts(d.Module, comp.Name)) {
+			for _, problem := range planProblems(comp, g, boundPorts(d.Module)[comp.Name]) {
 				t.Errorf("%s: component %s: %s", name, comp.Name, problem)
 			}
 			if g.Grouped {
@@ -342,9 +342,9 @@ func TestPlanProblemsFire(t *testing.T) {
 	}
 	comp := d.Module.Components[0]
 	fresh := func() *plan.GroupPlan {
-		return planComponent(d.Results[ScopesPass].(*Scopes), comp, boundPorts(d.Module, comp.Name))
+		return planComponent(d.Results[ScopesPass].(*Scopes), comp, boundPorts(d.Module)[comp.Name])
 	}
-	bound := boundPorts(d.Module, comp.Name)
+	bound := boundPorts(d.Module)[comp.Name]
 	if p := planProblems(comp, fresh(), bound); len(p) != 0 {
 		t.Fatalf("the correct plan has problems: %v", p)
 	}
