@@ -208,11 +208,7 @@ func (g *grouper) gather(head *pending) []*pending {
 }
 
 func (g *grouper) fits(batch []*pending, p *pending) bool {
-	items := make([]*item, 0, len(batch)+1)
-	for _, b := range batch {
-		items = append(items, b.it)
-	}
-	items = append(items, p.it)
+	items := append(itemsOf(batch), p.it)
 	for _, b := range g.spec.gp.Budgets {
 		if footprint(b, items) > b.MaxTotal {
 			return false
@@ -223,10 +219,7 @@ func (g *grouper) fits(batch []*pending, p *pending) bool {
 
 // full reports whether no item can join: some budget is exactly spent.
 func (g *grouper) full(batch []*pending) bool {
-	items := make([]*item, len(batch))
-	for i, b := range batch {
-		items[i] = b.it
-	}
+	items := itemsOf(batch)
 	for _, b := range g.spec.gp.Budgets {
 		if footprint(b, items) >= b.MaxTotal {
 			return true
@@ -238,10 +231,7 @@ func (g *grouper) full(batch []*pending) bool {
 // run assembles, checks, invokes and splits one group, then answers each
 // item. Everything that fails here fails the whole group's requests.
 func (g *grouper) run(batch []*pending) {
-	items := make([]*item, len(batch))
-	for i, p := range batch {
-		items[i] = p.it
-	}
+	items := itemsOf(batch)
 	now := time.Now()
 	for _, p := range batch {
 		g.stats.waited(now.Sub(p.queued))
@@ -280,4 +270,13 @@ func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
 		g.stats.invoked(len(items), grp, peaks, time.Since(start))
 	}
 	return g.spec.split(grp, outs)
+}
+
+// itemsOf returns the items of waiting requests, with room for one more.
+func itemsOf(batch []*pending) []*item {
+	items := make([]*item, len(batch), len(batch)+1)
+	for i, p := range batch {
+		items[i] = p.it
+	}
+	return items
 }

@@ -2,7 +2,6 @@ package vm
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 
 	"github.com/genaic/genaic/ir"
@@ -23,22 +22,20 @@ func (r *run) start(req Request) error {
 		t, ok := req.Inputs[in.Name]
 		if !ok {
 			if in.Source == "literal" || in.Source == "artifact" {
-				return runErr("run/unsupported", "workflow input `%s` comes from a %s, which this runtime does not load yet", in.Name, in.Source)
+				return ErrNotLoaded(in.Name, in.Source)
 			}
 			if in.Required != nil && !*in.Required || in.Contract != nil && in.Contract.Optional {
 				continue
 			}
-			return runErr("run/input", "the request has no value for workflow input `%s`", in.Name)
+			return ErrMissing(in.Name)
 		}
 		if err := checkContract(in.Name, t, in.Contract); err != nil {
 			return err
 		}
 		r.env[in.Name] = t
 	}
-	for name := range req.Inputs {
-		if !r.e.isInput(name) {
-			return runErr("run/input", "the request supplies `%s`, which is not a workflow input", name)
-		}
+	if err := ErrUnexpected(req.Inputs, r.e.inputNames()...); err != nil {
+		return err
 	}
 	for _, c := range r.e.m.Cells {
 		r.env[c.Name] = r.env[c.Initializer.Name]
@@ -46,13 +43,12 @@ func (r *run) start(req Request) error {
 	return nil
 }
 
-func (e *Engine) isInput(name string) bool {
-	for _, in := range e.m.Inputs {
-		if in.Name == name {
-			return true
-		}
+func (e *Engine) inputNames() []string {
+	names := make([]string, len(e.m.Inputs))
+	for i, in := range e.m.Inputs {
+		names[i] = in.Name
 	}
-	return false
+	return names
 }
 
 // checkContract checks a request tensor's dtype, rank and fixed extents.
@@ -111,7 +107,7 @@ func (r *run) step(s *ir.Step) error {
 func (r *run) value(u ir.Use) (*Tensor, error) {
 	t, ok := r.env[u.Name]
 	if !ok {
-		return nil, runErr("run/input", "`%s` has no value in this request (an optional input left out?)", u.Name)
+		return nil, ErrNoValue(u.Name)
 	}
 	return t, nil
 }
@@ -131,9 +127,9 @@ func (r *run) invoke(s *ir.Step) error {
 		return err
 	}
 	for _, res := range s.Results {
-		t, ok := outs[res.Port]
-		if !ok {
-			return runErr("run/backend", "component `%s` returned no output `%s`", name, res.Port)
+		t, err := Result(outs, name, res.Port)
+		if err != nil {
+			return err
 		}
 		r.env[r.e.m.Values[res.Value].Name] = t
 	}
@@ -191,7 +187,7 @@ func (e *Engine) solo(ctx context.Context, name string, args map[string]*Tensor)
 
 func (r *run) emit(s *ir.Step) error {
 	if s.When != nil || s.ValidLength != nil || s.Mode != "replace" {
-		return runErr("run/unsupported", "emit into `%s` uses mode %s with when/valid_length; this runtime executes replace emits", s.Output.Name, s.Mode)
+		return ErrUnsupportedEmit(s.Output.Name, s.Mode)
 	}
 	t, err := r.value(s.Value)
 	if err != nil {
@@ -201,28 +197,12 @@ func (r *run) emit(s *ir.Step) error {
 	return nil
 }
 
-// scalarKey reads a branch predicate as a case key.
-func scalarKey(t *Tensor) (string, error) {
-	if t.Len() != 1 {
-		return "", runErr("run/input", "a branch predicate must be a scalar, got %s", t)
-	}
-	switch d := t.Data.(type) {
-	case []int64:
-		return fmt.Sprint(d[0]), nil
-	case []int32:
-		return fmt.Sprint(d[0]), nil
-	case []bool:
-		return fmt.Sprint(d[0]), nil
-	}
-	return "", runErr("run/input", "a branch predicate must be an integer or boolean scalar, got %s", t)
-}
-
 func (r *run) branch(s *ir.Step) error {
 	p, err := r.value(s.Predicate)
 	if err != nil {
 		return err
 	}
-	key, err := scalarKey(p)
+	key, err := Key(p)
 	if err != nil {
 		return err
 	}
@@ -245,7 +225,7 @@ func (r *run) branch(s *ir.Step) error {
 			}
 		}
 		if u == nil {
-			return runErr("run/input", "branch predicate `%s` is %s: no case handles it and branch output `%s` has no default", s.Predicate.Name, key, r.e.m.Values[phi.Value].Name)
+			return ErrNoPhi(s.Predicate.Name, key, r.e.m.Values[phi.Value].Name)
 		}
 		t, err := r.value(*u)
 		if err != nil {
@@ -271,7 +251,7 @@ func (r *run) loop(s *ir.Step) error {
 	}
 	for i := int64(0); i < s.MaxIterations; i++ {
 		if s.Iteration != nil {
-			r.env[r.e.m.Values[*s.Iteration].Name] = &Tensor{DType: "int64", Shape: []int64{}, Data: []int64{i}}
+			r.env[r.e.m.Values[*s.Iteration].Name] = Iteration(i)
 		}
 		if err := r.block(s.Body); err != nil {
 			return err
@@ -287,7 +267,7 @@ func (r *run) loop(s *ir.Step) error {
 		if err != nil {
 			return err
 		}
-		if key, err := scalarKey(cont); err != nil || key == "false" || key == "0" {
+		if more, err := Continue(cont); err != nil || !more {
 			return err
 		}
 	}

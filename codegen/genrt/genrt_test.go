@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -20,64 +16,6 @@ import (
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ort"
 )
-
-// runErrCalls returns the rule and format of every runErr call with
-// literal arguments in the Go files (tests left out) of dir.
-func runErrCalls(t *testing.T, dir string) map[[2]string]bool {
-	t.Helper()
-	fset := token.NewFileSet()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := map[[2]string]bool{}
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) < 2 {
-				return true
-			}
-			if id, ok := call.Fun.(*ast.Ident); !ok || id.Name != "runErr" {
-				return true
-			}
-			var lits [2]string
-			for i := range lits {
-				bl, ok := call.Args[i].(*ast.BasicLit)
-				if !ok || bl.Kind != token.STRING {
-					return true
-				}
-				lits[i], _ = strconv.Unquote(bl.Value)
-			}
-			calls[lits] = true
-			return true
-		})
-	}
-	return calls
-}
-
-// TestMessagesAreTheVMs: every error this package makes is one the VM
-// makes, rule and format alike, so that a request fails in an executor as
-// it fails in the VM (the differential tests of package codegen check the
-// ones their fixtures reach).
-func TestMessagesAreTheVMs(t *testing.T) {
-	ours := runErrCalls(t, ".")
-	theirs := runErrCalls(t, filepath.Join(testenv.Root(t), "vm"))
-	if len(ours) < 8 {
-		t.Fatalf("found %d runErr calls here, want every error of the interpreter", len(ours))
-	}
-	for c := range ours {
-		if !theirs[c] {
-			t.Errorf("error[%s] %q is not an error of the VM: keep genrt's messages the interpreter's, word for word", c[0], c[1])
-		}
-	}
-}
 
 func scalar(data any) *vm.Tensor { return &vm.Tensor{DType: "", Shape: []int64{}, Data: data} }
 
