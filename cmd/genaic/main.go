@@ -69,8 +69,10 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  genaic %-44s %s\n", commands[n].usage, commands[n].summary)
+		fmt.Fprintf(w, "  genaic %s\n      %s\n", commands[n].usage, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nPATH is a metadata document (YAML or JSON) or a package folder holding inference_metadata.yaml.")
+	fmt.Fprintln(w, "Exit codes: 0 success, 1 diagnostics or a failed request, 2 usage or I/O errors.")
 }
 
 // parseFlags parses flags that may stand before or after the positional
