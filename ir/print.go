@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -651,4 +652,45 @@ func (p *printer) locs() {
 			p.line("#", strconv.Itoa(i), " = ", strconv.Itoa(l.Line), ":", strconv.Itoa(l.Col), " ", strconv.Quote(l.Path))
 		}
 	})
+}
+
+// StripLocations sets every location of m to the unknown location and
+// empties the location table, in place. Printed afterwards, m is the brief
+// text form: the same module without `#n` references, which parses back
+// and prints to the same text. `genaic compile --emit ir` shows that form
+// unless asked for locations.
+func StripLocations(m *Module) {
+	seen := map[uintptr]bool{}
+	zeroLocs(reflect.ValueOf(m), seen)
+	m.Locs = []Location{{}}
+}
+
+var locType = reflect.TypeFor[Loc]()
+
+// zeroLocs walks a value of the module's types and zeroes every Loc.
+func zeroLocs(v reflect.Value, seen map[uintptr]bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return
+		}
+		seen[v.Pointer()] = true
+		zeroLocs(v.Elem(), seen)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if !f.CanSet() {
+				continue
+			}
+			if f.Type() == locType {
+				f.SetInt(0)
+				continue
+			}
+			zeroLocs(f, seen)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			zeroLocs(v.Index(i), seen)
+		}
+	}
 }

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{
 		name:    "compile",
-		usage:   "compile PATH [-o plan.json] [--emit ir|plan] [--dump PASS|all]",
+		usage:   "compile PATH [-o plan.json] [--emit ir|plan] [--locs] [--dump PASS|all]",
 		summary: "validate, plan, and write the plan (or print the IR or the plan)",
 		run:     runCompile,
 	})
@@ -28,6 +28,7 @@ func runCompile(e *env, args []string) int {
 	output := fs.String("o", "", "where to write the plan (default: plan.json beside the metadata document)")
 	dump := fs.String("dump", "", "print the IR after the named pass (or all passes) to stderr")
 	checkIR := fs.Bool("check", false, "verify the IR after every pass (for genaic developers)")
+	locs := fs.Bool("locs", false, "with --emit ir: keep the source locations (#n references and the locs table)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -60,6 +61,9 @@ func runCompile(e *env, args []string) int {
 		return exitDiags
 	}
 	if *emit == "ir" {
+		if !*locs {
+			ir.StripLocations(d.Module)
+		}
 		if err := ir.Print(e.stdout, d.Module); err != nil {
 			e.errorf("printing the IR: %v", err)
 			return exitUsage
