@@ -149,62 +149,84 @@ func (g *grouper) next() (*pending, bool) {
 	return p, ok
 }
 
-// gather grows a group from head while items are compatible and every
-// budget holds; incompatible or oversized items wait for a later group.
+// forming is a group being gathered: its items, the items passed over for
+// a later group, and whether it must close now.
+type forming struct {
+	g       *grouper
+	head    *pending
+	batch   []*pending
+	held    []*pending
+	closing bool // a compatible item would exceed a budget
+}
+
+// take considers one waiting item: a cancelled one is answered, an
+// incompatible one waits for a later group, a compatible one joins while
+// every budget holds, and the first that would exceed one closes the group.
+func (f *forming) take(p *pending) {
+	switch {
+	case p.ctx.Err() != nil:
+		p.done <- share{err: p.ctx.Err()}
+	case !f.g.spec.compatible(f.head.it, p.it):
+		f.held = append(f.held, p)
+	case !f.closing && f.g.fits(f.batch, p):
+		f.batch = append(f.batch, p)
+	default:
+		f.closing = true
+		f.held = append(f.held, p)
+	}
+}
+
+// open reports whether the group may still grow.
+func (f *forming) open() bool { return !f.closing && !f.g.full(f.batch) }
+
+// gather grows a group from head: first from the items a previous group
+// passed over, then from the queue, until the group must close, no budget
+// has room, or the queue stays empty for max_delay.
 func (g *grouper) gather(head *pending) []*pending {
-	batch := []*pending{head}
+	f := &forming{g: g, head: head, batch: []*pending{head}}
 	if g.solo {
-		return batch
+		return f.batch
 	}
-	var held []*pending
-	closing := false // a compatible item would exceed a budget: close now
-	take := func(p *pending) {
-		switch {
-		case p.ctx.Err() != nil:
-			p.done <- share{err: p.ctx.Err()}
-		case !g.spec.compatible(head.it, p.it):
-			held = append(held, p)
-		case !closing && g.fits(batch, p):
-			batch = append(batch, p)
-		default:
-			closing = true
-			held = append(held, p)
-		}
-	}
-	for _, p := range g.held {
-		take(p)
-	}
+	held := g.held
 	g.held = nil
+	for _, p := range held {
+		f.take(p)
+	}
 	timer := time.NewTimer(g.maxDelay)
 	defer timer.Stop()
-	for !closing && !g.full(batch) {
-		select {
-		case p, ok := <-g.queue:
-			if !ok {
-				g.held = held
-				return batch
-			}
-			take(p)
-			continue
-		default:
-		}
-		if g.maxDelay <= 0 {
+	for f.open() {
+		if !g.receive(f, timer) {
 			break
 		}
-		select {
-		case p, ok := <-g.queue:
-			if !ok {
-				g.held = held
-				return batch
-			}
-			take(p)
-		case <-timer.C:
-			g.held = held
-			return batch
-		}
 	}
-	g.held = held
-	return batch
+	g.held = f.held
+	return f.batch
+}
+
+// receive takes the next queued item into f: one already waiting, or one
+// that arrives before the timer fires. It reports false when nothing came
+// (or the queue closed).
+func (g *grouper) receive(f *forming, timer *time.Timer) bool {
+	select {
+	case p, ok := <-g.queue:
+		if ok {
+			f.take(p)
+		}
+		return ok
+	default:
+	}
+	if g.maxDelay <= 0 {
+		return false
+	}
+	select {
+	case p, ok := <-g.queue:
+		if ok {
+			f.take(p)
+		}
+		return ok
+	case <-timer.C:
+		return false
+	}
 }
 
 func (g *grouper) fits(batch []*pending, p *pending) bool {
