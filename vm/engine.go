@@ -25,6 +25,9 @@ type Options struct {
 	MaxDelay time.Duration
 	// Queue bounds each grouper's queue; 0 means 1024.
 	Queue int
+	// Workers is how many groups of one component may be gathered and run
+	// at once; 0 means 1.
+	Workers int
 }
 
 // Engine runs the workflow of a plan for many concurrent requests.
@@ -97,7 +100,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	e.stats[name] = newCounter(gp)
 	e.copies[name] = &Copies{}
 	if gp.Grouped {
-		e.groupers[name] = newGrouper(spec, sess, e.opts.MaxDelay, e.opts.Solo, e.opts.Queue, e.stats[name], e.copies[name])
+		e.groupers[name] = newGrouper(spec, sess, e.opts.MaxDelay, e.opts.Solo, e.opts.Queue, e.opts.Workers, e.stats[name], e.copies[name])
 	}
 	return nil
 }

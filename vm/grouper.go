@@ -22,7 +22,6 @@ type grouper struct {
 	copies   *Copies
 
 	queue  chan *pending
-	held   []*pending // items passed over by the last group, served first
 	wg     sync.WaitGroup
 	mu     sync.RWMutex // guards closed against submits racing Close
 	closed bool
@@ -55,15 +54,17 @@ func (e *QueueFullError) Error() string {
 	return fmt.Sprintf("component `%s` already has %d items waiting (the queue limit); retry later or raise the limit", e.Component, e.Limit)
 }
 
-func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo bool, queue int, stats *counter, copies *Copies) *grouper {
+func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo bool, queue, workers int, stats *counter, copies *Copies) *grouper {
 	g := &grouper{spec: spec, sess: sess, maxDelay: maxDelay, solo: solo, stats: stats, copies: copies,
 		queue: make(chan *pending, queue)}
 	if r := sess.Ready(); !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
-	g.wg.Add(1)
-	go g.loop()
+	for range max(workers, 1) {
+		g.wg.Add(1)
+		go (&worker{g: g}).loop()
+	}
 	return g
 }
 
@@ -109,43 +110,45 @@ func (g *grouper) enqueue(p *pending) error {
 	}
 }
 
-// close stops accepting items, lets the worker finish the queue, and fails
-// what it left held.
+// close stops accepting items and waits for the workers to drain the queue
+// and what they held.
 func (g *grouper) close() {
 	g.mu.Lock()
 	g.closed = true
 	close(g.queue)
 	g.mu.Unlock()
 	g.wg.Wait()
-	for _, p := range g.held {
-		p.done <- share{err: ErrClosed}
-	}
-	g.held = nil
 }
 
-func (g *grouper) loop() {
-	defer g.wg.Done()
+// worker forms and runs groups. A component may have several, so that one
+// group is gathered while another runs.
+type worker struct {
+	g    *grouper
+	held []*pending // items passed over by this worker's last group, served first
+}
+
+func (w *worker) loop() {
+	defer w.g.wg.Done()
 	for {
-		head, ok := g.next()
+		head, ok := w.next()
 		if !ok {
 			return
 		}
-		batch := g.gather(head)
-		g.run(batch)
+		w.g.run(w.gather(head))
 	}
 }
 
 // next returns the oldest waiting item: a held one first, then the queue.
-func (g *grouper) next() (*pending, bool) {
-	for len(g.held) > 0 {
-		p := g.held[0]
-		g.held = g.held[1:]
+func (w *worker) next() (*pending, bool) {
+	for len(w.held) > 0 {
+		p := w.held[0]
+		w.held = w.held[1:]
 		if p.ctx.Err() == nil {
 			return p, true
 		}
 		p.done <- share{err: p.ctx.Err()}
 	}
-	p, ok := <-g.queue
+	p, ok := <-w.g.queue
 	return p, ok
 }
 
@@ -182,13 +185,14 @@ func (f *forming) open() bool { return !f.closing && !f.g.full(f.batch) }
 // gather grows a group from head: first from the items a previous group
 // passed over, then from the queue, until the group must close, no budget
 // has room, or the queue stays empty for max_delay.
-func (g *grouper) gather(head *pending) []*pending {
+func (w *worker) gather(head *pending) []*pending {
+	g := w.g
 	f := &forming{g: g, head: head, batch: []*pending{head}}
 	if g.solo {
 		return f.batch
 	}
-	held := g.held
-	g.held = nil
+	held := w.held
+	w.held = nil
 	for _, p := range held {
 		f.take(p)
 	}
@@ -199,7 +203,7 @@ func (g *grouper) gather(head *pending) []*pending {
 			break
 		}
 	}
-	g.held = f.held
+	w.held = f.held
 	return f.batch
 }
 

@@ -164,10 +164,18 @@ func TestManyModalitiesGroupedEqualsSolo(t *testing.T) {
 	for i := range 80 {
 		reqs = append(reqs, multimodalRequest(rng, fmt.Sprint("m", i)))
 	}
-	grouped := multimodalEngine(t, Options{MaxDelay: 5 * time.Millisecond})
 	solo := multimodalEngine(t, Options{Solo: true})
-	got := grouped.RunAll(context.Background(), reqs)
 	want := solo.RunAll(context.Background(), reqs)
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			grouped := multimodalEngine(t, Options{MaxDelay: 5 * time.Millisecond, Workers: workers})
+			compareMultimodal(t, reqs, grouped, want)
+		})
+	}
+}
+
+func compareMultimodal(t *testing.T, reqs []Request, grouped *Engine, want []Response) {
+	got := grouped.RunAll(context.Background(), reqs)
 	for i := range reqs {
 		if got[i].ID != reqs[i].ID || got[i].Err != nil || want[i].Err != nil {
 			t.Fatalf("%s: got %q err %v, solo err %v", reqs[i].ID, got[i].ID, got[i].Err, want[i].Err)

@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{
 		name:    "bench",
-		usage:   "bench PKG|plan.json --requests FILE [--rounds N] [--max-delay D]",
+		usage:   "bench PKG|plan.json --requests FILE [--rounds N] [--max-delay D] [--workers N]",
 		summary: "measure grouped vs one-at-a-time vs sequential runs of the same requests",
 		run:     runBench,
 	})
@@ -40,6 +40,7 @@ func runBench(e *env, args []string) int {
 	rounds := fs.Int("rounds", 5, "how many times each mode runs every request")
 	maxDelay := fs.Duration("max-delay", 0, "the grouped mode's max delay (0: group what is already waiting)")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: its default)")
+	workers := fs.Int("workers", 1, "how many groups of one component may be formed and run at once")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -70,7 +71,7 @@ func runBench(e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "%d requests × %d rounds per mode, max delay %v\n", len(reqs), *rounds, *maxDelay)
 	var base float64
 	for _, m := range benchModes {
-		eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: m.solo, MaxDelay: *maxDelay})
+		eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: m.solo, MaxDelay: *maxDelay, Workers: *workers})
 		if err != nil {
 			e.errorf("%v", err)
 			return exitUsage

@@ -20,7 +20,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--concurrency N] [--decline C=R] [--out FILE]",
+		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--decline C=R] [--out FILE]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
@@ -32,6 +32,7 @@ type runFlags struct {
 	maxDelay      time.Duration
 	threads       int
 	queue         int
+	workers       int
 	concurrency   int
 	decline       declines
 }
@@ -65,6 +66,7 @@ func runRun(e *env, args []string) int {
 	fs.DurationVar(&rf.maxDelay, "max-delay", 5*time.Millisecond, "how long a group waits for more items")
 	fs.IntVar(&rf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
 	fs.IntVar(&rf.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
+	fs.IntVar(&rf.workers, "workers", 1, "how many groups of one component may be formed and run at once")
 	fs.IntVar(&rf.concurrency, "concurrency", 0, "how many requests are in flight at once (0: all of them)")
 	fs.Var(&rf.decline, "decline", "COMPONENT=REASON: the backend declines grouped execution of COMPONENT (repeatable); it runs one request per invocation and the decline is counted")
 	paths, ok := parseFlags(e, fs, c, args)
@@ -139,7 +141,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: rf.solo, MaxDelay: rf.maxDelay, Queue: rf.queue})
+	eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: rf.solo, MaxDelay: rf.maxDelay, Queue: rf.queue, Workers: rf.workers})
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
