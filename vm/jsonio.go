@@ -85,25 +85,46 @@ func decodeTensor(raw json.RawMessage, baseDir string) (*Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown dtype %q", tj.DType)
 	}
-	for _, n := range tj.Shape {
-		if n < 0 {
-			return nil, fmt.Errorf("shape %v has a negative extent", tj.Shape)
-		}
-	}
-	t, err := NewTensor(d.Name, tj.Shape)
+	n, err := checkedElements(tj.Shape)
 	if err != nil {
 		return nil, err
 	}
-	ptr := reflect.New(reflect.TypeOf(t.Data))
+	empty, err := makeData(d.Name, 0)
+	if err != nil {
+		return nil, err
+	}
+	ptr := reflect.New(reflect.TypeOf(empty))
 	if err := json.Unmarshal(tj.Data, ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("data is not a flat list of %s: %v", d.Name, err)
 	}
 	data := ptr.Elem()
-	if int64(data.Len()) != t.Len() {
-		return nil, fmt.Errorf("data holds %d elements, shape %v holds %d", data.Len(), tj.Shape, t.Len())
+	if int64(data.Len()) != n {
+		return nil, fmt.Errorf("data holds %d elements, shape %v holds %d", data.Len(), tj.Shape, n)
 	}
-	t.Data = data.Interface()
-	return t, nil
+	if data.IsNil() {
+		data = reflect.ValueOf(empty)
+	}
+	return &Tensor{DType: d.Name, Shape: append([]int64{}, tj.Shape...), Data: data.Interface()}, nil
+}
+
+// maxElements bounds the tensors a request document or .npy file may
+// declare, so that a hostile shape is refused instead of allocated.
+const maxElements = 1 << 32
+
+// checkedElements returns the element count of a shape, refusing negative
+// extents and counts past maxElements (an overflowing product included).
+func checkedElements(shape []int64) (int64, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v has a negative extent", shape)
+		}
+		if d != 0 && n > maxElements/d {
+			return 0, fmt.Errorf("shape %v holds more than %d elements", shape, int64(maxElements))
+		}
+		n *= d
+	}
+	return n, nil
 }
 
 // ErrorJSON is a failed request's error.
@@ -215,6 +236,8 @@ func (tj TensorJSON) Tensor() (*Tensor, error) {
 // npy: version 1.0 headers, little-endian, C order.
 var npyDTypes = map[string]string{"<f4": "float32", "<f8": "float64", "<i8": "int64", "<i4": "int32", "|u1": "uint8", "|i1": "int8", "|b1": "bool"}
 
+var npySizes = map[string]int64{"<f4": 4, "<f8": 8, "<i8": 8, "<i4": 4, "|u1": 1, "|i1": 1, "|b1": 1}
+
 // ReadNPY reads a NumPy .npy file (format 1.0, little-endian, C order).
 func ReadNPY(path string) (*Tensor, error) {
 	b, err := os.ReadFile(path)
@@ -247,13 +270,17 @@ func ReadNPY(path string) (*Tensor, error) {
 			shape = append(shape, n)
 		}
 	}
+	n, err := checkedElements(shape)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	payload := b[10+hlen:]
+	if size := npySizes[descr]; int64(len(payload)) != n*size {
+		return nil, fmt.Errorf("%s: %d payload bytes for shape %v of %s", path, len(payload), shape, dtype)
+	}
 	t, err := NewTensor(dtype, shape)
 	if err != nil {
 		return nil, err
-	}
-	payload := b[10+hlen:]
-	if int64(len(payload)) != t.Bytes() {
-		return nil, fmt.Errorf("%s: %d payload bytes for shape %v of %s", path, len(payload), shape, dtype)
 	}
 	if err := readLE(payload, t.Data); err != nil {
 		return nil, err

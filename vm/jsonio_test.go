@@ -62,3 +62,18 @@ func TestRequestsRefuseBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileShapesAreRefused: a shape far larger than its data is
+// refused without allocating it.
+func TestHostileShapesAreRefused(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"requests":[{"inputs":{"x":{"dtype":"float32","shape":[1000000000000],"data":[]}}}]}`:            "holds more than",
+		`{"requests":[{"inputs":{"x":{"dtype":"float32","shape":[4294967296,4294967296,2],"data":[1]}}}]}`: "holds more than",
+		`{"requests":[{"inputs":{"x":{"dtype":"float32","shape":[3, -1],"data":[1]}}}]}`:                   "negative extent",
+		`{"requests":[{"inputs":{"x":{"dtype":"int64","shape":[100000000],"data":[1]}}}]}`:                 "data holds 1 elements, shape [100000000] holds 100000000",
+	} {
+		if _, err := ReadRequests(strings.NewReader(doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", doc, err, want)
+		}
+	}
+}

@@ -236,3 +236,6 @@ func (c *Copies) ByReason() map[string]int64 {
 
 // dataAddr is the address of a typed slice's first element.
 func dataAddr(data any) uintptr { return reflect.ValueOf(data).Pointer() }
+
+// dataLen is the number of elements a typed slice holds.
+func dataLen(data any) int64 { return int64(reflect.ValueOf(data).Len()) }

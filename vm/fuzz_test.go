@@ -1,0 +1,61 @@
+package vm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzReadRequests: any requests document gives requests or an error,
+// never a panic; decoded tensors hold exactly their shape's elements.
+func FuzzReadRequests(f *testing.F) {
+	if b, err := os.ReadFile(filepath.Join("..", "testdata", "packages", "image_padded", "requests.json")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}}]}`))
+	f.Add([]byte(`{"requests":[{"inputs":{"x":{"dtype":"bool","shape":[1,0],"data":[]}}}]}`))
+	f.Add([]byte(`{"requests":[{"inputs":{"x":{"npy":"../x.npy"}}}]}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		reqs, err := ReadRequests(bytes.NewReader(b), dir)
+		if err != nil {
+			return
+		}
+		for _, r := range reqs {
+			for name, x := range r.Inputs {
+				if x == nil {
+					t.Fatalf("%s: nil tensor", name)
+				}
+				if got := dataLen(x.Data); got != x.Len() {
+					t.Fatalf("%s: %d elements for shape %v", name, got, x.Shape)
+				}
+			}
+		}
+	})
+}
+
+// FuzzReadNPY: any file gives a tensor or an error, never a panic.
+func FuzzReadNPY(f *testing.F) {
+	var npy bytes.Buffer
+	header := "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }"
+	header += strings.Repeat(" ", 118-len(header)-1) + "\n"
+	npy.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&npy, binary.LittleEndian, uint16(len(header)))
+	npy.WriteString(header)
+	binary.Write(&npy, binary.LittleEndian, []float32{1, 2})
+	f.Add(npy.Bytes())
+	f.Add([]byte("\x93NUMPY\x01\x00\x00\x00"))
+	path := filepath.Join(f.TempDir(), "x.npy")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		x, err := ReadNPY(path)
+		if err == nil && dataLen(x.Data) != x.Len() {
+			t.Fatalf("%d elements for shape %v", dataLen(x.Data), x.Shape)
+		}
+	})
+}
