@@ -37,6 +37,8 @@ test: setup lint
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

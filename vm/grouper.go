@@ -263,6 +263,21 @@ func (g *grouper) run(batch []*pending) {
 		g.stats.waited(now.Sub(p.queued))
 	}
 	shares, err := g.invoke(items)
+	if err != nil && len(batch) > 1 {
+		// The backend failed the group. Run each request alone, so that
+		// only the one whose item fails hears about it (§6: an error fails
+		// the request that owns the bad item, never its neighbours).
+		g.stats.regroup()
+		for _, p := range batch {
+			one, err := g.invoke([]*item{p.it})
+			if err != nil {
+				p.done <- share{err: err}
+			} else {
+				p.done <- share{outs: one[0]}
+			}
+		}
+		return
+	}
 	for i, p := range batch {
 		if err != nil {
 			p.done <- share{err: err}
@@ -291,7 +306,7 @@ func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
 	} else {
 		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())
 		if err != nil {
-			return nil, runErr("run/backend", "component `%s` failed on a group of %d request(s): %v", g.spec.comp.Name, len(items), err)
+			return nil, backendError(g.spec.comp.Name, len(items), err)
 		}
 		g.stats.invoked(len(items), grp, peaks, time.Since(start))
 	}
@@ -305,4 +320,15 @@ func itemsOf(batch []*pending) []*item {
 		items[i] = p.it
 	}
 	return items
+}
+
+// backendError names the component and the group size of a backend
+// failure, keeping the rule of a backend that reported a run/* error (a
+// preprocessing adapter refusing a corrupt image is run/input).
+func backendError(component string, requests int, err error) error {
+	var re *RunError
+	if errors.As(err, &re) {
+		return runErr(re.Rule, "component `%s` (a group of %d request(s)): %s", component, requests, re.Message)
+	}
+	return runErr("run/backend", "component `%s` failed on a group of %d request(s): %v", component, requests, err)
 }

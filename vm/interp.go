@@ -179,7 +179,7 @@ func (e *Engine) solo(ctx context.Context, name string, args map[string]*Tensor)
 	spec := e.specs[name]
 	outs, err := e.sessions[name].Run(ctx, args, spec.outputNames())
 	if err != nil {
-		return nil, runErr("run/backend", "component `%s` failed on a group of 1 request: %v", name, err)
+		return nil, backendError(name, 1, err)
 	}
 	e.stats[name].invoked(1, nil, nil, 0)
 	return outs, nil

@@ -218,3 +218,35 @@ func TestLoad(t *testing.T) {
 		e.Close()
 	}
 }
+
+// TestBackendFailureFailsOnlyItsRequest: when the backend fails a group,
+// the group runs again one request at a time, so only the request whose
+// item the backend refuses fails (with the backend's own rule).
+func TestBackendFailureFailsOnlyItsRequest(t *testing.T) {
+	picky := func(ctx context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+		for _, v := range in["pixel_patches"].Float32s() {
+			if v < 0 {
+				return nil, &RunError{Rule: "run/input", Message: "a negative pixel"}
+			}
+		}
+		return maskedMean(ctx, in)
+	}
+	e := engineWith(t, picky, Options{MaxDelay: 50 * time.Millisecond}, nil)
+	defer e.Close()
+	rng := rand.New(rand.NewSource(16))
+	reqs := []Request{imageRequest(rng, "a", 2), imageRequest(rng, "bad", 1), imageRequest(rng, "c", 3)}
+	reqs[1].Inputs["pixel_patches"].Float32s()[0] = -1
+	res := e.RunAll(context.Background(), reqs)
+	for i, r := range res {
+		var re *RunError
+		switch {
+		case i == 1 && (!errors.As(r.Err, &re) || re.Rule != "run/input"):
+			t.Errorf("the bad request: %v", r.Err)
+		case i != 1 && r.Err != nil:
+			t.Errorf("%s failed with its neighbour: %v", r.ID, r.Err)
+		}
+	}
+	if s := e.Stats().Components["encoder"]; s.Regrouped != 1 {
+		t.Errorf("regrouped %d times, want 1: %+v", s.Regrouped, s)
+	}
+}

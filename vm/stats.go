@@ -18,7 +18,10 @@ type ComponentStats struct {
 	PaddingOverhead  float64          `json:"padding_overhead"`
 	BudgetPeaks      []BudgetPeak     `json:"budget_peaks"`
 	Declines         map[string]int64 `json:"declines,omitempty"`
-	RunTime          time.Duration    `json:"run_time_ns"`
+	// Regrouped counts groups the backend failed that were then run one
+	// request at a time, so that only the failing request failed.
+	Regrouped int64         `json:"regrouped,omitempty"`
+	RunTime   time.Duration `json:"run_time_ns"`
 	// QueueWait and Run are latency percentiles over the most recent
 	// samples: how long items waited for their group, and how long a group
 	// took from assembly to split.
@@ -99,6 +102,12 @@ func (c *counter) decline(reason string) {
 	c.s.Declines[reason]++
 }
 
+func (c *counter) regroup() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Regrouped++
+}
+
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -128,7 +137,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: c.wait.percentiles(), Run: c.run.percentiles()}
+		Regrouped: s.Regrouped, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: c.wait.percentiles(), Run: c.run.percentiles()}
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v
 	}

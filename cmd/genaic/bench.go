@@ -63,7 +63,7 @@ func runBench(e *env, args []string) int {
 		e.errorf("%s: %v", *requests, err)
 		return exitUsage
 	}
-	bes, err := backends(*threads, nil)
+	bes, err := runBackends(f, *threads, nil)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage

@@ -12,8 +12,10 @@ import (
 
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/backends"
 	"github.com/genaic/genaic/vm/ort"
 )
 
@@ -115,14 +117,16 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 	return f, filepath.Dir(d.File), exitOK
 }
 
-// backends returns the backends the CLI runs with: ONNX Runtime for onnx
-// components. Binding components need an application to register them.
-func backends(threads int, notReady map[string]string) (map[ir.ImplKind]vm.Backend, error) {
-	b, err := ort.New(ort.Options{IntraOpThreads: threads, NotReady: notReady})
+// runBackends returns the backends the CLI runs a plan with: ONNX Runtime for
+// the onnx components it invokes and the built-in preprocessing adapters
+// (which run its preprocessing programs) for adapter components. Binding
+// components need an application to register them.
+func runBackends(f *plan.File, threads int, notReady map[string]string) (map[ir.ImplKind]vm.Backend, error) {
+	m, err := irtext.Parse("plan", []byte(f.IR))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the plan's IR does not parse: %w", err)
 	}
-	return map[ir.ImplKind]vm.Backend{ir.ImplONNX: b}, nil
+	return backends.For(m, ort.Options{IntraOpThreads: threads, NotReady: notReady}, nil)
 }
 
 func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
@@ -136,7 +140,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		e.errorf("%s: %v", rf.requests, err)
 		return exitUsage
 	}
-	bes, err := backends(rf.threads, rf.decline)
+	bes, err := runBackends(f, rf.threads, rf.decline)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage

@@ -19,6 +19,7 @@ import (
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/backends"
 	"github.com/genaic/genaic/vm/ort"
 )
 
@@ -101,37 +102,9 @@ func Open(planJSON []byte, packageDir string, opts []Option) (*vm.Engine, error)
 // backendsFor adds ONNX Runtime to the given backends when the workflow
 // needs it and none was given.
 func backendsFor(f *plan.File, cfg Config) (map[ir.ImplKind]vm.Backend, error) {
-	out := map[ir.ImplKind]vm.Backend{}
-	for k, b := range cfg.Backends {
-		out[k] = b
-	}
-	if out[ir.ImplONNX] != nil {
-		return out, nil
-	}
 	m, err := irtext.Parse("plan IR", []byte(f.IR))
 	if err != nil {
 		return nil, fmt.Errorf("the embedded plan's IR does not parse: %w", err)
 	}
-	if !invokesONNX(m) {
-		return out, nil
-	}
-	b, err := ort.New(cfg.ORT)
-	if err != nil {
-		return nil, err
-	}
-	out[ir.ImplONNX] = b
-	return out, nil
-}
-
-func invokesONNX(m *ir.Module) bool {
-	found := false
-	m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op == ir.OpInvoke {
-			if c := m.Component(s.Component.Name); c != nil && c.Impl == ir.ImplONNX {
-				found = true
-			}
-		}
-		return true
-	})
-	return found
+	return backends.For(m, cfg.ORT, cfg.Backends)
 }

@@ -1,0 +1,313 @@
+// Package adapters runs genaic's built-in preprocessing adapters (DESIGN §9):
+// components whose implementation is `{kind: adapter, abi:
+// onnx-genai.<modality>-preprocess, version: "1"}`. A session runs the
+// document's preprocessing program of that modality natively in Go and fills
+// each output port of the adapter with the content role of the program
+// output bound to it.
+//
+// # Binding
+//
+// A program output binds the adapter output port that an invoke of the
+// adapter binds to a value of the output's name, or failing that, the port
+// of the same name (the rule the preprocess pass checks). Every output port
+// of the adapter must be bound by exactly one program output; a port that
+// none binds is refused at Load.
+//
+// # Input (every modality)
+//
+// The adapter has one uint8 input port, the encoded bytes. When that port
+// is token_packed, its level 0 offsets split the bytes into items (images,
+// clips: item i is bytes [offsets[i], offsets[i+1])), and the offsets must
+// be an input port of the adapter, bound in the invoke like the bytes: a
+// session receives only the ports an invoke binds. A second level
+// (items→rows), when declared, gives the rows of the invocation; its
+// offsets are read from an input port of that name when there is one (and
+// must be, when the adapter has a batch_capacity). A port that is not
+// token_packed carries exactly one item: all of its bytes. Owner companions
+// are never read (owners are derived from offsets). No other input port is
+// accepted.
+//
+// Rows. Without a level 1 port, a component without batch_capacity runs one
+// request per invocation, so all of its items are one row: [0, N]. With a
+// batch_capacity and one level, the runtime's admission makes each request
+// bring one row of its level-0 span, so each item is its own row.
+//
+// Items are processed concurrently (Backend.Workers), and outputs keep
+// their order.
+//
+// # Image adapter (onnx-genai.image-preprocess, version "1")
+//
+// Program. Transforms run in order for each image; a transform reads the
+// value its first input names (decode reads the encoded bytes whatever its
+// input says), else the previous transform's result, and defines the value
+// its first output names. The program must start with `decode`. The ops:
+//
+//   - decode {format?}: PNG, JPEG or GIF (the first frame), sniffed from the
+//     bytes; `format` (png, jpeg/jpg, gif, auto) refuses another format.
+//     The result is always 3-channel RGB in [0, 255]: grey is replicated,
+//     alpha is dropped without compositing (as PIL's convert("RGB") does).
+//   - convert_color {mode}: RGB (a no-op on decoded images), BGR (channels
+//     reversed), L / gray / grayscale (one channel, 0.299 R + 0.587 G +
+//     0.114 B).
+//   - resize {size | height, width | height | width | max_size,
+//     interpolation?}: `size` alone resizes to a size×size square (the
+//     aspect ratio is not kept); `height` and `width` together give both;
+//     one of them alone scales the other side to keep the aspect ratio;
+//     `max_size` alone shrinks the image, keeping the aspect ratio, until its
+//     longer side is at most max_size (it never enlarges). interpolation is
+//     bilinear (the default), bicubic or nearest: separable filters with
+//     half-pixel centres that widen when shrinking (antialiased, as PIL's).
+//   - center_crop {size | height, width | height | width}: the centred
+//     window, top = (H - h) / 2 and left = (W - w) / 2 rounded toward zero;
+//     a window larger than the image is zero-padded around it. A side not
+//     given keeps the image's extent.
+//   - rescale {factor}: every value times factor.
+//   - normalize {mean, std}: (x - mean[c]) / std[c] per channel; a list of
+//     one entry applies to every channel.
+//
+// tile, patchify, log and the video and audio ops are refused at Load with
+// run/unsupported. EXIF orientation is not applied.
+//
+// Outputs, by the content role of the bound program output:
+//
+//   - pixels: float32, the images of the invocation stacked on axis 0 as
+//     [items, channels, height, width], or [items, height, width, channels]
+//     when the port's axis 1 is neither a fixed extent equal to the channel
+//     count nor a symbol mentioning "channel" while its axis 3 is. A rank-3
+//     port holds exactly one image without the item axis. A request_aligned
+//     port holds one image per row. A dimension the port pads (height or
+//     width) is allocated at the invocation's largest extent and zero-filled;
+//     any other disagreement between images is run/input, and so is an
+//     extent that contradicts a fixed extent of the port.
+//   - pack_offsets: int64 [rows+1], the exclusive prefix offsets of the
+//     images of each row ([0, N] for one request).
+//   - pack_owner: int64 [N], each image's row position.
+//   - valid_lengths (or frame_lengths, sample_lengths): the lengths companion
+//     of a padded dimension of a pixels port that names this port, shaped
+//     as the pixels' axes outer to the padded one (DESIGN §3.2), every entry
+//     the image's own extent on that axis.
+//
+// Errors: a program, port or parameter the adapter cannot run is a
+// *vm.RunError with rule run/unsupported at Load; an invocation whose bytes
+// do not decode, or whose images contradict the ports, fails with run/input
+// (run/offsets for malformed byte offsets), naming the image (and its row
+// when the invocation has several) and what was read. A session returns one
+// error per invocation, so a corrupt image fails every request of its group
+// when the adapter has a batch_capacity.
+//
+// # Audio adapter (onnx-genai.audio-preprocess, version "1")
+//
+// Program, run per clip like the image program (first input, else the
+// previous result; decode first):
+//
+//   - decode {format?}: a RIFF/WAVE file (format wav or auto) of PCM
+//     samples of 8 (unsigned), 16, 24 or 32 bits, or IEEE float of 32 or 64
+//     bits (WAVE_FORMAT_EXTENSIBLE read by its sub-format); channels are
+//     mixed to mono by their mean; samples are scaled to [-1, 1].
+//   - resample {sample_rate}: accepted only as a check: a clip at another
+//     rate fails its request with run/input (rates are not converted yet).
+//   - frame {window, hop?}: windows of `window` samples every `hop` (default
+//     window) samples, enough to cover every sample: 1 + ceil(max(n -
+//     window, 0) / hop) frames for n > 0 samples, none for 0, the last
+//     zero-padded past the end; each frame records its valid samples.
+//
+// mel_spectrogram, log and the image and video ops are refused at Load.
+//
+// Outputs, by content role:
+//
+//   - waveform, samples, audio, frames or features: float32, the value the
+//     output's source names. On a token_packed port (rank 1 for samples,
+//     rank 2 [frames, window] for frames) the clips' samples or frames are
+//     concatenated on axis 0 with one level (units→rows) or two
+//     (units→clips, clips→rows). On a shared or request_aligned port (rank
+//     2 [clips, samples] or 3 [clips, frames, window]) the clips are stacked
+//     on a new axis 0, and axis 1 (samples or frames) must be padded when
+//     clips differ.
+//   - pack_offsets, pack_owner: a port a level of a packed data port names
+//     as its offsets or owner gets that level's offsets or owner map.
+//   - valid_lengths, frame_lengths, sample_lengths: the lengths of a padded
+//     dimension of a data port that names this port: per clip its samples
+//     or frames (axis 1 of a stacked port), per frame its valid samples (the
+//     window axis).
+//
+// The video adapter is not implemented: Load refuses it with
+// run/unsupported.
+package adapters
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// ABIVersion is the one version of the preprocessing ABIs this package
+// implements.
+const ABIVersion = "1"
+
+// DefaultMaxPixels bounds the pixels (width × height) of one encoded image
+// when Backend.MaxPixels is 0: 32 Mi pixels, such as 8192 × 4096.
+const DefaultMaxPixels = 1 << 25
+
+// DefaultMaxSamples bounds the values of one audio clip when
+// Backend.MaxSamples is 0: 64 Mi values, about 70 minutes at 16 kHz.
+const DefaultMaxSamples = 1 << 26
+
+// Backend is the vm.Backend of the built-in preprocessing adapters. It
+// reads the programs of the module it was made with.
+type Backend struct {
+	m *ir.Module
+	// MaxPixels bounds the pixels (width × height) of one decoded image; a
+	// larger image fails its request with run/input before it is decoded.
+	// 0 means DefaultMaxPixels.
+	MaxPixels int64
+	// MaxSamples bounds the values of one audio clip: its samples, and the
+	// frames×window values `frame` makes of them. A larger clip fails its
+	// request with run/input. 0 means DefaultMaxSamples.
+	MaxSamples int64
+	// Workers bounds how many items (images, clips) of one invocation are
+	// processed at once; 0 means GOMAXPROCS.
+	Workers int
+}
+
+// New returns the backend of the adapter components of m: each session runs
+// m's preprocessing program of the adapter's modality.
+func New(m *ir.Module) *Backend { return &Backend{m: m} }
+
+// Name implements vm.Backend.
+func (b *Backend) Name() string { return "preprocess" }
+
+func fail(rule, format string, args ...any) *vm.RunError {
+	return &vm.RunError{Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
+func unsupported(format string, args ...any) *vm.RunError {
+	return fail("run/unsupported", format, args...)
+}
+
+var modalities = []string{"image", "video", "audio"}
+
+// ABI returns the adapter ABI name of a modality.
+func ABI(modality string) string { return "onnx-genai." + modality + "-preprocess" }
+
+func modalityOf(abi string) (string, bool) {
+	for _, m := range modalities {
+		if abi == ABI(m) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// Load implements vm.Backend: it compiles the program the adapter runs and
+// the layout of each of its ports. Nothing is read from pkgDir.
+func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
+	if comp == nil {
+		return nil, unsupported("the preprocessing backend was asked to load no component")
+	}
+	if comp.Impl != ir.ImplAdapter {
+		return nil, unsupported("component `%s` is implemented by %s; the preprocessing backend runs adapter components only", comp.Name, comp.Impl)
+	}
+	modality, ok := modalityOf(comp.ABI)
+	if !ok {
+		return nil, unsupported("component `%s` asks for adapter ABI %q, which is not built in; the built-in adapters are %s, %s and %s",
+			comp.Name, comp.ABI, ABI("image"), ABI("video"), ABI("audio"))
+	}
+	if comp.Version != ABIVersion {
+		return nil, unsupported("component `%s` asks for adapter ABI %s version %q, but this runtime implements version %q only; pin %s: %q",
+			comp.Name, comp.ABI, comp.Version, ABIVersion, comp.ABI, ABIVersion)
+	}
+	if b.m == nil {
+		return nil, unsupported("component `%s` is the %s adapter, but the backend was made without the workflow's module, so it has no program to run; make it with adapters.New(module)", comp.Name, comp.ABI)
+	}
+	var prog *ir.Program
+	for _, p := range b.m.Programs {
+		if p.Modality == modality {
+			prog = p
+			break
+		}
+	}
+	if prog == nil {
+		return nil, unsupported("component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run", comp.Name, comp.ABI, modality)
+	}
+	switch modality {
+	case "image":
+		return b.loadImage(comp, prog)
+	case "audio":
+		return b.loadAudio(comp, prog)
+	}
+	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image and audio adapters (%s, %s) and does not execute preprocessing.%s programs yet",
+		comp.Name, comp.ABI, ABI("image"), ABI("audio"), modality)
+}
+
+// bindOutputs pairs each output port of the adapter with the program output
+// that binds it: the output whose name an invoke of the adapter gives the
+// port's value, or failing that, the output of the port's name.
+func bindOutputs(m *ir.Module, comp *ir.Component, prog *ir.Program) (map[string]*ir.ProgramOutput, error) {
+	byValue := map[string]string{} // value name → port
+	if m.Body != nil {
+		m.Body.Walk(func(s *ir.Step) bool {
+			if s.Op != ir.OpInvoke || s.Component.Name != comp.Name {
+				return true
+			}
+			for _, r := range s.Results {
+				if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
+					byValue[v.Name] = r.Port
+				}
+			}
+			return true
+		})
+	}
+	bound := map[string]*ir.ProgramOutput{}
+	for i := range prog.Outputs {
+		o := &prog.Outputs[i]
+		port, ok := byValue[o.Name]
+		if !ok {
+			if comp.Output(o.Name) == nil {
+				continue
+			}
+			port = o.Name
+		}
+		if prev := bound[port]; prev != nil {
+			return nil, unsupported("output port `%s` of adapter `%s` is bound by two outputs of preprocessing.%s, `%s` and `%s`; bind each port once",
+				port, comp.Name, prog.Modality, prev.Name, o.Name)
+		}
+		bound[port] = o
+	}
+	for _, p := range comp.Outputs {
+		if bound[p.Name] == nil {
+			return nil, unsupported("output port `%s` of adapter `%s` is bound by no output of preprocessing.%s; name a program output `%s`, or bind the port in the invoke to a value named as a program output",
+				p.Name, comp.Name, prog.Modality, p.Name)
+		}
+	}
+	return bound, nil
+}
+
+func (b *Backend) maxPixels() int64 {
+	if b.MaxPixels > 0 {
+		return b.MaxPixels
+	}
+	return DefaultMaxPixels
+}
+
+func (b *Backend) maxSamples() int64 {
+	if b.MaxSamples > 0 {
+		return b.MaxSamples
+	}
+	return DefaultMaxSamples
+}
+
+func (b *Backend) workers() int {
+	if b.Workers > 0 {
+		return b.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// param returns a transform's scalar parameter as written.
+func param(t ir.Transform, key string) (string, bool) {
+	kv, ok := ir.Get(t.Params, key)
+	return strings.TrimSpace(kv.Value), ok
+}

@@ -1,0 +1,331 @@
+package adapters
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// signal is one audio clip: mono samples, or after `frame`, frames of a
+// fixed window with the valid samples of each.
+type signal struct {
+	rate    int
+	samples []float32 // unframed
+	framed  bool
+	window  int
+	frames  int
+	data    []float32 // framed: frames×window, row-major
+	valid   []int64   // framed: the valid samples of each frame
+}
+
+// units is the clip's extent on its first axis: samples, or frames.
+func (s *signal) units() int {
+	if s.framed {
+		return s.frames
+	}
+	return len(s.samples)
+}
+
+// values is the clip's payload.
+func (s *signal) values() []float32 {
+	if s.framed {
+		return s.data
+	}
+	return s.samples
+}
+
+// WAV format tags.
+const (
+	wavPCM        = 1
+	wavFloat      = 3
+	wavExtensible = 0xFFFE
+)
+
+// decodeWAV reads a RIFF/WAVE file of PCM (8-bit unsigned, 16-, 24- or
+// 32-bit signed) or IEEE float (32- or 64-bit) samples and mixes its
+// channels to mono by their mean, scaled to [-1, 1].
+func decodeWAV(data []byte) (*signal, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("is empty (0 bytes); a clip is a WAV (RIFF/WAVE) file")
+	}
+	if len(data) < 12 || string(data[:4]) != "RIFF" || string(data[8:12]) != "WAVE" {
+		return nil, fmt.Errorf("is not a WAV file (no RIFF/WAVE header); read %s", sniff(data))
+	}
+	var (
+		format, channels, bits, align int
+		rate                          int
+		haveFmt                       bool
+		pcm                           []byte
+		havePCM                       bool
+	)
+	for at := 12; at+8 <= len(data) && !havePCM; {
+		id, size := string(data[at:at+4]), int64(binary.LittleEndian.Uint32(data[at+4:at+8]))
+		body := int64(at + 8)
+		rest := int64(len(data)) - body
+		if size > rest {
+			if id != "data" || size != 0xFFFFFFFF && size != 0 {
+				return nil, fmt.Errorf("is a truncated WAV file: chunk %q at byte %d declares %d bytes, but %d remain", id, at, size, rest)
+			}
+			size = rest // a streamed data chunk of unknown size runs to the end
+		}
+		chunk := data[body : body+size]
+		switch id {
+		case "fmt ":
+			if len(chunk) < 16 {
+				return nil, fmt.Errorf("is a WAV file whose fmt chunk holds %d bytes; it holds at least 16", len(chunk))
+			}
+			format = int(binary.LittleEndian.Uint16(chunk[0:2]))
+			channels = int(binary.LittleEndian.Uint16(chunk[2:4]))
+			rate = int(binary.LittleEndian.Uint32(chunk[4:8]))
+			align = int(binary.LittleEndian.Uint16(chunk[12:14]))
+			bits = int(binary.LittleEndian.Uint16(chunk[14:16]))
+			if format == wavExtensible && len(chunk) >= 26 {
+				format = int(binary.LittleEndian.Uint16(chunk[24:26])) // the sub-format GUID's first two bytes
+			}
+			haveFmt = true
+		case "data":
+			pcm, havePCM = chunk, true
+		}
+		at = int(body + size + size%2) // chunks are padded to even sizes
+	}
+	switch {
+	case !haveFmt:
+		return nil, fmt.Errorf("is a WAV file without a fmt chunk before its samples")
+	case !havePCM:
+		return nil, fmt.Errorf("is a WAV file without a data chunk")
+	case channels < 1 || rate < 1:
+		return nil, fmt.Errorf("is a WAV file of %d channel(s) at %d Hz; it needs at least one channel and a positive rate", channels, rate)
+	}
+	sample, err := sampleReader(format, bits)
+	if err != nil {
+		return nil, err
+	}
+	if align != channels*bits/8 {
+		return nil, fmt.Errorf("is a WAV file whose block align is %d bytes, but %d channel(s) of %d bits take %d", align, channels, bits, channels*bits/8)
+	}
+	if len(pcm)%align != 0 {
+		return nil, fmt.Errorf("is a WAV file whose data chunk holds %d bytes, not a whole number of %d-byte sample frames", len(pcm), align)
+	}
+	n, width := len(pcm)/align, bits/8
+	out := make([]float32, n)
+	for i := range n {
+		sum := 0.0
+		for c := range channels {
+			at := i*align + c*width
+			sum += sample(pcm[at : at+width])
+		}
+		out[i] = float32(sum / float64(channels))
+	}
+	return &signal{rate: rate, samples: out}, nil
+}
+
+// sampleReader returns the decoder of one sample of a WAV format.
+func sampleReader(format, bits int) (func([]byte) float64, error) {
+	switch {
+	case format == wavPCM && bits == 8:
+		return func(b []byte) float64 { return (float64(b[0]) - 128) / 128 }, nil
+	case format == wavPCM && bits == 16:
+		return func(b []byte) float64 { return float64(int16(binary.LittleEndian.Uint16(b))) / (1 << 15) }, nil
+	case format == wavPCM && bits == 24:
+		return func(b []byte) float64 {
+			v := int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24) >> 8
+			return float64(v) / (1 << 23)
+		}, nil
+	case format == wavPCM && bits == 32:
+		return func(b []byte) float64 { return float64(int32(binary.LittleEndian.Uint32(b))) / (1 << 31) }, nil
+	case format == wavFloat && bits == 32:
+		return func(b []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }, nil
+	case format == wavFloat && bits == 64:
+		return func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }, nil
+	}
+	return nil, fmt.Errorf("is a WAV file of format %d with %d-bit samples; the audio adapter reads PCM (format 1) of 8, 16, 24 or 32 bits and IEEE float (format 3) of 32 or 64 bits", format, bits)
+}
+
+// frameSignal cuts samples into windows of window samples every hop
+// samples, enough to cover every sample: a clip of n > 0 samples makes
+// 1 + ceil(max(n - window, 0) / hop) frames, the last zero-padded past the
+// end, and each frame records its valid samples.
+func frameSignal(s *signal, window, hop int) *signal {
+	n := len(s.samples)
+	frames := 0
+	if n > 0 {
+		frames = 1 + (max(n-window, 0)+hop-1)/hop
+	}
+	out := &signal{rate: s.rate, framed: true, window: window, frames: frames,
+		data: make([]float32, frames*window), valid: make([]int64, frames)}
+	for f := range frames {
+		lo := f * hop
+		hi := min(lo+window, n)
+		copy(out.data[f*window:], s.samples[lo:hi])
+		out.valid[f] = int64(hi - lo)
+	}
+	return out
+}
+
+// audioShape is what Load knows of an audio value.
+type audioShape struct {
+	framed bool
+	window int
+}
+
+// audioOp is one compiled audio transform.
+type audioOp struct {
+	op      string
+	in, out string
+	apply   func(*signal) (*signal, error) // nil for decode
+	// values, for frame, is how many values it makes of n samples.
+	values func(n int) int64
+}
+
+// audioProgram is a compiled preprocessing.audio program.
+type audioProgram struct {
+	ops    []audioOp
+	shapes map[string]audioShape
+	last   string
+}
+
+var audioOps = "decode, resample (to the clip's own rate) and frame"
+
+// compileAudio checks a program against what the audio adapter runs.
+func compileAudio(prog *ir.Program) (*audioProgram, error) {
+	p := &audioProgram{shapes: map[string]audioShape{}}
+	if len(prog.Transforms) == 0 || prog.Transforms[0].Op != "decode" {
+		first := "no transform"
+		if len(prog.Transforms) > 0 {
+			first = "`" + prog.Transforms[0].Op + "`"
+		}
+		return nil, unsupported("preprocessing.audio starts with %s; the audio adapter starts from encoded bytes, so the first transform is `decode`", first)
+	}
+	prev := ""
+	for i, t := range prog.Transforms {
+		where := fmt.Sprintf("preprocessing.audio transform %d (%s)", i, t.Op)
+		if len(t.Inputs) > 1 || len(t.Outputs) > 1 {
+			return nil, unsupported("%s reads %d values and defines %d; the audio adapter runs transforms of one input and one output", where, len(t.Inputs), len(t.Outputs))
+		}
+		in := prev
+		if len(t.Inputs) == 1 {
+			in = t.Inputs[0]
+		}
+		out := fmt.Sprintf("#%d", i)
+		if len(t.Outputs) == 1 {
+			out = t.Outputs[0]
+		}
+		if t.Op == "decode" && i > 0 {
+			return nil, unsupported("%s decodes again; the audio adapter decodes once, in the first transform", where)
+		}
+		s, ok := p.shapes[in]
+		if t.Op != "decode" && !ok {
+			return nil, unsupported("%s reads `%s`, which no earlier transform defines; name an earlier transform's output", where, in)
+		}
+		op := audioOp{op: t.Op, in: in, out: out}
+		var err error
+		switch t.Op {
+		case "decode":
+			if f, ok := param(t, "format"); ok && !strings.EqualFold(f, "wav") && !strings.EqualFold(f, "auto") {
+				err = fmt.Errorf("format %q is not decoded here; the audio adapter decodes wav", f)
+			}
+			s = audioShape{}
+		case "resample":
+			op.apply, err = compileResample(t, s, i)
+		case "frame":
+			if s.framed {
+				err = fmt.Errorf("frames a value that is already framed")
+				break
+			}
+			var window, hop int
+			window, hop, err = frameParams(t)
+			op.apply = func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }
+			op.values = func(n int) int64 {
+				if n == 0 {
+					return 0
+				}
+				return int64(1+(max(n-window, 0)+hop-1)/hop) * int64(window)
+			}
+			s = audioShape{framed: true, window: window}
+		default:
+			return nil, unsupported("%s is not run by the audio adapter, which runs %s", where, audioOps)
+		}
+		if err != nil {
+			return nil, unsupported("%s: %v", where, err)
+		}
+		p.ops = append(p.ops, op)
+		p.shapes[out] = s
+		prev = out
+	}
+	p.last = prev
+	return p, nil
+}
+
+func compileResample(t ir.Transform, s audioShape, i int) (func(*signal) (*signal, error), error) {
+	if s.framed {
+		return nil, fmt.Errorf("resamples framed audio; resample before frame")
+	}
+	v, ok := param(t, "sample_rate")
+	rate, err := strconv.Atoi(v)
+	if !ok || err != nil || rate <= 0 {
+		return nil, fmt.Errorf("`sample_rate` is %q; it must be a positive integer (Hz)", v)
+	}
+	return func(x *signal) (*signal, error) {
+		if x.rate != rate {
+			return nil, fmt.Errorf("is sampled at %d Hz, but transform %d (resample) asks for %d Hz, and this adapter does not convert rates yet; supply audio at %d Hz", x.rate, i, rate, rate)
+		}
+		return x, nil
+	}, nil
+}
+
+func frameParams(t ir.Transform) (window, hop int, err error) {
+	window, ok, err := positive(t, "window")
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("no `window`; write the samples of one frame, such as window: 400")
+	}
+	hop, ok, err = positive(t, "hop")
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		hop = window
+	}
+	return window, hop, nil
+}
+
+// run decodes one clip and runs the program on it, returning the values
+// keep names. No value may hold more than maxValues samples.
+func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*signal, error) {
+	env := map[string]*signal{}
+	for i, op := range p.ops {
+		in := env[op.in]
+		if op.apply == nil {
+			x, err := decodeWAV(data)
+			if err != nil {
+				return nil, err
+			}
+			if int64(len(x.samples)) > maxValues {
+				return nil, fmt.Errorf("holds %d samples, more than the %d this adapter holds", len(x.samples), maxValues)
+			}
+			env[op.out] = x
+			continue
+		}
+		if op.values != nil {
+			if v := op.values(len(in.samples)); v > maxValues {
+				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) makes %d values, more than the %d this adapter holds", len(in.samples), i, op.op, v, maxValues)
+			}
+		}
+		x, err := op.apply(in)
+		if err != nil {
+			return nil, err
+		}
+		env[op.out] = x
+	}
+	out := make([]*signal, len(keep))
+	for i, k := range keep {
+		out[i] = env[k]
+	}
+	return out, nil
+}

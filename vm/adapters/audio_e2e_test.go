@@ -1,0 +1,140 @@
+package adapters_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/ir/irtext"
+	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/adapters"
+)
+
+// testdata/audio_encoder.yaml: the audio adapter frames each request's WAV
+// clips; a binding encoder groups the frames of many requests and returns,
+// per clip, the sum of the valid samples of its frames.
+
+func clipEncoder(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+	frames, offs, valid := in["frames"], in["frame_offsets"].Int64s(), in["frame_valid"].Int64s()
+	if frames.Rank() != 2 || frames.Shape[1] != 4 || int64(len(valid)) != frames.Shape[0] {
+		return nil, fmt.Errorf("frames %v with %d lengths, want [frames, 4] with one length per frame", frames, len(valid))
+	}
+	if clips := len(offs) - 1; clips > 6 || frames.Shape[0] > 64 {
+		return nil, fmt.Errorf("a group of %d clips and %d frames exceeds its budgets", clips, frames.Shape[0])
+	}
+	data := frames.Float32s()
+	out := make([]float32, len(offs)-1)
+	for c := range out {
+		for f := offs[c]; f < offs[c+1]; f++ {
+			for _, v := range data[f*4 : f*4+valid[f]] {
+				out[c] += v
+			}
+		}
+	}
+	return map[string]*vm.Tensor{"embeddings": {DType: "float32", Shape: []int64{int64(len(out)), 1}, Data: out}}, nil
+}
+
+// wav16 encodes mono 16-bit samples at 16 kHz.
+func wav16(samples []int16) []byte {
+	b := []byte("RIFF")
+	b = binary.LittleEndian.AppendUint32(b, uint32(36+2*len(samples)))
+	b = append(b, "WAVEfmt "...)
+	b = binary.LittleEndian.AppendUint32(b, 16) // the fmt chunk's size
+	b = binary.LittleEndian.AppendUint16(b, 1)  // PCM
+	b = binary.LittleEndian.AppendUint16(b, 1)  // mono
+	b = binary.LittleEndian.AppendUint32(b, 16000)
+	b = binary.LittleEndian.AppendUint32(b, 32000)
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 16)
+	b = append(b, "data"...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(2*len(samples)))
+	for _, v := range samples {
+		b = binary.LittleEndian.AppendUint16(b, uint16(v))
+	}
+	return b
+}
+
+// clipSum is the reference: frames of 4 samples every 3, covering every
+// sample, each summed over its real samples.
+func clipSum(samples []int16) float64 {
+	n, sum := len(samples), 0.0
+	for lo := 0; lo < n; lo += 3 {
+		for _, v := range samples[lo:min(lo+4, n)] {
+			sum += float64(v) / (1 << 15)
+		}
+		if lo+4 >= n {
+			break
+		}
+	}
+	return sum
+}
+
+func TestAudioEndToEndConcurrent(t *testing.T) {
+	const doc = "testdata/audio_encoder.yaml"
+	f := compile(t, doc)
+	m, err := irtext.Parse("plan", []byte(f.IR))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &vm.Bindings{}
+	b.Register("encoder", clipEncoder)
+	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
+		Backends: map[ir.ImplKind]vm.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+		MaxDelay: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewSource(3))
+	var clips [][][]int16
+	var reqs []vm.Request
+	for i := range 20 {
+		var req [][]int16
+		data, offs, owner := []byte{}, []int64{0}, []int64{}
+		for c := range rng.Intn(4) {
+			s := make([]int16, rng.Intn(30))
+			for j := range s {
+				s[j] = int16(rng.Intn(20000) - 10000)
+			}
+			req = append(req, s)
+			w := wav16(s)
+			data = append(data, w...)
+			offs = append(offs, int64(len(data)))
+			for range w {
+				owner = append(owner, int64(c))
+			}
+		}
+		clips = append(clips, req)
+		reqs = append(reqs, vm.Request{ID: fmt.Sprint("a", i), Inputs: map[string]*vm.Tensor{
+			"wav":         {DType: "uint8", Shape: []int64{int64(len(data))}, Data: data},
+			"wav_offsets": {DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs},
+			"wav_owner":   {DType: "int64", Shape: []int64{int64(len(owner))}, Data: owner},
+		}})
+	}
+	for i, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatalf("request %s: %v", r.ID, r.Err)
+		}
+		emb := r.Outputs["clip_embeddings"]
+		if emb == nil || emb.Shape[0] != int64(len(clips[i])) {
+			t.Fatalf("request %s: clip_embeddings %v, want %d rows", r.ID, emb, len(clips[i]))
+		}
+		for c, s := range clips[i] {
+			if got, want := float64(emb.Float32s()[c]), clipSum(s); math.Abs(got-want) > 1e-4 {
+				t.Errorf("request %s clip %d = %v, want %v", r.ID, c, got, want)
+			}
+		}
+		if offs := r.Outputs["audio.clip_offsets"].Int64s(); len(offs) != 2 || offs[1] != int64(len(clips[i])) {
+			t.Errorf("request %s: audio.clip_offsets %v, want [0, %d]", r.ID, offs, len(clips[i]))
+		}
+	}
+	st := e.Stats().Components["encoder"]
+	t.Logf("encoder: %d invocations for %d requests, largest group %d requests", st.Invocations, st.Requests, st.MaxGroupRequests)
+}

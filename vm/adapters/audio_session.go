@@ -1,0 +1,368 @@
+package adapters
+
+import (
+	"context"
+	"slices"
+
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// dataRoles are the content roles of the audio value itself: the samples,
+// or the frames `frame` cut of them.
+var dataRoles = []string{"waveform", "samples", "audio", "frames", "features"}
+
+// audioPort is an output port filled with clips.
+type audioPort struct {
+	name, source string
+	static       audioShape
+	packed       bool
+	levels       int // packed: 1 (units→rows) or 2 (units→clips, clips→rows)
+	rank         int
+	layout       ir.LayoutKind
+	fixedUnits   int64          // stacked: a fixed extent of axis 1, else -1
+	lengths      map[int]string // padded axis → its lengths port
+	contract     *ir.Contract
+}
+
+// audioCompanion says which level of which data port a companion port
+// serves.
+type audioCompanion struct {
+	port  int // index into audioSession.data
+	level int
+	owner bool
+}
+
+// audioLength says which padded axis of which data port a lengths port
+// measures.
+type audioLength struct {
+	port, axis int
+}
+
+// audioSession runs the audio program for one adapter component.
+type audioSession struct {
+	*encoded
+	prog       *audioProgram
+	data       []*audioPort
+	keep       []string
+	companions map[string]audioCompanion
+	lengths    map[string]audioLength
+	outPorts   map[string]bool
+}
+
+func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
+	p, err := compileAudio(prog)
+	if err != nil {
+		return nil, err
+	}
+	s := &audioSession{encoded: &encoded{b: b, comp: comp, k: kind{"audio", "clip"}}, prog: p,
+		companions: map[string]audioCompanion{}, lengths: map[string]audioLength{}, outPorts: map[string]bool{}}
+	if s.in, err = encodedPorts(comp, s.k); err != nil {
+		return nil, err
+	}
+	bound, err := bindOutputs(b.m, comp, prog)
+	if err != nil {
+		return nil, err
+	}
+	roles := map[string]string{}
+	for _, port := range comp.Outputs {
+		s.outPorts[port.Name] = true
+		o := bound[port.Name]
+		switch {
+		case slices.Contains(dataRoles, o.Content):
+			ap, err := s.audioPort(port, o)
+			if err != nil {
+				return nil, err
+			}
+			s.data = append(s.data, ap)
+			s.keep = append(s.keep, ap.source)
+		case o.Content == roleOffsets || o.Content == roleOwner || slices.Contains(lengthRoles, o.Content):
+			if err := intPort(comp, port, o, s.k); err != nil {
+				return nil, err
+			}
+			roles[port.Name] = o.Content
+		default:
+			return nil, unsupported("preprocessing.audio output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the audio adapter fills %v, pack_offsets, pack_owner and valid_lengths",
+				o.Name, port.Name, comp.Name, o.Content, dataRoles)
+		}
+	}
+	for i, ap := range s.data {
+		if ap.packed {
+			for k, l := range ap.contract.Layout.Levels {
+				if _, seen := s.companions[l.Offsets.Name]; !seen {
+					s.companions[l.Offsets.Name] = audioCompanion{port: i, level: k}
+				}
+				if _, seen := s.companions[l.Owner.Name]; !seen {
+					s.companions[l.Owner.Name] = audioCompanion{port: i, level: k, owner: true}
+				}
+			}
+		}
+		for axis, name := range ap.lengths {
+			if !slices.Contains(lengthRoles, roles[name]) {
+				return nil, unsupported("output port `%s` of adapter `%s` pads axis %d with valid_lengths `%s`, which is not an output port of the adapter bound to a valid_lengths output; the adapter fills lengths only on its own ports, so declare `%s` as one",
+					ap.name, comp.Name, axis, name, name)
+			}
+			s.lengths[name] = audioLength{port: i, axis: axis}
+		}
+	}
+	for _, port := range comp.Outputs {
+		role, ok := roles[port.Name]
+		if !ok {
+			continue
+		}
+		c, isCompanion := s.companions[port.Name]
+		_, isLength := s.lengths[port.Name]
+		switch {
+		case slices.Contains(lengthRoles, role) && !isLength:
+			return nil, unsupported("output port `%s` of adapter `%s` is bound to a lengths output of preprocessing.audio, but no data port of the adapter pads a dimension with it as valid_lengths; the audio adapter measures padded dimensions only", port.Name, comp.Name)
+		case (role == roleOffsets || role == roleOwner) && (!isCompanion || c.owner != (role == roleOwner)):
+			field := "offsets"
+			if role == roleOwner {
+				field = "owner"
+			}
+			return nil, unsupported("output port `%s` of adapter `%s` is bound to a %s output of preprocessing.audio, but no packed data port of the adapter names it as a level's %s; name it in the level it describes",
+				port.Name, comp.Name, role, field)
+		}
+	}
+	return s, nil
+}
+
+// audioPort compiles how a data output port is laid out.
+func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort, error) {
+	comp := s.comp
+	c := port.Contract
+	if c == nil {
+		return nil, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as { dtype: float32, shape: [frames, window] } with a token_packed layout", port.Name, comp.Name)
+	}
+	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
+		return nil, unsupported("output port `%s` of adapter `%s` carries audio as %s; the audio adapter writes float32", port.Name, comp.Name, c.DType)
+	}
+	source := o.Source
+	if source == "" {
+		source = s.prog.last
+	}
+	static, ok := s.prog.shapes[source]
+	if !ok {
+		return nil, unsupported("preprocessing.audio output `%s` reads `%s`, which no transform defines; name a transform's output as its source", o.Name, source)
+	}
+	itemRank := 1
+	what := "samples [samples]"
+	if static.framed {
+		itemRank, what = 2, "frames [frames, window]"
+	}
+	ap := &audioPort{name: port.Name, source: source, static: static, layout: c.Layout.Kind, rank: c.Rank,
+		fixedUnits: -1, lengths: map[int]string{}, contract: c}
+	ap.packed = ap.layout == ir.TokenPacked
+	want := itemRank + 1
+	if ap.packed {
+		want = itemRank
+		ap.levels = len(c.Layout.Levels)
+	}
+	if ap.rank < 0 {
+		ap.rank = want
+	}
+	switch {
+	case ap.layout == ir.RequestExpanded || ap.layout != ir.Shared && c.Layout.Axis != 0:
+		return nil, unsupported("output port `%s` of adapter `%s` is %s on axis %d; the audio adapter packs or stacks clips on axis 0 as token_packed, shared or request_aligned", port.Name, comp.Name, ap.layout, c.Layout.Axis)
+	case ap.rank != want && ap.packed:
+		return nil, unsupported("output port `%s` of adapter `%s` packs rank %d, but `%s` holds %s, so the packed port has rank %d", port.Name, comp.Name, ap.rank, source, what, want)
+	case ap.rank != want:
+		return nil, unsupported("output port `%s` of adapter `%s` stacks rank %d, but `%s` holds %s, so the stacked port has rank %d ([clips, ...])", port.Name, comp.Name, ap.rank, source, what, want)
+	case ap.packed && (ap.levels < 1 || ap.levels > 2):
+		return nil, unsupported("output port `%s` of adapter `%s` declares %d ownership levels; the audio adapter produces one (units→rows) or two (units→clips, clips→rows)", port.Name, comp.Name, ap.levels)
+	}
+	if c.HasShape && len(c.Shape) == ap.rank {
+		if d := c.Shape[ap.rank-1]; static.framed && !d.IsSym() && d.Size != int64(static.window) {
+			return nil, unsupported("output port `%s` of adapter `%s` fixes the window axis %d at %d, but preprocessing.audio frames `%s` with window %d; make the two agree",
+				port.Name, comp.Name, ap.rank-1, d.Size, source, static.window)
+		}
+		if d := c.Shape[min(1, ap.rank-1)]; !ap.packed && !d.IsSym() {
+			ap.fixedUnits = d.Size
+		}
+	}
+	for _, pad := range c.Padding {
+		axis := c.Axis(pad.Dim.Name)
+		windowAxis := static.framed && axis == ap.rank-1
+		if !windowAxis && (ap.packed || axis != 1) {
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the audio adapter pads the samples or frames of stacked clips (axis 1) and the window of frames", port.Name, comp.Name, pad.Dim.Name, axis)
+		}
+		ap.lengths[axis] = pad.Lengths.Name
+	}
+	return ap, nil
+}
+
+// Run implements vm.Session: it splits the encoded bytes into clips, runs
+// the program on each, and fills every output port.
+func (s *audioSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+	for _, o := range outputs {
+		if !s.outPorts[o] {
+			return nil, unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
+		}
+	}
+	data, offs, err := s.split(inputs)
+	if err != nil {
+		return nil, err
+	}
+	n := len(offs) - 1
+	rows, err := s.rows(inputs, n)
+	if err != nil {
+		return nil, err
+	}
+	clips := make([][]*signal, n)
+	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {
+		var err error
+		clips[i], err = s.prog.run(b, s.b.maxSamples(), s.keep)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*vm.Tensor{}
+	levels := make([][][]int64, len(s.data))
+	for i, ap := range s.data {
+		items := make([]*signal, n)
+		for j := range n {
+			items[j] = clips[j][i]
+		}
+		var err error
+		if ap.packed {
+			levels[i], err = s.pack(ap, items, rows, out)
+		} else {
+			err = s.stack(ap, items, rows, out)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for name, c := range s.companions {
+		if !s.outPorts[name] || c.level >= len(levels[c.port]) {
+			continue
+		}
+		offsets := levels[c.port][c.level]
+		if c.owner {
+			out[name] = ints(ownersOf(offsets))
+		} else {
+			out[name] = ints(slices.Clone(offsets))
+		}
+	}
+	return out, nil
+}
+
+// ownersOf derives an owner map from offsets: each child's unit position.
+func ownersOf(offs []int64) []int64 {
+	owner := make([]int64, offs[len(offs)-1])
+	for u := 0; u+1 < len(offs); u++ {
+		for j := offs[u]; j < offs[u+1]; j++ {
+			owner[j] = int64(u)
+		}
+	}
+	return owner
+}
+
+// pack concatenates the clips' samples or frames on axis 0 and returns the
+// offsets of each level, innermost first.
+func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out map[string]*vm.Tensor) ([][]int64, error) {
+	units := []int64{0} // prefix offsets of each clip's units
+	var payload []float32
+	var valid []int64
+	for _, x := range items {
+		units = append(units, units[len(units)-1]+int64(x.units()))
+		payload = append(payload, x.values()...)
+		valid = append(valid, x.valid...)
+	}
+	shape := []int64{units[len(units)-1]}
+	if ap.static.framed {
+		shape = append(shape, int64(ap.static.window))
+	}
+	if payload == nil {
+		payload = []float32{}
+	}
+	out[ap.name] = &vm.Tensor{DType: "float32", Shape: shape, Data: payload}
+	if name, ok := ap.lengths[1]; ok {
+		if valid == nil {
+			valid = []int64{}
+		}
+		out[name] = ints(valid)
+	}
+	if ap.levels == 2 {
+		return [][]int64{units, rows}, nil
+	}
+	perRow := make([]int64, len(rows))
+	for r, c := range rows {
+		perRow[r] = units[c]
+	}
+	return [][]int64{perRow}, nil
+}
+
+// stack stacks the clips on a new axis 0, padding their samples or frames
+// to the longest where the port pads them.
+func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out map[string]*vm.Tensor) error {
+	if ap.layout == ir.RequestAligned {
+		for r := 0; r+1 < len(rows); r++ {
+			if rows[r+1]-rows[r] != 1 {
+				return fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one clip per row, but row %d brings %d clips; make the port token_packed to carry several",
+					ap.name, s.comp.Name, r, rows[r+1]-rows[r])
+			}
+		}
+	}
+	_, padded := ap.lengths[1]
+	longest := max(ap.fixedUnits, 0)
+	for i, x := range items {
+		u := int64(x.units())
+		switch {
+		case ap.fixedUnits >= 0 && u != ap.fixedUnits:
+			return fail("run/input", "clip %d holds %d %s after preprocessing.audio, but output port `%s` of adapter `%s` fixes axis 1 at %d",
+				i, u, unitWord(ap), ap.name, s.comp.Name, ap.fixedUnits)
+		case !padded && i > 0 && u != int64(items[0].units()):
+			return fail("run/input", "clip %d holds %d %s after preprocessing.audio, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad axis 1; pad it with valid_lengths, or pack the clips (token_packed)",
+				i, u, unitWord(ap), items[0].units(), ap.name, s.comp.Name)
+		}
+		longest = max(longest, u)
+	}
+	n := int64(len(items))
+	width := int64(1)
+	shape := []int64{n, longest}
+	if ap.static.framed {
+		width = int64(ap.static.window)
+		shape = append(shape, width)
+	}
+	t, err := vm.NewTensor("float32", shape)
+	if err != nil {
+		return err
+	}
+	dst := t.Float32s()
+	for i, x := range items {
+		copy(dst[int64(i)*longest*width:], x.values())
+	}
+	out[ap.name] = t
+	if name, ok := ap.lengths[1]; ok {
+		l := make([]int64, n)
+		for i, x := range items {
+			l[i] = int64(x.units())
+		}
+		out[name] = ints(l)
+	}
+	if name, ok := ap.lengths[2]; ok {
+		l := make([]int64, n*longest)
+		for i, x := range items {
+			copy(l[int64(i)*longest:], x.valid)
+		}
+		out[name] = &vm.Tensor{DType: "int64", Shape: []int64{n, longest}, Data: l}
+	}
+	return nil
+}
+
+func unitWord(ap *audioPort) string {
+	if ap.static.framed {
+		return "frames"
+	}
+	return "samples"
+}
+
+// Ready implements vm.Session: the adapter runs in Go and takes groups.
+func (s *audioSession) Ready() vm.Readiness {
+	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
+}
+
+// Close implements vm.Session.
+func (s *audioSession) Close() error { return nil }

@@ -1,0 +1,236 @@
+package adapters
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// wav encodes samples (one slice of channel values per sample frame) as a
+// RIFF/WAVE file of the given format tag and bits per sample.
+func wav(rate, format, bits int, frames [][]float64) []byte {
+	channels := 1
+	if len(frames) > 0 {
+		channels = len(frames[0])
+	}
+	var pcm []byte
+	for _, f := range frames {
+		for _, v := range f {
+			switch {
+			case format == wavFloat && bits == 32:
+				pcm = binary.LittleEndian.AppendUint32(pcm, math.Float32bits(float32(v)))
+			case format == wavFloat && bits == 64:
+				pcm = binary.LittleEndian.AppendUint64(pcm, math.Float64bits(v))
+			case bits == 8:
+				pcm = append(pcm, uint8(v*128+128))
+			case bits == 16:
+				pcm = binary.LittleEndian.AppendUint16(pcm, uint16(int16(v*(1<<15))))
+			case bits == 24:
+				x := int32(v * (1 << 23))
+				pcm = append(pcm, byte(x), byte(x>>8), byte(x>>16))
+			default:
+				pcm = binary.LittleEndian.AppendUint32(pcm, uint32(int32(v*(1<<31))))
+			}
+		}
+	}
+	align := channels * bits / 8
+	b := []byte("RIFF")
+	b = binary.LittleEndian.AppendUint32(b, uint32(4+8+16+8+len(pcm)))
+	b = append(b, "WAVEfmt "...)
+	b = binary.LittleEndian.AppendUint32(b, 16)
+	b = binary.LittleEndian.AppendUint16(b, uint16(format))
+	b = binary.LittleEndian.AppendUint16(b, uint16(channels))
+	b = binary.LittleEndian.AppendUint32(b, uint32(rate))
+	b = binary.LittleEndian.AppendUint32(b, uint32(rate*align))
+	b = binary.LittleEndian.AppendUint16(b, uint16(align))
+	b = binary.LittleEndian.AppendUint16(b, uint16(bits))
+	b = append(b, "data"...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(pcm)))
+	return append(b, pcm...)
+}
+
+func mono(vs ...float64) [][]float64 {
+	out := make([][]float64, len(vs))
+	for i, v := range vs {
+		out[i] = []float64{v}
+	}
+	return out
+}
+
+// audioFixture is the adapter of audio_encoder.yaml in miniature: frames
+// [frames, 4] packed with two produced levels and padded on the window.
+func audioFixture(transforms []ir.Transform) *fixture {
+	m := ir.NewModule()
+	frames := packed(contract("float32", dims("frames", 4)), "frame_offsets", "frame_owner", ir.ExtentProduced)
+	frames.Layout.Levels = append(frames.Layout.Levels, ir.Level{Offsets: ir.Ref{Name: "clip_offsets"}, Owner: ir.Ref{Name: "clip_owner"}, Extent: ir.ExtentProduced})
+	frames.Padding = []ir.Padding{{Dim: ir.Ref{Name: "window"}, Lengths: ir.Ref{Name: "frame_valid"}}}
+	frames.Shape[1] = ir.Dim{Sym: "window"}
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1",
+		Inputs: []*ir.Port{
+			{Name: "encoded", Contract: packed(contract("uint8", dims("bytes")), "byte_offsets", "byte_owner", ir.ExtentNone)},
+			{Name: "byte_offsets", Contract: contract("int64", dims("nb"))},
+		},
+		Outputs: []*ir.Port{
+			{Name: "frames", Contract: frames},
+			{Name: "frame_offsets", Contract: contract("int64", dims("c1"))},
+			{Name: "frame_owner", Contract: contract("int64", dims("frames"))},
+			{Name: "clip_offsets", Contract: contract("int64", dims("r1"))},
+			{Name: "clip_owner", Contract: contract("int64", dims("clips"))},
+			{Name: "frame_valid", Contract: contract("int64", dims("frames"))},
+		}}
+	prog := &ir.Program{Modality: "audio", Transforms: transforms, Outputs: []ir.ProgramOutput{
+		{Name: "frames", Content: "frames"},
+		{Name: "frame_offsets", Content: "pack_offsets"},
+		{Name: "frame_owner", Content: "pack_owner"},
+		{Name: "clip_offsets", Content: "pack_offsets"},
+		{Name: "clip_owner", Content: "pack_owner"},
+		{Name: "frame_valid", Content: "valid_lengths"},
+	}}
+	m.Components = append(m.Components, comp)
+	m.Programs = append(m.Programs, prog)
+	return &fixture{m: m, comp: comp, prog: prog}
+}
+
+func framing() []ir.Transform {
+	return []ir.Transform{
+		op("decode", "", "a.decoded"),
+		op("resample", "a.decoded", "a.resampled", "sample_rate", "16000"),
+		op("frame", "a.resampled", "a.frames", "window", "4", "hop", "3"),
+	}
+}
+
+// Two clips, 11 samples of 16-bit mono and 3 of float stereo, frame into
+// 4 + 1 windows of 4 every 3: the last of each zero-padded, with its valid
+// samples, and both levels produced.
+func TestAudioFramesPacked(t *testing.T) {
+	s := audioFixture(framing()).load(t)
+	a := make([]float64, 11)
+	for i := range a {
+		a[i] = float64(i) / 16
+	}
+	b := [][]float64{{0.5, -0.25}, {1, 0}, {-1, -0.5}}
+	out := run(t, s, request(wav(16000, wavPCM, 16, mono(a...)), wav(16000, wavFloat, 32, b)),
+		"frames", "frame_offsets", "frame_owner", "clip_offsets", "clip_owner", "frame_valid")
+	wantShape(t, "frames", out["frames"], 5, 4)
+	wantInts(t, "frame_offsets", out["frame_offsets"], 0, 4, 5)
+	wantInts(t, "frame_owner", out["frame_owner"], 0, 0, 0, 0, 1)
+	wantInts(t, "clip_offsets", out["clip_offsets"], 0, 2)
+	wantInts(t, "clip_owner", out["clip_owner"], 0, 0)
+	wantInts(t, "frame_valid", out["frame_valid"], 4, 4, 4, 2, 3)
+	want := []float64{
+		a[0], a[1], a[2], a[3],
+		a[3], a[4], a[5], a[6],
+		a[6], a[7], a[8], a[9],
+		a[9], a[10], 0, 0,
+		0.125, 0.5, -0.75, 0,
+	}
+	for i, v := range out["frames"].Float32s() {
+		if !near(float64(v), want[i], 1e-6) {
+			t.Fatalf("frames value %d = %v, want %v (all %v)", i, v, want[i], out["frames"].Float32s())
+		}
+	}
+}
+
+// Every sample format decodes to [-1, 1].
+func TestAudioSampleFormats(t *testing.T) {
+	vals := []float64{0, 0.5, -0.5, -1}
+	for _, c := range []struct{ format, bits int }{{wavPCM, 8}, {wavPCM, 16}, {wavPCM, 24}, {wavPCM, 32}, {wavFloat, 32}, {wavFloat, 64}} {
+		x, err := decodeWAV(wav(8000, c.format, c.bits, mono(vals...)))
+		if err != nil {
+			t.Fatalf("format %d, %d bits: %v", c.format, c.bits, err)
+		}
+		for i, v := range x.samples {
+			if !near(float64(v), vals[i], 1e-6) {
+				t.Errorf("format %d, %d bits: sample %d = %v, want %v", c.format, c.bits, i, v, vals[i])
+			}
+		}
+	}
+}
+
+// Unframed clips stacked on a new axis pad their samples to the longest,
+// with one length per clip.
+func TestAudioStackedPadded(t *testing.T) {
+	f := audioFixture([]ir.Transform{op("decode", "", "a")})
+	samples := contract("float32", dims("clips", "samples"))
+	samples.Padding = []ir.Padding{{Dim: ir.Ref{Name: "samples"}, Lengths: ir.Ref{Name: "lengths"}}}
+	f.comp.Outputs = []*ir.Port{{Name: "samples", Contract: samples}, {Name: "lengths", Contract: contract("int64", dims("clips"))}}
+	f.prog.Outputs = []ir.ProgramOutput{{Name: "samples", Source: "a", Content: "waveform"}, {Name: "lengths", Content: "sample_lengths"}}
+	out := run(t, f.load(t), request(wav(8000, wavPCM, 16, mono(0.5, 0.25)), wav(8000, wavPCM, 16, mono(-0.5, 0.5, -0.25))), "samples", "lengths")
+	wantShape(t, "samples", out["samples"], 2, 3)
+	wantInts(t, "lengths", out["lengths"], 2, 3)
+	want := []float32{0.5, 0.25, 0, -0.5, 0.5, -0.25}
+	for i, v := range out["samples"].Float32s() {
+		if v != want[i] {
+			t.Fatalf("samples = %v, want %v", out["samples"].Float32s(), want)
+		}
+	}
+	// Without padding, clips of different lengths cannot stack.
+	samples.Padding = nil
+	f.comp.Outputs, f.prog.Outputs = f.comp.Outputs[:1], f.prog.Outputs[:1]
+	_, err := f.load(t).Run(context.Background(), request(wav(8000, wavPCM, 16, mono(0.5)), wav(8000, wavPCM, 16, mono(0.5, 0))), nil)
+	wantRunError(t, err, "run/input", "clip 1", "2 samples", "does not pad")
+}
+
+// A clip that is not a WAV file, a truncated one, an unread sample format
+// and a rate the program does not take fail the request with run/input.
+func TestAudioBadClips(t *testing.T) {
+	s := audioFixture(framing()).load(t)
+	good := wav(16000, wavPCM, 16, mono(0.1, 0.2))
+	for _, c := range []struct {
+		clip      []byte
+		fragments []string
+	}{
+		{[]byte("ID3 not a wav"), []string{"clip 1", "not a WAV", "49 44 33"}},
+		{good[:len(good)-1], []string{"clip 1", "truncated", `"data"`}},
+		{wav(16000, wavPCM, 12, mono(0.1)), []string{"clip 1", "12-bit"}},
+		{wav(44100, wavPCM, 16, mono(0.1)), []string{"clip 1", "44100 Hz", "16000 Hz", "resample"}},
+		{nil, []string{"clip 1", "empty"}},
+	} {
+		_, err := s.Run(context.Background(), request(good, c.clip), nil)
+		wantRunError(t, err, "run/input", c.fragments...)
+	}
+	f := audioFixture(framing())
+	b := New(f.m)
+	b.MaxSamples = 10
+	sess, err := b.Load(f.comp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sess.Run(context.Background(), request(wav(16000, wavPCM, 16, mono(make([]float64, 9)...))), nil)
+	wantRunError(t, err, "run/input", "9 samples", "transform 2 (frame)", "12 values")
+}
+
+// A clip without samples makes no frame.
+func TestAudioEmptyClip(t *testing.T) {
+	out := run(t, audioFixture(framing()).load(t), request(wav(16000, wavPCM, 16, nil)), "frames", "frame_offsets", "clip_offsets")
+	wantShape(t, "frames", out["frames"], 0, 4)
+	wantInts(t, "frame_offsets", out["frame_offsets"], 0, 0)
+	wantInts(t, "clip_offsets", out["clip_offsets"], 0, 1)
+}
+
+// Ops and layouts the audio adapter does not run are refused at Load.
+func TestAudioUnsupportedAtLoad(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		edit      func(f *fixture)
+		fragments []string
+	}{
+		{"mel", func(f *fixture) {
+			f.prog.Transforms[2] = op("mel_spectrogram", "a.resampled", "a.frames", "n_mels", "80")
+		}, []string{"mel_spectrogram", "transform 2"}},
+		{"window", func(f *fixture) { f.comp.Outputs[0].Contract.Shape[1] = ir.Dim{Size: 8} }, []string{"window", "8", "4"}},
+		{"rank", func(f *fixture) { f.prog.Outputs[0].Source = "a.decoded" }, []string{"rank 2", "rank 1"}},
+		{"companion", func(f *fixture) { f.prog.Outputs[1].Content = "pack_owner" }, []string{"frame_offsets", "owner"}},
+		{"format", func(f *fixture) { f.prog.Transforms[0].Params = []ir.KV{{Key: "format", Value: "mp3"}} }, []string{"mp3", "wav"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := audioFixture(framing())
+			c.edit(f)
+			_, err := New(f.m).Load(f.comp, "")
+			wantRunError(t, err, "run/unsupported", c.fragments...)
+		})
+	}
+}

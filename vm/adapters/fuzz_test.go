@@ -1,0 +1,44 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"image/color"
+	"testing"
+
+	"github.com/genaic/genaic/vm"
+)
+
+// Arbitrary bytes never panic the WAV reader.
+func FuzzDecodeWAV(f *testing.F) {
+	f.Add(wav(16000, wavPCM, 16, mono(0.1, -0.2, 0.3)))
+	f.Add(wav(8000, wavFloat, 32, [][]float64{{0.5, -0.5}}))
+	f.Add([]byte("RIFF\x00\x00\x00\x00WAVE"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		x, err := decodeWAV(data)
+		if err == nil && x == nil {
+			t.Fatal("no signal and no error")
+		}
+	})
+}
+
+// Arbitrary bytes fail an image request with run/input, never a panic.
+func FuzzImageRequest(f *testing.F) {
+	f.Add(encodePNG(f, solid(3, 2, color.NRGBA{R: 9, A: 255})))
+	f.Add(encodeJPEG(f, solid(2, 2, color.NRGBA{G: 9, A: 255})))
+	f.Add([]byte("GIF89a"))
+	fx := newFixture(clipLike("2"), dims("images", 3, 2, 2))
+	b := New(fx.m)
+	b.MaxPixels = 1 << 16 // keep each input cheap
+	s, err := b.Load(fx.comp, "")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := s.Run(context.Background(), request(data), nil)
+		var re *vm.RunError
+		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
+			t.Fatalf("got %v, want nil or run/input", err)
+		}
+	})
+}

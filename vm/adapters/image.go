@@ -1,0 +1,332 @@
+package adapters
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/gif"  // decode registers GIF
+	_ "image/jpeg" // decode registers JPEG
+	_ "image/png"  // decode registers PNG
+	"math"
+)
+
+// planar is an image as float32 planes, channel-major:
+// pix[(k*h+y)*w+x] is channel k of the pixel at row y, column x.
+type planar struct {
+	c, h, w int
+	pix     []float32
+}
+
+func newPlanar(c, h, w int) *planar {
+	return &planar{c: c, h: h, w: w, pix: make([]float32, c*h*w)}
+}
+
+func (p *planar) dims() string {
+	return fmt.Sprintf("%d×%d×%d (channels×height×width)", p.c, p.h, p.w)
+}
+
+// formatNames maps the names a decode `format` may give to the name the
+// standard library's decoders register.
+var formatNames = map[string]string{"png": "png", "jpeg": "jpeg", "jpg": "jpeg", "gif": "gif"}
+
+// sniff describes the first bytes of an encoding, for messages.
+func sniff(data []byte) string {
+	n := min(len(data), 8)
+	parts := make([]string, n)
+	for i := range n {
+		parts[i] = fmt.Sprintf("%02x", data[i])
+	}
+	return fmt.Sprintf("%d bytes starting %s", len(data), bytesText(parts))
+}
+
+func bytesText(parts []string) string {
+	if len(parts) == 0 {
+		return "with nothing"
+	}
+	out := "0x"
+	for i, p := range parts {
+		if i > 0 {
+			out += " "
+		}
+		out += p
+	}
+	return out
+}
+
+// decodeImage decodes one encoded image to 3-channel RGB planes in
+// [0, 255]. want is the format decode demands ("" for any).
+func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("is empty (0 bytes); an image is a PNG, JPEG or GIF encoding")
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("is not a PNG, JPEG or GIF image (%v); read %s", err, sniff(data))
+	}
+	if want != "" && format != want {
+		return nil, fmt.Errorf("is a %s image, but the decode transform asks for format %s", format, want)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, fmt.Errorf("is a %s image of %d×%d pixels; an image has at least one pixel", format, cfg.Width, cfg.Height)
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+		return nil, fmt.Errorf("is a %s image of %d×%d pixels, more than the %d pixels this adapter decodes", format, cfg.Width, cfg.Height, maxPixels)
+	}
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("is a corrupt %s image of %d×%d pixels (%v); read %s", format, cfg.Width, cfg.Height, err, sniff(data))
+	}
+	return toRGB(img), nil
+}
+
+// toRGB converts a decoded image to RGB planes, dropping alpha without
+// compositing and replicating grey.
+func toRGB(img image.Image) *planar {
+	b := img.Bounds()
+	h, w := b.Dy(), b.Dx()
+	p := newPlanar(3, h, w)
+	plane := h * w
+	r, g, bl := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:]
+	set := func(i int, cr, cg, cb uint8) { r[i], g[i], bl[i] = float32(cr), float32(cg), float32(cb) }
+	switch src := img.(type) {
+	case *image.YCbCr:
+		for y := range h {
+			for x := range w {
+				yi, ci := src.YOffset(b.Min.X+x, b.Min.Y+y), src.COffset(b.Min.X+x, b.Min.Y+y)
+				cr, cg, cb := color.YCbCrToRGB(src.Y[yi], src.Cb[ci], src.Cr[ci])
+				set(y*w+x, cr, cg, cb)
+			}
+		}
+	case *image.NRGBA:
+		for y := range h {
+			row := src.Pix[y*src.Stride:]
+			for x := range w {
+				set(y*w+x, row[4*x], row[4*x+1], row[4*x+2])
+			}
+		}
+	case *image.Gray:
+		for y := range h {
+			row := src.Pix[y*src.Stride:]
+			for x := range w {
+				set(y*w+x, row[x], row[x], row[x])
+			}
+		}
+	case *image.Paletted:
+		pal := make([]color.NRGBA, len(src.Palette))
+		for i, c := range src.Palette {
+			pal[i] = color.NRGBAModel.Convert(c).(color.NRGBA)
+		}
+		for y := range h {
+			row := src.Pix[y*src.Stride:]
+			for x := range w {
+				var c color.NRGBA
+				if int(row[x]) < len(pal) {
+					c = pal[row[x]]
+				}
+				set(y*w+x, c.R, c.G, c.B)
+			}
+		}
+	default:
+		for y := range h {
+			for x := range w {
+				c := color.NRGBAModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
+				set(y*w+x, c.R, c.G, c.B)
+			}
+		}
+	}
+	return p
+}
+
+// convertColor changes the channel layout of an RGB image: RGB (kept), BGR
+// (reversed) or L (luma).
+func convertColor(p *planar, mode string) *planar {
+	plane := p.h * p.w
+	switch mode {
+	case "BGR":
+		out := newPlanar(p.c, p.h, p.w)
+		for k := range p.c {
+			copy(out.pix[k*plane:(k+1)*plane], p.pix[(p.c-1-k)*plane:(p.c-k)*plane])
+		}
+		return out
+	case "L":
+		if p.c == 1 {
+			return p
+		}
+		out := newPlanar(1, p.h, p.w)
+		r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:3*plane]
+		for i := range plane {
+			out.pix[i] = float32(0.299*float64(r[i]) + 0.587*float64(g[i]) + 0.114*float64(b[i]))
+		}
+		return out
+	}
+	if p.c == 1 { // RGB from one channel: replicate
+		out := newPlanar(3, p.h, p.w)
+		for k := range 3 {
+			copy(out.pix[k*plane:(k+1)*plane], p.pix)
+		}
+		return out
+	}
+	return p
+}
+
+// filter is a resampling kernel: its support radius and its weight at a
+// distance in source pixels (at scale 1).
+type filter struct {
+	support float64
+	weight  func(x float64) float64
+}
+
+var filters = map[string]filter{
+	"bilinear": {support: 1, weight: func(x float64) float64 {
+		x = math.Abs(x)
+		if x < 1 {
+			return 1 - x
+		}
+		return 0
+	}},
+	"bicubic": {support: 2, weight: func(x float64) float64 {
+		const a = -0.5 // PIL's and Keys' choice
+		x = math.Abs(x)
+		switch {
+		case x < 1:
+			return ((a+2)*x-(a+3))*x*x + 1
+		case x < 2:
+			return ((a*x-5*a)*x+8*a)*x - 4*a
+		}
+		return 0
+	}},
+	"nearest": {},
+}
+
+// taps are the source positions and weights of each output position along
+// one axis.
+type taps struct {
+	start []int
+	w     [][]float32
+}
+
+// makeTaps computes the weights that resample an axis of n positions to
+// out positions: half-pixel centres, the kernel widened by the scale when
+// shrinking, weights normalized to sum to one.
+func makeTaps(n, out int, f filter) taps {
+	t := taps{start: make([]int, out), w: make([][]float32, out)}
+	scale := float64(n) / float64(out)
+	if f.weight == nil { // nearest
+		for i := range out {
+			t.start[i] = min(int((float64(i)+0.5)*scale), n-1)
+			t.w[i] = []float32{1}
+		}
+		return t
+	}
+	widen := max(scale, 1)
+	support := f.support * widen
+	for i := range out {
+		centre := (float64(i) + 0.5) * scale
+		lo := max(int(math.Floor(centre-support+0.5)), 0)
+		hi := min(int(math.Floor(centre+support+0.5)), n)
+		if hi <= lo { // never with these kernels; kept so that no window is empty
+			lo = min(max(int(centre), 0), n-1)
+			hi = lo + 1
+		}
+		ws := make([]float64, hi-lo)
+		sum := 0.0
+		for j := lo; j < hi; j++ {
+			ws[j-lo] = f.weight((float64(j) + 0.5 - centre) / widen)
+			sum += ws[j-lo]
+		}
+		t.start[i] = lo
+		t.w[i] = make([]float32, hi-lo)
+		for j := range ws {
+			if sum != 0 {
+				t.w[i][j] = float32(ws[j] / sum)
+			} else if j == 0 {
+				t.w[i][j] = 1
+			}
+		}
+	}
+	return t
+}
+
+// resize resamples p to oh×ow, separably: rows first, then columns.
+func resize(p *planar, oh, ow int, f filter) *planar {
+	if oh == p.h && ow == p.w {
+		return p
+	}
+	horiz := makeTaps(p.w, ow, f)
+	mid := newPlanar(p.c, p.h, ow)
+	for k := range p.c {
+		for y := range p.h {
+			src := p.pix[(k*p.h+y)*p.w:]
+			dst := mid.pix[(k*p.h+y)*ow:]
+			for x := range ow {
+				acc := float32(0)
+				for j, wt := range horiz.w[x] {
+					acc += wt * src[horiz.start[x]+j]
+				}
+				dst[x] = acc
+			}
+		}
+	}
+	vert := makeTaps(p.h, oh, f)
+	out := newPlanar(p.c, oh, ow)
+	for k := range p.c {
+		plane := mid.pix[k*p.h*ow:]
+		dst := out.pix[k*oh*ow:]
+		for y := range oh {
+			row := dst[y*ow : (y+1)*ow]
+			for j, wt := range vert.w[y] {
+				src := plane[(vert.start[y]+j)*ow:]
+				for x := range ow {
+					row[x] += wt * src[x]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// centerCrop cuts the centred ch×cw window of p, zero-padding where the
+// window reaches beyond the image.
+func centerCrop(p *planar, ch, cw int) *planar {
+	if ch == p.h && cw == p.w {
+		return p
+	}
+	top, left := (p.h-ch)/2, (p.w-cw)/2
+	out := newPlanar(p.c, ch, cw)
+	for k := range p.c {
+		for y := range ch {
+			sy := y + top
+			if sy < 0 || sy >= p.h {
+				continue
+			}
+			x0, x1 := max(0, -left), min(cw, p.w-left)
+			if x1 > x0 {
+				copy(out.pix[(k*ch+y)*cw+x0:(k*ch+y)*cw+x1], p.pix[(k*p.h+sy)*p.w+x0+left:])
+			}
+		}
+	}
+	return out
+}
+
+// rescale multiplies every value by factor.
+func rescale(p *planar, factor float32) *planar {
+	out := newPlanar(p.c, p.h, p.w)
+	for i, v := range p.pix {
+		out.pix[i] = v * factor
+	}
+	return out
+}
+
+// normalize subtracts each channel's mean and divides by its std.
+func normalize(p *planar, mean, std []float64) *planar {
+	out := newPlanar(p.c, p.h, p.w)
+	plane := p.h * p.w
+	for k := range p.c {
+		m, s := mean[min(k, len(mean)-1)], std[min(k, len(std)-1)]
+		for i := k * plane; i < (k+1)*plane; i++ {
+			out.pix[i] = float32((float64(p.pix[i]) - m) / s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,376 @@
+package adapters
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// Content roles the image adapter fills.
+const (
+	rolePixels  = "pixels"
+	roleOffsets = "pack_offsets"
+	roleOwner   = "pack_owner"
+)
+
+// lengthRoles are the content roles of a lengths companion (DESIGN §3.2).
+var lengthRoles = []string{"valid_lengths", "frame_lengths", "sample_lengths"}
+
+// Axis positions of an image's channel, height and width in planar order.
+const (
+	dimC = iota
+	dimH
+	dimW
+)
+
+var dimNames = [3]string{"channels", "height", "width"}
+
+// pixelsPort is an output port filled with images.
+type pixelsPort struct {
+	name, source string
+	rank         int            // 3 (one image) or 4 (items first)
+	axes         [3]int         // the port's axis of channels, height and width
+	fixed        [3]int64       // fixed extents by planar dimension, -1 when free
+	padded       [3]bool        // padded planar dimensions
+	layout       ir.LayoutKind  // shared, request_aligned or token_packed
+	static       shape          // what the program fixes
+	lengths      [3]*lengthPort // the lengths companion of each padded dimension
+}
+
+// lengthPort is an output port filled with the lengths of a padded
+// dimension of a pixels port.
+type lengthPort struct {
+	name string
+	px   *pixelsPort
+	dim  int // dimH or dimW
+}
+
+// imageSession runs the image program for one adapter component.
+type imageSession struct {
+	*encoded
+	prog     *imageProgram
+	pixels   []*pixelsPort
+	offsets  []string // ports filled with pack_offsets
+	owners   []string // ports filled with pack_owner
+	keep     []string // the program values the pixels ports read, by pixels index
+	outPorts map[string]bool
+}
+
+func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
+	p, err := compileImage(prog)
+	if err != nil {
+		return nil, err
+	}
+	s := &imageSession{encoded: &encoded{b: b, comp: comp, k: kind{"image", "image"}}, prog: p, outPorts: map[string]bool{}}
+	if s.in, err = encodedPorts(comp, s.k); err != nil {
+		return nil, err
+	}
+	bound, err := bindOutputs(b.m, comp, prog)
+	if err != nil {
+		return nil, err
+	}
+	// Lengths ports are matched after the loop: the padding of a pixels
+	// port says which one each serves.
+	var lengthPorts []*ir.Port
+	lengthNames := map[string]bool{}
+	for _, port := range comp.Outputs {
+		s.outPorts[port.Name] = true
+		o := bound[port.Name]
+		switch {
+		case o.Content == rolePixels:
+			px, err := s.pixelsPort(port, o)
+			if err != nil {
+				return nil, err
+			}
+			s.pixels = append(s.pixels, px)
+			s.keep = append(s.keep, px.source)
+		case o.Content == roleOffsets:
+			if err := intPort(comp, port, o, s.k); err != nil {
+				return nil, err
+			}
+			s.offsets = append(s.offsets, port.Name)
+		case o.Content == roleOwner:
+			if err := intPort(comp, port, o, s.k); err != nil {
+				return nil, err
+			}
+			s.owners = append(s.owners, port.Name)
+		case slices.Contains(lengthRoles, o.Content):
+			if err := intPort(comp, port, o, s.k); err != nil {
+				return nil, err
+			}
+			lengthPorts = append(lengthPorts, port)
+			lengthNames[port.Name] = true
+		default:
+			return nil, unsupported("preprocessing.image output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the image adapter fills pixels, pack_offsets, pack_owner and valid_lengths",
+				o.Name, port.Name, comp.Name, o.Content)
+		}
+	}
+	for _, port := range lengthPorts {
+		served := false
+		for _, px := range s.pixels {
+			for _, l := range px.lengths {
+				served = served || l != nil && l.name == port.Name
+			}
+		}
+		if !served {
+			return nil, unsupported("output port `%s` of adapter `%s` is bound to a lengths output of preprocessing.image, but no pixels port of the adapter pads a dimension with `%s` as its valid_lengths; the image adapter measures padded dimensions only",
+				port.Name, comp.Name, port.Name)
+		}
+	}
+	for _, px := range s.pixels {
+		for d, l := range px.lengths {
+			if l != nil && !lengthNames[l.name] {
+				return nil, unsupported("output port `%s` of adapter `%s` pads %s with valid_lengths `%s`, which is not an output port of the adapter bound to a valid_lengths output; the adapter fills lengths only on its own ports, so declare `%s` as one",
+					px.name, comp.Name, dimNames[d], l.name, l.name)
+			}
+		}
+	}
+	p.plan(s.keep)
+	return s, nil
+}
+
+// mentionsChannels reports whether a dimension is the channel axis by its
+// declaration: a fixed extent equal to the channel count, or a symbol
+// naming channels.
+func mentionsChannels(d ir.Dim, c int) bool {
+	if d.IsSym() {
+		return strings.Contains(strings.ToLower(d.Sym), "channel")
+	}
+	return d.Size == int64(c)
+}
+
+// pixelsPort compiles how a pixels output port is laid out.
+func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPort, error) {
+	comp := s.comp
+	c := port.Contract
+	if c == nil {
+		return nil, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as { dtype: float32, shape: [images, channels, height, width] }", port.Name, comp.Name)
+	}
+	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
+		return nil, unsupported("output port `%s` of adapter `%s` carries pixels as %s; the image adapter writes float32", port.Name, comp.Name, c.DType)
+	}
+	source := o.Source
+	if source == "" {
+		source = s.prog.last
+	}
+	static, ok := s.prog.shapes[source]
+	if !ok {
+		return nil, unsupported("preprocessing.image output `%s` reads `%s`, which no transform defines; name a transform's output as its source", o.Name, source)
+	}
+	px := &pixelsPort{name: port.Name, source: source, rank: c.Rank, layout: c.Layout.Kind, static: static, fixed: [3]int64{-1, -1, -1}}
+	if px.rank < 0 {
+		px.rank = 4
+	}
+	switch {
+	case px.rank != 3 && px.rank != 4:
+		return nil, unsupported("output port `%s` of adapter `%s` has rank %d; pixels are [items, channels, height, width] (rank 4) or one image [channels, height, width] (rank 3)", port.Name, comp.Name, px.rank)
+	case px.layout == ir.RequestExpanded || px.layout != ir.Shared && c.Layout.Axis != 0:
+		return nil, unsupported("output port `%s` of adapter `%s` is %s on axis %d; the image adapter stacks images on axis 0 as shared, request_aligned or token_packed", port.Name, comp.Name, px.layout, c.Layout.Axis)
+	case px.layout == ir.TokenPacked && len(c.Layout.Levels) != 1:
+		return nil, unsupported("output port `%s` of adapter `%s` declares %d ownership levels; the image adapter produces one (images→rows)", port.Name, comp.Name, len(c.Layout.Levels))
+	case px.rank == 3 && px.layout != ir.Shared:
+		return nil, unsupported("output port `%s` of adapter `%s` is %s with rank 3; a port that stacks images has an item axis first, rank 4", port.Name, comp.Name, px.layout)
+	}
+	first := px.rank - 3 // the port's axis of the image's first dimension
+	px.axes = [3]int{first, first + 1, first + 2}
+	if c.HasShape && len(c.Shape) == px.rank && !mentionsChannels(c.Shape[first], static.c) && mentionsChannels(c.Shape[first+2], static.c) {
+		px.axes = [3]int{first + 2, first, first + 1} // channels last
+	}
+	if c.HasShape && len(c.Shape) == px.rank {
+		for d, axis := range px.axes {
+			if dim := c.Shape[axis]; !dim.IsSym() {
+				px.fixed[d] = dim.Size
+			}
+		}
+	}
+	known := [3]int{static.c, static.h, static.w}
+	for d := range 3 {
+		if px.fixed[d] >= 0 && known[d] >= 0 && px.fixed[d] != int64(known[d]) {
+			return nil, unsupported("output port `%s` of adapter `%s` fixes %s (axis %d) at %d, but preprocessing.image makes `%s` %d there; make the two agree",
+				port.Name, comp.Name, dimNames[d], px.axes[d], px.fixed[d], source, known[d])
+		}
+	}
+	for _, pad := range c.Padding {
+		axis := c.Axis(pad.Dim.Name)
+		d := slices.Index(px.axes[:], axis)
+		if d != dimH && d != dimW {
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the image adapter pads height and width only", port.Name, comp.Name, pad.Dim.Name, axis)
+		}
+		px.padded[d] = true
+		px.lengths[d] = &lengthPort{name: pad.Lengths.Name, px: px, dim: d}
+	}
+	return px, nil
+}
+
+// Run implements vm.Session: it splits the encoded bytes into images, runs
+// the program on each, and fills every output port.
+func (s *imageSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+	for _, o := range outputs {
+		if !s.outPorts[o] {
+			return nil, unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
+		}
+	}
+	data, offs, err := s.split(inputs)
+	if err != nil {
+		return nil, err
+	}
+	n := len(offs) - 1
+	rows, err := s.rows(inputs, n)
+	if err != nil {
+		return nil, err
+	}
+	imgs := make([][]*planar, n)
+	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {
+		var err error
+		imgs[i], err = s.prog.run(b, s.b.maxPixels(), s.keep)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*vm.Tensor{}
+	for i, px := range s.pixels {
+		items := make([]*planar, n)
+		for j := range n {
+			items[j] = imgs[j][i]
+		}
+		t, err := s.fill(px, items, rows)
+		if err != nil {
+			return nil, err
+		}
+		out[px.name] = t
+		for _, l := range px.lengths {
+			if l != nil {
+				out[l.name] = measure(l, t, items)
+			}
+		}
+	}
+	for _, name := range s.offsets {
+		out[name] = ints(slices.Clone(rows))
+	}
+	for _, name := range s.owners {
+		owner := make([]int64, n)
+		for r := 0; r+1 < len(rows); r++ {
+			for j := rows[r]; j < rows[r+1]; j++ {
+				owner[j] = int64(r)
+			}
+		}
+		out[name] = ints(owner)
+	}
+	return out, nil
+}
+
+// fill lays the images out on a pixels port: stacked on the item axis,
+// padded dimensions at the largest extent with zeros.
+func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*vm.Tensor, error) {
+	ext := [3]int64{int64(px.static.c), int64(px.static.h), int64(px.static.w)}
+	for d := range 3 {
+		if px.fixed[d] >= 0 {
+			ext[d] = px.fixed[d]
+		}
+		if len(items) > 0 || ext[d] < 0 {
+			ext[d] = 0
+		}
+	}
+	for i, p := range items {
+		got := [3]int64{int64(p.c), int64(p.h), int64(p.w)}
+		for d := range 3 {
+			switch {
+			case px.fixed[d] >= 0 && got[d] != px.fixed[d]:
+				return nil, fail("run/input", "image %d is %s after preprocessing.image, but output port `%s` of adapter `%s` fixes %s (axis %d) at %d",
+					i, p.dims(), px.name, s.comp.Name, dimNames[d], px.axes[d], px.fixed[d])
+			case px.padded[d]:
+				ext[d] = max(ext[d], got[d])
+			case i > 0 && got[d] != ext[d]:
+				return nil, fail("run/input", "image %d is %s after preprocessing.image, but image 0 is %s, and output port `%s` of adapter `%s` does not pad %s; resize the images to one size, or pad `%s` with valid_lengths",
+					i, p.dims(), items[0].dims(), px.name, s.comp.Name, dimNames[d], dimNames[d])
+			default:
+				ext[d] = got[d]
+			}
+		}
+	}
+	shape := make([]int64, px.rank)
+	if px.rank == 4 {
+		shape[0] = int64(len(items))
+	}
+	for d, axis := range px.axes {
+		shape[axis] = ext[d]
+	}
+	switch {
+	case px.rank == 3 && len(items) != 1:
+		return nil, fail("run/input", "output port `%s` of adapter `%s` holds one image (rank 3), but the invocation brings %d", px.name, s.comp.Name, len(items))
+	case px.layout == ir.RequestAligned:
+		for r := 0; r+1 < len(rows); r++ {
+			if rows[r+1]-rows[r] != 1 {
+				return nil, fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one image per row, but row %d brings %d images; make the port token_packed to carry several",
+					px.name, s.comp.Name, r, rows[r+1]-rows[r])
+			}
+		}
+	}
+	t, err := vm.NewTensor("float32", shape)
+	if err != nil {
+		return nil, err
+	}
+	dst := t.Float32s()
+	strides := make([]int64, px.rank)
+	acc := int64(1)
+	for a := px.rank - 1; a >= 0; a-- {
+		strides[a] = acc
+		acc *= shape[a]
+	}
+	sc, sy, sx := strides[px.axes[dimC]], strides[px.axes[dimH]], strides[px.axes[dimW]]
+	for i, p := range items {
+		base := int64(0)
+		if px.rank == 4 {
+			base = int64(i) * strides[0]
+		}
+		for k := range p.c {
+			for y := range p.h {
+				row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
+				at := base + int64(k)*sc + int64(y)*sy
+				if sx == 1 {
+					copy(dst[at:at+int64(p.w)], row)
+					continue
+				}
+				for x, v := range row {
+					dst[at+int64(x)*sx] = v
+				}
+			}
+		}
+	}
+	return t, nil
+}
+
+// measure builds the lengths companion of a padded dimension: shaped as the
+// pixels' axes outer to the padded one, each entry its image's extent.
+func measure(l *lengthPort, pixels *vm.Tensor, items []*planar) *vm.Tensor {
+	axis := l.px.axes[l.dim]
+	shape := slices.Clone(pixels.Shape[:axis])
+	total := vm.Elements(shape)
+	data := make([]int64, total)
+	per := total
+	if l.px.rank == 4 && len(items) > 0 {
+		per = total / int64(len(items))
+	}
+	for i, p := range items {
+		v := int64(p.h)
+		if l.dim == dimW {
+			v = int64(p.w)
+		}
+		for j := int64(i) * per; j < int64(i+1)*per && j < total; j++ {
+			data[j] = v
+		}
+	}
+	return &vm.Tensor{DType: "int64", Shape: shape, Data: data}
+}
+
+// Ready implements vm.Session: the adapter runs in Go and takes groups.
+func (s *imageSession) Ready() vm.Readiness {
+	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
+}
+
+// Close implements vm.Session.
+func (s *imageSession) Close() error { return nil }
