@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "inspect",
-		usage:   "inspect PATH|plan.json [--format text|json|dot]",
+		usage:   "inspect PATH|plan.json [--format text|json|dot|html]",
 		summary: "show the plan: components, group plans, budgets, splits, and why",
 		run:     runInspect,
 	})
@@ -27,12 +27,13 @@ var inspectWriters = map[string]func(w io.Writer, f *plan.File, m *ir.Module) er
 	"text": plan.WriteText,
 	"json": func(w io.Writer, f *plan.File, _ *ir.Module) error { return plan.WriteJSON(w, f) },
 	"dot":  plan.WriteDOT,
+	"html": plan.WriteHTML,
 }
 
 func runInspect(e *env, args []string) int {
 	c := commands["inspect"]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	format := fs.String("format", "text", "the view to write: text, json or dot")
+	format := fs.String("format", "text", "the view to write: text, json, dot or html")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -43,7 +44,7 @@ func runInspect(e *env, args []string) int {
 	}
 	write, ok := inspectWriters[*format]
 	if !ok {
-		e.errorf("--format %s is not a view genaic inspect writes; use text, json or dot", *format)
+		e.errorf("--format %s is not a view genaic inspect writes; use text, json, dot or html", *format)
 		return exitUsage
 	}
 	f, m, code := inspectPlan(e, paths[0])

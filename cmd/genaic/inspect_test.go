@@ -160,7 +160,7 @@ func TestInspectRefuses(t *testing.T) {
 		want string
 	}{
 		{"invalid document", []string{"testdata/multi_error.yaml"}, exitDiags, "error[capacity/budget-root]"},
-		{"unknown format", []string{inspectPkg, "--format", "html"}, exitUsage, "--format html is not a view genaic inspect writes"},
+		{"unknown format", []string{inspectPkg, "--format", "pdf"}, exitUsage, "--format pdf is not a view genaic inspect writes"},
 		{"no path", nil, exitUsage, "usage: genaic inspect"},
 		{"two paths", []string{inspectPkg, inspectPkg}, exitUsage, "usage: genaic inspect"},
 		{"missing path", []string{filepath.Join(dir, "absent.yaml")}, exitUsage, "no such file"},

@@ -377,3 +377,27 @@ func TestViewsTolerateOddPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLView: the HTML view holds every component and port, escapes
+// names, and is deterministic.
+func TestHTMLView(t *testing.T) {
+	f := &plan.File{Format: plan.Format, PlanVersion: plan.Version, SchemaVersion: "v1.1", Source: "doc.yaml", Components: []*plan.GroupPlan{{
+		Component: "enc<1>", Grouped: true, Why: "because",
+		Inputs:  []plan.Port{{Name: "x", Role: plan.RolePacked, Why: "packed & padded"}},
+		Outputs: []plan.Port{{Name: "y", Split: plan.SplitPacked, Why: "view"}},
+		Budgets: []plan.Budget{{Dimensions: []string{"images"}, MaxTotal: 4, Terms: []plan.Term{{Symbol: "images", Kind: plan.TermPacked, Port: "x"}}}},
+	}}}
+	var a, b strings.Builder
+	if err := plan.WriteHTML(&a, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	plan.WriteHTML(&b, f, nil)
+	if a.String() != b.String() {
+		t.Error("the HTML view is not deterministic")
+	}
+	for _, want := range []string{"<code>enc&lt;1&gt;</code>", "packed &amp; padded", "<code>images ≤ 4</code>", "<code>y</code>", "schema_version v1.1, plan format 1"} {
+		if !strings.Contains(a.String(), want) {
+			t.Errorf("the HTML view lacks %q", want)
+		}
+	}
+}
