@@ -17,10 +17,11 @@
 //
 // The adapter has one uint8 input port, the encoded bytes. When that port
 // is token_packed, its level 0 offsets split the bytes into items (images,
-// clips: item i is bytes [offsets[i], offsets[i+1])), and the offsets must
-// be an input port of the adapter, bound in the invoke like the bytes: a
-// session receives only the ports an invoke binds. A second level
-// (items→rows), when declared, gives the rows of the invocation; its
+// audio clips, video frames: item i is bytes [offsets[i], offsets[i+1])),
+// and the offsets must be an input port of the adapter, bound in the
+// invoke like the bytes: a session receives only the ports an invoke
+// binds. A second level (items→rows), when declared, gives the rows of the
+// invocation (the video adapter reads it as frames→clips, see below); its
 // offsets are read from an input port of that name when there is one (and
 // must be, when the adapter has a batch_capacity). A port that is not
 // token_packed carries exactly one item: all of its bytes. Owner companions
@@ -130,8 +131,78 @@
 //     or frames (axis 1 of a stacked port), per frame its valid samples (the
 //     window axis).
 //
-// The video adapter is not implemented: Load refuses it with
-// run/unsupported.
+// # Video adapter (onnx-genai.video-preprocess, version "1")
+//
+// Input. A clip is an ordered sequence of frames, each an encoded image
+// (PNG, JPEG or GIF; a GIF gives its first frame). The level 0 offsets of
+// the uint8 port split the bytes into frames (the items above). Its level 1
+// (frames→clips), when declared, splits the frames into clips; its offsets
+// must be an input port of the adapter, bound like the byte offsets.
+// Without it, all frames of a request are one clip. Rows: an adapter
+// without batch_capacity runs one request per invocation, so all of its
+// clips are one row. With a batch_capacity, the outermost level counts a
+// group's rows (a packed value carries at most two levels, and the runtime
+// admits one outermost unit per request), so each clip is its own row:
+// one clip per request, or with the one level bytes→frames, one frame per
+// request. A port that is not token_packed carries one frame. A clip holds
+// at least one frame: an empty clip fails the invocation with run/input.
+//
+// Program. Every value is a clip; transforms run in order as in the image
+// program (first input, else the previous result; decode first):
+//
+//   - decode {format?}, convert_color, resize, center_crop, rescale and
+//     normalize: the image ops, run on each frame of the clip alone. decode
+//     reads format png, jpeg/jpg, gif or auto; video containers (mp4, ...)
+//     are not demuxed.
+//   - sample_frames {num_frames?, frame_stride?, fps?}: frame_stride k keeps
+//     frames 0, k, 2k, ... of the clip; num_frames m then keeps, of the n
+//     frames left, those at index floor(i·n/m) for i in [0, m) when n > m,
+//     and all n otherwise (a frame is never repeated; pad_frames makes up
+//     the length). fps is accepted beside either and ignored: a request's
+//     frames carry no timestamps, so there is no clock to sample against;
+//     fps alone is refused at Load. A clip is sampled before it is padded.
+//   - pad_frames {target_length, pad_value?}: appends frames of pad_value
+//     (default 0) until the clip holds target_length frames, and records
+//     its real frames as its valid length. A clip of more than
+//     target_length frames fails with run/input (keep at most that many with
+//     num_frames first). Padding frames take the size the clip's frames have
+//     when they leave the program and hold pad_value there: transforms after
+//     pad_frames change the real frames only. A clip is padded once.
+//
+// Temporal transforms depend on frame counts only, so each clip's frames
+// are chosen first, and a frame no output reads is never decoded. The
+// frames of an invocation are processed concurrently (Backend.Workers).
+// tile, patchify and the audio ops are refused at Load.
+//
+// Outputs, by content role:
+//
+//   - pixels or pixel_values: float32 frames [channels, height, width], or
+//     channels last as for images, all of one size (run/input otherwise: the
+//     video adapter pads no dimension of a frame). token_packed rank 4
+//     [frames, channels, height, width] concatenates the frames of every
+//     clip, padding frames included, on axis 0 with two levels
+//     (frames→clips, clips→rows) or one (frames→rows); shared rank 4 holds
+//     the frames of exactly one clip. Rank 5 [clips, frames, channels,
+//     height, width] stacks clips: shared (every clip of the invocation),
+//     request_aligned (one clip per row) or token_packed with one level
+//     (clips→rows). Its axis 1 is fixed (every clip holds that many frames),
+//     padded (the longest clip's frames; positions past a clip's own frames
+//     hold its pad_value, 0 without pad_frames), or neither (every clip
+//     holds as many frames as clip 0).
+//   - pack_offsets, pack_owner: a port a level of a packed pixels port names
+//     as its offsets or owner gets that level's offsets or owner map.
+//   - valid_lengths, frame_lengths, sample_lengths: int64 [clips], the real
+//     frames of each clip (its frames before pad_frames) of the pixels port
+//     that pads frames with this port, or of the first pixels port when no
+//     padding names it: a packed port never pads its packed axis, so the
+//     real lengths of padded clips packed on the frame axis come this way.
+//
+// A level or a padding of a pixels port names its companion port directly,
+// or as the workflow value an invoke of the adapter binds that port to.
+//
+// Errors are the image adapter's, naming the frame, its clip (and the
+// clip's row when the invocation has several) and what was read, with
+// run/offsets for malformed byte or clip offsets.
 package adapters
 
 import (
@@ -159,16 +230,17 @@ const DefaultMaxSamples = 1 << 26
 // reads the programs of the module it was made with.
 type Backend struct {
 	m *ir.Module
-	// MaxPixels bounds the pixels (width × height) of one decoded image; a
-	// larger image fails its request with run/input before it is decoded.
-	// 0 means DefaultMaxPixels.
+	// MaxPixels bounds the pixels (width × height) of one decoded image or
+	// video frame; a larger one fails its request with run/input before it
+	// is decoded. It bounds the padding frames pad_frames adds to one video
+	// clip too (frames × height × width). 0 means DefaultMaxPixels.
 	MaxPixels int64
 	// MaxSamples bounds the values of one audio clip: its samples, and the
 	// frames×window values `frame` makes of them. A larger clip fails its
 	// request with run/input. 0 means DefaultMaxSamples.
 	MaxSamples int64
-	// Workers bounds how many items (images, clips) of one invocation are
-	// processed at once; 0 means GOMAXPROCS.
+	// Workers bounds how many items (images, frames, clips) of one
+	// invocation are processed at once; 0 means GOMAXPROCS.
 	Workers int
 }
 
@@ -235,11 +307,13 @@ func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
 	switch modality {
 	case "image":
 		return b.loadImage(comp, prog)
+	case "video":
+		return b.loadVideo(comp, prog)
 	case "audio":
 		return b.loadAudio(comp, prog)
 	}
-	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image and audio adapters (%s, %s) and does not execute preprocessing.%s programs yet",
-		comp.Name, comp.ABI, ABI("image"), ABI("audio"), modality)
+	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image, video and audio adapters (%s, %s, %s) and does not execute preprocessing.%s programs",
+		comp.Name, comp.ABI, ABI("image"), ABI("video"), ABI("audio"), modality)
 }
 
 // bindOutputs pairs each output port of the adapter with the program output

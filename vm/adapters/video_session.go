@@ -1,0 +1,675 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// videoPixelRoles are the content roles of the frames themselves.
+var videoPixelRoles = []string{"pixels", "pixel_values"}
+
+// videoLevels says how a video adapter's encoded frames split into clips
+// and rows beyond the byte offsets that encoded reads.
+type videoLevels struct {
+	levels      int    // levels the encoded port declares: 0 (not packed) to 2
+	clipOffsets string // the input port of the frames→clips offsets, or ""
+	grouped     bool   // the adapter has a batch_capacity
+}
+
+// videoPort is an output port filled with frames.
+type videoPort struct {
+	name, source string
+	keep         int           // index into videoSession.keep
+	rank         int           // 4 [frames, c, h, w] or 5 [clips, frames, c, h, w]
+	layout       ir.LayoutKind // shared, request_aligned or token_packed
+	levels       int           // token_packed: its ownership levels
+	axes         [3]int        // the port's axis of channels, height and width
+	fixed        [3]int64      // fixed extents by planar dimension, -1 when free
+	fixedFrames  int64         // rank 5: the fixed extent of axis 1, else -1
+	padsFrames   bool          // rank 5: axis 1 is padded
+	static       videoShape
+	contract     *ir.Contract
+}
+
+// videoCompanion says which level of which pixels port a companion port
+// serves.
+type videoCompanion struct {
+	port, level int
+	owner       bool
+}
+
+// videoSession runs the video program for one adapter component.
+type videoSession struct {
+	*encoded
+	lv         videoLevels
+	prog       *videoProgram
+	pixels     []*videoPort
+	keep       []string
+	companions map[string]videoCompanion
+	lengths    map[string]int // lengths port → the pixels port it measures
+	outPorts   map[string]bool
+}
+
+func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
+	p, err := compileVideo(prog)
+	if err != nil {
+		return nil, err
+	}
+	s := &videoSession{encoded: &encoded{b: b, comp: comp, k: kind{"video", "frame"}}, prog: p,
+		companions: map[string]videoCompanion{}, lengths: map[string]int{}, outPorts: map[string]bool{}}
+	if s.in, s.lv, err = videoPorts(comp, s.k); err != nil {
+		return nil, err
+	}
+	bound, err := bindOutputs(b.m, comp, prog)
+	if err != nil {
+		return nil, err
+	}
+	roles := map[string]string{}
+	for _, port := range comp.Outputs {
+		s.outPorts[port.Name] = true
+		o := bound[port.Name]
+		switch {
+		case slices.Contains(videoPixelRoles, o.Content):
+			vp, err := s.videoPort(port, o)
+			if err != nil {
+				return nil, err
+			}
+			vp.keep = len(s.keep)
+			s.pixels = append(s.pixels, vp)
+			s.keep = append(s.keep, vp.source)
+		case o.Content == roleOffsets || o.Content == roleOwner || slices.Contains(lengthRoles, o.Content):
+			if err := intPort(comp, port, o, s.k); err != nil {
+				return nil, err
+			}
+			roles[port.Name] = o.Content
+		default:
+			return nil, unsupported("preprocessing.video output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the video adapter fills pixels (or pixel_values), pack_offsets, pack_owner and valid_lengths (or frame_lengths)",
+				o.Name, port.Name, comp.Name, o.Content)
+		}
+	}
+	port := companionPorts(b.m, comp)
+	for i, vp := range s.pixels {
+		if vp.layout == ir.TokenPacked {
+			for k, l := range vp.contract.Layout.Levels {
+				if _, seen := s.companions[port(l.Offsets.Name)]; !seen {
+					s.companions[port(l.Offsets.Name)] = videoCompanion{port: i, level: k}
+				}
+				if _, seen := s.companions[port(l.Owner.Name)]; !seen {
+					s.companions[port(l.Owner.Name)] = videoCompanion{port: i, level: k, owner: true}
+				}
+			}
+		}
+		for _, pad := range vp.contract.Padding {
+			name := port(pad.Lengths.Name)
+			if !slices.Contains(lengthRoles, roles[name]) {
+				return nil, unsupported("output port `%s` of adapter `%s` pads frames with valid_lengths `%s`, which is not an output port of the adapter bound to a valid_lengths output; the adapter fills lengths only on its own ports, so declare `%s` as one",
+					vp.name, comp.Name, name, name)
+			}
+			if _, seen := s.lengths[name]; !seen {
+				s.lengths[name] = i
+			}
+		}
+	}
+	for _, port := range comp.Outputs {
+		role, ok := roles[port.Name]
+		if !ok {
+			continue
+		}
+		c, isCompanion := s.companions[port.Name]
+		switch {
+		case slices.Contains(lengthRoles, role):
+			if _, named := s.lengths[port.Name]; named {
+				continue
+			}
+			if len(s.pixels) == 0 {
+				return nil, unsupported("output port `%s` of adapter `%s` is bound to a lengths output of preprocessing.video, but the adapter has no pixels port whose clips it could measure", port.Name, comp.Name)
+			}
+			s.lengths[port.Name] = 0 // the real frames of each clip of the first pixels port
+		case !isCompanion || c.owner != (role == roleOwner):
+			field := "offsets"
+			if role == roleOwner {
+				field = "owner"
+			}
+			return nil, unsupported("output port `%s` of adapter `%s` is bound to a %s output of preprocessing.video, but no packed pixels port of the adapter names it as a level's %s; name it in the level it describes",
+				port.Name, comp.Name, role, field)
+		}
+	}
+	p.frames.plan(s.keep)
+	return s, nil
+}
+
+// companionPorts resolves a companion name on an output port of comp as
+// the reference-scope rules do: an output port of that name, or failing
+// that, the output port an invoke of comp binds to a value of that name
+// (a padding may name the workflow value its lengths port is bound to).
+// A name neither resolves is returned as is.
+func companionPorts(m *ir.Module, comp *ir.Component) func(string) string {
+	byValue := map[string]string{}
+	if m != nil && m.Body != nil {
+		m.Body.Walk(func(st *ir.Step) bool {
+			if st.Op != ir.OpInvoke || st.Component.Name != comp.Name {
+				return true
+			}
+			for _, r := range st.Results {
+				if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
+					byValue[v.Name] = r.Port
+				}
+			}
+			return true
+		})
+	}
+	return func(name string) string {
+		if comp.Output(name) != nil {
+			return name
+		}
+		if p, ok := byValue[name]; ok {
+			return p
+		}
+		return name
+	}
+}
+
+// videoPorts finds the uint8 input port of the encoded frames and the
+// ports of its level offsets: bytes→frames (required when packed) and
+// frames→clips (required when declared).
+func videoPorts(comp *ir.Component, k kind) (encodedInput, videoLevels, error) {
+	var in encodedInput
+	lv := videoLevels{grouped: comp.Capacity != nil}
+	var payload *ir.Port
+	for _, p := range comp.Inputs {
+		if p.Contract == nil {
+			continue
+		}
+		if d, ok := ir.LookupDType(p.Contract.DType); ok && d.Name == "uint8" {
+			if payload != nil {
+				return in, lv, unsupported("adapter `%s` has two uint8 input ports, `%s` and `%s`; the video adapter reads its encoded frames from one", comp.Name, payload.Name, p.Name)
+			}
+			payload = p
+		}
+	}
+	if payload == nil {
+		return in, lv, unsupported("adapter `%s` has no uint8 input port for its encoded frames; declare one, such as encoded: { dtype: uint8, shape: [bytes] }, token_packed with the byte offsets of each frame", comp.Name)
+	}
+	in.port = payload.Name
+	companions := map[string]bool{}
+	l := payload.Contract.Layout
+	switch {
+	case l.Kind == ir.TokenPacked:
+		lv.levels = len(l.Levels)
+		if lv.levels == 0 || lv.levels > 2 {
+			return in, lv, unsupported("input port `%s` of adapter `%s` declares %d ownership levels; the video adapter reads one (bytes→frames) or two (bytes→frames, frames→clips)",
+				payload.Name, comp.Name, lv.levels)
+		}
+		in.itemOffsets = l.Levels[0].Offsets.Name
+		if comp.Input(in.itemOffsets) == nil {
+			return in, lv, unsupported("input port `%s` of adapter `%s` is token_packed, but its level 0 offsets `%s` is not an input port of the adapter, and a session sees only the ports an invoke binds; declare `%s` as an input port (int64, shared) and bind it to the byte offsets of each frame",
+				payload.Name, comp.Name, in.itemOffsets, in.itemOffsets)
+		}
+		for _, level := range l.Levels {
+			companions[level.Offsets.Name], companions[level.Owner.Name] = true, true
+		}
+		if lv.levels >= 2 {
+			lv.clipOffsets = l.Levels[1].Offsets.Name
+			if comp.Input(lv.clipOffsets) == nil {
+				return in, lv, unsupported("input port `%s` of adapter `%s` declares a frames→clips level, but its offsets `%s` is not an input port of the adapter, so the frames cannot be told apart by clip; declare `%s` as an input port (int64, shared) and bind it, or drop the level to make all frames of a request one clip",
+					payload.Name, comp.Name, lv.clipOffsets, lv.clipOffsets)
+			}
+		}
+	case lv.grouped:
+		return in, lv, unsupported("adapter `%s` has a batch_capacity, but its input port `%s` is %s; to serve several requests in one invocation, make it token_packed with level-0 byte offsets (bytes→frames) bound as an input port", comp.Name, payload.Name, l.Kind)
+	}
+	for _, p := range comp.Inputs {
+		if p != payload && !companions[p.Name] {
+			return in, lv, unsupported("input port `%s` of adapter `%s` is neither the encoded frames `%s` nor a level companion of them; the video adapter reads nothing else", p.Name, comp.Name, payload.Name)
+		}
+	}
+	return in, lv, nil
+}
+
+// videoPort compiles how a pixels output port is laid out.
+func (s *videoSession) videoPort(port *ir.Port, o *ir.ProgramOutput) (*videoPort, error) {
+	comp := s.comp
+	c := port.Contract
+	if c == nil {
+		return nil, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as { dtype: float32, shape: [frames, channels, height, width] } with a token_packed layout", port.Name, comp.Name)
+	}
+	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
+		return nil, unsupported("output port `%s` of adapter `%s` carries pixels as %s; the video adapter writes float32", port.Name, comp.Name, c.DType)
+	}
+	source := o.Source
+	if source == "" {
+		source = s.prog.last
+	}
+	static, ok := s.prog.shapes[source]
+	if !ok {
+		return nil, unsupported("preprocessing.video output `%s` reads `%s`, which no transform defines; name a transform's output as its source", o.Name, source)
+	}
+	vp := &videoPort{name: port.Name, source: source, rank: c.Rank, layout: c.Layout.Kind, static: static,
+		fixed: [3]int64{-1, -1, -1}, fixedFrames: -1, contract: c}
+	if vp.layout == ir.TokenPacked {
+		vp.levels = len(c.Layout.Levels)
+	}
+	if vp.rank < 0 {
+		vp.rank = 4
+		if vp.layout != ir.TokenPacked {
+			vp.rank = 5
+		}
+	}
+	switch {
+	case vp.rank != 4 && vp.rank != 5:
+		return nil, unsupported("output port `%s` of adapter `%s` has rank %d; video pixels are packed frames [frames, channels, height, width] (rank 4) or stacked clips [clips, frames, channels, height, width] (rank 5)", port.Name, comp.Name, vp.rank)
+	case vp.layout == ir.RequestExpanded || vp.layout != ir.Shared && c.Layout.Axis != 0:
+		return nil, unsupported("output port `%s` of adapter `%s` is %s on axis %d; the video adapter packs frames or stacks clips on axis 0 as token_packed, shared or request_aligned", port.Name, comp.Name, vp.layout, c.Layout.Axis)
+	case vp.rank == 4 && vp.layout == ir.RequestAligned:
+		return nil, unsupported("output port `%s` of adapter `%s` is request_aligned with rank 4; one clip per row is [batch, frames, channels, height, width] (rank 5), and frames of several clips are token_packed", port.Name, comp.Name)
+	case vp.rank == 4 && vp.layout == ir.TokenPacked && (vp.levels < 1 || vp.levels > 2):
+		return nil, unsupported("output port `%s` of adapter `%s` packs frames with %d ownership levels; the video adapter produces two (frames→clips, clips→rows) or one (frames→rows)", port.Name, comp.Name, vp.levels)
+	case vp.rank == 5 && vp.layout == ir.TokenPacked && vp.levels != 1:
+		return nil, unsupported("output port `%s` of adapter `%s` packs clips [clips, frames, ...] with %d ownership levels; a port that stacks clips has one (clips→rows), and frames of variable count are packed [frames, channels, height, width] with two", port.Name, comp.Name, vp.levels)
+	}
+	first := vp.rank - 3 // the port's axis of a frame's first dimension
+	vp.axes = [3]int{first, first + 1, first + 2}
+	hasShape := c.HasShape && len(c.Shape) == vp.rank
+	if hasShape && !mentionsChannels(c.Shape[first], static.frame.c) && mentionsChannels(c.Shape[first+2], static.frame.c) {
+		vp.axes = [3]int{first + 2, first, first + 1} // channels last
+	}
+	if hasShape {
+		for d, axis := range vp.axes {
+			if dim := c.Shape[axis]; !dim.IsSym() {
+				vp.fixed[d] = dim.Size
+			}
+		}
+		if dim := c.Shape[1]; vp.rank == 5 && !dim.IsSym() {
+			vp.fixedFrames = dim.Size
+		}
+	}
+	known := [3]int{static.frame.c, static.frame.h, static.frame.w}
+	for d := range 3 {
+		if vp.fixed[d] >= 0 && known[d] >= 0 && vp.fixed[d] != int64(known[d]) {
+			return nil, unsupported("output port `%s` of adapter `%s` fixes %s (axis %d) at %d, but preprocessing.video makes the frames of `%s` %d there; make the two agree",
+				port.Name, comp.Name, dimNames[d], vp.axes[d], vp.fixed[d], source, known[d])
+		}
+	}
+	for _, pad := range c.Padding {
+		if axis := c.Axis(pad.Dim.Name); vp.rank != 5 || axis != 1 {
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the video adapter pads frames only, axis 1 of stacked clips [clips, frames, channels, height, width]: resize the frames to one size", port.Name, comp.Name, pad.Dim.Name, axis)
+		}
+		vp.padsFrames = true
+	}
+	if vp.fixedFrames >= 0 && !vp.padsFrames && static.padded && int64(static.target) != vp.fixedFrames {
+		return nil, unsupported("output port `%s` of adapter `%s` fixes frames (axis 1) at %d, but preprocessing.video pads the clips of `%s` to %d frames; make the two agree",
+			port.Name, comp.Name, vp.fixedFrames, source, static.target)
+	}
+	return vp, nil
+}
+
+// videoClip is a clip as a program value leaves the program: its real
+// frames, then pad frames of padValue.
+type videoClip struct {
+	frames   []*planar
+	pad      int
+	padValue float32
+}
+
+func (c videoClip) total() int { return len(c.frames) + c.pad }
+
+// Run implements vm.Session: it splits the encoded bytes into frames and
+// the frames into clips, chooses each clip's frames, decodes and
+// transforms those, and fills every output port.
+func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+	for _, o := range outputs {
+		if !s.outPorts[o] {
+			return nil, unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
+		}
+	}
+	data, offs, err := s.split(inputs)
+	if err != nil {
+		return nil, err
+	}
+	clips, rows, err := s.clipsAndRows(inputs, len(offs)-1)
+	if err != nil {
+		return nil, err
+	}
+	nClips := len(clips) - 1
+	tracks := make([][]track, nClips)
+	var need []int // the invocation's frames some kept value reads, in order
+	for c := range nClips {
+		n := int(clips[c+1] - clips[c])
+		if n == 0 {
+			why := "the invocation brings no frame"
+			if s.lv.clipOffsets != "" {
+				why = fmt.Sprintf("clip offsets `%s` give it frames %d to %d", s.lv.clipOffsets, clips[c], clips[c+1])
+			}
+			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` holds no frames (%s); a clip is an ordered sequence of at least one frame",
+				c, s.clipRow(rows, c), s.in.port, s.comp.Name, why)
+		}
+		if tracks[c], err = s.prog.tracks(n, s.keep); err != nil {
+			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` %v", c, s.clipRow(rows, c), s.in.port, s.comp.Name, err)
+		}
+		used := make([]bool, n)
+		for _, tr := range tracks[c] {
+			for _, j := range tr.src {
+				used[j] = true
+			}
+		}
+		for j, u := range used {
+			if u {
+				need = append(need, int(clips[c])+j)
+			}
+		}
+	}
+	frames, err := s.decodeFrames(ctx, data, offs, clips, rows, need)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*vm.Tensor{}
+	levels := make([][][]int64, len(s.pixels))
+	values := make([][]videoClip, len(s.pixels))
+	for i, vp := range s.pixels {
+		vals := make([]videoClip, nClips)
+		for c := range nClips {
+			tr := tracks[c][vp.keep]
+			v := videoClip{frames: make([]*planar, len(tr.src)), pad: tr.pad, padValue: tr.padValue}
+			for j, src := range tr.src {
+				v.frames[j] = frames[int(clips[c])+src][vp.keep]
+			}
+			vals[c] = v
+		}
+		values[i] = vals
+		t, lv, err := s.fill(vp, vals, rows)
+		if err != nil {
+			return nil, err
+		}
+		out[vp.name], levels[i] = t, lv
+	}
+	for name, c := range s.companions {
+		if !s.outPorts[name] || c.level >= len(levels[c.port]) {
+			continue
+		}
+		offsets := levels[c.port][c.level]
+		if c.owner {
+			out[name] = ints(ownersOf(offsets))
+		} else {
+			out[name] = ints(slices.Clone(offsets))
+		}
+	}
+	for name, i := range s.lengths {
+		l := make([]int64, nClips)
+		for c, v := range values[i] {
+			l[c] = int64(len(v.frames))
+		}
+		out[name] = ints(l)
+	}
+	return out, nil
+}
+
+// clipsAndRows returns the offsets of the invocation's clips over its n
+// frames and of its rows over its clips. The frames→clips port gives the
+// clips. Without it, a grouped adapter, whose one level bytes→frames is
+// its outermost, admits one frame per request, so each frame is its own
+// clip; an adapter without batch_capacity runs one request, all of whose
+// frames are one clip. Rows: the outermost level a group composes counts
+// its rows, so in a grouped invocation each clip is its own row (the
+// runtime admits one clip per request); otherwise all clips are one row.
+func (s *videoSession) clipsAndRows(inputs map[string]*vm.Tensor, n int) (clips, rows []int64, err error) {
+	switch {
+	case s.lv.clipOffsets != "":
+		clips, err = s.offsetsOf(inputs, s.lv.clipOffsets, "frame", int64(n), "the byte offsets delimit %d frames")
+		if err != nil {
+			return nil, nil, err
+		}
+	case s.lv.grouped:
+		clips = counting(n)
+	default:
+		clips = []int64{0, int64(n)}
+	}
+	if nClips := len(clips) - 1; s.lv.grouped {
+		rows = counting(nClips)
+	} else {
+		rows = []int64{0, int64(nClips)}
+	}
+	return clips, rows, nil
+}
+
+// counting is [0, 1, ..., n]: every unit its own parent.
+func counting(n int) []int64 {
+	out := make([]int64, n+1)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+// clipRow says which row clip c belongs to, when the invocation has
+// several rows.
+func (s *videoSession) clipRow(rows []int64, c int) string {
+	if len(rows) <= 2 {
+		return ""
+	}
+	for r := 0; r+1 < len(rows); r++ {
+		if int64(c) >= rows[r] && int64(c) < rows[r+1] {
+			return fmt.Sprintf(" (clip %d of row %d)", int64(c)-rows[r], r)
+		}
+	}
+	return ""
+}
+
+// decodeFrames runs the frame program on every frame need lists, several
+// at once, and returns the kept values of each, by frame of the
+// invocation. The first error in frame order is returned, as run/input
+// naming the frame, its clip and its bytes.
+func (s *videoSession) decodeFrames(ctx context.Context, data []byte, offs, clips, rows []int64, need []int) ([][]*planar, error) {
+	out := make([][]*planar, len(offs)-1)
+	errs := make([]error, len(need))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(s.b.workers(), len(need)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				if err := ctx.Err(); err != nil {
+					errs[k] = err
+					continue
+				}
+				f := need[k]
+				vals, err := s.prog.frames.run(data[offs[f]:offs[f+1]], s.b.maxPixels(), s.keep)
+				if err != nil {
+					c := clipOf(clips, f)
+					errs[k] = fail("run/input", "frame %d of clip %d%s of input port `%s` of adapter `%s` (frame %d of the invocation, bytes %d to %d) %v",
+						int64(f)-clips[c], c, s.clipRow(rows, c), s.in.port, s.comp.Name, f, offs[f], offs[f+1], err)
+					continue
+				}
+				out[f] = vals
+			}
+		}()
+	}
+	for k := range need {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// clipOf is the clip frame f belongs to.
+func clipOf(clips []int64, f int) int {
+	// Clips are never empty here, so clips increase strictly: the first
+	// offset past f ends f's clip.
+	i, _ := slices.BinarySearch(clips, int64(f)+1)
+	return max(i-1, 0)
+}
+
+// frameSize is the channels, height and width every frame of a port
+// shares: the first real frame's, checked against every other and against
+// the port's fixed extents; with no frame, the port's or the program's.
+func (s *videoSession) frameSize(vp *videoPort, vals []videoClip) ([3]int64, error) {
+	ext := [3]int64{int64(vp.static.frame.c), int64(vp.static.frame.h), int64(vp.static.frame.w)}
+	for d := range 3 {
+		if vp.fixed[d] >= 0 {
+			ext[d] = vp.fixed[d]
+		}
+		ext[d] = max(ext[d], 0)
+	}
+	var ref *planar
+	refClip, refFrame := 0, 0
+	for c, v := range vals {
+		for j, p := range v.frames {
+			got := [3]int64{int64(p.c), int64(p.h), int64(p.w)}
+			for d := range 3 {
+				if vp.fixed[d] >= 0 && got[d] != vp.fixed[d] {
+					return ext, fail("run/input", "frame %d of clip %d is %s after preprocessing.video, but output port `%s` of adapter `%s` fixes %s (axis %d) at %d",
+						j, c, p.dims(), vp.name, s.comp.Name, dimNames[d], vp.axes[d], vp.fixed[d])
+				}
+			}
+			if ref == nil {
+				ref, refClip, refFrame, ext = p, c, j, got
+				continue
+			}
+			if got != ext {
+				return ext, fail("run/input", "frame %d of clip %d is %s after preprocessing.video, but frame %d of clip %d is %s, and output port `%s` of adapter `%s` holds frames of one size; resize (or center_crop) the frames to one size",
+					j, c, p.dims(), refFrame, refClip, ref.dims(), vp.name, s.comp.Name)
+			}
+		}
+	}
+	return ext, nil
+}
+
+// fill lays the clips out on a pixels port and returns the offsets of each
+// of its levels, innermost first (none unless it is token_packed).
+func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*vm.Tensor, [][]int64, error) {
+	ext, err := s.frameSize(vp, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	for c, v := range vals {
+		if v.pad > 0 && int64(v.pad)*ext[dimH]*ext[dimW] > s.b.maxPixels() {
+			return nil, nil, fail("run/input", "clip %d is padded with %d frames of %d×%d pixels, more than the %d pixels this adapter holds for one clip's padding",
+				c, v.pad, ext[dimH], ext[dimW], s.b.maxPixels())
+		}
+	}
+	nClips := int64(len(vals))
+	frameOffs := make([]int64, nClips+1) // prefix offsets of each clip's frames
+	longest := int64(0)
+	for c, v := range vals {
+		frameOffs[c+1] = frameOffs[c] + int64(v.total())
+		longest = max(longest, int64(v.total()))
+	}
+	var shape []int64
+	var slot func(c, j int) int64 // the frame index of the port's leading axes
+	var levels [][]int64
+	switch vp.rank {
+	case 4:
+		if vp.layout != ir.TokenPacked && nClips != 1 {
+			return nil, nil, fail("run/input", "output port `%s` of adapter `%s` holds the frames of one clip (rank 4, %s), but the invocation brings %d clips; make the port token_packed, or stack clips on a rank-5 port",
+				vp.name, s.comp.Name, vp.layout, nClips)
+		}
+		shape = []int64{frameOffs[nClips], 0, 0, 0}
+		slot = func(c, j int) int64 { return frameOffs[c] + int64(j) }
+		switch vp.levels {
+		case 2:
+			levels = [][]int64{frameOffs, rows}
+		case 1:
+			perRow := make([]int64, len(rows))
+			for r, c := range rows {
+				perRow[r] = frameOffs[c]
+			}
+			levels = [][]int64{perRow}
+		}
+	case 5:
+		if vp.layout == ir.RequestAligned {
+			for r := 0; r+1 < len(rows); r++ {
+				if rows[r+1]-rows[r] != 1 {
+					return nil, nil, fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one clip per row, but row %d brings %d clips; make the port token_packed to carry several",
+						vp.name, s.comp.Name, r, rows[r+1]-rows[r])
+				}
+			}
+		}
+		frames := longest
+		if vp.fixedFrames >= 0 {
+			frames = max(frames, vp.fixedFrames)
+		} else if nClips == 0 && vp.static.padded {
+			frames = int64(vp.static.target)
+		}
+		for c, v := range vals {
+			switch t := int64(v.total()); {
+			case vp.fixedFrames >= 0 && t != vp.fixedFrames && !(vp.padsFrames && t < vp.fixedFrames):
+				return nil, nil, fail("run/input", "clip %d holds %d frames after preprocessing.video, but output port `%s` of adapter `%s` fixes frames (axis 1) at %d; sample them with sample_frames num_frames and pad them with pad_frames target_length %d",
+					c, t, vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames)
+			case !vp.padsFrames && t != int64(vals[0].total()):
+				return nil, nil, fail("run/input", "clip %d holds %d frames after preprocessing.video, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad frames; pad frames with valid_lengths, pad the clips with pad_frames, or pack the frames (token_packed [frames, channels, height, width])",
+					c, t, vals[0].total(), vp.name, s.comp.Name)
+			}
+		}
+		shape = []int64{nClips, frames, 0, 0, 0}
+		slot = func(c, j int) int64 { return int64(c)*frames + int64(j) }
+		if vp.levels == 1 {
+			levels = [][]int64{rows}
+		}
+	}
+	for d, axis := range vp.axes {
+		shape[axis] = ext[d]
+	}
+	t, err := vm.NewTensor("float32", shape)
+	if err != nil {
+		return nil, nil, err
+	}
+	dst := t.Float32s()
+	strides := make([]int64, vp.rank)
+	acc := int64(1)
+	for a := vp.rank - 1; a >= 0; a-- {
+		strides[a] = acc
+		acc *= shape[a]
+	}
+	frameStride := ext[dimC] * ext[dimH] * ext[dimW]
+	sc, sy, sx := strides[vp.axes[dimC]], strides[vp.axes[dimH]], strides[vp.axes[dimW]]
+	for c, v := range vals {
+		for j, p := range v.frames {
+			base := slot(c, j) * frameStride
+			for k := range p.c {
+				for y := range p.h {
+					row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
+					at := base + int64(k)*sc + int64(y)*sy
+					if sx == 1 {
+						copy(dst[at:at+int64(p.w)], row)
+						continue
+					}
+					for x, val := range row {
+						dst[at+int64(x)*sx] = val
+					}
+				}
+			}
+		}
+		// Padding frames, and for a padded port the positions past the
+		// clip's own frames, hold the clip's pad value.
+		end := int64(v.total())
+		if vp.rank == 5 {
+			end = shape[1]
+		}
+		if v.padValue != 0 && end > int64(len(v.frames)) {
+			lo, hi := slot(c, len(v.frames))*frameStride, slot(c, 0)*frameStride+end*frameStride
+			for i := lo; i < hi; i++ {
+				dst[i] = v.padValue
+			}
+		}
+	}
+	return t, levels, nil
+}
+
+// Ready implements vm.Session: the adapter runs in Go and takes groups.
+func (s *videoSession) Ready() vm.Readiness {
+	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
+}
+
+// Close implements vm.Session.
+func (s *videoSession) Close() error { return nil }
