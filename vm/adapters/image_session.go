@@ -200,7 +200,8 @@ func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPo
 			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the image adapter pads height and width only", port.Name, comp.Name, pad.Dim.Name, axis)
 		}
 		px.padded[d] = true
-		px.lengths[d] = &lengthPort{name: pad.Lengths.Name, px: px, dim: d}
+		// The padding may name the port, or the value an invoke binds from it.
+		px.lengths[d] = &lengthPort{name: companionPorts(s.b.m, s.comp)(pad.Lengths.Name), px: px, dim: d}
 	}
 	return px, nil
 }
