@@ -135,6 +135,17 @@ func capacityClassify(sc *Scopes, comp *ir.Component) *capacityFacts {
 			f.payload = append(f.payload, p)
 		}
 	}
+	// A level's unit count is the component's to bound even when its owner
+	// is a workflow value rather than a port: the port's levels name it, so
+	// a budget may (and r5 says must) name it.
+	for _, p := range f.payload {
+		for i := range p.Contract.Layout.Levels {
+			if sym := f.unitCount(p, i); sym != "" && !f.known[sym] {
+				f.known[sym] = true
+				f.declared = append(f.declared, sym)
+			}
+		}
+	}
 	for _, u := range comp.Capacity.Uniform {
 		f.uniform[u.Name] = true
 	}
