@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -104,9 +103,6 @@ func (e *Engine) load(name, pkgDir string) error {
 	}
 	return nil
 }
-
-// PackageDir returns the package folder of a plan file loaded from path.
-func PackageDir(f *plan.File, path string) string { return filepath.Clean(f.PackageDir(path)) }
 
 // Close stops the groupers (failing what still waits) and releases every
 // session.

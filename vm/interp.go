@@ -165,9 +165,6 @@ func (e *Engine) CheckInput(name string, t *Tensor) error {
 	return runErr("run/input", "`%s` is not a workflow input", name)
 }
 
-// Module returns the workflow the engine runs.
-func (e *Engine) Module() *ir.Module { return e.m }
-
 // Submit runs one request; it is Run with the failure as an error.
 func (e *Engine) Submit(ctx context.Context, req Request) (Response, error) {
 	resp := e.Run(ctx, req)

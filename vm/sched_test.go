@@ -250,3 +250,18 @@ func TestBackendFailureFailsOnlyItsRequest(t *testing.T) {
 		t.Errorf("regrouped %d times, want 1: %+v", s.Regrouped, s)
 	}
 }
+
+// TestSubmit: Submit returns the response and its failure as an error.
+func TestSubmit(t *testing.T) {
+	e := imageEngine(t, Options{})
+	rng := rand.New(rand.NewSource(17))
+	if resp, err := e.Submit(context.Background(), imageRequest(rng, "ok", 2)); err != nil || resp.Outputs["embeddings"] == nil {
+		t.Fatalf("%v %v", resp, err)
+	}
+	bad := imageRequest(rng, "bad", 1)
+	delete(bad.Inputs, "patch_lengths")
+	var re *RunError
+	if _, err := e.Submit(context.Background(), bad); !errors.As(err, &re) || re.Rule != "run/input" {
+		t.Fatalf("a request without patch_lengths: %v", err)
+	}
+}

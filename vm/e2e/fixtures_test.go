@@ -654,18 +654,6 @@ func checkBudgets(t *testing.T, s vm.ComponentStats) {
 	}
 }
 
-// items counts a request's outermost units (its images, clips, windows,
-// segments; 1 for a row request).
-func items(req vm.Request) int64 {
-	for _, name := range []string{"image_offsets", "clip_offsets", "window_offsets", "segment_offsets"} {
-		if o := req.Inputs[name]; o != nil {
-			offs := o.Int64s()
-			return offs[len(offs)-1]
-		}
-	}
-	return 1
-}
-
 // positions counts a request's packed positions on its component's packed
 // input port.
 func positions(pkg string, req vm.Request) int64 {
