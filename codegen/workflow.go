@@ -317,12 +317,10 @@ func sortedKeys(m map[string]bool) []string {
 	return keys
 }
 
-// emit sets a response field; only replace emits run.
+// emit sets a response field: a plain replace assigns the value; any
+// other emit (append, when, valid_length) goes through the runtime's Emit,
+// as the interpreter's does.
 func (p *pass) emit(s *ir.Step) ([]jen.Code, error) {
-	if s.When != nil || s.ValidLength != nil || s.Mode != "replace" {
-		return []jen.Code{jen.If(jen.Err().Op(":=").Add(genrtCall("UnsupportedEmit", jen.Lit(s.Output.Name), jen.Lit(s.Mode))),
-			jen.Err().Op("!=").Nil()).Block(retErr())}, nil
-	}
 	field, ok := p.g.outFields[s.Output.Name]
 	if !ok {
 		return nil, fmt.Errorf("a step emits into `%s`, which is not a workflow output", s.Output.Name)
@@ -331,5 +329,36 @@ func (p *pass) emit(s *ir.Step) ([]jen.Code, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(code, jen.Id("resp").Dot(field).Op("=").Add(p.ref(s.Value.Name))), nil
+	target := jen.Id("resp").Dot(field)
+	if s.When == nil && s.ValidLength == nil && s.Mode == "replace" {
+		return append(code, target.Op("=").Add(p.ref(s.Value.Name))), nil
+	}
+	when, more, err := p.optionalUse(s.When)
+	if err != nil {
+		return nil, err
+	}
+	code = append(code, more...)
+	vl, more, err := p.optionalUse(s.ValidLength)
+	if err != nil {
+		return nil, err
+	}
+	code = append(code, more...)
+	axis := int64(-1)
+	if s.Axis != nil {
+		axis = *s.Axis
+	}
+	call := genrtCall("Emit", jen.Lit(s.Output.Name), jen.Id("resp").Dot(field), p.ref(s.Value.Name), jen.Lit(s.Mode), jen.Lit(axis), when, vl)
+	return append(code, jen.If(jen.List(target.Clone(), jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(retErr())), nil
+}
+
+// optionalUse is the local of an optional use, checked, or nil.
+func (p *pass) optionalUse(u *ir.Use) (jen.Code, []jen.Code, error) {
+	if u == nil {
+		return jen.Nil(), nil, nil
+	}
+	code, err := p.check(*u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.ref(u.Name), code, nil
 }

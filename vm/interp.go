@@ -183,14 +183,32 @@ func (e *Engine) solo(ctx context.Context, name string, args map[string]*Tensor)
 }
 
 func (r *run) emit(s *ir.Step) error {
-	if s.When != nil || s.ValidLength != nil || s.Mode != "replace" {
-		return ErrUnsupportedEmit(s.Output.Name, s.Mode)
-	}
 	t, err := r.value(s.Value)
 	if err != nil {
 		return err
 	}
-	r.outputs[s.Output.Name] = t
+	var when, validLength *Tensor
+	if s.When != nil {
+		if when, err = r.value(*s.When); err != nil {
+			return err
+		}
+	}
+	if s.ValidLength != nil {
+		if validLength, err = r.value(*s.ValidLength); err != nil {
+			return err
+		}
+	}
+	axis := int64(-1)
+	if s.Axis != nil {
+		axis = *s.Axis
+	}
+	out, err := Emit(s.Output.Name, r.outputs[s.Output.Name], t, s.Mode, axis, when, validLength)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		r.outputs[s.Output.Name] = out
+	}
 	return nil
 }
 

@@ -100,3 +100,98 @@ func Continue(t *Tensor) (bool, error) {
 	}
 	return key != "false" && key != "0", nil
 }
+
+// Emit computes a workflow output after an emit step: prev is the output's
+// value so far (nil before its first emit). when, when given, must be a
+// true scalar for the emit to happen; validLength, when given, keeps only
+// the first n entries of the emitted value along axis; mode replace sets
+// the output, append concatenates along axis. axis < 0 means the value's
+// final axis, the growth axis a default append meant (§6.1).
+func Emit(output string, prev, value *Tensor, mode string, axis int64, when, validLength *Tensor) (*Tensor, error) {
+	if when != nil {
+		emit, err := Continue(when)
+		if err != nil || !emit {
+			return prev, err
+		}
+	}
+	if axis < 0 {
+		axis = int64(value.Rank() - 1)
+	}
+	if axis < 0 || axis >= int64(value.Rank()) {
+		return nil, runErr("run/input", "emit into `%s`: axis %d is outside the rank of %s", output, axis, value)
+	}
+	if validLength != nil {
+		n, err := scalarInt(validLength)
+		if err != nil {
+			return nil, runErr("run/input", "emit into `%s`: valid_length %v", output, err)
+		}
+		if n < 0 || n > value.Shape[axis] {
+			return nil, runErr("run/lengths", "emit into `%s`: valid_length %d is outside [0, %d], the extent of axis %d of %s", output, n, value.Shape[axis], axis, value)
+		}
+		value = sliceAxis(value, int(axis), n)
+	}
+	switch mode {
+	case "replace":
+		return value, nil
+	case "append":
+		if prev == nil {
+			return value, nil
+		}
+		return concatAxis(output, prev, value, int(axis))
+	}
+	return nil, ErrUnsupportedEmit(output, mode)
+}
+
+// scalarInt reads an integer scalar (or a one-element vector).
+func scalarInt(t *Tensor) (int64, error) {
+	if t.Len() != 1 {
+		return 0, fmt.Errorf("must be one integer, got %s", t)
+	}
+	switch d := t.Data.(type) {
+	case []int64:
+		return d[0], nil
+	case []int32:
+		return int64(d[0]), nil
+	}
+	return 0, fmt.Errorf("must be an integer, got %s", t)
+}
+
+// sliceAxis keeps the first n entries of t along axis.
+func sliceAxis(t *Tensor, axis int, n int64) *Tensor {
+	if n == t.Shape[axis] {
+		return t
+	}
+	shape := append([]int64(nil), t.Shape...)
+	shape[axis] = n
+	out, _ := NewTensor(t.DType, shape)
+	outer, inner := Elements(t.Shape[:axis]), Elements(t.Shape[axis+1:])
+	for o := range outer {
+		copyElems(out.Data, o*n*inner, t.Data, o*t.Shape[axis]*inner, n*inner)
+	}
+	return out
+}
+
+// concatAxis joins a and b along axis; their other axes must agree.
+func concatAxis(output string, a, b *Tensor, axis int) (*Tensor, error) {
+	if a.DType != b.DType || a.Rank() != b.Rank() {
+		return nil, runErr("run/input", "emit into `%s`: cannot append %s to %s", output, b, a)
+	}
+	for i := range a.Shape {
+		if i != axis && a.Shape[i] != b.Shape[i] {
+			return nil, runErr("run/input", "emit into `%s`: cannot append %s to %s along axis %d", output, b, a, axis)
+		}
+	}
+	shape := append([]int64(nil), a.Shape...)
+	shape[axis] += b.Shape[axis]
+	out, err := NewTensor(a.DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	outer, inner := Elements(a.Shape[:axis]), Elements(a.Shape[axis+1:])
+	na, nb := a.Shape[axis]*inner, b.Shape[axis]*inner
+	for o := range outer {
+		copyElems(out.Data, o*(na+nb), a.Data, o*na, na)
+		copyElems(out.Data, o*(na+nb)+na, b.Data, o*nb, nb)
+	}
+	return out, nil
+}

@@ -12,6 +12,7 @@ var (
 	NoValue         = vm.ErrNoValue
 	Result          = vm.Result
 	UnsupportedEmit = vm.ErrUnsupportedEmit
+	Emit            = vm.Emit
 	Key             = vm.Key
 	NoPhi           = vm.ErrNoPhi
 	Iteration       = vm.Iteration
