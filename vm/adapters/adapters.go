@@ -320,20 +320,7 @@ func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
 // that binds it: the output whose name an invoke of the adapter gives the
 // port's value, or failing that, the output of the port's name.
 func bindOutputs(m *ir.Module, comp *ir.Component, prog *ir.Program) (map[string]*ir.ProgramOutput, error) {
-	byValue := map[string]string{} // value name → port
-	if m.Body != nil {
-		m.Body.Walk(func(s *ir.Step) bool {
-			if s.Op != ir.OpInvoke || s.Component.Name != comp.Name {
-				return true
-			}
-			for _, r := range s.Results {
-				if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
-					byValue[v.Name] = r.Port
-				}
-			}
-			return true
-		})
-	}
+	byValue := invokedPorts(m, comp)
 	bound := map[string]*ir.ProgramOutput{}
 	for i := range prog.Outputs {
 		o := &prog.Outputs[i]
@@ -357,6 +344,27 @@ func bindOutputs(m *ir.Module, comp *ir.Component, prog *ir.Program) (map[string
 		}
 	}
 	return bound, nil
+}
+
+// invokedPorts maps the name of each value an invoke of comp binds an
+// output port to onto that port.
+func invokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
+	byValue := map[string]string{} // value name → port
+	if m == nil || m.Body == nil {
+		return byValue
+	}
+	m.Body.Walk(func(s *ir.Step) bool {
+		if s.Op != ir.OpInvoke || s.Component.Name != comp.Name {
+			return true
+		}
+		for _, r := range s.Results {
+			if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
+				byValue[v.Name] = r.Port
+			}
+		}
+		return true
+	})
+	return byValue
 }
 
 func (b *Backend) maxPixels() int64 {

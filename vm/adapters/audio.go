@@ -193,35 +193,9 @@ var audioOps = "decode, resample (to the clip's own rate) and frame"
 // compileAudio checks a program against what the audio adapter runs.
 func compileAudio(prog *ir.Program) (*audioProgram, error) {
 	p := &audioProgram{shapes: map[string]audioShape{}}
-	if len(prog.Transforms) == 0 || prog.Transforms[0].Op != "decode" {
-		first := "no transform"
-		if len(prog.Transforms) > 0 {
-			first = "`" + prog.Transforms[0].Op + "`"
-		}
-		return nil, unsupported("preprocessing.audio starts with %s; the audio adapter starts from encoded bytes, so the first transform is `decode`", first)
-	}
-	prev := ""
-	for i, t := range prog.Transforms {
-		where := fmt.Sprintf("preprocessing.audio transform %d (%s)", i, t.Op)
-		if len(t.Inputs) > 1 || len(t.Outputs) > 1 {
-			return nil, unsupported("%s reads %d values and defines %d; the audio adapter runs transforms of one input and one output", where, len(t.Inputs), len(t.Outputs))
-		}
-		in := prev
-		if len(t.Inputs) == 1 {
-			in = t.Inputs[0]
-		}
-		out := fmt.Sprintf("#%d", i)
-		if len(t.Outputs) == 1 {
-			out = t.Outputs[0]
-		}
-		if t.Op == "decode" && i > 0 {
-			return nil, unsupported("%s decodes again; the audio adapter decodes once, in the first transform", where)
-		}
-		s, ok := p.shapes[in]
-		if t.Op != "decode" && !ok {
-			return nil, unsupported("%s reads `%s`, which no earlier transform defines; name an earlier transform's output", where, in)
-		}
-		op := audioOp{op: t.Op, in: in, out: out}
+	last, err := compileTransforms(prog, "audio", "encoded bytes", audioOps, p.shapes, func(st transformStep, s audioShape) (audioShape, bool, error) {
+		t, i := st.t, st.i
+		op := audioOp{op: t.Op, in: st.in, out: st.out}
 		var err error
 		switch t.Op {
 		case "decode":
@@ -247,16 +221,15 @@ func compileAudio(prog *ir.Program) (*audioProgram, error) {
 			}
 			s = audioShape{framed: true, window: window}
 		default:
-			return nil, unsupported("%s is not run by the audio adapter, which runs %s", where, audioOps)
-		}
-		if err != nil {
-			return nil, unsupported("%s: %v", where, err)
+			return s, false, nil
 		}
 		p.ops = append(p.ops, op)
-		p.shapes[out] = s
-		prev = out
+		return s, true, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	p.last = prev
+	p.last = last
 	return p, nil
 }
 

@@ -25,14 +25,6 @@ type audioPort struct {
 	contract     *ir.Contract
 }
 
-// audioCompanion says which level of which data port a companion port
-// serves.
-type audioCompanion struct {
-	port  int // index into audioSession.data
-	level int
-	owner bool
-}
-
 // audioLength says which padded axis of which data port a lengths port
 // measures.
 type audioLength struct {
@@ -45,9 +37,8 @@ type audioSession struct {
 	prog       *audioProgram
 	data       []*audioPort
 	keep       []string
-	companions map[string]audioCompanion
+	companions map[string]levelCompanion
 	lengths    map[string]audioLength
-	outPorts   map[string]bool
 }
 
 func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
@@ -55,8 +46,8 @@ func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	if err != nil {
 		return nil, err
 	}
-	s := &audioSession{encoded: &encoded{b: b, comp: comp, k: kind{"audio", "clip"}}, prog: p,
-		companions: map[string]audioCompanion{}, lengths: map[string]audioLength{}, outPorts: map[string]bool{}}
+	s := &audioSession{encoded: newEncoded(b, comp, kind{"audio", "clip"}), prog: p,
+		companions: map[string]levelCompanion{}, lengths: map[string]audioLength{}}
 	if s.in, err = encodedPorts(comp, s.k); err != nil {
 		return nil, err
 	}
@@ -66,7 +57,6 @@ func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	}
 	roles := map[string]string{}
 	for _, port := range comp.Outputs {
-		s.outPorts[port.Name] = true
 		o := bound[port.Name]
 		switch {
 		case slices.Contains(dataRoles, o.Content):
@@ -88,14 +78,7 @@ func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	}
 	for i, ap := range s.data {
 		if ap.packed {
-			for k, l := range ap.contract.Layout.Levels {
-				if _, seen := s.companions[l.Offsets.Name]; !seen {
-					s.companions[l.Offsets.Name] = audioCompanion{port: i, level: k}
-				}
-				if _, seen := s.companions[l.Owner.Name]; !seen {
-					s.companions[l.Owner.Name] = audioCompanion{port: i, level: k, owner: true}
-				}
-			}
+			addCompanions(s.companions, i, ap.contract.Layout.Levels, func(name string) string { return name })
 		}
 		for axis, name := range ap.lengths {
 			if !slices.Contains(lengthRoles, roles[name]) {
@@ -130,20 +113,9 @@ func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, e
 // audioPort compiles how a data output port is laid out.
 func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort, error) {
 	comp := s.comp
-	c := port.Contract
-	if c == nil {
-		return nil, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as { dtype: float32, shape: [frames, window] } with a token_packed layout", port.Name, comp.Name)
-	}
-	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
-		return nil, unsupported("output port `%s` of adapter `%s` carries audio as %s; the audio adapter writes float32", port.Name, comp.Name, c.DType)
-	}
-	source := o.Source
-	if source == "" {
-		source = s.prog.last
-	}
-	static, ok := s.prog.shapes[source]
-	if !ok {
-		return nil, unsupported("preprocessing.audio output `%s` reads `%s`, which no transform defines; name a transform's output as its source", o.Name, source)
+	c, source, static, err := dataPort(s.encoded, port, o, "audio", "{ dtype: float32, shape: [frames, window] } with a token_packed layout", s.prog.last, s.prog.shapes)
+	if err != nil {
+		return nil, err
 	}
 	itemRank := 1
 	what := "samples [samples]"
@@ -194,20 +166,11 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 // Run implements vm.Session: it splits the encoded bytes into clips, runs
 // the program on each, and fills every output port.
 func (s *audioSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
-	for _, o := range outputs {
-		if !s.outPorts[o] {
-			return nil, unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
-		}
-	}
-	data, offs, err := s.split(inputs)
+	data, offs, rows, err := s.items(inputs, outputs)
 	if err != nil {
 		return nil, err
 	}
 	n := len(offs) - 1
-	rows, err := s.rows(inputs, n)
-	if err != nil {
-		return nil, err
-	}
 	clips := make([][]*signal, n)
 	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {
 		var err error
@@ -234,29 +197,8 @@ func (s *audioSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 			return nil, err
 		}
 	}
-	for name, c := range s.companions {
-		if !s.outPorts[name] || c.level >= len(levels[c.port]) {
-			continue
-		}
-		offsets := levels[c.port][c.level]
-		if c.owner {
-			out[name] = ints(ownersOf(offsets))
-		} else {
-			out[name] = ints(slices.Clone(offsets))
-		}
-	}
+	s.fillCompanions(s.companions, levels, out)
 	return out, nil
-}
-
-// ownersOf derives an owner map from offsets: each child's unit position.
-func ownersOf(offs []int64) []int64 {
-	owner := make([]int64, offs[len(offs)-1])
-	for u := 0; u+1 < len(offs); u++ {
-		for j := offs[u]; j < offs[u+1]; j++ {
-			owner[j] = int64(u)
-		}
-	}
-	return owner
 }
 
 // pack concatenates the clips' samples or frames on axis 0 and returns the
@@ -298,11 +240,8 @@ func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out ma
 // to the longest where the port pads them.
 func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out map[string]*vm.Tensor) error {
 	if ap.layout == ir.RequestAligned {
-		for r := 0; r+1 < len(rows); r++ {
-			if rows[r+1]-rows[r] != 1 {
-				return fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one clip per row, but row %d brings %d clips; make the port token_packed to carry several",
-					ap.name, s.comp.Name, r, rows[r+1]-rows[r])
-			}
+		if err := s.onePerRow(ap.name, "clip", rows); err != nil {
+			return err
 		}
 	}
 	_, padded := ap.lengths[1]
@@ -358,11 +297,3 @@ func unitWord(ap *audioPort) string {
 	}
 	return "samples"
 }
-
-// Ready implements vm.Session: the adapter runs in Go and takes groups.
-func (s *audioSession) Ready() vm.Readiness {
-	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
-}
-
-// Close implements vm.Session.
-func (s *audioSession) Close() error { return nil }

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/genaic/genaic/ir"
@@ -15,11 +16,40 @@ type kind struct{ modality, item string }
 // encoded is what every adapter session shares: its component, where its
 // encoded items come from, and how they are split and processed.
 type encoded struct {
-	b    *Backend
-	comp *ir.Component
-	k    kind
-	in   encodedInput
+	b        *Backend
+	comp     *ir.Component
+	k        kind
+	in       encodedInput
+	outPorts map[string]bool // the adapter's output ports
 }
+
+// newEncoded starts the session of an adapter component; its input is
+// found by the modality's load.
+func newEncoded(b *Backend, comp *ir.Component, k kind) *encoded {
+	s := &encoded{b: b, comp: comp, k: k, outPorts: map[string]bool{}}
+	for _, port := range comp.Outputs {
+		s.outPorts[port.Name] = true
+	}
+	return s
+}
+
+// checkOutputs refuses an output port the adapter does not have.
+func (s *encoded) checkOutputs(outputs []string) error {
+	for _, o := range outputs {
+		if !s.outPorts[o] {
+			return unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
+		}
+	}
+	return nil
+}
+
+// Ready implements vm.Session: the adapter runs in Go and takes groups.
+func (s *encoded) Ready() vm.Readiness {
+	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
+}
+
+// Close implements vm.Session.
+func (s *encoded) Close() error { return nil }
 
 // encodedInput says where an invocation's encoded items come from.
 type encodedInput struct {
@@ -39,20 +69,9 @@ type encodedInput struct {
 // offsets.
 func encodedPorts(comp *ir.Component, k kind) (encodedInput, error) {
 	var in encodedInput
-	var payload *ir.Port
-	for _, p := range comp.Inputs {
-		if p.Contract == nil {
-			continue
-		}
-		if d, ok := ir.LookupDType(p.Contract.DType); ok && d.Name == "uint8" {
-			if payload != nil {
-				return in, unsupported("adapter `%s` has two uint8 input ports, `%s` and `%s`; the %s adapter reads its encoded %ss from one", comp.Name, payload.Name, p.Name, k.modality, k.item)
-			}
-			payload = p
-		}
-	}
-	if payload == nil {
-		return in, unsupported("adapter `%s` has no uint8 input port for its encoded %ss; declare one, such as encoded: { dtype: uint8, shape: [bytes] }", comp.Name, k.item)
+	payload, err := payloadPort(comp, k, "")
+	if err != nil {
+		return in, err
 	}
 	in.port = payload.Name
 	companions := map[string]bool{}
@@ -61,10 +80,8 @@ func encodedPorts(comp *ir.Component, k kind) (encodedInput, error) {
 		if len(l.Levels) == 0 || len(l.Levels) > 2 {
 			return in, unsupported("input port `%s` of adapter `%s` declares %d ownership levels; the %s adapter reads one (bytes→%ss) or two (bytes→%ss, %ss→rows)", payload.Name, comp.Name, len(l.Levels), k.modality, k.item, k.item, k.item)
 		}
-		in.itemOffsets = l.Levels[0].Offsets.Name
-		if comp.Input(in.itemOffsets) == nil {
-			return in, unsupported("input port `%s` of adapter `%s` is token_packed, but its level 0 offsets `%s` is not an input port of the adapter, and a session sees only the ports an invoke binds; declare `%s` as an input port (int64, shared) and bind it to the byte offsets",
-				payload.Name, comp.Name, in.itemOffsets, in.itemOffsets)
+		if in.itemOffsets, err = byteOffsetsPort(comp, payload, ""); err != nil {
+			return in, err
 		}
 		for _, lv := range l.Levels {
 			companions[lv.Offsets.Name], companions[lv.Owner.Name] = true, true
@@ -82,12 +99,51 @@ func encodedPorts(comp *ir.Component, k kind) (encodedInput, error) {
 	} else if grouped {
 		return in, unsupported("adapter `%s` has a batch_capacity, but its input port `%s` is %s; to serve several requests in one invocation, make it token_packed with level-0 byte offsets bound as an input port", comp.Name, payload.Name, l.Kind)
 	}
+	return in, onlyCompanions(comp, k, payload, companions)
+}
+
+// payloadPort finds the one uint8 input port of the encoded items; hint
+// ends the message when there is none.
+func payloadPort(comp *ir.Component, k kind, hint string) (*ir.Port, error) {
+	var payload *ir.Port
 	for _, p := range comp.Inputs {
-		if p != payload && !companions[p.Name] {
-			return in, unsupported("input port `%s` of adapter `%s` is neither the encoded %ss `%s` nor a level companion of them; the %s adapter reads nothing else", p.Name, comp.Name, k.item, payload.Name, k.modality)
+		if p.Contract == nil {
+			continue
+		}
+		if d, ok := ir.LookupDType(p.Contract.DType); ok && d.Name == "uint8" {
+			if payload != nil {
+				return nil, unsupported("adapter `%s` has two uint8 input ports, `%s` and `%s`; the %s adapter reads its encoded %ss from one", comp.Name, payload.Name, p.Name, k.modality, k.item)
+			}
+			payload = p
 		}
 	}
-	return in, nil
+	if payload == nil {
+		return nil, unsupported("adapter `%s` has no uint8 input port for its encoded %ss; declare one, such as encoded: { dtype: uint8, shape: [bytes] }%s", comp.Name, k.item, hint)
+	}
+	return payload, nil
+}
+
+// byteOffsetsPort returns the level-0 offsets of a token_packed payload
+// port, which must be an input port of the adapter; hint ends the message
+// when it is not.
+func byteOffsetsPort(comp *ir.Component, payload *ir.Port, hint string) (string, error) {
+	name := payload.Contract.Layout.Levels[0].Offsets.Name
+	if comp.Input(name) == nil {
+		return name, unsupported("input port `%s` of adapter `%s` is token_packed, but its level 0 offsets `%s` is not an input port of the adapter, and a session sees only the ports an invoke binds; declare `%s` as an input port (int64, shared) and bind it to the byte offsets%s",
+			payload.Name, comp.Name, name, name, hint)
+	}
+	return name, nil
+}
+
+// onlyCompanions refuses an input port that is neither the payload nor one
+// of its level companions.
+func onlyCompanions(comp *ir.Component, k kind, payload *ir.Port, companions map[string]bool) error {
+	for _, p := range comp.Inputs {
+		if p != payload && !companions[p.Name] {
+			return unsupported("input port `%s` of adapter `%s` is neither the encoded %ss `%s` nor a level companion of them; the %s adapter reads nothing else", p.Name, comp.Name, k.item, payload.Name, k.modality)
+		}
+	}
+	return nil
 }
 
 // intPort checks that a companion port is int64.
@@ -155,6 +211,22 @@ func (s *encoded) split(inputs map[string]*vm.Tensor) ([]byte, []int64, error) {
 	return data, offs, err
 }
 
+// items checks the outputs an invocation asks for and reads its encoded
+// items: the bytes, the offsets that split them into items, and the
+// offsets of its rows over the items.
+func (s *encoded) items(inputs map[string]*vm.Tensor, outputs []string) (data []byte, offs, rows []int64, err error) {
+	if err = s.checkOutputs(outputs); err != nil {
+		return nil, nil, nil, err
+	}
+	if data, offs, err = s.split(inputs); err != nil {
+		return nil, nil, nil, err
+	}
+	if rows, err = s.rows(inputs, len(offs)-1); err != nil {
+		return nil, nil, nil, err
+	}
+	return data, offs, rows, nil
+}
+
 // rows returns the offsets of the invocation's rows over its n items.
 func (s *encoded) rows(inputs map[string]*vm.Tensor, n int) ([]int64, error) {
 	if s.in.rowOffsets != "" {
@@ -163,18 +235,26 @@ func (s *encoded) rows(inputs map[string]*vm.Tensor, n int) ([]int64, error) {
 	if !s.in.perItemRows {
 		return []int64{0, int64(n)}, nil
 	}
-	rows := make([]int64, n+1)
-	for i := range rows {
-		rows[i] = int64(i)
-	}
-	return rows, nil
+	return counting(n), nil
 }
 
 // each calls f on every item of the invocation, several at once, and
 // returns the first error in item order; an item's error is run/input
 // naming the item, its row and its bytes.
 func (s *encoded) each(ctx context.Context, data []byte, offs, rows []int64, f func(i int, b []byte) error) error {
-	n := len(offs) - 1
+	return s.parallel(ctx, len(offs)-1, func(i int) error {
+		if err := f(i, data[offs[i]:offs[i+1]]); err != nil {
+			return fail("run/input", "%s %d%s of input port `%s` of adapter `%s` (bytes %d to %d) %v",
+				s.k.item, i, rowOf(s.k.item, rows, i), s.in.port, s.comp.Name, offs[i], offs[i+1], err)
+		}
+		return nil
+	})
+}
+
+// parallel calls f on 0 to n-1, Backend.Workers at once, and returns the
+// first error in that order; a call after ctx is done fails with ctx's
+// error instead.
+func (s *encoded) parallel(ctx context.Context, n int, f func(k int) error) error {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -182,20 +262,17 @@ func (s *encoded) each(ctx context.Context, data []byte, offs, rows []int64, f f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
+			for k := range next {
 				if err := ctx.Err(); err != nil {
-					errs[i] = err
+					errs[k] = err
 					continue
 				}
-				if err := f(i, data[offs[i]:offs[i+1]]); err != nil {
-					errs[i] = fail("run/input", "%s %d%s of input port `%s` of adapter `%s` (bytes %d to %d) %v",
-						s.k.item, i, rowOf(s.k.item, rows, i), s.in.port, s.comp.Name, offs[i], offs[i+1], err)
-				}
+				errs[k] = f(k)
 			}
 		}()
 	}
-	for i := range n {
-		next <- i
+	for k := range n {
+		next <- k
 	}
 	close(next)
 	wg.Wait()
@@ -218,4 +295,98 @@ func rowOf(item string, rows []int64, i int) string {
 		}
 	}
 	return ""
+}
+
+// levelCompanion says which level of which data port (an index into the
+// session's data ports) a companion output port serves.
+type levelCompanion struct {
+	port, level int
+	owner       bool
+}
+
+// addCompanions records the offsets and owner ports of the levels of data
+// port i, as resolve names them, unless an earlier port claims them.
+func addCompanions(companions map[string]levelCompanion, i int, levels []ir.Level, resolve func(string) string) {
+	for k, l := range levels {
+		if _, seen := companions[resolve(l.Offsets.Name)]; !seen {
+			companions[resolve(l.Offsets.Name)] = levelCompanion{port: i, level: k}
+		}
+		if _, seen := companions[resolve(l.Owner.Name)]; !seen {
+			companions[resolve(l.Owner.Name)] = levelCompanion{port: i, level: k, owner: true}
+		}
+	}
+}
+
+// fillCompanions fills each companion output port from the level offsets
+// of its data port (levels, by data port, innermost first): the offsets,
+// or the owner map derived from them.
+func (s *encoded) fillCompanions(companions map[string]levelCompanion, levels [][][]int64, out map[string]*vm.Tensor) {
+	for name, c := range companions {
+		if !s.outPorts[name] || c.level >= len(levels[c.port]) {
+			continue
+		}
+		offsets := levels[c.port][c.level]
+		if c.owner {
+			out[name] = ints(ownersOf(offsets))
+		} else {
+			out[name] = ints(slices.Clone(offsets))
+		}
+	}
+}
+
+// ownersOf derives an owner map from offsets: each child's unit position.
+func ownersOf(offs []int64) []int64 {
+	owner := make([]int64, offs[len(offs)-1])
+	for u := 0; u+1 < len(offs); u++ {
+		for j := offs[u]; j < offs[u+1]; j++ {
+			owner[j] = int64(u)
+		}
+	}
+	return owner
+}
+
+// counting is [0, 1, ..., n]: every unit its own parent.
+func counting(n int) []int64 {
+	out := make([]int64, n+1)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+// onePerRow checks that every row brings one unit (what names it), as a
+// request_aligned output port demands.
+func (s *encoded) onePerRow(port, what string, rows []int64) error {
+	for r := 0; r+1 < len(rows); r++ {
+		if rows[r+1]-rows[r] != 1 {
+			return fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one %s per row, but row %d brings %d %ss; make the port token_packed to carry several",
+				port, s.comp.Name, what, r, rows[r+1]-rows[r], what)
+		}
+	}
+	return nil
+}
+
+// dataPort checks the contract of an output port the adapter fills with
+// float32 data (what names it; example is a contract to declare) and
+// resolves the source of the program output bound to it among the
+// program's values (last when it names none), returning the contract,
+// the source and what Load knows of the source's shape.
+func dataPort[S any](s *encoded, port *ir.Port, o *ir.ProgramOutput, what, example, last string, shapes map[string]S) (*ir.Contract, string, S, error) {
+	var static S
+	c := port.Contract
+	if c == nil {
+		return nil, "", static, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as %s", port.Name, s.comp.Name, example)
+	}
+	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
+		return nil, "", static, unsupported("output port `%s` of adapter `%s` carries %s as %s; the %s adapter writes float32", port.Name, s.comp.Name, what, c.DType, s.k.modality)
+	}
+	source := o.Source
+	if source == "" {
+		source = last
+	}
+	static, ok := shapes[source]
+	if !ok {
+		return nil, "", static, unsupported("preprocessing.%s output `%s` reads `%s`, which no transform defines; name a transform's output as its source", s.k.modality, o.Name, source)
+	}
+	return c, source, static, nil
 }

@@ -51,12 +51,11 @@ type lengthPort struct {
 // imageSession runs the image program for one adapter component.
 type imageSession struct {
 	*encoded
-	prog     *imageProgram
-	pixels   []*pixelsPort
-	offsets  []string // ports filled with pack_offsets
-	owners   []string // ports filled with pack_owner
-	keep     []string // the program values the pixels ports read, by pixels index
-	outPorts map[string]bool
+	prog    *imageProgram
+	pixels  []*pixelsPort
+	offsets []string // ports filled with pack_offsets
+	owners  []string // ports filled with pack_owner
+	keep    []string // the program values the pixels ports read, by pixels index
 }
 
 func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
@@ -64,7 +63,7 @@ func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	if err != nil {
 		return nil, err
 	}
-	s := &imageSession{encoded: &encoded{b: b, comp: comp, k: kind{"image", "image"}}, prog: p, outPorts: map[string]bool{}}
+	s := &imageSession{encoded: newEncoded(b, comp, kind{"image", "image"}), prog: p}
 	if s.in, err = encodedPorts(comp, s.k); err != nil {
 		return nil, err
 	}
@@ -77,7 +76,6 @@ func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	var lengthPorts []*ir.Port
 	lengthNames := map[string]bool{}
 	for _, port := range comp.Outputs {
-		s.outPorts[port.Name] = true
 		o := bound[port.Name]
 		switch {
 		case o.Content == rolePixels:
@@ -145,20 +143,9 @@ func mentionsChannels(d ir.Dim, c int) bool {
 // pixelsPort compiles how a pixels output port is laid out.
 func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPort, error) {
 	comp := s.comp
-	c := port.Contract
-	if c == nil {
-		return nil, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as { dtype: float32, shape: [images, channels, height, width] }", port.Name, comp.Name)
-	}
-	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
-		return nil, unsupported("output port `%s` of adapter `%s` carries pixels as %s; the image adapter writes float32", port.Name, comp.Name, c.DType)
-	}
-	source := o.Source
-	if source == "" {
-		source = s.prog.last
-	}
-	static, ok := s.prog.shapes[source]
-	if !ok {
-		return nil, unsupported("preprocessing.image output `%s` reads `%s`, which no transform defines; name a transform's output as its source", o.Name, source)
+	c, source, static, err := dataPort(s.encoded, port, o, "pixels", "{ dtype: float32, shape: [images, channels, height, width] }", s.prog.last, s.prog.shapes)
+	if err != nil {
+		return nil, err
 	}
 	px := &pixelsPort{name: port.Name, source: source, rank: c.Rank, layout: c.Layout.Kind, static: static, fixed: [3]int64{-1, -1, -1}}
 	if px.rank < 0 {
@@ -209,20 +196,11 @@ func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPo
 // Run implements vm.Session: it splits the encoded bytes into images, runs
 // the program on each, and fills every output port.
 func (s *imageSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
-	for _, o := range outputs {
-		if !s.outPorts[o] {
-			return nil, unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
-		}
-	}
-	data, offs, err := s.split(inputs)
+	data, offs, rows, err := s.items(inputs, outputs)
 	if err != nil {
 		return nil, err
 	}
 	n := len(offs) - 1
-	rows, err := s.rows(inputs, n)
-	if err != nil {
-		return nil, err
-	}
 	imgs := make([][]*planar, n)
 	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {
 		var err error
@@ -253,13 +231,7 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 		out[name] = ints(slices.Clone(rows))
 	}
 	for _, name := range s.owners {
-		owner := make([]int64, n)
-		for r := 0; r+1 < len(rows); r++ {
-			for j := rows[r]; j < rows[r+1]; j++ {
-				owner[j] = int64(r)
-			}
-		}
-		out[name] = ints(owner)
+		out[name] = ints(ownersOf(rows))
 	}
 	return out, nil
 }
@@ -304,11 +276,8 @@ func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*vm.
 	case px.rank == 3 && len(items) != 1:
 		return nil, fail("run/input", "output port `%s` of adapter `%s` holds one image (rank 3), but the invocation brings %d", px.name, s.comp.Name, len(items))
 	case px.layout == ir.RequestAligned:
-		for r := 0; r+1 < len(rows); r++ {
-			if rows[r+1]-rows[r] != 1 {
-				return nil, fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one image per row, but row %d brings %d images; make the port token_packed to carry several",
-					px.name, s.comp.Name, r, rows[r+1]-rows[r])
-			}
+		if err := s.onePerRow(px.name, "image", rows); err != nil {
+			return nil, err
 		}
 	}
 	t, err := vm.NewTensor("float32", shape)
@@ -316,33 +285,45 @@ func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*vm.
 		return nil, err
 	}
 	dst := t.Float32s()
-	strides := make([]int64, px.rank)
-	acc := int64(1)
-	for a := px.rank - 1; a >= 0; a-- {
-		strides[a] = acc
-		acc *= shape[a]
-	}
-	sc, sy, sx := strides[px.axes[dimC]], strides[px.axes[dimH]], strides[px.axes[dimW]]
+	strides := stridesOf(shape)
 	for i, p := range items {
 		base := int64(0)
 		if px.rank == 4 {
 			base = int64(i) * strides[0]
 		}
-		for k := range p.c {
-			for y := range p.h {
-				row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
-				at := base + int64(k)*sc + int64(y)*sy
-				if sx == 1 {
-					copy(dst[at:at+int64(p.w)], row)
-					continue
-				}
-				for x, v := range row {
-					dst[at+int64(x)*sx] = v
-				}
+		place(dst, p, base, strides, px.axes)
+	}
+	return t, nil
+}
+
+// stridesOf is the row-major strides of a shape.
+func stridesOf(shape []int64) []int64 {
+	strides := make([]int64, len(shape))
+	acc := int64(1)
+	for a := len(shape) - 1; a >= 0; a-- {
+		strides[a] = acc
+		acc *= shape[a]
+	}
+	return strides
+}
+
+// place writes image p into dst from base on, its channels, rows and
+// columns along the port's axes (channels, height, width) of the strides.
+func place(dst []float32, p *planar, base int64, strides []int64, axes [3]int) {
+	sc, sy, sx := strides[axes[dimC]], strides[axes[dimH]], strides[axes[dimW]]
+	for k := range p.c {
+		for y := range p.h {
+			row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
+			at := base + int64(k)*sc + int64(y)*sy
+			if sx == 1 {
+				copy(dst[at:at+int64(p.w)], row)
+				continue
+			}
+			for x, v := range row {
+				dst[at+int64(x)*sx] = v
 			}
 		}
 	}
-	return t, nil
 }
 
 // measure builds the lengths companion of a padded dimension: shaped as the
@@ -367,11 +348,3 @@ func measure(l *lengthPort, pixels *vm.Tensor, items []*planar) *vm.Tensor {
 	}
 	return &vm.Tensor{DType: "int64", Shape: shape, Data: data}
 }
-
-// Ready implements vm.Session: the adapter runs in Go and takes groups.
-func (s *imageSession) Ready() vm.Readiness {
-	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
-}
-
-// Close implements vm.Session.
-func (s *imageSession) Close() error { return nil }

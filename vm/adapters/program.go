@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -41,18 +42,81 @@ var imageOps = "decode, convert_color, resize, center_crop, rescale and normaliz
 // shape.
 func compileImage(prog *ir.Program) (*imageProgram, error) {
 	p := &imageProgram{shapes: map[string]shape{}}
+	last, err := compileTransforms(prog, "image", "encoded bytes", imageOps, p.shapes, func(st transformStep, s shape) (shape, bool, error) {
+		t := st.t
+		op := imageOp{op: t.Op, in: st.in, out: st.out}
+		var err error
+		if t.Op == "decode" {
+			p.format, err = decodeFormat(t)
+			s = shape{c: 3, h: -1, w: -1}
+		} else if s, err = compileImageOp(t, &op, s); err == errNotImageOp {
+			return s, false, nil
+		}
+		p.ops = append(p.ops, op)
+		return s, true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.last = last
+	return p, nil
+}
+
+// errNotImageOp is compileImageOp's answer for an op it does not compile.
+var errNotImageOp = errors.New("not an image op")
+
+// compileImageOp compiles a transform on one image other than decode into
+// op, returning the shape of its result.
+func compileImageOp(t ir.Transform, op *imageOp, s shape) (shape, error) {
+	var err error
+	switch t.Op {
+	case "convert_color":
+		op.apply, s, err = compileColor(t, s)
+	case "resize":
+		op.dims, s, err = compileResize(t, s)
+		op.apply = resizer(op.dims, t)
+	case "center_crop":
+		op.dims, s, err = compileCrop(t, s)
+		op.apply = cropper(op.dims)
+	case "rescale":
+		op.apply, err = compileRescale(t)
+	case "normalize":
+		op.apply, err = compileNormalize(t, s)
+	default:
+		return s, errNotImageOp
+	}
+	return s, err
+}
+
+// transformStep is one transform of a program as compileTransforms hands
+// it on: its index, the value it reads and the value it defines.
+type transformStep struct {
+	i       int
+	t       ir.Transform
+	in, out string
+}
+
+// compileTransforms checks what every adapter demands of a program: decode
+// first and once, transforms of one input and one output, each reading a
+// value an earlier transform defines. It calls step on each transform with
+// the shape of the value it reads (the zero shape for decode), and records
+// the shape step returns as the shape of the value the transform defines.
+// step reports known false for an op the modality's adapter does not run
+// (ops lists those it does); source says what decode starts from. It returns the
+// value the last transform defines.
+func compileTransforms[S any](prog *ir.Program, modality, source, ops string, shapes map[string]S, step func(st transformStep, s S) (out S, known bool, err error)) (string, error) {
 	if len(prog.Transforms) == 0 || prog.Transforms[0].Op != "decode" {
 		first := "no transform"
 		if len(prog.Transforms) > 0 {
 			first = "`" + prog.Transforms[0].Op + "`"
 		}
-		return nil, unsupported("preprocessing.image starts with %s; the image adapter starts from encoded bytes, so the first transform is `decode`", first)
+		return "", unsupported("preprocessing.%s starts with %s; the %s adapter starts from %s, so the first transform is `decode`", modality, first, modality, source)
 	}
 	prev := ""
 	for i, t := range prog.Transforms {
-		where := fmt.Sprintf("preprocessing.image transform %d (%s)", i, t.Op)
+		where := fmt.Sprintf("preprocessing.%s transform %d (%s)", modality, i, t.Op)
 		if len(t.Inputs) > 1 || len(t.Outputs) > 1 {
-			return nil, unsupported("%s reads %d values and defines %d; the image adapter runs transforms of one input and one output", where, len(t.Inputs), len(t.Outputs))
+			return "", unsupported("%s reads %d values and defines %d; the %s adapter runs transforms of one input and one output", where, len(t.Inputs), len(t.Outputs), modality)
 		}
 		in := prev
 		if len(t.Inputs) == 1 {
@@ -63,42 +127,23 @@ func compileImage(prog *ir.Program) (*imageProgram, error) {
 			out = t.Outputs[0]
 		}
 		if t.Op == "decode" && i > 0 {
-			return nil, unsupported("%s decodes again; the image adapter decodes once, in the first transform", where)
+			return "", unsupported("%s decodes again; the %s adapter decodes once, in the first transform", where, modality)
 		}
-		s, ok := p.shapes[in]
+		s, ok := shapes[in]
 		if t.Op != "decode" && !ok {
-			return nil, unsupported("%s reads `%s`, which no earlier transform defines; name an earlier transform's output", where, in)
+			return "", unsupported("%s reads `%s`, which no earlier transform defines; name an earlier transform's output", where, in)
 		}
-		op := imageOp{op: t.Op, in: in, out: out}
-		var err error
-		switch t.Op {
-		case "decode":
-			p.format, err = decodeFormat(t)
-			s = shape{c: 3, h: -1, w: -1}
-		case "convert_color":
-			op.apply, s, err = compileColor(t, s)
-		case "resize":
-			op.dims, s, err = compileResize(t, s)
-			op.apply = resizer(op.dims, t)
-		case "center_crop":
-			op.dims, s, err = compileCrop(t, s)
-			op.apply = cropper(op.dims)
-		case "rescale":
-			op.apply, err = compileRescale(t)
-		case "normalize":
-			op.apply, err = compileNormalize(t, s)
-		default:
-			return nil, unsupported("%s is not run by the image adapter, which runs %s", where, imageOps)
+		s, known, err := step(transformStep{i: i, t: t, in: in, out: out}, s)
+		if !known {
+			return "", unsupported("%s is not run by the %s adapter, which runs %s", where, modality, ops)
 		}
 		if err != nil {
-			return nil, unsupported("%s: %v", where, err)
+			return "", unsupported("%s: %v", where, err)
 		}
-		p.ops = append(p.ops, op)
-		p.shapes[out] = s
+		shapes[out] = s
 		prev = out
 	}
-	p.last = prev
-	return p, nil
+	return prev, nil
 }
 
 // plan records, for each op, the values that die after it: read by no

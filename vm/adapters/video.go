@@ -51,35 +51,9 @@ func keepFrame(p *planar) *planar { return p }
 func compileVideo(prog *ir.Program) (*videoProgram, error) {
 	fp := &imageProgram{shapes: map[string]shape{}}
 	p := &videoProgram{frames: fp, shapes: map[string]videoShape{}}
-	if len(prog.Transforms) == 0 || prog.Transforms[0].Op != "decode" {
-		first := "no transform"
-		if len(prog.Transforms) > 0 {
-			first = "`" + prog.Transforms[0].Op + "`"
-		}
-		return nil, unsupported("preprocessing.video starts with %s; the video adapter starts from encoded frames, so the first transform is `decode`", first)
-	}
-	prev := ""
-	for i, t := range prog.Transforms {
-		where := fmt.Sprintf("preprocessing.video transform %d (%s)", i, t.Op)
-		if len(t.Inputs) > 1 || len(t.Outputs) > 1 {
-			return nil, unsupported("%s reads %d values and defines %d; the video adapter runs transforms of one input and one output", where, len(t.Inputs), len(t.Outputs))
-		}
-		in := prev
-		if len(t.Inputs) == 1 {
-			in = t.Inputs[0]
-		}
-		out := fmt.Sprintf("#%d", i)
-		if len(t.Outputs) == 1 {
-			out = t.Outputs[0]
-		}
-		if t.Op == "decode" && i > 0 {
-			return nil, unsupported("%s decodes again; the video adapter decodes once, in the first transform", where)
-		}
-		s, ok := p.shapes[in]
-		if t.Op != "decode" && !ok {
-			return nil, unsupported("%s reads `%s`, which no earlier transform defines; name an earlier transform's output", where, in)
-		}
-		op := imageOp{op: t.Op, in: in, out: out}
+	last, err := compileTransforms(prog, "video", "encoded frames", videoOps, p.shapes, func(st transformStep, s videoShape) (videoShape, bool, error) {
+		t := st.t
+		op := imageOp{op: t.Op, in: st.in, out: st.out}
 		tmp := temporalOp{}
 		fs := s.frame
 		var err error
@@ -88,18 +62,6 @@ func compileVideo(prog *ir.Program) (*videoProgram, error) {
 			fp.format, err = videoDecodeFormat(t)
 			s = videoShape{}
 			fs = shape{c: 3, h: -1, w: -1}
-		case "convert_color":
-			op.apply, fs, err = compileColor(t, fs)
-		case "resize":
-			op.dims, fs, err = compileResize(t, fs)
-			op.apply = resizer(op.dims, t)
-		case "center_crop":
-			op.dims, fs, err = compileCrop(t, fs)
-			op.apply = cropper(op.dims)
-		case "rescale":
-			op.apply, err = compileRescale(t)
-		case "normalize":
-			op.apply, err = compileNormalize(t, fs)
 		case "sample_frames":
 			op.apply = keepFrame
 			tmp, err = compileSample(t, s)
@@ -109,19 +71,20 @@ func compileVideo(prog *ir.Program) (*videoProgram, error) {
 				s.padded, s.target = true, tmp.target
 			}
 		default:
-			return nil, unsupported("%s is not run by the video adapter, which runs %s", where, videoOps)
-		}
-		if err != nil {
-			return nil, unsupported("%s: %v", where, err)
+			if fs, err = compileImageOp(t, &op, fs); err == errNotImageOp {
+				return s, false, nil
+			}
 		}
 		s.frame = fs
 		fp.ops = append(fp.ops, op)
-		fp.shapes[out] = fs
+		fp.shapes[st.out] = fs
 		p.temporal = append(p.temporal, tmp)
-		p.shapes[out] = s
-		prev = out
+		return s, true, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	fp.last, p.last = prev, prev
+	fp.last, p.last = last, last
 	return p, nil
 }
 

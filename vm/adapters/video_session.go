@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
@@ -36,13 +35,6 @@ type videoPort struct {
 	contract     *ir.Contract
 }
 
-// videoCompanion says which level of which pixels port a companion port
-// serves.
-type videoCompanion struct {
-	port, level int
-	owner       bool
-}
-
 // videoSession runs the video program for one adapter component.
 type videoSession struct {
 	*encoded
@@ -50,9 +42,8 @@ type videoSession struct {
 	prog       *videoProgram
 	pixels     []*videoPort
 	keep       []string
-	companions map[string]videoCompanion
+	companions map[string]levelCompanion
 	lengths    map[string]int // lengths port → the pixels port it measures
-	outPorts   map[string]bool
 }
 
 func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
@@ -60,8 +51,8 @@ func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	if err != nil {
 		return nil, err
 	}
-	s := &videoSession{encoded: &encoded{b: b, comp: comp, k: kind{"video", "frame"}}, prog: p,
-		companions: map[string]videoCompanion{}, lengths: map[string]int{}, outPorts: map[string]bool{}}
+	s := &videoSession{encoded: newEncoded(b, comp, kind{"video", "frame"}), prog: p,
+		companions: map[string]levelCompanion{}, lengths: map[string]int{}}
 	if s.in, s.lv, err = videoPorts(comp, s.k); err != nil {
 		return nil, err
 	}
@@ -71,7 +62,6 @@ func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	}
 	roles := map[string]string{}
 	for _, port := range comp.Outputs {
-		s.outPorts[port.Name] = true
 		o := bound[port.Name]
 		switch {
 		case slices.Contains(videoPixelRoles, o.Content):
@@ -95,14 +85,7 @@ func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, e
 	port := companionPorts(b.m, comp)
 	for i, vp := range s.pixels {
 		if vp.layout == ir.TokenPacked {
-			for k, l := range vp.contract.Layout.Levels {
-				if _, seen := s.companions[port(l.Offsets.Name)]; !seen {
-					s.companions[port(l.Offsets.Name)] = videoCompanion{port: i, level: k}
-				}
-				if _, seen := s.companions[port(l.Owner.Name)]; !seen {
-					s.companions[port(l.Owner.Name)] = videoCompanion{port: i, level: k, owner: true}
-				}
-			}
+			addCompanions(s.companions, i, vp.contract.Layout.Levels, port)
 		}
 		for _, pad := range vp.contract.Padding {
 			name := port(pad.Lengths.Name)
@@ -149,20 +132,7 @@ func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, e
 // (a padding may name the workflow value its lengths port is bound to).
 // A name neither resolves is returned as is.
 func companionPorts(m *ir.Module, comp *ir.Component) func(string) string {
-	byValue := map[string]string{}
-	if m != nil && m.Body != nil {
-		m.Body.Walk(func(st *ir.Step) bool {
-			if st.Op != ir.OpInvoke || st.Component.Name != comp.Name {
-				return true
-			}
-			for _, r := range st.Results {
-				if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
-					byValue[v.Name] = r.Port
-				}
-			}
-			return true
-		})
-	}
+	byValue := invokedPorts(m, comp)
 	return func(name string) string {
 		if comp.Output(name) != nil {
 			return name
@@ -180,20 +150,9 @@ func companionPorts(m *ir.Module, comp *ir.Component) func(string) string {
 func videoPorts(comp *ir.Component, k kind) (encodedInput, videoLevels, error) {
 	var in encodedInput
 	lv := videoLevels{grouped: comp.Capacity != nil}
-	var payload *ir.Port
-	for _, p := range comp.Inputs {
-		if p.Contract == nil {
-			continue
-		}
-		if d, ok := ir.LookupDType(p.Contract.DType); ok && d.Name == "uint8" {
-			if payload != nil {
-				return in, lv, unsupported("adapter `%s` has two uint8 input ports, `%s` and `%s`; the video adapter reads its encoded frames from one", comp.Name, payload.Name, p.Name)
-			}
-			payload = p
-		}
-	}
-	if payload == nil {
-		return in, lv, unsupported("adapter `%s` has no uint8 input port for its encoded frames; declare one, such as encoded: { dtype: uint8, shape: [bytes] }, token_packed with the byte offsets of each frame", comp.Name)
+	payload, err := payloadPort(comp, k, ", token_packed with the byte offsets of each frame")
+	if err != nil {
+		return in, lv, err
 	}
 	in.port = payload.Name
 	companions := map[string]bool{}
@@ -205,10 +164,8 @@ func videoPorts(comp *ir.Component, k kind) (encodedInput, videoLevels, error) {
 			return in, lv, unsupported("input port `%s` of adapter `%s` declares %d ownership levels; the video adapter reads one (bytes→frames) or two (bytes→frames, frames→clips)",
 				payload.Name, comp.Name, lv.levels)
 		}
-		in.itemOffsets = l.Levels[0].Offsets.Name
-		if comp.Input(in.itemOffsets) == nil {
-			return in, lv, unsupported("input port `%s` of adapter `%s` is token_packed, but its level 0 offsets `%s` is not an input port of the adapter, and a session sees only the ports an invoke binds; declare `%s` as an input port (int64, shared) and bind it to the byte offsets of each frame",
-				payload.Name, comp.Name, in.itemOffsets, in.itemOffsets)
+		if in.itemOffsets, err = byteOffsetsPort(comp, payload, " of each frame"); err != nil {
+			return in, lv, err
 		}
 		for _, level := range l.Levels {
 			companions[level.Offsets.Name], companions[level.Owner.Name] = true, true
@@ -223,31 +180,15 @@ func videoPorts(comp *ir.Component, k kind) (encodedInput, videoLevels, error) {
 	case lv.grouped:
 		return in, lv, unsupported("adapter `%s` has a batch_capacity, but its input port `%s` is %s; to serve several requests in one invocation, make it token_packed with level-0 byte offsets (bytes→frames) bound as an input port", comp.Name, payload.Name, l.Kind)
 	}
-	for _, p := range comp.Inputs {
-		if p != payload && !companions[p.Name] {
-			return in, lv, unsupported("input port `%s` of adapter `%s` is neither the encoded frames `%s` nor a level companion of them; the video adapter reads nothing else", p.Name, comp.Name, payload.Name)
-		}
-	}
-	return in, lv, nil
+	return in, lv, onlyCompanions(comp, k, payload, companions)
 }
 
 // videoPort compiles how a pixels output port is laid out.
 func (s *videoSession) videoPort(port *ir.Port, o *ir.ProgramOutput) (*videoPort, error) {
 	comp := s.comp
-	c := port.Contract
-	if c == nil {
-		return nil, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as { dtype: float32, shape: [frames, channels, height, width] } with a token_packed layout", port.Name, comp.Name)
-	}
-	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
-		return nil, unsupported("output port `%s` of adapter `%s` carries pixels as %s; the video adapter writes float32", port.Name, comp.Name, c.DType)
-	}
-	source := o.Source
-	if source == "" {
-		source = s.prog.last
-	}
-	static, ok := s.prog.shapes[source]
-	if !ok {
-		return nil, unsupported("preprocessing.video output `%s` reads `%s`, which no transform defines; name a transform's output as its source", o.Name, source)
+	c, source, static, err := dataPort(s.encoded, port, o, "pixels", "{ dtype: float32, shape: [frames, channels, height, width] } with a token_packed layout", s.prog.last, s.prog.shapes)
+	if err != nil {
+		return nil, err
 	}
 	vp := &videoPort{name: port.Name, source: source, rank: c.Rank, layout: c.Layout.Kind, static: static,
 		fixed: [3]int64{-1, -1, -1}, fixedFrames: -1, contract: c}
@@ -322,10 +263,8 @@ func (c videoClip) total() int { return len(c.frames) + c.pad }
 // the frames into clips, chooses each clip's frames, decodes and
 // transforms those, and fills every output port.
 func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
-	for _, o := range outputs {
-		if !s.outPorts[o] {
-			return nil, unsupported("adapter `%s` has no output port `%s`", s.comp.Name, o)
-		}
+	if err := s.checkOutputs(outputs); err != nil {
+		return nil, err
 	}
 	data, offs, err := s.split(inputs)
 	if err != nil {
@@ -346,10 +285,10 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 				why = fmt.Sprintf("clip offsets `%s` give it frames %d to %d", s.lv.clipOffsets, clips[c], clips[c+1])
 			}
 			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` holds no frames (%s); a clip is an ordered sequence of at least one frame",
-				c, s.clipRow(rows, c), s.in.port, s.comp.Name, why)
+				c, rowOf("clip", rows, c), s.in.port, s.comp.Name, why)
 		}
 		if tracks[c], err = s.prog.tracks(n, s.keep); err != nil {
-			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` %v", c, s.clipRow(rows, c), s.in.port, s.comp.Name, err)
+			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` %v", c, rowOf("clip", rows, c), s.in.port, s.comp.Name, err)
 		}
 		used := make([]bool, n)
 		for _, tr := range tracks[c] {
@@ -387,17 +326,7 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 		}
 		out[vp.name], levels[i] = t, lv
 	}
-	for name, c := range s.companions {
-		if !s.outPorts[name] || c.level >= len(levels[c.port]) {
-			continue
-		}
-		offsets := levels[c.port][c.level]
-		if c.owner {
-			out[name] = ints(ownersOf(offsets))
-		} else {
-			out[name] = ints(slices.Clone(offsets))
-		}
-	}
+	s.fillCompanions(s.companions, levels, out)
 	for name, i := range s.lengths {
 		l := make([]int64, nClips)
 		for c, v := range values[i] {
@@ -436,68 +365,25 @@ func (s *videoSession) clipsAndRows(inputs map[string]*vm.Tensor, n int) (clips,
 	return clips, rows, nil
 }
 
-// counting is [0, 1, ..., n]: every unit its own parent.
-func counting(n int) []int64 {
-	out := make([]int64, n+1)
-	for i := range out {
-		out[i] = int64(i)
-	}
-	return out
-}
-
-// clipRow says which row clip c belongs to, when the invocation has
-// several rows.
-func (s *videoSession) clipRow(rows []int64, c int) string {
-	if len(rows) <= 2 {
-		return ""
-	}
-	for r := 0; r+1 < len(rows); r++ {
-		if int64(c) >= rows[r] && int64(c) < rows[r+1] {
-			return fmt.Sprintf(" (clip %d of row %d)", int64(c)-rows[r], r)
-		}
-	}
-	return ""
-}
-
 // decodeFrames runs the frame program on every frame need lists, several
 // at once, and returns the kept values of each, by frame of the
 // invocation. The first error in frame order is returned, as run/input
 // naming the frame, its clip and its bytes.
 func (s *videoSession) decodeFrames(ctx context.Context, data []byte, offs, clips, rows []int64, need []int) ([][]*planar, error) {
 	out := make([][]*planar, len(offs)-1)
-	errs := make([]error, len(need))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(s.b.workers(), len(need)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				if err := ctx.Err(); err != nil {
-					errs[k] = err
-					continue
-				}
-				f := need[k]
-				vals, err := s.prog.frames.run(data[offs[f]:offs[f+1]], s.b.maxPixels(), s.keep)
-				if err != nil {
-					c := clipOf(clips, f)
-					errs[k] = fail("run/input", "frame %d of clip %d%s of input port `%s` of adapter `%s` (frame %d of the invocation, bytes %d to %d) %v",
-						int64(f)-clips[c], c, s.clipRow(rows, c), s.in.port, s.comp.Name, f, offs[f], offs[f+1], err)
-					continue
-				}
-				out[f] = vals
-			}
-		}()
-	}
-	for k := range need {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
+	err := s.parallel(ctx, len(need), func(k int) error {
+		f := need[k]
+		vals, err := s.prog.frames.run(data[offs[f]:offs[f+1]], s.b.maxPixels(), s.keep)
 		if err != nil {
-			return nil, err
+			c := clipOf(clips, f)
+			return fail("run/input", "frame %d of clip %d%s of input port `%s` of adapter `%s` (frame %d of the invocation, bytes %d to %d) %v",
+				int64(f)-clips[c], c, rowOf("clip", rows, c), s.in.port, s.comp.Name, f, offs[f], offs[f+1], err)
 		}
+		out[f] = vals
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -588,11 +474,8 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*vm.
 		}
 	case 5:
 		if vp.layout == ir.RequestAligned {
-			for r := 0; r+1 < len(rows); r++ {
-				if rows[r+1]-rows[r] != 1 {
-					return nil, nil, fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one clip per row, but row %d brings %d clips; make the port token_packed to carry several",
-						vp.name, s.comp.Name, r, rows[r+1]-rows[r])
-				}
+			if err := s.onePerRow(vp.name, "clip", rows); err != nil {
+				return nil, nil, err
 			}
 		}
 		frames := longest
@@ -625,30 +508,11 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*vm.
 		return nil, nil, err
 	}
 	dst := t.Float32s()
-	strides := make([]int64, vp.rank)
-	acc := int64(1)
-	for a := vp.rank - 1; a >= 0; a-- {
-		strides[a] = acc
-		acc *= shape[a]
-	}
+	strides := stridesOf(shape)
 	frameStride := ext[dimC] * ext[dimH] * ext[dimW]
-	sc, sy, sx := strides[vp.axes[dimC]], strides[vp.axes[dimH]], strides[vp.axes[dimW]]
 	for c, v := range vals {
 		for j, p := range v.frames {
-			base := slot(c, j) * frameStride
-			for k := range p.c {
-				for y := range p.h {
-					row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
-					at := base + int64(k)*sc + int64(y)*sy
-					if sx == 1 {
-						copy(dst[at:at+int64(p.w)], row)
-						continue
-					}
-					for x, val := range row {
-						dst[at+int64(x)*sx] = val
-					}
-				}
-			}
+			place(dst, p, slot(c, j)*frameStride, strides, vp.axes)
 		}
 		// Padding frames, and for a padded port the positions past the
 		// clip's own frames, hold the clip's pad value.
@@ -665,11 +529,3 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*vm.
 	}
 	return t, levels, nil
 }
-
-// Ready implements vm.Session: the adapter runs in Go and takes groups.
-func (s *videoSession) Ready() vm.Readiness {
-	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
-}
-
-// Close implements vm.Session.
-func (s *videoSession) Close() error { return nil }
