@@ -33,19 +33,28 @@ var benchModes = []benchMode{
 	{name: "sequential", solo: true, concurrency: 1},
 }
 
+// benchFlags are the options of one bench run.
+type benchFlags struct {
+	requests        string
+	rounds, threads int
+	workers         int
+	maxDelay        time.Duration
+}
+
 func runBench(e *env, args []string) int {
 	c := commands["bench"]
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	requests := fs.String("requests", "", "the requests document, as for genaic run")
-	rounds := fs.Int("rounds", 5, "how many times each mode runs every request")
-	maxDelay := fs.Duration("max-delay", 0, "the grouped mode's max delay (0: group what is already waiting)")
-	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: its default)")
-	workers := fs.Int("workers", 1, "how many groups of one component may be formed and run at once")
+	var bf benchFlags
+	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run")
+	fs.IntVar(&bf.rounds, "rounds", 5, "how many times each mode runs every request")
+	fs.DurationVar(&bf.maxDelay, "max-delay", 0, "the grouped mode's max delay (0: group what is already waiting)")
+	fs.IntVar(&bf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
+	fs.IntVar(&bf.workers, "workers", 1, "how many groups of one component may be formed and run at once")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
 	}
-	if len(paths) != 1 || *requests == "" || *rounds < 1 {
+	if len(paths) != 1 || bf.requests == "" || bf.rounds < 1 {
 		fs.Usage()
 		return exitUsage
 	}
@@ -53,41 +62,30 @@ func runBench(e *env, args []string) int {
 	if f == nil {
 		return code
 	}
-	file, err := os.Open(*requests)
-	if err != nil {
-		return ioError(e, err)
-	}
-	reqs, err := vm.ReadRequests(file, filepath.Dir(*requests))
-	file.Close()
-	if err != nil {
-		e.errorf("%s: %v", *requests, err)
-		return exitUsage
-	}
-	bes, err := runBackends(f, *threads, nil)
+	reqs, err := readRequestsFile(bf.requests)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stdout, "%d requests × %d rounds per mode, max delay %v\n", len(reqs), *rounds, *maxDelay)
+	bes, err := runBackends(f, bf.threads, nil)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stdout, "%d requests × %d rounds per mode, max delay %v\n", len(reqs), bf.rounds, bf.maxDelay)
 	var base float64
 	for _, m := range benchModes {
-		eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: m.solo, MaxDelay: *maxDelay, Workers: *workers})
+		eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: m.solo, MaxDelay: bf.maxDelay, Workers: bf.workers})
 		if err != nil {
 			e.errorf("%v", err)
 			return exitUsage
 		}
-		start := time.Now()
-		for range *rounds {
-			for _, r := range eng.RunAllLimit(context.Background(), reqs, m.concurrency) {
-				if r.Err != nil {
-					eng.Close()
-					e.errorf("request %s failed in %s mode: %v", r.ID, m.name, r.Err)
-					return exitDiags
-				}
-			}
+		perSec, elapsed, err := timeMode(eng, reqs, m, bf.rounds)
+		if err != nil {
+			eng.Close()
+			e.errorf("%v", err)
+			return exitDiags
 		}
-		elapsed := time.Since(start)
-		perSec := float64(len(reqs)**rounds) / elapsed.Seconds()
 		if base == 0 {
 			base = perSec
 		}
@@ -96,6 +94,35 @@ func runBench(e *env, args []string) int {
 		eng.Close()
 	}
 	return exitOK
+}
+
+// readRequestsFile reads a requests document; .npy paths are relative to it.
+func readRequestsFile(path string) ([]vm.Request, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	reqs, err := vm.ReadRequests(file, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return reqs, nil
+}
+
+// timeMode runs every request rounds times in one mode and returns the
+// requests per second.
+func timeMode(eng *vm.Engine, reqs []vm.Request, m benchMode, rounds int) (float64, time.Duration, error) {
+	start := time.Now()
+	for range rounds {
+		for _, r := range eng.RunAllLimit(context.Background(), reqs, m.concurrency) {
+			if r.Err != nil {
+				return 0, 0, fmt.Errorf("request %s failed in %s mode: %v", r.ID, m.name, r.Err)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	return float64(len(reqs)*rounds) / elapsed.Seconds(), elapsed, nil
 }
 
 func printGroups(e *env, s vm.Stats) {

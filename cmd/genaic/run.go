@@ -130,14 +130,9 @@ func runBackends(f *plan.File, threads int, notReady map[string]string) (map[ir.
 }
 
 func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
-	reqFile, err := os.Open(rf.requests)
+	reqs, err := readRequestsFile(rf.requests)
 	if err != nil {
-		return ioError(e, err)
-	}
-	defer reqFile.Close()
-	reqs, err := vm.ReadRequests(reqFile, filepath.Dir(rf.requests))
-	if err != nil {
-		e.errorf("%s: %v", rf.requests, err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	bes, err := runBackends(f, rf.threads, rf.decline)
