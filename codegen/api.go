@@ -20,25 +20,26 @@ func (g *gen) api(f *jen.File) {
 	f.Type().Id("Executor").Struct(jen.Id("engine").Op("*").Qual(vmPath, "Engine"))
 	doc(f, "Option configures New.")
 	f.Type().Id("Option").Op("=").Qual(genrtPath, "Option")
-	options := []struct {
-		name, doc string
-		params    []jen.Code
-		args      []jen.Code
-	}{
-		{"WithSolo", "WithSolo runs every invocation with exactly one request, as `genaic run --solo` does: the reference the grouped runs are compared with.", nil, nil},
-		{"WithMaxDelay", "WithMaxDelay sets how long a group waits for more items (default 5ms, as for `genaic run`).",
-			[]jen.Code{jen.Id("d").Qual("time", "Duration")}, []jen.Code{jen.Id("d")}},
-		{"WithQueue", "WithQueue bounds each grouped component's queue of waiting items (default 1024); a request that finds its queue full fails at once.",
-			[]jen.Code{jen.Id("n").Int()}, []jen.Code{jen.Id("n")}},
-		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *vm.Bindings for binding components, or a test double in place of ONNX Runtime.",
-			[]jen.Code{jen.Id("kind").Qual(irPath, "ImplKind"), jen.Id("b").Qual(vmPath, "Backend")}, []jen.Code{jen.Id("kind"), jen.Id("b")}},
-		{"WithORTOptions", "WithORTOptions configures ONNX Runtime: thread counts, the library path, the readiness table.",
-			[]jen.Code{jen.Id("o").Qual(ortPath, "Options")}, []jen.Code{jen.Id("o")}},
+	// The options are the runtime's own, so that every executor spells them
+	// alike and none repeats their bodies.
+	options := []struct{ name, doc string }{
+		{"WithSolo", "WithSolo runs every invocation with exactly one request, as `genaic run --solo` does: the reference the grouped runs are compared with."},
+		{"WithMaxDelay", "WithMaxDelay sets how long a group waits for more items (default 5ms, as for `genaic run`)."},
+		{"WithQueue", "WithQueue bounds each grouped component's queue of waiting items (default 1024); a request that finds its queue full fails at once."},
+		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *vm.Bindings for binding components, or a test double in place of ONNX Runtime."},
+		{"WithORTOptions", "WithORTOptions configures ONNX Runtime: thread counts, the library path, the readiness table."},
 	}
-	for _, o := range options {
-		doc(f, "%s", o.doc)
-		f.Func().Id(o.name).Params(o.params...).Id("Option").Block(jen.Return(jen.Qual(genrtPath, o.name).Call(o.args...)))
+	var vars []jen.Code
+	for i, o := range options {
+		if i > 0 {
+			vars = append(vars, jen.Line())
+		}
+		for _, l := range wrap(1, o.doc) {
+			vars = append(vars, jen.Comment(l))
+		}
+		vars = append(vars, jen.Id(o.name).Op("=").Qual(genrtPath, o.name))
 	}
+	f.Var().Defs(vars...)
 	doc(f, "New opens the executor on the package folder packageDir: the folder holding %s and the artifacts the executor was generated from, which must not have changed since. ONNX Runtime is found as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of \"make setup\".", g.f.Source)
 	f.Func().Id("New").Params(jen.Id("packageDir").String(), jen.Id("opts").Op("...").Id("Option")).
 		Params(jen.Op("*").Id("Executor"), jen.Error()).Block(

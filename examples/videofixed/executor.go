@@ -11,10 +11,7 @@ import (
 	"context"
 	_ "embed"
 	"github.com/genaic/genaic/codegen/genrt"
-	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
-	"github.com/genaic/genaic/vm/ort"
-	"time"
 )
 
 //go:embed plan.json
@@ -30,36 +27,28 @@ type Executor struct {
 // Option configures New.
 type Option = genrt.Option
 
-// WithSolo runs every invocation with exactly one request, as `genaic run
-// --solo` does: the reference the grouped runs are compared with.
-func WithSolo() Option {
-	return genrt.WithSolo()
-}
+var (
+	// WithSolo runs every invocation with exactly one request, as `genaic run
+	// --solo` does: the reference the grouped runs are compared with.
+	WithSolo = genrt.WithSolo
 
-// WithMaxDelay sets how long a group waits for more items (default 5ms, as
-// for `genaic run`).
-func WithMaxDelay(d time.Duration) Option {
-	return genrt.WithMaxDelay(d)
-}
+	// WithMaxDelay sets how long a group waits for more items (default 5ms, as
+	// for `genaic run`).
+	WithMaxDelay = genrt.WithMaxDelay
 
-// WithQueue bounds each grouped component's queue of waiting items (default
-// 1024); a request that finds its queue full fails at once.
-func WithQueue(n int) Option {
-	return genrt.WithQueue(n)
-}
+	// WithQueue bounds each grouped component's queue of waiting items (default
+	// 1024); a request that finds its queue full fails at once.
+	WithQueue = genrt.WithQueue
 
-// WithBackend runs the components of one implementation kind on b: a
-// *vm.Bindings for binding components, or a test double in place of ONNX
-// Runtime.
-func WithBackend(kind ir.ImplKind, b vm.Backend) Option {
-	return genrt.WithBackend(kind, b)
-}
+	// WithBackend runs the components of one implementation kind on b: a
+	// *vm.Bindings for binding components, or a test double in place of ONNX
+	// Runtime.
+	WithBackend = genrt.WithBackend
 
-// WithORTOptions configures ONNX Runtime: thread counts, the library path,
-// the readiness table.
-func WithORTOptions(o ort.Options) Option {
-	return genrt.WithORTOptions(o)
-}
+	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
+	// the readiness table.
+	WithORTOptions = genrt.WithORTOptions
+)
 
 // New opens the executor on the package folder packageDir: the folder
 // holding inference_metadata.yaml and the artifacts the executor was
