@@ -378,18 +378,12 @@ func (l *lowerer) loop(s *Step, x *ir.Step, sc scope) {
 }
 
 func (l *lowerer) programs(p *Preprocessing) {
-	for _, prog := range []struct {
-		name string
-		p    *Program
-	}{{"image", p.Image}, {"video", p.Video}, {"audio", p.Audio}} {
-		if prog.p == nil {
-			continue
-		}
-		x := &ir.Program{Modality: prog.name, Loc: l.loc(prog.p.Node)}
-		for _, t := range prog.p.Transforms.Items {
+	for _, prog := range p.Programs() {
+		x := &ir.Program{Modality: prog.Modality, Loc: l.loc(prog.Node)}
+		for _, t := range prog.Transforms.Items {
 			x.Transforms = append(x.Transforms, l.transform(t))
 		}
-		for _, o := range prog.p.Outputs.Items {
+		for _, o := range prog.Outputs.Items {
 			x.Outputs = append(x.Outputs, ir.ProgramOutput{Name: str(o.Name), Source: str(o.Source), Content: str(o.Content),
 				DType: str(o.DType), Contract: l.contract(o.Contract), Loc: l.loc(o.Node)})
 		}

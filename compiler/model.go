@@ -443,6 +443,27 @@ type Preprocessing struct {
 	Audio *Program `yaml:"audio"`
 }
 
+// NamedProgram is a declared program and its modality.
+type NamedProgram struct {
+	Modality string // image, video or audio
+	*Program
+}
+
+// Programs returns the declared programs in modality order: image, video,
+// audio.
+func (p *Preprocessing) Programs() []NamedProgram {
+	var out []NamedProgram
+	if p == nil {
+		return nil
+	}
+	for _, np := range []NamedProgram{{"image", p.Image}, {"video", p.Video}, {"audio", p.Audio}} {
+		if np.Program != nil {
+			out = append(out, np)
+		}
+	}
+	return out
+}
+
 // Program is a preprocessing program: transforms and the outputs it binds.
 type Program struct {
 	Node

@@ -46,18 +46,10 @@ func (d *Document) ContractSites() []ContractSite {
 	if d.Pipeline != nil && d.Pipeline.Workflow != nil {
 		out = d.Pipeline.Workflow.contractSites(out)
 	}
-	if p := d.Preprocessing; p != nil {
-		for _, prog := range []struct {
-			name string
-			p    *Program
-		}{{"image", p.Image}, {"video", p.Video}, {"audio", p.Audio}} {
-			if prog.p == nil {
-				continue
-			}
-			for _, o := range prog.p.Outputs.Items {
-				if o.Contract != nil && o.Name != nil {
-					out = append(out, ContractSite{Kind: SiteProgramOutput, Program: prog.name, Name: o.Name.Value, Contract: o.Contract})
-				}
+	for _, prog := range d.Preprocessing.Programs() {
+		for _, o := range prog.Outputs.Items {
+			if o.Contract != nil && o.Name != nil {
+				out = append(out, ContractSite{Kind: SiteProgramOutput, Program: prog.Modality, Name: o.Name.Value, Contract: o.Contract})
 			}
 		}
 	}
