@@ -12,8 +12,6 @@ type group struct {
 	// offsets holds the group's recomputed offsets per packed input port
 	// and level.
 	offsets map[string][][]int64
-	// rows is the number of items: one request row each.
-	rows int64
 	// padded and real count elements of padded inputs (padding overhead).
 	padded, real int64
 }
@@ -24,7 +22,6 @@ type group struct {
 // stacked, and shared inputs are passed once.
 func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) {
 	g := &group{items: items, inputs: map[string]*Tensor{}, offsets: map[string][][]int64{}}
-	g.rows = int64(len(items))
 	for _, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:
@@ -53,6 +50,9 @@ func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) 
 	}
 	return g, nil
 }
+
+// rows is the group's request rows: one per item.
+func (g *group) rows() int64 { return int64(len(g.items)) }
 
 // empty reports whether the group holds no item at all: every packed
 // input's outermost level counts zero units under its rows. Such a group is

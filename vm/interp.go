@@ -337,7 +337,7 @@ func (s *componentSpec) emptyOutputs(g *group, hint ShapeHinter) map[string]*Ten
 			if l.From == nil && l.Offsets.Port != "" {
 				n := int64(1)
 				if k == len(o.Levels)-1 {
-					n = g.rows + 1
+					n = g.rows() + 1
 				}
 				out[l.Offsets.Port] = &Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
 			}

@@ -32,8 +32,8 @@ func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*Tensor
 		}
 	case plan.SplitRows, plan.SplitExpanded:
 		f := max(o.Factor, 1) // rows per request on this output
-		if t.Rank() == 0 || t.Shape[0] != g.rows*f {
-			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group's %d requests own %d rows each", s.comp.Name, o.Name, t.Shape, g.rows, f)
+		if t.Rank() == 0 || t.Shape[0] != g.rows()*f {
+			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group's %d requests own %d rows each", s.comp.Name, o.Name, t.Shape, g.rows(), f)
 		}
 		for i := range g.items {
 			shares[i][o.Name] = t.View(int64(i)*f, int64(i+1)*f)
@@ -68,8 +68,8 @@ func (s *componentSpec) levelOffsets(g *group, o plan.Port, outs map[string]*Ten
 		}
 		children = int64(len(levels[k]) - 1)
 	}
-	if children != g.rows {
-		return nil, runErr("run/extent", "component `%s` output `%s`: its outermost level counts %d rows, but the group holds %d requests", s.comp.Name, o.Name, children, g.rows)
+	if children != g.rows() {
+		return nil, runErr("run/extent", "component `%s` output `%s`: its outermost level counts %d rows, but the group holds %d requests", s.comp.Name, o.Name, children, g.rows())
 	}
 	return levels, nil
 }
