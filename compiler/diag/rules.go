@@ -14,7 +14,7 @@ var Rules = []string{
 	"ssa/undefined", "ssa/redefined", "ssa/unknown-component", "ssa/unknown-port",
 	"ssa/unbound-port", "ssa/unknown-output",
 	"contract/dtype", "contract/shape", "contract/incompatible",
-	"preprocess/adapter", "preprocess/binding",
+	"preprocess/adapter", "preprocess/binding", "preprocess/op", "preprocess/unbound",
 	// Packed layouts.
 	"packed/unresolved", "packed/axis", "packed/levels", "packed/companion",
 	"packed/companion-role", "packed/extent", "packed/pair", "packed/double-spelling",
@@ -31,9 +31,12 @@ var Rules = []string{
 	"emit/unpublished-companion", "emit/companion-of-unemitted", "emit/malformed-companion",
 	"emit/serving-shared", "emit/trim-padded", "emit/row-axis", "emit/axis",
 	"emit/axis-required",
+	// Models.
+	"model/missing", "model/port", "model/dtype", "model/shape", "model/lengths-unseen",
 	// Runtime.
 	"run/offsets", "run/owner", "run/extent", "run/lengths", "run/budget",
 	"run/uniform", "run/input", "run/backend", "run/unsupported",
+	"run/queue-full", "run/closed", "run/cancelled", "run/deadline",
 }
 
 // KnownRule reports whether id is in the catalogue.
