@@ -26,7 +26,7 @@ func (g *gen) api(f *jen.File) {
 		{"WithSolo", "WithSolo runs every invocation with exactly one request, as `genaic run --solo` does: the reference the grouped runs are compared with."},
 		{"WithMaxDelay", "WithMaxDelay sets how long a group waits for more items (default 5ms, as for `genaic run`)."},
 		{"WithQueue", "WithQueue bounds each grouped component's queue of waiting items (default 1024); a request that finds its queue full fails at once."},
-		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *vm.Bindings for binding components, or a test double in place of ONNX Runtime."},
+		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *backend.Bindings for binding components, or a test double in place of ONNX Runtime."},
 		{"WithORTOptions", "WithORTOptions configures ONNX Runtime: thread counts, the library path, the readiness table."},
 	}
 	var vars []jen.Code
@@ -60,7 +60,7 @@ func (g *gen) api(f *jen.File) {
 func (g *gen) requests(f *jen.File) {
 	ex := func() *jen.Statement { return jen.Id("ex") }
 	recv := jen.Id("ex").Op("*").Id("Executor")
-	doc(f, "Run executes the workflow for one request. Many goroutines may call it at once. A failed request returns an error; a *vm.RunError carries the rule and message `genaic run` reports.")
+	doc(f, "Run executes the workflow for one request. Many goroutines may call it at once. A failed request returns an error; a *backend.RunError carries the rule and message `genaic run` reports.")
 	f.Func().Params(recv).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
 		Params(jen.Op("*").Id("Response"), jen.Error()).Block(
 		jen.If(jen.Id("req").Op("==").Nil()).Block(jen.Id("req").Op("=").Op("&").Id("Request").Values()),
@@ -132,7 +132,7 @@ func (g *gen) types(f *jen.File) {
 			text += " It is optional: nil leaves it out."
 		}
 		fields = append(fields, comments(8, text)...)
-		fields = append(fields, jen.Id(g.inFields[in.Name]).Op("*").Qual(vmPath, "Tensor"))
+		fields = append(fields, jen.Id(g.inFields[in.Name]).Op("*").Qual(backendPath, "Tensor"))
 	}
 	f.Type().Id("Request").Struct(fields...)
 	doc(f, "Response is what a request's run emitted: a value for each workflow output the workflow emitted, nil for the others.")
@@ -144,14 +144,14 @@ func (g *gen) types(f *jen.File) {
 		}
 		field := g.outFields[o.Name]
 		fields = append(fields, comments(8, fmt.Sprintf("%s is workflow output `%s`: %s.", field, o.Name, describe(o.Contract)))...)
-		fields = append(fields, jen.Id(field).Op("*").Qual(vmPath, "Tensor"))
+		fields = append(fields, jen.Id(field).Op("*").Qual(backendPath, "Tensor"))
 		ifs = append(ifs, jen.If(jen.Id("r").Dot(field).Op("!=").Nil()).Block(jen.Id("out").Index(jen.Lit(o.Name)).Op("=").Id("r").Dot(field)))
 	}
 	f.Type().Id("Response").Struct(fields...)
 	doc(f, "outputs returns the emitted outputs by name, as the VM's responses hold them.")
-	body := append([]jen.Code{jen.Id("out").Op(":=").Map(jen.String()).Op("*").Qual(vmPath, "Tensor").Values()}, ifs...)
+	body := append([]jen.Code{jen.Id("out").Op(":=").Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Values()}, ifs...)
 	body = append(body, jen.Return(jen.Id("out")))
-	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("outputs").Params().Map(jen.String()).Op("*").Qual(vmPath, "Tensor").Block(body...)
+	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("outputs").Params().Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Block(body...)
 }
 
 // source says where an input's value comes from.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/examples/audio"
 	"github.com/genaic/genaic/examples/imagepadded"
 	"github.com/genaic/genaic/examples/videoframes"
@@ -20,10 +21,10 @@ type runFunc func(ctx context.Context, req vm.Request) error
 
 // opener opens a committed executor with max_delay 0 (a group takes what
 // is waiting and never waits for more) on ONNX Runtime, or on be.
-type opener func(dir string, be vm.Backend) (runFunc, func() error, error)
+type opener func(dir string, be backend.Backend) (runFunc, func() error, error)
 
 var benchExecutors = map[string]opener{
-	"imagepadded": func(dir string, be vm.Backend) (runFunc, func() error, error) {
+	"imagepadded": func(dir string, be backend.Backend) (runFunc, func() error, error) {
 		opts := []imagepadded.Option{imagepadded.WithMaxDelay(0), imagepadded.WithORTOptions(ortOptions)}
 		if be != nil {
 			opts = append(opts, imagepadded.WithBackend(ir.ImplONNX, be))
@@ -38,7 +39,7 @@ var benchExecutors = map[string]opener{
 			return err
 		}, x.Close, nil
 	},
-	"videoframes": func(dir string, _ vm.Backend) (runFunc, func() error, error) {
+	"videoframes": func(dir string, _ backend.Backend) (runFunc, func() error, error) {
 		x, err := videoframes.New(dir, videoframes.WithMaxDelay(0), videoframes.WithORTOptions(ortOptions))
 		if err != nil {
 			return nil, nil, err
@@ -50,7 +51,7 @@ var benchExecutors = map[string]opener{
 			return err
 		}, x.Close, nil
 	},
-	"audio": func(dir string, _ vm.Backend) (runFunc, func() error, error) {
+	"audio": func(dir string, _ backend.Backend) (runFunc, func() error, error) {
 		x, err := audio.New(dir, audio.WithMaxDelay(0), audio.WithORTOptions(ortOptions))
 		if err != nil {
 			return nil, nil, err
@@ -65,9 +66,9 @@ var benchExecutors = map[string]opener{
 
 // zeroEncoder stands in for the image encoder: a zero embedding per image,
 // computed in no time, so that what is measured is the runtime around it.
-func zeroEncoder(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
-	t, err := vm.NewTensor("float32", []int64{in["pixel_patches"].Shape[0], 4})
-	return map[string]*vm.Tensor{"embeddings": t}, err
+func zeroEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+	t, err := backend.NewTensor("float32", []int64{in["pixel_patches"].Shape[0], 4})
+	return map[string]*backend.Tensor{"embeddings": t}, err
 }
 
 // BenchmarkExecutor compares the generated executor with the VM on the
@@ -80,9 +81,9 @@ func BenchmarkExecutor(b *testing.B) {
 	for _, name := range []string{"imagepadded", "videoframes", "audio"} {
 		fx := fixtureNamed(name)
 		reqs := requests(fx, 7, 16)[:16]
-		backends := map[string]vm.Backend{"ort": nil}
+		backends := map[string]backend.Backend{"ort": nil}
 		if name == "imagepadded" {
-			stub := &vm.Bindings{}
+			stub := &backend.Bindings{}
 			stub.Register("encoder", zeroEncoder)
 			backends["stub"] = stub
 		}
@@ -107,7 +108,7 @@ func BenchmarkExecutor(b *testing.B) {
 	}
 }
 
-func benchEngine(b *testing.B, fx fixture, be vm.Backend) *vm.Engine {
+func benchEngine(b *testing.B, fx fixture, be backend.Backend) *vm.Engine {
 	b.Helper()
 	if be == nil {
 		o, err := ort.New(ortOptions)
@@ -117,7 +118,7 @@ func benchEngine(b *testing.B, fx fixture, be vm.Backend) *vm.Engine {
 		be = o
 	}
 	f, dir := compile(b, fx.pkg)
-	e, err := vm.Open(f, dir, vm.Options{Backends: map[ir.ImplKind]vm.Backend{ir.ImplONNX: be}})
+	e, err := vm.Open(f, dir, vm.Options{Backends: map[ir.ImplKind]backend.Backend{ir.ImplONNX: be}})
 	if err != nil {
 		b.Fatal(err)
 	}

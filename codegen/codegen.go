@@ -34,10 +34,11 @@ const (
 
 // Import paths of the runtime a generated package uses.
 const (
-	vmPath    = "github.com/genaic/genaic/vm"
-	genrtPath = "github.com/genaic/genaic/codegen/genrt"
-	irPath    = "github.com/genaic/genaic/ir"
-	ortPath   = "github.com/genaic/genaic/vm/ort"
+	vmPath      = "github.com/genaic/genaic/vm"
+	backendPath = "github.com/genaic/genaic/backend"
+	genrtPath   = "github.com/genaic/genaic/codegen/genrt"
+	irPath      = "github.com/genaic/genaic/ir"
+	ortPath     = "github.com/genaic/genaic/vm/ort"
 )
 
 // Config says what to generate.
@@ -169,6 +170,7 @@ func (g *gen) file() ([]byte, error) {
 		f.PackageComment(l)
 	}
 	f.ImportName(vmPath, "vm")
+	f.ImportName(backendPath, "backend")
 	f.ImportName(genrtPath, "genrt")
 	f.ImportName(irPath, "ir")
 	f.ImportName(ortPath, "ort")

@@ -15,6 +15,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen"
 	"github.com/genaic/genaic/codegen/testdata/bindings"
 	"github.com/genaic/genaic/ir"
@@ -101,7 +102,7 @@ func TestGeneratedEqualsVM(t *testing.T) {
 
 // bindingSets are the Go components of the fixtures that have them, by
 // the name of their constructor in package bindings.
-var bindingSets = map[string]func() *vm.Bindings{
+var bindingSets = map[string]func() *backend.Bindings{
 	"Control": bindings.Control, "VMControl": bindings.VMControl, "Multimodal": bindings.Multimodal,
 }
 
@@ -123,15 +124,15 @@ func vmResponses(t *testing.T, fx fixture, doc []byte, solo bool) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var be map[ir.ImplKind]vm.Backend
+	var be map[ir.ImplKind]backend.Backend
 	if fx.bindings != "" {
-		be = map[ir.ImplKind]vm.Backend{ir.ImplBinding: bindingSets[fx.bindings]()}
+		be = map[ir.ImplKind]backend.Backend{ir.ImplBinding: bindingSets[fx.bindings]()}
 	} else {
 		b, err := ort.New(ortOptions)
 		if err != nil {
 			t.Fatalf("ONNX Runtime is not available (%v): %s", err, fixSetup)
 		}
-		be = map[ir.ImplKind]vm.Backend{ir.ImplONNX: b}
+		be = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
 	}
 	e, err := vm.Open(f, dir, vm.Options{Backends: be, Solo: solo, MaxDelay: groupDelay})
 	if err != nil {

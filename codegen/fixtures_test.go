@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/vm"
 )
@@ -66,15 +67,15 @@ func runnable(t *testing.T) []fixture {
 	return out
 }
 
-func f32(shape []int64, data []float32) *vm.Tensor {
-	return &vm.Tensor{DType: "float32", Shape: shape, Data: data}
+func f32(shape []int64, data []float32) *backend.Tensor {
+	return &backend.Tensor{DType: "float32", Shape: shape, Data: data}
 }
 
-func i64(data ...int64) *vm.Tensor {
+func i64(data ...int64) *backend.Tensor {
 	if data == nil {
 		data = []int64{}
 	}
-	return &vm.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+	return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 }
 
 func randoms(rng *rand.Rand, n int64) []float32 {
@@ -123,7 +124,7 @@ func owner(offs []int64) []int64 {
 
 // request builds a request whose one row holds n items: outer offsets
 // [0, n] and owners 0.
-func request(id string, n int, inputs map[string]*vm.Tensor, outer string) vm.Request {
+func request(id string, n int, inputs map[string]*backend.Tensor, outer string) vm.Request {
 	offs := []int64{0, int64(n)}
 	inputs[outer+"_offsets"] = i64(offs...)
 	inputs[outer+"_owner"] = i64(owner(offs)...)
@@ -132,7 +133,7 @@ func request(id string, n int, inputs map[string]*vm.Tensor, outer string) vm.Re
 
 // padded is n items padded to extent positions of width features, each
 // with its valid length; the padding holds junk the models must ignore.
-func padded(rng *rand.Rand, lengths []int64, extent, width int64) *vm.Tensor {
+func padded(rng *rand.Rand, lengths []int64, extent, width int64) *backend.Tensor {
 	n := int64(len(lengths))
 	d := randoms(rng, n*extent*width)
 	for i := range n {
@@ -148,7 +149,7 @@ func padded(rng *rand.Rand, lengths []int64, extent, width int64) *vm.Tensor {
 func genImagePadded(rng *rand.Rand, id string, n int) vm.Request {
 	extent := 1 + rng.Int64N(6)
 	lengths := counts(rng, n, 1, extent)
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"pixel_patches": padded(rng, lengths, extent, 8),
 		"patch_lengths": i64(lengths...),
 	}, "image")
@@ -156,7 +157,7 @@ func genImagePadded(rng *rand.Rand, id string, n int) vm.Request {
 
 func genImagePinned(rng *rand.Rand, id string, n int) vm.Request {
 	patches := 2 + rng.Int64N(2)
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"pixel_patches": f32([]int64{int64(n), patches, 8}, randoms(rng, int64(n)*patches*8)),
 	}, "image")
 }
@@ -166,7 +167,7 @@ func genVideoFrames(rng *rand.Rand, id string, n int) vm.Request {
 	extent := 1 + rng.Int64N(5)
 	lengths := counts(rng, int(total(frames)), 1, extent)
 	fo := offsets(frames)
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"pixel_values":  padded(rng, lengths, extent, 8),
 		"patch_lengths": i64(lengths...),
 		"frame_offsets": i64(fo...),
@@ -175,7 +176,7 @@ func genVideoFrames(rng *rand.Rand, id string, n int) vm.Request {
 }
 
 func genVideoFixed(rng *rand.Rand, id string, n int) vm.Request {
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"pixel_values": f32([]int64{int64(n), 2, 3, 8}, randoms(rng, int64(n)*2*3*8)),
 	}, "clip")
 }
@@ -183,7 +184,7 @@ func genVideoFixed(rng *rand.Rand, id string, n int) vm.Request {
 func genAudio(rng *rand.Rand, id string, n int) vm.Request {
 	frames := counts(rng, n, 1, 6)
 	fo := offsets(frames)
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"spectrogram":   f32([]int64{total(frames), 6}, randoms(rng, total(frames)*6)),
 		"frame_offsets": i64(fo...),
 		"frame_owner":   i64(owner(fo)...),
@@ -197,7 +198,7 @@ func genText(rng *rand.Rand, id string, n int) vm.Request {
 		ids[i] = rng.Int64N(32)
 	}
 	to := offsets(tokens)
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"token_ids":     i64(ids...),
 		"token_offsets": i64(to...),
 		"token_owner":   i64(owner(to)...),
@@ -207,7 +208,7 @@ func genText(rng *rand.Rand, id string, n int) vm.Request {
 func genTokenMerge(rng *rand.Rand, id string, n int) vm.Request {
 	tokens := counts(rng, n, 1, 7)
 	to := offsets(tokens)
-	return request(id, n, map[string]*vm.Tensor{
+	return request(id, n, map[string]*backend.Tensor{
 		"tokens":        f32([]int64{total(tokens), 4}, randoms(rng, total(tokens)*4)),
 		"token_offsets": i64(to...),
 		"token_owner":   i64(owner(to)...),
@@ -216,7 +217,7 @@ func genTokenMerge(rng *rand.Rand, id string, n int) vm.Request {
 
 func genGuidance(rng *rand.Rand, id string, _ int) vm.Request {
 	scale := []float32{1.5, 3}[rng.IntN(2)]
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"latents":        f32([]int64{2, 4}, randoms(rng, 8)),
 		"guidance_scale": f32([]int64{1}, []float32{scale}),
 	}}
@@ -224,7 +225,7 @@ func genGuidance(rng *rand.Rand, id string, _ int) vm.Request {
 
 func genSolo(rng *rand.Rand, id string, n int) vm.Request {
 	rows := int64(max(n, 1))
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{"features": f32([]int64{rows, 4}, randoms(rng, rows*4))}}
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{"features": f32([]int64{rows, 4}, randoms(rng, rows*4))}}
 }
 
 func genWakeword(rng *rand.Rand, id string, n int) vm.Request {
@@ -232,7 +233,7 @@ func genWakeword(rng *rand.Rand, id string, n int) vm.Request {
 	for i := range d {
 		d[i] = rng.Float32()*4 - 2
 	}
-	return request(id, n, map[string]*vm.Tensor{"windows": f32([]int64{int64(n), 76, 32, 1}, d)}, "window")
+	return request(id, n, map[string]*backend.Tensor{"windows": f32([]int64{int64(n), 76, 32, 1}, d)}, "window")
 }
 
 // genControl takes every arm of the control fixture's branches: for mode,
@@ -241,8 +242,10 @@ func genWakeword(rng *rand.Rand, id string, n int) vm.Request {
 // default step). It leaves out the optional bias (which case 1 of mode reads)
 // and the literal hint now and then.
 func genControl(rng *rand.Rand, id string, n int) vm.Request {
-	scalar := func(v int64) *vm.Tensor { return &vm.Tensor{DType: "int64", Shape: []int64{}, Data: []int64{v}} }
-	in := map[string]*vm.Tensor{
+	scalar := func(v int64) *backend.Tensor {
+		return &backend.Tensor{DType: "int64", Shape: []int64{}, Data: []int64{v}}
+	}
+	in := map[string]*backend.Tensor{
 		"mode":         scalar([]int64{0, 1, 3, 7}[rng.IntN(4)]),
 		"level":        scalar([]int64{0, 0, 0, 0, 0, 1, 2}[rng.IntN(7)]),
 		"x":            f32([]int64{1, 3}, randoms(rng, 3)),
@@ -262,7 +265,7 @@ func genControl(rng *rand.Rand, id string, n int) vm.Request {
 // genVMControl: a row the loop doubles until its sum passes 100, and a
 // mode that negates it (1) or keeps it.
 func genVMControl(rng *rand.Rand, id string, _ int) vm.Request {
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"x":    f32([]int64{1, 2}, randoms(rng, 2)),
 		"mode": i64(rng.Int64N(3)),
 	}}
@@ -284,7 +287,7 @@ func genMultimodal(rng *rand.Rand, id string, n int) vm.Request {
 		ids[i] = rng.Int64N(100)
 	}
 	to, so := offsets(tokens), []int64{0, int64(len(tokens))}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"px": padded(rng, lengths, extent, features), "px_len": i64(lengths...), "img_off": i64(io...), "img_own": i64(owner(io)...),
 		"frames":    f32([]int64{total(frames), features}, randoms(rng, total(frames)*features)),
 		"frame_off": i64(fo...), "frame_own": i64(owner(fo)...), "clip_off": i64(co...), "clip_own": i64(owner(co)...),
@@ -310,28 +313,28 @@ func requests(f fixture, seed uint64, n int) []vm.Request {
 			}
 		}
 	})
-	bad := func(what string, edit func(map[string]*vm.Tensor)) {
-		in := map[string]*vm.Tensor{}
+	bad := func(what string, edit func(map[string]*backend.Tensor)) {
+		in := map[string]*backend.Tensor{}
 		for k, v := range base.Inputs {
 			in[k] = v
 		}
 		edit(in)
 		reqs = append(reqs, vm.Request{ID: f.name + "-bad-" + what, Inputs: in})
 	}
-	bad("missing", func(in map[string]*vm.Tensor) { delete(in, names[0]) })
-	bad("unknown", func(in map[string]*vm.Tensor) { in["bogus"] = i64(1) })
+	bad("missing", func(in map[string]*backend.Tensor) { delete(in, names[0]) })
+	bad("unknown", func(in map[string]*backend.Tensor) { in["bogus"] = i64(1) })
 	for _, name := range names {
 		t := base.Inputs[name]
 		if t.DType == "float32" {
-			bad("dtype", func(in map[string]*vm.Tensor) {
-				in[name] = &vm.Tensor{DType: "int64", Shape: t.Shape, Data: make([]int64, t.Len())}
+			bad("dtype", func(in map[string]*backend.Tensor) {
+				in[name] = &backend.Tensor{DType: "int64", Shape: t.Shape, Data: make([]int64, t.Len())}
 			})
 			break
 		}
 	}
 	for _, name := range names {
 		if t := base.Inputs[name]; len(name) > 8 && name[len(name)-8:] == "_offsets" && t.Len() > 0 {
-			bad("corrupt-"+name, func(in map[string]*vm.Tensor) {
+			bad("corrupt-"+name, func(in map[string]*backend.Tensor) {
 				offs := slices.Clone(t.Int64s())
 				offs[len(offs)-1]++
 				in[name] = i64(offs...)

@@ -65,7 +65,7 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 	for _, v := range g.m.Values {
 		if v != nil && p.reads[v.Name] && !declared[v.Name] {
 			declared[v.Name] = true
-			defs = append(defs, jen.Id(g.locals[v.Name]).Op("*").Qual(vmPath, "Tensor"))
+			defs = append(defs, jen.Id(g.locals[v.Name]).Op("*").Qual(backendPath, "Tensor"))
 		}
 	}
 	stmts := []jen.Code{jen.Id("resp").Op(":=").Op("&").Id("Response").Values()}
@@ -250,7 +250,7 @@ func (p *pass) invoke(s *ir.Step) ([]jen.Code, error) {
 		args[jen.Lit(a.Port)] = p.ref(a.Value.Name)
 	}
 	tensors := func(d jen.Dict) jen.Code {
-		return jen.Map(jen.String()).Op("*").Qual(vmPath, "Tensor").Values(d)
+		return jen.Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Values(d)
 	}
 	var values jen.Code = jen.Nil()
 	if d := p.companions(comp); len(d) > 0 {

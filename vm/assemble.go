@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 )
 
@@ -8,7 +9,7 @@ import (
 // to the component, and what splitting needs to find each item's share.
 type group struct {
 	items  []*item
-	inputs map[string]*Tensor
+	inputs map[string]*backend.Tensor
 	// offsets holds the group's recomputed offsets per packed input port
 	// and level.
 	offsets map[string][][]int64
@@ -21,7 +22,7 @@ type group struct {
 // dimensions are allocated at the group's maximum with zero fill, rows are
 // stacked, and shared inputs are passed once.
 func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) {
-	g := &group{items: items, inputs: map[string]*Tensor{}, offsets: map[string][][]int64{}}
+	g := &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
 	for _, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:
@@ -74,8 +75,8 @@ func (g *group) empty() bool {
 
 // concat stacks the items' tensors of one port along axis 0, padding the
 // padded axes to the group maximum.
-func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*Tensor, error) {
-	tensors := make([]*Tensor, len(items))
+func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
+	tensors := make([]*backend.Tensor, len(items))
 	for i, it := range items {
 		tensors[i] = it.ports[in.Name]
 	}
@@ -87,7 +88,7 @@ func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*Tensor, er
 	if err != nil {
 		return nil, err
 	}
-	out, err := NewTensor(tensors[0].DType, shape)
+	out, err := backend.NewTensor(tensors[0].DType, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*Tensor, er
 
 // groupShape is the group's shape of one port: the sum of the items' axis 0,
 // the maximum of padded axes, and the (equal) extent of every other axis.
-func groupShape(ts []*Tensor, padAxes map[int]bool) ([]int64, error) {
+func groupShape(ts []*backend.Tensor, padAxes map[int]bool) ([]int64, error) {
 	shape := append([]int64(nil), ts[0].Shape...)
 	shape[0] = 0
 	for _, t := range ts {
@@ -134,13 +135,13 @@ func groupShape(ts []*Tensor, padAxes map[int]bool) ([]int64, error) {
 
 // placeInto copies src into dst starting at row on axis 0, each axis into
 // the prefix of dst's; it returns the bytes copied.
-func placeInto(dst *Tensor, row int64, src *Tensor) int64 {
+func placeInto(dst *backend.Tensor, row int64, src *backend.Tensor) int64 {
 	if src.Len() == 0 {
 		return 0
 	}
 	dstStrides := strides(dst.Shape)
 	if equalShape(dst.Shape[1:], src.Shape[1:]) {
-		copyElems(dst.Data, row*dstStrides[0], src.Data, 0, src.Len())
+		dst.CopyElems(row*dstStrides[0], src, 0, src.Len())
 		return src.Bytes()
 	}
 	srcStrides := strides(src.Shape)
@@ -148,7 +149,7 @@ func placeInto(dst *Tensor, row int64, src *Tensor) int64 {
 	last := src.Rank() - 1
 	walk = func(axis int, do, so int64) {
 		if axis == last {
-			copyElems(dst.Data, do, src.Data, so, src.Shape[last])
+			dst.CopyElems(do, src, so, src.Shape[last])
 			return
 		}
 		for i := int64(0); i < src.Shape[axis]; i++ {
@@ -186,7 +187,7 @@ func (g *group) composeLevels(in plan.Port, items []*item) {
 // companion computes a companion port's group value from the port it
 // serves: offsets composed, owners derived from offsets, lengths
 // concatenated (and padded where the lengths are themselves ragged).
-func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*Tensor, error) {
+func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
 	s := in.Serves
 	switch s.Role {
 	case "offsets", "owner":
@@ -196,9 +197,9 @@ func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*Tensor,
 			data = ownersFromOffsets(offs)
 		}
 		copies.Add(CopyCompanion, int64(len(data))*8)
-		return &Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}, nil
+		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}, nil
 	}
-	ts := make([]*Tensor, len(items))
+	ts := make([]*backend.Tensor, len(items))
 	for i, it := range items {
 		ts[i] = it.lengths[s.Port][s.Dimension]
 	}
@@ -210,7 +211,7 @@ func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*Tensor,
 	if err != nil {
 		return nil, err
 	}
-	out, err := NewTensor("int64", shape)
+	out, err := backend.NewTensor("int64", shape)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,16 @@
 package vm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/genaic/genaic/backend"
+)
 
 // Packed is a packed value with its ownership chain: levels hold the
 // offsets of each level, innermost first; the outermost level's units are
 // request rows.
 type Packed struct {
-	Payload *Tensor
+	Payload *backend.Tensor
 	Levels  [][]int64
 }
 
@@ -104,20 +108,20 @@ func isPrefix(selection []int64) bool {
 }
 
 // gatherRows copies the given row spans of t, in order, into a new tensor.
-func gatherRows(t *Tensor, spans [][2]int64, copies *Copies) (*Tensor, error) {
+func gatherRows(t *backend.Tensor, spans [][2]int64, copies *Copies) (*backend.Tensor, error) {
 	n := int64(0)
 	for _, s := range spans {
 		n += s[1] - s[0]
 	}
 	shape := append([]int64{n}, t.Shape[1:]...)
-	out, err := NewTensor(t.DType, shape)
+	out, err := backend.NewTensor(t.DType, shape)
 	if err != nil {
 		return nil, err
 	}
-	inner := Elements(t.Shape[1:])
+	inner := backend.Elements(t.Shape[1:])
 	row := int64(0)
 	for _, s := range spans {
-		copyElems(out.Data, row*inner, t.Data, s[0]*inner, (s[1]-s[0])*inner)
+		out.CopyElems(row*inner, t, s[0]*inner, (s[1]-s[0])*inner)
 		row += s[1] - s[0]
 	}
 	if copies != nil {

@@ -4,6 +4,8 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+
+	"github.com/genaic/genaic/backend"
 )
 
 // randomPacked builds a two-level value: rows of clips of frames, each
@@ -30,7 +32,7 @@ func randomPacked(rng *rand.Rand, rows int) (Packed, [][][]float32) {
 		clipOffs = append(clipOffs, clipOffs[len(clipOffs)-1]+int64(nc))
 	}
 	n := int64(len(frames) / 2)
-	return Packed{Payload: &Tensor{DType: "float32", Shape: []int64{n, 2}, Data: frames}, Levels: [][]int64{frameOffs, clipOffs}}, tree
+	return Packed{Payload: &backend.Tensor{DType: "float32", Shape: []int64{n, 2}, Data: frames}, Levels: [][]int64{frameOffs, clipOffs}}, tree
 }
 
 // reference rebuilds a selection naively from the tree: concatenate the
@@ -48,7 +50,7 @@ func reference(tree [][][]float32, selection []int64) Packed {
 	if frames == nil {
 		frames = []float32{}
 	}
-	return Packed{Payload: &Tensor{DType: "float32", Shape: []int64{int64(len(frames) / 2), 2}, Data: frames}, Levels: [][]int64{frameOffs, clipOffs}}
+	return Packed{Payload: &backend.Tensor{DType: "float32", Shape: []int64{int64(len(frames) / 2), 2}, Data: frames}, Levels: [][]int64{frameOffs, clipOffs}}
 }
 
 func TestCompactMatchesNaiveSelection(t *testing.T) {
@@ -94,7 +96,7 @@ func TestCompactPrefixIsAReslice(t *testing.T) {
 	if copies.Bytes() != 0 {
 		t.Errorf("a prefix selection copied %d bytes", copies.Bytes())
 	}
-	if got.Payload.Len() > 0 && dataAddr(got.Payload.Data) != dataAddr(p.Payload.Data) {
+	if got.Payload.Len() > 0 && addrOf(got.Payload.Data) != addrOf(p.Payload.Data) {
 		t.Errorf("the prefix is not a view of the original payload")
 	}
 	if _, err := Compact(p, []int64{2, 0}, &copies); err != nil || copies.Bytes() == 0 && p.Payload.Len() > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
 )
@@ -14,32 +15,32 @@ import (
 // TestLoopAndBranch: the loop doubles its carried cell until the sum passes
 // 100 (at most 10 times), then mode 1 negates it and any other mode keeps it.
 func TestLoopAndBranch(t *testing.T) {
-	b := &Bindings{}
-	b.Register("double", func(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+	b := &backend.Bindings{}
+	b.Register("double", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		x := in["a"].Float32s()
 		out, sum := make([]float32, len(x)), float32(0)
 		for i, v := range x {
 			out[i], sum = 2*v, sum+2*v
 		}
-		return map[string]*Tensor{"b": {DType: "float32", Shape: in["a"].Shape, Data: out},
+		return map[string]*backend.Tensor{"b": {DType: "float32", Shape: in["a"].Shape, Data: out},
 			"more": {DType: "bool", Shape: []int64{1}, Data: []bool{sum <= 100}}}, nil
 	})
-	b.Register("negate", func(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+	b.Register("negate", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		x := in["a"].Float32s()
 		out := make([]float32, len(x))
 		for i, v := range x {
 			out[i] = -v
 		}
-		return map[string]*Tensor{"b": {DType: "float32", Shape: in["a"].Shape, Data: out}}, nil
+		return map[string]*backend.Tensor{"b": {DType: "float32", Shape: in["a"].Shape, Data: out}}, nil
 	})
 	path := filepath.Join("testdata", "control.yaml")
-	e, err := Open(compilePlan(t, path), "testdata", Options{Backends: map[ir.ImplKind]Backend{ir.ImplBinding: b}})
+	e, err := Open(compilePlan(t, path), "testdata", Options{Backends: map[ir.ImplKind]backend.Backend{ir.ImplBinding: b}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	run := func(mode int64) []float32 {
-		r := e.Run(context.Background(), Request{ID: "r", Inputs: map[string]*Tensor{
+		r := e.Run(context.Background(), Request{ID: "r", Inputs: map[string]*backend.Tensor{
 			"x":    {DType: "float32", Shape: []int64{1, 2}, Data: []float32{1, 2}},
 			"mode": {DType: "int64", Shape: []int64{1}, Data: []int64{mode}},
 		}})
@@ -69,8 +70,8 @@ func TestServingIsRefusedAtLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(f, filepath.Dir(path), Options{Backends: map[ir.ImplKind]Backend{ir.ImplONNX: &Bindings{}}})
-	var re *RunError
+	_, err = Open(f, filepath.Dir(path), Options{Backends: map[ir.ImplKind]backend.Backend{ir.ImplONNX: &backend.Bindings{}}})
+	var re *backend.RunError
 	if !errors.As(err, &re) || re.Rule != "run/unsupported" || !strings.Contains(re.Message, "serving") {
 		t.Fatalf("got %v", err)
 	}

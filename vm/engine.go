@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
@@ -16,7 +17,7 @@ import (
 type Options struct {
 	// Backends run components by implementation kind: ONNX Runtime for
 	// onnx, Bindings for binding components.
-	Backends map[ir.ImplKind]Backend
+	Backends map[ir.ImplKind]backend.Backend
 	// Solo runs every invocation with exactly one request (the reference).
 	Solo bool
 	// MaxDelay is how long a grouper waits for more items before it closes
@@ -34,7 +35,7 @@ type Engine struct {
 	file     *plan.File
 	m        *ir.Module
 	opts     Options
-	sessions map[string]Session
+	sessions map[string]backend.Session
 	groupers map[string]*grouper
 	specs    map[string]*componentSpec
 	stats    map[string]*counter
@@ -55,7 +56,7 @@ func Open(f *plan.File, pkgDir string, opts Options) (*Engine, error) {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, sessions: map[string]Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -134,21 +135,21 @@ func (e *Engine) Copies(component string) *Copies { return e.copies[component] }
 // Request is one request: values for the workflow inputs it supplies.
 type Request struct {
 	ID     string
-	Inputs map[string]*Tensor
+	Inputs map[string]*backend.Tensor
 }
 
 // Response is a request's result: the workflow outputs it emitted, or the
 // error that failed it.
 type Response struct {
 	ID      string
-	Outputs map[string]*Tensor
+	Outputs map[string]*backend.Tensor
 	Err     error
 }
 
 // Run executes the workflow for one request. Many goroutines may call Run
 // at once; their items meet in the groupers.
 func (e *Engine) Run(ctx context.Context, req Request) Response {
-	r := &run{e: e, ctx: ctx, env: map[string]*Tensor{}, outputs: map[string]*Tensor{}}
+	r := &run{e: e, ctx: ctx, env: map[string]*backend.Tensor{}, outputs: map[string]*backend.Tensor{}}
 	err := r.start(req)
 	if err == nil {
 		err = r.block(e.m.Body)

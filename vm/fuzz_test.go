@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/genaic/genaic/backend"
 )
 
 // FuzzReadRequests: any requests document gives requests or an error,
@@ -29,7 +31,7 @@ func FuzzReadRequests(f *testing.F) {
 				if x == nil {
 					t.Fatalf("%s: nil tensor", name)
 				}
-				if got := dataLen(x.Data); got != x.Len() {
+				if got := backend.DataLen(x.Data); got != x.Len() {
 					t.Fatalf("%s: %d elements for shape %v", name, got, x.Shape)
 				}
 			}
@@ -54,8 +56,8 @@ func FuzzReadNPY(f *testing.F) {
 			t.Fatal(err)
 		}
 		x, err := ReadNPY(path)
-		if err == nil && dataLen(x.Data) != x.Len() {
-			t.Fatalf("%d elements for shape %v", dataLen(x.Data), x.Shape)
+		if err == nil && backend.DataLen(x.Data) != x.Len() {
+			t.Fatalf("%d elements for shape %v", backend.DataLen(x.Data), x.Shape)
 		}
 	})
 }

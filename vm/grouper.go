@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/genaic/genaic/backend"
 )
 
 // grouper forms groups for one grouped component from items of requests
@@ -15,7 +17,7 @@ import (
 // grow no further.
 type grouper struct {
 	spec     *componentSpec
-	sess     Session
+	sess     backend.Session
 	maxDelay time.Duration
 	solo     bool // every invocation carries exactly one item
 	stats    *counter
@@ -35,7 +37,7 @@ type pending struct {
 }
 
 type share struct {
-	outs map[string]*Tensor
+	outs map[string]*backend.Tensor
 	err  error
 }
 
@@ -54,7 +56,7 @@ func (e *QueueFullError) Error() string {
 	return fmt.Sprintf("component `%s` already has %d items waiting (the queue limit); retry later or raise the limit", e.Component, e.Limit)
 }
 
-func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo bool, queue, workers int, stats *counter, copies *Copies) *grouper {
+func newGrouper(spec *componentSpec, sess backend.Session, maxDelay time.Duration, solo bool, queue, workers int, stats *counter, copies *Copies) *grouper {
 	g := &grouper{spec: spec, sess: sess, maxDelay: maxDelay, solo: solo, stats: stats, copies: copies,
 		queue: make(chan *pending, queue)}
 	if r := sess.Ready(); !r.Ready {
@@ -70,7 +72,7 @@ func newGrouper(spec *componentSpec, sess Session, maxDelay time.Duration, solo 
 
 // submit runs an item: alone when it fits every budget, else split into
 // chunks across invocations; an item no split can fit is refused at once.
-func (g *grouper) submit(ctx context.Context, it *item) (map[string]*Tensor, error) {
+func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
 		return nil, err
@@ -82,7 +84,7 @@ func (g *grouper) submit(ctx context.Context, it *item) (map[string]*Tensor, err
 }
 
 // submitOne queues an item that fits and waits for its share.
-func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*Tensor, error) {
+func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
 	p := &pending{ctx: ctx, it: it, done: make(chan share, 1), queued: time.Now()}
 	if err := g.enqueue(p); err != nil {
 		return nil, err
@@ -287,7 +289,7 @@ func (g *grouper) run(batch []*pending) {
 	}
 }
 
-func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
+func (g *grouper) invoke(items []*item) ([]map[string]*backend.Tensor, error) {
 	start := time.Now()
 	grp, err := g.spec.assemble(items, g.copies)
 	if err != nil {
@@ -299,9 +301,9 @@ func (g *grouper) invoke(items []*item) ([]map[string]*Tensor, error) {
 			return nil, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
 		}
 	}
-	var outs map[string]*Tensor
+	var outs map[string]*backend.Tensor
 	if grp.empty() {
-		hint, _ := g.sess.(ShapeHinter)
+		hint, _ := g.sess.(backend.ShapeHinter)
 		outs = g.spec.emptyOutputs(grp, hint)
 	} else {
 		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())
@@ -326,7 +328,7 @@ func itemsOf(batch []*pending) []*item {
 // failure, keeping the rule of a backend that reported a run/* error (a
 // preprocessing adapter refusing a corrupt image is run/input).
 func backendError(component string, requests int, err error) error {
-	var re *RunError
+	var re *backend.RunError
 	if errors.As(err, &re) {
 		return runErr(re.Rule, "component `%s` (a group of %d request(s)): %s", component, requests, re.Message)
 	}

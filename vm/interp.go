@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -11,8 +12,8 @@ import (
 type run struct {
 	e       *Engine
 	ctx     context.Context
-	env     map[string]*Tensor // values by name
-	outputs map[string]*Tensor // emitted workflow outputs
+	env     map[string]*backend.Tensor // values by name
+	outputs map[string]*backend.Tensor // emitted workflow outputs
 }
 
 // start binds the request's inputs after checking them against their
@@ -52,7 +53,7 @@ func (e *Engine) inputNames() []string {
 }
 
 // checkContract checks a request tensor's dtype, rank and fixed extents.
-func checkContract(name string, t *Tensor, c *ir.Contract) error {
+func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
 	if t == nil || c == nil {
 		return nil
 	}
@@ -104,7 +105,7 @@ func (r *run) step(s *ir.Step) error {
 	return runErr("run/unsupported", "step op %s", s.Op)
 }
 
-func (r *run) value(u ir.Use) (*Tensor, error) {
+func (r *run) value(u ir.Use) (*backend.Tensor, error) {
 	t, ok := r.env[u.Name]
 	if !ok {
 		return nil, ErrNoValue(u.Name)
@@ -114,7 +115,7 @@ func (r *run) value(u ir.Use) (*Tensor, error) {
 
 func (r *run) invoke(s *ir.Step) error {
 	name := s.Component.Name
-	args := map[string]*Tensor{}
+	args := map[string]*backend.Tensor{}
 	for _, a := range s.Args {
 		t, err := r.value(a.Value)
 		if err != nil {
@@ -140,12 +141,12 @@ func (r *run) invoke(s *ir.Step) error {
 // component's grouper when it has a GroupPlan (admission, grouping,
 // splitting), else alone. values resolves the workflow-level names a
 // port's contract uses for its companions. Generated executors call it.
-func (e *Engine) Invoke(ctx context.Context, component string, args, values map[string]*Tensor) (map[string]*Tensor, error) {
+func (e *Engine) Invoke(ctx context.Context, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	if _, ok := e.sessions[component]; !ok {
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
 	if g := e.groupers[component]; g != nil {
-		it, err := g.spec.admit(args, func(v string) *Tensor { return values[v] })
+		it, err := g.spec.admit(args, func(v string) *backend.Tensor { return values[v] })
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +157,7 @@ func (e *Engine) Invoke(ctx context.Context, component string, args, values map[
 
 // CheckInput checks one request input against its workflow input's
 // contract (run/input).
-func (e *Engine) CheckInput(name string, t *Tensor) error {
+func (e *Engine) CheckInput(name string, t *backend.Tensor) error {
 	for _, in := range e.m.Inputs {
 		if in.Name == name {
 			return checkContract(name, t, in.Contract)
@@ -172,7 +173,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (Response, error) {
 }
 
 // solo invokes an ungrouped component with one request's values.
-func (e *Engine) solo(ctx context.Context, name string, args map[string]*Tensor) (map[string]*Tensor, error) {
+func (e *Engine) solo(ctx context.Context, name string, args map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	spec := e.specs[name]
 	outs, err := e.sessions[name].Run(ctx, args, spec.outputNames())
 	if err != nil {
@@ -187,7 +188,7 @@ func (r *run) emit(s *ir.Step) error {
 	if err != nil {
 		return err
 	}
-	var when, validLength *Tensor
+	var when, validLength *backend.Tensor
 	if s.When != nil {
 		if when, err = r.value(*s.When); err != nil {
 			return err
@@ -302,8 +303,8 @@ func (s *componentSpec) outputNames() []string {
 // is never invoked: packed outputs are empty with their rank preserved and
 // the trailing extents the contract or the graph fixes (0 where neither
 // does), produced offsets are all zero, owners empty.
-func (s *componentSpec) emptyOutputs(g *group, hint ShapeHinter) map[string]*Tensor {
-	out := map[string]*Tensor{}
+func (s *componentSpec) emptyOutputs(g *group, hint backend.ShapeHinter) map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	for _, o := range s.gp.Outputs {
 		port := s.comp.Output(o.Name)
 		rank := 1
@@ -329,7 +330,7 @@ func (s *componentSpec) emptyOutputs(g *group, hint ShapeHinter) map[string]*Ten
 				}
 			}
 		}
-		t, _ := NewTensor(dtype, shape)
+		t, _ := backend.NewTensor(dtype, shape)
 		out[o.Name] = t
 	}
 	for _, o := range s.gp.Outputs {
@@ -339,7 +340,7 @@ func (s *componentSpec) emptyOutputs(g *group, hint ShapeHinter) map[string]*Ten
 				if k == len(o.Levels)-1 {
 					n = g.rows() + 1
 				}
-				out[l.Offsets.Port] = &Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
+				out[l.Offsets.Port] = &backend.Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package vm
 import (
 	"reflect"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 )
@@ -10,12 +11,12 @@ import (
 // item is one request's share of a grouped invocation: its payload per
 // port, its companions per level, its padded extents, and its footprint.
 type item struct {
-	ports map[string]*Tensor // payload and broadcast inputs, by port
+	ports map[string]*backend.Tensor // payload and broadcast inputs, by port
 	// levels holds, per packed port, the item's offsets per level
 	// (innermost first); its outermost level has exactly one row.
 	levels map[string][][]int64
 	// lengths holds, per padded port and dimension, the item's lengths.
-	lengths map[string]map[string]*Tensor
+	lengths map[string]map[string]*backend.Tensor
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
 }
@@ -29,7 +30,7 @@ type componentSpec struct {
 
 // companionValue resolves a companion reference of a port to the request's
 // tensor: a bound port of the invoke, or a workflow-level value.
-func companionValue(ref plan.Ref, args map[string]*Tensor, env func(string) *Tensor) *Tensor {
+func companionValue(ref plan.Ref, args map[string]*backend.Tensor, env func(string) *backend.Tensor) *backend.Tensor {
 	if ref.Port != "" {
 		return args[ref.Port]
 	}
@@ -38,8 +39,8 @@ func companionValue(ref plan.Ref, args map[string]*Tensor, env func(string) *Ten
 
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
-func (s *componentSpec) admit(args map[string]*Tensor, env func(string) *Tensor) (*item, error) {
-	it := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{}}
+func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
+	it := &item{ports: map[string]*backend.Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*backend.Tensor{}}
 	for _, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
 			continue
@@ -67,7 +68,7 @@ func (s *componentSpec) admit(args map[string]*Tensor, env func(string) *Tensor)
 
 // checkPort checks a payload tensor's rank and, for row layouts, that the
 // request brings exactly its rows.
-func (s *componentSpec) checkPort(in plan.Port, t *Tensor) error {
+func (s *componentSpec) checkPort(in plan.Port, t *backend.Tensor) error {
 	c := s.comp.Input(in.Name).Contract
 	if c != nil && c.Rank >= 0 && t.Rank() != c.Rank {
 		return runErr("run/input", "component `%s` input port `%s` expects rank %d, got %s", s.comp.Name, in.Name, c.Rank, t)
@@ -88,7 +89,7 @@ func (s *componentSpec) checkPort(in plan.Port, t *Tensor) error {
 
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
-func (s *componentSpec) admitLevels(it *item, in plan.Port, t *Tensor, args map[string]*Tensor, env func(string) *Tensor) error {
+func (s *componentSpec) admitLevels(it *item, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
 	if in.Role != plan.RolePacked {
 		return nil
 	}
@@ -119,7 +120,7 @@ func (s *componentSpec) admitLevels(it *item, in plan.Port, t *Tensor, args map[
 }
 
 // admitPadding validates the request's lengths of a padded port.
-func (s *componentSpec) admitPadding(it *item, in plan.Port, t *Tensor, args map[string]*Tensor, env func(string) *Tensor) error {
+func (s *componentSpec) admitPadding(it *item, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
 	for _, p := range in.Padded {
 		lt := companionValue(p.Lengths, args, env)
 		if lt == nil || lt.DType != "int64" {
@@ -132,7 +133,7 @@ func (s *componentSpec) admitPadding(it *item, in plan.Port, t *Tensor, args map
 			return err
 		}
 		if it.lengths[in.Name] == nil {
-			it.lengths[in.Name] = map[string]*Tensor{}
+			it.lengths[in.Name] = map[string]*backend.Tensor{}
 		}
 		it.lengths[in.Name][p.Dimension] = lt
 	}
@@ -187,7 +188,7 @@ func (s *componentSpec) compatible(head, it *item) bool {
 	return true
 }
 
-func equalTensor(a, b *Tensor) bool {
+func equalTensor(a, b *backend.Tensor) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

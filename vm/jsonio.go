@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -58,7 +59,7 @@ func ReadRequests(r io.Reader, baseDir string) ([]Request, error) {
 			return nil, fmt.Errorf("requests[%d]: id %q is used twice", i, id)
 		}
 		seen[id] = true
-		req := Request{ID: id, Inputs: map[string]*Tensor{}}
+		req := Request{ID: id, Inputs: map[string]*backend.Tensor{}}
 		for name, raw := range rq.Inputs {
 			t, err := decodeTensor(raw, baseDir)
 			if err != nil {
@@ -71,7 +72,7 @@ func ReadRequests(r io.Reader, baseDir string) ([]Request, error) {
 	return out, nil
 }
 
-func decodeTensor(raw json.RawMessage, baseDir string) (*Tensor, error) {
+func decodeTensor(raw json.RawMessage, baseDir string) (*backend.Tensor, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var tj TensorJSON
@@ -89,11 +90,11 @@ func decodeTensor(raw json.RawMessage, baseDir string) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	empty, err := makeData(d.Name, 0)
+	empty, err := backend.NewTensor(d.Name, []int64{0})
 	if err != nil {
 		return nil, err
 	}
-	ptr := reflect.New(reflect.TypeOf(empty))
+	ptr := reflect.New(reflect.TypeOf(empty.Data))
 	if err := json.Unmarshal(tj.Data, ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("data is not a flat list of %s: %v", d.Name, err)
 	}
@@ -104,7 +105,7 @@ func decodeTensor(raw json.RawMessage, baseDir string) (*Tensor, error) {
 	if data.IsNil() {
 		data = reflect.ValueOf(empty)
 	}
-	return &Tensor{DType: d.Name, Shape: append([]int64{}, tj.Shape...), Data: data.Interface()}, nil
+	return &backend.Tensor{DType: d.Name, Shape: append([]int64{}, tj.Shape...), Data: data.Interface()}, nil
 }
 
 // maxElements bounds the tensors a request document or .npy file may
@@ -181,14 +182,14 @@ func WriteResponses(w io.Writer, rs []Response, stats *Stats) error {
 }
 
 func errorJSON(err error) *ErrorJSON {
-	var re *RunError
+	var re *backend.RunError
 	if errors.As(err, &re) {
 		return &ErrorJSON{Rule: re.Rule, Message: re.Message}
 	}
 	return &ErrorJSON{Rule: "run/backend", Message: err.Error()}
 }
 
-func encodeTensor(t *Tensor) (*TensorJSON, error) {
+func encodeTensor(t *backend.Tensor) (*TensorJSON, error) {
 	data := t.Data
 	if f, ok := data.([]float32); ok {
 		// JSON has no NaN or infinities; write them as null.
@@ -225,7 +226,7 @@ type ResponseFile struct {
 }
 
 // Tensor decodes an inline tensor of a response.
-func (tj TensorJSON) Tensor() (*Tensor, error) {
+func (tj TensorJSON) Tensor() (*backend.Tensor, error) {
 	raw, err := json.Marshal(tj)
 	if err != nil {
 		return nil, err
@@ -239,7 +240,7 @@ var npyDTypes = map[string]string{"<f4": "float32", "<f8": "float64", "<i8": "in
 var npySizes = map[string]int64{"<f4": 4, "<f8": 8, "<i8": 8, "<i4": 4, "|u1": 1, "|i1": 1, "|b1": 1}
 
 // ReadNPY reads a NumPy .npy file (format 1.0, little-endian, C order).
-func ReadNPY(path string) (*Tensor, error) {
+func ReadNPY(path string) (*backend.Tensor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -278,7 +279,7 @@ func ReadNPY(path string) (*Tensor, error) {
 	if size := npySizes[descr]; int64(len(payload)) != n*size {
 		return nil, fmt.Errorf("%s: %d payload bytes for shape %v of %s", path, len(payload), shape, dtype)
 	}
-	t, err := NewTensor(dtype, shape)
+	t, err := backend.NewTensor(dtype, shape)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/genaic/genaic/backend"
 )
 
 func TestRequestsRoundTrip(t *testing.T) {
@@ -33,7 +35,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 		t.Fatalf("decoded %v %v", x, y)
 	}
 	var out bytes.Buffer
-	if err := WriteResponses(&out, []Response{{ID: "a", Outputs: map[string]*Tensor{"y": y}}, {ID: "b", Err: runErr("run/input", "no x")}}, nil); err != nil {
+	if err := WriteResponses(&out, []Response{{ID: "a", Outputs: map[string]*backend.Tensor{"y": y}}, {ID: "b", Err: runErr("run/input", "no x")}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var rf ResponseFile

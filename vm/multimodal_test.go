@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -21,7 +22,7 @@ func within(what string, got, limit int64) error {
 	return nil
 }
 
-func imageBinding(ctx context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+func imageBinding(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	x := in["px"]
 	if err := within("images", x.Shape[0], 8); err != nil {
 		return nil, err
@@ -29,14 +30,14 @@ func imageBinding(ctx context.Context, in map[string]*Tensor) (map[string]*Tenso
 	if err := within("images×patches", x.Shape[0]*x.Shape[1], 64); err != nil {
 		return nil, err
 	}
-	out, err := maskedMean(ctx, map[string]*Tensor{"pixel_patches": x, "patch_lengths": in["px_len"]})
+	out, err := maskedMean(ctx, map[string]*backend.Tensor{"pixel_patches": x, "patch_lengths": in["px_len"]})
 	if err != nil {
 		return nil, err
 	}
-	return map[string]*Tensor{"emb": out["embeddings"]}, nil
+	return map[string]*backend.Tensor{"emb": out["embeddings"]}, nil
 }
 
-func videoBinding(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+func videoBinding(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	x, offs := in["frames"], in["frame_off"].Int64s()
 	clips, f := int64(len(offs)-1), x.Shape[1]
 	if err := within("clips", clips, 4); err != nil {
@@ -53,10 +54,10 @@ func videoBinding(_ context.Context, in map[string]*Tensor) (map[string]*Tensor,
 			}
 		}
 	}
-	return map[string]*Tensor{"emb": {DType: "float32", Shape: []int64{clips, f}, Data: out}}, nil
+	return map[string]*backend.Tensor{"emb": {DType: "float32", Shape: []int64{clips, f}, Data: out}}, nil
 }
 
-func textBinding(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+func textBinding(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	ids, offs := in["tokens"].Int64s(), in["tok_off"].Int64s()
 	segs := int64(len(offs) - 1)
 	if err := within("segments", segs, 6); err != nil {
@@ -71,16 +72,16 @@ func textBinding(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, 
 			out[s] += float32(id)
 		}
 	}
-	return map[string]*Tensor{"emb": {DType: "float32", Shape: []int64{segs, 1}, Data: out}}, nil
+	return map[string]*backend.Tensor{"emb": {DType: "float32", Shape: []int64{segs, 1}, Data: out}}, nil
 }
 
 func multimodalEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
-	b := &Bindings{}
+	b := &backend.Bindings{}
 	b.Register("image", imageBinding)
 	b.Register("video", videoBinding)
 	b.Register("text", textBinding)
-	opts.Backends = map[ir.ImplKind]Backend{ir.ImplBinding: b}
+	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplBinding: b}
 	path := filepath.Join("testdata", "multimodal.yaml")
 	e, err := Open(compilePlan(t, path), filepath.Dir(path), opts)
 	if err != nil {
@@ -100,8 +101,8 @@ func nested(sizes []int64) (inner, innerOwn, outer, outerOwn []int64) {
 	return inner, ownersFromOffsets(inner), []int64{0, int64(len(sizes))}, make([]int64, len(sizes))
 }
 
-func i64(data []int64) *Tensor {
-	return &Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+func i64(data []int64) *backend.Tensor {
+	return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 }
 
 func multimodalRequest(rng *rand.Rand, id string) Request {
@@ -119,7 +120,7 @@ func multimodalRequest(rng *rand.Rand, id string) Request {
 				}
 			}
 		}
-		px = &Tensor{DType: "float32", Shape: []int64{n, t, features}, Data: data}
+		px = &backend.Tensor{DType: "float32", Shape: []int64{n, t, features}, Data: data}
 	}
 	clipSizes := make([]int64, rng.Intn(3))
 	var frames []float32
@@ -145,7 +146,7 @@ func multimodalRequest(rng *rand.Rand, id string) Request {
 		toks = []int64{}
 	}
 	tOff, tOwn, sOff, sOwn := nested(segSizes)
-	return Request{ID: id, Inputs: map[string]*Tensor{
+	return Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"px": px, "px_len": img.Inputs["patch_lengths"], "img_off": img.Inputs["image_offsets"], "img_own": img.Inputs["image_owner"],
 		"frames":    {DType: "float32", Shape: []int64{int64(len(frames)) / features, features}, Data: frames},
 		"frame_off": i64(fOff), "frame_own": i64(fOwn), "clip_off": i64(cOff), "clip_own": i64(cOwn),
@@ -208,7 +209,7 @@ func TestPaddedRectangleBinds(t *testing.T) {
 		if r.ID == "short" {
 			n = 2
 		}
-		r.Inputs["px"] = &Tensor{DType: "float32", Shape: []int64{1, n, 4}, Data: make([]float32, n*4)}
+		r.Inputs["px"] = &backend.Tensor{DType: "float32", Shape: []int64{1, n, 4}, Data: make([]float32, n*4)}
 		r.Inputs["px_len"] = i64([]int64{n})
 		r.Inputs["img_off"], r.Inputs["img_own"] = i64([]int64{0, 1}), i64([]int64{0})
 	}

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/genaic/genaic/backend"
 )
 
 // BenchmarkRuntimeOverhead measures the runtime's own cost per request
 // (admission, grouping, assembly, split) with a component that does no
 // work, grouped and solo, side by side.
 func BenchmarkRuntimeOverhead(b *testing.B) {
-	free := func(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+	free := func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		p := in["pixel_patches"].Shape[0]
-		return map[string]*Tensor{"embeddings": {DType: "float32", Shape: []int64{p, 4}, Data: make([]float32, p*4)}}, nil
+		return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{p, 4}, Data: make([]float32, p*4)}}, nil
 	}
 	rng := rand.New(rand.NewSource(1))
 	reqs := make([]Request, 64)

@@ -1,19 +1,9 @@
 package vm
 
-import "fmt"
+import "github.com/genaic/genaic/backend"
 
-// RunError is a runtime error with a rule id of the catalogue (run/*). It
-// fails only the request that owns the bad item.
-type RunError struct {
-	Rule    string
-	Message string
-}
-
-func (e *RunError) Error() string { return fmt.Sprintf("error[%s]: %s", e.Rule, e.Message) }
-
-func runErr(rule, format string, args ...any) *RunError {
-	return &RunError{Rule: rule, Message: fmt.Sprintf(format, args...)}
-}
+// runErr is backend.Errorf: the runtime's errors fail one request.
+var runErr = backend.Errorf
 
 // checkOffsets checks a level's offsets vector: it starts at 0, never
 // decreases, and ends at the child count (§4 r9).
@@ -102,7 +92,7 @@ func rebase(offs []int64) []int64 {
 
 // checkLengths checks a valid_lengths vector: its shape is the value's axes
 // outer to the padded one, and every entry lies in [0, padded extent].
-func checkLengths(value, dim string, lengths *Tensor, outer []int64, extent int64) error {
+func checkLengths(value, dim string, lengths *backend.Tensor, outer []int64, extent int64) error {
 	if !equalShape(lengths.Shape, outer) {
 		return runErr("run/lengths", "valid_lengths `%s` of dimension `%s` has shape %v, but the padded value's outer axes are %v", value, dim, lengths.Shape, outer)
 	}

@@ -12,23 +12,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 )
 
 // slowEncoder is maskedMean that takes a while, so that requests pile up.
-func slowEncoder(d time.Duration) Func {
-	return func(ctx context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+func slowEncoder(d time.Duration) backend.Func {
+	return func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		time.Sleep(d)
 		return maskedMean(ctx, in)
 	}
 }
 
-func engineWith(t testing.TB, f Func, opts Options, notReady map[string]string) *Engine {
+func engineWith(t testing.TB, f backend.Func, opts Options, notReady map[string]string) *Engine {
 	t.Helper()
 	path := filepath.Join("..", "testdata", "packages", "image_padded")
-	b := &Bindings{NotReady: notReady}
+	b := &backend.Bindings{NotReady: notReady}
 	b.Register("encoder", f)
-	opts.Backends = map[ir.ImplKind]Backend{ir.ImplONNX: b}
+	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
 	e, err := Open(compilePlan(t, path), path, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -223,10 +224,10 @@ func TestLoad(t *testing.T) {
 // the group runs again one request at a time, so only the request whose
 // item the backend refuses fails (with the backend's own rule).
 func TestBackendFailureFailsOnlyItsRequest(t *testing.T) {
-	picky := func(ctx context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+	picky := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		for _, v := range in["pixel_patches"].Float32s() {
 			if v < 0 {
-				return nil, &RunError{Rule: "run/input", Message: "a negative pixel"}
+				return nil, &backend.RunError{Rule: "run/input", Message: "a negative pixel"}
 			}
 		}
 		return maskedMean(ctx, in)
@@ -238,7 +239,7 @@ func TestBackendFailureFailsOnlyItsRequest(t *testing.T) {
 	reqs[1].Inputs["pixel_patches"].Float32s()[0] = -1
 	res := e.RunAll(context.Background(), reqs)
 	for i, r := range res {
-		var re *RunError
+		var re *backend.RunError
 		switch {
 		case i == 1 && (!errors.As(r.Err, &re) || re.Rule != "run/input"):
 			t.Errorf("the bad request: %v", r.Err)
@@ -260,7 +261,7 @@ func TestSubmit(t *testing.T) {
 	}
 	bad := imageRequest(rng, "bad", 1)
 	delete(bad.Inputs, "patch_lengths")
-	var re *RunError
+	var re *backend.RunError
 	if _, err := e.Submit(context.Background(), bad); !errors.As(err, &re) || re.Rule != "run/input" {
 		t.Fatalf("a request without patch_lengths: %v", err)
 	}

@@ -1,16 +1,17 @@
 package vm
 
 import (
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 )
 
 // split hands each item its share of the group's outputs (§6 Split): row
 // and packed shares are views of the group's buffers, delivered offsets are
 // rebased, lengths are sliced, owner maps are derived per request.
-func (s *componentSpec) split(g *group, outs map[string]*Tensor) ([]map[string]*Tensor, error) {
-	shares := make([]map[string]*Tensor, len(g.items))
+func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) ([]map[string]*backend.Tensor, error) {
+	shares := make([]map[string]*backend.Tensor, len(g.items))
 	for i := range shares {
-		shares[i] = map[string]*Tensor{}
+		shares[i] = map[string]*backend.Tensor{}
 	}
 	for _, o := range s.gp.Outputs {
 		if err := s.splitPort(g, o, outs, shares); err != nil {
@@ -20,7 +21,7 @@ func (s *componentSpec) split(g *group, outs map[string]*Tensor) ([]map[string]*
 	return shares, nil
 }
 
-func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*Tensor, shares []map[string]*Tensor) error {
+func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
 	t := outs[o.Name]
 	if t == nil {
 		return runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, o.Name)
@@ -49,7 +50,7 @@ func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*Tensor
 // levelOffsets returns the group offsets of each level of an output port,
 // innermost first: a preserved level's come from the input level it keeps,
 // a produced level's from the graph's own companion, checked on this read.
-func (s *componentSpec) levelOffsets(g *group, o plan.Port, outs map[string]*Tensor) ([][]int64, error) {
+func (s *componentSpec) levelOffsets(g *group, o plan.Port, outs map[string]*backend.Tensor) ([][]int64, error) {
 	levels := make([][]int64, len(o.Levels))
 	children := outs[o.Name].Shape[0]
 	for k, l := range o.Levels {
@@ -63,7 +64,7 @@ func (s *componentSpec) levelOffsets(g *group, o plan.Port, outs map[string]*Ten
 			levels[k] = t.Int64s()
 		}
 		if err := checkOffsets(l.Offsets.Name(), k, levels[k], children); err != nil {
-			err.(*RunError).Message = "component `" + s.comp.Name + "` output `" + o.Name + "`: " + err.(*RunError).Message
+			err.(*backend.RunError).Message = "component `" + s.comp.Name + "` output `" + o.Name + "`: " + err.(*backend.RunError).Message
 			return nil, err
 		}
 		children = int64(len(levels[k]) - 1)
@@ -84,7 +85,7 @@ func span(levels [][]int64, row int64, stop int) (lo, hi int64) {
 	return lo, hi
 }
 
-func (s *componentSpec) splitPacked(g *group, o plan.Port, outs map[string]*Tensor, shares []map[string]*Tensor) error {
+func (s *componentSpec) splitPacked(g *group, o plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
 	levels, err := s.levelOffsets(g, o, outs)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func (s *componentSpec) splitPacked(g *group, o plan.Port, outs map[string]*Tens
 
 // splitCompanion delivers an output companion: offsets rebased to the
 // item's own span, owners derived from those, lengths sliced.
-func (s *componentSpec) splitCompanion(g *group, o plan.Port, outs map[string]*Tensor, shares []map[string]*Tensor) error {
+func (s *componentSpec) splitCompanion(g *group, o plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
 	served := s.gp.Output(o.Serves.Port)
 	if served == nil {
 		return runErr("run/unsupported", "output `%s` serves `%s`, which is not an output", o.Name, o.Serves.Port)
@@ -119,13 +120,13 @@ func (s *componentSpec) splitCompanion(g *group, o plan.Port, outs map[string]*T
 		if o.Serves.Role == "owner" {
 			data = ownersFromOffsets(offs)
 		}
-		shares[i][o.Name] = &Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+		shares[i][o.Name] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 	}
 	return nil
 }
 
 // splitLengths slices a lengths output along with the value it measures.
-func (s *componentSpec) splitLengths(g *group, o plan.Port, served *plan.Port, outs map[string]*Tensor, shares []map[string]*Tensor) error {
+func (s *componentSpec) splitLengths(g *group, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
 	t := outs[o.Name]
 	var levels [][]int64
 	if served.Split == plan.SplitPacked {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 )
 
@@ -89,7 +90,7 @@ func (s *componentSpec) budgetError(i int, it *item) error {
 // subItem is the part of it made of outermost units [a, b) of port.
 func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	levels := it.levels[port]
-	sub := &item{ports: map[string]*Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*Tensor{},
+	sub := &item{ports: map[string]*backend.Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*backend.Tensor{},
 		uniform: it.uniform}
 	subLevels := make([][]int64, len(levels))
 	subLevels[len(levels)-1] = []int64{0, b - a}
@@ -105,7 +106,7 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	sub.levels[port] = subLevels
 	for dim, l := range it.lengths[port] {
 		if sub.lengths[port] == nil {
-			sub.lengths[port] = map[string]*Tensor{}
+			sub.lengths[port] = map[string]*backend.Tensor{}
 		}
 		sub.lengths[port][dim] = l.View(lo, hi)
 	}
@@ -114,8 +115,8 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 
 // submitChunks runs the chunks (each may join a group of its own) and
 // concatenates their shares in order.
-func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*Tensor, error) {
-	shares := make([]map[string]*Tensor, len(chunks))
+func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*backend.Tensor, error) {
+	shares := make([]map[string]*backend.Tensor, len(chunks))
 	errs := make([]error, len(chunks))
 	var wg sync.WaitGroup
 	for i, c := range chunks {
@@ -137,10 +138,10 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 // merge concatenates chunk shares: packed payloads and lengths along axis
 // 0, delivered offsets composed, owner maps derived from the composed
 // offsets of their level.
-func (s *componentSpec) merge(shares []map[string]*Tensor, copies *Copies) (map[string]*Tensor, error) {
-	out := map[string]*Tensor{}
+func (s *componentSpec) merge(shares []map[string]*backend.Tensor, copies *Copies) (map[string]*backend.Tensor, error) {
+	out := map[string]*backend.Tensor{}
 	for _, o := range s.gp.Outputs {
-		parts := make([]*Tensor, len(shares))
+		parts := make([]*backend.Tensor, len(shares))
 		for i, sh := range shares {
 			parts[i] = sh[o.Name]
 		}
@@ -170,7 +171,7 @@ func (s *componentSpec) merge(shares []map[string]*Tensor, copies *Copies) (map[
 // mergedOwner derives an owner map from the merged offsets of its level;
 // without a delivered offsets output, the outermost owners (all zero for
 // one request) are concatenated.
-func (s *componentSpec) mergedOwner(o plan.Port, out map[string]*Tensor, shares []map[string]*Tensor) *Tensor {
+func (s *componentSpec) mergedOwner(o plan.Port, out map[string]*backend.Tensor, shares []map[string]*backend.Tensor) *backend.Tensor {
 	for _, p := range s.gp.Outputs {
 		if p.Serves != nil && p.Serves.Role == "offsets" && p.Serves.Port == o.Serves.Port && p.Serves.Level == o.Serves.Level {
 			return offsetsTensor(ownersFromOffsets(out[p.Name].Int64s()))
@@ -183,11 +184,11 @@ func (s *componentSpec) mergedOwner(o plan.Port, out map[string]*Tensor, shares 
 	return offsetsTensor(data)
 }
 
-func offsetsTensor(data []int64) *Tensor {
-	return &Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+func offsetsTensor(data []int64) *backend.Tensor {
+	return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 }
 
-func int64Parts(parts []*Tensor) [][]int64 {
+func int64Parts(parts []*backend.Tensor) [][]int64 {
 	out := make([][]int64, len(parts))
 	for i, p := range parts {
 		out[i] = p.Int64s()
@@ -196,12 +197,12 @@ func int64Parts(parts []*Tensor) [][]int64 {
 }
 
 // concatRows stacks tensors along axis 0 (their other axes must agree).
-func concatRows(parts []*Tensor, copies *Copies) (*Tensor, error) {
+func concatRows(parts []*backend.Tensor, copies *Copies) (*backend.Tensor, error) {
 	shape, err := groupShape(parts, nil)
 	if err != nil {
 		return nil, err
 	}
-	out, err := NewTensor(parts[0].DType, shape)
+	out, err := backend.NewTensor(parts[0].DType, shape)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package vm
 import (
 	"fmt"
 	"sort"
+
+	"github.com/genaic/genaic/backend"
 )
 
 // The helpers below are what executing a workflow step needs beyond
@@ -23,7 +25,7 @@ func ErrNotLoaded(input, source string) error {
 
 // ErrUnexpected reports the first name of inputs, in sorted order, that is
 // not among the workflow's inputs, or nil.
-func ErrUnexpected(inputs map[string]*Tensor, known ...string) error {
+func ErrUnexpected(inputs map[string]*backend.Tensor, known ...string) error {
 	isKnown := map[string]bool{}
 	for _, k := range known {
 		isKnown[k] = true
@@ -49,7 +51,7 @@ func ErrNoValue(name string) error {
 
 // Result returns one output port of an invoke's outputs, or the error of a
 // component that did not return it.
-func Result(outs map[string]*Tensor, component, port string) (*Tensor, error) {
+func Result(outs map[string]*backend.Tensor, component, port string) (*backend.Tensor, error) {
 	t, ok := outs[port]
 	if !ok {
 		return nil, runErr("run/backend", "component `%s` returned no output `%s`", component, port)
@@ -65,7 +67,7 @@ func ErrUnsupportedEmit(output, mode string) error {
 
 // Key reads a branch predicate as a case key: the decimal value of an
 // integer scalar, or true or false.
-func Key(t *Tensor) (string, error) {
+func Key(t *backend.Tensor) (string, error) {
 	if t == nil || t.Len() != 1 {
 		return "", runErr("run/input", "a branch predicate must be a scalar, got %s", t)
 	}
@@ -87,13 +89,13 @@ func ErrNoPhi(predicate, key, output string) error {
 }
 
 // Iteration is the value of a loop's iteration counter.
-func Iteration(i int64) *Tensor {
-	return &Tensor{DType: "int64", Shape: []int64{}, Data: []int64{i}}
+func Iteration(i int64) *backend.Tensor {
+	return &backend.Tensor{DType: "int64", Shape: []int64{}, Data: []int64{i}}
 }
 
 // Continue reads a loop's continue_when value after an iteration: the loop
 // goes on unless it is false or 0.
-func Continue(t *Tensor) (bool, error) {
+func Continue(t *backend.Tensor) (bool, error) {
 	key, err := Key(t)
 	if err != nil {
 		return false, err
@@ -107,7 +109,7 @@ func Continue(t *Tensor) (bool, error) {
 // the first n entries of the emitted value along axis; mode replace sets
 // the output, append concatenates along axis. axis < 0 means the value's
 // final axis, the growth axis a default append meant (§6.1).
-func Emit(output string, prev, value *Tensor, mode string, axis int64, when, validLength *Tensor) (*Tensor, error) {
+func Emit(output string, prev, value *backend.Tensor, mode string, axis int64, when, validLength *backend.Tensor) (*backend.Tensor, error) {
 	if when != nil {
 		emit, err := Continue(when)
 		if err != nil || !emit {
@@ -143,7 +145,7 @@ func Emit(output string, prev, value *Tensor, mode string, axis int64, when, val
 }
 
 // scalarInt reads an integer scalar (or a one-element vector).
-func scalarInt(t *Tensor) (int64, error) {
+func scalarInt(t *backend.Tensor) (int64, error) {
 	if t.Len() != 1 {
 		return 0, fmt.Errorf("must be one integer, got %s", t)
 	}
@@ -157,22 +159,22 @@ func scalarInt(t *Tensor) (int64, error) {
 }
 
 // sliceAxis keeps the first n entries of t along axis.
-func sliceAxis(t *Tensor, axis int, n int64) *Tensor {
+func sliceAxis(t *backend.Tensor, axis int, n int64) *backend.Tensor {
 	if n == t.Shape[axis] {
 		return t
 	}
 	shape := append([]int64(nil), t.Shape...)
 	shape[axis] = n
-	out, _ := NewTensor(t.DType, shape)
-	outer, inner := Elements(t.Shape[:axis]), Elements(t.Shape[axis+1:])
+	out, _ := backend.NewTensor(t.DType, shape)
+	outer, inner := backend.Elements(t.Shape[:axis]), backend.Elements(t.Shape[axis+1:])
 	for o := range outer {
-		copyElems(out.Data, o*n*inner, t.Data, o*t.Shape[axis]*inner, n*inner)
+		out.CopyElems(o*n*inner, t, o*t.Shape[axis]*inner, n*inner)
 	}
 	return out
 }
 
 // concatAxis joins a and b along axis; their other axes must agree.
-func concatAxis(output string, a, b *Tensor, axis int) (*Tensor, error) {
+func concatAxis(output string, a, b *backend.Tensor, axis int) (*backend.Tensor, error) {
 	if a.DType != b.DType || a.Rank() != b.Rank() {
 		return nil, runErr("run/input", "emit into `%s`: cannot append %s to %s", output, b, a)
 	}
@@ -183,15 +185,15 @@ func concatAxis(output string, a, b *Tensor, axis int) (*Tensor, error) {
 	}
 	shape := append([]int64(nil), a.Shape...)
 	shape[axis] += b.Shape[axis]
-	out, err := NewTensor(a.DType, shape)
+	out, err := backend.NewTensor(a.DType, shape)
 	if err != nil {
 		return nil, err
 	}
-	outer, inner := Elements(a.Shape[:axis]), Elements(a.Shape[axis+1:])
+	outer, inner := backend.Elements(a.Shape[:axis]), backend.Elements(a.Shape[axis+1:])
 	na, nb := a.Shape[axis]*inner, b.Shape[axis]*inner
 	for o := range outer {
-		copyElems(out.Data, o*(na+nb), a.Data, o*na, na)
-		copyElems(out.Data, o*(na+nb)+na, b.Data, o*nb, nb)
+		out.CopyElems(o*(na+nb), a, o*na, na)
+		out.CopyElems(o*(na+nb)+na, b, o*nb, nb)
 	}
 	return out, nil
 }

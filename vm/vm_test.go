@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
@@ -36,7 +37,7 @@ func compilePlan(t testing.TB, path string) *plan.File {
 // maskedMean is the reference image encoder as a Go function: for each
 // packed image, the mean of its valid patches (features doubled), so that
 // padding is invisible exactly when the runtime honours the lengths.
-func maskedMean(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+func maskedMean(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	x, lengths := in["pixel_patches"], in["patch_lengths"].Int64s()
 	p, tp, f := x.Shape[0], x.Shape[1], x.Shape[2]
 	out := make([]float32, p*f)
@@ -55,16 +56,16 @@ func maskedMean(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, e
 			}
 		}
 	}
-	return map[string]*Tensor{"embeddings": {DType: "float32", Shape: []int64{p, f}, Data: out}}, nil
+	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{p, f}, Data: out}}, nil
 }
 
 func imageEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	path := filepath.Join("..", "testdata", "packages", "image_padded")
 	f := compilePlan(t, path)
-	b := &Bindings{}
+	b := &backend.Bindings{}
 	b.Register("encoder", maskedMean)
-	opts.Backends = map[ir.ImplKind]Backend{ir.ImplONNX: b}
+	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
 	e, err := Open(f, path, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func imageRequest(rng *rand.Rand, id string, n int) Request {
 			}
 		}
 	}
-	return Request{ID: id, Inputs: map[string]*Tensor{
+	return Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"pixel_patches": {DType: "float32", Shape: []int64{int64(n), maxPatches, features}, Data: data},
 		"patch_lengths": {DType: "int64", Shape: []int64{int64(n)}, Data: lengths},
 		"image_offsets": {DType: "int64", Shape: []int64{2}, Data: []int64{0, int64(n)}},
@@ -134,7 +135,7 @@ func TestGroupedEqualsSolo(t *testing.T) {
 // sameResult compares two results: equal dtype, shape and elements. Two
 // empty results of one rank are equal: an empty span of a group that was
 // never invoked cannot know the extents only the graph decides.
-func sameResult(a, b *Tensor) bool {
+func sameResult(a, b *backend.Tensor) bool {
 	if a == nil || b == nil || a.DType != b.DType || a.Rank() != b.Rank() {
 		return false
 	}
@@ -157,10 +158,10 @@ func TestSplitsAreViews(t *testing.T) {
 	}
 	a, b := res[0].Outputs["embeddings"], res[1].Outputs["embeddings"]
 	lo, hi := a, b
-	if dataAddr(b.Data) < dataAddr(a.Data) {
+	if addrOf(b.Data) < addrOf(a.Data) {
 		lo, hi = b, a
 	}
-	if dataAddr(hi.Data) != dataAddr(lo.Data)+uintptr(lo.Bytes()) {
+	if addrOf(hi.Data) != addrOf(lo.Data)+uintptr(lo.Bytes()) {
 		t.Errorf("the two shares are not adjacent views of one group buffer")
 	}
 	after := e.Copies("encoder").ByReason()
@@ -180,7 +181,7 @@ func TestAdmissionFailsOnlyTheOffender(t *testing.T) {
 	badLengths := imageRequest(rng, "lengths", 2)
 	badLengths.Inputs["patch_lengths"].Data.([]int64)[1] = 99
 	tooBig := imageRequest(rng, "budget", 1)
-	tooBig.Inputs["pixel_patches"] = &Tensor{DType: "float32", Shape: []int64{1, 4097, 4}, Data: make([]float32, 4097*4)}
+	tooBig.Inputs["pixel_patches"] = &backend.Tensor{DType: "float32", Shape: []int64{1, 4097, 4}, Data: make([]float32, 4097*4)}
 	tooBig.Inputs["patch_lengths"].Data.([]int64)[0] = 4097
 	res := e.RunAll(context.Background(), []Request{good, badOffsets, badOwner, badLengths, tooBig})
 	if res[0].Err != nil {
@@ -190,12 +191,12 @@ func TestAdmissionFailsOnlyTheOffender(t *testing.T) {
 		if i == 0 {
 			continue
 		}
-		var re *RunError
+		var re *backend.RunError
 		if !errors.As(res[i].Err, &re) || re.Rule != want {
 			t.Errorf("%s: got %v, want %s", res[i].ID, res[i].Err, want)
 		}
 	}
-	var re *RunError
+	var re *backend.RunError
 	errors.As(res[1].Err, &re)
 	if !strings.Contains(re.Message, "`image_offsets` ends at 3 at index 1, but the level below holds 2 entries") {
 		t.Errorf("offsets message: %s", re.Message)
@@ -236,7 +237,7 @@ func TestRequestSplitAcrossInvocations(t *testing.T) {
 	if n := e.Stats().Components["encoder"].Invocations; n < 3 {
 		t.Errorf("37 images under a 16-image budget ran in %d invocations", n)
 	}
-	want, err := maskedMean(context.Background(), map[string]*Tensor{"pixel_patches": big.Inputs["pixel_patches"], "patch_lengths": big.Inputs["patch_lengths"]})
+	want, err := maskedMean(context.Background(), map[string]*backend.Tensor{"pixel_patches": big.Inputs["pixel_patches"], "patch_lengths": big.Inputs["patch_lengths"]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,3 +250,6 @@ func TestRequestSplitAcrossInvocations(t *testing.T) {
 		}
 	}
 }
+
+// addrOf is the address of a typed slice's first element.
+func addrOf(data any) uintptr { return reflect.ValueOf(data).Pointer() }

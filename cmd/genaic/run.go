@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
@@ -121,7 +122,7 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 // the onnx components it invokes and the built-in preprocessing adapters
 // (which run its preprocessing programs) for adapter components. Binding
 // components need an application to register them.
-func runBackends(f *plan.File, threads int, notReady map[string]string) (map[ir.ImplKind]vm.Backend, error) {
+func runBackends(f *plan.File, threads int, notReady map[string]string) (map[ir.ImplKind]backend.Backend, error) {
 	m, err := irtext.Parse("plan", []byte(f.IR))
 	if err != nil {
 		return nil, fmt.Errorf("the plan's IR does not parse: %w", err)

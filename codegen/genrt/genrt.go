@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
@@ -31,7 +32,7 @@ const DefaultMaxDelay = 5 * time.Millisecond
 type Config struct {
 	// Backends run components by implementation kind. ONNX Runtime runs
 	// onnx components unless a backend for them is given.
-	Backends map[ir.ImplKind]vm.Backend
+	Backends map[ir.ImplKind]backend.Backend
 	// ORT configures the ONNX Runtime backend New creates.
 	ORT ort.Options
 	// Solo runs every invocation with exactly one request.
@@ -56,12 +57,12 @@ func WithMaxDelay(d time.Duration) Option { return func(c *Config) { c.MaxDelay 
 func WithQueue(n int) Option { return func(c *Config) { c.Queue = n } }
 
 // WithBackend runs the components of one implementation kind on b: Go
-// functions for binding components (a *vm.Bindings), or a test double in
+// functions for binding components (a *backend.Bindings), or a test double in
 // place of ONNX Runtime.
-func WithBackend(kind ir.ImplKind, b vm.Backend) Option {
+func WithBackend(kind ir.ImplKind, b backend.Backend) Option {
 	return func(c *Config) {
 		if c.Backends == nil {
-			c.Backends = map[ir.ImplKind]vm.Backend{}
+			c.Backends = map[ir.ImplKind]backend.Backend{}
 		}
 		c.Backends[kind] = b
 	}
@@ -101,7 +102,7 @@ func Open(planJSON []byte, packageDir string, opts []Option) (*vm.Engine, error)
 
 // backendsFor adds ONNX Runtime to the given backends when the workflow
 // needs it and none was given.
-func backendsFor(f *plan.File, cfg Config) (map[ir.ImplKind]vm.Backend, error) {
+func backendsFor(f *plan.File, cfg Config) (map[ir.ImplKind]backend.Backend, error) {
 	m, err := irtext.Parse("plan IR", []byte(f.IR))
 	if err != nil {
 		return nil, fmt.Errorf("the embedded plan's IR does not parse: %w", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/testdata/bindings"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/internal/testenv"
@@ -17,11 +18,13 @@ import (
 	"github.com/genaic/genaic/vm/ort"
 )
 
-func scalar(data any) *vm.Tensor { return &vm.Tensor{DType: "", Shape: []int64{}, Data: data} }
+func scalar(data any) *backend.Tensor {
+	return &backend.Tensor{DType: "", Shape: []int64{}, Data: data}
+}
 
 func TestKeyAndContinue(t *testing.T) {
 	for _, c := range []struct {
-		t    *vm.Tensor
+		t    *backend.Tensor
 		key  string
 		more bool
 	}{
@@ -30,7 +33,7 @@ func TestKeyAndContinue(t *testing.T) {
 		{scalar([]int32{-2}), "-2", true},
 		{scalar([]bool{true}), "true", true},
 		{scalar([]bool{false}), "false", false},
-		{&vm.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{1}}, "1", true},
+		{&backend.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{1}}, "1", true},
 	} {
 		key, err := Key(c.t)
 		more, err2 := Continue(c.t)
@@ -38,7 +41,7 @@ func TestKeyAndContinue(t *testing.T) {
 			t.Errorf("Key(%v) = %q, %v; Continue = %v, %v; want %q, %v", c.t.Data, key, err, more, err2, c.key, c.more)
 		}
 	}
-	for _, bad := range []*vm.Tensor{nil, {DType: "int64", Shape: []int64{2}, Data: []int64{1, 2}}, {DType: "float32", Shape: []int64{}, Data: []float32{1}}} {
+	for _, bad := range []*backend.Tensor{nil, {DType: "int64", Shape: []int64{2}, Data: []int64{1, 2}}, {DType: "float32", Shape: []int64{}, Data: []float32{1}}} {
 		if _, err := Key(bad); err == nil {
 			t.Errorf("Key(%v) took a predicate that is no integer or boolean scalar", bad)
 		}
@@ -49,9 +52,9 @@ func TestKeyAndContinue(t *testing.T) {
 }
 
 func TestUnexpected(t *testing.T) {
-	in := map[string]*vm.Tensor{"a": nil, "zz": nil, "b": nil, "c": nil}
+	in := map[string]*backend.Tensor{"a": nil, "zz": nil, "b": nil, "c": nil}
 	err := Unexpected(in, "a", "b")
-	var re *vm.RunError
+	var re *backend.RunError
 	if !errors.As(err, &re) || re.Rule != "run/input" || !strings.Contains(re.Message, "`c`") {
 		t.Errorf("Unexpected = %v, want the first unknown name, c", err)
 	}
@@ -93,8 +96,8 @@ func TestOpen(t *testing.T) {
 		e.Close()
 	})
 	t.Run("an onnx backend given", func(t *testing.T) {
-		stub := &vm.Bindings{}
-		stub.Register("scorer", func(context.Context, map[string]*vm.Tensor) (map[string]*vm.Tensor, error) { return nil, nil })
+		stub := &backend.Bindings{}
+		stub.Register("scorer", func(context.Context, map[string]*backend.Tensor) (map[string]*backend.Tensor, error) { return nil, nil })
 		e, err := Open(solo, soloDir, []Option{WithBackend(ir.ImplONNX, stub), noORT})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ package audio
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -41,8 +42,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -82,23 +83,23 @@ type Request struct {
 	// bins], token_packed on axis 0 with level 0 offsets frame_offsets
 	// and owner frame_owner, level 1 offsets window_offsets and owner
 	// window_owner. It comes from the request.
-	Spectrogram *vm.Tensor
+	Spectrogram *backend.Tensor
 
 	// FrameOffsets is workflow input `frame_offsets`: int64
 	// [frame_offsets_len], shared. It comes from the request.
-	FrameOffsets *vm.Tensor
+	FrameOffsets *backend.Tensor
 
 	// FrameOwner is workflow input `frame_owner`: int64 [frames],
 	// shared. It comes from the request.
-	FrameOwner *vm.Tensor
+	FrameOwner *backend.Tensor
 
 	// WindowOffsets is workflow input `window_offsets`: int64
 	// [window_offsets_len], shared. It comes from the request.
-	WindowOffsets *vm.Tensor
+	WindowOffsets *backend.Tensor
 
 	// WindowOwner is workflow input `window_owner`: int64 [windows],
 	// shared. It comes from the request.
-	WindowOwner *vm.Tensor
+	WindowOwner *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -107,21 +108,21 @@ type Response struct {
 	// WindowEmbeddings is workflow output `window_embeddings`: float32
 	// [windows, hidden], token_packed on axis 0 with level 0 offsets
 	// window_offsets and owner window_owner (preserved).
-	WindowEmbeddings *vm.Tensor
+	WindowEmbeddings *backend.Tensor
 
 	// WindowOffsets is workflow output `window_offsets`: int64
 	// [window_offsets_len], shared.
-	WindowOffsets *vm.Tensor
+	WindowOffsets *backend.Tensor
 
 	// WindowOwner is workflow output `window_owner`: int64 [windows],
 	// shared.
-	WindowOwner *vm.Tensor
+	WindowOwner *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.WindowEmbeddings != nil {
 		out["window_embeddings"] = r.WindowEmbeddings
 	}
@@ -135,8 +136,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -230,18 +231,18 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		frameOwner        = req.FrameOwner
 		windowOffsets     = req.WindowOffsets
 		windowOwner       = req.WindowOwner
-		windowsEmbeddings *vm.Tensor
+		windowsEmbeddings *backend.Tensor
 	)
 	// invoke window_encoder (inference_metadata.yaml:93:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "window_encoder", map[string]*vm.Tensor{
+	outs, err := ex.engine.Invoke(ctx, "window_encoder", map[string]*backend.Tensor{
 		"frame_offsets": frameOffsets,
 		"frame_owner":   frameOwner,
 		"spectrogram":   spectrogram,
-	}, map[string]*vm.Tensor{
+	}, map[string]*backend.Tensor{
 		"window_offsets": windowOffsets,
 		"window_owner":   windowOwner,
 	})

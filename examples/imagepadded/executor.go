@@ -10,6 +10,7 @@ package imagepadded
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -41,8 +42,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -82,19 +83,19 @@ type Request struct {
 	// patches, features], token_packed on axis 0 with level 0 offsets
 	// image_offsets and owner image_owner, right-padded on patches with
 	// valid lengths patch_lengths. It comes from the request.
-	PixelPatches *vm.Tensor
+	PixelPatches *backend.Tensor
 
 	// PatchLengths is workflow input `patch_lengths`: int64 [images],
 	// shared. It comes from the request.
-	PatchLengths *vm.Tensor
+	PatchLengths *backend.Tensor
 
 	// ImageOffsets is workflow input `image_offsets`: int64
 	// [image_offsets_len], shared. It comes from the request.
-	ImageOffsets *vm.Tensor
+	ImageOffsets *backend.Tensor
 
 	// ImageOwner is workflow input `image_owner`: int64 [images],
 	// shared. It comes from the request.
-	ImageOwner *vm.Tensor
+	ImageOwner *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -103,21 +104,21 @@ type Response struct {
 	// Embeddings is workflow output `embeddings`: float32 [images,
 	// hidden], token_packed on axis 0 with level 0 offsets image_offsets
 	// and owner image_owner (preserved).
-	Embeddings *vm.Tensor
+	Embeddings *backend.Tensor
 
 	// ImageOffsets is workflow output `image_offsets`: int64
 	// [image_offsets_len], shared.
-	ImageOffsets *vm.Tensor
+	ImageOffsets *backend.Tensor
 
 	// ImageOwner is workflow output `image_owner`: int64 [images],
 	// shared.
-	ImageOwner *vm.Tensor
+	ImageOwner *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.Embeddings != nil {
 		out["embeddings"] = r.Embeddings
 	}
@@ -131,8 +132,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -218,14 +219,14 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		patchLengths    = req.PatchLengths
 		imageOffsets    = req.ImageOffsets
 		imageOwner      = req.ImageOwner
-		imageEmbeddings *vm.Tensor
+		imageEmbeddings *backend.Tensor
 	)
 	// invoke encoder (inference_metadata.yaml:88:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "encoder", map[string]*vm.Tensor{
+	outs, err := ex.engine.Invoke(ctx, "encoder", map[string]*backend.Tensor{
 		"image_offsets": imageOffsets,
 		"image_owner":   imageOwner,
 		"patch_lengths": patchLengths,

@@ -11,6 +11,7 @@ package requestexpanded
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -42,8 +43,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -82,11 +83,11 @@ type Request struct {
 	// Latents is workflow input `latents`: float32 [expanded_rows,
 	// channels], request_expanded on axis 0 (2 rows per request). It
 	// comes from the request.
-	Latents *vm.Tensor
+	Latents *backend.Tensor
 
 	// GuidanceScale is workflow input `guidance_scale`: float32 [1],
 	// shared. It comes from the request.
-	GuidanceScale *vm.Tensor
+	GuidanceScale *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -94,17 +95,17 @@ type Request struct {
 type Response struct {
 	// Guided is workflow output `guided`: float32 [batch, channels],
 	// request_aligned on axis 0 (one row per request).
-	Guided *vm.Tensor
+	Guided *backend.Tensor
 
 	// Noise is workflow output `noise`: float32 [expanded_rows,
 	// channels], request_expanded on axis 0 (2 rows per request).
-	Noise *vm.Tensor
+	Noise *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.Guided != nil {
 		out["guided"] = r.Guided
 	}
@@ -115,8 +116,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -186,15 +187,15 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	var (
 		latents       = req.Latents
 		guidanceScale = req.GuidanceScale
-		stepNoise     *vm.Tensor
-		stepGuided    *vm.Tensor
+		stepNoise     *backend.Tensor
+		stepGuided    *backend.Tensor
 	)
 	// invoke denoiser (inference_metadata.yaml:64:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "denoiser", map[string]*vm.Tensor{
+	outs, err := ex.engine.Invoke(ctx, "denoiser", map[string]*backend.Tensor{
 		"guidance_scale": guidanceScale,
 		"latents":        latents,
 	}, nil)

@@ -10,6 +10,7 @@ package solo
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -41,8 +42,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -81,7 +82,7 @@ type Request struct {
 	// Features is workflow input `features`: float32 [batch, width],
 	// request_aligned on axis 0 (one row per request). It comes from the
 	// request.
-	Features *vm.Tensor
+	Features *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -89,13 +90,13 @@ type Request struct {
 type Response struct {
 	// Scores is workflow output `scores`: float32 [batch, width],
 	// request_aligned on axis 0 (one row per request).
-	Scores *vm.Tensor
+	Scores *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.Scores != nil {
 		out["scores"] = r.Scores
 	}
@@ -103,8 +104,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -164,14 +165,14 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	resp := &Response{}
 	var (
 		features   = req.Features
-		stepScores *vm.Tensor
+		stepScores *backend.Tensor
 	)
 	// invoke scorer (inference_metadata.yaml:41:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "scorer", map[string]*vm.Tensor{"features": features}, nil)
+	outs, err := ex.engine.Invoke(ctx, "scorer", map[string]*backend.Tensor{"features": features}, nil)
 	if err != nil {
 		return nil, err
 	}

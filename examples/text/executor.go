@@ -10,6 +10,7 @@ package text
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -41,8 +42,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -82,23 +83,23 @@ type Request struct {
 	// token_packed on axis 0 with level 0 offsets token_offsets and
 	// owner token_owner, level 1 offsets segment_offsets and owner
 	// segment_owner. It comes from the request.
-	TokenIDs *vm.Tensor
+	TokenIDs *backend.Tensor
 
 	// TokenOffsets is workflow input `token_offsets`: int64
 	// [token_offsets_len], shared. It comes from the request.
-	TokenOffsets *vm.Tensor
+	TokenOffsets *backend.Tensor
 
 	// TokenOwner is workflow input `token_owner`: int64 [tokens],
 	// shared. It comes from the request.
-	TokenOwner *vm.Tensor
+	TokenOwner *backend.Tensor
 
 	// SegmentOffsets is workflow input `segment_offsets`: int64
 	// [segment_offsets_len], shared. It comes from the request.
-	SegmentOffsets *vm.Tensor
+	SegmentOffsets *backend.Tensor
 
 	// SegmentOwner is workflow input `segment_owner`: int64 [segments],
 	// shared. It comes from the request.
-	SegmentOwner *vm.Tensor
+	SegmentOwner *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -107,21 +108,21 @@ type Response struct {
 	// SegmentEmbeddings is workflow output `segment_embeddings`: float32
 	// [segments, hidden], token_packed on axis 0 with level 0 offsets
 	// segment_offsets and owner segment_owner (preserved).
-	SegmentEmbeddings *vm.Tensor
+	SegmentEmbeddings *backend.Tensor
 
 	// SegmentOffsets is workflow output `segment_offsets`: int64
 	// [segment_offsets_len], shared.
-	SegmentOffsets *vm.Tensor
+	SegmentOffsets *backend.Tensor
 
 	// SegmentOwner is workflow output `segment_owner`: int64 [segments],
 	// shared.
-	SegmentOwner *vm.Tensor
+	SegmentOwner *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.SegmentEmbeddings != nil {
 		out["segment_embeddings"] = r.SegmentEmbeddings
 	}
@@ -135,8 +136,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -230,18 +231,18 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		tokenOwner         = req.TokenOwner
 		segmentOffsets     = req.SegmentOffsets
 		segmentOwner       = req.SegmentOwner
-		segmentsEmbeddings *vm.Tensor
+		segmentsEmbeddings *backend.Tensor
 	)
 	// invoke segment_encoder (inference_metadata.yaml:90:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "segment_encoder", map[string]*vm.Tensor{
+	outs, err := ex.engine.Invoke(ctx, "segment_encoder", map[string]*backend.Tensor{
 		"token_ids":     tokenIDs,
 		"token_offsets": tokenOffsets,
 		"token_owner":   tokenOwner,
-	}, map[string]*vm.Tensor{
+	}, map[string]*backend.Tensor{
 		"segment_offsets": segmentOffsets,
 		"segment_owner":   segmentOwner,
 	})

@@ -10,6 +10,7 @@ package tokenmerge
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -41,8 +42,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -82,23 +83,23 @@ type Request struct {
 	// token_packed on axis 0 with level 0 offsets token_offsets and
 	// owner token_owner, level 1 offsets segment_offsets and owner
 	// segment_owner. It comes from the request.
-	Tokens *vm.Tensor
+	Tokens *backend.Tensor
 
 	// TokenOffsets is workflow input `token_offsets`: int64
 	// [token_offsets_len], shared. It comes from the request.
-	TokenOffsets *vm.Tensor
+	TokenOffsets *backend.Tensor
 
 	// TokenOwner is workflow input `token_owner`: int64 [tokens],
 	// shared. It comes from the request.
-	TokenOwner *vm.Tensor
+	TokenOwner *backend.Tensor
 
 	// SegmentOffsets is workflow input `segment_offsets`: int64
 	// [segment_offsets_len], shared. It comes from the request.
-	SegmentOffsets *vm.Tensor
+	SegmentOffsets *backend.Tensor
 
 	// SegmentOwner is workflow input `segment_owner`: int64 [segments],
 	// shared. It comes from the request.
-	SegmentOwner *vm.Tensor
+	SegmentOwner *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -108,29 +109,29 @@ type Response struct {
 	// token_packed on axis 0 with level 0 offsets merged_offsets and
 	// owner merged_owner (produced), level 1 offsets segment_offsets and
 	// owner segment_owner (preserved).
-	Merged *vm.Tensor
+	Merged *backend.Tensor
 
 	// MergedOffsets is workflow output `merged_offsets`: int64
 	// [merged_offsets_len], shared.
-	MergedOffsets *vm.Tensor
+	MergedOffsets *backend.Tensor
 
 	// MergedOwner is workflow output `merged_owner`: int64 [merged],
 	// shared.
-	MergedOwner *vm.Tensor
+	MergedOwner *backend.Tensor
 
 	// SegmentOffsets is workflow output `segment_offsets`: int64
 	// [segment_offsets_len], shared.
-	SegmentOffsets *vm.Tensor
+	SegmentOffsets *backend.Tensor
 
 	// SegmentOwner is workflow output `segment_owner`: int64 [segments],
 	// shared.
-	SegmentOwner *vm.Tensor
+	SegmentOwner *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.Merged != nil {
 		out["merged"] = r.Merged
 	}
@@ -150,8 +151,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -245,21 +246,21 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		tokenOwner     = req.TokenOwner
 		segmentOffsets = req.SegmentOffsets
 		segmentOwner   = req.SegmentOwner
-		merged         *vm.Tensor
-		mergedOffsets  *vm.Tensor
-		mergedOwner    *vm.Tensor
+		merged         *backend.Tensor
+		mergedOffsets  *backend.Tensor
+		mergedOwner    *backend.Tensor
 	)
 	// invoke merger (inference_metadata.yaml:107:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "merger", map[string]*vm.Tensor{
+	outs, err := ex.engine.Invoke(ctx, "merger", map[string]*backend.Tensor{
 		"segment_offsets": segmentOffsets,
 		"segment_owner":   segmentOwner,
 		"token_offsets":   tokenOffsets,
 		"tokens":          tokens,
-	}, map[string]*vm.Tensor{"token_owner": tokenOwner})
+	}, map[string]*backend.Tensor{"token_owner": tokenOwner})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ package videoframes
 import (
 	"context"
 	_ "embed"
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/vm"
 )
@@ -41,8 +42,8 @@ var (
 	WithQueue = genrt.WithQueue
 
 	// WithBackend runs the components of one implementation kind on b: a
-	// *vm.Bindings for binding components, or a test double in place of ONNX
-	// Runtime.
+	// *backend.Bindings for binding components, or a test double in place of
+	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
 	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
@@ -83,27 +84,27 @@ type Request struct {
 	// frame_offsets and owner frame_owner, level 1 offsets clip_offsets
 	// and owner clip_owner, right-padded on patches with valid lengths
 	// patch_lengths. It comes from the request.
-	PixelValues *vm.Tensor
+	PixelValues *backend.Tensor
 
 	// PatchLengths is workflow input `patch_lengths`: int64 [frames],
 	// shared. It comes from the request.
-	PatchLengths *vm.Tensor
+	PatchLengths *backend.Tensor
 
 	// FrameOffsets is workflow input `frame_offsets`: int64
 	// [frame_offsets_len], shared. It comes from the request.
-	FrameOffsets *vm.Tensor
+	FrameOffsets *backend.Tensor
 
 	// FrameOwner is workflow input `frame_owner`: int64 [frames],
 	// shared. It comes from the request.
-	FrameOwner *vm.Tensor
+	FrameOwner *backend.Tensor
 
 	// ClipOffsets is workflow input `clip_offsets`: int64
 	// [clip_offsets_len], shared. It comes from the request.
-	ClipOffsets *vm.Tensor
+	ClipOffsets *backend.Tensor
 
 	// ClipOwner is workflow input `clip_owner`: int64 [clips], shared.
 	// It comes from the request.
-	ClipOwner *vm.Tensor
+	ClipOwner *backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -112,20 +113,20 @@ type Response struct {
 	// ClipEmbeddings is workflow output `clip_embeddings`: float32
 	// [clips, hidden], token_packed on axis 0 with level 0 offsets
 	// clip_offsets and owner clip_owner (preserved).
-	ClipEmbeddings *vm.Tensor
+	ClipEmbeddings *backend.Tensor
 
 	// ClipOffsets is workflow output `clip_offsets`: int64
 	// [clip_offsets_len], shared.
-	ClipOffsets *vm.Tensor
+	ClipOffsets *backend.Tensor
 
 	// ClipOwner is workflow output `clip_owner`: int64 [clips], shared.
-	ClipOwner *vm.Tensor
+	ClipOwner *backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*vm.Tensor {
-	out := map[string]*vm.Tensor{}
+func (r *Response) outputs() map[string]*backend.Tensor {
+	out := map[string]*backend.Tensor{}
 	if r.ClipEmbeddings != nil {
 		out["clip_embeddings"] = r.ClipEmbeddings
 	}
@@ -139,8 +140,8 @@ func (r *Response) outputs() map[string]*vm.Tensor {
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *vm.RunError carries the rule
-// and message `genaic run` reports.
+// once. A failed request returns an error; a *backend.RunError carries the
+// rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
@@ -242,14 +243,14 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		frameOwner      = req.FrameOwner
 		clipOffsets     = req.ClipOffsets
 		clipOwner       = req.ClipOwner
-		clipsEmbeddings *vm.Tensor
+		clipsEmbeddings *backend.Tensor
 	)
 	// invoke clip_encoder (inference_metadata.yaml:104:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "clip_encoder", map[string]*vm.Tensor{
+	outs, err := ex.engine.Invoke(ctx, "clip_encoder", map[string]*backend.Tensor{
 		"clip_offsets":  clipOffsets,
 		"clip_owner":    clipOwner,
 		"frame_offsets": frameOffsets,

@@ -89,7 +89,7 @@
 //     the image's own extent on that axis.
 //
 // Errors: a program, port or parameter the adapter cannot run is a
-// *vm.RunError with rule run/unsupported at Load; an invocation whose bytes
+// *backend.RunError with rule run/unsupported at Load; an invocation whose bytes
 // do not decode, or whose images contradict the ports, fails with run/input
 // (run/offsets for malformed byte offsets), naming the image (and its row
 // when the invocation has several) and what was read. A session returns one
@@ -210,8 +210,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // ABIVersion is the one version of the preprocessing ABIs this package
@@ -226,7 +226,7 @@ const DefaultMaxPixels = 1 << 25
 // Backend.MaxSamples is 0: 64 Mi values, about 70 minutes at 16 kHz.
 const DefaultMaxSamples = 1 << 26
 
-// Backend is the vm.Backend of the built-in preprocessing adapters. It
+// Backend is the backend.Backend of the built-in preprocessing adapters. It
 // reads the programs of the module it was made with.
 type Backend struct {
 	m *ir.Module
@@ -248,14 +248,14 @@ type Backend struct {
 // m's preprocessing program of the adapter's modality.
 func New(m *ir.Module) *Backend { return &Backend{m: m} }
 
-// Name implements vm.Backend.
+// Name implements backend.Backend.
 func (b *Backend) Name() string { return "preprocess" }
 
-func fail(rule, format string, args ...any) *vm.RunError {
-	return &vm.RunError{Rule: rule, Message: fmt.Sprintf(format, args...)}
+func fail(rule, format string, args ...any) *backend.RunError {
+	return &backend.RunError{Rule: rule, Message: fmt.Sprintf(format, args...)}
 }
 
-func unsupported(format string, args ...any) *vm.RunError {
+func unsupported(format string, args ...any) *backend.RunError {
 	return fail("run/unsupported", format, args...)
 }
 
@@ -273,9 +273,9 @@ func modalityOf(abi string) (string, bool) {
 	return "", false
 }
 
-// Load implements vm.Backend: it compiles the program the adapter runs and
+// Load implements backend.Backend: it compiles the program the adapter runs and
 // the layout of each of its ports. Nothing is read from pkgDir.
-func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
+func (b *Backend) Load(comp *ir.Component, _ string) (backend.Session, error) {
 	if comp == nil {
 		return nil, unsupported("the preprocessing backend was asked to load no component")
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/vm"
@@ -20,7 +21,7 @@ import (
 // clips; a binding encoder groups the frames of many requests and returns,
 // per clip, the sum of the valid samples of its frames.
 
-func clipEncoder(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func clipEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	frames, offs, valid := in["frames"], in["frame_offsets"].Int64s(), in["frame_valid"].Int64s()
 	if frames.Rank() != 2 || frames.Shape[1] != 4 || int64(len(valid)) != frames.Shape[0] {
 		return nil, fmt.Errorf("frames %v with %d lengths, want [frames, 4] with one length per frame", frames, len(valid))
@@ -37,7 +38,7 @@ func clipEncoder(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Te
 			}
 		}
 	}
-	return map[string]*vm.Tensor{"embeddings": {DType: "float32", Shape: []int64{int64(len(out)), 1}, Data: out}}, nil
+	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{int64(len(out)), 1}, Data: out}}, nil
 }
 
 // wav16 encodes mono 16-bit samples at 16 kHz.
@@ -82,10 +83,10 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &vm.Bindings{}
+	b := &backend.Bindings{}
 	b.Register("encoder", clipEncoder)
 	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
-		Backends: map[ir.ImplKind]vm.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+		Backends: map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
 		MaxDelay: 20 * time.Millisecond,
 	})
 	if err != nil {
@@ -112,7 +113,7 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 			}
 		}
 		clips = append(clips, req)
-		reqs = append(reqs, vm.Request{ID: fmt.Sprint("a", i), Inputs: map[string]*vm.Tensor{
+		reqs = append(reqs, vm.Request{ID: fmt.Sprint("a", i), Inputs: map[string]*backend.Tensor{
 			"wav":         {DType: "uint8", Shape: []int64{int64(len(data))}, Data: data},
 			"wav_offsets": {DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs},
 			"wav_owner":   {DType: "int64", Shape: []int64{int64(len(owner))}, Data: owner},

@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // dataRoles are the content roles of the audio value itself: the samples,
@@ -41,7 +41,7 @@ type audioSession struct {
 	lengths    map[string]audioLength
 }
 
-func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
+func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (backend.Session, error) {
 	p, err := compileAudio(prog)
 	if err != nil {
 		return nil, err
@@ -163,9 +163,9 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	return ap, nil
 }
 
-// Run implements vm.Session: it splits the encoded bytes into clips, runs
+// Run implements backend.Session: it splits the encoded bytes into clips, runs
 // the program on each, and fills every output port.
-func (s *audioSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+func (s *audioSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
 	data, offs, rows, err := s.items(inputs, outputs)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (s *audioSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*vm.Tensor{}
+	out := map[string]*backend.Tensor{}
 	levels := make([][][]int64, len(s.data))
 	for i, ap := range s.data {
 		items := make([]*signal, n)
@@ -203,7 +203,7 @@ func (s *audioSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 
 // pack concatenates the clips' samples or frames on axis 0 and returns the
 // offsets of each level, innermost first.
-func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out map[string]*vm.Tensor) ([][]int64, error) {
+func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out map[string]*backend.Tensor) ([][]int64, error) {
 	units := []int64{0} // prefix offsets of each clip's units
 	var payload []float32
 	var valid []int64
@@ -219,7 +219,7 @@ func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out ma
 	if payload == nil {
 		payload = []float32{}
 	}
-	out[ap.name] = &vm.Tensor{DType: "float32", Shape: shape, Data: payload}
+	out[ap.name] = &backend.Tensor{DType: "float32", Shape: shape, Data: payload}
 	if name, ok := ap.lengths[1]; ok {
 		if valid == nil {
 			valid = []int64{}
@@ -238,7 +238,7 @@ func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out ma
 
 // stack stacks the clips on a new axis 0, padding their samples or frames
 // to the longest where the port pads them.
-func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out map[string]*vm.Tensor) error {
+func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out map[string]*backend.Tensor) error {
 	if ap.layout == ir.RequestAligned {
 		if err := s.onePerRow(ap.name, "clip", rows); err != nil {
 			return err
@@ -265,7 +265,7 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 		width = int64(ap.static.window)
 		shape = append(shape, width)
 	}
-	t, err := vm.NewTensor("float32", shape)
+	t, err := backend.NewTensor("float32", shape)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 		for i, x := range items {
 			copy(l[int64(i)*longest:], x.valid)
 		}
-		out[name] = &vm.Tensor{DType: "int64", Shape: []int64{n, longest}, Data: l}
+		out[name] = &backend.Tensor{DType: "int64", Shape: []int64{n, longest}, Data: l}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
@@ -56,7 +57,7 @@ type encoder struct {
 	largest int64
 }
 
-func (e *encoder) run(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func (e *encoder) run(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	px := in["pixels"]
 	if px == nil || px.Rank() != 4 || px.Shape[1] != 3 {
 		return nil, fmt.Errorf("pixels %v, want [images, 3, 4, 4]", px)
@@ -77,7 +78,7 @@ func (e *encoder) run(_ context.Context, in map[string]*vm.Tensor) (map[string]*
 		}
 		out[i] = float32(sum / float64(plane))
 	}
-	return map[string]*vm.Tensor{"embeddings": {DType: "float32", Shape: []int64{n, 3}, Data: out}}, nil
+	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{n, 3}, Data: out}}, nil
 }
 
 func open(t *testing.T, doc string, solo bool) (*vm.Engine, *encoder) {
@@ -88,10 +89,10 @@ func open(t *testing.T, doc string, solo bool) (*vm.Engine, *encoder) {
 		t.Fatal(err)
 	}
 	enc := &encoder{}
-	b := &vm.Bindings{}
+	b := &backend.Bindings{}
 	b.Register("encoder", enc.run)
 	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
-		Backends: map[ir.ImplKind]vm.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+		Backends: map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
 		Solo:     solo,
 		MaxDelay: 20 * time.Millisecond,
 	})
@@ -124,15 +125,15 @@ func (p pictures) request(id string, rows bool) vm.Request {
 	if owner == nil {
 		owner = []int64{}
 	}
-	in := map[string]*vm.Tensor{
+	in := map[string]*backend.Tensor{
 		"encoded_images":     {DType: "uint8", Shape: []int64{int64(len(data))}, Data: data},
 		"image_byte_offsets": {DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs},
 		"image_byte_owner":   {DType: "int64", Shape: []int64{int64(len(owner))}, Data: owner},
 	}
 	if rows {
 		n := int64(len(p.encoded))
-		in["image_rows"] = &vm.Tensor{DType: "int64", Shape: []int64{2}, Data: []int64{0, n}}
-		in["image_row_owner"] = &vm.Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
+		in["image_rows"] = &backend.Tensor{DType: "int64", Shape: []int64{2}, Data: []int64{0, n}}
+		in["image_row_owner"] = &backend.Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
 	}
 	return vm.Request{ID: id, Inputs: in}
 }

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // kind names a modality and what one of its encodings holds, for messages.
@@ -43,12 +43,12 @@ func (s *encoded) checkOutputs(outputs []string) error {
 	return nil
 }
 
-// Ready implements vm.Session: the adapter runs in Go and takes groups.
-func (s *encoded) Ready() vm.Readiness {
-	return vm.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
+// Ready implements backend.Session: the adapter runs in Go and takes groups.
+func (s *encoded) Ready() backend.Readiness {
+	return backend.Readiness{Ready: true, Provider: "go", OpClass: "preprocess"}
 }
 
-// Close implements vm.Session.
+// Close implements backend.Session.
 func (s *encoded) Close() error { return nil }
 
 // encodedInput says where an invocation's encoded items come from.
@@ -158,14 +158,14 @@ func intPort(comp *ir.Component, port *ir.Port, o *ir.ProgramOutput, k kind) err
 	return nil
 }
 
-func ints(data []int64) *vm.Tensor {
-	return &vm.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+func ints(data []int64) *backend.Tensor {
+	return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 }
 
 // offsetsOf reads an int64 offsets vector of an input port and checks it:
 // it starts at 0, never decreases, and ends at children (counted is a
 // format that says what they count, for messages).
-func (s *encoded) offsetsOf(inputs map[string]*vm.Tensor, port, what string, children int64, counted string) ([]int64, error) {
+func (s *encoded) offsetsOf(inputs map[string]*backend.Tensor, port, what string, children int64, counted string) ([]int64, error) {
 	t := inputs[port]
 	if t == nil {
 		return nil, fail("run/input", "input port `%s` of adapter `%s` has no value; bind it in the invoke to the %s offsets", port, s.comp.Name, what)
@@ -192,7 +192,7 @@ func (s *encoded) offsetsOf(inputs map[string]*vm.Tensor, port, what string, chi
 
 // split returns the encoded bytes and the offsets that split them into
 // items.
-func (s *encoded) split(inputs map[string]*vm.Tensor) ([]byte, []int64, error) {
+func (s *encoded) split(inputs map[string]*backend.Tensor) ([]byte, []int64, error) {
 	t := inputs[s.in.port]
 	if t == nil {
 		return nil, nil, fail("run/input", "input port `%s` of adapter `%s` has no value; bind it to the encoded %ss", s.in.port, s.comp.Name, s.k.item)
@@ -214,7 +214,7 @@ func (s *encoded) split(inputs map[string]*vm.Tensor) ([]byte, []int64, error) {
 // items checks the outputs an invocation asks for and reads its encoded
 // items: the bytes, the offsets that split them into items, and the
 // offsets of its rows over the items.
-func (s *encoded) items(inputs map[string]*vm.Tensor, outputs []string) (data []byte, offs, rows []int64, err error) {
+func (s *encoded) items(inputs map[string]*backend.Tensor, outputs []string) (data []byte, offs, rows []int64, err error) {
 	if err = s.checkOutputs(outputs); err != nil {
 		return nil, nil, nil, err
 	}
@@ -228,7 +228,7 @@ func (s *encoded) items(inputs map[string]*vm.Tensor, outputs []string) (data []
 }
 
 // rows returns the offsets of the invocation's rows over its n items.
-func (s *encoded) rows(inputs map[string]*vm.Tensor, n int) ([]int64, error) {
+func (s *encoded) rows(inputs map[string]*backend.Tensor, n int) ([]int64, error) {
 	if s.in.rowOffsets != "" {
 		return s.offsetsOf(inputs, s.in.rowOffsets, s.k.item, int64(n), "the byte offsets delimit %d "+s.k.item+"s")
 	}
@@ -320,7 +320,7 @@ func addCompanions(companions map[string]levelCompanion, i int, levels []ir.Leve
 // fillCompanions fills each companion output port from the level offsets
 // of its data port (levels, by data port, innermost first): the offsets,
 // or the owner map derived from them.
-func (s *encoded) fillCompanions(companions map[string]levelCompanion, levels [][][]int64, out map[string]*vm.Tensor) {
+func (s *encoded) fillCompanions(companions map[string]levelCompanion, levels [][][]int64, out map[string]*backend.Tensor) {
 	for name, c := range companions {
 		if !s.outPorts[name] || c.level >= len(levels[c.port]) {
 			continue

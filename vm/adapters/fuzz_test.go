@@ -6,7 +6,7 @@ import (
 	"image/color"
 	"testing"
 
-	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/backend"
 )
 
 // Arbitrary bytes never panic the WAV reader.
@@ -36,7 +36,7 @@ func FuzzImageRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := s.Run(context.Background(), request(data), nil)
-		var re *vm.RunError
+		var re *backend.RunError
 		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
 			t.Fatalf("got %v, want nil or run/input", err)
 		}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // op builds a transform: params alternate key and value.
@@ -87,7 +87,7 @@ func newFixture(transforms []ir.Transform, pixelShape []ir.Dim) *fixture {
 	return &fixture{m: m, comp: comp, prog: prog}
 }
 
-func (f *fixture) load(t *testing.T) vm.Session {
+func (f *fixture) load(t *testing.T) backend.Session {
 	t.Helper()
 	s, err := New(f.m).Load(f.comp, "")
 	if err != nil {
@@ -98,7 +98,7 @@ func (f *fixture) load(t *testing.T) vm.Session {
 }
 
 // request packs encoded images into the adapter's two input ports.
-func request(imgs ...[]byte) map[string]*vm.Tensor {
+func request(imgs ...[]byte) map[string]*backend.Tensor {
 	var data []byte
 	offs := []int64{0}
 	for _, b := range imgs {
@@ -108,13 +108,13 @@ func request(imgs ...[]byte) map[string]*vm.Tensor {
 	if data == nil {
 		data = []byte{}
 	}
-	return map[string]*vm.Tensor{
+	return map[string]*backend.Tensor{
 		"encoded":      {DType: "uint8", Shape: []int64{int64(len(data))}, Data: data},
 		"byte_offsets": {DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs},
 	}
 }
 
-func run(t *testing.T, s vm.Session, in map[string]*vm.Tensor, outs ...string) map[string]*vm.Tensor {
+func run(t *testing.T, s backend.Session, in map[string]*backend.Tensor, outs ...string) map[string]*backend.Tensor {
 	t.Helper()
 	res, err := s.Run(context.Background(), in, outs)
 	if err != nil {
@@ -166,7 +166,7 @@ func encodeJPEG(t testing.TB, img image.Image) []byte {
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-func wantShape(t *testing.T, name string, got *vm.Tensor, want ...int64) {
+func wantShape(t *testing.T, name string, got *backend.Tensor, want ...int64) {
 	t.Helper()
 	if got == nil {
 		t.Fatalf("%s: no tensor", name)
@@ -181,7 +181,7 @@ func wantShape(t *testing.T, name string, got *vm.Tensor, want ...int64) {
 	}
 }
 
-func wantInts(t *testing.T, name string, got *vm.Tensor, want ...int64) {
+func wantInts(t *testing.T, name string, got *backend.Tensor, want ...int64) {
 	t.Helper()
 	wantShape(t, name, got, int64(len(want)))
 	for i, v := range got.Int64s() {
@@ -191,13 +191,13 @@ func wantInts(t *testing.T, name string, got *vm.Tensor, want ...int64) {
 	}
 }
 
-// wantRunError checks that err is a *vm.RunError of rule whose message
+// wantRunError checks that err is a *backend.RunError of rule whose message
 // holds every fragment.
 func wantRunError(t *testing.T, err error, rule string, fragments ...string) {
 	t.Helper()
-	var re *vm.RunError
+	var re *backend.RunError
 	if !errors.As(err, &re) {
-		t.Fatalf("got %v (%T), want a *vm.RunError %s", err, err, rule)
+		t.Fatalf("got %v (%T), want a *backend.RunError %s", err, err, rule)
 	}
 	if re.Rule != rule {
 		t.Fatalf("rule %s, want %s: %s", re.Rule, rule, re.Message)

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // Content roles the image adapter fills.
@@ -58,7 +58,7 @@ type imageSession struct {
 	keep    []string // the program values the pixels ports read, by pixels index
 }
 
-func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
+func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (backend.Session, error) {
 	p, err := compileImage(prog)
 	if err != nil {
 		return nil, err
@@ -193,9 +193,9 @@ func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPo
 	return px, nil
 }
 
-// Run implements vm.Session: it splits the encoded bytes into images, runs
+// Run implements backend.Session: it splits the encoded bytes into images, runs
 // the program on each, and fills every output port.
-func (s *imageSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
 	data, offs, rows, err := s.items(inputs, outputs)
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*vm.Tensor{}
+	out := map[string]*backend.Tensor{}
 	for i, px := range s.pixels {
 		items := make([]*planar, n)
 		for j := range n {
@@ -238,7 +238,7 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 
 // fill lays the images out on a pixels port: stacked on the item axis,
 // padded dimensions at the largest extent with zeros.
-func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*vm.Tensor, error) {
+func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*backend.Tensor, error) {
 	ext := [3]int64{int64(px.static.c), int64(px.static.h), int64(px.static.w)}
 	for d := range 3 {
 		if px.fixed[d] >= 0 {
@@ -280,7 +280,7 @@ func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*vm.
 			return nil, err
 		}
 	}
-	t, err := vm.NewTensor("float32", shape)
+	t, err := backend.NewTensor("float32", shape)
 	if err != nil {
 		return nil, err
 	}
@@ -328,10 +328,10 @@ func place(dst []float32, p *planar, base int64, strides []int64, axes [3]int) {
 
 // measure builds the lengths companion of a padded dimension: shaped as the
 // pixels' axes outer to the padded one, each entry its image's extent.
-func measure(l *lengthPort, pixels *vm.Tensor, items []*planar) *vm.Tensor {
+func measure(l *lengthPort, pixels *backend.Tensor, items []*planar) *backend.Tensor {
 	axis := l.px.axes[l.dim]
 	shape := slices.Clone(pixels.Shape[:axis])
-	total := vm.Elements(shape)
+	total := backend.Elements(shape)
 	data := make([]int64, total)
 	per := total
 	if l.px.rank == 4 && len(items) > 0 {
@@ -346,5 +346,5 @@ func measure(l *lengthPort, pixels *vm.Tensor, items []*planar) *vm.Tensor {
 			data[j] = v
 		}
 	}
-	return &vm.Tensor{DType: "int64", Shape: shape, Data: data}
+	return &backend.Tensor{DType: "int64", Shape: shape, Data: data}
 }

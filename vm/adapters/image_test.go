@@ -8,8 +8,8 @@ import (
 	"image/gif"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // clipLike is decode → resize 4 → rescale 1/255 → normalize 0.5/0.5.
@@ -236,8 +236,8 @@ func TestPaddedHeightAndWidth(t *testing.T) {
 	}
 }
 
-func reshape(t *vm.Tensor) *vm.Tensor {
-	return &vm.Tensor{DType: t.DType, Shape: []int64{t.Len()}, Data: t.Data}
+func reshape(t *backend.Tensor) *backend.Tensor {
+	return &backend.Tensor{DType: t.DType, Shape: []int64{t.Len()}, Data: t.Data}
 }
 
 // Without padding, images that leave the program at different sizes are a
@@ -332,7 +332,7 @@ func TestWholeVectorIsOneImage(t *testing.T) {
 	f := newFixture(clipLike("2"), dims("images", 3, 2, 2))
 	f.comp.Inputs = []*ir.Port{{Name: "encoded", Contract: contract("uint8", dims("bytes"))}}
 	enc := encodePNG(t, solid(3, 3, color.NRGBA{R: 255, A: 255}))
-	out := run(t, f.load(t), map[string]*vm.Tensor{"encoded": {DType: "uint8", Shape: []int64{int64(len(enc))}, Data: enc}}, "pixels", "offsets")
+	out := run(t, f.load(t), map[string]*backend.Tensor{"encoded": {DType: "uint8", Shape: []int64{int64(len(enc))}, Data: enc}}, "pixels", "offsets")
 	wantShape(t, "pixels", out["pixels"], 1, 3, 2, 2)
 	wantInts(t, "offsets", out["offsets"], 0, 1)
 }
@@ -347,7 +347,7 @@ func TestRowsFromSecondLevel(t *testing.T) {
 	f.comp.Capacity = &ir.Capacity{}
 	img := encodePNG(t, solid(3, 3, color.NRGBA{R: 255, A: 255}))
 	in := request(img, img, img)
-	in["image_rows"] = &vm.Tensor{DType: "int64", Shape: []int64{3}, Data: []int64{0, 2, 3}}
+	in["image_rows"] = &backend.Tensor{DType: "int64", Shape: []int64{3}, Data: []int64{0, 2, 3}}
 	out := run(t, f.load(t), in, "pixels", "offsets", "owner")
 	wantInts(t, "offsets", out["offsets"], 0, 2, 3)
 	wantInts(t, "owner", out["owner"], 0, 0, 1)

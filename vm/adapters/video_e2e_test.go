@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/vm"
@@ -108,8 +109,10 @@ func videoRequest(id string, clips []videoClip) vm.Request {
 		}
 		clipOffs = append(clipOffs, frame)
 	}
-	vec := func(v []int64) *vm.Tensor { return &vm.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v} }
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	vec := func(v []int64) *backend.Tensor {
+		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v}
+	}
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"video":              {DType: "uint8", Shape: []int64{int64(len(data))}, Data: data},
 		"video_byte_offsets": vec(byteOffs),
 		"video_byte_owner":   vec(byteOwner),
@@ -125,7 +128,7 @@ type packedEncoder struct {
 	largest int64 // the most clips one group held
 }
 
-func (e *packedEncoder) run(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func (e *packedEncoder) run(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	px, offsTensor := in["pixels"], in["frame_offsets"]
 	if px == nil || offsTensor == nil || px.Rank() != 4 || px.Shape[1] != 3 || px.Shape[2] != 4 || px.Shape[3] != 4 {
 		return nil, fmt.Errorf("pixels %v with frame offsets %v, want [frames, 3, 4, 4] and offsets", px, offsTensor)
@@ -152,12 +155,12 @@ func (e *packedEncoder) run(_ context.Context, in map[string]*vm.Tensor) (map[st
 			}
 		}
 	}
-	return map[string]*vm.Tensor{"embeddings": {DType: "float32", Shape: []int64{clips, 3}, Data: out}}, nil
+	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{clips, 3}, Data: out}}, nil
 }
 
 // paddedEncoder is the binding of video_padded.yaml: per row, the mean of
 // each channel over its real frames; every padding frame must hold -1.
-func paddedEncoder(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func paddedEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	px, lt := in["frames"], in["lengths"]
 	if px == nil || lt == nil || px.Rank() != 5 || px.Shape[2] != 3 || lt.Len() != px.Shape[0] {
 		return nil, fmt.Errorf("frames %v with lengths %v, want [batch, frames, 3, 4, 4] and one length per row", px, lt)
@@ -188,20 +191,20 @@ func paddedEncoder(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.
 			}
 		}
 	}
-	return map[string]*vm.Tensor{"embeddings": {DType: "float32", Shape: []int64{rows, 3}, Data: out}}, nil
+	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{rows, 3}, Data: out}}, nil
 }
 
-func openVideo(t *testing.T, doc string, encoder vm.Func) *vm.Engine {
+func openVideo(t *testing.T, doc string, encoder backend.Func) *vm.Engine {
 	t.Helper()
 	f := compile(t, doc)
 	m, err := irtext.Parse("plan", []byte(f.IR))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &vm.Bindings{}
+	b := &backend.Bindings{}
 	b.Register("encoder", encoder)
 	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
-		Backends: map[ir.ImplKind]vm.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+		Backends: map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
 		MaxDelay: 20 * time.Millisecond,
 	})
 	if err != nil {

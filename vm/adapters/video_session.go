@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // videoPixelRoles are the content roles of the frames themselves.
@@ -46,7 +46,7 @@ type videoSession struct {
 	lengths    map[string]int // lengths port → the pixels port it measures
 }
 
-func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (vm.Session, error) {
+func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (backend.Session, error) {
 	p, err := compileVideo(prog)
 	if err != nil {
 		return nil, err
@@ -259,10 +259,10 @@ type videoClip struct {
 
 func (c videoClip) total() int { return len(c.frames) + c.pad }
 
-// Run implements vm.Session: it splits the encoded bytes into frames and
+// Run implements backend.Session: it splits the encoded bytes into frames and
 // the frames into clips, chooses each clip's frames, decodes and
 // transforms those, and fills every output port.
-func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
 	if err := s.checkOutputs(outputs); err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*vm.Tensor{}
+	out := map[string]*backend.Tensor{}
 	levels := make([][][]int64, len(s.pixels))
 	values := make([][]videoClip, len(s.pixels))
 	for i, vp := range s.pixels {
@@ -345,7 +345,7 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*vm.Tensor, ou
 // frames are one clip. Rows: the outermost level a group composes counts
 // its rows, so in a grouped invocation each clip is its own row (the
 // runtime admits one clip per request); otherwise all clips are one row.
-func (s *videoSession) clipsAndRows(inputs map[string]*vm.Tensor, n int) (clips, rows []int64, err error) {
+func (s *videoSession) clipsAndRows(inputs map[string]*backend.Tensor, n int) (clips, rows []int64, err error) {
 	switch {
 	case s.lv.clipOffsets != "":
 		clips, err = s.offsetsOf(inputs, s.lv.clipOffsets, "frame", int64(n), "the byte offsets delimit %d frames")
@@ -433,7 +433,7 @@ func (s *videoSession) frameSize(vp *videoPort, vals []videoClip) ([3]int64, err
 
 // fill lays the clips out on a pixels port and returns the offsets of each
 // of its levels, innermost first (none unless it is token_packed).
-func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*vm.Tensor, [][]int64, error) {
+func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*backend.Tensor, [][]int64, error) {
 	ext, err := s.frameSize(vp, vals)
 	if err != nil {
 		return nil, nil, err
@@ -503,7 +503,7 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*vm.
 	for d, axis := range vp.axes {
 		shape[axis] = ext[d]
 	}
-	t, err := vm.NewTensor("float32", shape)
+	t, err := backend.NewTensor("float32", shape)
 	if err != nil {
 		return nil, nil, err
 	}

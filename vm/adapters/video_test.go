@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // videoFixture is a video adapter in miniature: encoded frames split by
@@ -75,7 +75,7 @@ func frameSeq(t testing.TB, first, n int) [][]byte {
 
 // videoRequest packs clips of encoded frames into the fixture's input
 // ports: the bytes, their offsets by frame, and the frame offsets by clip.
-func videoRequest(clips ...[][]byte) map[string]*vm.Tensor {
+func videoRequest(clips ...[][]byte) map[string]*backend.Tensor {
 	var all [][]byte
 	clipOffs := []int64{0}
 	for _, c := range clips {
@@ -89,7 +89,7 @@ func videoRequest(clips ...[][]byte) map[string]*vm.Tensor {
 
 // redOf returns the red of each frame of a [frames, 3, h, w] or
 // [clips, frames, 3, h, w] tensor, read at its first pixel.
-func redOf(t *vm.Tensor) []float32 {
+func redOf(t *backend.Tensor) []float32 {
 	plane := t.Shape[len(t.Shape)-1] * t.Shape[len(t.Shape)-2]
 	per := 3 * plane
 	data := t.Float32s()
@@ -150,7 +150,7 @@ func TestVideoOneClipWithoutClipLevel(t *testing.T) {
 	// A port that is not token_packed carries one frame.
 	f.comp.Inputs = []*ir.Port{{Name: "encoded", Contract: contract("uint8", dims("bytes"))}}
 	enc := frameSeq(t, 4, 1)[0]
-	out = run(t, f.load(t), map[string]*vm.Tensor{"encoded": {DType: "uint8", Shape: []int64{int64(len(enc))}, Data: enc}}, "pixels", "frame_offsets")
+	out = run(t, f.load(t), map[string]*backend.Tensor{"encoded": {DType: "uint8", Shape: []int64{int64(len(enc))}, Data: enc}}, "pixels", "frame_offsets")
 	wantShape(t, "pixels", out["pixels"], 1, 3, 2, 2)
 	wantInts(t, "frame_offsets", out["frame_offsets"], 0, 1)
 	wantFloats(t, "red", redOf(out["pixels"]), 40)
@@ -497,7 +497,7 @@ func FuzzVideoRequest(f *testing.F) {
 		in := videoRequest([][]byte{good, data, good})
 		in["clips"] = ints([]int64{0, int64(cut % 4), 3})
 		_, err := s.Run(context.Background(), in, nil)
-		var re *vm.RunError
+		var re *backend.RunError
 		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input" && re.Rule != "run/offsets") {
 			t.Fatalf("got %v, want nil, run/input or run/offsets", err)
 		}

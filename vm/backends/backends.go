@@ -5,8 +5,8 @@
 package backends
 
 import (
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/adapters"
 	"github.com/genaic/genaic/vm/ort"
 )
@@ -15,9 +15,9 @@ import (
 // those given in overrides (which are kept as they are). ONNX Runtime is
 // started only when an onnx component is invoked, so a workflow without
 // one runs where the library is missing. Binding components need the
-// application's functions: pass a *vm.Bindings in overrides.
-func For(m *ir.Module, ortOpts ort.Options, overrides map[ir.ImplKind]vm.Backend) (map[ir.ImplKind]vm.Backend, error) {
-	out := map[ir.ImplKind]vm.Backend{}
+// application's functions: pass a *backend.Bindings in overrides.
+func For(m *ir.Module, ortOpts ort.Options, overrides map[ir.ImplKind]backend.Backend) (map[ir.ImplKind]backend.Backend, error) {
+	out := map[ir.ImplKind]backend.Backend{}
 	for k, b := range overrides {
 		out[k] = b
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ort"
 )
@@ -32,7 +33,7 @@ import (
 type benchCase struct {
 	pkg, component string
 	reqs           []vm.Request
-	ideal          map[string]*vm.Tensor
+	ideal          map[string]*backend.Tensor
 	output         string // the ideal call's output
 	items          int64
 }
@@ -55,7 +56,7 @@ func imagePaddedWorkload() benchCase {
 		perRequest = append(perRequest, x.Shape[0])
 		c.items += x.Shape[0]
 	}
-	batch, _ := vm.NewTensor("float32", []int64{c.items, extent, 8})
+	batch, _ := backend.NewTensor("float32", []int64{c.items, extent, 8})
 	dst, row := batch.Float32s(), int64(0)
 	for _, r := range c.reqs {
 		x := r.Inputs["pixel_patches"]
@@ -71,7 +72,7 @@ func imagePaddedWorkload() benchCase {
 	for _, n := range perRequest {
 		offsets = append(offsets, offsets[len(offsets)-1]+n)
 	}
-	c.ideal = map[string]*vm.Tensor{
+	c.ideal = map[string]*backend.Tensor{
 		"pixel_patches": batch,
 		"patch_lengths": i64(lengths...),
 		"image_offsets": i64(offsets...),
@@ -92,7 +93,7 @@ func wakewordWorkload() benchCase {
 		data = append(data, r.Inputs["windows"].Float32s()...)
 		c.items += 2
 	}
-	c.ideal = map[string]*vm.Tensor{"input_1": f32([]int64{c.items, 76, 32, 1}, data)}
+	c.ideal = map[string]*backend.Tensor{"input_1": f32([]int64{c.items, 76, 32, 1}, data)}
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ortlib"
@@ -234,7 +235,7 @@ func TestPaddingNeverLeaks(t *testing.T) {
 // run of all-zero positions the runtime filled. Items in these tests never
 // hold an all-zero position of their own (real values are nonzero, their
 // own padding NaN).
-func ownExtents(x *vm.Tensor) []int64 {
+func ownExtents(x *backend.Tensor) []int64 {
 	n, extent, width := x.Shape[0], x.Shape[1], x.Shape[2]
 	d := x.Float32s()
 	out := make([]int64, n)
@@ -343,7 +344,7 @@ func TestNoCrossRequestLeakage(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(60+i), 6))
 			a := f.gen(rng, "A", max(1, f.maxItems))
 			e := open(t, f.pkg, vm.Options{MaxDelay: 150 * time.Millisecond}, nil)
-			var results []*vm.Tensor
+			var results []*backend.Tensor
 			for j := range 2 {
 				b := f.gen(rng, fmt.Sprint("B", j+1), max(1, f.maxItems))
 				before := e.Stats().Components[f.component]
@@ -388,15 +389,15 @@ func TestSplitsAreViews(t *testing.T) {
 			mustSucceed(t, res)
 			calls := rec.invocations()
 			port := payload[f.pkg]
-			perCall := make([][]*vm.Tensor, len(calls))
+			perCall := make([][]*backend.Tensor, len(calls))
 			for k, r := range res {
 				share := r.Outputs[port.out]
-				at := slices.IndexFunc(calls, func(c call) bool { return vm.SameBuffer(share, c.outputs[port.out]) })
+				at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(share, c.outputs[port.out]) })
 				if at < 0 || share.Len() == 0 {
 					t.Errorf("%s: its %s (%v) is not a view of any group's output", r.ID, port.out, share)
 					continue
 				}
-				if vm.SameBuffer(share, reqs[k].Inputs[port.in]) {
+				if backend.SameBuffer(share, reqs[k].Inputs[port.in]) {
 					t.Errorf("%s: its %s aliases its own input", r.ID, port.out)
 				}
 				perCall[at] = append(perCall[at], share)
@@ -415,11 +416,11 @@ func TestSplitsAreViews(t *testing.T) {
 }
 
 // addr is the address of a tensor's first element.
-func addr(t *vm.Tensor) uintptr { return reflect.ValueOf(t.Data).Pointer() }
+func addr(t *backend.Tensor) uintptr { return reflect.ValueOf(t.Data).Pointer() }
 
 // checkTiling: the shares, ordered by address, start at the group output's
 // first element and follow each other with no gap up to its end.
-func checkTiling(t *testing.T, out *vm.Tensor, shares []*vm.Tensor) {
+func checkTiling(t *testing.T, out *backend.Tensor, shares []*backend.Tensor) {
 	t.Helper()
 	sort.Slice(shares, func(i, j int) bool { return addr(shares[i]) < addr(shares[j]) })
 	next := addr(out)
@@ -482,7 +483,7 @@ func TestSoloPackage(t *testing.T) {
 		if i == 5 {
 			rows = 3 // a request may bring several rows; they stay one call
 		}
-		reqs = append(reqs, vm.Request{ID: fmt.Sprint("r", i), Inputs: map[string]*vm.Tensor{
+		reqs = append(reqs, vm.Request{ID: fmt.Sprint("r", i), Inputs: map[string]*backend.Tensor{
 			"features": f32([]int64{rows, 4}, values(rng, int(rows)*4)),
 		}})
 	}
@@ -508,7 +509,7 @@ func TestSoloPackage(t *testing.T) {
 		}
 	}
 	// The fixture can tell: two requests' rows in one call score differently.
-	both := vm.Request{Inputs: map[string]*vm.Tensor{"features": f32([]int64{2, 4},
+	both := vm.Request{Inputs: map[string]*backend.Tensor{"features": f32([]int64{2, 4},
 		append(slices.Clone(reqs[0].Inputs["features"].Float32s()), reqs[1].Inputs["features"].Float32s()...))}}
 	if d := diff(reference(t, "solo", both)["scores"].View(0, 1), got[0].Outputs["scores"], tolerance); d == "" {
 		t.Errorf("the solo fixture does not detect grouping: two rows scored together equal the first alone")
@@ -543,7 +544,7 @@ func TestWakewordGuard(t *testing.T) {
 			t.Fatalf("%s: embeddings %v, want shape %v", req.ID, got, want)
 		}
 		for j := range w.Shape[0] {
-			one, err := alone.Run(context.Background(), map[string]*vm.Tensor{"input_1": w.View(j, j+1)}, []string{"conv2d_19"})
+			one, err := alone.Run(context.Background(), map[string]*backend.Tensor{"input_1": w.View(j, j+1)}, []string{"conv2d_19"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -587,7 +588,7 @@ func TestTokenMerge(t *testing.T) {
 		if merged.Len() == 0 {
 			continue
 		}
-		at := slices.IndexFunc(calls, func(c call) bool { return vm.SameBuffer(merged, c.outputs["merged"]) })
+		at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(merged, c.outputs["merged"]) })
 		if at < 0 {
 			t.Errorf("%s: its merged tokens are not a view of a group output", r.ID)
 			continue

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/internal/testmodels"
@@ -46,10 +47,10 @@ const tolerance = 1e-5
 // that a group that cannot fill does not stall a test.
 const groupDelay = 60 * time.Millisecond
 
-// backend returns the ONNX Runtime backend, failing the test when the
+// ortBackend returns the ONNX Runtime backend, failing the test when the
 // runtime is missing. One intra-op thread keeps results independent of how
 // ONNX Runtime splits work between threads.
-func backend(t testing.TB) *ort.Backend {
+func ortBackend(t testing.TB) *ort.Backend {
 	t.Helper()
 	return backendWith(t, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
 }
@@ -103,11 +104,11 @@ func compile(t testing.TB, pkg string) (*plan.File, string) {
 // every invocation when rec is not nil.
 func open(t testing.TB, pkg string, opts vm.Options, rec *recorder) *vm.Engine {
 	t.Helper()
-	return openOn(t, pkg, opts, rec, backend(t))
+	return openOn(t, pkg, opts, rec, ortBackend(t))
 }
 
 // openOn starts an engine on a fixture package with the given backend.
-func openOn(t testing.TB, pkg string, opts vm.Options, rec *recorder, onnx vm.Backend) *vm.Engine {
+func openOn(t testing.TB, pkg string, opts vm.Options, rec *recorder, onnx backend.Backend) *vm.Engine {
 	t.Helper()
 	f, dir := compile(t, pkg)
 	be := onnx
@@ -115,7 +116,7 @@ func openOn(t testing.TB, pkg string, opts vm.Options, rec *recorder, onnx vm.Ba
 		rec.inner = be
 		be = rec
 	}
-	opts.Backends = map[ir.ImplKind]vm.Backend{ir.ImplONNX: be}
+	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplONNX: be}
 	e, err := vm.Open(f, dir, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", pkg, err)
@@ -140,12 +141,12 @@ func solo(t testing.TB, pkg string) *vm.Engine {
 // session loads one component of a fixture package straight on the ONNX
 // Runtime backend, outside any engine (the "one direct call" of the
 // benchmarks and the real-model guard).
-func session(t testing.TB, pkg, component string) vm.Session {
+func session(t testing.TB, pkg, component string) backend.Session {
 	t.Helper()
-	return sessionOn(t, pkg, component, backend(t))
+	return sessionOn(t, pkg, component, ortBackend(t))
 }
 
-func sessionOn(t testing.TB, pkg, component string, be vm.Backend) vm.Session {
+func sessionOn(t testing.TB, pkg, component string, be backend.Backend) backend.Session {
 	t.Helper()
 	f, dir := compile(t, pkg)
 	m, err := irtext.Parse("plan IR", []byte(f.IR))
@@ -168,20 +169,20 @@ func sessionOn(t testing.TB, pkg, component string, be vm.Backend) vm.Session {
 // remembers every invocation: copies of the inputs the runtime assembled
 // and the outputs it received, so that tests can look inside a group.
 type recorder struct {
-	inner vm.Backend
+	inner backend.Backend
 	mu    sync.Mutex
 	calls []call
 }
 
 type call struct {
 	component string
-	inputs    map[string]*vm.Tensor // deep copies
-	outputs   map[string]*vm.Tensor // the backend's own tensors, as returned
+	inputs    map[string]*backend.Tensor // deep copies
+	outputs   map[string]*backend.Tensor // the backend's own tensors, as returned
 }
 
 func (r *recorder) Name() string { return "recorder(" + r.inner.Name() + ")" }
 
-func (r *recorder) Load(comp *ir.Component, dir string) (vm.Session, error) {
+func (r *recorder) Load(comp *ir.Component, dir string) (backend.Session, error) {
 	s, err := r.inner.Load(comp, dir)
 	if err != nil {
 		return nil, err
@@ -197,13 +198,13 @@ func (r *recorder) invocations() []call {
 }
 
 type recSession struct {
-	vm.Session
+	backend.Session
 	rec       *recorder
 	component string
 }
 
-func (s *recSession) Run(ctx context.Context, in map[string]*vm.Tensor, outs []string) (map[string]*vm.Tensor, error) {
-	c := call{component: s.component, inputs: map[string]*vm.Tensor{}}
+func (s *recSession) Run(ctx context.Context, in map[string]*backend.Tensor, outs []string) (map[string]*backend.Tensor, error) {
+	c := call{component: s.component, inputs: map[string]*backend.Tensor{}}
 	for name, t := range in {
 		c.inputs[name] = clone(t)
 	}
@@ -219,24 +220,24 @@ func (s *recSession) Run(ctx context.Context, in map[string]*vm.Tensor, outs []s
 }
 
 // clone deep-copies a tensor.
-func clone(t *vm.Tensor) *vm.Tensor {
+func clone(t *backend.Tensor) *backend.Tensor {
 	src := reflect.ValueOf(t.Data)
 	dst := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
 	reflect.Copy(dst, src)
-	return &vm.Tensor{DType: t.DType, Shape: slices.Clone(t.Shape), Data: dst.Interface()}
+	return &backend.Tensor{DType: t.DType, Shape: slices.Clone(t.Shape), Data: dst.Interface()}
 }
 
 // Request construction.
 
-func f32(shape []int64, data []float32) *vm.Tensor {
-	return &vm.Tensor{DType: "float32", Shape: shape, Data: data}
+func f32(shape []int64, data []float32) *backend.Tensor {
+	return &backend.Tensor{DType: "float32", Shape: shape, Data: data}
 }
 
-func i64(data ...int64) *vm.Tensor {
+func i64(data ...int64) *backend.Tensor {
 	if data == nil {
 		data = []int64{}
 	}
-	return &vm.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+	return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 }
 
 // offsetsOf is the exclusive prefix offsets of counts: [0, c0, c0+c1, ...].
@@ -292,7 +293,7 @@ func values(rng *rand.Rand, n int) []float32 {
 
 // padded builds a [n, extent, width] tensor whose item i holds lengths[i]
 // real positions and fill in the rest of its own extent.
-func padded(rng *rand.Rand, lengths []int64, extent, width int64, fill float32) *vm.Tensor {
+func padded(rng *rand.Rand, lengths []int64, extent, width int64, fill float32) *backend.Tensor {
 	n := int64(len(lengths))
 	data := make([]float32, n*extent*width)
 	for i := range n {
@@ -362,7 +363,7 @@ func genImagePadded(rng *rand.Rand, id string, n int) vm.Request {
 	extent := 1 + rng.Int64N(8)
 	lengths := validLengths(rng, n, extent)
 	offs := []int64{0, int64(n)}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"pixel_patches": padded(rng, lengths, extent, 8, padJunk),
 		"patch_lengths": i64(lengths...),
 		"image_offsets": i64(offs...),
@@ -374,7 +375,7 @@ func genImagePadded(rng *rand.Rand, id string, n int) vm.Request {
 func genImagePinned(patches int64) func(*rand.Rand, string, int) vm.Request {
 	return func(rng *rand.Rand, id string, n int) vm.Request {
 		offs := []int64{0, int64(n)}
-		return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+		return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 			"pixel_patches": f32([]int64{int64(n), patches, 8}, values(rng, n*int(patches)*8)),
 			"image_offsets": i64(offs...),
 			"image_owner":   i64(ownerOf(offs)...),
@@ -387,7 +388,7 @@ func genImagePinned(patches int64) func(*rand.Rand, string, int) vm.Request {
 func videoRequest(rng *rand.Rand, id string, frames []int, extent int64, lengths []int64) vm.Request {
 	fo := offsetsOf(frames)
 	co := []int64{0, int64(len(frames))}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"pixel_values":  padded(rng, lengths, extent, 8, padJunk),
 		"patch_lengths": i64(lengths...),
 		"frame_offsets": i64(fo...),
@@ -409,7 +410,7 @@ func genVideoFrames(rng *rand.Rand, id string, n int) vm.Request {
 func genVideoFixed(frames, patches int64) func(*rand.Rand, string, int) vm.Request {
 	return func(rng *rand.Rand, id string, n int) vm.Request {
 		co := []int64{0, int64(n)}
-		return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+		return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 			"pixel_values": f32([]int64{int64(n), frames, patches, 8}, values(rng, n*int(frames*patches)*8)),
 			"clip_offsets": i64(co...),
 			"clip_owner":   i64(ownerOf(co)...),
@@ -421,7 +422,7 @@ func genVideoFixed(frames, patches int64) func(*rand.Rand, string, int) vm.Reque
 func audioRequest(rng *rand.Rand, id string, frames []int) vm.Request {
 	fo := offsetsOf(frames)
 	wo := []int64{0, int64(len(frames))}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"spectrogram":    f32([]int64{int64(sum(frames)), 6}, values(rng, sum(frames)*6)),
 		"frame_offsets":  i64(fo...),
 		"frame_owner":    i64(ownerOf(fo)...),
@@ -443,7 +444,7 @@ func textRequest(rng *rand.Rand, id string, tokens []int) vm.Request {
 	}
 	to := offsetsOf(tokens)
 	so := []int64{0, int64(len(tokens))}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"token_ids":       i64(ids...),
 		"token_offsets":   i64(to...),
 		"token_owner":     i64(ownerOf(to)...),
@@ -461,7 +462,7 @@ func genText(rng *rand.Rand, id string, n int) vm.Request {
 func mergeRequest(rng *rand.Rand, id string, tokens []int) vm.Request {
 	to := offsetsOf(tokens)
 	so := []int64{0, int64(len(tokens))}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"tokens":          f32([]int64{int64(sum(tokens)), 4}, values(rng, sum(tokens)*4)),
 		"token_offsets":   i64(to...),
 		"token_owner":     i64(ownerOf(to)...),
@@ -479,7 +480,7 @@ func genTokenMerge(rng *rand.Rand, id string, n int) vm.Request {
 // unconditional) and a guidance scale.
 func genGuidance(scale float32) func(*rand.Rand, string, int) vm.Request {
 	return func(rng *rand.Rand, id string, _ int) vm.Request {
-		return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+		return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 			"latents":        f32([]int64{2, 4}, values(rng, 8)),
 			"guidance_scale": f32([]int64{1}, []float32{scale}),
 		}}
@@ -494,7 +495,7 @@ func genWakeword(rng *rand.Rand, id string, n int) vm.Request {
 		data[i] = rng.Float32()*4 - 2
 	}
 	offs := []int64{0, int64(n)}
-	return vm.Request{ID: id, Inputs: map[string]*vm.Tensor{
+	return vm.Request{ID: id, Inputs: map[string]*backend.Tensor{
 		"windows":        f32([]int64{int64(n), 76, 32, 1}, data),
 		"window_offsets": i64(offs...),
 		"window_owner":   i64(ownerOf(offs)...),
@@ -517,7 +518,7 @@ func randomRequests(f fixture, seed uint64, n int) []vm.Request {
 // reference computes a request's workflow outputs alone in plain Go: the
 // fixture model's Reference on the request's own values, and every
 // delivered companion the workflow echoes from the request.
-func reference(t testing.TB, pkg string, req vm.Request) map[string]*vm.Tensor {
+func reference(t testing.TB, pkg string, req vm.Request) map[string]*backend.Tensor {
 	t.Helper()
 	m := testmodels.Lookup(pkg)
 	if m == nil {
@@ -540,10 +541,10 @@ func reference(t testing.TB, pkg string, req vm.Request) map[string]*vm.Tensor {
 	if err != nil {
 		t.Fatalf("%s: reference of %s: %v", pkg, req.ID, err)
 	}
-	out := map[string]*vm.Tensor{}
+	out := map[string]*backend.Tensor{}
 	for name, r := range ref {
 		if r.I64 != nil {
-			out[name] = &vm.Tensor{DType: "int64", Shape: r.Shape, Data: r.I64}
+			out[name] = &backend.Tensor{DType: "int64", Shape: r.Shape, Data: r.I64}
 		} else {
 			out[name] = f32(r.Shape, r.F32)
 		}
@@ -556,7 +557,7 @@ func reference(t testing.TB, pkg string, req vm.Request) map[string]*vm.Tensor {
 // tol. Two empty results agree when their ranks do and both are empty: a
 // group that is never invoked cannot know the extents only the graph
 // decides.
-func diff(got, want *vm.Tensor, tol float64) string {
+func diff(got, want *backend.Tensor, tol float64) string {
 	switch {
 	case got == nil || want == nil:
 		return fmt.Sprintf("got %v, want %v", got, want)
@@ -584,7 +585,7 @@ func diff(got, want *vm.Tensor, tol float64) string {
 }
 
 // identical reports whether two results are equal bit for bit.
-func identical(a, b *vm.Tensor) bool {
+func identical(a, b *backend.Tensor) bool {
 	return a != nil && b != nil && a.DType == b.DType && slices.Equal(a.Shape, b.Shape) && reflect.DeepEqual(a.Data, b.Data)
 }
 
@@ -625,7 +626,7 @@ func compareResponses(t *testing.T, pkg string, reqs []vm.Request, got, want []v
 	return same, total
 }
 
-func names(m map[string]*vm.Tensor) []string {
+func names(m map[string]*backend.Tensor) []string {
 	out := make([]string, 0, len(m))
 	for n := range m {
 		out = append(out, n)

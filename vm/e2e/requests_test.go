@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -95,13 +96,13 @@ func TestEmptyUnits(t *testing.T) {
 // corruption is one malformed companion of an otherwise good request.
 type corruption struct {
 	pkg, name string
-	mutate    func(in map[string]*vm.Tensor)
+	mutate    func(in map[string]*backend.Tensor)
 	rule      string // the run/* rule it must fail with
 	mention   string // the companion the message must name
 }
 
-func set(name string, data ...int64) func(map[string]*vm.Tensor) {
-	return func(in map[string]*vm.Tensor) { in[name] = i64(data...) }
+func set(name string, data ...int64) func(map[string]*backend.Tensor) {
+	return func(in map[string]*backend.Tensor) { in[name] = i64(data...) }
 }
 
 // corruptions are built on requests of 2 items, every clip or window or
@@ -114,7 +115,7 @@ var corruptions = []corruption{
 	{"image_padded", "owner names a second unit", set("image_owner", 0, 1), "run/owner", "image_owner"},
 	{"image_padded", "owner negative", set("image_owner", 0, -1), "run/owner", "image_owner"},
 	{"image_padded", "owner too short", set("image_owner", 0), "run/extent", "image_owner"},
-	{"image_padded", "two rows in one request", func(in map[string]*vm.Tensor) {
+	{"image_padded", "two rows in one request", func(in map[string]*backend.Tensor) {
 		set("image_offsets", 0, 1, 2)(in)
 		set("image_owner", 0, 1)(in)
 	}, "run/extent", "pixel_patches"},
@@ -126,7 +127,7 @@ var corruptions = []corruption{
 	{"video_frames", "level 1 offsets end past the clips", set("clip_offsets", 0, 3), "run/offsets", "clip_offsets"},
 	{"video_frames", "level 1 owner names a second row", set("clip_owner", 0, 1), "run/owner", "clip_owner"},
 	{"video_frames", "level 1 owner too short", set("clip_owner", 0), "run/extent", "clip_owner"},
-	{"video_frames", "level 1 two rows in one request", func(in map[string]*vm.Tensor) {
+	{"video_frames", "level 1 two rows in one request", func(in map[string]*backend.Tensor) {
 		set("clip_offsets", 0, 1, 2)(in)
 		set("clip_owner", 0, 1)(in)
 	}, "run/extent", "pixel_values"},
@@ -204,13 +205,13 @@ func checkRefused(t *testing.T, e *vm.Engine, component string, bad vm.Request, 
 	}
 }
 
-// wantRule checks that err is a *vm.RunError of rule whose message names
+// wantRule checks that err is a *backend.RunError of rule whose message names
 // mention.
 func wantRule(t *testing.T, err error, rule, mention string) {
 	t.Helper()
-	var re *vm.RunError
+	var re *backend.RunError
 	if !errors.As(err, &re) {
-		t.Fatalf("got %v, want a *vm.RunError %s", err, rule)
+		t.Fatalf("got %v, want a *backend.RunError %s", err, rule)
 	}
 	if re.Rule != rule || !strings.Contains(re.Message, "`"+mention+"`") {
 		t.Errorf("got %s: %s\nwant rule %s naming `%s`", re.Rule, re.Message, rule, mention)
@@ -280,7 +281,7 @@ func TestItemOverBudget(t *testing.T) {
 			e := grouped(t, tc.pkg, nil)
 			invocations := e.Stats().Components[f.component].Invocations
 			r := e.Run(context.Background(), bad)
-			var re *vm.RunError
+			var re *backend.RunError
 			if !errors.As(r.Err, &re) || re.Rule != "run/budget" || !strings.Contains(re.Message, tc.budget) {
 				t.Fatalf("got %v, want run/budget naming budget %s", r.Err, tc.budget)
 			}

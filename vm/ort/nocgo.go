@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 )
 
 // errNoCgo is what a build without cgo answers: onnxruntime_go loads ONNX
@@ -18,7 +18,7 @@ var errNoCgo = errors.New("this genaic was built without cgo (CGO_ENABLED=0), an
 func New(opts Options) (*Backend, error) { return nil, errNoCgo }
 
 // Load reports that ONNX Runtime is unavailable in a build without cgo.
-func (b *Backend) Load(comp *ir.Component, pkgDir string) (vm.Session, error) {
+func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, error) {
 	if comp == nil {
 		return nil, errNoCgo
 	}

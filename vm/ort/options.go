@@ -22,7 +22,7 @@ type Backend struct {
 	opts Options
 }
 
-// Name implements vm.Backend.
+// Name implements backend.Backend.
 func (b *Backend) Name() string { return "onnxruntime" }
 
 // LibraryPath returns the ONNX Runtime library the process loaded.

@@ -13,8 +13,8 @@ import (
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ortlib"
 )
 
@@ -81,10 +81,10 @@ func initEnvironment(path string) error {
 	return nil
 }
 
-// Load implements vm.Backend: it opens pkgDir/comp.Artifact, checks that the
+// Load implements backend.Backend: it opens pkgDir/comp.Artifact, checks that the
 // graph's inputs and outputs are exactly the component's declared ports, and
 // creates the component's session.
-func (b *Backend) Load(comp *ir.Component, pkgDir string) (vm.Session, error) {
+func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, error) {
 	if comp == nil {
 		return nil, errors.New("onnxruntime: Load was given no component")
 	}
@@ -248,7 +248,7 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 	if err != nil {
 		return nil, err
 	}
-	s.ready = vm.Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}
+	s.ready = backend.Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}
 	if why, no := b.opts.NotReady[comp.Name]; no {
 		s.ready.Ready, s.ready.Reason = false, why
 	}

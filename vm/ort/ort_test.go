@@ -15,10 +15,10 @@ import (
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/internal/testmodels"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ortlib"
 )
 
@@ -73,7 +73,7 @@ func (e embedding) component(name string) *ir.Component {
 	}
 }
 
-func (e embedding) load(t testing.TB, b *Backend) vm.Session {
+func (e embedding) load(t testing.TB, b *Backend) backend.Session {
 	t.Helper()
 	s, err := b.Load(e.component("embedding"), e.dir)
 	if err != nil {
@@ -89,8 +89,8 @@ func (e embedding) load(t testing.TB, b *Backend) vm.Session {
 
 // windows returns n deterministic mel-spectrogram windows [n, 76, 32, 1]
 // with values in the range the embedding model sees.
-func windows(n int, seed uint64) *vm.Tensor {
-	t, _ := vm.NewTensor("float32", []int64{int64(n), 76, 32, 1})
+func windows(n int, seed uint64) *backend.Tensor {
+	t, _ := backend.NewTensor("float32", []int64{int64(n), 76, 32, 1})
 	d := t.Float32s()
 	state := seed
 	for i := range d {
@@ -118,7 +118,7 @@ func TestEmbeddingBatchEqualsSolo(t *testing.T) {
 	e := embeddingModel(t)
 	s := e.load(t, newBackend(t, Options{}))
 	in := windows(5, 1)
-	res, err := s.Run(context.Background(), map[string]*vm.Tensor{e.in: in}, []string{e.out})
+	res, err := s.Run(context.Background(), map[string]*backend.Tensor{e.in: in}, []string{e.out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +126,12 @@ func TestEmbeddingBatchEqualsSolo(t *testing.T) {
 	if want := []int64{5, 1, 1, 96}; !reflect.DeepEqual(batch.Shape, want) || batch.DType != "float32" {
 		t.Fatalf("batch output is %v, want float32%v", batch, want)
 	}
-	if vm.SameBuffer(batch, in) {
+	if backend.SameBuffer(batch, in) {
 		t.Error("the output aliases the input")
 	}
 	for i := range int64(5) {
 		// A view: the window's rows of the batch buffer, passed in place.
-		one, err := s.Run(context.Background(), map[string]*vm.Tensor{e.in: in.View(i, i+1)}, []string{e.out})
+		one, err := s.Run(context.Background(), map[string]*backend.Tensor{e.in: in.View(i, i+1)}, []string{e.out})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,10 +153,10 @@ func TestConcurrentRuns(t *testing.T) {
 	s := e.load(t, newBackend(t, Options{IntraOpThreads: 2}))
 	const workers = 8
 	want := make([][]float32, workers)
-	ins := make([]*vm.Tensor, workers)
+	ins := make([]*backend.Tensor, workers)
 	for w := range workers {
 		ins[w] = windows(1+w%3, uint64(w+10))
-		res, err := s.Run(context.Background(), map[string]*vm.Tensor{e.in: ins[w]}, nil)
+		res, err := s.Run(context.Background(), map[string]*backend.Tensor{e.in: ins[w]}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestConcurrentRuns(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background()) // exercises the terminate hook
 			defer cancel()
 			for range 3 {
-				res, err := s.Run(ctx, map[string]*vm.Tensor{e.in: ins[w]}, []string{e.out})
+				res, err := s.Run(ctx, map[string]*backend.Tensor{e.in: ins[w]}, []string{e.out})
 				if err != nil {
 					errs[w] = err
 					return
@@ -263,7 +263,7 @@ func TestReadinessTable(t *testing.T) {
 		t.Errorf("Name() = %q", b.Name())
 	}
 	declined := e.load(t, b)
-	if got, want := declined.Ready(), (vm.Readiness{Ready: false, Provider: "cpu", OpClass: "onnx-graph", Reason: why}); got != want {
+	if got, want := declined.Ready(), (backend.Readiness{Ready: false, Provider: "cpu", OpClass: "onnx-graph", Reason: why}); got != want {
 		t.Errorf("Ready() of a listed component = %+v, want %+v", got, want)
 	}
 	other, err := b.Load(e.component("other"), e.dir)
@@ -271,7 +271,7 @@ func TestReadinessTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if got, want := other.Ready(), (vm.Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}); got != want {
+	if got, want := other.Ready(), (backend.Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}); got != want {
 		t.Errorf("Ready() of an unlisted component = %+v, want %+v", got, want)
 	}
 }
@@ -309,20 +309,20 @@ func TestRunErrors(t *testing.T) {
 	in := windows(1, 3)
 	tests := []struct {
 		name   string
-		inputs map[string]*vm.Tensor
+		inputs map[string]*backend.Tensor
 		outs   []string
 		want   []string
 	}{
-		{"missing input", map[string]*vm.Tensor{}, nil, []string{"input `" + e.in + "` is missing"}},
-		{"unknown input", map[string]*vm.Tensor{e.in: in, "extra": in}, nil, []string{"input `extra` is not an input of the graph"}},
-		{"unknown output", map[string]*vm.Tensor{e.in: in}, []string{"logits"}, []string{"output `logits` was requested", e.out}},
-		{"wrong dtype", map[string]*vm.Tensor{e.in: {DType: "int64", Shape: []int64{1, 76, 32, 1}, Data: make([]int64, 76*32)}}, nil,
+		{"missing input", map[string]*backend.Tensor{}, nil, []string{"input `" + e.in + "` is missing"}},
+		{"unknown input", map[string]*backend.Tensor{e.in: in, "extra": in}, nil, []string{"input `extra` is not an input of the graph"}},
+		{"unknown output", map[string]*backend.Tensor{e.in: in}, []string{"logits"}, []string{"output `logits` was requested", e.out}},
+		{"wrong dtype", map[string]*backend.Tensor{e.in: {DType: "int64", Shape: []int64{1, 76, 32, 1}, Data: make([]int64, 76*32)}}, nil,
 			[]string{"the tensor is int64, but the graph takes float32"}},
-		{"wrong rank", map[string]*vm.Tensor{e.in: {DType: "float32", Shape: []int64{76, 32, 1}, Data: make([]float32, 76*32)}}, nil,
+		{"wrong rank", map[string]*backend.Tensor{e.in: {DType: "float32", Shape: []int64{76, 32, 1}, Data: make([]float32, 76*32)}}, nil,
 			[]string{"got float32[76, 32, 1] (rank 3), but the graph takes rank 4"}},
-		{"wrong extent", map[string]*vm.Tensor{e.in: {DType: "float32", Shape: []int64{1, 75, 32, 1}, Data: make([]float32, 75*32)}}, nil,
+		{"wrong extent", map[string]*backend.Tensor{e.in: {DType: "float32", Shape: []int64{1, 75, 32, 1}, Data: make([]float32, 75*32)}}, nil,
 			[]string{"got float32[1, 75, 32, 1], but the graph fixes axis 1 at 76"}},
-		{"short data", map[string]*vm.Tensor{e.in: {DType: "float32", Shape: []int64{1, 76, 32, 1}, Data: make([]float32, 10)}}, nil,
+		{"short data", map[string]*backend.Tensor{e.in: {DType: "float32", Shape: []int64{1, 76, 32, 1}, Data: make([]float32, 10)}}, nil,
 			[]string{"holds 10 elements, but its shape needs 2432"}},
 	}
 	for _, tt := range tests {
@@ -334,7 +334,7 @@ func TestRunErrors(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := s.Run(cancelled, map[string]*vm.Tensor{e.in: in}, nil)
+	_, err := s.Run(cancelled, map[string]*backend.Tensor{e.in: in}, nil)
 	wantErr(t, err, "component `embedding`", "context canceled")
 
 	closed, err := b.Load(e.component("embedding"), e.dir)
@@ -347,7 +347,7 @@ func TestRunErrors(t *testing.T) {
 	if err := closed.Close(); err != nil {
 		t.Errorf("a second Close: %v", err)
 	}
-	_, err = closed.Run(ctx, map[string]*vm.Tensor{e.in: in}, nil)
+	_, err = closed.Run(ctx, map[string]*backend.Tensor{e.in: in}, nil)
 	wantErr(t, err, "component `embedding`: the session is closed")
 }
 
@@ -358,7 +358,7 @@ func TestDTypes(t *testing.T) {
 	newBackend(t, Options{})
 	for _, dtype := range []string{"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool", "float16", "bfloat16"} {
 		t.Run(dtype, func(t *testing.T) {
-			in, err := vm.NewTensor(dtype, []int64{2, 3})
+			in, err := backend.NewTensor(dtype, []int64{2, 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,14 +420,14 @@ func TestValueErrors(t *testing.T) {
 	newBackend(t, Options{})
 	tests := []struct {
 		name string
-		t    *vm.Tensor
+		t    *backend.Tensor
 		want string
 	}{
-		{"scalar", &vm.Tensor{DType: "float32", Shape: nil, Data: []float32{1}}, "scalar (rank 0)"},
-		{"go type", &vm.Tensor{DType: "float32", Shape: []int64{2}, Data: []float64{1, 2}}, "must carry its data as []float32, but it holds []float64"},
-		{"unknown dtype", &vm.Tensor{DType: "float8e4m3fn", Shape: []int64{2}, Data: []uint8{1, 2}}, `dtype "float8e4m3fn" is not one the onnxruntime backend passes`},
-		{"not a slice", &vm.Tensor{DType: "float32", Shape: []int64{2}, Data: "ab"}, "Go type string"},
-		{"empty float16", &vm.Tensor{DType: "float16", Shape: []int64{0}, Data: []uint16{}}, "at least one element"},
+		{"scalar", &backend.Tensor{DType: "float32", Shape: nil, Data: []float32{1}}, "scalar (rank 0)"},
+		{"go type", &backend.Tensor{DType: "float32", Shape: []int64{2}, Data: []float64{1, 2}}, "must carry its data as []float32, but it holds []float64"},
+		{"unknown dtype", &backend.Tensor{DType: "float8e4m3fn", Shape: []int64{2}, Data: []uint8{1, 2}}, `dtype "float8e4m3fn" is not one the onnxruntime backend passes`},
+		{"not a slice", &backend.Tensor{DType: "float32", Shape: []int64{2}, Data: "ab"}, "Go type string"},
+		{"empty float16", &backend.Tensor{DType: "float16", Shape: []int64{0}, Data: []uint16{}}, "at least one element"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -442,7 +442,7 @@ func TestValueErrors(t *testing.T) {
 
 // imagePadded loads the fixture encoder of testdata/packages/image_padded
 // with its ports as the fixture generator declares them.
-func imagePadded(t *testing.T) (*testmodels.Model, vm.Session) {
+func imagePadded(t *testing.T) (*testmodels.Model, backend.Session) {
 	t.Helper()
 	m := testmodels.Lookup("image_padded")
 	if m == nil {
@@ -474,7 +474,7 @@ func TestImagePadded(t *testing.T) {
 		px[i] = float32(i%13)/8 - 0.75
 	}
 	lengths := []int64{5, 2, 0}
-	in := map[string]*vm.Tensor{
+	in := map[string]*backend.Tensor{
 		"pixel_patches": {DType: "float32", Shape: []int64{images, patches, features}, Data: px},
 		"patch_lengths": {DType: "int64", Shape: []int64{images}, Data: lengths},
 		"image_offsets": {DType: "int64", Shape: []int64{2}, Data: []int64{0, images}},
@@ -506,7 +506,7 @@ func TestImagePadded(t *testing.T) {
 // takes a nil data pointer for an empty tensor and returns an empty output.
 func TestZeroElements(t *testing.T) {
 	_, s := imagePadded(t)
-	in := map[string]*vm.Tensor{
+	in := map[string]*backend.Tensor{
 		"pixel_patches": {DType: "float32", Shape: []int64{0, 4, 8}, Data: []float32{}},
 		"patch_lengths": {DType: "int64", Shape: []int64{0}, Data: []int64{}},
 		"image_offsets": {DType: "int64", Shape: []int64{1}, Data: []int64{0}},
@@ -529,7 +529,7 @@ func BenchmarkEmbedding(b *testing.B) {
 	ctx := context.Background()
 	b.Run("batch16", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := s.Run(ctx, map[string]*vm.Tensor{e.in: in}, nil); err != nil {
+			if _, err := s.Run(ctx, map[string]*backend.Tensor{e.in: in}, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -538,7 +538,7 @@ func BenchmarkEmbedding(b *testing.B) {
 	b.Run("solo16", func(b *testing.B) {
 		for b.Loop() {
 			for i := range int64(16) {
-				if _, err := s.Run(ctx, map[string]*vm.Tensor{e.in: in.View(i, i+1)}, nil); err != nil {
+				if _, err := s.Run(ctx, map[string]*backend.Tensor{e.in: in.View(i, i+1)}, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,9 +12,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/genaic/genaic/backend"
 	ortgo "github.com/yalue/onnxruntime_go"
-
-	"github.com/genaic/genaic/vm"
 )
 
 // session is one component's DynamicAdvancedSession.
@@ -28,16 +27,16 @@ type session struct {
 	comp    string
 	inputs  []ortgo.InputOutputInfo // the graph's, in its order
 	outputs []ortgo.InputOutputInfo
-	ready   vm.Readiness
+	ready   backend.Readiness
 
 	mu  sync.RWMutex
 	ort *ortgo.DynamicAdvancedSession // nil once closed
 }
 
-// Ready implements vm.Session.
-func (s *session) Ready() vm.Readiness { return s.ready }
+// Ready implements backend.Session.
+func (s *session) Ready() backend.Readiness { return s.ready }
 
-// Close implements vm.Session.
+// Close implements backend.Session.
 func (s *session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,11 +51,11 @@ func (s *session) Close() error {
 	return nil
 }
 
-// Run implements vm.Session. Inputs are handed to ONNX Runtime without a
+// Run implements backend.Session. Inputs are handed to ONNX Runtime without a
 // copy (the ORT values point into the callers' Go slices); ONNX Runtime
 // allocates the outputs, and each is copied once into Go memory, which the
 // returned tensors own. A nil outputs list asks for every graph output.
-func (s *session) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+func (s *session) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
 	res, err := s.run(ctx, inputs, outputs)
 	if err != nil {
 		return nil, fmt.Errorf("component `%s`: %w", s.comp, err)
@@ -64,7 +63,7 @@ func (s *session) Run(ctx context.Context, inputs map[string]*vm.Tensor, outputs
 	return res, nil
 }
 
-func (s *session) run(ctx context.Context, inputs map[string]*vm.Tensor, outputs []string) (map[string]*vm.Tensor, error) {
+func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func (s *session) run(ctx context.Context, inputs map[string]*vm.Tensor, outputs
 	if err := s.invoke(ctx, ins, outs); err != nil {
 		return nil, s.explain(err)
 	}
-	res := make(map[string]*vm.Tensor, len(want))
+	res := make(map[string]*backend.Tensor, len(want))
 	for i, o := range s.outputs {
 		if !want[o.Name] {
 			continue
@@ -126,7 +125,7 @@ func (s *session) hasOutput(name string) bool {
 // wrapInputs makes one ORT value per graph input, in the graph's order.
 // The returned slice holds every value made so far even on error, so that
 // the caller can destroy them.
-func (s *session) wrapInputs(inputs map[string]*vm.Tensor) ([]ortgo.Value, error) {
+func (s *session) wrapInputs(inputs map[string]*backend.Tensor) ([]ortgo.Value, error) {
 	var unknown []string
 	for name := range inputs {
 		if !s.hasInput(name) {
@@ -166,7 +165,7 @@ func (s *session) hasInput(name string) bool {
 
 // checkInput compares a tensor with what the graph declares, so that a
 // mistake reads in genaic's terms rather than ONNX Runtime's.
-func checkInput(in ortgo.InputOutputInfo, t *vm.Tensor) error {
+func checkInput(in ortgo.InputOutputInfo, t *backend.Tensor) error {
 	if want, ok := dtypeName(in.DataType); ok && want != t.DType {
 		return fmt.Errorf("the tensor is %s, but the graph takes %s", t.DType, want)
 	}
@@ -238,7 +237,7 @@ func destroyAll(vals []ortgo.Value) {
 // ortValue wraps a host tensor's slice as an ORT tensor without copying:
 // onnxruntime_go's NewTensor hands the slice's address to ONNX Runtime
 // (CreateTensorWithDataAsOrtValue), which reads it in place.
-func ortValue(t *vm.Tensor) (ortgo.Value, error) {
+func ortValue(t *backend.Tensor) (ortgo.Value, error) {
 	if len(t.Shape) == 0 {
 		return nil, fmt.Errorf("got a scalar (rank 0) %s, which onnxruntime_go v1.27.0 cannot pass to ONNX Runtime: give the graph input shape [1] and reshape inside the graph", t.DType)
 	}
@@ -300,7 +299,7 @@ func uint16Value(dtype string, shape ortgo.Shape, d []uint16) (ortgo.Value, erro
 // Runtime's value); that copy is the one transfer off the backend. The
 // slice is adopted as is — destroying the wrapper releases only the ORT
 // value that points into it, never the Go memory.
-func hostTensor(v ortgo.Value) (*vm.Tensor, error) {
+func hostTensor(v ortgo.Value) (*backend.Tensor, error) {
 	shape := []int64(v.GetShape())
 	var data any
 	var dtype string
@@ -336,7 +335,7 @@ func hostTensor(v ortgo.Value) (*vm.Tensor, error) {
 	default:
 		return nil, fmt.Errorf("the graph produced a %s value, not a tensor this runtime can hold", v.GetONNXType())
 	}
-	return &vm.Tensor{DType: dtype, Shape: shape, Data: data}, nil
+	return &backend.Tensor{DType: dtype, Shape: shape, Data: data}, nil
 }
 
 // bitsOf16 views raw 16-bit elements as []uint16 (in host byte order, as
@@ -395,7 +394,7 @@ func dtypeName(t ortgo.TensorElementDataType) (string, bool) {
 	return "", false
 }
 
-// hostTypes is the Go element type each dtype is carried in (vm.NewTensor).
+// hostTypes is the Go element type each dtype is carried in (backend.NewTensor).
 var hostTypes = map[string]string{
 	"float32": "[]float32", "float64": "[]float64", "float16": "[]uint16", "bfloat16": "[]uint16",
 	"int8": "[]int8", "int16": "[]int16", "int32": "[]int32", "int64": "[]int64",
@@ -406,7 +405,7 @@ var hostTypes = map[string]string{
 // checkHostType demands that a tensor's data is the Go slice type its
 // dtype is carried in, so that ONNX Runtime never reads bytes as the wrong
 // element type.
-func checkHostType(t *vm.Tensor) error {
+func checkHostType(t *backend.Tensor) error {
 	want, ok := hostTypes[t.DType]
 	if !ok {
 		return fmt.Errorf("dtype %q is not one the onnxruntime backend passes (it passes %s)", t.DType, strings.Join(slices.Sorted(maps.Keys(hostTypes)), ", "))
@@ -446,7 +445,7 @@ func dataLen(data any) (int, error) {
 	return 0, fmt.Errorf("tensor data of Go type %T is not a supported typed slice", data)
 }
 
-// OutputShape implements vm.ShapeHinter: the graph's static extents of an
+// OutputShape implements backend.ShapeHinter: the graph's static extents of an
 // output, -1 where dynamic, or nil for an unknown output.
 func (s *session) OutputShape(name string) []int64 {
 	for _, o := range s.outputs {

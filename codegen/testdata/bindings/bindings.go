@@ -8,32 +8,32 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/backend"
 )
 
 // Control returns the bindings of the control fixture: double (b = 2a),
 // add (c = a + b), step (b = a + n, again = sum(b) < 40) and the grouped
 // scale (scaled = 3 items).
-func Control() *vm.Bindings {
-	b := &vm.Bindings{}
-	b.Register("double", func(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func Control() *backend.Bindings {
+	b := &backend.Bindings{}
+	b.Register("double", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		out, err := mapF32(in["a"], func(v float32) float32 { return 2 * v })
-		return map[string]*vm.Tensor{"b": out}, err
+		return map[string]*backend.Tensor{"b": out}, err
 	})
 	b.Register("add", add)
 	b.Register("step", step)
-	b.Register("scale", func(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+	b.Register("scale", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		out, err := mapF32(in["items"], func(v float32) float32 { return 3 * v })
-		return map[string]*vm.Tensor{"scaled": out}, err
+		return map[string]*backend.Tensor{"scaled": out}, err
 	})
 	return b
 }
 
-func mapF32(t *vm.Tensor, f func(float32) float32) (*vm.Tensor, error) {
+func mapF32(t *backend.Tensor, f func(float32) float32) (*backend.Tensor, error) {
 	if t == nil || t.Float32s() == nil && t.Len() > 0 {
 		return nil, fmt.Errorf("want a float32 tensor, got %v", t)
 	}
-	out, err := vm.NewTensor("float32", t.Shape)
+	out, err := backend.NewTensor("float32", t.Shape)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func mapF32(t *vm.Tensor, f func(float32) float32) (*vm.Tensor, error) {
 	return out, nil
 }
 
-func add(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func add(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	a, b := in["a"], in["b"]
 	if a == nil || b == nil || a.Len() != b.Len() {
 		return nil, fmt.Errorf("add wants two float32 tensors of one shape, got %v and %v", a, b)
@@ -52,10 +52,10 @@ func add(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, er
 	bs := b.Float32s()
 	i := -1
 	out, err := mapF32(a, func(v float32) float32 { i++; return v + bs[i] })
-	return map[string]*vm.Tensor{"c": out}, err
+	return map[string]*backend.Tensor{"c": out}, err
 }
 
-func step(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func step(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	var n []int64
 	if in["n"] != nil {
 		n = in["n"].Int64s()
@@ -71,16 +71,16 @@ func step(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, e
 	for _, v := range out.Float32s() {
 		sum += v
 	}
-	again := &vm.Tensor{DType: "bool", Shape: []int64{}, Data: []bool{sum < 40}}
-	return map[string]*vm.Tensor{"b": out, "again": again}, nil
+	again := &backend.Tensor{DType: "bool", Shape: []int64{}, Data: []bool{sum < 40}}
+	return map[string]*backend.Tensor{"b": out, "again": again}, nil
 }
 
 // VMControl returns bindings for the VM's own control-flow fixture,
 // vm/testdata/control.yaml: double (b = 2a, more = sum(b) <= 100) and
 // negate (b = -a).
-func VMControl() *vm.Bindings {
-	b := &vm.Bindings{}
-	b.Register("double", func(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func VMControl() *backend.Bindings {
+	b := &backend.Bindings{}
+	b.Register("double", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		out, err := mapF32(in["a"], func(v float32) float32 { return 2 * v })
 		if err != nil {
 			return nil, err
@@ -89,11 +89,11 @@ func VMControl() *vm.Bindings {
 		for _, v := range out.Float32s() {
 			sum += v
 		}
-		return map[string]*vm.Tensor{"b": out, "more": {DType: "bool", Shape: []int64{1}, Data: []bool{sum <= 100}}}, nil
+		return map[string]*backend.Tensor{"b": out, "more": {DType: "bool", Shape: []int64{1}, Data: []bool{sum <= 100}}}, nil
 	})
-	b.Register("negate", func(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+	b.Register("negate", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		out, err := mapF32(in["a"], func(v float32) float32 { return -v })
-		return map[string]*vm.Tensor{"b": out}, err
+		return map[string]*backend.Tensor{"b": out}, err
 	})
 	return b
 }
@@ -102,15 +102,15 @@ func VMControl() *vm.Bindings {
 // one engine, vm/testdata/multimodal.yaml: image (the mean of each image's
 // valid patches), video (the mean of each clip's frames) and text (the sum
 // of each segment's token ids).
-func Multimodal() *vm.Bindings {
-	b := &vm.Bindings{}
+func Multimodal() *backend.Bindings {
+	b := &backend.Bindings{}
 	b.Register("image", image)
 	b.Register("video", video)
 	b.Register("text", text)
 	return b
 }
 
-func image(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func image(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	x, lengths := in["px"], in["px_len"]
 	if x == nil || lengths == nil || x.Rank() != 3 {
 		return nil, fmt.Errorf("image wants px [images, patches, features] and px_len, got %v and %v", x, lengths)
@@ -125,10 +125,10 @@ func image(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, 
 			}
 		}
 	}
-	return map[string]*vm.Tensor{"emb": {DType: "float32", Shape: []int64{n, f}, Data: out}}, nil
+	return map[string]*backend.Tensor{"emb": {DType: "float32", Shape: []int64{n, f}, Data: out}}, nil
 }
 
-func video(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func video(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	x, offs := in["frames"], in["frame_off"]
 	if x == nil || offs == nil || x.Rank() != 2 {
 		return nil, fmt.Errorf("video wants frames [frames, features] and frame_off, got %v and %v", x, offs)
@@ -143,10 +143,10 @@ func video(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, 
 			}
 		}
 	}
-	return map[string]*vm.Tensor{"emb": {DType: "float32", Shape: []int64{clips, f}, Data: out}}, nil
+	return map[string]*backend.Tensor{"emb": {DType: "float32", Shape: []int64{clips, f}, Data: out}}, nil
 }
 
-func text(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, error) {
+func text(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	ids, offs := in["tokens"], in["tok_off"]
 	if ids == nil || offs == nil {
 		return nil, fmt.Errorf("text wants tokens and tok_off, got %v and %v", ids, offs)
@@ -159,5 +159,5 @@ func text(_ context.Context, in map[string]*vm.Tensor) (map[string]*vm.Tensor, e
 			out[s] += float32(id)
 		}
 	}
-	return map[string]*vm.Tensor{"emb": {DType: "float32", Shape: []int64{segs, 1}, Data: out}}, nil
+	return map[string]*backend.Tensor{"emb": {DType: "float32", Shape: []int64{segs, 1}, Data: out}}, nil
 }

@@ -1,4 +1,11 @@
-package vm
+// Package backend is the one seam between genaic's runtime and what runs a
+// component: the host Tensor, the Backend that loads a component into a
+// Session, a session's Readiness for grouped execution, and the RunError
+// that fails one request with a rule id of the catalogue. The ONNX Runtime
+// backend, the preprocessing adapters and Go bindings implement it; the VM
+// and generated executors call it. It imports only ir and the standard
+// library.
+package backend
 
 import (
 	"context"
@@ -9,7 +16,8 @@ import (
 )
 
 // Backend runs components. It is the one seam between the runtime and what
-// executes a graph: ONNX Runtime (vm/ort), Go functions (Bindings), or a
+// executes a graph: ONNX Runtime (vm/ort), the preprocessing
+// adapters (vm/adapters), Go functions (Bindings), or a
 // test double.
 type Backend interface {
 	// Name identifies the backend in stats and messages.

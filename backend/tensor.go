@@ -1,14 +1,9 @@
-// Package vm runs compiled plans: an interpreter for the IR, the groupers
-// that assemble items from many requests into one invocation, and the
-// backend seam that runs components. Generated executors use the same
-// runtime.
-package vm
+package backend
 
 import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync/atomic"
 )
 
 // Tensor is a dense, row-major host tensor. Data holds a typed slice
@@ -141,7 +136,13 @@ func slice(data any, lo, hi int64) any {
 	case []bool:
 		return d[lo:hi:hi]
 	}
-	panic(fmt.Sprintf("vm: unsupported tensor data %T", data))
+	panic(fmt.Sprintf("backend: unsupported tensor data %T", data))
+}
+
+// CopyElems copies n elements of src, from its element so on, into t from
+// its element at on, and returns n. Both tensors have one dtype.
+func (t *Tensor) CopyElems(at int64, src *Tensor, so, n int64) int64 {
+	return copyElems(t.Data, at, src.Data, so, n)
 }
 
 // copyElems copies n elements from src[so:] to dst[do:], returning n.
@@ -170,7 +171,7 @@ func copyElems(dst any, do int64, src any, so, n int64) int64 {
 	case []bool:
 		return int64(copy(d[do:do+n], src.([]bool)[so:so+n]))
 	}
-	panic(fmt.Sprintf("vm: unsupported tensor data %T", dst))
+	panic(fmt.Sprintf("backend: unsupported tensor data %T", dst))
 }
 
 // View returns rows [lo, hi) of axis 0 of t, sharing its memory: no copy.
@@ -186,56 +187,8 @@ func SameBuffer(a, b *Tensor) bool {
 	return dataAddr(a.Data) >= dataAddr(b.Data) && dataAddr(a.Data) < dataAddr(b.Data)+uintptr(b.Bytes()) || a.Len() == 0
 }
 
-// Copies counts the host copies the runtime makes, by reason, so that a
-// test (and `genaic run --stats`) can show no hidden copies happen.
-type Copies struct {
-	bytes, count atomic.Int64
-	byReason     [copyReasons]atomic.Int64
-}
-
-// CopyReason says why the runtime copied payload.
-type CopyReason int
-
-// Copy reasons.
-const (
-	CopyPack      CopyReason = iota // concatenating items along a packed axis
-	CopyPad                         // writing items into a padded rectangle
-	CopyStack                       // stacking request rows
-	CopyCompanion                   // recomputing companions for a group
-	CopyGather                      // a compaction that cannot be a reslice
-	copyReasons
-)
-
-var copyReasonNames = [...]string{"pack", "pad", "stack", "companion", "gather"}
-
-func (r CopyReason) String() string { return copyReasonNames[r] }
-
-// Add records a copy of n bytes.
-func (c *Copies) Add(r CopyReason, n int64) {
-	c.bytes.Add(n)
-	c.count.Add(1)
-	c.byReason[r].Add(n)
-}
-
-// Bytes returns the bytes copied so far.
-func (c *Copies) Bytes() int64 { return c.bytes.Load() }
-
-// Count returns the number of copies so far.
-func (c *Copies) Count() int64 { return c.count.Load() }
-
-// ByReason returns the bytes copied for each reason.
-func (c *Copies) ByReason() map[string]int64 {
-	out := map[string]int64{}
-	for i := range copyReasons {
-		if n := c.byReason[i].Load(); n > 0 {
-			out[CopyReason(i).String()] = n
-		}
-	}
-	return out
-}
-
 // dataAddr is the address of a typed slice's first element.
 func dataAddr(data any) uintptr { return reflect.ValueOf(data).Pointer() }
 
-// dataLen is the number of elements a typed slice holds.
-func dataLen(data any) int64 { return int64(reflect.ValueOf(data).Len()) }
+// DataLen is the number of elements a typed slice holds.
+func DataLen(data any) int64 { return int64(reflect.ValueOf(data).Len()) }
