@@ -35,8 +35,8 @@ test: setup lint
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s
 	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s
-	$(GO) test ./vm -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s
-	$(GO) test ./vm -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s

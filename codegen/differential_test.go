@@ -20,6 +20,7 @@ import (
 	"github.com/genaic/genaic/codegen/testdata/bindings"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 	"github.com/genaic/genaic/vm/ort"
 	"github.com/genaic/genaic/vm/ortlib"
 )
@@ -120,7 +121,7 @@ func fixtureNamed(name string) fixture {
 func vmResponses(t *testing.T, fx fixture, doc []byte, solo bool) []byte {
 	t.Helper()
 	f, dir := compile(t, fx.pkg)
-	reqs, err := vm.ReadRequests(bytes.NewReader(doc), ".")
+	reqs, err := jsonio.ReadRequests(bytes.NewReader(doc), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func vmResponses(t *testing.T, fx fixture, doc []byte, solo bool) []byte {
 	}
 	defer e.Close()
 	var b bytes.Buffer
-	if err := vm.WriteResponses(&b, e.RunAll(context.Background(), reqs), nil); err != nil {
+	if err := jsonio.WriteResponses(&b, e.RunAll(context.Background(), reqs), nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -155,7 +156,7 @@ func vmResponses(t *testing.T, fx fixture, doc []byte, solo bool) []byte {
 // been compared in solo mode.
 func sameResponses(t *testing.T, got, want []byte, grouped bool) (n, failed int) {
 	t.Helper()
-	var g, w vm.ResponseFile
+	var g, w jsonio.ResponseFile
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("the executor wrote no responses document: %v\n%.500s", err, got)
 	}
@@ -190,7 +191,7 @@ func sameResponses(t *testing.T, got, want []byte, grouped bool) (n, failed int)
 	return len(w.Responses), failed
 }
 
-func outputNames(m map[string]vm.TensorJSON) []string {
+func outputNames(m map[string]jsonio.TensorJSON) []string {
 	var names []string
 	for k := range m {
 		names = append(names, k)
@@ -204,7 +205,7 @@ func outputNames(m map[string]vm.TensorJSON) []string {
 // that meets no other in a group is answered without an invocation, and
 // cannot know the extents only the graph decides (solo runs, compared
 // byte for byte, still check them).
-func tensorDiff(t *testing.T, gj, wj vm.TensorJSON) string {
+func tensorDiff(t *testing.T, gj, wj jsonio.TensorJSON) string {
 	g, err := gj.Tensor()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/steps"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -23,19 +24,19 @@ func (r *run) start(req Request) error {
 		t, ok := req.Inputs[in.Name]
 		if !ok {
 			if in.Source == "literal" || in.Source == "artifact" {
-				return ErrNotLoaded(in.Name, in.Source)
+				return steps.NotLoaded(in.Name, in.Source)
 			}
 			if in.Required != nil && !*in.Required || in.Contract != nil && in.Contract.Optional {
 				continue
 			}
-			return ErrMissing(in.Name)
+			return steps.Missing(in.Name)
 		}
 		if err := checkContract(in.Name, t, in.Contract); err != nil {
 			return err
 		}
 		r.env[in.Name] = t
 	}
-	if err := ErrUnexpected(req.Inputs, r.e.inputNames()...); err != nil {
+	if err := steps.Unexpected(req.Inputs, r.e.inputNames()...); err != nil {
 		return err
 	}
 	for _, c := range r.e.m.Cells {
@@ -108,7 +109,7 @@ func (r *run) step(s *ir.Step) error {
 func (r *run) value(u ir.Use) (*backend.Tensor, error) {
 	t, ok := r.env[u.Name]
 	if !ok {
-		return nil, ErrNoValue(u.Name)
+		return nil, steps.NoValue(u.Name)
 	}
 	return t, nil
 }
@@ -128,7 +129,7 @@ func (r *run) invoke(s *ir.Step) error {
 		return err
 	}
 	for _, res := range s.Results {
-		t, err := Result(outs, name, res.Port)
+		t, err := steps.Result(outs, name, res.Port)
 		if err != nil {
 			return err
 		}
@@ -203,7 +204,7 @@ func (r *run) emit(s *ir.Step) error {
 	if s.Axis != nil {
 		axis = *s.Axis
 	}
-	out, err := Emit(s.Output.Name, r.outputs[s.Output.Name], t, s.Mode, axis, when, validLength)
+	out, err := steps.Emit(s.Output.Name, r.outputs[s.Output.Name], t, s.Mode, axis, when, validLength)
 	if err != nil {
 		return err
 	}
@@ -218,7 +219,7 @@ func (r *run) branch(s *ir.Step) error {
 	if err != nil {
 		return err
 	}
-	key, err := Key(p)
+	key, err := steps.Key(p)
 	if err != nil {
 		return err
 	}
@@ -241,7 +242,7 @@ func (r *run) branch(s *ir.Step) error {
 			}
 		}
 		if u == nil {
-			return ErrNoPhi(s.Predicate.Name, key, r.e.m.Values[phi.Value].Name)
+			return steps.NoPhi(s.Predicate.Name, key, r.e.m.Values[phi.Value].Name)
 		}
 		t, err := r.value(*u)
 		if err != nil {
@@ -267,7 +268,7 @@ func (r *run) loop(s *ir.Step) error {
 	}
 	for i := int64(0); i < s.MaxIterations; i++ {
 		if s.Iteration != nil {
-			r.env[r.e.m.Values[*s.Iteration].Name] = Iteration(i)
+			r.env[r.e.m.Values[*s.Iteration].Name] = steps.Iteration(i)
 		}
 		if err := r.block(s.Body); err != nil {
 			return err
@@ -283,7 +284,7 @@ func (r *run) loop(s *ir.Step) error {
 		if err != nil {
 			return err
 		}
-		if more, err := Continue(cont); err != nil || !more {
+		if more, err := steps.Continue(cont); err != nil || !more {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 )
 
 func init() {
@@ -103,7 +104,7 @@ func readRequestsFile(path string) ([]vm.Request, error) {
 		return nil, err
 	}
 	defer file.Close()
-	reqs, err := vm.ReadRequests(file, filepath.Dir(path))
+	reqs, err := jsonio.ReadRequests(file, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}

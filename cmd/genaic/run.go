@@ -17,6 +17,7 @@ import (
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/backends"
+	"github.com/genaic/genaic/vm/jsonio"
 	"github.com/genaic/genaic/vm/ort"
 )
 
@@ -162,7 +163,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		defer out.Close()
 		w = out
 	}
-	if err := vm.WriteResponses(w, resps, stats); err != nil {
+	if err := jsonio.WriteResponses(w, resps, stats); err != nil {
 		return ioError(e, err)
 	}
 	failed := 0

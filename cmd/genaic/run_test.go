@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 )
 
 const imagePkg = "../../testdata/packages/image_padded"
 
-func decodeResponses(t *testing.T, out string) vm.ResponseFile {
+func decodeResponses(t *testing.T, out string) jsonio.ResponseFile {
 	t.Helper()
-	var rf vm.ResponseFile
+	var rf jsonio.ResponseFile
 	if err := json.Unmarshal([]byte(out), &rf); err != nil {
 		t.Fatalf("responses are not JSON: %v\n%s", err, out)
 	}

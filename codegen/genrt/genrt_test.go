@@ -15,6 +15,7 @@ import (
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 	"github.com/genaic/genaic/vm/ort"
 )
 
@@ -134,7 +135,7 @@ func TestRunJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rf vm.ResponseFile
+	var rf jsonio.ResponseFile
 	if err := json.Unmarshal(out, &rf); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

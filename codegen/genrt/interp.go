@@ -1,20 +1,20 @@
 package genrt
 
-import "github.com/genaic/genaic/vm"
+import "github.com/genaic/genaic/internal/steps"
 
 // The step helpers of generated executors are the interpreter's own
-// (vm/steps.go): a request fails in a generated executor exactly as it
+// (internal/steps): a request fails in a generated executor exactly as it
 // fails in the VM, with the same rule and message.
 var (
-	Missing         = vm.ErrMissing
-	NotLoaded       = vm.ErrNotLoaded
-	Unexpected      = vm.ErrUnexpected
-	NoValue         = vm.ErrNoValue
-	Result          = vm.Result
-	UnsupportedEmit = vm.ErrUnsupportedEmit
-	Emit            = vm.Emit
-	Key             = vm.Key
-	NoPhi           = vm.ErrNoPhi
-	Iteration       = vm.Iteration
-	Continue        = vm.Continue
+	Missing         = steps.Missing
+	NotLoaded       = steps.NotLoaded
+	Unexpected      = steps.Unexpected
+	NoValue         = steps.NoValue
+	Result          = steps.Result
+	UnsupportedEmit = steps.UnsupportedEmit
+	Emit            = steps.Emit
+	Key             = steps.Key
+	NoPhi           = steps.NoPhi
+	Iteration       = steps.Iteration
+	Continue        = steps.Continue
 )

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 )
 
 // RunFunc runs one request of a decoded requests document.
@@ -19,7 +20,7 @@ type RunFunc func(ctx context.Context, req vm.Request) vm.Response
 // RunJSON fails only on a document it cannot read. Paths of .npy tensors
 // are relative to the working directory.
 func RunJSON(ctx context.Context, requests []byte, run RunFunc) ([]byte, error) {
-	reqs, err := vm.ReadRequests(bytes.NewReader(requests), ".")
+	reqs, err := jsonio.ReadRequests(bytes.NewReader(requests), ".")
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func RunJSON(ctx context.Context, requests []byte, run RunFunc) ([]byte, error) 
 	}
 	wg.Wait()
 	var b bytes.Buffer
-	if err := vm.WriteResponses(&b, resps, nil); err != nil {
+	if err := jsonio.WriteResponses(&b, resps, nil); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

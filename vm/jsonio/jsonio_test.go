@@ -1,4 +1,4 @@
-package vm
+package jsonio
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/vm"
 )
 
 func TestRequestsRoundTrip(t *testing.T) {
@@ -35,7 +36,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 		t.Fatalf("decoded %v %v", x, y)
 	}
 	var out bytes.Buffer
-	if err := WriteResponses(&out, []Response{{ID: "a", Outputs: map[string]*backend.Tensor{"y": y}}, {ID: "b", Err: runErr("run/input", "no x")}}, nil); err != nil {
+	if err := WriteResponses(&out, []vm.Response{{ID: "a", Outputs: map[string]*backend.Tensor{"y": y}}, {ID: "b", Err: backend.Errorf("run/input", "no x")}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var rf ResponseFile

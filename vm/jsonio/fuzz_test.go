@@ -1,4 +1,4 @@
-package vm
+package jsonio
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // FuzzReadRequests: any requests document gives requests or an error,
 // never a panic; decoded tensors hold exactly their shape's elements.
 func FuzzReadRequests(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join("..", "testdata", "packages", "image_padded", "requests.json")); err == nil {
+	if b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "packages", "image_padded", "requests.json")); err == nil {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}}]}`))

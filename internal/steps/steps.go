@@ -1,4 +1,8 @@
-package vm
+// Package steps holds what executing a workflow step needs beyond invoking
+// a component: the interpreter (vm) and generated executors (through
+// codegen/genrt) both call it, so that a request fails the same way, with
+// the same rule and message, in either.
+package steps
 
 import (
 	"fmt"
@@ -7,25 +11,20 @@ import (
 	"github.com/genaic/genaic/backend"
 )
 
-// The helpers below are what executing a workflow step needs beyond
-// invoking a component. The interpreter and generated executors both call
-// them, so that a request fails the same way, with the same rule and
-// message, in either.
-
-// ErrMissing is the error of a request that leaves out a required input.
-func ErrMissing(input string) error {
-	return runErr("run/input", "the request has no value for workflow input `%s`", input)
+// Missing is the error of a request that leaves out a required input.
+func Missing(input string) error {
+	return backend.Errorf("run/input", "the request has no value for workflow input `%s`", input)
 }
 
-// ErrNotLoaded is the error of a request that leaves out an input whose
+// NotLoaded is the error of a request that leaves out an input whose
 // source (a literal or an artifact) the runtime does not load yet.
-func ErrNotLoaded(input, source string) error {
-	return runErr("run/unsupported", "workflow input `%s` comes from a %s, which this runtime does not load yet", input, source)
+func NotLoaded(input, source string) error {
+	return backend.Errorf("run/unsupported", "workflow input `%s` comes from a %s, which this runtime does not load yet", input, source)
 }
 
-// ErrUnexpected reports the first name of inputs, in sorted order, that is
+// Unexpected reports the first name of inputs, in sorted order, that is
 // not among the workflow's inputs, or nil.
-func ErrUnexpected(inputs map[string]*backend.Tensor, known ...string) error {
+func Unexpected(inputs map[string]*backend.Tensor, known ...string) error {
 	isKnown := map[string]bool{}
 	for _, k := range known {
 		isKnown[k] = true
@@ -40,13 +39,13 @@ func ErrUnexpected(inputs map[string]*backend.Tensor, known ...string) error {
 		return nil
 	}
 	sort.Strings(extra)
-	return runErr("run/input", "the request supplies `%s`, which is not a workflow input", extra[0])
+	return backend.Errorf("run/input", "the request supplies `%s`, which is not a workflow input", extra[0])
 }
 
-// ErrNoValue is the error of a step that reads a value the request does not
+// NoValue is the error of a step that reads a value the request does not
 // have (an optional input left out).
-func ErrNoValue(name string) error {
-	return runErr("run/input", "`%s` has no value in this request (an optional input left out?)", name)
+func NoValue(name string) error {
+	return backend.Errorf("run/input", "`%s` has no value in this request (an optional input left out?)", name)
 }
 
 // Result returns one output port of an invoke's outputs, or the error of a
@@ -54,22 +53,22 @@ func ErrNoValue(name string) error {
 func Result(outs map[string]*backend.Tensor, component, port string) (*backend.Tensor, error) {
 	t, ok := outs[port]
 	if !ok {
-		return nil, runErr("run/backend", "component `%s` returned no output `%s`", component, port)
+		return nil, backend.Errorf("run/backend", "component `%s` returned no output `%s`", component, port)
 	}
 	return t, nil
 }
 
-// ErrUnsupportedEmit is the error of an emit the runtime does not execute:
+// UnsupportedEmit is the error of an emit the runtime does not execute:
 // only replace emits without when or valid_length run.
-func ErrUnsupportedEmit(output, mode string) error {
-	return runErr("run/unsupported", "emit into `%s` uses mode %s with when/valid_length; this runtime executes replace emits", output, mode)
+func UnsupportedEmit(output, mode string) error {
+	return backend.Errorf("run/unsupported", "emit into `%s` uses mode %s with when/valid_length; this runtime executes replace emits", output, mode)
 }
 
 // Key reads a branch predicate as a case key: the decimal value of an
 // integer scalar, or true or false.
 func Key(t *backend.Tensor) (string, error) {
 	if t == nil || t.Len() != 1 {
-		return "", runErr("run/input", "a branch predicate must be a scalar, got %s", t)
+		return "", backend.Errorf("run/input", "a branch predicate must be a scalar, got %s", t)
 	}
 	switch d := t.Data.(type) {
 	case []int64:
@@ -79,13 +78,13 @@ func Key(t *backend.Tensor) (string, error) {
 	case []bool:
 		return fmt.Sprint(d[0]), nil
 	}
-	return "", runErr("run/input", "a branch predicate must be an integer or boolean scalar, got %s", t)
+	return "", backend.Errorf("run/input", "a branch predicate must be an integer or boolean scalar, got %s", t)
 }
 
-// ErrNoPhi is the error of a branch output that has no value for the key
+// NoPhi is the error of a branch output that has no value for the key
 // the branch took: no case of it names that key, and it has no default.
-func ErrNoPhi(predicate, key, output string) error {
-	return runErr("run/input", "branch predicate `%s` is %s: no case handles it and branch output `%s` has no default", predicate, key, output)
+func NoPhi(predicate, key, output string) error {
+	return backend.Errorf("run/input", "branch predicate `%s` is %s: no case handles it and branch output `%s` has no default", predicate, key, output)
 }
 
 // Iteration is the value of a loop's iteration counter.
@@ -120,15 +119,15 @@ func Emit(output string, prev, value *backend.Tensor, mode string, axis int64, w
 		axis = int64(value.Rank() - 1)
 	}
 	if axis < 0 || axis >= int64(value.Rank()) {
-		return nil, runErr("run/input", "emit into `%s`: axis %d is outside the rank of %s", output, axis, value)
+		return nil, backend.Errorf("run/input", "emit into `%s`: axis %d is outside the rank of %s", output, axis, value)
 	}
 	if validLength != nil {
 		n, err := scalarInt(validLength)
 		if err != nil {
-			return nil, runErr("run/input", "emit into `%s`: valid_length %v", output, err)
+			return nil, backend.Errorf("run/input", "emit into `%s`: valid_length %v", output, err)
 		}
 		if n < 0 || n > value.Shape[axis] {
-			return nil, runErr("run/lengths", "emit into `%s`: valid_length %d is outside [0, %d], the extent of axis %d of %s", output, n, value.Shape[axis], axis, value)
+			return nil, backend.Errorf("run/lengths", "emit into `%s`: valid_length %d is outside [0, %d], the extent of axis %d of %s", output, n, value.Shape[axis], axis, value)
 		}
 		value = sliceAxis(value, int(axis), n)
 	}
@@ -141,7 +140,7 @@ func Emit(output string, prev, value *backend.Tensor, mode string, axis int64, w
 		}
 		return concatAxis(output, prev, value, int(axis))
 	}
-	return nil, ErrUnsupportedEmit(output, mode)
+	return nil, UnsupportedEmit(output, mode)
 }
 
 // scalarInt reads an integer scalar (or a one-element vector).
@@ -176,11 +175,11 @@ func sliceAxis(t *backend.Tensor, axis int, n int64) *backend.Tensor {
 // concatAxis joins a and b along axis; their other axes must agree.
 func concatAxis(output string, a, b *backend.Tensor, axis int) (*backend.Tensor, error) {
 	if a.DType != b.DType || a.Rank() != b.Rank() {
-		return nil, runErr("run/input", "emit into `%s`: cannot append %s to %s", output, b, a)
+		return nil, backend.Errorf("run/input", "emit into `%s`: cannot append %s to %s", output, b, a)
 	}
 	for i := range a.Shape {
 		if i != axis && a.Shape[i] != b.Shape[i] {
-			return nil, runErr("run/input", "emit into `%s`: cannot append %s to %s along axis %d", output, b, a, axis)
+			return nil, backend.Errorf("run/input", "emit into `%s`: cannot append %s to %s along axis %d", output, b, a, axis)
 		}
 	}
 	shape := append([]int64(nil), a.Shape...)

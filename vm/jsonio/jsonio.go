@@ -1,4 +1,6 @@
-package vm
+// Package jsonio reads and writes the request and response documents of
+// `genaic run` (DESIGN §8): tensors inline as JSON or as .npy files.
+package jsonio
 
 import (
 	"bytes"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
 )
 
 // The request and response documents of `genaic run` (DESIGN §8):
@@ -41,14 +44,14 @@ type TensorJSON struct {
 
 // ReadRequests decodes a requests document; .npy paths are relative to
 // baseDir.
-func ReadRequests(r io.Reader, baseDir string) ([]Request, error) {
+func ReadRequests(r io.Reader, baseDir string) ([]vm.Request, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	var doc requestsDoc
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("requests: %v (want {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]})", err)
 	}
-	var out []Request
+	var out []vm.Request
 	seen := map[string]bool{}
 	for i, rq := range doc.Requests {
 		id := rq.ID
@@ -59,7 +62,7 @@ func ReadRequests(r io.Reader, baseDir string) ([]Request, error) {
 			return nil, fmt.Errorf("requests[%d]: id %q is used twice", i, id)
 		}
 		seen[id] = true
-		req := Request{ID: id, Inputs: map[string]*backend.Tensor{}}
+		req := vm.Request{ID: id, Inputs: map[string]*backend.Tensor{}}
 		for name, raw := range rq.Inputs {
 			t, err := decodeTensor(raw, baseDir)
 			if err != nil {
@@ -142,7 +145,7 @@ type responseJSON struct {
 
 // WriteResponses encodes responses (and stats, when given): one response
 // per line, so that large tensors stay readable.
-func WriteResponses(w io.Writer, rs []Response, stats *Stats) error {
+func WriteResponses(w io.Writer, rs []vm.Response, stats *vm.Stats) error {
 	var b bytes.Buffer
 	b.WriteString("{\"responses\": [")
 	for i, r := range rs {
@@ -222,7 +225,7 @@ type ResponseFile struct {
 		Outputs map[string]TensorJSON `json:"outputs"`
 		Error   *ErrorJSON            `json:"error"`
 	} `json:"responses"`
-	Stats *Stats `json:"stats"`
+	Stats *vm.Stats `json:"stats"`
 }
 
 // Tensor decodes an inline tensor of a response.
