@@ -21,9 +21,8 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
+	"github.com/genaic/genaic/plan"
 )
 
 // The files of a generated package.
@@ -76,10 +75,7 @@ func Generate(f *plan.File, cfg Config) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := irtext.Parse("plan IR", []byte(f.IR))
-	if err != nil {
-		return nil, fmt.Errorf("the plan's IR does not parse: %w", err)
-	}
+	m := f.IR
 	src, err := newGen(f, m, cfg).file()
 	if err != nil {
 		return nil, err

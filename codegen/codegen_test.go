@@ -12,7 +12,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/genaic/genaic/codegen"
-	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/plan"
 )
 
 // goCode returns the Go file of generated files.

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/codegen"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm/ortlib"
 )
 

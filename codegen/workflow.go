@@ -7,8 +7,8 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 )
 
 // reserved are the identifiers the generated run function and its package

@@ -2,26 +2,26 @@ package ir
 
 // Contract is a tensor contract (DESIGN §2.2).
 type Contract struct {
-	DType string
+	DType string `json:"dtype,omitempty"`
 	// Rank is the number of axes, or -1 when neither shape nor rank is
 	// declared. With a shape, Rank is len(Shape) unless the document wrote
 	// a rank that disagrees (contract/shape reports it).
-	Rank     int
-	HasShape bool
-	Shape    []Dim
-	Optional bool
-	Layout   Layout
-	Padding  []Padding
-	Loc      Loc
-	DTypeLoc Loc
-	RankLoc  Loc // where an explicit rank is written; 0 when absent
+	Rank     int       `json:"rank,omitempty"`
+	HasShape bool      `json:"has_shape,omitempty"`
+	Shape    []Dim     `json:"shape,omitempty"`
+	Optional bool      `json:"optional,omitempty"`
+	Layout   Layout    `json:"layout,omitzero"`
+	Padding  []Padding `json:"padding,omitempty"`
+	Loc      Loc       `json:"loc,omitempty"`
+	DTypeLoc Loc       `json:"dtype_loc,omitempty"`
+	RankLoc  Loc       `json:"rank_loc,omitempty"` // where an explicit rank is written; 0 when absent
 }
 
 // Dim is one dimension: a shape symbol or a fixed extent.
 type Dim struct {
-	Sym  string // non-empty for a symbol
-	Size int64  // the fixed extent when Sym is empty
-	Loc  Loc
+	Sym  string `json:"sym,omitempty"`  // non-empty for a symbol
+	Size int64  `json:"size,omitempty"` // the fixed extent when Sym is empty
+	Loc  Loc    `json:"loc,omitempty"`
 }
 
 // IsSym reports whether d is a shape symbol.
@@ -59,13 +59,13 @@ func ParseLayoutKind(s string) (LayoutKind, bool) {
 
 // Layout is a value's batch layout. The zero Layout is shared.
 type Layout struct {
-	Kind   LayoutKind
-	Axis   int64
-	Factor int64
-	Levels []Level // token_packed: innermost first
-	Loc    Loc     // 0 when the layout was not written (shared by default)
+	Kind   LayoutKind `json:"kind,omitempty"`
+	Axis   int64      `json:"axis,omitempty"`
+	Factor int64      `json:"factor,omitempty"`
+	Levels []Level    `json:"levels,omitempty"` // token_packed: innermost first
+	Loc    Loc        `json:"loc,omitempty"`    // 0 when the layout was not written (shared by default)
 	// AxisLoc is where the axis is written.
-	AxisLoc Loc
+	AxisLoc Loc `json:"axis_loc,omitempty"`
 }
 
 // Extent says who produces an output level's units.
@@ -99,17 +99,17 @@ func ParseExtent(s string) (Extent, bool) {
 
 // Level is one ownership level over the packed axis.
 type Level struct {
-	Offsets Ref
-	Owner   Ref
-	Extent  Extent
-	Loc     Loc
+	Offsets Ref    `json:"offsets,omitzero"`
+	Owner   Ref    `json:"owner,omitzero"`
+	Extent  Extent `json:"extent,omitempty"`
+	Loc     Loc    `json:"loc,omitempty"`
 }
 
 // Padding says that a dimension is right-padded, with a lengths companion.
 type Padding struct {
-	Dim     Ref // the padded shape symbol
-	Lengths Ref // the valid_lengths value
-	Loc     Loc
+	Dim     Ref `json:"dim,omitzero"`     // the padded shape symbol
+	Lengths Ref `json:"lengths,omitzero"` // the valid_lengths value
+	Loc     Loc `json:"loc,omitempty"`
 }
 
 // Axis returns the index of symbol sym in c's shape, or -1.

@@ -16,8 +16,9 @@ type Loc int32
 
 // Location is a position in the source document and the YAML path there.
 type Location struct {
-	Line, Col int
-	Path      string
+	Line int    `json:"line,omitempty"`
+	Col  int    `json:"col,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
 // ValueID is a dense value number, indexing Module.Values.
@@ -30,20 +31,21 @@ const NoValue ValueID = -1
 type Module struct {
 	// Schema is the document's schema_version exactly as written ("" when
 	// absent); Major and Minor are its normal form.
-	Schema       string
-	Major, Minor int
+	Schema string `json:"schema,omitempty"`
+	Major  int    `json:"major,omitempty"`
+	Minor  int    `json:"minor,omitempty"`
 
-	Locs   []Location // Locs[0] is the unknown location
-	Values []*Value   // indexed by ValueID
+	Locs   []Location `json:"locs,omitempty"`   // Locs[0] is the unknown location
+	Values []*Value   `json:"values,omitempty"` // indexed by ValueID
 
-	Manifest   Manifest
-	Inputs     []*Input
-	Outputs    []*Output
-	Cells      []*Cell
-	Components []*Component
-	Programs   []*Program
-	Serving    *Serving
-	Body       *Block
+	Manifest   Manifest     `json:"manifest,omitzero"`
+	Inputs     []*Input     `json:"inputs,omitempty"`
+	Outputs    []*Output    `json:"outputs,omitempty"`
+	Cells      []*Cell      `json:"cells,omitempty"`
+	Components []*Component `json:"components,omitempty"`
+	Programs   []*Program   `json:"programs,omitempty"`
+	Serving    *Serving     `json:"serving,omitempty"`
+	Body       *Block       `json:"body,omitempty"`
 
 	index moduleIndex // name lookups, rebuilt when the lists grow
 }
@@ -142,40 +144,41 @@ func (k DefKind) String() string {
 
 // Value is an SSA value: defined once, visible after its definition.
 type Value struct {
-	ID   ValueID
-	Name string
-	Def  DefKind
+	ID   ValueID `json:"id,omitempty"`
+	Name string  `json:"name,omitempty"`
+	Def  DefKind `json:"def,omitempty"`
 	// Contract types the value: the input's, the cell's or the producing
 	// port's. It is nil when nothing declares one (a phi, an iteration).
-	Contract *Contract
-	Loc      Loc
+	Contract *Contract `json:"contract,omitempty"`
+	Loc      Loc       `json:"loc,omitempty"`
 }
 
 // Ref is a name written in the document that passes resolve with the
 // scoping rules of their reference (a symbol, a companion, an output).
 type Ref struct {
-	Name string
-	Loc  Loc
+	Name string `json:"name,omitempty"`
+	Loc  Loc    `json:"loc,omitempty"`
 }
 
 // Use is a step's read of a value by name, resolved by lowering.
 type Use struct {
-	Name string
-	ID   ValueID // NoValue when the name does not resolve
-	Loc  Loc
+	Name string  `json:"name,omitempty"`
+	ID   ValueID `json:"id,omitempty"` // NoValue when the name does not resolve
+	Loc  Loc     `json:"loc,omitempty"`
 }
 
 // Manifest is the workflow's manifest.
 type Manifest struct {
-	AdapterABIs  []KV // in document order
-	Capabilities []string
-	Loc          Loc
+	AdapterABIs  []KV     `json:"adapter_abis,omitempty"` // in document order
+	Capabilities []string `json:"capabilities,omitempty"`
+	Loc          Loc      `json:"loc,omitempty"`
 }
 
 // KV is a name and a string value in document order.
 type KV struct {
-	Key, Value string
-	Loc        Loc
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+	Loc   Loc    `json:"loc,omitempty"`
 }
 
 // Get returns the value of key in kvs.
@@ -190,62 +193,70 @@ func Get(kvs []KV, key string) (KV, bool) {
 
 // Input is a workflow input.
 type Input struct {
-	Name     string
-	Value    ValueID
-	Contract *Contract
+	Name     string    `json:"name,omitempty"`
+	Value    ValueID   `json:"value,omitempty"`
+	Contract *Contract `json:"contract,omitempty"`
 	// Role is "opaque" or "runtime"; RuntimeRole and RoleVersion are set for
 	// runtime roles.
-	Role, RuntimeRole, RoleVersion string
+	Role        string `json:"role,omitempty"`
+	RuntimeRole string `json:"runtime_role,omitempty"`
+	RoleVersion string `json:"role_version,omitempty"`
 	// Source is request, application, literal or artifact; SourceArg is the
 	// application name or artifact path.
-	Source, SourceArg    string
-	Required             *bool
-	HasDefault           bool
-	PresentAs            string
-	ExternallySuppliable bool
-	Loc                  Loc
-	ExternalLoc          Loc // where externally_suppliable is written
+	Source               string `json:"source,omitempty"`
+	SourceArg            string `json:"source_arg,omitempty"`
+	Required             *bool  `json:"required,omitempty"`
+	HasDefault           bool   `json:"has_default,omitempty"`
+	PresentAs            string `json:"present_as,omitempty"`
+	ExternallySuppliable bool   `json:"externally_suppliable,omitempty"`
+	Loc                  Loc    `json:"loc,omitempty"`
+	ExternalLoc          Loc    `json:"external_loc,omitempty"` // where externally_suppliable is written
 }
 
 // Output is a workflow output.
 type Output struct {
-	Name     string
-	Contract *Contract
-	Role     string
-	Stage    string
-	Loc      Loc
+	Name     string    `json:"name,omitempty"`
+	Contract *Contract `json:"contract,omitempty"`
+	Role     string    `json:"role,omitempty"`
+	Stage    string    `json:"stage,omitempty"`
+	Loc      Loc       `json:"loc,omitempty"`
 }
 
 // Cell is a workflow state cell. It defines a value of its own name.
 type Cell struct {
-	Name            string
-	Value           ValueID
-	Contract        *Contract
-	Scope           string
-	Initializer     Use
-	Recurrence      string
-	Next            string
-	Class           string
-	Management      string
-	ReleaseBoundary string
-	ServiceGroup    string
-	Loc             Loc
+	Name            string    `json:"name,omitempty"`
+	Value           ValueID   `json:"value,omitempty"`
+	Contract        *Contract `json:"contract,omitempty"`
+	Scope           string    `json:"scope,omitempty"`
+	Initializer     Use       `json:"initializer,omitzero"`
+	Recurrence      string    `json:"recurrence,omitempty"`
+	Next            string    `json:"next,omitempty"`
+	Class           string    `json:"class,omitempty"`
+	Management      string    `json:"management,omitempty"`
+	ReleaseBoundary string    `json:"release_boundary,omitempty"`
+	ServiceGroup    string    `json:"service_group,omitempty"`
+	Loc             Loc       `json:"loc,omitempty"`
 }
 
 // Serving names the decoder-serving values of a workflow (checked, never
 // executed by genaic).
 type Serving struct {
-	Active, Done, AcceptedLen Ref
-	Groups                    []ServiceGroup
-	Loc                       Loc
+	Active      Ref            `json:"active,omitzero"`
+	Done        Ref            `json:"done,omitzero"`
+	AcceptedLen Ref            `json:"accepted_len,omitzero"`
+	Groups      []ServiceGroup `json:"groups,omitempty"`
+	Loc         Loc            `json:"loc,omitempty"`
 }
 
 // ServiceGroup is a runtime-managed state group.
 type ServiceGroup struct {
-	Name, Kind, Layout, Aliasing string
-	SequenceAxis                 *int64
-	LogicalLengths               Ref
-	Loc                          Loc
+	Name           string `json:"name,omitempty"`
+	Kind           string `json:"kind,omitempty"`
+	Layout         string `json:"layout,omitempty"`
+	Aliasing       string `json:"aliasing,omitempty"`
+	SequenceAxis   *int64 `json:"sequence_axis,omitempty"`
+	LogicalLengths Ref    `json:"logical_lengths,omitzero"`
+	Loc            Loc    `json:"loc,omitempty"`
 }
 
 // ImplKind says what runs a component.
@@ -269,16 +280,16 @@ func (k ImplKind) String() string {
 
 // Component is a unit of computation the workflow invokes.
 type Component struct {
-	Name     string
-	Impl     ImplKind
-	Artifact string // onnx, and optionally adapter
-	ABI      string // adapter
-	Version  string // adapter
-	Inputs   []*Port
-	Outputs  []*Port
-	Capacity *Capacity // nil: one request row per invocation
-	RowScope *RowScope
-	Loc      Loc
+	Name     string    `json:"name,omitempty"`
+	Impl     ImplKind  `json:"impl,omitempty"`
+	Artifact string    `json:"artifact,omitempty"` // onnx, and optionally adapter
+	ABI      string    `json:"abi,omitempty"`      // adapter
+	Version  string    `json:"version,omitempty"`  // adapter
+	Inputs   []*Port   `json:"inputs,omitempty"`
+	Outputs  []*Port   `json:"outputs,omitempty"`
+	Capacity *Capacity `json:"capacity,omitempty"` // nil: one request row per invocation
+	RowScope *RowScope `json:"row_scope,omitempty"`
+	Loc      Loc       `json:"loc,omitempty"`
 }
 
 // Input returns the input port called name, or nil.
@@ -298,54 +309,57 @@ func findPort(ps []*Port, name string) *Port {
 
 // Port is a component's named input or output contract.
 type Port struct {
-	Name     string
-	Contract *Contract
-	Loc      Loc
+	Name     string    `json:"name,omitempty"`
+	Contract *Contract `json:"contract,omitempty"`
+	Loc      Loc       `json:"loc,omitempty"`
 }
 
 // Capacity is a component's batch_capacity (DESIGN §3.1).
 type Capacity struct {
-	Uniform []Ref // shape symbols
-	Budgets []Budget
-	Loc     Loc
+	Uniform []Ref    `json:"uniform,omitempty"` // shape symbols
+	Budgets []Budget `json:"budgets,omitempty"`
+	Loc     Loc      `json:"loc,omitempty"`
 }
 
 // Budget bounds the materialized footprint along a nesting path of symbols,
 // read outermost first.
 type Budget struct {
-	Path     []Ref
-	MaxTotal int64
-	Loc      Loc
+	Path     []Ref `json:"path,omitempty"`
+	MaxTotal int64 `json:"max_total,omitempty"`
+	Loc      Loc   `json:"loc,omitempty"`
 }
 
 // RowScope names the axis along which a component's rows are independent.
 type RowScope struct {
-	Axis     int64
-	Stateful bool
-	Loc      Loc
+	Axis     int64 `json:"axis,omitempty"`
+	Stateful bool  `json:"stateful,omitempty"`
+	Loc      Loc   `json:"loc,omitempty"`
 }
 
 // Program is a preprocessing program (image, video or audio) and the
 // outputs it binds.
 type Program struct {
-	Modality   string // image, video or audio
-	Transforms []Transform
-	Outputs    []ProgramOutput
-	Loc        Loc
+	Modality   string          `json:"modality,omitempty"` // image, video or audio
+	Transforms []Transform     `json:"transforms,omitempty"`
+	Outputs    []ProgramOutput `json:"outputs,omitempty"`
+	Loc        Loc             `json:"loc,omitempty"`
 }
 
 // Transform is one op of a program with its parameters as written.
 type Transform struct {
-	Op      string
-	Inputs  []string
-	Outputs []string
-	Params  []KV
-	Loc     Loc
+	Op      string   `json:"op,omitempty"`
+	Inputs  []string `json:"inputs,omitempty"`
+	Outputs []string `json:"outputs,omitempty"`
+	Params  []KV     `json:"params,omitempty"`
+	Loc     Loc      `json:"loc,omitempty"`
 }
 
 // ProgramOutput binds a program value to a named output with a content role.
 type ProgramOutput struct {
-	Name, Source, Content, DType string
-	Contract                     *Contract // nil when not declared
-	Loc                          Loc
+	Name     string    `json:"name,omitempty"`
+	Source   string    `json:"source,omitempty"`
+	Content  string    `json:"content,omitempty"`
+	DType    string    `json:"dtype,omitempty"`
+	Contract *Contract `json:"contract,omitempty"` // nil when not declared
+	Loc      Loc       `json:"loc,omitempty"`
 }

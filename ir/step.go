@@ -4,87 +4,87 @@ package ir
 // steps after their definition, and (for the top-level block and sequences)
 // to what follows the block in the enclosing scope.
 type Block struct {
-	Steps []*Step
+	Steps []*Step `json:"steps,omitempty"`
 }
 
 // Step is one structured step. Op says which fields are meaningful; the op
 // table (ops.go) states it as data and Verify checks it.
 type Step struct {
-	Op  Op
-	Loc Loc
+	Op  Op  `json:"op,omitempty"`
+	Loc Loc `json:"loc,omitempty"`
 
 	// invoke
-	Component Ref
-	Args      []Arg    // port ← value
-	Results   []Result // port → new value
+	Component Ref      `json:"component,omitzero"`
+	Args      []Arg    `json:"args,omitempty"`    // port ← value
+	Results   []Result `json:"results,omitempty"` // port → new value
 
 	// emit
-	Value       Use
-	Output      Ref
-	Mode        string // replace, append or event
-	When        *Use
-	ValidLength *Use
-	Axis        *int64
-	AxisLoc     Loc
+	Value       Use    `json:"value,omitzero"`
+	Output      Ref    `json:"output,omitzero"`
+	Mode        string `json:"mode,omitempty"` // replace, append or event
+	When        *Use   `json:"when,omitempty"`
+	ValidLength *Use   `json:"valid_length,omitempty"`
+	Axis        *int64 `json:"axis,omitempty"`
+	AxisLoc     Loc    `json:"axis_loc,omitempty"`
 
 	// sequence (Body), branch (Predicate, Cases, Default, Phis),
 	// loop (Setup, Body, ContinueWhen, MaxIterations, Iteration, Carried)
-	Body          *Block
-	Predicate     Use
-	Cases         []Case
-	Default       *Block
-	Phis          []Phi
-	Setup         *Block
-	ContinueWhen  Use
-	MaxIterations int64
-	Iteration     *ValueID // nil when the loop names no iteration value
-	Carried       []Carry
+	Body          *Block   `json:"body,omitempty"`
+	Predicate     Use      `json:"predicate,omitzero"`
+	Cases         []Case   `json:"cases,omitempty"`
+	Default       *Block   `json:"default,omitempty"`
+	Phis          []Phi    `json:"phis,omitempty"`
+	Setup         *Block   `json:"setup,omitempty"`
+	ContinueWhen  Use      `json:"continue_when,omitzero"`
+	MaxIterations int64    `json:"max_iterations,omitempty"`
+	Iteration     *ValueID `json:"iteration,omitempty"` // nil when the loop names no iteration value
+	Carried       []Carry  `json:"carried,omitempty"`
 }
 
 // Arg binds a value to an input port of an invoke.
 type Arg struct {
-	Port  string
-	Value Use
-	Loc   Loc
+	Port  string `json:"port,omitempty"`
+	Value Use    `json:"value,omitzero"`
+	Loc   Loc    `json:"loc,omitempty"`
 }
 
 // Result defines a value from an output port of an invoke.
 type Result struct {
-	Port  string
-	Value ValueID
-	Loc   Loc
+	Port  string  `json:"port,omitempty"`
+	Value ValueID `json:"value,omitempty"`
+	Loc   Loc     `json:"loc,omitempty"`
 }
 
 // Case is one arm of a branch, selected by Key.
 type Case struct {
-	Key  string
-	Body *Block
-	Loc  Loc
+	Key  string `json:"key,omitempty"`
+	Body *Block `json:"body,omitempty"`
+	Loc  Loc    `json:"loc,omitempty"`
 }
 
 // Phi is a branch output: one value per case (and the default), merged into
 // a value visible after the branch.
 type Phi struct {
-	Value   ValueID
-	Inputs  []PhiInput
-	Default *Use
-	Loc     Loc
+	Value   ValueID    `json:"value,omitempty"`
+	Inputs  []PhiInput `json:"inputs,omitempty"`
+	Default *Use       `json:"default,omitempty"`
+	Loc     Loc        `json:"loc,omitempty"`
 }
 
 // PhiInput is the value a phi takes when the branch takes case Key.
 type PhiInput struct {
-	Key   string
-	Value Use
+	Key   string `json:"key,omitempty"`
+	Value Use    `json:"value,omitzero"`
 }
 
 // Carry is a state cell a loop carries between iterations: the cell starts
 // at Initial (or its initializer) and takes Next after each iteration. After
 // the loop, the cell's name reads its last value.
 type Carry struct {
-	Cell    Ref
-	Initial *Use
-	Next    Use
-	Loc     Loc
+	Cell    Ref  `json:"cell,omitzero"`
+	Initial *Use `json:"initial,omitempty"`
+	Next    Use  `json:"next,omitzero"`
+	Loc     Loc  `json:"loc,omitempty"`
 }
 
 // Walk calls f on every step of b in document order, entering nested

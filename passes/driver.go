@@ -11,8 +11,8 @@ import (
 
 	"github.com/genaic/genaic/compiler"
 	"github.com/genaic/genaic/compiler/diag"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 )
 
 // Document is one document taken through the front end, lowering and the
@@ -79,7 +79,7 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		Source:        filepath.Base(d.File),
 		SourceSHA256:  sha256Hex(d.Source),
 		Components:    gps,
-		IR:            d.Module.String(),
+		IR:            d.Module,
 	}
 	for _, c := range d.Module.Components {
 		if c.Artifact == "" {

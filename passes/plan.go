@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 )
 
 // GroupPlans is the result of the plan pass: one GroupPlan per component,

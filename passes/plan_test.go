@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 )
 
 // acceptedDocuments returns every document the checks accept: the accepted
@@ -299,7 +299,7 @@ func TestPlanFileRefusesForeign(t *testing.T) {
 	good, _ := f.Marshal()
 	tests := []struct{ name, body, want string }{
 		{"edited", strings.Replace(string(good), `"max_total": 16`, `"max_total": 1600`, 1), "signature does not match"},
-		{"other version", strings.Replace(string(good), `"plan_version": 1`, `"plan_version": 2`, 1), "format version 2, and this genaic reads version 1"},
+		{"other version", strings.Replace(string(good), `"plan_version": 2`, `"plan_version": 1`, 1), "format version 1, and this genaic reads version 2"},
 		{"not a plan", `{"requests": []}`, "is not a genaic plan"},
 		{"not JSON", `plan`, "is not a genaic plan"},
 		{"unknown field", strings.Replace(string(good), `"format"`, `"extra": 1, "format"`, 1), "malformed plan"},

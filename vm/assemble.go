@@ -2,7 +2,7 @@ package vm
 
 import (
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/plan"
 )
 
 // group is one assembled invocation: the items in order, the tensors passed

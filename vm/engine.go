@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
+	"github.com/genaic/genaic/plan"
 )
 
 // Options configure an Engine.
@@ -46,9 +45,9 @@ type Engine struct {
 // Open loads a plan (already checked against its package in pkgDir) and
 // every component its workflow invokes.
 func Open(f *plan.File, pkgDir string, opts Options) (*Engine, error) {
-	m, err := irtext.Parse("plan IR", []byte(f.IR))
-	if err != nil {
-		return nil, fmt.Errorf("the plan's IR does not parse: %w", err)
+	m := f.IR
+	if m == nil {
+		return nil, fmt.Errorf("the plan holds no IR")
 	}
 	if m.Serving != nil {
 		return nil, runErr("run/unsupported", "this workflow declares `serving` (decoder serving state, KV caches); genaic checks such workflows but does not execute them")

@@ -4,8 +4,8 @@ import (
 	"reflect"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 )
 
 // item is one request's share of a grouped invocation: its payload per

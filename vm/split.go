@@ -2,7 +2,7 @@ package vm
 
 import (
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/plan"
 )
 
 // split hands each item its share of the group's outputs (§6 Split): row

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/plan"
 )
 
 // A request whose items exceed a budget together, but not one by one, is

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/genaic/genaic/compiler/plan"
+	"github.com/genaic/genaic/plan"
 )
 
 // ComponentStats is what one component's invocations did.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 )
 
 // compilePlan compiles a document into a plan in memory.

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/genaic/genaic/compiler/diag"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 )
 
 func init() {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/genaic/genaic/plan"
 )
 
 const inspectPkg = "../../testdata/packages/image_padded"
@@ -76,7 +78,7 @@ func TestInspectJSON(t *testing.T) {
 	enc := v.Components["encoder"]
 	in := enc.Inputs["pixel_patches"]
 	switch {
-	case v.PlanVersion != 1 || v.SchemaVersion != "v1.1":
+	case v.PlanVersion != plan.Version || v.SchemaVersion != "v1.1":
 		t.Errorf("plan_version %d, schema_version %q", v.PlanVersion, v.SchemaVersion)
 	case !enc.Grouped || in.Role != "packed" || in.Levels != 1 || strings.Join(in.Padded, ",") != "patches":
 		t.Errorf("encoder: grouped %v, pixel_patches %+v", enc.Grouped, in)

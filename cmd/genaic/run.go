@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/backends"
 	"github.com/genaic/genaic/vm/jsonio"
@@ -124,10 +123,7 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 // (which run its preprocessing programs) for adapter components. Binding
 // components need an application to register them.
 func runBackends(f *plan.File, threads int, notReady map[string]string) (map[ir.ImplKind]backend.Backend, error) {
-	m, err := irtext.Parse("plan", []byte(f.IR))
-	if err != nil {
-		return nil, fmt.Errorf("the plan's IR does not parse: %w", err)
-	}
+	m := f.IR
 	return backends.For(m, ort.Options{IntraOpThreads: threads, NotReady: notReady}, nil)
 }
 

@@ -16,9 +16,8 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/backends"
 	"github.com/genaic/genaic/vm/ort"
@@ -103,9 +102,6 @@ func Open(planJSON []byte, packageDir string, opts []Option) (*vm.Engine, error)
 // backendsFor adds ONNX Runtime to the given backends when the workflow
 // needs it and none was given.
 func backendsFor(f *plan.File, cfg Config) (map[ir.ImplKind]backend.Backend, error) {
-	m, err := irtext.Parse("plan IR", []byte(f.IR))
-	if err != nil {
-		return nil, fmt.Errorf("the embedded plan's IR does not parse: %w", err)
-	}
+	m := f.IR
 	return backends.For(m, cfg.ORT, cfg.Backends)
 }

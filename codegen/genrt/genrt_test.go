@@ -10,10 +10,10 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/testdata/bindings"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
 	"github.com/genaic/genaic/vm/ort"

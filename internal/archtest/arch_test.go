@@ -65,3 +65,45 @@ func TestParticipleOnlyInTextTooling(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeLinksNoTextTooling: a service that links a generated executor
+// (codegen/genrt) or the VM decodes plans with encoding/json alone; the
+// participle text form of the IR and the HTML view stay in the tools.
+func TestRuntimeLinksNoTextTooling(t *testing.T) {
+	deps := goList(t, nil, "-deps", "-f", "{{.ImportPath}}", "./codegen/genrt", "./vm")
+	for _, d := range deps {
+		if strings.Contains(d, "github.com/alecthomas/participle") || d == "html/template" || d == "github.com/genaic/genaic/ir/irtext" {
+			t.Errorf("the runtime (codegen/genrt, vm) depends on %s", d)
+		}
+	}
+}
+
+// TestViewsOnlyInTheCLI: the inspect views are for people; only the
+// command line imports them.
+func TestViewsOnlyInTheCLI(t *testing.T) {
+	const views = "github.com/genaic/genaic/plan/view"
+	for _, line := range goList(t, nil, "-f", "{{.ImportPath}}:{{join .Imports \",\"}}", "./...") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		if pkg == "github.com/genaic/genaic/cmd/genaic" || pkg == views {
+			continue
+		}
+		for _, imp := range strings.Split(imports, ",") {
+			if imp == views {
+				t.Errorf("%s imports %s; only cmd/genaic may", pkg, views)
+			}
+		}
+	}
+}
+
+// TestBackendsImportTheSeam: the ONNX Runtime backend and the adapters
+// implement the seam (package backend), not the VM: a backend never
+// reaches into the interpreter or the groupers.
+func TestBackendsImportTheSeam(t *testing.T) {
+	for _, p := range []string{"./vm/ort", "./vm/adapters", "./backend"} {
+		for _, d := range goList(t, nil, "-deps", "-f", "{{.ImportPath}}", p) {
+			if d == "github.com/genaic/genaic/vm" {
+				t.Errorf("%s depends on the VM (github.com/genaic/genaic/vm); a backend imports only the seam, github.com/genaic/genaic/backend", p)
+			}
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/adapters"
 )
@@ -79,10 +78,7 @@ func clipSum(samples []int16) float64 {
 func TestAudioEndToEndConcurrent(t *testing.T) {
 	const doc = "testdata/audio_encoder.yaml"
 	f := compile(t, doc)
-	m, err := irtext.Parse("plan", []byte(f.IR))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.IR
 	b := &backend.Bindings{}
 	b.Register("encoder", clipEncoder)
 	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{

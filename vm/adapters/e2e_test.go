@@ -17,10 +17,9 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/adapters"
 )
@@ -84,10 +83,7 @@ func (e *encoder) run(_ context.Context, in map[string]*backend.Tensor) (map[str
 func open(t *testing.T, doc string, solo bool) (*vm.Engine, *encoder) {
 	t.Helper()
 	f := compile(t, doc)
-	m, err := irtext.Parse("plan", []byte(f.IR))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.IR
 	enc := &encoder{}
 	b := &backend.Bindings{}
 	b.Register("encoder", enc.run)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/adapters"
 )
@@ -197,10 +196,7 @@ func paddedEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string
 func openVideo(t *testing.T, doc string, encoder backend.Func) *vm.Engine {
 	t.Helper()
 	f := compile(t, doc)
-	m, err := irtext.Parse("plan", []byte(f.IR))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.IR
 	b := &backend.Bindings{}
 	b.Register("encoder", encoder)
 	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{

@@ -20,12 +20,11 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/compiler/plan"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/internal/testmodels"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/ir/irtext"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ort"
 )
@@ -149,10 +148,7 @@ func session(t testing.TB, pkg, component string) backend.Session {
 func sessionOn(t testing.TB, pkg, component string, be backend.Backend) backend.Session {
 	t.Helper()
 	f, dir := compile(t, pkg)
-	m, err := irtext.Parse("plan IR", []byte(f.IR))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.IR
 	comp := m.Component(component)
 	if comp == nil {
 		t.Fatalf("%s has no component %s", pkg, component)
