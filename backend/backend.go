@@ -10,7 +10,7 @@ package backend
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 
 	"github.com/genaic/genaic/ir"
 )
@@ -49,73 +49,103 @@ type ShapeHinter interface {
 	OutputShape(name string) []int64
 }
 
-// Readiness is a backend's answer about grouped execution.
+// Readiness is a backend's answer about grouped execution of one
+// component: ready or not (and why), on which execution provider, for
+// which class of operator.
 type Readiness struct {
 	Ready    bool
-	Provider string // execution provider, such as cpu
-	OpClass  string // operator class, such as encoder
+	Provider string // execution provider, such as cpu or cuda
+	OpClass  string // operator class, such as onnx-graph or preprocess-image
 	Reason   string // why not, when not ready
+}
+
+// ReadinessKey is what a readiness decision is keyed by (DESIGN §6): the
+// component, the operator class and the execution provider. An empty field
+// of a key in a Declines table matches any value.
+type ReadinessKey struct {
+	Component, OpClass, Provider string
+}
+
+func (k ReadinessKey) String() string {
+	word := func(s string) string {
+		if s == "" {
+			return "*"
+		}
+		return s
+	}
+	return word(k.Component) + "/" + word(k.OpClass) + "/" + word(k.Provider)
+}
+
+// matches reports whether k, whose empty fields are wildcards, covers key.
+func (k ReadinessKey) matches(key ReadinessKey) bool {
+	return (k.Component == "" || k.Component == key.Component) &&
+		(k.OpClass == "" || k.OpClass == key.OpClass) &&
+		(k.Provider == "" || k.Provider == key.Provider)
+}
+
+// before orders matching keys: more fields set first, then by String.
+func (k ReadinessKey) before(o ReadinessKey) bool {
+	if a, b := k.set(), o.set(); a != b {
+		return a > b
+	}
+	return k.String() < o.String()
+}
+
+func (k ReadinessKey) set() int {
+	n := 0
+	for _, f := range []string{k.Component, k.OpClass, k.Provider} {
+		if f != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// ParseReadinessKey reads COMPONENT[/OPCLASS[/PROVIDER]], where * (or an
+// empty field) matches anything.
+func ParseReadinessKey(s string) (ReadinessKey, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) > 3 || s == "" {
+		return ReadinessKey{}, fmt.Errorf("want COMPONENT[/OPCLASS[/PROVIDER]] (* matches anything), got %q", s)
+	}
+	for len(parts) < 3 {
+		parts = append(parts, "")
+	}
+	for i, p := range parts {
+		if p == "*" {
+			parts[i] = ""
+		}
+	}
+	return ReadinessKey{Component: parts[0], OpClass: parts[1], Provider: parts[2]}, nil
+}
+
+// Declines is a readiness table configured by an operator: grouped
+// execution is declined wherever a key matches, for the reason it gives.
+// A component whose grouped execution is declined still runs, one request
+// per invocation; the decline is counted with its reason.
+type Declines map[ReadinessKey]string
+
+// Apply returns a session's readiness for component with the table's
+// declines applied: a backend's own "not ready" stands; otherwise the most
+// specific matching key (the most fields set; then the least String)
+// declines with its reason.
+func (d Declines) Apply(component string, r Readiness) Readiness {
+	if !r.Ready {
+		return r
+	}
+	key := ReadinessKey{Component: component, OpClass: r.OpClass, Provider: r.Provider}
+	var match *ReadinessKey
+	for k := range d {
+		if k.matches(key) && (match == nil || k.before(*match)) {
+			match = &k
+		}
+	}
+	if match != nil {
+		r.Ready, r.Reason = false, d[*match]
+	}
+	return r
 }
 
 // Func is a component implemented in Go: a `binding` component, or a test
 // double of an ONNX graph.
 type Func func(ctx context.Context, inputs map[string]*Tensor) (map[string]*Tensor, error)
-
-// Bindings is the backend of `binding` components: Go functions the
-// embedding application registers by component name.
-type Bindings struct {
-	mu    sync.RWMutex
-	funcs map[string]Func
-	// NotReady lists components whose grouped execution is declined, with
-	// the reason (a readiness table for tests and configuration).
-	NotReady map[string]string
-}
-
-// Register adds the function that implements component name.
-func (b *Bindings) Register(name string, f Func) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.funcs == nil {
-		b.funcs = map[string]Func{}
-	}
-	b.funcs[name] = f
-}
-
-// Name implements Backend.
-func (b *Bindings) Name() string { return "binding" }
-
-// Load implements Backend.
-func (b *Bindings) Load(comp *ir.Component, _ string) (Session, error) {
-	b.mu.RLock()
-	f, ok := b.funcs[comp.Name]
-	b.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("no Go function is registered for component `%s`; register one with Bindings.Register(%q, f)", comp.Name, comp.Name)
-	}
-	r := Readiness{Ready: true, Provider: "go", OpClass: "binding"}
-	if why, no := b.NotReady[comp.Name]; no {
-		r.Ready, r.Reason = false, why
-	}
-	return &bindingSession{f: f, ready: r}, nil
-}
-
-type bindingSession struct {
-	f     Func
-	ready Readiness
-}
-
-func (s *bindingSession) Run(ctx context.Context, in map[string]*Tensor, outs []string) (map[string]*Tensor, error) {
-	res, err := s.f(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range outs {
-		if res[o] == nil {
-			return nil, fmt.Errorf("the function returned no output %q", o)
-		}
-	}
-	return res, nil
-}
-
-func (s *bindingSession) Ready() Readiness { return s.ready }
-func (s *bindingSession) Close() error     { return nil }

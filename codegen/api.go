@@ -26,8 +26,11 @@ func (g *gen) api(f *jen.File) {
 		{"WithSolo", "WithSolo runs every invocation with exactly one request, as `genaic run --solo` does: the reference the grouped runs are compared with."},
 		{"WithMaxDelay", "WithMaxDelay sets how long a group waits for more items (default 5ms, as for `genaic run`)."},
 		{"WithQueue", "WithQueue bounds each grouped component's queue of waiting items (default 1024); a request that finds its queue full fails at once."},
+		{"WithWorkers", "WithWorkers lets several groups of one component be formed and run at once (default 1)."},
 		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *backend.Bindings for binding components, or a test double in place of ONNX Runtime."},
-		{"WithORTOptions", "WithORTOptions configures ONNX Runtime: thread counts, the library path, the readiness table."},
+		{"WithBackendNamed", "WithBackendNamed runs the components of one implementation kind on a registered backend, by name."},
+		{"WithBackendConfig", "WithBackendConfig configures the backends New makes: execution provider, ONNX Runtime thread counts and library path, Go bindings."},
+		{"WithDecline", "WithDecline declines grouped execution by component, operator class and execution provider, with a reason."},
 	}
 	var vars []jen.Code
 	for i, o := range options {

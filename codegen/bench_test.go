@@ -25,7 +25,7 @@ type opener func(dir string, be backend.Backend) (runFunc, func() error, error)
 
 var benchExecutors = map[string]opener{
 	"imagepadded": func(dir string, be backend.Backend) (runFunc, func() error, error) {
-		opts := []imagepadded.Option{imagepadded.WithMaxDelay(0), imagepadded.WithORTOptions(ortOptions)}
+		opts := []imagepadded.Option{imagepadded.WithMaxDelay(0), imagepadded.WithBackendConfig(oneThread)}
 		if be != nil {
 			opts = append(opts, imagepadded.WithBackend(ir.ImplONNX, be))
 		}
@@ -40,7 +40,7 @@ var benchExecutors = map[string]opener{
 		}, x.Close, nil
 	},
 	"videoframes": func(dir string, _ backend.Backend) (runFunc, func() error, error) {
-		x, err := videoframes.New(dir, videoframes.WithMaxDelay(0), videoframes.WithORTOptions(ortOptions))
+		x, err := videoframes.New(dir, videoframes.WithMaxDelay(0), videoframes.WithBackendConfig(oneThread))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -52,7 +52,7 @@ var benchExecutors = map[string]opener{
 		}, x.Close, nil
 	},
 	"audio": func(dir string, _ backend.Backend) (runFunc, func() error, error) {
-		x, err := audio.New(dir, audio.WithMaxDelay(0), audio.WithORTOptions(ortOptions))
+		x, err := audio.New(dir, audio.WithMaxDelay(0), audio.WithBackendConfig(oneThread))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -118,7 +118,7 @@ func benchEngine(b *testing.B, fx fixture, be backend.Backend) *vm.Engine {
 		be = o
 	}
 	f, dir := compile(b, fx.pkg)
-	e, err := vm.Open(f, dir, vm.Options{Backends: map[ir.ImplKind]backend.Backend{ir.ImplONNX: be}})
+	e, err := vm.Open(f, dir, vm.Backends{ir.ImplONNX: be}, vm.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen"
 	"github.com/genaic/genaic/codegen/testdata/bindings"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
@@ -38,6 +39,9 @@ const tolerance = 1e-5
 // ortOptions run ONNX Runtime on one thread in the test and in the
 // executors, so that a solo result does not depend on how work is split.
 var ortOptions = ort.Options{IntraOpThreads: 1, InterOpThreads: 1}
+
+// oneThread is ortOptions for executors.
+var oneThread = engine.Config{IntraOpThreads: 1, InterOpThreads: 1}
 
 // job is one run of a generated executor by the driver.
 type job struct {
@@ -135,7 +139,7 @@ func vmResponses(t *testing.T, fx fixture, doc []byte, solo bool) []byte {
 		}
 		be = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
 	}
-	e, err := vm.Open(f, dir, vm.Options{Backends: be, Solo: solo, MaxDelay: groupDelay})
+	e, err := vm.Open(f, dir, be, vm.Options{Solo: solo, MaxDelay: groupDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,9 +304,9 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/codegen/testdata/bindings"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
-	"github.com/genaic/genaic/vm/ort"
 {{range .Executors}}	exec{{.Name}} "example.com/difftest/exec/{{.Name}}"
 {{end}})
 
@@ -315,12 +319,12 @@ type executor interface {
 var (
 	_ = ir.ImplONNX
 	_ = bindings.Control
-	_ ort.Options
+	_ engine.Config
 )
 
 var open = map[string]func(dir string, solo bool) (executor, error){
 {{range .Executors}}	"{{.Name}}": func(dir string, solo bool) (executor, error) {
-		opts := []exec{{.Name}}.Option{exec{{.Name}}.WithMaxDelay({{$.Delay}}), {{if .Bindings}}exec{{.Name}}.WithBackend(ir.ImplBinding, bindings.{{.Bindings}}()){{else}}exec{{.Name}}.WithORTOptions(ort.Options{IntraOpThreads: 1, InterOpThreads: 1}){{end}}}
+		opts := []exec{{.Name}}.Option{exec{{.Name}}.WithMaxDelay({{$.Delay}}), {{if .Bindings}}exec{{.Name}}.WithBackend(ir.ImplBinding, bindings.{{.Bindings}}()){{else}}exec{{.Name}}.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}){{end}}}
 		if solo {
 			opts = append(opts, exec{{.Name}}.WithSolo())
 		}

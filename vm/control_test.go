@@ -34,7 +34,7 @@ func TestLoopAndBranch(t *testing.T) {
 		return map[string]*backend.Tensor{"b": {DType: "float32", Shape: in["a"].Shape, Data: out}}, nil
 	})
 	path := filepath.Join("testdata", "control.yaml")
-	e, err := Open(compilePlan(t, path), "testdata", Options{Backends: map[ir.ImplKind]backend.Backend{ir.ImplBinding: b}})
+	e, err := Open(compilePlan(t, path), "testdata", map[ir.ImplKind]backend.Backend{ir.ImplBinding: b}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestServingIsRefusedAtLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(f, filepath.Dir(path), Options{Backends: map[ir.ImplKind]backend.Backend{ir.ImplONNX: &backend.Bindings{}}})
+	_, err = Open(f, filepath.Dir(path), map[ir.ImplKind]backend.Backend{ir.ImplONNX: &backend.Bindings{}}, Options{})
 	var re *backend.RunError
 	if !errors.As(err, &re) || re.Rule != "run/unsupported" || !strings.Contains(re.Message, "serving") {
 		t.Fatalf("got %v", err)

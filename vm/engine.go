@@ -12,11 +12,13 @@ import (
 	"github.com/genaic/genaic/plan"
 )
 
-// Options configure an Engine.
+// Backends run components by implementation kind: ONNX Runtime for onnx,
+// the preprocessing adapters for adapter components, Go functions for
+// binding components. Package engine makes them by name.
+type Backends map[ir.ImplKind]backend.Backend
+
+// Options configure how an Engine groups.
 type Options struct {
-	// Backends run components by implementation kind: ONNX Runtime for
-	// onnx, Bindings for binding components.
-	Backends map[ir.ImplKind]backend.Backend
 	// Solo runs every invocation with exactly one request (the reference).
 	Solo bool
 	// MaxDelay is how long a grouper waits for more items before it closes
@@ -27,6 +29,9 @@ type Options struct {
 	// Workers is how many groups of one component may be gathered and run
 	// at once; 0 means 1.
 	Workers int
+	// Declines declines grouped execution by (component, operator class,
+	// execution provider), beside what each session answers itself.
+	Declines backend.Declines
 }
 
 // Engine runs the workflow of a plan for many concurrent requests.
@@ -34,6 +39,7 @@ type Engine struct {
 	file     *plan.File
 	m        *ir.Module
 	opts     Options
+	backends Backends
 	sessions map[string]backend.Session
 	groupers map[string]*grouper
 	specs    map[string]*componentSpec
@@ -43,8 +49,9 @@ type Engine struct {
 }
 
 // Open loads a plan (already checked against its package in pkgDir) and
-// every component its workflow invokes.
-func Open(f *plan.File, pkgDir string, opts Options) (*Engine, error) {
+// every component its workflow invokes, on the given backends. Most
+// callers open plans with package engine, which makes the backends.
+func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine, error) {
 	m := f.IR
 	if m == nil {
 		return nil, fmt.Errorf("the plan holds no IR")
@@ -55,7 +62,7 @@ func Open(f *plan.File, pkgDir string, opts Options) (*Engine, error) {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, backends: backends, sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -85,7 +92,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	if comp == nil || gp == nil {
 		return fmt.Errorf("the plan has no component `%s`", name)
 	}
-	be := e.opts.Backends[comp.Impl]
+	be := e.backends[comp.Impl]
 	if be == nil {
 		return runErr("run/unsupported", "component `%s` is implemented by %s, and no backend for %s components was given", name, comp.Impl, comp.Impl)
 	}
@@ -99,7 +106,8 @@ func (e *Engine) load(name, pkgDir string) error {
 	e.stats[name] = newCounter(gp)
 	e.copies[name] = &Copies{}
 	if gp.Grouped {
-		e.groupers[name] = newGrouper(spec, sess, e.opts.MaxDelay, e.opts.Solo, e.opts.Queue, e.opts.Workers, e.stats[name], e.copies[name])
+		ready := e.opts.Declines.Apply(name, sess.Ready())
+		e.groupers[name] = newGrouper(spec, sess, ready, e.opts.MaxDelay, e.opts.Solo, e.opts.Queue, e.opts.Workers, e.stats[name], e.copies[name])
 	}
 	return nil
 }

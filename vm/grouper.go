@@ -56,10 +56,10 @@ func (e *QueueFullError) Error() string {
 	return fmt.Sprintf("component `%s` already has %d items waiting (the queue limit); retry later or raise the limit", e.Component, e.Limit)
 }
 
-func newGrouper(spec *componentSpec, sess backend.Session, maxDelay time.Duration, solo bool, queue, workers int, stats *counter, copies *Copies) *grouper {
+func newGrouper(spec *componentSpec, sess backend.Session, r backend.Readiness, maxDelay time.Duration, solo bool, queue, workers int, stats *counter, copies *Copies) *grouper {
 	g := &grouper{spec: spec, sess: sess, maxDelay: maxDelay, solo: solo, stats: stats, copies: copies,
 		queue: make(chan *pending, queue)}
-	if r := sess.Ready(); !r.Ready {
+	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}

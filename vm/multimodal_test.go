@@ -81,9 +81,8 @@ func multimodalEngine(t testing.TB, opts Options) *Engine {
 	b.Register("image", imageBinding)
 	b.Register("video", videoBinding)
 	b.Register("text", textBinding)
-	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplBinding: b}
 	path := filepath.Join("testdata", "multimodal.yaml")
-	e, err := Open(compilePlan(t, path), filepath.Dir(path), opts)
+	e, err := Open(compilePlan(t, path), filepath.Dir(path), Backends{ir.ImplBinding: b}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,16 @@ func slowEncoder(d time.Duration) backend.Func {
 func engineWith(t testing.TB, f backend.Func, opts Options, notReady map[string]string) *Engine {
 	t.Helper()
 	path := filepath.Join("..", "testdata", "packages", "image_padded")
-	b := &backend.Bindings{NotReady: notReady}
+	b := &backend.Bindings{}
 	b.Register("encoder", f)
-	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
-	e, err := Open(compilePlan(t, path), path, opts)
+	for name, why := range notReady {
+		if opts.Declines == nil {
+			opts.Declines = backend.Declines{}
+		}
+		opts.Declines[backend.ReadinessKey{Component: name}] = why
+	}
+	bes := map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
+	e, err := Open(compilePlan(t, path), path, bes, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

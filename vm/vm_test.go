@@ -65,8 +65,8 @@ func imageEngine(t testing.TB, opts Options) *Engine {
 	f := compilePlan(t, path)
 	b := &backend.Bindings{}
 	b.Register("encoder", maskedMean)
-	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
-	e, err := Open(f, path, opts)
+	bes := map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
+	e, err := Open(f, path, bes, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

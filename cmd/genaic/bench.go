@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
 )
@@ -15,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "bench",
-		usage:   "bench PKG|plan.json --requests FILE [--rounds N] [--max-delay D] [--workers N]",
+		usage:   "bench PKG|plan.json --requests FILE [--rounds N] [--max-delay D] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME]",
 		summary: "measure grouped vs one-at-a-time vs sequential runs of the same requests",
 		run:     runBench,
 	})
@@ -36,10 +37,9 @@ var benchModes = []benchMode{
 
 // benchFlags are the options of one bench run.
 type benchFlags struct {
-	requests        string
-	rounds, threads int
-	workers         int
-	maxDelay        time.Duration
+	requests string
+	engineFlags
+	rounds int
 }
 
 func runBench(e *env, args []string) int {
@@ -48,9 +48,7 @@ func runBench(e *env, args []string) int {
 	var bf benchFlags
 	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run")
 	fs.IntVar(&bf.rounds, "rounds", 5, "how many times each mode runs every request")
-	fs.DurationVar(&bf.maxDelay, "max-delay", 0, "the grouped mode's max delay (0: group what is already waiting)")
-	fs.IntVar(&bf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
-	fs.IntVar(&bf.workers, "workers", 1, "how many groups of one component may be formed and run at once")
+	bf.register(fs, 0, "the grouped mode's max delay (0: group what is already waiting)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -68,15 +66,10 @@ func runBench(e *env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	bes, err := runBackends(f, bf.threads, nil)
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
 	fmt.Fprintf(e.stdout, "%d requests × %d rounds per mode, max delay %v\n", len(reqs), bf.rounds, bf.maxDelay)
 	var base float64
 	for _, m := range benchModes {
-		eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: m.solo, MaxDelay: bf.maxDelay, Workers: bf.workers})
+		eng, err := engine.Open(f, pkgDir, bf.options(m.solo))
 		if err != nil {
 			e.errorf("%v", err)
 			return exitUsage

@@ -7,55 +7,29 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
-	"github.com/genaic/genaic/vm/backends"
 	"github.com/genaic/genaic/vm/jsonio"
-	"github.com/genaic/genaic/vm/ort"
 )
 
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--decline C=R] [--out FILE]",
+		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--out FILE]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
 }
 
 type runFlags struct {
+	engineFlags
 	requests, out string
 	solo, stats   bool
-	maxDelay      time.Duration
-	threads       int
-	queue         int
-	workers       int
 	concurrency   int
-	decline       declines
-}
-
-// declines is the readiness table given on the command line:
-// --decline COMPONENT=REASON, repeatable.
-type declines map[string]string
-
-func (d *declines) String() string { return fmt.Sprint(map[string]string(*d)) }
-
-func (d *declines) Set(v string) error {
-	name, reason, ok := strings.Cut(v, "=")
-	if !ok || name == "" || reason == "" {
-		return fmt.Errorf("want COMPONENT=REASON, got %q", v)
-	}
-	if *d == nil {
-		*d = declines{}
-	}
-	(*d)[name] = reason
-	return nil
 }
 
 func runRun(e *env, args []string) int {
@@ -66,12 +40,8 @@ func runRun(e *env, args []string) int {
 	fs.StringVar(&rf.out, "out", "", "write the responses here instead of stdout")
 	fs.BoolVar(&rf.solo, "solo", false, "run every invocation with exactly one request (the reference)")
 	fs.BoolVar(&rf.stats, "stats", false, "add per-component stats to the responses")
-	fs.DurationVar(&rf.maxDelay, "max-delay", 5*time.Millisecond, "how long a group waits for more items")
-	fs.IntVar(&rf.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
-	fs.IntVar(&rf.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
-	fs.IntVar(&rf.workers, "workers", 1, "how many groups of one component may be formed and run at once")
+	rf.register(fs, 5*time.Millisecond, "how long a group waits for more items")
 	fs.IntVar(&rf.concurrency, "concurrency", 0, "how many requests are in flight at once (0: all of them)")
-	fs.Var(&rf.decline, "decline", "COMPONENT=REASON: the backend declines grouped execution of COMPONENT (repeatable); it runs one request per invocation and the decline is counted")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -118,27 +88,13 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 	return f, filepath.Dir(d.File), exitOK
 }
 
-// runBackends returns the backends the CLI runs a plan with: ONNX Runtime for
-// the onnx components it invokes and the built-in preprocessing adapters
-// (which run its preprocessing programs) for adapter components. Binding
-// components need an application to register them.
-func runBackends(f *plan.File, threads int, notReady map[string]string) (map[ir.ImplKind]backend.Backend, error) {
-	m := f.IR
-	return backends.For(m, ort.Options{IntraOpThreads: threads, NotReady: notReady}, nil)
-}
-
 func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	reqs, err := readRequestsFile(rf.requests)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	bes, err := runBackends(f, rf.threads, rf.decline)
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
-	eng, err := vm.Open(f, pkgDir, vm.Options{Backends: bes, Solo: rf.solo, MaxDelay: rf.maxDelay, Queue: rf.queue, Workers: rf.workers})
+	eng, err := engine.Open(f, pkgDir, rf.options(rf.solo))
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage

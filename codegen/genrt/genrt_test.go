@@ -10,13 +10,13 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/testdata/bindings"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
-	"github.com/genaic/genaic/vm/ort"
 )
 
 func scalar(data any) *backend.Tensor {
@@ -84,7 +84,7 @@ func planJSON(t *testing.T, pkg string) ([]byte, string) {
 
 // noORT points ONNX Runtime at a library that does not exist: Open fails
 // if it loads ONNX Runtime at all.
-var noORT = WithORTOptions(ort.Options{LibraryPath: "/nonexistent/libonnxruntime.so.1"})
+var noORT = WithBackendConfig(engine.Config{LibraryPath: "/nonexistent/libonnxruntime.so.1"})
 
 func TestOpen(t *testing.T) {
 	control, controlDir := planJSON(t, "codegen/testdata/control")
@@ -104,6 +104,23 @@ func TestOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Close()
+	})
+	t.Run("a backend chosen by name", func(t *testing.T) {
+		stub := &backend.Bindings{}
+		stub.Register("scorer", func(context.Context, map[string]*backend.Tensor) (map[string]*backend.Tensor, error) { return nil, nil })
+		e, err := Open(solo, soloDir, []Option{WithBackendNamed(ir.ImplONNX, "go"), WithBackendConfig(engine.Config{Bindings: stub}), WithWorkers(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		_, err = Open(solo, soloDir, []Option{WithBackendNamed(ir.ImplONNX, "tensorflow")})
+		if err == nil || !strings.Contains(err.Error(), `no backend called "tensorflow" is registered; registered: go, onnxruntime, preprocess`) {
+			t.Errorf("Open with an unregistered backend = %v", err)
+		}
+		_, err = Open(solo, soloDir, []Option{WithBackendNamed(ir.ImplONNX, "preprocess")})
+		if err == nil || !strings.Contains(err.Error(), `backend "preprocess" runs adapter components, not onnx components`) {
+			t.Errorf("Open with a backend of another kind = %v", err)
+		}
 	})
 	t.Run("onnx components need ONNX Runtime", func(t *testing.T) {
 		if _, err := Open(solo, soloDir, []Option{noORT}); err == nil || !strings.Contains(err.Error(), "/nonexistent/") {

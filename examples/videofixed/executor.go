@@ -41,14 +41,26 @@ var (
 	// 1024); a request that finds its queue full fails at once.
 	WithQueue = genrt.WithQueue
 
+	// WithWorkers lets several groups of one component be formed and run at
+	// once (default 1).
+	WithWorkers = genrt.WithWorkers
+
 	// WithBackend runs the components of one implementation kind on b: a
 	// *backend.Bindings for binding components, or a test double in place of
 	// ONNX Runtime.
 	WithBackend = genrt.WithBackend
 
-	// WithORTOptions configures ONNX Runtime: thread counts, the library path,
-	// the readiness table.
-	WithORTOptions = genrt.WithORTOptions
+	// WithBackendNamed runs the components of one implementation kind on a
+	// registered backend, by name.
+	WithBackendNamed = genrt.WithBackendNamed
+
+	// WithBackendConfig configures the backends New makes: execution provider,
+	// ONNX Runtime thread counts and library path, Go bindings.
+	WithBackendConfig = genrt.WithBackendConfig
+
+	// WithDecline declines grouped execution by component, operator class and
+	// execution provider, with a reason.
+	WithDecline = genrt.WithDecline
 )
 
 // New opens the executor on the package folder packageDir: the folder

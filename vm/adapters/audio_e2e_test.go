@@ -81,8 +81,7 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 	m := f.IR
 	b := &backend.Bindings{}
 	b.Register("encoder", clipEncoder)
-	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
-		Backends: map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+	e, err := vm.Open(f, filepath.Dir(doc), map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b}, vm.Options{
 		MaxDelay: 20 * time.Millisecond,
 	})
 	if err != nil {

@@ -87,8 +87,7 @@ func open(t *testing.T, doc string, solo bool) (*vm.Engine, *encoder) {
 	enc := &encoder{}
 	b := &backend.Bindings{}
 	b.Register("encoder", enc.run)
-	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
-		Backends: map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+	e, err := vm.Open(f, filepath.Dir(doc), map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b}, vm.Options{
 		Solo:     solo,
 		MaxDelay: 20 * time.Millisecond,
 	})

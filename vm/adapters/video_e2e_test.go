@@ -199,8 +199,7 @@ func openVideo(t *testing.T, doc string, encoder backend.Func) *vm.Engine {
 	m := f.IR
 	b := &backend.Bindings{}
 	b.Register("encoder", encoder)
-	e, err := vm.Open(f, filepath.Dir(doc), vm.Options{
-		Backends: map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b},
+	e, err := vm.Open(f, filepath.Dir(doc), map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(m), ir.ImplBinding: b}, vm.Options{
 		MaxDelay: 20 * time.Millisecond,
 	})
 	if err != nil {

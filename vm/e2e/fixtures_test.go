@@ -115,8 +115,8 @@ func openOn(t testing.TB, pkg string, opts vm.Options, rec *recorder, onnx backe
 		rec.inner = be
 		be = rec
 	}
-	opts.Backends = map[ir.ImplKind]backend.Backend{ir.ImplONNX: be}
-	e, err := vm.Open(f, dir, opts)
+	bes := map[ir.ImplKind]backend.Backend{ir.ImplONNX: be}
+	e, err := vm.Open(f, dir, bes, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", pkg, err)
 	}

@@ -20,6 +20,9 @@ import (
 
 // New initializes ONNX Runtime (once per process) and returns a backend.
 func New(opts Options) (*Backend, error) {
+	if err := opts.checkProvider(); err != nil {
+		return nil, err
+	}
 	if opts.IntraOpThreads < 0 || opts.InterOpThreads < 0 {
 		return nil, fmt.Errorf("onnxruntime thread counts must be 0 (the default) or more, got intra-op %d and inter-op %d",
 			opts.IntraOpThreads, opts.InterOpThreads)
@@ -224,18 +227,12 @@ func infoNames(infos []ortgo.InputOutputInfo) string {
 // newSession creates the component's DynamicAdvancedSession with the
 // configured thread counts.
 func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.InputOutputInfo) (*session, error) {
-	so, err := ortgo.NewSessionOptions()
+	so, ready, err := b.providerOptions()
 	if err != nil {
 		return nil, err
 	}
 	defer so.Destroy()
-	if err := so.SetIntraOpNumThreads(b.opts.IntraOpThreads); err != nil {
-		return nil, err
-	}
-	if err := so.SetInterOpNumThreads(b.opts.InterOpThreads); err != nil {
-		return nil, err
-	}
-	s := &session{comp: comp.Name, inputs: ins, outputs: outs}
+	s := &session{comp: comp.Name, inputs: ins, outputs: outs, ready: ready}
 	inNames := make([]string, len(ins))
 	for i, in := range ins {
 		inNames[i] = in.Name
@@ -248,9 +245,79 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 	if err != nil {
 		return nil, err
 	}
-	s.ready = backend.Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}
-	if why, no := b.opts.NotReady[comp.Name]; no {
-		s.ready.Ready, s.ready.Reason = false, why
-	}
 	return s, nil
+}
+
+// providerOptions returns session options for the configured execution
+// provider. When the library lacks it, the options run on the cpu and the
+// readiness declines grouped execution, saying why: a missing provider
+// costs grouping, never the component.
+func (b *Backend) providerOptions() (*ortgo.SessionOptions, backend.Readiness, error) {
+	ready := backend.Readiness{Ready: true, Provider: b.opts.provider(), OpClass: OpClass}
+	so, err := b.sessionOptions()
+	if err != nil {
+		return nil, ready, err
+	}
+	perr := appendProvider(so, ready.Provider)
+	if perr == nil {
+		return so, ready, nil
+	}
+	so.Destroy()
+	ready.Ready = false
+	ready.Reason = fmt.Sprintf("the ONNX Runtime library at %s cannot run the %s execution provider (%v); the component runs on the cpu, one request per invocation",
+		b.opts.LibraryPath, ready.Provider, perr)
+	so, err = b.sessionOptions()
+	return so, ready, err
+}
+
+// OpClass is the operator class of every ONNX Runtime session: a graph run
+// whole (DESIGN §6 keys readiness by component, operator class and
+// execution provider).
+const OpClass = "onnx-graph"
+
+// appendProvider asks ONNX Runtime to run a session's graph on provider,
+// before the cpu. It fails when the loaded library was built without it.
+func appendProvider(so *ortgo.SessionOptions, provider string) error {
+	switch provider {
+	case "cpu":
+		return nil
+	case "cuda":
+		o, err := ortgo.NewCUDAProviderOptions()
+		if err != nil {
+			return err
+		}
+		defer o.Destroy()
+		return so.AppendExecutionProviderCUDA(o)
+	case "tensorrt":
+		o, err := ortgo.NewTensorRTProviderOptions()
+		if err != nil {
+			return err
+		}
+		defer o.Destroy()
+		return so.AppendExecutionProviderTensorRT(o)
+	case "openvino":
+		return so.AppendExecutionProviderOpenVINO(map[string]string{})
+	case "coreml":
+		return so.AppendExecutionProviderCoreMLV2(map[string]string{})
+	case "directml":
+		return so.AppendExecutionProviderDirectML(0)
+	}
+	return fmt.Errorf("unknown execution provider %q", provider)
+}
+
+// sessionOptions returns session options with the configured thread counts.
+func (b *Backend) sessionOptions() (*ortgo.SessionOptions, error) {
+	so, err := ortgo.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	if err := so.SetIntraOpNumThreads(b.opts.IntraOpThreads); err != nil {
+		so.Destroy()
+		return nil, err
+	}
+	if err := so.SetInterOpNumThreads(b.opts.InterOpThreads); err != nil {
+		so.Destroy()
+		return nil, err
+	}
+	return so, nil
 }

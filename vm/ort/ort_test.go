@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,25 +256,37 @@ func TestMissingArtifact(t *testing.T) {
 	wantErr(t, err, "no component")
 }
 
-func TestReadinessTable(t *testing.T) {
+// TestProviderReadiness: sessions on the cpu are ready; a provider the
+// library lacks (the cached library is a cpu build) declines grouped
+// execution with its reason and still runs, on the cpu; a provider name
+// genaic does not know is refused when the backend is made.
+func TestProviderReadiness(t *testing.T) {
 	e := embeddingModel(t)
-	why := "grouped execution of this graph is unverified on the cpu provider"
-	b := newBackend(t, Options{NotReady: map[string]string{"embedding": why}})
+	b := newBackend(t, Options{})
 	if b.Name() != "onnxruntime" {
 		t.Errorf("Name() = %q", b.Name())
 	}
-	declined := e.load(t, b)
-	if got, want := declined.Ready(), (backend.Readiness{Ready: false, Provider: "cpu", OpClass: "onnx-graph", Reason: why}); got != want {
-		t.Errorf("Ready() of a listed component = %+v, want %+v", got, want)
+	cpu := e.load(t, b)
+	if got, want := cpu.Ready(), (backend.Readiness{Ready: true, Provider: "cpu", OpClass: OpClass}); got != want {
+		t.Errorf("Ready() on the cpu = %+v, want %+v", got, want)
 	}
-	other, err := b.Load(e.component("other"), e.dir)
-	if err != nil {
-		t.Fatal(err)
+	cuda := e.load(t, newBackend(t, Options{Provider: "CUDA"}))
+	r := cuda.Ready()
+	if r.Ready || r.Provider != "cuda" || r.OpClass != OpClass || !strings.Contains(r.Reason, "cannot run the cuda execution provider") {
+		t.Errorf("Ready() with a provider the library lacks = %+v, want a decline naming cuda", r)
 	}
-	defer other.Close()
-	if got, want := other.Ready(), (backend.Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}); got != want {
-		t.Errorf("Ready() of an unlisted component = %+v, want %+v", got, want)
+	run := func(s backend.Session) []float32 {
+		out, err := s.Run(context.Background(), map[string]*backend.Tensor{e.in: windows(1, 7)}, []string{e.out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[e.out].Float32s()
 	}
+	if got, want := run(cuda), run(cpu); !slices.Equal(got, want) {
+		t.Errorf("the declined session computes %v, the cpu session %v", got, want)
+	}
+	_, err := New(Options{Provider: "gpu"})
+	wantErr(t, err, `execution provider "gpu" is not one genaic knows`, "cuda")
 }
 
 func TestLibraryErrors(t *testing.T) {

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// engineFlags are the options run and bench share: how the engine groups,
+// and which backends it makes and how.
+type engineFlags struct {
+	maxDelay time.Duration
+	threads  int
+	provider string
+	queue    int
+	workers  int
+	backends backendNames
+	decline  declines
+}
+
+func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc string) {
+	fs.DurationVar(&ef.maxDelay, "max-delay", delay, delayDoc)
+	fs.IntVar(&ef.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
+	fs.StringVar(&ef.provider, "provider", "cpu", "the execution provider ONNX Runtime runs on: cpu, cuda, tensorrt, openvino, coreml or directml (one the library lacks declines grouping, saying why)")
+	fs.IntVar(&ef.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
+	fs.IntVar(&ef.workers, "workers", 1, "how many groups of one component may be formed and run at once")
+	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
+	fs.Var(&ef.decline, "decline", "COMPONENT[/OPCLASS[/PROVIDER]]=REASON: decline grouped execution where the key matches (* matches anything; repeatable); such components run one request per invocation and the decline is counted")
+}
+
+// options returns the engine options the flags say, solo or grouped.
+func (ef *engineFlags) options(solo bool) engine.Options {
+	return engine.Options{
+		Options:  vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: ef.workers, Declines: backend.Declines(ef.decline)},
+		Backends: ef.backends,
+		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads},
+	}
+}
+
+func registeredText() string {
+	var out []string
+	for _, f := range engine.Registered() {
+		var kinds []string
+		for _, k := range f.Kinds {
+			kinds = append(kinds, k.String())
+		}
+		out = append(out, f.Name+" runs "+strings.Join(kinds, ", "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// backendNames is --backend KIND=NAME, repeatable.
+type backendNames map[ir.ImplKind]string
+
+func (b *backendNames) String() string { return fmt.Sprint(map[ir.ImplKind]string(*b)) }
+
+func (b *backendNames) Set(v string) error {
+	word, name, ok := strings.Cut(v, "=")
+	var kind ir.ImplKind
+	if !ok || name == "" || kind.UnmarshalText([]byte(word)) != nil {
+		return fmt.Errorf("want KIND=NAME with KIND onnx, adapter or binding, got %q", v)
+	}
+	if _, ok := engine.Lookup(name); !ok {
+		return fmt.Errorf("no backend called %q is registered (%s)", name, registeredText())
+	}
+	if *b == nil {
+		*b = backendNames{}
+	}
+	(*b)[kind] = name
+	return nil
+}
+
+// declines is the readiness table given on the command line:
+// --decline COMPONENT[/OPCLASS[/PROVIDER]]=REASON, repeatable.
+type declines backend.Declines
+
+func (d *declines) String() string { return fmt.Sprint(map[backend.ReadinessKey]string(*d)) }
+
+func (d *declines) Set(v string) error {
+	key, reason, ok := strings.Cut(v, "=")
+	if !ok || reason == "" {
+		return fmt.Errorf("want COMPONENT[/OPCLASS[/PROVIDER]]=REASON, got %q", v)
+	}
+	k, err := backend.ParseReadinessKey(key)
+	if err != nil {
+		return err
+	}
+	if *d == nil {
+		*d = declines{}
+	}
+	(*d)[k] = reason
+	return nil
+}
