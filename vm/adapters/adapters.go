@@ -390,6 +390,13 @@ func (b *Backend) workers() int {
 
 // param returns a transform's scalar parameter as written.
 func param(t ir.Transform, key string) (string, bool) {
-	kv, ok := ir.Get(t.Params, key)
-	return strings.TrimSpace(kv.Value), ok
+	p, ok := t.Param(key)
+	if p.Kind != ir.ParamList {
+		return strings.TrimSpace(p.Text), ok
+	}
+	items := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		items[i] = it.Text
+	}
+	return "[" + strings.Join(items, ", ") + "]", ok
 }

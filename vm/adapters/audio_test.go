@@ -224,7 +224,7 @@ func TestAudioUnsupportedAtLoad(t *testing.T) {
 		{"window", func(f *fixture) { f.comp.Outputs[0].Contract.Shape[1] = ir.Dim{Size: 8} }, []string{"window", "8", "4"}},
 		{"rank", func(f *fixture) { f.prog.Outputs[0].Source = "a.decoded" }, []string{"rank 2", "rank 1"}},
 		{"companion", func(f *fixture) { f.prog.Outputs[1].Content = "pack_owner" }, []string{"frame_offsets", "owner"}},
-		{"format", func(f *fixture) { f.prog.Transforms[0].Params = []ir.KV{{Key: "format", Value: "mp3"}} }, []string{"mp3", "wav"}},
+		{"format", func(f *fixture) { f.prog.Transforms[0].Params = []ir.Param{irParam("format", "mp3")} }, []string{"mp3", "wav"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := audioFixture(framing())

@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,9 +27,30 @@ func op(name, in, out string, params ...string) ir.Transform {
 		t.Outputs = []string{out}
 	}
 	for i := 0; i+1 < len(params); i += 2 {
-		t.Params = append(t.Params, ir.KV{Key: params[i], Value: params[i+1]})
+		t.Params = append(t.Params, irParam(params[i], params[i+1]))
 	}
 	return t
+}
+
+// irParam builds a parameter as the front end lowers it: "[a, b]" is a list,
+// and a scalar's kind is what YAML would read in its text.
+func irParam(key, text string) ir.Param {
+	if inner, ok := strings.CutPrefix(text, "["); ok {
+		p := ir.Param{Key: key, Kind: ir.ParamList}
+		for _, it := range strings.Split(strings.TrimSuffix(inner, "]"), ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				p.Items = append(p.Items, irParam("", it))
+			}
+		}
+		return p
+	}
+	kind := ir.ParamString
+	if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+		kind = ir.ParamInt
+	} else if _, err := strconv.ParseFloat(text, 64); err == nil {
+		kind = ir.ParamFloat
+	}
+	return ir.Param{Key: key, Kind: kind, Text: text}
 }
 
 // dims builds a shape: integers are fixed extents, strings symbols.

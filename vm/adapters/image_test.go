@@ -305,9 +305,9 @@ func TestUnsupportedAtLoad(t *testing.T) {
 		}, []string{"patchify", "transform 5"}},
 		{"no decode", func(f *fixture) { f.prog.Transforms = f.prog.Transforms[1:] }, []string{"`convert_color`", "decode"}},
 		{"interpolation", func(f *fixture) {
-			f.prog.Transforms[2].Params = append(f.prog.Transforms[2].Params, ir.KV{Key: "interpolation", Value: "lanczos"})
+			f.prog.Transforms[2].Params = append(f.prog.Transforms[2].Params, irParam("interpolation", "lanczos"))
 		}, []string{"lanczos"}},
-		{"normalize channels", func(f *fixture) { f.prog.Transforms[4].Params[0].Value = "[0.5, 0.5]" }, []string{"mean", "2 numbers", "3 channel"}},
+		{"normalize channels", func(f *fixture) { f.prog.Transforms[4].Params[0] = irParam("mean", "[0.5, 0.5]") }, []string{"mean", "2 numbers", "3 channel"}},
 		{"unknown input", func(f *fixture) { f.prog.Transforms[3].Inputs[0] = "img.nowhere" }, []string{"img.nowhere"}},
 		{"fixed extent", func(f *fixture) { f.comp.Outputs[0].Contract.Shape[2] = ir.Dim{Size: 5} }, []string{"height", "5", "4"}},
 		{"content", func(f *fixture) { f.prog.Outputs[2].Content = "validity_mask" }, []string{"validity_mask"}},
