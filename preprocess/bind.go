@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/genaic/genaic/ir"
 )
@@ -14,6 +15,8 @@ var (
 	// dataRanks gives, per modality, the ranks a port filled with program
 	// data may have: one item or stacked items, or for audio, samples or
 	// frames packed or stacked.
+	dataRoles = map[string][]string{"image": {"pixels"}, "video": {"pixels", "pixel_values"},
+		"audio": {"waveform", "samples", "audio", "frames", "features"}}
 	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}, "audio": {1, 2, 3}}
 )
 
@@ -22,7 +25,7 @@ var (
 // value, or failing that, the output of the port's name. A port bound by no
 // output, or by two, is a preprocess/unbound problem.
 func Bind(m *ir.Module, prog *ir.Program, adapter *ir.Component) (map[string]*ir.ProgramOutput, []Problem) {
-	byValue := invokedPorts(m, adapter)
+	byValue := InvokedPorts(m, adapter)
 	bound := map[string]*ir.ProgramOutput{}
 	var probs []Problem
 	for i := range prog.Outputs {
@@ -50,9 +53,9 @@ func Bind(m *ir.Module, prog *ir.Program, adapter *ir.Component) (map[string]*ir
 	return bound, probs
 }
 
-// invokedPorts maps the name of each value an invoke of comp binds an
+// InvokedPorts maps the name of each value an invoke of comp binds an
 // output port to onto that port.
-func invokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
+func InvokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
 	byValue := map[string]string{} // value name → port
 	if m == nil || m.Body == nil {
 		return byValue
@@ -83,6 +86,11 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 		}
 		if slices.Contains(companionRoles, o.Content) {
 			probs = append(probs, dtypeProblem(p, port, o, adapter, "int64")...)
+			continue
+		}
+		if !slices.Contains(dataRoles[p.Modality], o.Content) {
+			probs = append(probs, problem(RuleOp, o.Loc, "preprocessing.%s output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the %s adapter fills %s",
+				p.Modality, o.Name, port.Name, adapter.Name, o.Content, p.Modality, strings.Join(append(slices.Clone(dataRoles[p.Modality]), companionRoles...), ", ")))
 			continue
 		}
 		if _, ok := p.Shapes[p.Source(o)]; !ok {

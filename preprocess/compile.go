@@ -112,9 +112,12 @@ func (p *Program) transforms(prog *ir.Program) []Problem {
 }
 
 func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem) {
-	where := fmt.Sprintf("preprocessing.%s transform %d (`%s`)", p.Modality, i, t.Op)
+	where := fmt.Sprintf("preprocessing.%s transform %d (%s)", p.Modality, i, t.Op)
 	bad := func(loc ir.Loc, format string, args ...any) []Problem {
-		return []Problem{problem(RuleOp, loc, where+" "+format, args...)}
+		if !strings.HasPrefix(format, ":") {
+			format = " " + format
+		}
+		return []Problem{problem(RuleOp, loc, where+format, args...)}
 	}
 	def := Lookup(t.Op)
 	switch {
@@ -123,7 +126,7 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 	case !def.RunBy(p.Modality):
 		return nil, bad(t.Loc, "is not run by the %s adapter, which runs %s; %s", p.Modality, strings.Join(Runs(p.Modality), ", "), elsewhere(def, p.Modality))
 	case i == 0 && t.Op != "decode":
-		return nil, bad(t.Loc, "comes first; the %s adapter starts from encoded bytes, so the first transform is `decode`", p.Modality)
+		return nil, []Problem{problem(RuleOp, t.Loc, "preprocessing.%s starts with `%s`; the %s adapter starts from encoded bytes, so the first transform is `decode`", p.Modality, t.Op, p.Modality)}
 	case i > 0 && t.Op == "decode":
 		return nil, bad(t.Loc, "decodes again; the %s adapter decodes once, in the first transform", p.Modality)
 	case len(t.Inputs) > 1 || len(t.Outputs) > 1:
@@ -145,13 +148,12 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 	}
 	out, err := def.shape(op, in)
 	if err != nil {
-		loc := t.Loc
 		if pe, ok := err.(*paramError); ok {
 			if x, found := t.Param(pe.param); found {
-				loc = x.Loc
+				return nil, bad(x.Loc, ": %v", err)
 			}
 		}
-		return nil, bad(loc, "%v", err)
+		return nil, bad(t.Loc, "%v", err)
 	}
 	p.Shapes[op.Out] = out
 	return op, nil
@@ -248,7 +250,7 @@ func number(x ir.Param) (float64, bool) {
 
 func (p *Param) inRange(v float64) error {
 	if p.Positive && v <= 0 {
-		return fmt.Errorf("`%s` is %g; it must be greater than 0", p.Name, v)
+		return fmt.Errorf("`%s` is %g; it must be a positive %s", p.Name, v, map[Type]string{Int: "integer", Number: "number"}[p.Type])
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ const (
 	Numbers                 // a list of finite numbers
 )
 
-var typeWords = map[Type]string{Int: "an integer", Number: "a number", Word: "a word", Numbers: "a list of numbers"}
+var typeWords = map[Type]string{Int: "an integer", Number: "a finite number", Word: "a word", Numbers: "a list of finite numbers"}
 
 func (t Type) String() string { return typeWords[t] }
 
@@ -74,10 +74,17 @@ var (
 	filters      = map[string]string{"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest"}
 )
 
+// containers are video file formats, named so that decode can say why it
+// refuses them.
+var containers = []string{"mp4", "mov", "mkv", "webm", "avi"}
+
 func formats() map[string]string {
 	f := map[string]string{"wav": "wav"}
 	for k, v := range imageFormats {
 		f[k] = v
+	}
+	for _, c := range containers {
+		f[c] = c
 	}
 	return f
 }

@@ -3,6 +3,7 @@ package preprocess
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Shape is what compile time knows of a program value. An image, or each
@@ -34,14 +35,15 @@ func errParam(param, format string, args ...any) error {
 func same(_ *Op, in Shape) (Shape, error) { return in, nil }
 
 func decodeShape(op *Op, _ Shape) (Shape, error) {
-	f, ok := op.Word("format")
+	f, _ := op.Word("format")
 	switch {
+	case op.Modality == "audio" && f != "" && f != "wav":
+		return Shape{}, errParam("format", "format `%s` is not decoded by the audio adapter, which decodes wav (or auto)", f)
 	case op.Modality == "audio":
-		if ok && f != "wav" && f != "" {
-			return Shape{}, errParam("format", "format `%s` is not decoded by the audio adapter, which decodes wav (or auto)", f)
-		}
 		return Shape{}, nil
-	case ok && f == "wav":
+	case slices.Contains(containers, f):
+		return Shape{}, errParam("format", "format `%s` is a video container; the %s adapter reads each %s as an encoded image, png, jpeg (jpg) or gif, or any of them with auto, and does not demux video containers: send the clip's frames", f, op.Modality, item(op.Modality))
+	case f == "wav":
 		return Shape{}, errParam("format", "format `wav` is audio; the %s adapter decodes each %s as png, jpeg (jpg) or gif, or any of them with auto", op.Modality, item(op.Modality))
 	}
 	return Shape{C: 3, H: -1, W: -1}, nil
@@ -90,7 +92,7 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 			return h, w
 		}
 	default:
-		return in, fmt.Errorf("resize has no target size; write size, height and width, height, width, or max_size")
+		return in, fmt.Errorf("has no target size; write size, height and width, height, width, or max_size")
 	}
 	return sized(op, in, hasSize || hasH, hasSize || hasW), nil
 }
@@ -126,7 +128,7 @@ func cropShape(op *Op, in Shape) (Shape, error) {
 	case hasSize:
 		height, width, hasH, hasW = size, size, true, true
 	case !hasH && !hasW:
-		return in, fmt.Errorf("center_crop has no crop size; write size, or height and width")
+		return in, fmt.Errorf("has no crop size; write size, or height and width")
 	}
 	op.Size = func(h, w int) (int, int) {
 		if hasH {
@@ -160,18 +162,18 @@ func sampleShape(op *Op, in Shape) (Shape, error) {
 	_, hasFPS := op.Number("fps")
 	switch {
 	case in.Padded:
-		return in, fmt.Errorf("sample_frames samples a clip that pad_frames has already padded; sample the frames before padding them")
+		return in, fmt.Errorf("samples a clip that pad_frames has already padded; sample the frames before padding them")
 	case !hasStride && !hasNum && hasFPS:
-		return in, errParam("fps", "sample_frames samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time; give num_frames or frame_stride (fps is then accepted and ignored)")
+		return in, errParam("fps", "samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time; give num_frames or frame_stride (fps is then accepted and ignored)")
 	case !hasStride && !hasNum:
-		return in, fmt.Errorf("sample_frames has no `num_frames` or `frame_stride`; write how many frames to keep, or every how many frames to take one")
+		return in, fmt.Errorf("has no `num_frames` or `frame_stride`; write how many frames to keep, or every how many frames to take one")
 	}
 	return in, nil
 }
 
 func padShape(op *Op, in Shape) (Shape, error) {
 	if in.Padded {
-		return in, fmt.Errorf("pad_frames pads a clip that pad_frames has already padded (to %d frames); pad once", in.Target)
+		return in, fmt.Errorf("pads a clip that pad_frames has already padded (to %d frames); pad once", in.Target)
 	}
 	if v, ok := op.Number("pad_value"); ok && math.Abs(v) > math.MaxFloat32 {
 		return in, errParam("pad_value", "`pad_value` is %g, outside the float32 range the frames hold", v)
@@ -182,14 +184,14 @@ func padShape(op *Op, in Shape) (Shape, error) {
 
 func resampleShape(_ *Op, in Shape) (Shape, error) {
 	if in.Framed {
-		return in, fmt.Errorf("resample reads framed audio; resample before frame")
+		return in, fmt.Errorf("reads framed audio; resample before frame")
 	}
 	return in, nil
 }
 
 func frameShape(op *Op, in Shape) (Shape, error) {
 	if in.Framed {
-		return in, fmt.Errorf("frame reads a value that is already framed; frame once")
+		return in, fmt.Errorf("reads a value that is already framed; frame once")
 	}
 	return Shape{Framed: true, Window: op.Ints("window")}, nil
 }

@@ -208,9 +208,9 @@ package adapters
 import (
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -259,20 +259,6 @@ func unsupported(format string, args ...any) *vm.RunError {
 	return fail("run/unsupported", format, args...)
 }
 
-var modalities = []string{"image", "video", "audio"}
-
-// ABI returns the adapter ABI name of a modality.
-func ABI(modality string) string { return "onnx-genai." + modality + "-preprocess" }
-
-func modalityOf(abi string) (string, bool) {
-	for _, m := range modalities {
-		if abi == ABI(m) {
-			return m, true
-		}
-	}
-	return "", false
-}
-
 // Load implements vm.Backend: it compiles the program the adapter runs and
 // the layout of each of its ports. Nothing is read from pkgDir.
 func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
@@ -282,10 +268,10 @@ func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
 	if comp.Impl != ir.ImplAdapter {
 		return nil, unsupported("component `%s` is implemented by %s; the preprocessing backend runs adapter components only", comp.Name, comp.Impl)
 	}
-	modality, ok := modalityOf(comp.ABI)
+	modality, ok := preprocess.ModalityOf(comp.ABI)
 	if !ok {
 		return nil, unsupported("component `%s` asks for adapter ABI %q, which is not built in; the built-in adapters are %s, %s and %s",
-			comp.Name, comp.ABI, ABI("image"), ABI("video"), ABI("audio"))
+			comp.Name, comp.ABI, preprocess.ABI("image"), preprocess.ABI("video"), preprocess.ABI("audio"))
 	}
 	if comp.Version != ABIVersion {
 		return nil, unsupported("component `%s` asks for adapter ABI %s version %q, but this runtime implements version %q only; pin %s: %q",
@@ -294,77 +280,24 @@ func (b *Backend) Load(comp *ir.Component, _ string) (vm.Session, error) {
 	if b.m == nil {
 		return nil, unsupported("component `%s` is the %s adapter, but the backend was made without the workflow's module, so it has no program to run; make it with adapters.New(module)", comp.Name, comp.ABI)
 	}
-	var prog *ir.Program
-	for _, p := range b.m.Programs {
-		if p.Modality == modality {
-			prog = p
-			break
-		}
-	}
+	prog := preprocess.ProgramOf(b.m, modality)
 	if prog == nil {
 		return nil, unsupported("component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run", comp.Name, comp.ABI, modality)
 	}
+	compiled, probs := preprocess.Compile(b.m, prog, comp)
+	if len(probs) > 0 {
+		return nil, unsupported("%s", probs[0].Message)
+	}
 	switch modality {
 	case "image":
-		return b.loadImage(comp, prog)
+		return b.loadImage(comp, compiled)
 	case "video":
-		return b.loadVideo(comp, prog)
+		return b.loadVideo(comp, compiled)
 	case "audio":
-		return b.loadAudio(comp, prog)
+		return b.loadAudio(comp, compiled)
 	}
-	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image, video and audio adapters (%s, %s, %s) and does not execute preprocessing.%s programs",
-		comp.Name, comp.ABI, ABI("image"), ABI("video"), ABI("audio"), modality)
-}
-
-// bindOutputs pairs each output port of the adapter with the program output
-// that binds it: the output whose name an invoke of the adapter gives the
-// port's value, or failing that, the output of the port's name.
-func bindOutputs(m *ir.Module, comp *ir.Component, prog *ir.Program) (map[string]*ir.ProgramOutput, error) {
-	byValue := invokedPorts(m, comp)
-	bound := map[string]*ir.ProgramOutput{}
-	for i := range prog.Outputs {
-		o := &prog.Outputs[i]
-		port, ok := byValue[o.Name]
-		if !ok {
-			if comp.Output(o.Name) == nil {
-				continue
-			}
-			port = o.Name
-		}
-		if prev := bound[port]; prev != nil {
-			return nil, unsupported("output port `%s` of adapter `%s` is bound by two outputs of preprocessing.%s, `%s` and `%s`; bind each port once",
-				port, comp.Name, prog.Modality, prev.Name, o.Name)
-		}
-		bound[port] = o
-	}
-	for _, p := range comp.Outputs {
-		if bound[p.Name] == nil {
-			return nil, unsupported("output port `%s` of adapter `%s` is bound by no output of preprocessing.%s; name a program output `%s`, or bind the port in the invoke to a value named as a program output",
-				p.Name, comp.Name, prog.Modality, p.Name)
-		}
-	}
-	return bound, nil
-}
-
-// invokedPorts maps the name of each value an invoke of comp binds an
-// output port to onto that port.
-func invokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
-	byValue := map[string]string{} // value name → port
-	if m == nil || m.Body == nil {
-		return byValue
-	}
-	m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op != ir.OpInvoke || s.Component.Name != comp.Name {
-			return true
-		}
-		for _, r := range s.Results {
-			if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
-				byValue[v.Name] = r.Port
-			}
-		}
-		return true
-	})
-	return byValue
+	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image, video and audio adapters and does not execute preprocessing.%s programs",
+		comp.Name, comp.ABI, modality)
 }
 
 func (b *Backend) maxPixels() int64 {
@@ -386,17 +319,4 @@ func (b *Backend) workers() int {
 		return b.Workers
 	}
 	return runtime.GOMAXPROCS(0)
-}
-
-// param returns a transform's scalar parameter as written.
-func param(t ir.Transform, key string) (string, bool) {
-	p, ok := t.Param(key)
-	if p.Kind != ir.ParamList {
-		return strings.TrimSpace(p.Text), ok
-	}
-	items := make([]string, len(p.Items))
-	for i, it := range p.Items {
-		items[i] = it.Text
-	}
-	return "[" + strings.Join(items, ", ") + "]", ok
 }

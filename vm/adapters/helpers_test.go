@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -89,7 +90,7 @@ type fixture struct {
 // given shape with produced offsets and owner.
 func newFixture(transforms []ir.Transform, pixelShape []ir.Dim) *fixture {
 	m := ir.NewModule()
-	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("image"), Version: "1",
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: preprocess.ABI("image"), Version: "1",
 		Inputs: []*ir.Port{
 			{Name: "encoded", Contract: packed(contract("uint8", dims("bytes")), "byte_offsets", "byte_owner", ir.ExtentNone)},
 			{Name: "byte_offsets", Contract: contract("int64", dims("nb"))},

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -313,7 +314,7 @@ func TestUnsupportedAtLoad(t *testing.T) {
 		{"content", func(f *fixture) { f.prog.Outputs[2].Content = "validity_mask" }, []string{"validity_mask"}},
 		{"unbound port", func(f *fixture) { f.prog.Outputs = f.prog.Outputs[:2] }, []string{"`owner`", "bound by no output"}},
 		{"version", func(f *fixture) { f.comp.Version = "2" }, []string{`"2"`, `"1"`}},
-		{"video without its program", func(f *fixture) { f.comp.ABI = ABI("video") }, []string{"video-preprocess", "no preprocessing.video program"}},
+		{"video without its program", func(f *fixture) { f.comp.ABI = preprocess.ABI("video") }, []string{"video-preprocess", "no preprocessing.video program"}},
 		{"no program", func(f *fixture) { f.m.Programs = nil }, []string{"preprocessing.image"}},
 		{"dtype", func(f *fixture) { f.comp.Outputs[0].Contract.DType = "float16" }, []string{"float16", "float32"}},
 		{"offsets not a port", func(f *fixture) { f.comp.Inputs = f.comp.Inputs[:1] }, []string{"byte_offsets", "not an input port"}},
