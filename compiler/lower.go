@@ -399,18 +399,35 @@ func (l *lowerer) transform(t Transform) ir.Transform {
 	for _, s := range t.Outputs.Items {
 		x.Outputs = append(x.Outputs, s.Value)
 	}
-	for _, p := range t.Params.Entries {
-		x.Params = append(x.Params, ir.KV{Key: p.Key.Value, Value: p.Value.Value, Loc: l.loc(p.Value.Node)})
-	}
-	for _, e := range t.Lists.Entries {
-		text := "["
-		for i, n := range e.Value.Items {
-			if i > 0 {
-				text += ", "
-			}
-			text += n.Text
-		}
-		x.Params = append(x.Params, ir.KV{Key: e.Key.Value, Value: text + "]", Loc: l.loc(e.Value.Node)})
+	for _, p := range t.Params {
+		x.Params = append(x.Params, l.param(p))
 	}
 	return x
+}
+
+// param lowers a transform parameter, keeping the YAML kind of each scalar
+// so that the op table can type-check it.
+func (l *lowerer) param(p Param) ir.Param {
+	x := ir.Param{Key: p.Key, Loc: l.loc(p.Node)}
+	if p.List == nil {
+		x.Kind, x.Text = scalarKind(p.Value.Tag), p.Value.Value
+		return x
+	}
+	x.Kind = ir.ParamList
+	for _, it := range p.List.Items {
+		x.Items = append(x.Items, ir.Param{Kind: scalarKind(it.Tag), Text: it.Value})
+	}
+	return x
+}
+
+func scalarKind(tag string) ir.ParamKind {
+	switch tag {
+	case "!!int":
+		return ir.ParamInt
+	case "!!float":
+		return ir.ParamFloat
+	case "!!bool":
+		return ir.ParamBool
+	}
+	return ir.ParamString
 }

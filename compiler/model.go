@@ -471,15 +471,23 @@ type Program struct {
 	Outputs    List[ProgramOutput] `yaml:"outputs"`
 }
 
-// Transform is one op of a preprocessing program. Its parameters depend on
-// the op (see transformParams).
+// Transform is one op of a preprocessing program. Every key beside op,
+// inputs and outputs is a parameter; the op table (package preprocess)
+// decides which ones an op takes, so the front end reads them all alike.
 type Transform struct {
 	Node
 	Op      String
 	Inputs  List[String]
 	Outputs List[String]
-	Params  Map[Scalar] // scalar parameters, such as size: 224
-	Lists   Map[List[Number]]
+	Params  []Param // in document order
+}
+
+// Param is one transform parameter: a scalar, or a list of scalars.
+type Param struct {
+	Node  // the value, introduced by its key
+	Key   string
+	Value Scalar        // a scalar parameter
+	List  *List[Scalar] // a list parameter, nil otherwise
 }
 
 // ProgramOutput binds a program value to a named output with a content role.

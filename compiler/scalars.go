@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -143,35 +142,10 @@ func (m *Map[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	}
 }
 
-// transformParams is the vocabulary of preprocessing ops: the scalar and
-// numeric-list parameters each op accepts, beside inputs and outputs.
-var transformParams = map[string]struct{ scalars, lists []string }{
-	"decode":          {scalars: []string{"format"}},
-	"convert_color":   {scalars: []string{"mode"}},
-	"resize":          {scalars: []string{"size", "height", "width", "interpolation", "max_size"}},
-	"center_crop":     {scalars: []string{"size", "height", "width"}},
-	"rescale":         {scalars: []string{"factor"}},
-	"normalize":       {lists: []string{"mean", "std"}},
-	"tile":            {scalars: []string{"tile_size", "max_tiles"}},
-	"patchify":        {scalars: []string{"patch_size"}},
-	"sample_frames":   {scalars: []string{"fps", "num_frames", "frame_stride"}},
-	"pad_frames":      {scalars: []string{"target_length", "pad_value"}},
-	"resample":        {scalars: []string{"sample_rate"}},
-	"frame":           {scalars: []string{"window", "hop"}},
-	"mel_spectrogram": {scalars: []string{"sample_rate", "n_fft", "hop_length", "win_length", "n_mels"}},
-	"log":             {scalars: []string{"offset"}},
-}
-
-func transformOps() []string {
-	ops := make([]string, 0, len(transformParams))
-	for op := range transformParams {
-		ops = append(ops, op)
-	}
-	slices.Sort(ops)
-	return ops
-}
-
-// decodeYAML reads one transform: `op` decides which parameters it takes.
+// decodeYAML reads one transform: op, inputs, outputs, and every other key
+// as a parameter, a scalar or a list of scalars. Which ops exist and which
+// parameters each takes is the preprocess pass's question, asked of the op
+// table.
 func (t *Transform) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
@@ -180,46 +154,36 @@ func (t *Transform) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	}
 	k, op := lookup(n, "op")
 	if op == nil {
-		d.errorf("schema/missing-field", n, path, "the transform at `%s` has no `op`; add one of: %s", path, strings.Join(transformOps(), ", "))
+		d.errorf("schema/missing-field", n, path, "the transform at `%s` has no `op`; add one, such as op: decode", path)
 		return
 	}
 	d.value(op, k, keyPath(path, "op"), reflect.ValueOf(&t.Op).Elem())
-	params, known := transformParams[t.Op.Value]
-	if !known {
-		if t.Op.Value != "" {
-			msg := "unknown transform op " + `"` + t.Op.Value + `"`
-			if near := nearest(t.Op.Value, transformOps()); near != "" {
-				msg += "; did you mean " + `"` + near + `"?`
-			}
-			d.errorf("schema/type", op, keyPath(path, "op"), "%s; known ops: %s", msg, strings.Join(transformOps(), ", "))
-		}
-		return
-	}
-	accepted := append([]string{"op", "inputs", "outputs"}, append(slices.Clone(params.scalars), params.lists...)...)
-	t.Params.Node, t.Lists.Node = Node{Pos: posOf(n), Path: path}, Node{Pos: posOf(n), Path: path}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		kpath := keyPath(path, k.Value)
-		switch {
-		case k.Value == "op":
-		case k.Value == "inputs":
+		switch k.Value {
+		case "op":
+		case "inputs":
 			d.value(v, k, kpath, reflect.ValueOf(&t.Inputs).Elem())
-		case k.Value == "outputs":
+		case "outputs":
 			d.value(v, k, kpath, reflect.ValueOf(&t.Outputs).Elem())
-		case slices.Contains(params.scalars, k.Value):
-			e := Entry[Scalar]{Key: String{Node: Node{Pos: posOf(k), Path: kpath}, Value: k.Value}}
-			d.value(v, k, kpath, reflect.ValueOf(&e.Value).Elem())
-			t.Params.Entries = append(t.Params.Entries, e)
-		case slices.Contains(params.lists, k.Value):
-			e := Entry[List[Number]]{Key: String{Node: Node{Pos: posOf(k), Path: kpath}, Value: k.Value}}
-			d.value(v, k, kpath, reflect.ValueOf(&e.Value).Elem())
-			t.Lists.Entries = append(t.Lists.Entries, e)
 		default:
-			msg := "unknown key `" + k.Value + "` in the " + t.Op.Value + " transform"
-			if near := nearest(k.Value, accepted); near != "" {
-				msg += "; did you mean `" + near + "`?"
-			}
-			d.errorf("schema/unknown-field", k, kpath, "%s; accepted keys: %s", msg, strings.Join(accepted, ", "))
+			t.Params = append(t.Params, d.param(k, v, kpath))
 		}
 	}
+}
+
+// param reads a transform parameter: a scalar or a list of scalars.
+func (d *decoder) param(k, v *yaml.Node, path string) Param {
+	p := Param{Node: Node{Pos: posOf(resolve(v)), KeyPos: posOf(k), Path: path}, Key: k.Value}
+	switch resolve(v).Kind {
+	case yaml.SequenceNode:
+		p.List = &List[Scalar]{}
+		d.value(v, k, path, reflect.ValueOf(p.List).Elem())
+	case yaml.MappingNode:
+		d.errorf("schema/type", v, path, "parameter `%s` must be a scalar or a list of scalars, read a mapping", k.Value)
+	default:
+		d.value(v, k, path, reflect.ValueOf(&p.Value).Elem())
+	}
+	return p
 }

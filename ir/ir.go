@@ -350,8 +350,60 @@ type Transform struct {
 	Op      string   `json:"op,omitempty"`
 	Inputs  []string `json:"inputs,omitempty"`
 	Outputs []string `json:"outputs,omitempty"`
-	Params  []KV     `json:"params,omitempty"`
+	Params  []Param  `json:"params,omitempty"`
 	Loc     Loc      `json:"loc,omitempty"`
+}
+
+// Param returns the parameter key of t.
+func (t Transform) Param(key string) (Param, bool) {
+	for _, p := range t.Params {
+		if p.Key == key {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// Param is one transform parameter as written: a scalar of its YAML kind,
+// or a list of scalars. It keeps the kind so that the op table, not the
+// front end, decides what each parameter accepts.
+type Param struct {
+	Key   string    `json:"key,omitempty"`
+	Kind  ParamKind `json:"kind,omitempty"`
+	Text  string    `json:"text,omitempty"`  // a scalar's text as written
+	Items []Param   `json:"items,omitempty"` // a list's items: scalars without a key or Loc
+	Loc   Loc       `json:"loc,omitempty"`
+}
+
+// ParamKind is the YAML kind of a parameter value.
+type ParamKind uint8
+
+// The kinds of parameter values.
+const (
+	ParamString ParamKind = iota
+	ParamInt
+	ParamFloat
+	ParamBool
+	ParamList
+)
+
+var paramKinds = [...]string{"string", "int", "float", "bool", "list"}
+
+func (k ParamKind) String() string {
+	if int(k) < len(paramKinds) {
+		return paramKinds[k]
+	}
+	return "kind(" + itoa(int64(k)) + ")"
+}
+
+// ParseParamKind is the inverse of ParamKind.String.
+func ParseParamKind(s string) (ParamKind, bool) {
+	for i, w := range paramKinds {
+		if w == s {
+			return ParamKind(i), true
+		}
+	}
+	return 0, false
 }
 
 // ProgramOutput binds a program value to a named output with a content role.

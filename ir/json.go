@@ -79,3 +79,13 @@ func lookupWord[T ~uint8](names []string) func(string) (T, bool) {
 		return 0, false
 	}
 }
+
+// MarshalText writes the parameter kind's name.
+func (k ParamKind) MarshalText() ([]byte, error) {
+	return wordText("parameter kind", k.String(), int(k), len(paramKinds))
+}
+
+// UnmarshalText reads a parameter kind's name.
+func (k *ParamKind) UnmarshalText(b []byte) error {
+	return parseWord("parameter kind", b, k, ParseParamKind)
+}

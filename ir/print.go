@@ -429,11 +429,21 @@ func (p *printer) program(pr *Program) {
 	})
 }
 
-func params(kvs []KV) string {
-	if len(kvs) == 0 {
+func params(ps []Param) string {
+	if len(ps) == 0 {
 		return ""
 	}
-	return " " + list("{", kvs, kv, "}")
+	return " " + list("{", ps, param, "}")
+}
+
+// param writes a parameter as key = kind "text", or key = [kind "text", ...].
+func param(x Param) string { return name(x.Key) + " = " + paramValue(x) + loc(x.Loc) }
+
+func paramValue(x Param) string {
+	if x.Kind == ParamList {
+		return list("[", x.Items, paramValue, "]")
+	}
+	return x.Kind.String() + " " + strconv.Quote(x.Text)
 }
 
 func (p *printer) programOutput(o ProgramOutput) {

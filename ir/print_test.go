@@ -42,7 +42,8 @@ func sampleSites(m *Module, inLoc Loc) {
 		Groups: []ServiceGroup{{Name: "kv_group", Kind: "paged", Layout: "blocked", Aliasing: "none", SequenceAxis: &axis,
 			LogicalLengths: Ref{Name: "lengths"}}}}
 	m.Programs = []*Program{{Modality: "image", Transforms: []Transform{
-		{Op: "resize", Inputs: []string{"image"}, Outputs: []string{"resized"}, Params: []KV{{Key: "size", Value: "[224, 224]"}}},
+		{Op: "resize", Inputs: []string{"image"}, Outputs: []string{"resized"}, Params: []Param{{Key: "size", Kind: ParamList,
+			Items: []Param{{Kind: ParamInt, Text: "224"}, {Kind: ParamInt, Text: "224"}}}, {Key: "interpolation", Text: "bicubic"}}},
 		{Op: "normalize", Inputs: []string{"resized"}, Outputs: []string{"pixels"}}},
 		Outputs: []ProgramOutput{{Name: "pixel.values", Source: "pixels", Content: "image", DType: "float32",
 			Contract: &Contract{DType: "float32", Rank: 3, HasShape: true, Shape: dims(3, 224, 224)}}}}}
@@ -190,7 +191,7 @@ serving
   group kv_group kind paged layout blocked aliasing none sequence_axis 2 logical_lengths lengths
 
 program image
-  transform resize [image] -> [resized] {size = "[224, 224]"}
+  transform resize [image] -> [resized] {size = [int "224", int "224"], interpolation = string "bicubic"}
   transform normalize [resized] -> [pixels]
   out "pixel.values" source pixels content image dtype float32: float32[3, 224, 224]
 

@@ -5,69 +5,44 @@ import (
 	"strings"
 
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
-// PreprocessPass checks that each preprocessing program runs on its pinned
-// adapter and binds outputs whose contracts are the adapter's.
+// PreprocessPass compiles each preprocessing program for its pinned
+// adapter, as the adapter will at run time, and checks that the outputs it
+// binds have the adapter's contracts.
 var PreprocessPass = &Pass{
 	Name:     "preprocess",
-	Doc:      "check preprocessing programs: each has its pinned adapter component and binds outputs whose contracts match the adapter's ports",
+	Doc:      "compile preprocessing programs: each has its pinned adapter component, uses only ops and parameters the adapter runs, binds every adapter output port once, with outputs whose contracts match the adapter's ports",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
 	Run: func(c *Context) (any, error) {
 		m := c.Module
 		for _, p := range m.Programs {
-			adapter := preprocessAdapter(m, p.Modality)
+			adapter := preprocess.AdapterOf(m, p.Modality)
 			if adapter == nil {
 				c.Report("preprocess/adapter", p.Loc, "preprocessing.%s has no adapter component to run it; declare a component with implementation { kind: adapter, abi: %s, version: \"1\" } and invoke it",
-					p.Modality, preprocessABI(p.Modality))
+					p.Modality, preprocess.ABI(p.Modality))
 				continue
 			}
-			preprocessBindings(c, p, adapter)
+			compiled, probs := preprocess.Compile(m, p, adapter)
+			for _, pr := range probs {
+				c.Report(pr.Rule, pr.Loc, "%s", pr.Message)
+			}
+			preprocessBindings(c, p, adapter, compiled.Ports)
 		}
 		for _, comp := range m.Components {
 			if comp.Impl != ir.ImplAdapter {
 				continue
 			}
 			preprocessPin(c, comp)
-			if mod, ok := preprocessModality(comp.ABI); ok && preprocessProgram(m, mod) == nil {
+			if mod, ok := preprocess.ModalityOf(comp.ABI); ok && preprocess.ProgramOf(m, mod) == nil {
 				c.Report("preprocess/adapter", comp.Loc, "component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run; add the program or remove the component",
 					comp.Name, comp.ABI, mod)
 			}
 		}
 		return nil, nil
 	},
-}
-
-var preprocessModalities = []string{"image", "video", "audio"}
-
-func preprocessABI(modality string) string { return "onnx-genai." + modality + "-preprocess" }
-
-func preprocessModality(abi string) (string, bool) {
-	for _, m := range preprocessModalities {
-		if abi == preprocessABI(m) {
-			return m, true
-		}
-	}
-	return "", false
-}
-
-func preprocessAdapter(m *ir.Module, modality string) *ir.Component {
-	for _, c := range m.Components {
-		if c.Impl == ir.ImplAdapter && c.ABI == preprocessABI(modality) {
-			return c
-		}
-	}
-	return nil
-}
-
-func preprocessProgram(m *ir.Module, modality string) *ir.Program {
-	for _, p := range m.Programs {
-		if p.Modality == modality {
-			return p
-		}
-	}
-	return nil
 }
 
 // preprocessPin checks that the manifest pins the adapter's ABI at exactly
@@ -85,27 +60,12 @@ func preprocessPin(c *Context, comp *ir.Component) {
 	}
 }
 
-// preprocessBindings compares each program output with the adapter output
-// port it binds: the port whose invoke result carries the output's name, or
-// failing an invoke, the port of the same name.
-func preprocessBindings(c *Context, p *ir.Program, adapter *ir.Component) {
-	bound := map[string]*ir.Port{}
-	c.Module.Body.Walk(func(s *ir.Step) bool {
-		if s.Op == ir.OpInvoke && s.Component.Name == adapter.Name {
-			for _, r := range s.Results {
-				if port := adapter.Output(r.Port); port != nil {
-					bound[c.Module.Values[r.Value].Name] = port
-				}
-			}
-		}
-		return true
-	})
-	for _, o := range p.Outputs {
-		port := bound[o.Name]
-		if port == nil {
-			port = adapter.Output(o.Name)
-		}
-		if port == nil || o.Contract == nil || port.Contract == nil {
+// preprocessBindings compares each adapter output port with the program
+// output that binds it (preprocess.Bind says which).
+func preprocessBindings(c *Context, p *ir.Program, adapter *ir.Component, ports map[string]*ir.ProgramOutput) {
+	for _, port := range adapter.Outputs {
+		o := ports[port.Name]
+		if o == nil || o.Contract == nil || port.Contract == nil {
 			continue
 		}
 		if diffs := contractDiffs(o.Contract, port.Contract); len(diffs) > 0 {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/genaic/genaic/ir"
 )
 
 // The grammar is written so that a name (an identifier or a string) only
@@ -295,11 +297,39 @@ type program struct {
 }
 
 type transform struct {
-	Op      text        `parser:"@(Ident | String)"`
-	Loc     locRef      `parser:"@Loc?"`
-	Inputs  []text      `parser:"'[' (@(Ident | String) (',' @(Ident | String))*)? ']' '->'"`
-	Outputs []text      `parser:"'[' (@(Ident | String) (',' @(Ident | String))*)? ']'"`
-	Params  []*keyValue `parser:"('{' (@@ (',' @@)*)? '}')?"`
+	Op      text     `parser:"@(Ident | String)"`
+	Loc     locRef   `parser:"@Loc?"`
+	Inputs  []text   `parser:"'[' (@(Ident | String) (',' @(Ident | String))*)? ']' '->'"`
+	Outputs []text   `parser:"'[' (@(Ident | String) (',' @(Ident | String))*)? ']'"`
+	Params  []*param `parser:"('{' (@@ (',' @@)*)? '}')?"`
+}
+
+// param is a transform parameter: key = kind "text", or a list of those.
+type param struct {
+	Key    text           `parser:"@(Ident | String) '='"`
+	List   bool           `parser:"( @'['"`
+	Items  []*paramScalar `parser:"  (@@ (',' @@)*)? ']'"`
+	Scalar *paramScalar   `parser:"| @@ )"`
+	Loc    locRef         `parser:"@Loc?"`
+}
+
+type paramScalar struct {
+	Kind paramKind `parser:"@Ident"`
+	Text text      `parser:"@String"`
+}
+
+// paramKind is the kind word of a parameter scalar: string, int, float or
+// bool.
+type paramKind ir.ParamKind
+
+func (k *paramKind) Capture(vs []string) error {
+	w := strings.Join(vs, "")
+	kind, ok := ir.ParseParamKind(w)
+	if !ok || kind == ir.ParamList {
+		return fmt.Errorf("%q is not a parameter kind; write string, int, float or bool", w)
+	}
+	*k = paramKind(kind)
+	return nil
 }
 
 type programOutput struct {

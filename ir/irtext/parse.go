@@ -233,7 +233,20 @@ func programOf(f *program) *ir.Program {
 
 func transformOf(f *transform) ir.Transform {
 	return ir.Transform{Op: string(f.Op), Inputs: texts(f.Inputs), Outputs: texts(f.Outputs),
-		Params: mapAll(f.Params, kvOf), Loc: ir.Loc(f.Loc)}
+		Params: mapAll(f.Params, paramOf), Loc: ir.Loc(f.Loc)}
+}
+
+func paramOf(f *param) ir.Param {
+	if f.List {
+		return ir.Param{Key: string(f.Key), Kind: ir.ParamList, Items: mapAll(f.Items, scalarOf), Loc: ir.Loc(f.Loc)}
+	}
+	p := scalarOf(f.Scalar)
+	p.Key, p.Loc = string(f.Key), ir.Loc(f.Loc)
+	return p
+}
+
+func scalarOf(f *paramScalar) ir.Param {
+	return ir.Param{Kind: ir.ParamKind(f.Kind), Text: string(f.Text)}
 }
 
 func programOutputOf(f *programOutput) ir.ProgramOutput {

@@ -5,13 +5,15 @@
 // each output port of the adapter with the content role of the program
 // output bound to it.
 //
-// # Binding
+// # Programs and binding
 //
-// A program output binds the adapter output port that an invoke of the
-// adapter binds to a value of the output's name, or failing that, the port
-// of the same name (the rule the preprocess pass checks). Every output port
-// of the adapter must be bound by exactly one program output; a port that
-// none binds is refused at Load.
+// Load compiles the program with package preprocess, which holds the op
+// table (each op's parameters, types, ranges and shape function, and which
+// adapter runs it), checks the program the way `genaic check` does, and
+// binds each output port to the program output that binds it
+// (preprocess.Bind). Whatever check refuses, Load refuses with
+// run/unsupported. This package keeps the kernels, keyed by the compiled
+// op; the notes below say only what the kernels add to the table.
 //
 // # Input (every modality)
 //
@@ -38,36 +40,13 @@
 //
 // # Image adapter (onnx-genai.image-preprocess, version "1")
 //
-// Program. Transforms run in order for each image; a transform reads the
-// value its first input names (decode reads the encoded bytes whatever its
-// input says), else the previous transform's result, and defines the value
-// its first output names. The program must start with `decode`. The ops:
-//
-//   - decode {format?}: PNG, JPEG or GIF (the first frame), sniffed from the
-//     bytes; `format` (png, jpeg/jpg, gif, auto) refuses another format.
-//     The result is always 3-channel RGB in [0, 255]: grey is replicated,
-//     alpha is dropped without compositing (as PIL's convert("RGB") does).
-//   - convert_color {mode}: RGB (a no-op on decoded images), BGR (channels
-//     reversed), L / gray / grayscale (one channel, 0.299 R + 0.587 G +
-//     0.114 B).
-//   - resize {size | height, width | height | width | max_size,
-//     interpolation?}: `size` alone resizes to a size×size square (the
-//     aspect ratio is not kept); `height` and `width` together give both;
-//     one of them alone scales the other side to keep the aspect ratio;
-//     `max_size` alone shrinks the image, keeping the aspect ratio, until its
-//     longer side is at most max_size (it never enlarges). interpolation is
-//     bilinear (the default), bicubic or nearest: separable filters with
-//     half-pixel centres that widen when shrinking (antialiased, as PIL's).
-//   - center_crop {size | height, width | height | width}: the centred
-//     window, top = (H - h) / 2 and left = (W - w) / 2 rounded toward zero;
-//     a window larger than the image is zero-padded around it. A side not
-//     given keeps the image's extent.
-//   - rescale {factor}: every value times factor.
-//   - normalize {mean, std}: (x - mean[c]) / std[c] per channel; a list of
-//     one entry applies to every channel.
-//
-// tile, patchify, log and the video and audio ops are refused at Load with
-// run/unsupported. EXIF orientation is not applied.
+// Program. Transforms run in order for each image (preprocess.Ops gives
+// each op's semantics). decode reads PNG, JPEG or GIF (the first frame),
+// sniffed from the bytes; the result is always 3-channel RGB in [0, 255]:
+// grey is replicated, alpha is dropped without compositing (as PIL's
+// convert("RGB") does). resize's filters are separable with half-pixel
+// centres that widen when shrinking (antialiased, as PIL's). EXIF
+// orientation is not applied.
 //
 // Outputs, by the content role of the bound program output:
 //
@@ -98,21 +77,11 @@
 //
 // # Audio adapter (onnx-genai.audio-preprocess, version "1")
 //
-// Program, run per clip like the image program (first input, else the
-// previous result; decode first):
-//
-//   - decode {format?}: a RIFF/WAVE file (format wav or auto) of PCM
-//     samples of 8 (unsigned), 16, 24 or 32 bits, or IEEE float of 32 or 64
-//     bits (WAVE_FORMAT_EXTENSIBLE read by its sub-format); channels are
-//     mixed to mono by their mean; samples are scaled to [-1, 1].
-//   - resample {sample_rate}: accepted only as a check: a clip at another
-//     rate fails its request with run/input (rates are not converted yet).
-//   - frame {window, hop?}: windows of `window` samples every `hop` (default
-//     window) samples, enough to cover every sample: 1 + ceil(max(n -
-//     window, 0) / hop) frames for n > 0 samples, none for 0, the last
-//     zero-padded past the end; each frame records its valid samples.
-//
-// mel_spectrogram, log and the image and video ops are refused at Load.
+// Program, run per clip like the image program. decode reads a RIFF/WAVE
+// file of PCM samples of 8 (unsigned), 16, 24 or 32 bits, or IEEE float of
+// 32 or 64 bits (WAVE_FORMAT_EXTENSIBLE read by its sub-format); channels
+// are mixed to mono by their mean. resample converts no rate yet: a clip at
+// another rate fails its request with run/input.
 //
 // Outputs, by content role:
 //
@@ -147,32 +116,15 @@
 // request. A port that is not token_packed carries one frame. A clip holds
 // at least one frame: an empty clip fails the invocation with run/input.
 //
-// Program. Every value is a clip; transforms run in order as in the image
-// program (first input, else the previous result; decode first):
-//
-//   - decode {format?}, convert_color, resize, center_crop, rescale and
-//     normalize: the image ops, run on each frame of the clip alone. decode
-//     reads format png, jpeg/jpg, gif or auto; video containers (mp4, ...)
-//     are not demuxed.
-//   - sample_frames {num_frames?, frame_stride?, fps?}: frame_stride k keeps
-//     frames 0, k, 2k, ... of the clip; num_frames m then keeps, of the n
-//     frames left, those at index floor(i·n/m) for i in [0, m) when n > m,
-//     and all n otherwise (a frame is never repeated; pad_frames makes up
-//     the length). fps is accepted beside either and ignored: a request's
-//     frames carry no timestamps, so there is no clock to sample against;
-//     fps alone is refused at Load. A clip is sampled before it is padded.
-//   - pad_frames {target_length, pad_value?}: appends frames of pad_value
-//     (default 0) until the clip holds target_length frames, and records
-//     its real frames as its valid length. A clip of more than
-//     target_length frames fails with run/input (keep at most that many with
-//     num_frames first). Padding frames take the size the clip's frames have
-//     when they leave the program and hold pad_value there: transforms after
-//     pad_frames change the real frames only. A clip is padded once.
-//
-// Temporal transforms depend on frame counts only, so each clip's frames
-// are chosen first, and a frame no output reads is never decoded. The
-// frames of an invocation are processed concurrently (Backend.Workers).
-// tile, patchify and the audio ops are refused at Load.
+// Program. Every value is a clip; the image ops run on each frame alone,
+// sample_frames and pad_frames on the clip (preprocess.Ops). A clip of more
+// than pad_frames' target_length frames fails with run/input. Padding
+// frames take the size the clip's frames have when they leave the program
+// and hold pad_value there: transforms after pad_frames change the real
+// frames only. Temporal transforms depend on frame counts only, so each
+// clip's frames are chosen first, and a frame no output reads is never
+// decoded. The frames of an invocation are processed concurrently
+// (Backend.Workers).
 //
 // Outputs, by content role:
 //
@@ -208,10 +160,10 @@ package adapters
 import (
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // ABIVersion is the one version of the preprocessing ABIs this package
@@ -259,20 +211,6 @@ func unsupported(format string, args ...any) *backend.RunError {
 	return fail("run/unsupported", format, args...)
 }
 
-var modalities = []string{"image", "video", "audio"}
-
-// ABI returns the adapter ABI name of a modality.
-func ABI(modality string) string { return "onnx-genai." + modality + "-preprocess" }
-
-func modalityOf(abi string) (string, bool) {
-	for _, m := range modalities {
-		if abi == ABI(m) {
-			return m, true
-		}
-	}
-	return "", false
-}
-
 // Load implements backend.Backend: it compiles the program the adapter runs and
 // the layout of each of its ports. Nothing is read from pkgDir.
 func (b *Backend) Load(comp *ir.Component, _ string) (backend.Session, error) {
@@ -282,10 +220,10 @@ func (b *Backend) Load(comp *ir.Component, _ string) (backend.Session, error) {
 	if comp.Impl != ir.ImplAdapter {
 		return nil, unsupported("component `%s` is implemented by %s; the preprocessing backend runs adapter components only", comp.Name, comp.Impl)
 	}
-	modality, ok := modalityOf(comp.ABI)
+	modality, ok := preprocess.ModalityOf(comp.ABI)
 	if !ok {
 		return nil, unsupported("component `%s` asks for adapter ABI %q, which is not built in; the built-in adapters are %s, %s and %s",
-			comp.Name, comp.ABI, ABI("image"), ABI("video"), ABI("audio"))
+			comp.Name, comp.ABI, preprocess.ABI("image"), preprocess.ABI("video"), preprocess.ABI("audio"))
 	}
 	if comp.Version != ABIVersion {
 		return nil, unsupported("component `%s` asks for adapter ABI %s version %q, but this runtime implements version %q only; pin %s: %q",
@@ -294,77 +232,24 @@ func (b *Backend) Load(comp *ir.Component, _ string) (backend.Session, error) {
 	if b.m == nil {
 		return nil, unsupported("component `%s` is the %s adapter, but the backend was made without the workflow's module, so it has no program to run; make it with adapters.New(module)", comp.Name, comp.ABI)
 	}
-	var prog *ir.Program
-	for _, p := range b.m.Programs {
-		if p.Modality == modality {
-			prog = p
-			break
-		}
-	}
+	prog := preprocess.ProgramOf(b.m, modality)
 	if prog == nil {
 		return nil, unsupported("component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run", comp.Name, comp.ABI, modality)
 	}
+	compiled, probs := preprocess.Compile(b.m, prog, comp)
+	if len(probs) > 0 {
+		return nil, unsupported("%s", probs[0].Message)
+	}
 	switch modality {
 	case "image":
-		return b.loadImage(comp, prog)
+		return b.loadImage(comp, compiled)
 	case "video":
-		return b.loadVideo(comp, prog)
+		return b.loadVideo(comp, compiled)
 	case "audio":
-		return b.loadAudio(comp, prog)
+		return b.loadAudio(comp, compiled)
 	}
-	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image, video and audio adapters (%s, %s, %s) and does not execute preprocessing.%s programs",
-		comp.Name, comp.ABI, ABI("image"), ABI("video"), ABI("audio"), modality)
-}
-
-// bindOutputs pairs each output port of the adapter with the program output
-// that binds it: the output whose name an invoke of the adapter gives the
-// port's value, or failing that, the output of the port's name.
-func bindOutputs(m *ir.Module, comp *ir.Component, prog *ir.Program) (map[string]*ir.ProgramOutput, error) {
-	byValue := invokedPorts(m, comp)
-	bound := map[string]*ir.ProgramOutput{}
-	for i := range prog.Outputs {
-		o := &prog.Outputs[i]
-		port, ok := byValue[o.Name]
-		if !ok {
-			if comp.Output(o.Name) == nil {
-				continue
-			}
-			port = o.Name
-		}
-		if prev := bound[port]; prev != nil {
-			return nil, unsupported("output port `%s` of adapter `%s` is bound by two outputs of preprocessing.%s, `%s` and `%s`; bind each port once",
-				port, comp.Name, prog.Modality, prev.Name, o.Name)
-		}
-		bound[port] = o
-	}
-	for _, p := range comp.Outputs {
-		if bound[p.Name] == nil {
-			return nil, unsupported("output port `%s` of adapter `%s` is bound by no output of preprocessing.%s; name a program output `%s`, or bind the port in the invoke to a value named as a program output",
-				p.Name, comp.Name, prog.Modality, p.Name)
-		}
-	}
-	return bound, nil
-}
-
-// invokedPorts maps the name of each value an invoke of comp binds an
-// output port to onto that port.
-func invokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
-	byValue := map[string]string{} // value name → port
-	if m == nil || m.Body == nil {
-		return byValue
-	}
-	m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op != ir.OpInvoke || s.Component.Name != comp.Name {
-			return true
-		}
-		for _, r := range s.Results {
-			if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
-				byValue[v.Name] = r.Port
-			}
-		}
-		return true
-	})
-	return byValue
+	return nil, unsupported("component `%s` asks for the %s adapter; this runtime runs the image, video and audio adapters and does not execute preprocessing.%s programs",
+		comp.Name, comp.ABI, modality)
 }
 
 func (b *Backend) maxPixels() int64 {
@@ -386,10 +271,4 @@ func (b *Backend) workers() int {
 		return b.Workers
 	}
 	return runtime.GOMAXPROCS(0)
-}
-
-// param returns a transform's scalar parameter as written.
-func param(t ir.Transform, key string) (string, bool) {
-	kv, ok := ir.Get(t.Params, key)
-	return strings.TrimSpace(kv.Value), ok
 }

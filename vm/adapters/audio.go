@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
-	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // signal is one audio clip: mono samples, or after `frame`, frames of a
@@ -188,84 +186,49 @@ type audioProgram struct {
 	last   string
 }
 
-var audioOps = "decode, resample (to the clip's own rate) and frame"
-
-// compileAudio checks a program against what the audio adapter runs.
-func compileAudio(prog *ir.Program) (*audioProgram, error) {
-	p := &audioProgram{shapes: map[string]audioShape{}}
-	last, err := compileTransforms(prog, "audio", "encoded bytes", audioOps, p.shapes, func(st transformStep, s audioShape) (audioShape, bool, error) {
-		t, i := st.t, st.i
-		op := audioOp{op: t.Op, in: st.in, out: st.out}
-		var err error
-		switch t.Op {
-		case "decode":
-			if f, ok := param(t, "format"); ok && !strings.EqualFold(f, "wav") && !strings.EqualFold(f, "auto") {
-				err = fmt.Errorf("format %q is not decoded here; the audio adapter decodes wav", f)
-			}
-			s = audioShape{}
-		case "resample":
-			op.apply, err = compileResample(t, s, i)
-		case "frame":
-			if s.framed {
-				err = fmt.Errorf("frames a value that is already framed")
-				break
-			}
-			var window, hop int
-			window, hop, err = frameParams(t)
-			op.apply = func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }
-			op.values = func(n int) int64 {
-				if n == 0 {
-					return 0
-				}
-				return int64(1+(max(n-window, 0)+hop-1)/hop) * int64(window)
-			}
-			s = audioShape{framed: true, window: window}
-		default:
-			return s, false, nil
+// compileAudio builds the audio program the adapter runs from the compiled
+// program, with the adapter's kernels.
+func compileAudio(cp *preprocess.Program) *audioProgram {
+	p := &audioProgram{shapes: map[string]audioShape{}, last: cp.Last}
+	for _, op := range cp.Ops {
+		x := audioOp{op: op.Name, in: op.In, out: op.Out}
+		if k := audioKernels[op.Name]; k != nil {
+			x.apply, x.values = k(op)
 		}
-		p.ops = append(p.ops, op)
-		return s, true, err
-	})
-	if err != nil {
-		return nil, err
+		p.ops = append(p.ops, x)
 	}
-	p.last = last
-	return p, nil
+	for name, s := range cp.Shapes {
+		p.shapes[name] = audioShape{framed: s.Framed, window: s.Window}
+	}
+	return p
 }
 
-func compileResample(t ir.Transform, s audioShape, i int) (func(*signal) (*signal, error), error) {
-	if s.framed {
-		return nil, fmt.Errorf("resamples framed audio; resample before frame")
-	}
-	v, ok := param(t, "sample_rate")
-	rate, err := strconv.Atoi(v)
-	if !ok || err != nil || rate <= 0 {
-		return nil, fmt.Errorf("`sample_rate` is %q; it must be a positive integer (Hz)", v)
-	}
-	return func(x *signal) (*signal, error) {
-		if x.rate != rate {
-			return nil, fmt.Errorf("is sampled at %d Hz, but transform %d (resample) asks for %d Hz, and this adapter does not convert rates yet; supply audio at %d Hz", x.rate, i, rate, rate)
+// audioKernels makes the kernel of each op the audio adapter runs on one
+// clip (decode aside), and for an op that multiplies the values, how many
+// it makes of n samples.
+var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64){
+	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64) {
+		rate := op.Ints("sample_rate")
+		return func(x *signal) (*signal, error) {
+			if x.rate != rate {
+				return nil, fmt.Errorf("is sampled at %d Hz, but transform %d (resample) asks for %d Hz, and this adapter does not convert rates yet; supply audio at %d Hz", x.rate, op.Index, rate, rate)
+			}
+			return x, nil
+		}, nil
+	},
+	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64) {
+		window := op.Ints("window")
+		hop, ok := op.Int("hop")
+		if !ok {
+			hop = window
 		}
-		return x, nil
-	}, nil
-}
-
-func frameParams(t ir.Transform) (window, hop int, err error) {
-	window, ok, err := positive(t, "window")
-	if err != nil {
-		return 0, 0, err
-	}
-	if !ok {
-		return 0, 0, fmt.Errorf("no `window`; write the samples of one frame, such as window: 400")
-	}
-	hop, ok, err = positive(t, "hop")
-	if err != nil {
-		return 0, 0, err
-	}
-	if !ok {
-		hop = window
-	}
-	return window, hop, nil
+		return func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }, func(n int) int64 {
+			if n == 0 {
+				return 0
+			}
+			return int64(1+(max(n-window, 0)+hop-1)/hop) * int64(window)
+		}
+	},
 }
 
 // run decodes one clip and runs the program on it, returning the values

@@ -6,6 +6,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // dataRoles are the content roles of the audio value itself: the samples,
@@ -41,20 +42,15 @@ type audioSession struct {
 	lengths    map[string]audioLength
 }
 
-func (b *Backend) loadAudio(comp *ir.Component, prog *ir.Program) (backend.Session, error) {
-	p, err := compileAudio(prog)
-	if err != nil {
-		return nil, err
-	}
+func (b *Backend) loadAudio(comp *ir.Component, cp *preprocess.Program) (backend.Session, error) {
+	p := compileAudio(cp)
+	var err error
 	s := &audioSession{encoded: newEncoded(b, comp, kind{"audio", "clip"}), prog: p,
 		companions: map[string]levelCompanion{}, lengths: map[string]audioLength{}}
 	if s.in, err = encodedPorts(comp, s.k); err != nil {
 		return nil, err
 	}
-	bound, err := bindOutputs(b.m, comp, prog)
-	if err != nil {
-		return nil, err
-	}
+	bound := cp.Ports
 	roles := map[string]string{}
 	for _, port := range comp.Outputs {
 		o := bound[port.Name]

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // wav encodes samples (one slice of channel values per sample frame) as a
@@ -68,7 +69,7 @@ func audioFixture(transforms []ir.Transform) *fixture {
 	frames.Layout.Levels = append(frames.Layout.Levels, ir.Level{Offsets: ir.Ref{Name: "clip_offsets"}, Owner: ir.Ref{Name: "clip_owner"}, Extent: ir.ExtentProduced})
 	frames.Padding = []ir.Padding{{Dim: ir.Ref{Name: "window"}, Lengths: ir.Ref{Name: "frame_valid"}}}
 	frames.Shape[1] = ir.Dim{Sym: "window"}
-	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1",
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: preprocess.ABI("audio"), Version: "1",
 		Inputs: []*ir.Port{
 			{Name: "encoded", Contract: packed(contract("uint8", dims("bytes")), "byte_offsets", "byte_owner", ir.ExtentNone)},
 			{Name: "byte_offsets", Contract: contract("int64", dims("nb"))},
@@ -224,7 +225,7 @@ func TestAudioUnsupportedAtLoad(t *testing.T) {
 		{"window", func(f *fixture) { f.comp.Outputs[0].Contract.Shape[1] = ir.Dim{Size: 8} }, []string{"window", "8", "4"}},
 		{"rank", func(f *fixture) { f.prog.Outputs[0].Source = "a.decoded" }, []string{"rank 2", "rank 1"}},
 		{"companion", func(f *fixture) { f.prog.Outputs[1].Content = "pack_owner" }, []string{"frame_offsets", "owner"}},
-		{"format", func(f *fixture) { f.prog.Transforms[0].Params = []ir.KV{{Key: "format", Value: "mp3"}} }, []string{"mp3", "wav"}},
+		{"format", func(f *fixture) { f.prog.Transforms[0].Params = []ir.Param{irParam("format", "mp3")} }, []string{"mp3", "wav"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := audioFixture(framing())

@@ -9,11 +9,13 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // op builds a transform: params alternate key and value.
@@ -26,9 +28,30 @@ func op(name, in, out string, params ...string) ir.Transform {
 		t.Outputs = []string{out}
 	}
 	for i := 0; i+1 < len(params); i += 2 {
-		t.Params = append(t.Params, ir.KV{Key: params[i], Value: params[i+1]})
+		t.Params = append(t.Params, irParam(params[i], params[i+1]))
 	}
 	return t
+}
+
+// irParam builds a parameter as the front end lowers it: "[a, b]" is a list,
+// and a scalar's kind is what YAML would read in its text.
+func irParam(key, text string) ir.Param {
+	if inner, ok := strings.CutPrefix(text, "["); ok {
+		p := ir.Param{Key: key, Kind: ir.ParamList}
+		for _, it := range strings.Split(strings.TrimSuffix(inner, "]"), ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				p.Items = append(p.Items, irParam("", it))
+			}
+		}
+		return p
+	}
+	kind := ir.ParamString
+	if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+		kind = ir.ParamInt
+	} else if _, err := strconv.ParseFloat(text, 64); err == nil {
+		kind = ir.ParamFloat
+	}
+	return ir.Param{Key: key, Kind: kind, Text: text}
 }
 
 // dims builds a shape: integers are fixed extents, strings symbols.
@@ -67,7 +90,7 @@ type fixture struct {
 // given shape with produced offsets and owner.
 func newFixture(transforms []ir.Transform, pixelShape []ir.Dim) *fixture {
 	m := ir.NewModule()
-	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("image"), Version: "1",
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: preprocess.ABI("image"), Version: "1",
 		Inputs: []*ir.Port{
 			{Name: "encoded", Contract: packed(contract("uint8", dims("bytes")), "byte_offsets", "byte_owner", ir.ExtentNone)},
 			{Name: "byte_offsets", Contract: contract("int64", dims("nb"))},

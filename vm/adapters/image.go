@@ -26,10 +26,6 @@ func (p *planar) dims() string {
 	return fmt.Sprintf("%d×%d×%d (channels×height×width)", p.c, p.h, p.w)
 }
 
-// formatNames maps the names a decode `format` may give to the name the
-// standard library's decoders register.
-var formatNames = map[string]string{"png": "png", "jpeg": "jpeg", "jpg": "jpeg", "gif": "gif"}
-
 // sniff describes the first bytes of an encoding, for messages.
 func sniff(data []byte) string {
 	n := min(len(data), 8)

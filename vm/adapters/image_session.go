@@ -7,6 +7,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // Content roles the image adapter fills.
@@ -58,19 +59,14 @@ type imageSession struct {
 	keep    []string // the program values the pixels ports read, by pixels index
 }
 
-func (b *Backend) loadImage(comp *ir.Component, prog *ir.Program) (backend.Session, error) {
-	p, err := compileImage(prog)
-	if err != nil {
-		return nil, err
-	}
+func (b *Backend) loadImage(comp *ir.Component, cp *preprocess.Program) (backend.Session, error) {
+	p := compileImage(cp)
+	var err error
 	s := &imageSession{encoded: newEncoded(b, comp, kind{"image", "image"}), prog: p}
 	if s.in, err = encodedPorts(comp, s.k); err != nil {
 		return nil, err
 	}
-	bound, err := bindOutputs(b.m, comp, prog)
-	if err != nil {
-		return nil, err
-	}
+	bound := cp.Ports
 	// Lengths ports are matched after the loop: the padding of a pixels
 	// port says which one each serves.
 	var lengthPorts []*ir.Port

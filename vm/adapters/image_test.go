@@ -10,6 +10,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // clipLike is decode → resize 4 → rescale 1/255 → normalize 0.5/0.5.
@@ -305,15 +306,15 @@ func TestUnsupportedAtLoad(t *testing.T) {
 		}, []string{"patchify", "transform 5"}},
 		{"no decode", func(f *fixture) { f.prog.Transforms = f.prog.Transforms[1:] }, []string{"`convert_color`", "decode"}},
 		{"interpolation", func(f *fixture) {
-			f.prog.Transforms[2].Params = append(f.prog.Transforms[2].Params, ir.KV{Key: "interpolation", Value: "lanczos"})
+			f.prog.Transforms[2].Params = append(f.prog.Transforms[2].Params, irParam("interpolation", "lanczos"))
 		}, []string{"lanczos"}},
-		{"normalize channels", func(f *fixture) { f.prog.Transforms[4].Params[0].Value = "[0.5, 0.5]" }, []string{"mean", "2 numbers", "3 channel"}},
+		{"normalize channels", func(f *fixture) { f.prog.Transforms[4].Params[0] = irParam("mean", "[0.5, 0.5]") }, []string{"mean", "2 numbers", "3 channel"}},
 		{"unknown input", func(f *fixture) { f.prog.Transforms[3].Inputs[0] = "img.nowhere" }, []string{"img.nowhere"}},
 		{"fixed extent", func(f *fixture) { f.comp.Outputs[0].Contract.Shape[2] = ir.Dim{Size: 5} }, []string{"height", "5", "4"}},
 		{"content", func(f *fixture) { f.prog.Outputs[2].Content = "validity_mask" }, []string{"validity_mask"}},
 		{"unbound port", func(f *fixture) { f.prog.Outputs = f.prog.Outputs[:2] }, []string{"`owner`", "bound by no output"}},
 		{"version", func(f *fixture) { f.comp.Version = "2" }, []string{`"2"`, `"1"`}},
-		{"video without its program", func(f *fixture) { f.comp.ABI = ABI("video") }, []string{"video-preprocess", "no preprocessing.video program"}},
+		{"video without its program", func(f *fixture) { f.comp.ABI = preprocess.ABI("video") }, []string{"video-preprocess", "no preprocessing.video program"}},
 		{"no program", func(f *fixture) { f.m.Programs = nil }, []string{"preprocessing.image"}},
 		{"dtype", func(f *fixture) { f.comp.Outputs[0].Contract.DType = "float16" }, []string{"float16", "float32"}},
 		{"offsets not a port", func(f *fixture) { f.comp.Inputs = f.comp.Inputs[:1] }, []string{"byte_offsets", "not an input port"}},

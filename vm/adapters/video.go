@@ -2,11 +2,8 @@ package adapters
 
 import (
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 
-	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // videoShape is what Load knows of a video program value: the shape of its
@@ -40,128 +37,49 @@ type videoProgram struct {
 	last     string
 }
 
-// videoOps are the transforms the video adapter runs.
-var videoOps = "decode, convert_color, resize, center_crop, rescale and normalize on every frame, and sample_frames and pad_frames on every clip"
-
 // keepFrame is a temporal transform seen from one frame: the frame itself.
 func keepFrame(p *planar) *planar { return p }
 
-// compileVideo checks a program against what the video adapter runs and
-// compiles its transforms.
-func compileVideo(prog *ir.Program) (*videoProgram, error) {
-	fp := &imageProgram{shapes: map[string]shape{}}
-	p := &videoProgram{frames: fp, shapes: map[string]videoShape{}}
-	last, err := compileTransforms(prog, "video", "encoded frames", videoOps, p.shapes, func(st transformStep, s videoShape) (videoShape, bool, error) {
-		t := st.t
-		op := imageOp{op: t.Op, in: st.in, out: st.out}
-		tmp := temporalOp{}
-		fs := s.frame
-		var err error
-		switch t.Op {
-		case "decode":
-			fp.format, err = videoDecodeFormat(t)
-			s = videoShape{}
-			fs = shape{c: 3, h: -1, w: -1}
-		case "sample_frames":
-			op.apply = keepFrame
-			tmp, err = compileSample(t, s)
-		case "pad_frames":
-			op.apply = keepFrame
-			if tmp, err = compilePad(t, s); err == nil {
-				s.padded, s.target = true, tmp.target
-			}
-		default:
-			if fs, err = compileImageOp(t, &op, fs); err == errNotImageOp {
-				return s, false, nil
-			}
+// compileVideo builds the video program the adapter runs from the compiled
+// program: per-frame ops take the image kernels, temporal ops become
+// identities on a frame and entries of temporal.
+func compileVideo(cp *preprocess.Program) *videoProgram {
+	fp := &imageProgram{shapes: map[string]shape{}, last: cp.Last}
+	fp.format, _ = cp.Ops[0].Word("format")
+	p := &videoProgram{frames: fp, shapes: map[string]videoShape{}, last: cp.Last}
+	for _, op := range cp.Ops {
+		x, tmp := imageOpOf(op), temporalOf(op)
+		if tmp.kind != "" {
+			x.apply = keepFrame
 		}
-		s.frame = fs
-		fp.ops = append(fp.ops, op)
-		fp.shapes[st.out] = fs
+		fp.ops = append(fp.ops, x)
 		p.temporal = append(p.temporal, tmp)
-		return s, true, err
-	})
-	if err != nil {
-		return nil, err
 	}
-	fp.last, p.last = last, last
-	return p, nil
+	for name, s := range cp.Shapes {
+		fp.shapes[name] = shapeOf(s)
+		p.shapes[name] = videoShape{frame: shapeOf(s), padded: s.Padded, target: s.Target}
+	}
+	return p
 }
 
-// videoDecodeFormat reads decode's format: the frames are encoded images.
-func videoDecodeFormat(t ir.Transform) (string, error) {
-	f, ok := param(t, "format")
-	if !ok || strings.EqualFold(f, "auto") {
-		return "", nil
-	}
-	name, ok := formatNames[strings.ToLower(f)]
-	if !ok {
-		return "", fmt.Errorf("format %q is not decoded here; the video adapter reads each frame as an encoded image, png, jpeg (jpg) or gif, or any of them with auto, and does not demux video containers: send the clip's frames", f)
-	}
-	return name, nil
-}
-
-// compileSample reads sample_frames: frame_stride k keeps frames 0, k, 2k,
-// ...; num_frames m then keeps, of the n frames left, m evenly spaced ones
-// when n > m (index floor(i·n/m) for i in [0, m)), and all n otherwise.
-// fps is accepted beside them and ignored: a request's frames carry no
-// timestamps, so there is no clock to sample against.
-func compileSample(t ir.Transform, s videoShape) (temporalOp, error) {
-	op := temporalOp{kind: "sample_frames", stride: 1}
-	if s.padded {
-		return op, fmt.Errorf("samples a clip that pad_frames has already padded; sample the frames before padding them")
-	}
-	stride, hasStride, err := positive(t, "frame_stride")
-	if err != nil {
-		return op, err
-	}
-	num, hasNum, err := positive(t, "num_frames")
-	if err != nil {
-		return op, err
-	}
-	fps, hasFPS := param(t, "fps")
-	if hasFPS {
-		if x, perr := strconv.ParseFloat(fps, 64); perr != nil || math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
-			return op, fmt.Errorf("`fps` is %q; it must be a positive number", fps)
+// temporalOf is the clip-level part of a compiled op (the zero temporalOp
+// for a per-frame op). sample_frames reads frame_stride (default 1) and
+// num_frames (0: no cap); fps is ignored, as a request's frames carry no
+// timestamps.
+func temporalOf(op *preprocess.Op) temporalOp {
+	switch op.Name {
+	case "sample_frames":
+		stride, ok := op.Int("frame_stride")
+		if !ok {
+			stride = 1
 		}
+		num, _ := op.Int("num_frames")
+		return temporalOp{kind: op.Name, stride: stride, num: num}
+	case "pad_frames":
+		v, _ := op.Number("pad_value")
+		return temporalOp{kind: op.Name, target: op.Ints("target_length"), padValue: float32(v)}
 	}
-	switch {
-	case !hasStride && !hasNum && hasFPS:
-		return op, fmt.Errorf("samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time; give num_frames or frame_stride (fps is then accepted and ignored)")
-	case !hasStride && !hasNum:
-		return op, fmt.Errorf("no `num_frames` or `frame_stride`; write how many frames to keep, or every how many frames to take one")
-	}
-	if hasStride {
-		op.stride = stride
-	}
-	if hasNum {
-		op.num = num
-	}
-	return op, nil
-}
-
-// compilePad reads pad_frames: target_length and pad_value (default 0).
-func compilePad(t ir.Transform, s videoShape) (temporalOp, error) {
-	op := temporalOp{kind: "pad_frames"}
-	if s.padded {
-		return op, fmt.Errorf("pads a clip that pad_frames has already padded (to %d frames); pad once", s.target)
-	}
-	target, ok, err := positive(t, "target_length")
-	if err != nil {
-		return op, err
-	}
-	if !ok {
-		return op, fmt.Errorf("no `target_length`; write the number of frames every clip is padded to")
-	}
-	op.target = target
-	if v, ok := param(t, "pad_value"); ok {
-		x, perr := strconv.ParseFloat(v, 64)
-		if perr != nil || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > math.MaxFloat32 {
-			return op, fmt.Errorf("`pad_value` is %q; it must be a finite number", v)
-		}
-		op.padValue = float32(x)
-	}
-	return op, nil
+	return temporalOp{}
 }
 
 // sampleIndices applies sample_frames to a clip's source frames.

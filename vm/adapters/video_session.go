@@ -7,6 +7,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // videoPixelRoles are the content roles of the frames themselves.
@@ -46,20 +47,15 @@ type videoSession struct {
 	lengths    map[string]int // lengths port → the pixels port it measures
 }
 
-func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (backend.Session, error) {
-	p, err := compileVideo(prog)
-	if err != nil {
-		return nil, err
-	}
+func (b *Backend) loadVideo(comp *ir.Component, cp *preprocess.Program) (backend.Session, error) {
+	p := compileVideo(cp)
+	var err error
 	s := &videoSession{encoded: newEncoded(b, comp, kind{"video", "frame"}), prog: p,
 		companions: map[string]levelCompanion{}, lengths: map[string]int{}}
 	if s.in, s.lv, err = videoPorts(comp, s.k); err != nil {
 		return nil, err
 	}
-	bound, err := bindOutputs(b.m, comp, prog)
-	if err != nil {
-		return nil, err
-	}
+	bound := cp.Ports
 	roles := map[string]string{}
 	for _, port := range comp.Outputs {
 		o := bound[port.Name]
@@ -132,7 +128,7 @@ func (b *Backend) loadVideo(comp *ir.Component, prog *ir.Program) (backend.Sessi
 // (a padding may name the workflow value its lengths port is bound to).
 // A name neither resolves is returned as is.
 func companionPorts(m *ir.Module, comp *ir.Component) func(string) string {
-	byValue := invokedPorts(m, comp)
+	byValue := preprocess.InvokedPorts(m, comp)
 	return func(name string) string {
 		if comp.Output(name) != nil {
 			return name

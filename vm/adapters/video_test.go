@@ -9,6 +9,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // videoFixture is a video adapter in miniature: encoded frames split by
@@ -21,7 +22,7 @@ func videoFixture(transforms []ir.Transform) *fixture {
 	enc.Layout.Levels = append(enc.Layout.Levels, ir.Level{Offsets: ir.Ref{Name: "clips"}, Owner: ir.Ref{Name: "clip_of_frame"}})
 	px := packed(contract("float32", dims("frames", 3, 2, 2)), "frame_offsets", "frame_owner", ir.ExtentProduced)
 	px.Layout.Levels = append(px.Layout.Levels, ir.Level{Offsets: ir.Ref{Name: "clip_offsets"}, Owner: ir.Ref{Name: "clip_owner"}, Extent: ir.ExtentProduced})
-	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("video"), Version: "1",
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: preprocess.ABI("video"), Version: "1",
 		Inputs: []*ir.Port{
 			{Name: "encoded", Contract: enc},
 			{Name: "byte_offsets", Contract: contract("int64", dims("nb"))},

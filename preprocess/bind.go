@@ -1,0 +1,144 @@
+package preprocess
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// Content roles an adapter fills (DESIGN §3.2, §4).
+var (
+	companionRoles = []string{"pack_offsets", "pack_owner", "valid_lengths", "frame_lengths", "sample_lengths"}
+	// dataRanks gives, per modality, the ranks a port filled with program
+	// data may have: one item or stacked items, or for audio, samples or
+	// frames packed or stacked.
+	dataRoles = map[string][]string{"image": {"pixels"}, "video": {"pixels", "pixel_values"},
+		"audio": {"waveform", "samples", "audio", "frames", "features"}}
+	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}, "audio": {1, 2, 3}}
+)
+
+// Bind pairs each output port of adapter with the program output that
+// binds it: the output whose name an invoke of the adapter gives the port's
+// value, or failing that, the output of the port's name. A port bound by no
+// output, or by two, is a preprocess/unbound problem.
+func Bind(m *ir.Module, prog *ir.Program, adapter *ir.Component) (map[string]*ir.ProgramOutput, []Problem) {
+	byValue := InvokedPorts(m, adapter)
+	bound := map[string]*ir.ProgramOutput{}
+	var probs []Problem
+	for i := range prog.Outputs {
+		o := &prog.Outputs[i]
+		port, ok := byValue[o.Name]
+		if !ok {
+			if adapter.Output(o.Name) == nil {
+				continue
+			}
+			port = o.Name
+		}
+		if prev := bound[port]; prev != nil {
+			probs = append(probs, problem(RuleUnbound, o.Loc, "output port `%s` of adapter `%s` is bound by two outputs of preprocessing.%s, `%s` and `%s`; bind each port once",
+				port, adapter.Name, prog.Modality, prev.Name, o.Name))
+			continue
+		}
+		bound[port] = o
+	}
+	for _, p := range adapter.Outputs {
+		if bound[p.Name] == nil {
+			probs = append(probs, problem(RuleUnbound, p.Loc, "output port `%s` of adapter `%s` is bound by no output of preprocessing.%s; name a program output `%s`, or bind the port in the invoke to a value named as a program output",
+				p.Name, adapter.Name, prog.Modality, p.Name))
+		}
+	}
+	return bound, probs
+}
+
+// InvokedPorts maps the name of each value an invoke of comp binds an
+// output port to onto that port.
+func InvokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
+	byValue := map[string]string{} // value name → port
+	if m == nil || m.Body == nil {
+		return byValue
+	}
+	m.Body.Walk(func(s *ir.Step) bool {
+		if s.Op != ir.OpInvoke || s.Component.Name != comp.Name {
+			return true
+		}
+		for _, r := range s.Results {
+			if v := m.Value(r.Value); v != nil && comp.Output(r.Port) != nil {
+				byValue[v.Name] = r.Port
+			}
+		}
+		return true
+	})
+	return byValue
+}
+
+// ports checks what each bound port receives: a value the program defines,
+// as int64 for a companion and as float32 program data of a rank the
+// adapter lays out.
+func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
+	var probs []Problem
+	for _, port := range adapter.Outputs {
+		o := p.Ports[port.Name]
+		if o == nil {
+			continue
+		}
+		if slices.Contains(companionRoles, o.Content) {
+			probs = append(probs, dtypeProblem(p, port, o, adapter, "int64")...)
+			continue
+		}
+		if !slices.Contains(dataRoles[p.Modality], o.Content) {
+			probs = append(probs, problem(RuleOp, o.Loc, "preprocessing.%s output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the %s adapter fills %s",
+				p.Modality, o.Name, port.Name, adapter.Name, o.Content, p.Modality, strings.Join(append(slices.Clone(dataRoles[p.Modality]), companionRoles...), ", ")))
+			continue
+		}
+		if _, ok := p.Shapes[p.Source(o)]; !ok {
+			probs = append(probs, problem(RuleOp, o.Loc, "preprocessing.%s output `%s` reads `%s`, which no transform defines; name a transform's output as its source",
+				p.Modality, o.Name, p.Source(o)))
+			continue
+		}
+		probs = append(probs, dtypeProblem(p, port, o, adapter, "float32")...)
+		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(dataRanks[p.Modality], c.Rank) {
+			probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` has rank %d, but it receives %s `%s` of preprocessing.%s, which the adapter lays out at rank %s",
+				port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), p.Modality, ranks(dataRanks[p.Modality])))
+		}
+	}
+	return probs
+}
+
+func dtypeProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, want string) []Problem {
+	c := port.Contract
+	if c == nil || c.DType == "" {
+		return nil
+	}
+	if d, ok := ir.LookupDType(c.DType); ok && d.Name == want {
+		return nil
+	}
+	return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` carries %s (preprocessing.%s output `%s`) as %s; the %s adapter writes it as %s",
+		port.Name, adapter.Name, o.Content, p.Modality, o.Name, c.DType, p.Modality, want)}
+}
+
+func ranks(rs []int) string {
+	s := ""
+	for i, r := range rs {
+		switch {
+		case i == 0:
+		case i == len(rs)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += strconv.Itoa(r)
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,148 @@
+package preprocess
+
+import (
+	"slices"
+	"strings"
+)
+
+// Type is what a parameter accepts.
+type Type uint8
+
+// The parameter types.
+const (
+	Int     Type = iota + 1 // a YAML integer
+	Number                  // a finite integer or float
+	Word                    // a string, one of the parameter's Words
+	Numbers                 // a list of finite numbers
+)
+
+var typeWords = map[Type]string{Int: "an integer", Number: "a finite number", Word: "a word", Numbers: "a list of finite numbers"}
+
+func (t Type) String() string { return typeWords[t] }
+
+// Param is one parameter an op takes.
+type Param struct {
+	Name     string
+	Type     Type
+	Required bool
+	Positive bool // Int and Number: the value is > 0
+	// Words maps each accepted spelling (lower case) of a Word parameter to
+	// the value kernels read.
+	Words map[string]string
+}
+
+// OpDef is one row of the op table: an op, the modalities the schema gives
+// it, those whose built-in adapter runs it, its parameters, and its shape
+// function.
+type OpDef struct {
+	Name       string
+	Doc        string   // its semantics, in one line
+	Modalities []string // the programs the schema allows it in
+	Runs       []string // the modalities whose built-in adapter runs it
+	Params     []Param
+	// shape checks an op against the value it reads and returns the shape
+	// of the value it defines; nil for an op no adapter runs.
+	shape func(op *Op, in Shape) (Shape, error)
+}
+
+// Param returns the parameter name of the op, or nil.
+func (d *OpDef) Param(name string) *Param {
+	for i := range d.Params {
+		if d.Params[i].Name == name {
+			return &d.Params[i]
+		}
+	}
+	return nil
+}
+
+func (d *OpDef) paramNames() string {
+	names := make([]string, len(d.Params))
+	for i, p := range d.Params {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// RunBy reports whether the built-in adapter of modality runs the op.
+func (d *OpDef) RunBy(modality string) bool { return slices.Contains(d.Runs, modality) }
+
+var (
+	visual       = []string{"image", "video"}
+	all          = []string{"image", "video", "audio"}
+	imageFormats = map[string]string{"png": "png", "jpeg": "jpeg", "jpg": "jpeg", "gif": "gif", "auto": ""}
+	colorModes   = map[string]string{"rgb": "RGB", "bgr": "BGR", "l": "L", "gray": "L", "grey": "L", "grayscale": "L"}
+	filters      = map[string]string{"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest"}
+)
+
+// containers are video file formats, named so that decode can say why it
+// refuses them.
+var containers = []string{"mp4", "mov", "mkv", "webm", "avi"}
+
+func formats() map[string]string {
+	f := map[string]string{"wav": "wav"}
+	for k, v := range imageFormats {
+		f[k] = v
+	}
+	for _, c := range containers {
+		f[c] = c
+	}
+	return f
+}
+
+func positive(name string) Param { return Param{Name: name, Type: Int, Positive: true} }
+
+func required(p Param) Param { p.Required = true; return p }
+
+// Ops is the op table: every op of the schema, in the order the schema
+// lists them.
+var Ops = []*OpDef{
+	{Name: "decode", Doc: "encoded bytes → image (RGB, [0, 255]), clip of frames, or mono samples in [-1, 1]", Modalities: all, Runs: all,
+		Params: []Param{{Name: "format", Type: Word, Words: formats()}}, shape: decodeShape},
+	{Name: "convert_color", Doc: "channels → RGB, BGR (reversed) or L (0.299 R + 0.587 G + 0.114 B)", Modalities: visual, Runs: visual,
+		Params: []Param{{Name: "mode", Type: Word, Required: true, Words: colorModes}}, shape: colorShape},
+	{Name: "resize", Doc: "h×w → size×size, height×width, one side with the aspect kept, or the longer side shrunk to max_size", Modalities: visual, Runs: visual,
+		Params: []Param{positive("size"), positive("height"), positive("width"), {Name: "interpolation", Type: Word, Words: filters}, positive("max_size")}, shape: resizeShape},
+	{Name: "center_crop", Doc: "h×w → the centred window, zero-padded when larger", Modalities: visual, Runs: visual,
+		Params: []Param{positive("size"), positive("height"), positive("width")}, shape: cropShape},
+	{Name: "rescale", Doc: "x → x·factor", Modalities: visual, Runs: visual,
+		Params: []Param{{Name: "factor", Type: Number, Required: true}}, shape: same},
+	{Name: "normalize", Doc: "x → (x - mean[c]) / std[c]", Modalities: visual, Runs: visual,
+		Params: []Param{{Name: "mean", Type: Numbers, Required: true}, {Name: "std", Type: Numbers, Required: true}}, shape: normalizeShape},
+	{Name: "tile", Doc: "image → tiles of tile_size, at most max_tiles", Modalities: []string{"image"},
+		Params: []Param{positive("tile_size"), positive("max_tiles")}},
+	{Name: "patchify", Doc: "image → patches of patch_size", Modalities: visual,
+		Params: []Param{positive("patch_size")}},
+	{Name: "sample_frames", Doc: "clip → every frame_stride-th frame, then at most num_frames evenly spaced (fps is accepted and ignored)", Modalities: []string{"video"}, Runs: []string{"video"},
+		Params: []Param{{Name: "fps", Type: Number, Positive: true}, positive("num_frames"), positive("frame_stride")}, shape: sampleShape},
+	{Name: "pad_frames", Doc: "clip → target_length frames, the added ones of pad_value", Modalities: []string{"video"}, Runs: []string{"video"},
+		Params: []Param{required(positive("target_length")), {Name: "pad_value", Type: Number}}, shape: padShape},
+	{Name: "resample", Doc: "samples → samples at sample_rate (the adapter checks the rate, it does not convert)", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{required(positive("sample_rate"))}, shape: resampleShape},
+	{Name: "frame", Doc: "samples → windows of window samples every hop (default window), the last zero-padded", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{required(positive("window")), positive("hop")}, shape: frameShape},
+	{Name: "mel_spectrogram", Doc: "samples → n_mels mel bands", Modalities: []string{"audio"},
+		Params: []Param{positive("sample_rate"), positive("n_fft"), positive("hop_length"), positive("win_length"), positive("n_mels")}},
+	{Name: "log", Doc: "x → log(x + offset)", Modalities: []string{"audio"},
+		Params: []Param{{Name: "offset", Type: Number}}},
+}
+
+// Lookup returns the table's row of an op, or nil.
+func Lookup(name string) *OpDef {
+	for _, d := range Ops {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Runs lists the ops the built-in adapter of modality runs, for messages.
+func Runs(modality string) []string {
+	var out []string
+	for _, d := range Ops {
+		if d.RunBy(modality) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
