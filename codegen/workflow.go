@@ -256,7 +256,9 @@ func (p *pass) invoke(s *ir.Step) ([]jen.Code, error) {
 	if d := p.companions(comp); len(d) > 0 {
 		values = tensors(d)
 	}
-	call := jen.Id("ex").Dot("engine").Dot("Invoke").Call(jen.Id("ctx"), jen.Lit(comp), tensors(args), values)
+	// The step's location in the plan's IR locates the errors of this
+	// invoke, as the interpreter locates them.
+	call := jen.Id("ex").Dot("engine").Dot("Invoke").Call(jen.Id("ctx"), jen.Lit(int(s.Loc)), jen.Lit(comp), tensors(args), values)
 	p.checked = false
 	if len(s.Results) == 0 {
 		return append(code, jen.If(jen.List(jen.Id("_"), jen.Err()).Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(retErr())), nil

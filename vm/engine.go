@@ -101,7 +101,7 @@ func (e *Engine) load(name, pkgDir string) error {
 		return fmt.Errorf("loading component `%s` on %s: %w", name, be.Name(), err)
 	}
 	e.sessions[name] = sess
-	spec := &componentSpec{comp: comp, gp: gp}
+	spec := &componentSpec{comp: comp, gp: gp, m: e.m}
 	e.specs[name] = spec
 	e.stats[name] = newCounter(gp)
 	e.copies[name] = &Copies{}

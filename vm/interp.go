@@ -124,7 +124,7 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
-	outs, err := r.e.Invoke(r.ctx, name, args, r.env)
+	outs, err := r.e.Invoke(r.ctx, s.Loc, name, args, r.env)
 	if err != nil {
 		return err
 	}
@@ -141,8 +141,18 @@ func (r *run) invoke(s *ir.Step) error {
 // Invoke runs one request's invocation of a component: through the
 // component's grouper when it has a GroupPlan (admission, grouping,
 // splitting), else alone. values resolves the workflow-level names a
-// port's contract uses for its companions. Generated executors call it.
-func (e *Engine) Invoke(ctx context.Context, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+// port's contract uses for its companions. step is the invoke step's
+// location in the plan's IR: a RunError that no port accounts for is
+// located there. Generated executors call it.
+func (e *Engine) Invoke(ctx context.Context, step ir.Loc, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+	outs, err := e.invoke(ctx, component, args, values)
+	if err != nil {
+		return nil, backend.Located(err, e.m.Location(step))
+	}
+	return outs, nil
+}
+
+func (e *Engine) invoke(ctx context.Context, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	if _, ok := e.sessions[component]; !ok {
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}

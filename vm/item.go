@@ -26,6 +26,7 @@ type item struct {
 type componentSpec struct {
 	comp *ir.Component
 	gp   *plan.GroupPlan
+	m    *ir.Module // for the locations of the component's ports
 }
 
 // companionValue resolves a companion reference of a port to the request's
@@ -45,25 +46,30 @@ func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) 
 		if in.Role == plan.RoleCompanion {
 			continue
 		}
-		t := args[in.Name]
-		if t == nil {
-			return nil, runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
-		}
-		if err := s.checkPort(in, t); err != nil {
-			return nil, err
-		}
-		it.ports[in.Name] = t
-		if err := s.admitLevels(it, in, t, args, env); err != nil {
-			return nil, err
-		}
-		if err := s.admitPadding(it, in, t, args, env); err != nil {
-			return nil, err
+		if err := s.admitPort(it, in, args, env); err != nil {
+			return nil, backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
 		}
 	}
 	for _, u := range s.gp.Uniform {
 		it.uniform = append(it.uniform, it.ports[u.Port].Shape[u.Axis])
 	}
 	return it, nil
+}
+
+// admitPort validates one payload port of the request and its companions.
+func (s *componentSpec) admitPort(it *item, in plan.Port, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+	t := args[in.Name]
+	if t == nil {
+		return runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
+	}
+	if err := s.checkPort(in, t); err != nil {
+		return err
+	}
+	it.ports[in.Name] = t
+	if err := s.admitLevels(it, in, t, args, env); err != nil {
+		return err
+	}
+	return s.admitPadding(it, in, t, args, env)
 }
 
 // checkPort checks a payload tensor's rank and, for row layouts, that the

@@ -249,6 +249,10 @@ func TestBackendFailureFailsOnlyItsRequest(t *testing.T) {
 		switch {
 		case i == 1 && (!errors.As(r.Err, &re) || re.Rule != "run/input"):
 			t.Errorf("the bad request: %v", r.Err)
+		case i == 1 && (re.At == nil || re.At.Path != "pipeline.workflow.steps[0]"):
+			// No port accounts for what the backend refused: the error is
+			// located at the invoke step.
+			t.Errorf("the bad request's error is located at %+v, want the invoke step pipeline.workflow.steps[0]", re.At)
 		case i != 1 && r.Err != nil:
 			t.Errorf("%s failed with its neighbour: %v", r.ID, r.Err)
 		}

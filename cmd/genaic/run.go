@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
@@ -118,15 +120,40 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	if err := jsonio.WriteResponses(w, resps, stats); err != nil {
 		return ioError(e, err)
 	}
-	failed := 0
-	for _, r := range resps {
-		if r.Err != nil {
-			failed++
-		}
-	}
-	if failed > 0 {
+	if failed := reportFailures(e, f, pkgDir, resps); failed > 0 {
 		fmt.Fprintf(e.stderr, "genaic: %d of %d requests failed\n", failed, len(resps))
 		return exitDiags
 	}
 	return exitOK
+}
+
+// maxReported bounds the failed requests run prints one by one.
+const maxReported = 10
+
+// reportFailures prints the first failed requests as diagnostics are
+// printed, at the place in the package's document the error concerns when
+// the runtime located it, and returns how many requests failed.
+func reportFailures(e *env, f *plan.File, pkgDir string, resps []vm.Response) int {
+	failed := 0
+	for _, r := range resps {
+		if r.Err == nil {
+			continue
+		}
+		if failed++; failed > maxReported {
+			continue
+		}
+		var re *backend.RunError
+		switch {
+		case errors.As(r.Err, &re) && re.At != nil:
+			fmt.Fprintf(e.stderr, "%s:%d:%d: error[%s]: request %s: %s\n", filepath.Join(pkgDir, f.Source), re.At.Line, re.At.Col, re.Rule, r.ID, re.Message)
+		case errors.As(r.Err, &re):
+			fmt.Fprintf(e.stderr, "error[%s]: request %s: %s\n", re.Rule, r.ID, re.Message)
+		default:
+			fmt.Fprintf(e.stderr, "error: request %s: %v\n", r.ID, r.Err)
+		}
+	}
+	if failed > maxReported {
+		fmt.Fprintf(e.stderr, "(%d more failed requests are in the responses)\n", failed-maxReported)
+	}
+	return failed
 }

@@ -136,6 +136,14 @@ func TestRunReportsFailedRequests(t *testing.T) {
 	if e := rf.Responses[0].Error; e == nil || e.Rule != "run/offsets" {
 		t.Errorf("the corrupted request: %+v", rf.Responses[0])
 	}
+	// The error is located at the port whose companion was refused, in the
+	// response and in what run prints.
+	if e := rf.Responses[0].Error; e == nil || e.Location == nil || e.Location.Line != 66 || !strings.HasSuffix(e.Location.Path, "ports.inputs.pixel_patches") {
+		t.Errorf("the corrupted request's error is located at %+v, want line 66, the port pixel_patches", rf.Responses[0].Error)
+	}
+	if want := filepath.Join(imagePkg, "inference_metadata.yaml") + ":66:"; !strings.Contains(errOut, want+"13: error[run/offsets]: request alice:") {
+		t.Errorf("run printed %q, want a diagnostic at %s", errOut, want)
+	}
 	for _, r := range rf.Responses[1:] {
 		if r.Error != nil {
 			t.Errorf("%s failed too: %v", r.ID, r.Error)

@@ -250,7 +250,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "window_encoder", map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 90, "window_encoder", map[string]*backend.Tensor{
 		"frame_offsets": frameOffsets,
 		"frame_owner":   frameOwner,
 		"spectrogram":   spectrogram,

@@ -238,7 +238,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "encoder", map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 93, "encoder", map[string]*backend.Tensor{
 		"image_offsets": imageOffsets,
 		"image_owner":   imageOwner,
 		"patch_lengths": patchLengths,

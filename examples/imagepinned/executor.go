@@ -225,7 +225,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "encoder", map[string]*backend.Tensor{"pixel_patches": pixelPatches}, map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 71, "encoder", map[string]*backend.Tensor{"pixel_patches": pixelPatches}, map[string]*backend.Tensor{
 		"image_offsets": imageOffsets,
 		"image_owner":   imageOwner,
 	})

@@ -207,7 +207,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "denoiser", map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 54, "denoiser", map[string]*backend.Tensor{
 		"guidance_scale": guidanceScale,
 		"latents":        latents,
 	}, nil)

@@ -184,7 +184,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "scorer", map[string]*backend.Tensor{"features": features}, nil)
+	outs, err := ex.engine.Invoke(ctx, 28, "scorer", map[string]*backend.Tensor{"features": features}, nil)
 	if err != nil {
 		return nil, err
 	}

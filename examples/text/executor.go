@@ -250,7 +250,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "segment_encoder", map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 87, "segment_encoder", map[string]*backend.Tensor{
 		"token_ids":     tokenIDs,
 		"token_offsets": tokenOffsets,
 		"token_owner":   tokenOwner,

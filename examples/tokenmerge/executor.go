@@ -267,7 +267,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "merger", map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 118, "merger", map[string]*backend.Tensor{
 		"segment_offsets": segmentOffsets,
 		"segment_owner":   segmentOwner,
 		"token_offsets":   tokenOffsets,

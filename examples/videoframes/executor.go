@@ -262,7 +262,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outs, err := ex.engine.Invoke(ctx, "clip_encoder", map[string]*backend.Tensor{
+	outs, err := ex.engine.Invoke(ctx, 118, "clip_encoder", map[string]*backend.Tensor{
 		"clip_offsets":  clipOffsets,
 		"clip_owner":    clipOwner,
 		"frame_offsets": frameOffsets,

@@ -135,6 +135,17 @@ func checkedElements(shape []int64) (int64, error) {
 type ErrorJSON struct {
 	Rule    string `json:"rule"`
 	Message string `json:"message"`
+	// Location is where the package's metadata document declares the port
+	// or invoke the error concerns, when the runtime knows it.
+	Location *LocationJSON `json:"location,omitempty"`
+}
+
+// LocationJSON is a position in the package's metadata document and the
+// YAML path there.
+type LocationJSON struct {
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	Path   string `json:"path"`
 }
 
 type responseJSON struct {
@@ -187,7 +198,11 @@ func WriteResponses(w io.Writer, rs []vm.Response, stats *vm.Stats) error {
 func errorJSON(err error) *ErrorJSON {
 	var re *backend.RunError
 	if errors.As(err, &re) {
-		return &ErrorJSON{Rule: re.Rule, Message: re.Message}
+		ej := &ErrorJSON{Rule: re.Rule, Message: re.Message}
+		if re.At != nil {
+			ej.Location = &LocationJSON{Line: re.At.Line, Column: re.At.Col, Path: re.At.Path}
+		}
+		return ej
 	}
 	return &ErrorJSON{Rule: "run/backend", Message: err.Error()}
 }
