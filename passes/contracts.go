@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -15,6 +16,9 @@ var ContractsPass = &Pass{
 	Doc:      "check contracts: known dtypes, rank agreeing with shape, and values bound to ports and outputs whose dtype, rank and fixed extents agree",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
+	Rules: []diag.Rule{
+		diag.ContractDType, diag.ContractShape, diag.ContractIncompatible,
+	},
 	Run: func(c *Context) (any, error) {
 		for _, s := range c.Result(ScopesPass).(*Scopes).Sites {
 			contractOwn(c, s.String(), s.Contract)
@@ -30,11 +34,11 @@ var ContractsPass = &Pass{
 // contractOwn checks one contract on its own.
 func contractOwn(c *Context, site string, k *ir.Contract) {
 	if _, ok := ir.LookupDType(k.DType); !ok && k.DType != "" {
-		c.Report("contract/dtype", k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know; use one of %s",
+		c.Report(diag.ContractDType, k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know; use one of %s",
 			site, k.DType, strings.Join(ir.DTypeNames(), ", "))
 	}
 	if k.HasShape && k.RankLoc != 0 && k.Rank != len(k.Shape) {
-		c.Report("contract/shape", k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions; drop `rank` or make it %d",
+		c.Report(diag.ContractShape, k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions; drop `rank` or make it %d",
 			site, k.Rank, shapeText(k.Shape), len(k.Shape), len(k.Shape))
 	}
 }
@@ -84,7 +88,7 @@ func contractBind(c *Context, u ir.Use, want *ir.Contract, site string, loc ir.L
 	if len(facts) == 0 {
 		return
 	}
-	c.ReportRelated("contract/incompatible", loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
+	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` has %s; bind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -13,6 +14,11 @@ var EmitPass = &Pass{
 	Doc:      "check emission (§4 r8): every ragged emitted value publishes its companions, serving admits only those, and emit axes are in range",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
+	Rules: []diag.Rule{
+		diag.EmitUnpublishedCompanion, diag.EmitCompanionOfUnemitted,
+		diag.EmitMalformedCompanion, diag.EmitServingShared, diag.EmitTrimPadded,
+		diag.EmitRowAxis, diag.EmitAxis, diag.EmitAxisRequired,
+	},
 	Run: func(c *Context) (any, error) {
 		e := newEmitChecker(c)
 		for _, s := range e.emits {
@@ -146,7 +152,7 @@ func (e *emitChecker) checkAxis(s *ir.Step) {
 	}
 	if s.Axis != nil {
 		if a := *s.Axis; a < 0 || a >= int64(r) {
-			e.c.Report("emit/axis", emitLoc(s.AxisLoc, s.Loc),
+			e.c.Report(diag.EmitAxis, emitLoc(s.AxisLoc, s.Loc),
 				"emit of `%s` into output `%s` names axis %d, outside the rank %d of the value it emits; an emit axis is in [0, %d) at every schema version, so name one of the value's axes",
 				s.Value.Name, s.Output.Name, a, r, r)
 		}
@@ -162,7 +168,7 @@ func (e *emitChecker) checkAxis(s *ir.Step) {
 		}
 		what = "trims with a valid_length"
 	}
-	e.c.Report("emit/axis-required", s.Loc,
+	e.c.Report(diag.EmitAxisRequired, s.Loc,
 		"emit of `%s` into output `%s` %s but names no axis; the value is rank %d and the document declares %s, where the default final axis of a rank-4 or higher value is a spatial extent, so the axis it grows along must be stated: write `axis: %d` for the final axis, or the axis it grows along",
 		s.Value.Name, s.Output.Name, what, r, emitVersion(e.m), r-1)
 }
@@ -193,7 +199,7 @@ func (e *emitChecker) checkRowAxis(s *ir.Step) {
 		if u.use == nil {
 			continue
 		}
-		e.c.ReportRelated("emit/row-axis", emitLoc(u.use.Loc, s.Loc), emitOutputRelated(o, "the output is declared here"),
+		e.c.ReportRelated(diag.EmitRowAxis, emitLoc(u.use.Loc, s.Loc), emitOutputRelated(o, "the output is declared here"),
 			"emit of `%s` into output `%s` carries %s `%s`, but `%s` is %s and declares no request axis; ragged emission trims or guards each request's row, so it needs an output whose batch_layout is request_aligned or request_expanded: emit into such an output, or drop the %s",
 			s.Value.Name, o.Name, u.what, u.use.Name, o.Name, o.Contract.Layout.Kind, emitKey(u.what))
 	}
@@ -220,7 +226,7 @@ func (e *emitChecker) checkTrim(s *ir.Step) {
 		dims = append(dims, fmt.Sprintf("`%s` on dimension `%s`", p.Lengths.Name, p.Dim.Name))
 		rel = append(rel, Related{Loc: emitLoc(p.Loc, o.Contract.Loc), Message: fmt.Sprintf("`%s` pads dimension `%s` here", o.Name, p.Dim.Name)})
 	}
-	e.c.ReportRelated("emit/trim-padded", emitLoc(s.ValidLength.Loc, s.Loc), rel,
+	e.c.ReportRelated(diag.EmitTrimPadded, emitLoc(s.ValidLength.Loc, s.Loc), rel,
 		"emit of `%s` into output `%s` carries valid_length `%s`, but `%s` declares padding whose valid_lengths %s already says how much of it is real; a padded output has one account of its raggedness and it is the declared padding, the only one the caller receives, so drop the emit's valid_length",
 		s.Value.Name, o.Name, s.ValidLength.Name, o.Name, strings.Join(dims, ", "))
 }
@@ -259,7 +265,7 @@ func (e *emitChecker) reportUnpublished(o *ir.Output, w *ir.Step, cl emitClaim) 
 	rel := []Related{{Loc: emitLoc(w.Output.Loc, w.Loc), Message: fmt.Sprintf("`%s` is emitted here", o.Name)}}
 	c := e.m.Output(name)
 	if c == nil {
-		e.c.ReportRelated("emit/unpublished-companion", emitLoc(cl.ref.Loc, o.Loc), rel,
+		e.c.ReportRelated(diag.EmitUnpublishedCompanion, emitLoc(cl.ref.Loc, o.Loc), rel,
 			"emitted output `%s` %s is not itself a declared workflow output; %s, so declare `%s` under outputs as %s, shared, and emit it",
 			o.Name, what, why, name, cl.demand())
 		return
@@ -268,7 +274,7 @@ func (e *emitChecker) reportUnpublished(o *ir.Output, w *ir.Step, cl emitClaim) 
 		return
 	}
 	rel = append(rel, Related{Loc: c.Loc, Message: fmt.Sprintf("`%s` is declared here", name)})
-	e.c.ReportRelated("emit/unpublished-companion", emitLoc(cl.ref.Loc, o.Loc), rel,
+	e.c.ReportRelated(diag.EmitUnpublishedCompanion, emitLoc(cl.ref.Loc, o.Loc), rel,
 		"emitted output `%s` %s is declared as a workflow output but never emitted; declaring an output delivers nothing, and %s, so add an emit step that writes `%s`",
 		o.Name, what, why, name)
 }
@@ -332,7 +338,7 @@ func (e *emitChecker) checkMalformed(o *ir.Output, live []emitClaim) {
 	if dtypeOK {
 		loc = emitRankLoc(c, o.Loc)
 	}
-	e.c.ReportRelated("emit/malformed-companion", loc, rel,
+	e.c.ReportRelated(diag.EmitMalformedCompanion, loc, rel,
 		"output `%s` is %s, but %s; a companion is shaped by the reference that names it, so declare `%s` as %s",
 		o.Name, emitShapeOf(c), strings.Join(named, "; "), o.Name, emitAdvice(live[0]))
 }
@@ -393,7 +399,7 @@ func (e *emitChecker) reportOrphan(o *ir.Output, w *ir.Step, cls []emitClaim) {
 	if len(payloads) > 1 {
 		who = "only outputs " + strings.Join(payloads, ", ") + " name"
 	}
-	e.c.ReportRelated("emit/companion-of-unemitted", emitLoc(w.Output.Loc, w.Loc), rel,
+	e.c.ReportRelated(diag.EmitCompanionOfUnemitted, emitLoc(w.Output.Loc, w.Loc), rel,
 		"emit of `%s` writes shared output `%s`, which %s as a companion (%s), and no step emits %s; a companion is published for the payload it describes, so emit %s as well, or drop this emit",
 		w.Value.Name, o.Name, who, strings.Join(named, "; "), strings.Join(payloads, " or "), strings.Join(payloads, " and "))
 }
@@ -409,7 +415,7 @@ func (e *emitChecker) checkServing(o *ir.Output, w *ir.Step) {
 	if r <= 0 {
 		return
 	}
-	e.c.ReportRelated("emit/serving-shared", emitLoc(w.Output.Loc, w.Loc), emitOutputRelated(o, "the output is declared shared here"),
+	e.c.ReportRelated(diag.EmitServingShared, emitLoc(w.Output.Loc, w.Loc), emitOutputRelated(o, "the output is declared shared here"),
 		"emit of `%s` into output `%s`, which is shared at rank %d, in a workflow with `serving`: a served result goes back to its request, and a shared value has no row to go back to unless it is a companion of another emitted output (the offsets or owner of a token_packed level, or the valid_lengths of a padding entry); no output names `%s` as one, so declare a request axis on `%s` (batch_layout request_aligned), or name it in the levels or padding of the emitted output it describes",
 		w.Value.Name, o.Name, r, o.Name, o.Name)
 }

@@ -68,11 +68,11 @@ func TestEmitAxisVersionScoping(t *testing.T) {
 	for _, tc := range []struct {
 		major, minor int
 		axis         *int64
-		want         []string
+		want         []diag.Rule
 	}{
 		{1, 0, nil, nil},
-		{1, 1, nil, []string{"emit/axis-required"}},
-		{1, 0, ptr64(4), []string{"emit/axis"}},
+		{1, 1, nil, []diag.Rule{diag.EmitAxisRequired}},
+		{1, 0, ptr64(4), []diag.Rule{diag.EmitAxis}},
 		{1, 1, ptr64(3), nil},
 	} {
 		m := ir.NewModule()
@@ -81,7 +81,7 @@ func TestEmitAxisVersionScoping(t *testing.T) {
 		v := m.NewValue("x", ir.DefInput, c, 0)
 		m.Outputs = []*ir.Output{{Name: "y", Contract: c}}
 		m.Body.Steps = []*ir.Step{{Op: ir.OpEmit, Value: ir.Use{Name: "x", ID: v}, Output: ir.Ref{Name: "y"}, Mode: "append", Axis: tc.axis}}
-		var got []string
+		var got []diag.Rule
 		for _, d := range runEmitOnly(t, m) {
 			got = append(got, d.Rule)
 		}

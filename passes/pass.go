@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"slices"
 
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
@@ -36,7 +37,11 @@ type Pass struct {
 	// ResultType is the type of what Run returns for later passes, or nil
 	// when the pass returns nothing.
 	ResultType reflect.Type
-	Run        func(*Context) (any, error)
+	// Rules are the rule ids the pass may report. Reporting another is a
+	// bug in the pass (Report panics, runOne turns it into an error), so
+	// the list is a true account of what each pass checks.
+	Rules []diag.Rule
+	Run   func(*Context) (any, error)
 }
 
 // Context is what a running pass sees: the module, the results of the
@@ -59,7 +64,7 @@ func (c *Context) Result(p *Pass) any {
 }
 
 // Report adds an error diagnostic at loc.
-func (c *Context) Report(rule string, loc ir.Loc, format string, args ...any) {
+func (c *Context) Report(rule diag.Rule, loc ir.Loc, format string, args ...any) {
 	c.ReportRelated(rule, loc, nil, format, args...)
 }
 
@@ -70,9 +75,9 @@ type Related struct {
 }
 
 // ReportRelated adds an error diagnostic at loc with related locations.
-func (c *Context) ReportRelated(rule string, loc ir.Loc, related []Related, format string, args ...any) {
-	if !diag.KnownRule(rule) {
-		panic(fmt.Sprintf("pass %s reports unknown rule %q", c.pass.Name, rule))
+func (c *Context) ReportRelated(rule diag.Rule, loc ir.Loc, related []Related, format string, args ...any) {
+	if !slices.Contains(c.pass.Rules, rule) {
+		panic(fmt.Sprintf("pass %s reports rule %s, which it does not declare in Rules", c.pass.Name, rule))
 	}
 	l := c.Module.Location(loc)
 	d := diag.Errorf(rule, diag.Pos{Line: l.Line, Column: l.Col}, l.Path, format, args...)
