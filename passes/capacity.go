@@ -179,15 +179,6 @@ func capacityPorts(comp *ir.Component, inputs bool) []*ir.Port {
 	return out
 }
 
-// capacitySite is the contract site of a port, for name resolution.
-func capacitySite(comp *ir.Component, p *ir.Port, input bool) *Site {
-	kind := SitePortOut
-	if input {
-		kind = SitePortIn
-	}
-	return &Site{Kind: kind, Component: comp, Name: p.Name, Contract: p.Contract, Loc: p.Loc}
-}
-
 // capacityCompanion resolves a companion name written on port p and, when
 // it is an input port of the same component, marks that port a companion:
 // its symbols count things and it carries no item payload.
@@ -195,11 +186,11 @@ func capacityCompanion(sc *Scopes, comp *ir.Component, p *ir.Port, input bool, n
 	if name == "" {
 		return nil
 	}
-	t, ok := sc.Lookup(capacitySite(comp, p, input), name)
+	t, ok := sc.Lookup(ir.PortSite(comp, p, input), name)
 	if !ok {
 		return nil
 	}
-	if t.Site != nil && t.Site.Kind == SitePortIn && t.Site.Component == comp {
+	if t.Site != nil && t.Site.Kind == ir.SitePortIn && t.Site.Component == comp {
 		into[t.Site.Name] = true
 	}
 	return t.Contract

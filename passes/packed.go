@@ -77,7 +77,7 @@ func (pc *packedCompanion) contract() *ir.Contract {
 
 // packedLevel is one ownership level of one packed contract.
 type packedLevel struct {
-	site           *Site
+	site           *ir.Site
 	index          int
 	level          *ir.Level
 	offsets, owner packedCompanion
@@ -145,7 +145,7 @@ func (p *packedChecker) run() {
 
 // site checks what one packed contract says on its own and collects its
 // levels for the checks that compare levels across sites.
-func (p *packedChecker) site(s *Site) {
+func (p *packedChecker) site(s *ir.Site) {
 	k := s.Contract
 	p.axis(s)
 	p.doubleSpelling(s)
@@ -179,7 +179,7 @@ func (p *packedChecker) site(s *Site) {
 }
 
 // axis checks §4 r2: the packed axis is 0, wherever token_packed appears.
-func (p *packedChecker) axis(s *Site) {
+func (p *packedChecker) axis(s *ir.Site) {
 	k := s.Contract
 	a := k.Layout.Axis
 	if a == 0 {
@@ -204,7 +204,7 @@ func (p *packedChecker) axis(s *Site) {
 }
 
 // doubleSpelling checks §4 r7: no padding on the dimension a value packs.
-func (p *packedChecker) doubleSpelling(s *Site) {
+func (p *packedChecker) doubleSpelling(s *ir.Site) {
 	d, axis, ok := packedDim(s.Contract)
 	if !ok || !d.IsSym() {
 		return
@@ -230,7 +230,7 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 		return
 	}
 	pc.target, pc.resolved = p.sc.Lookup(l.site, pc.ref.Name)
-	if !pc.resolved && (l.site.Kind != SiteInput || p.read[l.site.Name]) {
+	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.read[l.site.Name]) {
 		p.c.Report(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc),
 			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			l.site, pc.ref.Name, l.index, pc.role, packedScopeText(l.site))
@@ -239,12 +239,12 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 
 // packedScopeText says where a name written in site's contract is looked
 // up.
-func packedScopeText(s *Site) string {
+func packedScopeText(s *ir.Site) string {
 	const wf = "the workflow's inputs, state cells, step values and outputs"
 	switch s.Kind {
-	case SitePortIn, SitePortOut:
+	case ir.SitePortIn, ir.SitePortOut:
 		return fmt.Sprintf("the ports of component `%s`, then %s", s.Component.Name, wf)
-	case SiteProgram:
+	case ir.SiteProgram:
 		return fmt.Sprintf("the outputs of preprocessing.%s, then %s", s.Program.Modality, wf)
 	}
 	return wf
@@ -308,13 +308,13 @@ func packedOwnerUnit(i int) string {
 // graph stands behind a workflow output to produce or preserve anything.
 func (p *packedChecker) extent(l *packedLevel) {
 	switch l.site.Kind {
-	case SitePortIn, SiteInput:
+	case ir.SitePortIn, ir.SiteInput:
 		if l.level.Extent != ir.ExtentNone {
 			p.c.Report(diag.PackedExtent, l.level.Loc,
 				"%s declares level %d `extent: %s`, but an input level carries no extent: every count of a value it consumes is one its caller assembled; drop `extent`",
 				l.site, l.index, l.level.Extent)
 		}
-	case SitePortOut, SiteProgram:
+	case ir.SitePortOut, ir.SiteProgram:
 		switch l.level.Extent {
 		case ir.ExtentNone:
 			l.broken = true
@@ -356,7 +356,7 @@ func (p *packedChecker) produced(l *packedLevel) {
 // preserved checks that a preserved level reuses a pair an input port of
 // the same component carries, and names none of the component's outputs.
 func (p *packedChecker) preserved(l *packedLevel) {
-	if l.site.Kind == SiteProgram {
+	if l.site.Kind == ir.SiteProgram {
 		l.broken = true
 		p.c.Report(diag.PackedExtent, l.level.Loc,
 			"%s declares level %d `extent: preserved`, but a preprocessing program has no input level to preserve: write `extent: produced` and name companions the program outputs",
@@ -383,22 +383,22 @@ func (p *packedChecker) preserved(l *packedLevel) {
 
 // ownOutput reports whether t is an output of the component or program
 // that declares site.
-func (p *packedChecker) ownOutput(site *Site, t Target) bool {
+func (p *packedChecker) ownOutput(site *ir.Site, t Target) bool {
 	if t.Site == nil {
 		return false
 	}
 	switch site.Kind {
-	case SitePortIn, SitePortOut:
-		return t.Site.Kind == SitePortOut && t.Site.Component == site.Component
-	case SiteProgram:
-		return t.Site.Kind == SiteProgram && t.Site.Program == site.Program
+	case ir.SitePortIn, ir.SitePortOut:
+		return t.Site.Kind == ir.SitePortOut && t.Site.Component == site.Component
+	case ir.SiteProgram:
+		return t.Site.Kind == ir.SiteProgram && t.Site.Program == site.Program
 	}
 	return false
 }
 
 // packedProducer names what must output a produced level's companions.
-func packedProducer(s *Site) string {
-	if s.Kind == SiteProgram {
+func packedProducer(s *ir.Site) string {
+	if s.Kind == ir.SiteProgram {
 		return fmt.Sprintf("preprocessing.%s", s.Program.Modality)
 	}
 	return fmt.Sprintf("component `%s`", s.Component.Name)
@@ -468,7 +468,7 @@ func packedScope(l *packedLevel) string {
 		case !pc.resolved || t == nil:
 		case t.IsPort():
 			return "component " + t.Component.Name
-		case t.Kind == SiteProgram:
+		case t.Kind == ir.SiteProgram:
 			return "preprocessing." + t.Program.Modality
 		}
 	}
@@ -584,7 +584,7 @@ func packedWhyShared(r packedRole) string {
 // carries the content role that says it is one. Declarations without a
 // content role (a component's graph outputs) are out of its reach.
 func (p *packedChecker) companionRole(l *packedLevel, pc *packedCompanion) {
-	po := ProgramOutput(pc.target.Site)
+	po := pc.target.Site.ProgramOutput()
 	if po == nil || po.Content == "" || po.Content == pc.role.content() {
 		return
 	}
@@ -600,7 +600,7 @@ func (p *packedChecker) companionRole(l *packedLevel, pc *packedCompanion) {
 // ownerSuppliable checks §4 r8: an owner map is never externally
 // suppliable.
 func (p *packedChecker) ownerSuppliable(l *packedLevel, pc *packedCompanion) {
-	if pc.target.Site == nil || pc.target.Site.Kind != SiteInput {
+	if pc.target.Site == nil || pc.target.Site.Kind != ir.SiteInput {
 		return
 	}
 	var in *ir.Input

@@ -53,7 +53,7 @@ type paddingChecker struct {
 	read map[string]bool
 }
 
-func (p *paddingChecker) site(s *Site) {
+func (p *paddingChecker) site(s *ir.Site) {
 	k := s.Contract
 	if k == nil || len(k.Padding) == 0 || p.companions[k] {
 		return
@@ -82,7 +82,7 @@ func (p *paddingChecker) site(s *Site) {
 // dimension checks that the padded dimension is a shape symbol of the
 // value and not its request axis, and returns its axis (-1 when it is
 // refused).
-func (p *paddingChecker) dimension(s *Site, pad *ir.Padding) int {
+func (p *paddingChecker) dimension(s *ir.Site, pad *ir.Padding) int {
 	k, name := s.Contract, pad.Dim.Name
 	loc := packedLoc(pad.Dim.Loc, pad.Loc)
 	axis := k.Axis(name)
@@ -107,7 +107,7 @@ func (p *paddingChecker) dimension(s *Site, pad *ir.Padding) int {
 }
 
 // lengths checks the valid_lengths companion of one entry.
-func (p *paddingChecker) lengths(s *Site, pad *ir.Padding, axis int) {
+func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 	ref := pad.Lengths
 	if ref.Name == "" {
 		return
@@ -120,7 +120,7 @@ func (p *paddingChecker) lengths(s *Site, pad *ir.Padding, axis int) {
 		return
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
-	if !ok && (s.Kind != SiteInput || p.read[s.Name]) {
+	if !ok && (s.Kind != ir.SiteInput || p.read[s.Name]) {
 		p.c.Report(diag.PaddingUnresolved, loc,
 			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))
@@ -137,7 +137,7 @@ func (p *paddingChecker) lengths(s *Site, pad *ir.Padding, axis int) {
 
 // lengthsType checks what a lengths companion is on its own: int64 and
 // shared.
-func (p *paddingChecker) lengthsType(s *Site, pad *ir.Padding, t Target) {
+func (p *paddingChecker) lengthsType(s *ir.Site, pad *ir.Padding, t Target) {
 	lk := t.Contract
 	key := fmt.Sprintf("%p", lk)
 	if p.seen[key] {
@@ -160,7 +160,7 @@ func (p *paddingChecker) lengthsType(s *Site, pad *ir.Padding, t Target) {
 
 // lengthsShape checks that a lengths companion's rank is the padded axis
 // index and its shape the padded value's outer axes, in order.
-func (p *paddingChecker) lengthsShape(s *Site, pad *ir.Padding, t Target, axis int) {
+func (p *paddingChecker) lengthsShape(s *ir.Site, pad *ir.Padding, t Target, axis int) {
 	k, lk := s.Contract, t.Contract
 	outer := k.Shape[:axis]
 	loc := packedLoc(pad.Lengths.Loc, pad.Loc)

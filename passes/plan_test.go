@@ -80,7 +80,7 @@ func TestPlansHonorTheRules(t *testing.T) {
 }
 
 // planProblems lists the decisions of g that the validation rules forbid.
-func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[SiteKind]map[string]string) []string {
+func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[ir.SiteKind]map[string]string) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if g.Grouped != (comp.Capacity != nil) {
@@ -92,10 +92,10 @@ func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[SiteKind]map[
 	}
 	counts := map[string]bool{}
 	for i, in := range g.Inputs {
-		out = append(out, inputProblems(comp, comp.Inputs[i], in, counts, bound[SitePortIn])...)
+		out = append(out, inputProblems(comp, comp.Inputs[i], in, counts, bound[ir.SitePortIn])...)
 	}
 	for i, o := range g.Outputs {
-		out = append(out, outputProblems(comp, comp.Outputs[i], o, g, bound[SitePortOut])...)
+		out = append(out, outputProblems(comp, comp.Outputs[i], o, g, bound[ir.SitePortOut])...)
 	}
 	if comp.Capacity == nil {
 		return out
