@@ -13,7 +13,7 @@ var EmitPass = &Pass{
 	Name:     "emit",
 	Doc:      "check emission (§4 r8): every ragged emitted value publishes its companions, serving admits only those, and emit axes are in range",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
 	Rules: []diag.Rule{
 		diag.EmitUnpublishedCompanion, diag.EmitCompanionOfUnemitted,
 		diag.EmitMalformedCompanion, diag.EmitServingShared, diag.EmitTrimPadded,
@@ -21,7 +21,7 @@ var EmitPass = &Pass{
 	},
 	Run: func(c *Context) (any, error) {
 		e := newEmitChecker(c)
-		for _, s := range e.emits {
+		for _, s := range e.bind.Emits {
 			e.checkAxis(s)
 			e.checkRowAxis(s)
 			e.checkTrim(s)
@@ -46,9 +46,8 @@ type emitChecker struct {
 	c       *Context
 	m       *ir.Module
 	sc      *Scopes
-	emits   []*ir.Step
+	bind    *Bindings              // the emits, and which outputs they write
 	outputs []*ir.Output           // declared outputs, first of each name, in order
-	written map[string][]*ir.Step  // output name → the emits that write it
 	claims  map[string][]emitClaim // companion name → the references naming it
 }
 
@@ -66,14 +65,7 @@ type emitClaim struct {
 
 func newEmitChecker(c *Context) *emitChecker {
 	e := &emitChecker{c: c, m: c.Module, sc: c.Result(ScopesPass).(*Scopes),
-		written: map[string][]*ir.Step{}, claims: map[string][]emitClaim{}}
-	e.m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op == ir.OpEmit {
-			e.emits = append(e.emits, s)
-			e.written[s.Output.Name] = append(e.written[s.Output.Name], s)
-		}
-		return true
-	})
+		bind: c.Result(BindingsPass).(*Bindings), claims: map[string][]emitClaim{}}
 	seen := map[string]bool{}
 	for _, o := range e.m.Outputs {
 		if o == nil || seen[o.Name] {
@@ -236,7 +228,7 @@ func (e *emitChecker) checkTrim(s *ir.Step) {
 // workflow output that some step writes. A name that resolves to nothing is
 // left to packed/unresolved and padding/unresolved.
 func (e *emitChecker) checkPublished(o *ir.Output) {
-	ws := e.written[o.Name]
+	ws := e.bind.Writers(o.Name)
 	if len(ws) == 0 {
 		return
 	}
@@ -270,7 +262,7 @@ func (e *emitChecker) reportUnpublished(o *ir.Output, w *ir.Step, cl emitClaim) 
 			o.Name, what, why, name, cl.demand())
 		return
 	}
-	if len(e.written[name]) > 0 {
+	if len(e.bind.Writers(name)) > 0 {
 		return
 	}
 	rel = append(rel, Related{Loc: c.Loc, Message: fmt.Sprintf("`%s` is declared here", name)})
@@ -289,14 +281,14 @@ func (e *emitChecker) checkCompanion(o *ir.Output) {
 	cls := e.claims[o.Name]
 	var live []emitClaim
 	for _, cl := range cls {
-		if len(e.written[cl.payload.Name]) > 0 {
+		if len(e.bind.Writers(cl.payload.Name)) > 0 {
 			live = append(live, cl)
 		}
 	}
 	if len(live) > 0 {
 		e.checkMalformed(o, live)
 	}
-	ws := e.written[o.Name]
+	ws := e.bind.Writers(o.Name)
 	if len(ws) == 0 || o.Contract == nil || o.Contract.Layout.Kind != ir.Shared {
 		return
 	}

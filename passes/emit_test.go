@@ -7,13 +7,13 @@ import (
 	"github.com/genaic/genaic/ir"
 )
 
-// runEmitOnly runs the scopes pass and the emit pass on a hand-built
+// runEmitOnly runs the emit pass and the passes it requires on a hand-built
 // module, so the emit rules can be fed shapes the front end never lowers.
 func runEmitOnly(t *testing.T, m *ir.Module) diag.List {
 	t.Helper()
 	var ds diag.List
 	results := map[*Pass]any{}
-	for _, p := range []*Pass{ScopesPass, EmitPass} {
+	for _, p := range []*Pass{ScopesPass, BindingsPass, EmitPass} {
 		res, err := runOne(p, &Context{Module: m, pass: p, results: results, diags: &ds})
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ var PackedPass = &Pass{
 	Name:     "packed",
 	Doc:      "check token_packed layouts (§4 r1–r8): resolvable, well-typed companions on axis 0, one or two levels, extents on output levels, consistent pairs",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
 	Rules: []diag.Rule{
 		diag.PackedUnresolved, diag.PackedAxis, diag.PackedLevels, diag.PackedCompanion,
 		diag.PackedCompanionRole, diag.PackedExtent, diag.PackedPair,
@@ -29,7 +29,7 @@ var PackedPass = &Pass{
 	},
 	Run: func(c *Context) (any, error) {
 		p := &packedChecker{c: c, sc: c.Result(ScopesPass).(*Scopes),
-			bad: map[*ir.Contract]bool{}, seen: map[string]bool{}, read: packedReadNames(c.Module)}
+			bad: map[*ir.Contract]bool{}, seen: map[string]bool{}, bind: c.Result(BindingsPass).(*Bindings)}
 		p.run()
 		return nil, nil
 	},
@@ -111,9 +111,9 @@ type packedChecker struct {
 	// seen de-duplicates findings about one declaration named from
 	// several sites.
 	seen map[string]bool
-	// read holds the names of values some step, cell initializer or
-	// serving declaration reads.
-	read map[string]bool
+	// bind says which values some step, cell initializer or serving
+	// declaration reads.
+	bind *Bindings
 }
 
 func (p *packedChecker) once(key string) bool {
@@ -230,7 +230,7 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 		return
 	}
 	pc.target, pc.resolved = p.sc.Lookup(l.site, pc.ref.Name)
-	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.read[l.site.Name]) {
+	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.bind.Read(l.site.Name)) {
 		p.c.Report(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc),
 			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			l.site, pc.ref.Name, l.index, pc.role, packedScopeText(l.site))
@@ -823,23 +823,4 @@ func packedCompanionContracts(sc *Scopes) map[*ir.Contract]bool {
 		}
 	}
 	return out
-}
-
-// packedReadNames returns the names of the values that some step, cell
-// initializer or serving declaration reads.
-func packedReadNames(m *ir.Module) map[string]bool {
-	read := map[string]bool{}
-	if sv := m.Serving; sv != nil {
-		read[sv.Active.Name], read[sv.Done.Name], read[sv.AcceptedLen.Name] = true, true, true
-	}
-	m.Body.Walk(func(s *ir.Step) bool {
-		for _, u := range s.Uses() {
-			read[u.Name] = true
-		}
-		return true
-	})
-	for _, c := range m.Cells {
-		read[c.Initializer.Name] = true
-	}
-	return read
 }

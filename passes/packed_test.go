@@ -13,7 +13,7 @@ import (
 func runAlone(t *testing.T, p *Pass, m *ir.Module) []diag.Rule {
 	t.Helper()
 	var ds diag.List
-	c := &Context{Module: m, pass: p, results: map[*Pass]any{ScopesPass: buildScopes(m)}, diags: &ds}
+	c := &Context{Module: m, pass: p, results: map[*Pass]any{ScopesPass: buildScopes(m), BindingsPass: buildBindings(m)}, diags: &ds}
 	if _, err := runOne(p, c); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ var PaddingPass = &Pass{
 	Name:     "padding",
 	Doc:      "check padding (§3.2): resolvable int64 shared lengths companions shaped as the padded value's outer axes",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
 	Rules: []diag.Rule{
 		diag.PaddingUnresolved, diag.PaddingDimension, diag.PaddingDuplicate, diag.PaddingSelf,
 		diag.PaddingCompanion,
@@ -29,7 +29,7 @@ var PaddingPass = &Pass{
 	Run: func(c *Context) (any, error) {
 		sc := c.Result(ScopesPass).(*Scopes)
 		p := &paddingChecker{c: c, sc: sc, companions: packedCompanionContracts(sc),
-			seen: map[string]bool{}, read: packedReadNames(c.Module)}
+			seen: map[string]bool{}, bind: c.Result(BindingsPass).(*Bindings)}
 		for _, s := range sc.Sites {
 			p.site(s)
 		}
@@ -46,11 +46,10 @@ type paddingChecker struct {
 	// seen de-duplicates findings about one lengths declaration named
 	// from several sites.
 	seen map[string]bool
-	// read holds the names of values some step, cell initializer or serving
-	// declaration reads:
-	// like a level companion, the lengths of a workflow input nothing reads
-	// are never looked up (see packedChecker.resolve).
-	read map[string]bool
+	// bind says which values steps read: like a level companion, the
+	// lengths of a workflow input nothing reads are never looked up (see
+	// packedChecker.resolve).
+	bind *Bindings
 }
 
 func (p *paddingChecker) site(s *ir.Site) {
@@ -120,7 +119,7 @@ func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 		return
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
-	if !ok && (s.Kind != ir.SiteInput || p.read[s.Name]) {
+	if !ok && (s.Kind != ir.SiteInput || p.bind.Read(s.Name)) {
 		p.c.Report(diag.PaddingUnresolved, loc,
 			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))

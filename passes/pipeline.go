@@ -12,9 +12,10 @@ import (
 // of a pass that runs earlier and that it lists in Requires; PassOrder
 // states the other constraints on the order, and CheckPipeline keeps both.
 var Pipeline = []*Pass{
-	// Name resolution first: every check below resolves companion and
-	// symbol names through it.
+	// Facts first: name resolution and bindings, which the checks and the
+	// planner read rather than derive again.
 	ScopesPass,
+	BindingsPass,
 	// Workflow structure: names, components, ports and contract shapes,
 	// which the batching rules below assume are sound.
 	SSAPass,

@@ -30,14 +30,13 @@ var PlanPass = &Pass{
 	Name:       "plan",
 	Doc:        "decide each component's group plan: input roles, output splits, the compatibility key and budget footprints",
 	Kind:       Plan,
-	Requires:   []*Pass{ScopesPass},
+	Requires:   []*Pass{ScopesPass, BindingsPass},
 	ResultType: reflect.TypeFor[GroupPlans](),
 	Run: func(c *Context) (any, error) {
-		sc := c.Result(ScopesPass).(*Scopes)
+		sc, bind := c.Result(ScopesPass).(*Scopes), c.Result(BindingsPass).(*Bindings)
 		var out GroupPlans
-		bound := boundPorts(c.Module)
 		for _, comp := range c.Module.Components {
-			out = append(out, planComponent(sc, comp, bound[comp.Name]))
+			out = append(out, planComponent(sc, bind, comp))
 		}
 		return out, nil
 	},
@@ -48,41 +47,13 @@ type planner struct {
 	sc     *Scopes
 	comp   *ir.Component
 	serves map[string]*plan.Serves // input or output port → what it serves
-	// bound maps, per side, a value name an invoke of the component binds
-	// to the port it binds: a contract naming that value names the port.
-	bound map[ir.SiteKind]map[string]string
+	// bind says which port a value an invoke of the component binds stands
+	// for: a contract naming that value names the port.
+	bind *Bindings
 }
 
-// boundPorts collects, in one walk, the value ↔ port bindings of every
-// component's invokes: component → side → value name → port.
-func boundPorts(m *ir.Module) map[string]map[ir.SiteKind]map[string]string {
-	all := map[string]map[ir.SiteKind]map[string]string{}
-	m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op != ir.OpInvoke {
-			return true
-		}
-		bound := all[s.Component.Name]
-		if bound == nil {
-			bound = map[ir.SiteKind]map[string]string{ir.SitePortIn: {}, ir.SitePortOut: {}}
-			all[s.Component.Name] = bound
-		}
-		for _, a := range s.Args {
-			if _, dup := bound[ir.SitePortIn][a.Value.Name]; !dup {
-				bound[ir.SitePortIn][a.Value.Name] = a.Port
-			}
-		}
-		for _, r := range s.Results {
-			if name := m.Values[r.Value].Name; bound[ir.SitePortOut][name] == "" {
-				bound[ir.SitePortOut][name] = r.Port
-			}
-		}
-		return true
-	})
-	return all
-}
-
-func planComponent(sc *Scopes, comp *ir.Component, bound map[ir.SiteKind]map[string]string) *plan.GroupPlan {
-	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bound: bound}
+func planComponent(sc *Scopes, bind *Bindings, comp *ir.Component) *plan.GroupPlan {
+	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bind: bind}
 	g := &plan.GroupPlan{Component: comp.Name, Grouped: comp.Capacity != nil}
 	if g.Grouped {
 		g.Why = "batch_capacity is declared: items from many requests may share one invocation (§3.1)"
@@ -117,7 +88,7 @@ func (p *planner) ref(port *ir.Port, kind ir.SiteKind, name string) plan.Ref {
 	if t, ok := p.sc.Lookup(p.site(port, kind), name); ok && t.Site != nil && t.Site.IsPort() && t.Site.Component == p.comp {
 		return plan.Ref{Port: t.Site.Name}
 	}
-	if bp := p.bound[kind][name]; bp != "" {
+	if bp := p.bind.PortOf(p.comp.Name, kind, name); bp != "" {
 		return plan.Ref{Port: bp}
 	}
 	return plan.Ref{Value: name}
@@ -148,7 +119,7 @@ func (p *planner) serve(port *ir.Port, kind ir.SiteKind, name string, s *plan.Se
 			return // a companion on the other side: a preserved level's input pair
 		}
 		target = t.Site.Name
-	} else if target = p.bound[kind][name]; target == "" {
+	} else if target = p.bind.PortOf(p.comp.Name, kind, name); target == "" {
 		return // a workflow-level value the component is not given
 	}
 	if key := sideKey(kind, target); p.serves[key] == nil {
