@@ -13,7 +13,7 @@ import (
 func runCapacity(t *testing.T, m *ir.Module) []diag.Rule {
 	t.Helper()
 	var ds diag.List
-	c := &Context{Module: m, pass: CapacityPass, results: map[*Pass]any{ScopesPass: buildScopes(m), BindingsPass: buildBindings(m)}, diags: &ds}
+	c := &Context{Module: m, pass: CapacityPass, results: map[*Pass]any{SymbolsPass: buildSymbols(m, buildScopes(m))}, diags: &ds}
 	if _, err := runOne(CapacityPass, c); err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,10 @@ import (
 // of a pass that runs earlier and that it lists in Requires; PassOrder
 // states the other constraints on the order, and CheckPipeline keeps both.
 var Pipeline = []*Pass{
-	// Facts first: name resolution and bindings, which the checks and the
-	// planner read rather than derive again.
+	// Facts first: name resolution, symbol classes and bindings, which the
+	// checks and the planner read rather than derive again.
 	ScopesPass,
+	SymbolsPass,
 	BindingsPass,
 	// Workflow structure: names, components, ports and contract shapes,
 	// which the batching rules below assume are sound.

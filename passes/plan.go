@@ -30,13 +30,14 @@ var PlanPass = &Pass{
 	Name:       "plan",
 	Doc:        "decide each component's group plan: input roles, output splits, the compatibility key and budget footprints",
 	Kind:       Plan,
-	Requires:   []*Pass{ScopesPass, BindingsPass},
+	Requires:   []*Pass{ScopesPass, SymbolsPass, BindingsPass},
 	ResultType: reflect.TypeFor[GroupPlans](),
 	Run: func(c *Context) (any, error) {
 		sc, bind := c.Result(ScopesPass).(*Scopes), c.Result(BindingsPass).(*Bindings)
+		syms := c.Result(SymbolsPass).(Symbols)
 		var out GroupPlans
 		for _, comp := range c.Module.Components {
-			out = append(out, planComponent(sc, bind, comp))
+			out = append(out, planComponent(sc, bind, syms[comp], comp))
 		}
 		return out, nil
 	},
@@ -50,10 +51,11 @@ type planner struct {
 	// bind says which port a value an invoke of the component binds stands
 	// for: a contract naming that value names the port.
 	bind *Bindings
+	syms *ComponentSymbols // the level unit counts
 }
 
-func planComponent(sc *Scopes, bind *Bindings, comp *ir.Component) *plan.GroupPlan {
-	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bind: bind}
+func planComponent(sc *Scopes, bind *Bindings, syms *ComponentSymbols, comp *ir.Component) *plan.GroupPlan {
+	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bind: bind, syms: syms}
 	g := &plan.GroupPlan{Component: comp.Name, Grouped: comp.Capacity != nil}
 	if g.Grouped {
 		g.Why = "batch_capacity is declared: items from many requests may share one invocation (§3.1)"
@@ -191,7 +193,7 @@ func (p *planner) layout(out *plan.Port, port *ir.Port, kind ir.SiteKind) {
 	out.Axis, out.Factor = int(c.Layout.Axis), c.Layout.Factor
 	for i, l := range c.Layout.Levels {
 		lv := plan.Level{Index: i, Offsets: p.ref(port, kind, l.Offsets.Name), Owner: p.ref(port, kind, l.Owner.Name),
-			Units: p.units(port, kind, i, l), Extent: l.Extent.String()}
+			Units: p.units(port, i), Extent: l.Extent.String()}
 		out.Levels = append(out.Levels, lv)
 	}
 	for _, pad := range c.Padding {
@@ -200,15 +202,13 @@ func (p *planner) layout(out *plan.Port, port *ir.Port, kind ir.SiteKind) {
 }
 
 // units is the symbol that counts a level's units: the packed symbol for
-// level 0, the extent of the level's owner map above it.
-func (p *planner) units(port *ir.Port, kind ir.SiteKind, i int, l ir.Level) string {
+// level 0 (none when the packed axis is a literal), the extent of the
+// level's owner map above it.
+func (p *planner) units(port *ir.Port, i int) string {
 	if i == 0 {
 		return port.Contract.PackedSym()
 	}
-	if t, ok := p.sc.Lookup(p.site(port, kind), l.Owner.Name); ok && t.Contract != nil && len(t.Contract.Shape) == 1 {
-		return t.Contract.Shape[0].Sym
-	}
-	return ""
+	return p.syms.OwnerExtent(port, i)
 }
 
 func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {

@@ -346,7 +346,7 @@ func TestPlanProblemsFire(t *testing.T) {
 	comp := d.Module.Components[0]
 	bound := d.Results[BindingsPass].(*Bindings)
 	fresh := func() *plan.GroupPlan {
-		return planComponent(d.Results[ScopesPass].(*Scopes), bound, comp)
+		return planComponent(d.Results[ScopesPass].(*Scopes), bound, d.Results[SymbolsPass].(Symbols)[comp], comp)
 	}
 	if p := planProblems(comp, fresh(), bound); len(p) != 0 {
 		t.Fatalf("the correct plan has problems: %v", p)
