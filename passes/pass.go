@@ -2,9 +2,12 @@
 // that report diagnostics with rule ids from the public catalogue, and plan
 // passes that decide how components group their items.
 //
-// A pass is a declared value (Name, Doc, Requires, ResultType, Run), in the
-// manner of golang.org/x/tools/go/analysis. Pipeline is the one ordered list;
-// a test proves every pass a pass requires runs earlier.
+// A pass is a declared value (Name, Doc, Requires, ResultType, Rules, Run),
+// in the manner of golang.org/x/tools/go/analysis. Pipeline is the one
+// ordered list; PassOrder holds the constraints on its order that Requires
+// does not, and CheckPipeline, run at start-up and by a test, keeps both.
+// Facts several passes need (contract sites and name resolution, symbol
+// classes, bindings) are the results of passes of their own.
 package passes
 
 import (
