@@ -40,7 +40,7 @@ func (d *decoder) add(dg diag.Diagnostic) {
 	d.ds.Add(dg)
 }
 
-func (d *decoder) errorf(rule string, n *yaml.Node, path, format string, args ...any) {
+func (d *decoder) errorf(rule diag.Rule, n *yaml.Node, path, format string, args ...any) {
 	d.add(diag.Errorf(rule, posOf(n), path, format, args...))
 }
 
@@ -62,7 +62,7 @@ func (d *decoder) value(n, key *yaml.Node, path string, v reflect.Value) {
 	}
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
-			d.errorf("syntax", n, path, "alias *%s names no anchor", n.Value)
+			d.errorf(diag.Syntax, n, path, "alias *%s names no anchor", n.Value)
 			return
 		}
 		n = n.Alias
@@ -71,7 +71,7 @@ func (d *decoder) value(n, key *yaml.Node, path string, v reflect.Value) {
 	}
 	if d.inAlias > 0 {
 		if d.budget--; d.budget < 0 {
-			d.errorf("syntax", n, path, "the document expands to more than %d nodes through aliases; refusing to expand it further", MaxExpandedNodes)
+			d.errorf(diag.Syntax, n, path, "the document expands to more than %d nodes through aliases; refusing to expand it further", MaxExpandedNodes)
 			d.full = true
 			return
 		}
@@ -156,7 +156,7 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 		n = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errorf("schema/type", n, path, "%s must be a mapping with the keys %s, read the %s", what, keyList(fs, ""), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "%s must be a mapping with the keys %s, read the %s", what, keyList(fs, ""), kindWord(n))
 		return
 	}
 	kind, ok := d.kind(n, path, v, fs)
@@ -203,7 +203,7 @@ func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (
 			d.missing(n, path, what, "kind", "")
 			return "", false
 		}
-		d.errorf("schema/missing-field", n, path, "%s at `%s` has no `kind`; add one of: %s", what, path, strings.Join(f.enum, ", "))
+		d.errorf(diag.SchemaMissingField, n, path, "%s at `%s` has no `kind`; add one of: %s", what, path, strings.Join(f.enum, ", "))
 		return "", false
 	}
 	fv := v.Field(f.index)
@@ -240,7 +240,7 @@ func (d *decoder) checkEnum(n *yaml.Node, path string, f field) bool {
 	if near := nearest(n.Value, f.enum); near != "" {
 		msg += fmt.Sprintf("; did you mean %q?", near)
 	}
-	d.errorf("schema/type", n, path, "%s", msg)
+	d.errorf(diag.SchemaType, n, path, "%s", msg)
 	return false
 }
 
@@ -261,7 +261,7 @@ func (d *decoder) unknownKey(k *yaml.Node, path, what string, fs []field, kind s
 		msg += fmt.Sprintf("; did you mean `%s`?", near)
 	}
 	msg += "; accepted keys: " + accepted
-	d.errorf("schema/unknown-field", k, keyPath(path, k.Value), "%s", msg)
+	d.errorf(diag.SchemaUnknownField, k, keyPath(path, k.Value), "%s", msg)
 }
 
 func (d *decoder) missing(n *yaml.Node, path, what, key, kind string) {
@@ -269,7 +269,7 @@ func (d *decoder) missing(n *yaml.Node, path, what, key, kind string) {
 	if kind != "" {
 		of = fmt.Sprintf(" of kind %s", kind)
 	}
-	d.errorf("schema/missing-field", n, path, "%s%s at `%s` has no `%s`, which it requires", what, of, orRoot(path), key)
+	d.errorf(diag.SchemaMissingField, n, path, "%s%s at `%s` has no `%s`, which it requires", what, of, orRoot(path), key)
 }
 
 func orRoot(path string) string {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genaic/genaic/compiler/diag"
 )
 
 // wrap puts a contract body into a minimal v1.1 workflow input.
@@ -38,7 +40,8 @@ func posOfText(t *testing.T, doc, marker string) (int, int) {
 // names what was read and what is expected.
 func TestPositions(t *testing.T) {
 	tests := []struct {
-		name, doc, marker, rule, path, message string
+		name, doc, marker, path, message string
+		rule                             diag.Rule
 	}{
 		{
 			name:   "unknown key, block style, nearest suggested",
@@ -207,7 +210,9 @@ func TestHostileDocuments(t *testing.T) {
 	}
 	stepBomb := bomb + "pipeline:\n  workflow:\n    steps: [*s9]\n"
 	tests := []struct {
-		name, doc, rule, message string
+		name, doc string
+		rule      diag.Rule
+		message   string
 	}{
 		{"deep nesting", "model: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", "syntax", ""},
 		{"deep block nesting", "model:\n" + deepBlock(200), "syntax", "nests deeper than 64 levels"},

@@ -79,7 +79,7 @@ func parseStage(r *Result) diag.List {
 	root, ds := parseYAML(r.Source)
 	r.Root = root
 	if len(ds) == 0 && root == nil {
-		return diag.List{diag.Errorf("schema/type", diag.Pos{Line: 1, Column: 1}, "",
+		return diag.List{diag.Errorf(diag.SchemaType, diag.Pos{Line: 1, Column: 1}, "",
 			"the document is empty; an inference_metadata document is a mapping with keys such as schema_version and pipeline")}
 	}
 	return ds
@@ -111,7 +111,7 @@ func featuresBeyond(doc *Document, v DeclaredVersion) diag.List {
 	}
 	var ds diag.List
 	report := func(n Node, feature string) {
-		ds.Add(diag.Errorf("version/feature-needs-v1.1", n.Caret(), n.Path,
+		ds.Add(diag.Errorf(diag.VersionFeatureNeedsV11, n.Caret(), n.Path,
 			"%s is a %s feature, but the document %s; declare schema_version: \"%s\"",
 			feature, BatchingVersion, declared, BatchingVersion))
 	}

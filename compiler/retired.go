@@ -53,7 +53,7 @@ func flatPair(layout *yaml.Node, path string) (diag.Diagnostic, bool) {
 		keys = "`offsets`"
 	}
 	oName, wName := scalarOr(o, "<offsets>"), scalarOr(w, "<owner>")
-	return diag.Errorf("retired/flat-token-packed", posOf(at), path,
+	return diag.Errorf(diag.RetiredFlatTokenPacked, posOf(at), path,
 		"the `token_packed` batch layout at `%s` declares %s directly, which is the retired flat spelling of ownership; "+
 			"a packed axis now declares `levels`, an ownership chain innermost first, because an item can itself be a group: "+
 			"replace `offsets: %s, owner: %s` with `levels: [{ offsets: %s, owner: %s }]`, and add an outer entry if the items are themselves grouped "+
@@ -79,7 +79,7 @@ func batchingHints(root *yaml.Node) diag.List {
 			name := profiles.Content[i].Value
 			if k, _ := lookup(profiles.Content[i+1], "batch_invariance"); k != nil {
 				path := keyPath(keyPath("profiles", name), "batch_invariance")
-				ds.Add(diag.Errorf("retired/batching-hint", posOf(k), path,
+				ds.Add(diag.Errorf(diag.RetiredBatchingHint, posOf(k), path,
 					"`%s` is a retired batching hint; %s", path, hintAdvice))
 			}
 		}
@@ -87,7 +87,7 @@ func batchingHints(root *yaml.Node) diag.List {
 	_, model := lookup(root, "model")
 	_, rc := lookup(model, "runtime_configurable")
 	if k, _ := lookup(rc, "continuous_batching"); k != nil {
-		ds.Add(diag.Errorf("retired/batching-hint", posOf(k), "model.runtime_configurable.continuous_batching",
+		ds.Add(diag.Errorf(diag.RetiredBatchingHint, posOf(k), "model.runtime_configurable.continuous_batching",
 			"`model.runtime_configurable.continuous_batching` is a retired batching hint; %s", hintAdvice))
 	}
 	_, req := lookup(root, "required_capabilities")
@@ -107,7 +107,7 @@ func retiredCapability(list *yaml.Node, path string) diag.List {
 	}
 	for i, c := range list.Content {
 		if c.Kind == yaml.ScalarNode && c.Value == "continuous_batching" {
-			ds.Add(diag.Errorf("retired/batching-hint", posOf(c), indexPath(path, i),
+			ds.Add(diag.Errorf(diag.RetiredBatchingHint, posOf(c), indexPath(path, i),
 				"the capability `continuous_batching` in `%s` is a retired batching hint; %s", path, hintAdvice))
 		}
 	}

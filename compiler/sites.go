@@ -41,6 +41,11 @@ func (s ContractSite) Describe() string {
 }
 
 // ContractSites lists every contract of the document in document order.
+//
+// It is the front end's twin of ir.Module.Sites, kept on purpose: the v1.1
+// feature gate runs on the YAML model before lowering (a document the gate
+// refuses is never lowered), and it needs the YAML nodes of each contract's
+// padding and levels to point at, which the IR does not keep.
 func (d *Document) ContractSites() []ContractSite {
 	var out []ContractSite
 	if d.Pipeline != nil && d.Pipeline.Workflow != nil {

@@ -32,14 +32,14 @@ const (
 // top-level node. A nil node with no diagnostics is an empty document.
 func parseYAML(b []byte) (root *yaml.Node, ds diag.List) {
 	if len(b) > MaxDocumentBytes {
-		ds.Add(diag.Errorf("syntax", diag.Pos{Line: 1, Column: 1}, "",
+		ds.Add(diag.Errorf(diag.Syntax, diag.Pos{Line: 1, Column: 1}, "",
 			"the document is %d bytes; genaic reads metadata documents of at most %d bytes", len(b), MaxDocumentBytes))
 		return nil, ds
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			root = nil
-			ds = diag.List{diag.Errorf("syntax", diag.Pos{Line: 1, Column: 1}, "", "the YAML parser could not read the document: %v", r)}
+			ds = diag.List{diag.Errorf(diag.Syntax, diag.Pos{Line: 1, Column: 1}, "", "the YAML parser could not read the document: %v", r)}
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -52,7 +52,7 @@ func parseYAML(b []byte) (root *yaml.Node, ds diag.List) {
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		ds.Add(diag.Errorf("syntax", diag.Pos{Line: extra.Line, Column: extra.Column}, "",
+		ds.Add(diag.Errorf(diag.Syntax, diag.Pos{Line: extra.Line, Column: extra.Column}, "",
 			"the file holds a second YAML document; an inference_metadata.yaml file is exactly one document"))
 		return nil, ds
 	} else if !errors.Is(err, io.EOF) {
@@ -78,7 +78,7 @@ func yamlError(err error) diag.Diagnostic {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return diag.Errorf("syntax", pos, "", "the document is not valid YAML: %s", msg)
+	return diag.Errorf(diag.Syntax, pos, "", "the document is not valid YAML: %s", msg)
 }
 
 // checkStructure finds what the YAML parser accepts but genaic does not:
@@ -89,7 +89,7 @@ func checkStructure(root *yaml.Node) diag.List {
 	var walk func(n *yaml.Node, path string, depth int)
 	walk = func(n *yaml.Node, path string, depth int) {
 		if depth > MaxDepth {
-			ds.Add(diag.Errorf("syntax", posOf(n), path, "the document nests deeper than %d levels; metadata never needs that", MaxDepth))
+			ds.Add(diag.Errorf(diag.Syntax, posOf(n), path, "the document nests deeper than %d levels; metadata never needs that", MaxDepth))
 			return
 		}
 		switch n.Kind {
@@ -102,11 +102,11 @@ func checkStructure(root *yaml.Node) diag.List {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
 				if k.Kind != yaml.ScalarNode {
-					ds.Add(diag.Errorf("syntax", posOf(k), path, "a mapping key must be a plain string, read a %s", kindWord(k)))
+					ds.Add(diag.Errorf(diag.Syntax, posOf(k), path, "a mapping key must be a plain string, read a %s", kindWord(k)))
 					continue
 				}
 				if first, dup := seen[k.Value]; dup {
-					ds.Add(diag.Errorf("syntax", posOf(k), keyPath(path, k.Value),
+					ds.Add(diag.Errorf(diag.Syntax, posOf(k), keyPath(path, k.Value),
 						"the key %q is repeated in this mapping; YAML mappings hold each key once", k.Value).
 						With(posOf(first), keyPath(path, k.Value), "first %q is here", k.Value))
 					continue

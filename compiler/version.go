@@ -88,24 +88,24 @@ func gateVersion(root *yaml.Node) (DeclaredVersion, diag.List) {
 		if v.Kind == yaml.ScalarNode {
 			hint = fmt.Sprintf(`; quote it: schema_version: "v%s"`, strings.TrimPrefix(v.Value, "v"))
 		}
-		return DeclaredVersion{}, diag.List{diag.Errorf("version/malformed", pos, path,
+		return DeclaredVersion{}, diag.List{diag.Errorf(diag.VersionMalformed, pos, path,
 			"schema_version must be a string, read the %s; write it as \"v<major>.<minor>\", for example \"%s\"%s",
 			kindWord(v), Supported, hint)}
 	}
 	ver, err := ParseVersion(v.Value)
 	if err != nil {
-		return DeclaredVersion{}, diag.List{diag.Errorf("version/malformed", pos, path,
+		return DeclaredVersion{}, diag.List{diag.Errorf(diag.VersionMalformed, pos, path,
 			"schema_version %q is not a version: the accepted form is \"v<major>.<minor>\" ([v]MAJOR[.MINOR] in decimal digits), for example \"%s\"",
 			v.Value, Supported)}
 	}
 	dv := DeclaredVersion{Version: ver, Spelling: v.Value, Present: true}
 	switch {
 	case ver.Major != Supported.Major:
-		return dv, diag.List{diag.Errorf("version/major", pos, path,
+		return dv, diag.List{diag.Errorf(diag.VersionMajor, pos, path,
 			"schema_version %q declares major version %d; the highest version this build of genaic reads is %s",
 			v.Value, ver.Major, Supported)}
 	case Supported.Less(ver):
-		return dv, diag.List{diag.Errorf("version/too-new", pos, path,
+		return dv, diag.List{diag.Errorf(diag.VersionTooNew, pos, path,
 			"schema_version %q (normal form %s) is newer than %s, the highest version this build reads; a newer genaic is required to read this document",
 			v.Value, ver, Supported)}
 	}

@@ -3,16 +3,18 @@ package compiler
 import (
 	"strings"
 	"testing"
+
+	"github.com/genaic/genaic/compiler/diag"
 )
 
 // TestVersionGrammar pins the version gate on every spelling the rule
 // catalogue names, as a document would write them.
 func TestVersionGrammar(t *testing.T) {
 	tests := []struct {
-		line    string // the schema_version line, or "" for absent
-		rule    string // expected rule id, or "" for accepted
-		normal  string // the normal form when accepted
-		message string // a fragment the message must contain
+		line    string    // the schema_version line, or "" for absent
+		rule    diag.Rule // expected rule id, or "" for accepted
+		normal  string    // the normal form when accepted
+		message string    // a fragment the message must contain
 	}{
 		{line: "", normal: "v1.0"},
 		{line: "schema_version: ~", normal: "v1.0"},

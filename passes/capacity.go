@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -13,14 +14,20 @@ var CapacityPass = &Pass{
 	Name:     "capacity",
 	Doc:      "check batch_capacity (§3.1 r1–r9): known, well-classified uniform symbols and group-rooted, distinct, feasible budgets",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{SymbolsPass},
+	Rules: []diag.Rule{
+		diag.CapacityUnknownSymbol, diag.CapacityUniformDuplicate, diag.CapacityUniformCount,
+		diag.CapacityPaddedAndPinned, diag.CapacityBudgetRoot, diag.CapacityBudgetDuplicate,
+		diag.CapacityLevelUnbudgeted, diag.CapacityFreeLiteral, diag.CapacityUnreconciled,
+		diag.CapacityBudgetTooSmall, diag.CapacityRowScope,
+	},
 	Run: func(c *Context) (any, error) {
-		sc := c.Result(ScopesPass).(*Scopes)
+		syms := c.Result(SymbolsPass).(Symbols)
 		for _, comp := range c.Module.Components {
 			if comp == nil || comp.Capacity == nil {
 				continue
 			}
-			f := capacityClassify(sc, comp)
+			f := &capacityFacts{syms[comp]}
 			capacityUniform(c, f)
 			capacityBudgets(c, f)
 			capacityLevels(c, f)
@@ -32,236 +39,9 @@ var CapacityPass = &Pass{
 	},
 }
 
-// capacityCount says why a symbol counts the group rather than describing
-// one item: the packed axis of a port, the unit count of an ownership level,
-// the extent of a level's offsets, or the request axis of a port.
-type capacityCount struct {
-	kind   capacityCountKind
-	port   string // the port whose contract states it
-	input  bool   // an input port
-	rooted bool   // the scheduler chooses it when it assembles a group
-	level  int    // levels
-	ref    string // the level's owner or offsets
-	factor int64  // request axes: rows per request (1 for request_aligned)
-	loc    ir.Loc
-}
-
-type capacityCountKind uint8
-
-const (
-	capacityPacked capacityCountKind = iota
-	capacityUnits
-	capacityOffsets
-	capacityRows
-)
-
-// groupRooted reports whether a budget path may start at the count: the
-// scheduler chooses it when it assembles a group of inputs. An output's
-// request axis qualifies (its rows are the group's requests), and so does
-// an output's packed axis or level unit count when the level is preserved,
-// one unit per input unit.
-func (k capacityCount) groupRooted() bool {
-	return k.rooted && k.kind != capacityOffsets
-}
-
-func (k capacityCount) String() string {
-	side := "output"
-	if k.input {
-		side = "input"
-	}
-	switch k.kind {
-	case capacityPacked:
-		return fmt.Sprintf("the packed axis symbol of %s port `%s`", side, k.port)
-	case capacityUnits:
-		return fmt.Sprintf("the unit count of ownership level %d of %s port `%s` (the extent of its owner `%s`)", k.level, side, k.port, k.ref)
-	case capacityOffsets:
-		return fmt.Sprintf("the extent of the level-%d offsets `%s` of %s port `%s` (units + 1)", k.level, k.ref, side, k.port)
-	default:
-		return fmt.Sprintf("the request axis symbol of %s port `%s`", side, k.port)
-	}
-}
-
-// capacityPad is one padding entry of a port of the component.
-type capacityPad struct {
-	port string
-	loc  ir.Loc
-}
-
-// capacityFacts is what one component's ports say about its shape symbols.
-type capacityFacts struct {
-	comp     *ir.Component
-	declared []string                   // every symbol of every port shape, in order
-	known    map[string]bool            // the same, as a set
-	counts   map[string][]capacityCount // symbols that count the group
-	padded   map[string][]capacityPad   // symbols padded on some port
-	payload  []*ir.Port                 // participating input ports
-	uniform  map[string]bool
-	budgeted map[string]bool     // symbols any budget path names
-	units    map[string][]string // input port: each level's owner extent symbol
-}
-
-// capacityClassify reads the component's ports: which symbols they declare,
-// which input ports are companions, and how each symbol relates to the
-// group.
-func capacityClassify(sc *Scopes, comp *ir.Component) *capacityFacts {
-	f := &capacityFacts{
-		comp: comp, known: map[string]bool{}, counts: map[string][]capacityCount{},
-		padded: map[string][]capacityPad{}, uniform: map[string]bool{}, budgeted: map[string]bool{},
-		units: map[string][]string{},
-	}
-	companions := map[string]bool{}
-	for _, in := range []bool{true, false} {
-		for _, p := range capacityPorts(comp, in) {
-			k := p.Contract
-			for _, d := range k.Shape {
-				if d.IsSym() && !f.known[d.Sym] {
-					f.known[d.Sym] = true
-					f.declared = append(f.declared, d.Sym)
-				}
-			}
-			for _, pd := range k.Padding {
-				// An entry on no axis, the request axis or the packed
-				// axis is padding's or packed's to report; it pads nothing.
-				if ax := k.Axis(pd.Dim.Name); ax >= 0 && ax != k.RequestAxis() && !(k.Packed() && ax == 0) {
-					f.padded[pd.Dim.Name] = append(f.padded[pd.Dim.Name], capacityPad{p.Name, pd.Dim.Loc})
-				}
-				capacityCompanion(sc, comp, p, in, pd.Lengths.Name, companions)
-			}
-			f.classifyLayout(sc, p, in, companions)
-		}
-	}
-	for _, p := range capacityPorts(comp, true) {
-		if !companions[p.Name] && p.Contract.Layout.Kind != ir.Shared {
-			f.payload = append(f.payload, p)
-		}
-	}
-	// A level's unit count is the component's to bound even when its owner
-	// is a workflow value rather than a port: the port's levels name it, so
-	// a budget may (and r5 says must) name it.
-	for _, p := range f.payload {
-		for i := range p.Contract.Layout.Levels {
-			if sym := f.unitCount(p, i); sym != "" && !f.known[sym] {
-				f.known[sym] = true
-				f.declared = append(f.declared, sym)
-			}
-		}
-	}
-	for _, u := range comp.Capacity.Uniform {
-		f.uniform[u.Name] = true
-	}
-	for _, b := range comp.Capacity.Budgets {
-		for _, r := range b.Path {
-			f.budgeted[r.Name] = true
-		}
-	}
-	return f
-}
-
-// capacityPorts returns the ports on one side that carry a contract.
-func capacityPorts(comp *ir.Component, inputs bool) []*ir.Port {
-	ps := comp.Outputs
-	if inputs {
-		ps = comp.Inputs
-	}
-	var out []*ir.Port
-	for _, p := range ps {
-		if p != nil && p.Contract != nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// capacitySite is the contract site of a port, for name resolution.
-func capacitySite(comp *ir.Component, p *ir.Port, input bool) *Site {
-	kind := SitePortOut
-	if input {
-		kind = SitePortIn
-	}
-	return &Site{Kind: kind, Component: comp, Name: p.Name, Contract: p.Contract, Loc: p.Loc}
-}
-
-// capacityCompanion resolves a companion name written on port p and, when
-// it is an input port of the same component, marks that port a companion:
-// its symbols count things and it carries no item payload.
-func capacityCompanion(sc *Scopes, comp *ir.Component, p *ir.Port, input bool, name string, into map[string]bool) *ir.Contract {
-	if name == "" {
-		return nil
-	}
-	t, ok := sc.Lookup(capacitySite(comp, p, input), name)
-	if !ok {
-		return nil
-	}
-	if t.Site != nil && t.Site.Kind == SitePortIn && t.Site.Component == comp {
-		into[t.Site.Name] = true
-	}
-	return t.Contract
-}
-
-// classifyLayout records the counts a port's batch layout states.
-func (f *capacityFacts) classifyLayout(sc *Scopes, p *ir.Port, input bool, companions map[string]bool) {
-	k := p.Contract
-	add := func(sym string, c capacityCount) {
-		if sym != "" {
-			c.port, c.input, c.rooted = p.Name, input, input || c.rooted
-			f.counts[sym] = append(f.counts[sym], c)
-		}
-	}
-	if ax := k.RequestAxis(); ax >= 0 && ax < len(k.Shape) {
-		factor := int64(1)
-		if k.Layout.Kind == ir.RequestExpanded && k.Layout.Factor > 1 {
-			factor = k.Layout.Factor
-		}
-		// Rows are the group's requests on every port, input or output.
-		add(k.Shape[ax].Sym, capacityCount{kind: capacityRows, rooted: true, factor: factor, loc: k.Shape[ax].Loc})
-	}
-	if !k.Packed() {
-		return
-	}
-	lvs := k.Layout.Levels
-	if len(k.Shape) > 0 {
-		preserved := len(lvs) > 0 && lvs[0].Extent == ir.ExtentPreserved
-		add(k.PackedSym(), capacityCount{kind: capacityPacked, rooted: preserved, loc: k.Shape[0].Loc})
-	}
-	for i, lv := range lvs {
-		off := capacityExtent(capacityCompanion(sc, f.comp, p, input, lv.Offsets.Name, companions))
-		own := capacityExtent(capacityCompanion(sc, f.comp, p, input, lv.Owner.Name, companions))
-		if own == off {
-			// packed/companion: a level whose owner counts what its
-			// offsets count states no unit count.
-			own = ""
-		}
-		add(off, capacityCount{kind: capacityOffsets, level: i, ref: lv.Offsets.Name, loc: lv.Offsets.Loc})
-		add(own, capacityCount{kind: capacityUnits, level: i, ref: lv.Owner.Name, rooted: lv.Extent == ir.ExtentPreserved, loc: lv.Owner.Loc})
-		if input {
-			f.units[p.Name] = append(f.units[p.Name], own)
-		}
-	}
-}
-
-// capacityExtent is the extent symbol of a rank-1 companion, or "".
-func capacityExtent(k *ir.Contract) string {
-	if k == nil || len(k.Shape) != 1 {
-		return ""
-	}
-	return k.Shape[0].Sym
-}
-
-// count returns the first count the symbol is, preferring the kinds a
-// message should name first (packed, units, offsets, rows), or false.
-func (f *capacityFacts) count(sym string, rootedOnly bool) (capacityCount, bool) {
-	var best capacityCount
-	found := false
-	for _, c := range f.counts[sym] {
-		if rootedOnly && !c.groupRooted() {
-			continue
-		}
-		if !found || c.input && !best.input || c.input == best.input && c.kind < best.kind {
-			best, found = c, true
-		}
-	}
-	return best, found
-}
+// capacityFacts is a component's symbol facts with the wording the
+// capacity messages use.
+type capacityFacts struct{ *ComponentSymbols }
 
 // name is how messages name the component's capacity.
 func (f *capacityFacts) name() string {
@@ -283,10 +63,10 @@ func capacityUniform(c *Context, f *capacityFacts) {
 	for _, u := range f.comp.Capacity.Uniform {
 		switch prev, dup := first[u.Name]; {
 		case !f.known[u.Name]:
-			c.Report("capacity/unknown-symbol", u.Loc, "%s lists uniform dimension `%s`, which no port of the component declares (%s); name a symbol of a port shape, or drop the entry",
+			c.Report(diag.CapacityUnknownSymbol, u.Loc, "%s lists uniform dimension `%s`, which no port of the component declares (%s); name a symbol of a port shape, or drop the entry",
 				f.name(), u.Name, f.declaredText())
 		case dup:
-			c.ReportRelated("capacity/uniform-duplicate", u.Loc, []Related{{prev, "first listed here"}},
+			c.ReportRelated(diag.CapacityUniformDuplicate, u.Loc, []Related{{prev, "first listed here"}},
 				"%s lists uniform dimension `%s` twice; the list states which extents co-batched items must agree on, once each, so drop the second entry", f.name(), u.Name)
 		default:
 			first[u.Name] = u.Loc
@@ -298,16 +78,16 @@ func capacityUniform(c *Context, f *capacityFacts) {
 // capacityUniformKind reports a uniform symbol that counts the group (r2)
 // or that a port pads (r3).
 func capacityUniformKind(c *Context, f *capacityFacts, u ir.Ref) {
-	if k, ok := f.count(u.Name, false); ok && k.kind != capacityRows {
-		c.ReportRelated("capacity/uniform-count", u.Loc, []Related{{k.loc, "declared here"}},
+	if k, ok := f.Count(u.Name, false); ok && k.Kind != CountRows {
+		c.ReportRelated(diag.CapacityUniformCount, u.Loc, []Related{{k.Loc, "declared here"}},
 			"%s requires uniform dimension `%s`, which is %s: it counts the items the group holds rather than describing one item, so it cannot be pinned; remove it from uniform_dimensions and bound it with a budget instead",
 			f.name(), u.Name, k)
 		return
 	}
 	if pads := f.padded[u.Name]; len(pads) > 0 {
-		c.ReportRelated("capacity/padded-and-pinned", u.Loc, []Related{{pads[0].loc, "padded here"}},
+		c.ReportRelated(diag.CapacityPaddedAndPinned, u.Loc, []Related{{pads[0].Loc, "padded here"}},
 			"%s pins `%s` in uniform_dimensions, but port `%s` pads it; a dimension is padded (items differ, lengths say how) or pinned (items agree), never both; drop one of the two",
-			f.name(), u.Name, pads[0].port)
+			f.name(), u.Name, pads[0].Port)
 	}
 }
 
@@ -318,14 +98,14 @@ func capacityBudgets(c *Context, f *capacityFacts) {
 		text := capacityPathText(b.Path)
 		repeated := capacityBudgetSymbols(c, f, b, text)
 		if len(b.Path) == 0 {
-			c.Report("capacity/budget-root", b.Loc, "%s declares a budget with no dimensions; a budget is a nesting path read outermost first that starts at a count of the group, such as %s",
+			c.Report(diag.CapacityBudgetRoot, b.Loc, "%s declares a budget with no dimensions; a budget is a nesting path read outermost first that starts at a count of the group, such as %s",
 				f.name(), f.rootsText())
 		} else {
 			capacityBudgetRoot(c, f, b, text)
 		}
 		key := strings.Join(capacityPathNames(b.Path), "\x00")
 		if prev, dup := paths[key]; dup && !repeated && len(b.Path) > 0 {
-			c.ReportRelated("capacity/budget-duplicate", b.Loc, []Related{{prev, "first budgeted here"}},
+			c.ReportRelated(diag.CapacityBudgetDuplicate, b.Loc, []Related{{prev, "first budgeted here"}},
 				"%s budgets %s more than once; two bounds on one footprint are two numbers for one fact, so keep one", f.name(), text)
 		} else if !dup {
 			paths[key] = b.Loc
@@ -342,12 +122,12 @@ func capacityBudgetSymbols(c *Context, f *capacityFacts, b ir.Budget, text strin
 	repeated := false
 	for _, r := range b.Path {
 		if !f.known[r.Name] {
-			c.Report("capacity/unknown-symbol", r.Loc, "%s budgets `%s` in %s, which no port of the component declares (%s); name a symbol of a port shape",
+			c.Report(diag.CapacityUnknownSymbol, r.Loc, "%s budgets `%s` in %s, which no port of the component declares (%s); name a symbol of a port shape",
 				f.name(), r.Name, text, f.declaredText())
 		}
 		if seen[r.Name] && !repeated {
 			repeated = true
-			c.Report("capacity/budget-duplicate", r.Loc, "%s budgets %s, which names `%s` twice; a composed budget multiplies distinct extents along a nesting path, so name each symbol once",
+			c.Report(diag.CapacityBudgetDuplicate, r.Loc, "%s budgets %s, which names `%s` twice; a composed budget multiplies distinct extents along a nesting path, so name each symbol once",
 				f.name(), text, r.Name)
 		}
 		seen[r.Name] = true
@@ -362,14 +142,14 @@ func capacityBudgetRoot(c *Context, f *capacityFacts, b ir.Budget, text string) 
 	if !f.known[r.Name] {
 		return
 	}
-	if _, ok := f.count(r.Name, true); ok {
+	if _, ok := f.Count(r.Name, true); ok {
 		return
 	}
 	why := "a property of one item rather than a count of them, the same for one item or a thousand"
-	if _, ok := f.count(r.Name, false); ok {
+	if _, ok := f.Count(r.Name, false); ok {
 		why = "a count the scheduler does not choose when it assembles a group"
 	}
-	c.Report("capacity/budget-root", r.Loc, "%s budgets %s, whose outermost dimension `%s` is %s: %s, so it bounds nothing about the group; start the path at a group count (%s), for example %s",
+	c.Report(diag.CapacityBudgetRoot, r.Loc, "%s budgets %s, whose outermost dimension `%s` is %s: %s, so it bounds nothing about the group; start the path at a group count (%s), for example %s",
 		f.name(), text, r.Name, f.describe(r.Name), why, f.rootsText(), f.rerooted(b.Path))
 }
 
@@ -378,7 +158,7 @@ func capacityBudgetRoot(c *Context, f *capacityFacts, b ir.Budget, text string) 
 func (f *capacityFacts) rerooted(path []ir.Ref) string {
 	names := capacityPathNames(path)
 	for i, n := range names {
-		if _, ok := f.count(n, true); ok {
+		if _, ok := f.Count(n, true); ok {
 			names = append([]string{n}, slices.Delete(names, i, i+1)...)
 			return "[" + strings.Join(names, ", ") + "]"
 		}
@@ -389,23 +169,23 @@ func (f *capacityFacts) rerooted(path []ir.Ref) string {
 // capacityBudgetSize reports a bound no single item fits (r8).
 func capacityBudgetSize(c *Context, f *capacityFacts, b ir.Budget, text string) {
 	if b.MaxTotal < 1 {
-		c.Report("capacity/budget-too-small", b.Loc, "%s budgets %s at %d; every budget is an upper bound on an assembled group, and a bound below 1 forbids even the single-item invocation; write a max_total of at least 1",
+		c.Report(diag.CapacityBudgetTooSmall, b.Loc, "%s budgets %s at %d; every budget is an upper bound on an assembled group, and a bound below 1 forbids even the single-item invocation; write a max_total of at least 1",
 			f.name(), text, b.MaxTotal)
 		return
 	}
 	least, why := int64(1), ""
 	for _, r := range b.Path {
-		k, ok := f.count(r.Name, true)
+		k, ok := f.Count(r.Name, true)
 		if !f.known[r.Name] {
 			return
 		}
-		if ok && k.kind == capacityRows && k.factor > 1 {
-			least = capacitySaturatingMul(least, k.factor)
-			why = fmt.Sprintf("; `%s` is the request axis of request_expanded port `%s`, %d rows per request", r.Name, k.port, k.factor)
+		if ok && k.Kind == CountRows && k.Factor > 1 {
+			least = capacitySaturatingMul(least, k.Factor)
+			why = fmt.Sprintf("; `%s` is the request axis of request_expanded port `%s`, %d rows per request", r.Name, k.Port, k.Factor)
 		}
 	}
 	if b.MaxTotal < least {
-		c.Report("capacity/budget-too-small", b.Loc, "%s budgets %s at %d, but one item alone has a footprint of at least %d on that path%s; raise max_total to at least %d",
+		c.Report(diag.CapacityBudgetTooSmall, b.Loc, "%s budgets %s at %d, but one item alone has a footprint of at least %d on that path%s; raise max_total to at least %d",
 			f.name(), text, b.MaxTotal, least, why, least)
 	}
 }
@@ -428,31 +208,16 @@ func capacityLevels(c *Context, f *capacityFacts) {
 			continue
 		}
 		for i, lv := range k.Layout.Levels {
-			sym := f.unitCount(p, i)
+			sym := f.UnitCount(p, i)
 			if sym == "" || !f.known[sym] || f.budgeted[sym] || done[sym] {
 				continue
 			}
 			done[sym] = true
-			c.ReportRelated("capacity/level-unbudgeted", lv.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
+			c.ReportRelated(diag.CapacityLevelUnbudgeted, lv.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
 				"%s declares no budget for `%s`, the units input port `%s` packs at ownership level %d, so nothing bounds how many of them one group holds; add a budget such as { dimensions: [%s], max_total: N }",
 				f.name(), sym, p.Name, i, sym)
 		}
 	}
-}
-
-// unitCount is the unit count symbol of level i of packed input port p:
-// the packed axis symbol for level 0 (its owner has one entry per packed
-// position), the owner's extent symbol otherwise.
-func (f *capacityFacts) unitCount(p *ir.Port, i int) string {
-	if i == 0 {
-		if s := p.Contract.PackedSym(); s != "" {
-			return s
-		}
-	}
-	if us := f.units[p.Name]; i < len(us) {
-		return us[i]
-	}
-	return ""
 }
 
 // capacityLiterals reports a packed axis or a request axis of a port of
@@ -460,7 +225,7 @@ func (f *capacityFacts) unitCount(p *ir.Port, i int) string {
 // over the group, which no literal states.
 func capacityLiterals(c *Context, f *capacityFacts) {
 	for _, in := range []bool{true, false} {
-		for _, p := range capacityPorts(f.comp, in) {
+		for _, p := range contractPorts(f.comp, in) {
 			capacityLiteral(c, f, p, in)
 		}
 	}
@@ -474,12 +239,12 @@ func capacityLiteral(c *Context, f *capacityFacts, p *ir.Port, input bool) {
 	}
 	if k.Packed() && len(k.Shape) > 0 && !k.Shape[0].IsSym() {
 		d := k.Shape[0]
-		c.Report("capacity/free-literal", d.Loc, "%s port `%s` of component `%s` packs items along axis 0 but fixes that axis at %d; with a batch_capacity a packed extent is the sum of the group's items and cannot be a literal; write a shape symbol there",
+		c.Report(diag.CapacityFreeLiteral, d.Loc, "%s port `%s` of component `%s` packs items along axis 0 but fixes that axis at %d; with a batch_capacity a packed extent is the sum of the group's items and cannot be a literal; write a shape symbol there",
 			side, p.Name, f.comp.Name, d.Size)
 	}
 	if ax := k.RequestAxis(); ax >= 0 && ax < len(k.Shape) && !k.Shape[ax].IsSym() {
 		d := k.Shape[ax]
-		c.Report("capacity/free-literal", d.Loc, "%s port `%s` of component `%s` is %s on axis %d but fixes that axis at %d; with a batch_capacity the rows of every grouped request are stacked on it, so its extent is the group's row count and cannot be a literal; write a shape symbol there",
+		c.Report(diag.CapacityFreeLiteral, d.Loc, "%s port `%s` of component `%s` is %s on axis %d but fixes that axis at %d; with a batch_capacity the rows of every grouped request are stacked on it, so its extent is the group's row count and cannot be a literal; write a shape symbol there",
 			side, p.Name, f.comp.Name, k.Layout.Kind, ax, d.Size)
 	}
 }
@@ -498,28 +263,14 @@ func capacityFree(c *Context, f *capacityFacts) {
 			continue
 		}
 		for i, d := range k.Shape {
-			if !d.IsSym() || done[d.Sym] || f.reconciled(p, i) {
+			if !d.IsSym() || done[d.Sym] || f.Reconciled(p, i) {
 				continue
 			}
 			done[d.Sym] = true
-			c.Report("capacity/unreconciled", d.Loc, "%s leaves `%s` free on input port `%s` (axis %d): it is neither uniform, padded on that port, packed, nor its request axis, so two co-batched items could differ on it with nothing to reconcile them; add `%s` to uniform_dimensions, or pad it with a padding entry and its valid_lengths",
+			c.Report(diag.CapacityUnreconciled, d.Loc, "%s leaves `%s` free on input port `%s` (axis %d): it is neither uniform, padded on that port, packed, nor its request axis, so two co-batched items could differ on it with nothing to reconcile them; add `%s` to uniform_dimensions, or pad it with a padding entry and its valid_lengths",
 				f.name(), d.Sym, p.Name, i, d.Sym)
 		}
 	}
-}
-
-// reconciled reports whether axis i of payload port p is accounted for.
-func (f *capacityFacts) reconciled(p *ir.Port, i int) bool {
-	k := p.Contract
-	sym := k.Shape[i].Sym
-	switch {
-	case f.uniform[sym], k.Packed() && (i == 0 || int64(i) == k.Layout.Axis), k.RequestAxis() == i:
-		return true
-	case slices.ContainsFunc(f.padded[sym], func(pd capacityPad) bool { return pd.port == p.Name }):
-		return true
-	}
-	_, counts := f.count(sym, false)
-	return counts
 }
 
 // capacityRowScope checks row_scope against the ports (r9): its axis is a
@@ -531,10 +282,10 @@ func capacityRowScope(c *Context, f *capacityFacts) {
 	}
 	var rowPort string
 	for _, in := range []bool{true, false} {
-		for _, p := range capacityPorts(f.comp, in) {
+		for _, p := range contractPorts(f.comp, in) {
 			k := p.Contract
 			if k.Packed() && k.Layout.Axis == rs.Axis {
-				c.ReportRelated("capacity/row-scope", rs.Loc, []Related{{p.Loc, "packed here"}},
+				c.ReportRelated(diag.CapacityRowScope, rs.Loc, []Related{{p.Loc, "packed here"}},
 					"component `%s` declares row_scope on axis %d, which port `%s` packs items along; items are not rows, so put row_scope on a request axis or drop it",
 					f.comp.Name, rs.Axis, p.Name)
 				return
@@ -545,7 +296,7 @@ func capacityRowScope(c *Context, f *capacityFacts) {
 		}
 	}
 	if rowPort == "" {
-		c.Report("capacity/row-scope", rs.Loc, "component `%s` declares row_scope on axis %d, which no port of the component declares as its request axis (%s); put row_scope on the request-row axis",
+		c.Report(diag.CapacityRowScope, rs.Loc, "component `%s` declares row_scope on axis %d, which no port of the component declares as its request axis (%s); put row_scope on the request-row axis",
 			f.comp.Name, rs.Axis, f.requestAxesText())
 	}
 }
@@ -554,7 +305,7 @@ func capacityRowScope(c *Context, f *capacityFacts) {
 func (f *capacityFacts) requestAxesText() string {
 	var parts []string
 	for _, in := range []bool{true, false} {
-		for _, p := range capacityPorts(f.comp, in) {
+		for _, p := range contractPorts(f.comp, in) {
 			if ax := p.Contract.RequestAxis(); ax >= 0 {
 				parts = append(parts, fmt.Sprintf("`%s` on axis %d", p.Name, ax))
 			}
@@ -569,9 +320,9 @@ func (f *capacityFacts) requestAxesText() string {
 // describe says what an ordinary symbol is, for messages.
 func (f *capacityFacts) describe(sym string) string {
 	if pads := f.padded[sym]; len(pads) > 0 {
-		return fmt.Sprintf("padded on port `%s`", pads[0].port)
+		return fmt.Sprintf("padded on port `%s`", pads[0].Port)
 	}
-	if k, ok := f.count(sym, false); ok {
+	if k, ok := f.Count(sym, false); ok {
 		return k.String()
 	}
 	if f.uniform[sym] {
@@ -584,7 +335,7 @@ func (f *capacityFacts) describe(sym string) string {
 func (f *capacityFacts) roots() []string {
 	var out []string
 	for _, s := range f.declared {
-		if _, ok := f.count(s, true); ok {
+		if _, ok := f.Count(s, true); ok {
 			out = append(out, s)
 		}
 	}

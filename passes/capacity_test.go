@@ -10,10 +10,10 @@ import (
 
 // runCapacity runs the capacity pass alone on m and returns the rules it
 // reported.
-func runCapacity(t *testing.T, m *ir.Module) []string {
+func runCapacity(t *testing.T, m *ir.Module) []diag.Rule {
 	t.Helper()
 	var ds diag.List
-	c := &Context{Module: m, pass: CapacityPass, results: map[*Pass]any{ScopesPass: buildScopes(m)}, diags: &ds}
+	c := &Context{Module: m, pass: CapacityPass, results: map[*Pass]any{SymbolsPass: buildSymbols(m, buildScopes(m))}, diags: &ds}
 	if _, err := runOne(CapacityPass, c); err != nil {
 		t.Fatal(err)
 	}

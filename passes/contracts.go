@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -14,15 +15,15 @@ var ContractsPass = &Pass{
 	Name:     "contracts",
 	Doc:      "check contracts: known dtypes, rank agreeing with shape, and values bound to ports and outputs whose dtype, rank and fixed extents agree",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
+	Rules: []diag.Rule{
+		diag.ContractDType, diag.ContractShape, diag.ContractIncompatible,
+	},
 	Run: func(c *Context) (any, error) {
 		for _, s := range c.Result(ScopesPass).(*Scopes).Sites {
 			contractOwn(c, s.String(), s.Contract)
 		}
-		c.Module.Body.Walk(func(s *ir.Step) bool {
-			contractBindings(c, s)
-			return true
-		})
+		contractBindings(c, c.Result(BindingsPass).(*Bindings))
 		return nil, nil
 	},
 }
@@ -30,30 +31,30 @@ var ContractsPass = &Pass{
 // contractOwn checks one contract on its own.
 func contractOwn(c *Context, site string, k *ir.Contract) {
 	if _, ok := ir.LookupDType(k.DType); !ok && k.DType != "" {
-		c.Report("contract/dtype", k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know; use one of %s",
+		c.Report(diag.ContractDType, k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know; use one of %s",
 			site, k.DType, strings.Join(ir.DTypeNames(), ", "))
 	}
 	if k.HasShape && k.RankLoc != 0 && k.Rank != len(k.Shape) {
-		c.Report("contract/shape", k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions; drop `rank` or make it %d",
+		c.Report(diag.ContractShape, k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions; drop `rank` or make it %d",
 			site, k.Rank, shapeText(k.Shape), len(k.Shape), len(k.Shape))
 	}
 }
 
-func contractBindings(c *Context, s *ir.Step) {
-	switch s.Op {
-	case ir.OpInvoke:
-		comp := c.Module.Component(s.Component.Name)
-		if comp == nil {
-			return
+// contractBindings checks every value an invoke binds to an input port
+// and every value an emit writes into an output.
+func contractBindings(c *Context, b *Bindings) {
+	for _, x := range b.Invokes {
+		comp := c.Module.Component(x.Component)
+		if x.Side != ir.SitePortIn || comp == nil {
+			continue
 		}
-		for _, a := range s.Args {
-			if p := comp.Input(a.Port); p != nil {
-				contractBind(c, a.Value, p.Contract, fmt.Sprintf("input port `%s` of component `%s`", p.Name, comp.Name), a.Loc)
-			}
+		if p := comp.Input(x.Port); p != nil {
+			contractBind(c, x.ID, p.Contract, fmt.Sprintf("input port `%s` of component `%s`", p.Name, comp.Name), x.Loc)
 		}
-	case ir.OpEmit:
+	}
+	for _, s := range b.Emits {
 		if o := c.Module.Output(s.Output.Name); o != nil {
-			contractBind(c, s.Value, o.Contract, fmt.Sprintf("workflow output `%s`", o.Name), s.Value.Loc)
+			contractBind(c, s.Value.ID, o.Contract, fmt.Sprintf("workflow output `%s`", o.Name), s.Value.Loc)
 		}
 	}
 }
@@ -61,8 +62,8 @@ func contractBindings(c *Context, s *ir.Step) {
 // contractBind reports a value whose contract contradicts the contract it
 // is bound to. Symbols never contradict: a symbol names an extent the
 // binding site may fix.
-func contractBind(c *Context, u ir.Use, want *ir.Contract, site string, loc ir.Loc) {
-	v := c.Module.Value(u.ID)
+func contractBind(c *Context, id ir.ValueID, want *ir.Contract, site string, loc ir.Loc) {
+	v := c.Module.Value(id)
 	if v == nil || v.Contract == nil || want == nil {
 		return
 	}
@@ -84,7 +85,7 @@ func contractBind(c *Context, u ir.Use, want *ir.Contract, site string, loc ir.L
 	if len(facts) == 0 {
 		return
 	}
-	c.ReportRelated("contract/incompatible", loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
+	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` has %s; bind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
 }
 

@@ -26,7 +26,7 @@ var wantRE = regexp.MustCompile(`([a-z0-9-]+(?:/[a-z0-9.-]+)?) "((?:[^"\\]|\\.)*
 
 type expectation struct {
 	line int
-	rule string
+	rule diag.Rule
 	re   *regexp.Regexp
 	hit  bool
 }
@@ -86,7 +86,7 @@ func expectations(t *testing.T, doc string) []*expectation {
 			if err != nil {
 				t.Fatalf("line %d: %v", i+1, err)
 			}
-			out = append(out, &expectation{line: i + 1, rule: m[1], re: re})
+			out = append(out, &expectation{line: i + 1, rule: diag.Rule(m[1]), re: re})
 		}
 	}
 	return out
@@ -120,7 +120,7 @@ func checkFixture(t *testing.T, file, doc string) {
 // workflow, packed, padding, capacity, emission and preprocess tables.
 func TestEveryRuleHasAFixture(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "diag", "*.yaml"))
-	covered := map[string]bool{}
+	covered := map[diag.Rule]bool{}
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -132,7 +132,7 @@ func TestEveryRuleHasAFixture(t *testing.T) {
 	}
 	families := []string{"ssa/", "contract/", "preprocess/", "packed/", "padding/", "capacity/", "emit/"}
 	for _, rule := range diag.Rules {
-		if slices.ContainsFunc(families, func(f string) bool { return strings.HasPrefix(rule, f) }) && !covered[rule] {
+		if slices.ContainsFunc(families, func(f string) bool { return strings.HasPrefix(string(rule), f) }) && !covered[rule] {
 			t.Errorf("no fixture in testdata/diag expects %s", rule)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -12,10 +13,15 @@ var EmitPass = &Pass{
 	Name:     "emit",
 	Doc:      "check emission (§4 r8): every ragged emitted value publishes its companions, serving admits only those, and emit axes are in range",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
+	Rules: []diag.Rule{
+		diag.EmitUnpublishedCompanion, diag.EmitCompanionOfUnemitted,
+		diag.EmitMalformedCompanion, diag.EmitServingShared, diag.EmitTrimPadded,
+		diag.EmitRowAxis, diag.EmitAxis, diag.EmitAxisRequired,
+	},
 	Run: func(c *Context) (any, error) {
 		e := newEmitChecker(c)
-		for _, s := range e.emits {
+		for _, s := range e.bind.Emits {
 			e.checkAxis(s)
 			e.checkRowAxis(s)
 			e.checkTrim(s)
@@ -40,9 +46,8 @@ type emitChecker struct {
 	c       *Context
 	m       *ir.Module
 	sc      *Scopes
-	emits   []*ir.Step
+	bind    *Bindings              // the emits, and which outputs they write
 	outputs []*ir.Output           // declared outputs, first of each name, in order
-	written map[string][]*ir.Step  // output name → the emits that write it
 	claims  map[string][]emitClaim // companion name → the references naming it
 }
 
@@ -60,14 +65,7 @@ type emitClaim struct {
 
 func newEmitChecker(c *Context) *emitChecker {
 	e := &emitChecker{c: c, m: c.Module, sc: c.Result(ScopesPass).(*Scopes),
-		written: map[string][]*ir.Step{}, claims: map[string][]emitClaim{}}
-	e.m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op == ir.OpEmit {
-			e.emits = append(e.emits, s)
-			e.written[s.Output.Name] = append(e.written[s.Output.Name], s)
-		}
-		return true
-	})
+		bind: c.Result(BindingsPass).(*Bindings), claims: map[string][]emitClaim{}}
 	seen := map[string]bool{}
 	for _, o := range e.m.Outputs {
 		if o == nil || seen[o.Name] {
@@ -146,7 +144,7 @@ func (e *emitChecker) checkAxis(s *ir.Step) {
 	}
 	if s.Axis != nil {
 		if a := *s.Axis; a < 0 || a >= int64(r) {
-			e.c.Report("emit/axis", emitLoc(s.AxisLoc, s.Loc),
+			e.c.Report(diag.EmitAxis, emitLoc(s.AxisLoc, s.Loc),
 				"emit of `%s` into output `%s` names axis %d, outside the rank %d of the value it emits; an emit axis is in [0, %d) at every schema version, so name one of the value's axes",
 				s.Value.Name, s.Output.Name, a, r, r)
 		}
@@ -162,7 +160,7 @@ func (e *emitChecker) checkAxis(s *ir.Step) {
 		}
 		what = "trims with a valid_length"
 	}
-	e.c.Report("emit/axis-required", s.Loc,
+	e.c.Report(diag.EmitAxisRequired, s.Loc,
 		"emit of `%s` into output `%s` %s but names no axis; the value is rank %d and the document declares %s, where the default final axis of a rank-4 or higher value is a spatial extent, so the axis it grows along must be stated: write `axis: %d` for the final axis, or the axis it grows along",
 		s.Value.Name, s.Output.Name, what, r, emitVersion(e.m), r-1)
 }
@@ -193,7 +191,7 @@ func (e *emitChecker) checkRowAxis(s *ir.Step) {
 		if u.use == nil {
 			continue
 		}
-		e.c.ReportRelated("emit/row-axis", emitLoc(u.use.Loc, s.Loc), emitOutputRelated(o, "the output is declared here"),
+		e.c.ReportRelated(diag.EmitRowAxis, emitLoc(u.use.Loc, s.Loc), emitOutputRelated(o, "the output is declared here"),
 			"emit of `%s` into output `%s` carries %s `%s`, but `%s` is %s and declares no request axis; ragged emission trims or guards each request's row, so it needs an output whose batch_layout is request_aligned or request_expanded: emit into such an output, or drop the %s",
 			s.Value.Name, o.Name, u.what, u.use.Name, o.Name, o.Contract.Layout.Kind, emitKey(u.what))
 	}
@@ -220,7 +218,7 @@ func (e *emitChecker) checkTrim(s *ir.Step) {
 		dims = append(dims, fmt.Sprintf("`%s` on dimension `%s`", p.Lengths.Name, p.Dim.Name))
 		rel = append(rel, Related{Loc: emitLoc(p.Loc, o.Contract.Loc), Message: fmt.Sprintf("`%s` pads dimension `%s` here", o.Name, p.Dim.Name)})
 	}
-	e.c.ReportRelated("emit/trim-padded", emitLoc(s.ValidLength.Loc, s.Loc), rel,
+	e.c.ReportRelated(diag.EmitTrimPadded, emitLoc(s.ValidLength.Loc, s.Loc), rel,
 		"emit of `%s` into output `%s` carries valid_length `%s`, but `%s` declares padding whose valid_lengths %s already says how much of it is real; a padded output has one account of its raggedness and it is the declared padding, the only one the caller receives, so drop the emit's valid_length",
 		s.Value.Name, o.Name, s.ValidLength.Name, o.Name, strings.Join(dims, ", "))
 }
@@ -230,7 +228,7 @@ func (e *emitChecker) checkTrim(s *ir.Step) {
 // workflow output that some step writes. A name that resolves to nothing is
 // left to packed/unresolved and padding/unresolved.
 func (e *emitChecker) checkPublished(o *ir.Output) {
-	ws := e.written[o.Name]
+	ws := e.bind.Writers(o.Name)
 	if len(ws) == 0 {
 		return
 	}
@@ -259,16 +257,16 @@ func (e *emitChecker) reportUnpublished(o *ir.Output, w *ir.Step, cl emitClaim) 
 	rel := []Related{{Loc: emitLoc(w.Output.Loc, w.Loc), Message: fmt.Sprintf("`%s` is emitted here", o.Name)}}
 	c := e.m.Output(name)
 	if c == nil {
-		e.c.ReportRelated("emit/unpublished-companion", emitLoc(cl.ref.Loc, o.Loc), rel,
+		e.c.ReportRelated(diag.EmitUnpublishedCompanion, emitLoc(cl.ref.Loc, o.Loc), rel,
 			"emitted output `%s` %s is not itself a declared workflow output; %s, so declare `%s` under outputs as %s, shared, and emit it",
 			o.Name, what, why, name, cl.demand())
 		return
 	}
-	if len(e.written[name]) > 0 {
+	if len(e.bind.Writers(name)) > 0 {
 		return
 	}
 	rel = append(rel, Related{Loc: c.Loc, Message: fmt.Sprintf("`%s` is declared here", name)})
-	e.c.ReportRelated("emit/unpublished-companion", emitLoc(cl.ref.Loc, o.Loc), rel,
+	e.c.ReportRelated(diag.EmitUnpublishedCompanion, emitLoc(cl.ref.Loc, o.Loc), rel,
 		"emitted output `%s` %s is declared as a workflow output but never emitted; declaring an output delivers nothing, and %s, so add an emit step that writes `%s`",
 		o.Name, what, why, name)
 }
@@ -283,14 +281,14 @@ func (e *emitChecker) checkCompanion(o *ir.Output) {
 	cls := e.claims[o.Name]
 	var live []emitClaim
 	for _, cl := range cls {
-		if len(e.written[cl.payload.Name]) > 0 {
+		if len(e.bind.Writers(cl.payload.Name)) > 0 {
 			live = append(live, cl)
 		}
 	}
 	if len(live) > 0 {
 		e.checkMalformed(o, live)
 	}
-	ws := e.written[o.Name]
+	ws := e.bind.Writers(o.Name)
 	if len(ws) == 0 || o.Contract == nil || o.Contract.Layout.Kind != ir.Shared {
 		return
 	}
@@ -332,7 +330,7 @@ func (e *emitChecker) checkMalformed(o *ir.Output, live []emitClaim) {
 	if dtypeOK {
 		loc = emitRankLoc(c, o.Loc)
 	}
-	e.c.ReportRelated("emit/malformed-companion", loc, rel,
+	e.c.ReportRelated(diag.EmitMalformedCompanion, loc, rel,
 		"output `%s` is %s, but %s; a companion is shaped by the reference that names it, so declare `%s` as %s",
 		o.Name, emitShapeOf(c), strings.Join(named, "; "), o.Name, emitAdvice(live[0]))
 }
@@ -393,7 +391,7 @@ func (e *emitChecker) reportOrphan(o *ir.Output, w *ir.Step, cls []emitClaim) {
 	if len(payloads) > 1 {
 		who = "only outputs " + strings.Join(payloads, ", ") + " name"
 	}
-	e.c.ReportRelated("emit/companion-of-unemitted", emitLoc(w.Output.Loc, w.Loc), rel,
+	e.c.ReportRelated(diag.EmitCompanionOfUnemitted, emitLoc(w.Output.Loc, w.Loc), rel,
 		"emit of `%s` writes shared output `%s`, which %s as a companion (%s), and no step emits %s; a companion is published for the payload it describes, so emit %s as well, or drop this emit",
 		w.Value.Name, o.Name, who, strings.Join(named, "; "), strings.Join(payloads, " or "), strings.Join(payloads, " and "))
 }
@@ -409,7 +407,7 @@ func (e *emitChecker) checkServing(o *ir.Output, w *ir.Step) {
 	if r <= 0 {
 		return
 	}
-	e.c.ReportRelated("emit/serving-shared", emitLoc(w.Output.Loc, w.Loc), emitOutputRelated(o, "the output is declared shared here"),
+	e.c.ReportRelated(diag.EmitServingShared, emitLoc(w.Output.Loc, w.Loc), emitOutputRelated(o, "the output is declared shared here"),
 		"emit of `%s` into output `%s`, which is shared at rank %d, in a workflow with `serving`: a served result goes back to its request, and a shared value has no row to go back to unless it is a companion of another emitted output (the offsets or owner of a token_packed level, or the valid_lengths of a padding entry); no output names `%s` as one, so declare a request axis on `%s` (batch_layout request_aligned), or name it in the levels or padding of the emitted output it describes",
 		w.Value.Name, o.Name, r, o.Name, o.Name)
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/genaic/genaic/ir"
 )
 
-// runEmitOnly runs the scopes pass and the emit pass on a hand-built
+// runEmitOnly runs the emit pass and the passes it requires on a hand-built
 // module, so the emit rules can be fed shapes the front end never lowers.
 func runEmitOnly(t *testing.T, m *ir.Module) diag.List {
 	t.Helper()
 	var ds diag.List
 	results := map[*Pass]any{}
-	for _, p := range []*Pass{ScopesPass, EmitPass} {
+	for _, p := range []*Pass{ScopesPass, BindingsPass, EmitPass} {
 		res, err := runOne(p, &Context{Module: m, pass: p, results: results, diags: &ds})
 		if err != nil {
 			t.Fatal(err)
@@ -68,11 +68,11 @@ func TestEmitAxisVersionScoping(t *testing.T) {
 	for _, tc := range []struct {
 		major, minor int
 		axis         *int64
-		want         []string
+		want         []diag.Rule
 	}{
 		{1, 0, nil, nil},
-		{1, 1, nil, []string{"emit/axis-required"}},
-		{1, 0, ptr64(4), []string{"emit/axis"}},
+		{1, 1, nil, []diag.Rule{diag.EmitAxisRequired}},
+		{1, 0, ptr64(4), []diag.Rule{diag.EmitAxis}},
 		{1, 1, ptr64(3), nil},
 	} {
 		m := ir.NewModule()
@@ -81,7 +81,7 @@ func TestEmitAxisVersionScoping(t *testing.T) {
 		v := m.NewValue("x", ir.DefInput, c, 0)
 		m.Outputs = []*ir.Output{{Name: "y", Contract: c}}
 		m.Body.Steps = []*ir.Step{{Op: ir.OpEmit, Value: ir.Use{Name: "x", ID: v}, Output: ir.Ref{Name: "y"}, Mode: "append", Axis: tc.axis}}
-		var got []string
+		var got []diag.Rule
 		for _, d := range runEmitOnly(t, m) {
 			got = append(got, d.Rule)
 		}

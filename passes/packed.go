@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -20,10 +21,15 @@ var PackedPass = &Pass{
 	Name:     "packed",
 	Doc:      "check token_packed layouts (§4 r1–r8): resolvable, well-typed companions on axis 0, one or two levels, extents on output levels, consistent pairs",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
+	Rules: []diag.Rule{
+		diag.PackedUnresolved, diag.PackedAxis, diag.PackedLevels, diag.PackedCompanion,
+		diag.PackedCompanionRole, diag.PackedExtent, diag.PackedPair,
+		diag.PackedDoubleSpelling, diag.PackedOwnerSuppliable,
+	},
 	Run: func(c *Context) (any, error) {
 		p := &packedChecker{c: c, sc: c.Result(ScopesPass).(*Scopes),
-			bad: map[*ir.Contract]bool{}, seen: map[string]bool{}, read: packedReadNames(c.Module)}
+			bad: map[*ir.Contract]bool{}, seen: map[string]bool{}, bind: c.Result(BindingsPass).(*Bindings)}
 		p.run()
 		return nil, nil
 	},
@@ -71,7 +77,7 @@ func (pc *packedCompanion) contract() *ir.Contract {
 
 // packedLevel is one ownership level of one packed contract.
 type packedLevel struct {
-	site           *Site
+	site           *ir.Site
 	index          int
 	level          *ir.Level
 	offsets, owner packedCompanion
@@ -105,9 +111,9 @@ type packedChecker struct {
 	// seen de-duplicates findings about one declaration named from
 	// several sites.
 	seen map[string]bool
-	// read holds the names of values some step, cell initializer or
-	// serving declaration reads.
-	read map[string]bool
+	// bind says which values some step, cell initializer or serving
+	// declaration reads.
+	bind *Bindings
 }
 
 func (p *packedChecker) once(key string) bool {
@@ -139,17 +145,17 @@ func (p *packedChecker) run() {
 
 // site checks what one packed contract says on its own and collects its
 // levels for the checks that compare levels across sites.
-func (p *packedChecker) site(s *Site) {
+func (p *packedChecker) site(s *ir.Site) {
 	k := s.Contract
 	p.axis(s)
 	p.doubleSpelling(s)
 	n := len(k.Layout.Levels)
 	switch {
 	case n == 0:
-		p.c.Report("packed/levels", packedLoc(k.Layout.Loc, k.Loc),
+		p.c.Report(diag.PackedLevels, packedLoc(k.Layout.Loc, k.Loc),
 			"%s is token_packed but declares no ownership levels; a packed run is only attributable to requests through at least one offsets/owner pair: write `levels: [{ offsets: <o>, owner: <w> }]`", s)
 	case n > 2:
-		p.c.Report("packed/levels", packedLoc(k.Layout.Levels[2].Loc, k.Layout.Loc, k.Loc),
+		p.c.Report(diag.PackedLevels, packedLoc(k.Layout.Levels[2].Loc, k.Layout.Loc, k.Loc),
 			"%s declares %d ownership levels, more than the 2 a packed value may carry (items in units, units in request rows); keep at most two levels, innermost first", s, n)
 	}
 	var levels []*packedLevel
@@ -173,7 +179,7 @@ func (p *packedChecker) site(s *Site) {
 }
 
 // axis checks §4 r2: the packed axis is 0, wherever token_packed appears.
-func (p *packedChecker) axis(s *Site) {
+func (p *packedChecker) axis(s *ir.Site) {
 	k := s.Contract
 	a := k.Layout.Axis
 	if a == 0 {
@@ -185,7 +191,7 @@ func (p *packedChecker) axis(s *Site) {
 		if k.Rank >= 0 {
 			where = fmt.Sprintf("outside its rank %d", k.Rank)
 		}
-		p.c.Report("packed/axis", loc,
+		p.c.Report(diag.PackedAxis, loc,
 			"%s packs items along axis %d, %s; a packed axis must be axis 0: put the packed dimension first in the shape and write `axis: 0`", s, a, where)
 		return
 	}
@@ -193,19 +199,19 @@ func (p *packedChecker) axis(s *Site) {
 	if d, _, ok := packedDim(k); ok {
 		what = fmt.Sprintf(": move %s to the front of the shape and write `axis: 0`", packedDimText(d))
 	}
-	p.c.Report("packed/axis", loc,
+	p.c.Report(diag.PackedAxis, loc,
 		"%s packs items along axis %d; a packed axis must be axis 0, because only then is each request's span a contiguous range that can be aliased rather than gathered%s", s, a, what)
 }
 
 // doubleSpelling checks §4 r7: no padding on the dimension a value packs.
-func (p *packedChecker) doubleSpelling(s *Site) {
+func (p *packedChecker) doubleSpelling(s *ir.Site) {
 	d, axis, ok := packedDim(s.Contract)
 	if !ok || !d.IsSym() {
 		return
 	}
 	for _, pad := range s.Contract.Padding {
 		if pad.Dim.Name == d.Sym {
-			p.c.ReportRelated("packed/double-spelling", packedLoc(pad.Dim.Loc, pad.Loc),
+			p.c.ReportRelated(diag.PackedDoubleSpelling, packedLoc(pad.Dim.Loc, pad.Loc),
 				[]Related{{Loc: s.Contract.Layout.Loc, Message: "the token_packed layout is declared here"}},
 				"%s declares padding on dimension `%s`, which is the axis %d it packs items along; packed items are contiguous and carry no padding, and the level offsets already say where each one ends: drop this padding entry",
 				s, d.Sym, axis)
@@ -224,8 +230,8 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 		return
 	}
 	pc.target, pc.resolved = p.sc.Lookup(l.site, pc.ref.Name)
-	if !pc.resolved && (l.site.Kind != SiteInput || p.read[l.site.Name]) {
-		p.c.Report("packed/unresolved", packedLoc(pc.ref.Loc, l.level.Loc),
+	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.bind.Read(l.site.Name)) {
+		p.c.Report(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc),
 			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			l.site, pc.ref.Name, l.index, pc.role, packedScopeText(l.site))
 	}
@@ -233,12 +239,12 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 
 // packedScopeText says where a name written in site's contract is looked
 // up.
-func packedScopeText(s *Site) string {
+func packedScopeText(s *ir.Site) string {
 	const wf = "the workflow's inputs, state cells, step values and outputs"
 	switch s.Kind {
-	case SitePortIn, SitePortOut:
+	case ir.SitePortIn, ir.SitePortOut:
 		return fmt.Sprintf("the ports of component `%s`, then %s", s.Component.Name, wf)
-	case SiteProgram:
+	case ir.SiteProgram:
 		return fmt.Sprintf("the outputs of preprocessing.%s, then %s", s.Program.Modality, wf)
 	}
 	return wf
@@ -251,7 +257,7 @@ func (p *packedChecker) structure(levels []*packedLevel) {
 	for _, l := range levels {
 		if l.offsets.ref.Name != "" && l.offsets.ref.Name == l.owner.ref.Name {
 			l.broken = true
-			p.c.Report("packed/companion", packedLoc(l.owner.ref.Loc, l.level.Loc),
+			p.c.Report(diag.PackedCompanion, packedLoc(l.owner.ref.Loc, l.level.Loc),
 				"%s names `%s` as both its level %d offsets and its level %d owner map; the two are different vectors of different lengths (units + 1 and %s), so one value cannot be both: declare a separate owner map",
 				l.site, l.owner.ref.Name, l.index, l.index, packedOwnerUnit(l.index))
 		}
@@ -263,7 +269,7 @@ func (p *packedChecker) structure(levels []*packedLevel) {
 	if inner.offsets.ref.Name != "" && inner.offsets.ref.Name == outer.offsets.ref.Name &&
 		inner.owner.ref.Name != "" && inner.owner.ref.Name == outer.owner.ref.Name {
 		outer.broken = true
-		p.c.ReportRelated("packed/pair", packedLoc(outer.level.Loc, outer.offsets.ref.Loc),
+		p.c.ReportRelated(diag.PackedPair, packedLoc(outer.level.Loc, outer.offsets.ref.Loc),
 			[]Related{{Loc: inner.level.Loc, Message: "level 0 names the same pair"}},
 			"%s repeats the pair (offsets `%s`, owner map `%s`) at levels 0 and 1; level 1 groups the units of level 0 into request rows, so it needs a pair of its own: name the outer grouping's offsets and owner map there",
 			outer.site, outer.offsets.ref.Name, outer.owner.ref.Name)
@@ -278,7 +284,7 @@ func (p *packedChecker) structure(levels []*packedLevel) {
 				continue
 			}
 			outer.broken = true
-			p.c.ReportRelated("packed/companion", packedLoc(pc.ref.Loc, outer.level.Loc),
+			p.c.ReportRelated(diag.PackedCompanion, packedLoc(pc.ref.Loc, outer.level.Loc),
 				[]Related{{Loc: prev.ref.Loc, Message: fmt.Sprintf("level 0 names `%s` here", prev.ref.Name)}},
 				"%s names `%s` as both its level 0 %s and its level 1 %s; the two are different vectors of different lengths, so one value cannot serve two levels: declare a separate %s for level 1",
 				outer.site, pc.ref.Name, prev.role, pc.role, pc.role)
@@ -302,17 +308,17 @@ func packedOwnerUnit(i int) string {
 // graph stands behind a workflow output to produce or preserve anything.
 func (p *packedChecker) extent(l *packedLevel) {
 	switch l.site.Kind {
-	case SitePortIn, SiteInput:
+	case ir.SitePortIn, ir.SiteInput:
 		if l.level.Extent != ir.ExtentNone {
-			p.c.Report("packed/extent", l.level.Loc,
+			p.c.Report(diag.PackedExtent, l.level.Loc,
 				"%s declares level %d `extent: %s`, but an input level carries no extent: every count of a value it consumes is one its caller assembled; drop `extent`",
 				l.site, l.index, l.level.Extent)
 		}
-	case SitePortOut, SiteProgram:
+	case ir.SitePortOut, ir.SiteProgram:
 		switch l.level.Extent {
 		case ir.ExtentNone:
 			l.broken = true
-			p.c.Report("packed/extent", l.level.Loc,
+			p.c.Report(diag.PackedExtent, l.level.Loc,
 				"%s declares no extent for level %d; a level either preserves an input level's units one for one or has its units produced by the graph: write `extent: preserved` or `extent: produced`",
 				l.site, l.index)
 		case ir.ExtentProduced:
@@ -342,7 +348,7 @@ func (p *packedChecker) produced(l *packedLevel) {
 		return
 	}
 	l.broken = true
-	p.c.ReportRelated("packed/extent", packedLoc(at, l.level.Loc), related,
+	p.c.ReportRelated(diag.PackedExtent, packedLoc(at, l.level.Loc), related,
 		"%s declares level %d `extent: produced`, but %s, not an output of %s; a level the graph decides is described by companions the graph emits: declare %s as outputs there, or write `extent: preserved` if the level keeps an input level's units",
 		l.site, l.index, strings.Join(what, " and "), packedProducer(l.site), strings.Join(names, " and "))
 }
@@ -350,9 +356,9 @@ func (p *packedChecker) produced(l *packedLevel) {
 // preserved checks that a preserved level reuses a pair an input port of
 // the same component carries, and names none of the component's outputs.
 func (p *packedChecker) preserved(l *packedLevel) {
-	if l.site.Kind == SiteProgram {
+	if l.site.Kind == ir.SiteProgram {
 		l.broken = true
-		p.c.Report("packed/extent", l.level.Loc,
+		p.c.Report(diag.PackedExtent, l.level.Loc,
 			"%s declares level %d `extent: preserved`, but a preprocessing program has no input level to preserve: write `extent: produced` and name companions the program outputs",
 			l.site, l.index)
 		return
@@ -360,7 +366,7 @@ func (p *packedChecker) preserved(l *packedLevel) {
 	for _, pc := range l.companions() {
 		if pc.resolved && p.ownOutput(l.site, pc.target) {
 			l.broken = true
-			p.c.Report("packed/extent", packedLoc(pc.ref.Loc, l.level.Loc),
+			p.c.Report(diag.PackedExtent, packedLoc(pc.ref.Loc, l.level.Loc),
 				"%s declares level %d `extent: preserved` but its %s `%s` is an output port of the same component; preserving a level means reusing the companions that already described it on an input: name the input's pair, or write `extent: produced`",
 				l.site, l.index, pc.role, pc.ref.Name)
 			return
@@ -370,29 +376,29 @@ func (p *packedChecker) preserved(l *packedLevel) {
 		return
 	}
 	l.broken = true
-	p.c.Report("packed/extent", l.level.Loc,
+	p.c.Report(diag.PackedExtent, l.level.Loc,
 		"%s declares level %d `extent: preserved`, but no input port of component `%s` declares an ownership level pairing offsets `%s` with owner map `%s`; a level is preserved by reusing the very pair that described it: name an input level's pair, or write `extent: produced`",
 		l.site, l.index, l.site.Component.Name, l.offsets.ref.Name, l.owner.ref.Name)
 }
 
 // ownOutput reports whether t is an output of the component or program
 // that declares site.
-func (p *packedChecker) ownOutput(site *Site, t Target) bool {
+func (p *packedChecker) ownOutput(site *ir.Site, t Target) bool {
 	if t.Site == nil {
 		return false
 	}
 	switch site.Kind {
-	case SitePortIn, SitePortOut:
-		return t.Site.Kind == SitePortOut && t.Site.Component == site.Component
-	case SiteProgram:
-		return t.Site.Kind == SiteProgram && t.Site.Program == site.Program
+	case ir.SitePortIn, ir.SitePortOut:
+		return t.Site.Kind == ir.SitePortOut && t.Site.Component == site.Component
+	case ir.SiteProgram:
+		return t.Site.Kind == ir.SiteProgram && t.Site.Program == site.Program
 	}
 	return false
 }
 
 // packedProducer names what must output a produced level's companions.
-func packedProducer(s *Site) string {
-	if s.Kind == SiteProgram {
+func packedProducer(s *ir.Site) string {
+	if s.Kind == ir.SiteProgram {
 		return fmt.Sprintf("preprocessing.%s", s.Program.Modality)
 	}
 	return fmt.Sprintf("component `%s`", s.Component.Name)
@@ -428,7 +434,7 @@ func (p *packedChecker) pairOwners() {
 		packedReconcile(group, sameOwner, func(l, ref *packedLevel) {
 			l.conflict = true
 			name := l.offsets.ref.Name
-			p.c.ReportRelated("packed/pair", packedLoc(l.owner.ref.Loc, l.level.Loc),
+			p.c.ReportRelated(diag.PackedPair, packedLoc(l.owner.ref.Loc, l.level.Loc),
 				[]Related{{Loc: ref.owner.ref.Loc, Message: fmt.Sprintf("%s pairs `%s` with `%s` here", ref.site, name, ref.owner.ref.Name)}},
 				"%s pairs offsets `%s` with owner map `%s` at level %d, but %s pairs the same offsets with `%s`; one offsets vector describes one grouping, so it has one owner map: name `%s` here, or give this level offsets of its own",
 				l.site, name, l.owner.ref.Name, l.index, ref.site, ref.owner.ref.Name, ref.owner.ref.Name)
@@ -462,7 +468,7 @@ func packedScope(l *packedLevel) string {
 		case !pc.resolved || t == nil:
 		case t.IsPort():
 			return "component " + t.Component.Name
-		case t.Kind == SiteProgram:
+		case t.Kind == ir.SiteProgram:
 			return "preprocessing." + t.Program.Modality
 		}
 	}
@@ -540,7 +546,7 @@ func (p *packedChecker) companionType(l *packedLevel, pc *packedCompanion, k *ir
 	report := func(loc ir.Loc, format string, args ...any) {
 		p.seen[key] = true
 		p.bad[k] = true
-		p.c.ReportRelated("packed/companion", packedLoc(pc.ref.Loc, l.level.Loc),
+		p.c.ReportRelated(diag.PackedCompanion, packedLoc(pc.ref.Loc, l.level.Loc),
 			[]Related{{Loc: packedLoc(loc, k.Loc), Message: fmt.Sprintf("`%s` is declared here", pc.ref.Name)}},
 			"%s "+format, append([]any{l.describe(pc)}, args...)...)
 	}
@@ -578,14 +584,14 @@ func packedWhyShared(r packedRole) string {
 // carries the content role that says it is one. Declarations without a
 // content role (a component's graph outputs) are out of its reach.
 func (p *packedChecker) companionRole(l *packedLevel, pc *packedCompanion) {
-	po := ProgramOutput(pc.target.Site)
+	po := pc.target.Site.ProgramOutput()
 	if po == nil || po.Content == "" || po.Content == pc.role.content() {
 		return
 	}
 	if !p.once(fmt.Sprintf("role %p %d", po, pc.role)) {
 		return
 	}
-	p.c.ReportRelated("packed/companion-role", packedLoc(pc.ref.Loc, l.level.Loc),
+	p.c.ReportRelated(diag.PackedCompanionRole, packedLoc(pc.ref.Loc, l.level.Loc),
 		[]Related{{Loc: po.Loc, Message: fmt.Sprintf("`%s` is declared with content `%s` here", po.Name, po.Content)}},
 		"%s names `%s` as its level %d %s, but that output carries content role `%s`; a companion says what it is by its role, and the role that says this is `%s`: write `content: %s` on it, or name the output that carries that role",
 		l.site, pc.ref.Name, l.index, pc.role, po.Content, pc.role.content(), pc.role.content())
@@ -594,7 +600,7 @@ func (p *packedChecker) companionRole(l *packedLevel, pc *packedCompanion) {
 // ownerSuppliable checks §4 r8: an owner map is never externally
 // suppliable.
 func (p *packedChecker) ownerSuppliable(l *packedLevel, pc *packedCompanion) {
-	if pc.target.Site == nil || pc.target.Site.Kind != SiteInput {
+	if pc.target.Site == nil || pc.target.Site.Kind != ir.SiteInput {
 		return
 	}
 	var in *ir.Input
@@ -607,7 +613,7 @@ func (p *packedChecker) ownerSuppliable(l *packedLevel, pc *packedCompanion) {
 	if in == nil || !in.ExternallySuppliable || !p.once("suppliable "+in.Name) {
 		return
 	}
-	p.c.ReportRelated("packed/owner-suppliable", packedLoc(in.ExternalLoc, in.Loc),
+	p.c.ReportRelated(diag.PackedOwnerSuppliable, packedLoc(in.ExternalLoc, in.Loc),
 		[]Related{{Loc: pc.ref.Loc, Message: fmt.Sprintf("%s names it as its level %d owner map here", l.site, l.index)}},
 		"workflow input `%s` is externally_suppliable but %s names it as its level %d owner map; an owner map holds positions inside a group the application never sees, so no caller can supply one: drop `externally_suppliable` (offsets may stay suppliable, the runtime rebases them)",
 		in.Name, l.site, l.index)
@@ -628,7 +634,7 @@ func (p *packedChecker) levelExtents(l *packedLevel) {
 	if !p.once(fmt.Sprintf("same-extent %p %p", l.offsets.contract(), l.owner.contract())) {
 		return
 	}
-	p.c.ReportRelated("packed/companion", packedLoc(l.offsets.ref.Loc, l.level.Loc),
+	p.c.ReportRelated(diag.PackedCompanion, packedLoc(l.offsets.ref.Loc, l.level.Loc),
 		[]Related{{Loc: o.Loc, Message: fmt.Sprintf("`%s` is [%s]", l.offsets.ref.Name, o.Sym)}, {Loc: w.Loc, Message: fmt.Sprintf("`%s` is [%s]", l.owner.ref.Name, w.Sym)}},
 		"%s declares level %d offsets `%s` and owner map `%s` with the same extent `%s`; offsets carry one entry per unit plus a final total and the owner map %s, so they cannot have one extent: %s",
 		l.site, l.index, l.offsets.ref.Name, l.owner.ref.Name, o.Sym, packedOwnerUnit(l.index), packedSameExtentFix(l, o.Sym))
@@ -702,7 +708,7 @@ func (p *packedChecker) pairExtentReport(l, ref *packedLevel) {
 		fix = append(fix, fmt.Sprintf("declare `%s` as [%s]", l.offsets.ref.Name, packedDimPlain(ro)))
 		at = l.offsets.ref.Loc
 	}
-	p.c.ReportRelated("packed/pair", packedLoc(at, l.level.Loc),
+	p.c.ReportRelated(diag.PackedPair, packedLoc(at, l.level.Loc),
 		[]Related{{Loc: ref.level.Loc, Message: fmt.Sprintf("%s names the pair with extents [%s] and [%s] here", ref.site, packedDimPlain(ro), packedDimPlain(rw))}},
 		"%s names the pair (offsets `%s`, owner map `%s`) at level %d with extents [%s] and [%s], but %s names the same pair with [%s] and [%s]; a pair is one mapping wherever it is named, so its counts cannot differ by the port that names it: %s",
 		l.site, l.offsets.ref.Name, l.owner.ref.Name, l.index, packedDimPlain(o), packedDimPlain(w), ref.site, packedDimPlain(ro), packedDimPlain(rw), strings.Join(fix, " and "))
@@ -731,7 +737,7 @@ func (p *packedChecker) ownerExtent(l *packedLevel) {
 	if !ok || !packedDimsDiffer(packed, w) {
 		return
 	}
-	p.c.ReportRelated("packed/companion", packedLoc(l.owner.ref.Loc, l.level.Loc),
+	p.c.ReportRelated(diag.PackedCompanion, packedLoc(l.owner.ref.Loc, l.level.Loc),
 		[]Related{{Loc: w.Loc, Message: fmt.Sprintf("`%s` is declared [%s] here", l.owner.ref.Name, packedDimPlain(w))},
 			{Loc: packed.Loc, Message: fmt.Sprintf("the packed axis is %s here", packedDimText(packed))}},
 		"level 0 owner map `%s` of %s has extent %s, but the packed axis symbol is %s; the level-0 owner map has one entry per packed position, so declare its shape as [%s]",
@@ -817,23 +823,4 @@ func packedCompanionContracts(sc *Scopes) map[*ir.Contract]bool {
 		}
 	}
 	return out
-}
-
-// packedReadNames returns the names of the values that some step, cell
-// initializer or serving declaration reads.
-func packedReadNames(m *ir.Module) map[string]bool {
-	read := map[string]bool{}
-	if sv := m.Serving; sv != nil {
-		read[sv.Active.Name], read[sv.Done.Name], read[sv.AcceptedLen.Name] = true, true, true
-	}
-	m.Body.Walk(func(s *ir.Step) bool {
-		for _, u := range s.Uses() {
-			read[u.Name] = true
-		}
-		return true
-	})
-	for _, c := range m.Cells {
-		read[c.Initializer.Name] = true
-	}
-	return read
 }

@@ -10,10 +10,10 @@ import (
 
 // runAlone runs one check pass on m with the scopes it requires and returns
 // the rules it reported.
-func runAlone(t *testing.T, p *Pass, m *ir.Module) []string {
+func runAlone(t *testing.T, p *Pass, m *ir.Module) []diag.Rule {
 	t.Helper()
 	var ds diag.List
-	c := &Context{Module: m, pass: p, results: map[*Pass]any{ScopesPass: buildScopes(m)}, diags: &ds}
+	c := &Context{Module: m, pass: p, results: map[*Pass]any{ScopesPass: buildScopes(m), BindingsPass: buildBindings(m)}, diags: &ds}
 	if _, err := runOne(p, c); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestPackedPairPrecedence(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		portOwner string
-		want      string
+		want      diag.Rule
 	}{{"other", "packed/pair"}, {"s_n", "packed/companion"}} {
 		got := runAlone(t, PackedPass, build(tc.portOwner))
 		if len(got) != 1 || got[0] != tc.want {
@@ -113,7 +113,7 @@ func TestPackedUnreadInput(t *testing.T) {
 		t.Errorf("unread input: got %v, want nothing", got)
 	}
 	got := append(runAlone(t, PackedPass, build(true)), runAlone(t, PaddingPass, build(true))...)
-	for _, want := range []string{"packed/unresolved", "padding/unresolved"} {
+	for _, want := range []diag.Rule{diag.PackedUnresolved, diag.PaddingUnresolved} {
 		if !slices.Contains(got, want) {
 			t.Errorf("read input: got %v, want %s", got, want)
 		}

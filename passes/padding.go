@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -20,11 +21,15 @@ var PaddingPass = &Pass{
 	Name:     "padding",
 	Doc:      "check padding (§3.2): resolvable int64 shared lengths companions shaped as the padded value's outer axes",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
+	Rules: []diag.Rule{
+		diag.PaddingUnresolved, diag.PaddingDimension, diag.PaddingDuplicate, diag.PaddingSelf,
+		diag.PaddingCompanion,
+	},
 	Run: func(c *Context) (any, error) {
 		sc := c.Result(ScopesPass).(*Scopes)
 		p := &paddingChecker{c: c, sc: sc, companions: packedCompanionContracts(sc),
-			seen: map[string]bool{}, read: packedReadNames(c.Module)}
+			seen: map[string]bool{}, bind: c.Result(BindingsPass).(*Bindings)}
 		for _, s := range sc.Sites {
 			p.site(s)
 		}
@@ -41,14 +46,13 @@ type paddingChecker struct {
 	// seen de-duplicates findings about one lengths declaration named
 	// from several sites.
 	seen map[string]bool
-	// read holds the names of values some step, cell initializer or serving
-	// declaration reads:
-	// like a level companion, the lengths of a workflow input nothing reads
-	// are never looked up (see packedChecker.resolve).
-	read map[string]bool
+	// bind says which values steps read: like a level companion, the
+	// lengths of a workflow input nothing reads are never looked up (see
+	// packedChecker.resolve).
+	bind *Bindings
 }
 
-func (p *paddingChecker) site(s *Site) {
+func (p *paddingChecker) site(s *ir.Site) {
 	k := s.Contract
 	if k == nil || len(k.Padding) == 0 || p.companions[k] {
 		return
@@ -62,7 +66,7 @@ func (p *paddingChecker) site(s *Site) {
 			continue
 		}
 		if prev, dup := first[name]; dup {
-			p.c.ReportRelated("padding/duplicate", packedLoc(pad.Dim.Loc, pad.Loc),
+			p.c.ReportRelated(diag.PaddingDuplicate, packedLoc(pad.Dim.Loc, pad.Loc),
 				[]Related{{Loc: packedLoc(prev.Dim.Loc, prev.Loc), Message: fmt.Sprintf("`%s` is first padded here", name)}},
 				"%s declares padding on dimension `%s` more than once; one dimension has one padded extent and one lengths companion: drop this entry",
 				s, name)
@@ -77,23 +81,23 @@ func (p *paddingChecker) site(s *Site) {
 // dimension checks that the padded dimension is a shape symbol of the
 // value and not its request axis, and returns its axis (-1 when it is
 // refused).
-func (p *paddingChecker) dimension(s *Site, pad *ir.Padding) int {
+func (p *paddingChecker) dimension(s *ir.Site, pad *ir.Padding) int {
 	k, name := s.Contract, pad.Dim.Name
 	loc := packedLoc(pad.Dim.Loc, pad.Loc)
 	axis := k.Axis(name)
 	switch {
 	case !k.HasShape:
-		p.c.Report("padding/dimension", loc,
+		p.c.Report(diag.PaddingDimension, loc,
 			"%s declares padding on dimension `%s`, but it declares no shape, so `%s` is not a shape symbol of it: declare its shape with `%s` in it",
 			s, name, name, name)
 		return -1
 	case axis < 0:
-		p.c.Report("padding/dimension", loc,
+		p.c.Report(diag.PaddingDimension, loc,
 			"%s declares padding on dimension `%s`, which is not a shape symbol of the value it pads (its shape is %s): pad one of its symbols, or add `%s` to its shape",
 			s, name, paddingShapeText(k.Shape), name)
 		return -1
 	case axis == k.RequestAxis():
-		p.c.Report("padding/dimension", loc,
+		p.c.Report(diag.PaddingDimension, loc,
 			"%s declares padding on dimension `%s`, which is the axis %d its request rows stack along; a row is a whole request and is never padded: pad a dimension inside one row",
 			s, name, axis)
 		return -1
@@ -102,21 +106,21 @@ func (p *paddingChecker) dimension(s *Site, pad *ir.Padding) int {
 }
 
 // lengths checks the valid_lengths companion of one entry.
-func (p *paddingChecker) lengths(s *Site, pad *ir.Padding, axis int) {
+func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 	ref := pad.Lengths
 	if ref.Name == "" {
 		return
 	}
 	loc := packedLoc(ref.Loc, pad.Loc)
 	if ref.Name == s.Name {
-		p.c.Report("padding/self", loc,
+		p.c.Report(diag.PaddingSelf, loc,
 			"%s names itself as the valid_lengths of its own dimension `%s`; a value cannot say how much of itself is real: name the int64 vector that holds the lengths of `%s`",
 			s, pad.Dim.Name, pad.Dim.Name)
 		return
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
-	if !ok && (s.Kind != SiteInput || p.read[s.Name]) {
-		p.c.Report("padding/unresolved", loc,
+	if !ok && (s.Kind != ir.SiteInput || p.bind.Read(s.Name)) {
+		p.c.Report(diag.PaddingUnresolved, loc,
 			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))
 		return
@@ -132,7 +136,7 @@ func (p *paddingChecker) lengths(s *Site, pad *ir.Padding, axis int) {
 
 // lengthsType checks what a lengths companion is on its own: int64 and
 // shared.
-func (p *paddingChecker) lengthsType(s *Site, pad *ir.Padding, t Target) {
+func (p *paddingChecker) lengthsType(s *ir.Site, pad *ir.Padding, t Target) {
 	lk := t.Contract
 	key := fmt.Sprintf("%p", lk)
 	if p.seen[key] {
@@ -140,7 +144,7 @@ func (p *paddingChecker) lengthsType(s *Site, pad *ir.Padding, t Target) {
 	}
 	report := func(at ir.Loc, format string, args ...any) {
 		p.seen[key] = true
-		p.c.ReportRelated("padding/companion", packedLoc(pad.Lengths.Loc, pad.Loc),
+		p.c.ReportRelated(diag.PaddingCompanion, packedLoc(pad.Lengths.Loc, pad.Loc),
 			[]Related{{Loc: packedLoc(at, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
 			"valid_lengths `%s` of dimension `%s` of %s "+format, append([]any{t.Name, pad.Dim.Name, s}, args...)...)
 	}
@@ -155,12 +159,12 @@ func (p *paddingChecker) lengthsType(s *Site, pad *ir.Padding, t Target) {
 
 // lengthsShape checks that a lengths companion's rank is the padded axis
 // index and its shape the padded value's outer axes, in order.
-func (p *paddingChecker) lengthsShape(s *Site, pad *ir.Padding, t Target, axis int) {
+func (p *paddingChecker) lengthsShape(s *ir.Site, pad *ir.Padding, t Target, axis int) {
 	k, lk := s.Contract, t.Contract
 	outer := k.Shape[:axis]
 	loc := packedLoc(pad.Lengths.Loc, pad.Loc)
 	if lk.Rank >= 0 && lk.Rank != axis {
-		p.c.ReportRelated("padding/companion", loc,
+		p.c.ReportRelated(diag.PaddingCompanion, loc,
 			[]Related{{Loc: packedLoc(lk.RankLoc, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
 			"valid_lengths `%s` of %s has rank %d but dimension `%s` is axis %d, so it must have rank %d: one entry per position of the axes outer to `%s`; declare its shape as %s",
 			t.Name, s, lk.Rank, pad.Dim.Name, axis, axis, pad.Dim.Name, paddingShapeText(outer))
@@ -173,7 +177,7 @@ func (p *paddingChecker) lengthsShape(s *Site, pad *ir.Padding, t Target, axis i
 		if !packedDimsDiffer(d, outer[i]) {
 			continue
 		}
-		p.c.ReportRelated("padding/companion", loc,
+		p.c.ReportRelated(diag.PaddingCompanion, loc,
 			[]Related{{Loc: d.Loc, Message: fmt.Sprintf("`%s` declares %s here", t.Name, packedDimText(d))},
 				{Loc: outer[i].Loc, Message: fmt.Sprintf("%s declares %s here", s, packedDimText(outer[i]))}},
 			"valid_lengths `%s` declares %s on axis %d but the value it bounds, %s, declares %s there; its shape is the padded value's axes outer to `%s`, in order: declare it as %s",

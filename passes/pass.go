@@ -2,15 +2,19 @@
 // that report diagnostics with rule ids from the public catalogue, and plan
 // passes that decide how components group their items.
 //
-// A pass is a declared value (Name, Doc, Requires, ResultType, Run), in the
-// manner of golang.org/x/tools/go/analysis. Pipeline is the one ordered list;
-// a test proves every pass a pass requires runs earlier.
+// A pass is a declared value (Name, Doc, Requires, ResultType, Rules, Run),
+// in the manner of golang.org/x/tools/go/analysis. Pipeline is the one
+// ordered list; PassOrder holds the constraints on its order that Requires
+// does not, and CheckPipeline, run at start-up and by a test, keeps both.
+// Facts several passes need (contract sites and name resolution, symbol
+// classes, bindings) are the results of passes of their own.
 package passes
 
 import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"slices"
 
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
@@ -36,7 +40,11 @@ type Pass struct {
 	// ResultType is the type of what Run returns for later passes, or nil
 	// when the pass returns nothing.
 	ResultType reflect.Type
-	Run        func(*Context) (any, error)
+	// Rules are the rule ids the pass may report. Reporting another is a
+	// bug in the pass (Report panics, runOne turns it into an error), so
+	// the list is a true account of what each pass checks.
+	Rules []diag.Rule
+	Run   func(*Context) (any, error)
 }
 
 // Context is what a running pass sees: the module, the results of the
@@ -59,7 +67,7 @@ func (c *Context) Result(p *Pass) any {
 }
 
 // Report adds an error diagnostic at loc.
-func (c *Context) Report(rule string, loc ir.Loc, format string, args ...any) {
+func (c *Context) Report(rule diag.Rule, loc ir.Loc, format string, args ...any) {
 	c.ReportRelated(rule, loc, nil, format, args...)
 }
 
@@ -70,9 +78,9 @@ type Related struct {
 }
 
 // ReportRelated adds an error diagnostic at loc with related locations.
-func (c *Context) ReportRelated(rule string, loc ir.Loc, related []Related, format string, args ...any) {
-	if !diag.KnownRule(rule) {
-		panic(fmt.Sprintf("pass %s reports unknown rule %q", c.pass.Name, rule))
+func (c *Context) ReportRelated(rule diag.Rule, loc ir.Loc, related []Related, format string, args ...any) {
+	if !slices.Contains(c.pass.Rules, rule) {
+		panic(fmt.Sprintf("pass %s reports rule %s, which it does not declare in Rules", c.pass.Name, rule))
 	}
 	l := c.Module.Location(loc)
 	d := diag.Errorf(rule, diag.Pos{Line: l.Line, Column: l.Col}, l.Path, format, args...)

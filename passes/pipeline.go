@@ -1,12 +1,22 @@
 package passes
 
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/genaic/genaic/compiler/diag"
+)
+
 // Pipeline is every pass in the order it runs. A pass may read the result
-// of a pass that runs earlier and that it lists in Requires; a test keeps it
-// so.
+// of a pass that runs earlier and that it lists in Requires; PassOrder
+// states the other constraints on the order, and CheckPipeline keeps both.
 var Pipeline = []*Pass{
-	// Name resolution first: every check below resolves companion and
-	// symbol names through it.
+	// Facts first: name resolution, symbol classes and bindings, which the
+	// checks and the planner read rather than derive again.
 	ScopesPass,
+	SymbolsPass,
+	BindingsPass,
 	// Workflow structure: names, components, ports and contract shapes,
 	// which the batching rules below assume are sound.
 	SSAPass,
@@ -22,4 +32,114 @@ var Pipeline = []*Pass{
 	EmitPass,
 	// Plan passes run only when every check above accepted the module.
 	PlanPass,
+}
+
+// Order is a constraint on the pipeline that Requires does not state:
+// Before runs earlier than After, for Reason.
+type Order struct {
+	Before, After *Pass
+	Reason        string
+}
+
+// PassOrder lists the ordering constraints between passes, in the manner of
+// the Go compiler's passOrder. Each records a pass that stays quiet about a
+// defect another pass reports: the pass whose finding explains the silence
+// runs first, so the pipeline, --dump and `genaic passes` read in the order
+// a defect is explained.
+var PassOrder = []Order{
+	{SSAPass, ContractsPass, "contracts compares only bindings to ports and outputs that exist, leaving the others to ssa/unknown-port and ssa/unknown-output"},
+	{PackedPass, PaddingPass, "padding leaves the padding of a level companion and of a packed dimension to packed/companion and packed/double-spelling"},
+	{PackedPass, CapacityPass, "capacity reads no unit count from a level whose owner and offsets share an extent, leaving that level to packed/companion"},
+	{PaddingPass, CapacityPass, "capacity does not call a dimension free when a padding entry meant for it names no axis, leaving that entry to padding/dimension"},
+	{PackedPass, EmitPass, "emit/malformed-companion stays quiet where packed/companion judges the companion's own contract"},
+	{PaddingPass, EmitPass, "emit/malformed-companion stays quiet where padding/companion judges the lengths' own contract"},
+}
+
+func init() {
+	// The preprocess pass is being rewritten in its own change; until that
+	// pass declares its rules, they are declared here.
+	if PreprocessPass.Rules == nil {
+		PreprocessPass.Rules = []diag.Rule{diag.PreprocessAdapter, diag.PreprocessBinding}
+	}
+	if err := CheckPipeline(Pipeline, PassOrder); err != nil {
+		panic(err)
+	}
+}
+
+// CheckPipeline verifies that pipeline is well formed: every pass is
+// declared once, runs after the passes it requires and every constraint of
+// order holds, no check pass runs after a plan pass, and every rule is a
+// catalogue id declared by one pass. The error names each broken
+// constraint with its reason.
+func CheckPipeline(pipeline []*Pass, order []Order) error {
+	var errs []error
+	at := map[*Pass]int{}
+	for i, p := range pipeline {
+		if p.Name == "" || p.Doc == "" || p.Run == nil {
+			errs = append(errs, fmt.Errorf("pass %d (%q) is missing a name, doc or Run", i, p.Name))
+		}
+		if j := slices.IndexFunc(pipeline[:i], func(q *Pass) bool { return q.Name == p.Name }); j >= 0 {
+			errs = append(errs, fmt.Errorf("passes %d and %d are both called %s", j, i, p.Name))
+		}
+		at[p] = i
+	}
+	for _, p := range pipeline {
+		for _, r := range p.Requires {
+			errs = append(errs, runsBefore(at, r, p, fmt.Sprintf("%s reads the result of %s", p.Name, r.Name)))
+		}
+	}
+	for _, o := range order {
+		errs = append(errs, runsBefore(at, o.Before, o.After, o.Reason))
+	}
+	errs = append(errs, checkKinds(pipeline), checkRules(pipeline))
+	return errors.Join(errs...)
+}
+
+// runsBefore reports a constraint that pass a run before pass b which the
+// pipeline breaks.
+func runsBefore(at map[*Pass]int, a, b *Pass, reason string) error {
+	i, inA := at[a]
+	j, inB := at[b]
+	switch {
+	case !inA || !inB:
+		return fmt.Errorf("%s must run before %s, but the pipeline lacks one of them: %s", a.Name, b.Name, reason)
+	case i >= j:
+		return fmt.Errorf("%s must run before %s (it runs at %d, not before %d): %s", a.Name, b.Name, i, j, reason)
+	}
+	return nil
+}
+
+// checkKinds keeps every check pass ahead of the plan passes: plan passes
+// do not run on a module with errors, and Run stops at the first of them.
+func checkKinds(pipeline []*Pass) error {
+	plan := slices.IndexFunc(pipeline, func(p *Pass) bool { return p.Kind == Plan })
+	if plan < 0 {
+		return nil
+	}
+	for _, p := range pipeline[plan:] {
+		if p.Kind == Check {
+			return fmt.Errorf("check pass %s runs after plan pass %s: a module with errors stops at the first plan pass, so the check would be skipped", p.Name, pipeline[plan].Name)
+		}
+	}
+	return nil
+}
+
+// checkRules keeps each declared rule in the catalogue and with one pass:
+// diagnostics are sorted, so with one owner per rule what a user reads does
+// not depend on the order of the check passes.
+func checkRules(pipeline []*Pass) error {
+	var errs []error
+	owner := map[diag.Rule]*Pass{}
+	for _, p := range pipeline {
+		for _, r := range p.Rules {
+			if !diag.KnownRule(r) {
+				errs = append(errs, fmt.Errorf("pass %s declares rule %q, which is not in the catalogue (RULES.md)", p.Name, r))
+			}
+			if q, dup := owner[r]; dup && q != p {
+				errs = append(errs, fmt.Errorf("passes %s and %s both declare rule %s; a rule is one pass's", q.Name, p.Name, r))
+			}
+			owner[r] = p
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -4,31 +4,73 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/genaic/genaic/compiler"
+	"github.com/genaic/genaic/compiler/diag"
 )
 
-// TestPipelineOrder proves that every pass a pass requires runs earlier.
+// TestPipelineOrder proves that every pass a pass requires runs earlier and
+// that every constraint of PassOrder holds (init checks the same at start-up).
 func TestPipelineOrder(t *testing.T) {
-	for i, p := range Pipeline {
-		if p.Name == "" || p.Doc == "" || p.Run == nil {
-			t.Errorf("pass %d is missing a name, doc or Run", i)
-		}
-		for _, r := range p.Requires {
-			j := slices.Index(Pipeline, r)
-			if j < 0 || j >= i {
-				t.Errorf("pass %s requires %s, which runs at %d, not before %d", p.Name, r.Name, j, i)
-			}
-		}
-		if Lookup(p.Name) != p {
-			t.Errorf("pass name %s is not unique", p.Name)
+	if err := CheckPipeline(Pipeline, PassOrder); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelineOrderViolated shows a broken constraint caught with its reason.
+func TestPipelineOrderViolated(t *testing.T) {
+	swapped := slices.Clone(Pipeline)
+	i, j := slices.Index(swapped, PackedPass), slices.Index(swapped, PaddingPass)
+	swapped[i], swapped[j] = swapped[j], swapped[i]
+	err := CheckPipeline(swapped, PassOrder)
+	if err == nil || !strings.Contains(err.Error(), "packed must run before padding") || !strings.Contains(err.Error(), "packed/double-spelling") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := CheckPipeline(Pipeline[1:], PassOrder); err == nil || !strings.Contains(err.Error(), "reads the result of scopes") {
+		t.Fatalf("a pipeline without the scopes every pass requires: err = %v", err)
+	}
+}
+
+// TestEveryCheckRuleIsDeclared: every catalogue rule of the check families
+// is declared by a pass or the front end, so the catalogue and what check
+// can report stay one list.
+func TestEveryCheckRuleIsDeclared(t *testing.T) {
+	declared := map[diag.Rule]bool{}
+	for _, r := range compiler.Rules {
+		declared[r] = true
+	}
+	for _, p := range Pipeline {
+		for _, r := range p.Rules {
+			declared[r] = true
 		}
 	}
-	seenPlan := false
-	for _, p := range Pipeline {
-		if p.Kind == Plan {
-			seenPlan = true
-		} else if seenPlan {
-			t.Errorf("check pass %s runs after a plan pass", p.Name)
+	// pending are catalogue rules whose pass is not merged yet; the test
+	// fails once one is declared, so the list only shrinks.
+	pending := []diag.Rule{diag.PreprocessOp, diag.PreprocessUnbound}
+	families := []string{"syntax", "version/", "retired/", "schema/", "ssa/", "contract/", "preprocess/", "packed/", "padding/", "capacity/", "emit/"}
+	for _, r := range diag.Rules {
+		if !slices.ContainsFunc(families, func(f string) bool { return strings.HasPrefix(string(r), f) }) {
+			continue
 		}
+		if slices.Contains(pending, r) == declared[r] {
+			t.Errorf("rule %s: declared %v, pending %v", r, declared[r], slices.Contains(pending, r))
+		}
+	}
+}
+
+// TestUndeclaredRuleIsAPassBug: a pass that reports a rule it does not
+// declare fails as a genaic bug naming the pass and the rule.
+func TestUndeclaredRuleIsAPassBug(t *testing.T) {
+	saved := Pipeline
+	defer func() { Pipeline = saved }()
+	liar := &Pass{Name: "liar", Doc: "reports what it does not declare", Rules: []diag.Rule{diag.EmitAxis}, Run: func(c *Context) (any, error) {
+		c.Report(diag.EmitRowAxis, 0, "never declared")
+		return nil, nil
+	}}
+	Pipeline = []*Pass{ScopesPass, liar}
+	_, err := CheckSource("x.yaml", []byte("schema_version: v1.1\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "pass liar reports rule emit/row-axis, which it does not declare") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -30,14 +30,14 @@ var PlanPass = &Pass{
 	Name:       "plan",
 	Doc:        "decide each component's group plan: input roles, output splits, the compatibility key and budget footprints",
 	Kind:       Plan,
-	Requires:   []*Pass{ScopesPass},
+	Requires:   []*Pass{ScopesPass, SymbolsPass, BindingsPass},
 	ResultType: reflect.TypeFor[GroupPlans](),
 	Run: func(c *Context) (any, error) {
-		sc := c.Result(ScopesPass).(*Scopes)
+		sc, bind := c.Result(ScopesPass).(*Scopes), c.Result(BindingsPass).(*Bindings)
+		syms := c.Result(SymbolsPass).(Symbols)
 		var out GroupPlans
-		bound := boundPorts(c.Module)
 		for _, comp := range c.Module.Components {
-			out = append(out, planComponent(sc, comp, bound[comp.Name]))
+			out = append(out, planComponent(sc, bind, syms[comp], comp))
 		}
 		return out, nil
 	},
@@ -48,49 +48,22 @@ type planner struct {
 	sc     *Scopes
 	comp   *ir.Component
 	serves map[string]*plan.Serves // input or output port → what it serves
-	// bound maps, per side, a value name an invoke of the component binds
-	// to the port it binds: a contract naming that value names the port.
-	bound map[SiteKind]map[string]string
+	// bind says which port a value an invoke of the component binds stands
+	// for: a contract naming that value names the port.
+	bind *Bindings
+	syms *ComponentSymbols // the level unit counts
 }
 
-// boundPorts collects, in one walk, the value ↔ port bindings of every
-// component's invokes: component → side → value name → port.
-func boundPorts(m *ir.Module) map[string]map[SiteKind]map[string]string {
-	all := map[string]map[SiteKind]map[string]string{}
-	m.Body.Walk(func(s *ir.Step) bool {
-		if s.Op != ir.OpInvoke {
-			return true
-		}
-		bound := all[s.Component.Name]
-		if bound == nil {
-			bound = map[SiteKind]map[string]string{SitePortIn: {}, SitePortOut: {}}
-			all[s.Component.Name] = bound
-		}
-		for _, a := range s.Args {
-			if _, dup := bound[SitePortIn][a.Value.Name]; !dup {
-				bound[SitePortIn][a.Value.Name] = a.Port
-			}
-		}
-		for _, r := range s.Results {
-			if name := m.Values[r.Value].Name; bound[SitePortOut][name] == "" {
-				bound[SitePortOut][name] = r.Port
-			}
-		}
-		return true
-	})
-	return all
-}
-
-func planComponent(sc *Scopes, comp *ir.Component, bound map[SiteKind]map[string]string) *plan.GroupPlan {
-	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bound: bound}
+func planComponent(sc *Scopes, bind *Bindings, syms *ComponentSymbols, comp *ir.Component) *plan.GroupPlan {
+	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bind: bind, syms: syms}
 	g := &plan.GroupPlan{Component: comp.Name, Grouped: comp.Capacity != nil}
 	if g.Grouped {
 		g.Why = "batch_capacity is declared: items from many requests may share one invocation (§3.1)"
 	} else {
 		g.Why = "no batch_capacity: one request row per invocation, never grouped (§3.1)"
 	}
-	p.markCompanions(comp.Inputs, SitePortIn)
-	p.markCompanions(comp.Outputs, SitePortOut)
+	p.markCompanions(comp.Inputs, ir.SitePortIn)
+	p.markCompanions(comp.Outputs, ir.SitePortOut)
 	for _, port := range comp.Inputs {
 		g.Inputs = append(g.Inputs, p.input(port))
 	}
@@ -107,17 +80,17 @@ func planComponent(sc *Scopes, comp *ir.Component, bound map[SiteKind]map[string
 	return g
 }
 
-func (p *planner) site(port *ir.Port, kind SiteKind) *Site {
-	return &Site{Kind: kind, Component: p.comp, Name: port.Name, Contract: port.Contract, Loc: port.Loc}
+func (p *planner) site(port *ir.Port, kind ir.SiteKind) *ir.Site {
+	return ir.PortSite(p.comp, port, kind == ir.SitePortIn)
 }
 
 // ref resolves a companion name written on a port: a port of the same
 // component (its own side first), or a workflow-level value.
-func (p *planner) ref(port *ir.Port, kind SiteKind, name string) plan.Ref {
+func (p *planner) ref(port *ir.Port, kind ir.SiteKind, name string) plan.Ref {
 	if t, ok := p.sc.Lookup(p.site(port, kind), name); ok && t.Site != nil && t.Site.IsPort() && t.Site.Component == p.comp {
 		return plan.Ref{Port: t.Site.Name}
 	}
-	if bp := p.bound[kind][name]; bp != "" {
+	if bp := p.bind.PortOf(p.comp.Name, kind, name); bp != "" {
 		return plan.Ref{Port: bp}
 	}
 	return plan.Ref{Value: name}
@@ -125,7 +98,7 @@ func (p *planner) ref(port *ir.Port, kind SiteKind, name string) plan.Ref {
 
 // markCompanions records which ports of one side serve another port's
 // ownership levels or padding.
-func (p *planner) markCompanions(ports []*ir.Port, kind SiteKind) {
+func (p *planner) markCompanions(ports []*ir.Port, kind ir.SiteKind) {
 	for _, port := range ports {
 		c := port.Contract
 		if c == nil {
@@ -141,14 +114,14 @@ func (p *planner) markCompanions(ports []*ir.Port, kind SiteKind) {
 	}
 }
 
-func (p *planner) serve(port *ir.Port, kind SiteKind, name string, s *plan.Serves) {
+func (p *planner) serve(port *ir.Port, kind ir.SiteKind, name string, s *plan.Serves) {
 	target := ""
 	if t, ok := p.sc.Lookup(p.site(port, kind), name); ok && t.Site != nil && t.Site.IsPort() && t.Site.Component == p.comp {
 		if t.Site.Kind != kind {
 			return // a companion on the other side: a preserved level's input pair
 		}
 		target = t.Site.Name
-	} else if target = p.bound[kind][name]; target == "" {
+	} else if target = p.bind.PortOf(p.comp.Name, kind, name); target == "" {
 		return // a workflow-level value the component is not given
 	}
 	if key := sideKey(kind, target); p.serves[key] == nil {
@@ -156,12 +129,12 @@ func (p *planner) serve(port *ir.Port, kind SiteKind, name string, s *plan.Serve
 	}
 }
 
-func sideKey(kind SiteKind, port string) string { return fmt.Sprintf("%d/%s", kind, port) }
+func sideKey(kind ir.SiteKind, port string) string { return fmt.Sprintf("%d/%s", kind, port) }
 
 func (p *planner) input(port *ir.Port) (out plan.Port) {
 	out = plan.Port{Name: port.Name}
 	c := port.Contract
-	if s := p.serves[sideKey(SitePortIn, port.Name)]; s != nil {
+	if s := p.serves[sideKey(ir.SitePortIn, port.Name)]; s != nil {
 		out.Role, out.Serves = plan.RoleCompanion, s
 		out.Why = fmt.Sprintf("serves the %s of `%s`: recomputed for the group, never gathered (§3.3)", servesWhat(s), s.Port)
 		return out
@@ -170,7 +143,7 @@ func (p *planner) input(port *ir.Port) (out plan.Port) {
 		out.Role, out.Why = plan.RoleBroadcast, "declares no contract: passed as it is"
 		return out
 	}
-	p.layout(&out, port, SitePortIn)
+	p.layout(&out, port, ir.SitePortIn)
 	defer p.soloWhy(&out)
 	switch c.Layout.Kind {
 	case ir.Shared:
@@ -215,12 +188,12 @@ func servesWhat(s *plan.Serves) string {
 
 // layout fills what every port plan states of its layout: axis, factor,
 // levels and padded dimensions.
-func (p *planner) layout(out *plan.Port, port *ir.Port, kind SiteKind) {
+func (p *planner) layout(out *plan.Port, port *ir.Port, kind ir.SiteKind) {
 	c := port.Contract
 	out.Axis, out.Factor = int(c.Layout.Axis), c.Layout.Factor
 	for i, l := range c.Layout.Levels {
 		lv := plan.Level{Index: i, Offsets: p.ref(port, kind, l.Offsets.Name), Owner: p.ref(port, kind, l.Owner.Name),
-			Units: p.units(port, kind, i, l), Extent: l.Extent.String()}
+			Units: p.units(port, i), Extent: l.Extent.String()}
 		out.Levels = append(out.Levels, lv)
 	}
 	for _, pad := range c.Padding {
@@ -229,21 +202,19 @@ func (p *planner) layout(out *plan.Port, port *ir.Port, kind SiteKind) {
 }
 
 // units is the symbol that counts a level's units: the packed symbol for
-// level 0, the extent of the level's owner map above it.
-func (p *planner) units(port *ir.Port, kind SiteKind, i int, l ir.Level) string {
+// level 0 (none when the packed axis is a literal), the extent of the
+// level's owner map above it.
+func (p *planner) units(port *ir.Port, i int) string {
 	if i == 0 {
 		return port.Contract.PackedSym()
 	}
-	if t, ok := p.sc.Lookup(p.site(port, kind), l.Owner.Name); ok && t.Contract != nil && len(t.Contract.Shape) == 1 {
-		return t.Contract.Shape[0].Sym
-	}
-	return ""
+	return p.syms.OwnerExtent(port, i)
 }
 
 func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {
 	out = plan.Port{Name: port.Name}
 	c := port.Contract
-	if s := p.serves[sideKey(SitePortOut, port.Name)]; s != nil {
+	if s := p.serves[sideKey(ir.SitePortOut, port.Name)]; s != nil {
 		out.Serves = s
 		switch s.Role {
 		case "owner":
@@ -261,7 +232,7 @@ func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {
 		out.Split, out.Why = plan.SplitBroadcast, "declares no contract: delivered as it is"
 		return out
 	}
-	p.layout(&out, port, SitePortOut)
+	p.layout(&out, port, ir.SitePortOut)
 	defer p.soloWhy(&out)
 	switch c.Layout.Kind {
 	case ir.Shared:

@@ -66,7 +66,7 @@ func TestPlansHonorTheRules(t *testing.T) {
 		}
 		for _, g := range gps {
 			comp := d.Module.Component(g.Component)
-			for _, problem := range planProblems(comp, g, boundPorts(d.Module)[comp.Name]) {
+			for _, problem := range planProblems(comp, g, d.Results[BindingsPass].(*Bindings)) {
 				t.Errorf("%s: component %s: %s", name, comp.Name, problem)
 			}
 			if g.Grouped {
@@ -80,7 +80,10 @@ func TestPlansHonorTheRules(t *testing.T) {
 }
 
 // planProblems lists the decisions of g that the validation rules forbid.
-func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[SiteKind]map[string]string) []string {
+func planProblems(comp *ir.Component, g *plan.GroupPlan, bind *Bindings) []string {
+	bound := func(side ir.SiteKind) func(string) string {
+		return func(name string) string { return bind.PortOf(comp.Name, side, name) }
+	}
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if g.Grouped != (comp.Capacity != nil) {
@@ -92,10 +95,10 @@ func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[SiteKind]map[
 	}
 	counts := map[string]bool{}
 	for i, in := range g.Inputs {
-		out = append(out, inputProblems(comp, comp.Inputs[i], in, counts, bound[SitePortIn])...)
+		out = append(out, inputProblems(comp, comp.Inputs[i], in, counts, bound(ir.SitePortIn))...)
 	}
 	for i, o := range g.Outputs {
-		out = append(out, outputProblems(comp, comp.Outputs[i], o, g, bound[SitePortOut])...)
+		out = append(out, outputProblems(comp, comp.Outputs[i], o, g, bound(ir.SitePortOut))...)
 	}
 	if comp.Capacity == nil {
 		return out
@@ -136,7 +139,7 @@ func planProblems(comp *ir.Component, g *plan.GroupPlan, bound map[SiteKind]map[
 	return out
 }
 
-func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[string]bool, bound map[string]string) []string {
+func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[string]bool, bound func(string) string) []string {
 	var out []string
 	bad := func(format string, args ...any) {
 		out = append(out, fmt.Sprintf("input %s: "+format, append([]any{port.Name}, args...)...))
@@ -178,12 +181,12 @@ func inputProblems(comp *ir.Component, port *ir.Port, in plan.Port, counts map[s
 
 // servedBy reports whether port's contract names companion (by the port's
 // name, or by the value an invoke binds to it) in the slot s says it serves.
-func servedBy(port *ir.Port, s *plan.Serves, companion string, bound map[string]string) bool {
+func servedBy(port *ir.Port, s *plan.Serves, companion string, bound func(string) string) bool {
 	if port == nil || port.Contract == nil {
 		return false
 	}
 	c := port.Contract
-	names := func(n string) bool { return n == companion || bound[n] == companion }
+	names := func(n string) bool { return n == companion || bound(n) == companion }
 	switch s.Role {
 	case "lengths":
 		return slices.ContainsFunc(c.Padding, func(p ir.Padding) bool { return p.Dim.Name == s.Dimension && names(p.Lengths.Name) })
@@ -195,7 +198,7 @@ func servedBy(port *ir.Port, s *plan.Serves, companion string, bound map[string]
 	return false
 }
 
-func outputProblems(comp *ir.Component, port *ir.Port, o plan.Port, g *plan.GroupPlan, bound map[string]string) []string {
+func outputProblems(comp *ir.Component, port *ir.Port, o plan.Port, g *plan.GroupPlan, bound func(string) string) []string {
 	var out []string
 	bad := func(format string, args ...any) {
 		out = append(out, fmt.Sprintf("output %s: "+format, append([]any{port.Name}, args...)...))
@@ -341,10 +344,10 @@ func TestPlanProblemsFire(t *testing.T) {
 		t.Fatalf("%v %v", err, d.Diags())
 	}
 	comp := d.Module.Components[0]
+	bound := d.Results[BindingsPass].(*Bindings)
 	fresh := func() *plan.GroupPlan {
-		return planComponent(d.Results[ScopesPass].(*Scopes), comp, boundPorts(d.Module)[comp.Name])
+		return planComponent(d.Results[ScopesPass].(*Scopes), bound, d.Results[SymbolsPass].(Symbols)[comp], comp)
 	}
-	bound := boundPorts(d.Module)[comp.Name]
 	if p := planProblems(comp, fresh(), bound); len(p) != 0 {
 		t.Fatalf("the correct plan has problems: %v", p)
 	}

@@ -7,55 +7,11 @@ import (
 	"github.com/genaic/genaic/ir"
 )
 
-// SiteKind says what declares a contract.
-type SiteKind uint8
-
-// Contract sites.
-const (
-	SiteInput   SiteKind = iota // a workflow input
-	SiteOutput                  // a workflow output
-	SiteCell                    // a workflow state cell
-	SitePortIn                  // a component input port
-	SitePortOut                 // a component output port
-	SiteProgram                 // a preprocessing program output
-)
-
-// Site is one declared contract and who declares it.
-type Site struct {
-	Kind      SiteKind
-	Component *ir.Component // ports
-	Program   *ir.Program   // program outputs
-	Name      string
-	Contract  *ir.Contract
-	Loc       ir.Loc
-}
-
-// IsPort reports whether the site is a component port.
-func (s *Site) IsPort() bool { return s.Kind == SitePortIn || s.Kind == SitePortOut }
-
-// String names the site the way a message should.
-func (s *Site) String() string {
-	switch s.Kind {
-	case SiteInput:
-		return fmt.Sprintf("workflow input `%s`", s.Name)
-	case SiteOutput:
-		return fmt.Sprintf("workflow output `%s`", s.Name)
-	case SiteCell:
-		return fmt.Sprintf("state cell `%s`", s.Name)
-	case SitePortIn:
-		return fmt.Sprintf("input port `%s` of component `%s`", s.Name, s.Component.Name)
-	case SitePortOut:
-		return fmt.Sprintf("output port `%s` of component `%s`", s.Name, s.Component.Name)
-	default:
-		return fmt.Sprintf("preprocessing.%s output `%s`", s.Program.Modality, s.Name)
-	}
-}
-
 // Target is what a name in a contract (a level companion, a valid_lengths)
 // refers to: a declared contract site, or a value a step defines.
 type Target struct {
 	Name     string
-	Site     *Site     // a declared port, input, output, cell or program output
+	Site     *ir.Site  // a declared port, input, output, cell or program output
 	Value    *ir.Value // a value defined by a step (Site is nil then)
 	Contract *ir.Contract
 	Loc      ir.Loc
@@ -72,11 +28,11 @@ func (t Target) String() string {
 // Scopes is the result of the scopes pass: every contract site, and name
 // resolution with the reference-scope rules of DESIGN §2.1.
 type Scopes struct {
-	Sites []*Site
+	Sites []*ir.Site
 	// Workflow-level names, in resolution order.
-	inputs, cells, outputs map[string]*Site
+	inputs, cells, outputs map[string]*ir.Site
 	stepValues             map[string]*ir.Value
-	programs               map[*ir.Program]map[string]*Site
+	programs               map[*ir.Program]map[string]*ir.Site
 }
 
 // Lookup resolves a name written in the contract of site. A component
@@ -85,12 +41,12 @@ type Scopes struct {
 // output's names among its program's outputs first; then, for every site,
 // among workflow inputs, state cells, values any step defines, and workflow
 // outputs.
-func (sc *Scopes) Lookup(site *Site, name string) (Target, bool) {
+func (sc *Scopes) Lookup(site *ir.Site, name string) (Target, bool) {
 	switch site.Kind {
-	case SitePortIn, SitePortOut:
+	case ir.SitePortIn, ir.SitePortOut:
 		first, second := site.Component.Inputs, site.Component.Outputs
-		fk, sk := SitePortIn, SitePortOut
-		if site.Kind == SitePortOut {
+		fk, sk := ir.SitePortIn, ir.SitePortOut
+		if site.Kind == ir.SitePortOut {
 			first, second, fk, sk = second, first, sk, fk
 		}
 		if t, ok := portTarget(site.Component, first, fk, name); ok {
@@ -99,7 +55,7 @@ func (sc *Scopes) Lookup(site *Site, name string) (Target, bool) {
 		if t, ok := portTarget(site.Component, second, sk, name); ok {
 			return t, true
 		}
-	case SiteProgram:
+	case ir.SiteProgram:
 		if s, ok := sc.programs[site.Program][name]; ok {
 			return siteTarget(s), true
 		}
@@ -124,17 +80,36 @@ func (sc *Scopes) LookupWorkflow(name string) (Target, bool) {
 	return Target{}, false
 }
 
-func portTarget(c *ir.Component, ports []*ir.Port, kind SiteKind, name string) (Target, bool) {
+func portTarget(c *ir.Component, ports []*ir.Port, kind ir.SiteKind, name string) (Target, bool) {
 	for _, p := range ports {
 		if p.Name == name {
-			return siteTarget(&Site{Kind: kind, Component: c, Name: p.Name, Contract: p.Contract, Loc: p.Loc}), true
+			return siteTarget(ir.PortSite(c, p, kind == ir.SitePortIn)), true
 		}
 	}
 	return Target{}, false
 }
 
-func siteTarget(s *Site) Target {
+func siteTarget(s *ir.Site) Target {
 	return Target{Name: s.Name, Site: s, Contract: s.Contract, Loc: s.Loc}
+}
+
+// names is the name table a site's name is looked up in, or nil for a
+// port, which resolves through its component.
+func (sc *Scopes) names(s *ir.Site) map[string]*ir.Site {
+	switch s.Kind {
+	case ir.SiteInput:
+		return sc.inputs
+	case ir.SiteOutput:
+		return sc.outputs
+	case ir.SiteCell:
+		return sc.cells
+	case ir.SiteProgram:
+		if sc.programs[s.Program] == nil {
+			sc.programs[s.Program] = map[string]*ir.Site{}
+		}
+		return sc.programs[s.Program]
+	}
+	return nil
 }
 
 // ScopesPass lists the contract sites and builds name resolution.
@@ -147,41 +122,15 @@ var ScopesPass = &Pass{
 }
 
 func buildScopes(m *ir.Module) *Scopes {
-	sc := &Scopes{
-		inputs: map[string]*Site{}, cells: map[string]*Site{}, outputs: map[string]*Site{},
-		stepValues: map[string]*ir.Value{}, programs: map[*ir.Program]map[string]*Site{},
+	sc := &Scopes{Sites: m.Sites(),
+		inputs: map[string]*ir.Site{}, cells: map[string]*ir.Site{}, outputs: map[string]*ir.Site{},
+		stepValues: map[string]*ir.Value{}, programs: map[*ir.Program]map[string]*ir.Site{},
 	}
-	add := func(s *Site, into map[string]*Site) {
-		if s.Contract == nil {
-			return
-		}
-		sc.Sites = append(sc.Sites, s)
-		if _, dup := into[s.Name]; !dup && into != nil {
-			into[s.Name] = s
-		}
-	}
-	for _, in := range m.Inputs {
-		add(&Site{Kind: SiteInput, Name: in.Name, Contract: in.Contract, Loc: in.Loc}, sc.inputs)
-	}
-	for _, o := range m.Outputs {
-		add(&Site{Kind: SiteOutput, Name: o.Name, Contract: o.Contract, Loc: o.Loc}, sc.outputs)
-	}
-	for _, c := range m.Cells {
-		add(&Site{Kind: SiteCell, Name: c.Name, Contract: c.Contract, Loc: c.Loc}, sc.cells)
-	}
-	for _, c := range m.Components {
-		for _, p := range c.Inputs {
-			add(&Site{Kind: SitePortIn, Component: c, Name: p.Name, Contract: p.Contract, Loc: p.Loc}, nil)
-		}
-		for _, p := range c.Outputs {
-			add(&Site{Kind: SitePortOut, Component: c, Name: p.Name, Contract: p.Contract, Loc: p.Loc}, nil)
-		}
-	}
-	for _, p := range m.Programs {
-		own := map[string]*Site{}
-		sc.programs[p] = own
-		for _, o := range p.Outputs {
-			add(&Site{Kind: SiteProgram, Program: p, Name: o.Name, Contract: o.Contract, Loc: o.Loc}, own)
+	for _, s := range sc.Sites {
+		if into := sc.names(s); into != nil {
+			if _, dup := into[s.Name]; !dup {
+				into[s.Name] = s
+			}
 		}
 	}
 	for _, v := range m.Values {
@@ -192,18 +141,4 @@ func buildScopes(m *ir.Module) *Scopes {
 		}
 	}
 	return sc
-}
-
-// ProgramOutput returns the program output declaration behind a site, or
-// nil.
-func ProgramOutput(s *Site) *ir.ProgramOutput {
-	if s == nil || s.Kind != SiteProgram {
-		return nil
-	}
-	for i := range s.Program.Outputs {
-		if s.Program.Outputs[i].Name == s.Name {
-			return &s.Program.Outputs[i]
-		}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -15,6 +16,10 @@ var SSAPass = &Pass{
 	Doc:      "check workflow structure: every name read is visible, defined once, and names a declared component, port or output",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass},
+	Rules: []diag.Rule{
+		diag.SSAUndefined, diag.SSARedefined, diag.SSAUnknownComponent, diag.SSAUnknownPort,
+		diag.SSAUnboundPort, diag.SSAUnknownOutput,
+	},
 	Run: func(c *Context) (any, error) {
 		ssaRedefined(c)
 		for _, cell := range c.Module.Cells {
@@ -37,7 +42,7 @@ func ssaRedefined(c *Context) {
 			first[v.Name] = v
 			continue
 		}
-		c.ReportRelated("ssa/redefined", v.Loc, []Related{{f.Loc, fmt.Sprintf("`%s` is first defined here", v.Name)}},
+		c.ReportRelated(diag.SSARedefined, v.Loc, []Related{{f.Loc, fmt.Sprintf("`%s` is first defined here", v.Name)}},
 			"the %s defines `%s`, which the %s already defines; every value name is defined once, so rename one of them",
 			defWord(v.Def), v.Name, defWord(f.Def))
 	}
@@ -68,7 +73,7 @@ func ssaUse(c *Context, u *ir.Use, where string) {
 	} else {
 		msg += "; define it as a workflow input, a state cell or an invoke output before this step"
 	}
-	c.Report("ssa/undefined", u.Loc, "%s", msg)
+	c.Report(diag.SSAUndefined, u.Loc, "%s", msg)
 }
 
 func ssaStep(c *Context, s *ir.Step) {
@@ -81,7 +86,7 @@ func ssaStep(c *Context, s *ir.Step) {
 		ssaInvoke(c, s)
 	case ir.OpEmit:
 		if s.Output.Name != "" && c.Module.Output(s.Output.Name) == nil {
-			c.Report("ssa/unknown-output", s.Output.Loc, "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
+			c.Report(diag.SSAUnknownOutput, s.Output.Loc, "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
 				s.Output.Name, outputNames(c.Module))
 		}
 	}
@@ -91,7 +96,7 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	comp := c.Module.Component(s.Component.Name)
 	if comp == nil {
 		if s.Component.Name != "" {
-			c.Report("ssa/unknown-component", s.Component.Loc, "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
+			c.Report(diag.SSAUnknownComponent, s.Component.Loc, "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
 				s.Component.Name, componentNames(c.Module))
 		}
 		return
@@ -100,19 +105,19 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	for _, a := range s.Args {
 		bound[a.Port] = true
 		if comp.Input(a.Port) == nil {
-			c.Report("ssa/unknown-port", a.Loc, "this invoke binds input port `%s`, which component `%s` does not declare (its input ports: %s)",
+			c.Report(diag.SSAUnknownPort, a.Loc, "this invoke binds input port `%s`, which component `%s` does not declare (its input ports: %s)",
 				a.Port, comp.Name, portNames(comp.Inputs))
 		}
 	}
 	for _, r := range s.Results {
 		if comp.Output(r.Port) == nil {
-			c.Report("ssa/unknown-port", r.Loc, "this invoke reads output port `%s`, which component `%s` does not declare (its output ports: %s)",
+			c.Report(diag.SSAUnknownPort, r.Loc, "this invoke reads output port `%s`, which component `%s` does not declare (its output ports: %s)",
 				r.Port, comp.Name, portNames(comp.Outputs))
 		}
 	}
 	for _, p := range comp.Inputs {
 		if !bound[p.Name] && (p.Contract == nil || !p.Contract.Optional) {
-			c.ReportRelated("ssa/unbound-port", s.Component.Loc, []Related{{p.Loc, fmt.Sprintf("input port `%s` is declared here", p.Name)}},
+			c.ReportRelated(diag.SSAUnboundPort, s.Component.Loc, []Related{{p.Loc, fmt.Sprintf("input port `%s` is declared here", p.Name)}},
 				"this invoke of component `%s` leaves input port `%s` unbound; bind it under `inputs`, or declare the port `optional: true`",
 				comp.Name, p.Name)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/ir/irtext"
+	"github.com/genaic/genaic/passes"
 )
 
 func TestCompileEmitsIR(t *testing.T) {
@@ -33,7 +34,7 @@ func TestCompileDumps(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if n := strings.Count(errOut, "// IR after pass "); n != 9 {
+	if n := strings.Count(errOut, "// IR after pass "); n != len(passes.Pipeline) {
 		t.Errorf("--dump all printed %d dumps, want one per pass", n)
 	}
 	_, errOut, _ = runCLI(t, "compile", "../../testdata/packages/image_padded", "--emit", "ir", "--dump", "packed")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/passes"
 )
 
@@ -11,7 +12,7 @@ func init() {
 	register(command{
 		name:    "passes",
 		usage:   "passes",
-		summary: "list the compiler passes in pipeline order, with their docs",
+		summary: "list the compiler passes in pipeline order, with their docs and the rules they report",
 		run:     runPasses,
 	})
 }
@@ -35,6 +36,17 @@ func runPasses(e *env, args []string) int {
 			req = " (requires " + strings.Join(reqs, ", ") + ")"
 		}
 		fmt.Fprintf(e.stdout, "%2d. %-11s %s%s%s\n", i+1, p.Name, kind, p.Doc, req)
+		if len(p.Rules) > 0 {
+			fmt.Fprintf(e.stdout, "    %-11s reports %s\n", "", ruleList(p.Rules))
+		}
 	}
 	return exitOK
+}
+
+func ruleList(rs []diag.Rule) string {
+	ss := make([]string, len(rs))
+	for i, r := range rs {
+		ss[i] = string(r)
+	}
+	return strings.Join(ss, ", ")
 }

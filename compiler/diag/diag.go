@@ -63,7 +63,7 @@ type Related struct {
 
 // Diagnostic is one problem found in one document.
 type Diagnostic struct {
-	Rule     string    `json:"rule"`
+	Rule     Rule      `json:"rule"`
 	Severity Severity  `json:"severity"`
 	File     string    `json:"-"`
 	Pos                // where the caret goes
@@ -73,7 +73,7 @@ type Diagnostic struct {
 }
 
 // Errorf builds an error diagnostic.
-func Errorf(rule string, pos Pos, path, format string, args ...any) Diagnostic {
+func Errorf(rule Rule, pos Pos, path, format string, args ...any) Diagnostic {
 	return Diagnostic{Rule: rule, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -95,8 +95,8 @@ func (l List) HasErrors() bool {
 }
 
 // Rules returns the rule ids present, in order of first appearance.
-func (l List) Rules() []string {
-	var out []string
+func (l List) Rules() []Rule {
+	var out []Rule
 	for _, d := range l {
 		if !slices.Contains(out, d.Rule) {
 			out = append(out, d.Rule)

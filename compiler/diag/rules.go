@@ -2,42 +2,149 @@ package diag
 
 import "slices"
 
-// Rules is the public catalogue of rule ids (RULES.md), in its order. An id
-// never changes meaning; a test keeps this list equal to the catalogue.
-var Rules = []string{
+// Rule is a rule id of the public catalogue (RULES.md). An id never changes
+// meaning; every diagnostic carries one.
+type Rule string
+
+// Reading the document: these ids are reported by the front end while it
+// reads the document, before any workflow rule.
+const (
+	Syntax                 Rule = "syntax"
+	VersionMalformed       Rule = "version/malformed"
+	VersionMajor           Rule = "version/major"
+	VersionTooNew          Rule = "version/too-new"
+	RetiredFlatTokenPacked Rule = "retired/flat-token-packed"
+	RetiredBatchingHint    Rule = "retired/batching-hint"
+	SchemaUnknownField     Rule = "schema/unknown-field"
+	SchemaMissingField     Rule = "schema/missing-field"
+	SchemaType             Rule = "schema/type"
+	VersionFeatureNeedsV11 Rule = "version/feature-needs-v1.1"
+)
+
+// Workflow structure: these ids are reported by the structure, contract and
+// preprocessing passes.
+const (
+	SSAUndefined         Rule = "ssa/undefined"
+	SSARedefined         Rule = "ssa/redefined"
+	SSAUnknownComponent  Rule = "ssa/unknown-component"
+	SSAUnknownPort       Rule = "ssa/unknown-port"
+	SSAUnboundPort       Rule = "ssa/unbound-port"
+	SSAUnknownOutput     Rule = "ssa/unknown-output"
+	ContractDType        Rule = "contract/dtype"
+	ContractShape        Rule = "contract/shape"
+	ContractIncompatible Rule = "contract/incompatible"
+	PreprocessAdapter    Rule = "preprocess/adapter"
+	PreprocessBinding    Rule = "preprocess/binding"
+	PreprocessOp         Rule = "preprocess/op"
+	PreprocessUnbound    Rule = "preprocess/unbound"
+)
+
+// Packed layouts: these ids are token_packed layout rules (§4 r1–r8).
+const (
+	PackedUnresolved      Rule = "packed/unresolved"
+	PackedAxis            Rule = "packed/axis"
+	PackedLevels          Rule = "packed/levels"
+	PackedCompanion       Rule = "packed/companion"
+	PackedCompanionRole   Rule = "packed/companion-role"
+	PackedExtent          Rule = "packed/extent"
+	PackedPair            Rule = "packed/pair"
+	PackedDoubleSpelling  Rule = "packed/double-spelling"
+	PackedOwnerSuppliable Rule = "packed/owner-suppliable"
+)
+
+// Padding: these ids are padding rules (§3.2).
+const (
+	PaddingUnresolved Rule = "padding/unresolved"
+	PaddingDimension  Rule = "padding/dimension"
+	PaddingDuplicate  Rule = "padding/duplicate"
+	PaddingSelf       Rule = "padding/self"
+	PaddingCompanion  Rule = "padding/companion"
+)
+
+// Batch capacity: these ids are batch_capacity rules (§3.1 r1–r9).
+const (
+	CapacityUnknownSymbol    Rule = "capacity/unknown-symbol"
+	CapacityUniformDuplicate Rule = "capacity/uniform-duplicate"
+	CapacityUniformCount     Rule = "capacity/uniform-count"
+	CapacityPaddedAndPinned  Rule = "capacity/padded-and-pinned"
+	CapacityBudgetRoot       Rule = "capacity/budget-root"
+	CapacityBudgetDuplicate  Rule = "capacity/budget-duplicate"
+	CapacityLevelUnbudgeted  Rule = "capacity/level-unbudgeted"
+	CapacityFreeLiteral      Rule = "capacity/free-literal"
+	CapacityUnreconciled     Rule = "capacity/unreconciled"
+	CapacityBudgetTooSmall   Rule = "capacity/budget-too-small"
+	CapacityRowScope         Rule = "capacity/row-scope"
+)
+
+// Emission: these ids are emission rules (§4 r8 and the emit rules).
+const (
+	EmitUnpublishedCompanion Rule = "emit/unpublished-companion"
+	EmitCompanionOfUnemitted Rule = "emit/companion-of-unemitted"
+	EmitMalformedCompanion   Rule = "emit/malformed-companion"
+	EmitServingShared        Rule = "emit/serving-shared"
+	EmitTrimPadded           Rule = "emit/trim-padded"
+	EmitRowAxis              Rule = "emit/row-axis"
+	EmitAxis                 Rule = "emit/axis"
+	EmitAxisRequired         Rule = "emit/axis-required"
+)
+
+// Models: these ids are checks of a package against its ONNX graphs (§3.8).
+const (
+	ModelMissing       Rule = "model/missing"
+	ModelPort          Rule = "model/port"
+	ModelDType         Rule = "model/dtype"
+	ModelShape         Rule = "model/shape"
+	ModelLengthsUnseen Rule = "model/lengths-unseen"
+)
+
+// Runtime: these ids are reported by the VM and generated executors, never
+// by check.
+const (
+	RunOffsets     Rule = "run/offsets"
+	RunOwner       Rule = "run/owner"
+	RunExtent      Rule = "run/extent"
+	RunLengths     Rule = "run/lengths"
+	RunBudget      Rule = "run/budget"
+	RunUniform     Rule = "run/uniform"
+	RunInput       Rule = "run/input"
+	RunBackend     Rule = "run/backend"
+	RunUnsupported Rule = "run/unsupported"
+	RunQueueFull   Rule = "run/queue-full"
+	RunClosed      Rule = "run/closed"
+	RunCancelled   Rule = "run/cancelled"
+	RunDeadline    Rule = "run/deadline"
+)
+
+// Rules is the public catalogue of rule ids (RULES.md), in its order. A test
+// keeps this list equal to the catalogue.
+var Rules = []Rule{
 	// Reading the document.
-	"syntax", "version/malformed", "version/major", "version/too-new",
-	"retired/flat-token-packed", "retired/batching-hint",
-	"schema/unknown-field", "schema/missing-field", "schema/type",
-	"version/feature-needs-v1.1",
+	Syntax, VersionMalformed, VersionMajor, VersionTooNew, RetiredFlatTokenPacked,
+	RetiredBatchingHint, SchemaUnknownField, SchemaMissingField, SchemaType,
+	VersionFeatureNeedsV11,
 	// Workflow structure.
-	"ssa/undefined", "ssa/redefined", "ssa/unknown-component", "ssa/unknown-port",
-	"ssa/unbound-port", "ssa/unknown-output",
-	"contract/dtype", "contract/shape", "contract/incompatible",
-	"preprocess/adapter", "preprocess/binding", "preprocess/op", "preprocess/unbound",
+	SSAUndefined, SSARedefined, SSAUnknownComponent, SSAUnknownPort, SSAUnboundPort,
+	SSAUnknownOutput, ContractDType, ContractShape, ContractIncompatible, PreprocessAdapter,
+	PreprocessBinding, PreprocessOp, PreprocessUnbound,
 	// Packed layouts.
-	"packed/unresolved", "packed/axis", "packed/levels", "packed/companion",
-	"packed/companion-role", "packed/extent", "packed/pair", "packed/double-spelling",
-	"packed/owner-suppliable",
+	PackedUnresolved, PackedAxis, PackedLevels, PackedCompanion, PackedCompanionRole,
+	PackedExtent, PackedPair, PackedDoubleSpelling, PackedOwnerSuppliable,
 	// Padding.
-	"padding/unresolved", "padding/dimension", "padding/duplicate", "padding/self",
-	"padding/companion",
+	PaddingUnresolved, PaddingDimension, PaddingDuplicate, PaddingSelf, PaddingCompanion,
 	// Batch capacity.
-	"capacity/unknown-symbol", "capacity/uniform-duplicate", "capacity/uniform-count",
-	"capacity/padded-and-pinned", "capacity/budget-root", "capacity/budget-duplicate",
-	"capacity/level-unbudgeted", "capacity/free-literal", "capacity/unreconciled",
-	"capacity/budget-too-small", "capacity/row-scope",
+	CapacityUnknownSymbol, CapacityUniformDuplicate, CapacityUniformCount,
+	CapacityPaddedAndPinned, CapacityBudgetRoot, CapacityBudgetDuplicate,
+	CapacityLevelUnbudgeted, CapacityFreeLiteral, CapacityUnreconciled,
+	CapacityBudgetTooSmall, CapacityRowScope,
 	// Emission.
-	"emit/unpublished-companion", "emit/companion-of-unemitted", "emit/malformed-companion",
-	"emit/serving-shared", "emit/trim-padded", "emit/row-axis", "emit/axis",
-	"emit/axis-required",
+	EmitUnpublishedCompanion, EmitCompanionOfUnemitted, EmitMalformedCompanion,
+	EmitServingShared, EmitTrimPadded, EmitRowAxis, EmitAxis, EmitAxisRequired,
 	// Models.
-	"model/missing", "model/port", "model/dtype", "model/shape", "model/lengths-unseen",
+	ModelMissing, ModelPort, ModelDType, ModelShape, ModelLengthsUnseen,
 	// Runtime.
-	"run/offsets", "run/owner", "run/extent", "run/lengths", "run/budget",
-	"run/uniform", "run/input", "run/backend", "run/unsupported",
-	"run/queue-full", "run/closed", "run/cancelled", "run/deadline",
+	RunOffsets, RunOwner, RunExtent, RunLengths, RunBudget, RunUniform, RunInput,
+	RunBackend, RunUnsupported, RunQueueFull, RunClosed, RunCancelled, RunDeadline,
 }
 
-// KnownRule reports whether id is in the catalogue.
-func KnownRule(id string) bool { return slices.Contains(Rules, id) }
+// KnownRule reports whether r is in the catalogue.
+func KnownRule(r Rule) bool { return slices.Contains(Rules, r) }
