@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"gopkg.in/yaml.v3"
 )
 
@@ -11,7 +12,7 @@ import (
 func (d *decoder) scalar(n *yaml.Node, path, want string) (*yaml.Node, bool) {
 	n = resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.errorf("schema/type", n, path, "`%s` must be %s, read the %s", lastKey(path), want, kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be %s, read the %s", lastKey(path), want, kindWord(n))
 		return nil, false
 	}
 	return n, true
@@ -31,7 +32,7 @@ func (s *String) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if n.ShortTag() != "!!str" {
-		d.errorf("schema/type", n, path, "`%s` must be a string, read the %s; quote it if it is meant as text", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be a string, read the %s; quote it if it is meant as text", lastKey(path), kindWord(n))
 		return
 	}
 	s.Value = n.Value
@@ -43,7 +44,7 @@ func (i *Int) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if n.ShortTag() != "!!int" || n.Decode(&i.Value) != nil {
-		d.errorf("schema/type", n, path, "`%s` must be an integer, read the %s", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be an integer, read the %s", lastKey(path), kindWord(n))
 	}
 }
 
@@ -53,7 +54,7 @@ func (b *Bool) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if n.ShortTag() != "!!bool" || n.Decode(&b.Value) != nil {
-		d.errorf("schema/type", n, path, "`%s` must be true or false, read the %s", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be true or false, read the %s", lastKey(path), kindWord(n))
 	}
 }
 
@@ -73,7 +74,7 @@ func (x *Number) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	tag := n.ShortTag()
 	x.Text = n.Value
 	if tag != "!!int" && tag != "!!float" || n.Decode(&x.Value) != nil {
-		d.errorf("schema/type", n, path, "`%s` must be a number, read the %s", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be a number, read the %s", lastKey(path), kindWord(n))
 	}
 }
 
@@ -90,17 +91,17 @@ func (x *Dim) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	switch n.ShortTag() {
 	case "!!str":
 		if strings.TrimSpace(n.Value) == "" {
-			d.errorf("schema/type", n, path, "a dimension is %s, read an empty symbol", want)
+			d.errorf(diag.SchemaType, n, path, "a dimension is %s, read an empty symbol", want)
 			return
 		}
 		x.Symbol = n.Value
 	case "!!int":
 		if n.Decode(&x.Size) != nil || x.Size < 0 {
-			d.errorf("schema/type", n, path, "a dimension is %s, read %s", want, n.Value)
+			d.errorf(diag.SchemaType, n, path, "a dimension is %s, read %s", want, n.Value)
 			x.Size = 0
 		}
 	default:
-		d.errorf("schema/type", n, path, "a dimension is %s, read the %s", want, kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "a dimension is %s, read the %s", want, kindWord(n))
 	}
 }
 
@@ -110,7 +111,7 @@ func (l *List[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.errorf("schema/type", n, path, "`%s` must be a sequence, read the %s", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be a sequence, read the %s", lastKey(path), kindWord(n))
 		return
 	}
 	l.Items = make([]T, len(n.Content))
@@ -125,7 +126,7 @@ func (m *Map[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errorf("schema/type", n, path, "`%s` must be a mapping of names, read the %s", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be a mapping of names, read the %s", lastKey(path), kindWord(n))
 		return
 	}
 	m.Entries = make([]Entry[T], 0, len(n.Content)/2)
@@ -135,7 +136,7 @@ func (m *Map[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		var e Entry[T]
 		d.value(k, nil, kpath, reflect.ValueOf(&e.Key).Elem())
 		if e.Key.Value == "" && k.ShortTag() == "!!str" {
-			d.errorf("schema/type", k, kpath, "a name in `%s` must not be empty", lastKey(path))
+			d.errorf(diag.SchemaType, k, kpath, "a name in `%s` must not be empty", lastKey(path))
 		}
 		d.value(v, k, kpath, reflect.ValueOf(&e.Value).Elem())
 		m.Entries = append(m.Entries, e)
@@ -149,12 +150,12 @@ func (m *Map[T]) decodeYAML(d *decoder, n *yaml.Node, path string) {
 func (t *Transform) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
-		d.errorf("schema/type", n, path, "a transform must be a mapping with `op`, read the %s", kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "a transform must be a mapping with `op`, read the %s", kindWord(n))
 		return
 	}
 	k, op := lookup(n, "op")
 	if op == nil {
-		d.errorf("schema/missing-field", n, path, "the transform at `%s` has no `op`; add one, such as op: decode", path)
+		d.errorf(diag.SchemaMissingField, n, path, "the transform at `%s` has no `op`; add one, such as op: decode", path)
 		return
 	}
 	d.value(op, k, keyPath(path, "op"), reflect.ValueOf(&t.Op).Elem())
@@ -181,7 +182,7 @@ func (d *decoder) param(k, v *yaml.Node, path string) Param {
 		p.List = &List[Scalar]{}
 		d.value(v, k, path, reflect.ValueOf(p.List).Elem())
 	case yaml.MappingNode:
-		d.errorf("schema/type", v, path, "parameter `%s` must be a scalar or a list of scalars, read a mapping", k.Value)
+		d.errorf(diag.SchemaType, v, path, "parameter `%s` must be a scalar or a list of scalars, read a mapping", k.Value)
 	default:
 		d.value(v, k, path, reflect.ValueOf(&p.Value).Elem())
 	}

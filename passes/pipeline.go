@@ -56,11 +56,6 @@ var PassOrder = []Order{
 }
 
 func init() {
-	// The preprocess pass is being rewritten in its own change; until that
-	// pass declares its rules, they are declared here.
-	if PreprocessPass.Rules == nil {
-		PreprocessPass.Rules = []diag.Rule{diag.PreprocessAdapter, diag.PreprocessBinding}
-	}
 	if err := CheckPipeline(Pipeline, PassOrder); err != nil {
 		panic(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/preprocess"
 )
@@ -15,19 +16,21 @@ var PreprocessPass = &Pass{
 	Name:     "preprocess",
 	Doc:      "compile preprocessing programs: each has its pinned adapter component, uses only ops and parameters the adapter runs, binds every adapter output port once, with outputs whose contracts match the adapter's ports",
 	Kind:     Check,
-	Requires: []*Pass{ScopesPass},
+	Requires: []*Pass{ScopesPass, BindingsPass},
+	Rules:    []diag.Rule{diag.PreprocessAdapter, diag.PreprocessBinding, diag.PreprocessOp, diag.PreprocessUnbound},
 	Run: func(c *Context) (any, error) {
 		m := c.Module
+		bindings := c.Result(BindingsPass).(*Bindings)
 		for _, p := range m.Programs {
 			adapter := preprocess.AdapterOf(m, p.Modality)
 			if adapter == nil {
-				c.Report("preprocess/adapter", p.Loc, "preprocessing.%s has no adapter component to run it; declare a component with implementation { kind: adapter, abi: %s, version: \"1\" } and invoke it",
+				c.Report(diag.PreprocessAdapter, p.Loc, "preprocessing.%s has no adapter component to run it; declare a component with implementation { kind: adapter, abi: %s, version: \"1\" } and invoke it",
 					p.Modality, preprocess.ABI(p.Modality))
 				continue
 			}
-			compiled, probs := preprocess.Compile(m, p, adapter)
+			compiled, probs := preprocess.Compile(p, adapter, invokedPorts(bindings, adapter))
 			for _, pr := range probs {
-				c.Report(pr.Rule, pr.Loc, "%s", pr.Message)
+				c.Report(diag.Rule(pr.Rule), pr.Loc, "%s", pr.Message)
 			}
 			preprocessBindings(c, p, adapter, compiled.Ports)
 		}
@@ -37,12 +40,24 @@ var PreprocessPass = &Pass{
 			}
 			preprocessPin(c, comp)
 			if mod, ok := preprocess.ModalityOf(comp.ABI); ok && preprocess.ProgramOf(m, mod) == nil {
-				c.Report("preprocess/adapter", comp.Loc, "component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run; add the program or remove the component",
+				c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run; add the program or remove the component",
 					comp.Name, comp.ABI, mod)
 			}
 		}
 		return nil, nil
 	},
+}
+
+// invokedPorts maps the names the invokes of adapter give its output
+// ports' values onto the ports, from the bindings pass.
+func invokedPorts(b *Bindings, adapter *ir.Component) map[string]string {
+	out := map[string]string{}
+	for _, port := range adapter.Outputs {
+		for _, name := range b.ResultNames(adapter.Name, port.Name) {
+			out[name] = port.Name
+		}
+	}
+	return out
 }
 
 // preprocessPin checks that the manifest pins the adapter's ABI at exactly
@@ -51,10 +66,10 @@ func preprocessPin(c *Context, comp *ir.Component) {
 	pin, ok := ir.Get(c.Module.Manifest.AdapterABIs, comp.ABI)
 	switch {
 	case !ok:
-		c.Report("preprocess/adapter", comp.Loc, "component `%s` uses adapter ABI %s version %q, but pipeline.workflow.manifest.adapter_abis does not pin it; add `%s: %q` to manifest.adapter_abis",
+		c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` uses adapter ABI %s version %q, but pipeline.workflow.manifest.adapter_abis does not pin it; add `%s: %q` to manifest.adapter_abis",
 			comp.Name, comp.ABI, comp.Version, comp.ABI, comp.Version)
 	case pin.Value != comp.Version:
-		c.ReportRelated("preprocess/adapter", comp.Loc, []Related{{pin.Loc, fmt.Sprintf("the manifest pins %s at %q here", comp.ABI, pin.Value)}},
+		c.ReportRelated(diag.PreprocessAdapter, comp.Loc, []Related{{pin.Loc, fmt.Sprintf("the manifest pins %s at %q here", comp.ABI, pin.Value)}},
 			"component `%s` asks for adapter ABI %s version %q, but the manifest pins version %q; an adapter is pinned exactly, so make the two agree",
 			comp.Name, comp.ABI, comp.Version, pin.Value)
 	}
@@ -69,7 +84,7 @@ func preprocessBindings(c *Context, p *ir.Program, adapter *ir.Component, ports 
 			continue
 		}
 		if diffs := contractDiffs(o.Contract, port.Contract); len(diffs) > 0 {
-			c.ReportRelated("preprocess/binding", o.Loc, []Related{{port.Loc, fmt.Sprintf("output port `%s` of component `%s` is declared here", port.Name, adapter.Name)}},
+			c.ReportRelated(diag.PreprocessBinding, o.Loc, []Related{{port.Loc, fmt.Sprintf("output port `%s` of component `%s` is declared here", port.Name, adapter.Name)}},
 				"preprocessing.%s output `%s` binds output port `%s` of adapter `%s`, but their contracts differ: %s; declare the same contract on both",
 				p.Modality, o.Name, port.Name, adapter.Name, strings.Join(diffs, "; "))
 		}

@@ -22,10 +22,11 @@ var (
 
 // Bind pairs each output port of adapter with the program output that
 // binds it: the output whose name an invoke of the adapter gives the port's
-// value, or failing that, the output of the port's name. A port bound by no
-// output, or by two, is a preprocess/unbound problem.
-func Bind(m *ir.Module, prog *ir.Program, adapter *ir.Component) (map[string]*ir.ProgramOutput, []Problem) {
-	byValue := InvokedPorts(m, adapter)
+// value (invoked maps such names onto ports), or failing that, the output
+// of the port's name. A port bound by no output, or by two, is a
+// preprocess/unbound problem.
+func Bind(prog *ir.Program, adapter *ir.Component, invoked map[string]string) (map[string]*ir.ProgramOutput, []Problem) {
+	byValue := invoked
 	bound := map[string]*ir.ProgramOutput{}
 	var probs []Problem
 	for i := range prog.Outputs {

@@ -77,14 +77,17 @@ func (p *Program) Source(o *ir.ProgramOutput) string {
 }
 
 // Compile checks prog against what the built-in adapter of its modality
-// runs, and binds adapter's output ports to its outputs. The program is
-// usable only when no problem is returned.
-func Compile(m *ir.Module, prog *ir.Program, adapter *ir.Component) (*Program, []Problem) {
+// runs, and binds adapter's output ports to its outputs. invoked maps the
+// name of each value an invoke of the adapter binds an output port to onto
+// that port: the check passes take it from their bindings pass, a runtime
+// from InvokedPorts. The program is usable only when no problem is
+// returned.
+func Compile(prog *ir.Program, adapter *ir.Component, invoked map[string]string) (*Program, []Problem) {
 	p := &Program{Modality: prog.Modality, Shapes: map[string]Shape{}}
 	probs := p.transforms(prog)
 	complete := len(probs) == 0
 	var bprobs []Problem
-	p.Ports, bprobs = Bind(m, prog, adapter)
+	p.Ports, bprobs = Bind(prog, adapter, invoked)
 	probs = append(probs, bprobs...)
 	if complete {
 		probs = append(probs, p.ports(prog, adapter)...)

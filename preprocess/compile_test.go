@@ -70,7 +70,7 @@ func TestCompileImage(t *testing.T) {
 		tf("resize", "d", "r", scalar("height", ir.ParamInt, "10"), scalar("width", ir.ParamInt, "20"), scalar("interpolation", ir.ParamString, "BICUBIC")),
 		tf("convert_color", "r", "g", scalar("mode", ir.ParamString, "gray")),
 		tf("normalize", "g", "n", list("mean", "0.5"), list("std", "0.25")))
-	p, probs := Compile(m, prog, comp)
+	p, probs := Compile(prog, comp, InvokedPorts(m, comp))
 	if len(probs) > 0 {
 		t.Fatalf("unexpected problems: %v", probs)
 	}
@@ -133,7 +133,7 @@ func TestCompileRefuses(t *testing.T) {
 			if c.edit != nil {
 				c.edit(prog, comp)
 			}
-			_, probs := Compile(m, prog, comp)
+			_, probs := Compile(prog, comp, InvokedPorts(m, comp))
 			if len(probs) != 1 {
 				t.Fatalf("want one problem, got %v", probs)
 			}
@@ -158,14 +158,14 @@ func TestCompileTemporal(t *testing.T) {
 	} {
 		prog := &ir.Program{Modality: c.modality, Transforms: c.ts}
 		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI(c.modality), Version: "1"}
-		_, probs := Compile(&ir.Module{}, prog, comp)
+		_, probs := Compile(prog, comp, nil)
 		if len(probs) != 1 || !strings.Contains(probs[0].Message, c.frag) {
 			t.Errorf("%s: want one problem mentioning %q, got %v", c.modality, c.frag, probs)
 		}
 	}
 	prog := &ir.Program{Modality: "video", Transforms: []ir.Transform{decode(), tf("sample_frames", "d", "s", scalar("fps", ir.ParamFloat, "2.0"), scalar("num_frames", ir.ParamInt, "8")),
 		tf("pad_frames", "s", "p", scalar("target_length", ir.ParamInt, "8"))}}
-	p, probs := Compile(&ir.Module{}, prog, &ir.Component{Name: "pre"})
+	p, probs := Compile(prog, &ir.Component{Name: "pre"}, nil)
 	if len(probs) > 0 || !p.Shapes["p"].Padded || p.Shapes["p"].Target != 8 {
 		t.Errorf("a sampled and padded clip: %v, %+v", probs, p.Shapes["p"])
 	}

@@ -236,7 +236,7 @@ func (b *Backend) Load(comp *ir.Component, _ string) (backend.Session, error) {
 	if prog == nil {
 		return nil, unsupported("component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run", comp.Name, comp.ABI, modality)
 	}
-	compiled, probs := preprocess.Compile(b.m, prog, comp)
+	compiled, probs := preprocess.Compile(prog, comp, preprocess.InvokedPorts(b.m, comp))
 	if len(probs) > 0 {
 		return nil, unsupported("%s", probs[0].Message)
 	}
