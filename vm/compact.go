@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/genaic/genaic/backend"
 )
@@ -39,57 +40,93 @@ func (p Packed) Check() error {
 // of a prefix of the rows is a free reslice: the payload is a view, not a
 // copy. copies may be nil.
 func Compact(p Packed, selection []int64, copies *Copies) (Packed, error) {
-	if err := p.Check(); err != nil {
+	return compactFrom([]Packed{p}, selection, copies)
+}
+
+// unitSpan is a range of units of one source of a compaction.
+type unitSpan struct {
+	src    int
+	lo, hi int64
+}
+
+// compactFrom is Compact over the rows of several packed values, numbered
+// one after another: row r of sources[1] is row rows(sources[0]) + r.
+func compactFrom(sources []Packed, selection []int64, copies *Copies) (Packed, error) {
+	if len(sources) == 0 {
+		return Packed{}, runErr("run/input", "compaction needs at least one packed value")
+	}
+	depth := len(sources[0].Levels)
+	var rowsOf []int64
+	for j, p := range sources {
+		if err := p.Check(); err != nil {
+			return Packed{}, err
+		}
+		if len(p.Levels) != depth || p.Payload.DType != sources[0].Payload.DType || !slices.Equal(p.Payload.Shape[1:], sources[0].Payload.Shape[1:]) {
+			return Packed{}, runErr("run/input", "packed value %d (%s, %d levels) does not stack with value 0 (%s, %d levels)", j, p.Payload, len(p.Levels), sources[0].Payload, depth)
+		}
+		rowsOf = append(rowsOf, int64(len(p.Levels[depth-1])-1))
+	}
+	spans, err := selectRows(rowsOf, selection)
+	if err != nil {
 		return Packed{}, err
 	}
-	top := len(p.Levels) - 1
-	rows := int64(len(p.Levels[top]) - 1)
-	for i, r := range selection {
-		if r < 0 || r >= rows {
-			return Packed{}, runErr("run/extent", "selection[%d] = %d is not a row of this value (it has %d rows)", i, r, rows)
-		}
-	}
-	out := Packed{Levels: make([][]int64, len(p.Levels))}
-	// spans are the selected unit ranges at the current level, in order.
-	spans := make([][2]int64, len(selection))
-	for i, r := range selection {
-		spans[i] = [2]int64{r, r + 1}
-	}
-	for k := top; k >= 0; k-- {
-		offs := p.Levels[k]
-		next := make([][2]int64, 0, len(spans))
+	out := Packed{Levels: make([][]int64, depth)}
+	for k := depth - 1; k >= 0; k-- {
+		var next []unitSpan
 		newOffs := []int64{0}
 		for _, s := range spans {
-			for u := s[0]; u < s[1]; u++ {
+			offs := sources[s.src].Levels[k]
+			for u := s.lo; u < s.hi; u++ {
 				newOffs = append(newOffs, newOffs[len(newOffs)-1]+offs[u+1]-offs[u])
-				next = append(next, [2]int64{offs[u], offs[u+1]})
+				next = append(next, unitSpan{s.src, offs[u], offs[u+1]})
 			}
 		}
 		out.Levels[k] = newOffs
 		spans = mergeSpans(next)
 	}
-	if isPrefix(selection) {
+	if len(sources) == 1 && isPrefix(selection) {
 		end := int64(0)
 		if len(spans) > 0 {
-			end = spans[len(spans)-1][1]
+			end = spans[len(spans)-1].hi
 		}
-		out.Payload = p.Payload.View(0, end)
+		out.Payload = sources[0].Payload.View(0, end)
 		return out, nil
 	}
-	payload, err := gatherRows(p.Payload, spans, copies)
-	if err != nil {
+	if out.Payload, err = gatherRows(sources, spans, copies); err != nil {
 		return Packed{}, err
 	}
-	out.Payload = payload
 	return out, nil
 }
 
-// mergeSpans joins adjacent spans, so that a gather copies runs, not rows.
-func mergeSpans(spans [][2]int64) [][2]int64 {
-	var out [][2]int64
+// selectRows turns a selection of rows numbered across sources into one
+// span of one row each.
+func selectRows(rowsOf []int64, selection []int64) ([]unitSpan, error) {
+	total := int64(0)
+	for _, n := range rowsOf {
+		total += n
+	}
+	spans := make([]unitSpan, len(selection))
+	for i, r := range selection {
+		if r < 0 || r >= total {
+			return nil, runErr("run/extent", "selection[%d] = %d is not a row of this value (it has %d rows)", i, r, total)
+		}
+		j := 0
+		for r >= rowsOf[j] {
+			r -= rowsOf[j]
+			j++
+		}
+		spans[i] = unitSpan{j, r, r + 1}
+	}
+	return spans, nil
+}
+
+// mergeSpans joins adjacent spans of one source, so that a gather copies
+// runs, not rows.
+func mergeSpans(spans []unitSpan) []unitSpan {
+	var out []unitSpan
 	for _, s := range spans {
-		if n := len(out); n > 0 && out[n-1][1] == s[0] {
-			out[n-1][1] = s[1]
+		if n := len(out); n > 0 && out[n-1].src == s.src && out[n-1].hi == s.lo {
+			out[n-1].hi = s.hi
 			continue
 		}
 		out = append(out, s)
@@ -107,12 +144,14 @@ func isPrefix(selection []int64) bool {
 	return true
 }
 
-// gatherRows copies the given row spans of t, in order, into a new tensor.
-func gatherRows(t *backend.Tensor, spans [][2]int64, copies *Copies) (*backend.Tensor, error) {
+// gatherRows copies the given row spans of the sources' payloads, in order,
+// into a new tensor.
+func gatherRows(sources []Packed, spans []unitSpan, copies *Copies) (*backend.Tensor, error) {
 	n := int64(0)
 	for _, s := range spans {
-		n += s[1] - s[0]
+		n += s.hi - s.lo
 	}
+	t := sources[0].Payload
 	shape := append([]int64{n}, t.Shape[1:]...)
 	out, err := backend.NewTensor(t.DType, shape)
 	if err != nil {
@@ -121,8 +160,8 @@ func gatherRows(t *backend.Tensor, spans [][2]int64, copies *Copies) (*backend.T
 	inner := backend.Elements(t.Shape[1:])
 	row := int64(0)
 	for _, s := range spans {
-		out.CopyElems(row*inner, t, s[0]*inner, (s[1]-s[0])*inner)
-		row += s[1] - s[0]
+		out.CopyElems(row*inner, sources[s.src].Payload, s.lo*inner, (s.hi-s.lo)*inner)
+		row += s.hi - s.lo
 	}
 	if copies != nil {
 		copies.Add(CopyGather, out.Bytes())

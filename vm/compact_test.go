@@ -1,9 +1,14 @@
 package vm
 
 import (
+	"context"
+	"errors"
 	"math/rand"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/genaic/genaic/backend"
 )
@@ -104,5 +109,64 @@ func TestCompactPrefixIsAReslice(t *testing.T) {
 	}
 	if _, err := Compact(p, []int64{6}, nil); err == nil {
 		t.Error("a selection past the last row was accepted")
+	}
+}
+
+// TestEngineCompact runs requests end to end and regroups their packed
+// output by rows: the selected rows come back in selection order, repeated
+// where selected twice, with the level's offsets and owners recomputed; a
+// prefix of one response is a view; a bad selection or an output without
+// levels is refused.
+func TestEngineCompact(t *testing.T) {
+	e := imageEngine(t, Options{MaxDelay: 20 * time.Millisecond})
+	rng := rand.New(rand.NewSource(21))
+	reqs := []Request{imageRequest(rng, "a", 2), imageRequest(rng, "b", 1), imageRequest(rng, "c", 3)}
+	var from []map[string]*backend.Tensor
+	for _, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		from = append(from, r.Outputs)
+	}
+	got, err := e.Compact("embeddings", from, []int64{2, 0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offs := got["image_offsets"].Int64s(); !slices.Equal(offs, []int64{0, 3, 5, 7}) {
+		t.Errorf("offsets %v, want [0 3 5 7]", offs)
+	}
+	if own := got["image_owner"].Int64s(); !slices.Equal(own, []int64{0, 0, 0, 1, 1, 2, 2}) {
+		t.Errorf("owner %v, want [0 0 0 1 1 2 2]", own)
+	}
+	var want []float32
+	for _, r := range []int{2, 0, 0} {
+		want = append(want, from[r]["embeddings"].Float32s()...)
+	}
+	if emb := got["embeddings"]; emb.Shape[0] != 7 || !slices.Equal(emb.Float32s(), want) {
+		t.Errorf("embeddings %v = %v, want the rows of c, a, a: %v", emb, emb.Float32s(), want)
+	}
+
+	kept, err := e.Compact("embeddings", from[:1], []int64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !backend.SameBuffer(kept["embeddings"], from[0]["embeddings"]) {
+		t.Error("keeping the one row of a response copied it; a prefix is a view")
+	}
+	none, err := e.Compact("embeddings", from, nil)
+	if err != nil || none["embeddings"].Shape[0] != 0 || !slices.Equal(none["image_offsets"].Int64s(), []int64{0}) {
+		t.Errorf("an empty selection: %v, %v", none, err)
+	}
+
+	var re *backend.RunError
+	if _, err := e.Compact("embeddings", from, []int64{3}); !errors.As(err, &re) || re.Rule != "run/extent" {
+		t.Errorf("row 3 of three responses of one row each: %v", err)
+	}
+	if _, err := e.Compact("image_offsets", from, []int64{0}); !errors.As(err, &re) || re.Rule != "run/input" {
+		t.Errorf("an output without levels: %v", err)
+	}
+	delete(from[1], "image_offsets")
+	if _, err := e.Compact("embeddings", from, []int64{0}); !errors.As(err, &re) || !strings.Contains(re.Message, "response 1") {
+		t.Errorf("a response without the level's offsets: %v", err)
 	}
 }
