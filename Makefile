@@ -32,14 +32,15 @@ test demo: export GENAIC_CACHE := $(CACHE)
 test: setup lint
 	$(GO) test ./...
 	$(GO) test -race ./vm/... ./compiler/... ./passes/...
-	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s
-	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s
-	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s
-	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s
-	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s
+	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s -fuzzminimizetime 100ms
+	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s -fuzzminimizetime 100ms
+	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s -fuzzminimizetime 100ms
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

@@ -59,7 +59,7 @@ func ParseLayoutKind(s string) (LayoutKind, bool) {
 
 // Layout is a value's batch layout. The zero Layout is shared.
 type Layout struct {
-	Kind   LayoutKind `json:"kind,omitempty"`
+	Kind   LayoutKind `json:"kind"`
 	Axis   int64      `json:"axis,omitempty"`
 	Factor int64      `json:"factor,omitempty"`
 	Levels []Level    `json:"levels,omitempty"` // token_packed: innermost first

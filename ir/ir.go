@@ -146,7 +146,7 @@ func (k DefKind) String() string {
 type Value struct {
 	ID   ValueID `json:"id,omitempty"`
 	Name string  `json:"name,omitempty"`
-	Def  DefKind `json:"def,omitempty"`
+	Def  DefKind `json:"def"`
 	// Contract types the value: the input's, the cell's or the producing
 	// port's. It is nil when nothing declares one (a phi, an iteration).
 	Contract *Contract `json:"contract,omitempty"`
@@ -281,7 +281,7 @@ func (k ImplKind) String() string {
 // Component is a unit of computation the workflow invokes.
 type Component struct {
 	Name     string    `json:"name,omitempty"`
-	Impl     ImplKind  `json:"impl,omitempty"`
+	Impl     ImplKind  `json:"impl"`
 	Artifact string    `json:"artifact,omitempty"` // onnx, and optionally adapter
 	ABI      string    `json:"abi,omitempty"`      // adapter
 	Version  string    `json:"version,omitempty"`  // adapter
@@ -369,7 +369,7 @@ func (t Transform) Param(key string) (Param, bool) {
 // front end, decides what each parameter accepts.
 type Param struct {
 	Key   string    `json:"key,omitempty"`
-	Kind  ParamKind `json:"kind,omitempty"`
+	Kind  ParamKind `json:"kind"`
 	Text  string    `json:"text,omitempty"`  // a scalar's text as written
 	Items []Param   `json:"items,omitempty"` // a list's items: scalars without a key or Loc
 	Loc   Loc       `json:"loc,omitempty"`

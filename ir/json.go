@@ -1,6 +1,11 @@
 package ir
 
-import "fmt"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
 
 // A module travels inside a plan file as JSON (DESIGN §5): every node with
 // its Loc, the location table beside them, as OPA's plan IR carries its
@@ -88,4 +93,40 @@ func (k ParamKind) MarshalText() ([]byte, error) {
 // UnmarshalText reads a parameter kind's name.
 func (k *ParamKind) UnmarshalText(b []byte) error {
 	return parseWord("parameter kind", b, k, ParseParamKind)
+}
+
+// UnmarshalJSON reads a module written by encoding/json, refusing unknown
+// fields, and gives each value the contract of the site that declares it:
+// JSON writes a shared contract once per holder, while the compiler's
+// module (and its text form, which writes @input x) shares one.
+func (m *Module) UnmarshalJSON(b []byte) error {
+	type plain Module
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode((*plain)(m)); err != nil {
+		return err
+	}
+	m.shareContracts()
+	return nil
+}
+
+// shareContracts points each value's contract at the site contract it
+// equals. A site's contract carries its own source locations, so equality
+// names the one site the value was defined from.
+func (m *Module) shareContracts() {
+	byLoc := map[Loc][]*Contract{}
+	for _, s := range m.Sites() {
+		byLoc[s.Contract.Loc] = append(byLoc[s.Contract.Loc], s.Contract)
+	}
+	for _, v := range m.Values {
+		if v == nil || v.Contract == nil {
+			continue
+		}
+		for _, c := range byLoc[v.Contract.Loc] {
+			if reflect.DeepEqual(c, v.Contract) {
+				v.Contract = c
+				break
+			}
+		}
+	}
 }

@@ -66,24 +66,42 @@ func (m *Module) Sites() []*Site {
 			out = append(out, s)
 		}
 	}
+	// A nil entry is skipped: a module decoded from a hand-made plan may
+	// hold one, and Verify, not Sites, is what refuses it.
 	for _, in := range m.Inputs {
-		add(&Site{Kind: SiteInput, Name: in.Name, Contract: in.Contract, Loc: in.Loc})
+		if in != nil {
+			add(&Site{Kind: SiteInput, Name: in.Name, Contract: in.Contract, Loc: in.Loc})
+		}
 	}
 	for _, o := range m.Outputs {
-		add(&Site{Kind: SiteOutput, Name: o.Name, Contract: o.Contract, Loc: o.Loc})
+		if o != nil {
+			add(&Site{Kind: SiteOutput, Name: o.Name, Contract: o.Contract, Loc: o.Loc})
+		}
 	}
 	for _, c := range m.Cells {
-		add(&Site{Kind: SiteCell, Name: c.Name, Contract: c.Contract, Loc: c.Loc})
+		if c != nil {
+			add(&Site{Kind: SiteCell, Name: c.Name, Contract: c.Contract, Loc: c.Loc})
+		}
 	}
 	for _, c := range m.Components {
+		if c == nil {
+			continue
+		}
 		for _, p := range c.Inputs {
-			add(PortSite(c, p, true))
+			if p != nil {
+				add(PortSite(c, p, true))
+			}
 		}
 		for _, p := range c.Outputs {
-			add(PortSite(c, p, false))
+			if p != nil {
+				add(PortSite(c, p, false))
+			}
 		}
 	}
 	for _, p := range m.Programs {
+		if p == nil {
+			continue
+		}
 		for _, o := range p.Outputs {
 			add(&Site{Kind: SiteProgram, Program: p, Name: o.Name, Contract: o.Contract, Loc: o.Loc})
 		}

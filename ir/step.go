@@ -10,7 +10,7 @@ type Block struct {
 // Step is one structured step. Op says which fields are meaningful; the op
 // table (ops.go) states it as data and Verify checks it.
 type Step struct {
-	Op  Op  `json:"op,omitempty"`
+	Op  Op  `json:"op"`
 	Loc Loc `json:"loc,omitempty"`
 
 	// invoke

@@ -12,6 +12,9 @@ import (
 // allowed: they are a diagnostic's business, not a broken module.
 func Verify(m *Module) error {
 	v := &verifier{m: m, defined: make([]int, len(m.Values))}
+	if v.entries(); v.err != nil {
+		return v.err
+	}
 	v.values()
 	v.topLevel()
 	v.block(m.Body, v.initialScope())
@@ -68,6 +71,47 @@ func (v *verifier) def(id ValueID, kind DefKind, scope map[string]ValueID) {
 	if scope != nil {
 		scope[val.Name] = id
 	}
+}
+
+// entries refuses a nil entry in any list of the module, which a module
+// decoded from a hand-made plan may hold: every other check reads them.
+func (v *verifier) entries() {
+	nils := func(what string, n int, isNil func(int) bool) {
+		for i := range n {
+			if isNil(i) {
+				v.fail("%s %d is missing (null)", what, i)
+			}
+		}
+	}
+	m := v.m
+	nils("value", len(m.Values), func(i int) bool { return m.Values[i] == nil })
+	nils("input", len(m.Inputs), func(i int) bool { return m.Inputs[i] == nil })
+	nils("output", len(m.Outputs), func(i int) bool { return m.Outputs[i] == nil })
+	nils("cell", len(m.Cells), func(i int) bool { return m.Cells[i] == nil })
+	nils("program", len(m.Programs), func(i int) bool { return m.Programs[i] == nil })
+	nils("component", len(m.Components), func(i int) bool { return m.Components[i] == nil })
+	for _, c := range m.Components {
+		if c != nil {
+			nils("input port of component "+c.Name+",", len(c.Inputs), func(i int) bool { return c.Inputs[i] == nil })
+			nils("output port of component "+c.Name+",", len(c.Outputs), func(i int) bool { return c.Outputs[i] == nil })
+		}
+	}
+	var steps func(b *Block)
+	steps = func(b *Block) {
+		if b == nil {
+			return
+		}
+		for i, s := range b.Steps {
+			if s == nil {
+				v.fail("step %d is missing (null)", i)
+				continue
+			}
+			for _, nb := range s.Blocks() {
+				steps(nb)
+			}
+		}
+	}
+	steps(m.Body)
 }
 
 func (v *verifier) topLevel() {

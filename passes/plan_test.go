@@ -371,3 +371,44 @@ func TestPlanProblemsFire(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanIRRoundTrips: the IR a plan carries as JSON decodes into the
+// module the compiler built, locations included (its canonical text form
+// and location table are equal), for every accepted corpus document and
+// every fixture package.
+func TestPlanIRRoundTrips(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(testenv.Conformance(t), "*.yaml"))
+	pkgs, _ := filepath.Glob(filepath.Join("..", "testdata", "packages", "*"))
+	n := 0
+	for _, path := range append(paths, pkgs...) {
+		d, err := CheckPath(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Valid() {
+			continue
+		}
+		f, err := BuildPlan(d, filepath.Dir(d.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := plan.Decode(path, b)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if got, want := back.IR.String(), d.Module.String(); got != want {
+			t.Errorf("%s: the decoded IR differs from the compiled module:\n got: %.600s\nwant: %.600s", path, got, want)
+		}
+		if !slices.Equal(back.IR.Locs, d.Module.Locs) {
+			t.Errorf("%s: the decoded location table differs", path)
+		}
+		n++
+	}
+	if n < 50 {
+		t.Errorf("only %d documents round-tripped; the corpus and fixtures hold more", n)
+	}
+}
