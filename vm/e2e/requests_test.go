@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -175,6 +176,8 @@ func corruptible(rng *rand.Rand, pkg, id string) vm.Request {
 // the host before assembly: a bad request alone is never invoked and
 // costs no copy.
 func TestCorruptCompanions(t *testing.T) {
+	refused := refusals{}
+	defer refused.check(t)
 	forEachEngine(t, func(t *testing.T, e engineKind) {
 		for i, c := range corruptions {
 			t.Run(c.pkg+"/"+c.name, func(t *testing.T) {
@@ -188,6 +191,7 @@ func TestCorruptCompanions(t *testing.T) {
 				pairs := r.Stats().Components[f.Component].GroupSizes[2]
 				res := runAll(context.Background(), r, reqs)
 				wantRule(t, res[1].Err, c.rule, c.mention)
+				refused.add(c.pkg+"/"+c.name, e, res[1].Err)
 				if n := r.Stats().Components[f.Component].GroupSizes[2]; n != pairs+1 {
 					t.Errorf("the two good requests did not share one group (groups of two: %d, then %d)", pairs, n)
 				}
@@ -196,6 +200,31 @@ func TestCorruptCompanions(t *testing.T) {
 			})
 		}
 	})
+}
+
+// refusals are the errors each engine refused the bad request of each
+// case with, so that a test can check that the engines refuse alike, rule
+// and message.
+type refusals map[string]map[string]string // case → engine → error
+
+func (r refusals) add(key string, e engineKind, err error) {
+	if r[key] == nil {
+		r[key] = map[string]string{}
+	}
+	r[key][e.name] = fmt.Sprint(err)
+}
+
+// check fails the test for a case some engine did not refuse, or refused
+// with another message than the VM.
+func (r refusals) check(t *testing.T) {
+	t.Helper()
+	for key, by := range r {
+		for _, e := range engines {
+			if msg, ok := by[e.name]; !ok || msg != by[engines[0].name] {
+				t.Errorf("%s: the %s engine refused the bad request with %q, the %s engine with %q", key, e.name, msg, engines[0].name, by[engines[0].name])
+			}
+		}
+	}
 }
 
 // checkRefused runs a bad request alone and checks that it failed with its
@@ -217,6 +246,8 @@ func checkRefused(t *testing.T, e Runner, component string, bad vm.Request, rule
 // a negative one, or a lengths companion of the wrong shape is refused with
 // run/lengths before invocation; the rest of the batch runs.
 func TestLengthsBeyondExtent(t *testing.T) {
+	refused := refusals{}
+	defer refused.check(t)
 	cases := []struct {
 		pkg, name string
 		mutate    func(r vm.Request)
@@ -242,6 +273,7 @@ func TestLengthsBeyondExtent(t *testing.T) {
 				reqs := []vm.Request{corruptible(rng, tc.pkg, "good1"), bad, corruptible(rng, tc.pkg, "good2")}
 				res := runAll(context.Background(), r, reqs)
 				wantRule(t, res[1].Err, "run/lengths", "patch_lengths")
+				refused.add(tc.pkg+"/"+tc.name, e, res[1].Err)
 				mustSucceed(t, []vm.Response{res[0], res[2]})
 			})
 		}
@@ -252,6 +284,8 @@ func TestLengthsBeyondExtent(t *testing.T) {
 // admission with run/budget naming the budget; it is never queued, so the
 // requests around it still run.
 func TestItemOverBudget(t *testing.T) {
+	refused := refusals{}
+	defer refused.check(t)
 	cases := []struct {
 		pkg, budget string
 		req         func(rng *rand.Rand) vm.Request
@@ -285,6 +319,7 @@ func TestItemOverBudget(t *testing.T) {
 				res := runAll(context.Background(), r, []vm.Request{f.Gen(rng, "good1", 1), bad, f.Gen(rng, "good2", 1)})
 				mustSucceed(t, []vm.Response{res[0], res[2]})
 				wantBudget(t, res[1].Err, tc.budget)
+				refused.add(tc.pkg, e, res[1].Err)
 			})
 		}
 	})
