@@ -13,8 +13,8 @@ func doc(f *jen.File, format string, args ...any) {
 	}
 }
 
-// api writes what every executor has: Executor, its options, New, Close
-// and Stats.
+// api writes what every executor has: Executor, its options, New, Close,
+// Stats and Copies.
 func (g *gen) api(f *jen.File) {
 	doc(f, "Executor runs the workflow for many concurrent requests; the items of concurrent requests meet in the groupers of grouped components. It is safe for concurrent use.")
 	f.Type().Id("Executor").Struct(jen.Id("engine").Op("*").Qual(vmPath, "Engine"))
@@ -56,6 +56,9 @@ func (g *gen) api(f *jen.File) {
 	doc(f, "Stats returns what every component did so far: invocations, group sizes, padding, copies, queue waits.")
 	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Stats").Params().Qual(vmPath, "Stats").Block(
 		jen.Return(jen.Id("ex").Dot("engine").Dot("Stats").Call()))
+	doc(f, "Copies returns the host copies the groups of one component made so far, by reason (pack, pad, stack, companion, gather): splits are views, so a split never adds to them.")
+	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Copies").Params(jen.Id("component").String()).Op("*").Qual(vmPath, "Copies").Block(
+		jen.Return(jen.Id("ex").Dot("engine").Dot("Copies").Call(jen.Id("component"))))
 }
 
 // requests writes Run, RunJSON and what turns a request of a requests
@@ -73,7 +76,7 @@ func (g *gen) requests(f *jen.File) {
 	doc(f, "RunJSON runs the requests document of `genaic run` ({\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}) with its requests concurrent, and returns the responses document `genaic run` writes without --stats. A request that fails is a response with an error; RunJSON itself fails only on a document it cannot read. Paths of .npy tensors are relative to the working directory.")
 	f.Func().Params(recv.Clone()).Id("RunJSON").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("requests").Index().Byte()).
 		Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("runRequest"))))
+		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("RunRequest"))))
 	names := make([]jen.Code, len(g.m.Inputs))
 	fields := jen.Dict{}
 	for i, in := range g.m.Inputs {
@@ -85,8 +88,8 @@ func (g *gen) requests(f *jen.File) {
 	fail := func() jen.Code {
 		return jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Err").Op(":").Err()))
 	}
-	doc(f, "runRequest runs one request of a requests document: its inputs are checked in the order the VM checks them, then the names it supplies.")
-	f.Func().Params(recv.Clone()).Id("runRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
+	doc(f, "RunRequest runs one request given by input name, as vm.Engine.Run takes it (a request of a requests document, or of a table that drives the VM and executors alike): its inputs are checked in the order the VM checks them, then the names it supplies. A failed request is a response with an error.")
+	f.Func().Params(recv.Clone()).Id("RunRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
 		Qual(vmPath, "Response").Block(
 		jen.Id("req").Op(":=").Op("&").Id("Request").Values(fields),
 		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(fail()),

@@ -2,7 +2,6 @@ package codegen_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/genaic/genaic/examples/audio"
 	"github.com/genaic/genaic/examples/imagepadded"
 	"github.com/genaic/genaic/examples/videoframes"
-	"github.com/genaic/genaic/internal/testenv"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ort"
@@ -79,8 +78,8 @@ func zeroEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*
 // request.
 func BenchmarkExecutor(b *testing.B) {
 	for _, name := range []string{"imagepadded", "videoframes", "audio"} {
-		fx := fixtureNamed(name)
-		reqs := requests(fx, 7, 16)[:16]
+		fx := fixtures.Lookup(name)
+		reqs := fx.Requests(7, 16)
 		backends := map[string]backend.Backend{"ort": nil}
 		if name == "imagepadded" {
 			stub := &backend.Bindings{}
@@ -97,9 +96,10 @@ func BenchmarkExecutor(b *testing.B) {
 				measure(b, reqs, func(ctx context.Context, r vm.Request) error { return e.Run(ctx, r).Err })
 			})
 			b.Run(name+"/"+beName+"/generated", func(b *testing.B) {
-				run, closeFn, err := benchExecutors[name](filepath.Join(testenv.Root(b), fx.pkg), be)
+				_, dir := fixtures.Compile(b, fx)
+				run, closeFn, err := benchExecutors[name](dir, be)
 				if err != nil {
-					b.Fatalf("%v: %s", err, fixSetup)
+					b.Fatalf("%v: %s", err, fixtures.FixSetup)
 				}
 				defer closeFn()
 				measure(b, reqs, run)
@@ -108,16 +108,16 @@ func BenchmarkExecutor(b *testing.B) {
 	}
 }
 
-func benchEngine(b *testing.B, fx fixture, be backend.Backend) *vm.Engine {
+func benchEngine(b *testing.B, fx fixtures.Fixture, be backend.Backend) *vm.Engine {
 	b.Helper()
 	if be == nil {
 		o, err := ort.New(ortOptions)
 		if err != nil {
-			b.Fatalf("ONNX Runtime is not available (%v): %s", err, fixSetup)
+			b.Fatalf("ONNX Runtime is not available (%v): %s", err, fixtures.FixSetup)
 		}
 		be = o
 	}
-	f, dir := compile(b, fx.pkg)
+	f, dir := fixtures.Compile(b, fx)
 	e, err := vm.Open(f, dir, vm.Backends{ir.ImplONNX: be}, vm.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -6,19 +6,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"text/template"
 	"time"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen"
-	"github.com/genaic/genaic/codegen/testdata/bindings"
 	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
@@ -34,7 +37,7 @@ const groupDelay = 40 * time.Millisecond
 // sum a group of 8 rows in another order than a group of 3, and which
 // requests meet in a group depends on timing. Solo runs are compared byte
 // for byte.
-const tolerance = 1e-5
+const tolerance = fixtures.Tolerance
 
 // ortOptions run ONNX Runtime on one thread in the test and in the
 // executors, so that a solo result does not depend on how work is split.
@@ -49,37 +52,33 @@ type job struct {
 	Dir      string `json:"dir"`      // its package folder
 	Requests string `json:"requests"` // the requests document
 	Out      string `json:"out"`      // where the responses document goes
-	Solo     bool   `json:"solo"`
 }
 
-// TestGeneratedEqualsVM is the differential test of DESIGN §7: for every
-// end-to-end fixture it generates the executor into a module outside the
-// checkout, builds a program that runs the executors, and compares what
-// they answer with what the VM answers on the same requests documents:
-// byte for byte in solo mode, and within the float tolerance when
-// requests are grouped. Refused requests must fail alike, rule and
-// message.
-func TestGeneratedEqualsVM(t *testing.T) {
+// TestGeneratedInAnotherModule covers what the in-process table of
+// vm/e2e, which links the committed executors into this module, cannot:
+// for every end-to-end fixture it generates the executor afresh into a
+// module outside the checkout, builds there a program that opens each
+// executor through its public API (New, its options, RunJSON), and checks
+// that each answers a requests document of random requests and of
+// requests it must refuse byte for byte as the VM answers it solo, as
+// `genaic run --solo` writes it.
+func TestGeneratedInAnotherModule(t *testing.T) {
 	mod := tempModule(t, "example.com/difftest")
-	fxs := runnable(t)
 	var jobs []job
 	docs := map[string][]byte{}
-	for i, fx := range fxs {
-		files := generate(t, fx.pkg, "exec/"+fx.name, fx.name)
-		if err := codegen.Write(filepath.Join(mod, "exec", fx.name), files); err != nil {
+	for i, fx := range fixtures.All {
+		files := generate(t, fx.Path, "exec/"+fx.Exec, fx.Exec)
+		if err := codegen.Write(filepath.Join(mod, "exec", fx.Exec), files); err != nil {
 			t.Fatal(err)
 		}
-		doc := encodeRequests(t, requests(fx, uint64(i+1), 16))
-		docs[fx.name] = doc
-		reqPath := filepath.Join(mod, "data", fx.name+".json")
-		writeFile(t, reqPath, doc)
-		_, dir := compile(t, fx.pkg)
-		for _, solo := range []bool{true, false} {
-			jobs = append(jobs, job{Name: fx.name, Dir: dir, Requests: reqPath,
-				Out: filepath.Join(mod, "data", fmt.Sprintf("%s.solo=%v.out.json", fx.name, solo)), Solo: solo})
-		}
+		reqs := append(fx.Requests(uint64(i+1), 8), fx.Refusals(rand.New(rand.NewPCG(uint64(i+1), 3)))...)
+		docs[fx.Exec] = encodeRequests(t, reqs)
+		reqPath := filepath.Join(mod, "data", fx.Exec+".json")
+		writeFile(t, reqPath, docs[fx.Exec])
+		_, dir := fixtures.Compile(t, fx)
+		jobs = append(jobs, job{Name: fx.Exec, Dir: dir, Requests: reqPath, Out: filepath.Join(mod, "data", fx.Exec+".out.json")})
 	}
-	writeDriver(t, mod, fxs)
+	writeDriver(t, mod, fixtures.All)
 	jobsJSON, err := json.Marshal(jobs)
 	if err != nil {
 		t.Fatal(err)
@@ -89,53 +88,37 @@ func TestGeneratedEqualsVM(t *testing.T) {
 	goCommand(t, mod, "build", "-o", bin, ".")
 	runDriver(t, bin, filepath.Join(mod, "jobs.json"))
 	for _, j := range jobs {
-		t.Run(fmt.Sprintf("%s/solo=%v", j.Name, j.Solo), func(t *testing.T) {
+		t.Run(j.Name, func(t *testing.T) {
 			got, err := os.ReadFile(j.Out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := vmResponses(t, fixtureNamed(j.Name), docs[j.Name], j.Solo)
-			if j.Solo && !bytes.Equal(got, want) {
+			want := vmResponses(t, fixtures.Lookup(j.Name), docs[j.Name], true)
+			if !bytes.Equal(got, want) {
 				t.Errorf("the generated executor's responses differ from the VM's:\n got: %.2000s\nwant: %.2000s", got, want)
 			}
-			ok, failed := sameResponses(t, got, want, !j.Solo)
+			ok, failed := sameResponses(t, got, want, false)
 			t.Logf("%d requests (%d refused alike) answered as the VM answers them", ok, failed)
 		})
 	}
-	checkGrouped(t, filepath.Join(mod, "data", "imagepadded.solo=false.out.json.stats"))
-}
-
-// bindingSets are the Go components of the fixtures that have them, by
-// the name of their constructor in package bindings.
-var bindingSets = map[string]func() *backend.Bindings{
-	"Control": bindings.Control, "VMControl": bindings.VMControl, "Multimodal": bindings.Multimodal,
-}
-
-func fixtureNamed(name string) fixture {
-	for _, f := range fixtures {
-		if f.name == name {
-			return f
-		}
-	}
-	panic("no fixture " + name)
 }
 
 // vmResponses runs a requests document through the VM as `genaic run`
 // does and returns its responses document.
-func vmResponses(t *testing.T, fx fixture, doc []byte, solo bool) []byte {
+func vmResponses(t *testing.T, fx fixtures.Fixture, doc []byte, solo bool) []byte {
 	t.Helper()
-	f, dir := compile(t, fx.pkg)
+	f, dir := fixtures.Compile(t, fx)
 	reqs, err := jsonio.ReadRequests(bytes.NewReader(doc), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var be map[ir.ImplKind]backend.Backend
-	if fx.bindings != "" {
-		be = map[ir.ImplKind]backend.Backend{ir.ImplBinding: bindingSets[fx.bindings]()}
+	if fx.Bindings != nil {
+		be = map[ir.ImplKind]backend.Backend{ir.ImplBinding: fx.Bindings()}
 	} else {
 		b, err := ort.New(ortOptions)
 		if err != nil {
-			t.Fatalf("ONNX Runtime is not available (%v): %s", err, fixSetup)
+			t.Fatalf("ONNX Runtime is not available (%v): %s", err, fixtures.FixSetup)
 		}
 		be = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
 	}
@@ -239,29 +222,11 @@ func tensorDiff(t *testing.T, gj, wj jsonio.TensorJSON) string {
 	return ""
 }
 
-// checkGrouped checks that the executor grouped requests: the stats the
-// driver wrote for the grouped run of the padded image encoder show a
-// group of more than one request.
-func checkGrouped(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s vm.Stats
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	if c := s.Components["encoder"]; c.MaxGroupRequests < 2 {
-		t.Errorf("the generated image executor never grouped requests: %+v", c)
-	}
-}
-
 func runDriver(t *testing.T, bin, jobs string) {
 	t.Helper()
 	cache, err := ortlib.CacheDir()
 	if err != nil {
-		t.Fatalf("%v: %s", err, fixSetup)
+		t.Fatalf("%v: %s", err, fixtures.FixSetup)
 	}
 	cmd := exec.Command(bin, jobs)
 	cmd.Env = append(os.Environ(), ortlib.EnvCache+"="+cache)
@@ -271,20 +236,18 @@ func runDriver(t *testing.T, bin, jobs string) {
 }
 
 // writeDriver writes the program that runs the generated executors: for
-// each job, New on the package folder, RunJSON on the requests document,
-// and the responses and stats written out.
-func writeDriver(t *testing.T, mod string, fxs []fixture) {
+// each job, New on the package folder (solo, ONNX Runtime on one thread or
+// the fixture's Go bindings), RunJSON on the requests document, and the
+// responses written out.
+func writeDriver(t *testing.T, mod string, fxs []fixtures.Fixture) {
 	t.Helper()
 	type entry struct {
 		Name     string
 		Bindings string
 	}
-	data := struct {
-		Executors []entry
-		Delay     string
-	}{Delay: fmt.Sprintf("%d * time.Millisecond", groupDelay.Milliseconds())}
+	var data struct{ Executors []entry }
 	for _, f := range fxs {
-		data.Executors = append(data.Executors, entry{f.name, f.bindings})
+		data.Executors = append(data.Executors, entry{f.Exec, bindingsName(f)})
 	}
 	var b bytes.Buffer
 	if err := driver.Execute(&b, data); err != nil {
@@ -293,7 +256,17 @@ func writeDriver(t *testing.T, mod string, fxs []fixture) {
 	writeFile(t, filepath.Join(mod, "main.go"), b.Bytes())
 }
 
-var driver = template.Must(template.New("driver").Parse(`// The driver of the differential test of package codegen.
+// bindingsName is the name of the fixture's bindings constructor in
+// package bindings, which the driver calls; "" when it has none.
+func bindingsName(f fixtures.Fixture) string {
+	if f.Bindings == nil {
+		return ""
+	}
+	full := runtime.FuncForPC(reflect.ValueOf(f.Bindings).Pointer()).Name()
+	return full[strings.LastIndex(full, ".")+1:]
+}
+
+var driver = template.Must(template.New("driver").Parse(`// The driver of TestGeneratedInAnotherModule of package codegen.
 package main
 
 import (
@@ -301,18 +274,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/genaic/genaic/codegen/testdata/bindings"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm"
 {{range .Executors}}	exec{{.Name}} "example.com/difftest/exec/{{.Name}}"
 {{end}})
 
 type executor interface {
 	RunJSON(ctx context.Context, requests []byte) ([]byte, error)
-	Stats() vm.Stats
 	Close() error
 }
 
@@ -322,13 +292,9 @@ var (
 	_ engine.Config
 )
 
-var open = map[string]func(dir string, solo bool) (executor, error){
-{{range .Executors}}	"{{.Name}}": func(dir string, solo bool) (executor, error) {
-		opts := []exec{{.Name}}.Option{exec{{.Name}}.WithMaxDelay({{$.Delay}}), {{if .Bindings}}exec{{.Name}}.WithBackend(ir.ImplBinding, bindings.{{.Bindings}}()){{else}}exec{{.Name}}.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}){{end}}}
-		if solo {
-			opts = append(opts, exec{{.Name}}.WithSolo())
-		}
-		x, err := exec{{.Name}}.New(dir, opts...)
+var open = map[string]func(dir string) (executor, error){
+{{range .Executors}}	"{{.Name}}": func(dir string) (executor, error) {
+		x, err := exec{{.Name}}.New(dir, exec{{.Name}}.WithSolo(), {{if .Bindings}}exec{{.Name}}.WithBackend(ir.ImplBinding, bindings.{{.Bindings}}()){{else}}exec{{.Name}}.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}){{end}})
 		if err != nil {
 			return nil, err
 		}
@@ -338,7 +304,6 @@ var open = map[string]func(dir string, solo bool) (executor, error){
 
 type job struct {
 	Name, Dir, Requests, Out string
-	Solo                     bool
 }
 
 func main() {
@@ -359,14 +324,14 @@ func run(path string) error {
 	}
 	for _, j := range jobs {
 		if err := runJob(j); err != nil {
-			return fmt.Errorf("%s (solo %v): %w", j.Name, j.Solo, err)
+			return fmt.Errorf("%s: %w", j.Name, err)
 		}
 	}
 	return nil
 }
 
 func runJob(j job) error {
-	x, err := open[j.Name](j.Dir, j.Solo)
+	x, err := open[j.Name](j.Dir)
 	if err != nil {
 		return err
 	}
@@ -379,13 +344,37 @@ func runJob(j job) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(j.Out, out, 0o644); err != nil {
-		return err
-	}
-	stats, err := json.Marshal(x.Stats())
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(j.Out+".stats", stats, 0o644)
+	return os.WriteFile(j.Out, out, 0o644)
 }
 `))
+
+// tensorJSON is a request tensor as the requests document writes it.
+type tensorJSON struct {
+	DType string  `json:"dtype"`
+	Shape []int64 `json:"shape"`
+	Data  any     `json:"data"`
+}
+
+// encodeRequests writes the requests document of `genaic run`.
+func encodeRequests(t testing.TB, reqs []vm.Request) []byte {
+	t.Helper()
+	type reqJSON struct {
+		ID     string                `json:"id"`
+		Inputs map[string]tensorJSON `json:"inputs"`
+	}
+	doc := struct {
+		Requests []reqJSON `json:"requests"`
+	}{}
+	for _, r := range reqs {
+		rj := reqJSON{ID: r.ID, Inputs: map[string]tensorJSON{}}
+		for k, in := range r.Inputs {
+			rj.Inputs[k] = tensorJSON{DType: in.DType, Shape: in.Shape, Data: in.Data}
+		}
+		doc.Requests = append(doc.Requests, rj)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/codegen"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/internal/testenv"
 )
 
@@ -17,13 +18,10 @@ import (
 func TestExamplesFresh(t *testing.T) {
 	root := testenv.Root(t)
 	update := os.Getenv("GENAIC_UPDATE") == "1"
-	for _, fx := range fixtures {
-		if !fx.example {
-			continue
-		}
-		t.Run(fx.name, func(t *testing.T) {
-			dir := "examples/" + fx.name
-			files := generate(t, fx.pkg, dir, fx.name)
+	for _, fx := range fixtures.All {
+		t.Run(fx.Exec, func(t *testing.T) {
+			dir := "examples/" + fx.Exec
+			files := generate(t, fx.Path, dir, fx.Exec)
 			if update {
 				if err := codegen.Write(filepath.Join(root, dir), files); err != nil {
 					t.Fatal(err)
@@ -36,13 +34,13 @@ func TestExamplesFresh(t *testing.T) {
 			}
 			if len(stale) > 0 {
 				t.Errorf("%s is stale (%v differ from what the generator writes): run `genaic gen %s -o %s -p %s` at the root of the checkout, or GENAIC_UPDATE=1 go test ./codegen -run TestExamplesFresh",
-					dir, stale, fx.pkg, dir, fx.name)
+					dir, stale, fx.Path, dir, fx.Exec)
 			}
 		})
 	}
 }
 
-// TestExamplesAreTheFixtures: every example is a fixture, and no folder
+// TestExamplesAreTheFixtures: every fixture has its example, and no folder
 // under examples/ is left that no fixture generates.
 func TestExamplesAreTheFixtures(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(testenv.Root(t), "examples"))
@@ -50,10 +48,8 @@ func TestExamplesAreTheFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	for _, fx := range fixtures {
-		if fx.example {
-			want[fx.name] = true
-		}
+	for _, fx := range fixtures.All {
+		want[fx.Exec] = true
 	}
 	for _, e := range entries {
 		if e.IsDir() && !want[e.Name()] {

@@ -11,43 +11,16 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/codegen"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/internal/testenv"
-	"github.com/genaic/genaic/passes"
-	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm/ortlib"
 )
-
-// fixSetup is the fix for a missing ONNX Runtime or model.
-const fixSetup = `run "make setup" at the root of the genaic checkout, then re-run the tests`
-
-// compile checks a package folder or document (relative to the checkout)
-// and builds its plan as `genaic gen` does; it returns the plan and the
-// package folder.
-func compile(t testing.TB, pkg string) (*plan.File, string) {
-	t.Helper()
-	d, err := passes.CheckPath(filepath.Join(testenv.Root(t), filepath.FromSlash(pkg)), passes.Options{Check: true})
-	if err != nil {
-		t.Fatalf("%s: %v", pkg, err)
-	}
-	if !d.Valid() {
-		t.Fatalf("%s is not a valid package: %v", pkg, d.Diags())
-	}
-	dir := filepath.Dir(d.File)
-	f, err := passes.BuildPlan(d, dir)
-	if err != nil {
-		t.Fatalf("%s: %v", pkg, err)
-	}
-	if err := f.CheckPackage(dir); err != nil {
-		t.Fatalf("%s: %v: %s", pkg, err, fixSetup)
-	}
-	return f, dir
-}
 
 // generate writes the executor of pkg as `genaic gen pkg -o dir -p name`
 // run at the root of the checkout writes it.
 func generate(t testing.TB, pkg, dir, name string) []codegen.File {
 	t.Helper()
-	f, _ := compile(t, pkg)
+	f, _ := fixtures.Build(t, pkg)
 	files, err := codegen.Generate(f, codegen.Config{
 		Package: name,
 		Command: fmt.Sprintf("genaic gen %s -o %s -p %s", pkg, dir, name),
@@ -103,7 +76,7 @@ func goCommand(t *testing.T, dir string, args ...string) []byte {
 	t.Helper()
 	cache, err := ortlib.CacheDir()
 	if err != nil {
-		t.Fatalf("%v: %s", err, fixSetup)
+		t.Fatalf("%v: %s", err, fixtures.FixSetup)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir

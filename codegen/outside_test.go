@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/internal/testenv"
 )
 
@@ -56,7 +57,7 @@ func TestProgramOutsideTheModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := vmResponses(t, fixtureNamed("imagepadded"), doc, false)
+	want := vmResponses(t, fixtures.Lookup("imagepadded"), doc, false)
 	n, failed := sameResponses(t, got, want, true)
 	if n == 0 || failed > 0 {
 		t.Errorf("the program answered %d requests, %d of them failed; want every request of %s answered", n, failed, requests)

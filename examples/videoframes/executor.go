@@ -88,6 +88,13 @@ func (ex *Executor) Stats() vm.Stats {
 	return ex.engine.Stats()
 }
 
+// Copies returns the host copies the groups of one component made so far, by
+// reason (pack, pad, stack, companion, gather): splits are views, so a split
+// never adds to them.
+func (ex *Executor) Copies(component string) *vm.Copies {
+	return ex.engine.Copies(component)
+}
+
 // Request is one request: a value for each workflow input. A nil field is an
 // input the request leaves out.
 type Request struct {
@@ -171,15 +178,17 @@ func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 // fails only on a document it cannot read. Paths of .npy tensors are
 // relative to the working directory.
 func (ex *Executor) RunJSON(ctx context.Context, requests []byte) ([]byte, error) {
-	return genrt.RunJSON(ctx, requests, ex.runRequest)
+	return genrt.RunJSON(ctx, requests, ex.RunRequest)
 }
 
 // inputNames are the workflow's inputs: a request may supply no other.
 var inputNames = []string{"pixel_values", "patch_lengths", "frame_offsets", "frame_owner", "clip_offsets", "clip_owner"}
 
-// runRequest runs one request of a requests document: its inputs are checked
-// in the order the VM checks them, then the names it supplies.
-func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
+// RunRequest runs one request given by input name, as vm.Engine.Run takes it
+// (a request of a requests document, or of a table that drives the VM and
+// executors alike): its inputs are checked in the order the VM checks them,
+// then the names it supplies. A failed request is a response with an error.
+func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
 	req := &Request{
 		ClipOffsets:  r.Inputs["clip_offsets"],
 		ClipOwner:    r.Inputs["clip_owner"],

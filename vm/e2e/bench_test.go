@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ort"
 )
 
-// The throughput benchmarks (row 28) run the same N concurrent requests
-// three ways in every iteration, so that the ratios compare like with like
+// The throughput benchmarks (row 28) run, on the VM, the same N concurrent
+// requests three ways in every iteration, so that the ratios compare like with like
 // on one machine state:
 //
 //	solo     an engine with Solo: true, one invocation per request
@@ -45,7 +48,7 @@ func imagePaddedWorkload() benchCase {
 	rng := rand.New(rand.NewPCG(28, 1))
 	c := benchCase{pkg: "image_padded", component: "encoder", output: "embeddings"}
 	for i := range 64 {
-		c.reqs = append(c.reqs, genImagePadded(rng, fmt.Sprint("r", i), 1+rng.IntN(3)))
+		c.reqs = append(c.reqs, fixtures.ImagePadded(rng, fmt.Sprint("r", i), 1+rng.IntN(3)))
 	}
 	var lengths, perRequest []int64
 	extent := int64(0)
@@ -74,9 +77,9 @@ func imagePaddedWorkload() benchCase {
 	}
 	c.ideal = map[string]*backend.Tensor{
 		"pixel_patches": batch,
-		"patch_lengths": i64(lengths...),
-		"image_offsets": i64(offsets...),
-		"image_owner":   i64(ownerOf(offsets)...),
+		"patch_lengths": fixtures.I64(lengths...),
+		"image_offsets": fixtures.I64(offsets...),
+		"image_owner":   fixtures.I64(fixtures.OwnerOf(offsets)...),
 	}
 	return c
 }
@@ -88,12 +91,12 @@ func wakewordWorkload() benchCase {
 	c := benchCase{pkg: "wakeword", component: "embedding", output: "conv2d_19"}
 	var data []float32
 	for i := range 32 {
-		r := genWakeword(rng, fmt.Sprint("r", i), 2)
+		r := fixtures.Wakeword(rng, fmt.Sprint("r", i), 2)
 		c.reqs = append(c.reqs, r)
 		data = append(data, r.Inputs["windows"].Float32s()...)
 		c.items += 2
 	}
-	c.ideal = map[string]*backend.Tensor{"input_1": f32([]int64{c.items, 76, 32, 1}, data)}
+	c.ideal = map[string]*backend.Tensor{"input_1": fixtures.F32([]int64{c.items, 76, 32, 1}, data)}
 	return c
 }
 
@@ -114,9 +117,10 @@ func BenchmarkThroughput(b *testing.B) {
 
 func benchThroughput(b *testing.B, c benchCase, threads int, delay time.Duration) {
 	be := backendWith(b, ort.Options{IntraOpThreads: threads})
-	soloEngine := openOn(b, c.pkg, vm.Options{Solo: true}, nil, be)
-	groupEngine := openOn(b, c.pkg, vm.Options{MaxDelay: delay}, nil, be)
-	direct := sessionOn(b, c.pkg, c.component, be)
+	fx := fixtures.Lookup(c.pkg)
+	soloEngine := vmEngine.start(b, fx, genrt.WithSolo(), genrt.WithBackend(ir.ImplONNX, be))
+	groupEngine := vmEngine.start(b, fx, genrt.WithMaxDelay(delay), genrt.WithBackend(ir.ImplONNX, be))
+	direct := session(b, fx, c.component, be)
 	ctx := context.Background()
 	check := func(res []vm.Response) {
 		for _, r := range res {
@@ -126,8 +130,8 @@ func benchThroughput(b *testing.B, c benchCase, threads int, delay time.Duration
 		}
 	}
 	// Warm up every path once (and check it works) before the clock runs.
-	check(soloEngine.RunAll(ctx, c.reqs))
-	check(groupEngine.RunAll(ctx, c.reqs))
+	check(runAll(ctx, soloEngine, c.reqs))
+	check(runAll(ctx, groupEngine, c.reqs))
 	if _, err := direct.Run(ctx, c.ideal, []string{c.output}); err != nil {
 		b.Fatal(err)
 	}
@@ -136,10 +140,10 @@ func benchThroughput(b *testing.B, c benchCase, threads int, delay time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		soloEngine.RunAll(ctx, c.reqs)
+		runAll(ctx, soloEngine, c.reqs)
 		soloTime += time.Since(start)
 		start = time.Now()
-		groupEngine.RunAll(ctx, c.reqs)
+		runAll(ctx, groupEngine, c.reqs)
 		groupTime += time.Since(start)
 		start = time.Now()
 		if _, err := direct.Run(ctx, c.ideal, []string{c.output}); err != nil {
@@ -158,3 +162,7 @@ func benchThroughput(b *testing.B, c benchCase, threads int, delay time.Duration
 	b.ReportMetric(float64(after.Invocations-before.Invocations)/float64(b.N), "groups/op")
 	b.ReportMetric(0, "ns/op") // the sum of three runs means nothing
 }
+
+// vmEngine is the engine the throughput benchmarks measure; package
+// codegen's BenchmarkExecutor compares it with generated executors.
+var vmEngine = engines[0]

@@ -14,90 +14,74 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ortlib"
 )
 
-// packedFixtures are the fixtures whose component packs items on axis 0
-// (request_expanded, whose rows are stacked, has tests of its own).
-func packedFixtures() []fixture {
-	var out []fixture
-	for _, f := range fixtures {
-		if f.pkg != "request_expanded" {
-			out = append(out, f)
+// TestGroupedEqualsSolo (rows 2, 3, 6, 10, 12, 13): random requests of every
+// fixture, run concurrently grouped and solo. Every grouped result equals
+// its solo result and the Go reference within tolerance, every delivered
+// companion equals the request's own, and no budget was exceeded. Where
+// the component packs items: groups really formed, every item was invoked
+// exactly once, and every group's companions were recomputed with the
+// exact shapes (§3.3, §3.2).
+func TestGroupedEqualsSolo(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, f := range fixtures.All {
+			t.Run(f.Name, func(t *testing.T) {
+				reqs := f.Requests(uint64(100+i), 24)
+				rec := newRecorder(t, f)
+				g, s := e.grouped(t, f, rec), e.solo(t, f)
+				got := runAll(context.Background(), g, reqs)
+				want := runAll(context.Background(), s, reqs)
+				same, total := compareResponses(t, f, reqs, got, want)
+				t.Logf("%d of %d float outputs are bit-identical grouped and solo; the rest agree within %g", same, total, tolerance)
+				for name, cs := range g.Stats().Components {
+					checkBudgets(t, cs)
+					checkBudgets(t, s.Stats().Components[name])
+				}
+				if f.In != "" {
+					checkPackedGroups(t, f, reqs, got, g.Stats(), s.Stats(), rec.invocations())
+				}
+			})
+		}
+	})
+}
+
+// checkPackedGroups checks the groups of a packed component: grouping
+// formed (fewer invocations than the requests that reached it with items),
+// solo ran one invocation per such request, every group's companions are
+// exact, and the groups held exactly the requests' packed positions.
+func checkPackedGroups(t *testing.T, f fixtures.Fixture, reqs []vm.Request, got []vm.Response, grouped, solo vm.Stats, calls []call) {
+	t.Helper()
+	nonEmpty, packed := int64(0), int64(0)
+	for i, r := range reqs {
+		if p := f.Positions(r); p > 0 && got[i].Err == nil {
+			nonEmpty++
+			packed += p
 		}
 	}
-	return out
-}
-
-// payload names, per package, the component's packed input port and the
-// workflow output that carries its packed result.
-var payload = map[string]struct{ in, out string }{
-	"image_padded": {"pixel_patches", "embeddings"},
-	"image_pinned": {"pixel_patches", "embeddings"},
-	"video_frames": {"pixel_values", "clip_embeddings"},
-	"video_fixed":  {"pixel_values", "clip_embeddings"},
-	"audio":        {"spectrogram", "window_embeddings"},
-	"text":         {"token_ids", "segment_embeddings"},
-	"token_merge":  {"tokens", "merged"},
-}
-
-// TestGroupedEqualsSolo (rows 2, 3, 6, 10, 12, 13): random requests of every
-// packed fixture, run concurrently grouped and solo. Every grouped result
-// equals its solo result and the Go reference within tolerance, every
-// delivered companion equals the request's own, groups really formed, no
-// budget was exceeded, every item was invoked exactly once, and every
-// group's companions were recomputed with the exact shapes (§3.3, §3.2).
-func TestGroupedEqualsSolo(t *testing.T) {
-	for i, f := range packedFixtures() {
-		t.Run(f.pkg, func(t *testing.T) {
-			reqs := randomRequests(f, uint64(100+i), 24)
-			rec := &recorder{}
-			g, s := grouped(t, f.pkg, rec), solo(t, f.pkg)
-			got := g.RunAll(context.Background(), reqs)
-			want := s.RunAll(context.Background(), reqs)
-			same, total := compareResponses(t, f.pkg, reqs, got, want)
-			t.Logf("%d of %d float outputs are bit-identical grouped and solo; the rest agree within %g", same, total, tolerance)
-
-			gs, ss := g.Stats().Components[f.component], s.Stats().Components[f.component]
-			nonEmpty, packed := int64(0), int64(0)
-			for _, r := range reqs {
-				if p := positions(f.pkg, r); p > 0 {
-					nonEmpty++
-					packed += p
-				}
-			}
-			if gs.MaxGroupRequests < 2 || gs.Invocations >= nonEmpty {
-				t.Errorf("no grouping: %d invocations for %d non-empty requests, largest group %d", gs.Invocations, nonEmpty, gs.MaxGroupRequests)
-			}
-			if ss.MaxGroupRequests != 1 || ss.Invocations != nonEmpty {
-				t.Errorf("solo: %d invocations, largest group %d; want %d invocations of one request", ss.Invocations, ss.MaxGroupRequests, nonEmpty)
-			}
-			checkBudgets(t, gs)
-			checkBudgets(t, ss)
-
-			gp := groupPlan(t, f.pkg, f.component)
-			var invoked int64
-			for _, c := range rec.invocations() {
-				checkGroupCall(t, gp, c)
-				invoked += c.inputs[payload[f.pkg].in].Shape[0]
-			}
-			if invoked != packed {
-				t.Errorf("the groups held %d packed positions, the requests %d: an item was dropped or run twice", invoked, packed)
-			}
-		})
+	gs, ss := grouped.Components[f.Component], solo.Components[f.Component]
+	if gs.MaxGroupRequests < 2 || gs.Invocations >= nonEmpty {
+		t.Errorf("no grouping: %d invocations for %d non-empty requests, largest group %d", gs.Invocations, nonEmpty, gs.MaxGroupRequests)
 	}
-}
-
-func groupPlan(t testing.TB, pkg, component string) *plan.GroupPlan {
-	t.Helper()
-	f, _ := compile(t, pkg)
-	gp := f.Component(component)
-	if gp == nil {
-		t.Fatalf("%s: the plan has no component %s", pkg, component)
+	if ss.MaxGroupRequests != 1 || ss.Invocations != nonEmpty {
+		t.Errorf("solo: %d invocations, largest group %d; want %d invocations of one request", ss.Invocations, ss.MaxGroupRequests, nonEmpty)
 	}
-	return gp
+	gp := fixtures.GroupPlan(t, f, f.Component)
+	var invoked int64
+	for _, c := range calls {
+		if c.component == f.Component {
+			checkGroupCall(t, gp, c)
+			invoked += c.inputs[f.InPort()].Shape[0]
+		}
+	}
+	if invoked != packed {
+		t.Errorf("the groups held %d packed positions, the requests %d: an item was dropped or run twice", invoked, packed)
+	}
 }
 
 // checkGroupCall checks the companions the runtime passed to one
@@ -122,8 +106,8 @@ func checkGroupCall(t *testing.T, gp *plan.GroupPlan, c call) {
 			if len(offs) == 0 || offs[0] != 0 || !slices.IsSorted(offs) || offs[len(offs)-1] != children {
 				t.Errorf("group offsets %s of level %d = %v, over %d children", l.Offsets.Port, l.Index, offs, children)
 			}
-			if owner := c.inputs[l.Owner.Port]; l.Owner.Port != "" && owner != nil && !slices.Equal(owner.Int64s(), ownerOf(offs)) {
-				t.Errorf("group owner %s of level %d = %v, but offsets %v imply %v", l.Owner.Port, l.Index, owner.Int64s(), offs, ownerOf(offs))
+			if owner := c.inputs[l.Owner.Port]; l.Owner.Port != "" && owner != nil && !slices.Equal(owner.Int64s(), fixtures.OwnerOf(offs)) {
+				t.Errorf("group owner %s of level %d = %v, but offsets %v imply %v", l.Owner.Port, l.Index, owner.Int64s(), offs, fixtures.OwnerOf(offs))
 			}
 			children = int64(len(offs) - 1)
 		}
@@ -154,79 +138,89 @@ func checkGroupCall(t *testing.T, gp *plan.GroupPlan, c call) {
 func TestPaddingNeverLeaks(t *testing.T) {
 	nan := float32(math.NaN())
 	cases := []struct {
-		pkg, component, lengths string
-		gen                     func(rng *rand.Rand, id string, extent int64) vm.Request
+		pkg, lengths string
+		gen          func(rng *rand.Rand, id string, extent int64) vm.Request
 	}{
-		{"image_padded", "encoder", "patch_lengths", func(rng *rand.Rand, id string, extent int64) vm.Request {
-			r := genImagePadded(rng, id, 1+rng.IntN(3))
+		{"image_padded", "patch_lengths", func(rng *rand.Rand, id string, extent int64) vm.Request {
+			r := fixtures.ImagePadded(rng, id, 1+rng.IntN(3))
 			lengths := r.Inputs["patch_lengths"].Int64s()
 			for i := range lengths {
 				lengths[i] = rng.Int64N(extent + 1) // 0 included: an image with no valid patch
 			}
-			r.Inputs["pixel_patches"] = padded(rng, lengths, extent, 8, nan)
+			r.Inputs["pixel_patches"] = fixtures.Padded(rng, lengths, extent, 8, nan)
 			return r
 		}},
-		{"video_frames", "clip_encoder", "patch_lengths", func(rng *rand.Rand, id string, extent int64) vm.Request {
-			frames := counts(rng, 1+rng.IntN(2), 1, 4)
-			lengths := make([]int64, sum(frames))
+		{"video_frames", "patch_lengths", func(rng *rand.Rand, id string, extent int64) vm.Request {
+			frames := fixtures.Counts(rng, 1+rng.IntN(2), 1, 4)
+			lengths := make([]int64, fixtures.Sum(frames))
 			for i := range lengths {
 				lengths[i] = rng.Int64N(extent + 1)
 			}
-			r := videoRequest(rng, id, frames, extent, lengths)
-			r.Inputs["pixel_values"] = padded(rng, lengths, extent, 8, nan)
+			r := fixtures.VideoRequest(rng, id, frames, extent, lengths)
+			r.Inputs["pixel_values"] = fixtures.Padded(rng, lengths, extent, 8, nan)
 			return r
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.pkg, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 7))
-			var reqs []vm.Request
-			for i := range 8 {
-				reqs = append(reqs, tc.gen(rng, fmt.Sprint("r", i), 1+rng.Int64N(8)))
-			}
-			rec := &recorder{}
-			g := grouped(t, tc.pkg, rec)
-			got := g.RunAll(context.Background(), reqs)
-			want := solo(t, tc.pkg).RunAll(context.Background(), reqs)
-			compareResponses(t, tc.pkg, reqs, got, want)
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for _, tc := range cases {
+			t.Run(tc.pkg, func(t *testing.T) {
+				f := fixtures.Lookup(tc.pkg)
+				rng := rand.New(rand.NewPCG(7, 7))
+				var reqs []vm.Request
+				for i := range 8 {
+					reqs = append(reqs, tc.gen(rng, fmt.Sprint("r", i), 1+rng.Int64N(8)))
+				}
+				rec := newRecorder(t, f)
+				g := e.grouped(t, f, rec)
+				got := runAll(context.Background(), g, reqs)
+				want := runAll(context.Background(), e.solo(t, f), reqs)
+				compareResponses(t, f, reqs, got, want)
+				checkPadding(t, f, tc.lengths, reqs, rec.invocations(), g.Stats().Components[f.Component])
+			})
+		}
+	})
+}
 
-			in := payload[tc.pkg].in
-			var wantExtents, gotExtents, wantLengths, gotLengths []int64
-			var real int64
-			for _, r := range reqs {
-				x := r.Inputs[in]
-				for range x.Shape[0] {
-					wantExtents = append(wantExtents, x.Shape[1])
-				}
-				wantLengths = append(wantLengths, r.Inputs[tc.lengths].Int64s()...)
-				real += x.Len()
-			}
-			var materialized int64
-			for _, c := range rec.invocations() {
-				x := c.inputs[in]
-				materialized += x.Len()
-				extents := ownExtents(x)
-				if slices.Max(extents) != x.Shape[1] {
-					t.Errorf("a group of %v is padded to %d patches, but its widest item has %d", x.Shape, x.Shape[1], slices.Max(extents))
-				}
-				gotExtents = append(gotExtents, extents...)
-				gotLengths = append(gotLengths, c.inputs[tc.lengths].Int64s()...)
-			}
-			slices.Sort(wantExtents)
-			slices.Sort(gotExtents)
-			if !slices.Equal(gotExtents, wantExtents) {
-				t.Errorf("the items' own extents inside the groups are %v, the requests' %v: the zero fill is not a suffix, or an item was resized", gotExtents, wantExtents)
-			}
-			slices.Sort(wantLengths)
-			slices.Sort(gotLengths)
-			if !slices.Equal(gotLengths, wantLengths) {
-				t.Errorf("the groups' lengths are %v, the requests' %v", gotLengths, wantLengths)
-			}
-			overhead := float64(materialized-real) / float64(real)
-			if s := g.Stats().Components[tc.component]; math.Abs(s.PaddingOverhead-overhead) > 1e-12 {
-				t.Errorf("stats say padding overhead %g; the groups materialized %d elements for %d real ones (%g)", s.PaddingOverhead, materialized, real, overhead)
-			}
-		})
+// checkPadding checks the padded groups of the requests: each padded to
+// its widest item with zeros and no more, each item keeping its own extent
+// in its prefix, the lengths companion the items' lengths concatenated,
+// and the padding overhead the stats report what the groups materialized.
+func checkPadding(t *testing.T, f fixtures.Fixture, lengthsPort string, reqs []vm.Request, calls []call, s vm.ComponentStats) {
+	t.Helper()
+	var wantExtents, gotExtents, wantLengths, gotLengths []int64
+	var real int64
+	for _, r := range reqs {
+		x := r.Inputs[f.In]
+		for range x.Shape[0] {
+			wantExtents = append(wantExtents, x.Shape[1])
+		}
+		wantLengths = append(wantLengths, r.Inputs[lengthsPort].Int64s()...)
+		real += x.Len()
+	}
+	var materialized int64
+	for _, c := range calls {
+		x := c.inputs[f.In]
+		materialized += x.Len()
+		extents := ownExtents(x)
+		if slices.Max(extents) != x.Shape[1] {
+			t.Errorf("a group of %v is padded to %d patches, but its widest item has %d", x.Shape, x.Shape[1], slices.Max(extents))
+		}
+		gotExtents = append(gotExtents, extents...)
+		gotLengths = append(gotLengths, c.inputs[lengthsPort].Int64s()...)
+	}
+	slices.Sort(wantExtents)
+	slices.Sort(gotExtents)
+	if !slices.Equal(gotExtents, wantExtents) {
+		t.Errorf("the items' own extents inside the groups are %v, the requests' %v: the zero fill is not a suffix, or an item was resized", gotExtents, wantExtents)
+	}
+	slices.Sort(wantLengths)
+	slices.Sort(gotLengths)
+	if !slices.Equal(gotLengths, wantLengths) {
+		t.Errorf("the groups' lengths are %v, the requests' %v", gotLengths, wantLengths)
+	}
+	overhead := float64(materialized-real) / float64(real)
+	if math.Abs(s.PaddingOverhead-overhead) > 1e-12 {
+		t.Errorf("stats say padding overhead %g; the groups materialized %d elements for %d real ones (%g)", s.PaddingOverhead, materialized, real, overhead)
 	}
 }
 
@@ -265,33 +259,36 @@ func allZero(v []float32) bool {
 // composed for the group (clip offsets over the frames, row offsets over
 // the clips).
 func TestVariableFramesAndClips(t *testing.T) {
-	rng := rand.New(rand.NewPCG(10, 12))
-	var reqs []vm.Request
-	for i := range 12 {
-		frames := counts(rng, 1+rng.IntN(3), 1, 4)
-		reqs = append(reqs, videoRequest(rng, fmt.Sprint("r", i), frames, 3, validLengths(rng, sum(frames), 3)))
-	}
-	rec := &recorder{}
-	g := grouped(t, "video_frames", rec)
-	got := g.RunAll(context.Background(), reqs)
-	compareResponses(t, "video_frames", reqs, got, solo(t, "video_frames").RunAll(context.Background(), reqs))
-	s := g.Stats().Components["clip_encoder"]
-	if s.PaddingOverhead != 0 {
-		t.Errorf("padding overhead %g with one patch extent: something other than patches was padded", s.PaddingOverhead)
-	}
-	if s.MaxGroupRequests < 2 {
-		t.Errorf("no group of two requests formed: %+v", s.GroupSizes)
-	}
-	for _, c := range rec.invocations() {
-		x, fo, co := c.inputs["pixel_values"], c.inputs["frame_offsets"].Int64s(), c.inputs["clip_offsets"].Int64s()
-		if x.Shape[1] != 3 {
-			t.Errorf("a group of frames is %v: the patch extent changed", x.Shape)
+	f := fixtures.Lookup("video_frames")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(10, 12))
+		var reqs []vm.Request
+		for i := range 12 {
+			frames := fixtures.Counts(rng, 1+rng.IntN(3), 1, 4)
+			reqs = append(reqs, fixtures.VideoRequest(rng, fmt.Sprint("r", i), frames, 3, fixtures.ValidLengths(rng, fixtures.Sum(frames), 3)))
 		}
-		if fo[len(fo)-1] != x.Shape[0] || co[len(co)-1] != int64(len(fo)-1) || c.inputs["clip_owner"].Len() != int64(len(fo)-1) {
-			t.Errorf("group of %v: frame offsets %v, clip offsets %v, clip owner %v", x.Shape, fo, co, c.inputs["clip_owner"].Int64s())
+		rec := newRecorder(t, f)
+		g := e.grouped(t, f, rec)
+		got := runAll(context.Background(), g, reqs)
+		compareResponses(t, f, reqs, got, runAll(context.Background(), e.solo(t, f), reqs))
+		s := g.Stats().Components["clip_encoder"]
+		if s.PaddingOverhead != 0 {
+			t.Errorf("padding overhead %g with one patch extent: something other than patches was padded", s.PaddingOverhead)
 		}
-	}
-	checkBudgets(t, s)
+		if s.MaxGroupRequests < 2 {
+			t.Errorf("no group of two requests formed: %+v", s.GroupSizes)
+		}
+		for _, c := range rec.invocations() {
+			x, fo, co := c.inputs["pixel_values"], c.inputs["frame_offsets"].Int64s(), c.inputs["clip_offsets"].Int64s()
+			if x.Shape[1] != 3 {
+				t.Errorf("a group of frames is %v: the patch extent changed", x.Shape)
+			}
+			if fo[len(fo)-1] != x.Shape[0] || co[len(co)-1] != int64(len(fo)-1) || c.inputs["clip_owner"].Len() != int64(len(fo)-1) {
+				t.Errorf("group of %v: frame offsets %v, clip offsets %v, clip owner %v", x.Shape, fo, co, c.inputs["clip_owner"].Int64s())
+			}
+		}
+		checkBudgets(t, s)
+	})
 }
 
 // TestVideoFixedBesideFrames (row 11): the fixed-frame encoder (whole clips
@@ -300,74 +297,82 @@ func TestVariableFramesAndClips(t *testing.T) {
 // (frames is uniform) and are never resized; both encoders agree with their
 // references.
 func TestVideoFixedBesideFrames(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 11))
-	var fixed, frames []vm.Request
-	for i := range 10 {
-		gen := genVideoFixed(2+int64(i%2), 3)
-		fixed = append(fixed, gen(rng, fmt.Sprint("fixed", i), 1+rng.IntN(2)))
-		frames = append(frames, genVideoFrames(rng, fmt.Sprint("frames", i), 1+rng.IntN(2)))
-	}
-	rec := &recorder{}
-	fixedEngine, framesEngine := grouped(t, "video_fixed", rec), grouped(t, "video_frames", nil)
-	var gotFixed, gotFrames []vm.Response
-	var wg sync.WaitGroup
-	wg.Go(func() { gotFixed = fixedEngine.RunAll(context.Background(), fixed) })
-	wg.Go(func() { gotFrames = framesEngine.RunAll(context.Background(), frames) })
-	wg.Wait()
-	compareResponses(t, "video_fixed", fixed, gotFixed, solo(t, "video_fixed").RunAll(context.Background(), fixed))
-	compareResponses(t, "video_frames", frames, gotFrames, solo(t, "video_frames").RunAll(context.Background(), frames))
+	fixedFx, framesFx := fixtures.Lookup("video_fixed"), fixtures.Lookup("video_frames")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(11, 11))
+		var fixed, frames []vm.Request
+		for i := range 10 {
+			gen := fixtures.VideoFixed(2+int64(i%2), 3)
+			fixed = append(fixed, gen(rng, fmt.Sprint("fixed", i), 1+rng.IntN(2)))
+			frames = append(frames, fixtures.VideoFrames(rng, fmt.Sprint("frames", i), 1+rng.IntN(2)))
+		}
+		rec := newRecorder(t, fixedFx)
+		fixedEngine, framesEngine := e.grouped(t, fixedFx, rec), e.grouped(t, framesFx, nil)
+		var gotFixed, gotFrames []vm.Response
+		var wg sync.WaitGroup
+		wg.Go(func() { gotFixed = runAll(context.Background(), fixedEngine, fixed) })
+		wg.Go(func() { gotFrames = runAll(context.Background(), framesEngine, frames) })
+		wg.Wait()
+		compareResponses(t, fixedFx, fixed, gotFixed, runAll(context.Background(), e.solo(t, fixedFx), fixed))
+		compareResponses(t, framesFx, frames, gotFrames, runAll(context.Background(), e.solo(t, framesFx), frames))
 
-	clips := map[int64]int64{} // frames per clip → clips run
-	for _, c := range rec.invocations() {
-		x := c.inputs["pixel_values"]
-		clips[x.Shape[1]] += x.Shape[0]
-	}
-	want := map[int64]int64{}
-	for _, r := range fixed {
-		x := r.Inputs["pixel_values"]
-		want[x.Shape[1]] += x.Shape[0]
-	}
-	if !reflect.DeepEqual(clips, want) {
-		t.Errorf("clips run by frame count %v, requested %v", clips, want)
-	}
-	if s := fixedEngine.Stats().Components["clip_encoder"]; s.PaddingOverhead != 0 || s.MaxGroupRequests < 2 {
-		t.Errorf("fixed-frame stats: padding overhead %g, largest group %d", s.PaddingOverhead, s.MaxGroupRequests)
-	}
+		clips := map[int64]int64{} // frames per clip → clips run
+		for _, c := range rec.invocations() {
+			x := c.inputs["pixel_values"]
+			clips[x.Shape[1]] += x.Shape[0]
+		}
+		want := map[int64]int64{}
+		for _, r := range fixed {
+			x := r.Inputs["pixel_values"]
+			want[x.Shape[1]] += x.Shape[0]
+		}
+		if !reflect.DeepEqual(clips, want) {
+			t.Errorf("clips run by frame count %v, requested %v", clips, want)
+		}
+		if s := fixedEngine.Stats().Components["clip_encoder"]; s.PaddingOverhead != 0 || s.MaxGroupRequests < 2 {
+			t.Errorf("fixed-frame stats: padding overhead %g, largest group %d", s.PaddingOverhead, s.MaxGroupRequests)
+		}
+	})
 }
 
 // TestNoCrossRequestLeakage (row 6): request A runs in a group with B1, then
 // in a group with B2. A's result is the same both times and equals its
 // reference; each B's result equals its own reference.
 func TestNoCrossRequestLeakage(t *testing.T) {
-	for i, f := range packedFixtures() {
-		t.Run(f.pkg, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(60+i), 6))
-			a := f.gen(rng, "A", max(1, f.maxItems))
-			e := open(t, f.pkg, vm.Options{MaxDelay: 150 * time.Millisecond}, nil)
-			var results []*backend.Tensor
-			for j := range 2 {
-				b := f.gen(rng, fmt.Sprint("B", j+1), max(1, f.maxItems))
-				before := e.Stats().Components[f.component]
-				res := e.RunAll(context.Background(), []vm.Request{a, b})
-				mustSucceed(t, res)
-				after := e.Stats().Components[f.component]
-				if after.Invocations != before.Invocations+1 || after.GroupSizes[2] != before.GroupSizes[2]+1 {
-					t.Fatalf("A and %s did not share one invocation: group sizes %v", b.ID, after.GroupSizes)
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, f := range packedFixtures() {
+			t.Run(f.Name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(60+i), 6))
+				gen := f.Gen
+				if f.Name == "image_pinned" {
+					gen = fixtures.ImagePinned(4) // one patch count, so that A and each B may share a group
 				}
-				for k, req := range []vm.Request{a, b} {
-					ref := reference(t, f.pkg, req)
-					out := payload[f.pkg].out
-					if d := diff(res[k].Outputs[out], ref[out], tolerance); d != "" {
-						t.Errorf("%s grouped with %s: %s: %s", req.ID, res[1-k].ID, out, d)
+				a := gen(rng, "A", max(1, f.MaxItems))
+				r := e.start(t, f, genrt.WithMaxDelay(150*time.Millisecond))
+				var results []*backend.Tensor
+				for j := range 2 {
+					b := gen(rng, fmt.Sprint("B", j+1), max(1, f.MaxItems))
+					before := r.Stats().Components[f.Component]
+					res := runAll(context.Background(), r, []vm.Request{a, b})
+					mustSucceed(t, res)
+					after := r.Stats().Components[f.Component]
+					if after.Invocations != before.Invocations+1 || after.GroupSizes[2] != before.GroupSizes[2]+1 {
+						t.Fatalf("A and %s did not share one invocation: group sizes %v", b.ID, after.GroupSizes)
 					}
+					for k, req := range []vm.Request{a, b} {
+						ref := f.Reference(t, req)
+						if d := fixtures.Diff(res[k].Outputs[f.Out], ref[f.Out], tolerance); d != "" {
+							t.Errorf("%s grouped with %s: %s: %s", req.ID, res[1-k].ID, f.Out, d)
+						}
+					}
+					results = append(results, res[0].Outputs[f.Out])
 				}
-				results = append(results, res[0].Outputs[payload[f.pkg].out])
-			}
-			if d := diff(results[0], results[1], tolerance); d != "" {
-				t.Errorf("A's result changed with its group mate: %s", d)
-			}
-		})
-	}
+				if d := fixtures.Diff(results[0], results[1], tolerance); d != "" {
+					t.Errorf("A's result changed with its group mate: %s", d)
+				}
+			})
+		}
+	})
 }
 
 // TestSplitsAreViews (row 20): every request's share of a group's packed
@@ -376,43 +381,44 @@ func TestNoCrossRequestLeakage(t *testing.T) {
 // are the assembly's: each item's payload once (pack or pad), the
 // recomputed companions, and no gather.
 func TestSplitsAreViews(t *testing.T) {
-	for i, f := range packedFixtures() {
-		t.Run(f.pkg, func(t *testing.T) {
-			var reqs []vm.Request
-			rng := rand.New(rand.NewPCG(uint64(20+i), 20))
-			for j := range 8 {
-				reqs = append(reqs, f.gen(rng, fmt.Sprint("r", j), 1+rng.IntN(f.maxItems)))
-			}
-			rec := &recorder{}
-			e := grouped(t, f.pkg, rec)
-			res := e.RunAll(context.Background(), reqs)
-			mustSucceed(t, res)
-			calls := rec.invocations()
-			port := payload[f.pkg]
-			perCall := make([][]*backend.Tensor, len(calls))
-			for k, r := range res {
-				share := r.Outputs[port.out]
-				at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(share, c.outputs[port.out]) })
-				if at < 0 || share.Len() == 0 {
-					t.Errorf("%s: its %s (%v) is not a view of any group's output", r.ID, port.out, share)
-					continue
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, f := range packedFixtures() {
+			t.Run(f.Name, func(t *testing.T) {
+				var reqs []vm.Request
+				rng := rand.New(rand.NewPCG(uint64(20+i), 20))
+				for j := range 8 {
+					reqs = append(reqs, f.Gen(rng, fmt.Sprint("r", j), 1+rng.IntN(f.MaxItems)))
 				}
-				if backend.SameBuffer(share, reqs[k].Inputs[port.in]) {
-					t.Errorf("%s: its %s aliases its own input", r.ID, port.out)
+				rec := newRecorder(t, f)
+				r := e.grouped(t, f, rec)
+				res := runAll(context.Background(), r, reqs)
+				mustSucceed(t, res)
+				calls := rec.invocations()
+				perCall := make([][]*backend.Tensor, len(calls))
+				for k, resp := range res {
+					share := resp.Outputs[f.Out]
+					at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(share, c.outputs[f.Out]) })
+					if at < 0 || share.Len() == 0 {
+						t.Errorf("%s: its %s (%v) is not a view of any group's output", resp.ID, f.Out, share)
+						continue
+					}
+					if backend.SameBuffer(share, reqs[k].Inputs[f.In]) {
+						t.Errorf("%s: its %s aliases its own input", resp.ID, f.Out)
+					}
+					perCall[at] = append(perCall[at], share)
 				}
-				perCall[at] = append(perCall[at], share)
-			}
-			formed := false
-			for k, shares := range perCall {
-				checkTiling(t, calls[k].outputs[port.out], shares)
-				formed = formed || len(shares) > 1
-			}
-			if !formed {
-				t.Errorf("no group held two requests")
-			}
-			checkCopies(t, e, f, reqs, calls)
-		})
-	}
+				formed := false
+				for k, shares := range perCall {
+					checkTiling(t, calls[k].outputs[f.Out], shares)
+					formed = formed || len(shares) > 1
+				}
+				if !formed {
+					t.Errorf("no group held two requests")
+				}
+				checkCopies(t, r, f, reqs, calls)
+			})
+		}
+	})
 }
 
 // addr is the address of a tensor's first element.
@@ -437,12 +443,12 @@ func checkTiling(t *testing.T, out *backend.Tensor, shares []*backend.Tensor) {
 
 // checkCopies: the engine copied each request's payload exactly once, the
 // companions the groups were given, and nothing else.
-func checkCopies(t *testing.T, e *vm.Engine, f fixture, reqs []vm.Request, calls []call) {
+func checkCopies(t *testing.T, e Runner, f fixtures.Fixture, reqs []vm.Request, calls []call) {
 	t.Helper()
-	gp := groupPlan(t, f.pkg, f.component)
+	gp := fixtures.GroupPlan(t, f, f.Component)
 	var payloadBytes, companionBytes int64
 	for _, r := range reqs {
-		payloadBytes += r.Inputs[payload[f.pkg].in].Bytes()
+		payloadBytes += r.Inputs[f.In].Bytes()
 	}
 	for _, c := range calls {
 		for _, in := range gp.Inputs {
@@ -451,7 +457,7 @@ func checkCopies(t *testing.T, e *vm.Engine, f fixture, reqs []vm.Request, calls
 			}
 		}
 	}
-	copies := e.Copies(f.component)
+	copies := e.Copies(f.Component)
 	by := copies.ByReason()
 	if by["gather"] != 0 {
 		t.Errorf("splitting gathered %d bytes", by["gather"])
@@ -462,8 +468,8 @@ func checkCopies(t *testing.T, e *vm.Engine, f fixture, reqs []vm.Request, calls
 	if by["companion"] != companionBytes {
 		t.Errorf("companion copies: %d bytes, but the groups were given %d bytes of companions", by["companion"], companionBytes)
 	}
-	if total := by["pack"] + by["pad"] + by["stack"] + by["companion"]; copies.Bytes() != total || e.Stats().Components[f.component].CopiedBytes != total {
-		t.Errorf("copied bytes %d (stats %d), by reason %v", copies.Bytes(), e.Stats().Components[f.component].CopiedBytes, by)
+	if total := by["pack"] + by["pad"] + by["stack"] + by["companion"]; copies.Bytes() != total || e.Stats().Components[f.Component].CopiedBytes != total {
+		t.Errorf("copied bytes %d (stats %d), by reason %v", copies.Bytes(), e.Stats().Components[f.Component].CopiedBytes, by)
 	}
 }
 
@@ -473,47 +479,48 @@ func checkCopies(t *testing.T, e *vm.Engine, f fixture, reqs []vm.Request, calls
 // the reference of the request alone. Its rows depend on each other, so a
 // grouped call would have changed them.
 func TestSoloPackage(t *testing.T) {
-	if gp := groupPlan(t, "solo", "scorer"); gp.Grouped {
+	f := fixtures.Lookup("solo")
+	if gp := fixtures.GroupPlan(t, f, "scorer"); gp.Grouped {
 		t.Fatalf("the plan groups scorer: %s", gp.Why)
 	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	var reqs []vm.Request
-	for i := range 12 {
-		rows := int64(1)
-		if i == 5 {
-			rows = 3 // a request may bring several rows; they stay one call
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(1, 1))
+		var reqs []vm.Request
+		for i := range 12 {
+			rows := 1
+			if i == 5 {
+				rows = 3 // a request may bring several rows; they stay one call
+			}
+			reqs = append(reqs, fixtures.Solo(rng, fmt.Sprint("r", i), rows))
 		}
-		reqs = append(reqs, vm.Request{ID: fmt.Sprint("r", i), Inputs: map[string]*backend.Tensor{
-			"features": f32([]int64{rows, 4}, values(rng, int(rows)*4)),
-		}})
-	}
-	e := open(t, "solo", vm.Options{MaxDelay: groupDelay}, nil)
-	got := e.RunAll(context.Background(), reqs)
-	mustSucceed(t, got)
-	s := e.Stats().Components["scorer"]
-	if s.Invocations != int64(len(reqs)) || s.MaxGroupRequests != 1 {
-		t.Errorf("%d invocations for %d requests, largest group %d", s.Invocations, len(reqs), s.MaxGroupRequests)
-	}
-	baseline := open(t, "solo", vm.Options{Solo: true}, nil)
-	for i, req := range reqs {
-		alone := baseline.Run(context.Background(), req)
-		if alone.Err != nil {
-			t.Fatal(alone.Err)
+		r := e.start(t, f, genrt.WithMaxDelay(groupDelay))
+		got := runAll(context.Background(), r, reqs)
+		mustSucceed(t, got)
+		s := r.Stats().Components["scorer"]
+		if s.Invocations != int64(len(reqs)) || s.MaxGroupRequests != 1 {
+			t.Errorf("%d invocations for %d requests, largest group %d", s.Invocations, len(reqs), s.MaxGroupRequests)
 		}
-		// The same graph on the same input, one thread: bit for bit.
-		if !identical(got[i].Outputs["scores"], alone.Outputs["scores"]) {
-			t.Errorf("%s: under concurrent load %v, alone %v", req.ID, got[i].Outputs["scores"].Float32s(), alone.Outputs["scores"].Float32s())
+		baseline := e.solo(t, f)
+		for i, req := range reqs {
+			alone := baseline.Run(context.Background(), req)
+			if alone.Err != nil {
+				t.Fatal(alone.Err)
+			}
+			// The same graph on the same input, one thread: bit for bit.
+			if !fixtures.Identical(got[i].Outputs["scores"], alone.Outputs["scores"]) {
+				t.Errorf("%s: under concurrent load %v, alone %v", req.ID, got[i].Outputs["scores"].Float32s(), alone.Outputs["scores"].Float32s())
+			}
+			if d := fixtures.Diff(got[i].Outputs["scores"], f.Reference(t, req)["scores"], tolerance); d != "" {
+				t.Errorf("%s: %s", req.ID, d)
+			}
 		}
-		if d := diff(got[i].Outputs["scores"], reference(t, "solo", req)["scores"], tolerance); d != "" {
-			t.Errorf("%s: %s", req.ID, d)
+		// The fixture can tell: two requests' rows in one call score differently.
+		both := vm.Request{Inputs: map[string]*backend.Tensor{"features": fixtures.F32([]int64{2, 4},
+			append(slices.Clone(reqs[0].Inputs["features"].Float32s()), reqs[1].Inputs["features"].Float32s()...))}}
+		if d := fixtures.Diff(f.Reference(t, both)["scores"].View(0, 1), got[0].Outputs["scores"], tolerance); d == "" {
+			t.Errorf("the solo fixture does not detect grouping: two rows scored together equal the first alone")
 		}
-	}
-	// The fixture can tell: two requests' rows in one call score differently.
-	both := vm.Request{Inputs: map[string]*backend.Tensor{"features": f32([]int64{2, 4},
-		append(slices.Clone(reqs[0].Inputs["features"].Float32s()), reqs[1].Inputs["features"].Float32s()...))}}
-	if d := diff(reference(t, "solo", both)["scores"].View(0, 1), got[0].Outputs["scores"], tolerance); d == "" {
-		t.Errorf("the solo fixture does not detect grouping: two rows scored together equal the first alone")
-	}
+	})
 }
 
 // TestWakewordGuard is the real-model guard: openWakeWord's embedding CNN
@@ -523,20 +530,32 @@ func TestSoloPackage(t *testing.T) {
 // fails the test.
 func TestWakewordGuard(t *testing.T) {
 	if _, err := ortlib.Model("embedding_model.onnx"); err != nil {
-		t.Fatalf("the real-model guard needs the cached model: %v: %s", err, fixSetup)
+		t.Fatalf("the real-model guard needs the cached model: %v: %s", err, fixtures.FixSetup)
 	}
-	rng := rand.New(rand.NewPCG(42, 42))
-	var reqs []vm.Request
-	for i := range 6 {
-		reqs = append(reqs, genWakeword(rng, fmt.Sprint("w", i), 1+i%4))
-	}
-	e := open(t, "wakeword", vm.Options{MaxDelay: 200 * time.Millisecond}, nil)
-	res := e.RunAll(context.Background(), reqs)
-	mustSucceed(t, res)
-	if s := e.Stats().Components["embedding"]; s.MaxGroupRequests < 2 || s.Invocations >= int64(len(reqs)) {
-		t.Fatalf("the windows were not grouped: %d invocations, largest group %d", s.Invocations, s.MaxGroupRequests)
-	}
-	alone := session(t, "wakeword", "embedding")
+	f := fixtures.Lookup("wakeword")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(42, 42))
+		var reqs []vm.Request
+		for i := range 6 {
+			reqs = append(reqs, fixtures.Wakeword(rng, fmt.Sprint("w", i), 1+i%4))
+		}
+		r := e.start(t, f, genrt.WithMaxDelay(200*time.Millisecond))
+		res := runAll(context.Background(), r, reqs)
+		mustSucceed(t, res)
+		if s := r.Stats().Components["embedding"]; s.MaxGroupRequests < 2 || s.Invocations >= int64(len(reqs)) {
+			t.Fatalf("the windows were not grouped: %d invocations, largest group %d", s.Invocations, s.MaxGroupRequests)
+		}
+		checkWindowsAlone(t, session(t, f, "embedding", ortBackend(t)), reqs, res)
+		if got := res[0].Outputs["window_offsets"].Int64s(); !slices.Equal(got, []int64{0, 1}) {
+			t.Errorf("w0's delivered offsets are %v, want [0 1]", got)
+		}
+	})
+}
+
+// checkWindowsAlone compares each grouped window's embedding with the
+// window run alone, straight on the backend.
+func checkWindowsAlone(t *testing.T, alone backend.Session, reqs []vm.Request, res []vm.Response) {
+	t.Helper()
 	for k, req := range reqs {
 		w := req.Inputs["windows"]
 		got := res[k].Outputs["embeddings"]
@@ -548,13 +567,10 @@ func TestWakewordGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := diff(got.View(j, j+1), one["conv2d_19"], tolerance); d != "" {
+			if d := fixtures.Diff(got.View(j, j+1), one["conv2d_19"], tolerance); d != "" {
 				t.Errorf("%s window %d: grouped and alone differ: %s", req.ID, j, d)
 			}
 		}
-	}
-	if got := res[0].Outputs["window_offsets"].Int64s(); !slices.Equal(got, []int64{0, 1}) {
-		t.Errorf("w0's delivered offsets are %v, want [0 1]", got)
 	}
 }
 
@@ -566,47 +582,54 @@ func TestWakewordGuard(t *testing.T) {
 // merged_offsets are those offsets rebased to start at 0, its merged_owner
 // is derived from them per request, its segment companions are its own.
 func TestTokenMerge(t *testing.T) {
-	rng := rand.New(rand.NewPCG(24, 24))
-	shapes := [][]int{{1, 2, 3}, {4, 5}, {0, 3}, {7}, {}, {2, 2, 2, 2}, {1}, {6, 1}}
-	var reqs []vm.Request
-	for i, tokens := range shapes {
-		reqs = append(reqs, mergeRequest(rng, fmt.Sprint("r", i, tokens), tokens))
+	f := fixtures.Lookup("token_merge")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(24, 24))
+		shapes := [][]int{{1, 2, 3}, {4, 5}, {0, 3}, {7}, {}, {2, 2, 2, 2}, {1}, {6, 1}}
+		var reqs []vm.Request
+		for i, tokens := range shapes {
+			reqs = append(reqs, fixtures.MergeRequest(rng, fmt.Sprint("r", i, tokens), tokens))
+		}
+		rec := newRecorder(t, f)
+		r := e.grouped(t, f, rec)
+		got := runAll(context.Background(), r, reqs)
+		compareResponses(t, f, reqs, got, runAll(context.Background(), e.solo(t, f), reqs))
+		if r.Stats().Components["merger"].MaxGroupRequests < 2 {
+			t.Fatalf("no group of two requests formed")
+		}
+		calls := rec.invocations()
+		for i, resp := range got {
+			checkMergedShare(t, resp, len(shapes[i]), calls)
+		}
+	})
+}
+
+// checkMergedShare checks one request's merged tokens against the group
+// that computed them.
+func checkMergedShare(t *testing.T, r vm.Response, segments int, calls []call) {
+	t.Helper()
+	merged, delivered := r.Outputs["merged"], r.Outputs["merged_offsets"].Int64s()
+	if delivered[0] != 0 || delivered[len(delivered)-1] != merged.Shape[0] || len(delivered) != segments+1 {
+		t.Errorf("%s: merged_offsets %v for %v merged tokens of %d segments", r.ID, delivered, merged.Shape, segments)
 	}
-	rec := &recorder{}
-	e := grouped(t, "token_merge", rec)
-	got := e.RunAll(context.Background(), reqs)
-	compareResponses(t, "token_merge", reqs, got, solo(t, "token_merge").RunAll(context.Background(), reqs))
-	if e.Stats().Components["merger"].MaxGroupRequests < 2 {
-		t.Fatalf("no group of two requests formed")
+	if merged.Len() == 0 {
+		return
 	}
-	calls := rec.invocations()
-	for i, r := range got {
-		merged, delivered := r.Outputs["merged"], r.Outputs["merged_offsets"].Int64s()
-		if delivered[0] != 0 || delivered[len(delivered)-1] != merged.Shape[0] || len(delivered) != len(shapes[i])+1 {
-			t.Errorf("%s: merged_offsets %v for %v merged tokens of %d segments", r.ID, delivered, merged.Shape, len(shapes[i]))
-		}
-		if merged.Len() == 0 {
-			continue
-		}
-		at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(merged, c.outputs["merged"]) })
-		if at < 0 {
-			t.Errorf("%s: its merged tokens are not a view of a group output", r.ID)
-			continue
-		}
-		c := calls[at]
-		row := int64(addr(merged)-addr(c.outputs["merged"])) / (4 * 4)
-		produced, segments := c.outputs["merged_offsets"].Int64s(), c.inputs["segment_offsets"].Int64s()
-		found := false
-		for k := 0; k+1 < len(segments); k++ {
-			span := produced[segments[k] : segments[k+1]+1]
-			if span[0] == row && span[len(span)-1]-span[0] == merged.Shape[0] && slices.Equal(rebased(span), delivered) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: its share starts at merged row %d, which is not where the graph's offsets %v put a request's segments %v", r.ID, row, produced, segments)
+	at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(merged, c.outputs["merged"]) })
+	if at < 0 {
+		t.Errorf("%s: its merged tokens are not a view of a group output", r.ID)
+		return
+	}
+	c := calls[at]
+	row := int64(addr(merged)-addr(c.outputs["merged"])) / (4 * 4)
+	produced, segs := c.outputs["merged_offsets"].Int64s(), c.inputs["segment_offsets"].Int64s()
+	for k := 0; k+1 < len(segs); k++ {
+		span := produced[segs[k] : segs[k+1]+1]
+		if span[0] == row && span[len(span)-1]-span[0] == merged.Shape[0] && slices.Equal(rebased(span), delivered) {
+			return
 		}
 	}
+	t.Errorf("%s: its share starts at merged row %d, which is not where the graph's offsets %v put a request's segments %v", r.ID, row, produced, segs)
 }
 
 func rebased(offs []int64) []int64 {
@@ -623,7 +646,7 @@ func guidanceRequests() []vm.Request {
 	rng := rand.New(rand.NewPCG(27, 27))
 	var reqs []vm.Request
 	for i, scale := range []float32{1.5, 0.5, 1.5, 2.5, 0.5, 1.5} {
-		reqs = append(reqs, genGuidance(scale)(rng, fmt.Sprintf("r%d@%g", i, scale), 1))
+		reqs = append(reqs, fixtures.Guidance(scale)(rng, fmt.Sprintf("r%d@%g", i, scale), 1))
 	}
 	return reqs
 }
@@ -634,66 +657,72 @@ func guidanceRequests() []vm.Request {
 // three requests share an invocation; a guidance scale (shared) mismatch
 // puts requests in different groups.
 func TestRequestExpandedGroups(t *testing.T) {
-	reqs := guidanceRequests()
-	rec := &recorder{}
-	e := open(t, "request_expanded", vm.Options{MaxDelay: 250 * time.Millisecond}, rec)
-	e.RunAll(context.Background(), reqs) // the results are TestRequestExpandedResults'
-	byScale := map[float32]int64{}
-	for _, c := range rec.invocations() {
-		latents, scale := c.inputs["latents"], c.inputs["guidance_scale"].Float32s()
-		if len(scale) != 1 || latents.Shape[0]%2 != 0 || latents.Shape[0] > 6 {
-			t.Errorf("a group of latents %v with guidance scale %v", latents.Shape, scale)
-			continue
+	f := fixtures.Lookup("request_expanded")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		reqs := guidanceRequests()
+		rec := newRecorder(t, f)
+		r := e.start(t, f, withRecorder(genrt.WithMaxDelay(250*time.Millisecond), rec)...)
+		runAll(context.Background(), r, reqs) // the results are TestRequestExpandedResults'
+		byScale := map[float32]int64{}
+		for _, c := range rec.invocations() {
+			checkGuidanceGroup(t, reqs, c, byScale)
 		}
-		for p := range latents.Shape[0] / 2 {
-			pair := latents.View(2*p, 2*p+2)
-			owner := slices.IndexFunc(reqs, func(r vm.Request) bool { return identical(r.Inputs["latents"], pair) })
-			if owner < 0 {
-				t.Errorf("rows %d and %d of a group are not one request's two rows in order", 2*p, 2*p+1)
-			} else if s := reqs[owner].Inputs["guidance_scale"].Float32s()[0]; s != scale[0] {
-				t.Errorf("%s (scale %g) ran in a group at scale %g", reqs[owner].ID, s, scale[0])
-			}
+		if want := map[float32]int64{1.5: 6, 0.5: 4, 2.5: 2}; !reflect.DeepEqual(byScale, want) {
+			t.Errorf("rows run per guidance scale %v, want %v", byScale, want)
 		}
-		byScale[scale[0]] += latents.Shape[0]
+		s := r.Stats().Components["denoiser"]
+		if s.Invocations != 3 || s.MaxGroupRequests != 3 {
+			t.Errorf("%d invocations, largest group %d: want one group per scale, three requests at 1.5", s.Invocations, s.MaxGroupRequests)
+		}
+		if p := s.BudgetPeaks[0]; p.Peak != 6 || p.MaxTotal != 6 {
+			t.Errorf("budget %v peaked at %d of %d; three requests × factor 2 is 6", p.Dimensions, p.Peak, p.MaxTotal)
+		}
+	})
+}
+
+// checkGuidanceGroup checks one denoiser group: whole requests' row pairs
+// in order, all at the group's guidance scale; it adds the group's rows to
+// byScale.
+func checkGuidanceGroup(t *testing.T, reqs []vm.Request, c call, byScale map[float32]int64) {
+	t.Helper()
+	latents, scale := c.inputs["latents"], c.inputs["guidance_scale"].Float32s()
+	if len(scale) != 1 || latents.Shape[0]%2 != 0 || latents.Shape[0] > 6 {
+		t.Errorf("a group of latents %v with guidance scale %v", latents.Shape, scale)
+		return
 	}
-	if want := map[float32]int64{1.5: 6, 0.5: 4, 2.5: 2}; !reflect.DeepEqual(byScale, want) {
-		t.Errorf("rows run per guidance scale %v, want %v", byScale, want)
+	for p := range latents.Shape[0] / 2 {
+		pair := latents.View(2*p, 2*p+2)
+		owner := slices.IndexFunc(reqs, func(r vm.Request) bool { return fixtures.Identical(r.Inputs["latents"], pair) })
+		if owner < 0 {
+			t.Errorf("rows %d and %d of a group are not one request's two rows in order", 2*p, 2*p+1)
+		} else if s := reqs[owner].Inputs["guidance_scale"].Float32s()[0]; s != scale[0] {
+			t.Errorf("%s (scale %g) ran in a group at scale %g", reqs[owner].ID, s, scale[0])
+		}
 	}
-	s := e.Stats().Components["denoiser"]
-	if s.Invocations != 3 || s.MaxGroupRequests != 3 {
-		t.Errorf("%d invocations, largest group %d: want one group per scale, three requests at 1.5", s.Invocations, s.MaxGroupRequests)
-	}
-	if p := s.BudgetPeaks[0]; p.Peak != 6 || p.MaxTotal != 6 {
-		t.Errorf("budget %v peaked at %d of %d; three requests × factor 2 is 6", p.Dimensions, p.Peak, p.MaxTotal)
-	}
+	byScale[scale[0]] += latents.Shape[0]
 }
 
 // TestRequestExpandedResults (row 27): each request's noise (its two rows,
 // request_expanded) and guided row (request_aligned) equal its solo result
 // and the reference.
 func TestRequestExpandedResults(t *testing.T) {
-	reqs := guidanceRequests()
-	g := open(t, "request_expanded", vm.Options{MaxDelay: groupDelay}, nil)
-	got := g.RunAll(context.Background(), reqs)
-	want := solo(t, "request_expanded").RunAll(context.Background(), reqs)
-	var failed []string
-	for i := range reqs {
-		if got[i].Err != nil {
-			failed = append(failed, fmt.Sprintf("%s grouped: %v", reqs[i].ID, got[i].Err))
+	f := fixtures.Lookup("request_expanded")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		reqs := guidanceRequests()
+		got := runAll(context.Background(), e.grouped(t, f, nil), reqs)
+		want := runAll(context.Background(), e.solo(t, f), reqs)
+		var failed []string
+		for i := range reqs {
+			if got[i].Err != nil {
+				failed = append(failed, fmt.Sprintf("%s grouped: %v", reqs[i].ID, got[i].Err))
+			}
+			if want[i].Err != nil {
+				failed = append(failed, fmt.Sprintf("%s solo: %v", reqs[i].ID, want[i].Err))
+			}
 		}
-		if want[i].Err != nil {
-			failed = append(failed, fmt.Sprintf("%s solo: %v", reqs[i].ID, want[i].Err))
+		if len(failed) > 0 {
+			t.Fatalf("request_expanded fails, grouped and solo (§6 split, row 27):\n%s", strings.Join(failed, "\n"))
 		}
-	}
-	if len(failed) > 0 {
-		// Runtime bug: vm/split.go splitPort splits a request_aligned
-		// output (SplitRows) exactly as a request_expanded one: it demands
-		// g.rows rows and gives request i rows [rowStart[i],
-		// rowStart[i]+it.rows). Both count expanded rows (vm/item.go admit
-		// sets it.rows = Factor when an input is request_expanded), so
-		// `guided`, which has one row per request, is refused with
-		// run/extent, grouped and solo alike.
-		t.Fatalf("request_expanded fails, grouped and solo (§6 split, row 27):\n%s", strings.Join(failed, "\n"))
-	}
-	compareResponses(t, "request_expanded", reqs, got, want)
+		compareResponses(t, f, reqs, got, want)
+	})
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,49 +11,52 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/vm"
 )
-
-// manyItems is, per fixture, a "many items" request that still fits every
-// budget alone.
-var manyItems = map[string]int{
-	"image_padded": 8, "image_pinned": 4, "video_frames": 4, "video_fixed": 4,
-	"audio": 4, "text": 4, "token_merge": 4,
-}
 
 // TestItemCounts (row 4): requests of 0, 1 and many items, grouped and
 // solo. Every result equals the reference; a zero-item request gets empty
 // spans and its own (empty) companions back. A group of zero-item requests
 // is never invoked: the invocation count does not move.
 func TestItemCounts(t *testing.T) {
-	for i, f := range packedFixtures() {
-		t.Run(f.pkg, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(40+i), 4))
-			reqs := []vm.Request{
-				f.gen(rng, "zero", 0), f.gen(rng, "one", 1), f.gen(rng, "many", manyItems[f.pkg]), f.gen(rng, "zero-again", 0),
-			}
-			e := grouped(t, f.pkg, nil)
-			got := e.RunAll(context.Background(), reqs)
-			compareResponses(t, f.pkg, reqs, got, solo(t, f.pkg).RunAll(context.Background(), reqs))
-			for _, k := range []int{0, 3} {
-				if out := got[k].Outputs[payload[f.pkg].out]; out == nil || out.Shape[0] != 0 {
-					t.Errorf("%s: %s is %v, want an empty span", reqs[k].ID, payload[f.pkg].out, out)
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, f := range packedFixtures() {
+			t.Run(f.Name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(40+i), 4))
+				reqs := []vm.Request{
+					f.Gen(rng, "zero", 0), f.Gen(rng, "one", 1), f.Gen(rng, "many", f.Many), f.Gen(rng, "zero-again", 0),
 				}
-			}
+				r := e.grouped(t, f, nil)
+				got := runAll(context.Background(), r, reqs)
+				compareResponses(t, f, reqs, got, runAll(context.Background(), e.solo(t, f), reqs))
+				for _, k := range []int{0, 3} {
+					if out := got[k].Outputs[f.Out]; out == nil || out.Shape[0] != 0 {
+						t.Errorf("%s: %s is %v, want an empty span", reqs[k].ID, f.Out, out)
+					}
+				}
+				checkZeroGroup(t, f, r, rng)
+			})
+		}
+	})
+}
 
-			before := e.Stats().Components[f.component].Invocations
-			zeros := []vm.Request{f.gen(rng, "z1", 0), f.gen(rng, "z2", 0), f.gen(rng, "z3", 0)}
-			res := e.RunAll(context.Background(), zeros)
-			mustSucceed(t, res)
-			if after := e.Stats().Components[f.component].Invocations; after != before {
-				t.Errorf("a group of zero-item requests was invoked: %d invocations, then %d", before, after)
-			}
-			for k, r := range res {
-				if d := diff(r.Outputs[payload[f.pkg].out], reference(t, f.pkg, zeros[k])[payload[f.pkg].out], tolerance); d != "" {
-					t.Errorf("%s: %s", r.ID, d)
-				}
-			}
-		})
+// checkZeroGroup runs a group of zero-item requests: it is never invoked,
+// and each request gets its reference (empty) result.
+func checkZeroGroup(t *testing.T, f fixtures.Fixture, r Runner, rng *rand.Rand) {
+	t.Helper()
+	before := r.Stats().Components[f.Component].Invocations
+	zeros := []vm.Request{f.Gen(rng, "z1", 0), f.Gen(rng, "z2", 0), f.Gen(rng, "z3", 0)}
+	res := runAll(context.Background(), r, zeros)
+	mustSucceed(t, res)
+	if after := r.Stats().Components[f.Component].Invocations; after != before {
+		t.Errorf("a group of zero-item requests was invoked: %d invocations, then %d", before, after)
+	}
+	for k, resp := range res {
+		if d := fixtures.Diff(resp.Outputs[f.Out], f.Reference(t, zeros[k])[f.Out], tolerance); d != "" {
+			t.Errorf("%s: %s", resp.ID, d)
+		}
 	}
 }
 
@@ -62,35 +66,38 @@ func TestItemCounts(t *testing.T) {
 // merged token). The result must not depend on the group: alone (solo), or
 // grouped with a non-empty request, it equals the reference.
 func TestEmptyUnits(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 0))
-	cases := []struct {
-		pkg string
-		req vm.Request
-	}{
-		{"video_frames", videoRequest(rng, "two empty clips", []int{0, 0}, 3, nil)},
-		{"audio", audioRequest(rng, "two empty windows", []int{0, 0})},
-		{"text", textRequest(rng, "two empty segments", []int{0, 0})},
-		{"token_merge", mergeRequest(rng, "two empty segments", []int{0, 0})},
-	}
-	for _, tc := range cases {
-		t.Run(tc.pkg, func(t *testing.T) {
-			other := lookup(tc.pkg).gen(rng, "other", 1)
-			ref := reference(t, tc.pkg, tc.req)
-			withOther := grouped(t, tc.pkg, nil).RunAll(context.Background(), []vm.Request{tc.req, other})
-			alone := solo(t, tc.pkg).Run(context.Background(), tc.req)
-			for mode, r := range map[string]vm.Response{"grouped with a non-empty request": withOther[0], "alone": alone} {
-				if r.Err != nil {
-					t.Errorf("%s: %v", mode, r.Err)
-					continue
-				}
-				for name, want := range ref {
-					if d := diff(r.Outputs[name], want, tolerance); d != "" {
-						t.Errorf("%s: %s: %s", mode, name, d)
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(4, 0))
+		cases := []struct {
+			pkg string
+			req vm.Request
+		}{
+			{"video_frames", fixtures.VideoRequest(rng, "two empty clips", []int{0, 0}, 3, nil)},
+			{"audio", fixtures.AudioRequest(rng, "two empty windows", []int{0, 0})},
+			{"text", fixtures.TextRequest(rng, "two empty segments", []int{0, 0})},
+			{"token_merge", fixtures.MergeRequest(rng, "two empty segments", []int{0, 0})},
+		}
+		for _, tc := range cases {
+			t.Run(tc.pkg, func(t *testing.T) {
+				f := fixtures.Lookup(tc.pkg)
+				other := f.Gen(rng, "other", 1)
+				ref := f.Reference(t, tc.req)
+				withOther := runAll(context.Background(), e.grouped(t, f, nil), []vm.Request{tc.req, other})
+				alone := e.solo(t, f).Run(context.Background(), tc.req)
+				for mode, r := range map[string]vm.Response{"grouped with a non-empty request": withOther[0], "alone": alone} {
+					if r.Err != nil {
+						t.Errorf("%s: %v", mode, r.Err)
+						continue
+					}
+					for name, want := range ref {
+						if d := fixtures.Diff(r.Outputs[name], want, tolerance); d != "" {
+							t.Errorf("%s: %s: %s", mode, name, d)
+						}
 					}
 				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // corruption is one malformed companion of an otherwise good request.
@@ -102,7 +109,7 @@ type corruption struct {
 }
 
 func set(name string, data ...int64) func(map[string]*backend.Tensor) {
-	return func(in map[string]*backend.Tensor) { in[name] = i64(data...) }
+	return func(in map[string]*backend.Tensor) { in[name] = fixtures.I64(data...) }
 }
 
 // corruptions are built on requests of 2 items, every clip or window or
@@ -151,15 +158,15 @@ var corruptions = []corruption{
 func corruptible(rng *rand.Rand, pkg, id string) vm.Request {
 	switch pkg {
 	case "video_frames":
-		return videoRequest(rng, id, []int{2, 2}, 3, validLengths(rng, 4, 3))
+		return fixtures.VideoRequest(rng, id, []int{2, 2}, 3, fixtures.ValidLengths(rng, 4, 3))
 	case "audio":
-		return audioRequest(rng, id, []int{2, 2})
+		return fixtures.AudioRequest(rng, id, []int{2, 2})
 	case "text":
-		return textRequest(rng, id, []int{2, 2})
+		return fixtures.TextRequest(rng, id, []int{2, 2})
 	case "token_merge":
-		return mergeRequest(rng, id, []int{2, 2})
+		return fixtures.MergeRequest(rng, id, []int{2, 2})
 	}
-	return lookup(pkg).gen(rng, id, 2)
+	return fixtures.Lookup(pkg).Gen(rng, id, 2)
 }
 
 // TestCorruptCompanions (rows 5, 14 and 26): a request with a malformed
@@ -169,30 +176,60 @@ func corruptible(rng *rand.Rand, pkg, id string) vm.Request {
 // the host before assembly: a bad request alone is never invoked and
 // costs no copy.
 func TestCorruptCompanions(t *testing.T) {
-	for i, c := range corruptions {
-		t.Run(c.pkg+"/"+c.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(500+i), 5))
-			f := lookup(c.pkg)
-			bad := corruptible(rng, c.pkg, "bad")
-			c.mutate(bad.Inputs)
-			reqs := []vm.Request{corruptible(rng, c.pkg, "good1"), bad, corruptible(rng, c.pkg, "good2")}
-			e := grouped(t, c.pkg, nil)
-			checkRefused(t, e, f.component, bad, c.rule, c.mention)
-			pairs := e.Stats().Components[f.component].GroupSizes[2]
-			res := e.RunAll(context.Background(), reqs)
-			wantRule(t, res[1].Err, c.rule, c.mention)
-			if n := e.Stats().Components[f.component].GroupSizes[2]; n != pairs+1 {
-				t.Errorf("the two good requests did not share one group (groups of two: %d, then %d)", pairs, n)
+	refused := refusals{}
+	defer refused.check(t)
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, c := range corruptions {
+			t.Run(c.pkg+"/"+c.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(500+i), 5))
+				f := fixtures.Lookup(c.pkg)
+				bad := corruptible(rng, c.pkg, "bad")
+				c.mutate(bad.Inputs)
+				reqs := []vm.Request{corruptible(rng, c.pkg, "good1"), bad, corruptible(rng, c.pkg, "good2")}
+				r := e.grouped(t, f, nil)
+				checkRefused(t, r, f.Component, bad, c.rule, c.mention)
+				pairs := r.Stats().Components[f.Component].GroupSizes[2]
+				res := runAll(context.Background(), r, reqs)
+				wantRule(t, res[1].Err, c.rule, c.mention)
+				refused.add(c.pkg+"/"+c.name, e, res[1].Err)
+				if n := r.Stats().Components[f.Component].GroupSizes[2]; n != pairs+1 {
+					t.Errorf("the two good requests did not share one group (groups of two: %d, then %d)", pairs, n)
+				}
+				good := []vm.Request{reqs[0], reqs[2]}
+				compareResponses(t, f, good, []vm.Response{res[0], res[2]}, runAll(context.Background(), e.solo(t, f), good))
+			})
+		}
+	})
+}
+
+// refusals are the errors each engine refused the bad request of each
+// case with, so that a test can check that the engines refuse alike, rule
+// and message.
+type refusals map[string]map[string]string // case → engine → error
+
+func (r refusals) add(key string, e engineKind, err error) {
+	if r[key] == nil {
+		r[key] = map[string]string{}
+	}
+	r[key][e.name] = fmt.Sprint(err)
+}
+
+// check fails the test for a case some engine did not refuse, or refused
+// with another message than the VM.
+func (r refusals) check(t *testing.T) {
+	t.Helper()
+	for key, by := range r {
+		for _, e := range engines {
+			if msg, ok := by[e.name]; !ok || msg != by[engines[0].name] {
+				t.Errorf("%s: the %s engine refused the bad request with %q, the %s engine with %q", key, e.name, msg, engines[0].name, by[engines[0].name])
 			}
-			good := []vm.Request{reqs[0], reqs[2]}
-			compareResponses(t, c.pkg, good, []vm.Response{res[0], res[2]}, solo(t, c.pkg).RunAll(context.Background(), good))
-		})
+		}
 	}
 }
 
 // checkRefused runs a bad request alone and checks that it failed with its
 // rule before any group was assembled or invoked.
-func checkRefused(t *testing.T, e *vm.Engine, component string, bad vm.Request, rule, mention string) {
+func checkRefused(t *testing.T, e Runner, component string, bad vm.Request, rule, mention string) {
 	t.Helper()
 	invocations, copies := e.Stats().Components[component].Invocations, e.Copies(component).Count()
 	r := e.Run(context.Background(), bad)
@@ -205,23 +242,12 @@ func checkRefused(t *testing.T, e *vm.Engine, component string, bad vm.Request, 
 	}
 }
 
-// wantRule checks that err is a *backend.RunError of rule whose message names
-// mention.
-func wantRule(t *testing.T, err error, rule, mention string) {
-	t.Helper()
-	var re *backend.RunError
-	if !errors.As(err, &re) {
-		t.Fatalf("got %v, want a *backend.RunError %s", err, rule)
-	}
-	if re.Rule != rule || !strings.Contains(re.Message, "`"+mention+"`") {
-		t.Errorf("got %s: %s\nwant rule %s naming `%s`", re.Rule, re.Message, rule, mention)
-	}
-}
-
 // TestLengthsBeyondExtent (row 18): a valid length beyond the padded extent,
 // a negative one, or a lengths companion of the wrong shape is refused with
 // run/lengths before invocation; the rest of the batch runs.
 func TestLengthsBeyondExtent(t *testing.T) {
+	refused := refusals{}
+	defer refused.check(t)
 	cases := []struct {
 		pkg, name string
 		mutate    func(r vm.Request)
@@ -231,69 +257,80 @@ func TestLengthsBeyondExtent(t *testing.T) {
 		}},
 		{"image_padded", "negative", func(r vm.Request) { r.Inputs["patch_lengths"].Int64s()[0] = -1 }},
 		{"image_padded", "one entry too many", func(r vm.Request) {
-			r.Inputs["patch_lengths"] = i64(append(slices.Clone(r.Inputs["patch_lengths"].Int64s()), 1)...)
+			r.Inputs["patch_lengths"] = fixtures.I64(append(slices.Clone(r.Inputs["patch_lengths"].Int64s()), 1)...)
 		}},
 		{"video_frames", "a frame past the extent", func(r vm.Request) { r.Inputs["patch_lengths"].Int64s()[3] = 4 }},
 	}
-	for i, tc := range cases {
-		t.Run(tc.pkg+"/"+tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(18+i), 18))
-			f := lookup(tc.pkg)
-			bad := corruptible(rng, tc.pkg, "bad")
-			tc.mutate(bad)
-			e := grouped(t, tc.pkg, nil)
-			checkRefused(t, e, f.component, bad, "run/lengths", "patch_lengths")
-			reqs := []vm.Request{corruptible(rng, tc.pkg, "good1"), bad, corruptible(rng, tc.pkg, "good2")}
-			res := e.RunAll(context.Background(), reqs)
-			wantRule(t, res[1].Err, "run/lengths", "patch_lengths")
-			mustSucceed(t, []vm.Response{res[0], res[2]})
-		})
-	}
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, tc := range cases {
+			t.Run(tc.pkg+"/"+tc.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(18+i), 18))
+				f := fixtures.Lookup(tc.pkg)
+				bad := corruptible(rng, tc.pkg, "bad")
+				tc.mutate(bad)
+				r := e.grouped(t, f, nil)
+				checkRefused(t, r, f.Component, bad, "run/lengths", "patch_lengths")
+				reqs := []vm.Request{corruptible(rng, tc.pkg, "good1"), bad, corruptible(rng, tc.pkg, "good2")}
+				res := runAll(context.Background(), r, reqs)
+				wantRule(t, res[1].Err, "run/lengths", "patch_lengths")
+				refused.add(tc.pkg+"/"+tc.name, e, res[1].Err)
+				mustSucceed(t, []vm.Response{res[0], res[2]})
+			})
+		}
+	})
 }
 
 // TestItemOverBudget: an item that alone exceeds a budget is refused at
 // admission with run/budget naming the budget; it is never queued, so the
 // requests around it still run.
 func TestItemOverBudget(t *testing.T) {
+	refused := refusals{}
+	defer refused.check(t)
 	cases := []struct {
 		pkg, budget string
 		req         func(rng *rand.Rand) vm.Request
 	}{
 		{"image_padded", "[images patches]", func(rng *rand.Rand) vm.Request {
-			r := genImagePadded(rng, "bad", 1)
-			r.Inputs["pixel_patches"] = padded(rng, []int64{4097}, 4097, 8, 0)
-			r.Inputs["patch_lengths"] = i64(4097)
+			r := fixtures.ImagePadded(rng, "bad", 1)
+			r.Inputs["pixel_patches"] = fixtures.Padded(rng, []int64{4097}, 4097, 8, 0)
+			r.Inputs["patch_lengths"] = fixtures.I64(4097)
 			return r
 		}},
 		{"video_frames", "[frames]", func(rng *rand.Rand) vm.Request {
-			return videoRequest(rng, "bad", []int{17}, 2, validLengths(rng, 17, 2))
+			return fixtures.VideoRequest(rng, "bad", []int{17}, 2, fixtures.ValidLengths(rng, 17, 2))
 		}},
 		{"video_fixed", "[clips frames patches]", func(rng *rand.Rand) vm.Request {
-			return genVideoFixed(10, 10)(rng, "bad", 1)
+			return fixtures.VideoFixed(10, 10)(rng, "bad", 1)
 		}},
-		{"text", "[tokens]", func(rng *rand.Rand) vm.Request { return textRequest(rng, "bad", []int{33}) }},
+		{"text", "[tokens]", func(rng *rand.Rand) vm.Request { return fixtures.TextRequest(rng, "bad", []int{33}) }},
 	}
-	for i, tc := range cases {
-		t.Run(tc.pkg, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(80+i), 8))
-			f := lookup(tc.pkg)
-			bad := tc.req(rng)
-			e := grouped(t, tc.pkg, nil)
-			invocations := e.Stats().Components[f.component].Invocations
-			r := e.Run(context.Background(), bad)
-			var re *backend.RunError
-			if !errors.As(r.Err, &re) || re.Rule != "run/budget" || !strings.Contains(re.Message, tc.budget) {
-				t.Fatalf("got %v, want run/budget naming budget %s", r.Err, tc.budget)
-			}
-			if n := e.Stats().Components[f.component].Invocations; n != invocations {
-				t.Errorf("the refused item was invoked")
-			}
-			res := e.RunAll(context.Background(), []vm.Request{f.gen(rng, "good1", 1), bad, f.gen(rng, "good2", 1)})
-			mustSucceed(t, []vm.Response{res[0], res[2]})
-			if !errors.As(res[1].Err, &re) || re.Rule != "run/budget" {
-				t.Errorf("in a batch: got %v, want run/budget", res[1].Err)
-			}
-		})
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		for i, tc := range cases {
+			t.Run(tc.pkg, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(80+i), 8))
+				f := fixtures.Lookup(tc.pkg)
+				bad := tc.req(rng)
+				r := e.grouped(t, f, nil)
+				invocations := r.Stats().Components[f.Component].Invocations
+				wantBudget(t, r.Run(context.Background(), bad).Err, tc.budget)
+				if n := r.Stats().Components[f.Component].Invocations; n != invocations {
+					t.Errorf("the refused item was invoked")
+				}
+				res := runAll(context.Background(), r, []vm.Request{f.Gen(rng, "good1", 1), bad, f.Gen(rng, "good2", 1)})
+				mustSucceed(t, []vm.Response{res[0], res[2]})
+				wantBudget(t, res[1].Err, tc.budget)
+				refused.add(tc.pkg, e, res[1].Err)
+			})
+		}
+	})
+}
+
+// wantBudget checks that err is run/budget naming the budget.
+func wantBudget(t *testing.T, err error, budget string) {
+	t.Helper()
+	var re *backend.RunError
+	if !errors.As(err, &re) || re.Rule != "run/budget" || !strings.Contains(re.Message, budget) {
+		t.Fatalf("got %v, want run/budget naming budget %s", err, budget)
 	}
 }
 
@@ -303,31 +340,33 @@ func TestItemOverBudget(t *testing.T) {
 // reference of the whole request, delivered companions included, and no
 // group exceeded a budget.
 func TestRequestSplitAcrossInvocations(t *testing.T) {
-	rng := rand.New(rand.NewPCG(6, 6))
-	cases := []struct {
-		pkg string
-		req vm.Request
-	}{
-		{"image_padded", genImagePadded(rng, "20 images", 20)},
-		{"video_frames", videoRequest(rng, "3 clips of 6 frames", []int{6, 6, 6}, 2, validLengths(rng, 18, 2))},
-		{"audio", audioRequest(rng, "3 windows of 12 frames", []int{12, 12, 12})},
-		{"text", textRequest(rng, "3 segments of 12 tokens", []int{12, 12, 12})},
-		{"token_merge", mergeRequest(rng, "3 segments of 11 to 13 tokens", []int{11, 12, 13})},
-	}
-	for _, tc := range cases {
-		t.Run(tc.pkg, func(t *testing.T) {
-			f := lookup(tc.pkg)
-			reqs := []vm.Request{tc.req, f.gen(rng, "small", 1)}
-			e := grouped(t, tc.pkg, nil)
-			got := e.RunAll(context.Background(), reqs)
-			compareResponses(t, tc.pkg, reqs, got, solo(t, tc.pkg).RunAll(context.Background(), reqs))
-			s := e.Stats().Components[f.component]
-			if s.Invocations < 2 {
-				t.Errorf("a request over a budget ran in %d invocation(s)", s.Invocations)
-			}
-			checkBudgets(t, s)
-		})
-	}
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(6, 6))
+		cases := []struct {
+			pkg string
+			req vm.Request
+		}{
+			{"image_padded", fixtures.ImagePadded(rng, "20 images", 20)},
+			{"video_frames", fixtures.VideoRequest(rng, "3 clips of 6 frames", []int{6, 6, 6}, 2, fixtures.ValidLengths(rng, 18, 2))},
+			{"audio", fixtures.AudioRequest(rng, "3 windows of 12 frames", []int{12, 12, 12})},
+			{"text", fixtures.TextRequest(rng, "3 segments of 12 tokens", []int{12, 12, 12})},
+			{"token_merge", fixtures.MergeRequest(rng, "3 segments of 11 to 13 tokens", []int{11, 12, 13})},
+		}
+		for _, tc := range cases {
+			t.Run(tc.pkg, func(t *testing.T) {
+				f := fixtures.Lookup(tc.pkg)
+				reqs := []vm.Request{tc.req, f.Gen(rng, "small", 1)}
+				r := e.grouped(t, f, nil)
+				got := runAll(context.Background(), r, reqs)
+				compareResponses(t, f, reqs, got, runAll(context.Background(), e.solo(t, f), reqs))
+				s := r.Stats().Components[f.Component]
+				if s.Invocations < 2 {
+					t.Errorf("a request over a budget ran in %d invocation(s)", s.Invocations)
+				}
+				checkBudgets(t, s)
+			})
+		}
+	})
 }
 
 // TestGroupClosesWhenBudgetWouldBeExceeded (§6 group formation, row 19): a
@@ -338,38 +377,41 @@ func TestRequestSplitAcrossInvocations(t *testing.T) {
 // that waits for company; the test cancels it.) The watchdog is a liveness
 // bound, not a timing measurement.
 func TestGroupClosesWhenBudgetWouldBeExceeded(t *testing.T) {
-	rng := rand.New(rand.NewPCG(19, 19))
-	e := open(t, "image_padded", vm.Options{MaxDelay: time.Hour}, nil)
-	reqs := []vm.Request{genImagePadded(rng, "a", 10), genImagePadded(rng, "b", 10)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan vm.Response, len(reqs))
-	for _, r := range reqs {
-		go func() { done <- e.Run(ctx, r) }()
-	}
-	select {
-	case first := <-done:
-		if first.Err != nil {
-			t.Fatalf("%s: %v", first.ID, first.Err)
+	f := fixtures.Lookup("image_padded")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(19, 19))
+		r := e.start(t, f, genrt.WithMaxDelay(time.Hour))
+		reqs := []vm.Request{fixtures.ImagePadded(rng, "a", 10), fixtures.ImagePadded(rng, "b", 10)}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan vm.Response, len(reqs))
+		for _, req := range reqs {
+			go func() { done <- r.Run(ctx, req) }()
 		}
-		if d := diff(first.Outputs["embeddings"], reference(t, "image_padded", reqs[index(reqs, first.ID)])["embeddings"], tolerance); d != "" {
-			t.Errorf("%s: %s", first.ID, d)
+		select {
+		case first := <-done:
+			if first.Err != nil {
+				t.Fatalf("%s: %v", first.ID, first.Err)
+			}
+			if d := fixtures.Diff(first.Outputs["embeddings"], f.Reference(t, reqs[index(reqs, first.ID)])["embeddings"], tolerance); d != "" {
+				t.Errorf("%s: %s", first.ID, d)
+			}
+		case <-time.After(10 * time.Second):
+			cancel()
+			// Runtime bug: grouper.gather (vm/grouper.go) puts a compatible
+			// item that does not fit (take: compatible && fits, else held) on
+			// the held list and keeps the group open until it is exactly full
+			// or max_delay passes; §6 closes the group when a budget would be
+			// exceeded. Every group that a waiting item cannot join waits out
+			// max_delay (in BenchmarkThroughput, image_padded at max_delay=1ms
+			// runs slower grouped than solo).
+			t.Fatalf("neither request was answered 10s after both arrived: the first group waits for max_delay although the next item would exceed its budget")
 		}
-	case <-time.After(10 * time.Second):
 		cancel()
-		// Runtime bug: grouper.gather (vm/grouper.go) puts a compatible
-		// item that does not fit (take: compatible && fits, else held) on
-		// the held list and keeps the group open until it is exactly full
-		// or max_delay passes; §6 closes the group when a budget would be
-		// exceeded. Every group that a waiting item cannot join waits out
-		// max_delay (in BenchmarkThroughput, image_padded at max_delay=1ms
-		// runs slower grouped than solo).
-		t.Fatalf("neither request was answered 10s after both arrived: the first group waits for max_delay although the next item would exceed its budget")
-	}
-	cancel()
-	if second := <-done; !errors.Is(second.Err, context.Canceled) {
-		t.Errorf("%s: got %v, want it cancelled while waiting for company", second.ID, second.Err)
-	}
+		if second := <-done; !errors.Is(second.Err, context.Canceled) {
+			t.Errorf("%s: got %v, want it cancelled while waiting for company", second.ID, second.Err)
+		}
+	})
 }
 
 func index(reqs []vm.Request, id string) int {
