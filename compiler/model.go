@@ -65,13 +65,6 @@ type Scalar struct {
 	Tag   string // the resolved YAML tag, such as !!int
 }
 
-// Number is a numeric scalar (an integer or a float).
-type Number struct {
-	Node
-	Value float64
-	Text  string // as written
-}
-
 // Raw is a node kept verbatim and not interpreted.
 type Raw struct {
 	Node

@@ -66,18 +66,6 @@ func (s *Scalar) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	s.Value, s.Tag = n.Value, n.ShortTag()
 }
 
-func (x *Number) decodeYAML(d *decoder, n *yaml.Node, path string) {
-	n, ok := d.scalar(n, path, "a number")
-	if !ok {
-		return
-	}
-	tag := n.ShortTag()
-	x.Text = n.Value
-	if tag != "!!int" && tag != "!!float" || n.Decode(&x.Value) != nil {
-		d.errorf(diag.SchemaType, n, path, "`%s` must be a number, read the %s", lastKey(path), kindWord(n))
-	}
-}
-
 func (r *Raw) decodeYAML(_ *decoder, n *yaml.Node, _ string) { r.YAML = resolve(n) }
 
 // decodeYAML reads a dimension: a non-negative integer is a fixed extent and
