@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"slices"
+
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/plan"
 )
@@ -15,7 +17,16 @@ type group struct {
 	offsets map[string][][]int64
 	// padded and real count elements of padded inputs (padding overhead).
 	padded, real int64
+	// elems counts the elements of every payload input as assembled
+	// (padding included), realElems those the items brought.
+	elems, realElems int64
 }
+
+// groupElements is what a group's payload inputs hold: as assembled, and
+// as the items brought them.
+type groupElements struct{ padded, real int64 }
+
+func (g *group) elements() groupElements { return groupElements{padded: g.elems, real: g.realElems} }
 
 // assemble builds one invocation from compatible items (§6 Assembly):
 // packed ports are concatenated and their companions recomputed, padded
@@ -23,26 +34,26 @@ type group struct {
 // stacked, and shared inputs are passed once.
 func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) {
 	g := &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
-	for _, in := range s.gp.Inputs {
+	for i, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:
-			g.inputs[in.Name] = items[0].ports[in.Name]
+			g.inputs[in.Name] = items[0].ports[i]
 		case plan.RoleRows, plan.RoleExpanded, plan.RolePacked:
-			t, err := g.concat(in, items, copies)
+			t, err := g.concat(i, in, items, copies)
 			if err != nil {
 				return nil, err
 			}
 			g.inputs[in.Name] = t
 		}
 	}
-	for _, in := range s.gp.Inputs {
+	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RolePacked {
-			g.composeLevels(in, items)
+			g.composeLevels(i, in, items)
 		}
 	}
 	for _, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
-			t, err := g.companion(in, items, copies)
+			t, err := g.companion(s, in, items, copies)
 			if err != nil {
 				return nil, err
 			}
@@ -75,14 +86,17 @@ func (g *group) empty() bool {
 
 // concat stacks the items' tensors of one port along axis 0, padding the
 // padded axes to the group maximum.
-func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
+func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
 	tensors := make([]*backend.Tensor, len(items))
 	for i, it := range items {
-		tensors[i] = it.ports[in.Name]
+		tensors[i] = it.ports[at]
 	}
-	padAxes := map[int]bool{}
+	padAxes := make([]bool, tensors[0].Rank())
+	padded := false
 	for _, p := range in.Padded {
-		padAxes[p.Axis] = true
+		if p.Axis < len(padAxes) {
+			padAxes[p.Axis], padded = true, true
+		}
 	}
 	shape, err := groupShape(tensors, padAxes)
 	if err != nil {
@@ -96,15 +110,17 @@ func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*backend.Te
 	if in.Role == plan.RolePacked {
 		reason = CopyPack
 	}
-	if len(padAxes) > 0 {
+	if padded {
 		reason = CopyPad
 		g.padded += out.Len()
 	}
 	row := int64(0)
+	g.elems += out.Len()
 	for _, t := range tensors {
 		copies.Add(reason, placeInto(out, row, t))
 		row += t.Shape[0]
-		if len(padAxes) > 0 {
+		g.realElems += t.Len()
+		if padded {
 			g.real += t.Len()
 		}
 	}
@@ -113,7 +129,8 @@ func (g *group) concat(in plan.Port, items []*item, copies *Copies) (*backend.Te
 
 // groupShape is the group's shape of one port: the sum of the items' axis 0,
 // the maximum of padded axes, and the (equal) extent of every other axis.
-func groupShape(ts []*backend.Tensor, padAxes map[int]bool) ([]int64, error) {
+// padAxes[a] says whether axis a is padded.
+func groupShape(ts []*backend.Tensor, padAxes []bool) ([]int64, error) {
 	shape := append([]int64(nil), ts[0].Shape...)
 	shape[0] = 0
 	for _, t := range ts {
@@ -123,7 +140,7 @@ func groupShape(ts []*backend.Tensor, padAxes map[int]bool) ([]int64, error) {
 		shape[0] += t.Shape[0]
 		for a := 1; a < len(shape); a++ {
 			switch {
-			case padAxes[a]:
+			case a < len(padAxes) && padAxes[a]:
 				shape[a] = max(shape[a], t.Shape[a])
 			case t.Shape[a] != shape[a]:
 				return nil, runErr("run/uniform", "items of one group disagree on axis %d (%d vs %d), which is neither padded nor packed", a, shape[a], t.Shape[a])
@@ -172,12 +189,12 @@ func strides(shape []int64) []int64 {
 
 // composeLevels recomputes a packed port's offsets for the group, level by
 // level: each item's offsets shifted by the children before it.
-func (g *group) composeLevels(in plan.Port, items []*item) {
+func (g *group) composeLevels(at int, in plan.Port, items []*item) {
 	levels := make([][]int64, len(in.Levels))
 	for k := range in.Levels {
 		per := make([][]int64, len(items))
 		for i, it := range items {
-			per[i] = it.levels[in.Name][k]
+			per[i] = it.levels[at][k]
 		}
 		levels[k] = concatOffsets(per)
 	}
@@ -187,7 +204,7 @@ func (g *group) composeLevels(in plan.Port, items []*item) {
 // companion computes a companion port's group value from the port it
 // serves: offsets composed, owners derived from offsets, lengths
 // concatenated (and padded where the lengths are themselves ragged).
-func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
+func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
 	s := in.Serves
 	switch s.Role {
 	case "offsets", "owner":
@@ -199,12 +216,14 @@ func (g *group) companion(in plan.Port, items []*item, copies *Copies) (*backend
 		copies.Add(CopyCompanion, int64(len(data))*8)
 		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}, nil
 	}
+	at := spec.at(s.Port)
+	entry := slices.IndexFunc(spec.gp.Inputs[at].Padded, func(p plan.Pad) bool { return p.Dimension == s.Dimension })
 	ts := make([]*backend.Tensor, len(items))
 	for i, it := range items {
-		ts[i] = it.lengths[s.Port][s.Dimension]
+		ts[i] = it.lengths[at][entry]
 	}
-	padAxes := map[int]bool{}
-	for a := 1; a < ts[0].Rank(); a++ {
+	padAxes := make([]bool, ts[0].Rank())
+	for a := 1; a < len(padAxes); a++ {
 		padAxes[a] = true
 	}
 	shape, err := groupShape(ts, padAxes)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/genaic/genaic/backend"
@@ -40,12 +41,23 @@ type Engine struct {
 	m        *ir.Module
 	opts     Options
 	backends Backends
-	sessions map[string]backend.Session
-	groupers map[string]*grouper
-	specs    map[string]*componentSpec
-	stats    map[string]*counter
-	copies   map[string]*Copies
-	closing  sync.Once
+	// inputNames are the workflow's inputs: a request may supply no other.
+	inputNames []string
+	// runs recycles the interpreter's per-request state, goroutines the
+	// goroutines RunAll runs requests on.
+	runs       sync.Pool
+	goroutines *pool
+	// active counts the requests being run; announced those RunAll has
+	// promised and not started; openEnded is set once Run is called from
+	// outside, after which more requests may come at any time.
+	active, announced atomic.Int64
+	openEnded         atomic.Bool
+	sessions          map[string]backend.Session
+	groupers          map[string]*grouper
+	specs             map[string]*componentSpec
+	stats             map[string]*counter
+	copies            map[string]*Copies
+	closing           sync.Once
 }
 
 // Open loads a plan (already checked against its package in pkgDir) and
@@ -62,7 +74,7 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, backends: backends, sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), goroutines: newPool(), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -101,13 +113,13 @@ func (e *Engine) load(name, pkgDir string) error {
 		return fmt.Errorf("loading component `%s` on %s: %w", name, be.Name(), err)
 	}
 	e.sessions[name] = sess
-	spec := &componentSpec{comp: comp, gp: gp, m: e.m}
+	spec := newComponentSpec(comp, gp, e.m)
 	e.specs[name] = spec
 	e.stats[name] = newCounter(gp)
 	e.copies[name] = &Copies{}
 	if gp.Grouped {
 		ready := e.opts.Declines.Apply(name, sess.Ready())
-		e.groupers[name] = newGrouper(spec, sess, ready, e.opts.MaxDelay, e.opts.Solo, e.opts.Queue, e.opts.Workers, e.stats[name], e.copies[name])
+		e.groupers[name] = newGrouper(e, spec, sess, ready, e.stats[name], e.copies[name])
 	}
 	return nil
 }
@@ -120,6 +132,7 @@ func (e *Engine) Close() error {
 		for _, g := range e.groupers {
 			g.close()
 		}
+		e.goroutines.stop()
 		for _, s := range e.sessions {
 			errs = append(errs, s.Close())
 		}
@@ -131,7 +144,13 @@ func (e *Engine) Close() error {
 func (e *Engine) Stats() Stats {
 	out := Stats{Components: map[string]ComponentStats{}}
 	for name, s := range e.stats {
-		out.Components[name] = s.snapshot(e.copies[name].Bytes())
+		cs := s.snapshot(e.copies[name].Bytes())
+		if g := e.groupers[name]; g != nil {
+			kept := cs.Scheduler.KeptForPadding
+			cs.Scheduler = g.sched.snapshot()
+			cs.Scheduler.KeptForPadding = kept
+		}
+		out.Components[name] = cs
 	}
 	return out
 }
@@ -154,17 +173,37 @@ type Response struct {
 }
 
 // Run executes the workflow for one request. Many goroutines may call Run
-// at once; their items meet in the groupers.
+// at once; their items meet in the groupers. A caller of Run may send
+// another request at any time, so groupers judge from the measured arrival
+// rate whether waiting for one can help; RunAll knows better.
 func (e *Engine) Run(ctx context.Context, req Request) Response {
-	r := &run{e: e, ctx: ctx, env: map[string]*backend.Tensor{}, outputs: map[string]*backend.Tensor{}}
+	if !e.openEnded.Load() {
+		e.openEnded.Store(true)
+	}
+	e.active.Add(1)
+	defer e.active.Add(-1)
+	return e.exec(ctx, req)
+}
+
+// exec runs one request's program.
+func (e *Engine) exec(ctx context.Context, req Request) Response {
+	r, _ := e.runs.Get().(*run)
+	if r == nil {
+		r = &run{e: e, env: make(map[string]*backend.Tensor, len(e.m.Values))}
+	}
+	r.ctx, r.outputs = ctx, make(map[string]*backend.Tensor, len(e.m.Outputs))
 	err := r.start(req)
 	if err == nil {
 		err = r.block(e.m.Body)
 	}
+	outs := r.outputs
+	clear(r.env)
+	r.ctx, r.outputs = nil, nil
+	e.runs.Put(r)
 	if err != nil {
 		return Response{ID: req.ID, Err: err}
 	}
-	return Response{ID: req.ID, Outputs: r.outputs}
+	return Response{ID: req.ID, Outputs: outs}
 }
 
 // RunAll runs requests concurrently and returns their responses in order.
@@ -173,20 +212,28 @@ func (e *Engine) RunAll(ctx context.Context, reqs []Request) []Response {
 }
 
 // RunAllLimit is RunAll with at most limit requests in flight (0: all).
+// The requests are announced to the groupers, so that a group closes as
+// soon as no request of the batch can still join it, and they run on a
+// pool of limit goroutines rather than one goroutine each.
 func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []Response {
-	if limit <= 0 {
+	if limit <= 0 || limit > len(reqs) {
 		limit = len(reqs)
 	}
 	out := make([]Response, len(reqs))
-	slots := make(chan struct{}, max(limit, 1))
+	e.announced.Add(int64(len(reqs)))
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := range reqs {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			out[i] = e.Run(ctx, reqs[i])
-		}()
+	wg.Add(limit)
+	for range limit {
+		e.goroutines.run(func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
+				e.active.Add(1) // before the announcement ends: never both zero
+				e.announced.Add(-1)
+				out[i] = e.exec(ctx, reqs[i])
+				e.active.Add(-1)
+			}
+		})
 	}
 	wg.Wait()
 	return out

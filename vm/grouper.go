@@ -10,23 +10,35 @@ import (
 	"github.com/genaic/genaic/backend"
 )
 
-// grouper forms groups for one grouped component from items of requests
-// that arrive independently (§6 Group formation): FIFO with a compatibility
-// key, items added while every budget holds, the group closed when a budget
-// would be exceeded, the queue stays empty for max_delay, or the group can
-// grow no further.
+// grouper runs one grouped component (§6 Group formation) as continuous
+// batching does: one former owns the component's queue and hands formed
+// groups to N runners. While every runner is busy, waiting items simply
+// accumulate, so the next group is already full when a runner frees up;
+// when a runner is idle, the former closes a group at once unless waiting
+// can still help it grow (see former.go). Items join FIFO under the
+// compatibility key and the budgets, padding-aware where ports are padded,
+// and within the group size the scheduler has found to pay (sched.go).
 type grouper struct {
 	spec     *componentSpec
 	sess     backend.Session
+	e        *Engine // arrival hints: how many requests may still come
 	maxDelay time.Duration
 	solo     bool // every invocation carries exactly one item
 	stats    *counter
 	copies   *Copies
+	sched    *scheduler
 
-	queue  chan *pending
-	wg     sync.WaitGroup
-	mu     sync.RWMutex // guards closed against submits racing Close
-	closed bool
+	mu       sync.Mutex
+	queue    []*pending // waiting items, oldest first
+	limit    int        // the most items queue may hold
+	idle     int        // runners waiting for a group
+	inFlight int        // items handed to runners and not yet answered
+	closed   bool
+	arrivals arrivals
+
+	wake     chan struct{}   // something changed for the former (cap 1)
+	dispatch chan []*pending // formed groups, to the runners
+	wg       sync.WaitGroup
 }
 
 type pending struct {
@@ -56,16 +68,19 @@ func (e *QueueFullError) Error() string {
 	return fmt.Sprintf("component `%s` already has %d items waiting (the queue limit); retry later or raise the limit", e.Component, e.Limit)
 }
 
-func newGrouper(spec *componentSpec, sess backend.Session, r backend.Readiness, maxDelay time.Duration, solo bool, queue, workers int, stats *counter, copies *Copies) *grouper {
-	g := &grouper{spec: spec, sess: sess, maxDelay: maxDelay, solo: solo, stats: stats, copies: copies,
-		queue: make(chan *pending, queue)}
+func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
+	o := e.opts
+	g := &grouper{spec: spec, sess: sess, e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
+		limit: o.Queue, wake: make(chan struct{}, 1), dispatch: make(chan []*pending), sched: newScheduler()}
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
-	for range max(workers, 1) {
-		g.wg.Add(1)
-		go (&worker{g: g}).loop()
+	runners := max(o.Workers, 1)
+	g.wg.Add(runners + 1)
+	go g.former()
+	for range runners {
+		go g.runner()
 	}
 	return g
 }
@@ -89,179 +104,85 @@ func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*backend.
 	if err := g.enqueue(p); err != nil {
 		return nil, err
 	}
+	return p.wait()
+}
+
+// wait blocks until the item's share is ready or its request is cancelled.
+func (p *pending) wait() (map[string]*backend.Tensor, error) {
 	select {
 	case s := <-p.done:
 		return s.outs, s.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-p.ctx.Done():
+		return nil, p.ctx.Err()
 	}
 }
 
 // enqueue adds p to the queue without blocking: a full queue is an error.
-func (g *grouper) enqueue(p *pending) error {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.closed {
+func (g *grouper) enqueue(ps ...*pending) error {
+	g.mu.Lock()
+	switch {
+	case g.closed:
+		g.mu.Unlock()
 		return ErrClosed
+	case len(g.queue)+len(ps) > g.limit:
+		g.mu.Unlock()
+		return &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
 	}
+	g.queue = append(g.queue, ps...)
+	g.arrivals.arrived(ps[0].queued)
+	g.mu.Unlock()
+	g.poke()
+	return nil
+}
+
+// poke wakes the former without blocking.
+func (g *grouper) poke() {
 	select {
-	case g.queue <- p:
-		return nil
+	case g.wake <- struct{}{}:
 	default:
-		return &QueueFullError{Component: g.spec.comp.Name, Limit: cap(g.queue)}
 	}
 }
 
-// close stops accepting items and waits for the workers to drain the queue
-// and what they held.
+// close stops accepting items, lets the former hand every queued item to
+// the runners at once, and waits until they have answered.
 func (g *grouper) close() {
 	g.mu.Lock()
 	g.closed = true
-	close(g.queue)
 	g.mu.Unlock()
+	g.poke()
 	g.wg.Wait()
 }
 
-// worker forms and runs groups. A component may have several, so that one
-// group is gathered while another runs.
-type worker struct {
-	g    *grouper
-	held []*pending // items passed over by this worker's last group, served first
-}
-
-func (w *worker) loop() {
-	defer w.g.wg.Done()
+// runner runs the groups the former hands it, one at a time.
+func (g *grouper) runner() {
+	defer g.wg.Done()
 	for {
-		head, ok := w.next()
+		g.mu.Lock()
+		g.idle++
+		g.mu.Unlock()
+		g.poke()
+		batch, ok := <-g.dispatch
 		if !ok {
 			return
 		}
-		w.g.run(w.gather(head))
+		g.run(batch)
+		g.mu.Lock()
+		g.inFlight -= len(batch)
+		g.mu.Unlock()
 	}
-}
-
-// next returns the oldest waiting item: a held one first, then the queue.
-func (w *worker) next() (*pending, bool) {
-	for len(w.held) > 0 {
-		p := w.held[0]
-		w.held = w.held[1:]
-		if p.ctx.Err() == nil {
-			return p, true
-		}
-		p.done <- share{err: p.ctx.Err()}
-	}
-	p, ok := <-w.g.queue
-	return p, ok
-}
-
-// forming is a group being gathered: its items, the items passed over for
-// a later group, and whether it must close now.
-type forming struct {
-	g       *grouper
-	head    *pending
-	batch   []*pending
-	held    []*pending
-	closing bool // a compatible item would exceed a budget
-}
-
-// take considers one waiting item: a cancelled one is answered, an
-// incompatible one waits for a later group, a compatible one joins while
-// every budget holds, and the first that would exceed one closes the group.
-func (f *forming) take(p *pending) {
-	switch {
-	case p.ctx.Err() != nil:
-		p.done <- share{err: p.ctx.Err()}
-	case !f.g.spec.compatible(f.head.it, p.it):
-		f.held = append(f.held, p)
-	case !f.closing && f.g.fits(f.batch, p):
-		f.batch = append(f.batch, p)
-	default:
-		f.closing = true
-		f.held = append(f.held, p)
-	}
-}
-
-// open reports whether the group may still grow.
-func (f *forming) open() bool { return !f.closing && !f.g.full(f.batch) }
-
-// gather grows a group from head: first from the items a previous group
-// passed over, then from the queue, until the group must close, no budget
-// has room, or the queue stays empty for max_delay.
-func (w *worker) gather(head *pending) []*pending {
-	g := w.g
-	f := &forming{g: g, head: head, batch: []*pending{head}}
-	if g.solo {
-		return f.batch
-	}
-	held := w.held
-	w.held = nil
-	for _, p := range held {
-		f.take(p)
-	}
-	timer := time.NewTimer(g.maxDelay)
-	defer timer.Stop()
-	for f.open() {
-		if !g.receive(f, timer) {
-			break
-		}
-	}
-	w.held = f.held
-	return f.batch
-}
-
-// receive takes the next queued item into f: one already waiting, or one
-// that arrives before the timer fires. It reports false when nothing came
-// (or the queue closed).
-func (g *grouper) receive(f *forming, timer *time.Timer) bool {
-	select {
-	case p, ok := <-g.queue:
-		if ok {
-			f.take(p)
-		}
-		return ok
-	default:
-	}
-	if g.maxDelay <= 0 {
-		return false
-	}
-	select {
-	case p, ok := <-g.queue:
-		if ok {
-			f.take(p)
-		}
-		return ok
-	case <-timer.C:
-		return false
-	}
-}
-
-func (g *grouper) fits(batch []*pending, p *pending) bool {
-	items := append(itemsOf(batch), p.it)
-	for _, b := range g.spec.gp.Budgets {
-		if footprint(b, items) > b.MaxTotal {
-			return false
-		}
-	}
-	return true
-}
-
-// full reports whether no item can join: some budget is exactly spent.
-func (g *grouper) full(batch []*pending) bool {
-	items := itemsOf(batch)
-	for _, b := range g.spec.gp.Budgets {
-		if footprint(b, items) >= b.MaxTotal {
-			return true
-		}
-	}
-	return false
 }
 
 // run assembles, checks, invokes and splits one group, then answers each
 // item. Everything that fails here fails the whole group's requests.
 func (g *grouper) run(batch []*pending) {
-	items := itemsOf(batch)
+	batch = g.dropCancelled(batch)
+	if len(batch) == 0 {
+		return
+	}
+	items := make([]*item, len(batch))
 	now := time.Now()
-	for _, p := range batch {
+	for i, p := range batch {
+		items[i] = p.it
 		g.stats.waited(now.Sub(p.queued))
 	}
 	shares, err := g.invoke(items)
@@ -289,15 +210,33 @@ func (g *grouper) run(batch []*pending) {
 	}
 }
 
+// dropCancelled answers the items whose request was cancelled before their
+// group was invoked and returns the others: a cancelled request costs its
+// group nothing.
+func (g *grouper) dropCancelled(batch []*pending) []*pending {
+	kept := batch[:0:0]
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- share{err: err}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == len(batch) {
+		return batch
+	}
+	return kept
+}
+
 func (g *grouper) invoke(items []*item) ([]map[string]*backend.Tensor, error) {
 	start := time.Now()
 	grp, err := g.spec.assemble(items, g.copies)
 	if err != nil {
 		return nil, err
 	}
-	peaks := make([]int64, len(g.spec.gp.Budgets))
+	peaks := g.spec.footprints(items)
 	for i, b := range g.spec.gp.Budgets {
-		if peaks[i] = footprint(b, items); peaks[i] > b.MaxTotal {
+		if peaks[i] > b.MaxTotal {
 			return nil, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
 		}
 	}
@@ -310,18 +249,11 @@ func (g *grouper) invoke(items []*item) ([]map[string]*backend.Tensor, error) {
 		if err != nil {
 			return nil, backendError(g.spec.comp.Name, len(items), err)
 		}
-		g.stats.invoked(len(items), grp, peaks, time.Since(start))
+		d := time.Since(start)
+		g.sched.observe(len(items), grp.elements(), d)
+		g.stats.invoked(len(items), grp, peaks, d)
 	}
 	return g.spec.split(grp, outs)
-}
-
-// itemsOf returns the items of waiting requests, with room for one more.
-func itemsOf(batch []*pending) []*item {
-	items := make([]*item, len(batch), len(batch)+1)
-	for i, p := range batch {
-		items[i] = p.it
-	}
-	return items
 }
 
 // backendError names the component and the group size of a backend

@@ -36,7 +36,7 @@ func (r *run) start(req Request) error {
 		}
 		r.env[in.Name] = t
 	}
-	if err := steps.Unexpected(req.Inputs, r.e.inputNames()...); err != nil {
+	if err := steps.Unexpected(req.Inputs, r.e.inputNames...); err != nil {
 		return err
 	}
 	for _, c := range r.e.m.Cells {
@@ -45,9 +45,9 @@ func (r *run) start(req Request) error {
 	return nil
 }
 
-func (e *Engine) inputNames() []string {
-	names := make([]string, len(e.m.Inputs))
-	for i, in := range e.m.Inputs {
+func inputNames(m *ir.Module) []string {
+	names := make([]string, len(m.Inputs))
+	for i, in := range m.Inputs {
 		names[i] = in.Name
 	}
 	return names
@@ -116,7 +116,7 @@ func (r *run) value(u ir.Use) (*backend.Tensor, error) {
 
 func (r *run) invoke(s *ir.Step) error {
 	name := s.Component.Name
-	args := map[string]*backend.Tensor{}
+	args := make(map[string]*backend.Tensor, len(s.Args))
 	for _, a := range s.Args {
 		t, err := r.value(a.Value)
 		if err != nil {
@@ -124,7 +124,7 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
-	outs, err := r.e.Invoke(r.ctx, s.Loc, name, args, r.env)
+	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r.env)
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,18 @@ func (r *run) invoke(s *ir.Step) error {
 // splitting), else alone. values resolves the workflow-level names a
 // port's contract uses for its companions. step is the invoke step's
 // location in the plan's IR: a RunError that no port accounts for is
-// located there. Generated executors call it.
+// located there. Generated executors call it; their requests are not known
+// to the engine in advance, so groupers then judge from the measured
+// arrival rate whether to wait for more.
 func (e *Engine) Invoke(ctx context.Context, step ir.Loc, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+	if !e.openEnded.Load() {
+		e.openEnded.Store(true)
+	}
+	return e.invokeAt(ctx, step, component, args, values)
+}
+
+// invokeAt is Invoke for the interpreter, whose requests the engine counts.
+func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	outs, err := e.invoke(ctx, component, args, values)
 	if err != nil {
 		return nil, backend.Located(err, e.m.Location(step))

@@ -10,15 +10,25 @@ import (
 
 // item is one request's share of a grouped invocation: its payload per
 // port, its companions per level, its padded extents, and its footprint.
+//
+// Everything is indexed by the position of the input port in the
+// GroupPlan (componentSpec.index), so that admitting an item allocates a
+// few slices, not maps.
 type item struct {
-	ports map[string]*backend.Tensor // payload and broadcast inputs, by port
+	ports []*backend.Tensor // payload and broadcast inputs; nil for companions
 	// levels holds, per packed port, the item's offsets per level
 	// (innermost first); its outermost level has exactly one row.
-	levels map[string][][]int64
-	// lengths holds, per padded port and dimension, the item's lengths.
-	lengths map[string]map[string]*backend.Tensor
+	levels [][][]int64
+	// lengths holds, per padded port, the item's lengths per padding entry
+	// (in the order of the port's Padded list).
+	lengths [][]*backend.Tensor
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
+}
+
+// newItem returns an empty item of a component with n input ports.
+func newItem(n int) *item {
+	return &item{ports: make([]*backend.Tensor, n), levels: make([][][]int64, n), lengths: make([][]*backend.Tensor, n)}
 }
 
 // componentSpec is what the runtime derives once per component from its
@@ -27,6 +37,46 @@ type componentSpec struct {
 	comp *ir.Component
 	gp   *plan.GroupPlan
 	m    *ir.Module // for the locations of the component's ports
+	pads []padPort  // the payload inputs with padded axes
+	// index maps an input port's name to its position in gp.Inputs.
+	index map[string]int
+	// termPorts holds, per budget and term, the position of the term's
+	// port (-1 for none).
+	termPorts [][]int
+}
+
+// at returns the position of input port name in the GroupPlan (-1 when
+// the component has none).
+func (s *componentSpec) at(name string) int {
+	if i, ok := s.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *componentSpec {
+	s := &componentSpec{comp: comp, gp: gp, m: m, index: map[string]int{}}
+	for i, in := range gp.Inputs {
+		s.index[in.Name] = i
+	}
+	for _, b := range gp.Budgets {
+		at := make([]int, len(b.Terms))
+		for j, t := range b.Terms {
+			at[j] = s.at(t.Port)
+		}
+		s.termPorts = append(s.termPorts, at)
+	}
+	for i, in := range gp.Inputs {
+		if len(in.Padded) == 0 || in.Role == plan.RoleCompanion || in.Role == plan.RoleBroadcast {
+			continue
+		}
+		p := padPort{name: in.Name, at: i}
+		for _, pad := range in.Padded {
+			p.axes = append(p.axes, pad.Axis)
+		}
+		s.pads = append(s.pads, p)
+	}
+	return s
 }
 
 // companionValue resolves a companion reference of a port to the request's
@@ -41,23 +91,23 @@ func companionValue(ref plan.Ref, args map[string]*backend.Tensor, env func(stri
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
 func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
-	it := &item{ports: map[string]*backend.Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*backend.Tensor{}}
-	for _, in := range s.gp.Inputs {
+	it := newItem(len(s.gp.Inputs))
+	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
 			continue
 		}
-		if err := s.admitPort(it, in, args, env); err != nil {
+		if err := s.admitPort(it, i, in, args, env); err != nil {
 			return nil, backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
 		}
 	}
 	for _, u := range s.gp.Uniform {
-		it.uniform = append(it.uniform, it.ports[u.Port].Shape[u.Axis])
+		it.uniform = append(it.uniform, it.ports[s.at(u.Port)].Shape[u.Axis])
 	}
 	return it, nil
 }
 
 // admitPort validates one payload port of the request and its companions.
-func (s *componentSpec) admitPort(it *item, in plan.Port, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitPort(it *item, i int, in plan.Port, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
 	t := args[in.Name]
 	if t == nil {
 		return runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
@@ -65,11 +115,11 @@ func (s *componentSpec) admitPort(it *item, in plan.Port, args map[string]*backe
 	if err := s.checkPort(in, t); err != nil {
 		return err
 	}
-	it.ports[in.Name] = t
-	if err := s.admitLevels(it, in, t, args, env); err != nil {
+	it.ports[i] = t
+	if err := s.admitLevels(it, i, in, t, args, env); err != nil {
 		return err
 	}
-	return s.admitPadding(it, in, t, args, env)
+	return s.admitPadding(it, i, in, t, args, env)
 }
 
 // checkPort checks a payload tensor's rank and, for row layouts, that the
@@ -95,7 +145,7 @@ func (s *componentSpec) checkPort(in plan.Port, t *backend.Tensor) error {
 
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
-func (s *componentSpec) admitLevels(it *item, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
 	if in.Role != plan.RolePacked {
 		return nil
 	}
@@ -121,13 +171,13 @@ func (s *componentSpec) admitLevels(it *item, in plan.Port, t *backend.Tensor, a
 	if children != 1 {
 		return runErr("run/extent", "the outermost level of `%s` counts %d rows, but one request is one row: its outer offsets are [0, items]", in.Name, children)
 	}
-	it.levels[in.Name] = offsets
+	it.levels[i] = offsets
 	return nil
 }
 
 // admitPadding validates the request's lengths of a padded port.
-func (s *componentSpec) admitPadding(it *item, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
-	for _, p := range in.Padded {
+func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+	for k, p := range in.Padded {
 		lt := companionValue(p.Lengths, args, env)
 		if lt == nil || lt.DType != "int64" {
 			return runErr("run/lengths", "valid_lengths `%s` of `%s` must be an int64 tensor, got %v", p.Lengths.Name(), in.Name, lt)
@@ -138,44 +188,12 @@ func (s *componentSpec) admitPadding(it *item, in plan.Port, t *backend.Tensor, 
 		if err := checkLengths(p.Lengths.Name(), p.Dimension, lt, t.Shape[:p.Axis], t.Shape[p.Axis]); err != nil {
 			return err
 		}
-		if it.lengths[in.Name] == nil {
-			it.lengths[in.Name] = map[string]*backend.Tensor{}
+		if it.lengths[i] == nil {
+			it.lengths[i] = make([]*backend.Tensor, len(in.Padded))
 		}
-		it.lengths[in.Name][p.Dimension] = lt
+		it.lengths[i][k] = lt
 	}
 	return nil
-}
-
-// footprint measures a budget on a candidate group (§3.5).
-func footprint(b plan.Budget, items []*item) int64 {
-	total := int64(1)
-	for _, t := range b.Terms {
-		total *= termValue(t, items)
-	}
-	return total
-}
-
-func termValue(t plan.Term, items []*item) int64 {
-	var v int64
-	for _, it := range items {
-		switch t.Kind {
-		case plan.TermPacked:
-			if p := it.ports[t.Port]; p != nil {
-				v += p.Shape[0]
-			}
-		case plan.TermUnits:
-			if offs := it.levels[t.Port]; t.Level-1 < len(offs) && t.Level >= 1 {
-				v += int64(len(offs[t.Level-1]) - 1)
-			}
-		case plan.TermRows:
-			v += max(t.Factor, 1) // one request: one row, or factor rows when expanded
-		case plan.TermPadded, plan.TermPinned:
-			if p := it.ports[t.Port]; p != nil && t.Axis < p.Rank() {
-				v = max(v, p.Shape[t.Axis])
-			}
-		}
-	}
-	return v
 }
 
 // compatible reports whether it may join a group whose first item is head:
@@ -187,7 +205,7 @@ func (s *componentSpec) compatible(head, it *item) bool {
 		}
 	}
 	for _, name := range s.gp.SharedEqual {
-		if !equalTensor(head.ports[name], it.ports[name]) {
+		if i := s.at(name); !equalTensor(head.ports[i], it.ports[i]) {
 			return false
 		}
 	}

@@ -2,7 +2,7 @@ package vm
 
 import (
 	"context"
-	"sync"
+	"time"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/plan"
@@ -40,8 +40,8 @@ func (s *componentSpec) splittable() (string, bool) {
 
 // overBudget returns the first budget it alone exceeds, or -1.
 func (s *componentSpec) overBudget(it *item) int {
-	for i, b := range s.gp.Budgets {
-		if footprint(b, []*item{it}) > b.MaxTotal {
+	for i, f := range s.footprints([]*item{it}) {
+		if f > s.gp.Budgets[i].MaxTotal {
 			return i
 		}
 	}
@@ -59,7 +59,7 @@ func (s *componentSpec) chunk(it *item) ([]*item, error) {
 	port, ok := s.splittable()
 	units := int64(0)
 	if ok {
-		levels := it.levels[port]
+		levels := it.levels[s.at(port)]
 		units = levels[len(levels)-1][1]
 	}
 	if !ok || units < 2 {
@@ -84,14 +84,15 @@ func (s *componentSpec) chunk(it *item) ([]*item, error) {
 func (s *componentSpec) budgetError(i int, it *item) error {
 	b := s.gp.Budgets[i]
 	return runErr("run/budget", "an item of this request has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
-		footprint(b, []*item{it}), b.Dimensions, s.comp.Name, b.MaxTotal)
+		s.footprints([]*item{it})[i], b.Dimensions, s.comp.Name, b.MaxTotal)
 }
 
 // subItem is the part of it made of outermost units [a, b) of port.
 func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
-	levels := it.levels[port]
-	sub := &item{ports: map[string]*backend.Tensor{}, levels: map[string][][]int64{}, lengths: map[string]map[string]*backend.Tensor{},
-		uniform: it.uniform}
+	at := s.at(port)
+	levels := it.levels[at]
+	sub := newItem(len(it.ports))
+	sub.uniform = it.uniform
 	subLevels := make([][]int64, len(levels))
 	subLevels[len(levels)-1] = []int64{0, b - a}
 	lo, hi := a, b
@@ -99,16 +100,14 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 		subLevels[k] = rebase(levels[k][lo : hi+1])
 		lo, hi = levels[k][lo], levels[k][hi]
 	}
-	for name, t := range it.ports {
-		sub.ports[name] = t
-	}
-	sub.ports[port] = it.ports[port].View(lo, hi)
-	sub.levels[port] = subLevels
-	for dim, l := range it.lengths[port] {
-		if sub.lengths[port] == nil {
-			sub.lengths[port] = map[string]*backend.Tensor{}
+	copy(sub.ports, it.ports)
+	sub.ports[at] = it.ports[at].View(lo, hi)
+	sub.levels[at] = subLevels
+	if ls := it.lengths[at]; ls != nil {
+		sub.lengths[at] = make([]*backend.Tensor, len(ls))
+		for k, l := range ls {
+			sub.lengths[at][k] = l.View(lo, hi)
 		}
-		sub.lengths[port][dim] = l.View(lo, hi)
 	}
 	return sub
 }
@@ -116,21 +115,21 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 // submitChunks runs the chunks (each may join a group of its own) and
 // concatenates their shares in order.
 func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*backend.Tensor, error) {
-	shares := make([]map[string]*backend.Tensor, len(chunks))
-	errs := make([]error, len(chunks))
-	var wg sync.WaitGroup
+	now := time.Now()
+	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			shares[i], errs[i] = g.submitOne(ctx, c)
-		}()
+		ps[i] = &pending{ctx: ctx, it: c, done: make(chan share, 1), queued: now}
 	}
-	wg.Wait()
-	for _, err := range errs {
+	if err := g.enqueue(ps...); err != nil {
+		return nil, err
+	}
+	shares := make([]map[string]*backend.Tensor, len(chunks))
+	for i, p := range ps {
+		s, err := p.wait()
 		if err != nil {
 			return nil, err
 		}
+		shares[i] = s
 	}
 	return g.spec.merge(shares, g.copies)
 }

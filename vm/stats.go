@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -27,6 +28,19 @@ type ComponentStats struct {
 	// took from assembly to split.
 	QueueWait Percentiles `json:"queue_wait"`
 	Run       Percentiles `json:"run"`
+	// GroupPadding is the padding overhead of single groups (padded
+	// elements beyond the real ones, per real element), over the most
+	// recent groups with padded inputs.
+	GroupPadding Spread `json:"group_padding"`
+	// Scheduler is what the component's scheduler learned and decided.
+	Scheduler SchedulerStats `json:"scheduler"`
+}
+
+// Spread summarises ratios: median, 90th percentile and maximum.
+type Spread struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	Max float64 `json:"max"`
 }
 
 // Percentiles summarise durations.
@@ -70,6 +84,33 @@ type counter struct {
 	s            ComponentStats
 	padded, real int64
 	wait, run    samples
+	groupPadding ratios
+	kept         int64
+}
+
+// ratios keeps the most recent ratios in a ring.
+type ratios struct {
+	ring []float64
+	next int
+}
+
+func (r *ratios) add(x float64) {
+	if len(r.ring) < maxSamples {
+		r.ring = append(r.ring, x)
+		return
+	}
+	r.ring[r.next] = x
+	r.next = (r.next + 1) % maxSamples
+}
+
+func (r *ratios) spread() Spread {
+	if len(r.ring) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(r.ring)
+	slices.Sort(s)
+	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Spread{P50: at(0.5), P90: at(0.9), Max: s[len(s)-1]}
 }
 
 func (c *counter) waited(d time.Duration) {
@@ -127,7 +168,17 @@ func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration
 		if c.real > 0 {
 			s.PaddingOverhead = float64(c.padded-c.real) / float64(c.real)
 		}
+		if g.real > 0 {
+			c.groupPadding.add(float64(g.padded-g.real) / float64(g.real))
+		}
 	}
+}
+
+// keptForPadding counts an item the scheduler kept out of a group.
+func (c *counter) keptForPadding() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kept++
 }
 
 // snapshot copies the stats for a reader.
@@ -137,7 +188,9 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: c.wait.percentiles(), Run: c.run.percentiles()}
+		Regrouped: s.Regrouped, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: c.wait.percentiles(), Run: c.run.percentiles(),
+		GroupPadding: c.groupPadding.spread()}
+	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v
 	}

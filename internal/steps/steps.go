@@ -6,6 +6,7 @@ package steps
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/genaic/genaic/backend"
@@ -25,13 +26,11 @@ func NotLoaded(input, source string) error {
 // Unexpected reports the first name of inputs, in sorted order, that is
 // not among the workflow's inputs, or nil.
 func Unexpected(inputs map[string]*backend.Tensor, known ...string) error {
-	isKnown := map[string]bool{}
-	for _, k := range known {
-		isKnown[k] = true
-	}
+	// A workflow has a handful of inputs: a scan allocates nothing, which
+	// every request would pay for otherwise.
 	var extra []string
 	for name := range inputs {
-		if !isKnown[name] {
+		if !slices.Contains(known, name) {
 			extra = append(extra, name)
 		}
 	}

@@ -1,0 +1,316 @@
+package vm
+
+import (
+	"time"
+
+	"github.com/genaic/genaic/plan"
+)
+
+// lookahead bounds how many waiting items one group formation considers, so
+// that forming stays cheap however long the queue is.
+const lookahead = 256
+
+// formation is a group being chosen from the queue: the oldest waiting
+// item, then the compatible items that fit every budget, the scheduler's
+// cap, and (where inputs are padded) pay for the padding they add.
+type formation struct {
+	g       *grouper
+	chosen  []int // queue indices, in group order
+	budgets budgetSum
+	pad     padSum
+	closing bool // a compatible item was kept out: the group cannot usefully grow
+	cap     int
+}
+
+// form chooses the next group from the queue (which holds at least one
+// item) without taking it.
+func (g *grouper) form(now time.Time) *formation {
+	f := &formation{g: g, chosen: []int{0}, budgets: newBudgetSum(g.spec), pad: newPadSum(g.spec.pads), cap: g.sched.limit()}
+	head := g.queue[0].it
+	f.budgets.add(head)
+	f.pad.add(head)
+	if g.solo {
+		f.closing = true
+		return f
+	}
+	var urgent, rest []int
+	for i := 1; i < len(g.queue) && i <= lookahead; i++ {
+		p := g.queue[i]
+		if !g.spec.compatible(head, p.it) {
+			continue
+		}
+		if now.Sub(p.queued) >= g.maxDelay {
+			urgent = append(urgent, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	// Items past their delay bound go first, oldest first, so that no item
+	// waits longer than max_delay for padding-aware choices to pass it by.
+	for _, i := range urgent {
+		f.consider(i)
+	}
+	if len(f.g.spec.pads) == 0 {
+		for _, i := range rest {
+			f.consider(i)
+		}
+		return f
+	}
+	f.padAware(rest)
+	return f
+}
+
+// padAware adds, while room is left, the candidate that adds the least
+// padding (the oldest among equals), so that a padded rectangle holds
+// items of like extents.
+func (f *formation) padAware(cands []int) {
+	for len(cands) > 0 && !f.full() {
+		best, bestWaste := -1, int64(0)
+		for k, i := range cands {
+			w := f.pad.addedWaste(f.g.queue[i].it)
+			if best < 0 || w < bestWaste {
+				best, bestWaste = k, w
+			}
+		}
+		f.consider(cands[best])
+		cands = append(cands[:best], cands[best+1:]...)
+	}
+}
+
+// consider adds queue item i when it fits every budget and the cap, and
+// when the padding it adds costs less than the invocation it saves.
+func (f *formation) consider(i int) {
+	if f.full() {
+		return
+	}
+	it := f.g.queue[i].it
+	if !f.budgets.fits(it) {
+		f.closing = true
+		return
+	}
+	if !f.g.sched.pays(f.pad.addedWaste(it)) {
+		f.g.stats.keptForPadding()
+		return
+	}
+	f.chosen = append(f.chosen, i)
+	f.budgets.add(it)
+	f.pad.add(it)
+}
+
+func (f *formation) head() *pending { return f.g.queue[f.chosen[0]] }
+
+// full reports whether the group cannot grow: a budget is spent, an item
+// was kept out by one, or the scheduler's cap is reached.
+func (f *formation) full() bool {
+	return f.closing || f.budgets.spent() || f.cap > 0 && len(f.chosen) >= f.cap
+}
+
+// take removes the chosen items from the queue, keeping the order of the
+// others, and returns them.
+func (f *formation) take() []*pending {
+	q := f.g.queue
+	batch := make([]*pending, len(f.chosen))
+	for k, i := range f.chosen {
+		batch[k] = q[i]
+		q[i] = nil
+	}
+	kept := q[:0]
+	for _, p := range q {
+		if p != nil {
+			kept = append(kept, p)
+		}
+	}
+	clear(q[len(kept):])
+	f.g.queue = kept
+	return batch
+}
+
+// budgetSum is the footprint of a candidate group on every budget (§3.5),
+// kept term by term as items join, so that trying one more item costs one
+// pass over the terms, not over the group.
+type budgetSum struct {
+	spec  *componentSpec
+	terms [][]int64 // per budget, per term
+}
+
+func newBudgetSum(spec *componentSpec) budgetSum {
+	s := budgetSum{spec: spec, terms: make([][]int64, len(spec.gp.Budgets))}
+	for i, b := range spec.gp.Budgets {
+		s.terms[i] = make([]int64, len(b.Terms))
+	}
+	return s
+}
+
+// with returns term j of budget i with it added.
+func (s *budgetSum) with(i, j int, it *item) int64 {
+	t := s.spec.gp.Budgets[i].Terms[j]
+	v := itemTerm(t, s.spec.termPorts[i][j], it)
+	if t.Kind == plan.TermPadded || t.Kind == plan.TermPinned {
+		return max(s.terms[i][j], v)
+	}
+	return s.terms[i][j] + v
+}
+
+func (s *budgetSum) fits(it *item) bool {
+	for i, b := range s.spec.gp.Budgets {
+		total := int64(1)
+		for j := range b.Terms {
+			total *= s.with(i, j, it)
+		}
+		if total > b.MaxTotal {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *budgetSum) add(it *item) {
+	for i, b := range s.spec.gp.Budgets {
+		for j := range b.Terms {
+			s.terms[i][j] = s.with(i, j, it)
+		}
+	}
+}
+
+// total is the footprint on budget i.
+func (s *budgetSum) total(i int) int64 {
+	total := int64(1)
+	for _, v := range s.terms[i] {
+		total *= v
+	}
+	return total
+}
+
+// spent reports whether some budget is exactly spent: no item can join.
+func (s *budgetSum) spent() bool {
+	for i, b := range s.spec.gp.Budgets {
+		if s.total(i) >= b.MaxTotal {
+			return true
+		}
+	}
+	return false
+}
+
+// footprints measures every budget on a group (§3.5).
+func (spec *componentSpec) footprints(items []*item) []int64 {
+	s := newBudgetSum(spec)
+	for _, it := range items {
+		s.add(it)
+	}
+	out := make([]int64, len(spec.gp.Budgets))
+	for i := range out {
+		out[i] = s.total(i)
+	}
+	return out
+}
+
+// itemTerm is one item's part of a budget term: its packed extent, its
+// units of a level, its rows, or its extent on a padded or pinned axis.
+// at is the position of the term's port among the inputs.
+func itemTerm(t plan.Term, at int, it *item) int64 {
+	if t.Kind == plan.TermRows {
+		return max(t.Factor, 1) // one request: one row, or factor rows when expanded
+	}
+	if at < 0 {
+		return 0
+	}
+	switch p := it.ports[at]; t.Kind {
+	case plan.TermPacked:
+		if p != nil {
+			return p.Shape[0]
+		}
+	case plan.TermUnits:
+		if offs := it.levels[at]; t.Level-1 < len(offs) && t.Level >= 1 {
+			return int64(len(offs[t.Level-1]) - 1)
+		}
+	case plan.TermPadded, plan.TermPinned:
+		if p != nil && t.Axis < p.Rank() {
+			return p.Shape[t.Axis]
+		}
+	}
+	return 0
+}
+
+// padPort is a payload input port with padded axes.
+type padPort struct {
+	name string
+	at   int // its position in the GroupPlan's inputs
+	axes []int
+}
+
+// padSum counts the elements a candidate group's padded ports would
+// materialize, so that the padding one more item adds is known before it
+// joins.
+type padSum struct {
+	ports []padPort
+	rows  []int64   // per port: the group's extent on axis 0
+	ext   [][]int64 // per port: the group's extent on each padded axis
+	inner []int64   // per port: the product of the other axes
+}
+
+func newPadSum(ports []padPort) padSum {
+	s := padSum{ports: ports, rows: make([]int64, len(ports)), ext: make([][]int64, len(ports)), inner: make([]int64, len(ports))}
+	for k, p := range ports {
+		s.ext[k] = make([]int64, len(p.axes))
+	}
+	return s
+}
+
+// elements is the padded element count of port k with it added (nil: as is).
+func (s *padSum) elements(k int, it *item) int64 {
+	n, inner := s.rows[k], s.inner[k]
+	var t []int64
+	if it != nil {
+		t = it.ports[s.ports[k].at].Shape
+		n += t[0]
+		inner = s.innerOf(k, t)
+	}
+	for j, a := range s.ports[k].axes {
+		e := s.ext[k][j]
+		if t != nil && a < len(t) {
+			e = max(e, t[a])
+		}
+		n *= e
+	}
+	return n * inner
+}
+
+// innerOf is the product of a shape's axes other than 0 and the padded ones.
+func (s *padSum) innerOf(k int, shape []int64) int64 {
+	inner := int64(1)
+	for a := 1; a < len(shape); a++ {
+		padded := false
+		for _, p := range s.ports[k].axes {
+			padded = padded || p == a
+		}
+		if !padded {
+			inner *= shape[a]
+		}
+	}
+	return inner
+}
+
+// addedWaste is how many padding elements adding it would materialize,
+// beyond its own: its own padding to the group's extents and the extra
+// padding of every item already in when it raises an extent.
+func (s *padSum) addedWaste(it *item) int64 {
+	var w int64
+	for k, p := range s.ports {
+		t := it.ports[p.at]
+		w += s.elements(k, it) - s.elements(k, nil) - t.Len()
+	}
+	return w
+}
+
+func (s *padSum) add(it *item) {
+	for k, p := range s.ports {
+		t := it.ports[p.at].Shape
+		s.rows[k] += t[0]
+		s.inner[k] = s.innerOf(k, t)
+		for j, a := range p.axes {
+			if a < len(t) {
+				s.ext[k][j] = max(s.ext[k][j], t[a])
+			}
+		}
+	}
+}

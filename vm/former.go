@@ -1,0 +1,147 @@
+package vm
+
+import (
+	"time"
+)
+
+// The former decides when a group closes. A group closes when a runner is
+// free and waiting cannot make it better:
+//
+//   - it is full: no budget, nor the scheduler's cap, has room for more;
+//   - no item can still arrive: every request the engine knows of is
+//     already waiting here (RunAll announces its requests, so the last
+//     group of a burst never waits out the delay);
+//   - its oldest item has waited max_delay, the upper bound of every wait;
+//   - the next arrival, judged from the measured arrival rate, would come
+//     after that bound.
+//
+// While every runner is busy the former does nothing: arrivals queue up
+// and the next group forms from all of them when a runner frees up.
+
+// former is the goroutine that forms groups and hands them to runners.
+func (g *grouper) former() {
+	defer g.wg.Done()
+	defer close(g.dispatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		batch, wait, ok := g.next(time.Now())
+		switch {
+		case !ok:
+			return
+		case batch != nil:
+			g.dispatch <- batch
+		case wait > 0:
+			timer.Reset(wait)
+			select {
+			case <-g.wake:
+			case <-timer.C:
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		default:
+			<-g.wake
+		}
+	}
+}
+
+// next forms the group to hand to an idle runner now, or says how long to
+// wait before looking again (0: until something changes). ok is false once
+// the grouper is closed and every item has been handed out.
+func (g *grouper) next(now time.Time) (batch []*pending, wait time.Duration, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.answerCancelled()
+	if len(g.queue) == 0 {
+		return nil, 0, !g.closed
+	}
+	if g.idle == 0 {
+		return nil, 0, true
+	}
+	f := g.form(now)
+	if !g.closed {
+		if wait = g.worthWaiting(f, now); wait > 0 {
+			return nil, wait, true
+		}
+	}
+	batch = f.take()
+	g.idle--
+	g.inFlight += len(batch)
+	return batch, 0, true
+}
+
+// answerCancelled removes the queued items whose request was cancelled.
+func (g *grouper) answerCancelled() {
+	kept := g.queue[:0]
+	for _, p := range g.queue {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- share{err: err}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(g.queue[len(kept):])
+	g.queue = kept
+}
+
+// worthWaiting returns how long the group f may still wait for arrivals,
+// or 0 when it should close now.
+func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
+	if g.solo || g.maxDelay <= 0 || f.full() {
+		return 0
+	}
+	left := g.maxDelay - now.Sub(f.head().queued)
+	if left <= 0 || !g.more() {
+		return 0
+	}
+	if gap, known := g.arrivals.expected(now); known && gap > left {
+		return 0
+	}
+	return left
+}
+
+// more reports whether an item may still arrive: a request the engine has
+// announced and not started, a running request not already waiting at
+// this component, or a caller outside RunAll, who may send one any time.
+func (g *grouper) more() bool {
+	e := g.e
+	if e.openEnded.Load() || e.announced.Load() > 0 {
+		return true
+	}
+	return e.active.Load() > int64(len(g.queue)+g.inFlight)
+}
+
+// arrivals estimates the time between arrivals at one component: an
+// exponentially weighted mean of the gaps, so that a burst's rate is known
+// within a few items and an old rate fades.
+type arrivals struct {
+	last time.Time
+	gap  float64 // mean gap, in nanoseconds
+	seen int
+}
+
+func (a *arrivals) arrived(t time.Time) {
+	if a.seen > 0 {
+		d := float64(t.Sub(a.last))
+		if a.seen == 1 {
+			a.gap = d
+		} else {
+			a.gap = 0.75*a.gap + 0.25*d
+		}
+	}
+	a.last = t
+	a.seen++
+}
+
+// expected returns how long until the next arrival is expected, when at
+// least two arrivals have been seen.
+func (a *arrivals) expected(now time.Time) (time.Duration, bool) {
+	if a.seen < 2 {
+		return 0, false
+	}
+	return max(time.Duration(a.gap)-now.Sub(a.last), 0), true
+}

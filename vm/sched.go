@@ -1,0 +1,186 @@
+package vm
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// scheduler learns, per component and online, what grouping is worth.
+//
+// An invocation's time is fitted as t = a + c·F, F being the elements the
+// group's inputs materialize (padding included): a is what one invocation
+// costs whatever it holds, c what each element costs. Adding an item to a
+// group saves one invocation (a) and costs the padding it adds (c times
+// those elements), so an item joins only where c·waste ≤ a: with packed
+// inputs there is no waste and grouping always pays; with padded inputs of
+// very different extents it may not, and such items go to other groups.
+//
+// Beside the fit, it keeps the time per real element by group size class
+// (1, 2, 3–4, 5–8, ...) and caps group size above the largest class still
+// within 10 % of the best one: where larger groups stop paying (a model
+// that gains nothing from batches, caches that overflow), groups stop
+// growing, down to one item. One group in schedExplore is formed without the
+// cap, so that a cap follows the component as conditions change.
+type scheduler struct {
+	mu sync.Mutex
+	// decayed sums of the least-squares fit of time (ns) on elements
+	n, sx, sy, sxx, sxy float64
+	classes             [schedClasses]classStat
+	formed              int
+}
+
+const (
+	schedClasses  = 12   // group sizes up to 2^11 and beyond
+	schedDecay    = 0.98 // weight of the past per observation
+	schedMinFit   = 8    // observations before the fit is trusted
+	schedMinClass = 4    // observations before a size class is trusted
+	schedExplore  = 16   // every schedExplore-th group ignores the cap
+	schedSlack    = 1.10 // a class within 10 % of the best still pays
+)
+
+// classStat is the mean time per real element of one group size class.
+type classStat struct {
+	perElement float64 // ns, exponentially weighted
+	seen       int
+}
+
+func newScheduler() *scheduler { return &scheduler{} }
+
+// sizeClass is the class of a group of n items: 0 for 1, 1 for 2, 2 for
+// 3–4, 3 for 5–8, ...
+func sizeClass(n int) int {
+	c := 0
+	for m := n - 1; m > 0; m >>= 1 {
+		c++
+	}
+	return min(c, schedClasses-1)
+}
+
+// classMax is the largest group size of class c.
+func classMax(c int) int { return 1 << c }
+
+// observe records one invocation: items in the group, the elements its
+// inputs materialized and those that were real, and its run time.
+func (s *scheduler) observe(items int, e groupElements, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, y := float64(e.padded), float64(d.Nanoseconds())
+	s.n = schedDecay*s.n + 1
+	s.sx = schedDecay*s.sx + x
+	s.sy = schedDecay*s.sy + y
+	s.sxx = schedDecay*s.sxx + x*x
+	s.sxy = schedDecay*s.sxy + x*y
+	if e.real > 0 {
+		c := &s.classes[sizeClass(items)]
+		per := y / float64(e.real)
+		if c.seen == 0 {
+			c.perElement = per
+		} else {
+			c.perElement = 0.8*c.perElement + 0.2*per
+		}
+		c.seen++
+	}
+}
+
+// fit returns the fixed cost a and the cost per element c (ns), and
+// whether enough varied observations support them.
+func (s *scheduler) fit() (a, c float64, ok bool) {
+	if s.n < schedMinFit {
+		return 0, 0, false
+	}
+	den := s.n*s.sxx - s.sx*s.sx
+	if den <= 1e-9*s.n*s.sxx || math.IsNaN(den) {
+		return 0, 0, false
+	}
+	c = (s.n*s.sxy - s.sx*s.sy) / den
+	a = (s.sy - c*s.sx) / s.n
+	return a, c, true
+}
+
+// pays reports whether an item that adds waste padding elements to a group
+// costs less than the invocation it saves.
+func (s *scheduler) pays(waste int64) bool {
+	if waste <= 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, c, ok := s.fit()
+	if !ok || c <= 0 {
+		return true
+	}
+	return c*float64(waste) <= max(a, 0)
+}
+
+// limit returns the group size cap for the next group, 0 for none.
+func (s *scheduler) limit() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.formed++
+	if s.formed%schedExplore == 0 {
+		return 0
+	}
+	return s.capLocked()
+}
+
+func (s *scheduler) capLocked() int {
+	best := math.Inf(1)
+	for _, c := range s.classes {
+		if c.seen >= schedMinClass {
+			best = min(best, c.perElement)
+		}
+	}
+	if math.IsInf(best, 1) {
+		return 0
+	}
+	limit, worse := 0, false
+	for k, c := range s.classes {
+		if c.seen < schedMinClass {
+			continue
+		}
+		if c.perElement <= schedSlack*best {
+			limit = classMax(k)
+			worse = false
+		} else {
+			worse = true
+		}
+	}
+	if !worse {
+		return 0 // the largest class seen pays: no cap
+	}
+	return limit
+}
+
+// SchedulerStats is what a component's scheduler has learned and decided.
+type SchedulerStats struct {
+	// FixedNS and PerElementNS are the fit of invocation time on the
+	// elements a group materializes: t = fixed + per_element × elements.
+	FixedNS      float64 `json:"fixed_ns"`
+	PerElementNS float64 `json:"per_element_ns"`
+	Fitted       bool    `json:"fitted"`
+	// Cap is the group size above which groups stop paying (0: none).
+	Cap int `json:"cap,omitempty"`
+	// PerElementBySize is the mean time per real element (ns) by group
+	// size class, keyed by the largest size of the class.
+	PerElementBySize map[int]float64 `json:"per_element_by_size,omitempty"`
+	// KeptForPadding counts the times an item was kept out of a group
+	// because the padding it would add costs more than its own invocation.
+	KeptForPadding int64 `json:"kept_for_padding,omitempty"`
+}
+
+func (s *scheduler) snapshot() SchedulerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, c, ok := s.fit()
+	out := SchedulerStats{FixedNS: a, PerElementNS: c, Fitted: ok, Cap: s.capLocked()}
+	for k, cl := range s.classes {
+		if cl.seen > 0 {
+			if out.PerElementBySize == nil {
+				out.PerElementBySize = map[int]float64{}
+			}
+			out.PerElementBySize[classMax(k)] = cl.perElement
+		}
+	}
+	return out
+}
