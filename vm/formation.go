@@ -45,14 +45,15 @@ func (g *grouper) form(now time.Time) *formation {
 			rest = append(rest, i)
 		}
 	}
-	// Items past their delay bound go first, oldest first, so that no item
-	// waits longer than max_delay for padding-aware choices to pass it by.
+	// Items past their delay bound go first, oldest first, whatever they
+	// cost in padding: no item waits longer than max_delay because
+	// padding-aware choices passed it by.
 	for _, i := range urgent {
-		f.consider(i)
+		f.consider(i, true)
 	}
 	if len(f.g.spec.pads) == 0 {
 		for _, i := range rest {
-			f.consider(i)
+			f.consider(i, false)
 		}
 		return f
 	}
@@ -72,14 +73,15 @@ func (f *formation) padAware(cands []int) {
 				best, bestWaste = k, w
 			}
 		}
-		f.consider(cands[best])
+		f.consider(cands[best], false)
 		cands = append(cands[:best], cands[best+1:]...)
 	}
 }
 
 // consider adds queue item i when it fits every budget and the cap, and
-// when the padding it adds costs less than the invocation it saves.
-func (f *formation) consider(i int) {
+// (unless it is overdue) when the padding it adds costs less than the
+// invocation it saves.
+func (f *formation) consider(i int, overdue bool) {
 	if f.full() {
 		return
 	}
@@ -88,7 +90,7 @@ func (f *formation) consider(i int) {
 		f.closing = true
 		return
 	}
-	if !f.g.sched.pays(f.pad.addedWaste(it)) {
+	if !overdue && !f.g.sched.pays(f.pad.addedWaste(it)) {
 		f.g.stats.keptForPadding()
 		return
 	}

@@ -95,8 +95,13 @@ func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
 		return 0
 	}
 	left := g.maxDelay - now.Sub(f.head().queued)
-	if left <= 0 || !g.more() {
+	switch {
+	case left <= 0:
 		return 0
+	case g.coming():
+		return left
+	case !g.e.openEnded.Load():
+		return 0 // every request the engine knows of is here
 	}
 	if gap, known := g.arrivals.expected(now); known && gap > left {
 		return 0
@@ -104,33 +109,33 @@ func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
 	return left
 }
 
-// more reports whether an item may still arrive: a request the engine has
-// announced and not started, a running request not already waiting at
-// this component, or a caller outside RunAll, who may send one any time.
-func (g *grouper) more() bool {
+// coming reports whether a request the engine knows of may still bring an
+// item: one RunAll has announced and not started, or one being run that is
+// not already waiting at this component.
+func (g *grouper) coming() bool {
 	e := g.e
-	if e.openEnded.Load() || e.announced.Load() > 0 {
-		return true
-	}
-	return e.active.Load() > int64(len(g.queue)+g.inFlight)
+	return e.announced.Load() > 0 || e.active.Load() > int64(len(g.queue)+g.inFlight)
 }
 
-// arrivals estimates the time between arrivals at one component: an
-// exponentially weighted mean of the gaps, so that a burst's rate is known
-// within a few items and an old rate fades.
+// arrivals estimates when the next item of an open-ended stream arrives:
+// from the last gap (a burst goes on at its own pace) and from an
+// exponentially weighted mean of the gaps (the steady rate), whichever
+// expects it sooner, so that neither a quiet spell before a burst nor one
+// stray gap in a steady stream closes groups early.
 type arrivals struct {
-	last time.Time
-	gap  float64 // mean gap, in nanoseconds
-	seen int
+	last    time.Time
+	lastGap time.Duration
+	mean    float64 // mean gap, in nanoseconds
+	seen    int
 }
 
 func (a *arrivals) arrived(t time.Time) {
 	if a.seen > 0 {
-		d := float64(t.Sub(a.last))
+		a.lastGap = t.Sub(a.last)
 		if a.seen == 1 {
-			a.gap = d
+			a.mean = float64(a.lastGap)
 		} else {
-			a.gap = 0.75*a.gap + 0.25*d
+			a.mean = 0.75*a.mean + 0.25*float64(a.lastGap)
 		}
 	}
 	a.last = t
@@ -143,5 +148,6 @@ func (a *arrivals) expected(now time.Time) (time.Duration, bool) {
 	if a.seen < 2 {
 		return 0, false
 	}
-	return max(time.Duration(a.gap)-now.Sub(a.last), 0), true
+	gap := min(a.lastGap, time.Duration(a.mean))
+	return max(gap-now.Sub(a.last), 0), true
 }

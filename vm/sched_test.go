@@ -83,10 +83,12 @@ func TestCancellationAffectsNoOneElse(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d cancellable requests were cancelled before their share arrived", cancelled, (len(reqs)+2)/3)
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
+	for _, x := range []*Engine{e, solo} {
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	waitForGoroutines(t, before+2) // the solo engine's grouper is still open
+	waitForGoroutines(t, before)
 }
 
 // waitForGoroutines fails if goroutines started by the test outlive it.

@@ -1,0 +1,116 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+)
+
+// TestRunAllClosesGroupsItself: RunAll announces its requests, so a group
+// closes as soon as every request is waiting, however long max_delay is;
+// with an hour of delay this test would otherwise never end.
+func TestRunAllClosesGroupsItself(t *testing.T) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Hour}, nil)
+	defer e.Close()
+	rng := rand.New(rand.NewSource(31))
+	var reqs []Request
+	for i := range 6 {
+		reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 1))
+	}
+	for _, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if s := e.Stats().Components["encoder"]; s.MaxGroupRequests < 2 {
+		t.Errorf("no group formed: %+v", s.GroupSizes)
+	}
+}
+
+// TestGroupsFillWhileTheRunnerIsBusy: with no delay at all, the items that
+// arrive while the one runner is busy wait for it and leave together.
+func TestGroupsFillWhileTheRunnerIsBusy(t *testing.T) {
+	e := engineWith(t, slowEncoder(20*time.Millisecond), Options{MaxDelay: 0}, nil)
+	defer e.Close()
+	rng := rand.New(rand.NewSource(32))
+	var reqs []Request
+	for i := range 8 {
+		reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 1))
+	}
+	for _, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	s := e.Stats().Components["encoder"]
+	if s.Invocations >= 8 || s.MaxGroupRequests < 2 {
+		t.Errorf("with the runner busy, items did not wait for it together: %d invocations, groups %v", s.Invocations, s.GroupSizes)
+	}
+}
+
+// paddedItem is a pending image request of one image with extent patches.
+func paddedItem(t *testing.T, g *grouper, patches int64, queued time.Time) *pending {
+	t.Helper()
+	rng := rand.New(rand.NewSource(patches))
+	r := imageRequest(rng, "x", 1)
+	px := r.Inputs["pixel_patches"]
+	data := make([]float32, patches*px.Shape[2])
+	r.Inputs["pixel_patches"] = &backend.Tensor{DType: "float32", Shape: []int64{1, patches, px.Shape[2]}, Data: data}
+	r.Inputs["patch_lengths"] = &backend.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{patches}}
+	it, err := g.spec.admit(r.Inputs, func(string) *backend.Tensor { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pending{ctx: context.Background(), it: it, done: make(chan share, 1), queued: queued}
+}
+
+// TestFormationIsPaddingAware: among waiting items, a group takes those
+// whose padded extents are like its oldest item's, leaving the others for
+// a group of their own; an item past its delay bound is never passed over.
+func TestFormationIsPaddingAware(t *testing.T) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second}, nil)
+	defer e.Close()
+	g := e.groupers["encoder"]
+	// A component whose run time is mostly per element: 1 µs a call and
+	// 100 ns an element, so that padding costs more than a call saves.
+	for _, elements := range []int64{100, 400, 1600, 3200, 800, 200, 6400, 50, 1000, 2500} {
+		g.sched.observe(1, groupElements{padded: elements, real: elements}, time.Duration(1000+100*elements))
+	}
+	now := time.Now()
+	var queue []*pending
+	for i, patches := range []int64{2, 60, 2, 60, 2, 60, 2, 60} {
+		queue = append(queue, paddedItem(t, g, patches, now.Add(time.Duration(i)*time.Microsecond)))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.queue = queue
+	f := g.form(now.Add(time.Millisecond))
+	var extents []int64
+	for _, i := range f.chosen {
+		extents = append(extents, queue[i].it.ports[0].Shape[1])
+	}
+	for _, x := range extents {
+		if x != 2 {
+			t.Fatalf("the group of an item of 2 patches took extents %v; the items of 60 patches belong together", extents)
+		}
+	}
+	if len(extents) != 4 {
+		t.Errorf("the group took %v, want the four items of 2 patches", extents)
+	}
+	// The same queue once the items of 60 patches have waited past the
+	// delay: they are taken first, whatever they cost in padding.
+	f = g.form(now.Add(2 * time.Second))
+	late := 0
+	for _, i := range f.chosen {
+		if queue[i].it.ports[0].Shape[1] == 60 {
+			late++
+		}
+	}
+	if late == 0 {
+		t.Errorf("items past their delay bound were passed over: %v", f.chosen)
+	}
+}
