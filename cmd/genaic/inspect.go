@@ -1,15 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/plan/view"
+	"github.com/genaic/genaic/vm"
 )
 
 func init() {
@@ -33,6 +38,7 @@ func runInspect(e *env, args []string) int {
 	c := commands["inspect"]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	format := fs.String("format", "text", "the view to write: text, json, dot or html")
+	statsPath := fs.String("stats", "", "a responses document written by `genaic run --stats` (or its stats object): add what the running engine measured and decided per component (text view)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -46,6 +52,19 @@ func runInspect(e *env, args []string) int {
 		e.errorf("--format %s is not a view genaic inspect writes; use text, json, dot or html", *format)
 		return exitUsage
 	}
+	if *statsPath != "" && *format != "text" {
+		e.errorf("--stats is shown by the text view; drop --format %s", *format)
+		return exitUsage
+	}
+	var stats *vm.Stats
+	if *statsPath != "" {
+		s, err := readStats(*statsPath)
+		if err != nil {
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		stats = s
+	}
 	f, code := inspectPlan(e, paths[0])
 	if f == nil {
 		return code
@@ -53,7 +72,83 @@ func runInspect(e *env, args []string) int {
 	if err := write(e.stdout, f); err != nil {
 		return ioError(e, err)
 	}
+	if stats != nil {
+		writeRunStats(e.stdout, f, stats)
+	}
 	return exitOK
+}
+
+// readStats reads the stats of a responses document, or a bare stats
+// object.
+func readStats(path string) (*vm.Stats, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Stats      *vm.Stats                    `json:"stats"`
+		Components map[string]vm.ComponentStats `json:"components"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s is not a responses document or stats: %v", path, err)
+	}
+	if doc.Stats != nil {
+		return doc.Stats, nil
+	}
+	if doc.Components != nil {
+		return &vm.Stats{Components: doc.Components}, nil
+	}
+	return nil, fmt.Errorf("%s holds no stats; write them with `genaic run ... --stats --out FILE`", path)
+}
+
+// writeRunStats says, per component of the plan, what a running engine
+// measured and what its scheduler decided.
+func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
+	fmt.Fprintf(w, "\nwhat the running engine measured and decided\n")
+	for _, g := range f.Components {
+		cs, ok := s.Components[g.Component]
+		if !ok || g == nil {
+			continue
+		}
+		fmt.Fprintf(w, "  component %s: %d invocations for %d requests, largest group %d\n", g.Component, cs.Invocations, cs.Requests, cs.MaxGroupRequests)
+		fmt.Fprintf(w, "    group sizes: %s\n", sizesText(cs.GroupSizes))
+		if cs.PaddingOverhead > 0 {
+			fmt.Fprintf(w, "    padding: %.2f padded elements per real one overall; per group median %.2f, p90 %.2f, max %.2f\n",
+				cs.PaddingOverhead, cs.GroupPadding.P50, cs.GroupPadding.P90, cs.GroupPadding.Max)
+		}
+		sc := cs.Scheduler
+		if sc.Fitted {
+			fmt.Fprintf(w, "    run time fit: %.1f µs a call + %.3f ns an element\n", sc.FixedNS/1000, sc.PerElementNS)
+		}
+		switch {
+		case sc.Cap > 0:
+			fmt.Fprintf(w, "    groups capped at %d items: larger groups cost more per element (%s)\n", sc.Cap, perSizeText(sc.PerElementBySize))
+		case len(sc.PerElementBySize) > 0:
+			fmt.Fprintf(w, "    no cap: larger groups keep paying (%s)\n", perSizeText(sc.PerElementBySize))
+		}
+		if sc.KeptForPadding > 0 {
+			fmt.Fprintf(w, "    %d times an item was kept out of a group because its padding would cost more than its own call\n", sc.KeptForPadding)
+		}
+		for reason, n := range cs.Declines {
+			fmt.Fprintf(w, "    grouping declined %d times: %s\n", n, reason)
+		}
+	}
+}
+
+func sizesText(m map[int]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d×%d", m[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func perSizeText(m map[int]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("≤%d: %.2f ns/element", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // inspectPlan returns the plan at path: a plan file as it was written, or

@@ -179,3 +179,28 @@ func TestInspectRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectRunStats: inspect adds what a running engine measured and
+// decided from a responses document written with --stats; other views and
+// a file without stats are refused.
+func TestInspectRunStats(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "responses.json")
+	if _, errOut, code := runCLI(t, "run", imagePkg, "--requests", filepath.Join(imagePkg, "requests.json"), "--stats", "--out", out); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	got, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"what the running engine measured and decided", "component encoder: 1 invocations for 4 requests, largest group 4", "group sizes: 1×4", "padding: "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("inspect --stats lacks %q:\n%s", want, got)
+		}
+	}
+	if _, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", out, "--format", "json"); code != exitUsage || !strings.Contains(errOut, "--stats is shown by the text view") {
+		t.Errorf("--stats with --format json: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", filepath.Join(imagePkg, "requests.json")); code != exitUsage || !strings.Contains(errOut, "holds no stats") {
+		t.Errorf("--stats on a requests document: exit %d, %s", code, errOut)
+	}
+}
