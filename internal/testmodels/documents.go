@@ -15,7 +15,7 @@ type Document struct {
 	// File is the document's name inside the package folder.
 	File string
 	// Summary says what the requests hold.
-	Summary string
+	Summary  string
 	requests func(rng *rand.Rand) []Request
 	seed     uint64
 }
