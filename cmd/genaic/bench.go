@@ -1,59 +1,70 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+	"strconv"
+	"strings"
 
-	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
 )
 
 func init() {
 	register(command{
-		name:    "bench",
-		usage:   "bench PKG|plan.json --requests FILE [--rounds N] [--max-delay D] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME]",
-		summary: "measure grouped vs one-at-a-time vs sequential runs of the same requests",
+		name: "bench",
+		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--concurrency C[,C...]] [--rate R [--arrivals poisson|fixed]] " +
+			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON]",
+		summary: "load-test the same requests grouped, one at a time and sequentially: throughput, latency, groups",
 		run:     runBench,
 	})
 }
 
 // benchMode is one way of running the same requests.
 type benchMode struct {
-	name        string
-	solo        bool
-	concurrency int // 0: all at once; 1: one after another
+	name       string
+	solo       bool
+	sequential bool // one client, whatever the concurrency level
 }
 
 var benchModes = []benchMode{
-	{name: "grouped", solo: false},
+	{name: "grouped"},
 	{name: "one-at-a-time", solo: true},
-	{name: "sequential", solo: true, concurrency: 1},
+	{name: "sequential", solo: true, sequential: true},
 }
 
 // benchFlags are the options of one bench run.
 type benchFlags struct {
-	requests string
 	engineFlags
-	rounds int
+	requests, plot, arrivals string
+	rounds, warmup           int
+	levels                   levels
+	rate                     float64
+	json                     bool
 }
 
 func runBench(e *env, args []string) int {
 	c := commands["bench"]
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	var bf benchFlags
+	bf := benchFlags{levels: levels{64}}
 	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run")
-	fs.IntVar(&bf.rounds, "rounds", 5, "how many times each mode runs every request")
+	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, round by round")
+	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
+	fs.Var(&bf.levels, "concurrency", "clients in the closed loop (with --rate: the most requests in flight), or a list such as 1,4,16,64 to sweep")
+	fs.Float64Var(&bf.rate, "rate", 0, "open loop: send requests at this many per second instead of C clients each waiting for its answer")
+	fs.StringVar(&bf.arrivals, "arrivals", "poisson", "open loop arrivals: poisson or fixed (a fixed interval)")
+	fs.BoolVar(&bf.json, "json", false, `print {"modes":[{"name","requests_per_second","items_per_second","latency_ms":{"p50","p90","p99"},"groups":{...}}]}`)
+	fs.StringVar(&bf.plot, "plot", "", "write throughput against latency over the concurrency levels, one line per mode (.svg or .png)")
 	bf.register(fs, 0, "the grouped mode's max delay (0: group what is already waiting)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
 	}
-	if len(paths) != 1 || bf.requests == "" || bf.rounds < 1 {
+	if len(paths) != 1 || bf.requests == "" || !bf.valid(e) {
 		fs.Usage()
 		return exitUsage
 	}
@@ -66,28 +77,69 @@ func runBench(e *env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stdout, "%d requests × %d rounds per mode, max delay %v\n", len(reqs), bf.rounds, bf.maxDelay)
-	var base float64
-	for _, m := range benchModes {
-		eng, err := engine.Open(f, pkgDir, bf.options(m.solo))
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
+	if len(reqs) == 0 {
+		e.errorf("%s holds no request", bf.requests)
+		return exitUsage
+	}
+	b := &bencher{f: f, pkgDir: pkgDir, flags: bf, reqs: reqs, items: itemCounts(f, reqs)}
+	results, err := b.sweep()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	return b.report(e, results)
+}
+
+// valid checks the flags bench adds to the engine's, saying what is wrong.
+func (bf *benchFlags) valid(e *env) bool {
+	switch {
+	case bf.rounds < 1 || bf.warmup < 0:
+		e.errorf("--rounds must be at least 1 and --warmup at least 0")
+	case bf.rate < 0:
+		e.errorf("--rate must be positive")
+	case bf.arrivals != "poisson" && bf.arrivals != "fixed":
+		e.errorf("--arrivals is poisson or fixed, not %q", bf.arrivals)
+	case bf.plot != "" && plotFormat(bf.plot) == "":
+		e.errorf("--plot %s: the file must end in .svg or .png", bf.plot)
+	default:
+		return true
+	}
+	return false
+}
+
+// report prints the results and writes the plot.
+func (b *bencher) report(e *env, results []modeResult) int {
+	if b.flags.json {
+		if err := writeBenchJSON(e.stdout, b, results); err != nil {
+			return ioError(e, err)
 		}
-		perSec, elapsed, err := timeMode(eng, reqs, m, bf.rounds)
-		if err != nil {
-			eng.Close()
-			e.errorf("%v", err)
-			return exitDiags
+	} else {
+		writeBenchText(e.stdout, b, results)
+	}
+	if b.flags.plot != "" {
+		if err := writePlot(b.flags.plot, results); err != nil {
+			return ioError(e, err)
 		}
-		if base == 0 {
-			base = perSec
-		}
-		fmt.Fprintf(e.stdout, "%-14s %9.1f requests/s  %6.2fx grouped  (%v)\n", m.name, perSec, perSec/base, elapsed.Round(time.Millisecond))
-		printGroups(e, eng.Stats())
-		eng.Close()
 	}
 	return exitOK
+}
+
+// levels is --concurrency: one level or a comma-separated list.
+type levels []int
+
+func (l *levels) String() string { return fmt.Sprint([]int(*l)) }
+
+func (l *levels) Set(v string) error {
+	var out levels
+	for _, word := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(word))
+		if err != nil || n < 1 {
+			return fmt.Errorf("want positive counts such as 1,4,16,64, got %q", v)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
 }
 
 // readRequestsFile reads a requests document; .npy paths are relative to it.
@@ -104,25 +156,46 @@ func readRequestsFile(path string) ([]vm.Request, error) {
 	return reqs, nil
 }
 
-// timeMode runs every request rounds times in one mode and returns the
-// requests per second.
-func timeMode(eng *vm.Engine, reqs []vm.Request, m benchMode, rounds int) (float64, time.Duration, error) {
-	start := time.Now()
-	for range rounds {
-		for _, r := range eng.RunAllLimit(context.Background(), reqs, m.concurrency) {
-			if r.Err != nil {
-				return 0, 0, fmt.Errorf("request %s failed in %s mode: %v", r.ID, m.name, r.Err)
+// itemCounts returns each request's items: for each packed workflow input,
+// the units its outermost level holds (segments, images, clips: the last
+// entry of that level's offsets), or its packed extent where the request
+// does not carry those offsets; one per request where nothing is packed.
+func itemCounts(f *plan.File, reqs []vm.Request) []int64 {
+	out := make([]int64, len(reqs))
+	for i, r := range reqs {
+		for _, in := range f.IR.Inputs {
+			if in.Contract == nil || in.Contract.Layout.Kind != ir.TokenPacked {
+				continue
 			}
+			out[i] += packedItems(r, in)
+		}
+		if out[i] == 0 && !hasPacked(f) {
+			out[i] = 1
 		}
 	}
-	elapsed := time.Since(start)
-	return float64(len(reqs)*rounds) / elapsed.Seconds(), elapsed, nil
+	return out
 }
 
-func printGroups(e *env, s vm.Stats) {
-	for _, name := range s.Names() {
-		cs := s.Components[name]
-		fmt.Fprintf(e.stdout, "  %-12s %d invocations for %d request items, largest group %d, padding overhead %.2f\n",
-			name, cs.Invocations, cs.Requests, cs.MaxGroupRequests, cs.PaddingOverhead)
+func packedItems(r vm.Request, in *ir.Input) int64 {
+	x := r.Inputs[in.Name]
+	if x == nil || len(x.Shape) == 0 {
+		return 0
 	}
+	levels := in.Contract.Layout.Levels
+	if len(levels) > 0 {
+		if offs := r.Inputs[levels[len(levels)-1].Offsets.Name]; offs != nil && offs.DType == "int64" && offs.Len() > 0 {
+			v := offs.Int64s()
+			return v[len(v)-1]
+		}
+	}
+	return x.Shape[0]
+}
+
+func hasPacked(f *plan.File) bool {
+	for _, in := range f.IR.Inputs {
+		if in.Contract != nil && in.Contract.Layout.Kind == ir.TokenPacked {
+			return true
+		}
+	}
+	return false
 }

@@ -65,6 +65,25 @@ var generators = map[string]generator{
 			"token_owner":   vector(owner(tokens)),
 		}
 	},
+	"text_packed": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		tokens := counts(rng, trial, []int64{0, 32, 1}, 1+rng.IntN(4), 0, 32)
+		return map[string]testmodels.Tensor{
+			"token_ids":     vector(tokenIDs(rng, sum(tokens))),
+			"token_offsets": vector(offsets(tokens)),
+			"token_owner":   vector(owner(tokens)),
+		}
+	},
+	"text_padded": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		lengths := counts(rng, trial, []int64{0, 32, 1}, 1+rng.IntN(4), 0, 32)
+		extent := slices.Max(lengths)
+		segments := split(rng, int64(len(lengths)))
+		return map[string]testmodels.Tensor{
+			"token_ids":       testmodels.Int64([]int64{int64(len(lengths)), extent}, tokenIDs(rng, int64(len(lengths))*extent)),
+			"token_lengths":   vector(lengths),
+			"segment_offsets": vector(offsets(segments)),
+			"segment_owner":   vector(owner(segments)),
+		}
+	},
 	"token_merge": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
 		tokens := counts(rng, trial, []int64{0, 1, 2, 3, 0, 6, 5}, rng.IntN(5), 0, 7)
 		segments := split(rng, int64(len(tokens)))
@@ -134,6 +153,15 @@ func owner(counts []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// tokenIDs draws n ids of the benchmark encoders' 64-token vocabulary.
+func tokenIDs(rng *rand.Rand, n int64) []int64 {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = rng.Int64N(64)
+	}
+	return ids
 }
 
 func vector(v []int64) testmodels.Tensor {

@@ -93,6 +93,8 @@ func Models() []*Model {
 		audioWindows(),
 		textSegments(),
 		tokenMerge(),
+		textPacked(),
+		textPadded(),
 		requestExpanded(),
 		solo(),
 	}

@@ -350,6 +350,17 @@ func TestEmptyAxes(t *testing.T) {
 			"segment_offsets": vector([]int64{0, 2}),
 			"segment_owner":   vector([]int64{0, 0}),
 		},
+		"text_packed": {
+			"token_ids":     vector([]int64{}),
+			"token_offsets": vector([]int64{0, 0}),
+			"token_owner":   vector([]int64{}),
+		},
+		"text_padded": {
+			"token_ids":       testmodels.Int64([]int64{2, 0}, nil),
+			"token_lengths":   vector([]int64{0, 0}),
+			"segment_offsets": vector([]int64{0, 2}),
+			"segment_owner":   vector([]int64{0, 0}),
+		},
 		"request_expanded": {"latents": testmodels.Float32([]int64{0, 4}, nil), "guidance_scale": scale},
 		"solo":             {"features": testmodels.Float32([]int64{0, 4}, nil)},
 	}

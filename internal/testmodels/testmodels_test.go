@@ -37,6 +37,34 @@ func TestCommittedModelsAreCurrent(t *testing.T) {
 	}
 }
 
+// TestCommittedDocumentsAreCurrent: every committed benchmark requests
+// document is byte for byte what the generator writes today, and each holds
+// requests the package's model accepts.
+func TestCommittedDocumentsAreCurrent(t *testing.T) {
+	root := testenv.Root(t)
+	for _, d := range testmodels.Documents() {
+		want := d.Bytes()
+		got, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.Path())))
+		switch {
+		case err != nil:
+			t.Errorf("%s is missing (%v); run: %s", d.Path(), err, regenerate)
+		case !bytes.Equal(got, want):
+			t.Errorf("%s is stale; run: %s", d.Path(), regenerate)
+		}
+		m := testmodels.Lookup(d.Package)
+		for _, r := range d.Requests() {
+			in := map[string]testmodels.Tensor{}
+			for _, x := range r.Inputs {
+				in[x.Name] = x.Tensor
+			}
+			if _, err := m.Reference(in); err != nil {
+				t.Errorf("%s: request %s: %v", d.Path(), r.ID, err)
+				break
+			}
+		}
+	}
+}
+
 // TestGeneratorCheck runs the generator's own -check. The go command skips
 // testdata folders in ./... patterns, so this is what builds the generator
 // in CI.

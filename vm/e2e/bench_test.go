@@ -1,17 +1,28 @@
 package e2e
 
+// The benchmarks of this file (issue 11's acceptance table is one command):
+//
+//	go test ./vm/e2e -run '^$' -bench Workloads -benchtime 20x -count 3
+//	go test ./vm/e2e -run '^$' -bench Throughput -benchtime 20x -count 5
+
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 	"github.com/genaic/genaic/vm/ort"
 )
 
@@ -166,3 +177,323 @@ func benchThroughput(b *testing.B, c benchCase, threads int, delay time.Duration
 // vmEngine is the engine the throughput benchmarks measure; package
 // codegen's BenchmarkExecutor compares it with generated executors.
 var vmEngine = engines[0]
+
+// workload is one document and how its requests pack: the footprint each
+// request adds on every budget dimension, and how a batch is assembled.
+type workload struct {
+	name, pkg, doc string
+	// dims gives a request's extent on each budget dimension; a dimension
+	// in maxDims is padded (the batch takes the maximum), the others add up.
+	dims     func(r vm.Request) map[string]int64
+	maxDims  []string
+	assemble func(reqs []vm.Request) map[string]*backend.Tensor
+	output   string
+}
+
+var workloads = []workload{
+	textPackedWorkload("text_packed/short", "requests.json"),
+	textPackedWorkload("text_packed/long", "requests_long.json"),
+	textPaddedWorkload("text_padded/short", "requests.json"),
+	textPaddedWorkload("text_padded/long", "requests_long.json"),
+	{name: "image_padded/64", pkg: "image_padded", doc: "requests64.json", output: "embeddings",
+		dims: func(r vm.Request) map[string]int64 {
+			x := r.Inputs["pixel_patches"]
+			return map[string]int64{"images": x.Shape[0], "patches": x.Shape[1]}
+		},
+		maxDims:  []string{"patches"},
+		assemble: padded("pixel_patches", "patch_lengths", "image_offsets", "image_owner"),
+	},
+}
+
+func textPackedWorkload(name, doc string) workload {
+	return workload{name: name, pkg: "text_packed", doc: doc, output: "segment_embeddings",
+		dims: func(r vm.Request) map[string]int64 {
+			return map[string]int64{"tokens": r.Inputs["token_ids"].Shape[0], "segments": r.Inputs["token_offsets"].Shape[0] - 1}
+		},
+		assemble: packedTokens,
+	}
+}
+
+func textPaddedWorkload(name, doc string) workload {
+	return workload{name: name, pkg: "text_padded", doc: doc, output: "segment_embeddings",
+		dims: func(r vm.Request) map[string]int64 {
+			x := r.Inputs["token_ids"]
+			return map[string]int64{"segments": x.Shape[0], "positions": x.Shape[1]}
+		},
+		maxDims:  []string{"positions"},
+		assemble: padded("token_ids", "token_lengths", "segment_offsets", "segment_owner"),
+	}
+}
+
+// items counts a request's segments or images: its outermost level's units.
+func (w workload) items(r vm.Request) int64 {
+	if w.pkg == "image_padded" {
+		return w.dims(r)["images"]
+	}
+	return w.dims(r)["segments"]
+}
+
+// batches splits reqs in order into the groups a FIFO grouper forms: a
+// group closes when the next request would exceed a budget.
+func (w workload) batches(budgets []plan.Budget, reqs []vm.Request) [][]vm.Request {
+	var out [][]vm.Request
+	var cur []vm.Request
+	acc := map[string]int64{}
+	for _, r := range reqs {
+		next := w.add(acc, r)
+		if len(cur) > 0 && !fits(budgets, next) {
+			out = append(out, cur)
+			cur, next = nil, w.add(map[string]int64{}, r)
+		}
+		cur, acc = append(cur, r), next
+	}
+	return append(out, cur)
+}
+
+// add returns acc with request r's extents added (or maximized).
+func (w workload) add(acc map[string]int64, r vm.Request) map[string]int64 {
+	next := map[string]int64{}
+	for d, v := range acc {
+		next[d] = v
+	}
+	for d, v := range w.dims(r) {
+		if slices.Contains(w.maxDims, d) {
+			next[d] = max(next[d], v)
+		} else {
+			next[d] += v
+		}
+	}
+	return next
+}
+
+func fits(budgets []plan.Budget, acc map[string]int64) bool {
+	for _, b := range budgets {
+		fp := int64(1)
+		for _, d := range b.Dimensions {
+			fp *= acc[d]
+		}
+		if fp > b.MaxTotal {
+			return false
+		}
+	}
+	return true
+}
+
+// packedTokens concatenates text_packed requests' tokens and rebuilds the
+// token level's companions over the batch.
+func packedTokens(reqs []vm.Request) map[string]*backend.Tensor {
+	var ids, counts []int64
+	for _, r := range reqs {
+		ids = append(ids, r.Inputs["token_ids"].Int64s()...)
+		offs := r.Inputs["token_offsets"].Int64s()
+		for s := 1; s < len(offs); s++ {
+			counts = append(counts, offs[s]-offs[s-1])
+		}
+	}
+	offs := []int64{0}
+	for _, c := range counts {
+		offs = append(offs, offs[len(offs)-1]+c)
+	}
+	return map[string]*backend.Tensor{
+		"token_ids":     fixtures.I64(ids...),
+		"token_offsets": fixtures.I64(offs...),
+		"token_owner":   fixtures.I64(fixtures.OwnerOf(offs)...),
+	}
+}
+
+// padded assembles requests whose value x [items, extent, ...] is padded on
+// axis 1: every item right-padded to the batch's widest, lengths
+// concatenated, and the item→request level rebuilt.
+func padded(x, lengths, offsets, owner string) func(reqs []vm.Request) map[string]*backend.Tensor {
+	return func(reqs []vm.Request) map[string]*backend.Tensor {
+		first := reqs[0].Inputs[x]
+		items, extent := int64(0), int64(0)
+		for _, r := range reqs {
+			items += r.Inputs[x].Shape[0]
+			extent = max(extent, r.Inputs[x].Shape[1])
+		}
+		shape := append([]int64{items, extent}, first.Shape[2:]...)
+		batch, err := backend.NewTensor(first.DType, shape)
+		if err != nil {
+			panic(err)
+		}
+		inner := backend.Elements(first.Shape[2:])
+		var lens []int64
+		offs := []int64{0}
+		row := int64(0)
+		for _, r := range reqs {
+			t := r.Inputs[x]
+			for i := range t.Shape[0] {
+				batch.CopyElems((row+i)*extent*inner, t, i*t.Shape[1]*inner, t.Shape[1]*inner)
+			}
+			row += t.Shape[0]
+			lens = append(lens, r.Inputs[lengths].Int64s()...)
+			offs = append(offs, row)
+		}
+		return map[string]*backend.Tensor{x: batch, lengths: fixtures.I64(lens...),
+			offsets: fixtures.I64(offs...), owner: fixtures.I64(fixtures.OwnerOf(offs)...)}
+	}
+}
+
+// readDocument reads a committed requests document of a package.
+func readDocument(b testing.TB, pkg, doc string) []vm.Request {
+	b.Helper()
+	path := filepath.Join(testenv.Root(b), "testdata", "packages", pkg, doc)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatalf("%v: run go run ./testdata/models/gen", err)
+	}
+	defer f.Close()
+	reqs, err := jsonio.ReadRequests(f, filepath.Dir(path))
+	if err != nil {
+		b.Fatalf("%s: %v", path, err)
+	}
+	return reqs
+}
+
+// BenchmarkWorkloads runs the shipped benchmark workloads side by side.
+// Each workload is a committed requests document of 64 requests
+// (testmodels.Documents; genaic bench runs the same files). Every iteration
+// runs the whole document four ways, one after another, so that the ratios
+// compare like with like on one machine state:
+//
+//	solo       an engine with Solo: true, one invocation per request
+//	grouped    an engine that groups them, one runner (Workers: 1)
+//	grouped2   the same with two runners (Workers: 2)
+//	ideal      direct ONNX Runtime calls (the vm/ort session's Run) on the
+//	           batches a FIFO grouper would form under the package's
+//	           budgets, assembled by hand before the clock starts
+//
+// and reports items per second for each (items: segments or images) with
+// grouped/ideal, grouped/solo and grouped2/grouped. ONNX Runtime runs on
+// one thread.
+func BenchmarkWorkloads(b *testing.B) {
+	for _, w := range workloads {
+		b.Run(w.name, func(b *testing.B) { benchWorkload(b, w) })
+	}
+}
+
+// ways are the engines a workload runs on, besides the ideal.
+var ways = []struct {
+	name string
+	opts []genrt.Option
+}{
+	{"solo", []genrt.Option{genrt.WithSolo()}},
+	{"grouped", []genrt.Option{genrt.WithMaxDelay(0), genrt.WithWorkers(1)}},
+	{"grouped2", []genrt.Option{genrt.WithMaxDelay(0), genrt.WithWorkers(2)}},
+}
+
+func benchWorkload(b *testing.B, w workload) {
+	fx := fixtures.Lookup(w.pkg)
+	f, _ := fixtures.Compile(b, fx)
+	reqs := readDocument(b, w.pkg, w.doc)
+	var items int64
+	for _, r := range reqs {
+		items += w.items(r)
+	}
+	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	ideal := idealCalls(b, w, f.Component(fx.Component), reqs, session(b, fx, fx.Component, be))
+	engines := make([]Runner, len(ways))
+	for i, way := range ways {
+		engines[i] = vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, way.opts...)...)
+		mustRun(b, engines[i], reqs) // warm up and check
+	}
+	ideal() // warm up
+	times := make([]time.Duration, len(ways)+1)
+	b.ResetTimer()
+	for b.Loop() {
+		for i, e := range engines {
+			start := time.Now()
+			runAll(context.Background(), e, reqs)
+			times[i] += time.Since(start)
+		}
+		start := time.Now()
+		ideal()
+		times[len(ways)] += time.Since(start)
+	}
+	total := float64(items) * float64(b.N)
+	rate := func(i int) float64 { return total / times[i].Seconds() }
+	for i, way := range ways {
+		b.ReportMetric(rate(i), way.name+"-items/s")
+	}
+	b.ReportMetric(rate(3), "ideal-items/s")
+	b.ReportMetric(rate(1)/rate(3), "grouped/ideal")
+	b.ReportMetric(rate(1)/rate(0), "grouped/solo")
+	b.ReportMetric(rate(2)/rate(1), "grouped2/grouped")
+	b.ReportMetric(0, "ns/op") // the sum of four runs means nothing
+}
+
+// idealCalls assembles the FIFO batches under the component's budgets and
+// returns a function that runs them on the session, one call each.
+func idealCalls(b *testing.B, w workload, gp *plan.GroupPlan, reqs []vm.Request, s backend.Session) func() {
+	var inputs []map[string]*backend.Tensor
+	for _, batch := range w.batches(gp.Budgets, reqs) {
+		inputs = append(inputs, w.assemble(batch))
+	}
+	b.Logf("%s: %d requests, %d budget-sized batches for the ideal", w.name, len(reqs), len(inputs))
+	outs := []string{w.output}
+	return func() {
+		for _, in := range inputs {
+			if _, err := s.Run(context.Background(), in, outs); err != nil {
+				b.Fatalf("ideal: %v", err)
+			}
+		}
+	}
+}
+
+func mustRun(b *testing.B, e Runner, reqs []vm.Request) {
+	for _, r := range runAll(context.Background(), e, reqs) {
+		if r.Err != nil {
+			b.Fatalf("%s: %v", r.ID, r.Err)
+		}
+	}
+}
+
+// TestWorkloadBatches: the ideal's batches hold every request once, in
+// order, each within the package's budgets, and their direct calls give
+// every request the reference's outputs: the ideal does the grouped
+// engine's work.
+func TestWorkloadBatches(t *testing.T) {
+	be := ortBackend(t)
+	for _, w := range workloads {
+		fx := fixtures.Lookup(w.pkg)
+		f, _ := fixtures.Compile(t, fx)
+		gp := f.Component(fx.Component)
+		s := session(t, fx, fx.Component, be)
+		reqs := readDocument(t, w.pkg, w.doc)
+		seen := 0
+		for _, batch := range w.batches(gp.Budgets, reqs) {
+			acc := map[string]int64{}
+			for _, r := range batch {
+				acc = w.add(acc, r)
+			}
+			if !fits(gp.Budgets, acc) {
+				t.Errorf("%s: a batch of %d requests exceeds a budget: %v", w.name, len(batch), acc)
+			}
+			out, err := s.Run(context.Background(), w.assemble(batch), []string{w.output})
+			if err != nil {
+				t.Fatalf("%s: %v", w.name, err)
+			}
+			checkIdealRows(t, w, fx, batch, out[w.output])
+			seen += len(batch)
+		}
+		if seen != len(reqs) || len(reqs) < 64 {
+			t.Errorf("%s: the batches hold %d of %d requests (want 64 or more)", w.name, seen, len(reqs))
+		}
+	}
+}
+
+// checkIdealRows compares each request's rows of a batch's output with
+// the request's reference.
+func checkIdealRows(t *testing.T, w workload, fx fixtures.Fixture, batch []vm.Request, out *backend.Tensor) {
+	t.Helper()
+	row := int64(0)
+	for _, r := range batch {
+		n := w.items(r)
+		want := fx.Reference(t, r)[w.output]
+		if d := fixtures.Diff(out.View(row, row+n), want, tolerance); d != "" {
+			t.Errorf("%s: request %s: %s", w.name, r.ID, d)
+		}
+		row += n
+	}
+}

@@ -30,6 +30,8 @@ import (
 	"github.com/genaic/genaic/examples/requestexpanded"
 	"github.com/genaic/genaic/examples/solo"
 	"github.com/genaic/genaic/examples/text"
+	"github.com/genaic/genaic/examples/textpacked"
+	"github.com/genaic/genaic/examples/textpadded"
 	"github.com/genaic/genaic/examples/tokenmerge"
 	"github.com/genaic/genaic/examples/videofixed"
 	"github.com/genaic/genaic/examples/videoframes"
@@ -89,6 +91,7 @@ var executors = map[string]opener{
 	"imagepadded": generated(imagepadded.New), "imagepinned": generated(imagepinned.New),
 	"videoframes": generated(videoframes.New), "videofixed": generated(videofixed.New),
 	"audio": generated(audio.New), "text": generated(text.New), "tokenmerge": generated(tokenmerge.New),
+	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }

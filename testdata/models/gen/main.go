@@ -146,25 +146,34 @@ func main() {
 	}
 	stale := 0
 	for _, m := range testmodels.Models() {
-		path := filepath.Join(root, filepath.FromSlash(m.Path()))
-		want := m.Bytes()
-		if *check {
-			got, err := os.ReadFile(path)
-			if err != nil || !bytes.Equal(got, want) {
-				fmt.Fprintf(os.Stderr, "gen: %s is stale or missing; run: go run ./testdata/models/gen\n", m.Path())
-				stale++
-			}
-			continue
-		}
-		if err := write(path, want); err != nil {
-			fmt.Fprintln(os.Stderr, "gen:", err)
-			os.Exit(1)
-		}
-		fmt.Printf("%s (%d bytes)\n", m.Path(), len(want))
+		stale += generate(root, m.Path(), m.Bytes(), *check)
+	}
+	for _, d := range testmodels.Documents() {
+		stale += generate(root, d.Path(), d.Bytes(), *check)
 	}
 	if stale > 0 {
 		os.Exit(1)
 	}
+}
+
+// generate writes one generated file, or with check compares it with the
+// committed one; it returns 1 when the committed file is stale.
+func generate(root, rel string, want []byte, check bool) int {
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	if check {
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			fmt.Fprintf(os.Stderr, "gen: %s is stale or missing; run: go run ./testdata/models/gen\n", rel)
+			return 1
+		}
+		return 0
+	}
+	if err := write(path, want); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%s (%d bytes)\n", rel, len(want))
+	return 0
 }
 
 // write replaces path with data unless it already holds exactly data, so

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchJSON is the part of bench --json the tests read.
+type benchJSON struct {
+	Requests int    `json:"requests"`
+	Loop     string `json:"loop"`
+	Modes    []struct {
+		Name              string  `json:"name"`
+		Concurrency       int     `json:"concurrency"`
+		RequestsPerSecond float64 `json:"requests_per_second"`
+		ItemsPerSecond    float64 `json:"items_per_second"`
+		Latency           struct {
+			P50 float64 `json:"p50"`
+			P90 float64 `json:"p90"`
+			P99 float64 `json:"p99"`
+		} `json:"latency_ms"`
+		Groups map[string]struct {
+			Invocations int64         `json:"invocations"`
+			Requests    int64         `json:"requests"`
+			Sizes       map[int]int64 `json:"sizes"`
+			Padding     *float64      `json:"padding_overhead"`
+		} `json:"groups"`
+		Requests int `json:"requests"`
+		Failed   int `json:"failed"`
+	} `json:"modes"`
+}
+
+// bench runs genaic bench --json and decodes its report; it fails the test
+// unless the command exits 0.
+func bench(t *testing.T, args ...string) benchJSON {
+	t.Helper()
+	out, errOut, code := runCLI(t, append([]string{"bench", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("bench exit %d: %s", code, errOut)
+	}
+	var rep benchJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bench --json printed no JSON: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// TestBenchJSON: the three modes, each with throughput, latency
+// percentiles in order, the group-size histogram of the component, and
+// every request of every timed round accounted for.
+func TestBenchJSON(t *testing.T) {
+	reqs := filepath.Join(imagePkg, "requests64.json")
+	rep := bench(t, imagePkg, "--requests", reqs, "--rounds", "2", "--concurrency", "16")
+	if rep.Requests != 64 || rep.Loop != "closed" {
+		t.Errorf("requests %d, loop %q; want 64, closed", rep.Requests, rep.Loop)
+	}
+	var names []string
+	for _, m := range rep.Modes {
+		names = append(names, m.Name)
+		if m.RequestsPerSecond <= 0 || m.ItemsPerSecond < m.RequestsPerSecond {
+			t.Errorf("%s: %g requests/s, %g items/s (every request holds at least one image)", m.Name, m.RequestsPerSecond, m.ItemsPerSecond)
+		}
+		if l := m.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 {
+			t.Errorf("%s: latency percentiles %+v", m.Name, l)
+		}
+		g, ok := m.Groups["encoder"]
+		if !ok || g.Padding == nil || g.Requests != 128 || sum(g.Sizes) != g.Invocations {
+			t.Errorf("%s: groups %+v; want the encoder's 128 requests over 2 rounds, a histogram summing to the invocations", m.Name, m.Groups)
+		}
+		if m.Requests != 128 || m.Failed != 0 {
+			t.Errorf("%s: %d requests, %d failed; want 128, 0", m.Name, m.Requests, m.Failed)
+		}
+	}
+	if got := strings.Join(names, ","); got != "grouped,one-at-a-time,sequential" {
+		t.Errorf("modes %s", got)
+	}
+}
+
+func sum(m map[int]int64) int64 {
+	var s int64
+	for _, n := range m {
+		s += n
+	}
+	return s
+}
+
+// TestBenchSweepAndPlot: a list of concurrency levels measures grouped and
+// one-at-a-time at each, sequential once, and the plot files are written.
+func TestBenchSweepAndPlot(t *testing.T) {
+	pkg := "../../testdata/packages/text_packed"
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "sweep.svg")
+	rep := bench(t, pkg, "--requests", filepath.Join(pkg, "requests.json"), "--rounds", "1", "--warmup", "0",
+		"--concurrency", "1,4,16", "--plot", svg)
+	var got []string
+	for _, m := range rep.Modes {
+		got = append(got, fmt.Sprintf("%s@%d", m.Name, m.Concurrency))
+	}
+	want := "grouped@1,one-at-a-time@1,sequential@1,grouped@4,one-at-a-time@4,grouped@16,one-at-a-time@16"
+	if strings.Join(got, ",") != want {
+		t.Errorf("modes %s, want %s", strings.Join(got, ","), want)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("%s: %v, %d bytes without <svg", svg, err, len(b))
+	}
+	png := filepath.Join(dir, "sweep.png")
+	bench(t, pkg, "--requests", filepath.Join(pkg, "requests.json"), "--rounds", "1", "--warmup", "0", "--concurrency", "2,8", "--plot", png)
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("%s: %v, %d bytes that are no PNG", png, err, len(b))
+	}
+}
+
+// TestBenchOpenLoop: requests sent at a rate, at most 4 in flight; every
+// request is either answered or counted as failed, none blocks.
+func TestBenchOpenLoop(t *testing.T) {
+	pkg := "../../testdata/packages/text_padded"
+	for _, arrivals := range []string{"poisson", "fixed"} {
+		rep := bench(t, pkg, "--requests", filepath.Join(pkg, "requests_long.json"), "--rounds", "1", "--warmup", "0",
+			"--rate", "5000", "--arrivals", arrivals, "--concurrency", "4")
+		if rep.Loop != "open" || len(rep.Modes) != 3 {
+			t.Fatalf("%s: loop %q, %d modes", arrivals, rep.Loop, len(rep.Modes))
+		}
+		for _, m := range rep.Modes {
+			if m.Requests != 64 || m.Failed > 64 {
+				t.Errorf("%s %s: %d requests, %d failed; want all 64 accounted for", arrivals, m.Name, m.Requests, m.Failed)
+			}
+		}
+	}
+}
+
+// TestBenchLargeDocument: 5,000 requests run in every mode without a
+// fatal error; with a queue of one item and many clients, the requests
+// the engine refuses are counted, not fatal.
+func TestBenchLargeDocument(t *testing.T) {
+	pkg := "../../testdata/packages/text_packed"
+	doc := largeDocument(t, filepath.Join(pkg, "requests.json"), 5000)
+	rep := bench(t, pkg, "--requests", doc, "--rounds", "1", "--warmup", "0", "--concurrency", "5000")
+	for _, m := range rep.Modes {
+		if m.Requests != 5000 {
+			t.Errorf("%s: %d requests accounted for, want 5000", m.Name, m.Requests)
+		}
+	}
+	rep = bench(t, pkg, "--requests", doc, "--rounds", "1", "--warmup", "0", "--concurrency", "256", "--queue", "1")
+	for _, m := range rep.Modes {
+		if m.Requests != 5000 {
+			t.Errorf("queue 1, %s: %d requests accounted for, want 5000", m.Name, m.Requests)
+		}
+	}
+}
+
+// largeDocument writes a requests document of n requests, cycling through
+// those of src under fresh ids.
+func largeDocument(t *testing.T, src string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Requests []map[string]json.RawMessage `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]map[string]json.RawMessage, n)
+	for i := range out {
+		r := map[string]json.RawMessage{}
+		for k, v := range doc.Requests[i%len(doc.Requests)] {
+			r[k] = v
+		}
+		r["id"] = json.RawMessage(fmt.Sprintf("%q", fmt.Sprint("r", i)))
+		out[i] = r
+	}
+	b, err = json.Marshal(map[string]any{"requests": out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "large.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBenchUsage: bad flags are usage errors (exit 2) before anything runs.
+func TestBenchUsage(t *testing.T) {
+	reqs := filepath.Join(imagePkg, "requests.json")
+	for _, args := range [][]string{
+		{imagePkg},
+		{imagePkg, "--requests", reqs, "--plot", "out.pdf"},
+		{imagePkg, "--requests", reqs, "--concurrency", "0"},
+		{imagePkg, "--requests", reqs, "--concurrency", "4,x"},
+		{imagePkg, "--requests", reqs, "--rounds", "0"},
+		{imagePkg, "--requests", reqs, "--rate", "10", "--arrivals", "bursty"},
+		{imagePkg, "--requests", filepath.Join(t.TempDir(), "missing.json")},
+	} {
+		if _, errOut, code := runCLI(t, append([]string{"bench"}, args...)...); code != exitUsage {
+			t.Errorf("bench %v: exit %d, want %d (%s)", args, code, exitUsage, errOut)
+		}
+	}
+}
+
+// TestBenchText: the text report names every mode and the component's
+// groups.
+func TestBenchText(t *testing.T) {
+	out, errOut, code := runCLI(t, "bench", imagePkg, "--requests", filepath.Join(imagePkg, "requests.json"), "--rounds", "1")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"grouped", "one-at-a-time", "sequential", "encoder:", "p99 ms", "sizes 1×"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}

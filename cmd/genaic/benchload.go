@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/vm"
+)
+
+// bencher drives the load of one bench command.
+type bencher struct {
+	f      *plan.File
+	pkgDir string
+	flags  benchFlags
+	reqs   []vm.Request
+	items  []int64 // per request, as itemCounts counts them
+}
+
+// sweep measures every mode at every concurrency level. Sequential does
+// not depend on the level, so it runs with the first level's modes only.
+func (b *bencher) sweep() ([]modeResult, error) {
+	var all []modeResult
+	for i, c := range b.flags.levels {
+		modes := benchModes
+		if i > 0 {
+			modes = modes[:2]
+		}
+		res, err := b.level(c, modes)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, res...)
+	}
+	return all, nil
+}
+
+// level opens an engine per mode, warms each up, then runs the timed
+// rounds with the modes taking turns, so that a drift of the machine's
+// state touches every mode alike.
+func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
+	engines := make([]*vm.Engine, len(modes))
+	defer func() {
+		for _, eng := range engines {
+			if eng != nil {
+				eng.Close()
+			}
+		}
+	}()
+	for i, m := range modes {
+		eng, err := engine.Open(b.f, b.pkgDir, b.flags.options(m.solo))
+		if err != nil {
+			return nil, err
+		}
+		engines[i] = eng
+		for range b.flags.warmup {
+			b.round(eng, clients(m, c), uint64(i))
+		}
+	}
+	runs := make([][]roundResult, len(modes))
+	for r := range b.flags.rounds {
+		for i, m := range modes {
+			runs[i] = append(runs[i], b.round(engines[i], clients(m, c), uint64(r*len(modes)+i)))
+		}
+	}
+	out := make([]modeResult, len(modes))
+	for i, m := range modes {
+		out[i] = summarize(m.name, clients(m, c), runs[i], engines[i].Stats())
+	}
+	setRatios(out)
+	return out, nil
+}
+
+func clients(m benchMode, c int) int {
+	if m.sequential {
+		return 1
+	}
+	return c
+}
+
+// roundResult is what one pass over the document measured.
+type roundResult struct {
+	elapsed   time.Duration
+	latencies []time.Duration // of the requests that succeeded
+	ok        int
+	items     int64
+	failed    int
+	firstErr  string
+	groups    map[string]groupDelta
+}
+
+// groupDelta is what one component's groups did during a round.
+type groupDelta struct {
+	invocations, requests int64
+	sizes                 map[int]int64
+}
+
+// round sends every request of the document once, in the closed loop of
+// c clients or, with --rate, in the open loop, and measures it.
+func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
+	before := eng.Stats()
+	rec := newRecorder(len(b.reqs))
+	start := time.Now()
+	if b.flags.rate > 0 {
+		b.openLoop(eng, c, rand.New(rand.NewPCG(seed, 0xbe4c)), rec)
+	} else {
+		b.closedLoop(eng, c, rec)
+	}
+	res := rec.result(time.Since(start))
+	res.groups = statsDelta(before, eng.Stats())
+	return res
+}
+
+// closedLoop runs c clients, each sending its next request as soon as its
+// last one is answered, until the document is spent.
+func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(c, len(b.reqs)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(b.reqs) {
+					return
+				}
+				b.send(eng, i, rec)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// openLoop sends the requests at the --rate, Poisson or evenly spaced,
+// whether or not earlier ones were answered. At most c are in flight: a
+// request that arrives when c are counts as failed, so the generator never
+// waits for the engine.
+func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder) {
+	slots := make(chan struct{}, c)
+	var wg sync.WaitGroup
+	due := time.Now()
+	for i := range b.reqs {
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		select {
+		case slots <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-slots }()
+				b.send(eng, i, rec)
+			})
+		default:
+			rec.fail(fmt.Sprintf("request %s: not admitted: %d requests already in flight", b.reqs[i].ID, c))
+		}
+		due = due.Add(b.gap(rng))
+	}
+	wg.Wait()
+}
+
+// gap is the time to the next arrival of the open loop.
+func (b *bencher) gap(rng *rand.Rand) time.Duration {
+	mean := float64(time.Second) / b.flags.rate
+	if b.flags.arrivals == "fixed" {
+		return time.Duration(mean)
+	}
+	return time.Duration(rng.ExpFloat64() * mean)
+}
+
+// send runs one request and records its latency as its client saw it.
+func (b *bencher) send(eng *vm.Engine, i int, rec *recorder) {
+	start := time.Now()
+	r := eng.Run(context.Background(), b.reqs[i])
+	if r.Err != nil {
+		rec.fail(fmt.Sprintf("request %s: %v", r.ID, r.Err))
+		return
+	}
+	rec.ok(time.Since(start), b.items[i])
+}
+
+// recorder collects a round's outcomes from many goroutines.
+type recorder struct {
+	mu  sync.Mutex
+	res roundResult
+}
+
+func newRecorder(n int) *recorder {
+	return &recorder{res: roundResult{latencies: make([]time.Duration, 0, n)}}
+}
+
+func (r *recorder) ok(d time.Duration, items int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.latencies = append(r.res.latencies, d)
+	r.res.ok++
+	r.res.items += items
+}
+
+func (r *recorder) fail(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.res.failed == 0 {
+		r.res.firstErr = msg
+	}
+	r.res.failed++
+}
+
+func (r *recorder) result(elapsed time.Duration) roundResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.res
+	res.elapsed = elapsed
+	return res
+}
+
+// statsDelta is what each component's groups did between two snapshots.
+func statsDelta(before, after vm.Stats) map[string]groupDelta {
+	out := map[string]groupDelta{}
+	for name, a := range after.Components {
+		b := before.Components[name]
+		d := groupDelta{invocations: a.Invocations - b.Invocations, requests: a.Requests - b.Requests, sizes: map[int]int64{}}
+		for size, n := range a.GroupSizes {
+			if n -= b.GroupSizes[size]; n > 0 {
+				d.sizes[size] = n
+			}
+		}
+		out[name] = d
+	}
+	return out
+}

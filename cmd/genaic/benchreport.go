@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/genaic/genaic/vm"
+)
+
+// modeResult is one mode at one concurrency level, over the timed rounds:
+// medians with their spread, latency over every request of every round.
+type modeResult struct {
+	Name              string  `json:"name"`
+	Concurrency       int     `json:"concurrency"`
+	Rounds            int     `json:"rounds"`
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	ItemsPerSecond    float64 `json:"items_per_second"`
+	// Spread is the slowest and the fastest round of each median.
+	Spread struct {
+		RequestsPerSecond [2]float64 `json:"requests_per_second"`
+		ItemsPerSecond    [2]float64 `json:"items_per_second"`
+	} `json:"spread"`
+	// VsOneAtATime is the median requests/s over one-at-a-time's at the
+	// same level (0 where there is none).
+	VsOneAtATime float64                `json:"vs_one_at_a_time,omitempty"`
+	Latency      latencyMS              `json:"latency_ms"`
+	Groups       map[string]groupReport `json:"groups"`
+	Requests     int                    `json:"requests"` // sent over the timed rounds
+	Failed       int                    `json:"failed"`
+	FirstError   string                 `json:"first_error,omitempty"`
+}
+
+type latencyMS struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+// groupReport is what one component's groups did over the timed rounds.
+type groupReport struct {
+	Invocations int64 `json:"invocations"`
+	Requests    int64 `json:"requests"`
+	// MeanSize is requests per invocation.
+	MeanSize float64 `json:"mean_size"`
+	// Sizes is the group-size histogram: requests per invocation → count.
+	Sizes map[int]int64 `json:"sizes"`
+	// PaddingOverhead is the engine's, over every round of this mode and
+	// level, warm-up included (the same document each time).
+	PaddingOverhead float64 `json:"padding_overhead"`
+}
+
+// summarize folds a mode's rounds into medians, spreads and percentiles.
+func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResult {
+	m := modeResult{Name: name, Concurrency: c, Rounds: len(runs), Groups: map[string]groupReport{}}
+	var rps, ips []float64
+	var lat []time.Duration
+	for _, r := range runs {
+		s := r.elapsed.Seconds()
+		rps = append(rps, float64(r.ok)/s)
+		ips = append(ips, float64(r.items)/s)
+		lat = append(lat, r.latencies...)
+		m.Requests += r.ok + r.failed
+		if m.Failed == 0 && r.failed > 0 {
+			m.FirstError = r.firstErr
+		}
+		m.Failed += r.failed
+		addGroups(m.Groups, r.groups)
+	}
+	m.RequestsPerSecond, m.Spread.RequestsPerSecond = medianSpread(rps)
+	m.ItemsPerSecond, m.Spread.ItemsPerSecond = medianSpread(ips)
+	slices.Sort(lat)
+	m.Latency = latencyMS{P50: quantileMS(lat, 0.50), P90: quantileMS(lat, 0.90), P99: quantileMS(lat, 0.99)}
+	for name, g := range m.Groups {
+		if g.Invocations > 0 {
+			g.MeanSize = float64(g.Requests) / float64(g.Invocations)
+		}
+		g.PaddingOverhead = stats.Components[name].PaddingOverhead
+		m.Groups[name] = g
+	}
+	return m
+}
+
+func addGroups(into map[string]groupReport, d map[string]groupDelta) {
+	for name, g := range d {
+		r := into[name]
+		if r.Sizes == nil {
+			r.Sizes = map[int]int64{}
+		}
+		r.Invocations += g.invocations
+		r.Requests += g.requests
+		for size, n := range g.sizes {
+			r.Sizes[size] += n
+		}
+		into[name] = r
+	}
+}
+
+// medianSpread returns the median and the [min, max] of xs.
+func medianSpread(xs []float64) (float64, [2]float64) {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, [2]float64{s[0], s[n-1]}
+}
+
+// quantileMS is the nearest-rank q-quantile of sorted durations, in ms.
+func quantileMS(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(int(q*float64(len(sorted))), len(sorted)-1)
+	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// setRatios sets each result's ratio to one-at-a-time at the same level.
+func setRatios(rs []modeResult) {
+	i := slices.IndexFunc(rs, func(r modeResult) bool { return r.Name == "one-at-a-time" })
+	if i < 0 || rs[i].RequestsPerSecond == 0 {
+		return
+	}
+	for j := range rs {
+		rs[j].VsOneAtATime = rs[j].RequestsPerSecond / rs[i].RequestsPerSecond
+	}
+}
+
+// benchReport is the --json document.
+type benchReport struct {
+	Requests int          `json:"requests"`
+	Loop     string       `json:"loop"` // closed or open
+	Rate     float64      `json:"rate,omitempty"`
+	Arrivals string       `json:"arrivals,omitempty"`
+	Rounds   int          `json:"rounds"`
+	Warmup   int          `json:"warmup"`
+	MaxDelay string       `json:"max_delay"`
+	Modes    []modeResult `json:"modes"`
+}
+
+func writeBenchJSON(w io.Writer, b *bencher, rs []modeResult) error {
+	rep := benchReport{Requests: len(b.reqs), Loop: loopName(b), Rounds: b.flags.rounds, Warmup: b.flags.warmup,
+		MaxDelay: b.flags.maxDelay.String(), Modes: rs}
+	if b.flags.rate > 0 {
+		rep.Rate, rep.Arrivals = b.flags.rate, b.flags.arrivals
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func loopName(b *bencher) string {
+	if b.flags.rate > 0 {
+		return "open"
+	}
+	return "closed"
+}
+
+func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
+	load := "closed loop"
+	if b.flags.rate > 0 {
+		load = fmt.Sprintf("open loop at %g requests/s (%s)", b.flags.rate, b.flags.arrivals)
+	}
+	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, modes interleaved, max delay %v\n",
+		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.maxDelay)
+	fmt.Fprintf(w, "%-14s %7s %22s %10s %8s %8s %8s %8s %7s\n",
+		"mode", "clients", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", "failed")
+	for _, r := range rs {
+		spread := fmt.Sprintf("%.0f (%.0f–%.0f)", r.RequestsPerSecond, r.Spread.RequestsPerSecond[0], r.Spread.RequestsPerSecond[1])
+		fmt.Fprintf(w, "%-14s %7d %22s %10.0f %8.2f %8.2f %8.2f %7.2fx %7d\n",
+			r.Name, r.Concurrency, spread, r.ItemsPerSecond, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.VsOneAtATime, r.Failed)
+		for _, name := range slices.Sorted(maps.Keys(r.Groups)) {
+			g := r.Groups[name]
+			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f; sizes %s\n",
+				name, g.Invocations, g.MeanSize, g.PaddingOverhead, histogram(g.Sizes))
+		}
+		if r.FirstError != "" {
+			fmt.Fprintf(w, "  first failure: %s\n", r.FirstError)
+		}
+	}
+}
+
+// histogram prints group sizes as size×count, smallest first.
+func histogram(sizes map[int]int64) string {
+	var parts []string
+	for _, s := range slices.Sorted(maps.Keys(sizes)) {
+		parts = append(parts, fmt.Sprintf("%d×%d", s, sizes[s]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
