@@ -4,6 +4,7 @@ package ort
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -152,6 +153,17 @@ func (d *direct) close() {
 func imageBatch(b testing.TB, images, patches int64) benchCase {
 	b.Helper()
 	_, comp := imagePaddedComponent(b)
+	return benchCase{
+		name:   fmt.Sprintf("image%d", images),
+		dir:    filepath.Join(testenv.Root(b), "testdata/packages/image_padded"),
+		comp:   comp,
+		inputs: imageGroup(images, patches),
+	}
+}
+
+// imageGroup is the inputs of a group of images of patches patches each
+// (image i with 1 + i mod patches valid ones), one request per image.
+func imageGroup(images, patches int64) map[string]*backend.Tensor {
 	px := make([]float32, images*patches*8)
 	for i := range px {
 		px[i] = float32(i%13)/8 - 0.75
@@ -164,16 +176,11 @@ func imageBatch(b testing.TB, images, patches int64) benchCase {
 		offsets[i+1] = i + 1
 		owner[i] = i
 	}
-	return benchCase{
-		name: "image16",
-		dir:  filepath.Join(testenv.Root(b), "testdata/packages/image_padded"),
-		comp: comp,
-		inputs: map[string]*backend.Tensor{
-			"pixel_patches": {DType: "float32", Shape: []int64{images, patches, 8}, Data: px},
-			"patch_lengths": {DType: "int64", Shape: []int64{images}, Data: lengths},
-			"image_offsets": {DType: "int64", Shape: []int64{images + 1}, Data: offsets},
-			"image_owner":   {DType: "int64", Shape: []int64{images}, Data: owner},
-		},
+	return map[string]*backend.Tensor{
+		"pixel_patches": {DType: "float32", Shape: []int64{images, patches, 8}, Data: px},
+		"patch_lengths": {DType: "int64", Shape: []int64{images}, Data: lengths},
+		"image_offsets": {DType: "int64", Shape: []int64{images + 1}, Data: offsets},
+		"image_owner":   {DType: "int64", Shape: []int64{images}, Data: owner},
 	}
 }
 
