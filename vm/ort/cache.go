@@ -30,12 +30,16 @@ const maxCachedRank = 8
 // address. The cost is that the cache keeps up to valueCacheSize buffers
 // alive after their owner has dropped them.
 //
-// Values are counted while runs use them: an evicted value in use is
-// destroyed by the last run to release it.
+// Eviction is CLOCK (second chance): a value used since the hand last
+// passed it stays, so that a caller's reused buffers outlive a stream of
+// fresh ones, at a constant cost per miss. Values are counted while runs
+// use them: an evicted value in use is destroyed by the last run to
+// release it.
 type valueCache struct {
 	mu      sync.Mutex
 	entries map[valueKey]*cachedValue
-	clock   uint64 // counts uses, to evict the least recently used value
+	ring    []*cachedValue // the cached values, in the hand's order
+	hand    int
 	closed  bool
 }
 
@@ -49,9 +53,9 @@ type valueKey struct {
 type cachedValue struct {
 	key     valueKey
 	v       ortgo.Value
-	refs    int    // runs using v now
-	used    uint64 // clock at the last use
-	evicted bool   // out of the map: destroyed once refs is 0
+	refs    int  // runs using v now
+	used    bool // used since the hand last passed it
+	evicted bool // out of the map: destroyed once refs is 0
 }
 
 // keyOf returns a tensor's cache key, or false when it is not cached: a
@@ -95,8 +99,7 @@ func (c *valueCache) hits(ts []*backend.Tensor, held []*cachedValue) {
 		key, ok := keyOf(t)
 		if e := c.entries[key]; ok && e != nil {
 			e.refs++
-			c.clock++
-			e.used = c.clock
+			e.used = true
 			held[i] = e
 		}
 	}
@@ -114,22 +117,24 @@ func (c *valueCache) insert(e *cachedValue) {
 	if c.entries == nil {
 		c.entries = make(map[valueKey]*cachedValue, valueCacheSize)
 	}
-	if len(c.entries) >= valueCacheSize {
-		c.evict(c.oldest())
+	if len(c.ring) < valueCacheSize {
+		c.ring = append(c.ring, e)
+	} else {
+		c.evict(c.victim())
+		c.ring[c.hand] = e
+		c.hand = (c.hand + 1) % len(c.ring)
 	}
-	c.clock++
-	e.used = c.clock
 	c.entries[e.key] = e
 }
 
-func (c *valueCache) oldest() *cachedValue {
-	var old *cachedValue
-	for _, e := range c.entries {
-		if old == nil || e.used < old.used {
-			old = e
-		}
+// victim advances the hand past the values used since it last passed
+// them and returns the first one that was not.
+func (c *valueCache) victim() *cachedValue {
+	for c.ring[c.hand].used {
+		c.ring[c.hand].used = false
+		c.hand = (c.hand + 1) % len(c.ring)
 	}
-	return old
+	return c.ring[c.hand]
 }
 
 // evict takes a value out of the map, destroying it unless a run uses it.
@@ -166,4 +171,5 @@ func (c *valueCache) close() {
 	for _, e := range c.entries {
 		c.evict(e)
 	}
+	c.ring = nil
 }

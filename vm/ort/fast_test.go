@@ -5,9 +5,9 @@ package ort
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"sync"
 	"testing"
 
@@ -198,7 +198,7 @@ func TestInputCache(t *testing.T) {
 	if n := len(sess.values.entries); n != 4 {
 		t.Fatalf("the cache holds %d values after one call of 4 inputs, want 4", n)
 	}
-	before := maps2slice(sess.values.entries)
+	before := maps.Clone(sess.values.entries)
 	px := in["pixel_patches"].Float32s()
 	for i := range px {
 		px[i] = float32(i%7) - 3
@@ -206,7 +206,7 @@ func TestInputCache(t *testing.T) {
 	in["patch_lengths"].Int64s()[2] = 1
 	got := runImage(t, s, in)
 	checkImage(t, in, got)
-	if after := maps2slice(sess.values.entries); !slices.Equal(after, before) {
+	if !maps.Equal(sess.values.entries, before) {
 		t.Error("a second call with the same buffers made new values")
 	}
 	view := map[string]*backend.Tensor{
@@ -221,17 +221,9 @@ func TestInputCache(t *testing.T) {
 	}
 }
 
-func maps2slice(m map[valueKey]*cachedValue) []*cachedValue {
-	var out []*cachedValue
-	for _, e := range m {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b *cachedValue) int { return int(a.used) - int(b.used) })
-	return out
-}
-
 // TestInputCacheEviction: fresh buffers on every call keep the cache
-// bounded and every answer right; Close empties it.
+// bounded and every answer right, while the values of a buffer passed
+// again and again stay cached; Close empties the cache.
 func TestInputCacheEviction(t *testing.T) {
 	m, comp := imagePaddedComponent(t)
 	s, err := newBackend(t, Options{}).Load(comp, filepath.Join(testenv.Root(t), filepath.Dir(m.Path())))
@@ -239,11 +231,20 @@ func TestInputCacheEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := s.(*session)
-	for i := range valueCacheSize {
+	hot := imageInputs(3, 2, 0)
+	runImage(t, s, hot)
+	hotValues := maps.Clone(sess.values.entries)
+	for i := range 3 * valueCacheSize {
 		in := imageInputs(int64(1+i%5), 2, float32(i))
 		checkImage(t, in, runImage(t, s, in))
+		checkImage(t, hot, runImage(t, s, hot))
 		if n := len(sess.values.entries); n > valueCacheSize {
 			t.Fatalf("the cache holds %d values, more than %d", n, valueCacheSize)
+		}
+	}
+	for k, e := range hotValues {
+		if sess.values.entries[k] != e {
+			t.Errorf("the value of a buffer passed at every call was evicted by fresh ones (%+v)", k)
 		}
 	}
 	if err := s.Close(); err != nil {
