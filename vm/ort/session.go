@@ -20,9 +20,9 @@ import (
 // many threads at once, and onnxruntime_go's Run keeps no state of its own
 // between calls (each call builds its own value arrays; the name arrays and
 // the session handle are only read). The port plans are read-only after
-// Load but for each output's missed flag, which is atomic. Close is the one
-// writer, and the RWMutex keeps it from destroying the session under a
-// running call.
+// Load but for each output's missed flag, which is atomic; the input value
+// cache has its own lock. Close is the one writer, and the RWMutex keeps it
+// from destroying the session under a running call.
 type session struct {
 	comp    string
 	inputs  []inPort
@@ -102,8 +102,8 @@ func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, ou
 
 // call holds one run's tensors and ORT values: the inputs' (held from the
 // cache) and the outputs'. bufs[i] is the Go tensor output i's value was
-// made over, nil where ONNX Runtime allocates the output. Calls are pooled:
-// a run's bookkeeping allocates nothing but what it returns.
+// made over, nil where ONNX Runtime allocates the output. Calls are pooled,
+// so that a run's own bookkeeping allocates nothing.
 type call struct {
 	tensors   []*backend.Tensor // the inputs, in graph order
 	held      []*cachedValue
