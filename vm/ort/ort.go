@@ -232,7 +232,18 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 		return nil, err
 	}
 	defer so.Destroy()
-	s := &session{comp: comp.Name, inputs: ins, outputs: outs, ready: ready}
+	s := &session{
+		comp:    comp.Name,
+		inputs:  planInputs(ins),
+		outputs: planOutputs(comp, ins, outs),
+		all:     make([]bool, len(outs)),
+		ready:   ready,
+		alloc:   backend.NewTensor,
+	}
+	for i := range s.all {
+		s.all[i] = true
+	}
+	s.calls.New = func() any { return newCall(len(ins), len(outs)) }
 	inNames := make([]string, len(ins))
 	for i, in := range ins {
 		inNames[i] = in.Name

@@ -69,9 +69,24 @@ func (e embedding) component(name string) *ir.Component {
 		Name:     name,
 		Impl:     ir.ImplONNX,
 		Artifact: e.file,
-		Inputs:   []*ir.Port{{Name: e.in, Contract: &ir.Contract{DType: "float32", Rank: 4}}},
-		Outputs:  []*ir.Port{{Name: e.out, Contract: &ir.Contract{DType: "float32", Rank: 4}}},
+		Inputs:   []*ir.Port{{Name: e.in, Contract: contract("float32", "windows", 76, 32, 1)}},
+		Outputs:  []*ir.Port{{Name: e.out, Contract: contract("float32", "windows", 1, 1, 96)}},
 	}
+}
+
+// contract is a port contract as the compiler writes one: a dims entry is
+// a shape symbol (a string) or a fixed extent (an int).
+func contract(dtype string, dims ...any) *ir.Contract {
+	c := &ir.Contract{DType: dtype, Rank: len(dims), HasShape: true}
+	for _, d := range dims {
+		switch d := d.(type) {
+		case string:
+			c.Shape = append(c.Shape, ir.Dim{Sym: d})
+		case int:
+			c.Shape = append(c.Shape, ir.Dim{Size: int64(d)})
+		}
+	}
+	return c
 }
 
 func (e embedding) load(t testing.TB, b *Backend) backend.Session {
@@ -457,17 +472,7 @@ func TestValueErrors(t *testing.T) {
 // with its ports as the fixture generator declares them.
 func imagePadded(t *testing.T) (*testmodels.Model, backend.Session) {
 	t.Helper()
-	m := testmodels.Lookup("image_padded")
-	if m == nil {
-		t.Fatal("internal/testmodels has no image_padded model")
-	}
-	comp := &ir.Component{Name: m.Component, Impl: ir.ImplONNX, Artifact: m.Artifact}
-	for _, p := range m.Inputs {
-		comp.Inputs = append(comp.Inputs, &ir.Port{Name: p.Name, Contract: &ir.Contract{DType: p.DType, Rank: len(p.Dims)}})
-	}
-	for _, p := range m.Outputs {
-		comp.Outputs = append(comp.Outputs, &ir.Port{Name: p.Name, Contract: &ir.Contract{DType: p.DType, Rank: len(p.Dims)}})
-	}
+	m, comp := imagePaddedComponent(t)
 	dir := filepath.Join(testenv.Root(t), filepath.Dir(m.Path()))
 	s, err := newBackend(t, Options{}).Load(comp, dir)
 	if err != nil {
@@ -475,6 +480,35 @@ func imagePadded(t *testing.T) (*testmodels.Model, backend.Session) {
 	}
 	t.Cleanup(func() { s.Close() })
 	return m, s
+}
+
+// imagePaddedComponent is the IR component of the image_padded encoder,
+// its port shapes named by the metadata's symbols.
+func imagePaddedComponent(t testing.TB) (*testmodels.Model, *ir.Component) {
+	t.Helper()
+	m := testmodels.Lookup("image_padded")
+	if m == nil {
+		t.Fatal("internal/testmodels has no image_padded model")
+	}
+	comp := &ir.Component{Name: m.Component, Impl: ir.ImplONNX, Artifact: m.Artifact}
+	for _, p := range m.Inputs {
+		comp.Inputs = append(comp.Inputs, &ir.Port{Name: p.Name, Contract: portContract(p)})
+	}
+	for _, p := range m.Outputs {
+		comp.Outputs = append(comp.Outputs, &ir.Port{Name: p.Name, Contract: portContract(p)})
+	}
+	return m, comp
+}
+
+func portContract(p testmodels.Port) *ir.Contract {
+	dims := make([]any, len(p.Dims))
+	for i, d := range p.Dims {
+		dims[i] = d.Sym
+		if d.Sym == "" {
+			dims[i] = int(d.Size)
+		}
+	}
+	return contract(p.DType, dims...)
 }
 
 // TestImagePadded runs the padded image encoder with float32 and int64

@@ -1,0 +1,175 @@
+//go:build cgo
+
+package ort
+
+import (
+	"sync"
+
+	ortgo "github.com/yalue/onnxruntime_go"
+
+	"github.com/genaic/genaic/backend"
+)
+
+// valueCacheSize bounds the ORT input values a session keeps: enough for
+// a few group buffers per input in several shapes.
+const valueCacheSize = 32
+
+// maxCachedRank bounds the rank of a cached input (the key holds the shape
+// in a fixed array, so that it is comparable without allocating).
+const maxCachedRank = 8
+
+// valueCache keeps the ORT values made over callers' input buffers. Making
+// one costs more than a small graph's whole run in onnxruntime_go (a cgo
+// call into ONNX Runtime to create it and one to release it), and the VM
+// passes the same group buffers again and again. A value is keyed by the
+// buffer's address, dtype and shape: the same memory seen as the same
+// tensor. ONNX Runtime reads the buffer in place at every run, so what the
+// caller wrote into it since is what the graph sees. A cached value holds
+// its Go slice, so the buffer cannot be freed, nor its address reused by
+// another, while the value is cached: that is why the key may be an
+// address. The cost is that the cache keeps up to valueCacheSize buffers
+// alive after their owner has dropped them.
+//
+// Eviction is CLOCK (second chance): a value used since the hand last
+// passed it stays, so that a caller's reused buffers outlive a stream of
+// fresh ones, at a constant cost per miss. Values are counted while runs
+// use them: an evicted value in use is destroyed by the last run to
+// release it.
+type valueCache struct {
+	mu      sync.Mutex
+	entries map[valueKey]*cachedValue
+	ring    []*cachedValue // the cached values, in the hand's order
+	hand    int
+	closed  bool
+}
+
+type valueKey struct {
+	addr  uintptr
+	dtype string
+	rank  int
+	dims  [maxCachedRank]int64
+}
+
+type cachedValue struct {
+	key     valueKey
+	v       ortgo.Value
+	refs    int  // runs using v now
+	used    bool // used since the hand last passed it
+	evicted bool // out of the map: destroyed once refs is 0
+}
+
+// keyOf returns a tensor's cache key, or false when it is not cached: a
+// rank beyond maxCachedRank.
+func keyOf(t *backend.Tensor) (valueKey, bool) {
+	if len(t.Shape) > maxCachedRank {
+		return valueKey{}, false
+	}
+	k := valueKey{addr: dataAddr(t.Data), dtype: t.DType, rank: len(t.Shape)}
+	copy(k.dims[:], t.Shape)
+	return k, true
+}
+
+// acquire fills held with a value over each checked tensor's data, from
+// the cache or new, and must be followed by release(held) once the run no
+// longer uses them. On error it returns the index of the tensor that failed.
+func (c *valueCache) acquire(ts []*backend.Tensor, held []*cachedValue) (int, error) {
+	c.hits(ts, held)
+	for i, t := range ts {
+		if held[i] != nil {
+			continue
+		}
+		key, ok := keyOf(t)
+		v, err := newValue(t)
+		if err != nil {
+			return i, err
+		}
+		held[i] = &cachedValue{key: key, v: v, refs: 1, evicted: !ok}
+		if ok {
+			c.insert(held[i])
+		}
+	}
+	return 0, nil
+}
+
+// hits fills held with the cached values of ts, under one lock.
+func (c *valueCache) hits(ts []*backend.Tensor, held []*cachedValue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range ts {
+		key, ok := keyOf(t)
+		if e := c.entries[key]; ok && e != nil {
+			e.refs++
+			e.used = true
+			held[i] = e
+		}
+	}
+}
+
+// insert adds a value made outside the lock. A value another run cached
+// for the same key meanwhile stays; the new one is then used once, uncached.
+func (c *valueCache) insert(e *cachedValue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.entries[e.key]; dup || c.closed {
+		e.evicted = true
+		return
+	}
+	if c.entries == nil {
+		c.entries = make(map[valueKey]*cachedValue, valueCacheSize)
+	}
+	if len(c.ring) < valueCacheSize {
+		c.ring = append(c.ring, e)
+	} else {
+		c.evict(c.victim())
+		c.ring[c.hand] = e
+		c.hand = (c.hand + 1) % len(c.ring)
+	}
+	c.entries[e.key] = e
+}
+
+// victim advances the hand past the values used since it last passed
+// them and returns the first one that was not.
+func (c *valueCache) victim() *cachedValue {
+	for c.ring[c.hand].used {
+		c.ring[c.hand].used = false
+		c.hand = (c.hand + 1) % len(c.ring)
+	}
+	return c.ring[c.hand]
+}
+
+// evict takes a value out of the map, destroying it unless a run uses it.
+func (c *valueCache) evict(e *cachedValue) {
+	delete(c.entries, e.key)
+	e.evicted = true
+	if e.refs == 0 {
+		e.v.Destroy()
+	}
+}
+
+// release ends a run's use of the values it acquired (nil entries are
+// skipped: an acquire that failed part way).
+func (c *valueCache) release(held []*cachedValue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range held {
+		if e == nil {
+			continue
+		}
+		e.refs--
+		if e.evicted && e.refs == 0 {
+			e.v.Destroy()
+		}
+	}
+}
+
+// close destroys every cached value (those in use, once released) and
+// caches nothing more.
+func (c *valueCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, e := range c.entries {
+		c.evict(e)
+	}
+	c.ring = nil
+}

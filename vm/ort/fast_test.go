@@ -1,0 +1,291 @@
+//go:build cgo
+
+package ort
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	ortgo "github.com/yalue/onnxruntime_go"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/testenv"
+	"github.com/genaic/genaic/internal/testmodels"
+	"github.com/genaic/genaic/ir"
+)
+
+// watchAlloc records the output buffers a session allocates.
+func watchAlloc(t *testing.T, s backend.Session) *[]*backend.Tensor {
+	t.Helper()
+	sess, ok := s.(*session)
+	if !ok {
+		t.Fatalf("the session is a %T", s)
+	}
+	var (
+		mu   sync.Mutex
+		made []*backend.Tensor
+	)
+	sess.alloc = func(dtype string, shape []int64) (*backend.Tensor, error) {
+		buf, err := backend.NewTensor(dtype, shape)
+		mu.Lock()
+		made = append(made, buf)
+		mu.Unlock()
+		return buf, err
+	}
+	return &made
+}
+
+func sameData(a, b any) bool { return dataAddr(a) == dataAddr(b) }
+
+// imageInputs is a group of images of patches patches each, filled from seed.
+func imageInputs(images, patches int64, seed float32) map[string]*backend.Tensor {
+	in := imageGroup(images, patches)
+	px := in["pixel_patches"].Float32s()
+	for i := range px {
+		px[i] += seed
+	}
+	return in
+}
+
+func runImage(t *testing.T, s backend.Session, in map[string]*backend.Tensor) *backend.Tensor {
+	t.Helper()
+	res, err := s.Run(context.Background(), in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res["embeddings"]
+}
+
+// TestOutputsWrittenInPlace: an output whose shape the contracts predict is
+// the Go buffer the session allocated, written by ONNX Runtime (no copy),
+// fresh for every call, and right.
+func TestOutputsWrittenInPlace(t *testing.T) {
+	_, s := imagePadded(t)
+	made := watchAlloc(t, s)
+	in := imageInputs(5, 3, 0)
+	first := runImage(t, s, in)
+	second := runImage(t, s, in)
+	if len(*made) != 2 {
+		t.Fatalf("the session allocated %d output buffers for two calls, want 2", len(*made))
+	}
+	for i, got := range []*backend.Tensor{first, second} {
+		if !sameData(got.Data, (*made)[i].Data) || !reflect.DeepEqual(got.Shape, []int64{5, 4}) {
+			t.Errorf("call %d returned %v that is not the buffer the session allocated", i, got)
+		}
+	}
+	if sameData(first.Data, second.Data) {
+		t.Error("two calls returned the same output buffer")
+	}
+	checkImage(t, in, first)
+
+	e := embeddingModel(t)
+	es := e.load(t, newBackend(t, Options{}))
+	made = watchAlloc(t, es)
+	res, err := es.Run(context.Background(), map[string]*backend.Tensor{e.in: windows(3, 2)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res[e.out]; len(*made) != 1 || !sameData(got.Data, (*made)[0].Data) || !reflect.DeepEqual(got.Shape, []int64{3, 1, 1, 96}) {
+		t.Errorf("the embedding output %v is not the buffer the session allocated", got)
+	}
+}
+
+// checkImage compares embeddings with the model's plain-Go reference.
+func checkImage(t *testing.T, in map[string]*backend.Tensor, got *backend.Tensor) {
+	t.Helper()
+	if err := compareImage(in, got); err != nil {
+		t.Error(err)
+	}
+}
+
+func compareImage(in map[string]*backend.Tensor, got *backend.Tensor) error {
+	ref := map[string]testmodels.Tensor{}
+	for name, x := range in {
+		if x.DType == "float32" {
+			ref[name] = testmodels.Float32(x.Shape, x.Float32s())
+		} else {
+			ref[name] = testmodels.Int64(x.Shape, x.Int64s())
+		}
+	}
+	want, err := testmodels.Lookup("image_padded").Reference(ref)
+	if err != nil {
+		return err
+	}
+	w := want["embeddings"]
+	if !reflect.DeepEqual(got.Shape, w.Shape) {
+		return fmt.Errorf("embeddings %v, want shape %v", got, w.Shape)
+	}
+	if j, ok := near(got.Float32s(), w.F32, 1e-5); !ok {
+		return fmt.Errorf("embeddings differ from the reference at %d: %v vs %v", j, got.Float32s()[j], w.F32[j])
+	}
+	return nil
+}
+
+// TestPredictionFallback: a contract that predicts a wrong output shape
+// makes ONNX Runtime refuse the provided output; the call is repeated with
+// the output allocated by ONNX Runtime and still answers right, and the
+// output is not predicted again.
+func TestPredictionFallback(t *testing.T) {
+	_, comp := imagePaddedComponent(t)
+	comp.Outputs[0].Contract = contract("float32", "patches", "hidden") // wrong: the graph gives [images, 4]
+	dir := filepath.Join(testenv.Root(t), "testdata/packages/image_padded")
+	s, err := newBackend(t, Options{}).Load(comp, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	made := watchAlloc(t, s)
+	in := imageInputs(5, 3, 0)
+	got := runImage(t, s, in)
+	checkImage(t, in, got)
+	if len(*made) != 1 || sameData(got.Data, (*made)[0].Data) {
+		t.Fatalf("allocated %d buffers; want the one refused, not returned", len(*made))
+	}
+	if !s.(*session).outputs[0].missed.Load() {
+		t.Error("the output is still predicted after ONNX Runtime refused the prediction")
+	}
+	checkImage(t, in, runImage(t, s, in))
+	if len(*made) != 1 {
+		t.Errorf("the session predicted the output again (%d buffers)", len(*made))
+	}
+}
+
+// TestPlanOutputs: where each extent of an output comes from.
+func TestPlanOutputs(t *testing.T) {
+	ins := []ortgo.InputOutputInfo{{Name: "x", Dimensions: ortgo.NewShape(-1, -1, 8)}}
+	tests := []struct {
+		name  string
+		graph []int64
+		c     *ir.Contract
+		want  []dimSource
+	}{
+		{"graph and symbol", []int64{-1, 4}, contract("float32", "n", "h"), []dimSource{{in: 0, axis: 0}, {size: 4, in: -1}}},
+		{"literal", []int64{-1, -1}, contract("float32", "t", 7), []dimSource{{in: 0, axis: 1}, {size: 7, in: -1}}},
+		{"open graph rank", nil, contract("float32", "n"), []dimSource{{in: 0, axis: 0}}},
+		{"unbound symbol", []int64{-1, 4}, contract("float32", "m", "h"), nil},
+		{"no contract shape", []int64{-1, 4}, &ir.Contract{DType: "float32", Rank: 2}, nil},
+		{"rank disagrees", []int64{-1, 4}, contract("float32", "n"), nil},
+		{"all static", []int64{2, 4}, nil, []dimSource{{size: 2, in: -1}, {size: 4, in: -1}}},
+		{"scalar", []int64{}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			comp := &ir.Component{
+				Inputs:  []*ir.Port{{Name: "x", Contract: contract("float32", "n", "t", "f")}},
+				Outputs: []*ir.Port{{Name: "y", Contract: tt.c}},
+			}
+			outs := []ortgo.InputOutputInfo{{Name: "y", OrtValueType: ortgo.ONNXTypeTensor, DataType: ortgo.TensorElementDataTypeFloat, Dimensions: tt.graph}}
+			if got := planOutputs(comp, ins, outs)[0].plan; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("plan = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestInputCache: a buffer passed again reuses its ORT value, and what the
+// caller wrote into it since is what the graph reads; another shape over
+// the same buffer is another value.
+func TestInputCache(t *testing.T) {
+	_, s := imagePadded(t)
+	sess := s.(*session)
+	in := imageInputs(4, 3, 0)
+	runImage(t, s, in)
+	if n := len(sess.values.entries); n != 4 {
+		t.Fatalf("the cache holds %d values after one call of 4 inputs, want 4", n)
+	}
+	before := maps.Clone(sess.values.entries)
+	px := in["pixel_patches"].Float32s()
+	for i := range px {
+		px[i] = float32(i%7) - 3
+	}
+	in["patch_lengths"].Int64s()[2] = 1
+	got := runImage(t, s, in)
+	checkImage(t, in, got)
+	if !maps.Equal(sess.values.entries, before) {
+		t.Error("a second call with the same buffers made new values")
+	}
+	view := map[string]*backend.Tensor{
+		"pixel_patches": in["pixel_patches"].View(0, 2),
+		"patch_lengths": in["patch_lengths"].View(0, 2),
+		"image_offsets": {DType: "int64", Shape: []int64{3}, Data: in["image_offsets"].Int64s()[:3]},
+		"image_owner":   in["image_owner"].View(0, 2),
+	}
+	checkImage(t, view, runImage(t, s, view))
+	if n := len(sess.values.entries); n != 8 {
+		t.Errorf("the cache holds %d values after views of 4 cached buffers, want 8", n)
+	}
+}
+
+// TestInputCacheEviction: fresh buffers on every call keep the cache
+// bounded and every answer right, while the values of a buffer passed
+// again and again stay cached; Close empties the cache.
+func TestInputCacheEviction(t *testing.T) {
+	m, comp := imagePaddedComponent(t)
+	s, err := newBackend(t, Options{}).Load(comp, filepath.Join(testenv.Root(t), filepath.Dir(m.Path())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := s.(*session)
+	hot := imageInputs(3, 2, 0)
+	runImage(t, s, hot)
+	hotValues := maps.Clone(sess.values.entries)
+	for i := range 3 * valueCacheSize {
+		in := imageInputs(int64(1+i%5), 2, float32(i))
+		checkImage(t, in, runImage(t, s, in))
+		checkImage(t, hot, runImage(t, s, hot))
+		if n := len(sess.values.entries); n > valueCacheSize {
+			t.Fatalf("the cache holds %d values, more than %d", n, valueCacheSize)
+		}
+	}
+	for k, e := range hotValues {
+		if sess.values.entries[k] != e {
+			t.Errorf("the value of a buffer passed at every call was evicted by fresh ones (%+v)", k)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sess.values.entries); n != 0 || !sess.values.closed {
+		t.Errorf("after Close the cache holds %d values", n)
+	}
+}
+
+// TestConcurrentCachedRuns runs one session from many goroutines, some
+// sharing input buffers (cache hits on one value), some bringing fresh
+// buffers every call (misses and evictions under the others' feet), and
+// checks every answer (run it with -race).
+func TestConcurrentCachedRuns(t *testing.T) {
+	_, s := imagePadded(t)
+	shared := imageInputs(6, 4, 0.5)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 3 * valueCacheSize / 8 {
+				in := shared
+				if w%2 == 1 {
+					in = imageInputs(int64(1+(w+i)%6), 3, float32(w*100+i))
+				}
+				res, err := s.Run(context.Background(), in, []string{"embeddings"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := compareImage(in, res["embeddings"]); err != nil {
+					errs <- fmt.Errorf("worker %d call %d: %w", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
