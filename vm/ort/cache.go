@@ -14,6 +14,11 @@ import (
 // a few group buffers per input in several shapes.
 const valueCacheSize = 32
 
+// maxCachedBytes bounds the size of a cached input: making a value is worth
+// saving where the run is short, which means small inputs, and what the
+// cache keeps alive stays below valueCacheSize × maxCachedBytes.
+const maxCachedBytes = 1 << 20
+
 // maxCachedRank bounds the rank of a cached input (the key holds the shape
 // in a fixed array, so that it is comparable without allocating).
 const maxCachedRank = 8
@@ -28,7 +33,7 @@ const maxCachedRank = 8
 // its Go slice, so the buffer cannot be freed, nor its address reused by
 // another, while the value is cached: that is why the key may be an
 // address. The cost is that the cache keeps up to valueCacheSize buffers
-// alive after their owner has dropped them.
+// (of at most maxCachedBytes each) alive after their owner has dropped them.
 //
 // Eviction is CLOCK (second chance): a value used since the hand last
 // passed it stays, so that a caller's reused buffers outlive a stream of
@@ -59,9 +64,9 @@ type cachedValue struct {
 }
 
 // keyOf returns a tensor's cache key, or false when it is not cached: a
-// rank beyond maxCachedRank.
+// rank beyond maxCachedRank or more than maxCachedBytes.
 func keyOf(t *backend.Tensor) (valueKey, bool) {
-	if len(t.Shape) > maxCachedRank {
+	if len(t.Shape) > maxCachedRank || t.Bytes() > maxCachedBytes {
 		return valueKey{}, false
 	}
 	k := valueKey{addr: dataAddr(t.Data), dtype: t.DType, rank: len(t.Shape)}
