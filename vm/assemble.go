@@ -37,7 +37,7 @@ func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) 
 	for i, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:
-			g.inputs[in.Name] = items[0].ports[i]
+			g.inputs[in.Name] = items[0].ports[i].t
 		case plan.RoleRows, plan.RoleExpanded, plan.RolePacked:
 			t, err := g.concat(i, in, items, copies)
 			if err != nil {
@@ -89,7 +89,7 @@ func (g *group) empty() bool {
 func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
 	tensors := make([]*backend.Tensor, len(items))
 	for i, it := range items {
-		tensors[i] = it.ports[at]
+		tensors[i] = it.ports[at].t
 	}
 	padAxes := make([]bool, tensors[0].Rank())
 	padded := false
@@ -194,7 +194,7 @@ func (g *group) composeLevels(at int, in plan.Port, items []*item) {
 	for k := range in.Levels {
 		per := make([][]int64, len(items))
 		for i, it := range items {
-			per[i] = it.levels[at][k]
+			per[i] = it.ports[at].levels[k]
 		}
 		levels[k] = concatOffsets(per)
 	}
@@ -220,7 +220,7 @@ func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copi
 	entry := slices.IndexFunc(spec.gp.Inputs[at].Padded, func(p plan.Pad) bool { return p.Dimension == s.Dimension })
 	ts := make([]*backend.Tensor, len(items))
 	for i, it := range items {
-		ts[i] = it.lengths[at][entry]
+		ts[i] = it.ports[at].lengths[entry]
 	}
 	padAxes := make([]bool, ts[0].Rank())
 	for a := 1; a < len(padAxes); a++ {

@@ -20,12 +20,20 @@ type formation struct {
 	pad     padSum
 	closing bool // a compatible item was kept out: the group cannot usefully grow
 	cap     int
+	// urgent and rest are the candidates past and within their delay.
+	urgent, rest []int
 }
 
 // form chooses the next group from the queue (which holds at least one
-// item) without taking it.
+// item) without taking it. The former forms a group on every arrival while
+// a runner waits, so one formation is reused.
 func (g *grouper) form(now time.Time) *formation {
-	f := &formation{g: g, chosen: []int{0}, budgets: newBudgetSum(g.spec), pad: newPadSum(g.spec.pads), cap: g.sched.limit()}
+	f := g.forming
+	if f == nil {
+		f = &formation{g: g, budgets: newBudgetSum(g.spec), pad: newPadSum(g.spec.pads)}
+		g.forming = f
+	}
+	f.reset(g.sched.limit())
 	head := g.queue[0].it
 	f.budgets.add(head)
 	f.pad.add(head)
@@ -33,7 +41,7 @@ func (g *grouper) form(now time.Time) *formation {
 		f.closing = true
 		return f
 	}
-	var urgent, rest []int
+	urgent, rest := f.urgent, f.rest
 	for i := 1; i < len(g.queue) && i <= lookahead; i++ {
 		p := g.queue[i]
 		if !g.spec.compatible(head, p.it) {
@@ -45,6 +53,7 @@ func (g *grouper) form(now time.Time) *formation {
 			rest = append(rest, i)
 		}
 	}
+	f.urgent, f.rest = urgent, rest
 	// Items past their delay bound go first, oldest first, whatever they
 	// cost in padding: no item waits longer than max_delay because
 	// padding-aware choices passed it by.
@@ -100,6 +109,21 @@ func (f *formation) consider(i int, overdue bool) {
 }
 
 func (f *formation) head() *pending { return f.g.queue[f.chosen[0]] }
+
+// reset empties the formation for the next group, keeping its storage.
+func (f *formation) reset(cap int) {
+	f.chosen = append(f.chosen[:0], 0)
+	f.urgent, f.rest = f.urgent[:0], f.rest[:0]
+	f.closing, f.cap = false, cap
+	for _, ts := range f.budgets.terms {
+		clear(ts)
+	}
+	clear(f.pad.rows)
+	clear(f.pad.inner)
+	for _, e := range f.pad.ext {
+		clear(e)
+	}
+}
 
 // full reports whether the group cannot grow: a budget is spent, an item
 // was kept out by one, or the scheduler's cap is reached.
@@ -216,13 +240,13 @@ func itemTerm(t plan.Term, at int, it *item) int64 {
 	if at < 0 {
 		return 0
 	}
-	switch p := it.ports[at]; t.Kind {
+	switch p := it.ports[at].t; t.Kind {
 	case plan.TermPacked:
 		if p != nil {
 			return p.Shape[0]
 		}
 	case plan.TermUnits:
-		if offs := it.levels[at]; t.Level-1 < len(offs) && t.Level >= 1 {
+		if offs := it.ports[at].levels; t.Level-1 < len(offs) && t.Level >= 1 {
 			return int64(len(offs[t.Level-1]) - 1)
 		}
 	case plan.TermPadded, plan.TermPinned:
@@ -263,7 +287,7 @@ func (s *padSum) elements(k int, it *item) int64 {
 	n, inner := s.rows[k], s.inner[k]
 	var t []int64
 	if it != nil {
-		t = it.ports[s.ports[k].at].Shape
+		t = it.ports[s.ports[k].at].t.Shape
 		n += t[0]
 		inner = s.innerOf(k, t)
 	}
@@ -298,7 +322,7 @@ func (s *padSum) innerOf(k int, shape []int64) int64 {
 func (s *padSum) addedWaste(it *item) int64 {
 	var w int64
 	for k, p := range s.ports {
-		t := it.ports[p.at]
+		t := it.ports[p.at].t
 		w += s.elements(k, it) - s.elements(k, nil) - t.Len()
 	}
 	return w
@@ -306,7 +330,7 @@ func (s *padSum) addedWaste(it *item) int64 {
 
 func (s *padSum) add(it *item) {
 	for k, p := range s.ports {
-		t := it.ports[p.at].Shape
+		t := it.ports[p.at].t.Shape
 		s.rows[k] += t[0]
 		s.inner[k] = s.innerOf(k, t)
 		for j, a := range p.axes {

@@ -91,7 +91,7 @@ func TestFormationIsPaddingAware(t *testing.T) {
 	f := g.form(now.Add(time.Millisecond))
 	var extents []int64
 	for _, i := range f.chosen {
-		extents = append(extents, queue[i].it.ports[0].Shape[1])
+		extents = append(extents, queue[i].it.ports[0].t.Shape[1])
 	}
 	for _, x := range extents {
 		if x != 2 {
@@ -106,7 +106,7 @@ func TestFormationIsPaddingAware(t *testing.T) {
 	f = g.form(now.Add(2 * time.Second))
 	late := 0
 	for _, i := range f.chosen {
-		if queue[i].it.ports[0].Shape[1] == 60 {
+		if queue[i].it.ports[0].t.Shape[1] == 60 {
 			late++
 		}
 	}

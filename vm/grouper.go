@@ -35,6 +35,7 @@ type grouper struct {
 	inFlight int        // items handed to runners and not yet answered
 	closed   bool
 	arrivals arrivals
+	forming  *formation // the former's, reused for every group it forms
 
 	wake     chan struct{}   // something changed for the former (cap 1)
 	dispatch chan []*pending // formed groups, to the runners
@@ -130,8 +131,13 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	}
 	g.queue = append(g.queue, ps...)
 	g.arrivals.arrived(ps[0].queued)
+	// While every runner is busy an arrival only joins the queue: the
+	// former looks again when a runner frees up.
+	wake := g.idle > 0
 	g.mu.Unlock()
-	g.poke()
+	if wake {
+		g.poke()
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"maps"
 	"reflect"
 
 	"github.com/genaic/genaic/backend"
@@ -14,6 +15,7 @@ type run struct {
 	e       *Engine
 	ctx     context.Context
 	env     map[string]*backend.Tensor // values by name
+	args    map[string]*backend.Tensor // one invoke's arguments, reused
 	outputs map[string]*backend.Tensor // emitted workflow outputs
 }
 
@@ -116,7 +118,13 @@ func (r *run) value(u ir.Use) (*backend.Tensor, error) {
 
 func (r *run) invoke(s *ir.Step) error {
 	name := s.Component.Name
-	args := make(map[string]*backend.Tensor, len(s.Args))
+	// Admission reads the arguments without keeping the map, and a solo
+	// session gets a copy: one map serves every invoke of the request.
+	if r.args == nil {
+		r.args = make(map[string]*backend.Tensor, len(s.Args))
+	}
+	args := r.args
+	defer clear(args)
 	for _, a := range s.Args {
 		t, err := r.value(a.Value)
 		if err != nil {
@@ -196,7 +204,8 @@ func (e *Engine) Submit(ctx context.Context, req Request) (Response, error) {
 // solo invokes an ungrouped component with one request's values.
 func (e *Engine) solo(ctx context.Context, name string, args map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 	spec := e.specs[name]
-	outs, err := e.sessions[name].Run(ctx, args, spec.outputNames())
+	// A Go binding is handed a map of its own: the caller's may be reused.
+	outs, err := e.sessions[name].Run(ctx, maps.Clone(args), spec.outputNames())
 	if err != nil {
 		return nil, backendError(name, 1, err)
 	}

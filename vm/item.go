@@ -15,21 +15,24 @@ import (
 // GroupPlan (componentSpec.index), so that admitting an item allocates a
 // few slices, not maps.
 type item struct {
-	ports []*backend.Tensor // payload and broadcast inputs; nil for companions
-	// levels holds, per packed port, the item's offsets per level
-	// (innermost first); its outermost level has exactly one row.
-	levels [][][]int64
-	// lengths holds, per padded port, the item's lengths per padding entry
-	// (in the order of the port's Padded list).
-	lengths [][]*backend.Tensor
+	ports []itemPort
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
 }
 
-// newItem returns an empty item of a component with n input ports.
-func newItem(n int) *item {
-	return &item{ports: make([]*backend.Tensor, n), levels: make([][][]int64, n), lengths: make([][]*backend.Tensor, n)}
+// itemPort is an item's value of one input port.
+type itemPort struct {
+	t *backend.Tensor // a payload or broadcast input; nil for companions
+	// levels holds, for a packed port, the item's offsets per level
+	// (innermost first); its outermost level has exactly one row.
+	levels [][]int64
+	// lengths holds, for a padded port, the item's lengths per padding
+	// entry (in the order of the port's Padded list).
+	lengths []*backend.Tensor
 }
+
+// newItem returns an empty item of a component with n input ports.
+func newItem(n int) *item { return &item{ports: make([]itemPort, n)} }
 
 // componentSpec is what the runtime derives once per component from its
 // contracts and GroupPlan.
@@ -101,7 +104,7 @@ func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) 
 		}
 	}
 	for _, u := range s.gp.Uniform {
-		it.uniform = append(it.uniform, it.ports[s.at(u.Port)].Shape[u.Axis])
+		it.uniform = append(it.uniform, it.ports[s.at(u.Port)].t.Shape[u.Axis])
 	}
 	return it, nil
 }
@@ -115,7 +118,7 @@ func (s *componentSpec) admitPort(it *item, i int, in plan.Port, args map[string
 	if err := s.checkPort(in, t); err != nil {
 		return err
 	}
-	it.ports[i] = t
+	it.ports[i].t = t
 	if err := s.admitLevels(it, i, in, t, args, env); err != nil {
 		return err
 	}
@@ -171,7 +174,7 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 	if children != 1 {
 		return runErr("run/extent", "the outermost level of `%s` counts %d rows, but one request is one row: its outer offsets are [0, items]", in.Name, children)
 	}
-	it.levels[i] = offsets
+	it.ports[i].levels = offsets
 	return nil
 }
 
@@ -188,10 +191,10 @@ func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.T
 		if err := checkLengths(p.Lengths.Name(), p.Dimension, lt, t.Shape[:p.Axis], t.Shape[p.Axis]); err != nil {
 			return err
 		}
-		if it.lengths[i] == nil {
-			it.lengths[i] = make([]*backend.Tensor, len(in.Padded))
+		if it.ports[i].lengths == nil {
+			it.ports[i].lengths = make([]*backend.Tensor, len(in.Padded))
 		}
-		it.lengths[i][k] = lt
+		it.ports[i].lengths[k] = lt
 	}
 	return nil
 }
@@ -205,7 +208,7 @@ func (s *componentSpec) compatible(head, it *item) bool {
 		}
 	}
 	for _, name := range s.gp.SharedEqual {
-		if i := s.at(name); !equalTensor(head.ports[i], it.ports[i]) {
+		if i := s.at(name); !equalTensor(head.ports[i].t, it.ports[i].t) {
 			return false
 		}
 	}

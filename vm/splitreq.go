@@ -40,12 +40,21 @@ func (s *componentSpec) splittable() (string, bool) {
 
 // overBudget returns the first budget it alone exceeds, or -1.
 func (s *componentSpec) overBudget(it *item) int {
-	for i, f := range s.footprints([]*item{it}) {
-		if f > s.gp.Budgets[i].MaxTotal {
+	for i, b := range s.gp.Budgets {
+		if s.alone(i, it) > b.MaxTotal {
 			return i
 		}
 	}
 	return -1
+}
+
+// alone is the footprint of it alone on budget i.
+func (s *componentSpec) alone(i int, it *item) int64 {
+	total := int64(1)
+	for j, t := range s.gp.Budgets[i].Terms {
+		total *= itemTerm(t, s.termPorts[i][j], it)
+	}
+	return total
 }
 
 // chunk splits an item that exceeds a budget into the fewest runs of
@@ -59,7 +68,7 @@ func (s *componentSpec) chunk(it *item) ([]*item, error) {
 	port, ok := s.splittable()
 	units := int64(0)
 	if ok {
-		levels := it.levels[s.at(port)]
+		levels := it.ports[s.at(port)].levels
 		units = levels[len(levels)-1][1]
 	}
 	if !ok || units < 2 {
@@ -84,13 +93,13 @@ func (s *componentSpec) chunk(it *item) ([]*item, error) {
 func (s *componentSpec) budgetError(i int, it *item) error {
 	b := s.gp.Budgets[i]
 	return runErr("run/budget", "an item of this request has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
-		s.footprints([]*item{it})[i], b.Dimensions, s.comp.Name, b.MaxTotal)
+		s.alone(i, it), b.Dimensions, s.comp.Name, b.MaxTotal)
 }
 
 // subItem is the part of it made of outermost units [a, b) of port.
 func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	at := s.at(port)
-	levels := it.levels[at]
+	levels := it.ports[at].levels
 	sub := newItem(len(it.ports))
 	sub.uniform = it.uniform
 	subLevels := make([][]int64, len(levels))
@@ -101,12 +110,12 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 		lo, hi = levels[k][lo], levels[k][hi]
 	}
 	copy(sub.ports, it.ports)
-	sub.ports[at] = it.ports[at].View(lo, hi)
-	sub.levels[at] = subLevels
-	if ls := it.lengths[at]; ls != nil {
-		sub.lengths[at] = make([]*backend.Tensor, len(ls))
+	sub.ports[at].t = it.ports[at].t.View(lo, hi)
+	sub.ports[at].levels = subLevels
+	if ls := it.ports[at].lengths; ls != nil {
+		sub.ports[at].lengths = make([]*backend.Tensor, len(ls))
 		for k, l := range ls {
-			sub.lengths[at][k] = l.View(lo, hi)
+			sub.ports[at].lengths[k] = l.View(lo, hi)
 		}
 	}
 	return sub
