@@ -43,6 +43,9 @@ type Engine struct {
 	backends Backends
 	// inputNames are the workflow's inputs: a request may supply no other.
 	inputNames []string
+	// lockstep says RunAll runs requests in lockstep: the workflow is
+	// straight-line.
+	lockstep bool
 	// runs recycles the interpreter's per-request state, goroutines the
 	// goroutines RunAll runs requests on.
 	runs       sync.Pool
@@ -74,7 +77,7 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), goroutines: newPool(), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), goroutines: newPool(), lockstep: straightLine(m.Body), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -185,6 +188,18 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 	return e.exec(ctx, req)
 }
 
+// runWindows runs reqs in lockstep (batch.go), window by window: a window
+// is as many requests as may be in flight and as the queues hold.
+func (e *Engine) runWindows(ctx context.Context, reqs []Request, out []Response, window int) {
+	for lo := 0; lo < len(reqs); lo += window {
+		hi := min(lo+window, len(reqs))
+		e.active.Add(int64(hi - lo)) // before the announcement ends: never both zero
+		e.announced.Add(int64(lo - hi))
+		e.runBatch(ctx, reqs[lo:hi], out[lo:hi])
+		e.active.Add(int64(lo - hi))
+	}
+}
+
 // exec runs one request's program.
 func (e *Engine) exec(ctx context.Context, req Request) Response {
 	r, _ := e.runs.Get().(*run)
@@ -221,6 +236,10 @@ func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []R
 	}
 	out := make([]Response, len(reqs))
 	e.announced.Add(int64(len(reqs)))
+	if e.lockstep {
+		e.runWindows(ctx, reqs, out, min(limit, e.opts.Queue))
+		return out
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(limit)

@@ -79,7 +79,7 @@ func (g *grouper) answerCancelled() {
 	kept := g.queue[:0]
 	for _, p := range g.queue {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- share{err: err}
+			p.answer(share{err: err})
 			continue
 		}
 		kept = append(kept, p)

@@ -45,8 +45,22 @@ type grouper struct {
 type pending struct {
 	ctx    context.Context
 	it     *item
-	done   chan share
 	queued time.Time
+	// An item is answered on done, or, for one of a batch run in lockstep,
+	// into res with batch.Done.
+	done  chan share
+	batch *sync.WaitGroup
+	res   share
+}
+
+// answer hands an item its share.
+func (p *pending) answer(s share) {
+	if p.batch != nil {
+		p.res = s
+		p.batch.Done()
+		return
+	}
+	p.done <- s
 }
 
 type share struct {
@@ -200,18 +214,18 @@ func (g *grouper) run(batch []*pending) {
 		for _, p := range batch {
 			one, err := g.invoke([]*item{p.it})
 			if err != nil {
-				p.done <- share{err: err}
+				p.answer(share{err: err})
 			} else {
-				p.done <- share{outs: one[0]}
+				p.answer(share{outs: one[0]})
 			}
 		}
 		return
 	}
 	for i, p := range batch {
 		if err != nil {
-			p.done <- share{err: err}
+			p.answer(share{err: err})
 		} else {
-			p.done <- share{outs: shares[i]}
+			p.answer(share{outs: shares[i]})
 		}
 	}
 }
@@ -223,7 +237,7 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 	kept := batch[:0:0]
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- share{err: err}
+			p.answer(share{err: err})
 			continue
 		}
 		kept = append(kept, p)

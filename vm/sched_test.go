@@ -126,7 +126,8 @@ func TestCloseFailsWaitersAndLeaksNothing(t *testing.T) {
 }
 
 // TestQueueLimitFailsFast: beyond the queue limit a request fails at once
-// with a clear error instead of blocking.
+// with a clear error instead of blocking; RunAll, which knows its
+// requests, sends no more at once than the queue holds and answers all.
 func TestQueueLimitFailsFast(t *testing.T) {
 	e := engineWith(t, slowEncoder(50*time.Millisecond), Options{MaxDelay: 0, Queue: 2}, nil)
 	defer e.Close()
@@ -135,8 +136,22 @@ func TestQueueLimitFailsFast(t *testing.T) {
 	for i := range 12 {
 		reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 1))
 	}
+	for _, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Errorf("RunAll with a queue of 2: %s: %v", r.ID, r.Err)
+		}
+	}
 	start := time.Now()
-	res := e.RunAll(context.Background(), reqs)
+	res := make([]Response, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = e.Run(context.Background(), reqs[i])
+		}()
+	}
+	wg.Wait()
 	full := 0
 	for _, r := range res {
 		var qf *QueueFullError

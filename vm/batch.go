@@ -1,0 +1,223 @@
+package vm
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/steps"
+	"github.com/genaic/genaic/ir"
+)
+
+// Batch admission. When a workflow is straight-line (invokes and emits,
+// in sequences, no branch or loop), RunAll runs a window of requests in
+// lockstep on one goroutine: at each invoke it admits every request's item,
+// enqueues them all at once under one lock, and waits for the shares
+// together; at each emit it emits for each request. No goroutine is started
+// or parked per request, and the former sees a burst as one arrival, so
+// its groups are formed from all of it. Each request still fails alone.
+
+// straightLine reports whether b holds only invokes and emits (in
+// sequences), which every request runs in the same order.
+func straightLine(b *ir.Block) bool {
+	if b == nil {
+		return true
+	}
+	for _, s := range b.Steps {
+		switch s.Op {
+		case ir.OpInvoke, ir.OpEmit:
+		case ir.OpSequence:
+			if !straightLine(s.Body) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// batch is a window of requests run in lockstep.
+type batch struct {
+	e    *Engine
+	ctx  context.Context
+	runs []*run
+	errs []error // per request; a failed request takes no further step
+}
+
+// runBatch runs reqs in lockstep and writes their responses into out.
+func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
+	b := &batch{e: e, ctx: ctx, runs: make([]*run, len(reqs)), errs: make([]error, len(reqs))}
+	for i, req := range reqs {
+		r := &run{e: e, ctx: ctx, env: make(map[string]*backend.Tensor, len(e.m.Values)), outputs: make(map[string]*backend.Tensor, len(e.m.Outputs))}
+		b.runs[i] = r
+		b.errs[i] = r.start(req)
+	}
+	b.block(e.m.Body)
+	for i, req := range reqs {
+		if b.errs[i] != nil {
+			out[i] = Response{ID: req.ID, Err: b.errs[i]}
+		} else {
+			out[i] = Response{ID: req.ID, Outputs: b.runs[i].outputs}
+		}
+	}
+}
+
+func (b *batch) block(bl *ir.Block) {
+	if bl == nil {
+		return
+	}
+	for _, s := range bl.Steps {
+		switch s.Op {
+		case ir.OpSequence:
+			b.block(s.Body)
+		case ir.OpEmit:
+			b.each(func(_ int, r *run) error { return r.emit(s) })
+		case ir.OpInvoke:
+			b.invoke(s)
+		}
+	}
+}
+
+// each runs f for every request still alive, recording its failure.
+func (b *batch) each(f func(i int, r *run) error) {
+	for i, r := range b.runs {
+		if b.errs[i] == nil {
+			if err := b.ctx.Err(); err != nil {
+				b.errs[i] = err
+				continue
+			}
+			b.errs[i] = f(i, r)
+		}
+	}
+}
+
+// invoke runs one invoke step for every request still alive: through the
+// component's grouper, every item enqueued at once, or alone for an
+// ungrouped component.
+func (b *batch) invoke(s *ir.Step) {
+	g := b.e.groupers[s.Component.Name]
+	if g == nil {
+		b.concurrently(func(r *run) error { return r.invoke(s) })
+		return
+	}
+	subs := make([]submission, len(b.runs))
+	var wg sync.WaitGroup
+	var all []*pending
+	b.each(func(i int, r *run) error {
+		sub, err := b.admit(g, s, r, &wg)
+		subs[i] = sub
+		all = append(all, sub.ps...)
+		return err
+	})
+	if len(all) == 0 {
+		return
+	}
+	wg.Add(len(all))
+	if err := g.enqueue(all...); err != nil {
+		b.enqueueEach(g, subs, &wg)
+	}
+	wg.Wait()
+	b.each(func(i int, r *run) error {
+		outs, err := subs[i].result(g)
+		if err != nil {
+			return backend.Located(err, b.e.m.Location(s.Loc))
+		}
+		return r.results(s, outs)
+	})
+}
+
+// enqueueEach enqueues request by request, when the burst did not fit the
+// queue at once: those that find it full fail alone.
+func (b *batch) enqueueEach(g *grouper, subs []submission, wg *sync.WaitGroup) {
+	for i := range subs {
+		if len(subs[i].ps) == 0 {
+			continue
+		}
+		if err := g.enqueue(subs[i].ps...); err != nil {
+			subs[i].err = err
+			wg.Add(-len(subs[i].ps))
+		}
+	}
+}
+
+// submission is one request's items at a grouped invoke: one, or the
+// chunks of an item split across invocations.
+type submission struct {
+	ps  []*pending
+	err error
+}
+
+// admit builds a request's pending items for g.
+func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submission, error) {
+	args := make(map[string]*backend.Tensor, len(s.Args))
+	for _, a := range s.Args {
+		t, err := r.value(a.Value)
+		if err != nil {
+			return submission{}, err
+		}
+		args[a.Port] = t
+	}
+	it, err := g.spec.admit(args, func(v string) *backend.Tensor { return r.env[v] })
+	if err != nil {
+		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
+	}
+	chunks, err := g.spec.chunk(it)
+	if err != nil {
+		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
+	}
+	sub := submission{ps: make([]*pending, len(chunks))}
+	now := time.Now()
+	for k, c := range chunks {
+		sub.ps[k] = &pending{ctx: b.ctx, it: c, batch: wg, queued: now}
+	}
+	return sub, nil
+}
+
+// result is a submission's outputs: its one share, or its chunks' merged.
+func (sub *submission) result(g *grouper) (map[string]*backend.Tensor, error) {
+	if sub.err != nil {
+		return nil, sub.err
+	}
+	shares := make([]map[string]*backend.Tensor, len(sub.ps))
+	for k, p := range sub.ps {
+		if p.res.err != nil {
+			return nil, p.res.err
+		}
+		shares[k] = p.res.outs
+	}
+	if len(shares) == 1 {
+		return shares[0], nil
+	}
+	return g.spec.merge(shares, g.copies)
+}
+
+// results binds an invoke's outputs to the values its step defines.
+func (r *run) results(s *ir.Step, outs map[string]*backend.Tensor) error {
+	for _, res := range s.Results {
+		t, err := steps.Result(outs, s.Component.Name, res.Port)
+		if err != nil {
+			return err
+		}
+		r.env[r.e.m.Values[res.Value].Name] = t
+	}
+	return nil
+}
+
+// concurrently runs f for every live request at once, for a component
+// that does not group: its session may serve several calls in parallel.
+func (b *batch) concurrently(f func(r *run) error) {
+	var wg sync.WaitGroup
+	for i, r := range b.runs {
+		if b.errs[i] != nil {
+			continue
+		}
+		wg.Add(1)
+		b.e.goroutines.run(func() {
+			defer wg.Done()
+			b.errs[i] = f(r)
+		})
+	}
+	wg.Wait()
+}
