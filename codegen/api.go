@@ -76,7 +76,11 @@ func (g *gen) requests(f *jen.File) {
 	doc(f, "RunJSON runs the requests document of `genaic run` ({\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}) with its requests concurrent, and returns the responses document `genaic run` writes without --stats. A request that fails is a response with an error; RunJSON itself fails only on a document it cannot read. Paths of .npy tensors are relative to the working directory.")
 	f.Func().Params(recv.Clone()).Id("RunJSON").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("requests").Index().Byte()).
 		Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("RunRequest"))))
+		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("RunAll"))))
+	doc(f, "RunAll runs requests given by input name concurrently, as vm.Engine.RunAll does, and returns their responses in order. The engine is told how many are coming, so that a group never waits for more than the batch holds.")
+	f.Func().Params(recv.Clone()).Id("RunAll").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("reqs").Index().Qual(vmPath, "Request")).
+		Index().Qual(vmPath, "Response").Block(
+		jen.Return(jen.Qual(genrtPath, "RunAll").Call(jen.Id("ctx"), ex().Dot("engine"), jen.Id("reqs"), ex().Dot("RunRequest"))))
 	names := make([]jen.Code, len(g.m.Inputs))
 	fields := jen.Dict{}
 	for i, in := range g.m.Inputs {

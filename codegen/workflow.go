@@ -68,7 +68,13 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 			defs = append(defs, jen.Id(g.locals[v.Name]).Op("*").Qual(backendPath, "Tensor"))
 		}
 	}
-	stmts := []jen.Code{jen.Id("resp").Op(":=").Op("&").Id("Response").Values()}
+	// The engine counts the request while it runs, so that a group may wait
+	// for it to arrive rather than judge from arrival rates.
+	stmts := []jen.Code{
+		jen.Id("ex").Dot("engine").Dot("Begin").Call(),
+		jen.Defer().Id("ex").Dot("engine").Dot("End").Call(),
+		jen.Id("resp").Op(":=").Op("&").Id("Response").Values(),
+	}
 	if len(defs) > 0 {
 		stmts = append(stmts, jen.Var().Defs(defs...))
 	}

@@ -184,7 +184,7 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 		e.openEnded.Store(true)
 	}
 	e.active.Add(1)
-	defer e.active.Add(-1)
+	defer e.done(1)
 	return e.exec(ctx, req)
 }
 
@@ -196,7 +196,38 @@ func (e *Engine) runWindows(ctx context.Context, reqs []Request, out []Response,
 		e.active.Add(int64(hi - lo)) // before the announcement ends: never both zero
 		e.announced.Add(int64(lo - hi))
 		e.runBatch(ctx, reqs[lo:hi], out[lo:hi])
-		e.active.Add(int64(lo - hi))
+		e.done(hi - lo)
+	}
+}
+
+// Expect tells the engine that n requests are about to start (through
+// Begin), so that groupers wait for them rather than judge from arrival
+// rates: generated executors announce a batch of requests this way, as
+// RunAll does for the VM.
+func (e *Engine) Expect(n int) { e.announced.Add(int64(n)) }
+
+// Begin counts a request a generated executor starts running, the first of
+// those Expect announced; End counts it finished. A request counted this
+// way, and not yet waiting at a component, is one a group may wait for.
+func (e *Engine) Begin() {
+	e.active.Add(1)
+	for {
+		n := e.announced.Load()
+		if n <= 0 || e.announced.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
+}
+
+// End counts a request Begin counted as finished.
+func (e *Engine) End() { e.done(1) }
+
+// done counts n requests finished and tells the groupers: a group that
+// waits for the requests still running may now close.
+func (e *Engine) done(n int) {
+	e.active.Add(int64(-n))
+	for _, g := range e.groupers {
+		g.poke()
 	}
 }
 
@@ -250,7 +281,7 @@ func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []R
 				e.active.Add(1) // before the announcement ends: never both zero
 				e.announced.Add(-1)
 				out[i] = e.exec(ctx, reqs[i])
-				e.active.Add(-1)
+				e.done(1)
 			}
 		})
 	}

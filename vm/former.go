@@ -13,7 +13,7 @@ import (
 //     group of a burst never waits out the delay);
 //   - its oldest item has waited max_delay, the upper bound of every wait;
 //   - the next arrival, judged from the measured arrival rate, would come
-//     after that bound.
+//     after that bound, or is overdue (the stream paused or ended).
 //
 // While every runner is busy the former does nothing: arrivals queue up
 // and the next group forms from all of them when a runner frees up.
@@ -103,10 +103,24 @@ func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
 	case !g.e.openEnded.Load():
 		return 0 // every request the engine knows of is here
 	}
-	if gap, known := g.arrivals.expected(now); known && gap > left {
+	// An open stream: wait for the next item only when items usually
+	// arrive while others wait (a lone caller's next request comes after
+	// its answer, never during the wait) and it is expected before a run of
+	// this group would end; otherwise run now, and the runner is free again
+	// by the time it comes.
+	due, known := g.arrivals.due(now)
+	run, measured := g.sched.expectedRun()
+	switch {
+	case !known:
+		return left // a new stream: its first items wait for each other
+	case g.arrivals.overlap < 0.5:
+		return 0
+	case !measured:
+		return left
+	case due < 0 || due > run:
 		return 0
 	}
-	return left
+	return min(due+run/4, left)
 }
 
 // coming reports whether a request the engine knows of may still bring an
@@ -127,9 +141,22 @@ type arrivals struct {
 	lastGap time.Duration
 	mean    float64 // mean gap, in nanoseconds
 	seen    int
+	// overlap is the weighted share of arrivals that found other items
+	// of the component waiting or running.
+	overlap float64
 }
 
-func (a *arrivals) arrived(t time.Time) {
+// arrived records an arrival at t; busy says whether other items were
+// waiting or running then.
+func (a *arrivals) arrived(t time.Time, busy bool) {
+	x := 0.0
+	if busy {
+		x = 1
+	}
+	if a.seen == 0 {
+		a.overlap = 1 // a new stream may be a burst until it shows otherwise
+	}
+	a.overlap = 0.8*a.overlap + 0.2*x
 	if a.seen > 0 {
 		a.lastGap = t.Sub(a.last)
 		if a.seen == 1 {
@@ -142,12 +169,18 @@ func (a *arrivals) arrived(t time.Time) {
 	a.seen++
 }
 
-// expected returns how long until the next arrival is expected, when at
-// least two arrivals have been seen.
-func (a *arrivals) expected(now time.Time) (time.Duration, bool) {
+// due returns how long until the next arrival is expected, when at least
+// two arrivals have been seen; it is negative once the arrival is overdue
+// by more than a gap (the stream has paused or ended, as it does after the
+// last request of a burst).
+func (a *arrivals) due(now time.Time) (time.Duration, bool) {
 	if a.seen < 2 {
 		return 0, false
 	}
 	gap := min(a.lastGap, time.Duration(a.mean))
-	return max(gap-now.Sub(a.last), 0), true
+	due := gap - now.Sub(a.last)
+	if due < -gap {
+		return -1, true
+	}
+	return max(due, 0), true
 }

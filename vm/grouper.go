@@ -143,8 +143,8 @@ func (g *grouper) enqueue(ps ...*pending) error {
 		g.mu.Unlock()
 		return &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
 	}
+	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
 	g.queue = append(g.queue, ps...)
-	g.arrivals.arrived(ps[0].queued)
 	// While every runner is busy an arrival only joins the queue: the
 	// former looks again when a runner frees up.
 	wake := g.idle > 0

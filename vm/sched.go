@@ -28,6 +28,8 @@ type scheduler struct {
 	n, sx, sy, sxx, sxy float64
 	classes             [schedClasses]classStat
 	formed              int
+	runMean             float64 // ns, exponentially weighted
+	runs                int
 }
 
 const (
@@ -66,6 +68,12 @@ func (s *scheduler) observe(items int, e groupElements, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	x, y := float64(e.padded), float64(d.Nanoseconds())
+	if s.runs == 0 {
+		s.runMean = y
+	} else {
+		s.runMean = 0.8*s.runMean + 0.2*y
+	}
+	s.runs++
 	s.n = schedDecay*s.n + 1
 	s.sx = schedDecay*s.sx + x
 	s.sy = schedDecay*s.sy + y
@@ -96,6 +104,14 @@ func (s *scheduler) fit() (a, c float64, ok bool) {
 	c = (s.n*s.sxy - s.sx*s.sy) / den
 	a = (s.sy - c*s.sx) / s.n
 	return a, c, true
+}
+
+// expectedRun returns how long a group is expected to run: the mean of
+// recent runs; false before any run.
+func (s *scheduler) expectedRun() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.runMean), s.runs > 0
 }
 
 // pays reports whether an item that adds waste padding elements to a group

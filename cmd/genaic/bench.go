@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
@@ -59,7 +60,7 @@ func runBench(e *env, args []string) int {
 	fs.StringVar(&bf.arrivals, "arrivals", "poisson", "open loop arrivals: poisson or fixed (a fixed interval)")
 	fs.BoolVar(&bf.json, "json", false, `print {"modes":[{"name","requests_per_second","items_per_second","latency_ms":{"p50","p90","p99"},"groups":{...}}]}`)
 	fs.StringVar(&bf.plot, "plot", "", "write throughput against latency over the concurrency levels, one line per mode (.svg or .png)")
-	bf.register(fs, 0, "the grouped mode's max delay (0: group what is already waiting)")
+	bf.register(fs, 5*time.Millisecond, "the upper bound of a grouped item's wait for more items (a group closes earlier when waiting cannot help; 0: group only what is already waiting)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage

@@ -141,11 +141,15 @@ func TestOpen(t *testing.T) {
 }
 
 func TestRunJSON(t *testing.T) {
-	echo := func(_ context.Context, r vm.Request) vm.Response {
-		if r.ID == "bad" {
-			return vm.Response{ID: r.ID, Err: Missing("x")}
+	echo := func(_ context.Context, reqs []vm.Request) []vm.Response {
+		out := make([]vm.Response, len(reqs))
+		for i, r := range reqs {
+			out[i] = vm.Response{ID: r.ID, Outputs: r.Inputs}
+			if r.ID == "bad" {
+				out[i] = vm.Response{ID: r.ID, Err: Missing("x")}
+			}
 		}
-		return vm.Response{ID: r.ID, Outputs: r.Inputs}
+		return out
 	}
 	doc := `{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}},{"id":"bad","inputs":{}},{"inputs":{}}]}`
 	out, err := RunJSON(context.Background(), []byte(doc), echo)

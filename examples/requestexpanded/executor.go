@@ -154,7 +154,14 @@ func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 // fails only on a document it cannot read. Paths of .npy tensors are
 // relative to the working directory.
 func (ex *Executor) RunJSON(ctx context.Context, requests []byte) ([]byte, error) {
-	return genrt.RunJSON(ctx, requests, ex.RunRequest)
+	return genrt.RunJSON(ctx, requests, ex.RunAll)
+}
+
+// RunAll runs requests given by input name concurrently, as vm.Engine.RunAll
+// does, and returns their responses in order. The engine is told how many
+// are coming, so that a group never waits for more than the batch holds.
+func (ex *Executor) RunAll(ctx context.Context, reqs []vm.Request) []vm.Response {
+	return genrt.RunAll(ctx, ex.engine, reqs, ex.RunRequest)
 }
 
 // inputNames are the workflow's inputs: a request may supply no other.
@@ -204,6 +211,8 @@ func (ex *Executor) check(req *Request) error {
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
 func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+	ex.engine.Begin()
+	defer ex.engine.End()
 	resp := &Response{}
 	var (
 		latents       = req.Latents

@@ -52,6 +52,7 @@ const groupDelay = 60 * time.Millisecond
 // one; a generated executor is one through RunRequest.
 type Runner interface {
 	Run(ctx context.Context, req vm.Request) vm.Response
+	RunAll(ctx context.Context, reqs []vm.Request) []vm.Response
 	Stats() vm.Stats
 	Copies(component string) *vm.Copies
 	Close() error
@@ -60,6 +61,7 @@ type Runner interface {
 // executor is what every generated executor has beside its typed API.
 type executor interface {
 	RunRequest(ctx context.Context, req vm.Request) vm.Response
+	RunAll(ctx context.Context, reqs []vm.Request) []vm.Response
 	Stats() vm.Stats
 	Copies(component string) *vm.Copies
 	Close() error
@@ -174,16 +176,10 @@ func withRecorder(opt genrt.Option, rec *recorder) []genrt.Option {
 	return []genrt.Option{opt, genrt.WithBackend(rec.kind, rec)}
 }
 
-// runAll runs requests concurrently, so that their items meet in the
-// groupers, and returns their responses in order.
+// runAll runs requests concurrently with the engine's RunAll, so that their
+// items meet in the groupers, and returns their responses in order.
 func runAll(ctx context.Context, r Runner, reqs []vm.Request) []vm.Response {
-	out := make([]vm.Response, len(reqs))
-	var wg sync.WaitGroup
-	for i := range reqs {
-		wg.Go(func() { out[i] = r.Run(ctx, reqs[i]) })
-	}
-	wg.Wait()
-	return out
+	return r.RunAll(ctx, reqs)
 }
 
 // ortBackend returns the ONNX Runtime backend, failing the test when the
