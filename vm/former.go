@@ -120,8 +120,17 @@ func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
 	case due < 0 || due > run:
 		return 0
 	}
-	return min(due+run/4, left)
+	// A timer cannot wait much less than a millisecond; a shorter wait
+	// would cost that millisecond to save a run that the next group holds
+	// anyway: the runner is busy by the time the item comes.
+	if wait := min(due+run/4, left); wait >= minTimedWait {
+		return wait
+	}
+	return 0
 }
+
+// minTimedWait is the shortest wait on an expected arrival worth a timer.
+const minTimedWait = time.Millisecond
 
 // coming reports whether a request the engine knows of may still bring an
 // item: one RunAll has announced and not started, or one being run that is
