@@ -15,7 +15,7 @@ import (
 // lockstep on one goroutine: at each invoke it admits every request's item,
 // enqueues them all at once under one lock, and waits for the shares
 // together; at each emit it emits for each request. No goroutine is started
-// or parked per request, and the former sees a burst as one arrival, so
+// or parked per request, and the groupers see a burst as one arrival, so
 // its groups are formed from all of it. Each request still fails alone.
 
 // straightLine reports whether b holds only invokes and emits (in
@@ -104,20 +104,33 @@ func (b *batch) invoke(s *ir.Step) {
 	}
 	subs := make([]submission, len(b.runs))
 	var wg sync.WaitGroup
-	var all []*pending
+	// Each request's items are enqueued as soon as they are admitted, so
+	// that the first full group runs while the rest are admitted; the
+	// grouper is promised the others, so that it forms no partial group
+	// meanwhile.
+	live := 0
+	for i := range b.runs {
+		if b.errs[i] == nil {
+			live++
+		}
+	}
+	g.promise(live)
+	done := 0
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg)
+		if err == nil && len(sub.ps) > 0 {
+			wg.Add(len(sub.ps))
+			if err := g.enqueue(sub.ps...); err != nil {
+				sub.err = err
+				wg.Add(-len(sub.ps))
+			}
+		}
+		g.promise(-1)
+		done++
 		subs[i] = sub
-		all = append(all, sub.ps...)
 		return err
 	})
-	if len(all) == 0 {
-		return
-	}
-	wg.Add(len(all))
-	if err := g.enqueue(all...); err != nil {
-		b.enqueueEach(g, subs, &wg)
-	}
+	g.promise(done - live) // requests cancelled before their admission
 	wg.Wait()
 	b.each(func(i int, r *run) error {
 		outs, err := subs[i].result(g)
@@ -126,20 +139,6 @@ func (b *batch) invoke(s *ir.Step) {
 		}
 		return r.results(s, outs)
 	})
-}
-
-// enqueueEach enqueues request by request, when the burst did not fit the
-// queue at once: those that find it full fail alone.
-func (b *batch) enqueueEach(g *grouper, subs []submission, wg *sync.WaitGroup) {
-	for i := range subs {
-		if len(subs[i].ps) == 0 {
-			continue
-		}
-		if err := g.enqueue(subs[i].ps...); err != nil {
-			subs[i].err = err
-			wg.Add(-len(subs[i].ps))
-		}
-	}
 }
 
 // submission is one request's items at a grouped invoke: one, or the

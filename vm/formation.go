@@ -25,7 +25,7 @@ type formation struct {
 }
 
 // form chooses the next group from the queue (which holds at least one
-// item) without taking it. The former forms a group on every arrival while
+// item) without taking it. A free runner forms a group on every arrival while
 // a runner waits, so one formation is reused.
 func (g *grouper) form(now time.Time) *formation {
 	f := g.forming

@@ -11,11 +11,11 @@ import (
 )
 
 // grouper runs one grouped component (§6 Group formation) as continuous
-// batching does: one former owns the component's queue and hands formed
-// groups to N runners. While every runner is busy, waiting items simply
+// batching does, with N runners: a free runner forms the next group from
+// the queue and runs it. While every runner is busy, waiting items simply
 // accumulate, so the next group is already full when a runner frees up;
-// when a runner is idle, the former closes a group at once unless waiting
-// can still help it grow (see former.go). Items join FIFO under the
+// a free runner closes a group at once unless waiting can still help it
+// grow (see closing.go). Items join FIFO under the
 // compatibility key and the budgets, padding-aware where ports are padded,
 // and within the group size the scheduler has found to pay (sched.go).
 type grouper struct {
@@ -35,11 +35,12 @@ type grouper struct {
 	inFlight int        // items handed to runners and not yet answered
 	closed   bool
 	arrivals arrivals
-	forming  *formation // the former's, reused for every group it forms
+	forming  *formation // reused for every group formed
+	promised int        // items a lockstep batch is admitting now
+	fill     budgetSum  // fillable's, reused
 
-	wake     chan struct{}   // something changed for the former (cap 1)
-	dispatch chan []*pending // formed groups, to the runners
-	wg       sync.WaitGroup
+	wake chan struct{} // something changed for an idle runner (cap 1)
+	wg   sync.WaitGroup
 }
 
 type pending struct {
@@ -86,14 +87,13 @@ func (e *QueueFullError) Error() string {
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
 	g := &grouper{spec: spec, sess: sess, e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
-		limit: o.Queue, wake: make(chan struct{}, 1), dispatch: make(chan []*pending), sched: newScheduler()}
+		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler()}
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
 	runners := max(o.Workers, 1)
-	g.wg.Add(runners + 1)
-	go g.former()
+	g.wg.Add(runners)
 	for range runners {
 		go g.runner()
 	}
@@ -146,7 +146,7 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
 	g.queue = append(g.queue, ps...)
 	// While every runner is busy an arrival only joins the queue: the
-	// former looks again when a runner frees up.
+	// runner looks again when it frees up.
 	wake := g.idle > 0
 	g.mu.Unlock()
 	if wake {
@@ -155,7 +155,20 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	return nil
 }
 
-// poke wakes the former without blocking.
+// promise counts n more items (fewer, when negative) that a batch run in
+// lockstep is admitting: no partial group forms while items
+// are promised, whatever the delay, since they are already on their way.
+func (g *grouper) promise(n int) {
+	g.mu.Lock()
+	g.promised += n
+	wake := g.promised == 0 && g.idle > 0
+	g.mu.Unlock()
+	if wake {
+		g.poke()
+	}
+}
+
+// poke wakes an idle runner without blocking.
 func (g *grouper) poke() {
 	select {
 	case g.wake <- struct{}{}:
@@ -163,33 +176,14 @@ func (g *grouper) poke() {
 	}
 }
 
-// close stops accepting items, lets the former hand every queued item to
-// the runners at once, and waits until they have answered.
+// close stops accepting items, lets the runners take every queued item
+// at once, and waits until they have answered.
 func (g *grouper) close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
 	g.poke()
 	g.wg.Wait()
-}
-
-// runner runs the groups the former hands it, one at a time.
-func (g *grouper) runner() {
-	defer g.wg.Done()
-	for {
-		g.mu.Lock()
-		g.idle++
-		g.mu.Unlock()
-		g.poke()
-		batch, ok := <-g.dispatch
-		if !ok {
-			return
-		}
-		g.run(batch)
-		g.mu.Lock()
-		g.inFlight -= len(batch)
-		g.mu.Unlock()
-	}
 }
 
 // run assembles, checks, invokes and splits one group, then answers each

@@ -441,7 +441,7 @@ func idealCalls(b *testing.B, w workload, gp *plan.GroupPlan, reqs []vm.Request,
 	}
 }
 
-func mustRun(b *testing.B, e Runner, reqs []vm.Request) {
+func mustRun(b testing.TB, e Runner, reqs []vm.Request) {
 	for _, r := range runAll(context.Background(), e, reqs) {
 		if r.Err != nil {
 			b.Fatalf("%s: %v", r.ID, r.Err)

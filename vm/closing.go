@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// The former decides when a group closes. A group closes when a runner is
+// A free runner decides when a group closes. A group closes when a runner is
 // free and waiting cannot make it better:
 //
 //   - it is full: no budget, nor the scheduler's cap, has room for more;
@@ -15,22 +15,30 @@ import (
 //   - the next arrival, judged from the measured arrival rate, would come
 //     after that bound, or is overdue (the stream paused or ended).
 //
-// While every runner is busy the former does nothing: arrivals queue up
-// and the next group forms from all of them when a runner frees up.
+// While every runner is busy nothing is formed: arrivals queue up and the
+// next group forms from all of them when a runner frees up.
 
-// former is the goroutine that forms groups and hands them to runners.
-func (g *grouper) former() {
+// runner runs groups: when it is free it forms the next group itself
+// (under the grouper's lock, so runners never take one item twice), runs
+// it, and looks again; with nothing worth running yet it waits for an
+// arrival, a timer, or the end of a promise. Forming on the runner that
+// will run the group saves a goroutine handoff per group.
+func (g *grouper) runner() {
 	defer g.wg.Done()
-	defer close(g.dispatch)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	idle := false
 	for {
-		batch, wait, ok := g.next(time.Now())
+		batch, wait, ok := g.next(time.Now(), idle)
+		idle = batch == nil
 		switch {
 		case !ok:
 			return
 		case batch != nil:
-			g.dispatch <- batch
+			g.run(batch)
+			g.mu.Lock()
+			g.inFlight -= len(batch)
+			g.mu.Unlock()
 		case wait > 0:
 			timer.Reset(wait)
 			select {
@@ -49,18 +57,36 @@ func (g *grouper) former() {
 	}
 }
 
-// next forms the group to hand to an idle runner now, or says how long to
-// wait before looking again (0: until something changes). ok is false once
-// the grouper is closed and every item has been handed out.
-func (g *grouper) next(now time.Time) (batch []*pending, wait time.Duration, ok bool) {
+// next forms the group a free runner runs now, or says how long to wait
+// before looking again (0: until something changes), counting the runner
+// idle meanwhile. ok is false once the grouper is closed and every item
+// has been handed out.
+func (g *grouper) next(now time.Time, wasIdle bool) (batch []*pending, wait time.Duration, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if wasIdle {
+		g.idle--
+	}
+	batch, wait, ok = g.take(now)
+	if batch == nil && ok {
+		g.idle++
+	} else if batch != nil && len(g.queue) > 0 && g.idle > 0 {
+		g.poke() // another runner may take what is left
+	}
+	return batch, wait, ok
+}
+
+// take is next under the lock.
+func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok bool) {
 	g.answerCancelled()
 	if len(g.queue) == 0 {
+		if g.closed {
+			g.poke() // let the other runners see it too
+		}
 		return nil, 0, !g.closed
 	}
-	if g.idle == 0 {
-		return nil, 0, true
+	if g.promised > 0 && !g.closed && !g.fillable() {
+		return nil, promisedWait, true // more of the batch is on its way
 	}
 	f := g.form(now)
 	if !g.closed {
@@ -69,9 +95,38 @@ func (g *grouper) next(now time.Time) (batch []*pending, wait time.Duration, ok 
 		}
 	}
 	batch = f.take()
-	g.idle--
 	g.inFlight += len(batch)
 	return batch, 0, true
+}
+
+// fillable reports whether the queue already holds a full group, taken
+// oldest first: a cheap test that spares forming a group (padding-aware,
+// quadratic in the candidates) on every arrival of a batch.
+func (g *grouper) fillable() bool {
+	if g.fill.terms == nil {
+		g.fill = newBudgetSum(g.spec)
+	}
+	s := &g.fill
+	for _, ts := range s.terms {
+		clear(ts)
+	}
+	head := g.queue[0].it
+	for i, p := range g.queue {
+		if i > lookahead {
+			break
+		}
+		if !g.spec.compatible(head, p.it) {
+			continue
+		}
+		if !s.fits(p.it) {
+			return true
+		}
+		s.add(p.it)
+		if s.spent() {
+			return true
+		}
+	}
+	return false
 }
 
 // answerCancelled removes the queued items whose request was cancelled.
@@ -91,7 +146,13 @@ func (g *grouper) answerCancelled() {
 // worthWaiting returns how long the group f may still wait for arrivals,
 // or 0 when it should close now.
 func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
-	if g.solo || g.maxDelay <= 0 || f.full() {
+	if g.solo || f.full() {
+		return 0
+	}
+	if g.promised > 0 {
+		return promisedWait // the next arrival, or the end of the promise, wakes a runner
+	}
+	if g.maxDelay <= 0 {
 		return 0
 	}
 	left := g.maxDelay - now.Sub(f.head().queued)
@@ -131,6 +192,10 @@ func (g *grouper) worthWaiting(f *formation, now time.Time) time.Duration {
 
 // minTimedWait is the shortest wait on an expected arrival worth a timer.
 const minTimedWait = time.Millisecond
+
+// promisedWait bounds a wait for promised items; they come within
+// microseconds, and each one wakes a free runner.
+const promisedWait = 100 * time.Millisecond
 
 // coming reports whether a request the engine knows of may still bring an
 // item: one RunAll has announced and not started, or one being run that is
