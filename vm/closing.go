@@ -99,16 +99,25 @@ func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok 
 	return batch, 0, true
 }
 
-// fillable reports whether the queue already holds a full group, taken
-// oldest first: a cheap test that spares forming a group (padding-aware,
-// quadratic in the candidates) on every arrival of a batch.
+// fillable reports whether the queue already holds enough for a full
+// group, taken oldest first: one group's worth, or two where inputs are
+// padded, so that a padding-aware choice has candidates to choose from. It
+// is a cheap test that spares forming a group (padding-aware, quadratic in
+// the candidates) on every arrival of a batch.
 func (g *grouper) fillable() bool {
 	if g.fill.terms == nil {
 		g.fill = newBudgetSum(g.spec)
 	}
 	s := &g.fill
-	for _, ts := range s.terms {
-		clear(ts)
+	reset := func() {
+		for _, ts := range s.terms {
+			clear(ts)
+		}
+	}
+	reset()
+	need := 1
+	if len(g.spec.pads) > 0 {
+		need = 2
 	}
 	head := g.queue[0].it
 	for i, p := range g.queue {
@@ -119,11 +128,17 @@ func (g *grouper) fillable() bool {
 			continue
 		}
 		if !s.fits(p.it) {
-			return true
+			if need--; need == 0 {
+				return true
+			}
+			reset()
 		}
 		s.add(p.it)
 		if s.spent() {
-			return true
+			if need--; need == 0 {
+				return true
+			}
+			reset()
 		}
 	}
 	return false

@@ -189,14 +189,14 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 }
 
 // runWindows runs reqs in lockstep (batch.go), window by window: a window
-// is as many requests as may be in flight and as the queues hold.
+// is as many requests as may be in flight and as the queues hold. Its
+// requests are not counted as active: at each invoke the batch promises
+// the grouper exactly the items still to come, and once they are all in,
+// none of the window's requests will bring another.
 func (e *Engine) runWindows(ctx context.Context, reqs []Request, out []Response, window int) {
 	for lo := 0; lo < len(reqs); lo += window {
 		hi := min(lo+window, len(reqs))
-		e.active.Add(int64(hi - lo)) // before the announcement ends: never both zero
-		e.announced.Add(int64(lo - hi))
 		e.runBatch(ctx, reqs[lo:hi], out[lo:hi])
-		e.done(hi - lo)
 	}
 }
 
@@ -266,11 +266,11 @@ func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []R
 		limit = len(reqs)
 	}
 	out := make([]Response, len(reqs))
-	e.announced.Add(int64(len(reqs)))
 	if e.lockstep {
 		e.runWindows(ctx, reqs, out, min(limit, e.opts.Queue))
 		return out
 	}
+	e.announced.Add(int64(len(reqs)))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(limit)

@@ -72,8 +72,10 @@ func (g *grouper) form(now time.Time) *formation {
 
 // padAware adds, while room is left, the candidate that adds the least
 // padding (the oldest among equals), so that a padded rectangle holds
-// items of like extents.
+// items of like extents. A candidate that does not fit a budget is passed
+// over, not a reason to stop: a smaller one may still fit.
 func (f *formation) padAware(cands []int) {
+	overBudget := false
 	for len(cands) > 0 && !f.full() {
 		best, bestWaste := -1, int64(0)
 		for k, i := range cands {
@@ -83,8 +85,11 @@ func (f *formation) padAware(cands []int) {
 			}
 		}
 		f.consider(cands[best], false)
+		overBudget = overBudget || f.closing
+		f.closing = false
 		cands = append(cands[:best], cands[best+1:]...)
 	}
+	f.closing = f.closing || overBudget
 }
 
 // consider adds queue item i when it fits every budget and the cap, and
