@@ -51,50 +51,16 @@ type Percentiles struct {
 	Max time.Duration `json:"max_ns"`
 }
 
-// samples keeps the most recent durations in a ring.
-type samples struct {
-	ring []time.Duration
+// recent keeps the most recent values in a ring, so that percentiles
+// describe the engine as it is now, in bounded memory.
+type recent[T ~int64 | ~float64] struct {
+	ring []T
 	next int
 }
 
 const maxSamples = 4096
 
-func (s *samples) add(d time.Duration) {
-	if len(s.ring) < maxSamples {
-		s.ring = append(s.ring, d)
-		return
-	}
-	s.ring[s.next] = d
-	s.next = (s.next + 1) % maxSamples
-}
-
-func (s *samples) percentiles() Percentiles {
-	if len(s.ring) == 0 {
-		return Percentiles{}
-	}
-	d := append([]time.Duration(nil), s.ring...)
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
-	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: d[len(d)-1]}
-}
-
-// counter accumulates a component's stats under a lock.
-type counter struct {
-	mu           sync.Mutex
-	s            ComponentStats
-	padded, real int64
-	wait, run    samples
-	groupPadding ratios
-	kept         int64
-}
-
-// ratios keeps the most recent ratios in a ring.
-type ratios struct {
-	ring []float64
-	next int
-}
-
-func (r *ratios) add(x float64) {
+func (r *recent[T]) add(x T) {
 	if len(r.ring) < maxSamples {
 		r.ring = append(r.ring, x)
 		return
@@ -103,14 +69,44 @@ func (r *ratios) add(x float64) {
 	r.next = (r.next + 1) % maxSamples
 }
 
-func (r *ratios) spread() Spread {
+// quantiles returns the values at the quantiles qs, and false when empty.
+func (r *recent[T]) quantiles(qs ...float64) ([]T, bool) {
 	if len(r.ring) == 0 {
-		return Spread{}
+		return nil, false
 	}
 	s := slices.Clone(r.ring)
 	slices.Sort(s)
-	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
-	return Spread{P50: at(0.5), P90: at(0.9), Max: s[len(s)-1]}
+	out := make([]T, len(qs))
+	for i, q := range qs {
+		out[i] = s[min(len(s)-1, int(q*float64(len(s))))]
+	}
+	return out, true
+}
+
+func percentiles(r *recent[time.Duration]) Percentiles {
+	q, ok := r.quantiles(0.5, 0.9, 0.99, 1)
+	if !ok {
+		return Percentiles{}
+	}
+	return Percentiles{P50: q[0], P90: q[1], P99: q[2], Max: q[3]}
+}
+
+func spread(r *recent[float64]) Spread {
+	q, ok := r.quantiles(0.5, 0.9, 1)
+	if !ok {
+		return Spread{}
+	}
+	return Spread{P50: q[0], P90: q[1], Max: q[2]}
+}
+
+// counter accumulates a component's stats under a lock.
+type counter struct {
+	mu           sync.Mutex
+	s            ComponentStats
+	padded, real int64
+	wait, run    recent[time.Duration]
+	groupPadding recent[float64]
+	kept         int64
 }
 
 func (c *counter) waited(d time.Duration) {
@@ -188,8 +184,8 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: c.wait.percentiles(), Run: c.run.percentiles(),
-		GroupPadding: c.groupPadding.spread()}
+		Regrouped: s.Regrouped, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v
