@@ -50,7 +50,7 @@ type batch struct {
 func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 	b := &batch{e: e, ctx: ctx, runs: make([]*run, len(reqs)), errs: make([]error, len(reqs))}
 	for i, req := range reqs {
-		r := &run{e: e, ctx: ctx, env: make(map[string]*backend.Tensor, len(e.m.Values)), outputs: make(map[string]*backend.Tensor, len(e.m.Outputs))}
+		r := e.getRun(ctx)
 		b.runs[i] = r
 		b.errs[i] = r.start(req)
 	}
@@ -61,6 +61,7 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		} else {
 			out[i] = Response{ID: req.ID, Outputs: b.runs[i].outputs}
 		}
+		e.putRun(b.runs[i])
 	}
 }
 

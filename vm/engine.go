@@ -231,21 +231,33 @@ func (e *Engine) done(n int) {
 	}
 }
 
-// exec runs one request's program.
-func (e *Engine) exec(ctx context.Context, req Request) Response {
+// getRun returns a request's interpreter state, recycled: its value map
+// keeps its storage between requests; its outputs map is the response's.
+func (e *Engine) getRun(ctx context.Context) *run {
 	r, _ := e.runs.Get().(*run)
 	if r == nil {
 		r = &run{e: e, env: make(map[string]*backend.Tensor, len(e.m.Values))}
 	}
 	r.ctx, r.outputs = ctx, make(map[string]*backend.Tensor, len(e.m.Outputs))
+	return r
+}
+
+// putRun recycles a run whose outputs the caller has taken.
+func (e *Engine) putRun(r *run) {
+	clear(r.env)
+	r.ctx, r.outputs = nil, nil
+	e.runs.Put(r)
+}
+
+// exec runs one request's program.
+func (e *Engine) exec(ctx context.Context, req Request) Response {
+	r := e.getRun(ctx)
 	err := r.start(req)
 	if err == nil {
 		err = r.block(e.m.Body)
 	}
 	outs := r.outputs
-	clear(r.env)
-	r.ctx, r.outputs = nil, nil
-	e.runs.Put(r)
+	e.putRun(r)
 	if err != nil {
 		return Response{ID: req.ID, Err: err}
 	}
