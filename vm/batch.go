@@ -81,14 +81,12 @@ func (b *batch) block(bl *ir.Block) {
 	}
 }
 
-// each runs f for every request still alive, recording its failure.
+// each runs f for every request still alive, recording its failure. A
+// cancelled batch stops admitting (see admit), but a request whose share
+// arrived keeps it: the batch waited for its neighbours, not for it.
 func (b *batch) each(f func(i int, r *run) error) {
 	for i, r := range b.runs {
 		if b.errs[i] == nil {
-			if err := b.ctx.Err(); err != nil {
-				b.errs[i] = err
-				continue
-			}
 			b.errs[i] = f(i, r)
 		}
 	}
@@ -149,8 +147,12 @@ type submission struct {
 	err error
 }
 
-// admit builds a request's pending items for g.
+// admit builds a request's pending items for g, unless the batch was
+// cancelled.
 func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submission, error) {
+	if err := b.ctx.Err(); err != nil {
+		return submission{}, err
+	}
 	args := make(map[string]*backend.Tensor, len(s.Args))
 	for _, a := range s.Args {
 		t, err := r.value(a.Value)
