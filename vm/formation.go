@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"sort"
 	"time"
 
 	"github.com/genaic/genaic/plan"
@@ -20,8 +21,10 @@ type formation struct {
 	pad     padSum
 	closing bool // a compatible item was kept out: the group cannot usefully grow
 	cap     int
-	// urgent and rest are the candidates past and within their delay.
+	// urgent and rest are the candidates past and within their delay;
+	// waste is padAware's ranking.
 	urgent, rest []int
+	waste        []int64
 }
 
 // form chooses the next group from the queue (which holds at least one
@@ -70,26 +73,43 @@ func (g *grouper) form(now time.Time) *formation {
 	return f
 }
 
-// padAware adds, while room is left, the candidate that adds the least
-// padding (the oldest among equals), so that a padded rectangle holds
-// items of like extents. A candidate that does not fit a budget is passed
-// over, not a reason to stop: a smaller one may still fit.
+// padAware adds the candidates in order of the padding each would add to
+// the group of its oldest item (the oldest among equals), while room is
+// left, so that a padded rectangle holds items of like extents. Ranking
+// once against the head, rather than again after every join, keeps
+// forming a group linear in the candidates and their sort. A candidate
+// that does not fit a budget is passed over, not a reason to stop: a
+// smaller one may still fit.
 func (f *formation) padAware(cands []int) {
+	waste := f.waste[:0]
+	for _, i := range cands {
+		waste = append(waste, f.pad.addedWaste(f.g.queue[i].it))
+	}
+	f.waste = waste
+	sort.Stable(byWaste{cands, waste})
 	overBudget := false
-	for len(cands) > 0 && !f.full() {
-		best, bestWaste := -1, int64(0)
-		for k, i := range cands {
-			w := f.pad.addedWaste(f.g.queue[i].it)
-			if best < 0 || w < bestWaste {
-				best, bestWaste = k, w
-			}
+	for _, i := range cands {
+		if f.full() {
+			break
 		}
-		f.consider(cands[best], false)
+		f.consider(i, false)
 		overBudget = overBudget || f.closing
 		f.closing = false
-		cands = append(cands[:best], cands[best+1:]...)
 	}
 	f.closing = f.closing || overBudget
+}
+
+// byWaste sorts candidates by the padding they add.
+type byWaste struct {
+	cands []int
+	waste []int64
+}
+
+func (b byWaste) Len() int           { return len(b.cands) }
+func (b byWaste) Less(i, j int) bool { return b.waste[i] < b.waste[j] }
+func (b byWaste) Swap(i, j int) {
+	b.cands[i], b.cands[j] = b.cands[j], b.cands[i]
+	b.waste[i], b.waste[j] = b.waste[j], b.waste[i]
 }
 
 // consider adds queue item i when it fits every budget and the cap, and
