@@ -9,8 +9,10 @@ import (
 //
 //   - it is full: no budget, nor the scheduler's cap, has room for more;
 //   - no item can still arrive: every request the engine knows of is
-//     already waiting here (RunAll announces its requests, so the last
-//     group of a burst never waits out the delay);
+//     already waiting here (RunAll and generated executors announce and
+//     count their requests, and a batch run in lockstep promises the items
+//     it is admitting, so the last group of a burst never waits out the
+//     delay);
 //   - its oldest item has waited max_delay, the upper bound of every wait;
 //   - the next arrival, judged from the measured arrival rate, would come
 //     after that bound, or is overdue (the stream paused or ended).
@@ -102,8 +104,8 @@ func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok 
 // fillable reports whether the queue already holds enough for a full
 // group, taken oldest first: one group's worth, or two where inputs are
 // padded, so that a padding-aware choice has candidates to choose from. It
-// is a cheap test that spares forming a group (padding-aware, quadratic in
-// the candidates) on every arrival of a batch.
+// is a cheap test that spares forming a group (which ranks the candidates)
+// on every arrival of a batch.
 func (g *grouper) fillable() bool {
 	if g.fill.terms == nil {
 		g.fill = newBudgetSum(g.spec)
