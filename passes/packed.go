@@ -130,7 +130,17 @@ func (p *packedChecker) run() {
 			p.site(s)
 		}
 	}
+	// Pairs are reconciled across every site (input and output levels of
+	// every component, workflow inputs, outputs and cells, program outputs)
+	// before extents are judged: an output level that pairs an input's
+	// offsets with another owner names the wrong pair (r6), which is what
+	// makes it preserve nothing.
 	p.pairOwners()
+	for _, l := range p.levels {
+		if !l.overflow {
+			p.extent(l)
+		}
+	}
 	for _, l := range p.levels {
 		p.companionsOwn(l)
 	}
@@ -171,9 +181,6 @@ func (p *packedChecker) site(s *ir.Site) {
 	}
 	if n <= 2 {
 		p.structure(levels)
-		for _, l := range levels {
-			p.extent(l)
-		}
 	}
 	p.levels = append(p.levels, levels...)
 }
@@ -315,6 +322,13 @@ func (p *packedChecker) extent(l *packedLevel) {
 				l.site, l.index, l.level.Extent)
 		}
 	case ir.SitePortOut, ir.SiteProgram:
+		if l.conflict && l.level.Extent != ir.ExtentNone {
+			// packed/pair reported the level's owner as the wrong one;
+			// whether the pair is preserved or produced is moot until it
+			// names the right pair.
+			l.broken = true
+			return
+		}
 		switch l.level.Extent {
 		case ir.ExtentNone:
 			l.broken = true
