@@ -152,6 +152,9 @@ func Decode(name string, b []byte) (*File, error) {
 	if err := ir.Verify(f.IR); err != nil {
 		return nil, fmt.Errorf("%s: the plan's IR is not well formed: %v", name, err)
 	}
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: the plan is not consistent with its IR (edited by hand, or written by a faulty compiler): %v; recompile it with `genaic compile`", name, err)
+	}
 	return &f, nil
 }
 
