@@ -57,7 +57,7 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 	b.block(e.m.Body)
 	for i, req := range reqs {
 		if b.errs[i] != nil {
-			out[i] = Response{ID: req.ID, Err: b.errs[i]}
+			out[i] = Response{ID: req.ID, Err: failure(b.errs[i])}
 		} else {
 			out[i] = Response{ID: req.ID, Outputs: b.runs[i].outputs}
 		}
@@ -151,7 +151,7 @@ type submission struct {
 // cancelled.
 func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submission, error) {
 	if err := b.ctx.Err(); err != nil {
-		return submission{}, err
+		return submission{}, backend.ContextError(err)
 	}
 	args := make(map[string]*backend.Tensor, len(s.Args))
 	for _, a := range s.Args {

@@ -259,7 +259,7 @@ func (e *Engine) exec(ctx context.Context, req Request) Response {
 	outs := r.outputs
 	e.putRun(r)
 	if err != nil {
-		return Response{ID: req.ID, Err: err}
+		return Response{ID: req.ID, Err: failure(err)}
 	}
 	return Response{ID: req.ID, Outputs: outs}
 }

@@ -83,7 +83,7 @@ func (r *run) block(b *ir.Block) error {
 	}
 	for _, s := range b.Steps {
 		if err := r.ctx.Err(); err != nil {
-			return err
+			return backend.ContextError(err)
 		}
 		if err := r.step(s); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -196,15 +195,12 @@ func WriteResponses(w io.Writer, rs []vm.Response, stats *vm.Stats) error {
 }
 
 func errorJSON(err error) *ErrorJSON {
-	var re *backend.RunError
-	if errors.As(err, &re) {
-		ej := &ErrorJSON{Rule: re.Rule, Message: re.Message}
-		if re.At != nil {
-			ej.Location = &LocationJSON{Line: re.At.Line, Column: re.At.Col, Path: re.At.Path}
-		}
-		return ej
+	re := vm.AsRunError(err)
+	ej := &ErrorJSON{Rule: re.Rule, Message: re.Message}
+	if re.At != nil {
+		ej.Location = &LocationJSON{Line: re.At.Line, Column: re.At.Col, Path: re.At.Path}
 	}
-	return &ErrorJSON{Rule: "run/backend", Message: err.Error()}
+	return ej
 }
 
 func encodeTensor(t *backend.Tensor) (*TensorJSON, error) {

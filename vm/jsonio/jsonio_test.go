@@ -2,8 +2,10 @@ package jsonio
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -77,6 +79,35 @@ func TestHostileShapesAreRefused(t *testing.T) {
 	} {
 		if _, err := ReadRequests(strings.NewReader(doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// TestResponseErrorRules: errors from outside the catalogue are written
+// with the rule they stand for, not run/backend.
+func TestResponseErrorRules(t *testing.T) {
+	errs := map[string]error{
+		"run/cancelled":  context.Canceled,
+		"run/deadline":   context.DeadlineExceeded,
+		"run/closed":     vm.ErrClosed,
+		"run/queue-full": &vm.QueueFullError{Component: "encoder", Limit: 2},
+		"run/backend":    errors.New("boom"),
+	}
+	var rs []vm.Response
+	for rule, err := range errs {
+		rs = append(rs, vm.Response{ID: rule, Err: err})
+	}
+	var out bytes.Buffer
+	if err := WriteResponses(&out, rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rf ResponseFile
+	if err := json.Unmarshal(out.Bytes(), &rf); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rf.Responses {
+		if r.Error == nil || r.Error.Rule != r.ID {
+			t.Errorf("%s written as %+v", r.ID, r.Error)
 		}
 	}
 }
