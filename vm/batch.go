@@ -52,7 +52,11 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 	for i, req := range reqs {
 		r := e.getRun(ctx)
 		b.runs[i] = r
-		b.errs[i] = r.start(req)
+		if req.Err != nil {
+			b.errs[i] = Unreadable(req.Err)
+		} else {
+			b.errs[i] = r.start(req)
+		}
 	}
 	b.block(e.m.Body)
 	for i, req := range reqs {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +116,27 @@ func TestAsRunError(t *testing.T) {
 	}
 	if AsRunError(nil) != nil {
 		t.Error("nil became an error")
+	}
+}
+
+// TestUnreadableRequestFailsAlone: a request that could not be read
+// (Request.Err) is answered with run/input at once, by Run and by RunAll,
+// and its neighbours run as usual.
+func TestUnreadableRequestFailsAlone(t *testing.T) {
+	e := imageEngine(t, Options{MaxDelay: time.Millisecond})
+	rng := rand.New(rand.NewSource(22))
+	bad := Request{ID: "bad", Err: errors.New(`input "x": data holds 47 elements, shape [2 3 8] holds 48`)}
+	res := e.RunAll(context.Background(), []Request{imageRequest(rng, "a", 2), bad, imageRequest(rng, "b", 1)})
+	res = append(res, e.Run(context.Background(), bad))
+	for i, r := range res {
+		if i == 0 || i == 2 {
+			if r.Err != nil {
+				t.Errorf("%s: %v", r.ID, r.Err)
+			}
+			continue
+		}
+		if ruleOf(r.Err) != backend.RunInput || !strings.Contains(r.Err.Error(), "47 elements") || r.ID != "bad" {
+			t.Errorf("the unreadable request: %+v", r)
+		}
 	}
 }
