@@ -149,6 +149,8 @@ func (b *batch) invoke(s *ir.Step) {
 type submission struct {
 	ps  []*pending
 	err error
+	// outs answers an item of zero units at once (grouper.answerEmpty).
+	outs map[string]*backend.Tensor
 }
 
 // admit builds a request's pending items for g, unless the batch was
@@ -169,6 +171,10 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submi
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
 	}
+	if it.empty() {
+		outs, err := g.answerEmpty(it)
+		return submission{outs: outs, err: err}, nil
+	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
@@ -185,6 +191,9 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submi
 func (sub *submission) result(g *grouper) (map[string]*backend.Tensor, error) {
 	if sub.err != nil {
 		return nil, sub.err
+	}
+	if len(sub.ps) == 0 {
+		return sub.outs, nil
 	}
 	shares := make([]map[string]*backend.Tensor, len(sub.ps))
 	for k, p := range sub.ps {

@@ -111,6 +111,9 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 // submit runs an item: alone when it fits every budget, else split into
 // chunks across invocations; an item no split can fit is refused at once.
 func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
+	if it.empty() {
+		return g.answerEmpty(it)
+	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
 		return nil, err
@@ -119,6 +122,29 @@ func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Ten
 		return g.submitOne(ctx, it)
 	}
 	return g.submitChunks(ctx, chunks)
+}
+
+// answerEmpty answers an item of zero units (a request with no image, no
+// line) as it would be answered alone, without the queue: its outputs
+// never depend on the items it could have been grouped with, it is counted
+// in no group, and no backend runs for it.
+func (g *grouper) answerEmpty(it *item) (map[string]*backend.Tensor, error) {
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		return nil, closedError()
+	}
+	grp, err := g.spec.assemble([]*item{it}, &Copies{})
+	if err != nil {
+		return nil, err
+	}
+	hint, _ := g.sess.(backend.ShapeHinter)
+	shares, err := g.spec.split(grp, g.spec.emptyOutputs(grp, hint))
+	if err != nil {
+		return nil, err
+	}
+	return shares[0], nil
 }
 
 // submitOne queues an item that fits and waits for its share.

@@ -31,6 +31,23 @@ type itemPort struct {
 	lengths []*backend.Tensor
 }
 
+// empty reports whether the item holds no unit at all: it has a packed
+// port, and every packed port's outermost level counts zero units.
+func (it *item) empty() bool {
+	packed := false
+	for _, p := range it.ports {
+		if len(p.levels) == 0 {
+			continue
+		}
+		packed = true
+		top := p.levels[len(p.levels)-1]
+		if top[len(top)-1] != 0 {
+			return false
+		}
+	}
+	return packed
+}
+
 // newItem returns an empty item of a component with n input ports.
 func newItem(n int) *item { return &item{ports: make([]itemPort, n)} }
 
