@@ -181,6 +181,9 @@ func (e *Engine) invoke(ctx context.Context, component string, args, values map[
 		}
 		return g.submit(ctx, it)
 	}
+	if err := e.specs[component].checkLevels(args, func(v string) *backend.Tensor { return values[v] }); err != nil {
+		return nil, err
+	}
 	return e.solo(ctx, component, args)
 }
 

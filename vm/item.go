@@ -163,6 +163,40 @@ func (s *componentSpec) checkPort(in plan.Port, t *backend.Tensor) error {
 	return nil
 }
 
+// checkLevels validates the ownership chains of a request's packed inputs
+// for a component that does not group (an adapter, say): its offsets and
+// owners are checked like those of a grouped component's items, so that a
+// companion the component never reads is still refused when it is wrong.
+// Unlike an item, the request may hold any number of outermost units.
+func (s *componentSpec) checkLevels(args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+	for _, in := range s.gp.Inputs {
+		t := args[in.Name]
+		if in.Role != plan.RolePacked || t == nil || t.Rank() == 0 {
+			continue
+		}
+		children := t.Shape[0]
+		for _, l := range in.Levels {
+			ot := companionValue(l.Offsets, args, env)
+			wt := companionValue(l.Owner, args, env)
+			var err error
+			switch {
+			case ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1:
+				err = runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
+					l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
+			default:
+				if err = checkOffsets(l.Offsets.Name(), l.Index, ot.Int64s(), children); err == nil {
+					err = checkOwner(l.Owner.Name(), l.Index, wt.Int64s(), ot.Int64s())
+				}
+			}
+			if err != nil {
+				return backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
+			}
+			children = ot.Len() - 1
+		}
+	}
+	return nil
+}
+
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
 func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
