@@ -36,3 +36,35 @@ func TestEmptyRequestAnsweredFromSoloShape(t *testing.T) {
 		}
 	}
 }
+
+// TestSoloGroupDoesNotCopy: a group of one request passes its inputs
+// through (packed, padded, companions): no copy is made, and results equal
+// the grouped ones.
+func TestSoloGroupDoesNotCopy(t *testing.T) {
+	rng := rand.New(rand.NewSource(32))
+	var reqs []Request
+	for i := range 6 {
+		reqs = append(reqs, imageRequest(rng, string(rune('a'+i)), 1+i%3))
+	}
+	solo := imageEngine(t, Options{Solo: true})
+	grouped := imageEngine(t, Options{MaxDelay: 20 * time.Millisecond})
+	a, b := solo.RunAll(context.Background(), reqs), grouped.RunAll(context.Background(), reqs)
+	for i := range reqs {
+		if a[i].Err != nil || b[i].Err != nil {
+			t.Fatal(a[i].Err, b[i].Err)
+		}
+		if !sameResult(a[i].Outputs["embeddings"], b[i].Outputs["embeddings"]) {
+			t.Errorf("%s: solo %v, grouped %v", reqs[i].ID, a[i].Outputs["embeddings"], b[i].Outputs["embeddings"])
+		}
+	}
+	if c := solo.Copies("encoder"); c.Bytes() != 0 || c.Count() != 0 {
+		t.Errorf("solo runs copied %d bytes in %d copies: %v", c.Bytes(), c.Count(), c.ByReason())
+	}
+	one := imageEngine(t, Options{MaxDelay: time.Millisecond})
+	if r := one.Run(context.Background(), reqs[2]); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if c := one.Copies("encoder"); c.Bytes() != 0 {
+		t.Errorf("a request grouped alone copied %v", c.ByReason())
+	}
+}

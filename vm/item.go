@@ -26,6 +26,9 @@ type itemPort struct {
 	// levels holds, for a packed port, the item's offsets per level
 	// (innermost first); its outermost level has exactly one row.
 	levels [][]int64
+	// owners holds the request's own owner map per level, when it was
+	// checked at admission: a group of one passes it on as it is.
+	owners []*backend.Tensor
 	// lengths holds, for a padded port, the item's lengths per padding
 	// entry (in the order of the port's Padded list).
 	lengths []*backend.Tensor
@@ -205,6 +208,7 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 	}
 	children := t.Shape[0]
 	var offsets [][]int64
+	var owners []*backend.Tensor
 	for _, l := range in.Levels {
 		ot := companionValue(l.Offsets, args, env)
 		wt := companionValue(l.Owner, args, env)
@@ -220,12 +224,13 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 			return err
 		}
 		offsets = append(offsets, offs)
+		owners = append(owners, wt)
 		children = int64(len(offs) - 1)
 	}
 	if children != 1 {
 		return runErr("run/extent", "the outermost level of `%s` counts %d rows, but one request is one row: its outer offsets are [0, items]", in.Name, children)
 	}
-	it.ports[i].levels = offsets
+	it.ports[i].levels, it.ports[i].owners = offsets, owners
 	return nil
 }
 
