@@ -16,6 +16,10 @@ type RunError struct {
 	// the port whose value was refused, or the invoke step that failed
 	// (from the plan's location table); nil when nothing is located.
 	At *ir.Location
+	// Err is the error this one stands for, when there is one (a context's
+	// error, the VM's closed engine or full queue): errors.Is and errors.As
+	// see it through Unwrap.
+	Err error
 }
 
 // Located returns err with its location set to at when err is a RunError
@@ -33,6 +37,9 @@ func Located(err error, at ir.Location) error {
 }
 
 func (e *RunError) Error() string { return fmt.Sprintf("error[%s]: %s", e.Rule, e.Message) }
+
+// Unwrap returns the error this one stands for, or nil.
+func (e *RunError) Unwrap() error { return e.Err }
 
 // Errorf returns a RunError with rule and a formatted message.
 func Errorf(rule, format string, args ...any) *RunError {

@@ -85,8 +85,19 @@ func (g *group) empty() bool {
 }
 
 // concat stacks the items' tensors of one port along axis 0, padding the
-// padded axes to the group maximum.
+// padded axes to the group maximum. A group of one passes its item's
+// tensor through: it is already its own group's maximum.
 func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
+	if len(items) == 1 {
+		t := items[0].ports[at].t
+		g.elems += t.Len()
+		g.realElems += t.Len()
+		if len(in.Padded) > 0 {
+			g.padded += t.Len()
+			g.real += t.Len()
+		}
+		return t, nil
+	}
 	tensors := make([]*backend.Tensor, len(items))
 	for i, it := range items {
 		tensors[i] = it.ports[at].t
@@ -192,6 +203,10 @@ func strides(shape []int64) []int64 {
 func (g *group) composeLevels(at int, in plan.Port, items []*item) {
 	levels := make([][]int64, len(in.Levels))
 	for k := range in.Levels {
+		if len(items) == 1 {
+			levels[k] = items[0].ports[at].levels[k]
+			continue
+		}
 		per := make([][]int64, len(items))
 		for i, it := range items {
 			per[i] = it.ports[at].levels[k]
@@ -209,6 +224,15 @@ func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copi
 	switch s.Role {
 	case "offsets", "owner":
 		offs := g.offsets[s.Port][s.Level]
+		if len(items) == 1 {
+			// A group of one passes the request's own companions.
+			if s.Role == "offsets" {
+				return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs}, nil
+			}
+			if ws := items[0].ports[spec.at(s.Port)].owners; s.Level < len(ws) && ws[s.Level] != nil {
+				return ws[s.Level], nil
+			}
+		}
 		data := offs
 		if s.Role == "owner" {
 			data = ownersFromOffsets(offs)
@@ -221,6 +245,9 @@ func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copi
 	ts := make([]*backend.Tensor, len(items))
 	for i, it := range items {
 		ts[i] = it.ports[at].lengths[entry]
+	}
+	if len(ts) == 1 {
+		return ts[0], nil
 	}
 	padAxes := make([]bool, ts[0].Rank())
 	for a := 1; a < len(padAxes); a++ {

@@ -52,12 +52,16 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 	for i, req := range reqs {
 		r := e.getRun(ctx)
 		b.runs[i] = r
-		b.errs[i] = r.start(req)
+		if req.Err != nil {
+			b.errs[i] = Unreadable(req.Err)
+		} else {
+			b.errs[i] = r.start(req)
+		}
 	}
 	b.block(e.m.Body)
 	for i, req := range reqs {
 		if b.errs[i] != nil {
-			out[i] = Response{ID: req.ID, Err: b.errs[i]}
+			out[i] = Response{ID: req.ID, Err: failure(b.errs[i])}
 		} else {
 			out[i] = Response{ID: req.ID, Outputs: b.runs[i].outputs}
 		}
@@ -145,13 +149,15 @@ func (b *batch) invoke(s *ir.Step) {
 type submission struct {
 	ps  []*pending
 	err error
+	// outs answers an item of zero units at once (grouper.answerEmpty).
+	outs map[string]*backend.Tensor
 }
 
 // admit builds a request's pending items for g, unless the batch was
 // cancelled.
 func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submission, error) {
 	if err := b.ctx.Err(); err != nil {
-		return submission{}, err
+		return submission{}, backend.ContextError(err)
 	}
 	args := make(map[string]*backend.Tensor, len(s.Args))
 	for _, a := range s.Args {
@@ -164,6 +170,10 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submi
 	it, err := g.spec.admit(args, func(v string) *backend.Tensor { return r.env[v] })
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
+	}
+	if it.empty() {
+		outs, err := g.answerEmpty(it)
+		return submission{outs: outs, err: err}, nil
 	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
@@ -181,6 +191,9 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submi
 func (sub *submission) result(g *grouper) (map[string]*backend.Tensor, error) {
 	if sub.err != nil {
 		return nil, sub.err
+	}
+	if len(sub.ps) == 0 {
+		return sub.outs, nil
 	}
 	shares := make([]map[string]*backend.Tensor, len(sub.ps))
 	for k, p := range sub.ps {

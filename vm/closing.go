@@ -2,6 +2,8 @@ package vm
 
 import (
 	"time"
+
+	"github.com/genaic/genaic/backend"
 )
 
 // A free runner decides when a group closes. A group closes when a runner is
@@ -151,7 +153,7 @@ func (g *grouper) answerCancelled() {
 	kept := g.queue[:0]
 	for _, p := range g.queue {
 		if err := p.ctx.Err(); err != nil {
-			p.answer(share{err: err})
+			p.answer(share{err: backend.ContextError(err)})
 			continue
 		}
 		kept = append(kept, p)

@@ -165,6 +165,21 @@ func (e *Engine) Copies(component string) *Copies { return e.copies[component] }
 type Request struct {
 	ID     string
 	Inputs map[string]*backend.Tensor
+	// Err, when set, is why the request could not be read (a malformed
+	// tensor of a requests document is run/input): the engine answers the
+	// request with it at once and runs nothing for it, so that one bad
+	// request fails alone. An error that is no RunError is run/input.
+	Err error
+}
+
+// Unreadable is the error a request that could not be read is answered
+// with (Request.Err): its own RunError, or a run/input one wrapping it.
+func Unreadable(err error) error {
+	var re *backend.RunError
+	if errors.As(err, &re) {
+		return err
+	}
+	return &backend.RunError{Rule: backend.RunInput, Message: err.Error(), Err: err}
 }
 
 // Response is a request's result: the workflow outputs it emitted, or the
@@ -251,6 +266,9 @@ func (e *Engine) putRun(r *run) {
 
 // exec runs one request's program.
 func (e *Engine) exec(ctx context.Context, req Request) Response {
+	if req.Err != nil {
+		return Response{ID: req.ID, Err: Unreadable(req.Err)}
+	}
 	r := e.getRun(ctx)
 	err := r.start(req)
 	if err == nil {
@@ -259,7 +277,7 @@ func (e *Engine) exec(ctx context.Context, req Request) Response {
 	outs := r.outputs
 	e.putRun(r)
 	if err != nil {
-		return Response{ID: req.ID, Err: err}
+		return Response{ID: req.ID, Err: failure(err)}
 	}
 	return Response{ID: req.ID, Outputs: outs}
 }

@@ -69,12 +69,20 @@ type share struct {
 	err  error
 }
 
-// ErrClosed is returned to requests submitted to, or still waiting in, an
-// engine that was closed.
+// ErrClosed is what a request submitted to an engine that was closed
+// fails with: a run/closed RunError that wraps it, so errors.Is(err,
+// ErrClosed) holds.
 var ErrClosed = errors.New("the engine is closed: the request was not run")
 
-// QueueFullError is returned when a component's queue holds its limit of
-// waiting items: the request fails at once instead of waiting unboundedly.
+// closedError is the run/closed error of a request the engine refused.
+func closedError() error {
+	return &backend.RunError{Rule: backend.RunClosed, Message: ErrClosed.Error(), Err: ErrClosed}
+}
+
+// QueueFullError is why a request fails when a component's queue holds
+// its limit of waiting items: the request fails at once, with a
+// run/queue-full RunError that wraps it (errors.As finds either), instead
+// of waiting unboundedly.
 type QueueFullError struct {
 	Component string
 	Limit     int
@@ -103,6 +111,9 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 // submit runs an item: alone when it fits every budget, else split into
 // chunks across invocations; an item no split can fit is refused at once.
 func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
+	if it.empty() {
+		return g.answerEmpty(it)
+	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
 		return nil, err
@@ -111,6 +122,29 @@ func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Ten
 		return g.submitOne(ctx, it)
 	}
 	return g.submitChunks(ctx, chunks)
+}
+
+// answerEmpty answers an item of zero units (a request with no image, no
+// line) as it would be answered alone, without the queue: its outputs
+// never depend on the items it could have been grouped with, it is counted
+// in no group, and no backend runs for it.
+func (g *grouper) answerEmpty(it *item) (map[string]*backend.Tensor, error) {
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		return nil, closedError()
+	}
+	grp, err := g.spec.assemble([]*item{it}, &Copies{})
+	if err != nil {
+		return nil, err
+	}
+	hint, _ := g.sess.(backend.ShapeHinter)
+	shares, err := g.spec.split(grp, g.spec.emptyOutputs(grp, hint))
+	if err != nil {
+		return nil, err
+	}
+	return shares[0], nil
 }
 
 // submitOne queues an item that fits and waits for its share.
@@ -128,7 +162,7 @@ func (p *pending) wait() (map[string]*backend.Tensor, error) {
 	case s := <-p.done:
 		return s.outs, s.err
 	case <-p.ctx.Done():
-		return nil, p.ctx.Err()
+		return nil, backend.ContextError(p.ctx.Err())
 	}
 }
 
@@ -138,10 +172,11 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	switch {
 	case g.closed:
 		g.mu.Unlock()
-		return ErrClosed
+		return closedError()
 	case len(g.queue)+len(ps) > g.limit:
 		g.mu.Unlock()
-		return &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
+		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
+		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
 	}
 	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
 	g.queue = append(g.queue, ps...)
@@ -231,7 +266,7 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 	kept := batch[:0:0]
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
-			p.answer(share{err: err})
+			p.answer(share{err: backend.ContextError(err)})
 			continue
 		}
 		kept = append(kept, p)
@@ -274,9 +309,47 @@ func (g *grouper) invoke(items []*item) ([]map[string]*backend.Tensor, error) {
 // failure, keeping the rule of a backend that reported a run/* error (a
 // preprocessing adapter refusing a corrupt image is run/input).
 func backendError(component string, requests int, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return backend.ContextError(err)
+	}
 	var re *backend.RunError
 	if errors.As(err, &re) {
 		return runErr(re.Rule, "component `%s` (a group of %d request(s)): %s", component, requests, re.Message)
 	}
-	return runErr("run/backend", "component `%s` failed on a group of %d request(s): %v", component, requests, err)
+	return runErr(backend.RunBackend, "component `%s` failed on a group of %d request(s): %v", component, requests, err)
+}
+
+// AsRunError returns the RunError a request's failure reports: the one err
+// holds, or, for an error from outside the catalogue, run/cancelled,
+// run/deadline, run/closed or run/queue-full where err stands for one of
+// those, and run/backend otherwise. nil comes back as nil.
+func AsRunError(err error) *backend.RunError {
+	if err == nil {
+		return nil
+	}
+	var re *backend.RunError
+	if errors.As(err, &re) {
+		return re
+	}
+	var qf *QueueFullError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		errors.As(backend.ContextError(err), &re)
+		return re
+	case errors.Is(err, ErrClosed):
+		return &backend.RunError{Rule: backend.RunClosed, Message: err.Error(), Err: err}
+	case errors.As(err, &qf):
+		return &backend.RunError{Rule: backend.RunQueueFull, Message: err.Error(), Err: err}
+	}
+	return &backend.RunError{Rule: backend.RunBackend, Message: err.Error(), Err: err}
+}
+
+// failure is the error a response carries: err when it holds a RunError,
+// else the RunError AsRunError makes of it (wrapping err).
+func failure(err error) error {
+	var re *backend.RunError
+	if err == nil || errors.As(err, &re) {
+		return err
+	}
+	return AsRunError(err)
 }

@@ -83,7 +83,7 @@ func (r *run) block(b *ir.Block) error {
 	}
 	for _, s := range b.Steps {
 		if err := r.ctx.Err(); err != nil {
-			return err
+			return backend.ContextError(err)
 		}
 		if err := r.step(s); err != nil {
 			return err
@@ -180,6 +180,9 @@ func (e *Engine) invoke(ctx context.Context, component string, args, values map[
 			return nil, err
 		}
 		return g.submit(ctx, it)
+	}
+	if err := e.specs[component].checkLevels(args, func(v string) *backend.Tensor { return values[v] }); err != nil {
+		return nil, err
 	}
 	return e.solo(ctx, component, args)
 }

@@ -26,9 +26,29 @@ type itemPort struct {
 	// levels holds, for a packed port, the item's offsets per level
 	// (innermost first); its outermost level has exactly one row.
 	levels [][]int64
+	// owners holds the request's own owner map per level, when it was
+	// checked at admission: a group of one passes it on as it is.
+	owners []*backend.Tensor
 	// lengths holds, for a padded port, the item's lengths per padding
 	// entry (in the order of the port's Padded list).
 	lengths []*backend.Tensor
+}
+
+// empty reports whether the item holds no unit at all: it has a packed
+// port, and every packed port's outermost level counts zero units.
+func (it *item) empty() bool {
+	packed := false
+	for _, p := range it.ports {
+		if len(p.levels) == 0 {
+			continue
+		}
+		packed = true
+		top := p.levels[len(p.levels)-1]
+		if top[len(top)-1] != 0 {
+			return false
+		}
+	}
+	return packed
 }
 
 // newItem returns an empty item of a component with n input ports.
@@ -146,6 +166,40 @@ func (s *componentSpec) checkPort(in plan.Port, t *backend.Tensor) error {
 	return nil
 }
 
+// checkLevels validates the ownership chains of a request's packed inputs
+// for a component that does not group (an adapter, say): its offsets and
+// owners are checked like those of a grouped component's items, so that a
+// companion the component never reads is still refused when it is wrong.
+// Unlike an item, the request may hold any number of outermost units.
+func (s *componentSpec) checkLevels(args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+	for _, in := range s.gp.Inputs {
+		t := args[in.Name]
+		if in.Role != plan.RolePacked || t == nil || t.Rank() == 0 {
+			continue
+		}
+		children := t.Shape[0]
+		for _, l := range in.Levels {
+			ot := companionValue(l.Offsets, args, env)
+			wt := companionValue(l.Owner, args, env)
+			var err error
+			switch {
+			case ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1:
+				err = runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
+					l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
+			default:
+				if err = checkOffsets(l.Offsets.Name(), l.Index, ot.Int64s(), children); err == nil {
+					err = checkOwner(l.Owner.Name(), l.Index, wt.Int64s(), ot.Int64s())
+				}
+			}
+			if err != nil {
+				return backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
+			}
+			children = ot.Len() - 1
+		}
+	}
+	return nil
+}
+
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
 func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
@@ -154,6 +208,7 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 	}
 	children := t.Shape[0]
 	var offsets [][]int64
+	var owners []*backend.Tensor
 	for _, l := range in.Levels {
 		ot := companionValue(l.Offsets, args, env)
 		wt := companionValue(l.Owner, args, env)
@@ -169,12 +224,13 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 			return err
 		}
 		offsets = append(offsets, offs)
+		owners = append(owners, wt)
 		children = int64(len(offs) - 1)
 	}
 	if children != 1 {
 		return runErr("run/extent", "the outermost level of `%s` counts %d rows, but one request is one row: its outer offsets are [0, items]", in.Name, children)
 	}
-	it.ports[i].levels = offsets
+	it.ports[i].levels, it.ports[i].owners = offsets, owners
 	return nil
 }
 

@@ -112,6 +112,7 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	copy(sub.ports, it.ports)
 	sub.ports[at].t = it.ports[at].t.View(lo, hi)
 	sub.ports[at].levels = subLevels
+	sub.ports[at].owners = nil // the request's owners cover all of it: derive the chunk's
 	if ls := it.ports[at].lengths; ls != nil {
 		sub.ports[at].lengths = make([]*backend.Tensor, len(ls))
 		for k, l := range ls {

@@ -151,7 +151,7 @@ func TestRunJSON(t *testing.T) {
 		}
 		return out
 	}
-	doc := `{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}},{"id":"bad","inputs":{}},{"inputs":{}}]}`
+	doc := `{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}},{"id":"bad","inputs":{}},{"inputs":{}},{"id":"malformed","inputs":{"x":{"dtype":"int64","shape":[3],"data":[1.5]}}}]}`
 	out, err := RunJSON(context.Background(), []byte(doc), echo)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func TestRunJSON(t *testing.T) {
 	if err := json.Unmarshal(out, &rf); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rf.Responses) != 3 || rf.Responses[0].ID != "a" || rf.Responses[2].ID != "2" {
+	if len(rf.Responses) != 4 || rf.Responses[0].ID != "a" || rf.Responses[2].ID != "2" || rf.Responses[3].ID != "malformed" {
 		t.Fatalf("responses %s", out)
 	}
 	if x := rf.Responses[0].Outputs["x"]; string(x.Data) != "[1,2]" {
@@ -168,6 +168,9 @@ func TestRunJSON(t *testing.T) {
 	}
 	if e := rf.Responses[1].Error; e == nil || e.Rule != "run/input" {
 		t.Errorf("bad's error = %+v", e)
+	}
+	if e := rf.Responses[3].Error; e == nil || e.Rule != "run/input" || !strings.Contains(e.Message, "int64") {
+		t.Errorf("malformed's error = %+v", e)
 	}
 	if _, err := RunJSON(context.Background(), []byte(`{"requests": 3}`), echo); err == nil {
 		t.Errorf("RunJSON read a document that is not a requests document")

@@ -17,13 +17,25 @@ type BatchFunc func(ctx context.Context, reqs []vm.Request) []vm.Response
 
 // RunAll runs requests concurrently, one goroutine per request so that
 // their items meet in the groupers, after telling the engine how many are
-// coming (vm.Engine.Expect), and returns their responses in order.
+// coming (vm.Engine.Expect), and returns their responses in order. A
+// request that could not be read (its Err set) is answered with that error
+// at once (run/input).
 func RunAll(ctx context.Context, e *vm.Engine, reqs []vm.Request, run RunFunc) []vm.Response {
-	e.Expect(len(reqs))
 	out := make([]vm.Response, len(reqs))
+	readable := 0
+	for i, r := range reqs {
+		if r.Err != nil {
+			out[i] = vm.Response{ID: r.ID, Err: vm.Unreadable(r.Err)}
+		} else {
+			readable++
+		}
+	}
+	e.Expect(readable)
 	var wg sync.WaitGroup
 	for i := range reqs {
-		wg.Go(func() { out[i] = run(ctx, reqs[i]) })
+		if reqs[i].Err == nil {
+			wg.Go(func() { out[i] = run(ctx, reqs[i]) })
+		}
 	}
 	wg.Wait()
 	return out
@@ -32,16 +44,34 @@ func RunAll(ctx context.Context, e *vm.Engine, reqs []vm.Request, run RunFunc) [
 // RunJSON runs a requests document of `genaic run`
 // ({"requests":[{"id","inputs":{NAME: TENSOR}}]}) with runAll and returns
 // the responses document `genaic run` writes without --stats. A failed
-// request is a response with an error, not an error of RunJSON; RunJSON
-// fails only on a document it cannot read. Paths of .npy tensors are
+// request (a malformed tensor included) is a response with an error, not
+// an error of RunJSON; RunJSON fails only on a document it cannot read. Paths of .npy tensors are
 // relative to the working directory.
 func RunJSON(ctx context.Context, requests []byte, runAll BatchFunc) ([]byte, error) {
 	reqs, err := jsonio.ReadRequests(bytes.NewReader(requests), ".")
 	if err != nil {
 		return nil, err
 	}
+	// A request with a malformed tensor fails alone, answered here; the
+	// others run.
+	out := make([]vm.Response, len(reqs))
+	var readable []vm.Request
+	var at []int
+	for i, r := range reqs {
+		if r.Err != nil {
+			out[i] = vm.Response{ID: r.ID, Err: vm.Unreadable(r.Err)}
+			continue
+		}
+		readable = append(readable, r)
+		at = append(at, i)
+	}
+	if len(readable) > 0 {
+		for k, r := range runAll(ctx, readable) {
+			out[at[k]] = r
+		}
+	}
 	var b bytes.Buffer
-	if err := jsonio.WriteResponses(&b, runAll(ctx, reqs), nil); err != nil {
+	if err := jsonio.WriteResponses(&b, out, nil); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -247,6 +248,37 @@ func TestEndToEndCorruptImageFailsOneRequest(t *testing.T) {
 			for _, frag := range []string{"run/input", "image_preprocess", "64 65 66 69"} {
 				if !strings.Contains(resps[1].Err.Error(), frag) {
 					t.Errorf("error %q does not mention %q", resps[1].Err, frag)
+				}
+			}
+		})
+	}
+}
+
+// TestEndToEndOwnerChecked: an adapter's owner companions are checked like
+// any other: an owner map that disagrees with its offsets, or has the
+// wrong length, fails its request only (run/owner, run/extent).
+func TestEndToEndOwnerChecked(t *testing.T) {
+	for _, doc := range docs {
+		t.Run(filepath.Base(doc), func(t *testing.T) {
+			e, _ := open(t, doc, false)
+			rows := strings.Contains(doc, "grouped")
+			rng := rand.New(rand.NewSource(12))
+			good := randomPictures(t, rng)
+			for len(good.colours) < 2 {
+				good = randomPictures(t, rng)
+			}
+			short := good.request("short", rows)
+			short.Inputs["image_byte_owner"] = &backend.Tensor{DType: "int64", Shape: []int64{3}, Data: []int64{7, -1, 99}}
+			wrong := good.request("wrong", rows)
+			w := append([]int64(nil), wrong.Inputs["image_byte_owner"].Int64s()...)
+			w[len(w)-1] = 0 // the last byte belongs to the last image, not the first
+			wrong.Inputs["image_byte_owner"] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(w))}, Data: w}
+			resps := e.RunAll(context.Background(), []vm.Request{good.request("good", rows), short, wrong})
+			check(t, good, resps[0])
+			for i, rule := range map[int]string{1: "run/extent", 2: "run/owner"} {
+				var re *backend.RunError
+				if !errors.As(resps[i].Err, &re) || re.Rule != rule || !strings.Contains(re.Message, "image_byte_owner") {
+					t.Errorf("%s: %v, want %s naming image_byte_owner", resps[i].ID, resps[i].Err, rule)
 				}
 			}
 		})

@@ -63,6 +63,10 @@ type encodedInput struct {
 	// perItemRows: without a level-1 port, each item is its own row (a
 	// grouped adapter with one level) rather than all of them one row.
 	perItemRows bool
+	// owners holds, per level, the input port of the level's owner map
+	// ("" when it is not an input port): checked against the level's
+	// offsets like any other companion.
+	owners [2]string
 }
 
 // encodedPorts finds the uint8 input port and the ports of its level
@@ -83,8 +87,11 @@ func encodedPorts(comp *ir.Component, k kind) (encodedInput, error) {
 		if in.itemOffsets, err = byteOffsetsPort(comp, payload, ""); err != nil {
 			return in, err
 		}
-		for _, lv := range l.Levels {
+		for k, lv := range l.Levels {
 			companions[lv.Offsets.Name], companions[lv.Owner.Name] = true, true
+			if comp.Input(lv.Owner.Name) != nil {
+				in.owners[k] = lv.Owner.Name
+			}
 		}
 		if len(l.Levels) == 2 {
 			if name := l.Levels[1].Offsets.Name; comp.Input(name) != nil {
@@ -224,7 +231,50 @@ func (s *encoded) items(inputs map[string]*backend.Tensor, outputs []string) (da
 	if rows, err = s.rows(inputs, len(offs)-1); err != nil {
 		return nil, nil, nil, err
 	}
+	if err = s.ownerOf(inputs, s.in.owners[0], "byte", offs); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.in.rowOffsets != "" {
+		if err = s.ownerOf(inputs, s.in.owners[1], s.k.item, rows); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	return data, offs, rows, nil
+}
+
+// ownerOf checks the owner map bound to port (none when port is "")
+// against its level's offsets: one entry per child, each the unit whose
+// offsets hold that child (§4 r9), as the runtime checks every other
+// companion.
+func (s *encoded) ownerOf(inputs map[string]*backend.Tensor, port, what string, offs []int64) error {
+	if port == "" {
+		return nil
+	}
+	t := inputs[port]
+	if t == nil {
+		return fail("run/input", "input port `%s` of adapter `%s` has no value; bind it in the invoke to the owner map of the %s offsets", port, s.comp.Name, what)
+	}
+	owner, ok := t.Data.([]int64)
+	if !ok || t.Rank() != 1 || int64(len(owner)) != t.Len() {
+		return fail("run/input", "input port `%s` of adapter `%s` holds %s; an owner map is an int64 vector", port, s.comp.Name, t)
+	}
+	children, units := offs[len(offs)-1], int64(len(offs)-1)
+	if int64(len(owner)) != children {
+		return fail("run/extent", "owner `%s` of adapter `%s` has %d entries, but its %s offsets cover %d children; an owner map has one entry per child", port, s.comp.Name, len(owner), what, children)
+	}
+	u := int64(0)
+	for j, w := range owner {
+		for u < units && offs[u+1] <= int64(j) {
+			u++
+		}
+		if w < 0 || w >= units {
+			return fail("run/owner", "owner `%s` of adapter `%s` holds %d at index %d, outside [0, %d)", port, s.comp.Name, w, j, units)
+		}
+		if w != u {
+			return fail("run/owner", "owner `%s` of adapter `%s` holds %d at index %d, but its %s offsets place index %d in unit %d", port, s.comp.Name, w, j, what, j, u)
+		}
+	}
+	return nil
 }
 
 // rows returns the offsets of the invocation's rows over its n items.

@@ -6,13 +6,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/backend"
@@ -42,9 +43,33 @@ type TensorJSON struct {
 	NPY   string          `json:"npy,omitempty"`
 }
 
+// ReadOptions say how a requests document's .npy paths are read.
+type ReadOptions struct {
+	// AllowAbs takes absolute .npy paths as given; without it they are
+	// refused, as is every relative path that leaves the requests folder
+	// (by `..` or by a symbolic link).
+	AllowAbs bool
+	// MaxNPYBytes bounds the payload of one .npy file; 0 means
+	// DefaultMaxNPYBytes.
+	MaxNPYBytes int64
+}
+
+// DefaultMaxNPYBytes is the largest .npy payload read by default (1 GiB).
+const DefaultMaxNPYBytes = 1 << 30
+
 // ReadRequests decodes a requests document; .npy paths are relative to
-// baseDir.
+// baseDir and confined to it (ReadOptions{}).
 func ReadRequests(r io.Reader, baseDir string) ([]vm.Request, error) {
+	return ReadRequestsWith(r, baseDir, ReadOptions{})
+}
+
+// ReadRequestsWith decodes a requests document. A document that is not a
+// requests document, or repeats an id, is an error; a request whose
+// tensor is malformed (its data disagrees with its shape, its dtype is
+// unknown, a value is not of its dtype, its .npy file is refused) is
+// returned with Err set (run/input, naming the input), so that it fails
+// alone.
+func ReadRequestsWith(r io.Reader, baseDir string, opts ReadOptions) ([]vm.Request, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	var doc requestsDoc
@@ -63,10 +88,11 @@ func ReadRequests(r io.Reader, baseDir string) ([]vm.Request, error) {
 		}
 		seen[id] = true
 		req := vm.Request{ID: id, Inputs: map[string]*backend.Tensor{}}
-		for name, raw := range rq.Inputs {
-			t, err := decodeTensor(raw, baseDir)
+		for _, name := range slices.Sorted(maps.Keys(rq.Inputs)) {
+			t, err := decodeTensor(rq.Inputs[name], baseDir, opts)
 			if err != nil {
-				return nil, fmt.Errorf("request %q input %q: %v", id, name, err)
+				req.Inputs, req.Err = nil, backend.Errorf(backend.RunInput, "request %q input %q: %v", id, name, err)
+				break
 			}
 			req.Inputs[name] = t
 		}
@@ -75,7 +101,7 @@ func ReadRequests(r io.Reader, baseDir string) ([]vm.Request, error) {
 	return out, nil
 }
 
-func decodeTensor(raw json.RawMessage, baseDir string) (*backend.Tensor, error) {
+func decodeTensor(raw json.RawMessage, baseDir string, opts ReadOptions) (*backend.Tensor, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var tj TensorJSON
@@ -83,7 +109,7 @@ func decodeTensor(raw json.RawMessage, baseDir string) (*backend.Tensor, error) 
 		return nil, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"} or {\"npy\": path})", err)
 	}
 	if tj.NPY != "" {
-		return ReadNPY(filepath.Join(baseDir, filepath.FromSlash(tj.NPY)))
+		return openNPY(baseDir, tj.NPY, opts)
 	}
 	d, ok := ir.LookupDType(tj.DType)
 	if !ok {
@@ -196,15 +222,12 @@ func WriteResponses(w io.Writer, rs []vm.Response, stats *vm.Stats) error {
 }
 
 func errorJSON(err error) *ErrorJSON {
-	var re *backend.RunError
-	if errors.As(err, &re) {
-		ej := &ErrorJSON{Rule: re.Rule, Message: re.Message}
-		if re.At != nil {
-			ej.Location = &LocationJSON{Line: re.At.Line, Column: re.At.Col, Path: re.At.Path}
-		}
-		return ej
+	re := vm.AsRunError(err)
+	ej := &ErrorJSON{Rule: re.Rule, Message: re.Message}
+	if re.At != nil {
+		ej.Location = &LocationJSON{Line: re.At.Line, Column: re.At.Col, Path: re.At.Path}
 	}
-	return &ErrorJSON{Rule: "run/backend", Message: err.Error()}
+	return ej
 }
 
 func encodeTensor(t *backend.Tensor) (*TensorJSON, error) {
@@ -249,28 +272,118 @@ func (tj TensorJSON) Tensor() (*backend.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeTensor(raw, "")
+	return decodeTensor(raw, "", ReadOptions{})
 }
 
-// npy: version 1.0 headers, little-endian, C order.
+// npy: format versions 1.0, 2.0 and 3.0, little-endian, C order.
 var npyDTypes = map[string]string{"<f4": "float32", "<f8": "float64", "<i8": "int64", "<i4": "int32", "|u1": "uint8", "|i1": "int8", "|b1": "bool"}
 
 var npySizes = map[string]int64{"<f4": 4, "<f8": 8, "<i8": 8, "<i4": 4, "|u1": 1, "|i1": 1, "|b1": 1}
 
-// ReadNPY reads a NumPy .npy file (format 1.0, little-endian, C order).
-func ReadNPY(path string) (*backend.Tensor, error) {
-	b, err := os.ReadFile(path)
+// maxNPYHeader bounds a .npy header (NumPy itself refuses headers past
+// 10,000 bytes by default).
+const maxNPYHeader = 1 << 16
+
+// openNPY opens the .npy file a requests document names: relative to
+// baseDir and inside it, unless absolute paths are allowed, in which case
+// an absolute path is taken as given.
+func openNPY(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
+	p := filepath.FromSlash(name)
+	if filepath.IsAbs(p) || strings.HasPrefix(name, "/") {
+		if !opts.AllowAbs {
+			return nil, fmt.Errorf(".npy path %q is absolute; paths are relative to the requests folder (absolute paths are taken only when allowed, `--allow-abs`)", name)
+		}
+		return readNPYFile(p, opts.MaxNPYBytes)
+	}
+	if !filepath.IsLocal(p) {
+		return nil, fmt.Errorf(".npy path %q leaves the requests folder; name a file inside it", name)
+	}
+	if baseDir == "" {
+		baseDir = "."
+	}
+	// The root confines the path, symbolic links included: a link that
+	// resolves outside baseDir is refused.
+	root, err := os.OpenRoot(baseDir)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
+	defer root.Close()
+	fi, err := root.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf(".npy path %q: %v", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf(".npy path %q is not a regular file (%s)", name, fi.Mode().Type())
+	}
+	f, err := root.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf(".npy path %q: %v", name, err)
+	}
+	defer f.Close()
+	return readNPY(f, name, opts.MaxNPYBytes)
+}
+
+// ReadNPY reads a NumPy .npy file (format 1.0, 2.0 or 3.0, little-endian,
+// C order) of at most DefaultMaxNPYBytes of payload. Only a regular file
+// is read, and its header is checked against its size before anything is
+// allocated.
+func ReadNPY(path string) (*backend.Tensor, error) {
+	return readNPYFile(path, 0)
+}
+
+func readNPYFile(path string, limit int64) (*backend.Tensor, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readNPY(f, path, limit)
+}
+
+// readNPY reads an opened .npy file: the header first, then, once the
+// header's shape agrees with the file's size and the limit, the payload.
+func readNPY(f *os.File, path string, limit int64) (*backend.Tensor, error) {
+	if limit <= 0 {
+		limit = DefaultMaxNPYBytes
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	var pre [12]byte
+	if _, err := io.ReadFull(f, pre[:10]); err != nil || string(pre[:6]) != "\x93NUMPY" {
 		return nil, fmt.Errorf("%s is not a .npy file", path)
 	}
-	hlen := int(b[8]) | int(b[9])<<8
-	if 10+hlen > len(b) {
+	var hlen, start int64
+	switch pre[6] {
+	case 1:
+		hlen, start = int64(binary.LittleEndian.Uint16(pre[8:10])), 10
+	case 2, 3:
+		if _, err := io.ReadFull(f, pre[10:12]); err != nil {
+			return nil, fmt.Errorf("%s: truncated header", path)
+		}
+		hlen, start = int64(binary.LittleEndian.Uint32(pre[8:12])), 12
+	default:
+		return nil, fmt.Errorf("%s: .npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)", path, pre[6], pre[7])
+	}
+	if hlen > maxNPYHeader || start+hlen > fi.Size() {
+		return nil, fmt.Errorf("%s: header of %d bytes is truncated or longer than %d bytes", path, hlen, maxNPYHeader)
+	}
+	hb := make([]byte, hlen)
+	if _, err := io.ReadFull(f, hb); err != nil {
 		return nil, fmt.Errorf("%s: truncated header", path)
 	}
-	header := string(b[10 : 10+hlen])
+	header := string(hb)
 	descr := between(header, "'descr': '", "'")
 	dtype, ok := npyDTypes[descr]
 	if !ok {
@@ -280,10 +393,10 @@ func ReadNPY(path string) (*backend.Tensor, error) {
 		return nil, fmt.Errorf("%s: Fortran order is not supported; save with C order", path)
 	}
 	var shape []int64
-	for _, f := range strings.Split(between(header, "'shape': (", ")"), ",") {
-		if f = strings.TrimSpace(f); f != "" {
+	for _, field := range strings.Split(between(header, "'shape': (", ")"), ",") {
+		if field = strings.TrimSpace(field); field != "" {
 			var n int64
-			if _, err := fmt.Sscan(f, &n); err != nil || n < 0 {
+			if _, err := fmt.Sscan(field, &n); err != nil || n < 0 {
 				return nil, fmt.Errorf("%s: bad shape in header %q", path, header)
 			}
 			shape = append(shape, n)
@@ -293,16 +406,19 @@ func ReadNPY(path string) (*backend.Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	payload := b[10+hlen:]
-	if size := npySizes[descr]; int64(len(payload)) != n*size {
-		return nil, fmt.Errorf("%s: %d payload bytes for shape %v of %s", path, len(payload), shape, dtype)
+	size := n * npySizes[descr]
+	if size > limit {
+		return nil, fmt.Errorf("%s: shape %v of %s holds %d bytes, above the limit of %d", path, shape, dtype, size, limit)
+	}
+	if payload := fi.Size() - start - hlen; payload != size {
+		return nil, fmt.Errorf("%s: %d payload bytes for shape %v of %s", path, payload, shape, dtype)
 	}
 	t, err := backend.NewTensor(dtype, shape)
 	if err != nil {
 		return nil, err
 	}
-	if err := readLE(payload, t.Data); err != nil {
-		return nil, err
+	if err := binary.Read(io.LimitReader(f, size), binary.LittleEndian, t.Data); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return t, nil
 }
@@ -315,9 +431,3 @@ func between(s, start, end string) string {
 	v, _, _ := strings.Cut(rest, end)
 	return v
 }
-
-func readLE(b []byte, data any) error {
-	return binaryRead(bytes.NewReader(b), data)
-}
-
-func binaryRead(r io.Reader, data any) error { return binary.Read(r, binary.LittleEndian, data) }

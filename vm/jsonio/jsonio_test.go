@@ -2,8 +2,10 @@ package jsonio
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -52,16 +54,46 @@ func TestRequestsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestRequestsRefuseBadInput(t *testing.T) {
+// TestRequestsRefuseBadDocuments: a document that is not a requests
+// document, or repeats an id, is refused whole.
+func TestRequestsRefuseBadDocuments(t *testing.T) {
 	for doc, want := range map[string]string{
-		`{"requests":[{"id":"a","inputs":{"x":{"dtype":"float32","shape":[3],"data":[1,2]}}}]}`: "data holds 2 elements, shape [3] holds 3",
-		`{"requests":[{"id":"a","inputs":{"x":{"dtype":"f33","shape":[1],"data":[1]}}}]}`:       `unknown dtype "f33"`,
-		`{"requests":[{"id":"a"},{"id":"a"}]}`:                                                  `id "a" is used twice`,
-		`{"reqs":[]}`:                                                                           "unknown field",
-		`{"requests":[{"id":"a","inputs":{"x":{"npy":"missing.npy"}}}]}`:                        "no such file",
+		`{"requests":[{"id":"a"},{"id":"a"}]}`: `id "a" is used twice`,
+		`{"reqs":[]}`:                          "unknown field",
+		`[1, 2]`:                               "cannot unmarshal",
 	} {
 		if _, err := ReadRequests(strings.NewReader(doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// TestMalformedTensorFailsOnlyItsRequest: a malformed tensor makes its
+// request carry a run/input error naming the input; the document's other
+// requests are read as usual.
+func TestMalformedTensorFailsOnlyItsRequest(t *testing.T) {
+	bad := map[string]string{
+		`{"dtype":"float32","shape":[2,3,8],"data":[` + strings.Repeat("1,", 46) + `1]}`: "data holds 47 elements, shape [2 3 8] holds 48",
+		`{"dtype":"f33","shape":[1],"data":[1]}`:                                         `unknown dtype "f33"`,
+		`{"dtype":"int64","shape":[1],"data":[1.5]}`:                                     "not a flat list of int64",
+		`{"npy":"missing.npy"}`:                                                          "no such file",
+		`{"dtype":"float32","shape":[3],"data":[1],"extra":1}`:                           "unknown field",
+		`5`: "cannot unmarshal",
+	}
+	for tensor, want := range bad {
+		doc := `{"requests":[{"id":"good","inputs":{"x":{"dtype":"int64","shape":[1],"data":[7]}}},` +
+			`{"id":"bad","inputs":{"ok":{"dtype":"int64","shape":[1],"data":[7]},"x":` + tensor + `}}]}`
+		reqs, err := ReadRequests(strings.NewReader(doc), t.TempDir())
+		if err != nil {
+			t.Errorf("%s: the whole document failed: %v", tensor, err)
+			continue
+		}
+		if len(reqs) != 2 || reqs[0].Err != nil || reqs[0].Inputs["x"].Int64s()[0] != 7 {
+			t.Errorf("%s: the good request: %+v", tensor, reqs[0])
+		}
+		var re *backend.RunError
+		if !errors.As(reqs[1].Err, &re) || re.Rule != backend.RunInput || !strings.Contains(re.Message, `input "x"`) || !strings.Contains(re.Message, want) {
+			t.Errorf("%s: the bad request's error %v, want run/input with %q", tensor, reqs[1].Err, want)
 		}
 	}
 }
@@ -75,8 +107,41 @@ func TestHostileShapesAreRefused(t *testing.T) {
 		`{"requests":[{"inputs":{"x":{"dtype":"float32","shape":[3, -1],"data":[1]}}}]}`:                   "negative extent",
 		`{"requests":[{"inputs":{"x":{"dtype":"int64","shape":[100000000],"data":[1]}}}]}`:                 "data holds 1 elements, shape [100000000] holds 100000000",
 	} {
-		if _, err := ReadRequests(strings.NewReader(doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
+		reqs, err := ReadRequests(strings.NewReader(doc), t.TempDir())
+		if err == nil && len(reqs) == 1 {
+			err = reqs[0].Err
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// TestResponseErrorRules: errors from outside the catalogue are written
+// with the rule they stand for, not run/backend.
+func TestResponseErrorRules(t *testing.T) {
+	errs := map[string]error{
+		"run/cancelled":  context.Canceled,
+		"run/deadline":   context.DeadlineExceeded,
+		"run/closed":     vm.ErrClosed,
+		"run/queue-full": &vm.QueueFullError{Component: "encoder", Limit: 2},
+		"run/backend":    errors.New("boom"),
+	}
+	var rs []vm.Response
+	for rule, err := range errs {
+		rs = append(rs, vm.Response{ID: rule, Err: err})
+	}
+	var out bytes.Buffer
+	if err := WriteResponses(&out, rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rf ResponseFile
+	if err := json.Unmarshal(out.Bytes(), &rf); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rf.Responses {
+		if r.Error == nil || r.Error.Rule != r.ID {
+			t.Errorf("%s written as %+v", r.ID, r.Error)
 		}
 	}
 }
