@@ -65,15 +65,23 @@ func runBench(e *env, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	if len(paths) != 1 || bf.requests == "" || !bf.valid(e) {
+	if len(paths) != 1 || bf.requests == "" {
 		fs.Usage()
+		return exitUsage
+	}
+	if !bf.valid(e) || !bf.engineFlags.valid(e) ||
+		!noStdin(e, "bench", "PATH", paths[0], "give the document's path, its package folder or a plan") ||
+		!noStdin(e, "bench", "--plot", bf.plot, "give the file to draw to") {
 		return exitUsage
 	}
 	f, pkgDir, code := loadPlan(e, paths[0])
 	if f == nil {
 		return code
 	}
-	reqs, err := readRequestsFile(bf.requests)
+	if !bf.validPlan(e, f) {
+		return exitUsage
+	}
+	reqs, err := readRequestsFile(e, bf.requests)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -91,11 +99,17 @@ func runBench(e *env, args []string) int {
 	return b.report(e, results)
 }
 
+// maxRounds bounds --rounds and --warmup: each round runs the whole
+// document in every mode.
+const maxRounds = 1000
+
 // valid checks the flags bench adds to the engine's, saying what is wrong.
 func (bf *benchFlags) valid(e *env) bool {
 	switch {
-	case bf.rounds < 1 || bf.warmup < 0:
-		e.errorf("--rounds must be at least 1 and --warmup at least 0")
+	case bf.rounds < 1 || bf.rounds > maxRounds:
+		e.errorf("--rounds %d: want 1 to %d timed rounds", bf.rounds, maxRounds)
+	case bf.warmup < 0 || bf.warmup > maxRounds:
+		e.errorf("--warmup %d: want 0 to %d untimed rounds", bf.warmup, maxRounds)
 	case bf.rate < 0:
 		e.errorf("--rate must be positive")
 	case bf.arrivals != "poisson" && bf.arrivals != "fixed":
@@ -143,8 +157,20 @@ func (l *levels) Set(v string) error {
 	return nil
 }
 
-// readRequestsFile reads a requests document; .npy paths are relative to it.
-func readRequestsFile(path string) ([]vm.Request, error) {
+// readRequestsFile reads a requests document; .npy paths are relative to
+// it. "-" reads standard input, with .npy paths relative to the current
+// folder.
+func readRequestsFile(e *env, path string) ([]vm.Request, error) {
+	if path == stdinArg {
+		if e.stdin == nil {
+			return nil, fmt.Errorf("%s: no standard input", stdinName)
+		}
+		reqs, err := jsonio.ReadRequests(e.stdin, ".")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", stdinName, err)
+		}
+		return reqs, nil
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -34,16 +36,28 @@ func runCheck(e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	var report diag.Report
+	if n := count(paths, stdinArg); n > 1 {
+		e.errorf("check: - (standard input) is given %d times; it can be read once", n)
+		return exitUsage
+	}
+	// Every path is checked, whatever befell the ones before it: a path
+	// that cannot be read is reported (an entry with its error in the
+	// JSON report) and makes the exit code 2.
+	var report checkReport
 	status := exitOK
 	for _, p := range paths {
-		d, err := passes.CheckPath(p, passes.Options{Check: *checkIR})
+		d, err := checkDocument(e, p, passes.Options{Check: *checkIR})
 		if err != nil {
-			return ioError(e, err)
+			report.Files = append(report.Files, checkFile{FileReport: diag.FileReport{Path: p, Diagnostics: []diag.Diagnostic{}}, Error: ioErrorText(err)})
+			status = exitUsage
+			if !*asJSON {
+				ioError(e, err)
+			}
+			continue
 		}
 		r := d.Result
-		report.Files = append(report.Files, diag.FileReport{Path: r.File, Valid: r.Valid(), Diagnostics: r.Diags})
-		if !r.Valid() {
+		report.Files = append(report.Files, checkFile{FileReport: diag.FileReport{Path: r.File, Valid: r.Valid(), Diagnostics: r.Diags}})
+		if !r.Valid() && status == exitOK {
 			status = exitDiags
 		}
 		if !*asJSON {
@@ -51,11 +65,76 @@ func runCheck(e *env, args []string) int {
 		}
 	}
 	if *asJSON {
-		if err := report.WriteJSON(e.stdout); err != nil {
+		if err := report.writeJSON(e.stdout); err != nil {
 			return ioError(e, err)
 		}
 	}
 	return status
+}
+
+// checkReport is `genaic check --json`: diag.Report, whose entries add
+// the I/O error of a path that could not be read.
+type checkReport struct {
+	Files []checkFile `json:"files"`
+}
+
+type checkFile struct {
+	diag.FileReport
+	Error string `json:"error,omitempty"`
+}
+
+func (r checkReport) writeJSON(w io.Writer) error {
+	for i := range r.Files {
+		if r.Files[i].Diagnostics == nil {
+			r.Files[i].Diagnostics = []diag.Diagnostic{}
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// stdinName is the file name diagnostics give a document read from
+// standard input.
+const stdinName = "<stdin>"
+
+// checkDocument checks the document or package at path, or the document
+// on standard input when path is "-".
+func checkDocument(e *env, path string, opts passes.Options) (*passes.Document, error) {
+	if path != stdinArg {
+		return passes.CheckPath(path, opts)
+	}
+	src, err := readStdin(e, 4*compiler.MaxDocumentBytes, "metadata documents")
+	if err != nil {
+		return nil, err
+	}
+	return passes.CheckSource(stdinName, src, opts)
+}
+
+// readStdin reads standard input, refusing more than limit bytes without
+// reading further.
+func readStdin(e *env, limit int64, what string) ([]byte, error) {
+	if e.stdin == nil {
+		return nil, fmt.Errorf("%s: no standard input", stdinName)
+	}
+	b, err := io.ReadAll(io.LimitReader(e.stdin, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", stdinName, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes; genaic reads %s of at most %d bytes", stdinName, limit, what, limit)
+	}
+	return b, nil
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
 }
 
 func printCheck(e *env, r *compiler.Result, verbose bool) {

@@ -41,6 +41,13 @@ func runCompile(e *env, args []string) int {
 		e.errorf("--emit %s is not something genaic compile emits; use ir or plan", *emit)
 		return exitUsage
 	}
+	if paths[0] == stdinArg && *output == "" && *emit == "" {
+		e.errorf("compile -: a document read from standard input has no folder to write plan.json beside; give -o FILE or --emit ir|plan")
+		return exitUsage
+	}
+	if !noStdin(e, "compile", "-o", *output, "use --emit plan to print the plan") {
+		return exitUsage
+	}
 	if *dump != "" && *dump != "all" && passes.Lookup(*dump) == nil {
 		e.errorf("--dump %s names no pass; run `genaic passes` for the list", *dump)
 		return exitUsage
@@ -52,7 +59,7 @@ func runCompile(e *env, args []string) int {
 			ir.Print(e.stderr, m)
 		}
 	}
-	d, err := passes.CheckPath(paths[0], opts)
+	d, err := checkDocument(e, paths[0], opts)
 	if err != nil {
 		return ioError(e, err)
 	}

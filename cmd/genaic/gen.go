@@ -32,6 +32,10 @@ func runGen(e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if !noStdin(e, "gen", "PATH", paths[0], "the executor reads its package folder; give its path") ||
+		!noStdin(e, "gen", "-o", *dir, "give the folder to write the package to") {
+		return exitUsage
+	}
 	f, _, code := loadPlan(e, paths[0])
 	if f == nil {
 		return code

@@ -47,6 +47,10 @@ func runInspect(e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if !noStdin(e, "inspect", "PATH", paths[0], "give the document's path, its package folder or a plan") ||
+		!noStdin(e, "inspect", "--stats", *statsPath, "give the responses file `genaic run --stats --out FILE` wrote") {
+		return exitUsage
+	}
 	write, ok := inspectWriters[*format]
 	if !ok {
 		e.errorf("--format %s is not a view genaic inspect writes; use text, json, dot or html", *format)

@@ -17,6 +17,10 @@ const (
 	exitOK    = 0
 	exitDiags = 1 // diagnostics, or a request that failed
 	exitUsage = 2 // usage or I/O errors
+
+	// exitInterrupted: a run stopped by SIGINT or SIGTERM (what a shell
+	// reports for a process SIGINT ended).
+	exitInterrupted = 130
 )
 
 // command is one subcommand of the CLI.
@@ -29,6 +33,7 @@ type command struct {
 
 // env is what a command may touch, so tests can run commands in-process.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
@@ -41,7 +46,7 @@ var commands = map[string]command{}
 func register(c command) { commands[c.name] = c }
 
 func main() {
-	os.Exit(run(&env{stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
 }
 
 func run(e *env, args []string) int {
@@ -75,8 +80,14 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Exit codes: 0 success, 1 diagnostics or a failed request, 2 usage or I/O errors.")
 }
 
+// stdinArg is the argument that names standard input where a document or
+// a requests file is read; anywhere else it is a usage error.
+const stdinArg = "-"
+
 // parseFlags parses flags that may stand before or after the positional
-// arguments, as in `genaic check PKG --json`.
+// arguments, as in `genaic check PKG --json`. A bare "-" is a positional
+// argument (standard input, where the command reads one); everything after
+// "--" is positional.
 func parseFlags(e *env, fs *flag.FlagSet, c command, args []string) ([]string, bool) {
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
@@ -89,28 +100,51 @@ func parseFlags(e *env, fs *flag.FlagSet, c command, args []string) ([]string, b
 			return nil, false
 		}
 		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(positional, rest...), true // Parse stopped at "--"
+		}
+		// Parse stops at the first argument that is not a flag: take the
+		// positional ones up to the next flag. "-" is positional, so every
+		// round either ends or hands Parse a flag, which it consumes or
+		// refuses: the loop always makes progress.
 		i := 0
-		for i < len(rest) && !strings.HasPrefix(rest[i], "-") {
+		for i < len(rest) && (rest[i] == stdinArg || !strings.HasPrefix(rest[i], "-")) {
 			i++
 		}
 		positional = append(positional, rest[:i]...)
 		if i == len(rest) {
 			return positional, true
 		}
-		if rest[i] == "--" {
-			return append(positional, rest[i+1:]...), true
-		}
 		args = rest[i:]
 	}
 }
 
+// noStdin refuses "-" where a command does not read standard input; what
+// says what the argument is (such as "PKG|plan.json" or "--out").
+func noStdin(e *env, cmd, what, arg, hint string) bool {
+	if arg != stdinArg {
+		return true
+	}
+	msg := fmt.Sprintf("%s: %s -: - stands for standard input, which %s reads only as a document or a requests file", cmd, what, cmd)
+	if hint != "" {
+		msg += "; " + hint
+	}
+	e.errorf("%s", msg)
+	return false
+}
+
 // ioError reports an I/O problem and returns the usage/I/O exit code.
 func ioError(e *env, err error) int {
+	e.errorf("%s", ioErrorText(err))
+	return exitUsage
+}
+
+// ioErrorText is an I/O error as genaic prints it: the path, then what
+// went wrong.
+func ioErrorText(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
-		e.errorf("%s: %v", pe.Path, pe.Err)
-	} else {
-		e.errorf("%v", err)
+		return fmt.Sprintf("%s: %v", pe.Path, pe.Err)
 	}
-	return exitUsage
+	return err.Error()
 }

@@ -47,7 +47,7 @@ func TestRunGroupedEqualsSolo(t *testing.T) {
 		for name, tj := range s.Outputs {
 			a, _ := g.Outputs[name].Tensor()
 			b, _ := tj.Tensor()
-			if !reflect.DeepEqual(a.Shape, b.Shape) || !close(a.Float32s(), b.Float32s()) {
+			if !reflect.DeepEqual(a.Shape, b.Shape) || !closeTo(a.Float32s(), b.Float32s()) {
 				t.Errorf("%s %s: grouped %v, solo %v", g.ID, name, a, b)
 			}
 		}
@@ -58,7 +58,7 @@ func TestRunGroupedEqualsSolo(t *testing.T) {
 	}
 }
 
-func close(a, b []float32) bool {
+func closeTo(a, b []float32) bool {
 	if len(a) != len(b) {
 		return false
 	}
