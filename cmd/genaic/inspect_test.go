@@ -192,7 +192,7 @@ func TestInspectRunStats(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"what the running engine measured and decided", "component encoder: 1 invocations for 4 requests, largest group 4", "group sizes: 1×4", "padding: "} {
+	for _, want := range []string{"what the running engine measured and decided", "component encoder: 1 invocations for 3 requests, largest group 3", "group sizes: 1×3", "padding: "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("inspect --stats lacks %q:\n%s", want, got)
 		}

@@ -315,7 +315,7 @@ func interruptible(e *env) (ctx context.Context, interrupted func() os.Signal, s
 // interrupted before it ran.
 func cancelled(err error) bool {
 	var re *backend.RunError
-	return errors.Is(err, context.Canceled) || (errors.As(err, &re) && re.Rule == "run/cancelled")
+	return errors.Is(err, context.Canceled) || (errors.As(err, &re) && re.Rule == backend.RunCancelled)
 }
 
 // maxReported bounds the failed requests run prints one by one.
