@@ -177,8 +177,22 @@ func copyElems(dst any, do int64, src any, so, n int64) int64 {
 // View returns rows [lo, hi) of axis 0 of t, sharing its memory: no copy.
 func (t *Tensor) View(lo, hi int64) *Tensor {
 	inner := Elements(t.Shape[1:])
-	shape := append([]int64{hi - lo}, t.Shape[1:]...)
-	return &Tensor{DType: t.DType, Shape: shape, Data: slice(t.Data, lo*inner, hi*inner)}
+	v := &view{Tensor: Tensor{DType: t.DType, Data: slice(t.Data, lo*inner, hi*inner)}}
+	if len(t.Shape) <= len(v.dims) {
+		v.Shape = v.dims[:len(t.Shape):len(t.Shape)]
+	} else {
+		v.Shape = make([]int64, len(t.Shape))
+	}
+	copy(v.Shape, t.Shape)
+	v.Shape[0] = hi - lo
+	return &v.Tensor
+}
+
+// view is a tensor with room for its shape, so that a view of the usual
+// rank is one allocation (and its data's boxing) rather than three.
+type view struct {
+	Tensor
+	dims [4]int64
 }
 
 // SameBuffer reports whether a's data lies inside b's buffer: a is a view

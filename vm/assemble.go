@@ -31,15 +31,16 @@ func (g *group) elements() groupElements { return groupElements{padded: g.elems,
 // assemble builds one invocation from compatible items (§6 Assembly):
 // packed ports are concatenated and their companions recomputed, padded
 // dimensions are allocated at the group's maximum with zero fill, rows are
-// stacked, and shared inputs are passed once.
-func (s *componentSpec) assemble(items []*item, copies *Copies) (*group, error) {
+// stacked, and shared inputs are passed once. Stacked, packed and padded
+// inputs go into the buffers of a (nil: fresh ones).
+func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*group, error) {
 	g := &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
 	for i, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:
 			g.inputs[in.Name] = items[0].ports[i].t
 		case plan.RoleRows, plan.RoleExpanded, plan.RolePacked:
-			t, err := g.concat(i, in, items, copies)
+			t, err := g.concat(i, in, items, copies, a)
 			if err != nil {
 				return nil, err
 			}
@@ -87,7 +88,7 @@ func (g *group) empty() bool {
 // concat stacks the items' tensors of one port along axis 0, padding the
 // padded axes to the group maximum. A group of one passes its item's
 // tensor through: it is already its own group's maximum.
-func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
+func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
 	if len(items) == 1 {
 		t := items[0].ports[at].t
 		g.elems += t.Len()
@@ -113,7 +114,10 @@ func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies) (*ba
 	if err != nil {
 		return nil, err
 	}
-	out, err := backend.NewTensor(tensors[0].DType, shape)
+	// Only a reused buffer some item leaves short needs zero fill: the
+	// items overwrite all of it otherwise.
+	short := padded && slices.ContainsFunc(tensors, func(t *backend.Tensor) bool { return !equalShape(t.Shape[1:], shape[1:]) })
+	out, err := a.tensor(at, tensors[0].DType, shape, short)
 	if err != nil {
 		return nil, err
 	}

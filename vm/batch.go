@@ -119,8 +119,11 @@ func (b *batch) invoke(s *ir.Step) {
 	}
 	g.promise(live)
 	done := 0
+	// An item that fits whole (the usual case) is queued from slabs
+	// allocated once for the batch.
+	slab, ptrs := make([]pending, len(b.runs)), make([]*pending, len(b.runs))
 	b.each(func(i int, r *run) error {
-		sub, err := b.admit(g, s, r, &wg)
+		sub, err := b.admit(g, s, r, &wg, &slab[i], ptrs[i:i+1:i+1])
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
 			if err := g.enqueue(sub.ps...); err != nil {
@@ -154,8 +157,9 @@ type submission struct {
 }
 
 // admit builds a request's pending items for g, unless the batch was
-// cancelled.
-func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submission, error) {
+// cancelled. An item that fits whole is pending in one and listed in
+// slot (a slice of one).
+func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, one *pending, slot []*pending) (submission, error) {
 	if err := b.ctx.Err(); err != nil {
 		return submission{}, backend.ContextError(err)
 	}
@@ -175,12 +179,17 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup) (submi
 		outs, err := g.answerEmpty(it)
 		return submission{outs: outs, err: err}, nil
 	}
+	now := time.Now()
+	if g.spec.overBudget(it) < 0 {
+		*one = pending{ctx: b.ctx, it: it, batch: wg, queued: now}
+		slot[0] = one
+		return submission{ps: slot}, nil
+	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
 	}
 	sub := submission{ps: make([]*pending, len(chunks))}
-	now := time.Now()
 	for k, c := range chunks {
 		sub.ps[k] = &pending{ctx: b.ctx, it: c, batch: wg, queued: now}
 	}

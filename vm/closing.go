@@ -27,7 +27,7 @@ import (
 // it, and looks again; with nothing worth running yet it waits for an
 // arrival, a timer, or the end of a promise. Forming on the runner that
 // will run the group saves a goroutine handoff per group.
-func (g *grouper) runner() {
+func (g *grouper) runner(a *arena) {
 	defer g.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -39,7 +39,7 @@ func (g *grouper) runner() {
 		case !ok:
 			return
 		case batch != nil:
-			g.run(batch)
+			g.run(a, batch)
 			g.mu.Lock()
 			g.inFlight -= len(batch)
 			g.mu.Unlock()
@@ -107,42 +107,47 @@ func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok 
 // group, taken oldest first: one group's worth, or two where inputs are
 // padded, so that a padding-aware choice has candidates to choose from. It
 // is a cheap test that spares forming a group (which ranks the candidates)
-// on every arrival of a batch.
+// on every arrival of a batch: the scan resumes where it stopped, so a
+// burst is scanned once, not once per arrival, until items leave the
+// queue (fillStale).
 func (g *grouper) fillable() bool {
-	if g.fill.terms == nil {
-		g.fill = newBudgetSum(g.spec)
-	}
 	s := &g.fill
-	reset := func() {
-		for _, ts := range s.terms {
-			clear(ts)
-		}
+	if s.terms == nil {
+		*s = newBudgetSum(g.spec)
+		g.fillStale = true
 	}
-	reset()
-	need := 1
-	if len(g.spec.pads) > 0 {
-		need = 2
+	if g.fillStale {
+		g.fillStale, g.fillScan, g.fillFull = false, 0, false
+		g.fillNeed = 1
+		if len(g.spec.pads) > 0 {
+			g.fillNeed = 2
+		}
+		s.clear()
+	}
+	if g.fillFull || len(g.queue) == 0 {
+		return g.fillFull
 	}
 	head := g.queue[0].it
-	for i, p := range g.queue {
-		if i > lookahead {
-			break
-		}
-		if !g.spec.compatible(head, p.it) {
+	for ; g.fillScan < len(g.queue) && g.fillScan <= lookahead; g.fillScan++ {
+		it := g.queue[g.fillScan].it
+		if !g.spec.compatible(head, it) {
 			continue
 		}
-		if !s.fits(p.it) {
-			if need--; need == 0 {
+		if !s.fits(it) {
+			if g.fillNeed--; g.fillNeed == 0 {
+				g.fillFull = true
 				return true
 			}
-			reset()
+			s.clear()
 		}
-		s.add(p.it)
+		s.add(it)
 		if s.spent() {
-			if need--; need == 0 {
+			if g.fillNeed--; g.fillNeed == 0 {
+				g.fillScan++
+				g.fillFull = true
 				return true
 			}
-			reset()
+			s.clear()
 		}
 	}
 	return false
@@ -157,6 +162,9 @@ func (g *grouper) answerCancelled() {
 			continue
 		}
 		kept = append(kept, p)
+	}
+	if len(kept) < len(g.queue) {
+		g.fillStale = true
 	}
 	clear(g.queue[len(kept):])
 	g.queue = kept

@@ -173,6 +173,7 @@ func (f *formation) take() []*pending {
 	}
 	clear(q[len(kept):])
 	f.g.queue = kept
+	f.g.fillStale = true
 	return batch
 }
 
@@ -190,6 +191,13 @@ func newBudgetSum(spec *componentSpec) budgetSum {
 		s.terms[i] = make([]int64, len(b.Terms))
 	}
 	return s
+}
+
+// clear empties the sum.
+func (s *budgetSum) clear() {
+	for _, ts := range s.terms {
+		clear(ts)
+	}
 }
 
 // with returns term j of budget i with it added.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 // grow (see closing.go). Items join FIFO under the
 // compatibility key and the budgets, padding-aware where ports are padded,
 // and within the group size the scheduler has found to pay (sched.go).
+// Each runner reuses its own input buffers (arena.go) from group to group.
 type grouper struct {
 	spec     *componentSpec
 	sess     backend.Session
@@ -37,7 +39,12 @@ type grouper struct {
 	arrivals arrivals
 	forming  *formation // reused for every group formed
 	promised int        // items a lockstep batch is admitting now
-	fill     budgetSum  // fillable's, reused
+	// fillable's scan of the queue: its sums, how far it got, how many
+	// full groups it still needs, whether it found them, and whether
+	// items left the queue since (so that it starts over).
+	fill                budgetSum
+	fillScan, fillNeed  int
+	fillFull, fillStale bool
 
 	wake chan struct{} // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup
@@ -103,7 +110,7 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 	runners := max(o.Workers, 1)
 	g.wg.Add(runners)
 	for range runners {
-		go g.runner()
+		go g.runner(newArena(len(spec.gp.Inputs)))
 	}
 	return g
 }
@@ -135,7 +142,7 @@ func (g *grouper) answerEmpty(it *item) (map[string]*backend.Tensor, error) {
 	if closed {
 		return nil, closedError()
 	}
-	grp, err := g.spec.assemble([]*item{it}, &Copies{})
+	grp, err := g.spec.assemble([]*item{it}, &Copies{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +188,11 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
 	g.queue = append(g.queue, ps...)
 	// While every runner is busy an arrival only joins the queue: the
-	// runner looks again when it frees up.
-	wake := g.idle > 0
+	// runner looks again when it frees up. While items are promised, an
+	// idle runner can only close a full group, so it is woken once the
+	// queue holds one (or by the promise's end), not for every item of a
+	// burst.
+	wake := g.idle > 0 && (g.promised == 0 || g.fillable())
 	g.mu.Unlock()
 	if wake {
 		g.poke()
@@ -222,26 +232,25 @@ func (g *grouper) close() {
 }
 
 // run assembles, checks, invokes and splits one group, then answers each
-// item. Everything that fails here fails the whole group's requests.
-func (g *grouper) run(batch []*pending) {
+// item. Everything that fails here fails the whole group's requests. The
+// group's claim ends with its invocation (or here, when there is none).
+func (g *grouper) run(a *arena, batch []*pending) {
 	batch = g.dropCancelled(batch)
 	if len(batch) == 0 {
 		return
 	}
-	items := make([]*item, len(batch))
 	now := time.Now()
-	for i, p := range batch {
-		items[i] = p.it
+	for _, p := range batch {
 		g.stats.waited(now.Sub(p.queued))
 	}
-	shares, err := g.invoke(items)
+	shares, err := g.invoke(a, batch)
 	if err != nil && len(batch) > 1 {
 		// The backend failed the group. Run each request alone, so that
 		// only the one whose item fails hears about it (§6: an error fails
 		// the request that owns the bad item, never its neighbours).
 		g.stats.regroup()
 		for _, p := range batch {
-			one, err := g.invoke([]*item{p.it})
+			one, err := g.invoke(a, []*pending{p})
 			if err != nil {
 				p.answer(share{err: err})
 			} else {
@@ -263,6 +272,9 @@ func (g *grouper) run(batch []*pending) {
 // group was invoked and returns the others: a cancelled request costs its
 // group nothing.
 func (g *grouper) dropCancelled(batch []*pending) []*pending {
+	if !slices.ContainsFunc(batch, func(p *pending) bool { return p.ctx.Err() != nil }) {
+		return batch
+	}
 	kept := batch[:0:0]
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
@@ -277,9 +289,13 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 	return kept
 }
 
-func (g *grouper) invoke(items []*item) ([]map[string]*backend.Tensor, error) {
+func (g *grouper) invoke(a *arena, batch []*pending) ([]map[string]*backend.Tensor, error) {
 	start := time.Now()
-	grp, err := g.spec.assemble(items, g.copies)
+	items := make([]*item, len(batch))
+	for i, p := range batch {
+		items[i] = p.it
+	}
+	grp, err := g.spec.assemble(items, g.copies, a)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +314,7 @@ func (g *grouper) invoke(items []*item) ([]map[string]*backend.Tensor, error) {
 		if err != nil {
 			return nil, backendError(g.spec.comp.Name, len(items), err)
 		}
+		a.release(outs)
 		d := time.Since(start)
 		g.sched.observe(len(items), grp.elements(), d)
 		g.stats.invoked(len(items), grp, peaks, d)

@@ -18,6 +18,9 @@ type item struct {
 	ports []itemPort
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
+	// inline holds the ports of a component with few inputs, so that
+	// admitting an item is one allocation less.
+	inline [4]itemPort
 }
 
 // itemPort is an item's value of one input port.
@@ -52,7 +55,15 @@ func (it *item) empty() bool {
 }
 
 // newItem returns an empty item of a component with n input ports.
-func newItem(n int) *item { return &item{ports: make([]itemPort, n)} }
+func newItem(n int) *item {
+	it := &item{}
+	if n <= len(it.inline) {
+		it.ports = it.inline[:n:n]
+	} else {
+		it.ports = make([]itemPort, n)
+	}
+	return it
+}
 
 // componentSpec is what the runtime derives once per component from its
 // contracts and GroupPlan.
