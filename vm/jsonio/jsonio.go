@@ -275,6 +275,7 @@ func init() {
 		npyDTypes[d.descr], npySizes[d.descr] = dtype, d.size
 	}
 }
+
 // maxNPYHeader bounds a .npy header (NumPy itself refuses headers past
 // 10,000 bytes by default).
 const maxNPYHeader = 1 << 16
