@@ -287,7 +287,7 @@ func openNPY(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
 	p := filepath.FromSlash(name)
 	if filepath.IsAbs(p) || strings.HasPrefix(name, "/") {
 		if !opts.AllowAbs {
-			return nil, fmt.Errorf(".npy path %q is absolute; paths are relative to the requests folder (absolute paths are taken only when allowed, `--allow-abs`)", name)
+			return nil, fmt.Errorf(".npy path %q is absolute; paths are relative to the requests folder (give --allow-abs to take absolute paths as given)", name)
 		}
 		return readNPYFile(p, opts.MaxNPYBytes)
 	}

@@ -122,3 +122,16 @@ func EncodeResponse(r vm.Response, store Store) ([]byte, error) {
 	}
 	return json.Marshal(rj)
 }
+
+// WriteStatsLine writes stats as the last line of a stream of responses
+// (`genaic run --format jsonl --stats`): {"stats": {...}}.
+func WriteStatsLine(w io.Writer, stats *vm.Stats) error {
+	b, err := json.Marshal(struct {
+		Stats *vm.Stats `json:"stats"`
+	}{stats})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
