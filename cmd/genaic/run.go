@@ -162,6 +162,11 @@ func isPlanFile(path string) bool {
 }
 
 func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
+	// The watch starts before the requests are read and the components
+	// loaded (a signal then runs none of them) and lasts until the
+	// responses are written: a second signal meanwhile exits at once.
+	stop, interrupted, end := interruptible(e)
+	defer end()
 	outPath := rf.out
 	var dir *outDir
 	if rf.outDir != "" {
@@ -203,10 +208,6 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		return exitUsage
 	}
 	defer eng.Close()
-	// The watch lasts until the responses are written: a second signal
-	// while they are written still exits at once.
-	stop, interrupted, end := interruptible(e)
-	defer end()
 	opts := vm.BatchOptions{Limit: rf.concurrency, Stop: stop}
 	if rf.format == "jsonl" {
 		written = true
