@@ -163,13 +163,16 @@ func (p *pass) check(u ir.Use) ([]jen.Code, error) {
 }
 
 // ctxCheck is the interpreter's test of ctx before a block's first step
-// and before an invoke.
+// and before an invoke. A cancelled or expired context fails the request
+// with run/cancelled or run/deadline, as the VM fails it, not with the
+// context's bare error.
 func (p *pass) ctxCheck() []jen.Code {
 	if p.checked {
 		return nil
 	}
 	p.checked = true
-	return []jen.Code{jen.If(jen.Err().Op(":=").Id("ctx").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(retErr())}
+	return []jen.Code{jen.If(jen.Err().Op(":=").Id("ctx").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(
+		jen.Return(jen.Nil(), jen.Qual(backendPath, "ContextError").Call(jen.Err())))}
 }
 
 // block generates a block's steps in order. A loop body is entered many

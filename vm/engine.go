@@ -203,18 +203,6 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 	return e.exec(ctx, req)
 }
 
-// runWindows runs reqs in lockstep (batch.go), window by window: a window
-// is as many requests as may be in flight and as the queues hold. Its
-// requests are not counted as active: at each invoke the batch promises
-// the grouper exactly the items still to come, and once they are all in,
-// none of the window's requests will bring another.
-func (e *Engine) runWindows(ctx context.Context, reqs []Request, out []Response, window int) {
-	for lo := 0; lo < len(reqs); lo += window {
-		hi := min(lo+window, len(reqs))
-		e.runBatch(ctx, reqs[lo:hi], out[lo:hi])
-	}
-}
-
 // Expect tells the engine that n requests are about to start (through
 // Begin), so that groupers wait for them rather than judge from arrival
 // rates: generated executors announce a batch of requests this way, as
@@ -292,29 +280,5 @@ func (e *Engine) RunAll(ctx context.Context, reqs []Request) []Response {
 // soon as no request of the batch can still join it, and they run on a
 // pool of limit goroutines rather than one goroutine each.
 func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []Response {
-	if limit <= 0 || limit > len(reqs) {
-		limit = len(reqs)
-	}
-	out := make([]Response, len(reqs))
-	if e.lockstep {
-		e.runWindows(ctx, reqs, out, min(limit, e.opts.Queue))
-		return out
-	}
-	e.announced.Add(int64(len(reqs)))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(limit)
-	for range limit {
-		e.goroutines.run(func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
-				e.active.Add(1) // before the announcement ends: never both zero
-				e.announced.Add(-1)
-				out[i] = e.exec(ctx, reqs[i])
-				e.done(1)
-			}
-		})
-	}
-	wg.Wait()
-	return out
+	return e.RunBatch(ctx, reqs, BatchOptions{Limit: limit})
 }

@@ -45,7 +45,7 @@ type benchFlags struct {
 	rounds, warmup           int
 	levels                   levels
 	rate                     float64
-	json                     bool
+	json, allowAbs           bool
 }
 
 func runBench(e *env, args []string) int {
@@ -53,6 +53,7 @@ func runBench(e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	bf := benchFlags{levels: levels{64}}
 	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run")
+	fs.BoolVar(&bf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, round by round")
 	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
 	fs.Var(&bf.levels, "concurrency", "clients in the closed loop (with --rate: the most requests in flight), or a list such as 1,4,16,64 to sweep")
@@ -81,7 +82,7 @@ func runBench(e *env, args []string) int {
 	if !bf.validPlan(e, f) {
 		return exitUsage
 	}
-	reqs, err := readRequestsFile(e, bf.requests)
+	reqs, err := readRequestsFile(e, bf.requests, jsonio.ReadOptions{AllowAbs: bf.allowAbs})
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -157,15 +158,18 @@ func (l *levels) Set(v string) error {
 	return nil
 }
 
+// allowAbsHelp is the help of --allow-abs.
+const allowAbsHelp = "take absolute .npy paths of the requests document as given (without it they are refused; relative paths stay confined to the requests folder)"
+
 // readRequestsFile reads a requests document; .npy paths are relative to
 // it. "-" reads standard input, with .npy paths relative to the current
 // folder.
-func readRequestsFile(e *env, path string) ([]vm.Request, error) {
+func readRequestsFile(e *env, path string, opts jsonio.ReadOptions) ([]vm.Request, error) {
 	if path == stdinArg {
 		if e.stdin == nil {
 			return nil, fmt.Errorf("%s: no standard input", stdinName)
 		}
-		reqs, err := jsonio.ReadRequests(e.stdin, ".")
+		reqs, err := jsonio.ReadRequestsWith(e.stdin, ".", opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", stdinName, err)
 		}
@@ -176,7 +180,7 @@ func readRequestsFile(e *env, path string) ([]vm.Request, error) {
 		return nil, err
 	}
 	defer file.Close()
-	reqs, err := jsonio.ReadRequests(file, filepath.Dir(path))
+	reqs, err := jsonio.ReadRequestsWith(file, filepath.Dir(path), opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}

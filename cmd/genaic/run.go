@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,7 +24,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PKG|plan.json --requests FILE [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--out FILE]",
+		usage:   "run PKG|plan.json --requests FILE [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
@@ -35,9 +32,9 @@ func init() {
 
 type runFlags struct {
 	engineFlags
-	requests, out string
-	solo, stats   bool
-	concurrency   int
+	requests, out, outDir, format string
+	solo, stats, allowAbs         bool
+	concurrency                   int
 }
 
 func runRun(e *env, args []string) int {
@@ -46,6 +43,9 @@ func runRun(e *env, args []string) int {
 	var rf runFlags
 	fs.StringVar(&rf.requests, "requests", "", "the requests document: {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}; - reads standard input")
 	fs.StringVar(&rf.out, "out", "", "write the responses here instead of stdout (checked writable before the run; never the requests file)")
+	fs.StringVar(&rf.outDir, "out-dir", "", "write each output as DIR/REQUEST/OUTPUT.npy and the responses, naming them {\"dtype\",\"shape\",\"npy\"}, to DIR/responses.json (.jsonl with --format jsonl); the folder is made if missing")
+	fs.StringVar(&rf.format, "format", "json", "json: one responses document once the run ends; jsonl: one response per line as each request finishes")
+	fs.BoolVar(&rf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.BoolVar(&rf.solo, "solo", false, "run every invocation with exactly one request (the reference)")
 	fs.BoolVar(&rf.stats, "stats", false, "add per-component stats to the responses")
 	rf.register(fs, 5*time.Millisecond, "how long a group waits for more items")
@@ -67,7 +67,8 @@ func runRun(e *env, args []string) int {
 	}
 	if !rf.valid(e) || !rf.validRun(e) ||
 		!noStdin(e, "run", "PATH", paths[0], "give the document's path, its package folder or a plan (--requests - reads the requests from standard input)") ||
-		!noStdin(e, "run", "--out", rf.out, "leave --out out to write the responses to standard output") {
+		!noStdin(e, "run", "--out", rf.out, "leave --out out to write the responses to standard output") ||
+		!noStdin(e, "run", "--out-dir", rf.outDir, "give a folder") {
 		return exitUsage
 	}
 	f, pkgDir, code := loadPlan(e, paths[0])
@@ -84,6 +85,14 @@ func runRun(e *env, args []string) int {
 func (rf *runFlags) validRun(e *env) bool {
 	if rf.concurrency < 0 {
 		e.errorf("--concurrency %d: want 0 (all of them) or more", rf.concurrency)
+		return false
+	}
+	if rf.format != "json" && rf.format != "jsonl" {
+		e.errorf("--format %s: want json (one responses document) or jsonl (one response per line)", rf.format)
+		return false
+	}
+	if rf.out != "" && rf.outDir != "" {
+		e.errorf("--out and --out-dir together: --out-dir writes its responses to DIR/responses.%s; give one of them", rf.format)
 		return false
 	}
 	if rf.out != "" && rf.requests != stdinArg && sameFile(rf.out, rf.requests) {
@@ -107,69 +116,6 @@ func sameFile(a, b string) bool {
 	}
 	sb, err := os.Stat(b)
 	return err == nil && os.SameFile(sa, sb)
-}
-
-// output is where run writes the responses: --out, opened before the run
-// so that a run whose responses could not be written never starts, or
-// standard output.
-type output struct {
-	w       io.Writer
-	file    *os.File
-	created bool // the file did not exist: remove it if nothing is written
-}
-
-// openOutput opens --out for writing without truncating it yet: an
-// existing file keeps its contents until the responses replace them.
-func openOutput(e *env, path string) (*output, error) {
-	if path == "" {
-		return &output{w: e.stdout}, nil
-	}
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return nil, fmt.Errorf("--out %s is a folder; give a file", path)
-	}
-	created := false
-	file, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		file, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		created = err == nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &output{w: file, file: file, created: created}, nil
-}
-
-// discard closes an output nothing was written to, removing the file it
-// created.
-func (o *output) discard() {
-	if o.file == nil {
-		return
-	}
-	o.file.Close()
-	if o.created {
-		os.Remove(o.file.Name())
-	}
-}
-
-// write replaces the output's contents with the responses.
-func (o *output) write(resps []vm.Response, stats *vm.Stats) error {
-	if o.file == nil {
-		return jsonio.WriteResponses(o.w, resps, stats)
-	}
-	if info, err := o.file.Stat(); err == nil && info.Mode().IsRegular() {
-		if err := o.file.Truncate(0); err != nil {
-			return err
-		}
-	}
-	bw := bufio.NewWriter(o.file)
-	err := jsonio.WriteResponses(bw, resps, stats)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := o.file.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // loadPlan reads a plan file (checked against its package) or compiles a
@@ -216,7 +162,27 @@ func isPlanFile(path string) bool {
 }
 
 func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
-	out, err := openOutput(e, rf.out)
+	// The watch starts before the requests are read and the components
+	// loaded (a signal then runs none of them) and lasts until the
+	// responses are written: a second signal meanwhile exits at once.
+	stop, interrupted, end := interruptible(e)
+	defer end()
+	outPath := rf.out
+	var dir *outDir
+	if rf.outDir != "" {
+		var err error
+		if dir, err = openOutDir(rf.outDir, f); err != nil {
+			e.errorf("--out-dir %s", ioErrorText(err))
+			return exitUsage
+		}
+		defer dir.close()
+		outPath = filepath.Join(rf.outDir, "responses."+rf.format)
+		if rf.requests != stdinArg && sameFile(outPath, rf.requests) {
+			e.errorf("--out-dir %s would write its responses over the requests file %s; write them elsewhere", rf.outDir, rf.requests)
+			return exitUsage
+		}
+	}
+	out, err := openOutput(e, outPath)
 	if err != nil {
 		return ioError(e, err)
 	}
@@ -226,10 +192,15 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 			out.discard()
 		}
 	}()
-	reqs, err := readRequestsFile(e, rf.requests)
+	reqs, err := readRequestsFile(e, rf.requests, jsonio.ReadOptions{AllowAbs: rf.allowAbs})
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
+	}
+	var store jsonio.Store
+	if dir != nil {
+		dir.name(reqs)
+		store = dir.store
 	}
 	eng, err := engine.Open(f, pkgDir, rf.options(rf.solo))
 	if err != nil {
@@ -237,45 +208,60 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		return exitUsage
 	}
 	defer eng.Close()
-	// The watch lasts until the responses are written: a second signal
-	// while they are written still exits at once.
-	ctx, interrupted, stop := interruptible(e)
-	defer stop()
-	resps := eng.RunAllLimit(ctx, reqs, rf.concurrency)
+	opts := vm.BatchOptions{Limit: rf.concurrency, Stop: stop}
+	if rf.format == "jsonl" {
+		written = true
+		if err := out.begin(); err != nil {
+			return ioError(e, err)
+		}
+		opts.Finished = func(_ int, r vm.Response) {
+			if !vm.NotStarted(r.Err) {
+				out.emit(r, store)
+			}
+		}
+	}
+	// Requests run under no deadline: a signal ends admission (stop), and
+	// what was admitted finishes.
+	resps := eng.RunBatch(context.Background(), reqs, opts)
 	var stats *vm.Stats
 	if rf.stats {
 		s := eng.Stats()
 		stats = &s
 	}
+	finished := make([]vm.Response, 0, len(resps))
+	for _, r := range resps {
+		if !vm.NotStarted(r.Err) {
+			finished = append(finished, r)
+		}
+	}
 	written = true
-	if err := out.write(resps, stats); err != nil {
+	if rf.format == "jsonl" {
+		err = out.end(stats)
+	} else {
+		err = out.write(finished, stats, store)
+	}
+	if err != nil {
 		return ioError(e, err)
 	}
 	if sig := interrupted(); sig != nil {
-		finished := 0
-		for _, r := range resps {
-			if r.Err == nil || !cancelled(r.Err) {
-				finished++
-			}
-		}
-		e.errorf("interrupted (%v): %d of %d requests finished and are in the responses; the %d not run are there with the error they were cancelled with",
-			sig, finished, len(resps), len(resps)-finished)
-		reportFailures(e, f, pkgDir, resps, true)
+		e.errorf("interrupted (%v): %d of %d requests finished and are in the responses; the %d not started are left out",
+			sig, len(finished), len(resps), len(resps)-len(finished))
+		reportFailures(e, f, pkgDir, finished)
 		return exitInterrupted
 	}
-	if failed := reportFailures(e, f, pkgDir, resps, false); failed > 0 {
+	if failed := reportFailures(e, f, pkgDir, resps); failed > 0 {
 		fmt.Fprintf(e.stderr, "genaic: %d of %d requests failed\n", failed, len(resps))
 		return exitDiags
 	}
 	return exitOK
 }
 
-// interruptible returns the context a run runs under: the first SIGINT or
-// SIGTERM cancels it, so that no request is admitted any more, while every
-// invocation already started finishes; a second one exits at once.
-// interrupted says which signal came, if one did; stop ends the watch.
-func interruptible(e *env) (ctx context.Context, interrupted func() os.Signal, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+// interruptible watches for SIGINT and SIGTERM during a run: the first
+// closes stop, so that no request is admitted any more while every request
+// already started finishes; a second one exits at once. interrupted says
+// which signal came, if one did; end ends the watch.
+func interruptible(e *env) (stop <-chan struct{}, interrupted func() os.Signal, end func()) {
+	stopped := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	var got atomic.Value
@@ -284,8 +270,8 @@ func interruptible(e *env) (ctx context.Context, interrupted func() os.Signal, s
 		select {
 		case sig := <-sigs:
 			got.Store(sig)
-			e.errorf("%v: admitting no more requests; finishing those running, then writing the responses (a second signal exits at once)", sig)
-			cancel()
+			e.errorf("%v: admitting no more requests; finishing those started, then writing their responses (a second signal exits at once)", sig)
+			close(stopped)
 		case <-done:
 			return
 		}
@@ -301,21 +287,13 @@ func interruptible(e *env) (ctx context.Context, interrupted func() os.Signal, s
 		return sig
 	}
 	var once sync.Once
-	stop = func() {
+	end = func() {
 		once.Do(func() {
 			signal.Stop(sigs)
 			close(done)
-			cancel()
 		})
 	}
-	return ctx, interrupted, stop
-}
-
-// cancelled reports whether a request failed because the run was
-// interrupted before it ran.
-func cancelled(err error) bool {
-	var re *backend.RunError
-	return errors.Is(err, context.Canceled) || (errors.As(err, &re) && re.Rule == backend.RunCancelled)
+	return stopped, interrupted, end
 }
 
 // maxReported bounds the failed requests run prints one by one.
@@ -324,13 +302,10 @@ const maxReported = 10
 // reportFailures prints the first failed requests as diagnostics are
 // printed, at the place in the package's document the error concerns when
 // the runtime located it, and returns how many requests failed.
-//
-// When skipCancelled is set (the run was interrupted), requests that were
-// not run are counted but not printed.
-func reportFailures(e *env, f *plan.File, pkgDir string, resps []vm.Response, skipCancelled bool) int {
+func reportFailures(e *env, f *plan.File, pkgDir string, resps []vm.Response) int {
 	failed := 0
 	for _, r := range resps {
-		if r.Err == nil || (skipCancelled && cancelled(r.Err)) {
+		if r.Err == nil {
 			continue
 		}
 		if failed++; failed > maxReported {

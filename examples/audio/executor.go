@@ -266,7 +266,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke window_encoder (inference_metadata.yaml:93:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 90, "window_encoder", map[string]*backend.Tensor{
 		"frame_offsets": frameOffsets,

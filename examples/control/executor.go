@@ -336,7 +336,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// branch on mode (inference_metadata.yaml:141:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	key, err := genrt.Key(mode)
 	if err != nil {
@@ -402,7 +402,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		// invoke add (inference_metadata.yaml:155:11,
 		// pipeline.workflow.steps[1].cases.0)
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, backend.ContextError(err)
 		}
 		outs4, err := ex.engine.Invoke(ctx, 194, "add", map[string]*backend.Tensor{
 			"a": x,
@@ -419,7 +419,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		// invoke double (inference_metadata.yaml:156:11,
 		// pipeline.workflow.steps[1].cases.1)
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, backend.ContextError(err)
 		}
 		outs5, err := ex.engine.Invoke(ctx, 199, "double", map[string]*backend.Tensor{"a": x}, nil)
 		if err != nil {
@@ -442,7 +442,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke double (inference_metadata.yaml:162:13,
 	// pipeline.workflow.steps[3].setup[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs6, err := ex.engine.Invoke(ctx, 209, "double", map[string]*backend.Tensor{"a": chosen}, nil)
 	if err != nil {
@@ -456,7 +456,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		// invoke add (inference_metadata.yaml:166:13,
 		// pipeline.workflow.steps[3].steps[0])
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, backend.ContextError(err)
 		}
 		outs7, err := ex.engine.Invoke(ctx, 214, "add", map[string]*backend.Tensor{
 			"a": acc,
@@ -472,7 +472,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		// invoke step (inference_metadata.yaml:167:13,
 		// pipeline.workflow.steps[3].steps[1])
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, backend.ContextError(err)
 		}
 		outs8, err := ex.engine.Invoke(ctx, 219, "step", map[string]*backend.Tensor{
 			"a": summed,
@@ -502,7 +502,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// emit acc into y (inference_metadata.yaml:172:13,
 	// pipeline.workflow.steps[4].steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	resp.Y = acc
 

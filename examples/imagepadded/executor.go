@@ -254,7 +254,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke encoder (inference_metadata.yaml:88:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 93, "encoder", map[string]*backend.Tensor{
 		"image_offsets": imageOffsets,

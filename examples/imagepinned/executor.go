@@ -241,7 +241,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke encoder (inference_metadata.yaml:82:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 71, "encoder", map[string]*backend.Tensor{"pixel_patches": pixelPatches}, map[string]*backend.Tensor{
 		"image_offsets": imageOffsets,

@@ -416,7 +416,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	)
 	// invoke image (multimodal.yaml:135:9, pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 231, "image", map[string]*backend.Tensor{
 		"px":     px,
@@ -434,7 +434,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 
 	// invoke video (multimodal.yaml:136:9, pipeline.workflow.steps[1])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs2, err := ex.engine.Invoke(ctx, 236, "video", map[string]*backend.Tensor{
 		"frame_off": frameOff,
@@ -453,7 +453,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 
 	// invoke text (multimodal.yaml:137:9, pipeline.workflow.steps[2])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs3, err := ex.engine.Invoke(ctx, 241, "text", map[string]*backend.Tensor{
 		"tok_off": tokOff,

@@ -223,7 +223,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke denoiser (inference_metadata.yaml:64:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 54, "denoiser", map[string]*backend.Tensor{
 		"guidance_scale": guidanceScale,

@@ -200,7 +200,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke scorer (inference_metadata.yaml:41:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 28, "scorer", map[string]*backend.Tensor{"features": features}, nil)
 	if err != nil {

@@ -266,7 +266,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke text_encoder (inference_metadata.yaml:91:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 87, "text_encoder", map[string]*backend.Tensor{
 		"token_ids":     tokenIDs,

@@ -254,7 +254,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke text_encoder (inference_metadata.yaml:88:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 89, "text_encoder", map[string]*backend.Tensor{
 		"segment_offsets": segmentOffsets,

@@ -283,7 +283,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke merger (inference_metadata.yaml:107:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 118, "merger", map[string]*backend.Tensor{
 		"segment_offsets": segmentOffsets,

@@ -241,7 +241,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke clip_encoder (inference_metadata.yaml:79:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 74, "clip_encoder", map[string]*backend.Tensor{"pixel_values": pixelValues}, map[string]*backend.Tensor{
 		"clip_offsets": clipOffsets,

@@ -278,7 +278,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke clip_encoder (inference_metadata.yaml:104:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 118, "clip_encoder", map[string]*backend.Tensor{
 		"clip_offsets":  clipOffsets,

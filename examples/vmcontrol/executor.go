@@ -216,13 +216,13 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	acc = x // cell acc starts at x
 	// loop (control.yaml:40:9, pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	for i := int64(0); i < 10; i++ {
 		// invoke double (control.yaml:43:13,
 		// pipeline.workflow.steps[0].steps[0])
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, backend.ContextError(err)
 		}
 		outs, err := ex.engine.Invoke(ctx, 57, "double", map[string]*backend.Tensor{"a": acc}, nil)
 		if err != nil {
@@ -254,7 +254,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		// invoke negate (control.yaml:49:11,
 		// pipeline.workflow.steps[1].cases.1)
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, backend.ContextError(err)
 		}
 		outs2, err := ex.engine.Invoke(ctx, 68, "negate", map[string]*backend.Tensor{"a": acc}, nil)
 		if err != nil {

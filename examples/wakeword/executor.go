@@ -241,7 +241,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke embedding (inference_metadata.yaml:72:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 67, "embedding", map[string]*backend.Tensor{"input_1": windows}, map[string]*backend.Tensor{
 		"window_offsets": windowOffsets,

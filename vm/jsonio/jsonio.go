@@ -174,30 +174,19 @@ type LocationJSON struct {
 	Path   string `json:"path"`
 }
 
-type responseJSON struct {
-	ID      string                 `json:"id"`
-	Outputs map[string]*TensorJSON `json:"outputs"`
-	Error   *ErrorJSON             `json:"error"`
-}
-
 // WriteResponses encodes responses (and stats, when given): one response
 // per line, so that large tensors stay readable.
 func WriteResponses(w io.Writer, rs []vm.Response, stats *vm.Stats) error {
+	return WriteResponsesWith(w, rs, stats, nil)
+}
+
+// WriteResponsesWith is WriteResponses with each output tensor given to
+// store (see EncodeResponse) instead of written inline, when store is set.
+func WriteResponsesWith(w io.Writer, rs []vm.Response, stats *vm.Stats, store Store) error {
 	var b bytes.Buffer
 	b.WriteString("{\"responses\": [")
 	for i, r := range rs {
-		rj := responseJSON{ID: r.ID, Outputs: map[string]*TensorJSON{}}
-		if r.Err != nil {
-			rj.Error, rj.Outputs = errorJSON(r.Err), nil
-		}
-		for name, t := range r.Outputs {
-			tj, err := encodeTensor(t)
-			if err != nil {
-				return err
-			}
-			rj.Outputs[name] = tj
-		}
-		line, err := json.Marshal(rj)
+		line, err := EncodeResponse(r, store)
 		if err != nil {
 			return err
 		}
@@ -275,10 +264,17 @@ func (tj TensorJSON) Tensor() (*backend.Tensor, error) {
 	return decodeTensor(raw, "", ReadOptions{})
 }
 
-// npy: format versions 1.0, 2.0 and 3.0, little-endian, C order.
-var npyDTypes = map[string]string{"<f4": "float32", "<f8": "float64", "<i8": "int64", "<i4": "int32", "|u1": "uint8", "|i1": "int8", "|b1": "bool"}
+// npy: format versions 1.0, 2.0 and 3.0, little-endian, C order; the
+// dtypes are those of npyDescrs (npy.go).
+var npyDTypes = map[string]string{}
 
-var npySizes = map[string]int64{"<f4": 4, "<f8": 8, "<i8": 8, "<i4": 4, "|u1": 1, "|i1": 1, "|b1": 1}
+var npySizes = map[string]int64{}
+
+func init() {
+	for dtype, d := range npyDescrs {
+		npyDTypes[d.descr], npySizes[d.descr] = dtype, d.size
+	}
+}
 
 // maxNPYHeader bounds a .npy header (NumPy itself refuses headers past
 // 10,000 bytes by default).
@@ -291,7 +287,7 @@ func openNPY(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
 	p := filepath.FromSlash(name)
 	if filepath.IsAbs(p) || strings.HasPrefix(name, "/") {
 		if !opts.AllowAbs {
-			return nil, fmt.Errorf(".npy path %q is absolute; paths are relative to the requests folder (absolute paths are taken only when allowed, `--allow-abs`)", name)
+			return nil, fmt.Errorf(".npy path %q is absolute; paths are relative to the requests folder (give --allow-abs to take absolute paths as given)", name)
 		}
 		return readNPYFile(p, opts.MaxNPYBytes)
 	}
@@ -387,7 +383,7 @@ func readNPY(f *os.File, path string, limit int64) (*backend.Tensor, error) {
 	descr := between(header, "'descr': '", "'")
 	dtype, ok := npyDTypes[descr]
 	if !ok {
-		return nil, fmt.Errorf("%s: dtype %q is not supported (use little-endian f4, f8, i8, i4, u1, i1 or b1)", path, descr)
+		return nil, fmt.Errorf("%s: dtype %q is not supported (use little-endian f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8 or b1)", path, descr)
 	}
 	if strings.Contains(header, "'fortran_order': True") {
 		return nil, fmt.Errorf("%s: Fortran order is not supported; save with C order", path)

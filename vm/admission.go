@@ -1,0 +1,145 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/genaic/genaic/backend"
+)
+
+// BatchOptions say how RunBatch admits the requests of a batch and tells
+// of their responses.
+type BatchOptions struct {
+	// Limit bounds the requests in flight (0: all of them).
+	Limit int
+	// Stop, once closed, ends admission: no request of the batch starts
+	// after it, while every request already started runs to its end under
+	// the batch's context (cancelling that context fails them instead).
+	// A request never started is answered with a run/cancelled error that
+	// NotStarted recognises. A nil Stop never closes.
+	Stop <-chan struct{}
+	// Finished, when set, is called once for every request of the batch,
+	// with its index and its response, as soon as the response is known
+	// (a request never started included). Calls come from the goroutines
+	// that ran the requests, possibly at once; the batch waits for them.
+	Finished func(i int, r Response)
+}
+
+// errNotStarted is what a request a batch never started was answered
+// with.
+var errNotStarted = errors.New("the run stopped admitting requests before this one started")
+
+// NotStarted reports whether err answers a request that RunBatch never
+// started because its Stop closed first.
+func NotStarted(err error) bool { return errors.Is(err, errNotStarted) }
+
+// notStarted is the response of a request a batch never started.
+func notStarted(req Request) Response {
+	return Response{ID: req.ID, Err: &backend.RunError{Rule: backend.RunCancelled, Message: errNotStarted.Error(), Err: errNotStarted}}
+}
+
+// stopped reports whether stop has closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// RunBatch runs requests concurrently, as RunAllLimit does, and returns
+// their responses in order, admitting and reporting them as opts say.
+func (e *Engine) RunBatch(ctx context.Context, reqs []Request, opts BatchOptions) []Response {
+	limit := opts.Limit
+	if limit <= 0 || limit > len(reqs) {
+		limit = len(reqs)
+	}
+	out := make([]Response, len(reqs))
+	answer := func(i int, r Response) {
+		out[i] = r
+		if opts.Finished != nil {
+			opts.Finished(i, r)
+		}
+	}
+	if e.lockstep {
+		e.runWindows(ctx, reqs, min(limit, e.opts.Queue), opts.Stop, answer)
+		return out
+	}
+	e.announced.Add(int64(len(reqs)))
+	var next atomic.Int64
+	// refuse answers every request not yet taken as never started, and
+	// withdraws its announcement, so that no group waits for it.
+	refuse := func() {
+		n := 0
+		for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
+			e.announced.Add(-1)
+			answer(int(i), notStarted(reqs[i]))
+			n++
+		}
+		if n > 0 {
+			e.done(0)
+		}
+	}
+	finished := make(chan struct{})
+	var refused sync.WaitGroup
+	if opts.Stop != nil {
+		// Admission ends when Stop closes, not when a worker next looks.
+		refused.Go(func() {
+			select {
+			case <-opts.Stop:
+				refuse()
+			case <-finished:
+			}
+		})
+	}
+	var wg sync.WaitGroup
+	wg.Add(limit)
+	for range limit {
+		e.goroutines.run(func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
+				if stopped(opts.Stop) {
+					e.announced.Add(-1)
+					answer(int(i), notStarted(reqs[i]))
+					e.done(0)
+					continue
+				}
+				e.active.Add(1) // before the announcement ends: never both zero
+				e.announced.Add(-1)
+				resp := e.exec(ctx, reqs[i])
+				e.done(1)
+				answer(int(i), resp)
+			}
+		})
+	}
+	wg.Wait()
+	close(finished)
+	refused.Wait()
+	return out
+}
+
+// runWindows runs reqs in lockstep (batch.go), window by window: a window
+// is as many requests as may be in flight and as the queues hold. Its
+// requests are not counted as active: at each invoke the batch promises
+// the grouper exactly the items still to come, and once they are all in,
+// none of the window's requests will bring another. Once stop closes, no
+// window starts; the one running finishes.
+func (e *Engine) runWindows(ctx context.Context, reqs []Request, window int, stop <-chan struct{}, answer func(int, Response)) {
+	resps := make([]Response, window)
+	for lo := 0; lo < len(reqs); lo += window {
+		hi := min(lo+window, len(reqs))
+		if stopped(stop) {
+			for i := lo; i < len(reqs); i++ {
+				answer(i, notStarted(reqs[i]))
+			}
+			return
+		}
+		e.runBatch(ctx, reqs[lo:hi], resps[:hi-lo])
+		for k, r := range resps[:hi-lo] {
+			answer(lo+k, r)
+		}
+	}
+}
