@@ -477,10 +477,11 @@ func (v *groupValidator) serves(field string, p *Port, input bool) {
 // and its IR contract, or nils.
 func (v *groupValidator) payloadInput(name string) (*Port, *ir.Contract) {
 	p := v.g.Input(name)
-	if p == nil || p.Role == RoleCompanion || p.Serves != nil {
-		return nil, nil
+	in := v.c.Input(name)
+	if p == nil || in == nil || p.Role == RoleCompanion || p.Serves != nil {
+		return nil, nil // a port the IR lacks is reported with the ports
 	}
-	return p, v.c.Input(name).Contract
+	return p, in.Contract
 }
 
 // symbolAt checks that a port's contract has sym on axis.
