@@ -1,7 +1,8 @@
 package vm
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/genaic/genaic/plan"
@@ -22,9 +23,9 @@ type formation struct {
 	closing bool // a compatible item was kept out: the group cannot usefully grow
 	cap     int
 	// urgent and rest are the candidates past and within their delay;
-	// waste is padAware's ranking.
+	// ranked is padAware's ranking.
 	urgent, rest []int
-	waste        []int64
+	ranked       []rankedItem
 }
 
 // form chooses the next group from the queue (which holds at least one
@@ -81,35 +82,32 @@ func (g *grouper) form(now time.Time) *formation {
 // that does not fit a budget is passed over, not a reason to stop: a
 // smaller one may still fit.
 func (f *formation) padAware(cands []int) {
-	waste := f.waste[:0]
+	ranked := f.ranked[:0]
 	for _, i := range cands {
-		waste = append(waste, f.pad.addedWaste(f.g.queue[i].it))
+		ranked = append(ranked, rankedItem{waste: f.pad.addedWaste(f.g.queue[i].it), at: i})
 	}
-	f.waste = waste
-	sort.Stable(byWaste{cands, waste})
+	f.ranked = ranked
+	// Ties go to the older item: queue positions are unique, so the order
+	// is the stable one, at the price of an unstable sort.
+	slices.SortFunc(ranked, func(a, b rankedItem) int {
+		return cmp.Or(cmp.Compare(a.waste, b.waste), cmp.Compare(a.at, b.at))
+	})
 	overBudget := false
-	for _, i := range cands {
+	for _, r := range ranked {
 		if f.full() {
 			break
 		}
-		f.consider(i, false)
+		f.consider(r.at, false)
 		overBudget = overBudget || f.closing
 		f.closing = false
 	}
 	f.closing = f.closing || overBudget
 }
 
-// byWaste sorts candidates by the padding they add.
-type byWaste struct {
-	cands []int
-	waste []int64
-}
-
-func (b byWaste) Len() int           { return len(b.cands) }
-func (b byWaste) Less(i, j int) bool { return b.waste[i] < b.waste[j] }
-func (b byWaste) Swap(i, j int) {
-	b.cands[i], b.cands[j] = b.cands[j], b.cands[i]
-	b.waste[i], b.waste[j] = b.waste[j], b.waste[i]
+// rankedItem is a candidate (its queue position) and the padding it adds.
+type rankedItem struct {
+	waste int64
+	at    int
 }
 
 // consider adds queue item i when it fits every budget and the cap, and
