@@ -43,7 +43,8 @@ type batch struct {
 	e    *Engine
 	ctx  context.Context
 	runs []*run
-	errs []error // per request; a failed request takes no further step
+	errs []error                    // per request; a failed request takes no further step
+	args map[string]*backend.Tensor // admit's, reused
 }
 
 // runBatch runs reqs in lockstep and writes their responses into out.
@@ -163,7 +164,13 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, one *p
 	if err := b.ctx.Err(); err != nil {
 		return submission{}, backend.ContextError(err)
 	}
-	args := make(map[string]*backend.Tensor, len(s.Args))
+	// The arguments only live through admission (the item keeps the
+	// tensors), so one map serves the whole batch.
+	if b.args == nil {
+		b.args = make(map[string]*backend.Tensor, len(s.Args))
+	}
+	args := b.args
+	clear(args)
 	for _, a := range s.Args {
 		t, err := r.value(a.Value)
 		if err != nil {

@@ -60,8 +60,10 @@ func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
 	if t == nil || c == nil {
 		return nil
 	}
-	if d, ok := ir.LookupDType(c.DType); ok && d.Name != t.DType {
-		return runErr("run/input", "workflow input `%s` is declared %s, got %s", name, c.DType, t)
+	if c.DType != t.DType { // a contract may name an alias (fp32)
+		if d, ok := ir.LookupDType(c.DType); ok && d.Name != t.DType {
+			return runErr("run/input", "workflow input `%s` is declared %s, got %s", name, c.DType, t)
+		}
 	}
 	if c.Rank >= 0 && t.Rank() != c.Rank {
 		return runErr("run/input", "workflow input `%s` is declared with rank %d, got %s", name, c.Rank, t)

@@ -11,7 +11,7 @@ import (
 func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) ([]map[string]*backend.Tensor, error) {
 	shares := make([]map[string]*backend.Tensor, len(g.items))
 	for i := range shares {
-		shares[i] = map[string]*backend.Tensor{}
+		shares[i] = make(map[string]*backend.Tensor, len(s.gp.Outputs))
 	}
 	for _, o := range s.gp.Outputs {
 		if err := s.splitPort(g, o, outs, shares); err != nil {
