@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/compiler"
@@ -93,6 +94,7 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		Components:    gps,
 		IR:            d.Module,
 	}
+	graphs, _ := d.Results[ModelsPass].(*ModelGraphs)
 	for _, c := range d.Module.Components {
 		if c.Artifact == "" {
 			continue
@@ -100,6 +102,9 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		a, err := artifact(pkgDir, c)
 		if err != nil {
 			return nil, err
+		}
+		if g := graphs.Graph(c.Name); g != nil && c.Impl == ir.ImplONNX {
+			a.Ops = slices.Clone(g.Ops)
 		}
 		f.Artifacts = append(f.Artifacts, a)
 	}

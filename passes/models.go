@@ -64,6 +64,14 @@ type ModelGraphs struct {
 	Graphs map[string]*onnx.Graph
 }
 
+// Graph returns the graph of component, or nil (also on a nil receiver).
+func (r *ModelGraphs) Graph(component string) *onnx.Graph {
+	if r == nil {
+		return nil
+	}
+	return r.Graphs[component]
+}
+
 // ModelsPass checks each ONNX component against its model (§3.8).
 //
 // A port whose graph value is missing is not compared further, and the
