@@ -245,7 +245,11 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		rank = len(k.Shape)
 	}
 	if rank != len(v.Dims) {
-		m.c.Report(diag.ModelShape, packedLoc(k.RankLoc, k.Loc, p.Loc),
+		at := k.RankLoc
+		if k.HasShape && len(k.Shape) > 0 {
+			at = packedLoc(at, k.Shape[0].Loc)
+		}
+		m.c.Report(diag.ModelShape, packedLoc(at, k.Loc, p.Loc),
 			"%s has rank %d, but its graph (%s) has `%s` with rank %d, shape %s: declare the graph's shape",
 			site, rank, m.comp.Artifact, v.Name, len(v.Dims), v.ShapeText())
 		return ""
