@@ -32,6 +32,12 @@ const (
 // weights. The error wraps ErrNotONNX when the file is readable but not an
 // ONNX model, and is the I/O error otherwise.
 func Read(path string) (*Graph, error) {
+	// Stat before opening: opening a named pipe would wait for a writer.
+	if info, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -190,6 +192,13 @@ func TestReadRefusesWhatIsNotONNX(t *testing.T) {
 	}
 	if _, err := Read(t.TempDir()); err == nil || errors.Is(err, ErrNotONNX) {
 		t.Errorf("a folder: %v", err)
+	}
+	fifo := filepath.Join(t.TempDir(), "pipe.onnx")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a named pipe: %v", err)
 	}
 }
 
