@@ -10,6 +10,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/ir"
@@ -130,13 +131,27 @@ type Declines map[ReadinessKey]string
 // specific matching key (the most fields set; then the least String)
 // declines with its reason.
 func (d Declines) Apply(component string, r Readiness) Readiness {
+	return d.ApplyOps(component, nil, r)
+}
+
+// ApplyOps is Apply for a component whose graph uses the operator types
+// ops (the plan's, plan.File.Ops): a key's operator class matches the
+// session's own class or any of these types, so an operator can decline
+// grouped execution of every graph that uses it on a provider ("*/Conv/cuda",
+// "*/com.microsoft:Attention/cpu").
+func (d Declines) ApplyOps(component string, ops []string, r Readiness) Readiness {
 	if !r.Ready {
 		return r
 	}
-	key := ReadinessKey{Component: component, OpClass: r.OpClass, Provider: r.Provider}
 	var match *ReadinessKey
 	for k := range d {
-		if k.matches(key) && (match == nil || k.before(*match)) {
+		if !k.matches(ReadinessKey{Component: component, OpClass: r.OpClass, Provider: r.Provider}) &&
+			!slices.ContainsFunc(ops, func(op string) bool {
+				return k.OpClass != "" && k.matches(ReadinessKey{Component: component, OpClass: op, Provider: r.Provider})
+			}) {
+			continue
+		}
+		if match == nil || k.before(*match) {
 			match = &k
 		}
 	}

@@ -60,6 +60,38 @@ func TestDeclinesApply(t *testing.T) {
 	}
 }
 
+// TestDeclinesApplyOps: a key's operator class matches any operator type
+// the component's graph uses, on the provider it names (the most specific
+// key wins, as in Apply); other types, and
+// other providers, leave the session ready.
+func TestDeclinesApplyOps(t *testing.T) {
+	ready := Readiness{Ready: true, Provider: "cuda", OpClass: "onnx-graph"}
+	d := Declines{
+		{OpClass: "Conv", Provider: "cuda"}:                                      "Conv groups are unverified on cuda",
+		{Component: "enc", OpClass: "com.microsoft:Attention", Provider: "cuda"}: "enc's attention is unverified",
+	}
+	for _, tc := range []struct {
+		comp, reason string
+		ops          []string
+	}{
+		{"enc", "Conv groups are unverified on cuda", []string{"Add", "Conv"}},
+		{"dec", "Conv groups are unverified on cuda", []string{"Conv", "com.microsoft:Attention"}},
+		{"enc", "enc's attention is unverified", []string{"Conv", "com.microsoft:Attention"}},
+		{"enc", "", []string{"Add", "MatMul"}},
+		{"dec", "", []string{"com.microsoft:Attention"}},
+		{"enc", "", nil},
+	} {
+		got := d.ApplyOps(tc.comp, tc.ops, ready)
+		if got.Ready != (tc.reason == "") || got.Reason != tc.reason {
+			t.Errorf("ApplyOps(%s, %v) = %+v, want reason %q", tc.comp, tc.ops, got, tc.reason)
+		}
+	}
+	cpu := Readiness{Ready: true, Provider: "cpu", OpClass: "onnx-graph"}
+	if got := d.ApplyOps("dec", []string{"Conv"}, cpu); !got.Ready {
+		t.Errorf("a Conv key for cuda declined on cpu: %+v", got)
+	}
+}
+
 // TestLocated: a RunError without a location gets one, as a copy; a
 // located one, another error, or an unknown location is left alone.
 func TestLocated(t *testing.T) {

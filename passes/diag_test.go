@@ -43,7 +43,7 @@ func TestDiagnosticFixtures(t *testing.T) {
 		}
 		for i, doc := range splitDocuments(string(src)) {
 			t.Run(fmt.Sprintf("%s#%d", filepath.Base(f), i), func(t *testing.T) {
-				checkFixture(t, f, doc)
+				checkFixture(t, f, doc, Options{Check: true})
 			})
 		}
 	}
@@ -92,9 +92,9 @@ func expectations(t *testing.T, doc string) []*expectation {
 	return out
 }
 
-func checkFixture(t *testing.T, file, doc string) {
+func checkFixture(t *testing.T, file, doc string, opts Options) {
 	wants := expectations(t, doc)
-	d, err := CheckSource(file, []byte(doc), Options{Check: true})
+	d, err := CheckSource(file, []byte(doc), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,9 +117,12 @@ func checkFixture(t *testing.T, file, doc string) {
 }
 
 // TestEveryRuleHasAFixture keeps at least one fixture per rule id of the
-// workflow, packed, padding, capacity, emission and preprocess tables.
+// workflow, packed, padding, capacity, emission, preprocess and model
+// tables.
 func TestEveryRuleHasAFixture(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "diag", "*.yaml"))
+	models, _ := filepath.Glob(filepath.Join("testdata", "models", "*.yaml"))
+	files = append(files, models...)
 	covered := map[diag.Rule]bool{}
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -130,7 +133,7 @@ func TestEveryRuleHasAFixture(t *testing.T) {
 			covered[w.rule] = true
 		}
 	}
-	families := []string{"ssa/", "contract/", "preprocess/", "packed/", "padding/", "capacity/", "emit/"}
+	families := []string{"ssa/", "contract/", "preprocess/", "packed/", "padding/", "capacity/", "emit/", "model/"}
 	for _, rule := range diag.Rules {
 		if slices.ContainsFunc(families, func(f string) bool { return strings.HasPrefix(string(rule), f) }) && !covered[rule] {
 			t.Errorf("no fixture in testdata/diag expects %s", rule)

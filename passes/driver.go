@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/compiler"
@@ -33,10 +35,21 @@ func CheckSource(file string, src []byte, opts Options) (*Document, error) {
 
 // CheckPath reads a document or package folder and runs the pipeline. I/O
 // problems are errors.
+//
+// The models of ONNX components are read from the document's folder unless
+// opts.Models is set. A model that cannot be read is a warning for a lone
+// document (one may be checked without its models) and an error for a
+// package folder or when opts.ModelsRequired is set.
 func CheckPath(path string, opts Options) (*Document, error) {
 	r, err := compiler.LoadPath(path)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Models == nil {
+		opts.Models = NewDirModels(filepath.Dir(r.File))
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		opts.ModelsRequired = true
 	}
 	return check(r, opts)
 }
@@ -81,6 +94,7 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		Components:    gps,
 		IR:            d.Module,
 	}
+	graphs, _ := d.Results[ModelsPass].(*ModelGraphs)
 	for _, c := range d.Module.Components {
 		if c.Artifact == "" {
 			continue
@@ -88,6 +102,9 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		a, err := artifact(pkgDir, c)
 		if err != nil {
 			return nil, err
+		}
+		if g := graphs.Graph(c.Name); g != nil && c.Impl == ir.ImplONNX {
+			a.Ops = slices.Clone(g.Ops)
 		}
 		f.Artifacts = append(f.Artifacts, a)
 	}

@@ -52,6 +52,7 @@ type Pass struct {
 type Context struct {
 	Module  *ir.Module
 	File    string
+	opts    Options
 	pass    *Pass
 	results map[*Pass]any
 	diags   *diag.List
@@ -79,11 +80,22 @@ type Related struct {
 
 // ReportRelated adds an error diagnostic at loc with related locations.
 func (c *Context) ReportRelated(rule diag.Rule, loc ir.Loc, related []Related, format string, args ...any) {
+	c.report(diag.Error, rule, loc, related, format, args...)
+}
+
+// Warn adds a warning diagnostic at loc: reported, but the document stays
+// valid.
+func (c *Context) Warn(rule diag.Rule, loc ir.Loc, format string, args ...any) {
+	c.report(diag.Warning, rule, loc, nil, format, args...)
+}
+
+func (c *Context) report(sev diag.Severity, rule diag.Rule, loc ir.Loc, related []Related, format string, args ...any) {
 	if !slices.Contains(c.pass.Rules, rule) {
 		panic(fmt.Sprintf("pass %s reports rule %s, which it does not declare in Rules", c.pass.Name, rule))
 	}
 	l := c.Module.Location(loc)
 	d := diag.Errorf(rule, diag.Pos{Line: l.Line, Column: l.Col}, l.Path, format, args...)
+	d.Severity = sev
 	d.File = c.File
 	for _, r := range related {
 		rl := c.Module.Location(r.Loc)
@@ -102,6 +114,15 @@ type Options struct {
 	Dump func(pass string, m *ir.Module)
 	// DumpPass selects which passes Dump sees: a pass name or "all".
 	DumpPass string
+	// Models gives the graphs of the ONNX components, for the models
+	// pass; nil leaves the components unchecked against their models.
+	// CheckPath reads them from the document's folder when it is nil.
+	Models Models
+	// ModelsRequired makes a model that cannot be read an error rather
+	// than a warning: a package folder and `compile` need their models, a
+	// lone document may be checked without them (CheckPath sets it for a
+	// folder).
+	ModelsRequired bool
 }
 
 // Run runs the pipeline on m. Check passes always run; plan passes run only
@@ -115,7 +136,7 @@ func Run(m *ir.Module, opts Options) (diag.List, map[*Pass]any, error) {
 		if p.Kind == Plan && ds.HasErrors() {
 			break
 		}
-		res, err := runOne(p, &Context{Module: m, File: opts.File, pass: p, results: results, diags: &ds})
+		res, err := runOne(p, &Context{Module: m, File: opts.File, opts: opts, pass: p, results: results, diags: &ds})
 		if err != nil {
 			return ds, results, err
 		}

@@ -30,6 +30,9 @@ var Pipeline = []*Pass{
 	// Emission: whether every ragged value leaves the workflow with the
 	// companions that decode it.
 	EmitPass,
+	// The package against its models: each ONNX component's ports against
+	// its graph.
+	ModelsPass,
 	// Plan passes run only when every check above accepted the module.
 	PlanPass,
 }
@@ -53,6 +56,8 @@ var PassOrder = []Order{
 	{PaddingPass, CapacityPass, "capacity does not call a dimension free when a padding entry meant for it names no axis, leaving that entry to padding/dimension"},
 	{PackedPass, EmitPass, "emit/malformed-companion stays quiet where packed/companion judges the companion's own contract"},
 	{PaddingPass, EmitPass, "emit/malformed-companion stays quiet where padding/companion judges the lengths' own contract"},
+	{ContractsPass, ModelsPass, "model/dtype stays quiet about a dtype genaic does not know, leaving it to contract/dtype"},
+	{PaddingPass, ModelsPass, "model/lengths-unseen stays quiet about valid_lengths that name nothing, leaving them to padding/unresolved"},
 }
 
 func init() {

@@ -248,8 +248,12 @@ func TestPlanFileRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	model, err := os.ReadFile(filepath.Join("..", "testdata", "packages", "image_padded", "encoder.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	write("inference_metadata.yaml", string(src))
-	write("encoder.onnx", "model bytes")
+	write("encoder.onnx", string(model))
 	d, err := CheckPath(pkg, Options{Check: true})
 	if err != nil || !d.Valid() {
 		t.Fatalf("%v %v", err, d.Diags())
@@ -281,7 +285,7 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	if _, err := plan.Load(out); !errors.Is(err, plan.ErrStale) || !strings.Contains(err.Error(), "artifact of component `encoder` encoder.onnx changed since the plan was compiled") {
 		t.Fatalf("a changed artifact: %v", err)
 	}
-	write("encoder.onnx", "model bytes")
+	write("encoder.onnx", string(model))
 	write("inference_metadata.yaml", string(src)+"\n# edited\n")
 	if _, err := plan.Load(out); !errors.Is(err, plan.ErrStale) || !strings.Contains(err.Error(), "the metadata document inference_metadata.yaml changed") {
 		t.Fatalf("a changed document: %v", err)

@@ -50,6 +50,11 @@ type Artifact struct {
 	Component string `json:"component"`
 	Path      string `json:"path"`             // relative to the package folder
 	SHA256    string `json:"sha256,omitempty"` // empty when the file was missing at compile time
+	// Ops are the operator types an ONNX component's graph (and its
+	// subgraphs) uses, sorted: "Type" in the default domain,
+	// "domain:Type" in another. Empty for other components, and for a
+	// model that could not be read at compile time.
+	Ops []string `json:"ops,omitempty"`
 }
 
 // Component returns the plan of a component, or nil.
@@ -57,6 +62,16 @@ func (f *File) Component(name string) *GroupPlan {
 	for _, g := range f.Components {
 		if g.Component == name {
 			return g
+		}
+	}
+	return nil
+}
+
+// Ops returns the operator types of component's graph as compiled, or nil.
+func (f *File) Ops(component string) []string {
+	for _, a := range f.Artifacts {
+		if a.Component == component {
+			return a.Ops
 		}
 	}
 	return nil

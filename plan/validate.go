@@ -112,6 +112,27 @@ func (v *validator) file(f *File) {
 		if a.SHA256 != "" && !isHex(a.SHA256) {
 			v.fail(field+".sha256", "%q is not a lower-case hex SHA-256", a.SHA256)
 		}
+		v.ops(field+".ops", c, a.Ops)
+	}
+}
+
+// ops checks an artifact's operator types: an ONNX component's, sorted,
+// each once, each a non-empty name without spaces or control characters.
+func (v *validator) ops(field string, c *ir.Component, ops []string) {
+	if len(ops) == 0 {
+		return
+	}
+	if c != nil && c.Impl != ir.ImplONNX {
+		v.fail(field, "lists operator types, but component `%s` is not an ONNX graph", c.Name)
+		return
+	}
+	for i, op := range ops {
+		switch {
+		case op == "" || strings.IndexFunc(op, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+			v.fail(fmt.Sprintf("%s[%d]", field, i), "%q is not an operator type", op)
+		case i > 0 && ops[i-1] >= op:
+			v.fail(fmt.Sprintf("%s[%d]", field, i), "%q is out of order or repeated; operator types are sorted, each once", op)
+		}
 	}
 }
 

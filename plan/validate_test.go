@@ -541,6 +541,21 @@ var mutations = []mutation{
 		f.Artifacts[0].SHA256 = "zz"
 		return true
 	}},
+	{"operator types out of order", "artifacts[0].ops[1]", func(f *plan.File) bool {
+		if len(f.Artifacts) == 0 || len(f.Artifacts[0].Ops) < 2 {
+			return false
+		}
+		ops := f.Artifacts[0].Ops
+		ops[0], ops[1] = ops[1], ops[0]
+		return true
+	}},
+	{"operator type malformed", "artifacts[0].ops[0]", func(f *plan.File) bool {
+		if len(f.Artifacts) == 0 || len(f.Artifacts[0].Ops) == 0 {
+			return false
+		}
+		f.Artifacts[0].Ops[0] = "Mat\nMul"
+		return true
+	}},
 	{"source outside the package", "source", func(f *plan.File) bool {
 		f.Source = "/etc/passwd"
 		return true

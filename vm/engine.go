@@ -121,7 +121,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	e.stats[name] = newCounter(gp)
 	e.copies[name] = &Copies{}
 	if gp.Grouped {
-		ready := e.opts.Declines.Apply(name, sess.Ready())
+		ready := e.opts.Declines.ApplyOps(name, e.file.Ops(name), sess.Ready())
 		e.groupers[name] = newGrouper(e, spec, sess, ready, e.stats[name], e.copies[name])
 	}
 	return nil

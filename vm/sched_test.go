@@ -196,6 +196,38 @@ func TestUnreadyBackendRunsSolo(t *testing.T) {
 	}
 }
 
+// TestOperatorDeclineRunsSolo: a decline keyed by an operator type the
+// component's graph uses (the plan lists the image encoder's, Where among
+// them) makes it run solo; one keyed by a type it does not use changes
+// nothing.
+func TestOperatorDeclineRunsSolo(t *testing.T) {
+	for _, tc := range []struct {
+		op       string
+		declined bool
+	}{{"Where", true}, {"Conv", false}} {
+		e := engineWith(t, maskedMean, Options{MaxDelay: 20 * time.Millisecond,
+			Declines: backend.Declines{{OpClass: tc.op}: tc.op + " is unverified"}}, nil)
+		rng := rand.New(rand.NewSource(15))
+		var reqs []Request
+		for i := range 6 {
+			reqs = append(reqs, imageRequest(rng, fmt.Sprint(i), 2))
+		}
+		for _, r := range e.RunAll(context.Background(), reqs) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		s := e.Stats().Components["encoder"]
+		e.Close()
+		if got := s.Declines["go/binding: "+tc.op+" is unverified"] == 1; got != tc.declined {
+			t.Errorf("decline by %s: declines %v, want declined %v", tc.op, s.Declines, tc.declined)
+		}
+		if tc.declined && s.MaxGroupRequests != 1 {
+			t.Errorf("declined by %s, the component formed groups: %+v", tc.op, s)
+		}
+	}
+}
+
 // TestLoad runs a bounded load of in-process clients at two max delays and
 // reports throughput and latency percentiles (figures, not assertions on
 // time: the machines are shared).

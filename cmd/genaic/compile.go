@@ -52,7 +52,7 @@ func runCompile(e *env, args []string) int {
 		e.errorf("--dump %s names no pass; run `genaic passes` for the list", *dump)
 		return exitUsage
 	}
-	opts := passes.Options{Check: *checkIR, DumpPass: *dump}
+	opts := passes.Options{Check: *checkIR, DumpPass: *dump, ModelsRequired: true}
 	if *dump != "" {
 		opts.Dump = func(pass string, m *ir.Module) {
 			fmt.Fprintf(e.stderr, "// IR after pass %s\n", pass)

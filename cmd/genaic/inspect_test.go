@@ -12,17 +12,23 @@ import (
 
 const inspectPkg = "../../testdata/packages/image_padded"
 
-// copyPackage copies the metadata document of a package into a temporary
+// copyPackage copies the metadata document and models of a package into a temporary
 // folder, so a test can compile, edit and break it.
 func copyPackage(t *testing.T, from string) string {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(from, "inference_metadata.yaml"))
+	files, err := filepath.Glob(filepath.Join(from, "*.onnx"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "inference_metadata.yaml"), b, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range append(files, filepath.Join(from, "inference_metadata.yaml")) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

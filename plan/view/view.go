@@ -103,6 +103,9 @@ func (t *textView) component(g *plan.GroupPlan) {
 	t.line(1, "why: %s", g.Why)
 	if runs := t.runs(g.Component); runs != "" {
 		t.line(1, "runs: %s", runs)
+		if ops := t.f.Ops(g.Component); len(ops) > 0 {
+			t.line(1, "operators: %s", opsText(ops))
+		}
 	}
 	if t.m != nil {
 		t.line(1, "invoked at: %s", invokedAt(t.m, g.Component))
@@ -145,6 +148,11 @@ func (t *textView) runs(comp string) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, " ")
+}
+
+// opsText lists a graph's operator types with their count.
+func opsText(ops []string) string {
+	return fmt.Sprintf("%s (%d %s)", strings.Join(ops, ", "), len(ops), plural(len(ops), "type"))
 }
 
 func implText(c *ir.Component) string {

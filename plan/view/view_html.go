@@ -19,6 +19,7 @@ type htmlPage struct {
 
 type htmlComponent struct {
 	Name, Word, Why, Runs string
+	Ops                   []string
 	Grouped               bool
 	Inputs, Outputs       []htmlPort
 	Compatibility         string
@@ -51,7 +52,7 @@ func WriteHTML(w io.Writer, f *plan.File) error {
 }
 
 func htmlComponentOf(tv *textView, g *plan.GroupPlan) htmlComponent {
-	c := htmlComponent{Name: g.Component, Word: groupedWord(g), Why: g.Why, Runs: tv.runs(g.Component), Grouped: g.Grouped,
+	c := htmlComponent{Name: g.Component, Word: groupedWord(g), Why: g.Why, Runs: tv.runs(g.Component), Ops: tv.f.Ops(g.Component), Grouped: g.Grouped,
 		Compatibility: compatibility(g)}
 	for _, p := range g.Inputs {
 		c.Inputs = append(c.Inputs, htmlPortOf(tv, g, p, true))
@@ -98,6 +99,7 @@ code { font-family: ui-monospace, monospace; }
 <h2 id="{{.Name}}"><code>{{.Name}}</code>: <span class="{{.Word}}">{{.Word}}</span></h2>
 <p class="why">{{.Why}}</p>
 {{if .Runs}}<p>runs: {{.Runs}}</p>{{end}}
+{{if .Ops}}<p>operators ({{len .Ops}}): {{range $i, $op := .Ops}}{{if $i}}, {{end}}<code>{{$op}}</code>{{end}}</p>{{end}}
 {{template "ports" .Inputs}}
 {{if .Grouped}}
 <h3>compatibility key</h3>

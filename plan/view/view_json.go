@@ -38,9 +38,10 @@ type inspectComponent struct {
 }
 
 type inspectArtifact struct {
-	Path    string `json:"path"`
-	SHA256  string `json:"sha256,omitempty"`
-	Missing bool   `json:"missing,omitempty"`
+	Path    string   `json:"path"`
+	SHA256  string   `json:"sha256,omitempty"`
+	Missing bool     `json:"missing,omitempty"`
+	Ops     []string `json:"ops,omitempty"`
 }
 
 // inspectPort is an input (Role set) or an output (Split set).
@@ -116,7 +117,7 @@ func inspectComponentOf(f *plan.File, g *plan.GroupPlan) *inspectComponent {
 	}
 	for _, a := range f.Artifacts {
 		if a.Component == g.Component {
-			c.Artifact = &inspectArtifact{Path: a.Path, SHA256: a.SHA256, Missing: a.SHA256 == ""}
+			c.Artifact = &inspectArtifact{Path: a.Path, SHA256: a.SHA256, Missing: a.SHA256 == "", Ops: a.Ops}
 		}
 	}
 	for _, p := range g.Inputs {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// TestPackagesCheckAgainstTheirModels: every fixture package checks as a
+// folder, its models read, with no diagnostic at all.
+func TestPackagesCheckAgainstTheirModels(t *testing.T) {
+	pkgs, err := filepath.Glob("../../testdata/packages/*")
+	if err != nil || len(pkgs) < 12 {
+		t.Fatalf("found %d packages (%v)", len(pkgs), err)
+	}
+	rep, code := checkJSONOf(t, pkgs...)
+	if code != exitOK {
+		t.Errorf("exit %d", code)
+	}
+	for _, f := range rep.Files {
+		if !f.Valid || len(f.Diagnostics) > 0 {
+			t.Errorf("%s: valid %v, %+v", f.Path, f.Valid, f.Diagnostics)
+		}
+	}
+}
+
+func tensorInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
+	shape := &onnxpb.TensorShapeProto{}
+	for _, d := range dims {
+		switch x := d.(type) {
+		case string:
+			shape.Dim = append(shape.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: x}})
+		case int:
+			shape.Dim = append(shape.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(x)}})
+		}
+	}
+	return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: elem, Shape: shape}}}}
+}
+
+// TestCheckRefusesAModelThatCannotMaskPadding is the case of issue 13: the
+// image_padded package with an encoder that takes no patch lengths. The
+// padded port is refused (model/lengths-unseen) by check of the folder and
+// by compile; check of the lone document reports it too, since the model is
+// there to read; without the model, the lone document is valid with a
+// model/missing warning and the folder is refused.
+func TestCheckRefusesAModelThatCannotMaskPadding(t *testing.T) {
+	dir := copyPackage(t, inspectPkg)
+	doc := filepath.Join(dir, "inference_metadata.yaml")
+	b, err := onnx.Marshal(&onnxpb.ModelProto{
+		IrVersion:   8,
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}},
+		Graph: &onnxpb.GraphProto{
+			Name: "no_lengths",
+			Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixel_patches"}, Output: []string{"embeddings"}}},
+			Input: []*onnxpb.ValueInfoProto{
+				tensorInfo("pixel_patches", 1, "images", "patches", 8),
+				tensorInfo("image_offsets", 7, "image_offsets_len"),
+				tensorInfo("image_owner", 7, "images"),
+			},
+			Output: []*onnxpb.ValueInfoProto{tensorInfo("embeddings", 1, "images", 4)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "encoder.onnx")
+	if err := os.WriteFile(model, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, doc} {
+		rep, code := checkJSONOf(t, path)
+		ds := rep.Files[0].Diagnostics
+		if code != exitDiags || len(ds) != 1 || ds[0].Rule != "model/lengths-unseen" || ds[0].Severity != "error" {
+			t.Errorf("check %s: exit %d, %+v", path, code, ds)
+		}
+	}
+	if out, errOut, code := runCLI(t, "compile", dir, "--emit", "plan"); code != exitDiags || !strings.Contains(out+errOut, "error[model/lengths-unseen]") {
+		t.Errorf("compile: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.Remove(model); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := checkJSONOf(t, doc)
+	if ds := rep.Files[0].Diagnostics; code != exitOK || !rep.Files[0].Valid || len(ds) != 1 || ds[0].Rule != "model/missing" || ds[0].Severity != "warning" {
+		t.Errorf("check of the lone document without its model: exit %d, %+v", code, ds)
+	}
+	rep, code = checkJSONOf(t, dir)
+	if ds := rep.Files[0].Diagnostics; code != exitDiags || len(ds) != 1 || ds[0].Rule != "model/missing" || ds[0].Severity != "error" {
+		t.Errorf("check of the folder without its model: exit %d, %+v", code, ds)
+	}
+	out, errOut, code := runCLI(t, "compile", doc, "--emit", "plan")
+	if code != exitDiags || !strings.Contains(out+errOut, "error[model/missing]") {
+		t.Errorf("compile of the lone document without its model: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,335 @@
+package passes
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/onnx"
+)
+
+// Models gives the models pass the graphs of a package's ONNX components.
+// The pass sees graphs only through it, so it is tested without files.
+type Models interface {
+	// Graph returns the graph of the model at artifact, a path relative
+	// to the package folder as the document writes it. The error wraps
+	// fs.ErrNotExist for an absent file and onnx.ErrNotONNX for a file
+	// that is not an ONNX model.
+	Graph(artifact string) (*onnx.Graph, error)
+}
+
+// DirModels reads models from a package folder, each file once.
+type DirModels struct {
+	Dir   string
+	mu    sync.Mutex
+	cache map[string]dirModel
+}
+
+type dirModel struct {
+	g   *onnx.Graph
+	err error
+}
+
+// NewDirModels reads the models of the package in dir.
+func NewDirModels(dir string) *DirModels { return &DirModels{Dir: dir} }
+
+// Graph reads the model at artifact, relative to the folder.
+func (d *DirModels) Graph(artifact string) (*onnx.Graph, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m, ok := d.cache[artifact]; ok {
+		return m.g, m.err
+	}
+	path := filepath.FromSlash(artifact)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(d.Dir, path)
+	}
+	g, err := onnx.Read(path)
+	if d.cache == nil {
+		d.cache = map[string]dirModel{}
+	}
+	d.cache[artifact] = dirModel{g, err}
+	return g, err
+}
+
+// ModelGraphs is the result of the models pass: the graph of each ONNX
+// component whose model could be read, by component name.
+type ModelGraphs struct {
+	Graphs map[string]*onnx.Graph
+}
+
+// Graph returns the graph of component, or nil (also on a nil receiver).
+func (r *ModelGraphs) Graph(component string) *onnx.Graph {
+	if r == nil {
+		return nil
+	}
+	return r.Graphs[component]
+}
+
+// ModelsPass checks each ONNX component against its model (§3.8).
+//
+// A port whose graph value is missing is not compared further, and the
+// lengths companion of a padded port that the graph lacks is reported once,
+// as model/lengths-unseen, not also as a port the graph lacks. Ports with a
+// dtype genaic does not know are left to contract/dtype.
+var ModelsPass = &Pass{
+	Name:       "models",
+	Doc:        "check each ONNX component against its model (§3.8): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph",
+	Kind:       Check,
+	Requires:   []*Pass{ScopesPass},
+	ResultType: reflect.TypeFor[*ModelGraphs](),
+	Rules: []diag.Rule{
+		diag.ModelMissing, diag.ModelPort, diag.ModelDType, diag.ModelShape, diag.ModelLengthsUnseen,
+	},
+	Run: func(c *Context) (any, error) {
+		res := &ModelGraphs{Graphs: map[string]*onnx.Graph{}}
+		if c.opts.Models == nil {
+			return res, nil
+		}
+		for _, comp := range c.Module.Components {
+			if comp.Impl != ir.ImplONNX || comp.Artifact == "" {
+				continue
+			}
+			g, err := c.opts.Models.Graph(comp.Artifact)
+			if err != nil {
+				modelMissing(c, comp, err)
+				continue
+			}
+			res.Graphs[comp.Name] = g
+			(&modelChecker{c: c, sc: c.Result(ScopesPass).(*Scopes), comp: comp, g: g, bound: map[string]symBinding{}}).check()
+		}
+		return res, nil
+	},
+}
+
+// modelMissing reports a model that cannot be read: an error when the
+// package's models are required, else a warning.
+func modelMissing(c *Context, comp *ir.Component, err error) {
+	var what, fix string
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		what, fix = "is absent", "put the model there, or correct `artifact`"
+	case errors.Is(err, onnx.ErrNotONNX):
+		why := strings.TrimPrefix(err.Error(), onnx.ErrNotONNX.Error()+": ")
+		what, fix = fmt.Sprintf("is not an ONNX model (%s)", why), "point `artifact` at the component's .onnx file"
+	default:
+		what, fix = fmt.Sprintf("cannot be read (%v)", err), "make the file readable"
+	}
+	format := "component `%s` names model `%s`, which %s, so its ports cannot be checked against the graph: %s"
+	if c.opts.ModelsRequired {
+		c.Report(diag.ModelMissing, comp.Loc, format, comp.Name, comp.Artifact, what, fix)
+		return
+	}
+	c.Warn(diag.ModelMissing, comp.Loc, format+" (checking the package folder, or `compile`, makes this an error)", comp.Name, comp.Artifact, what, fix)
+}
+
+type modelChecker struct {
+	c    *Context
+	sc   *Scopes
+	comp *ir.Component
+	g    *onnx.Graph
+	// bound is the literal extent each shape symbol met first in the
+	// graph, so that a second, different one is reported.
+	bound map[string]symBinding
+}
+
+type symBinding struct {
+	size int64
+	loc  ir.Loc
+	port string
+}
+
+func (m *modelChecker) check() {
+	unseen := m.lengthsUnseen()
+	declared := map[string]bool{}
+	for _, p := range m.comp.Inputs {
+		declared[p.Name] = true
+	}
+	// A port the graph lacks is suggested the graph's undeclared inputs
+	// first; the input it is most likely a misspelling of is then not
+	// reported again as undeclared.
+	var undeclared []onnx.Value
+	for _, in := range m.g.Inputs {
+		if !in.Initialized && !declared[in.Name] {
+			undeclared = append(undeclared, in)
+		}
+	}
+	explained := map[string]bool{}
+	for _, p := range m.comp.Inputs {
+		if unseen[p.Name] {
+			continue
+		}
+		if near := m.port(p, "input", m.g.Input(p.Name), undeclared, m.g.Inputs, m.g.Outputs); near != "" {
+			explained[near] = true
+		}
+	}
+	for _, p := range m.comp.Outputs {
+		m.port(p, "output", m.g.Output(p.Name), nil, m.g.Outputs, m.g.Inputs)
+	}
+	for _, in := range undeclared {
+		if explained[in.Name] {
+			continue
+		}
+		m.c.Report(diag.ModelPort, m.comp.Loc,
+			"the graph of component `%s` (%s) requires input `%s` (%s %s), which no input port declares; ONNX Runtime refuses to run it without one: declare `%s` under the component's ports.inputs and bind it in the invoke",
+			m.comp.Name, m.comp.Artifact, in.Name, orAny(in.DType()), in.ShapeText(), in.Name)
+	}
+}
+
+// lengthsUnseen reports every padded input port whose valid_lengths the
+// graph does not take, and returns the names of those companions.
+func (m *modelChecker) lengthsUnseen() map[string]bool {
+	unseen := map[string]bool{}
+	for _, p := range m.comp.Inputs {
+		if p.Contract == nil {
+			continue
+		}
+		for _, pad := range p.Contract.Padding {
+			name := pad.Lengths.Name
+			if name == "" || name == p.Name || m.g.Input(name) != nil {
+				continue
+			}
+			if _, ok := m.sc.Lookup(ir.PortSite(m.comp, p, true), name); !ok {
+				continue // padding/unresolved
+			}
+			if m.comp.Input(name) != nil {
+				unseen[name] = true
+			}
+			m.c.Report(diag.ModelLengthsUnseen, packedLoc(pad.Lengths.Loc, pad.Loc, p.Loc),
+				"input port `%s` of component `%s` is padded on `%s` with valid_lengths `%s`, but the graph (%s) takes no input `%s`: the model cannot mask the padding, so grouping items of different `%s` could change a request's result; drop the padding (items then group only when `%s` agrees: list it in uniform_dimensions) or use a model that takes the lengths%s",
+				p.Name, m.comp.Name, pad.Dim.Name, name, m.comp.Artifact, name, pad.Dim.Name, pad.Dim.Name, graphNamesHint("inputs", name, m.g.Inputs))
+		}
+	}
+	return unseen
+}
+
+// port compares one declared port with its graph value v. A port the graph
+// lacks is reported with the closest names of first (when any), else of
+// same; the closest name of first is returned.
+func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same, other []onnx.Value) string {
+	if v == nil {
+		msg := fmt.Sprintf("%s port `%s` of component `%s` is not an %s of its graph (%s)", side, p.Name, m.comp.Name, side, m.comp.Artifact)
+		near := ""
+		if find(other, p.Name) != nil {
+			msg += fmt.Sprintf("; the graph has it as an %s: declare it under ports.%ss", otherSide(side), otherSide(side))
+		} else if len(first) > 0 {
+			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint("inputs no port declares", p.Name, first)
+			near = diag.Closest(p.Name, names(first), 1)[0]
+		} else {
+			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint(side+"s", p.Name, same)
+		}
+		m.c.Report(diag.ModelPort, p.Loc, "%s", msg)
+		return near
+	}
+	k := p.Contract
+	if k == nil {
+		return ""
+	}
+	site := fmt.Sprintf("%s port `%s` of component `%s`", side, p.Name, m.comp.Name)
+	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) {
+		m.c.Report(diag.ModelDType, packedLoc(k.DTypeLoc, k.Loc, p.Loc),
+			"%s declares dtype %s, but its graph (%s) has `%s` as %s: declare `dtype: %s` (or convert the model)",
+			site, k.DType, m.comp.Artifact, v.Name, v.DType(), v.DType())
+	}
+	if !k.HasShape && k.Rank < 0 || !v.HasShape {
+		return ""
+	}
+	rank := k.Rank
+	if k.HasShape {
+		rank = len(k.Shape)
+	}
+	if rank != len(v.Dims) {
+		at := k.RankLoc
+		if k.HasShape && len(k.Shape) > 0 {
+			at = packedLoc(at, k.Shape[0].Loc)
+		}
+		m.c.Report(diag.ModelShape, packedLoc(at, k.Loc, p.Loc),
+			"%s has rank %d, but its graph (%s) has `%s` with rank %d, shape %s: declare the graph's shape",
+			site, rank, m.comp.Artifact, v.Name, len(v.Dims), v.ShapeText())
+		return ""
+	}
+	if !k.HasShape {
+		return ""
+	}
+	for i, d := range k.Shape {
+		gd := v.Dims[i]
+		if !gd.Literal {
+			continue
+		}
+		loc := packedLoc(d.Loc, k.Loc, p.Loc)
+		if !d.IsSym() {
+			if d.Size != gd.Value {
+				m.c.Report(diag.ModelShape, loc,
+					"%s fixes axis %d to %d, but its graph (%s) fixes it to %d (shape %s): declare %d",
+					site, i, d.Size, m.comp.Artifact, gd.Value, v.ShapeText(), gd.Value)
+			}
+			continue
+		}
+		prev, seen := m.bound[d.Sym]
+		if !seen {
+			m.bound[d.Sym] = symBinding{size: gd.Value, loc: loc, port: p.Name}
+			continue
+		}
+		if prev.size != gd.Value {
+			m.c.ReportRelated(diag.ModelShape, loc,
+				[]Related{{Loc: prev.loc, Message: fmt.Sprintf("here the graph fixes `%s` to %d (port `%s`)", d.Sym, prev.size, prev.port)}},
+				"%s puts shape symbol `%s` on axis %d, which its graph (%s) fixes to %d, but the graph fixes `%s` to %d on port `%s`; one symbol is one extent: use two symbols, or correct the model",
+				site, d.Sym, i, m.comp.Artifact, gd.Value, d.Sym, prev.size, prev.port)
+		}
+	}
+	return ""
+}
+
+// graphNamesHint lists the graph's names closest to name, for a message.
+func graphNamesHint(what, name string, vs []onnx.Value) string {
+	near := diag.Closest(name, names(vs), 3)
+	if len(near) == 0 {
+		return fmt.Sprintf(" (the graph has no %s)", what)
+	}
+	quoted := make([]string, len(near))
+	for i, n := range near {
+		quoted[i] = "`" + n + "`"
+	}
+	lead := "the graph's " + what + " closest to it"
+	if len(near) == len(vs) {
+		lead = "the graph's " + what
+	}
+	return fmt.Sprintf(" (%s: %s)", lead, strings.Join(quoted, ", "))
+}
+
+func names(vs []onnx.Value) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Name
+	}
+	return out
+}
+
+func find(vs []onnx.Value, name string) *onnx.Value {
+	for i := range vs {
+		if vs[i].Name == name {
+			return &vs[i]
+		}
+	}
+	return nil
+}
+
+func otherSide(side string) string {
+	if side == "input" {
+		return "output"
+	}
+	return "input"
+}
+
+func orAny(dtype string) string {
+	if dtype == "" {
+		return "any dtype"
+	}
+	return dtype
+}
