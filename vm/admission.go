@@ -52,7 +52,13 @@ func stopped(stop <-chan struct{}) bool {
 
 // RunBatch runs requests concurrently, as RunAllLimit does, and returns
 // their responses in order, admitting and reporting them as opts say.
+//
+// A request that gives items (Request.Items) runs as the plain requests
+// its items pack into (items.go) and is answered once they all are.
 func (e *Engine) RunBatch(ctx context.Context, reqs []Request, opts BatchOptions) []Response {
+	if hasItems(reqs) {
+		return e.runBatchItems(ctx, reqs, opts)
+	}
 	limit := opts.Limit
 	if limit <= 0 || limit > len(reqs) {
 		limit = len(reqs)

@@ -165,6 +165,11 @@ func (e *Engine) Copies(component string) *Copies { return e.copies[component] }
 type Request struct {
 	ID     string
 	Inputs map[string]*backend.Tensor
+	// Items gives token_packed workflow inputs as one tensor per item
+	// (items.go): the runtime packs them and derives the offsets, owners
+	// and valid lengths their contract declares. An input is given either
+	// in Inputs or in Items.
+	Items map[string][]Item
 	// Err, when set, is why the request could not be read (a malformed
 	// tensor of a requests document is run/input): the engine answers the
 	// request with it at once and runs nothing for it, so that one bad
@@ -187,7 +192,11 @@ func Unreadable(err error) error {
 type Response struct {
 	ID      string
 	Outputs map[string]*backend.Tensor
-	Err     error
+	// Items holds, for a request that gave items, the outputs packed on
+	// its items' levels, one entry per item in the request's order; they
+	// and their companions are not in Outputs.
+	Items map[string][]Item
+	Err   error
 }
 
 // Run executes the workflow for one request. Many goroutines may call Run
@@ -198,9 +207,27 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 	if !e.openEnded.Load() {
 		e.openEnded.Store(true)
 	}
+	if len(req.Items) > 0 && req.Err == nil {
+		return RunItems(e.m, []Request{req}, func(reqs []Request) []Response { return e.runEach(ctx, reqs) })[0]
+	}
 	e.active.Add(1)
 	defer e.done(1)
 	return e.exec(ctx, req)
+}
+
+// runEach runs requests at once, one goroutine each, counted as active.
+func (e *Engine) runEach(ctx context.Context, reqs []Request) []Response {
+	out := make([]Response, len(reqs))
+	e.active.Add(int64(len(reqs)))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Go(func() {
+			defer e.done(1)
+			out[i] = e.exec(ctx, reqs[i])
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // Expect tells the engine that n requests are about to start (through

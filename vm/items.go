@@ -1,0 +1,774 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+)
+
+// Items are how a caller holds a packed input: one tensor per item, rather
+// than one tensor with offsets, owners and valid lengths beside it.
+//
+// A token_packed workflow input of one level (images → request) takes
+// items that are its rows: each item one image, a tensor of the contract's
+// rank less one. An input of two levels (frames → clips → request) takes
+// either nested items, each a clip whose items are its frames (rows), or
+// flat items, each a tensor of the contract's rank whose axis 0 holds the
+// unit's rows (a segment's tokens). The runtime packs the items on axis 0,
+// right-pads them on every padded dimension to the longest, and derives
+// the companions the contract declares (offsets, owners, valid lengths)
+// that are workflow inputs. A request that also sends such a companion is
+// refused (run/input) unless it equals the derived one.
+//
+// Items whose other (unpadded) extents differ cannot share one tensor: the
+// request is split into one request per extent, each grouped on its own,
+// and their results are reassembled in item order. Every workflow output
+// must then be per item.
+//
+// A response to a request that used items holds its per-item outputs in
+// Response.Items (a token_packed output whose levels are those of an items
+// input), mirroring the input's items; those outputs and the companions of
+// their levels are left out of Response.Outputs.
+
+// Item is one item of a ragged value: a tensor, or (for the outer level of
+// a two-level input given nested) the items of the level below.
+type Item struct {
+	Tensor *backend.Tensor
+	Items  []Item
+}
+
+// TensorItems wraps tensors as items.
+func TensorItems(ts ...*backend.Tensor) []Item {
+	out := make([]Item, len(ts))
+	for i, t := range ts {
+		out[i] = Item{Tensor: t}
+	}
+	return out
+}
+
+// Tensors returns the tensors of one-level items (nil for an item that
+// holds items).
+func Tensors(items []Item) []*backend.Tensor {
+	out := make([]*backend.Tensor, len(items))
+	for i, it := range items {
+		out[i] = it.Tensor
+	}
+	return out
+}
+
+// itemsInput is what the contract of a token_packed workflow input says
+// about packing its items.
+type itemsInput struct {
+	name    string
+	c       *ir.Contract
+	levels  int
+	offsets []string // per level, innermost first
+	owners  []string
+	pads    []itemsPad
+	// nested says the items' leaves are rows (depth == levels); otherwise
+	// they are units of rows (depth == levels-1, two levels only).
+	nested bool
+}
+
+type itemsPad struct {
+	axis    int
+	lengths string
+}
+
+// packedRequest is one of the plain requests a request with items runs
+// as, and which of its items (top-level indices) it holds.
+type packedRequest struct {
+	req   Request
+	items []int
+}
+
+// Ragged is how a request's items were packed into plain requests; Join
+// reassembles their responses.
+type Ragged struct {
+	id    string
+	in    *itemsInput // the items input the outputs mirror
+	count int         // top-level items
+	parts []packedRequest
+	// outputs are the workflow outputs that come back per item, with the
+	// number of levels of each; drop are the companions of their levels.
+	outputs map[string]int
+	drop    map[string]bool
+}
+
+// Requests returns the plain requests to run, in order.
+func (rg *Ragged) Requests() []Request {
+	out := make([]Request, len(rg.parts))
+	for i, p := range rg.parts {
+		out[i] = p.req
+	}
+	return out
+}
+
+// PackItems turns a request that carries items into the plain requests it
+// runs as (one, unless its items differ in an unpadded extent) and the
+// Ragged that joins their responses. A request without items is returned
+// as it is, with a nil Ragged.
+func PackItems(m *ir.Module, req Request) ([]Request, *Ragged, error) {
+	if len(req.Items) == 0 {
+		return []Request{req}, nil, nil
+	}
+	rg, err := packItems(m, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rg.Requests(), rg, nil
+}
+
+func packItems(m *ir.Module, req Request) (*Ragged, error) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range req.Items {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	var ins []*itemsInput
+	for _, name := range names {
+		in, err := itemsContract(m, name, req.Items[name])
+		if err != nil {
+			return nil, err
+		}
+		if _, both := req.Inputs[name]; both {
+			return nil, runErr(backend.RunInput, "workflow input `%s` is given both as a tensor and as items; send one of them", name)
+		}
+		ins = append(ins, in)
+	}
+	// Partition the top-level items by their unpadded extents.
+	keys := map[string][]int{}
+	var order []string
+	for _, in := range ins {
+		for i, it := range req.Items[in.name] {
+			k, err := in.key(it, i)
+			if err != nil {
+				return nil, err
+			}
+			if len(ins) > 1 {
+				k = ""
+			}
+			if _, ok := keys[k]; !ok {
+				order = append(order, k)
+			}
+			keys[k] = append(keys[k], i)
+		}
+	}
+	rg := &Ragged{id: req.ID, in: ins[0], count: len(req.Items[ins[0].name]), outputs: map[string]int{}, drop: map[string]bool{}}
+	rg.findOutputs(m)
+	if len(order) > 1 {
+		for _, o := range m.Outputs {
+			if _, ok := rg.outputs[o.Name]; !ok && !rg.drop[o.Name] {
+				return nil, runErr(backend.RunInput, "the items of workflow input `%s` differ in an extent that is not padded (%s), so they run as separate requests; "+
+					"output `%s` is not per item and could not be reassembled: send items of one extent per request", ins[0].name, strings.Join(order, " vs "), o.Name)
+			}
+		}
+	}
+	// Derived companions of the whole request, checked against those the
+	// request sends.
+	derived := map[string]*backend.Tensor{}
+	for _, in := range ins {
+		whole, err := in.pack(req.Items[in.name], nil)
+		if err != nil {
+			return nil, err
+		}
+		for name, t := range whole.companions {
+			if prev, ok := derived[name]; ok && !equalTensor(prev, t) {
+				return nil, runErr(backend.RunInput, "the items of two inputs derive different `%s` (%v and %v); items that share a level must agree on it", name, prev.Data, t.Data)
+			}
+			derived[name] = t
+		}
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range derived {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		if got, ok := req.Inputs[name]; ok && !equalTensor(got, derived[name]) {
+			return nil, runErr(backend.RunInput, "request gives `%s` as %v %v, but its items derive %v: omit the companions of an input given as items, or send the ones its items imply",
+				name, got, got.Data, derived[name].Data)
+		}
+	}
+	if len(order) == 1 {
+		in := map[string]*backend.Tensor{}
+		for k, v := range req.Inputs {
+			in[k] = v
+		}
+		for _, it := range ins {
+			p, err := it.pack(req.Items[it.name], nil)
+			if err != nil {
+				return nil, err
+			}
+			in[it.name] = p.value
+			for k, v := range p.companions {
+				in[k] = v
+			}
+		}
+		all := make([]int, rg.count)
+		for i := range all {
+			all[i] = i
+		}
+		rg.parts = []packedRequest{{req: Request{ID: req.ID, Inputs: in}, items: all}}
+		return rg, nil
+	}
+	for _, k := range order {
+		sel := keys[k]
+		in := map[string]*backend.Tensor{}
+		for name, v := range req.Inputs {
+			if _, ok := derived[name]; !ok {
+				in[name] = v
+			}
+		}
+		p, err := ins[0].pack(req.Items[ins[0].name], sel)
+		if err != nil {
+			return nil, err
+		}
+		in[ins[0].name] = p.value
+		for name, v := range p.companions {
+			in[name] = v
+		}
+		rg.parts = append(rg.parts, packedRequest{req: Request{ID: req.ID, Inputs: in}, items: sel})
+	}
+	return rg, nil
+}
+
+// itemsContract checks that workflow input name takes items and reads how.
+func itemsContract(m *ir.Module, name string, items []Item) (*itemsInput, error) {
+	var c *ir.Contract
+	found := false
+	for _, in := range m.Inputs {
+		if in.Name == name {
+			c, found = in.Contract, true
+		}
+	}
+	if !found {
+		return nil, runErr(backend.RunInput, "request gives items for `%s`, which is not a workflow input", name)
+	}
+	if c == nil || c.Layout.Kind != ir.TokenPacked || len(c.Layout.Levels) == 0 || len(c.Layout.Levels) > 2 || c.Rank < 1 {
+		kind := "no contract"
+		if c != nil {
+			kind = c.Layout.Kind.String()
+		}
+		return nil, runErr(backend.RunInput, "workflow input `%s` is given as items, but its contract is %s: items are for token_packed inputs; send one tensor", name, kind)
+	}
+	if len(items) == 0 {
+		return nil, runErr(backend.RunInput, "workflow input `%s` is given as an empty items list; send at least one item (a request with no items is one tensor with 0 rows)", name)
+	}
+	in := &itemsInput{name: name, c: c, levels: len(c.Layout.Levels)}
+	for _, l := range c.Layout.Levels {
+		in.offsets = append(in.offsets, l.Offsets.Name)
+		in.owners = append(in.owners, l.Owner.Name)
+	}
+	for _, p := range c.Padding {
+		ax := c.Axis(p.Dim.Name)
+		if ax < 1 {
+			return nil, runErr(backend.RunInput, "workflow input `%s` pads `%s`, which is not an axis after the packed one; it cannot take items", name, p.Dim.Name)
+		}
+		in.pads = append(in.pads, itemsPad{axis: ax, lengths: p.Lengths.Name})
+	}
+	// The depth of the first leaf decides the form; every leaf must agree.
+	depth, it := 1, items[0]
+	for it.Tensor == nil && len(it.Items) > 0 {
+		depth++
+		it = it.Items[0]
+	}
+	switch {
+	case depth == in.levels:
+		in.nested = true
+	case depth == in.levels-1:
+	default:
+		return nil, runErr(backend.RunInput, "workflow input `%s` has %d ownership level(s), but its items nest %d deep; give %d level(s) of items (each leaf one row), or for two levels one level of items whose rows are on axis 0",
+			name, in.levels, depth, in.levels)
+	}
+	return in, nil
+}
+
+// leafRank is the rank of a leaf as the request gives it.
+func (in *itemsInput) leafRank() int {
+	if in.nested {
+		return in.c.Rank - 1
+	}
+	return in.c.Rank
+}
+
+// leaves walks the leaves under it (at depth d of levels) and checks them.
+func (in *itemsInput) leaves(it Item, at string, depth int, visit func(t *backend.Tensor, at string) error) error {
+	want := in.levels
+	if !in.nested {
+		want--
+	}
+	if depth == want {
+		if it.Tensor == nil || it.Items != nil {
+			return runErr(backend.RunInput, "workflow input `%s` item %s must be a tensor (items nest %d deep here), got a list of items", in.name, at, want)
+		}
+		return visit(it.Tensor, at)
+	}
+	if it.Tensor != nil {
+		return runErr(backend.RunInput, "workflow input `%s` item %s must be a list of items (items nest %d deep here), got a tensor", in.name, at, want)
+	}
+	for j, c := range it.Items {
+		if err := in.leaves(c, fmt.Sprintf("%s.%d", at, j), depth+1, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check validates one leaf against the contract.
+func (in *itemsInput) check(t *backend.Tensor, at string) error {
+	rank := in.leafRank()
+	if t.Rank() != rank {
+		return runErr(backend.RunInput, "workflow input `%s` item %s has rank %d, but each item of this input is of rank %d (the contract's %d axes %s)",
+			in.name, at, t.Rank(), rank, in.c.Rank, map[bool]string{true: "less the packed one", false: "with its rows on axis 0"}[in.nested])
+	}
+	if d, ok := ir.LookupDType(in.c.DType); ok && d.Name != t.DType {
+		return runErr(backend.RunInput, "workflow input `%s` item %s is %s, but the input is declared %s", in.name, at, t, in.c.DType)
+	}
+	if t.Data == nil || backend.DataLen(t.Data) != t.Len() {
+		return runErr(backend.RunInput, "workflow input `%s` item %s is %s but carries a different number of elements", in.name, at, t)
+	}
+	off := in.c.Rank - rank
+	for i, d := range in.c.Shape {
+		if i >= off && !d.IsSym() && t.Shape[i-off] != d.Size {
+			return runErr(backend.RunInput, "workflow input `%s` fixes axis %d at %d, but item %s is %s", in.name, i, d.Size, at, t)
+		}
+	}
+	return nil
+}
+
+// rowShape returns a leaf's shape without its rows: the contract's axes
+// after the packed one.
+func (in *itemsInput) rowShape(t *backend.Tensor) []int64 {
+	if in.nested {
+		return t.Shape
+	}
+	return t.Shape[1:]
+}
+
+// padded reports whether contract axis ax (≥ 1) is padded.
+func (in *itemsInput) padded(ax int) bool {
+	return slices.ContainsFunc(in.pads, func(p itemsPad) bool { return p.axis == ax })
+}
+
+// key checks a top-level item and returns its unpadded extents: items of
+// one key share a tensor.
+func (in *itemsInput) key(it Item, i int) (string, error) {
+	key := ""
+	err := in.leaves(it, fmt.Sprint(i), 1, func(t *backend.Tensor, at string) error {
+		if err := in.check(t, at); err != nil {
+			return err
+		}
+		var parts []string
+		for a, d := range in.rowShape(t) {
+			if in.padded(a + 1) {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("axis %d = %d", a+1, d))
+		}
+		k := "[" + strings.Join(parts, ", ") + "]"
+		if key != "" && k != key {
+			return runErr(backend.RunInput, "workflow input `%s` item %s has extents %s, but the other rows of item %d have %s; the rows of one item must agree on every axis that is not padded",
+				in.name, at, k, i, key)
+		}
+		key = k
+		return nil
+	})
+	return key, err
+}
+
+// packed is an input packed from its items, with the companions derived.
+type packed struct {
+	value      *backend.Tensor
+	companions map[string]*backend.Tensor
+}
+
+// pack packs the top-level items sel (all when nil) into one tensor and
+// derives its companions.
+func (in *itemsInput) pack(items []Item, sel []int) (*packed, error) {
+	if sel == nil {
+		sel = make([]int, len(items))
+		for i := range sel {
+			sel[i] = i
+		}
+	}
+	// counts[d] holds the children of each node at depth d (0: the
+	// request); key has checked every leaf.
+	counts := make([][]int64, in.levels)
+	counts[0] = []int64{int64(len(sel))}
+	var leaves []*backend.Tensor
+	for _, i := range sel {
+		it := items[i]
+		switch {
+		case in.levels == 1:
+			leaves = append(leaves, it.Tensor)
+		case in.nested:
+			counts[1] = append(counts[1], int64(len(it.Items)))
+			for _, c := range it.Items {
+				leaves = append(leaves, c.Tensor)
+			}
+		default:
+			counts[1] = append(counts[1], it.Tensor.Shape[0])
+			leaves = append(leaves, it.Tensor)
+		}
+	}
+	if len(leaves) == 0 {
+		return nil, runErr(backend.RunInput, "workflow input `%s` is given as items, but none holds a tensor; send at least one row (a request with no rows is one tensor with 0 rows)", in.name)
+	}
+	// The packed shape: rows, then every axis at its largest extent (only
+	// padded axes may differ: the items were partitioned by the others).
+	rows := int64(0)
+	shape := append([]int64{0}, in.rowShape(leaves[0])...)
+	for _, t := range leaves {
+		rs := in.rowShape(t)
+		for a, d := range rs {
+			if d != shape[a+1] && !in.padded(a+1) {
+				return nil, runErr(backend.RunInput, "workflow input `%s` items differ on axis %d (%d and %d), which is not padded; items of one request must agree there", in.name, a+1, shape[a+1], d)
+			}
+			shape[a+1] = max(shape[a+1], d)
+		}
+		if in.nested {
+			rows++
+		} else {
+			rows += t.Shape[0]
+		}
+	}
+	shape[0] = rows
+	if _, err := checkedLen(shape); err != nil {
+		return nil, runErr(backend.RunInput, "workflow input `%s`: its items pack into shape %v: %v", in.name, shape, err)
+	}
+	value, err := backend.NewTensor(leaves[0].DType, shape)
+	if err != nil {
+		return nil, runErr(backend.RunInput, "workflow input `%s`: %v", in.name, err)
+	}
+	row := int64(0)
+	rowExtents := make([][]int64, 0, rows) // per packed row, its own extents
+	for _, t := range leaves {
+		src := t
+		if in.nested {
+			src = &backend.Tensor{DType: t.DType, Shape: append([]int64{1}, t.Shape...), Data: t.Data}
+		}
+		placePadded(value, row, src)
+		for range src.Shape[0] {
+			rowExtents = append(rowExtents, src.Shape[1:])
+		}
+		row += src.Shape[0]
+	}
+	p := &packed{value: value, companions: map[string]*backend.Tensor{}}
+	// Level k offsets count the children of the nodes at depth levels-1-k.
+	for k := range in.levels {
+		offs := cumulative(counts[in.levels-1-k])
+		if in.offsets[k] != "" {
+			p.companions[in.offsets[k]] = offsetsTensor(offs)
+		}
+		if in.owners[k] != "" {
+			p.companions[in.owners[k]] = offsetsTensor(ownersFromOffsets(offs))
+		}
+	}
+	for _, pad := range in.pads {
+		outer := shape[:pad.axis]
+		n := backend.Elements(outer)
+		lengths := make([]int64, 0, n)
+		inner := backend.Elements(outer[1:])
+		for r := range rows {
+			for range inner {
+				lengths = append(lengths, rowExtents[r][pad.axis-1])
+			}
+		}
+		p.companions[pad.lengths] = &backend.Tensor{DType: "int64", Shape: append([]int64{}, outer...), Data: lengths}
+	}
+	return p, nil
+}
+
+// cumulative returns the offsets of consecutive counts: [0, c0, c0+c1, ...].
+func cumulative(counts []int64) []int64 {
+	out := make([]int64, len(counts)+1)
+	for i, c := range counts {
+		out[i+1] = out[i] + c
+	}
+	return out
+}
+
+// checkedLen refuses shapes whose element count overflows.
+func checkedLen(shape []int64) (int64, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative extent")
+		}
+		if d != 0 && n > (1<<40)/d {
+			return 0, fmt.Errorf("more than %d elements", int64(1<<40))
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// placePadded copies src (rank r, rows on axis 0) into dst from row at,
+// each axis of src at the start of dst's (wider or equal) axis.
+func placePadded(dst *backend.Tensor, at int64, src *backend.Tensor) {
+	r := dst.Rank()
+	dstStride := make([]int64, r)
+	srcStride := make([]int64, r)
+	dstStride[r-1], srcStride[r-1] = 1, 1
+	for a := r - 2; a >= 0; a-- {
+		dstStride[a] = dstStride[a+1] * dst.Shape[a+1]
+		srcStride[a] = srcStride[a+1] * src.Shape[a+1]
+	}
+	last := src.Shape[r-1]
+	var rec func(a int, do, so int64)
+	rec = func(a int, do, so int64) {
+		if a == r-1 {
+			if last > 0 {
+				dst.CopyElems(do, src, so, last)
+			}
+			return
+		}
+		for i := range src.Shape[a] {
+			rec(a+1, do+i*dstStride[a], so+i*srcStride[a])
+		}
+	}
+	rec(0, at*dstStride[0], 0)
+}
+
+// findOutputs finds the workflow outputs that come back per item: packed
+// on levels that are the items input's (by their offsets values, outermost
+// aligned), and the companions of those levels.
+func (rg *Ragged) findOutputs(m *ir.Module) {
+	in := rg.in
+	for _, o := range m.Outputs {
+		c := o.Contract
+		if c == nil || c.Layout.Kind != ir.TokenPacked {
+			continue
+		}
+		lv := c.Layout.Levels
+		if len(lv) == 0 || len(lv) > in.levels {
+			continue
+		}
+		base := in.levels - len(lv)
+		match := true
+		for k, l := range lv {
+			if l.Offsets.Name != in.offsets[base+k] {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		rg.outputs[o.Name] = len(lv)
+		for _, l := range lv {
+			rg.drop[l.Offsets.Name] = true
+			rg.drop[l.Owner.Name] = true
+		}
+		for _, p := range c.Padding {
+			rg.drop[p.Lengths.Name] = true
+		}
+	}
+	for name := range rg.outputs {
+		delete(rg.drop, name)
+	}
+}
+
+// Join reassembles the responses of Requests (in order) into the
+// request's: the first error fails it; per-item outputs go to Items, in
+// item order.
+func (rg *Ragged) Join(resps []Response) Response {
+	for _, r := range resps {
+		if r.Err != nil {
+			return Response{ID: rg.id, Err: r.Err}
+		}
+	}
+	out := Response{ID: rg.id, Outputs: map[string]*backend.Tensor{}, Items: map[string][]Item{}}
+	for name, t := range resps[0].Outputs {
+		if _, ok := rg.outputs[name]; !ok && !rg.drop[name] {
+			out.Outputs[name] = t
+		}
+	}
+	for name, levels := range rg.outputs {
+		all := make([]Item, rg.count)
+		for pi, part := range rg.parts {
+			t := resps[pi].Outputs[name]
+			if t == nil {
+				continue
+			}
+			its, err := rg.splitOutput(name, t, levels, part.req)
+			if err != nil {
+				return Response{ID: rg.id, Err: err}
+			}
+			if len(its) != len(part.items) {
+				return Response{ID: rg.id, Err: runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d", name, len(its), len(part.items))}
+			}
+			for j, i := range part.items {
+				all[i] = its[j]
+			}
+		}
+		if resps[0].Outputs[name] != nil {
+			out.Items[name] = all
+		}
+	}
+	return out
+}
+
+// splitOutput splits a packed output into the items of its levels, by the
+// offsets the request's items derived.
+func (rg *Ragged) splitOutput(name string, t *backend.Tensor, levels int, req Request) ([]Item, error) {
+	in := rg.in
+	base := in.levels - levels
+	offs := make([][]int64, levels)
+	for k := range levels {
+		ot := req.Inputs[in.offsets[base+k]]
+		if ot == nil {
+			return nil, runErr(backend.RunExtent, "workflow output `%s` is packed on `%s`, which the request's items did not derive", name, in.offsets[base+k])
+		}
+		offs[k] = ot.Int64s()
+	}
+	if t.Rank() == 0 || t.Shape[0] != offs[0][len(offs[0])-1] {
+		return nil, runErr(backend.RunExtent, "workflow output `%s` is %s, but its offsets `%s` cover %d rows", name, t, in.offsets[base], offs[0][len(offs[0])-1])
+	}
+	flat := !in.nested && levels == in.levels
+	var node func(k int, u int64) []Item
+	node = func(k int, u int64) []Item {
+		lo, hi := offs[k][u], offs[k][u+1]
+		its := make([]Item, 0, hi-lo)
+		for c := lo; c < hi; c++ {
+			switch {
+			case k == 0:
+				row := t.View(c, c+1)
+				row.Shape = row.Shape[1:]
+				its = append(its, Item{Tensor: row})
+			case flat && k == 1:
+				its = append(its, Item{Tensor: t.View(offs[0][c], offs[0][c+1])})
+			default:
+				its = append(its, Item{Items: node(k-1, c)})
+			}
+		}
+		return its
+	}
+	return node(levels-1, 0), nil
+}
+
+// RunItems runs requests of a workflow, some of which may carry items,
+// with runAll, which runs plain requests concurrently and answers them in
+// order: each request with items is packed (PackItems), every plain
+// request runs in one call so that they all may meet in groups, and the
+// responses of a request's parts are joined. A request that cannot be
+// packed is answered with its error.
+func RunItems(m *ir.Module, reqs []Request, runAll func([]Request) []Response) []Response {
+	if !slices.ContainsFunc(reqs, func(r Request) bool { return len(r.Items) > 0 && r.Err == nil }) {
+		return runAll(reqs)
+	}
+	out := make([]Response, len(reqs))
+	type part struct {
+		rg     *Ragged
+		lo, hi int
+	}
+	parts := make([]part, len(reqs))
+	var plain []Request
+	for i, r := range reqs {
+		if len(r.Items) == 0 || r.Err != nil {
+			parts[i] = part{lo: len(plain), hi: len(plain) + 1}
+			plain = append(plain, r)
+			continue
+		}
+		subs, rg, err := PackItems(m, r)
+		if err != nil {
+			out[i] = Response{ID: r.ID, Err: err}
+			parts[i] = part{lo: -1}
+			continue
+		}
+		parts[i] = part{rg: rg, lo: len(plain), hi: len(plain) + len(subs)}
+		plain = append(plain, subs...)
+	}
+	var resps []Response
+	if len(plain) > 0 {
+		resps = runAll(plain)
+	}
+	for i, p := range parts {
+		switch {
+		case p.lo < 0:
+		case p.rg == nil:
+			out[i] = resps[p.lo]
+		default:
+			out[i] = p.rg.Join(resps[p.lo:p.hi])
+		}
+	}
+	return out
+}
+
+// hasItems reports whether a request of reqs gives items to pack.
+func hasItems(reqs []Request) bool {
+	return slices.ContainsFunc(reqs, func(r Request) bool { return len(r.Items) > 0 && r.Err == nil })
+}
+
+// runBatchItems is RunBatch for a batch in which some requests give
+// items: each is packed into its plain requests, the whole batch of plain
+// requests runs at once (so that they all may meet in groups), and a
+// request is answered, and reported to opts.Finished, once its last part
+// is.
+func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOptions) []Response {
+	out := make([]Response, len(reqs))
+	type span struct {
+		rg     *Ragged
+		lo, hi int
+	}
+	spans := make([]span, len(reqs))
+	var plain []Request
+	var owner []int // the request each plain request is part of
+	left := make([]int, len(reqs))
+	for i, r := range reqs {
+		subs := []Request{r}
+		var rg *Ragged
+		if len(r.Items) > 0 && r.Err == nil {
+			var err error
+			if subs, rg, err = PackItems(e.m, r); err != nil {
+				out[i] = Response{ID: r.ID, Err: err}
+				if opts.Finished != nil {
+					opts.Finished(i, out[i])
+				}
+				continue
+			}
+		}
+		spans[i] = span{rg: rg, lo: len(plain), hi: len(plain) + len(subs)}
+		left[i] = len(subs)
+		for range subs {
+			owner = append(owner, i)
+		}
+		plain = append(plain, subs...)
+	}
+	if len(plain) == 0 {
+		return out
+	}
+	parts := make([]Response, len(plain))
+	var mu sync.Mutex
+	inner := opts
+	inner.Finished = func(j int, r Response) {
+		i := owner[j]
+		mu.Lock()
+		parts[j] = r
+		left[i]--
+		last := left[i] == 0
+		mu.Unlock()
+		if !last {
+			return
+		}
+		sp := spans[i]
+		if sp.rg == nil {
+			out[i] = parts[sp.lo]
+		} else {
+			out[i] = sp.rg.Join(parts[sp.lo:sp.hi])
+		}
+		if opts.Finished != nil {
+			opts.Finished(i, out[i])
+		}
+	}
+	e.RunBatch(ctx, plain, inner)
+	return out
+}
