@@ -70,6 +70,7 @@ func (g *gen) requests(f *jen.File) {
 	f.Func().Params(recv).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
 		Params(jen.Op("*").Id("Response"), jen.Error()).Block(
 		jen.If(jen.Id("req").Op("==").Nil()).Block(jen.Id("req").Op("=").Op("&").Id("Request").Values()),
+		g.runItemsCall(),
 		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Return(ex().Dot("run").Call(jen.Id("ctx"), jen.Id("req"))),
 	)
@@ -95,6 +96,8 @@ func (g *gen) requests(f *jen.File) {
 	doc(f, "RunRequest runs one request given by input name, as vm.Engine.Run takes it (a request of a requests document, or of a table that drives the VM and executors alike): its inputs are checked in the order the VM checks them, then the names it supplies. A failed request is a response with an error.")
 	f.Func().Params(recv.Clone()).Id("RunRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
 		Qual(vmPath, "Response").Block(
+		jen.If(jen.Len(jen.Id("r").Dot("Items")).Op(">").Lit(0)).Block(
+			jen.Return(jen.Qual(genrtPath, "RunItems").Call(jen.Id("ctx"), ex().Dot("engine"), jen.Id("r"), ex().Dot("RunRequest")))),
 		jen.Id("req").Op(":=").Op("&").Id("Request").Values(fields),
 		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(fail()),
 		jen.If(jen.Err().Op(":=").Qual(genrtPath, "Unexpected").Call(jen.Id("r").Dot("Inputs"), jen.Id("inputNames").Op("...")), jen.Err().Op("!=").Nil()).Block(fail()),
@@ -103,6 +106,7 @@ func (g *gen) requests(f *jen.File) {
 		jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Outputs").Op(":").Id("resp").Dot("outputs").Call())),
 	)
 	g.check(f)
+	g.runItems(f)
 }
 
 // check writes the check of a request's inputs: present unless optional,
@@ -144,6 +148,7 @@ func (g *gen) types(f *jen.File) {
 		fields = append(fields, comments(8, text)...)
 		fields = append(fields, jen.Id(g.inFields[in.Name]).Op("*").Qual(backendPath, "Tensor"))
 	}
+	fields = append(fields, g.itemsInputFields()...)
 	f.Type().Id("Request").Struct(fields...)
 	doc(f, "Response is what a request's run emitted: a value for each workflow output the workflow emitted, nil for the others.")
 	fields = nil
@@ -157,6 +162,7 @@ func (g *gen) types(f *jen.File) {
 		fields = append(fields, jen.Id(field).Op("*").Qual(backendPath, "Tensor"))
 		ifs = append(ifs, jen.If(jen.Id("r").Dot(field).Op("!=").Nil()).Block(jen.Id("out").Index(jen.Lit(o.Name)).Op("=").Id("r").Dot(field)))
 	}
+	fields = append(fields, g.itemsOutputFields()...)
 	f.Type().Id("Response").Struct(fields...)
 	doc(f, "outputs returns the emitted outputs by name, as the VM's responses hold them.")
 	body := append([]jen.Code{jen.Id("out").Op(":=").Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Values()}, ifs...)

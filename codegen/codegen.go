@@ -130,6 +130,8 @@ type gen struct {
 	// inFields and outFields name the Request and Response fields of
 	// workflow inputs and outputs.
 	inFields, outFields map[string]string
+	// inItems and outItems name the items fields (items.go).
+	inItems, outItems map[string]string
 	// optional holds the inputs a request may leave out.
 	optional map[string]bool
 	// locals names the local of run that holds each workflow-level name.
@@ -149,6 +151,7 @@ func newGen(f *plan.File, m *ir.Module, cfg Config) *gen {
 	for _, o := range m.Outputs {
 		g.outFields[o.Name] = out.claim(identifier(o.Name, true))
 	}
+	g.claimItems(in, out)
 	return g
 }
 

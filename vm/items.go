@@ -54,6 +54,9 @@ func TensorItems(ts ...*backend.Tensor) []Item {
 // Tensors returns the tensors of one-level items (nil for an item that
 // holds items).
 func Tensors(items []Item) []*backend.Tensor {
+	if items == nil {
+		return nil
+	}
 	out := make([]*backend.Tensor, len(items))
 	for i, it := range items {
 		out[i] = it.Tensor
@@ -772,3 +775,5 @@ func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOp
 	e.RunBatch(ctx, plain, inner)
 	return out
 }
+// Module returns the workflow the engine runs.
+func (e *Engine) Module() *ir.Module { return e.m }

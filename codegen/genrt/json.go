@@ -21,6 +21,25 @@ type BatchFunc func(ctx context.Context, reqs []vm.Request) []vm.Response
 // request that could not be read (its Err set) is answered with that error
 // at once (run/input).
 func RunAll(ctx context.Context, e *vm.Engine, reqs []vm.Request, run RunFunc) []vm.Response {
+	return vm.RunItems(e.Module(), reqs, func(reqs []vm.Request) []vm.Response { return runAll(ctx, e, reqs, run) })
+}
+
+// RunItems runs one request that gives inputs as items (vm.Request.Items):
+// packed into the plain requests vm.PackItems makes, which run at once
+// with run, and joined into its response.
+func RunItems(ctx context.Context, e *vm.Engine, req vm.Request, run RunFunc) vm.Response {
+	return vm.RunItems(e.Module(), []vm.Request{req}, func(reqs []vm.Request) []vm.Response {
+		out := make([]vm.Response, len(reqs))
+		var wg sync.WaitGroup
+		for i := range reqs {
+			wg.Go(func() { out[i] = run(ctx, reqs[i]) })
+		}
+		wg.Wait()
+		return out
+	})[0]
+}
+
+func runAll(ctx context.Context, e *vm.Engine, reqs []vm.Request, run RunFunc) []vm.Response {
 	out := make([]vm.Response, len(reqs))
 	readable := 0
 	for i, r := range reqs {

@@ -119,6 +119,14 @@ type Request struct {
 	// WindowOwner is workflow input `window_owner`: int64 [windows],
 	// shared. It comes from the request.
 	WindowOwner *backend.Tensor
+
+	// SpectrogramItems gives workflow input `spectrogram` as items, one
+	// tensor per item: each one unit of the outer level, its rows on
+	// axis 0 (rank 2). The executor packs them on axis 0, right-pads the
+	// padded dimensions to the longest, and derives frame_offsets,
+	// frame_owner, window_offsets, window_owner; leave Spectrogram and
+	// those companions nil.
+	SpectrogramItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -136,6 +144,12 @@ type Response struct {
 	// WindowOwner is workflow output `window_owner`: int64 [windows],
 	// shared.
 	WindowOwner *backend.Tensor
+
+	// WindowEmbeddingsItems is workflow output `window_embeddings` per
+	// item, in the order of the request's items, when the request gave
+	// its input as items; WindowEmbeddings and the companions of its
+	// levels are then nil.
+	WindowEmbeddingsItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -160,6 +174,9 @@ func (r *Response) outputs() map[string]*backend.Tensor {
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
+	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
 	}
 	if err := ex.check(req); err != nil {
 		return nil, err
@@ -192,6 +209,9 @@ var inputNames = []string{"spectrogram", "frame_offsets", "frame_owner", "window
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		FrameOffsets:  r.Inputs["frame_offsets"],
 		FrameOwner:    r.Inputs["frame_owner"],
@@ -247,6 +267,49 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.SpectrogramItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.Spectrogram != nil {
+		r.Inputs["spectrogram"] = req.Spectrogram
+	}
+	if req.SpectrogramItems != nil {
+		r.Items["spectrogram"] = vm.TensorItems(req.SpectrogramItems...)
+	}
+	if req.FrameOffsets != nil {
+		r.Inputs["frame_offsets"] = req.FrameOffsets
+	}
+	if req.FrameOwner != nil {
+		r.Inputs["frame_owner"] = req.FrameOwner
+	}
+	if req.WindowOffsets != nil {
+		r.Inputs["window_offsets"] = req.WindowOffsets
+	}
+	if req.WindowOwner != nil {
+		r.Inputs["window_owner"] = req.WindowOwner
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		WindowEmbeddings:      resp.Outputs["window_embeddings"],
+		WindowEmbeddingsItems: vm.Tensors(resp.Items["window_embeddings"]),
+		WindowOffsets:         resp.Outputs["window_offsets"],
+		WindowOwner:           resp.Outputs["window_owner"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

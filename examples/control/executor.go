@@ -132,6 +132,13 @@ type Request struct {
 	// ItemOwner is workflow input `item_owner`: int64 [positions],
 	// shared. It comes from the request.
 	ItemOwner *backend.Tensor
+
+	// ItemsItems gives workflow input `items` as items, one tensor per
+	// item: each one row, of the input's axes after the packed one (rank
+	// 1). The executor packs them on axis 0, right-pads the padded
+	// dimensions to the longest, and derives item_offsets, item_owner;
+	// leave Items and those companions nil.
+	ItemsItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -161,6 +168,11 @@ type Response struct {
 	// ItemOwner is workflow output `item_owner`: int64 [positions],
 	// shared.
 	ItemOwner *backend.Tensor
+
+	// ScaledItems is workflow output `scaled` per item, in the order of
+	// the request's items, when the request gave its input as items;
+	// Scaled and the companions of its levels are then nil.
+	ScaledItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -195,6 +207,9 @@ func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
 	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
+	}
 	if err := ex.check(req); err != nil {
 		return nil, err
 	}
@@ -226,6 +241,9 @@ var inputNames = []string{"mode", "x", "level", "hint", "bias", "items", "item_o
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		Bias:        r.Inputs["bias"],
 		Hint:        r.Inputs["hint"],
@@ -301,6 +319,61 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.ItemsItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.Mode != nil {
+		r.Inputs["mode"] = req.Mode
+	}
+	if req.X != nil {
+		r.Inputs["x"] = req.X
+	}
+	if req.Level != nil {
+		r.Inputs["level"] = req.Level
+	}
+	if req.Hint != nil {
+		r.Inputs["hint"] = req.Hint
+	}
+	if req.Bias != nil {
+		r.Inputs["bias"] = req.Bias
+	}
+	if req.Items != nil {
+		r.Inputs["items"] = req.Items
+	}
+	if req.ItemsItems != nil {
+		r.Items["items"] = vm.TensorItems(req.ItemsItems...)
+	}
+	if req.ItemOffsets != nil {
+		r.Inputs["item_offsets"] = req.ItemOffsets
+	}
+	if req.ItemOwner != nil {
+		r.Inputs["item_owner"] = req.ItemOwner
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		ItemOffsets: resp.Outputs["item_offsets"],
+		ItemOwner:   resp.Outputs["item_owner"],
+		Merged:      resp.Outputs["merged"],
+		Picked:      resp.Outputs["picked"],
+		Scaled:      resp.Outputs["scaled"],
+		ScaledItems: vm.Tensors(resp.Items["scaled"]),
+		Y:           resp.Outputs["y"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

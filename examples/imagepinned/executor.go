@@ -110,6 +110,13 @@ type Request struct {
 	// ImageOwner is workflow input `image_owner`: int64 [images],
 	// shared. It comes from the request.
 	ImageOwner *backend.Tensor
+
+	// PixelPatchesItems gives workflow input `pixel_patches` as items,
+	// one tensor per item: each one row, of the input's axes after the
+	// packed one (rank 2). The executor packs them on axis 0, right-pads
+	// the padded dimensions to the longest, and derives image_offsets,
+	// image_owner; leave PixelPatches and those companions nil.
+	PixelPatchesItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -127,6 +134,11 @@ type Response struct {
 	// ImageOwner is workflow output `image_owner`: int64 [images],
 	// shared.
 	ImageOwner *backend.Tensor
+
+	// EmbeddingsItems is workflow output `embeddings` per item, in the
+	// order of the request's items, when the request gave its input as
+	// items; Embeddings and the companions of its levels are then nil.
+	EmbeddingsItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -151,6 +163,9 @@ func (r *Response) outputs() map[string]*backend.Tensor {
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
+	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
 	}
 	if err := ex.check(req); err != nil {
 		return nil, err
@@ -183,6 +198,9 @@ var inputNames = []string{"pixel_patches", "image_offsets", "image_owner"}
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		ImageOffsets: r.Inputs["image_offsets"],
 		ImageOwner:   r.Inputs["image_owner"],
@@ -224,6 +242,43 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.PixelPatchesItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.PixelPatches != nil {
+		r.Inputs["pixel_patches"] = req.PixelPatches
+	}
+	if req.PixelPatchesItems != nil {
+		r.Items["pixel_patches"] = vm.TensorItems(req.PixelPatchesItems...)
+	}
+	if req.ImageOffsets != nil {
+		r.Inputs["image_offsets"] = req.ImageOffsets
+	}
+	if req.ImageOwner != nil {
+		r.Inputs["image_owner"] = req.ImageOwner
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		Embeddings:      resp.Outputs["embeddings"],
+		EmbeddingsItems: vm.Tensors(resp.Items["embeddings"]),
+		ImageOffsets:    resp.Outputs["image_offsets"],
+		ImageOwner:      resp.Outputs["image_owner"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

@@ -157,6 +157,27 @@ type Request struct {
 	// SegOwn is workflow input `seg_own`: int64 [segments], shared. It
 	// comes from the request.
 	SegOwn *backend.Tensor
+
+	// PxItems gives workflow input `px` as items, one tensor per item:
+	// each one row, of the input's axes after the packed one (rank 2).
+	// The executor packs them on axis 0, right-pads the padded
+	// dimensions to the longest, and derives img_off, img_own, px_len;
+	// leave Px and those companions nil.
+	PxItems []*backend.Tensor
+
+	// FramesItems gives workflow input `frames` as items, one tensor per
+	// item: each one unit of the outer level, its rows on axis 0 (rank
+	// 2). The executor packs them on axis 0, right-pads the padded
+	// dimensions to the longest, and derives frame_off, frame_own,
+	// clip_off, clip_own; leave Frames and those companions nil.
+	FramesItems []*backend.Tensor
+
+	// TokensItems gives workflow input `tokens` as items, one tensor per
+	// item: each one unit of the outer level, its rows on axis 0 (rank
+	// 1). The executor packs them on axis 0, right-pads the padded
+	// dimensions to the longest, and derives tok_off, tok_own, seg_off,
+	// seg_own; leave Tokens and those companions nil.
+	TokensItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -195,6 +216,21 @@ type Response struct {
 
 	// SegOwn is workflow output `seg_own`: int64 [segments], shared.
 	SegOwn *backend.Tensor
+
+	// ImageEmbItems is workflow output `image_emb` per item, in the
+	// order of the request's items, when the request gave its input as
+	// items; ImageEmb and the companions of its levels are then nil.
+	ImageEmbItems []*backend.Tensor
+
+	// ClipEmbItems is workflow output `clip_emb` per item, in the order
+	// of the request's items, when the request gave its input as items;
+	// ClipEmb and the companions of its levels are then nil.
+	ClipEmbItems []*backend.Tensor
+
+	// SegEmbItems is workflow output `seg_emb` per item, in the order of
+	// the request's items, when the request gave its input as items;
+	// SegEmb and the companions of its levels are then nil.
+	SegEmbItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -238,6 +274,9 @@ func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
 	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
+	}
 	if err := ex.check(req); err != nil {
 		return nil, err
 	}
@@ -269,6 +308,9 @@ var inputNames = []string{"px", "px_len", "img_off", "img_own", "frames", "frame
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		ClipOff:  r.Inputs["clip_off"],
 		ClipOwn:  r.Inputs["clip_own"],
@@ -387,6 +429,90 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.PxItems != nil || req.FramesItems != nil || req.TokensItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.Px != nil {
+		r.Inputs["px"] = req.Px
+	}
+	if req.PxItems != nil {
+		r.Items["px"] = vm.TensorItems(req.PxItems...)
+	}
+	if req.PxLen != nil {
+		r.Inputs["px_len"] = req.PxLen
+	}
+	if req.ImgOff != nil {
+		r.Inputs["img_off"] = req.ImgOff
+	}
+	if req.ImgOwn != nil {
+		r.Inputs["img_own"] = req.ImgOwn
+	}
+	if req.Frames != nil {
+		r.Inputs["frames"] = req.Frames
+	}
+	if req.FramesItems != nil {
+		r.Items["frames"] = vm.TensorItems(req.FramesItems...)
+	}
+	if req.FrameOff != nil {
+		r.Inputs["frame_off"] = req.FrameOff
+	}
+	if req.FrameOwn != nil {
+		r.Inputs["frame_own"] = req.FrameOwn
+	}
+	if req.ClipOff != nil {
+		r.Inputs["clip_off"] = req.ClipOff
+	}
+	if req.ClipOwn != nil {
+		r.Inputs["clip_own"] = req.ClipOwn
+	}
+	if req.Tokens != nil {
+		r.Inputs["tokens"] = req.Tokens
+	}
+	if req.TokensItems != nil {
+		r.Items["tokens"] = vm.TensorItems(req.TokensItems...)
+	}
+	if req.TokOff != nil {
+		r.Inputs["tok_off"] = req.TokOff
+	}
+	if req.TokOwn != nil {
+		r.Inputs["tok_own"] = req.TokOwn
+	}
+	if req.SegOff != nil {
+		r.Inputs["seg_off"] = req.SegOff
+	}
+	if req.SegOwn != nil {
+		r.Inputs["seg_own"] = req.SegOwn
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		ClipEmb:       resp.Outputs["clip_emb"],
+		ClipEmbItems:  vm.Tensors(resp.Items["clip_emb"]),
+		ClipOff:       resp.Outputs["clip_off"],
+		ClipOwn:       resp.Outputs["clip_own"],
+		ImageEmb:      resp.Outputs["image_emb"],
+		ImageEmbItems: vm.Tensors(resp.Items["image_emb"]),
+		ImgOff:        resp.Outputs["img_off"],
+		ImgOwn:        resp.Outputs["img_own"],
+		SegEmb:        resp.Outputs["seg_emb"],
+		SegEmbItems:   vm.Tensors(resp.Items["seg_emb"]),
+		SegOff:        resp.Outputs["seg_off"],
+		SegOwn:        resp.Outputs["seg_own"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

@@ -172,6 +172,9 @@ var inputNames = []string{"latents", "guidance_scale"}
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		GuidanceScale: r.Inputs["guidance_scale"],
 		Latents:       r.Inputs["latents"],

@@ -160,6 +160,9 @@ var inputNames = []string{"features"}
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{Features: r.Inputs["features"]}
 	if err := ex.check(req); err != nil {
 		return vm.Response{ID: r.ID, Err: err}

@@ -119,6 +119,14 @@ type Request struct {
 	// SegmentOwner is workflow input `segment_owner`: int64 [segments],
 	// shared. It comes from the request.
 	SegmentOwner *backend.Tensor
+
+	// TokenIDsItems gives workflow input `token_ids` as items, one
+	// tensor per item: each one unit of the outer level, its rows on
+	// axis 0 (rank 1). The executor packs them on axis 0, right-pads the
+	// padded dimensions to the longest, and derives token_offsets,
+	// token_owner, segment_offsets, segment_owner; leave TokenIDs and
+	// those companions nil.
+	TokenIDsItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -136,6 +144,12 @@ type Response struct {
 	// SegmentOwner is workflow output `segment_owner`: int64 [segments],
 	// shared.
 	SegmentOwner *backend.Tensor
+
+	// SegmentEmbeddingsItems is workflow output `segment_embeddings` per
+	// item, in the order of the request's items, when the request gave
+	// its input as items; SegmentEmbeddings and the companions of its
+	// levels are then nil.
+	SegmentEmbeddingsItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -160,6 +174,9 @@ func (r *Response) outputs() map[string]*backend.Tensor {
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
+	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
 	}
 	if err := ex.check(req); err != nil {
 		return nil, err
@@ -192,6 +209,9 @@ var inputNames = []string{"token_ids", "token_offsets", "token_owner", "segment_
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		SegmentOffsets: r.Inputs["segment_offsets"],
 		SegmentOwner:   r.Inputs["segment_owner"],
@@ -247,6 +267,49 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.TokenIDsItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.TokenIDs != nil {
+		r.Inputs["token_ids"] = req.TokenIDs
+	}
+	if req.TokenIDsItems != nil {
+		r.Items["token_ids"] = vm.TensorItems(req.TokenIDsItems...)
+	}
+	if req.TokenOffsets != nil {
+		r.Inputs["token_offsets"] = req.TokenOffsets
+	}
+	if req.TokenOwner != nil {
+		r.Inputs["token_owner"] = req.TokenOwner
+	}
+	if req.SegmentOffsets != nil {
+		r.Inputs["segment_offsets"] = req.SegmentOffsets
+	}
+	if req.SegmentOwner != nil {
+		r.Inputs["segment_owner"] = req.SegmentOwner
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		SegmentEmbeddings:      resp.Outputs["segment_embeddings"],
+		SegmentEmbeddingsItems: vm.Tensors(resp.Items["segment_embeddings"]),
+		SegmentOffsets:         resp.Outputs["segment_offsets"],
+		SegmentOwner:           resp.Outputs["segment_owner"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

@@ -119,6 +119,14 @@ type Request struct {
 	// SegmentOwner is workflow input `segment_owner`: int64 [segments],
 	// shared. It comes from the request.
 	SegmentOwner *backend.Tensor
+
+	// TokensItems gives workflow input `tokens` as items, one tensor per
+	// item: each one unit of the outer level, its rows on axis 0 (rank
+	// 2). The executor packs them on axis 0, right-pads the padded
+	// dimensions to the longest, and derives token_offsets, token_owner,
+	// segment_offsets, segment_owner; leave Tokens and those companions
+	// nil.
+	TokensItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -176,6 +184,9 @@ func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
 	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
+	}
 	if err := ex.check(req); err != nil {
 		return nil, err
 	}
@@ -207,6 +218,9 @@ var inputNames = []string{"tokens", "token_offsets", "token_owner", "segment_off
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		SegmentOffsets: r.Inputs["segment_offsets"],
 		SegmentOwner:   r.Inputs["segment_owner"],
@@ -262,6 +276,50 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.TokensItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.Tokens != nil {
+		r.Inputs["tokens"] = req.Tokens
+	}
+	if req.TokensItems != nil {
+		r.Items["tokens"] = vm.TensorItems(req.TokensItems...)
+	}
+	if req.TokenOffsets != nil {
+		r.Inputs["token_offsets"] = req.TokenOffsets
+	}
+	if req.TokenOwner != nil {
+		r.Inputs["token_owner"] = req.TokenOwner
+	}
+	if req.SegmentOffsets != nil {
+		r.Inputs["segment_offsets"] = req.SegmentOffsets
+	}
+	if req.SegmentOwner != nil {
+		r.Inputs["segment_owner"] = req.SegmentOwner
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		Merged:         resp.Outputs["merged"],
+		MergedOffsets:  resp.Outputs["merged_offsets"],
+		MergedOwner:    resp.Outputs["merged_owner"],
+		SegmentOffsets: resp.Outputs["segment_offsets"],
+		SegmentOwner:   resp.Outputs["segment_owner"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

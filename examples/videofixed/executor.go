@@ -111,6 +111,13 @@ type Request struct {
 	// ClipOwner is workflow input `clip_owner`: int64 [clips], shared.
 	// It comes from the request.
 	ClipOwner *backend.Tensor
+
+	// PixelValuesItems gives workflow input `pixel_values` as items, one
+	// tensor per item: each one row, of the input's axes after the
+	// packed one (rank 3). The executor packs them on axis 0, right-pads
+	// the padded dimensions to the longest, and derives clip_offsets,
+	// clip_owner; leave PixelValues and those companions nil.
+	PixelValuesItems []*backend.Tensor
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -127,6 +134,12 @@ type Response struct {
 
 	// ClipOwner is workflow output `clip_owner`: int64 [clips], shared.
 	ClipOwner *backend.Tensor
+
+	// ClipEmbeddingsItems is workflow output `clip_embeddings` per item,
+	// in the order of the request's items, when the request gave its
+	// input as items; ClipEmbeddings and the companions of its levels
+	// are then nil.
+	ClipEmbeddingsItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -151,6 +164,9 @@ func (r *Response) outputs() map[string]*backend.Tensor {
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil {
 		req = &Request{}
+	}
+	if req.hasItems() {
+		return ex.runItems(ctx, req)
 	}
 	if err := ex.check(req); err != nil {
 		return nil, err
@@ -183,6 +199,9 @@ var inputNames = []string{"pixel_values", "clip_offsets", "clip_owner"}
 // executors alike): its inputs are checked in the order the VM checks them,
 // then the names it supplies. A failed request is a response with an error.
 func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
+	if len(r.Items) > 0 {
+		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
+	}
 	req := &Request{
 		ClipOffsets: r.Inputs["clip_offsets"],
 		ClipOwner:   r.Inputs["clip_owner"],
@@ -224,6 +243,43 @@ func (ex *Executor) check(req *Request) error {
 		return err
 	}
 	return nil
+}
+
+// hasItems reports whether a request gives an input as items.
+func (req *Request) hasItems() bool {
+	return req.PixelValuesItems != nil
+}
+
+// runItems runs a request that gives inputs as items: by input name, as
+// RunRequest takes it, which packs the items, derives their companions, and
+// answers per item.
+func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
+	r := vm.Request{
+		Inputs: map[string]*backend.Tensor{},
+		Items:  map[string][]vm.Item{},
+	}
+	if req.PixelValues != nil {
+		r.Inputs["pixel_values"] = req.PixelValues
+	}
+	if req.PixelValuesItems != nil {
+		r.Items["pixel_values"] = vm.TensorItems(req.PixelValuesItems...)
+	}
+	if req.ClipOffsets != nil {
+		r.Inputs["clip_offsets"] = req.ClipOffsets
+	}
+	if req.ClipOwner != nil {
+		r.Inputs["clip_owner"] = req.ClipOwner
+	}
+	resp := ex.RunRequest(ctx, r)
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	return &Response{
+		ClipEmbeddings:      resp.Outputs["clip_embeddings"],
+		ClipEmbeddingsItems: vm.Tensors(resp.Items["clip_embeddings"]),
+		ClipOffsets:         resp.Outputs["clip_offsets"],
+		ClipOwner:           resp.Outputs["clip_owner"],
+	}, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each

@@ -1,0 +1,156 @@
+package codegen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/genaic/genaic/ir"
+)
+
+// Typed items (vm/items.go): a token_packed workflow input of one or two
+// levels gets a second field, NameItems []*backend.Tensor, that takes one
+// tensor per item; the executor packs them and derives the companions, so
+// that a Go caller never computes offsets, owners or valid lengths. A
+// token_packed output on the levels of such an input gets NameItems on
+// Response, filled for a request that gave items.
+
+// itemsInput reports whether a workflow input may be given as items.
+func itemsInput(in *ir.Input) bool {
+	c := in.Contract
+	return c != nil && c.Layout.Kind == ir.TokenPacked && len(c.Layout.Levels) >= 1 && len(c.Layout.Levels) <= 2 && c.Rank >= 1
+}
+
+// claimItems names the items fields, after every plain field is named.
+func (g *gen) claimItems(in, out *namer) {
+	g.inItems, g.outItems = map[string]string{}, map[string]string{}
+	var offsets [][]string
+	for _, i := range g.m.Inputs {
+		if !itemsInput(i) {
+			continue
+		}
+		g.inItems[i.Name] = in.claim(identifier(i.Name+"_items", true))
+		var names []string
+		for _, l := range i.Contract.Layout.Levels {
+			names = append(names, l.Offsets.Name)
+		}
+		offsets = append(offsets, names)
+	}
+	for _, o := range g.m.Outputs {
+		c := o.Contract
+		if c == nil || c.Layout.Kind != ir.TokenPacked || len(c.Layout.Levels) == 0 {
+			continue
+		}
+		var names []string
+		for _, l := range c.Layout.Levels {
+			names = append(names, l.Offsets.Name)
+		}
+		// The output's levels are the outermost ones of an items input.
+		if slices.ContainsFunc(offsets, func(in []string) bool {
+			return len(names) <= len(in) && slices.Equal(in[len(in)-len(names):], names)
+		}) {
+			g.outItems[o.Name] = out.claim(identifier(o.Name+"_items", true))
+		}
+	}
+}
+
+// itemsInputFields are the Request fields of items inputs.
+func (g *gen) itemsInputFields() []jen.Code {
+	var fields []jen.Code
+	for _, in := range g.m.Inputs {
+		field, ok := g.inItems[in.Name]
+		if !ok {
+			continue
+		}
+		c := in.Contract
+		var companions []string
+		for _, l := range c.Layout.Levels {
+			companions = append(companions, l.Offsets.Name, l.Owner.Name)
+		}
+		for _, p := range c.Padding {
+			companions = append(companions, p.Lengths.Name)
+		}
+		each := fmt.Sprintf("one row, of the input's axes after the packed one (rank %d)", c.Rank-1)
+		if len(c.Layout.Levels) == 2 {
+			each = fmt.Sprintf("one unit of the outer level, its rows on axis 0 (rank %d)", c.Rank)
+		}
+		text := fmt.Sprintf("%s gives workflow input `%s` as items, one tensor per item: each %s. The executor packs them on axis 0, right-pads the padded dimensions to the longest, and derives %s; leave %s and those companions nil.",
+			field, in.Name, each, strings.Join(companions, ", "), g.inFields[in.Name])
+		fields = append(fields, jen.Line())
+		fields = append(fields, comments(8, text)...)
+		fields = append(fields, jen.Id(field).Index().Op("*").Qual(backendPath, "Tensor"))
+	}
+	return fields
+}
+
+// itemsOutputFields are the Response fields of per-item outputs.
+func (g *gen) itemsOutputFields() []jen.Code {
+	var fields []jen.Code
+	for _, o := range g.m.Outputs {
+		field, ok := g.outItems[o.Name]
+		if !ok {
+			continue
+		}
+		text := fmt.Sprintf("%s is workflow output `%s` per item, in the order of the request's items, when the request gave its input as items; %s and the companions of its levels are then nil.", field, o.Name, g.outFields[o.Name])
+		fields = append(fields, jen.Line())
+		fields = append(fields, comments(8, text)...)
+		fields = append(fields, jen.Id(field).Index().Op("*").Qual(backendPath, "Tensor"))
+	}
+	return fields
+}
+
+// runItems writes what runs a typed request that gives items: it becomes a
+// request by input name, which RunRequest packs, runs and joins.
+func (g *gen) runItems(f *jen.File) {
+	if len(g.inItems) == 0 {
+		return
+	}
+	var anyItems jen.Code
+	var body []jen.Code
+	body = append(body, jen.Id("r").Op(":=").Qual(vmPath, "Request").Values(jen.Dict{
+		jen.Id("Inputs"): jen.Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Values(),
+		jen.Id("Items"):  jen.Map(jen.String()).Index().Qual(vmPath, "Item").Values(),
+	}))
+	for _, in := range g.m.Inputs {
+		field := g.inFields[in.Name]
+		body = append(body, jen.If(jen.Id("req").Dot(field).Op("!=").Nil()).Block(
+			jen.Id("r").Dot("Inputs").Index(jen.Lit(in.Name)).Op("=").Id("req").Dot(field)))
+		if items, ok := g.inItems[in.Name]; ok {
+			body = append(body, jen.If(jen.Id("req").Dot(items).Op("!=").Nil()).Block(
+				jen.Id("r").Dot("Items").Index(jen.Lit(in.Name)).Op("=").Qual(vmPath, "TensorItems").Call(jen.Id("req").Dot(items).Op("..."))))
+			cond := jen.Id("req").Dot(items).Op("!=").Nil()
+			if anyItems == nil {
+				anyItems = cond
+			} else {
+				anyItems = jen.Add(anyItems).Op("||").Add(cond)
+			}
+		}
+	}
+	body = append(body,
+		jen.Id("resp").Op(":=").Id("ex").Dot("RunRequest").Call(jen.Id("ctx"), jen.Id("r")),
+		jen.If(jen.Id("resp").Dot("Err").Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Id("resp").Dot("Err"))))
+	out := jen.Dict{}
+	for _, o := range g.m.Outputs {
+		out[jen.Id(g.outFields[o.Name])] = jen.Id("resp").Dot("Outputs").Index(jen.Lit(o.Name))
+		if items, ok := g.outItems[o.Name]; ok {
+			out[jen.Id(items)] = jen.Qual(vmPath, "Tensors").Call(jen.Id("resp").Dot("Items").Index(jen.Lit(o.Name)))
+		}
+	}
+	body = append(body, jen.Return(jen.Op("&").Id("Response").Values(out), jen.Nil()))
+	doc(f, "hasItems reports whether a request gives an input as items.")
+	f.Func().Params(jen.Id("req").Op("*").Id("Request")).Id("hasItems").Params().Bool().Block(jen.Return(anyItems))
+	doc(f, "runItems runs a request that gives inputs as items: by input name, as RunRequest takes it, which packs the items, derives their companions, and answers per item.")
+	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("runItems").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
+		Params(jen.Op("*").Id("Response"), jen.Error()).Block(body...)
+}
+
+// runItemsCall is Run's turn to runItems for a request with items (nothing
+// where no input takes items).
+func (g *gen) runItemsCall() jen.Code {
+	if len(g.inItems) == 0 {
+		return jen.Null()
+	}
+	return jen.If(jen.Id("req").Dot("hasItems").Call()).Block(jen.Return(jen.Id("ex").Dot("runItems").Call(jen.Id("ctx"), jen.Id("req"))))
+}
