@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/vm"
 )
 
 // FuzzReadRequests: any requests document gives requests or an error,
@@ -20,6 +21,10 @@ func FuzzReadRequests(f *testing.F) {
 	f.Add([]byte(`{"requests":[{"id":"a","inputs":{"x":{"dtype":"int64","shape":[2],"data":[1,2]}}}]}`))
 	f.Add([]byte(`{"requests":[{"inputs":{"x":{"dtype":"bool","shape":[1,0],"data":[]}}}]}`))
 	f.Add([]byte(`{"requests":[{"inputs":{"x":{"npy":"../x.npy"}}}]}`))
+	f.Add([]byte(`{"requests":[{"id":"i","inputs":{"x":{"items":[{"dtype":"float32","shape":[2],"data":[1,2]},{"dtype":"float32","shape":[1],"data":[3]}]}}}]}`))
+	f.Add([]byte(`{"requests":[{"inputs":{"x":{"items":[{"items":[{"dtype":"int64","shape":[1],"data":[1]}]},{"items":[]}]}}}]}`))
+	f.Add([]byte(`{"requests":[{"inputs":{"x":{"items":[{"items":[{"items":[]}]}]}}}]}`))
+	f.Add([]byte(`{"requests":[{"inputs":{"x":{"items":[],"dtype":"int64"}}}]}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		reqs, err := ReadRequests(bytes.NewReader(b), dir)
@@ -35,8 +40,31 @@ func FuzzReadRequests(f *testing.F) {
 					t.Fatalf("%s: %d elements for shape %v", name, got, x.Shape)
 				}
 			}
+			for name, its := range r.Items {
+				checkFuzzItems(t, name, its, 1)
+			}
 		}
 	})
+}
+
+// checkFuzzItems checks decoded items: each a tensor of its shape's
+// elements or a list, never both, nested at most two levels.
+func checkFuzzItems(t *testing.T, name string, its []vm.Item, depth int) {
+	if depth > maxItemsDepth {
+		t.Fatalf("%s: items nest %d deep", name, depth)
+	}
+	for _, it := range its {
+		switch {
+		case it.Tensor != nil && it.Items != nil:
+			t.Fatalf("%s: an item is both a tensor and a list", name)
+		case it.Tensor != nil:
+			if got := backend.DataLen(it.Tensor.Data); got != it.Tensor.Len() {
+				t.Fatalf("%s: item of %d elements for shape %v", name, got, it.Tensor.Shape)
+			}
+		default:
+			checkFuzzItems(t, name, it.Items, depth+1)
+		}
+	}
 }
 
 // FuzzReadNPY: any file gives a tensor or an error, never a panic.

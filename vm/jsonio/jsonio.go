@@ -26,7 +26,9 @@ import (
 //	{"requests":[{"id","inputs":{NAME: TENSOR}}]}
 //	{"responses":[{"id","outputs":{NAME: TENSOR},"error":{"rule","message"}|null}],"stats":{...}}
 //
-// where a TENSOR is {"dtype","shape","data":[...]} or {"npy": "relative/path.npy"}.
+// where a TENSOR is {"dtype","shape","data":[...]} or {"npy": "relative/path.npy"},
+// and a token_packed input or output may instead be {"items": [TENSOR, ...]}
+// (two levels: {"items": [{"items": [TENSOR, ...]}, ...]}; items.go).
 
 type requestsDoc struct {
 	Requests []struct {
@@ -41,6 +43,9 @@ type TensorJSON struct {
 	Shape []int64         `json:"shape"`
 	Data  json.RawMessage `json:"data"`
 	NPY   string          `json:"npy,omitempty"`
+	// Items, when set, makes this value a list of items rather than a
+	// tensor (items.go): each a TENSOR or, one level down, {"items": [...]}.
+	Items []json.RawMessage `json:"items,omitempty"`
 }
 
 // ReadOptions say how a requests document's .npy paths are read.
@@ -89,10 +94,17 @@ func ReadRequestsWith(r io.Reader, baseDir string, opts ReadOptions) ([]vm.Reque
 		seen[id] = true
 		req := vm.Request{ID: id, Inputs: map[string]*backend.Tensor{}}
 		for _, name := range slices.Sorted(maps.Keys(rq.Inputs)) {
-			t, err := decodeTensor(rq.Inputs[name], baseDir, opts)
+			t, items, err := decodeInput(rq.Inputs[name], baseDir, opts)
 			if err != nil {
-				req.Inputs, req.Err = nil, backend.Errorf(backend.RunInput, "request %q input %q: %v", id, name, err)
+				req.Inputs, req.Items, req.Err = nil, nil, backend.Errorf(backend.RunInput, "request %q input %q: %v", id, name, err)
 				break
+			}
+			if items != nil {
+				if req.Items == nil {
+					req.Items = map[string][]vm.Item{}
+				}
+				req.Items[name] = items
+				continue
 			}
 			req.Inputs[name] = t
 		}
@@ -102,12 +114,32 @@ func ReadRequestsWith(r io.Reader, baseDir string, opts ReadOptions) ([]vm.Reque
 }
 
 func decodeTensor(raw json.RawMessage, baseDir string, opts ReadOptions) (*backend.Tensor, error) {
+	tj, err := parseTensorJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	if tj.Items != nil {
+		return nil, fmt.Errorf("holds items where one tensor is expected")
+	}
+	return tj.tensor(baseDir, opts)
+}
+
+// parseTensorJSON reads a TENSOR or an items value.
+func parseTensorJSON(raw json.RawMessage) (TensorJSON, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var tj TensorJSON
 	if err := dec.Decode(&tj); err != nil {
-		return nil, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"} or {\"npy\": path})", err)
+		return tj, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"}, {\"npy\": path} or {\"items\": [...]})", err)
 	}
+	if tj.Items != nil && (tj.DType != "" || tj.Shape != nil || tj.Data != nil || tj.NPY != "") {
+		return tj, fmt.Errorf("holds both items and the fields of a tensor; give {\"items\": [...]} alone, or one tensor")
+	}
+	return tj, nil
+}
+
+// tensor decodes an inline or .npy tensor.
+func (tj TensorJSON) tensor(baseDir string, opts ReadOptions) (*backend.Tensor, error) {
 	if tj.NPY != "" {
 		return openNPY(baseDir, tj.NPY, opts)
 	}

@@ -120,6 +120,16 @@ func EncodeResponse(r vm.Response, store Store) ([]byte, error) {
 		}
 		rj.Outputs[name] = npyRef{DType: t.DType, Shape: shape, NPY: path}
 	}
+	for name, its := range r.Items {
+		if r.Err != nil {
+			break
+		}
+		v, err := encodeItemsWith(its, r.ID, name, store)
+		if err != nil {
+			return nil, err
+		}
+		rj.Outputs[name] = v
+	}
 	return json.Marshal(rj)
 }
 
