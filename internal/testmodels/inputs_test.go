@@ -23,6 +23,17 @@ var generators = map[string]generator{
 			"image_owner":   vector(owner(rows)),
 		}
 	},
+	"ocr_lines": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		widths := counts(rng, trial, []int64{0, 5, 12}, 1+rng.IntN(4), 0, 24)
+		lines := int64(len(widths))
+		rows := split(rng, lines)
+		return map[string]testmodels.Tensor{
+			"line_images":  paddedItems(rng, widths, int64(1+rng.IntN(8))),
+			"line_widths":  vector(widths),
+			"line_offsets": vector(offsets(rows)),
+			"line_owner":   vector(owner(rows)),
+		}
+	},
 	"image_pinned": func(rng *rand.Rand, _ int) map[string]testmodels.Tensor {
 		n, p := int64(1+rng.IntN(5)), int64(1+rng.IntN(5))
 		return map[string]testmodels.Tensor{"pixel_patches": uniform(rng, n, p, 8)}

@@ -97,6 +97,7 @@ func Models() []*Model {
 		textPadded(),
 		requestExpanded(),
 		solo(),
+		ocrLines(),
 	}
 }
 

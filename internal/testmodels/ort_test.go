@@ -325,6 +325,12 @@ func TestEmptyAxes(t *testing.T) {
 			"image_owner":   vector([]int64{0, 0}),
 		},
 		"image_pinned": {"pixel_patches": testmodels.Float32([]int64{0, 3, 8}, nil)},
+		"ocr_lines": {
+			"line_images":  testmodels.Float32([]int64{2, 0, 8}, nil),
+			"line_widths":  vector([]int64{0, 0}),
+			"line_offsets": vector([]int64{0, 2}),
+			"line_owner":   vector([]int64{0, 0}),
+		},
 		"video_frames": {
 			"pixel_values":  testmodels.Float32([]int64{0, 3, 8}, nil),
 			"patch_lengths": vector([]int64{}),

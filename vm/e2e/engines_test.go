@@ -27,6 +27,7 @@ import (
 	"github.com/genaic/genaic/examples/imagepadded"
 	"github.com/genaic/genaic/examples/imagepinned"
 	"github.com/genaic/genaic/examples/multimodal"
+	"github.com/genaic/genaic/examples/ocrlines"
 	"github.com/genaic/genaic/examples/requestexpanded"
 	"github.com/genaic/genaic/examples/solo"
 	"github.com/genaic/genaic/examples/text"
@@ -95,6 +96,7 @@ var executors = map[string]opener{
 	"audio": generated(audio.New), "text": generated(text.New), "tokenmerge": generated(tokenmerge.New),
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
+	"ocrlines":  generated(ocrlines.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }
 

@@ -111,6 +111,18 @@
 //	out  scores [batch, width=4] f32
 //	     scores[r] = features[r]·W + b + (mean over all rows of features)·V
 //
+// ocr_lines/recognizer.onnx (component recognizer; text lines packed one
+// level, each a sequence of width pixel columns of height pixels, right-padded
+// on width; height is uniform):
+//
+//	in   line_images [lines, width, height] f32
+//	     line_widths [lines] i64, line_offsets [line_offsets_len] i64,
+//	     line_owner [lines] i64 (the companions are read by nothing)
+//	out  line_scores [lines, classes=4] f32
+//	     c[i,w] = mean over h of line_images[i,w,h]
+//	     line_scores[i] = Σ_{w<L} tanh(c[i,w]·W + b) / max(L, 1),
+//	     L = clamp(line_widths[i], 0, width)
+//
 // The solo scorer's rows are deliberately dependent: grouping two requests
 // into one call would change both results.
 package main
