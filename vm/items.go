@@ -178,7 +178,7 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 	// request sends.
 	derived := map[string]*backend.Tensor{}
 	for _, in := range ins {
-		whole, err := in.pack(req.Items[in.name], nil)
+		whole, err := in.pack(req.Items[in.name], nil, false)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +207,7 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 			in[k] = v
 		}
 		for _, it := range ins {
-			p, err := it.pack(req.Items[it.name], nil)
+			p, err := it.pack(req.Items[it.name], nil, true)
 			if err != nil {
 				return nil, err
 			}
@@ -231,7 +231,7 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 				in[name] = v
 			}
 		}
-		p, err := ins[0].pack(req.Items[ins[0].name], sel)
+		p, err := ins[0].pack(req.Items[ins[0].name], sel, true)
 		if err != nil {
 			return nil, err
 		}
@@ -394,9 +394,9 @@ type packed struct {
 	companions map[string]*backend.Tensor
 }
 
-// pack packs the top-level items sel (all when nil) into one tensor and
-// derives its companions.
-func (in *itemsInput) pack(items []Item, sel []int) (*packed, error) {
+// pack packs the top-level items sel (all when nil) into one tensor, when
+// value is set, and derives its companions.
+func (in *itemsInput) pack(items []Item, sel []int, value bool) (*packed, error) {
 	if sel == nil {
 		sel = make([]int, len(items))
 		for i := range sel {
@@ -430,42 +430,45 @@ func (in *itemsInput) pack(items []Item, sel []int) (*packed, error) {
 	// padded axes may differ: the items were partitioned by the others).
 	rows := int64(0)
 	shape := append([]int64{0}, in.rowShape(leaves[0])...)
+	var rowExtents [][]int64 // per packed row, its own extents
 	for _, t := range leaves {
 		rs := in.rowShape(t)
 		for a, d := range rs {
-			if d != shape[a+1] && !in.padded(a+1) {
+			if value && d != shape[a+1] && !in.padded(a+1) {
 				return nil, runErr(backend.RunInput, "workflow input `%s` items differ on axis %d (%d and %d), which is not padded; items of one request must agree there", in.name, a+1, shape[a+1], d)
 			}
 			shape[a+1] = max(shape[a+1], d)
 		}
-		if in.nested {
-			rows++
-		} else {
-			rows += t.Shape[0]
+		n := int64(1)
+		if !in.nested {
+			n = t.Shape[0]
 		}
+		for range n {
+			rowExtents = append(rowExtents, rs)
+		}
+		rows += n
 	}
 	shape[0] = rows
-	if _, err := checkedLen(shape); err != nil {
-		return nil, runErr(backend.RunInput, "workflow input `%s`: its items pack into shape %v: %v", in.name, shape, err)
-	}
-	value, err := backend.NewTensor(leaves[0].DType, shape)
-	if err != nil {
-		return nil, runErr(backend.RunInput, "workflow input `%s`: %v", in.name, err)
-	}
-	row := int64(0)
-	rowExtents := make([][]int64, 0, rows) // per packed row, its own extents
-	for _, t := range leaves {
-		src := t
-		if in.nested {
-			src = &backend.Tensor{DType: t.DType, Shape: append([]int64{1}, t.Shape...), Data: t.Data}
+	p := &packed{companions: map[string]*backend.Tensor{}}
+	if value {
+		if _, err := checkedLen(shape); err != nil {
+			return nil, runErr(backend.RunInput, "workflow input `%s`: its items pack into shape %v: %v", in.name, shape, err)
 		}
-		placePadded(value, row, src)
-		for range src.Shape[0] {
-			rowExtents = append(rowExtents, src.Shape[1:])
+		t, err := backend.NewTensor(leaves[0].DType, shape)
+		if err != nil {
+			return nil, runErr(backend.RunInput, "workflow input `%s`: %v", in.name, err)
 		}
-		row += src.Shape[0]
+		row := int64(0)
+		for _, leaf := range leaves {
+			src := leaf
+			if in.nested {
+				src = &backend.Tensor{DType: leaf.DType, Shape: append([]int64{1}, leaf.Shape...), Data: leaf.Data}
+			}
+			placePadded(t, row, src)
+			row += src.Shape[0]
+		}
+		p.value = t
 	}
-	p := &packed{value: value, companions: map[string]*backend.Tensor{}}
 	// Level k offsets count the children of the nodes at depth levels-1-k.
 	for k := range in.levels {
 		offs := cumulative(counts[in.levels-1-k])

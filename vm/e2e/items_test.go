@@ -2,9 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/examples/ocrlines"
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/vm"
 )
@@ -75,5 +81,233 @@ func checkItemResponses(t *testing.T, f fixtures.Fixture, items []vm.Request, go
 				t.Errorf("%s: item %d of %s differs from the solo result: %s", r.ID, j, f.Out, d)
 			}
 		}
+	}
+}
+
+// ocrLine draws one text line of ocr_lines: width columns of height pixels.
+func ocrLine(rng *rand.Rand, width, height int64) *backend.Tensor {
+	return fixtures.F32([]int64{width, height}, fixtures.Values(rng, int(width*height)))
+}
+
+// aloneScores runs every line as a request of its own on the solo engine
+// and returns each line's scores.
+func aloneScores(t *testing.T, s Runner, lines []*backend.Tensor) []*backend.Tensor {
+	t.Helper()
+	reqs := make([]vm.Request, len(lines))
+	for i, l := range lines {
+		reqs[i] = vm.Request{ID: fmt.Sprint("alone-", i), Items: map[string][]vm.Item{"line_images": vm.TensorItems(l)}}
+	}
+	out := make([]*backend.Tensor, len(lines))
+	for i, r := range runAll(context.Background(), s, reqs) {
+		if r.Err != nil {
+			t.Fatalf("line %d alone: %v", i, r.Err)
+		}
+		out[i] = r.Items["line_scores"][0].Tensor
+	}
+	return out
+}
+
+// TestOCRItems is the acceptance test of items: text lines of three widths,
+// one to four per request, sent as items with no companion, run grouped
+// (lines of many requests padded together on width) and each equals the
+// line run alone and the Go reference.
+func TestOCRItems(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(12, 1))
+		var reqs []vm.Request
+		var lines []*backend.Tensor
+		widths := map[int64]bool{}
+		for i := range 24 {
+			var items []*backend.Tensor
+			for range 1 + rng.IntN(4) {
+				w := fixtures.OCRWidths[rng.IntN(len(fixtures.OCRWidths))]
+				widths[w] = true
+				items = append(items, ocrLine(rng, w, fixtures.OCRHeight))
+			}
+			lines = append(lines, items...)
+			reqs = append(reqs, vm.Request{ID: fmt.Sprint("ocr-", i), Items: map[string][]vm.Item{"line_images": vm.TensorItems(items...)}})
+		}
+		if len(widths) != 3 {
+			t.Fatalf("the requests hold lines of %d widths, want 3", len(widths))
+		}
+		g, s := e.grouped(t, f, nil), e.solo(t, f)
+		got := runAll(context.Background(), g, reqs)
+		alone := aloneScores(t, s, lines)
+		k := 0
+		for i, r := range got {
+			if r.Err != nil {
+				t.Fatalf("%s: %v", r.ID, r.Err)
+			}
+			if len(r.Outputs) != 0 {
+				t.Errorf("%s: outputs %v beside the items; the companions of an items output are left out", r.ID, fixtures.Names(r.Outputs))
+			}
+			its := r.Items["line_scores"]
+			if len(its) != len(reqs[i].Items["line_images"]) {
+				t.Fatalf("%s: %d scores for %d lines", r.ID, len(its), len(reqs[i].Items["line_images"]))
+			}
+			for j, it := range its {
+				if d := fixtures.Diff(it.Tensor, alone[k], tolerance); d != "" {
+					t.Errorf("%s line %d: grouped differs from the line alone: %s", r.ID, j, d)
+				}
+				if d := fixtures.Diff(it.Tensor, ocrReference(t, f, lines[k]), tolerance); d != "" {
+					t.Errorf("%s line %d: differs from the reference: %s", r.ID, j, d)
+				}
+				k++
+			}
+		}
+		cs := g.Stats().Components[f.Component]
+		if cs.Invocations >= int64(len(reqs)) {
+			t.Errorf("%d requests ran in %d invocations: their lines were not grouped", len(reqs), cs.Invocations)
+		}
+		t.Logf("%d lines of %d requests in %d invocations", len(lines), len(reqs), cs.Invocations)
+	})
+}
+
+// ocrReference is one line's scores computed in plain Go.
+func ocrReference(t *testing.T, f fixtures.Fixture, line *backend.Tensor) *backend.Tensor {
+	t.Helper()
+	req := vm.Request{ID: "ref", Inputs: map[string]*backend.Tensor{
+		"line_images":  &backend.Tensor{DType: "float32", Shape: append([]int64{1}, line.Shape...), Data: line.Data},
+		"line_widths":  fixtures.I64(line.Shape[0]),
+		"line_offsets": fixtures.I64(0, 1),
+		"line_owner":   fixtures.I64(0),
+	}}
+	out := f.Reference(t, req)["line_scores"]
+	row := out.View(0, 1)
+	row.Shape = row.Shape[1:]
+	return row
+}
+
+// TestItemsSplitByUniform: lines of one request that differ in height (the
+// uniform dimension) cannot share a tensor; they run as separate requests,
+// in separate groups, and their results come back in the request's order.
+func TestItemsSplitByUniform(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		rng := rand.New(rand.NewPCG(7, 7))
+		heights := []int64{8, 6, 8, 3, 6}
+		var lines []*backend.Tensor
+		for i, h := range heights {
+			lines = append(lines, ocrLine(rng, fixtures.OCRWidths[i%3], h))
+		}
+		g, s := e.grouped(t, f, nil), e.solo(t, f)
+		got := runAll(context.Background(), g, []vm.Request{{ID: "mixed", Items: map[string][]vm.Item{"line_images": vm.TensorItems(lines...)}}})[0]
+		if got.Err != nil {
+			t.Fatal(got.Err)
+		}
+		alone := aloneScores(t, s, lines)
+		its := got.Items["line_scores"]
+		if len(its) != len(lines) {
+			t.Fatalf("%d scores for %d lines", len(its), len(lines))
+		}
+		for i, it := range its {
+			if d := fixtures.Diff(it.Tensor, alone[i], tolerance); d != "" {
+				t.Errorf("line %d (height %d): %s", i, heights[i], d)
+			}
+		}
+		if n := g.Stats().Components[f.Component].Invocations; n != 3 {
+			t.Errorf("lines of 3 heights ran in %d invocations, want 3 (one per height)", n)
+		}
+	})
+}
+
+// TestItemsRefused: items that do not fit the contract fail their request
+// alone with run/input, saying what is wrong.
+func TestItemsRefused(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	rng := rand.New(rand.NewPCG(1, 2))
+	line := func(w int64) *backend.Tensor { return ocrLine(rng, w, fixtures.OCRHeight) }
+	items := func(ts ...*backend.Tensor) map[string][]vm.Item {
+		return map[string][]vm.Item{"line_images": vm.TensorItems(ts...)}
+	}
+	cases := []struct {
+		name string
+		req  vm.Request
+		want string
+	}{
+		{"not packed", vm.Request{Items: map[string][]vm.Item{"line_widths": vm.TensorItems(fixtures.I64(3))}}, "its contract is shared"},
+		{"not an input", vm.Request{Items: map[string][]vm.Item{"pixels": vm.TensorItems(line(5))}}, "not a workflow input"},
+		{"empty", vm.Request{Items: items()}, "empty items list"},
+		{"rank", vm.Request{Items: items(fixtures.F32([]int64{1, 5, 8}, fixtures.Values(rng, 40)))}, "item 0 has rank 3"},
+		{"dtype", vm.Request{Items: items(fixtures.I64(1, 2))}, "item 0 has rank 1"},
+		{"dtype 2d", vm.Request{Items: items(&backend.Tensor{DType: "int64", Shape: []int64{2, 1}, Data: []int64{1, 2}})}, "is declared float32"},
+		{"elements", vm.Request{Items: items(&backend.Tensor{DType: "float32", Shape: []int64{2, 8}, Data: []float32{1}})}, "different number of elements"},
+		{"too deep", vm.Request{Items: map[string][]vm.Item{"line_images": {{Items: vm.TensorItems(line(5))}}}}, "nest 2 deep"},
+		{"both", vm.Request{Inputs: map[string]*backend.Tensor{"line_images": fixtures.F32([]int64{1, 5, 8}, fixtures.Values(rng, 40))}, Items: items(line(5))}, "both as a tensor and as items"},
+		{"companion disagrees", vm.Request{Inputs: map[string]*backend.Tensor{"line_widths": fixtures.I64(5, 5)}, Items: items(line(5), line(12))}, "request gives `line_widths`"},
+		{"offsets disagree", vm.Request{Inputs: map[string]*backend.Tensor{"line_offsets": fixtures.I64(0, 1)}, Items: items(line(5), line(12))}, "request gives `line_offsets`"},
+	}
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		g := e.grouped(t, f, nil)
+		reqs := []vm.Request{{ID: "good", Items: items(line(5), line(24))}}
+		for _, c := range cases {
+			c.req.ID = c.name
+			reqs = append(reqs, c.req)
+		}
+		// Companions that agree with the items are accepted.
+		reqs = append(reqs, vm.Request{ID: "agree", Inputs: map[string]*backend.Tensor{"line_widths": fixtures.I64(5, 12), "line_offsets": fixtures.I64(0, 2)}, Items: items(line(5), line(12))})
+		got := runAll(context.Background(), g, reqs)
+		if got[0].Err != nil || len(got[0].Items["line_scores"]) != 2 {
+			t.Errorf("good: %v, %d items", got[0].Err, len(got[0].Items["line_scores"]))
+		}
+		if last := got[len(got)-1]; last.Err != nil || len(last.Items["line_scores"]) != 2 {
+			t.Errorf("agreeing companions: %v", last.Err)
+		}
+		for i, c := range cases {
+			r := got[i+1]
+			if r.Err == nil || !strings.Contains(r.Err.Error(), c.want) {
+				t.Errorf("%s: error %v, want one containing %q", c.name, r.Err, c.want)
+				continue
+			}
+			if rule(r.Err) != backend.RunInput {
+				t.Errorf("%s: rule %s, want %s", c.name, rule(r.Err), backend.RunInput)
+			}
+		}
+	})
+}
+
+// TestTypedItems: the generated executor's typed fields take a request's
+// lines as items and give back their scores per line; no companion is
+// computed by the caller.
+func TestTypedItems(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	_, dir := fixtures.Compile(t, f)
+	ex, err := ocrlines.New(dir, ocrlines.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}), ocrlines.WithMaxDelay(groupDelay))
+	if err != nil {
+		t.Fatalf("%v: %s", err, fixtures.FixSetup)
+	}
+	defer ex.Close()
+	s := engines[0].solo(t, f)
+	rng := rand.New(rand.NewPCG(3, 4))
+	lines := []*backend.Tensor{ocrLine(rng, 5, 8), ocrLine(rng, 24, 8), ocrLine(rng, 12, 8)}
+	resp, err := ex.Run(context.Background(), &ocrlines.Request{LineImagesItems: lines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.LineScores != nil || resp.LineOffsets != nil || resp.LineOwner != nil {
+		t.Errorf("packed outputs %v %v %v beside the items", resp.LineScores, resp.LineOffsets, resp.LineOwner)
+	}
+	alone := aloneScores(t, s, lines)
+	if len(resp.LineScoresItems) != len(lines) {
+		t.Fatalf("%d scores for %d lines", len(resp.LineScoresItems), len(lines))
+	}
+	for i, sc := range resp.LineScoresItems {
+		if d := fixtures.Diff(sc, alone[i], tolerance); d != "" {
+			t.Errorf("line %d: %s", i, d)
+		}
+	}
+	// The plain fields still work, and a bad item is refused as by the VM.
+	if _, err := ex.Run(context.Background(), &ocrlines.Request{LineImagesItems: []*backend.Tensor{fixtures.I64(1)}}); rule(err) != backend.RunInput {
+		t.Errorf("a malformed item: error %v, want %s", err, backend.RunInput)
+	}
+	plain, err := ex.Run(context.Background(), &ocrlines.Request{
+		LineImages: &backend.Tensor{DType: "float32", Shape: []int64{1, 5, 8}, Data: lines[0].Data},
+		LineWidths: fixtures.I64(5), LineOffsets: fixtures.I64(0, 1), LineOwner: fixtures.I64(0)})
+	if err != nil || plain.LineScoresItems != nil {
+		t.Fatalf("plain request: %v, items %v", err, plain.LineScoresItems)
+	}
+	if d := fixtures.Diff(plain.LineScores.View(0, 1), &backend.Tensor{DType: "float32", Shape: []int64{1, 4}, Data: alone[0].Data}, tolerance); d != "" {
+		t.Errorf("plain request: %s", d)
 	}
 }
