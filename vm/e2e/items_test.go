@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,6 +17,7 @@ import (
 	"github.com/genaic/genaic/examples/ocrlines"
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
 )
 
 // TestItemsEqualCompanions runs every packed fixture's requests given as
@@ -309,5 +314,56 @@ func TestTypedItems(t *testing.T) {
 	}
 	if d := fixtures.Diff(plain.LineScores.View(0, 1), &backend.Tensor{DType: "float32", Shape: []int64{1, 4}, Data: alone[0].Data}, tolerance); d != "" {
 		t.Errorf("plain request: %s", d)
+	}
+}
+
+// TestOCRRequestsDocument runs the committed requests document of
+// ocr_lines, whose lines are items and whose requests send no companion
+// (one sends widths that agree), through the VM as `genaic run` does and
+// through the generated executor's RunJSON: the two responses documents
+// are equal, and every line has its scores.
+func TestOCRRequestsDocument(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	_, dir := fixtures.Compile(t, f)
+	doc, err := os.ReadFile(filepath.Join(dir, "requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := jsonio.ReadRequests(bytes.NewReader(doc), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := engines[0].solo(t, f)
+	var vmDoc bytes.Buffer
+	if err := jsonio.WriteResponses(&vmDoc, runAll(context.Background(), s, reqs), nil); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := ocrlines.New(dir, ocrlines.WithSolo(), ocrlines.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}))
+	if err != nil {
+		t.Fatalf("%v: %s", err, fixtures.FixSetup)
+	}
+	defer ex.Close()
+	exDoc, err := ex.RunJSON(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(vmDoc.Bytes(), exDoc) {
+		t.Errorf("the VM answered\n%s\nthe executor\n%s", vmDoc.Bytes(), exDoc)
+	}
+	var rf jsonio.ResponseFile
+	if err := json.Unmarshal(exDoc, &rf); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rf.Responses {
+		if r.Error != nil {
+			t.Fatalf("%s: %s", r.ID, r.Error.Message)
+		}
+		its, err := r.Outputs["line_scores"].ItemTensors()
+		if err != nil {
+			t.Fatalf("%s: line_scores: %v", r.ID, err)
+		}
+		if want := len(reqs[i].Items["line_images"]); len(its) != want {
+			t.Errorf("%s: %d scores for %d lines", r.ID, len(its), want)
+		}
 	}
 }
