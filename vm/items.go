@@ -503,15 +503,20 @@ func cumulative(counts []int64) []int64 {
 	return out
 }
 
-// checkedLen refuses shapes whose element count overflows.
+// maxPackedElements bounds the tensor items pack into, as a requests
+// document bounds one tensor: padding many short items to one long one
+// must not allocate without limit.
+const maxPackedElements = 1 << 32
+
+// checkedLen refuses shapes of more than maxPackedElements elements.
 func checkedLen(shape []int64) (int64, error) {
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
 			return 0, fmt.Errorf("negative extent")
 		}
-		if d != 0 && n > (1<<40)/d {
-			return 0, fmt.Errorf("more than %d elements", int64(1<<40))
+		if d != 0 && n > maxPackedElements/d {
+			return 0, fmt.Errorf("more than %d elements once padded to the longest item; send fewer or more even items per request", int64(maxPackedElements))
 		}
 		n *= d
 	}

@@ -214,6 +214,16 @@ func TestItemsSplitByUniform(t *testing.T) {
 		if n := g.Stats().Components[f.Component].Invocations; n != 3 {
 			t.Errorf("lines of 3 heights ran in %d invocations, want 3 (one per height)", n)
 		}
+		// One request on its own (Run rather than RunAll) is split alike.
+		one := g.Run(context.Background(), vm.Request{ID: "mixed-run", Items: map[string][]vm.Item{"line_images": vm.TensorItems(lines...)}})
+		if one.Err != nil || len(one.Items["line_scores"]) != len(lines) {
+			t.Fatalf("Run: %v, %d items", one.Err, len(one.Items["line_scores"]))
+		}
+		for i, it := range one.Items["line_scores"] {
+			if d := fixtures.Diff(it.Tensor, alone[i], tolerance); d != "" {
+				t.Errorf("Run: line %d (height %d): %s", i, heights[i], d)
+			}
+		}
 	})
 }
 
@@ -365,5 +375,48 @@ func TestOCRRequestsDocument(t *testing.T) {
 		if want := len(reqs[i].Items["line_images"]); len(its) != want {
 			t.Errorf("%s: %d scores for %d lines", r.ID, len(its), want)
 		}
+	}
+}
+
+// TestDerivedCompanions: the companions vm.PackItems derives from a
+// request's items equal the ones the request in companion form sends, for
+// every packed fixture (one level, two levels flat and nested, padded),
+// and the packed value holds each item's valid positions where the
+// request's tensor holds them.
+func TestDerivedCompanions(t *testing.T) {
+	for i, f := range packedFixtures() {
+		t.Run(f.Name, func(t *testing.T) {
+			p, _ := fixtures.Compile(t, f)
+			checked := 0
+			for _, r := range f.Requests(uint64(500+i), 16) {
+				it, ok := fixtures.ToItems(p.IR, r)
+				if !ok {
+					continue
+				}
+				subs, rg, err := vm.PackItems(p.IR, it)
+				if err != nil || rg == nil || len(subs) != 1 {
+					t.Fatalf("%s: %d requests, %v", r.ID, len(subs), err)
+				}
+				for name, want := range r.Inputs {
+					got := subs[0].Inputs[name]
+					if name == f.In {
+						if got.Shape[0] != want.Shape[0] {
+							t.Errorf("%s: %s packs %v, the request holds %v", r.ID, name, got.Shape, want.Shape)
+						}
+						continue
+					}
+					if !fixtures.Identical(got, want) {
+						t.Errorf("%s: derived %s is %v %v, the request sends %v %v", r.ID, name, got, got.Data, want, want.Data)
+					}
+				}
+				if len(subs[0].Inputs) != len(r.Inputs) {
+					t.Errorf("%s: packed inputs %v, the request's %v", r.ID, fixtures.Names(subs[0].Inputs), fixtures.Names(r.Inputs))
+				}
+				checked++
+			}
+			if checked == 0 {
+				t.Fatal("no request could be given as items")
+			}
+		})
 	}
 }
