@@ -146,22 +146,35 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 		}
 		ins = append(ins, in)
 	}
-	// Partition the top-level items by their unpadded extents.
+	// Partition the top-level items by their unpadded extents; an item
+	// without rows (an empty clip) has none and joins the first part.
 	keys := map[string][]int{}
 	var order []string
 	for _, in := range ins {
+		var empty []int
 		for i, it := range req.Items[in.name] {
 			k, err := in.key(it, i)
 			if err != nil {
 				return nil, err
 			}
 			if len(ins) > 1 {
-				k = ""
+				k = "[]"
+			}
+			if k == "" {
+				empty = append(empty, i)
+				continue
 			}
 			if _, ok := keys[k]; !ok {
 				order = append(order, k)
 			}
 			keys[k] = append(keys[k], i)
+		}
+		if len(empty) > 0 {
+			if len(order) == 0 {
+				order = append(order, "")
+			}
+			keys[order[0]] = append(keys[order[0]], empty...)
+			slices.Sort(keys[order[0]])
 		}
 	}
 	rg := &Ragged{id: req.ID, in: ins[0], count: len(req.Items[ins[0].name]), outputs: map[string]int{}, drop: map[string]bool{}}
@@ -338,6 +351,11 @@ func (in *itemsInput) check(t *backend.Tensor, at string) error {
 	}
 	if t.Data == nil || backend.DataLen(t.Data) != t.Len() {
 		return runErr(backend.RunInput, "workflow input `%s` item %s is %s but carries a different number of elements", in.name, at, t)
+	}
+	for _, d := range t.Shape {
+		if d < 0 {
+			return runErr(backend.RunInput, "workflow input `%s` item %s has shape %v, with a negative extent", in.name, at, t.Shape)
+		}
 	}
 	off := in.c.Rank - rank
 	for i, d := range in.c.Shape {

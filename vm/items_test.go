@@ -1,0 +1,133 @@
+package vm
+
+import (
+	"testing"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+)
+
+// itemsModules are workflows of one level (padded, ocr_lines) and two
+// levels (nested and padded, video_frames; flat, text_packed).
+func itemsModules(t testing.TB) []*ir.Module {
+	var out []*ir.Module
+	for _, pkg := range []string{"ocr_lines", "video_frames", "text_packed"} {
+		out = append(out, compilePlan(t, "../testdata/packages/"+pkg).IR)
+	}
+	return out
+}
+
+// fuzzItems builds an item tree from bytes: shapes, nesting, dtypes and
+// element counts, right or wrong.
+func fuzzItems(b []byte) []Item {
+	next := func() int {
+		if len(b) == 0 {
+			return 0
+		}
+		v := int(b[0])
+		b = b[1:]
+		return v
+	}
+	var build func(depth int) Item
+	build = func(depth int) Item {
+		k := next()
+		if depth < 2 && k%5 == 0 {
+			n := next() % 4
+			it := Item{Items: []Item{}}
+			for range n {
+				it.Items = append(it.Items, build(depth+1))
+			}
+			return it
+		}
+		rank := next() % 4
+		shape := make([]int64, rank)
+		elems := int64(1)
+		for i := range shape {
+			shape[i] = int64(next()%7) - 1 // -1 now and then
+			elems *= max(shape[i], 0)
+		}
+		if next()%9 == 0 {
+			elems++
+		}
+		if next()%7 == 0 {
+			return Item{Tensor: &backend.Tensor{DType: "int64", Shape: shape, Data: make([]int64, elems)}}
+		}
+		return Item{Tensor: &backend.Tensor{DType: "float32", Shape: shape, Data: make([]float32, elems)}}
+	}
+	var items []Item
+	for n := next() % 5; n > 0; n-- {
+		items = append(items, build(1))
+	}
+	return items
+}
+
+// FuzzPackItems: any items give plain requests or a run/input error,
+// never a panic; packed requests hold offsets that cover their rows.
+func FuzzPackItems(f *testing.F) {
+	f.Add([]byte{2, 1, 2, 3, 2, 1, 1, 1, 2, 3, 4, 1, 1})
+	f.Add([]byte{3, 0, 2, 1, 2, 3, 4, 1, 1, 0, 0, 1, 2, 6, 2, 1, 1})
+	f.Add([]byte{1, 4, 3, 0, 7, 2, 1, 1})
+	mods := itemsModules(f)
+	inputs := []string{"line_images", "pixel_values", "token_ids"}
+	offsets := []string{"line_offsets", "frame_offsets", "token_offsets"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for i, m := range mods {
+			subs, _, err := PackItems(m, Request{ID: "f", Items: map[string][]Item{inputs[i]: fuzzItems(b)}})
+			if err != nil {
+				if AsRunError(err).Rule != backend.RunInput {
+					t.Fatalf("%s: %v", inputs[i], err)
+				}
+				continue
+			}
+			for _, s := range subs {
+				v, offs := s.Inputs[inputs[i]], s.Inputs[offsets[i]].Int64s()
+				if v.Shape[0] != offs[len(offs)-1] || backend.DataLen(v.Data) != v.Len() {
+					t.Fatalf("%s packs %v with offsets %v", inputs[i], v, offs)
+				}
+			}
+		}
+	})
+}
+
+func TestPackItemsTwoLevels(t *testing.T) {
+	mods := itemsModules(t)
+	row := func(n int64) *backend.Tensor {
+		return &backend.Tensor{DType: "float32", Shape: []int64{n, 8}, Data: make([]float32, n*8)}
+	}
+	// video_frames: clips of frames, nested; patches padded per frame.
+	subs, _, err := PackItems(mods[1], Request{Items: map[string][]Item{"pixel_values": {
+		{Items: TensorItems(row(2), row(3))}, {Items: []Item{}}, {Items: TensorItems(row(1))}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := subs[0].Inputs
+	for name, want := range map[string][]int64{
+		"frame_offsets": {0, 2, 2, 3}, "frame_owner": {0, 0, 2}, "clip_offsets": {0, 3}, "clip_owner": {0, 0, 0}, "patch_lengths": {2, 3, 1},
+	} {
+		if got := in[name].Int64s(); !equalShape(got, want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := in["pixel_values"].Shape; !equalShape(got, []int64{3, 3, 8}) {
+		t.Errorf("pixel_values packs into %v, want [3 3 8]", got)
+	}
+	// text_packed: segments of tokens, flat.
+	ids := func(v ...int64) *backend.Tensor { return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v} }
+	subs, _, err = PackItems(mods[2], Request{Items: map[string][]Item{"token_ids": TensorItems(ids(1, 2, 3), ids(4))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = subs[0].Inputs
+	for name, want := range map[string][]int64{
+		"token_ids": {1, 2, 3, 4}, "token_offsets": {0, 3, 4}, "token_owner": {0, 0, 0, 1}, "segment_offsets": {0, 2}, "segment_owner": {0, 0},
+	} {
+		if got := in[name].Int64s(); !equalShape(got, want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	// A negative extent is refused, not allocated.
+	_, _, err = PackItems(mods[2], Request{Items: map[string][]Item{"token_ids": {{Tensor: &backend.Tensor{DType: "int64", Shape: []int64{-1}, Data: []int64{}}}}}})
+	if err == nil || AsRunError(err).Rule != backend.RunInput {
+		t.Errorf("negative extent: %v", err)
+	}
+}
