@@ -112,7 +112,9 @@ func TestPackItemsTwoLevels(t *testing.T) {
 		t.Errorf("pixel_values packs into %v, want [3 3 8]", got)
 	}
 	// text_packed: segments of tokens, flat.
-	ids := func(v ...int64) *backend.Tensor { return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v} }
+	ids := func(v ...int64) *backend.Tensor {
+		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v}
+	}
 	subs, _, err = PackItems(mods[2], Request{Items: map[string][]Item{"token_ids": TensorItems(ids(1, 2, 3), ids(4))}})
 	if err != nil {
 		t.Fatal(err)
