@@ -76,8 +76,12 @@ func (g *gen) itemsInputFields() []jen.Code {
 		if len(c.Layout.Levels) == 2 {
 			each = fmt.Sprintf("one unit of the outer level, its rows on axis 0 (rank %d)", c.Rank)
 		}
-		text := fmt.Sprintf("%s gives workflow input `%s` as items, one tensor per item: each %s. The executor packs them on axis 0, right-pads the padded dimensions to the longest, and derives %s; leave %s and those companions nil.",
-			field, in.Name, each, strings.Join(companions, ", "), g.inFields[in.Name])
+		pads := ""
+		if len(c.Padding) > 0 {
+			pads = ", right-pads the padded dimensions to the longest item,"
+		}
+		text := fmt.Sprintf("%s gives workflow input `%s` as items, one tensor per item: each %s. The executor packs them on axis 0%s and derives %s; leave %s and those companions nil.",
+			field, in.Name, each, pads, strings.Join(companions, ", "), g.inFields[in.Name])
 		fields = append(fields, jen.Line())
 		fields = append(fields, comments(8, text)...)
 		fields = append(fields, jen.Id(field).Index().Op("*").Qual(backendPath, "Tensor"))

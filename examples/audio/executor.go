@@ -122,10 +122,9 @@ type Request struct {
 
 	// SpectrogramItems gives workflow input `spectrogram` as items, one
 	// tensor per item: each one unit of the outer level, its rows on
-	// axis 0 (rank 2). The executor packs them on axis 0, right-pads the
-	// padded dimensions to the longest, and derives frame_offsets,
-	// frame_owner, window_offsets, window_owner; leave Spectrogram and
-	// those companions nil.
+	// axis 0 (rank 2). The executor packs them on axis 0 and derives
+	// frame_offsets, frame_owner, window_offsets, window_owner; leave
+	// Spectrogram and those companions nil.
 	SpectrogramItems []*backend.Tensor
 }
 

@@ -135,9 +135,8 @@ type Request struct {
 
 	// ItemsItems gives workflow input `items` as items, one tensor per
 	// item: each one row, of the input's axes after the packed one (rank
-	// 1). The executor packs them on axis 0, right-pads the padded
-	// dimensions to the longest, and derives item_offsets, item_owner;
-	// leave Items and those companions nil.
+	// 1). The executor packs them on axis 0 and derives item_offsets,
+	// item_owner; leave Items and those companions nil.
 	ItemsItems []*backend.Tensor
 }
 

@@ -113,9 +113,9 @@ type Request struct {
 
 	// PixelPatchesItems gives workflow input `pixel_patches` as items,
 	// one tensor per item: each one row, of the input's axes after the
-	// packed one (rank 2). The executor packs them on axis 0, right-pads
-	// the padded dimensions to the longest, and derives image_offsets,
-	// image_owner; leave PixelPatches and those companions nil.
+	// packed one (rank 2). The executor packs them on axis 0 and derives
+	// image_offsets, image_owner; leave PixelPatches and those
+	// companions nil.
 	PixelPatchesItems []*backend.Tensor
 }
 

@@ -161,22 +161,21 @@ type Request struct {
 	// PxItems gives workflow input `px` as items, one tensor per item:
 	// each one row, of the input's axes after the packed one (rank 2).
 	// The executor packs them on axis 0, right-pads the padded
-	// dimensions to the longest, and derives img_off, img_own, px_len;
-	// leave Px and those companions nil.
+	// dimensions to the longest item, and derives img_off, img_own,
+	// px_len; leave Px and those companions nil.
 	PxItems []*backend.Tensor
 
 	// FramesItems gives workflow input `frames` as items, one tensor per
 	// item: each one unit of the outer level, its rows on axis 0 (rank
-	// 2). The executor packs them on axis 0, right-pads the padded
-	// dimensions to the longest, and derives frame_off, frame_own,
-	// clip_off, clip_own; leave Frames and those companions nil.
+	// 2). The executor packs them on axis 0 and derives frame_off,
+	// frame_own, clip_off, clip_own; leave Frames and those companions
+	// nil.
 	FramesItems []*backend.Tensor
 
 	// TokensItems gives workflow input `tokens` as items, one tensor per
 	// item: each one unit of the outer level, its rows on axis 0 (rank
-	// 1). The executor packs them on axis 0, right-pads the padded
-	// dimensions to the longest, and derives tok_off, tok_own, seg_off,
-	// seg_own; leave Tokens and those companions nil.
+	// 1). The executor packs them on axis 0 and derives tok_off,
+	// tok_own, seg_off, seg_own; leave Tokens and those companions nil.
 	TokensItems []*backend.Tensor
 }
 

@@ -119,9 +119,9 @@ type Request struct {
 	// LineImagesItems gives workflow input `line_images` as items, one
 	// tensor per item: each one row, of the input's axes after the
 	// packed one (rank 2). The executor packs them on axis 0, right-pads
-	// the padded dimensions to the longest, and derives line_offsets,
-	// line_owner, line_widths; leave LineImages and those companions
-	// nil.
+	// the padded dimensions to the longest item, and derives
+	// line_offsets, line_owner, line_widths; leave LineImages and those
+	// companions nil.
 	LineImagesItems []*backend.Tensor
 }
 

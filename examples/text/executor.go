@@ -122,10 +122,9 @@ type Request struct {
 
 	// TokenIDsItems gives workflow input `token_ids` as items, one
 	// tensor per item: each one unit of the outer level, its rows on
-	// axis 0 (rank 1). The executor packs them on axis 0, right-pads the
-	// padded dimensions to the longest, and derives token_offsets,
-	// token_owner, segment_offsets, segment_owner; leave TokenIDs and
-	// those companions nil.
+	// axis 0 (rank 1). The executor packs them on axis 0 and derives
+	// token_offsets, token_owner, segment_offsets, segment_owner; leave
+	// TokenIDs and those companions nil.
 	TokenIDsItems []*backend.Tensor
 }
 

@@ -119,9 +119,9 @@ type Request struct {
 	// TokenIDsItems gives workflow input `token_ids` as items, one
 	// tensor per item: each one row, of the input's axes after the
 	// packed one (rank 1). The executor packs them on axis 0, right-pads
-	// the padded dimensions to the longest, and derives segment_offsets,
-	// segment_owner, token_lengths; leave TokenIDs and those companions
-	// nil.
+	// the padded dimensions to the longest item, and derives
+	// segment_offsets, segment_owner, token_lengths; leave TokenIDs and
+	// those companions nil.
 	TokenIDsItems []*backend.Tensor
 }
 

@@ -114,9 +114,9 @@ type Request struct {
 
 	// PixelValuesItems gives workflow input `pixel_values` as items, one
 	// tensor per item: each one row, of the input's axes after the
-	// packed one (rank 3). The executor packs them on axis 0, right-pads
-	// the padded dimensions to the longest, and derives clip_offsets,
-	// clip_owner; leave PixelValues and those companions nil.
+	// packed one (rank 3). The executor packs them on axis 0 and derives
+	// clip_offsets, clip_owner; leave PixelValues and those companions
+	// nil.
 	PixelValuesItems []*backend.Tensor
 }
 

@@ -128,7 +128,7 @@ type Request struct {
 	// PixelValuesItems gives workflow input `pixel_values` as items, one
 	// tensor per item: each one unit of the outer level, its rows on
 	// axis 0 (rank 3). The executor packs them on axis 0, right-pads the
-	// padded dimensions to the longest, and derives frame_offsets,
+	// padded dimensions to the longest item, and derives frame_offsets,
 	// frame_owner, clip_offsets, clip_owner, patch_lengths; leave
 	// PixelValues and those companions nil.
 	PixelValuesItems []*backend.Tensor

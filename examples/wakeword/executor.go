@@ -113,9 +113,9 @@ type Request struct {
 
 	// WindowsItems gives workflow input `windows` as items, one tensor
 	// per item: each one row, of the input's axes after the packed one
-	// (rank 3). The executor packs them on axis 0, right-pads the padded
-	// dimensions to the longest, and derives window_offsets,
-	// window_owner; leave Windows and those companions nil.
+	// (rank 3). The executor packs them on axis 0 and derives
+	// window_offsets, window_owner; leave Windows and those companions
+	// nil.
 	WindowsItems []*backend.Tensor
 }
 
