@@ -801,5 +801,6 @@ func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOp
 	e.RunBatch(ctx, plain, inner)
 	return out
 }
+
 // Module returns the workflow the engine runs.
 func (e *Engine) Module() *ir.Module { return e.m }

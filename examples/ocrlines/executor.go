@@ -312,7 +312,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	// invoke recognizer (inference_metadata.yaml:90:9,
 	// pipeline.workflow.steps[0])
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, backend.ContextError(err)
 	}
 	outs, err := ex.engine.Invoke(ctx, 92, "recognizer", map[string]*backend.Tensor{
 		"line_images":  lineImages,
