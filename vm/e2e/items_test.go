@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -418,5 +419,50 @@ func TestDerivedCompanions(t *testing.T) {
 				t.Fatal("no request could be given as items")
 			}
 		})
+	}
+}
+
+// TestItemsRunBatch: RunBatch reports each request that gave items once,
+// with its joined response, after all its parts (a request split by
+// height included); a request that cannot be packed is reported too.
+func TestItemsRunBatch(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	e, ok := engines[0].grouped(t, f, nil).(*vm.Engine)
+	if !ok {
+		t.Fatal("the vm engine is no *vm.Engine")
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	reqs := []vm.Request{
+		{ID: "split", Items: map[string][]vm.Item{"line_images": vm.TensorItems(ocrLine(rng, 5, 8), ocrLine(rng, 12, 6), ocrLine(rng, 24, 8))}},
+		{ID: "bad", Items: map[string][]vm.Item{"line_widths": vm.TensorItems(fixtures.I64(1))}},
+		{ID: "one", Items: map[string][]vm.Item{"line_images": vm.TensorItems(ocrLine(rng, 12, 8))}},
+		fixtures.OCRLines(rng, "plain", 2),
+	}
+	var mu sync.Mutex
+	seen := map[int]vm.Response{}
+	out := e.RunBatch(context.Background(), reqs, vm.BatchOptions{Limit: 2, Finished: func(i int, r vm.Response) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, twice := seen[i]; twice {
+			t.Errorf("request %d reported twice", i)
+		}
+		seen[i] = r
+	}})
+	if len(seen) != len(reqs) {
+		t.Fatalf("%d of %d requests reported", len(seen), len(reqs))
+	}
+	for i, r := range out {
+		if seen[i].ID != r.ID || len(seen[i].Items["line_scores"]) != len(r.Items["line_scores"]) {
+			t.Errorf("request %d: reported %s with %d items, returned %s with %d", i, seen[i].ID, len(seen[i].Items["line_scores"]), r.ID, len(r.Items["line_scores"]))
+		}
+	}
+	if out[0].Err != nil || len(out[0].Items["line_scores"]) != 3 || out[2].Err != nil || len(out[2].Items["line_scores"]) != 1 {
+		t.Errorf("split: %v; one: %v", out[0].Err, out[2].Err)
+	}
+	if rule(out[1].Err) != backend.RunInput {
+		t.Errorf("bad: %v, want %s", out[1].Err, backend.RunInput)
+	}
+	if out[3].Err != nil || out[3].Outputs["line_scores"] == nil || out[3].Items != nil {
+		t.Errorf("plain: %v, outputs %v, items %v", out[3].Err, fixtures.Names(out[3].Outputs), out[3].Items)
 	}
 }

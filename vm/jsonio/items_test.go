@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -160,5 +161,33 @@ func TestResponseItems(t *testing.T) {
 	}
 	if s, err := out["score"].Tensor(); err != nil || !reflect.DeepEqual(s.Data, []float32{1}) {
 		t.Errorf("tensor output beside items: %v %v", s, err)
+	}
+}
+
+func TestEncodeResponseItemsStore(t *testing.T) {
+	row := func(v ...float32) *backend.Tensor {
+		return &backend.Tensor{DType: "float32", Shape: []int64{int64(len(v))}, Data: v}
+	}
+	var stored []string
+	store := func(id, output string, x *backend.Tensor) (string, error) {
+		stored = append(stored, id+"/"+output)
+		return id + "/" + output + ".npy", nil
+	}
+	b, err := EncodeResponse(vm.Response{ID: "r", Items: map[string][]vm.Item{
+		"emb": {{Tensor: row(1)}, {Items: vm.TensorItems(row(2), row(3))}}}}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"r","outputs":{"emb":{"items":[{"dtype":"float32","shape":[1],"npy":"r/emb.0.npy"},{"items":[{"dtype":"float32","shape":[1],"npy":"r/emb.1.0.npy"},{"dtype":"float32","shape":[1],"npy":"r/emb.1.1.npy"}]}]}},"error":null}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	if !reflect.DeepEqual(stored, []string{"r/emb.0", "r/emb.1.0", "r/emb.1.1"}) {
+		t.Errorf("stored %v", stored)
+	}
+	// A failed response writes no items.
+	b, err = EncodeResponse(vm.Response{ID: "f", Err: errors.New("x"), Items: map[string][]vm.Item{"emb": {{Tensor: row(1)}}}}, store)
+	if err != nil || strings.Contains(string(b), "items") {
+		t.Errorf("failed response: %s, %v", b, err)
 	}
 }
