@@ -23,6 +23,13 @@ func itemsInput(in *ir.Input) bool {
 	return c != nil && c.Layout.Kind == ir.TokenPacked && len(c.Layout.Levels) >= 1 && len(c.Layout.Levels) <= 2 && c.Rank >= 1
 }
 
+// byteItems reports whether an items input is encoded media (uint8 bytes
+// packed bytes → items → request), whose items are typed [][]byte.
+func byteItems(in *ir.Input) bool {
+	c := in.Contract
+	return c.DType == "uint8" && c.Rank == 1 && len(c.Layout.Levels) == 2
+}
+
 // claimItems names the items fields, after every plain field is named.
 func (g *gen) claimItems(in, out *namer) {
 	g.inItems, g.outItems = map[string]string{}, map[string]string{}
@@ -76,6 +83,11 @@ func (g *gen) itemsInputFields() []jen.Code {
 		if len(c.Layout.Levels) == 2 {
 			each = fmt.Sprintf("one unit of the outer level, its rows on axis 0 (rank %d)", c.Rank)
 		}
+		typ := jen.Index().Op("*").Qual(backendPath, "Tensor")
+		if byteItems(in) {
+			each = "the bytes of one encoded item (an image, a clip)"
+			typ = jen.Index().Index().Byte()
+		}
 		pads := ""
 		if len(c.Padding) > 0 {
 			pads = ", right-pads the padded dimensions to the longest item,"
@@ -84,7 +96,7 @@ func (g *gen) itemsInputFields() []jen.Code {
 			field, in.Name, each, pads, strings.Join(companions, ", "), g.inFields[in.Name])
 		fields = append(fields, jen.Line())
 		fields = append(fields, comments(8, text)...)
-		fields = append(fields, jen.Id(field).Index().Op("*").Qual(backendPath, "Tensor"))
+		fields = append(fields, jen.Id(field).Add(typ))
 	}
 	return fields
 }
@@ -122,8 +134,12 @@ func (g *gen) runItems(f *jen.File) {
 		body = append(body, jen.If(jen.Id("req").Dot(field).Op("!=").Nil()).Block(
 			jen.Id("r").Dot("Inputs").Index(jen.Lit(in.Name)).Op("=").Id("req").Dot(field)))
 		if items, ok := g.inItems[in.Name]; ok {
+			wrap := "TensorItems"
+			if byteItems(in) {
+				wrap = "ByteItems"
+			}
 			body = append(body, jen.If(jen.Id("req").Dot(items).Op("!=").Nil()).Block(
-				jen.Id("r").Dot("Items").Index(jen.Lit(in.Name)).Op("=").Qual(vmPath, "TensorItems").Call(jen.Id("req").Dot(items).Op("..."))))
+				jen.Id("r").Dot("Items").Index(jen.Lit(in.Name)).Op("=").Qual(vmPath, wrap).Call(jen.Id("req").Dot(items).Op("..."))))
 			cond := jen.Id("req").Dot(items).Op("!=").Nil()
 			if anyItems == nil {
 				anyItems = cond

@@ -51,6 +51,19 @@ func TensorItems(ts ...*backend.Tensor) []Item {
 	return out
 }
 
+// ByteItems wraps encoded media (an image's, a clip's bytes) as items of
+// a uint8 input packed bytes → items → request: each a uint8 vector.
+func ByteItems(bs ...[]byte) []Item {
+	out := make([]Item, len(bs))
+	for i, b := range bs {
+		if b == nil {
+			b = []byte{}
+		}
+		out[i] = Item{Tensor: &backend.Tensor{DType: "uint8", Shape: []int64{int64(len(b))}, Data: b}}
+	}
+	return out
+}
+
 // Tensors returns the tensors of one-level items (nil for an item that
 // holds items).
 func Tensors(items []Item) []*backend.Tensor {

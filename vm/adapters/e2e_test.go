@@ -284,3 +284,25 @@ func TestEndToEndOwnerChecked(t *testing.T) {
 		})
 	}
 }
+
+// Requests of the grouped adapter give their images as items, one encoded
+// image each (vm.ByteItems), with no offsets, owners or rows: every
+// request gets its own images' embeddings, as in companion form.
+func TestEndToEndByteItems(t *testing.T) {
+	doc := docs[1]
+	e, _ := open(t, doc, false)
+	rng := rand.New(rand.NewSource(11))
+	var pics []pictures
+	var reqs []vm.Request
+	for i := range 12 {
+		p := randomPictures(t, rng)
+		if len(p.encoded) == 0 {
+			continue // zero items: one tensor of 0 rows, not an items list
+		}
+		pics = append(pics, p)
+		reqs = append(reqs, vm.Request{ID: fmt.Sprint("r", i), Items: map[string][]vm.Item{"encoded_images": vm.ByteItems(p.encoded...)}})
+	}
+	for i, r := range e.RunAll(context.Background(), reqs) {
+		check(t, pics[i], r)
+	}
+}
