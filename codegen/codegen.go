@@ -132,6 +132,8 @@ type gen struct {
 	inFields, outFields map[string]string
 	// inItems and outItems name the items fields (items.go).
 	inItems, outItems map[string]string
+	// outProduced holds the items outputs on levels the workflow produces.
+	outProduced map[string]bool
 	// optional holds the inputs a request may leave out.
 	optional map[string]bool
 	// locals names the local of run that holds each workflow-level name.

@@ -32,7 +32,7 @@ func byteItems(in *ir.Input) bool {
 
 // claimItems names the items fields, after every plain field is named.
 func (g *gen) claimItems(in, out *namer) {
-	g.inItems, g.outItems = map[string]string{}, map[string]string{}
+	g.inItems, g.outItems, g.outProduced = map[string]string{}, map[string]string{}, map[string]bool{}
 	var offsets [][]string
 	for _, i := range g.m.Inputs {
 		if !itemsInput(i) {
@@ -45,21 +45,33 @@ func (g *gen) claimItems(in, out *namer) {
 		}
 		offsets = append(offsets, names)
 	}
+	emitted := map[string]bool{}
+	for _, o := range g.m.Outputs {
+		emitted[o.Name] = true
+	}
 	for _, o := range g.m.Outputs {
 		c := o.Contract
 		if c == nil || c.Layout.Kind != ir.TokenPacked || len(c.Layout.Levels) == 0 {
 			continue
 		}
 		var names []string
+		own := true
 		for _, l := range c.Layout.Levels {
 			names = append(names, l.Offsets.Name)
+			own = own && emitted[l.Offsets.Name] && l.Offsets.Name != o.Name
 		}
-		// The output's levels are the outermost ones of an items input.
-		if slices.ContainsFunc(offsets, func(in []string) bool {
+		// The output's levels are the outermost ones of an items input, or
+		// levels the workflow produces and emits (vm/items.go).
+		switch {
+		case slices.ContainsFunc(offsets, func(in []string) bool {
 			return len(names) <= len(in) && slices.Equal(in[len(in)-len(names):], names)
-		}) {
-			g.outItems[o.Name] = out.claim(identifier(o.Name+"_items", true))
+		}):
+		case own && slices.ContainsFunc(offsets, func(in []string) bool { return len(names) <= len(in) }):
+			g.outProduced[o.Name] = true
+		default:
+			continue
 		}
+		g.outItems[o.Name] = out.claim(identifier(o.Name+"_items", true))
 	}
 }
 
@@ -110,6 +122,9 @@ func (g *gen) itemsOutputFields() []jen.Code {
 			continue
 		}
 		text := fmt.Sprintf("%s is workflow output `%s` per item, in the order of the request's items, when the request gave its input as items; %s and the companions of its levels are then nil.", field, o.Name, g.outFields[o.Name])
+		if g.outProduced[o.Name] {
+			text += " The workflow produces its levels: where they count other units than the items, the output stays packed instead."
+		}
 		fields = append(fields, jen.Line())
 		fields = append(fields, comments(8, text)...)
 		fields = append(fields, jen.Id(field).Index().Op("*").Qual(backendPath, "Tensor"))

@@ -110,9 +110,9 @@ type Ragged struct {
 	in    *itemsInput // the items input the outputs mirror
 	count int         // top-level items
 	parts []packedRequest
-	// outputs are the workflow outputs that come back per item, with the
-	// number of levels of each; drop are the companions of their levels.
-	outputs map[string]int
+	// outputs are the workflow outputs that come back per item; drop are
+	// the companions of their levels.
+	outputs map[string]itemsOutput
 	drop    map[string]bool
 }
 
@@ -190,7 +190,7 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 			slices.Sort(keys[order[0]])
 		}
 	}
-	rg := &Ragged{id: req.ID, in: ins[0], count: len(req.Items[ins[0].name]), outputs: map[string]int{}, drop: map[string]bool{}}
+	rg := &Ragged{id: req.ID, in: ins[0], count: len(req.Items[ins[0].name]), outputs: map[string]itemsOutput{}, drop: map[string]bool{}}
 	rg.findOutputs(m)
 	if len(order) > 1 {
 		for _, o := range m.Outputs {
@@ -581,11 +581,26 @@ func placePadded(dst *backend.Tensor, at int64, src *backend.Tensor) {
 	rec(0, at*dstStride[0], 0)
 }
 
-// findOutputs finds the workflow outputs that come back per item: packed
-// on levels that are the items input's (by their offsets values, outermost
-// aligned), and the companions of those levels.
+// itemsOutput is a workflow output that comes back per item: packed on
+// levels whose offsets are, innermost first, the items input's (derived)
+// or, when own is set, outputs the response holds beside it (levels the
+// workflow produced, as an adapter or a token merger does).
+type itemsOutput struct {
+	offsets []string
+	own     bool
+	// companions are the output's level and padding companions.
+	companions []string
+}
+
+// findOutputs finds the workflow outputs that may come back per item:
+// token_packed on levels that are the outermost of the items input's (by
+// their offsets values), or on levels whose offsets the workflow emits.
 func (rg *Ragged) findOutputs(m *ir.Module) {
 	in := rg.in
+	emitted := map[string]bool{}
+	for _, o := range m.Outputs {
+		emitted[o.Name] = true
+	}
 	for _, o := range m.Outputs {
 		c := o.Contract
 		if c == nil || c.Layout.Kind != ir.TokenPacked {
@@ -595,23 +610,25 @@ func (rg *Ragged) findOutputs(m *ir.Module) {
 		if len(lv) == 0 || len(lv) > in.levels {
 			continue
 		}
+		out := itemsOutput{}
 		base := in.levels - len(lv)
-		match := true
+		inputs, own := true, true
 		for k, l := range lv {
-			if l.Offsets.Name != in.offsets[base+k] {
-				match = false
-			}
+			out.offsets = append(out.offsets, l.Offsets.Name)
+			out.companions = append(out.companions, l.Offsets.Name, l.Owner.Name)
+			inputs = inputs && l.Offsets.Name == in.offsets[base+k]
+			own = own && emitted[l.Offsets.Name] && l.Offsets.Name != o.Name
 		}
-		if !match {
+		if !inputs && !own {
 			continue
 		}
-		rg.outputs[o.Name] = len(lv)
-		for _, l := range lv {
-			rg.drop[l.Offsets.Name] = true
-			rg.drop[l.Owner.Name] = true
-		}
+		out.own = !inputs
 		for _, p := range c.Padding {
-			rg.drop[p.Lengths.Name] = true
+			out.companions = append(out.companions, p.Lengths.Name)
+		}
+		rg.outputs[o.Name] = out
+		for _, name := range out.companions {
+			rg.drop[name] = true
 		}
 	}
 	for name := range rg.outputs {
@@ -621,7 +638,9 @@ func (rg *Ragged) findOutputs(m *ir.Module) {
 
 // Join reassembles the responses of Requests (in order) into the
 // request's: the first error fails it; per-item outputs go to Items, in
-// item order.
+// item order. An output on levels the workflow produced that do not count
+// one unit per item stays packed, with its companions, when the request
+// ran as one; split, it fails the request (run/extent).
 func (rg *Ragged) Join(resps []Response) Response {
 	for _, r := range resps {
 		if r.Err != nil {
@@ -629,51 +648,86 @@ func (rg *Ragged) Join(resps []Response) Response {
 		}
 	}
 	out := Response{ID: rg.id, Outputs: map[string]*backend.Tensor{}, Items: map[string][]Item{}}
-	for name, t := range resps[0].Outputs {
-		if _, ok := rg.outputs[name]; !ok && !rg.drop[name] {
-			out.Outputs[name] = t
+	keep := map[string]bool{} // outputs left packed, with their companions
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range rg.outputs {
+			if !yield(n) {
+				return
+			}
 		}
-	}
-	for name, levels := range rg.outputs {
+	}) {
+		o := rg.outputs[name]
+		if resps[0].Outputs[name] == nil {
+			continue
+		}
 		all := make([]Item, rg.count)
+		var err error
 		for pi, part := range rg.parts {
-			t := resps[pi].Outputs[name]
-			if t == nil {
-				continue
+			var its []Item
+			its, err = rg.splitOutput(name, o, resps[pi], part.req)
+			if err == nil && len(its) != len(part.items) {
+				err = runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d", name, len(its), len(part.items))
 			}
-			its, err := rg.splitOutput(name, t, levels, part.req)
 			if err != nil {
-				return Response{ID: rg.id, Err: err}
-			}
-			if len(its) != len(part.items) {
-				return Response{ID: rg.id, Err: runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d", name, len(its), len(part.items))}
+				break
 			}
 			for j, i := range part.items {
 				all[i] = its[j]
 			}
 		}
-		if resps[0].Outputs[name] != nil {
+		switch {
+		case err == nil:
 			out.Items[name] = all
+		case o.own && len(rg.parts) == 1:
+			keep[name] = true
+			for _, c := range o.companions {
+				keep[c] = true
+			}
+		default:
+			return Response{ID: rg.id, Err: err}
+		}
+	}
+	for name, t := range resps[0].Outputs {
+		if _, items := out.Items[name]; items {
+			continue
+		}
+		if keep[name] || !rg.drop[name] {
+			out.Outputs[name] = t
 		}
 	}
 	return out
 }
 
-// splitOutput splits a packed output into the items of its levels, by the
-// offsets the request's items derived.
-func (rg *Ragged) splitOutput(name string, t *backend.Tensor, levels int, req Request) ([]Item, error) {
+// splitOutput splits a packed output of one part (its response to req)
+// into the items of its levels: by the offsets req's items derived, or by
+// the ones the response holds beside it.
+func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Request) ([]Item, error) {
 	in := rg.in
-	base := in.levels - levels
+	t := resp.Outputs[name]
+	levels := len(o.offsets)
 	offs := make([][]int64, levels)
-	for k := range levels {
-		ot := req.Inputs[in.offsets[base+k]]
-		if ot == nil {
-			return nil, runErr(backend.RunExtent, "workflow output `%s` is packed on `%s`, which the request's items did not derive", name, in.offsets[base+k])
+	for k, src := range o.offsets {
+		ot := resp.Outputs[src]
+		if !o.own {
+			ot = req.Inputs[in.offsets[in.levels-levels+k]]
+		}
+		if ot == nil || ot.DType != "int64" || ot.Rank() != 1 || ot.Len() == 0 {
+			return nil, runErr(backend.RunExtent, "workflow output `%s` is packed on `%s`, which the response does not hold as offsets (%v)", name, src, ot)
 		}
 		offs[k] = ot.Int64s()
 	}
-	if t.Rank() == 0 || t.Shape[0] != offs[0][len(offs[0])-1] {
-		return nil, runErr(backend.RunExtent, "workflow output `%s` is %s, but its offsets `%s` cover %d rows", name, t, in.offsets[base], offs[0][len(offs[0])-1])
+	children := int64(0)
+	if t.Rank() > 0 {
+		children = t.Shape[0]
+	}
+	for k := range levels {
+		if err := checkOffsets(o.offsets[k], k, offs[k], children); err != nil {
+			return nil, runErr(backend.RunExtent, "workflow output `%s`: %s", name, AsRunError(err).Message)
+		}
+		children = int64(len(offs[k]) - 1)
+	}
+	if children != 1 {
+		return nil, runErr(backend.RunExtent, "workflow output `%s`: its outermost level counts %d units, but a request is one", name, children)
 	}
 	flat := !in.nested && levels == in.levels
 	var node func(k int, u int64) []Item

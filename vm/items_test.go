@@ -133,3 +133,33 @@ func TestPackItemsTwoLevels(t *testing.T) {
 		t.Errorf("negative extent: %v", err)
 	}
 }
+
+// A packed output on levels the workflow produces comes back per item when
+// its levels count one unit per item, and stays packed, with its
+// companions, when they do not.
+func TestJoinProducedLevels(t *testing.T) {
+	m := compilePlan(t, "../testdata/packages/token_merge").IR
+	tok := func(n int64) *backend.Tensor {
+		return &backend.Tensor{DType: "float32", Shape: []int64{n, 4}, Data: make([]float32, n*4)}
+	}
+	subs, rg, err := PackItems(m, Request{ID: "r", Items: map[string][]Item{"tokens": TensorItems(tok(3), tok(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := func(v ...int64) *backend.Tensor { return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v} }
+	merged := &backend.Tensor{DType: "float32", Shape: []int64{3, 4}, Data: []float32{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}}
+	good := rg.Join([]Response{{ID: "r", Outputs: map[string]*backend.Tensor{
+		"merged": merged, "merged_offsets": vec(0, 2, 3), "merged_owner": vec(0, 0, 1),
+		"segment_offsets": subs[0].Inputs["segment_offsets"], "segment_owner": subs[0].Inputs["segment_owner"]}}})
+	its := good.Items["merged"]
+	if good.Err != nil || len(its) != 2 || its[0].Tensor.Shape[0] != 2 || its[1].Tensor.Float32s()[0] != 3 || len(good.Outputs) != 0 {
+		t.Fatalf("per item: %v, %d items, outputs %v", good.Err, len(its), good.Outputs)
+	}
+	// Three segments' worth of merged offsets for a request of two items.
+	bad := rg.Join([]Response{{ID: "r", Outputs: map[string]*backend.Tensor{
+		"merged": merged, "merged_offsets": vec(0, 1, 2, 3), "merged_owner": vec(0, 1, 2),
+		"segment_offsets": vec(0, 3), "segment_owner": vec(0, 0, 0)}}})
+	if bad.Err != nil || bad.Items["merged"] != nil || bad.Outputs["merged"] == nil || bad.Outputs["merged_offsets"] == nil || bad.Outputs["segment_offsets"] == nil {
+		t.Fatalf("packed: %v, items %v, outputs %v", bad.Err, bad.Items, bad.Outputs)
+	}
+}

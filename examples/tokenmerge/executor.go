@@ -152,6 +152,13 @@ type Response struct {
 	// SegmentOwner is workflow output `segment_owner`: int64 [segments],
 	// shared.
 	SegmentOwner *backend.Tensor
+
+	// MergedItems is workflow output `merged` per item, in the order of
+	// the request's items, when the request gave its input as items;
+	// Merged and the companions of its levels are then nil. The workflow
+	// produces its levels: where they count other units than the items,
+	// the output stays packed instead.
+	MergedItems []*backend.Tensor
 }
 
 // outputs returns the emitted outputs by name, as the VM's responses hold
@@ -314,6 +321,7 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	}
 	return &Response{
 		Merged:         resp.Outputs["merged"],
+		MergedItems:    vm.Tensors(resp.Items["merged"]),
 		MergedOffsets:  resp.Outputs["merged_offsets"],
 		MergedOwner:    resp.Outputs["merged_owner"],
 		SegmentOffsets: resp.Outputs["segment_offsets"],

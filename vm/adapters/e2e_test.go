@@ -303,6 +303,24 @@ func TestEndToEndByteItems(t *testing.T) {
 		reqs = append(reqs, vm.Request{ID: fmt.Sprint("r", i), Items: map[string][]vm.Item{"encoded_images": vm.ByteItems(p.encoded...)}})
 	}
 	for i, r := range e.RunAll(context.Background(), reqs) {
-		check(t, pics[i], r)
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.ID, r.Err)
+		}
+		// The adapter produces the embeddings' level: they come back per
+		// image, their offsets and owners left out.
+		its := r.Items["embeddings"]
+		if len(its) != len(pics[i].encoded) || r.Outputs["embeddings"] != nil || r.Outputs["image.offsets"] != nil || r.Outputs["image.owner"] != nil {
+			t.Fatalf("%s: %d embeddings for %d images; outputs %v", r.ID, len(its), len(pics[i].encoded), r.Outputs)
+		}
+		n := int64(len(its))
+		var data []float32
+		for _, it := range its {
+			data = append(data, it.Tensor.Float32s()...)
+		}
+		check(t, pics[i], vm.Response{ID: r.ID, Outputs: map[string]*backend.Tensor{
+			"embeddings":    {DType: "float32", Shape: []int64{n, 3}, Data: data},
+			"image.offsets": {DType: "int64", Shape: []int64{2}, Data: []int64{0, n}},
+			"image.owner":   {DType: "int64", Shape: []int64{n}, Data: make([]int64, n)},
+		}})
 	}
 }
