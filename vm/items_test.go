@@ -146,7 +146,9 @@ func TestJoinProducedLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vec := func(v ...int64) *backend.Tensor { return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v} }
+	vec := func(v ...int64) *backend.Tensor {
+		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v}
+	}
 	merged := &backend.Tensor{DType: "float32", Shape: []int64{3, 4}, Data: []float32{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}}
 	good := rg.Join([]Response{{ID: "r", Outputs: map[string]*backend.Tensor{
 		"merged": merged, "merged_offsets": vec(0, 2, 3), "merged_owner": vec(0, 0, 1),
