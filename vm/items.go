@@ -31,9 +31,11 @@ import (
 // must then be per item.
 //
 // A response to a request that used items holds its per-item outputs in
-// Response.Items (a token_packed output whose levels are those of an items
-// input), mirroring the input's items; those outputs and the companions of
-// their levels are left out of Response.Outputs.
+// Response.Items, mirroring the input's items: a token_packed output whose
+// levels are the outermost of the items input's, or levels the workflow
+// produces and emits (a token merger's, an adapter's) when they count one
+// unit per item. Those outputs and the companions of their levels are left
+// out of Response.Outputs.
 
 // Item is one item of a ragged value: a tensor, or (for the outer level of
 // a two-level input given nested) the items of the level below.
