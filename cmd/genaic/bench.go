@@ -189,8 +189,9 @@ func readRequestsFile(e *env, path string, opts jsonio.ReadOptions) ([]vm.Reques
 
 // itemCounts returns each request's items: for each packed workflow input,
 // the units its outermost level holds (segments, images, clips: the last
-// entry of that level's offsets), or its packed extent where the request
-// does not carry those offsets; one per request where nothing is packed.
+// entry of that level's offsets, or its items where the request gives
+// them), or its packed extent where the request does not carry those
+// offsets; one per request where nothing is packed.
 func itemCounts(f *plan.File, reqs []vm.Request) []int64 {
 	out := make([]int64, len(reqs))
 	for i, r := range reqs {
@@ -208,6 +209,9 @@ func itemCounts(f *plan.File, reqs []vm.Request) []int64 {
 }
 
 func packedItems(r vm.Request, in *ir.Input) int64 {
+	if its, ok := r.Items[in.Name]; ok {
+		return int64(len(its)) // given as items: one per outermost unit
+	}
 	x := r.Inputs[in.Name]
 	if x == nil || len(x.Shape) == 0 {
 		return 0
