@@ -229,3 +229,40 @@ func TestInitRefusals(t *testing.T) {
 		t.Errorf("a refused init changed the document")
 	}
 }
+
+// TestInitOddNames: graph names that YAML would read as something else,
+// or that are no identifiers, are quoted, and check accepts the document.
+func TestInitOddNames(t *testing.T) {
+	dir := t.TempDir()
+	writeModel(t, filepath.Join(dir, "2 stage.model.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("input:0", 1, "batch size", "4"), tensorInfo("true", 9, 2), tensorInfo("x-y", 6, "n")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("softmax_11.tmp_0", 1, "batch size", 3)})
+	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "2 stage.model.onnx"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"      m_2_stage_model:\n",
+		"artifact: \"2 stage.model.onnx\" }",
+		"      \"input:0\":\n        contract: { dtype: float32, shape: [\"batch size\", \"4\"] }",
+		"      \"true\":\n        contract: { dtype: bool, shape: [2] }",
+		"          softmax_11.tmp_0: m_2_stage_model.softmax_11.tmp_0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the document lacks %q:\n%s", want, out)
+		}
+	}
+	if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "2 stage.model.onnx")); code != exitOK {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	checkClean(t, dir)
+
+	// A string tensor has no genaic dtype: refused, naming the input.
+	writeModel(t, filepath.Join(dir, "text.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("words", 8, "n")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "n")})
+	if _, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "text.onnx")); code != exitUsage ||
+		!strings.Contains(errOut, `text.onnx: graph input "words" has element type string; genaic declares tensors of float32`) {
+		t.Errorf("init of a string input: exit %d: %s", code, errOut)
+	}
+}

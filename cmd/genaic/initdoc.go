@@ -51,8 +51,8 @@ func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, err
 	port := func(v onnx.Value, what string) (initPort, error) {
 		dt, ok := ir.LookupDType(v.DType())
 		if !ok {
-			t := v.DType()
-			if t == "" {
+			t := "element type " + v.DType()
+			if v.DType() == "" {
 				t = "no tensor type"
 			}
 			return initPort{}, fmt.Errorf("graph %s %q has %s; genaic declares tensors of %s only",
