@@ -322,7 +322,7 @@ func initDocument(comps []*initComponent) string {
 				line(7, "shape: %s", p.shapeYAML())
 			}
 			if i == 0 {
-				layoutComment(line, c, p)
+				layoutComment(line, c)
 			}
 		}
 		if len(c.constants) > 0 {
@@ -365,68 +365,106 @@ func initDocument(comps []*initComponent) string {
 	return b.String()
 }
 
-// symbols returns the shape symbols of the component's first input that
-// has any: the first is its outermost.
-func (c *initComponent) symbols() []string {
-	for _, p := range c.inputs {
-		var syms []string
-		for _, d := range p.dims {
-			if d.sym != "" {
-				syms = append(syms, yq(d.sym))
-			}
-		}
-		if len(syms) > 0 {
-			return syms
-		}
-	}
-	return nil
+// initHints are the names the commented examples use: the component's
+// own symbols and graph inputs where the graph suggests them, placeholders
+// in capitals otherwise. They are suggestions to verify, not facts.
+type initHints struct {
+	root, padded            string   // the first input's axis-0 symbol; the one to pad
+	uniform                 []string // its other symbols
+	offsets, owner, lengths string
 }
 
-// capacityComment shows, commented, where batch_capacity goes, with the
-// component's own symbols where it has them.
-func capacityComment(line func(int, string, ...any), c *initComponent) {
-	syms := c.symbols()
-	root, uniform := "ITEMS", "[]"
-	if len(syms) > 0 {
-		root = syms[0]
-		uniform = "[" + strings.Join(syms[1:], ", ") + "]"
+// hints reads the examples' names from the first input port: its axis-0
+// symbol roots the budget, a rank-1 int64 input named like an owner of
+// that axis, or like offsets, fills the level, and an int64 input named
+// like lengths, shaped as the axes outer to a symbol, makes that symbol
+// the padded one (and not a uniform one).
+func (c *initComponent) hints() initHints {
+	h := initHints{root: "ITEMS", padded: "SYMBOL", offsets: "OFFSETS", owner: "OWNER", lengths: "LENGTHS"}
+	if len(c.inputs) == 0 {
+		return h
 	}
+	p := c.inputs[0]
+	named := func(q initPort, word string) bool {
+		return q.name != p.name && q.dtype == "int64" && strings.Contains(strings.ToLower(q.name), word)
+	}
+	sameDims := func(a, b []initDim) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	var rest []int // axes of p's symbols after axis 0
+	for i, d := range p.dims {
+		switch {
+		case d.sym == "":
+		case i == 0:
+			h.root = yq(d.sym)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	for _, q := range c.inputs {
+		switch {
+		case h.owner == "OWNER" && named(q, "owner") && len(p.dims) > 0 && len(q.dims) == 1 && q.dims[0] == p.dims[0] && p.dims[0].sym != "":
+			h.owner = yq(q.name)
+		case h.offsets == "OFFSETS" && named(q, "offset") && len(q.dims) == 1:
+			h.offsets = yq(q.name)
+		}
+	}
+	padAxis := -1
+	for _, i := range rest {
+		for _, q := range c.inputs {
+			if padAxis < 0 && named(q, "len") && sameDims(q.dims, p.dims[:i]) {
+				padAxis, h.lengths = i, yq(q.name)
+			}
+		}
+	}
+	if padAxis < 0 && len(rest) > 0 {
+		h.padded = yq(p.dims[rest[0]].sym)
+	}
+	for _, i := range rest {
+		if i == padAxis {
+			h.padded = yq(p.dims[i].sym)
+			continue
+		}
+		h.uniform = append(h.uniform, yq(p.dims[i].sym))
+	}
+	return h
+}
+
+// capacityComment shows, commented, where batch_capacity goes.
+func capacityComment(line func(int, string, ...any), c *initComponent) {
+	h := c.hints()
 	line(4, "# Without batch_capacity this component is called with one request at a")
 	line(4, "# time. To let one call take the items of many requests, give its ports a")
-	line(4, "# batch_layout (see the first input port) and declare:")
+	line(4, "# batch_layout (see the first input port) and declare (the names are")
+	line(4, "# suggestions from the graph; verify them):")
 	line(4, "# batch_capacity:")
-	line(4, "#   uniform_dimensions: %s  # extents co-batched items must share", uniform)
+	line(4, "#   uniform_dimensions: [%s]  # extents co-batched items must share", strings.Join(h.uniform, ", "))
 	line(4, "#   budgets:  # bounds on the group's materialized footprint, by symbol")
-	line(4, "#     - { dimensions: [%s], max_total: 8 }  # first symbol: a request or packed axis", root)
+	line(4, "#     - { dimensions: [%s], max_total: 8 }  # first symbol: a request or packed axis", h.root)
 }
 
 // layoutComment shows, commented, where a port's batch_layout, its
 // ownership levels and its padding go.
-func layoutComment(line func(int, string, ...any), c *initComponent, p initPort) {
-	row, padded := "ITEMS", "SYMBOL"
-	var syms []string
-	for _, d := range p.dims {
-		if d.sym != "" {
-			syms = append(syms, yq(d.sym))
-		}
-	}
-	if len(p.dims) > 0 && p.dims[0].sym != "" {
-		row = syms[0]
-		syms = syms[1:]
-	}
-	if len(syms) > 0 {
-		padded = syms[0]
-	}
+func layoutComment(line func(int, string, ...any), c *initComponent) {
+	h := c.hints()
 	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }  # one row per request")
 	line(7, "# or, for any number of items per request packed along axis 0, with")
-	line(7, "# ownership levels (innermost first; OWNER is int64 [%s], OFFSETS int64", row)
-	line(7, "# [units + 1]; both are sibling ports or workflow inputs):")
+	line(7, "# ownership levels (innermost first; the owner is int64 [%s], the", h.root)
+	line(7, "# offsets int64 [units + 1]; both are sibling ports or workflow inputs):")
 	line(7, "# batch_layout:")
 	line(7, "#   kind: token_packed")
 	line(7, "#   axis: 0")
-	line(7, "#   levels: [{ offsets: OFFSETS, owner: OWNER }]")
+	line(7, "#   levels: [{ offsets: %s, owner: %s }]", h.offsets, h.owner)
 	line(7, "# Items that differ in a dimension may be right-padded to the longest;")
-	line(7, "# LENGTHS (int64, the axes outer to %s) must be an input of the graph, or", padded)
-	line(7, "# the model cannot mask the padding and check refuses it:")
-	line(7, "# padding: [{ dimension: %s, valid_lengths: LENGTHS }]", padded)
+	line(7, "# the lengths (int64, the axes outer to %s) must be an input of the", h.padded)
+	line(7, "# graph, or the model cannot mask the padding and check refuses it:")
+	line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
 }
