@@ -15,6 +15,11 @@ import (
 // component is drawn as a bold, filled box listing its budgets; a solo one
 // as a plain box. Branch cases and loops are dashed clusters. The output
 // is deterministic. Without a module only the components are drawn.
+//
+// A workflow input or output that is packed or padded keeps its companions
+// (level offsets and owners, padding lengths) beside it: they share its
+// rank, and each companion has a dotted edge to the value it serves, so an
+// owner never floats unconnected.
 func WriteDOT(w io.Writer, f *plan.File) error {
 	m := f.IR
 	d := &dotView{f: f, m: m, producer: map[ir.ValueID]string{}, stepID: map[*ir.Step]string{}, declared: map[string]bool{}}
@@ -30,6 +35,7 @@ func WriteDOT(w io.Writer, f *plan.File) error {
 		d.sources()
 		d.block(m.Body, 1)
 		d.outputs()
+		d.companions()
 	}
 	d.uninvoked()
 	for _, e := range d.edges {
@@ -121,6 +127,67 @@ func (d *dotView) outputs() {
 	for _, o := range d.m.Outputs {
 		label := dotLabel(o.Name, contractText(o.Contract), layoutWord(o.Contract))
 		d.node(1, "out:"+o.Name, `[shape=box, style="rounded,filled", fillcolor="#eeeeee", label=`+label+"]")
+	}
+}
+
+// companionRef is one companion a contract names.
+type companionRef struct{ name, role string }
+
+// companionsOf lists the companions a contract names: each level's offsets
+// and owner, innermost first, then each padding's lengths.
+func companionsOf(c *ir.Contract) []companionRef {
+	if c == nil {
+		return nil
+	}
+	var refs []companionRef
+	for i, l := range c.Layout.Levels {
+		refs = append(refs,
+			companionRef{l.Offsets.Name, fmt.Sprintf("offsets, level %d", i)},
+			companionRef{l.Owner.Name, fmt.Sprintf("owner, level %d", i)})
+	}
+	for _, p := range c.Padding {
+		refs = append(refs, companionRef{p.Lengths.Name, "lengths of " + p.Dim.Name})
+	}
+	return refs
+}
+
+// companions draws each workflow input's and output's companions beside
+// it: one rank=same subgraph per served value (a companion joins the first
+// value that names it), and a dotted edge from each companion to every
+// value it serves. Companions of inputs are inputs; of outputs, outputs.
+func (d *dotView) companions() {
+	placed := map[string]bool{}
+	group := func(served string, c *ir.Contract, prefix string) {
+		if !d.declared[served] {
+			return
+		}
+		members := []string{served}
+		for _, r := range companionsOf(c) {
+			id := prefix + r.name
+			if r.name == "" || !d.declared[id] || id == served {
+				continue
+			}
+			d.edges = append(d.edges, dotEdge{from: id, to: served,
+				attrs: "label=" + dotLabel(r.role) + ", style=dotted, arrowhead=none, constraint=false"})
+			if !placed[id] {
+				placed[id] = true
+				members = append(members, id)
+			}
+		}
+		if len(members) == 1 {
+			return
+		}
+		ids := make([]string, len(members))
+		for i, id := range members {
+			ids[i] = dotID(id)
+		}
+		d.line(1, "{ rank=same; %s; }", strings.Join(ids, "; "))
+	}
+	for _, in := range d.m.Inputs {
+		group("in:"+in.Name, in.Contract, "in:")
+	}
+	for _, o := range d.m.Outputs {
+		group("out:"+o.Name, o.Contract, "out:")
 	}
 }
 

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/passes"
+)
+
+func init() {
+	register(command{
+		name:    "init",
+		usage:   "init MODEL.onnx... [-o DIR] [--force] [--print]",
+		summary: "write a starting inference_metadata.yaml from ONNX models (ports, dtypes and shapes read from the graphs)",
+		run:     runInit,
+	})
+}
+
+// metadataName is the document a package folder holds.
+const metadataName = "inference_metadata.yaml"
+
+func runInit(e *env, args []string) int {
+	c := commands["init"]
+	flags := flag.NewFlagSet("init", flag.ContinueOnError)
+	dir := flags.String("o", "", "the package folder the document is written to; it must hold every model (default: the first model's folder)")
+	force := flags.Bool("force", false, "replace an existing "+metadataName)
+	print := flags.Bool("print", false, "print the document to standard output instead of writing it")
+	models, ok := parseFlags(e, flags, c, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(models) == 0 {
+		flags.Usage()
+		return exitUsage
+	}
+	for _, m := range models {
+		if !noStdin(e, "init", "MODEL", m, "init reads each model from its file; give its path") {
+			return exitUsage
+		}
+	}
+	if !noStdin(e, "init", "-o", *dir, "use --print to write the document to standard output") {
+		return exitUsage
+	}
+	if *dir == "" {
+		*dir = filepath.Dir(models[0])
+	}
+	absDir, err := filepath.Abs(*dir)
+	if err != nil {
+		return ioError(e, err)
+	}
+	if info, err := os.Stat(absDir); err != nil {
+		return ioError(e, err)
+	} else if !info.IsDir() {
+		e.errorf("init: -o %s is not a folder; give the package folder that holds the models", *dir)
+		return exitUsage
+	}
+
+	var comps []*initComponent
+	seen := map[string]string{}
+	names := map[string]bool{}
+	for _, m := range models {
+		abs, err := filepath.Abs(m)
+		if err != nil {
+			return ioError(e, err)
+		}
+		if first, dup := seen[abs]; dup {
+			e.errorf("init: model %s is given twice (also as %s); give each model once", m, first)
+			return exitUsage
+		}
+		seen[abs] = m
+		rel, err := filepath.Rel(absDir, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			e.errorf("init: model %s lies outside the package folder %s; a package names its models by paths inside its folder: copy the model there, or give -o the folder that holds it", m, *dir)
+			return exitUsage
+		}
+		g, err := onnx.Read(m)
+		switch {
+		case errors.Is(err, onnx.ErrNotONNX):
+			e.errorf("init: %s: %v; init reads ONNX model files (.onnx)", m, err)
+			return exitUsage
+		case err != nil:
+			return ioError(e, err)
+		}
+		comp, err := newInitComponent(freshName(componentName(m), names), filepath.ToSlash(rel), g)
+		if err != nil {
+			e.errorf("init: %s: %v", m, err)
+			return exitUsage
+		}
+		comps = append(comps, comp)
+	}
+	src := []byte(initDocument(comps))
+
+	target := filepath.Join(*dir, metadataName)
+	if !*print {
+		if info, err := os.Lstat(target); err == nil {
+			if info.IsDir() || !*force {
+				e.errorf("init: %s already exists; genaic init never replaces a document unless given --force (or choose another folder with -o)", target)
+				return exitUsage
+			}
+			if !info.Mode().IsRegular() && info.Mode()&fs.ModeSymlink == 0 {
+				e.errorf("init: %s exists and is neither a file nor a link; init replaces only those, even with --force", target)
+				return exitUsage
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return ioError(e, err)
+		}
+	}
+	// The document is checked against the models before it is written:
+	// what init writes, check accepts.
+	d, err := passes.CheckSource(target, src, passes.Options{Models: passes.NewDirModels(absDir), ModelsRequired: true})
+	if err != nil {
+		e.errorf("init: checking the document: %v", err)
+		return exitUsage
+	}
+	if !d.Valid() {
+		renderDiags(e, d)
+		e.errorf("init: the document written from these models does not pass check, which is a genaic defect; please report it with the models' graphs (genaic wrote nothing)")
+		return exitDiags
+	}
+	if *print {
+		if _, err := e.stdout.Write(src); err != nil {
+			return ioError(e, err)
+		}
+		return exitOK
+	}
+	if err := writeNew(target, src); err != nil {
+		return ioError(e, err)
+	}
+	cn := make([]string, len(comps))
+	for i, c := range comps {
+		cn[i] = c.name
+	}
+	fmt.Fprintf(e.stdout, "wrote %s (%d %s: %s); next: declare grouping where its comments show, and run `genaic check %s` after each edit\n",
+		target, len(comps), plural(len(comps), "component"), strings.Join(cn, ", "), *dir)
+	return exitOK
+}
+
+// writeNew writes b to a file beside path, then renames it onto path: a
+// reader never sees half a document, and an existing path (a link
+// included) is replaced, never written through.
+func writeNew(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".inference_metadata-*.yaml")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

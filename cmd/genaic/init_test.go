@@ -1,0 +1,270 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// copyModels copies the models of a package folder (following links: the
+// wakeword model is linked from the cache) into a fresh folder.
+func copyModels(t *testing.T, from string) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(from, "*.onnx"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s holds no model (%v); run scripts/setup.sh for the linked ones", from, err)
+	}
+	var copied []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("%v (run scripts/setup.sh for the linked models)", err)
+		}
+		p := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		copied = append(copied, p)
+	}
+	return dir, copied
+}
+
+// checkClean asserts that check of the folder reports nothing at all.
+func checkClean(t *testing.T, dir string) {
+	t.Helper()
+	rep, code := checkJSONOf(t, dir)
+	if code != exitOK || len(rep.Files) != 1 || !rep.Files[0].Valid || len(rep.Files[0].Diagnostics) != 0 {
+		b, _ := os.ReadFile(filepath.Join(dir, metadataName))
+		t.Errorf("check %s: exit %d, %+v\n%s", dir, code, rep.Files, b)
+	}
+}
+
+// TestInitEveryPackageChecks: init on the models of every example package
+// writes a document that check of the folder accepts with no diagnostic,
+// declaring every graph input and output as a port (model/port would
+// report one missing).
+func TestInitEveryPackageChecks(t *testing.T) {
+	pkgs, err := filepath.Glob("../../testdata/packages/*")
+	if err != nil || len(pkgs) < 12 {
+		t.Fatalf("found %d packages (%v)", len(pkgs), err)
+	}
+	var all []string
+	allDir := t.TempDir()
+	for _, pkg := range pkgs {
+		t.Run(filepath.Base(pkg), func(t *testing.T) {
+			dir, models := copyModels(t, pkg)
+			out, errOut, code := runCLI(t, append([]string{"init", "-o", dir}, models...)...)
+			if code != exitOK || !strings.Contains(out, "wrote "+filepath.Join(dir, metadataName)) {
+				t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+			}
+			checkClean(t, dir)
+			for _, m := range models {
+				b, _ := os.ReadFile(m)
+				p := filepath.Join(allDir, filepath.Base(filepath.Dir(pkg))+"_"+filepath.Base(pkg)+"_"+filepath.Base(m))
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, p)
+			}
+		})
+	}
+	// Every model in one package: names clash (three encoders take
+	// pixel_patches/pixel_values, several emit embeddings) and check still
+	// accepts the document.
+	if out, errOut, code := runCLI(t, append([]string{"init"}, all...)...); code != exitOK {
+		t.Fatalf("init of every model: exit %d\n%s%s", code, out, errOut)
+	}
+	checkClean(t, allDir)
+}
+
+// TestInitGolden pins one whole generated document.
+func TestInitGolden(t *testing.T) {
+	dir, models := copyModels(t, "../../testdata/packages/text_padded")
+	out, errOut, code := runCLI(t, "init", "--print", models[0])
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, metadataName)); !os.IsNotExist(err) {
+		t.Errorf("--print wrote a file (%v)", err)
+	}
+	golden(t, "testdata/init_text_padded.golden", out)
+}
+
+// writeModel writes a synthetic model.
+func writeModel(t *testing.T, path string, inputs, outputs []*onnxpb.ValueInfoProto, inits ...string) {
+	t.Helper()
+	g := &onnxpb.GraphProto{Name: "g", Input: inputs, Output: outputs,
+		Node: []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{inputs[0].Name}, Output: []string{outputs[0].Name}}}}
+	for _, n := range inits {
+		g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: n, DataType: 1, Dims: []int64{1}, RawData: []byte{0, 0, 128, 63}})
+	}
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInitChainsMatchingNames: a graph input takes an earlier model's
+// output of the same name, dtype and rank; an input of the same name and
+// another contract stays a request input (renamed); an unnamed dynamic
+// dimension gets a symbol; an input an initializer backs is not a port;
+// the file name becomes an identifier.
+func TestInitChainsMatchingNames(t *testing.T) {
+	dir := t.TempDir()
+	unnamed := tensorInfo("x", 1, "batch", 8)
+	unnamed.Type.GetTensorType().Shape.Dim[0].Value = nil // a dynamic dim with no name
+	writeModel(t, filepath.Join(dir, "1st-encoder.onnx"),
+		[]*onnxpb.ValueInfoProto{unnamed, tensorInfo("scale", 1, 1)},
+		[]*onnxpb.ValueInfoProto{tensorInfo("hidden", 1, "n", 8)}, "scale")
+	writeModel(t, filepath.Join(dir, "head.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("hidden", 1, "rows", 8), tensorInfo("x", 7, "k")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("logits", 1, "rows", 3)})
+	// logits of another fixed width: not the head's output.
+	writeModel(t, filepath.Join(dir, "tail.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("logits", 1, "rows", 5)},
+		[]*onnxpb.ValueInfoProto{tensorInfo("probs", 1, "rows", 5)})
+	models := []string{filepath.Join(dir, "1st-encoder.onnx"), filepath.Join(dir, "head.onnx"), filepath.Join(dir, "tail.onnx")}
+	out, errOut, code := runCLI(t, append([]string{"init", "--print"}, models...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"      m_1st_encoder:\n",
+		"      x:\n        contract: { dtype: float32, shape: [x_dim0, 8] }",
+		"      head_x:\n        contract: { dtype: int64, shape: [k] }",
+		"          hidden: m_1st_encoder.hidden\n          x: head_x\n",
+		"- { kind: emit, value: head.logits, output: logits, mode: replace }",
+		"        component: tail\n        inputs:\n          logits: logits\n",
+		"      logits:\n        contract: { dtype: float32, shape: [rows, 5] }",
+		"# override): scale",
+		"#   levels: [{ offsets: OFFSETS, owner: OWNER }]", // the graph suggests no companion
+		"# padding: [{ dimension: SYMBOL, valid_lengths: LENGTHS }]",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the document lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "output: hidden") || strings.Contains(out, "            scale:") {
+		t.Errorf("a chained output is emitted, or a constant declared:\n%s", out)
+	}
+	if _, _, code := runCLI(t, append([]string{"init"}, models...)...); code != exitOK {
+		t.Fatalf("init: exit %d", code)
+	}
+	checkClean(t, dir)
+}
+
+func TestInitRefusals(t *testing.T) {
+	dir, models := copyModels(t, "../../testdata/packages/solo")
+	model := models[0]
+	notONNX := filepath.Join(dir, "notes.onnx")
+	if err := os.WriteFile(notONNX, []byte("this is not a model\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"not ONNX", []string{"init", notONNX}, exitUsage, "notes.onnx: not an ONNX model"},
+		{"missing file", []string{"init", filepath.Join(dir, "absent.onnx")}, exitUsage, "absent.onnx: no such file"},
+		{"no model", []string{"init"}, exitUsage, "usage: genaic init"},
+		{"stdin model", []string{"init", "-"}, exitUsage, "init reads each model from its file"},
+		{"stdout folder", []string{"init", model, "-o", "-"}, exitUsage, "use --print"},
+		{"twice", []string{"init", model, model}, exitUsage, "is given twice"},
+		{"outside the folder", []string{"init", model, "-o", other}, exitUsage, "lies outside the package folder"},
+		{"folder is a file", []string{"init", model, "-o", model}, exitUsage, "is not a folder"},
+		{"unknown flag", []string{"init", model, "--frce"}, exitUsage, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
+				t.Errorf("exit %d, want %d; stderr lacks %q?\nstdout: %s\nstderr: %s", code, tt.code, tt.stderr, out, errOut)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, metadataName)); !os.IsNotExist(err) {
+				t.Errorf("a refused init wrote %s (%v)", metadataName, err)
+			}
+		})
+	}
+
+	// An existing document is kept unless --force; with --force a link
+	// in its place is replaced, never written through.
+	target := filepath.Join(dir, metadataName)
+	elsewhere := filepath.Join(other, "kept.yaml")
+	if err := os.WriteFile(elsewhere, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, target); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "init", model); code != exitUsage || !strings.Contains(errOut, "already exists") {
+		t.Errorf("init over an existing document: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "init", model, "--force"); code != exitOK {
+		t.Fatalf("init --force: exit %d: %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(elsewhere); string(b) != "kept\n" {
+		t.Errorf("init --force wrote through a link: %q", b)
+	}
+	if info, err := os.Lstat(target); err != nil || !info.Mode().IsRegular() {
+		t.Errorf("init --force left %v (%v)", info, err)
+	}
+	checkClean(t, dir)
+	if err := os.Remove(notONNX); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(target)
+	if _, _, code := runCLI(t, "init", model); code != exitUsage {
+		t.Errorf("init over the document it wrote: exit %d", code)
+	}
+	if after, _ := os.ReadFile(target); string(after) != string(before) {
+		t.Errorf("a refused init changed the document")
+	}
+}
+
+// TestInitOddNames: graph names that YAML would read as something else,
+// or that are no identifiers, are quoted, and check accepts the document.
+func TestInitOddNames(t *testing.T) {
+	dir := t.TempDir()
+	writeModel(t, filepath.Join(dir, "2 stage.model.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("input:0", 1, "batch size", "4"), tensorInfo("true", 9, 2), tensorInfo("x-y", 6, "n")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("softmax_11.tmp_0", 1, "batch size", 3)})
+	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "2 stage.model.onnx"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"      m_2_stage_model:\n",
+		"artifact: \"2 stage.model.onnx\" }",
+		"      \"input:0\":\n        contract: { dtype: float32, shape: [\"batch size\", \"4\"] }",
+		"      \"true\":\n        contract: { dtype: bool, shape: [2] }",
+		"          softmax_11.tmp_0: m_2_stage_model.softmax_11.tmp_0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the document lacks %q:\n%s", want, out)
+		}
+	}
+	if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "2 stage.model.onnx")); code != exitOK {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	checkClean(t, dir)
+
+	// A string tensor has no genaic dtype: refused, naming the input.
+	writeModel(t, filepath.Join(dir, "text.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("words", 8, "n")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "n")})
+	if _, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "text.onnx")); code != exitUsage ||
+		!strings.Contains(errOut, `text.onnx: graph input "words" has element type string; genaic declares tensors of float32`) {
+		t.Errorf("init of a string input: exit %d: %s", code, errOut)
+	}
+}

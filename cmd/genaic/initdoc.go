@@ -1,0 +1,470 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/onnx"
+)
+
+// initComponent is one model as genaic init declares it.
+type initComponent struct {
+	name, artifact string
+	inputs         []initPort
+	outputs        []initPort
+	constants      []string // graph inputs an initializer backs: not declared
+}
+
+// initPort is a graph input or output: its dtype and its shape, where
+// every dimension the graph leaves open is a shape symbol.
+type initPort struct {
+	name     string
+	dtype    string
+	hasShape bool
+	dims     []initDim
+}
+
+type initDim struct {
+	sym  string // the shape symbol; "" for a literal extent
+	size int64
+}
+
+// newInitComponent reads a component's ports from its graph. A dimension
+// the graph names keeps its name; one it leaves unnamed gets a symbol of
+// its own, PORT_dimI, unique in the component.
+func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, error) {
+	c := &initComponent{name: name, artifact: artifact}
+	taken := map[string]bool{}
+	for _, vs := range [][]onnx.Value{g.Inputs, g.Outputs} {
+		for _, v := range vs {
+			for _, d := range v.Dims {
+				if !d.Literal && d.Param != "" {
+					taken[d.Param] = true
+				}
+			}
+		}
+	}
+	port := func(v onnx.Value, what string) (initPort, error) {
+		dt, ok := ir.LookupDType(v.DType())
+		if !ok {
+			t := "element type " + v.DType()
+			if v.DType() == "" {
+				t = "no tensor type"
+			}
+			return initPort{}, fmt.Errorf("graph %s %q has %s; genaic declares tensors of %s only",
+				what, v.Name, t, strings.Join(ir.DTypeNames(), ", "))
+		}
+		p := initPort{name: v.Name, dtype: dt.Name, hasShape: v.HasShape}
+		for i, d := range v.Dims {
+			switch {
+			case d.Literal:
+				p.dims = append(p.dims, initDim{size: d.Value})
+			case d.Param != "":
+				p.dims = append(p.dims, initDim{sym: d.Param})
+			default:
+				p.dims = append(p.dims, initDim{sym: freshName(fmt.Sprintf("%s_dim%d", identifier(v.Name), i), taken)})
+			}
+		}
+		return p, nil
+	}
+	for _, v := range g.Inputs {
+		if v.Initialized {
+			c.constants = append(c.constants, v.Name)
+			continue
+		}
+		p, err := port(v, "input")
+		if err != nil {
+			return nil, err
+		}
+		c.inputs = append(c.inputs, p)
+	}
+	for _, v := range g.Outputs {
+		p, err := port(v, "output")
+		if err != nil {
+			return nil, err
+		}
+		c.outputs = append(c.outputs, p)
+	}
+	if len(c.outputs) == 0 {
+		return nil, fmt.Errorf("the graph has no outputs")
+	}
+	return c, nil
+}
+
+var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
+// identifier turns a name into [A-Za-z_][A-Za-z0-9_]*.
+func identifier(s string) string {
+	s = strings.Trim(nonIdent.ReplaceAllString(s, "_"), "_")
+	if s == "" {
+		return "model"
+	}
+	if s[0] >= '0' && s[0] <= '9' {
+		s = "m_" + s
+	}
+	return s
+}
+
+// componentName is a component's name from its model file: the file name
+// without its extension, as an identifier.
+func componentName(path string) string {
+	base := filepath.Base(path)
+	return identifier(strings.TrimSuffix(base, filepath.Ext(base)))
+}
+
+// freshName returns name, or name_2, name_3, ... if taken, and takes it.
+func freshName(name string, taken map[string]bool) string {
+	n := name
+	for i := 2; taken[n]; i++ {
+		n = fmt.Sprintf("%s_%d", name, i)
+	}
+	taken[n] = true
+	return n
+}
+
+// chains reports whether a value of contract a may be bound to a port of
+// contract b without contract/incompatible: the same dtype and rank, the
+// same literal extents, and a symbol only where the other has a symbol.
+func chains(a, b initPort) bool {
+	if a.dtype != b.dtype || a.hasShape != b.hasShape || len(a.dims) != len(b.dims) {
+		return false
+	}
+	for i := range a.dims {
+		x, y := a.dims[i], b.dims[i]
+		if (x.sym == "") != (y.sym == "") || (x.sym == "" && x.size != y.size) {
+			return false
+		}
+	}
+	return true
+}
+
+// initWorkflow is the wiring of the components: the request inputs, each
+// invoke's bindings and the emitted outputs.
+type initWorkflow struct {
+	inputs  []initValue
+	outputs []initValue // name: the workflow output; value: what is emitted
+	binds   map[*initComponent]map[string]string
+	results map[*initComponent]map[string]string
+}
+
+type initValue struct {
+	name, value string
+	port        initPort
+}
+
+// wire connects the components in the order given. A graph input takes
+// the output of the latest earlier component that has an output of the
+// same name and a contract that binds (dtype, rank, literal extents);
+// otherwise it is a request input of its own name (shared by components
+// whose inputs agree in name and contract; a clash is renamed
+// COMPONENT_PORT). Outputs that no later component takes are emitted
+// under their own names (COMPONENT_PORT on a clash).
+func wire(comps []*initComponent) *initWorkflow {
+	w := &initWorkflow{binds: map[*initComponent]map[string]string{}, results: map[*initComponent]map[string]string{}}
+	values := map[string]bool{}
+	inputIdx := map[string]int{} // request input name → index
+	type produced struct {
+		value string
+		port  initPort
+	}
+	latest := map[string]produced{}
+	consumed := map[string]bool{}
+	for _, c := range comps {
+		w.binds[c] = map[string]string{}
+		for _, p := range c.inputs {
+			if pr, ok := latest[p.name]; ok && chains(pr.port, p) {
+				w.binds[c][p.name] = pr.value
+				consumed[pr.value] = true
+				continue
+			}
+			if i, ok := inputIdx[p.name]; ok && chains(w.inputs[i].port, p) {
+				w.binds[c][p.name] = w.inputs[i].name
+				continue
+			}
+			name := p.name
+			if values[name] {
+				name = freshName(c.name+"_"+identifier(p.name), values)
+			} else {
+				values[name] = true
+			}
+			if _, ok := inputIdx[p.name]; !ok {
+				inputIdx[p.name] = len(w.inputs)
+			}
+			w.inputs = append(w.inputs, initValue{name: name, value: name, port: p})
+			w.binds[c][p.name] = name
+		}
+		w.results[c] = map[string]string{}
+		for _, p := range c.outputs {
+			v := freshName(c.name+"."+p.name, values)
+			w.results[c][p.name] = v
+			latest[p.name] = produced{v, p}
+		}
+	}
+	outNames := map[string]bool{}
+	for _, c := range comps {
+		for _, p := range c.outputs {
+			v := w.results[c][p.name]
+			if consumed[v] {
+				continue
+			}
+			name := p.name
+			if outNames[name] {
+				name = freshName(c.name+"_"+identifier(p.name), outNames)
+			} else {
+				outNames[name] = true
+			}
+			w.outputs = append(w.outputs, initValue{name: name, value: v, port: p})
+		}
+	}
+	return w
+}
+
+// yamlPlain matches a scalar written without quotes.
+var yamlPlain = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
+// yq writes a name as a YAML scalar: plain when it cannot be read as
+// anything but that string, double-quoted otherwise.
+func yq(s string) string {
+	switch strings.ToLower(s) {
+	case "true", "false", "null", "yes", "no", "on", "off", "y", "n", "nan", "inf":
+	default:
+		if yamlPlain.MatchString(s) {
+			return s
+		}
+	}
+	b, _ := json.Marshal(s) // a JSON string is a YAML double-quoted scalar
+	return string(b)
+}
+
+func (p initPort) shapeYAML() string {
+	ds := make([]string, len(p.dims))
+	for i, d := range p.dims {
+		if d.sym != "" {
+			ds[i] = yq(d.sym)
+		} else {
+			ds[i] = fmt.Sprint(d.size)
+		}
+	}
+	return "[" + strings.Join(ds, ", ") + "]"
+}
+
+// contractYAML is the port's contract in flow style.
+func (p initPort) contractYAML() string {
+	if !p.hasShape {
+		return fmt.Sprintf("{ dtype: %s }", p.dtype)
+	}
+	return fmt.Sprintf("{ dtype: %s, shape: %s }", p.dtype, p.shapeYAML())
+}
+
+// initDocument writes the starting document of the components.
+func initDocument(comps []*initComponent) string {
+	w := wire(comps)
+	var b strings.Builder
+	line := func(indent int, format string, args ...any) {
+		b.WriteString(strings.Repeat("  ", indent))
+		fmt.Fprintf(&b, format, args...)
+		b.WriteByte('\n')
+	}
+	arts := make([]string, len(comps))
+	for i, c := range comps {
+		arts[i] = c.artifact
+	}
+	line(0, "# Written by `genaic init` from %s: a starting point.", strings.Join(arts, ", "))
+	line(0, "# Every port, dtype and shape is read from the graphs: a dimension the")
+	line(0, "# graph names is a shape symbol, a fixed one stays literal, and an unnamed")
+	line(0, "# dynamic one gets a symbol PORT_dimN. As written, no component groups")
+	line(0, "# requests: each call takes one request. The comments show where")
+	line(0, "# batch_capacity, padding and ownership levels go; run `genaic check` on")
+	line(0, "# the folder after each edit.")
+	if len(comps) > 1 {
+		line(0, "#")
+		line(0, "# Components run in the order the models were given. A graph input takes")
+		line(0, "# an earlier component's output of the same name, dtype and rank;")
+		line(0, "# every other input is a request input, and every output no later")
+		line(0, "# component takes is emitted.")
+	}
+	line(0, "schema_version: v1.0 # declare v1.1 when you add batch_capacity, padding or levels")
+	line(0, "model:")
+	line(1, "name: %s", yq(comps[0].name))
+	line(0, "pipeline:")
+	line(1, "workflow:")
+	line(2, "inputs:")
+	for _, in := range w.inputs {
+		line(3, "%s:", yq(in.name))
+		line(4, "contract: %s", in.port.contractYAML())
+		line(4, "role: { kind: opaque }")
+		line(4, "source: { kind: request }")
+	}
+	line(2, "outputs:")
+	for _, out := range w.outputs {
+		line(3, "%s:", yq(out.name))
+		line(4, "contract: %s", out.port.contractYAML())
+		line(4, "role: tensor")
+		line(4, "stage: pre_adapter")
+	}
+	line(2, "components:")
+	for _, c := range comps {
+		line(3, "%s:", yq(c.name))
+		line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
+		capacityComment(line, c)
+		line(4, "ports:")
+		if len(c.inputs) > 0 {
+			line(5, "inputs:")
+		}
+		for i, p := range c.inputs {
+			line(6, "%s:", yq(p.name))
+			line(7, "dtype: %s", p.dtype)
+			if p.hasShape {
+				line(7, "shape: %s", p.shapeYAML())
+			}
+			if i == 0 {
+				layoutComment(line, c)
+			}
+		}
+		if len(c.constants) > 0 {
+			line(5, "# Not declared: graph inputs an initializer backs (constants a port may")
+			line(5, "# override): %s", strings.Join(c.constants, ", "))
+		}
+		line(5, "outputs:")
+		for i, p := range c.outputs {
+			line(6, "%s:", yq(p.name))
+			line(7, "dtype: %s", p.dtype)
+			if p.hasShape {
+				line(7, "shape: %s", p.shapeYAML())
+			}
+			if i == 0 {
+				line(7, "# A grouped component's outputs say how they split back per request:")
+				line(7, "# the same batch_layout as the input they follow; a packed output's")
+				line(7, "# levels add extent: preserved (the input's units) or produced (the")
+				line(7, "# graph's own offsets/owner outputs).")
+			}
+		}
+	}
+	line(2, "steps:")
+	for _, c := range comps {
+		line(3, "- kind: invoke")
+		line(4, "component: %s", yq(c.name))
+		if len(c.inputs) > 0 {
+			line(4, "inputs:")
+			for _, p := range c.inputs {
+				line(5, "%s: %s", yq(p.name), yq(w.binds[c][p.name]))
+			}
+		}
+		line(4, "outputs:")
+		for _, p := range c.outputs {
+			line(5, "%s: %s", yq(p.name), yq(w.results[c][p.name]))
+		}
+	}
+	for _, out := range w.outputs {
+		line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", yq(out.value), yq(out.name))
+	}
+	return b.String()
+}
+
+// initHints are the names the commented examples use: the component's
+// own symbols and graph inputs where the graph suggests them, placeholders
+// in capitals otherwise. They are suggestions to verify, not facts.
+type initHints struct {
+	root, padded            string   // the first input's axis-0 symbol; the one to pad
+	uniform                 []string // its other symbols
+	offsets, owner, lengths string
+}
+
+// hints reads the examples' names from the first input port: its axis-0
+// symbol roots the budget, a rank-1 int64 input named like an owner of
+// that axis, or like offsets, fills the level, and an int64 input named
+// like lengths, shaped as the axes outer to a symbol, makes that symbol
+// the padded one (and not a uniform one).
+func (c *initComponent) hints() initHints {
+	h := initHints{root: "ITEMS", padded: "SYMBOL", offsets: "OFFSETS", owner: "OWNER", lengths: "LENGTHS"}
+	if len(c.inputs) == 0 {
+		return h
+	}
+	p := c.inputs[0]
+	named := func(q initPort, word string) bool {
+		return q.name != p.name && q.dtype == "int64" && strings.Contains(strings.ToLower(q.name), word)
+	}
+	sameDims := func(a, b []initDim) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	var rest []int // axes of p's symbols after axis 0
+	for i, d := range p.dims {
+		switch {
+		case d.sym == "":
+		case i == 0:
+			h.root = yq(d.sym)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	for _, q := range c.inputs {
+		switch {
+		case h.owner == "OWNER" && named(q, "owner") && len(p.dims) > 0 && len(q.dims) == 1 && q.dims[0] == p.dims[0] && p.dims[0].sym != "":
+			h.owner = yq(q.name)
+		case h.offsets == "OFFSETS" && named(q, "offset") && len(q.dims) == 1:
+			h.offsets = yq(q.name)
+		}
+	}
+	padAxis := -1
+	for _, i := range rest {
+		for _, q := range c.inputs {
+			if padAxis < 0 && named(q, "len") && sameDims(q.dims, p.dims[:i]) {
+				padAxis, h.lengths = i, yq(q.name)
+			}
+		}
+	}
+	if padAxis < 0 && len(rest) > 0 {
+		h.padded = yq(p.dims[rest[0]].sym)
+	}
+	for _, i := range rest {
+		if i == padAxis {
+			h.padded = yq(p.dims[i].sym)
+			continue
+		}
+		h.uniform = append(h.uniform, yq(p.dims[i].sym))
+	}
+	return h
+}
+
+// capacityComment shows, commented, where batch_capacity goes.
+func capacityComment(line func(int, string, ...any), c *initComponent) {
+	h := c.hints()
+	line(4, "# Without batch_capacity this component is called with one request at a")
+	line(4, "# time. To let one call take the items of many requests, give its ports a")
+	line(4, "# batch_layout (see the first input port) and declare (the names are")
+	line(4, "# suggestions from the graph; verify them):")
+	line(4, "# batch_capacity:")
+	line(4, "#   uniform_dimensions: [%s]  # extents co-batched items must share", strings.Join(h.uniform, ", "))
+	line(4, "#   budgets:  # bounds on the group's materialized footprint, by symbol")
+	line(4, "#     - { dimensions: [%s], max_total: 8 }  # first symbol: a request or packed axis", h.root)
+}
+
+// layoutComment shows, commented, where a port's batch_layout, its
+// ownership levels and its padding go.
+func layoutComment(line func(int, string, ...any), c *initComponent) {
+	h := c.hints()
+	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }  # one row per request")
+	line(7, "# or, for any number of items per request packed along axis 0, with")
+	line(7, "# ownership levels (innermost first; the owner is int64 [%s], the", h.root)
+	line(7, "# offsets int64 [units + 1]; both are sibling ports or workflow inputs):")
+	line(7, "# batch_layout:")
+	line(7, "#   kind: token_packed")
+	line(7, "#   axis: 0")
+	line(7, "#   levels: [{ offsets: %s, owner: %s }]", h.offsets, h.owner)
+	line(7, "# Items that differ in a dimension may be right-padded to the longest;")
+	line(7, "# the lengths (int64, the axes outer to %s) must be an input of the", h.padded)
+	line(7, "# graph, or the model cannot mask the padding and check refuses it:")
+	line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
+}
