@@ -40,6 +40,7 @@ type svgNode struct {
 	def        string   // what defines a value node: invoke, phi, iteration
 	grouped    bool
 	invoked    bool
+	planned    bool // has a section on the page to link to
 	ins, outs  []svgPort
 	doc        int // document order, the first ordering
 	layer      int
@@ -289,6 +290,7 @@ func (g *svgGraph) valueContract(id ir.ValueID) string {
 func (g *svgGraph) componentNode(name string, invoked bool) *svgNode {
 	n := &svgNode{kind: kindComponent, name: name, invoked: invoked}
 	gp := planOf(g.f, name)
+	n.planned = gp != nil
 	word := "solo"
 	if gp != nil && gp.Grouped {
 		n.grouped, word = true, "grouped"
@@ -701,7 +703,8 @@ func (g *svgGraph) writeNode(b *strings.Builder, nd *svgNode) {
 		extra = fmt.Sprintf(` data-def="%s"`, esc(nd.def))
 	}
 	fmt.Fprintf(b, `<g class="%s" data-node-kind="%s" data-name="%s"%s transform="translate(%s,%s)">`, class, nd.kind, esc(nd.name), extra, num(nd.x), num(nd.y))
-	if nd.kind == kindComponent {
+	link := nd.kind == kindComponent && nd.planned
+	if link {
 		fmt.Fprintf(b, `<a href="#%s">`, esc(anchorID("c", nd.name)))
 	}
 	fmt.Fprintf(b, `<title>%s %s</title>`, nd.kind, esc(nd.name))
@@ -737,14 +740,16 @@ func (g *svgGraph) writeNode(b *strings.Builder, nd *svgNode) {
 			fmt.Fprintf(b, `<g class="port out role-%s" data-port="%s"><circle cx="%s" cy="%s" r="3.5"/><text x="%s" y="%s" text-anchor="end"><tspan class="badge">%s</tspan> %s</text></g>`,
 				esc(p.role), esc(p.name), num(nd.w), num(p.y), num(nd.w-10), num(p.y+4), esc(p.word), esc(name))
 		}
+	}
+	if link {
 		b.WriteString(`</a>`)
 	}
 	b.WriteString(`</g>`)
 }
 
-// anchorID makes an element id from a prefix and a free name: letters,
-// digits, '-' and '_' are kept, anything else becomes '-' followed by its
-// code point, so two names never share an id.
+// anchorID makes an element id from a prefix and a free name: ASCII
+// letters, digits and '_' are kept, anything else becomes its code point
+// in hex between two '-', so two names never share an id.
 func anchorID(prefix, name string) string {
 	var b strings.Builder
 	b.WriteString(prefix + "-")
@@ -753,7 +758,7 @@ func anchorID(prefix, name string) string {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
 			b.WriteRune(r)
 		default:
-			fmt.Fprintf(&b, "-%x", r)
+			fmt.Fprintf(&b, "-%x-", r)
 		}
 	}
 	return b.String()
