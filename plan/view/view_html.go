@@ -422,7 +422,7 @@ dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rul
 <p class="meta">{{.Schema}}; {{.Summary}}</p>
 <figure>
 {{.Graph}}
-<figcaption>{{.Caption}} Grouped components are drawn bold and blue, solo ones plain; each component lists its input ports on the left and its output ports on the right, with the decision for each; a companion is folded (↳) under the port it serves; dashed edges feed state cells; dotted edges join a workflow value to the port whose level or padding it serves. Select a component to read its decisions.</figcaption>
+<figcaption>{{.Caption}} Grouped components are drawn bold and blue, solo ones plain; each component lists its input ports on the left and its output ports on the right, with the decision for each; a companion is folded (↳) under the port it serves; dashed edges feed state cells or carry a branch's predicate; dotted edges join a workflow value to the port whose level or padding it serves. Select a component to read its decisions.</figcaption>
 </figure>
 <h2 id="legend">Legend of the decisions</h2>
 <div class="legend">

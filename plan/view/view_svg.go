@@ -85,7 +85,6 @@ const (
 	badgeCharW = 6.1 // 10px: a port's role
 	titleCharW = 8.0 // 13px bold: a node's name
 	portRow    = 18.0
-	headH      = 40.0
 	nodeGapY   = 22.0
 	layerGapX  = 80.0
 	margin     = 16.0
@@ -121,11 +120,15 @@ func (g *svgGraph) build() {
 			i := g.add(&svgNode{kind: kindCell, name: c.Name, lines: []string{contractText(c.Contract), "state, scope " + orWord(c.Scope, "request")}})
 			g.producer[c.Value], g.cellOf[c.Name] = i, i
 		}
-		g.m.Body.Walk(func(s *ir.Step) bool {
+		walkWhere(g.m.Body, "", func(s *ir.Step, where string) {
 			switch {
 			case s.Op == ir.OpInvoke:
 				invoked[s.Component.Name] = true
-				i := g.add(g.componentNode(s.Component.Name, true))
+				n := g.componentNode(s.Component.Name, true)
+				if where != "" {
+					n.lines = append(n.lines, where)
+				}
+				i := g.add(n)
 				g.invokeOf[s] = i
 				for _, r := range s.Results {
 					v := g.add(&svgNode{kind: kindValue, def: "invoke", name: g.valueName(r.Value), lines: []string{g.valueContract(r.Value)}})
@@ -139,7 +142,6 @@ func (g *svgGraph) build() {
 			case s.Op == ir.OpLoop && s.Iteration != nil:
 				g.producer[*s.Iteration] = g.add(&svgNode{kind: kindValue, def: "iteration", name: g.valueName(*s.Iteration), lines: []string{"loop iteration"}})
 			}
-			return true
 		})
 		for _, o := range g.m.Outputs {
 			g.outputOf[o.Name] = g.add(&svgNode{kind: kindOutput, name: o.Name, lines: []string{contractText(o.Contract), orWord(o.Role, "")}})
@@ -152,6 +154,37 @@ func (g *svgGraph) build() {
 	}
 	if g.m != nil {
 		g.flows()
+	}
+}
+
+// walkWhere calls f on every step of b in document order, with where it
+// runs: the branch cases and loops around it, innermost last.
+func walkWhere(b *ir.Block, where string, f func(s *ir.Step, where string)) {
+	if b == nil {
+		return
+	}
+	in := func(what string) string {
+		if where == "" {
+			return what
+		}
+		return where + ", " + what
+	}
+	for _, s := range b.Steps {
+		f(s, where)
+		switch s.Op {
+		case ir.OpBranch:
+			for _, c := range s.Cases {
+				walkWhere(c.Body, in("case "+c.Key+" of "+s.Predicate.Name), f)
+			}
+			walkWhere(s.Default, in("default of "+s.Predicate.Name), f)
+		case ir.OpLoop:
+			walkWhere(s.Setup, in("loop setup"), f)
+			walkWhere(s.Body, in("loop while "+s.ContinueWhen.Name), f)
+		default:
+			for _, nb := range s.Blocks() {
+				walkWhere(nb, where, f)
+			}
+		}
 	}
 }
 
@@ -176,6 +209,7 @@ func (g *svgGraph) flows() {
 		case ir.OpBranch:
 			for _, p := range s.Phis {
 				to := g.producer[p.Value]
+				g.flow(s.Predicate.ID, to, "", "predicate "+s.Predicate.Name, true)
 				for _, in := range p.Inputs {
 					g.flow(in.Value.ID, to, "", "case "+in.Key, false)
 				}
@@ -460,14 +494,22 @@ func (g *svgGraph) layers() [][]int {
 	return ls
 }
 
+// maxDummies bounds the points long edges add: a workflow of thousands of
+// steps in a chain is drawn with straight long edges past the bound, not
+// with a quadratic number of points.
+const maxDummies = 20000
+
 // splitLong gives an edge that crosses layers one dummy node in each, so
 // that ordering keeps its path clear of the nodes it passes.
 func (g *svgGraph) splitLong() {
+	added := 0
 	for i := range g.edges {
 		e := &g.edges[i]
-		if e.back {
+		span := g.nodes[e.to].layer - g.nodes[e.from].layer - 1
+		if e.back || span <= 0 || added+span > maxDummies {
 			continue
 		}
+		added += span
 		for l := g.nodes[e.from].layer + 1; l < g.nodes[e.to].layer; l++ {
 			e.via = append(e.via, g.add(&svgNode{kind: kindDummy, layer: l}))
 		}
@@ -545,7 +587,7 @@ func (nd *svgNode) size() {
 		return
 	}
 	if nd.kind != kindComponent {
-		nd.w, nd.h = max(w, 90), 22+16*float64(len(nd.lines))
+		nd.w, nd.h = max(w, 90), nd.head()-2
 		return
 	}
 	colW := func(ps []svgPort) float64 {
@@ -558,14 +600,18 @@ func (nd *svgNode) size() {
 	in, out := colW(nd.ins), colW(nd.outs)
 	nd.w = max(w, in+out+40, 150)
 	rows := max(len(nd.ins), len(nd.outs))
-	nd.h = headH + portRow*float64(rows) + 8
+	head := nd.head()
+	nd.h = head + portRow*float64(rows) + 8
 	for k := range nd.ins {
-		nd.ins[k].y = headH + portRow*float64(k) + portRow/2
+		nd.ins[k].y = head + portRow*float64(k) + portRow/2
 	}
 	for k := range nd.outs {
-		nd.outs[k].y = headH + portRow*float64(k) + portRow/2
+		nd.outs[k].y = head + portRow*float64(k) + portRow/2
 	}
 }
+
+// head is the height of a node's name and the lines under it.
+func (nd *svgNode) head() float64 { return 24 + 16*float64(len(nd.lines)) }
 
 func boolInt(b bool) int {
 	if b {
@@ -721,7 +767,7 @@ func (g *svgGraph) writeNode(b *strings.Builder, nd *svgNode) {
 	}
 	if nd.kind == kindComponent {
 		if len(nd.ins)+len(nd.outs) > 0 {
-			fmt.Fprintf(b, `<line class="sep" x1="0" y1="%s" x2="%s" y2="%s"/>`, num(headH-2), num(nd.w), num(headH-2))
+			fmt.Fprintf(b, `<line class="sep" x1="0" y1="%s" x2="%s" y2="%s"/>`, num(nd.head()-2), num(nd.w), num(nd.head()-2))
 		}
 		for _, p := range nd.ins {
 			indent := 10.0
