@@ -401,12 +401,14 @@ svg.graph .port circle { fill: #888; }
 .badge-grouped { color: #fff; background: var(--rows); border-radius: 3px; padding: 0 0.4em; font-size: 0.8em; vertical-align: middle; }
 .badge-solo { color: #fff; background: #888; border-radius: 3px; padding: 0 0.4em; font-size: 0.8em; vertical-align: middle; }
 .role { color: #fff; border-radius: 3px; padding: 0 0.35em; font-size: 0.85em; white-space: nowrap; background: #777; }
-table.ports { border-collapse: collapse; width: 100%; margin: 0.3rem 0 1rem; }
+table.ports { border-collapse: collapse; width: 100%; margin: 0.3rem 0 1rem; table-layout: fixed; }
+table.ports td { overflow-wrap: anywhere; }
+table.ports th:nth-child(1) { width: 22%; } table.ports th:nth-child(2) { width: 13%; } table.ports th:nth-child(3) { width: 20%; }
 table.ports caption { text-align: left; font-weight: bold; padding: 0.3rem 0.6rem; }
 table.ports th, table.ports td { text-align: left; vertical-align: top; padding: 0.3rem 0.6rem; border-bottom: 1px solid #eee; }
 table.inputs { border-left: 4px solid var(--rows); } table.inputs caption, table.inputs th { background: #eaf1fa; }
 table.outputs { border-left: 4px solid var(--broadcast); } table.outputs caption, table.outputs th { background: #eaf5ea; }
-td.name { white-space: nowrap; } tr.folded td.name { padding-left: 1.8rem; } tr.folded td.name::before { content: "↳ "; color: #888; }
+tr.folded td.name { padding-left: 1.8rem; } tr.folded td.name::before { content: "↳ "; color: #888; }
 .why, .details, .src { color: #555; font-size: 0.9em; } .details { display: block; }
 .src { white-space: nowrap; font-family: ui-monospace, monospace; }
 .rules a, a.rule { font-size: 0.8em; font-family: ui-monospace, monospace; margin-right: 0.4em; color: #6a3d9a; }
