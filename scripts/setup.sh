@@ -190,6 +190,35 @@ if ! out="$(go mod download 2>&1)"; then
 fi
 [[ -z "$out" ]] || echo "$out"
 
+# Headless Chromium, for the test that loads the HTML view of `genaic
+# inspect` in a browser (plan/view). It is Debian's chromium package,
+# installed with apt-get when no chromium is on PATH and GENAIC_CHROMIUM
+# names none; the downloaded packages are kept in .cache/apt, so a second
+# install on the same machine fetches nothing. Quiet when installed.
+if [[ -z "${GENAIC_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+	chromium_help="install Debian's chromium package, or set GENAIC_CHROMIUM to a Chromium binary, and re-run scripts/setup.sh"
+	command -v apt-get >/dev/null 2>&1 || die "headless Chromium is missing and apt-get is not available; $chromium_help"
+	[[ "$(id -u)" -eq 0 ]] || die "headless Chromium is missing and installing it needs root (apt-get install chromium); $chromium_help"
+	echo "setup: installing Debian's chromium package (the HTML view's browser test loads pages in it)"
+	mkdir -p -- .cache/apt/archives/partial
+	apt_log="$(mktemp "${TMPDIR:-/tmp}/genaic-setup-apt.XXXXXX")"
+	apt_install() {
+		DEBIAN_FRONTEND=noninteractive apt-get -o "Dir::Cache::archives=$ROOT/.cache/apt/archives" -o Dpkg::Use-Pty=0 \
+			install -y chromium >>"$apt_log" 2>&1
+	}
+	# The package lists may be absent or stale on a fresh machine: refresh
+	# them once when the first try fails.
+	if ! apt_install; then
+		if ! apt-get update >>"$apt_log" 2>&1 || ! apt_install; then
+			cat -- "$apt_log" >&2
+			rm -f -- "$apt_log"
+			die "apt-get could not install chromium (output above); $chromium_help"
+		fi
+	fi
+	rm -f -- "$apt_log"
+	command -v chromium >/dev/null 2>&1 || die "apt-get installed chromium but no 'chromium' is on PATH; $chromium_help"
+fi
+
 # The real-model guard's package (testdata/packages/wakeword) runs the cached
 # embedding model; link it in, so that the package's artifact path is
 # inside its folder. The link is ignored by git.

@@ -38,7 +38,7 @@ func runInspect(e *env, args []string) int {
 	c := commands["inspect"]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	format := fs.String("format", "text", "the view to write: text, json, dot or html")
-	statsPath := fs.String("stats", "", "a responses document written by `genaic run --stats` (or its stats object): add what the running engine measured and decided per component (text view)")
+	statsPath := fs.String("stats", "", "a responses document written by `genaic run --stats` (or its stats object): add what the running engine measured and decided per component (text view), or draw each budget's peak (html view)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -56,8 +56,8 @@ func runInspect(e *env, args []string) int {
 		e.errorf("--format %s is not a view genaic inspect writes; use text, json, dot or html", *format)
 		return exitUsage
 	}
-	if *statsPath != "" && *format != "text" {
-		e.errorf("--stats is shown by the text view; drop --format %s", *format)
+	if *statsPath != "" && *format != "text" && *format != "html" {
+		e.errorf("--stats is shown by the text and html views; drop --format %s", *format)
 		return exitUsage
 	}
 	var stats *vm.Stats
@@ -73,10 +73,13 @@ func runInspect(e *env, args []string) int {
 	if f == nil {
 		return code
 	}
+	if *format == "html" && stats != nil {
+		write = func(w io.Writer, f *plan.File) error { return view.WriteHTMLStats(w, f, htmlStats(stats)) }
+	}
 	if err := write(e.stdout, f); err != nil {
 		return ioError(e, err)
 	}
-	if stats != nil {
+	if stats != nil && *format == "text" {
 		writeRunStats(e.stdout, f, stats)
 	}
 	return exitOK
@@ -103,6 +106,20 @@ func readStats(path string) (*vm.Stats, error) {
 		return &vm.Stats{Components: doc.Components}, nil
 	}
 	return nil, fmt.Errorf("%s holds no stats; write them with `genaic run ... --stats --out FILE`", path)
+}
+
+// htmlStats is what the HTML view draws of a run's stats: invocations
+// and each budget's peak, per component.
+func htmlStats(s *vm.Stats) *view.RunStats {
+	out := &view.RunStats{Components: map[string]view.ComponentRun{}}
+	for name, cs := range s.Components {
+		r := view.ComponentRun{Invocations: cs.Invocations, Requests: cs.Requests, MaxGroupRequests: cs.MaxGroupRequests}
+		for _, p := range cs.BudgetPeaks {
+			r.Peaks = append(r.Peaks, view.BudgetPeak{Dimensions: p.Dimensions, Peak: p.Peak})
+		}
+		out.Components[name] = r
+	}
+	return out
 }
 
 // writeRunStats says, per component of the plan, what a running engine

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,7 +204,28 @@ func TestInspectRunStats(t *testing.T) {
 			t.Errorf("inspect --stats lacks %q:\n%s", want, got)
 		}
 	}
-	if _, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", out, "--format", "json"); code != exitUsage || !strings.Contains(errOut, "--stats is shown by the text view") {
+	// The HTML view draws each budget's peak, as the run measured it.
+	stats, err := readStats(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", out, "--format", "html")
+	if code != exitOK {
+		t.Fatalf("--format html: exit %d: %s", code, errOut)
+	}
+	peaks := stats.Components["encoder"].BudgetPeaks
+	if len(peaks) == 0 {
+		t.Fatal("the run measured no budget peak for encoder")
+	}
+	for _, p := range peaks {
+		if want := fmt.Sprintf("peak in a run: %d (", p.Peak); p.Peak <= 0 || !strings.Contains(page, want) {
+			t.Errorf("the HTML view lacks %q for budget %v", want, p.Dimensions)
+		}
+	}
+	if n := strings.Count(page, `class="bar-peak`); n != len(peaks) {
+		t.Errorf("the HTML view draws %d peak bars, want %d", n, len(peaks))
+	}
+	if _, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", out, "--format", "json"); code != exitUsage || !strings.Contains(errOut, "--stats is shown by the text and html views") {
 		t.Errorf("--stats with --format json: exit %d, %s", code, errOut)
 	}
 	if _, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", filepath.Join(imagePkg, "requests.json")); code != exitUsage || !strings.Contains(errOut, "holds no stats") {

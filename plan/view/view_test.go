@@ -228,6 +228,9 @@ func checkViewInvariants(t *testing.T, c *compiled, got map[string]string) {
 	t.Helper()
 	checkInspectJSON(t, c.file, got["json"])
 	checkDOT(t, got["dot"])
+	f := *c.file
+	f.IR = c.mod
+	checkHTML(t, &f)
 	// The module a plan file carries, decoded from its JSON, gives the same
 	// views as the module the compiler built.
 	again := views(t, &compiled{file: c.file, mod: c.file.IR})
@@ -372,6 +375,9 @@ func TestViewsTolerateOddPlans(t *testing.T) {
 		c := &compiled{file: odd, mod: mod}
 		got := views(t, c)
 		checkDOT(t, got["dot"])
+		f := *odd
+		f.IR = mod
+		checkHTML(t, &f)
 		if !strings.Contains(got["text"], "component enc: grouped") {
 			t.Errorf("the text view lost the component:\n%s", got["text"])
 		}
@@ -395,9 +401,79 @@ func TestHTMLView(t *testing.T) {
 	if a.String() != b.String() {
 		t.Error("the HTML view is not deterministic")
 	}
-	for _, want := range []string{"<code>enc&lt;1&gt;</code>", "packed &amp; padded", "<code>images ≤ 4</code>", "<code>y</code>", "schema_version v1.1, plan format 2"} {
+	for _, want := range []string{"<code>enc&lt;1&gt;</code>", "packed &amp; padded", "<code>images ≤ 4</code>", "<code>y</code>", "schema_version v1.1, plan format 2",
+		// The graph's node, its ports, the two tables and a rule link.
+		`data-node-kind="component" data-name="enc&lt;1&gt;" data-grouped="true"`, `data-port="x"`, `data-port="y"`,
+		`<table class="ports inputs">`, `<table class="ports outputs">`, `<a href="#rule-packed-2f-levels"`, `<dt id="rule-packed-2f-levels">packed/levels</dt>`,
+	} {
 		if !strings.Contains(a.String(), want) {
 			t.Errorf("the HTML view lacks %q", want)
 		}
+	}
+	if strings.Contains(a.String(), `class="bar-peak`) {
+		t.Error("the HTML view draws a peak without stats")
+	}
+	// With a run's stats, each budget's peak is drawn against max_total;
+	// one over it (a plan changed since the run) is marked.
+	var c strings.Builder
+	if err := view.WriteHTMLStats(&c, f, &view.RunStats{Components: map[string]view.ComponentRun{"enc<1>": {Invocations: 2, Requests: 5, MaxGroupRequests: 3,
+		Peaks: []view.BudgetPeak{{Dimensions: []string{"images"}, Peak: 6}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"peak in a run: 6 (150%)", `class="bar-peak over"`, "measured: 2 invocations for 5 requests, largest group 3"} {
+		if !strings.Contains(c.String(), want) {
+			t.Errorf("the HTML view with stats lacks %q", want)
+		}
+	}
+}
+
+var (
+	htmlHref = regexp.MustCompile(`href="#([^"]*)"`)
+	htmlID   = regexp.MustCompile(` id="([^"]*)"`)
+	htmlCode = regexp.MustCompile(`(?s)<code>.*?</code>`)
+)
+
+// checkHTML checks what the HTML view promises beyond its content: it is
+// deterministic and self-contained (no script, no stylesheet, font or
+// image from elsewhere), every in-page link has its target, and no raw
+// backtick is left outside a <code> element.
+func checkHTML(t *testing.T, f *plan.File) {
+	t.Helper()
+	var a, b strings.Builder
+	if err := view.WriteHTML(&a, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.WriteHTML(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	page := a.String()
+	if page != b.String() {
+		t.Error("the HTML view is not deterministic")
+	}
+	for _, bad := range []string{"<script", "<link", "@import", "<img", "<iframe", "https://", "src="} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the HTML view is not self-contained: it holds %q", bad)
+		}
+	}
+	if n := strings.Count(page, "http://"); n != 1 || !strings.Contains(page, `xmlns="http://www.w3.org/2000/svg"`) {
+		t.Errorf("the HTML view names %d http:// addresses, want only the SVG namespace", n)
+	}
+	ids := map[string]bool{}
+	for _, m := range htmlID.FindAllStringSubmatch(page, -1) {
+		if ids[m[1]] {
+			t.Errorf("the HTML view repeats the id %q", m[1])
+		}
+		ids[m[1]] = true
+	}
+	for _, m := range htmlHref.FindAllStringSubmatch(page, -1) {
+		if !ids[m[1]] {
+			t.Errorf("the HTML view links to #%s, which it does not hold", m[1])
+		}
+	}
+	if strings.Contains(htmlCode.ReplaceAllString(page, ""), "`") {
+		t.Error("the HTML view leaves a raw backtick outside <code>")
+	}
+	if !strings.Contains(page, `<svg class="graph"`) {
+		t.Error("the HTML view draws no graph")
 	}
 }
