@@ -215,16 +215,18 @@ func (m *modelChecker) lengthsUnseen() map[string]bool {
 func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same, other []onnx.Value) string {
 	if v == nil {
 		msg := fmt.Sprintf("%s port `%s` of component `%s` is not an %s of its graph (%s)", side, p.Name, m.comp.Name, side, m.comp.Artifact)
-		near := ""
+		near, help := "", ""
 		if find(other, p.Name) != nil {
 			msg += fmt.Sprintf("; the graph has it as an %s: declare it under ports.%ss", otherSide(side), otherSide(side))
 		} else if len(first) > 0 {
 			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint("inputs no port declares", p.Name, first)
 			near = diag.Closest(p.Name, names(first), 1)[0]
+			help = diag.DidYouMean(p.Name, names(first))
 		} else {
 			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint(side+"s", p.Name, same)
+			help = diag.DidYouMean(p.Name, names(same))
 		}
-		m.c.Report(diag.ModelPort, p.Loc, "%s", msg)
+		m.c.ReportHelp(diag.ModelPort, p.Loc, help, "%s", msg)
 		return near
 	}
 	k := p.Contract

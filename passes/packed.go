@@ -238,7 +238,7 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 	}
 	pc.target, pc.resolved = p.sc.Lookup(l.site, pc.ref.Name)
 	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.bind.Read(l.site.Name)) {
-		p.c.Report(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc),
+		p.c.ReportHelp(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc), diag.DidYouMean(pc.ref.Name, p.sc.Names(l.site)),
 			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			l.site, pc.ref.Name, l.index, pc.role, packedScopeText(l.site))
 	}

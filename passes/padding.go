@@ -120,7 +120,7 @@ func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
 	if !ok && (s.Kind != ir.SiteInput || p.bind.Read(s.Name)) {
-		p.c.Report(diag.PaddingUnresolved, loc,
+		p.c.ReportHelp(diag.PaddingUnresolved, loc, diag.DidYouMean(ref.Name, p.sc.Names(s)),
 			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))
 		return
