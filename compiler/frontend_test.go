@@ -41,7 +41,7 @@ func posOfText(t *testing.T, doc, marker string) (int, int) {
 func TestPositions(t *testing.T) {
 	tests := []struct {
 		name, doc, marker, path, message, help string
-		rule                             diag.Rule
+		rule                                   diag.Rule
 	}{
 		{
 			name:   "unknown key, block style, nearest suggested",
