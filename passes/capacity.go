@@ -263,7 +263,7 @@ func capacityFree(c *Context, f *capacityFacts) {
 			continue
 		}
 		for i, d := range k.Shape {
-			if !d.IsSym() || done[d.Sym] || f.Reconciled(p, i) {
+			if !d.IsSym() || done[d.Sym] || f.Reconciled(p, i) || misspeltUniform(f, d.Sym) {
 				continue
 			}
 			done[d.Sym] = true
@@ -271,6 +271,18 @@ func capacityFree(c *Context, f *capacityFacts) {
 				f.name(), d.Sym, p.Name, i, d.Sym)
 		}
 	}
+}
+
+// misspeltUniform reports whether a uniform_dimensions entry no port
+// declares is a likely typo of sym: capacity/unknown-symbol reported that
+// entry with sym as its suggestion, and calling sym free would restate it.
+func misspeltUniform(f *capacityFacts, sym string) bool {
+	for _, u := range f.comp.Capacity.Uniform {
+		if !f.known[u.Name] && diag.Nearest(u.Name, f.declared) == sym {
+			return true
+		}
+	}
+	return false
 }
 
 // capacityRowScope checks row_scope against the ports (r9): its axis is a

@@ -73,7 +73,7 @@ func ssaUse(c *Context, u *ir.Use, where string) {
 	} else {
 		msg += "; define it as a workflow input, a state cell or an invoke output before this step"
 	}
-	c.ReportHelp(diag.SSAUndefined, u.Loc, diag.DidYouMean(u.Name, valueNames(c.Module)), "%s", msg)
+	c.ReportName(diag.SSAUndefined, u.Loc, u.Name, diag.DidYouMean(u.Name, valueNames(c.Module)), "%s", msg)
 }
 
 func ssaStep(c *Context, s *ir.Step) {
@@ -86,7 +86,7 @@ func ssaStep(c *Context, s *ir.Step) {
 		ssaInvoke(c, s)
 	case ir.OpEmit:
 		if s.Output.Name != "" && c.Module.Output(s.Output.Name) == nil {
-			c.ReportHelp(diag.SSAUnknownOutput, s.Output.Loc, diag.DidYouMean(s.Output.Name, outputList(c.Module)), "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
+			c.ReportName(diag.SSAUnknownOutput, s.Output.Loc, s.Output.Name, diag.DidYouMean(s.Output.Name, outputList(c.Module)), "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
 				s.Output.Name, outputNames(c.Module))
 		}
 	}
@@ -96,7 +96,7 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	comp := c.Module.Component(s.Component.Name)
 	if comp == nil {
 		if s.Component.Name != "" {
-			c.ReportHelp(diag.SSAUnknownComponent, s.Component.Loc, diag.DidYouMean(s.Component.Name, componentList(c.Module)), "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
+			c.ReportName(diag.SSAUnknownComponent, s.Component.Loc, s.Component.Name, diag.DidYouMean(s.Component.Name, componentList(c.Module)), "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
 				s.Component.Name, componentNames(c.Module))
 		}
 		return

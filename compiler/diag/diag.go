@@ -70,10 +70,14 @@ type Diagnostic struct {
 	Pos               // where the caret goes
 	// End is just past the last character of the token at Pos, on the
 	// same line (FillSpans sets it from the source); zero when unknown.
-	End     End       `json:"-"`
-	Path    string    `json:"path"` // the YAML path of the node at fault
-	Message string    `json:"message"`
-	Help    string    `json:"help,omitempty"` // the fix, on its own line: "did you mean `shape`?"
+	End     End    `json:"-"`
+	Path    string `json:"path"` // the YAML path of the node at fault
+	Message string `json:"message"`
+	Help    string `json:"help,omitempty"` // the fix, on its own line: "did you mean `shape`?"
+	// Name is the name at fault when the caret's node is the key that
+	// introduces it (`port: name`); FillSpans moves the caret onto the
+	// name when it is written after the caret on the same line.
+	Name    string    `json:"-"`
 	Related []Related `json:"related,omitempty"`
 }
 

@@ -171,6 +171,9 @@ func (l List) FillSpans(src []byte) {
 		if !ok {
 			continue
 		}
+		if d.Name != "" {
+			d.Column = nameColumn(line, d.Column, d.Name)
+		}
 		if n := tokenWidth(line, d.Column); n > 0 {
 			d.End = End{Line: d.Line, Column: d.Column + n}
 		}
@@ -213,4 +216,21 @@ func tokenWidth(line string, col int) int {
 		n--
 	}
 	return n
+}
+
+// nameColumn is the column of name written as a whole token at or after
+// col on line, or col when it is not there.
+func nameColumn(line string, col int, name string) int {
+	rs := []rune(line)
+	from := col
+	if w := tokenWidth(line, col); w > 0 && col-1+w < len(rs) && rs[col-1+w] == ':' {
+		from = col + w + 1 // the caret is on a key: the name is its value
+	}
+	for c := from; c <= len(rs); c++ {
+		if tokenWidth(line, c) == len([]rune(name)) && string(rs[c-1:c-1+len([]rune(name))]) == name &&
+			(c == 1 || strings.ContainsRune(" \t[{,:", rs[c-2])) {
+			return c
+		}
+	}
+	return col
 }
