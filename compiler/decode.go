@@ -160,9 +160,12 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	kind, ok := d.kind(n, path, v, fs)
-	if !ok {
+	if !ok && kind == "" {
 		return
 	}
+	// A misspelt kind (ok false, kind its likely meaning) does not hide
+	// the other keys' problems: they are checked against the kind it
+	// likely means, but no key is demanded of a kind not written.
 	tagged := slices.ContainsFunc(fs, func(f field) bool { return f.key == "kind" && len(f.kinds) == 0 })
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -182,14 +185,16 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 		d.checkEnum(val, fpath, f)
 	}
 	for _, f := range fs {
-		if f.accepts(kind) && f.requiredFor(kind) && !seen[f.key] {
+		if ok && f.accepts(kind) && f.requiredFor(kind) && !seen[f.key] {
 			d.missing(n, path, what, f.key, kind)
 		}
 	}
 }
 
 // kind reads the tag of a tagged union first, since it decides which keys
-// the rest of the mapping may hold. It returns "" for untagged structs.
+// the rest of the mapping may hold. It returns "" for untagged structs, and
+// for a kind outside the vocabulary false with the kind it likely means
+// ("" when none is near).
 func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (string, bool) {
 	i := slices.IndexFunc(fs, func(f field) bool { return f.key == "kind" })
 	if i < 0 || len(fs[i].kinds) > 0 {
@@ -209,6 +214,9 @@ func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (
 	fv := v.Field(f.index)
 	d.value(val, k, keyPath(path, "kind"), fv)
 	if !d.checkEnum(val, keyPath(path, "kind"), f) {
+		if r := resolve(val); r.Kind == yaml.ScalarNode {
+			return diag.Nearest(r.Value, f.enum), false
+		}
 		return "", false
 	}
 	return resolve(val).Value, true

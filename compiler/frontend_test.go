@@ -75,6 +75,14 @@ func TestPositions(t *testing.T) {
 			message: `read "token_packd"`, help: "did you mean `token_packed`?",
 		},
 		{
+			// The kind is refused, and the mapping's other keys are still
+			// checked against the kind it likely means.
+			name:   "a misspelt kind does not hide a misspelt key",
+			doc:    wrap(`{ dtype: float32, batch_layout: { kind: token_packd, axis: 0, levles: [] } }`),
+			marker: "levles", rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.batch_layout.levles",
+			message: "accepted keys: kind, axis, levels", help: "did you mean `levels`?",
+		},
+		{
 			name:   "negative dimension",
 			doc:    wrap(`{ dtype: float32, shape: [a, -3] }`),
 			marker: "-3", rule: "schema/type", path: "pipeline.workflow.inputs.x.contract.shape[1]",
