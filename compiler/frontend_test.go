@@ -289,3 +289,19 @@ func deepBlock(depth int) string {
 	fmt.Fprintf(&b, "%sv\n", strings.Repeat(" ", 2*(depth+1)))
 	return b.String()
 }
+
+// TestSyntaxErrorDeepInALargeDocument: the offending line is found after
+// thousands of lines, and the probe that finds it stays within its byte
+// budget (a document past the budget keeps the parser's line instead).
+func TestSyntaxErrorDeepInALargeDocument(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("schema_version: v1.1\nmodel:\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "  key%d: value\n", i)
+	}
+	b.WriteString("  last:\n    a: 1\n   b: 2\n")
+	r := Load("big.yaml", []byte(b.String()))
+	if len(r.Diags) != 1 || r.Diags[0].Rule != diag.Syntax || r.Diags[0].Line != 20005 || r.Diags[0].Column != 4 {
+		t.Fatalf("got %v", r.Diags)
+	}
+}

@@ -94,24 +94,48 @@ func yamlError(src []byte, err error) diag.Diagnostic {
 	return d
 }
 
-// offendingLine is the first line, from line from on, whose prefix of the
-// document fails as the whole document does; 0 when none is found within
-// the lines it tries (it reads at most maxSyntaxProbe prefixes, and none of
-// a document over maxSyntaxProbeBytes).
+// offendingLine is the line from line from on where the document's
+// prefixes start to fail as the whole document does: the prefix up to it
+// fails with the same error and the one before it does not. Parsing stops
+// at the first error, so from the offending line on every prefix fails
+// alike, and a binary search finds it in a few parses. It gives up (0) when
+// those parses would read more than maxSyntaxProbeBytes in all.
 func offendingLine(lines []string, from int, want string) int {
-	const maxSyntaxProbe, maxSyntaxProbeBytes = 200, 1 << 20
-	if from < 1 || from > len(lines) || len(strings.Join(lines, "")) > maxSyntaxProbeBytes {
+	const maxSyntaxProbeBytes = 32 << 20
+	if from < 1 || from > len(lines) {
 		return 0
 	}
-	prefix := strings.Join(lines[:from-1], "")
-	for k := from; k <= len(lines) && k < from+maxSyntaxProbe; k++ {
-		prefix += lines[k-1]
+	ends := make([]int, len(lines)+1) // ends[k]: bytes in the first k lines
+	for i, l := range lines {
+		ends[i+1] = ends[i] + len(l)
+	}
+	src := strings.Join(lines, "")
+	read := 0
+	fails := func(k int) (bool, bool) {
+		if read += ends[k]; read > maxSyntaxProbeBytes {
+			return false, false
+		}
 		var n yaml.Node
-		if err := yaml.Unmarshal([]byte(prefix), &n); err != nil && err.Error() == want {
-			return k
+		err := yaml.Unmarshal([]byte(src[:ends[k]]), &n)
+		return err != nil && err.Error() == want, true
+	}
+	lo, hi := from-1, len(lines) // prefix lo does not fail (or is before from); prefix hi does
+	if ok, within := fails(hi); !ok || !within {
+		return 0
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		ok, within := fails(mid)
+		if !within {
+			return 0
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
 		}
 	}
-	return 0
+	return hi
 }
 
 // offendingToken places the caret on the offending line for the parser's
