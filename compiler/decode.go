@@ -161,6 +161,20 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 	}
 	kind, ok := d.kind(n, path, v, fs)
 	if !ok && kind == "" {
+		// The kind is absent or far from every word: a key that no kind
+		// accepts is still reported.
+		var all []string
+		for _, f := range fs {
+			all = append(all, f.key)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; !slices.Contains(all, k.Value) {
+				dg := diag.Errorf(diag.SchemaUnknownField, posOf(k), keyPath(path, k.Value),
+					"unknown key `%s` in %s at `%s`, which no kind of it accepts; accepted keys: %s", k.Value, what, orRoot(path), strings.Join(slices.Compact(slices.Clone(all)), ", "))
+				dg.Help = diag.DidYouMean(k.Value, all)
+				d.add(dg)
+			}
+		}
 		return
 	}
 	// A misspelt kind (ok false, kind its likely meaning) does not hide

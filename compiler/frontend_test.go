@@ -83,6 +83,12 @@ func TestPositions(t *testing.T) {
 			message: "accepted keys: kind, axis, levels", help: "did you mean `levels`?",
 		},
 		{
+			name:   "a missing kind does not hide a key no kind accepts",
+			doc:    wrap(`{ dtype: float32, batch_layout: { axis: 0, levles: [] } }`),
+			marker: "levles", rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.batch_layout.levles",
+			message: "which no kind of it accepts", help: "did you mean `levels`?",
+		},
+		{
 			name:   "negative dimension",
 			doc:    wrap(`{ dtype: float32, shape: [a, -3] }`),
 			marker: "-3", rule: "schema/type", path: "pipeline.workflow.inputs.x.contract.shape[1]",
