@@ -3,6 +3,7 @@ package passes
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,5 +55,32 @@ func TestOneTypoOneError(t *testing.T) {
 				t.Errorf("the span %q (%d:%d-%d) is not the misspelt name in %q", got, ds[0].Line, ds[0].Column, ds[0].End.Column, line)
 			}
 		})
+	}
+}
+
+// TestLengthsDTypeReportedOnce: a lengths port declared int32 where the
+// graph takes int64 is one mistake, which padding/companion reports;
+// model/dtype stays quiet about it.
+func TestLengthsDTypeReportedOnce(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "models", "models.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(b), "\n---\n")
+	for _, old := range []string{
+		"line_count: { contract: { dtype: int64",
+		"nl: { dtype: int64",
+	} {
+		if strings.Count(doc, old) != 1 {
+			t.Fatalf("%q is not in the accepted fixture once", old)
+		}
+		doc = strings.Replace(doc, old, strings.Replace(old, "int64", "int32", 1), 1)
+	}
+	d, err := CheckSource("t.yaml", []byte(doc), Options{Check: true, Models: modelFixtures})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules := d.Diags().Rules(); !slices.Equal(rules, []diag.Rule{diag.PaddingCompanion}) {
+		t.Errorf("want padding/companion alone, got %v", d.Diags())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -234,7 +235,7 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		return ""
 	}
 	site := fmt.Sprintf("%s port `%s` of component `%s`", side, p.Name, m.comp.Name)
-	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) {
+	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) && !m.misdeclaredLengths(p, v) {
 		m.c.Report(diag.ModelDType, packedLoc(k.DTypeLoc, k.Loc, p.Loc),
 			"%s declares dtype %s, but its graph (%s) has `%s` as %s: declare `dtype: %s` (or convert the model)",
 			site, k.DType, m.comp.Artifact, v.Name, v.DType(), v.DType())
@@ -286,6 +287,21 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		}
 	}
 	return ""
+}
+
+// misdeclaredLengths reports whether p is the valid_lengths of a sibling
+// port, declared other than int64 where the graph takes int64:
+// padding/companion reports that one mistake, with the same fix.
+func (m *modelChecker) misdeclaredLengths(p *ir.Port, v *onnx.Value) bool {
+	if !ir.SameDType(v.DType(), "int64") {
+		return false
+	}
+	for _, q := range m.comp.Inputs {
+		if q.Contract != nil && slices.ContainsFunc(q.Contract.Padding, func(pd ir.Padding) bool { return pd.Lengths.Name == p.Name }) {
+			return true
+		}
+	}
+	return false
 }
 
 // graphNamesHint lists the graph's names closest to name, for a message.

@@ -58,6 +58,7 @@ var PassOrder = []Order{
 	{PackedPass, EmitPass, "emit/malformed-companion stays quiet where packed/companion judges the companion's own contract"},
 	{PaddingPass, EmitPass, "emit/malformed-companion stays quiet where padding/companion judges the lengths' own contract"},
 	{ContractsPass, ModelsPass, "model/dtype stays quiet about a dtype genaic does not know, leaving it to contract/dtype"},
+	{PaddingPass, ModelsPass, "model/dtype stays quiet about a lengths port declared other than int64, leaving it to padding/companion"},
 	{PaddingPass, ModelsPass, "model/lengths-unseen stays quiet about valid_lengths that name nothing, leaving them to padding/unresolved"},
 }
 
