@@ -35,7 +35,7 @@ func (d *decoder) add(dg diag.Diagnostic) {
 	}
 	if len(d.ds) == maxDecodeDiagnostics {
 		d.full = true
-		dg = diag.Errorf(dg.Rule, dg.Pos, dg.Path, "%s (decoding stopped after %d problems)", dg.Message, maxDecodeDiagnostics)
+		dg.Message = fmt.Sprintf("%s (decoding stopped after %d problems)", dg.Message, maxDecodeDiagnostics)
 	}
 	d.ds.Add(dg)
 }
@@ -160,9 +160,26 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	kind, ok := d.kind(n, path, v, fs)
-	if !ok {
+	if !ok && kind == "" {
+		// The kind is absent or far from every word: a key that no kind
+		// accepts is still reported.
+		var all []string
+		for _, f := range fs {
+			all = append(all, f.key)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; !slices.Contains(all, k.Value) {
+				dg := diag.Errorf(diag.SchemaUnknownField, posOf(k), keyPath(path, k.Value),
+					"unknown key `%s` in %s at `%s`, which no kind of it accepts; accepted keys: %s", k.Value, what, orRoot(path), strings.Join(slices.Compact(slices.Clone(all)), ", "))
+				dg.Help = diag.DidYouMean(k.Value, all)
+				d.add(dg)
+			}
+		}
 		return
 	}
+	// A misspelt kind (ok false, kind its likely meaning) does not hide
+	// the other keys' problems: they are checked against the kind it
+	// likely means, but no key is demanded of a kind not written.
 	tagged := slices.ContainsFunc(fs, func(f field) bool { return f.key == "kind" && len(f.kinds) == 0 })
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -182,14 +199,16 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 		d.checkEnum(val, fpath, f)
 	}
 	for _, f := range fs {
-		if f.accepts(kind) && f.requiredFor(kind) && !seen[f.key] {
+		if ok && f.accepts(kind) && f.requiredFor(kind) && !seen[f.key] {
 			d.missing(n, path, what, f.key, kind)
 		}
 	}
 }
 
 // kind reads the tag of a tagged union first, since it decides which keys
-// the rest of the mapping may hold. It returns "" for untagged structs.
+// the rest of the mapping may hold. It returns "" for untagged structs, and
+// for a kind outside the vocabulary false with the kind it likely means
+// ("" when none is near).
 func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (string, bool) {
 	i := slices.IndexFunc(fs, func(f field) bool { return f.key == "kind" })
 	if i < 0 || len(fs[i].kinds) > 0 {
@@ -209,6 +228,9 @@ func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (
 	fv := v.Field(f.index)
 	d.value(val, k, keyPath(path, "kind"), fv)
 	if !d.checkEnum(val, keyPath(path, "kind"), f) {
+		if r := resolve(val); r.Kind == yaml.ScalarNode {
+			return diag.Nearest(r.Value, f.enum), false
+		}
 		return "", false
 	}
 	return resolve(val).Value, true
@@ -236,11 +258,11 @@ func (d *decoder) checkEnum(n *yaml.Node, path string, f field) bool {
 	if slices.Contains(f.enum, n.Value) {
 		return true
 	}
-	msg := fmt.Sprintf("`%s` must be one of %s, read %q", f.key, strings.Join(f.enum, ", "), n.Value)
-	if near := nearest(n.Value, f.enum); near != "" {
-		msg += fmt.Sprintf("; did you mean %q?", near)
+	dg := diag.Errorf(diag.SchemaType, posOf(n), path, "`%s` must be one of %s, read %q", f.key, strings.Join(f.enum, ", "), n.Value)
+	if near := diag.Nearest(n.Value, f.enum); near != "" {
+		dg = dg.WithHelp("did you mean `%s`?", near)
 	}
-	d.errorf(diag.SchemaType, n, path, "%s", msg)
+	d.add(dg)
 	return false
 }
 
@@ -255,13 +277,16 @@ func resolve(n *yaml.Node) *yaml.Node {
 func (d *decoder) unknownKey(k *yaml.Node, path, what string, fs []field, kind string) {
 	accepted := keyList(fs, kind)
 	msg := fmt.Sprintf("unknown key `%s` in %s at `%s`", k.Value, what, orRoot(path))
+	help := ""
 	if other := kindsAccepting(fs, k.Value); len(other) > 0 && kind != "" {
 		msg += fmt.Sprintf("; `%s` belongs to kind %s, and this one is %s", k.Value, strings.Join(other, " or "), kind)
-	} else if near := nearest(k.Value, keysOf(fs, kind)); near != "" {
-		msg += fmt.Sprintf("; did you mean `%s`?", near)
+	} else {
+		help = diag.DidYouMean(k.Value, keysOf(fs, kind))
 	}
 	msg += "; accepted keys: " + accepted
-	d.errorf(diag.SchemaUnknownField, k, keyPath(path, k.Value), "%s", msg)
+	dg := diag.Errorf(diag.SchemaUnknownField, posOf(k), keyPath(path, k.Value), "%s", msg)
+	dg.Help = help
+	d.add(dg)
 }
 
 func (d *decoder) missing(n *yaml.Node, path, what, key, kind string) {
@@ -342,39 +367,4 @@ var typeWords = map[string]string{
 	"Preprocessing":  "the preprocessing section",
 	"Program":        "the preprocessing program",
 	"ProgramOutput":  "the program output",
-}
-
-// nearest returns the candidate closest to s when it is close enough to be
-// a likely typo, else "".
-func nearest(s string, candidates []string) string {
-	best, bestD := "", len(s)/3+2
-	for _, c := range candidates {
-		if dist := editDistance(s, c); dist < bestD {
-			best, bestD = c, dist
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 1 << 30
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -40,26 +40,27 @@ func posOfText(t *testing.T, doc, marker string) (int, int) {
 // names what was read and what is expected.
 func TestPositions(t *testing.T) {
 	tests := []struct {
-		name, doc, marker, path, message string
-		rule                             diag.Rule
+		name, doc, marker, path, message, help string
+		rule                                   diag.Rule
 	}{
 		{
 			name:   "unknown key, block style, nearest suggested",
 			doc:    wrap("\n          dtype: float32\n          shpe: [a]"),
 			marker: "shpe", rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.shpe",
-			message: "unknown key `shpe` in the tensor contract at `pipeline.workflow.inputs.x.contract`; did you mean `shape`?; accepted keys: dtype, shape, rank, optional, batch_layout, padding",
+			message: "unknown key `shpe` in the tensor contract at `pipeline.workflow.inputs.x.contract`; accepted keys: dtype, shape, rank, optional, batch_layout, padding",
+			help:    "did you mean `shape`?",
 		},
 		{
 			name:   "unknown key, flow style",
 			doc:    wrap(`{ dtype: float32, shape: [a], padding: [{ dimension: a, valid_lenghts: n }] }`),
 			marker: "valid_lenghts", rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.padding[0].valid_lenghts",
-			message: "did you mean `valid_lengths`?",
+			message: "accepted keys: dimension, valid_lengths", help: "did you mean `valid_lengths`?",
 		},
 		{
 			name:   "unknown key, quoted",
 			doc:    wrap(`{ "dtype": "float32", "rnak": 2 }`),
 			marker: `"rnak"`, rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.rnak",
-			message: "did you mean `rank`?",
+			message: "unknown key `rnak`", help: "did you mean `rank`?",
 		},
 		{
 			name:   "key of another kind",
@@ -71,7 +72,21 @@ func TestPositions(t *testing.T) {
 			name:   "enum word, quoted",
 			doc:    wrap(`{ dtype: float32, batch_layout: { kind: "token_packd", axis: 0, levels: [] } }`),
 			marker: `"token_packd"`, rule: "schema/type", path: "pipeline.workflow.inputs.x.contract.batch_layout.kind",
-			message: `read "token_packd"; did you mean "token_packed"?`,
+			message: `read "token_packd"`, help: "did you mean `token_packed`?",
+		},
+		{
+			// The kind is refused, and the mapping's other keys are still
+			// checked against the kind it likely means.
+			name:   "a misspelt kind does not hide a misspelt key",
+			doc:    wrap(`{ dtype: float32, batch_layout: { kind: token_packd, axis: 0, levles: [] } }`),
+			marker: "levles", rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.batch_layout.levles",
+			message: "accepted keys: kind, axis, levels", help: "did you mean `levels`?",
+		},
+		{
+			name:   "a missing kind does not hide a key no kind accepts",
+			doc:    wrap(`{ dtype: float32, batch_layout: { axis: 0, levles: [] } }`),
+			marker: "levles", rule: "schema/unknown-field", path: "pipeline.workflow.inputs.x.contract.batch_layout.levles",
+			message: "which no kind of it accepts", help: "did you mean `levels`?",
 		},
 		{
 			name:   "negative dimension",
@@ -131,7 +146,7 @@ func TestPositions(t *testing.T) {
 			name:   "unknown top-level section",
 			doc:    "schema_version: v1.1\nmodle: {}\n",
 			marker: "modle", rule: "schema/unknown-field", path: "modle",
-			message: "unknown key `modle` in the document at `the top level`; did you mean `model`?",
+			message: "unknown key `modle` in the document at `the top level`", help: "did you mean `model`?",
 		},
 		{
 			name:   "feature above the declared version",
@@ -140,10 +155,36 @@ func TestPositions(t *testing.T) {
 			message: "`padding` is a v1.1 feature, but the document declares \"v1\"; declare schema_version: \"v1.1\"",
 		},
 		{
-			name:   "not YAML",
+			name:   "not YAML: an unclosed flow sequence points at its bracket",
 			doc:    "schema_version: v1.1\npipeline: [\n",
-			marker: "pipeline", rule: "syntax", path: "",
-			message: "the document is not valid YAML",
+			marker: "[", rule: "syntax", path: "",
+			message: "the document is not valid YAML", help: "close this flow collection",
+		},
+		{
+			// The parser names line 4, where the mapping began; the
+			// offending token is the key indented one space short.
+			name:   "not YAML: a key indented short points at the key",
+			doc:    "schema_version: v1.1\npipeline:\n  workflow:\n    inputs:\n      x: {}\n     outputs: {}\n",
+			marker: "outputs", rule: "syntax", path: "",
+			message: "did not find expected key", help: "indentation matches no enclosing mapping",
+		},
+		{
+			name:   "not YAML: a key indented deep points at its colon",
+			doc:    "schema_version: v1.1\npipeline:\n  workflow:\n    inputs:\n      x: 1\n       y: 2\n",
+			marker: ": 2", rule: "syntax", path: "",
+			message: "mapping values are not allowed", help: "indent the key",
+		},
+		{
+			name:   "not YAML: a tab indents",
+			doc:    "schema_version: v1.1\npipeline:\n\tworkflow: {}\n",
+			marker: "\tworkflow", rule: "syntax", path: "",
+			message: "cannot start any token", help: "not tabs",
+		},
+		{
+			name:   "not YAML: an unclosed quote",
+			doc:    "schema_version: v1.1\nmodel: \"abc\n",
+			marker: "\"abc", rule: "syntax", path: "",
+			message: "not valid YAML", help: "closing quote",
 		},
 	}
 	for _, tt := range tests {
@@ -154,9 +195,6 @@ func TestPositions(t *testing.T) {
 				if d.Rule != tt.rule {
 					continue
 				}
-				if tt.rule == "syntax" && tt.path == "" {
-					col = d.Column // the YAML parser reports lines only
-				}
 				if d.Line != line || d.Column != col {
 					t.Errorf("caret at %d:%d, want %d:%d (%q)", d.Line, d.Column, line, col, d.Message)
 				}
@@ -165,6 +203,9 @@ func TestPositions(t *testing.T) {
 				}
 				if !strings.Contains(d.Message, tt.message) {
 					t.Errorf("message %q lacks %q", d.Message, tt.message)
+				}
+				if !strings.Contains(d.Help, tt.help) || tt.help == "" && d.Help != "" {
+					t.Errorf("help %q, want %q", d.Help, tt.help)
 				}
 				return
 			}
@@ -253,4 +294,20 @@ func deepBlock(depth int) string {
 	}
 	fmt.Fprintf(&b, "%sv\n", strings.Repeat(" ", 2*(depth+1)))
 	return b.String()
+}
+
+// TestSyntaxErrorDeepInALargeDocument: the offending line is found after
+// thousands of lines, and the probe that finds it stays within its byte
+// budget (a document past the budget keeps the parser's line instead).
+func TestSyntaxErrorDeepInALargeDocument(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("schema_version: v1.1\nmodel:\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "  key%d: value\n", i)
+	}
+	b.WriteString("  last:\n    a: 1\n   b: 2\n")
+	r := Load("big.yaml", []byte(b.String()))
+	if len(r.Diags) != 1 || r.Diags[0].Rule != diag.Syntax || r.Diags[0].Line != 20005 || r.Diags[0].Column != 4 {
+		t.Fatalf("got %v", r.Diags)
+	}
 }

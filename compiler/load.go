@@ -72,6 +72,7 @@ func Load(file string, src []byte) *Result {
 		}
 	}
 	r.Diags.Sort()
+	r.Diags.FillSpans(src)
 	return r
 }
 

@@ -48,7 +48,7 @@ func parseYAML(b []byte) (root *yaml.Node, ds diag.List) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, diag.List{yamlError(err)}
+		return nil, diag.List{yamlError(b, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -56,7 +56,7 @@ func parseYAML(b []byte) (root *yaml.Node, ds diag.List) {
 			"the file holds a second YAML document; an inference_metadata.yaml file is exactly one document"))
 		return nil, ds
 	} else if !errors.Is(err, io.EOF) {
-		return nil, diag.List{yamlError(err)}
+		return nil, diag.List{yamlError(b, err)}
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -69,7 +69,11 @@ func parseYAML(b []byte) (root *yaml.Node, ds diag.List) {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // yamlError turns a yaml.v3 error into a positioned syntax diagnostic.
-func yamlError(err error) diag.Diagnostic {
+// The parser's error names the line where the construct it was reading
+// began, not the offending token, so the token is found by reading ever
+// longer prefixes of the document from that line on: the first prefix that
+// fails with the same error ends at the offending line.
+func yamlError(src []byte, err error) diag.Diagnostic {
 	msg := err.Error()
 	pos := diag.Pos{Line: 1, Column: 1}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -78,7 +82,99 @@ func yamlError(err error) diag.Diagnostic {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return diag.Errorf(diag.Syntax, pos, "", "the document is not valid YAML: %s", msg)
+	d := diag.Errorf(diag.Syntax, pos, "", "the document is not valid YAML: %s", msg)
+	lines := strings.SplitAfter(string(src), "\n")
+	at := offendingLine(lines, pos.Line, err.Error())
+	if at == 0 {
+		return d
+	}
+	line := strings.TrimRight(lines[at-1], "\r\n")
+	d.Line = at
+	d.Column, d.Help = offendingToken(line, msg)
+	return d
+}
+
+// offendingLine is the line from line from on where the document's
+// prefixes start to fail as the whole document does: the prefix up to it
+// fails with the same error and the one before it does not. Parsing stops
+// at the first error, so from the offending line on every prefix fails
+// alike, and a binary search finds it in a few parses. It gives up (0) when
+// those parses would read more than maxSyntaxProbeBytes in all.
+func offendingLine(lines []string, from int, want string) int {
+	const maxSyntaxProbeBytes = 32 << 20
+	if from < 1 || from > len(lines) {
+		return 0
+	}
+	ends := make([]int, len(lines)+1) // ends[k]: bytes in the first k lines
+	for i, l := range lines {
+		ends[i+1] = ends[i] + len(l)
+	}
+	src := strings.Join(lines, "")
+	read := 0
+	fails := func(k int) (bool, bool) {
+		if read += ends[k]; read > maxSyntaxProbeBytes {
+			return false, false
+		}
+		var n yaml.Node
+		err := yaml.Unmarshal([]byte(src[:ends[k]]), &n)
+		return err != nil && err.Error() == want, true
+	}
+	lo, hi := from-1, len(lines) // prefix lo does not fail (or is before from); prefix hi does
+	if ok, within := fails(hi); !ok || !within {
+		return 0
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		ok, within := fails(mid)
+		if !within {
+			return 0
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// offendingToken places the caret on the offending line for the parser's
+// message, and says how to fix what it finds there.
+func offendingToken(line, msg string) (col int, help string) {
+	rs := []rune(line)
+	first := len(rs) - len([]rune(strings.TrimLeft(line, " \t")))
+	if first >= len(rs) {
+		first = 0
+	}
+	switch {
+	case strings.Contains(msg, "cannot start any token"):
+		for i, r := range rs {
+			if r == '\t' && i <= first {
+				return i + 1, "YAML indents with spaces, not tabs; replace the tab with spaces"
+			}
+			if r == '@' || r == '`' {
+				return i + 1, fmt.Sprintf("a plain scalar cannot start with `%c`; quote the value", r)
+			}
+		}
+	case strings.Contains(msg, "mapping values are not allowed"):
+		for i := len(rs) - 1; i > first; i-- {
+			if rs[i] == ':' && (i+1 == len(rs) || rs[i+1] == ' ') {
+				return i + 1, "a value cannot hold `key: value` here; indent the key under its parent by the same spaces as its siblings, or quote the value if the colon is part of it"
+			}
+		}
+	case strings.Contains(msg, "expected ',' or") || strings.Contains(msg, "expected node content"):
+		if i := strings.LastIndexAny(line, "[{"); i >= 0 {
+			return len([]rune(line[:i])) + 1, "close this flow collection on the line it is written, or indent its continuation lines"
+		}
+	case strings.Contains(msg, "end of stream"):
+		if i := strings.IndexAny(line, "\"'"); i >= 0 {
+			return len([]rune(line[:i])) + 1, "this quoted string is never closed; add the closing quote"
+		}
+	case strings.Contains(msg, "did not find expected key"), strings.Contains(msg, "expected '-' indicator"),
+		strings.Contains(msg, "block mapping"), strings.Contains(msg, "block collection"):
+		return first + 1, "this line's indentation matches no enclosing mapping or list; line it up with the keys (or `-` items) it belongs with"
+	}
+	return first + 1, ""
 }
 
 // checkStructure finds what the YAML parser accepts but genaic does not:

@@ -63,7 +63,7 @@ func capacityUniform(c *Context, f *capacityFacts) {
 	for _, u := range f.comp.Capacity.Uniform {
 		switch prev, dup := first[u.Name]; {
 		case !f.known[u.Name]:
-			c.Report(diag.CapacityUnknownSymbol, u.Loc, "%s lists uniform dimension `%s`, which no port of the component declares (%s); name a symbol of a port shape, or drop the entry",
+			c.ReportHelp(diag.CapacityUnknownSymbol, u.Loc, diag.DidYouMean(u.Name, f.declared), "%s lists uniform dimension `%s`, which no port of the component declares (%s); name a symbol of a port shape, or drop the entry",
 				f.name(), u.Name, f.declaredText())
 		case dup:
 			c.ReportRelated(diag.CapacityUniformDuplicate, u.Loc, []Related{{prev, "first listed here"}},
@@ -122,7 +122,7 @@ func capacityBudgetSymbols(c *Context, f *capacityFacts, b ir.Budget, text strin
 	repeated := false
 	for _, r := range b.Path {
 		if !f.known[r.Name] {
-			c.Report(diag.CapacityUnknownSymbol, r.Loc, "%s budgets `%s` in %s, which no port of the component declares (%s); name a symbol of a port shape",
+			c.ReportHelp(diag.CapacityUnknownSymbol, r.Loc, diag.DidYouMean(r.Name, f.declared), "%s budgets `%s` in %s, which no port of the component declares (%s); name a symbol of a port shape",
 				f.name(), r.Name, text, f.declaredText())
 		}
 		if seen[r.Name] && !repeated {
@@ -263,7 +263,7 @@ func capacityFree(c *Context, f *capacityFacts) {
 			continue
 		}
 		for i, d := range k.Shape {
-			if !d.IsSym() || done[d.Sym] || f.Reconciled(p, i) {
+			if !d.IsSym() || done[d.Sym] || f.Reconciled(p, i) || misspeltUniform(f, d.Sym) {
 				continue
 			}
 			done[d.Sym] = true
@@ -271,6 +271,18 @@ func capacityFree(c *Context, f *capacityFacts) {
 				f.name(), d.Sym, p.Name, i, d.Sym)
 		}
 	}
+}
+
+// misspeltUniform reports whether a uniform_dimensions entry no port
+// declares is a likely typo of sym: capacity/unknown-symbol reported that
+// entry with sym as its suggestion, and calling sym free would restate it.
+func misspeltUniform(f *capacityFacts, sym string) bool {
+	for _, u := range f.comp.Capacity.Uniform {
+		if !f.known[u.Name] && diag.Nearest(u.Name, f.declared) == sym {
+			return true
+		}
+	}
+	return false
 }
 
 // capacityRowScope checks row_scope against the ports (r9): its axis is a

@@ -65,6 +65,7 @@ func check(r *compiler.Result, opts Options) (*Document, error) {
 	d.Results = results
 	r.Diags = append(r.Diags, ds...)
 	r.Diags.Sort()
+	r.Diags.FillSpans(r.Source)
 	return d, err
 }
 

@@ -293,7 +293,7 @@ func (e *emitChecker) checkCompanion(o *ir.Output) {
 		return
 	}
 	switch {
-	case len(cls) > 0 && len(live) == 0:
+	case len(cls) > 0 && len(live) == 0 && !e.misspeltPayload(cls):
 		e.reportOrphan(o, ws[0], cls)
 	case len(cls) == 0 && e.m.Serving != nil:
 		e.checkServing(o, ws[0])
@@ -370,6 +370,31 @@ func emitRankLoc(c *ir.Contract, fallback ir.Loc) ir.Loc {
 		return c.Shape[0].Loc
 	}
 	return emitLoc(c.Loc, fallback)
+}
+
+// misspeltPayload reports whether an emit writes an undeclared output
+// whose likely intended name is a payload of cls: ssa/unknown-output
+// reported that emit with the payload as its suggestion, and saying the
+// payload is never emitted would restate that one typo.
+func (e *emitChecker) misspeltPayload(cls []emitClaim) bool {
+	var declared []string
+	for _, o := range e.m.Outputs {
+		declared = append(declared, o.Name)
+	}
+	for _, cl := range cls {
+		found := false
+		e.m.Body.Walk(func(s *ir.Step) bool {
+			if s.Op == ir.OpEmit && s.Output.Name != "" && e.m.Output(s.Output.Name) == nil &&
+				diag.Nearest(s.Output.Name, declared) == cl.payload.Name {
+				found = true
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // reportOrphan reports emit/companion-of-unemitted: a companion describes

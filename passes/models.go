@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -215,16 +216,18 @@ func (m *modelChecker) lengthsUnseen() map[string]bool {
 func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same, other []onnx.Value) string {
 	if v == nil {
 		msg := fmt.Sprintf("%s port `%s` of component `%s` is not an %s of its graph (%s)", side, p.Name, m.comp.Name, side, m.comp.Artifact)
-		near := ""
+		near, help := "", ""
 		if find(other, p.Name) != nil {
 			msg += fmt.Sprintf("; the graph has it as an %s: declare it under ports.%ss", otherSide(side), otherSide(side))
 		} else if len(first) > 0 {
 			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint("inputs no port declares", p.Name, first)
 			near = diag.Closest(p.Name, names(first), 1)[0]
+			help = diag.DidYouMean(p.Name, names(first))
 		} else {
 			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint(side+"s", p.Name, same)
+			help = diag.DidYouMean(p.Name, names(same))
 		}
-		m.c.Report(diag.ModelPort, p.Loc, "%s", msg)
+		m.c.ReportHelp(diag.ModelPort, p.Loc, help, "%s", msg)
 		return near
 	}
 	k := p.Contract
@@ -232,7 +235,7 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		return ""
 	}
 	site := fmt.Sprintf("%s port `%s` of component `%s`", side, p.Name, m.comp.Name)
-	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) {
+	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) && !m.misdeclaredLengths(p, v) {
 		m.c.Report(diag.ModelDType, packedLoc(k.DTypeLoc, k.Loc, p.Loc),
 			"%s declares dtype %s, but its graph (%s) has `%s` as %s: declare `dtype: %s` (or convert the model)",
 			site, k.DType, m.comp.Artifact, v.Name, v.DType(), v.DType())
@@ -284,6 +287,21 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		}
 	}
 	return ""
+}
+
+// misdeclaredLengths reports whether p is the valid_lengths of a sibling
+// port, declared other than int64 where the graph takes int64:
+// padding/companion reports that one mistake, with the same fix.
+func (m *modelChecker) misdeclaredLengths(p *ir.Port, v *onnx.Value) bool {
+	if !ir.SameDType(v.DType(), "int64") {
+		return false
+	}
+	for _, q := range m.comp.Inputs {
+		if q.Contract != nil && slices.ContainsFunc(q.Contract.Padding, func(pd ir.Padding) bool { return pd.Lengths.Name == p.Name }) {
+			return true
+		}
+	}
+	return false
 }
 
 // graphNamesHint lists the graph's names closest to name, for a message.

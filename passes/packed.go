@@ -238,7 +238,7 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 	}
 	pc.target, pc.resolved = p.sc.Lookup(l.site, pc.ref.Name)
 	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.bind.Read(l.site.Name)) {
-		p.c.Report(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc),
+		p.c.ReportName(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc), pc.ref.Name, diag.DidYouMean(pc.ref.Name, p.sc.Names(l.site)),
 			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			l.site, pc.ref.Name, l.index, pc.role, packedScopeText(l.site))
 	}
@@ -386,7 +386,7 @@ func (p *packedChecker) preserved(l *packedLevel) {
 			return
 		}
 	}
-	if l.offsets.ref.Name == "" || l.owner.ref.Name == "" || p.inputCarries(l) {
+	if l.offsets.ref.Name == "" || l.owner.ref.Name == "" || p.inputCarries(l) || p.inputUnresolved(l.site.Component) {
 		return
 	}
 	l.broken = true
@@ -429,6 +429,20 @@ func (p *packedChecker) inputCarries(l *packedLevel) bool {
 			if lv.Offsets.Name == l.offsets.ref.Name && lv.Owner.Name == l.owner.ref.Name {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// inputUnresolved reports whether an input level of comp names a companion
+// that resolves to nothing: packed/unresolved reported it, and the pair a
+// preserved output level reuses is likely the one that name misspells, so
+// saying no input carries the pair would restate that one mistake.
+func (p *packedChecker) inputUnresolved(comp *ir.Component) bool {
+	for _, l := range p.levels {
+		if l.site.Kind == ir.SitePortIn && l.site.Component == comp &&
+			slices.ContainsFunc(l.companions(), func(pc *packedCompanion) bool { return pc.ref.Name != "" && !pc.resolved }) {
+			return true
 		}
 	}
 	return false

@@ -92,7 +92,13 @@ func (p *paddingChecker) dimension(s *ir.Site, pad *ir.Padding) int {
 			s, name, name, name)
 		return -1
 	case axis < 0:
-		p.c.Report(diag.PaddingDimension, loc,
+		var syms []string
+		for _, d := range k.Shape {
+			if d.IsSym() {
+				syms = append(syms, d.Sym)
+			}
+		}
+		p.c.ReportName(diag.PaddingDimension, loc, name, diag.DidYouMean(name, syms),
 			"%s declares padding on dimension `%s`, which is not a shape symbol of the value it pads (its shape is %s): pad one of its symbols, or add `%s` to its shape",
 			s, name, paddingShapeText(k.Shape), name)
 		return -1
@@ -120,7 +126,7 @@ func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
 	if !ok && (s.Kind != ir.SiteInput || p.bind.Read(s.Name)) {
-		p.c.Report(diag.PaddingUnresolved, loc,
+		p.c.ReportName(diag.PaddingUnresolved, loc, ref.Name, diag.DidYouMean(ref.Name, p.sc.Names(s)),
 			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))
 		return

@@ -72,6 +72,23 @@ func (c *Context) Report(rule diag.Rule, loc ir.Loc, format string, args ...any)
 	c.ReportRelated(rule, loc, nil, format, args...)
 }
 
+// ReportHelp adds an error diagnostic at loc whose fix, help, is printed
+// on a help line of its own; an empty help is none.
+func (c *Context) ReportHelp(rule diag.Rule, loc ir.Loc, help string, format string, args ...any) {
+	c.ReportRelated(rule, loc, nil, format, args...)
+	if help != "" {
+		(*c.diags)[len(*c.diags)-1].Help = help
+	}
+}
+
+// ReportName adds an error diagnostic about name, a name read at loc that
+// resolves to nothing: the caret goes on the name itself where loc is the
+// key that introduces it, and help is printed on a help line of its own.
+func (c *Context) ReportName(rule diag.Rule, loc ir.Loc, name, help string, format string, args ...any) {
+	c.ReportHelp(rule, loc, help, format, args...)
+	(*c.diags)[len(*c.diags)-1].Name = name
+}
+
 // Related is a second location that takes part in a diagnostic.
 type Related struct {
 	Loc     ir.Loc

@@ -54,9 +54,11 @@ var PassOrder = []Order{
 	{PackedPass, PaddingPass, "padding leaves the padding of a level companion and of a packed dimension to packed/companion and packed/double-spelling"},
 	{PackedPass, CapacityPass, "capacity reads no unit count from a level whose owner and offsets share an extent, leaving that level to packed/companion"},
 	{PaddingPass, CapacityPass, "capacity does not call a dimension free when a padding entry meant for it names no axis, leaving that entry to padding/dimension"},
+	{SSAPass, EmitPass, "emit/companion-of-unemitted stays quiet when an emit misspells the payload's output, leaving it to ssa/unknown-output"},
 	{PackedPass, EmitPass, "emit/malformed-companion stays quiet where packed/companion judges the companion's own contract"},
 	{PaddingPass, EmitPass, "emit/malformed-companion stays quiet where padding/companion judges the lengths' own contract"},
 	{ContractsPass, ModelsPass, "model/dtype stays quiet about a dtype genaic does not know, leaving it to contract/dtype"},
+	{PaddingPass, ModelsPass, "model/dtype stays quiet about a lengths port declared other than int64, leaving it to padding/companion"},
 	{PaddingPass, ModelsPass, "model/lengths-unseen stays quiet about valid_lengths that name nothing, leaving them to padding/unresolved"},
 }
 

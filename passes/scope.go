@@ -2,7 +2,9 @@ package passes
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/genaic/genaic/ir"
 )
@@ -61,6 +63,30 @@ func (sc *Scopes) Lookup(site *ir.Site, name string) (Target, bool) {
 		}
 	}
 	return sc.LookupWorkflow(name)
+}
+
+// Names lists the names a contract of site may name, in the order Lookup
+// tries them, for a "did you mean" of one that resolves to nothing.
+func (sc *Scopes) Names(site *ir.Site) []string {
+	var out []string
+	switch site.Kind {
+	case ir.SitePortIn, ir.SitePortOut:
+		out = append(portList(site.Component.Inputs), portList(site.Component.Outputs)...)
+	case ir.SiteProgram:
+		for n := range sc.programs[site.Program] {
+			out = append(out, n)
+		}
+		slices.Sort(out)
+	}
+	for _, s := range sc.Sites {
+		if s.Kind == ir.SiteInput || s.Kind == ir.SiteCell || s.Kind == ir.SiteOutput {
+			out = append(out, s.Name)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(sc.stepValues)) {
+		out = append(out, n)
+	}
+	return out
 }
 
 // LookupWorkflow resolves a workflow-level name.

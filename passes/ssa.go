@@ -73,7 +73,7 @@ func ssaUse(c *Context, u *ir.Use, where string) {
 	} else {
 		msg += "; define it as a workflow input, a state cell or an invoke output before this step"
 	}
-	c.Report(diag.SSAUndefined, u.Loc, "%s", msg)
+	c.ReportName(diag.SSAUndefined, u.Loc, u.Name, diag.DidYouMean(u.Name, valueNames(c.Module)), "%s", msg)
 }
 
 func ssaStep(c *Context, s *ir.Step) {
@@ -86,7 +86,7 @@ func ssaStep(c *Context, s *ir.Step) {
 		ssaInvoke(c, s)
 	case ir.OpEmit:
 		if s.Output.Name != "" && c.Module.Output(s.Output.Name) == nil {
-			c.Report(diag.SSAUnknownOutput, s.Output.Loc, "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
+			c.ReportName(diag.SSAUnknownOutput, s.Output.Loc, s.Output.Name, diag.DidYouMean(s.Output.Name, outputList(c.Module)), "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
 				s.Output.Name, outputNames(c.Module))
 		}
 	}
@@ -96,7 +96,7 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	comp := c.Module.Component(s.Component.Name)
 	if comp == nil {
 		if s.Component.Name != "" {
-			c.Report(diag.SSAUnknownComponent, s.Component.Loc, "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
+			c.ReportName(diag.SSAUnknownComponent, s.Component.Loc, s.Component.Name, diag.DidYouMean(s.Component.Name, componentList(c.Module)), "this invoke names component `%s`, which the workflow does not declare (declared: %s)",
 				s.Component.Name, componentNames(c.Module))
 		}
 		return
@@ -104,19 +104,30 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	bound := map[string]bool{}
 	for _, a := range s.Args {
 		bound[a.Port] = true
+	}
+	// A binding whose port name is a typo of an unbound port is one
+	// mistake: it is reported once, as the unknown port, with the port it
+	// likely meant, and that port is not also reported unbound.
+	unbound := func(p *ir.Port) bool { return !bound[p.Name] && (p.Contract == nil || !p.Contract.Optional) }
+	meant := map[string]bool{}
+	for _, a := range s.Args {
 		if comp.Input(a.Port) == nil {
-			c.Report(diag.SSAUnknownPort, a.Loc, "this invoke binds input port `%s`, which component `%s` does not declare (its input ports: %s)",
+			near := diag.Nearest(a.Port, portList(comp.Inputs))
+			if p := comp.Input(near); p != nil && unbound(p) {
+				meant[near] = true
+			}
+			c.ReportHelp(diag.SSAUnknownPort, a.Loc, diag.DidYouMean(a.Port, portList(comp.Inputs)), "this invoke binds input port `%s`, which component `%s` does not declare (its input ports: %s)",
 				a.Port, comp.Name, portNames(comp.Inputs))
 		}
 	}
 	for _, r := range s.Results {
 		if comp.Output(r.Port) == nil {
-			c.Report(diag.SSAUnknownPort, r.Loc, "this invoke reads output port `%s`, which component `%s` does not declare (its output ports: %s)",
+			c.ReportHelp(diag.SSAUnknownPort, r.Loc, diag.DidYouMean(r.Port, portList(comp.Outputs)), "this invoke reads output port `%s`, which component `%s` does not declare (its output ports: %s)",
 				r.Port, comp.Name, portNames(comp.Outputs))
 		}
 	}
 	for _, p := range comp.Inputs {
-		if !bound[p.Name] && (p.Contract == nil || !p.Contract.Optional) {
+		if unbound(p) && !meant[p.Name] {
 			c.ReportRelated(diag.SSAUnboundPort, s.Component.Loc, []Related{{p.Loc, fmt.Sprintf("input port `%s` is declared here", p.Name)}},
 				"this invoke of component `%s` leaves input port `%s` unbound; bind it under `inputs`, or declare the port `optional: true`",
 				comp.Name, p.Name)
@@ -124,28 +135,43 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	}
 }
 
-func outputNames(m *ir.Module) string {
+func outputNames(m *ir.Module) string { return listOrNone(outputList(m)) }
+
+func componentNames(m *ir.Module) string { return listOrNone(componentList(m)) }
+
+func portNames(ps []*ir.Port) string { return listOrNone(portList(ps)) }
+
+func outputList(m *ir.Module) []string {
 	var ns []string
 	for _, o := range m.Outputs {
 		ns = append(ns, o.Name)
 	}
-	return listOrNone(ns)
+	return ns
 }
 
-func componentNames(m *ir.Module) string {
+func componentList(m *ir.Module) []string {
 	var ns []string
 	for _, c := range m.Components {
 		ns = append(ns, c.Name)
 	}
-	return listOrNone(ns)
+	return ns
 }
 
-func portNames(ps []*ir.Port) string {
+func portList(ps []*ir.Port) []string {
 	var ns []string
 	for _, p := range ps {
 		ns = append(ns, p.Name)
 	}
-	return listOrNone(ns)
+	return ns
+}
+
+// valueNames lists every value name the module defines.
+func valueNames(m *ir.Module) []string {
+	var ns []string
+	for _, v := range m.Values {
+		ns = append(ns, v.Name)
+	}
+	return ns
 }
 
 func listOrNone(ns []string) string {

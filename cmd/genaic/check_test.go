@@ -62,12 +62,14 @@ func TestCheckRendering(t *testing.T) {
 	if code != exitDiags {
 		t.Fatalf("exit %d", code)
 	}
-	want := p + ":5:40: error[schema/unknown-field]: unknown key `shpe` in the tensor contract at `pipeline.workflow.inputs.x.contract`; did you mean `shape`?; accepted keys: dtype, shape, rank, optional, batch_layout, padding\n" +
+	want := p + ":5:40: error[schema/unknown-field]: unknown key `shpe` in the tensor contract at `pipeline.workflow.inputs.x.contract`; accepted keys: dtype, shape, rank, optional, batch_layout, padding\n" +
 		"        x: { contract: { dtype: float32, shpe: [a] }, role: { kind: opaque }, source: { kind: requets } }\n" +
-		"                                         ^\n" +
-		p + ":5:93: error[schema/type]: `kind` must be one of request, application, literal, artifact, read \"requets\"; did you mean \"request\"?\n" +
+		"                                         ^^^^\n" +
+		"  help: did you mean `shape`?\n" +
+		p + ":5:93: error[schema/type]: `kind` must be one of request, application, literal, artifact, read \"requets\"\n" +
 		"        x: { contract: { dtype: float32, shpe: [a] }, role: { kind: opaque }, source: { kind: requets } }\n" +
-		"                                                                                              ^\n" +
+		"                                                                                              ^^^^^^^\n" +
+		"  help: did you mean `request`?\n" +
 		p + ": invalid (2 diagnostics)\n"
 	if out != want {
 		t.Errorf("rendering changed\n got:\n%s\nwant:\n%s", out, want)
@@ -85,8 +87,13 @@ func TestCheckJSONShape(t *testing.T) {
 		t.Fatalf("file report %+v", f)
 	}
 	d := f.Diagnostics[0]
-	if d.Rule != "version/malformed" || d.Severity != "error" || d.Line != 1 || d.Column != 17 || d.Path != "schema_version" || d.Message == "" {
+	if d.Rule != "version/malformed" || d.Severity != "error" || d.Line != 1 || d.Column != 17 || d.EndLine != 1 || d.EndCol != 23 || d.Path != "schema_version" || d.Message == "" {
 		t.Errorf("diagnostic %+v", d)
+	}
+	typo := writeDoc(t, "schema_version: v1.1\nmodle: {}\n")
+	rep, _ = checkJSONOf(t, typo)
+	if d := rep.Files[0].Diagnostics; len(d) != 1 || d[0].Help != "did you mean `model`?" || d[0].Line != 2 || d[0].Column != 1 || d[0].EndLine != 2 || d[0].EndCol != 6 || strings.Contains(d[0].Message, "did you mean") {
+		t.Errorf("a typo's JSON carries its span and its help apart from the message: %+v", d)
 	}
 	valid := writeDoc(t, "{}")
 	rep, _ = checkJSONOf(t, valid)

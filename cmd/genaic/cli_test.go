@@ -23,8 +23,11 @@ type checkJSON struct {
 			Severity string `json:"severity"`
 			Line     int    `json:"line"`
 			Column   int    `json:"column"`
+			EndLine  int    `json:"end_line"`
+			EndCol   int    `json:"end_column"`
 			Path     string `json:"path"`
 			Message  string `json:"message"`
+			Help     string `json:"help"`
 		} `json:"diagnostics"`
 	} `json:"files"`
 }

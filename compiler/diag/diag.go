@@ -5,6 +5,7 @@ package diag
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -63,18 +64,73 @@ type Related struct {
 
 // Diagnostic is one problem found in one document.
 type Diagnostic struct {
-	Rule     Rule      `json:"rule"`
-	Severity Severity  `json:"severity"`
-	File     string    `json:"-"`
-	Pos                // where the caret goes
-	Path     string    `json:"path"` // the YAML path of the node at fault
-	Message  string    `json:"message"`
-	Related  []Related `json:"related,omitempty"`
+	Rule     Rule     `json:"rule"`
+	Severity Severity `json:"severity"`
+	File     string   `json:"-"`
+	Pos               // where the caret goes
+	// End is just past the last character of the token at Pos, on the
+	// same line (FillSpans sets it from the source); zero when unknown.
+	End     End    `json:"-"`
+	Path    string `json:"path"` // the YAML path of the node at fault
+	Message string `json:"message"`
+	Help    string `json:"help,omitempty"` // the fix, on its own line: "did you mean `shape`?"
+	// Name is the name at fault when the caret's node is the key that
+	// introduces it (`port: name`); FillSpans moves the caret onto the
+	// name when it is written after the caret on the same line.
+	Name    string    `json:"-"`
+	Related []Related `json:"related,omitempty"`
+}
+
+// End is the end of a diagnostic's span. In JSON it is flattened into
+// end_line and end_column beside line and column.
+type End struct {
+	Line   int `json:"end_line,omitempty"`
+	Column int `json:"end_column,omitempty"`
+}
+
+// MarshalJSON writes a diagnostic with its span's end flattened beside
+// its start.
+func (d Diagnostic) MarshalJSON() ([]byte, error) {
+	type plain Diagnostic
+	return json.Marshal(struct {
+		plain
+		End
+	}{plain(d), d.End})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Diagnostic) UnmarshalJSON(b []byte) error {
+	type plain Diagnostic
+	var v struct {
+		plain
+		End
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = Diagnostic(v.plain)
+	d.End = v.End
+	return nil
 }
 
 // Errorf builds an error diagnostic.
 func Errorf(rule Rule, pos Pos, path, format string, args ...any) Diagnostic {
 	return Diagnostic{Rule: rule, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithHelp returns d with the fix it suggests, printed on a help line.
+func (d Diagnostic) WithHelp(format string, args ...any) Diagnostic {
+	d.Help = fmt.Sprintf(format, args...)
+	return d
+}
+
+// DidYouMean is the help for a name that resolves to nothing: the
+// candidate close enough to be a likely typo, or "" when none is.
+func DidYouMean(name string, candidates []string) string {
+	if near := Nearest(name, candidates); near != "" {
+		return fmt.Sprintf("did you mean `%s`?", near)
+	}
+	return ""
 }
 
 // With returns d with one more related position.

@@ -1,6 +1,7 @@
 package diag
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,4 +61,42 @@ func ruleStrings() []string {
 		out[i] = string(r)
 	}
 	return out
+}
+
+// TestHelpLineAndSpan checks that the fix is printed on a help line of its
+// own, that FillSpans underlines the whole token (a quoted one with its
+// quotes), and that JSON carries the span's end and the help.
+func TestHelpLineAndSpan(t *testing.T) {
+	src := []byte("a:\n  shpe: [x]\n  kind: \"token_packd\"  # c\n")
+	l := List{
+		Errorf("schema/unknown-field", Pos{Line: 2, Column: 3}, "a.shpe", "unknown key `shpe`").WithHelp("did you mean `%s`?", "shape"),
+		Errorf("schema/type", Pos{Line: 3, Column: 9}, "a.kind", "bad kind"),
+	}
+	l.FillSpans(src)
+	var b strings.Builder
+	Renderer{Source: func(string) []byte { return src }}.Render(&b, l)
+	want := "<input>:2:3: error[schema/unknown-field]: unknown key `shpe`\n    shpe: [x]\n    ^^^^\n  help: did you mean `shape`?\n" +
+		"<input>:3:9: error[schema/type]: bad kind\n    kind: \"token_packd\"  # c\n          ^^^^^^^^^^^^^\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	js, err := json.Marshal(l[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{`"line":2`, `"column":3`, `"end_line":2`, `"end_column":7`, `"help":"did you mean ` + "`shape`" + `?"`} {
+		if !strings.Contains(string(js), part) {
+			t.Errorf("JSON %s lacks %s", js, part)
+		}
+	}
+	var back Diagnostic
+	if err := json.Unmarshal(js, &back); err != nil || back.End != l[0].End || back.Help != l[0].Help || back.Pos != l[0].Pos {
+		t.Errorf("JSON does not read back: %+v (%v)", back, err)
+	}
+	if got := DidYouMean("imgae", []string{"image", "lengths"}); got != "did you mean `image`?" {
+		t.Errorf("DidYouMean = %q", got)
+	}
+	if got := DidYouMean("zzzzzz", []string{"image"}); got != "" {
+		t.Errorf("a far name is no suggestion: %q", got)
+	}
 }

@@ -28,6 +28,23 @@ func Closest(s string, candidates []string, n int) []string {
 	return out
 }
 
+// Nearest returns the candidate closest to s when it is close enough to be
+// a likely typo (an edit distance below len(s)/3+2), else "". Unlike
+// Closest it may answer nothing: it is the "did you mean" of a name that
+// resolves to nothing.
+func Nearest(s string, candidates []string) string {
+	best, bestD := "", len(s)/3+2
+	for _, c := range candidates {
+		if c == s {
+			continue
+		}
+		if dist := EditDistance(s, c); dist < bestD {
+			best, bestD = c, dist
+		}
+	}
+	return best
+}
+
 // EditDistance is the Levenshtein distance between a and b, in bytes.
 // Names longer than 256 bytes are never close to anything.
 func EditDistance(a, b string) int {

@@ -52,9 +52,16 @@ func plural(n int, word string) string {
 func (r Renderer) one(b *strings.Builder, d Diagnostic) {
 	fmt.Fprintf(b, "%s: %s[%s]: %s\n", location(d.File, d.Pos), d.Severity, d.Rule, d.Message)
 	src := r.source(d.File)
-	excerpt(b, src, d.Pos)
+	width := 1
+	if d.End.Line == d.Line && d.End.Column > d.Column {
+		width = d.End.Column - d.Column
+	}
+	excerpt(b, src, d.Pos, width)
 	for _, rel := range d.Related {
 		fmt.Fprintf(b, "  %s: note: %s\n", location(d.File, rel.Pos), rel.Message)
+	}
+	if d.Help != "" {
+		fmt.Fprintf(b, "  help: %s\n", d.Help)
 	}
 }
 
@@ -75,9 +82,10 @@ func location(file string, p Pos) string {
 	return fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column)
 }
 
-// excerpt prints the source line of p and a caret under its column. Tabs
-// before the column are kept so the caret lines up in a terminal.
-func excerpt(b *strings.Builder, src []byte, p Pos) {
+// excerpt prints the source line of p and carets under the width
+// characters from its column. Tabs before the column are kept so the
+// carets line up in a terminal.
+func excerpt(b *strings.Builder, src []byte, p Pos, width int) {
 	line, ok := sourceLine(src, p.Line)
 	if !ok {
 		return
@@ -95,7 +103,8 @@ func excerpt(b *strings.Builder, src []byte, p Pos) {
 		}
 		col++
 	}
-	b.WriteString("^\n")
+	b.WriteString(strings.Repeat("^", max(width, 1)))
+	b.WriteByte('\n')
 }
 
 func sourceLine(src []byte, n int) (string, bool) {
@@ -147,4 +156,81 @@ func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// FillSpans sets the end of every diagnostic of src whose end is unknown:
+// the end of the YAML token at its position (a key, a scalar, a quoted
+// string or a flow collection's opening bracket).
+func (l List) FillSpans(src []byte) {
+	for i := range l {
+		d := &l[i]
+		if !d.Known() || d.End.Line != 0 {
+			continue
+		}
+		line, ok := sourceLine(src, d.Line)
+		if !ok {
+			continue
+		}
+		if d.Name != "" {
+			d.Column = nameColumn(line, d.Column, d.Name)
+		}
+		if n := tokenWidth(line, d.Column); n > 0 {
+			d.End = End{Line: d.Line, Column: d.Column + n}
+		}
+	}
+}
+
+// tokenWidth is the width in characters of the YAML token that starts at
+// column col (1-based, counted in characters) of line, or 0 past its end.
+func tokenWidth(line string, col int) int {
+	rs := []rune(line)
+	if col < 1 || col > len(rs) {
+		return 0
+	}
+	rs = rs[col-1:]
+	switch rs[0] {
+	case '"', '\'':
+		for i := 1; i < len(rs); i++ {
+			if rs[0] == '"' && rs[i] == '\\' {
+				i++
+				continue
+			}
+			if rs[i] == rs[0] {
+				return i + 1
+			}
+		}
+		return len(rs)
+	case '[', '{', '-', '*', '&', '!', '|', '>':
+		return 1
+	}
+	n := 0
+	for n < len(rs) {
+		r := rs[n]
+		if r == ',' || r == ']' || r == '}' || r == ':' && (n+1 == len(rs) || rs[n+1] == ' ' || rs[n+1] == '\t') ||
+			r == '#' && n > 0 && (rs[n-1] == ' ' || rs[n-1] == '\t') {
+			break
+		}
+		n++
+	}
+	for n > 0 && (rs[n-1] == ' ' || rs[n-1] == '\t') {
+		n--
+	}
+	return n
+}
+
+// nameColumn is the column of name written as a whole token at or after
+// col on line, or col when it is not there.
+func nameColumn(line string, col int, name string) int {
+	rs := []rune(line)
+	from := col
+	if w := tokenWidth(line, col); w > 0 && col-1+w < len(rs) && rs[col-1+w] == ':' {
+		from = col + w + 1 // the caret is on a key: the name is its value
+	}
+	for c := from; c <= len(rs); c++ {
+		if tokenWidth(line, c) == len([]rune(name)) && string(rs[c-1:c-1+len([]rune(name))]) == name &&
+			(c == 1 || strings.ContainsRune(" \t[{,:", rs[c-2])) {
+			return c
+		}
+	}
+	return col
 }
