@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
@@ -51,23 +50,7 @@ func tensorInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
 func TestCheckRefusesAModelThatCannotMaskPadding(t *testing.T) {
 	dir := copyPackage(t, inspectPkg)
 	doc := filepath.Join(dir, "inference_metadata.yaml")
-	b, err := onnx.Marshal(&onnxpb.ModelProto{
-		IrVersion:   8,
-		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}},
-		Graph: &onnxpb.GraphProto{
-			Name: "no_lengths",
-			Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixel_patches"}, Output: []string{"embeddings"}}},
-			Input: []*onnxpb.ValueInfoProto{
-				tensorInfo("pixel_patches", 1, "images", "patches", 8),
-				tensorInfo("image_offsets", 7, "image_offsets_len"),
-				tensorInfo("image_owner", 7, "images"),
-			},
-			Output: []*onnxpb.ValueInfoProto{tensorInfo("embeddings", 1, "images", 4)},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := modelWithoutLengths(t)
 	model := filepath.Join(dir, "encoder.onnx")
 	if err := os.WriteFile(model, b, 0o644); err != nil {
 		t.Fatal(err)
