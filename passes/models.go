@@ -221,11 +221,11 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 			msg += fmt.Sprintf(", but an %s of it", otherSide(side))
 			help = fmt.Sprintf("declare it under ports.%ss", otherSide(side))
 		} else if len(first) > 0 {
-			msg += graphNamesHint("inputs no port declares", p.Name, first) + "; a port carries the graph's own name"
+			msg = withinParens(msg, graphNamesHint("inputs no port declares", p.Name, first)) + "; a port carries the graph's own name"
 			near = diag.Closest(p.Name, names(first), 1)[0]
 			help = diag.JoinHelp(diag.DidYouMean(p.Name, names(first)), "rename the port (and its bindings)")
 		} else {
-			msg += graphNamesHint(side+"s", p.Name, same) + "; a port carries the graph's own name"
+			msg = withinParens(msg, graphNamesHint(side+"s", p.Name, same)) + "; a port carries the graph's own name"
 			help = diag.JoinHelp(diag.DidYouMean(p.Name, names(same)), "rename the port (and its bindings)")
 		}
 		m.c.ReportHelp(diag.ModelPort, p.Loc, help, "%s", msg)
@@ -303,6 +303,15 @@ func (m *modelChecker) misdeclaredLengths(p *ir.Port, v *onnx.Value) bool {
 		}
 	}
 	return false
+}
+
+// withinParens adds hint, " (…)", inside the parentheses msg ends with:
+// "its graph (a.onnx; the graph's outputs: `b`)".
+func withinParens(msg, hint string) string {
+	if !strings.HasSuffix(msg, ")") {
+		return msg + hint
+	}
+	return strings.TrimSuffix(msg, ")") + "; " + strings.TrimPrefix(hint, " (")
 }
 
 // graphNamesHint lists the graph's names closest to name, for a message.

@@ -72,7 +72,14 @@ type Problem struct {
 	Help string
 }
 
-func (p Problem) Error() string { return p.Message }
+// Error is the message followed by the fix, for a runtime error that has
+// no help line to put it on.
+func (p Problem) Error() string {
+	if p.Help == "" {
+		return p.Message
+	}
+	return p.Message + "; " + p.Help
+}
 
 func problem(rule string, loc ir.Loc, format string, args ...any) Problem {
 	// The text after a newline is the fix: messages come through errors
