@@ -222,7 +222,7 @@ func (d *decoder) kind(n *yaml.Node, path string, v reflect.Value, fs []field) (
 			d.missing(n, path, what, "kind", "")
 			return "", false
 		}
-		d.errorf(diag.SchemaMissingField, n, path, "%s at `%s` has no `kind`; add one of: %s", what, path, strings.Join(f.enum, ", "))
+		d.errorf(diag.SchemaMissingField, n, path, "%s at `%s` has no `kind`\nadd one of: %s", what, path, strings.Join(f.enum, ", "))
 		return "", false
 	}
 	fv := v.Field(f.index)

@@ -128,7 +128,7 @@ func TestPositions(t *testing.T) {
 			name:   "unquoted number where text is meant",
 			doc:    "pipeline:\n  workflow:\n    manifest: { adapter_abis: { onnx-genai.image-preprocess: 1 } }\n",
 			marker: "1 }", rule: "schema/type", path: `pipeline.workflow.manifest.adapter_abis["onnx-genai.image-preprocess"]`,
-			message: "must be a string, read the integer 1; quote it",
+			message: "must be a string, read the integer 1", help: "quote it",
 		},
 		{
 			name:   "duplicate key",
@@ -152,7 +152,7 @@ func TestPositions(t *testing.T) {
 			name:   "feature above the declared version",
 			doc:    strings.Replace(wrap(`{ dtype: float32, shape: [b, t], batch_layout: { kind: request_aligned, axis: 0 }, padding: [{ dimension: t, valid_lengths: n }] }`), "v1.1", "v1", 1),
 			marker: "padding", rule: "version/feature-needs-v1.1", path: "pipeline.workflow.inputs.x.contract.padding",
-			message: "`padding` is a v1.1 feature, but the document declares \"v1\"; declare schema_version: \"v1.1\"",
+			message: "`padding` is a v1.1 feature, but the document declares \"v1\"", help: "declare schema_version: \"v1.1\"",
 		},
 		{
 			name:   "not YAML: an unclosed flow sequence points at its bracket",
@@ -166,7 +166,7 @@ func TestPositions(t *testing.T) {
 			name:   "not YAML: a key indented short points at the key",
 			doc:    "schema_version: v1.1\npipeline:\n  workflow:\n    inputs:\n      x: {}\n     outputs: {}\n",
 			marker: "outputs", rule: "syntax", path: "",
-			message: "did not find expected key", help: "indentation matches no enclosing mapping",
+			message: "did not find expected key; this line's indentation matches no enclosing mapping", help: "line it up with the keys",
 		},
 		{
 			name:   "not YAML: a key indented deep points at its colon",
@@ -178,7 +178,7 @@ func TestPositions(t *testing.T) {
 			name:   "not YAML: a tab indents",
 			doc:    "schema_version: v1.1\npipeline:\n\tworkflow: {}\n",
 			marker: "\tworkflow", rule: "syntax", path: "",
-			message: "cannot start any token", help: "not tabs",
+			message: "cannot start any token; YAML indents with spaces, not tabs", help: "replace the tab with spaces",
 		},
 		{
 			name:   "not YAML: an unclosed quote",

@@ -113,7 +113,7 @@ func featuresBeyond(doc *Document, v DeclaredVersion) diag.List {
 	var ds diag.List
 	report := func(n Node, feature string) {
 		ds.Add(diag.Errorf(diag.VersionFeatureNeedsV11, n.Caret(), n.Path,
-			"%s is a %s feature, but the document %s; declare schema_version: \"%s\"",
+			"%s is a %s feature, but the document %s\ndeclare schema_version: \"%s\"",
 			feature, BatchingVersion, declared, BatchingVersion))
 	}
 	for _, use := range batchingUses(doc) {

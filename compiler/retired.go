@@ -54,10 +54,10 @@ func flatPair(layout *yaml.Node, path string) (diag.Diagnostic, bool) {
 	}
 	oName, wName := scalarOr(o, "<offsets>"), scalarOr(w, "<owner>")
 	return diag.Errorf(diag.RetiredFlatTokenPacked, posOf(at), path,
-		"the `token_packed` batch layout at `%s` declares %s directly, which is the retired flat spelling of ownership; "+
-			"a packed axis now declares `levels`, an ownership chain innermost first, because an item can itself be a group: "+
+		"the `token_packed` batch layout at `%s` declares %s directly, which is the retired flat spelling of ownership, which is not read (no document is converted for you); "+
+			"a packed axis now declares `levels`, an ownership chain innermost first, because an item can itself be a group\n"+
 			"replace `offsets: %s, owner: %s` with `levels: [{ offsets: %s, owner: %s }]`, and add an outer entry if the items are themselves grouped "+
-			"(an emitted level also states `extent`); this spelling is not read, and no document is converted for you",
+			"(an emitted level also states `extent`)",
 		path, keys, oName, wName, oName, wName), true
 }
 
@@ -68,7 +68,12 @@ func scalarOr(n *yaml.Node, alt string) string {
 	return alt
 }
 
-const hintAdvice = "`batch_capacity` on the component and `padding` on its contracts now state these facts; remove this hint and declare them there"
+// hintWhy and hintFix end the message of a retired batching hint and give
+// its help line.
+const (
+	hintWhy = "`batch_capacity` on the component and `padding` on its contracts now state these facts"
+	hintFix = "remove this hint and declare them there"
+)
 
 // batchingHints finds the retired ways of saying that a model batches.
 func batchingHints(root *yaml.Node) diag.List {
@@ -80,7 +85,7 @@ func batchingHints(root *yaml.Node) diag.List {
 			if k, _ := lookup(profiles.Content[i+1], "batch_invariance"); k != nil {
 				path := keyPath(keyPath("profiles", name), "batch_invariance")
 				ds.Add(diag.Errorf(diag.RetiredBatchingHint, posOf(k), path,
-					"`%s` is a retired batching hint; %s", path, hintAdvice))
+					"`%s` is a retired batching hint; %s\n%s", path, hintWhy, hintFix))
 			}
 		}
 	}
@@ -88,7 +93,7 @@ func batchingHints(root *yaml.Node) diag.List {
 	_, rc := lookup(model, "runtime_configurable")
 	if k, _ := lookup(rc, "continuous_batching"); k != nil {
 		ds.Add(diag.Errorf(diag.RetiredBatchingHint, posOf(k), "model.runtime_configurable.continuous_batching",
-			"`model.runtime_configurable.continuous_batching` is a retired batching hint; %s", hintAdvice))
+			"`model.runtime_configurable.continuous_batching` is a retired batching hint; %s\n%s", hintWhy, hintFix))
 	}
 	_, req := lookup(root, "required_capabilities")
 	ds.Add(retiredCapability(req, "required_capabilities")...)
@@ -108,7 +113,7 @@ func retiredCapability(list *yaml.Node, path string) diag.List {
 	for i, c := range list.Content {
 		if c.Kind == yaml.ScalarNode && c.Value == "continuous_batching" {
 			ds.Add(diag.Errorf(diag.RetiredBatchingHint, posOf(c), indexPath(path, i),
-				"the capability `continuous_batching` in `%s` is a retired batching hint; %s", path, hintAdvice))
+				"the capability `continuous_batching` in `%s` is a retired batching hint; %s\n%s", path, hintWhy, hintFix))
 		}
 	}
 	return ds

@@ -32,7 +32,7 @@ func (s *String) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if n.ShortTag() != "!!str" {
-		d.errorf(diag.SchemaType, n, path, "`%s` must be a string, read the %s; quote it if it is meant as text", lastKey(path), kindWord(n))
+		d.errorf(diag.SchemaType, n, path, "`%s` must be a string, read the %s\nquote it if it is meant as text", lastKey(path), kindWord(n))
 		return
 	}
 	s.Value = n.Value
@@ -143,7 +143,7 @@ func (t *Transform) decodeYAML(d *decoder, n *yaml.Node, path string) {
 	}
 	k, op := lookup(n, "op")
 	if op == nil {
-		d.errorf(diag.SchemaMissingField, n, path, "the transform at `%s` has no `op`; add one, such as op: decode", path)
+		d.errorf(diag.SchemaMissingField, n, path, "the transform at `%s` has no `op`\nadd one, such as op: decode", path)
 		return
 	}
 	d.value(op, k, keyPath(path, "op"), reflect.ValueOf(&t.Op).Elem())

@@ -90,7 +90,14 @@ func yamlError(src []byte, err error) diag.Diagnostic {
 	}
 	line := strings.TrimRight(lines[at-1], "\r\n")
 	d.Line = at
-	d.Column, d.Help = offendingToken(line, msg)
+	col, hint := offendingToken(line, msg)
+	d.Column = col
+	if why, fix := diag.SplitHelp(hint); fix != "" {
+		d.Message += "; " + why
+		d.Help = fix
+	} else {
+		d.Help = why
+	}
 	return d
 }
 
@@ -139,7 +146,8 @@ func offendingLine(lines []string, from int, want string) int {
 }
 
 // offendingToken places the caret on the offending line for the parser's
-// message, and says how to fix what it finds there.
+// message, and says what it finds there and how to fix it: why, when
+// said, goes before a newline in help and the fix after it.
 func offendingToken(line, msg string) (col int, help string) {
 	rs := []rune(line)
 	first := len(rs) - len([]rune(strings.TrimLeft(line, " \t")))
@@ -150,16 +158,16 @@ func offendingToken(line, msg string) (col int, help string) {
 	case strings.Contains(msg, "cannot start any token"):
 		for i, r := range rs {
 			if r == '\t' && i <= first {
-				return i + 1, "YAML indents with spaces, not tabs; replace the tab with spaces"
+				return i + 1, "YAML indents with spaces, not tabs\nreplace the tab with spaces"
 			}
 			if r == '@' || r == '`' {
-				return i + 1, fmt.Sprintf("a plain scalar cannot start with `%c`; quote the value", r)
+				return i + 1, fmt.Sprintf("a plain scalar cannot start with `%c`\nquote the value", r)
 			}
 		}
 	case strings.Contains(msg, "mapping values are not allowed"):
 		for i := len(rs) - 1; i > first; i-- {
 			if rs[i] == ':' && (i+1 == len(rs) || rs[i+1] == ' ') {
-				return i + 1, "a value cannot hold `key: value` here; indent the key under its parent by the same spaces as its siblings, or quote the value if the colon is part of it"
+				return i + 1, "a value cannot hold `key: value` here\nindent the key under its parent by the same spaces as its siblings, or quote the value if the colon is part of it"
 			}
 		}
 	case strings.Contains(msg, "expected ',' or") || strings.Contains(msg, "expected node content"):
@@ -168,11 +176,11 @@ func offendingToken(line, msg string) (col int, help string) {
 		}
 	case strings.Contains(msg, "end of stream"):
 		if i := strings.IndexAny(line, "\"'"); i >= 0 {
-			return len([]rune(line[:i])) + 1, "this quoted string is never closed; add the closing quote"
+			return len([]rune(line[:i])) + 1, "this quoted string is never closed\nadd the closing quote"
 		}
 	case strings.Contains(msg, "did not find expected key"), strings.Contains(msg, "expected '-' indicator"),
 		strings.Contains(msg, "block mapping"), strings.Contains(msg, "block collection"):
-		return first + 1, "this line's indentation matches no enclosing mapping or list; line it up with the keys (or `-` items) it belongs with"
+		return first + 1, "this line's indentation matches no enclosing mapping or list\nline it up with the keys (or `-` items) it belongs with"
 	}
 	return first + 1, ""
 }

@@ -89,7 +89,7 @@ func gateVersion(root *yaml.Node) (DeclaredVersion, diag.List) {
 			hint = fmt.Sprintf(`; quote it: schema_version: "v%s"`, strings.TrimPrefix(v.Value, "v"))
 		}
 		return DeclaredVersion{}, diag.List{diag.Errorf(diag.VersionMalformed, pos, path,
-			"schema_version must be a string, read the %s; write it as \"v<major>.<minor>\", for example \"%s\"%s",
+			"schema_version must be a string, read the %s\nwrite it as \"v<major>.<minor>\", for example \"%s\"%s",
 			kindWord(v), Supported, hint)}
 	}
 	ver, err := ParseVersion(v.Value)

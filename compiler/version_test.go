@@ -38,7 +38,7 @@ func TestVersionGrammar(t *testing.T) {
 		{line: `schema_version: "vv1"`, rule: "version/malformed"},
 		{line: `schema_version: "1."`, rule: "version/malformed"},
 		{line: `schema_version: "-1"`, rule: "version/malformed"},
-		{line: `schema_version: 1.1`, rule: "version/malformed", message: `must be a string, read the number 1.1; write it as "v<major>.<minor>"`},
+		{line: `schema_version: 1.1`, rule: "version/malformed", message: `must be a string, read the number 1.1 help: write it as "v<major>.<minor>"`},
 		{line: `schema_version: 1`, rule: "version/malformed", message: "read the integer 1"},
 		{line: `schema_version: [v1]`, rule: "version/malformed", message: "read the sequence"},
 		{line: `schema_version: true`, rule: "version/malformed", message: "boolean"},
@@ -59,8 +59,8 @@ func TestVersionGrammar(t *testing.T) {
 				t.Fatalf("want one %s, got %v", tt.rule, r.Diags)
 			}
 			d := r.Diags[0]
-			if !strings.Contains(d.Message, tt.message) {
-				t.Errorf("message %q lacks %q", d.Message, tt.message)
+			if text := d.Message + " help: " + d.Help; !strings.Contains(text, tt.message) {
+				t.Errorf("message and help %q lack %q", text, tt.message)
 			}
 			if d.Line != 1 || d.Column != len("schema_version: ")+1 {
 				t.Errorf("caret at %d:%d, want 1:%d", d.Line, d.Column, len("schema_version: ")+1)
@@ -111,7 +111,7 @@ pipeline:
 	if len(r.Diags) != 1 || r.Diags[0].Rule != "retired/flat-token-packed" {
 		t.Fatalf("want retired/flat-token-packed at v1.1, got %v", r.Diags)
 	}
-	if !strings.Contains(r.Diags[0].Message, "levels: [{ offsets: o, owner: w }]") ||
+	if !strings.Contains(r.Diags[0].Help, "levels: [{ offsets: o, owner: w }]") ||
 		!strings.Contains(r.Diags[0].Message, "pipeline.workflow.inputs.x.contract.batch_layout") {
 		t.Errorf("the retired message lacks the rewrite or the path: %q", r.Diags[0].Message)
 	}

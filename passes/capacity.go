@@ -63,11 +63,11 @@ func capacityUniform(c *Context, f *capacityFacts) {
 	for _, u := range f.comp.Capacity.Uniform {
 		switch prev, dup := first[u.Name]; {
 		case !f.known[u.Name]:
-			c.ReportHelp(diag.CapacityUnknownSymbol, u.Loc, diag.DidYouMean(u.Name, f.declared), "%s lists uniform dimension `%s`, which no port of the component declares (%s); name a symbol of a port shape, or drop the entry",
+			c.ReportHelp(diag.CapacityUnknownSymbol, u.Loc, diag.DidYouMean(u.Name, f.declared), "%s lists uniform dimension `%s`, which no port of the component declares (%s)\nname a symbol of a port shape, or drop the entry",
 				f.name(), u.Name, f.declaredText())
 		case dup:
 			c.ReportRelated(diag.CapacityUniformDuplicate, u.Loc, []Related{{prev, "first listed here"}},
-				"%s lists uniform dimension `%s` twice; the list states which extents co-batched items must agree on, once each, so drop the second entry", f.name(), u.Name)
+				"%s lists uniform dimension `%s` twice; the list states which extents co-batched items must agree on, once each\ndrop the second entry", f.name(), u.Name)
 		default:
 			first[u.Name] = u.Loc
 			capacityUniformKind(c, f, u)
@@ -80,13 +80,13 @@ func capacityUniform(c *Context, f *capacityFacts) {
 func capacityUniformKind(c *Context, f *capacityFacts, u ir.Ref) {
 	if k, ok := f.Count(u.Name, false); ok && k.Kind != CountRows {
 		c.ReportRelated(diag.CapacityUniformCount, u.Loc, []Related{{k.Loc, "declared here"}},
-			"%s requires uniform dimension `%s`, which is %s: it counts the items the group holds rather than describing one item, so it cannot be pinned; remove it from uniform_dimensions and bound it with a budget instead",
+			"%s requires uniform dimension `%s`, which is %s: it counts the items the group holds rather than describing one item, so it cannot be pinned\nremove it from uniform_dimensions and bound it with a budget instead",
 			f.name(), u.Name, k)
 		return
 	}
 	if pads := f.padded[u.Name]; len(pads) > 0 {
 		c.ReportRelated(diag.CapacityPaddedAndPinned, u.Loc, []Related{{pads[0].Loc, "padded here"}},
-			"%s pins `%s` in uniform_dimensions, but port `%s` pads it; a dimension is padded (items differ, lengths say how) or pinned (items agree), never both; drop one of the two",
+			"%s pins `%s` in uniform_dimensions, but port `%s` pads it; a dimension is padded (items differ, lengths say how) or pinned (items agree), never both\ndrop one of the two",
 			f.name(), u.Name, pads[0].Port)
 	}
 }
@@ -106,7 +106,7 @@ func capacityBudgets(c *Context, f *capacityFacts) {
 		key := strings.Join(capacityPathNames(b.Path), "\x00")
 		if prev, dup := paths[key]; dup && !repeated && len(b.Path) > 0 {
 			c.ReportRelated(diag.CapacityBudgetDuplicate, b.Loc, []Related{{prev, "first budgeted here"}},
-				"%s budgets %s more than once; two bounds on one footprint are two numbers for one fact, so keep one", f.name(), text)
+				"%s budgets %s more than once; two bounds on one footprint are two numbers for one fact\nkeep one", f.name(), text)
 		} else if !dup {
 			paths[key] = b.Loc
 		}
@@ -122,12 +122,12 @@ func capacityBudgetSymbols(c *Context, f *capacityFacts, b ir.Budget, text strin
 	repeated := false
 	for _, r := range b.Path {
 		if !f.known[r.Name] {
-			c.ReportHelp(diag.CapacityUnknownSymbol, r.Loc, diag.DidYouMean(r.Name, f.declared), "%s budgets `%s` in %s, which no port of the component declares (%s); name a symbol of a port shape",
+			c.ReportHelp(diag.CapacityUnknownSymbol, r.Loc, diag.DidYouMean(r.Name, f.declared), "%s budgets `%s` in %s, which no port of the component declares (%s)\nname a symbol of a port shape",
 				f.name(), r.Name, text, f.declaredText())
 		}
 		if seen[r.Name] && !repeated {
 			repeated = true
-			c.Report(diag.CapacityBudgetDuplicate, r.Loc, "%s budgets %s, which names `%s` twice; a composed budget multiplies distinct extents along a nesting path, so name each symbol once",
+			c.Report(diag.CapacityBudgetDuplicate, r.Loc, "%s budgets %s, which names `%s` twice; a composed budget multiplies distinct extents along a nesting path\nname each symbol once",
 				f.name(), text, r.Name)
 		}
 		seen[r.Name] = true
@@ -149,7 +149,7 @@ func capacityBudgetRoot(c *Context, f *capacityFacts, b ir.Budget, text string) 
 	if _, ok := f.Count(r.Name, false); ok {
 		why = "a count the scheduler does not choose when it assembles a group"
 	}
-	c.Report(diag.CapacityBudgetRoot, r.Loc, "%s budgets %s, whose outermost dimension `%s` is %s: %s, so it bounds nothing about the group; start the path at a group count (%s), for example %s",
+	c.Report(diag.CapacityBudgetRoot, r.Loc, "%s budgets %s, whose outermost dimension `%s` is %s: %s, so it bounds nothing about the group\nstart the path at a group count (%s), for example %s",
 		f.name(), text, r.Name, f.describe(r.Name), why, f.rootsText(), f.rerooted(b.Path))
 }
 
@@ -169,7 +169,7 @@ func (f *capacityFacts) rerooted(path []ir.Ref) string {
 // capacityBudgetSize reports a bound no single item fits (r8).
 func capacityBudgetSize(c *Context, f *capacityFacts, b ir.Budget, text string) {
 	if b.MaxTotal < 1 {
-		c.Report(diag.CapacityBudgetTooSmall, b.Loc, "%s budgets %s at %d; every budget is an upper bound on an assembled group, and a bound below 1 forbids even the single-item invocation; write a max_total of at least 1",
+		c.Report(diag.CapacityBudgetTooSmall, b.Loc, "%s budgets %s at %d; every budget is an upper bound on an assembled group, and a bound below 1 forbids even the single-item invocation\nwrite a max_total of at least 1",
 			f.name(), text, b.MaxTotal)
 		return
 	}
@@ -185,7 +185,7 @@ func capacityBudgetSize(c *Context, f *capacityFacts, b ir.Budget, text string) 
 		}
 	}
 	if b.MaxTotal < least {
-		c.Report(diag.CapacityBudgetTooSmall, b.Loc, "%s budgets %s at %d, but one item alone has a footprint of at least %d on that path%s; raise max_total to at least %d",
+		c.Report(diag.CapacityBudgetTooSmall, b.Loc, "%s budgets %s at %d, but one item alone has a footprint of at least %d on that path%s\nraise max_total to at least %d",
 			f.name(), text, b.MaxTotal, least, why, least)
 	}
 }
@@ -214,7 +214,7 @@ func capacityLevels(c *Context, f *capacityFacts) {
 			}
 			done[sym] = true
 			c.ReportRelated(diag.CapacityLevelUnbudgeted, lv.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
-				"%s declares no budget for `%s`, the units input port `%s` packs at ownership level %d, so nothing bounds how many of them one group holds; add a budget such as { dimensions: [%s], max_total: N }",
+				"%s declares no budget for `%s`, the units input port `%s` packs at ownership level %d, so nothing bounds how many of them one group holds\nadd a budget such as { dimensions: [%s], max_total: N }",
 				f.name(), sym, p.Name, i, sym)
 		}
 	}
@@ -239,12 +239,12 @@ func capacityLiteral(c *Context, f *capacityFacts, p *ir.Port, input bool) {
 	}
 	if k.Packed() && len(k.Shape) > 0 && !k.Shape[0].IsSym() {
 		d := k.Shape[0]
-		c.Report(diag.CapacityFreeLiteral, d.Loc, "%s port `%s` of component `%s` packs items along axis 0 but fixes that axis at %d; with a batch_capacity a packed extent is the sum of the group's items and cannot be a literal; write a shape symbol there",
+		c.Report(diag.CapacityFreeLiteral, d.Loc, "%s port `%s` of component `%s` packs items along axis 0 but fixes that axis at %d; with a batch_capacity a packed extent is the sum of the group's items and cannot be a literal\nwrite a shape symbol there",
 			side, p.Name, f.comp.Name, d.Size)
 	}
 	if ax := k.RequestAxis(); ax >= 0 && ax < len(k.Shape) && !k.Shape[ax].IsSym() {
 		d := k.Shape[ax]
-		c.Report(diag.CapacityFreeLiteral, d.Loc, "%s port `%s` of component `%s` is %s on axis %d but fixes that axis at %d; with a batch_capacity the rows of every grouped request are stacked on it, so its extent is the group's row count and cannot be a literal; write a shape symbol there",
+		c.Report(diag.CapacityFreeLiteral, d.Loc, "%s port `%s` of component `%s` is %s on axis %d but fixes that axis at %d; with a batch_capacity the rows of every grouped request are stacked on it, so its extent is the group's row count and cannot be a literal\nwrite a shape symbol there",
 			side, p.Name, f.comp.Name, k.Layout.Kind, ax, d.Size)
 	}
 }
@@ -267,7 +267,7 @@ func capacityFree(c *Context, f *capacityFacts) {
 				continue
 			}
 			done[d.Sym] = true
-			c.Report(diag.CapacityUnreconciled, d.Loc, "%s leaves `%s` free on input port `%s` (axis %d): it is neither uniform, padded on that port, packed, nor its request axis, so two co-batched items could differ on it with nothing to reconcile them; add `%s` to uniform_dimensions, or pad it with a padding entry and its valid_lengths",
+			c.Report(diag.CapacityUnreconciled, d.Loc, "%s leaves `%s` free on input port `%s` (axis %d): it is neither uniform, padded on that port, packed, nor its request axis, so two co-batched items could differ on it with nothing to reconcile them\nadd `%s` to uniform_dimensions, or pad it with a padding entry and its valid_lengths",
 				f.name(), d.Sym, p.Name, i, d.Sym)
 		}
 	}
@@ -298,7 +298,7 @@ func capacityRowScope(c *Context, f *capacityFacts) {
 			k := p.Contract
 			if k.Packed() && k.Layout.Axis == rs.Axis {
 				c.ReportRelated(diag.CapacityRowScope, rs.Loc, []Related{{p.Loc, "packed here"}},
-					"component `%s` declares row_scope on axis %d, which port `%s` packs items along; items are not rows, so put row_scope on a request axis or drop it",
+					"component `%s` declares row_scope on axis %d, which port `%s` packs items along; items are not rows\nput row_scope on a request axis or drop it",
 					f.comp.Name, rs.Axis, p.Name)
 				return
 			}
@@ -308,7 +308,7 @@ func capacityRowScope(c *Context, f *capacityFacts) {
 		}
 	}
 	if rowPort == "" {
-		c.Report(diag.CapacityRowScope, rs.Loc, "component `%s` declares row_scope on axis %d, which no port of the component declares as its request axis (%s); put row_scope on the request-row axis",
+		c.Report(diag.CapacityRowScope, rs.Loc, "component `%s` declares row_scope on axis %d, which no port of the component declares as its request axis (%s)\nput row_scope on the request-row axis",
 			f.comp.Name, rs.Axis, f.requestAxesText())
 	}
 }

@@ -47,7 +47,7 @@ func TestOneTypoOneError(t *testing.T) {
 				t.Fatal(err)
 			}
 			ds := d.Diags()
-			if len(ds) != 1 || ds[0].Rule != tt.rule || ds[0].Help != "did you mean `"+tt.help+"`?" {
+			if len(ds) != 1 || ds[0].Rule != tt.rule || !strings.HasPrefix(ds[0].Help+"\n", "did you mean `"+tt.help+"`?\n") {
 				t.Fatalf("want one %s suggesting %s, got %d: %+v", tt.rule, tt.help, len(ds), ds)
 			}
 			line := strings.Split(strings.Replace(base, tt.old, tt.new, 1), "\n")[ds[0].Line-1]

@@ -31,11 +31,11 @@ var ContractsPass = &Pass{
 // contractOwn checks one contract on its own.
 func contractOwn(c *Context, site string, k *ir.Contract) {
 	if _, ok := ir.LookupDType(k.DType); !ok && k.DType != "" {
-		c.Report(diag.ContractDType, k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know; use one of %s",
+		c.Report(diag.ContractDType, k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know\nuse one of %s",
 			site, k.DType, strings.Join(ir.DTypeNames(), ", "))
 	}
 	if k.HasShape && k.RankLoc != 0 && k.Rank != len(k.Shape) {
-		c.Report(diag.ContractShape, k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions; drop `rank` or make it %d",
+		c.Report(diag.ContractShape, k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions\ndrop `rank` or make it %d",
 			site, k.Rank, shapeText(k.Shape), len(k.Shape), len(k.Shape))
 	}
 }
@@ -86,7 +86,7 @@ func contractBind(c *Context, id ir.ValueID, want *ir.Contract, site string, loc
 		return
 	}
 	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
-		"`%s` has %s; bind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
+		"`%s` has %s\nbind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
 }
 
 // shapeText writes a shape as a document would.

@@ -17,7 +17,9 @@ import (
 //
 //	shape: [a, b]   # want padding/dimension "not a shape symbol"
 //
-// A line may carry several expectations. A file may hold several documents
+// The pattern is matched against the message followed by its help lines,
+// each introduced by " help: " ("… not declared help: declare it …"). A
+// line may carry several expectations. A file may hold several documents
 // separated by lines of exactly "---"; each is checked on its own, with its
 // line numbers as in the file. The harness fails on a missing diagnostic and
 // on an unexpected one.
@@ -101,7 +103,7 @@ func checkFixture(t *testing.T, file, doc string, opts Options) {
 	for _, dg := range d.Diags() {
 		matched := false
 		for _, w := range wants {
-			if w.line == dg.Line && w.rule == dg.Rule && w.re.MatchString(dg.Message) {
+			if w.line == dg.Line && w.rule == dg.Rule && w.re.MatchString(withHelp(dg)) {
 				w.hit, matched = true, true
 			}
 		}
@@ -114,6 +116,14 @@ func checkFixture(t *testing.T, file, doc string, opts Options) {
 			t.Errorf("%s:%d: missing %s matching %q", file, w.line, w.rule, w.re)
 		}
 	}
+}
+
+// withHelp is the text a fixture's pattern is matched against.
+func withHelp(dg diag.Diagnostic) string {
+	if dg.Help == "" {
+		return dg.Message
+	}
+	return dg.Message + " help: " + strings.ReplaceAll(dg.Help, "\n", " help: ")
 }
 
 // TestEveryRuleHasAFixture keeps at least one fixture per rule id of the

@@ -145,7 +145,7 @@ func (e *emitChecker) checkAxis(s *ir.Step) {
 	if s.Axis != nil {
 		if a := *s.Axis; a < 0 || a >= int64(r) {
 			e.c.Report(diag.EmitAxis, emitLoc(s.AxisLoc, s.Loc),
-				"emit of `%s` into output `%s` names axis %d, outside the rank %d of the value it emits; an emit axis is in [0, %d) at every schema version, so name one of the value's axes",
+				"emit of `%s` into output `%s` names axis %d, outside the rank %d of the value it emits; an emit axis is in [0, %d) at every schema version\nname one of the value's axes",
 				s.Value.Name, s.Output.Name, a, r, r)
 		}
 		return
@@ -161,7 +161,7 @@ func (e *emitChecker) checkAxis(s *ir.Step) {
 		what = "trims with a valid_length"
 	}
 	e.c.Report(diag.EmitAxisRequired, s.Loc,
-		"emit of `%s` into output `%s` %s but names no axis; the value is rank %d and the document declares %s, where the default final axis of a rank-4 or higher value is a spatial extent, so the axis it grows along must be stated: write `axis: %d` for the final axis, or the axis it grows along",
+		"emit of `%s` into output `%s` %s but names no axis; the value is rank %d and the document declares %s, where the default final axis of a rank-4 or higher value is a spatial extent, so the axis it grows along must be stated\nwrite `axis: %d` for the final axis, or the axis it grows along",
 		s.Value.Name, s.Output.Name, what, r, emitVersion(e.m), r-1)
 }
 
@@ -192,7 +192,7 @@ func (e *emitChecker) checkRowAxis(s *ir.Step) {
 			continue
 		}
 		e.c.ReportRelated(diag.EmitRowAxis, emitLoc(u.use.Loc, s.Loc), emitOutputRelated(o, "the output is declared here"),
-			"emit of `%s` into output `%s` carries %s `%s`, but `%s` is %s and declares no request axis; ragged emission trims or guards each request's row, so it needs an output whose batch_layout is request_aligned or request_expanded: emit into such an output, or drop the %s",
+			"emit of `%s` into output `%s` carries %s `%s`, but `%s` is %s and declares no request axis; ragged emission trims or guards each request's row, so it needs an output whose batch_layout is request_aligned or request_expanded\nemit into such an output, or drop the %s",
 			s.Value.Name, o.Name, u.what, u.use.Name, o.Name, o.Contract.Layout.Kind, emitKey(u.what))
 	}
 }
@@ -219,7 +219,7 @@ func (e *emitChecker) checkTrim(s *ir.Step) {
 		rel = append(rel, Related{Loc: emitLoc(p.Loc, o.Contract.Loc), Message: fmt.Sprintf("`%s` pads dimension `%s` here", o.Name, p.Dim.Name)})
 	}
 	e.c.ReportRelated(diag.EmitTrimPadded, emitLoc(s.ValidLength.Loc, s.Loc), rel,
-		"emit of `%s` into output `%s` carries valid_length `%s`, but `%s` declares padding whose valid_lengths %s already says how much of it is real; a padded output has one account of its raggedness and it is the declared padding, the only one the caller receives, so drop the emit's valid_length",
+		"emit of `%s` into output `%s` carries valid_length `%s`, but `%s` declares padding whose valid_lengths %s already says how much of it is real; a padded output has one account of its raggedness and it is the declared padding, the only one the caller receives\ndrop the emit's valid_length",
 		s.Value.Name, o.Name, s.ValidLength.Name, o.Name, strings.Join(dims, ", "))
 }
 
@@ -258,7 +258,7 @@ func (e *emitChecker) reportUnpublished(o *ir.Output, w *ir.Step, cl emitClaim) 
 	c := e.m.Output(name)
 	if c == nil {
 		e.c.ReportRelated(diag.EmitUnpublishedCompanion, emitLoc(cl.ref.Loc, o.Loc), rel,
-			"emitted output `%s` %s is not itself a declared workflow output; %s, so declare `%s` under outputs as %s, shared, and emit it",
+			"emitted output `%s` %s is not itself a declared workflow output; %s\ndeclare `%s` under outputs as %s, shared, and emit it",
 			o.Name, what, why, name, cl.demand())
 		return
 	}
@@ -267,7 +267,7 @@ func (e *emitChecker) reportUnpublished(o *ir.Output, w *ir.Step, cl emitClaim) 
 	}
 	rel = append(rel, Related{Loc: c.Loc, Message: fmt.Sprintf("`%s` is declared here", name)})
 	e.c.ReportRelated(diag.EmitUnpublishedCompanion, emitLoc(cl.ref.Loc, o.Loc), rel,
-		"emitted output `%s` %s is declared as a workflow output but never emitted; declaring an output delivers nothing, and %s, so add an emit step that writes `%s`",
+		"emitted output `%s` %s is declared as a workflow output but never emitted; declaring an output delivers nothing, and %s\nadd an emit step that writes `%s`",
 		o.Name, what, why, name)
 }
 
@@ -331,7 +331,7 @@ func (e *emitChecker) checkMalformed(o *ir.Output, live []emitClaim) {
 		loc = emitRankLoc(c, o.Loc)
 	}
 	e.c.ReportRelated(diag.EmitMalformedCompanion, loc, rel,
-		"output `%s` is %s, but %s; a companion is shaped by the reference that names it, so declare `%s` as %s",
+		"output `%s` is %s, but %s; a companion is shaped by the reference that names it\ndeclare `%s` as %s",
 		o.Name, emitShapeOf(c), strings.Join(named, "; "), o.Name, emitAdvice(live[0]))
 }
 
@@ -417,7 +417,7 @@ func (e *emitChecker) reportOrphan(o *ir.Output, w *ir.Step, cls []emitClaim) {
 		who = "only outputs " + strings.Join(payloads, ", ") + " name"
 	}
 	e.c.ReportRelated(diag.EmitCompanionOfUnemitted, emitLoc(w.Output.Loc, w.Loc), rel,
-		"emit of `%s` writes shared output `%s`, which %s as a companion (%s), and no step emits %s; a companion is published for the payload it describes, so emit %s as well, or drop this emit",
+		"emit of `%s` writes shared output `%s`, which %s as a companion (%s), and no step emits %s; a companion is published for the payload it describes\nemit %s as well, or drop this emit",
 		w.Value.Name, o.Name, who, strings.Join(named, "; "), strings.Join(payloads, " or "), strings.Join(payloads, " and "))
 }
 
@@ -433,7 +433,7 @@ func (e *emitChecker) checkServing(o *ir.Output, w *ir.Step) {
 		return
 	}
 	e.c.ReportRelated(diag.EmitServingShared, emitLoc(w.Output.Loc, w.Loc), emitOutputRelated(o, "the output is declared shared here"),
-		"emit of `%s` into output `%s`, which is shared at rank %d, in a workflow with `serving`: a served result goes back to its request, and a shared value has no row to go back to unless it is a companion of another emitted output (the offsets or owner of a token_packed level, or the valid_lengths of a padding entry); no output names `%s` as one, so declare a request axis on `%s` (batch_layout request_aligned), or name it in the levels or padding of the emitted output it describes",
+		"emit of `%s` into output `%s`, which is shared at rank %d, in a workflow with `serving`: a served result goes back to its request, and a shared value has no row to go back to unless it is a companion of another emitted output (the offsets or owner of a token_packed level, or the valid_lengths of a padding entry); no output names `%s` as one\ndeclare a request axis on `%s` (batch_layout request_aligned), or name it in the levels or padding of the emitted output it describes",
 		w.Value.Name, o.Name, r, o.Name, o.Name)
 }
 

@@ -122,12 +122,12 @@ func modelMissing(c *Context, comp *ir.Component, err error) {
 	default:
 		what, fix = fmt.Sprintf("cannot be read (%v)", err), "make the file readable"
 	}
-	format := "component `%s` names model `%s`, which %s, so its ports cannot be checked against the graph: %s"
+	format := "component `%s` names model `%s`, which %s, so its ports cannot be checked against the graph"
 	if c.opts.ModelsRequired {
-		c.Report(diag.ModelMissing, comp.Loc, format, comp.Name, comp.Artifact, what, fix)
+		c.Report(diag.ModelMissing, comp.Loc, format+"\n%s", comp.Name, comp.Artifact, what, fix)
 		return
 	}
-	c.Warn(diag.ModelMissing, comp.Loc, format+" (checking the package folder, or `compile`, makes this an error)", comp.Name, comp.Artifact, what, fix)
+	c.Warn(diag.ModelMissing, comp.Loc, format+" (checking the package folder, or `compile`, makes this an error)\n%s", comp.Name, comp.Artifact, what, fix)
 }
 
 type modelChecker struct {
@@ -178,7 +178,7 @@ func (m *modelChecker) check() {
 			continue
 		}
 		m.c.Report(diag.ModelPort, m.comp.Loc,
-			"the graph of component `%s` (%s) requires input `%s` (%s %s), which no input port declares; ONNX Runtime refuses to run it without one: declare `%s` under the component's ports.inputs and bind it in the invoke",
+			"the graph of component `%s` (%s) requires input `%s` (%s %s), which no input port declares; ONNX Runtime refuses to run it without one\ndeclare `%s` under the component's ports.inputs and bind it in the invoke",
 			m.comp.Name, m.comp.Artifact, in.Name, orAny(in.DType()), in.ShapeText(), in.Name)
 	}
 }
@@ -203,8 +203,8 @@ func (m *modelChecker) lengthsUnseen() map[string]bool {
 				unseen[name] = true
 			}
 			m.c.Report(diag.ModelLengthsUnseen, packedLoc(pad.Lengths.Loc, pad.Loc, p.Loc),
-				"input port `%s` of component `%s` is padded on `%s` with valid_lengths `%s`, but the graph (%s) takes no input `%s`: the model cannot mask the padding, so grouping items of different `%s` could change a request's result; drop the padding (items then group only when `%s` agrees: list it in uniform_dimensions) or use a model that takes the lengths%s",
-				p.Name, m.comp.Name, pad.Dim.Name, name, m.comp.Artifact, name, pad.Dim.Name, pad.Dim.Name, graphNamesHint("inputs", name, m.g.Inputs))
+				"input port `%s` of component `%s` is padded on `%s` with valid_lengths `%s`, but the graph (%s) takes no input `%s`%s: the model cannot mask the padding, so grouping items of different `%s` could change a request's result\ndrop the padding (items then group only when `%s` agrees: list it in uniform_dimensions) or use a model that takes the lengths",
+				p.Name, m.comp.Name, pad.Dim.Name, name, m.comp.Artifact, name, graphNamesHint("inputs", name, m.g.Inputs), pad.Dim.Name, pad.Dim.Name)
 		}
 	}
 	return unseen
@@ -218,14 +218,15 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		msg := fmt.Sprintf("%s port `%s` of component `%s` is not an %s of its graph (%s)", side, p.Name, m.comp.Name, side, m.comp.Artifact)
 		near, help := "", ""
 		if find(other, p.Name) != nil {
-			msg += fmt.Sprintf("; the graph has it as an %s: declare it under ports.%ss", otherSide(side), otherSide(side))
+			msg += fmt.Sprintf(", but an %s of it", otherSide(side))
+			help = fmt.Sprintf("declare it under ports.%ss", otherSide(side))
 		} else if len(first) > 0 {
-			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint("inputs no port declares", p.Name, first)
+			msg = withinParens(msg, graphNamesHint("inputs no port declares", p.Name, first)) + "; a port carries the graph's own name"
 			near = diag.Closest(p.Name, names(first), 1)[0]
-			help = diag.DidYouMean(p.Name, names(first))
+			help = diag.JoinHelp(diag.DidYouMean(p.Name, names(first)), "rename the port (and its bindings)")
 		} else {
-			msg += "; a port carries the graph's own name: rename the port (and its bindings)" + graphNamesHint(side+"s", p.Name, same)
-			help = diag.DidYouMean(p.Name, names(same))
+			msg = withinParens(msg, graphNamesHint(side+"s", p.Name, same)) + "; a port carries the graph's own name"
+			help = diag.JoinHelp(diag.DidYouMean(p.Name, names(same)), "rename the port (and its bindings)")
 		}
 		m.c.ReportHelp(diag.ModelPort, p.Loc, help, "%s", msg)
 		return near
@@ -237,7 +238,7 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 	site := fmt.Sprintf("%s port `%s` of component `%s`", side, p.Name, m.comp.Name)
 	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) && !m.misdeclaredLengths(p, v) {
 		m.c.Report(diag.ModelDType, packedLoc(k.DTypeLoc, k.Loc, p.Loc),
-			"%s declares dtype %s, but its graph (%s) has `%s` as %s: declare `dtype: %s` (or convert the model)",
+			"%s declares dtype %s, but its graph (%s) has `%s` as %s\ndeclare `dtype: %s` (or convert the model)",
 			site, k.DType, m.comp.Artifact, v.Name, v.DType(), v.DType())
 	}
 	if !k.HasShape && k.Rank < 0 || !v.HasShape {
@@ -253,7 +254,7 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 			at = packedLoc(at, k.Shape[0].Loc)
 		}
 		m.c.Report(diag.ModelShape, packedLoc(at, k.Loc, p.Loc),
-			"%s has rank %d, but its graph (%s) has `%s` with rank %d, shape %s: declare the graph's shape",
+			"%s has rank %d, but its graph (%s) has `%s` with rank %d, shape %s\ndeclare the graph's shape",
 			site, rank, m.comp.Artifact, v.Name, len(v.Dims), v.ShapeText())
 		return ""
 	}
@@ -269,7 +270,7 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		if !d.IsSym() {
 			if d.Size != gd.Value {
 				m.c.Report(diag.ModelShape, loc,
-					"%s fixes axis %d to %d, but its graph (%s) fixes it to %d (shape %s): declare %d",
+					"%s fixes axis %d to %d, but its graph (%s) fixes it to %d (shape %s)\ndeclare %d",
 					site, i, d.Size, m.comp.Artifact, gd.Value, v.ShapeText(), gd.Value)
 			}
 			continue
@@ -282,7 +283,7 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		if prev.size != gd.Value {
 			m.c.ReportRelated(diag.ModelShape, loc,
 				[]Related{{Loc: prev.loc, Message: fmt.Sprintf("here the graph fixes `%s` to %d (port `%s`)", d.Sym, prev.size, prev.port)}},
-				"%s puts shape symbol `%s` on axis %d, which its graph (%s) fixes to %d, but the graph fixes `%s` to %d on port `%s`; one symbol is one extent: use two symbols, or correct the model",
+				"%s puts shape symbol `%s` on axis %d, which its graph (%s) fixes to %d, but the graph fixes `%s` to %d on port `%s`; one symbol is one extent\nuse two symbols, or correct the model",
 				site, d.Sym, i, m.comp.Artifact, gd.Value, d.Sym, prev.size, prev.port)
 		}
 	}
@@ -302,6 +303,15 @@ func (m *modelChecker) misdeclaredLengths(p *ir.Port, v *onnx.Value) bool {
 		}
 	}
 	return false
+}
+
+// withinParens adds hint, " (…)", inside the parentheses msg ends with:
+// "its graph (a.onnx; the graph's outputs: `b`)".
+func withinParens(msg, hint string) string {
+	if !strings.HasSuffix(msg, ")") {
+		return msg + hint
+	}
+	return strings.TrimSuffix(msg, ")") + "; " + strings.TrimPrefix(hint, " (")
 }
 
 // graphNamesHint lists the graph's names closest to name, for a message.

@@ -163,10 +163,10 @@ func (p *packedChecker) site(s *ir.Site) {
 	switch {
 	case n == 0:
 		p.c.Report(diag.PackedLevels, packedLoc(k.Layout.Loc, k.Loc),
-			"%s is token_packed but declares no ownership levels; a packed run is only attributable to requests through at least one offsets/owner pair: write `levels: [{ offsets: <o>, owner: <w> }]`", s)
+			"%s is token_packed but declares no ownership levels; a packed run is only attributable to requests through at least one offsets/owner pair\nwrite `levels: [{ offsets: <o>, owner: <w> }]`", s)
 	case n > 2:
 		p.c.Report(diag.PackedLevels, packedLoc(k.Layout.Levels[2].Loc, k.Layout.Loc, k.Loc),
-			"%s declares %d ownership levels, more than the 2 a packed value may carry (items in units, units in request rows); keep at most two levels, innermost first", s, n)
+			"%s declares %d ownership levels, more than the 2 a packed value may carry (items in units, units in request rows)\nkeep at most two levels, innermost first", s, n)
 	}
 	var levels []*packedLevel
 	for i := range k.Layout.Levels {
@@ -199,15 +199,15 @@ func (p *packedChecker) axis(s *ir.Site) {
 			where = fmt.Sprintf("outside its rank %d", k.Rank)
 		}
 		p.c.Report(diag.PackedAxis, loc,
-			"%s packs items along axis %d, %s; a packed axis must be axis 0: put the packed dimension first in the shape and write `axis: 0`", s, a, where)
+			"%s packs items along axis %d, %s; a packed axis must be axis 0\nput the packed dimension first in the shape and write `axis: 0`", s, a, where)
 		return
 	}
-	what := ""
+	fix := "put the packed dimension first in the shape and write `axis: 0`"
 	if d, _, ok := packedDim(k); ok {
-		what = fmt.Sprintf(": move %s to the front of the shape and write `axis: 0`", packedDimText(d))
+		fix = fmt.Sprintf("move %s to the front of the shape and write `axis: 0`", packedDimText(d))
 	}
 	p.c.Report(diag.PackedAxis, loc,
-		"%s packs items along axis %d; a packed axis must be axis 0, because only then is each request's span a contiguous range that can be aliased rather than gathered%s", s, a, what)
+		"%s packs items along axis %d; a packed axis must be axis 0, because only then is each request's span a contiguous range that can be aliased rather than gathered\n%s", s, a, fix)
 }
 
 // doubleSpelling checks §4 r7: no padding on the dimension a value packs.
@@ -220,7 +220,7 @@ func (p *packedChecker) doubleSpelling(s *ir.Site) {
 		if pad.Dim.Name == d.Sym {
 			p.c.ReportRelated(diag.PackedDoubleSpelling, packedLoc(pad.Dim.Loc, pad.Loc),
 				[]Related{{Loc: s.Contract.Layout.Loc, Message: "the token_packed layout is declared here"}},
-				"%s declares padding on dimension `%s`, which is the axis %d it packs items along; packed items are contiguous and carry no padding, and the level offsets already say where each one ends: drop this padding entry",
+				"%s declares padding on dimension `%s`, which is the axis %d it packs items along; packed items are contiguous and carry no padding, and the level offsets already say where each one ends\ndrop this padding entry",
 				s, d.Sym, axis)
 		}
 	}
@@ -239,7 +239,7 @@ func (p *packedChecker) resolve(l *packedLevel, pc *packedCompanion) {
 	pc.target, pc.resolved = p.sc.Lookup(l.site, pc.ref.Name)
 	if !pc.resolved && (l.site.Kind != ir.SiteInput || p.bind.Read(l.site.Name)) {
 		p.c.ReportName(diag.PackedUnresolved, packedLoc(pc.ref.Loc, l.level.Loc), pc.ref.Name, diag.DidYouMean(pc.ref.Name, p.sc.Names(l.site)),
-			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s); declare it there or name one that is",
+			"%s names `%s` as its level %d %s, which is not a declared value or port in that scope (%s)\ndeclare it there or name one that is",
 			l.site, pc.ref.Name, l.index, pc.role, packedScopeText(l.site))
 	}
 }
@@ -265,7 +265,7 @@ func (p *packedChecker) structure(levels []*packedLevel) {
 		if l.offsets.ref.Name != "" && l.offsets.ref.Name == l.owner.ref.Name {
 			l.broken = true
 			p.c.Report(diag.PackedCompanion, packedLoc(l.owner.ref.Loc, l.level.Loc),
-				"%s names `%s` as both its level %d offsets and its level %d owner map; the two are different vectors of different lengths (units + 1 and %s), so one value cannot be both: declare a separate owner map",
+				"%s names `%s` as both its level %d offsets and its level %d owner map; the two are different vectors of different lengths (units + 1 and %s), so one value cannot be both\ndeclare a separate owner map",
 				l.site, l.owner.ref.Name, l.index, l.index, packedOwnerUnit(l.index))
 		}
 	}
@@ -278,7 +278,7 @@ func (p *packedChecker) structure(levels []*packedLevel) {
 		outer.broken = true
 		p.c.ReportRelated(diag.PackedPair, packedLoc(outer.level.Loc, outer.offsets.ref.Loc),
 			[]Related{{Loc: inner.level.Loc, Message: "level 0 names the same pair"}},
-			"%s repeats the pair (offsets `%s`, owner map `%s`) at levels 0 and 1; level 1 groups the units of level 0 into request rows, so it needs a pair of its own: name the outer grouping's offsets and owner map there",
+			"%s repeats the pair (offsets `%s`, owner map `%s`) at levels 0 and 1; level 1 groups the units of level 0 into request rows, so it needs a pair of its own\nname the outer grouping's offsets and owner map there",
 			outer.site, outer.offsets.ref.Name, outer.owner.ref.Name)
 		return
 	}
@@ -293,7 +293,7 @@ func (p *packedChecker) structure(levels []*packedLevel) {
 			outer.broken = true
 			p.c.ReportRelated(diag.PackedCompanion, packedLoc(pc.ref.Loc, outer.level.Loc),
 				[]Related{{Loc: prev.ref.Loc, Message: fmt.Sprintf("level 0 names `%s` here", prev.ref.Name)}},
-				"%s names `%s` as both its level 0 %s and its level 1 %s; the two are different vectors of different lengths, so one value cannot serve two levels: declare a separate %s for level 1",
+				"%s names `%s` as both its level 0 %s and its level 1 %s; the two are different vectors of different lengths, so one value cannot serve two levels\ndeclare a separate %s for level 1",
 				outer.site, pc.ref.Name, prev.role, pc.role, pc.role)
 		}
 	}
@@ -318,7 +318,7 @@ func (p *packedChecker) extent(l *packedLevel) {
 	case ir.SitePortIn, ir.SiteInput:
 		if l.level.Extent != ir.ExtentNone {
 			p.c.Report(diag.PackedExtent, l.level.Loc,
-				"%s declares level %d `extent: %s`, but an input level carries no extent: every count of a value it consumes is one its caller assembled; drop `extent`",
+				"%s declares level %d `extent: %s`, but an input level carries no extent: every count of a value it consumes is one its caller assembled\ndrop `extent`",
 				l.site, l.index, l.level.Extent)
 		}
 	case ir.SitePortOut, ir.SiteProgram:
@@ -333,7 +333,7 @@ func (p *packedChecker) extent(l *packedLevel) {
 		case ir.ExtentNone:
 			l.broken = true
 			p.c.Report(diag.PackedExtent, l.level.Loc,
-				"%s declares no extent for level %d; a level either preserves an input level's units one for one or has its units produced by the graph: write `extent: preserved` or `extent: produced`",
+				"%s declares no extent for level %d; a level either preserves an input level's units one for one or has its units produced by the graph\nwrite `extent: preserved` or `extent: produced`",
 				l.site, l.index)
 		case ir.ExtentProduced:
 			p.produced(l)
@@ -363,7 +363,7 @@ func (p *packedChecker) produced(l *packedLevel) {
 	}
 	l.broken = true
 	p.c.ReportRelated(diag.PackedExtent, packedLoc(at, l.level.Loc), related,
-		"%s declares level %d `extent: produced`, but %s, not an output of %s; a level the graph decides is described by companions the graph emits: declare %s as outputs there, or write `extent: preserved` if the level keeps an input level's units",
+		"%s declares level %d `extent: produced`, but %s, not an output of %s; a level the graph decides is described by companions the graph emits\ndeclare %s as outputs there, or write `extent: preserved` if the level keeps an input level's units",
 		l.site, l.index, strings.Join(what, " and "), packedProducer(l.site), strings.Join(names, " and "))
 }
 
@@ -373,7 +373,7 @@ func (p *packedChecker) preserved(l *packedLevel) {
 	if l.site.Kind == ir.SiteProgram {
 		l.broken = true
 		p.c.Report(diag.PackedExtent, l.level.Loc,
-			"%s declares level %d `extent: preserved`, but a preprocessing program has no input level to preserve: write `extent: produced` and name companions the program outputs",
+			"%s declares level %d `extent: preserved`, but a preprocessing program has no input level to preserve\nwrite `extent: produced` and name companions the program outputs",
 			l.site, l.index)
 		return
 	}
@@ -381,7 +381,7 @@ func (p *packedChecker) preserved(l *packedLevel) {
 		if pc.resolved && p.ownOutput(l.site, pc.target) {
 			l.broken = true
 			p.c.Report(diag.PackedExtent, packedLoc(pc.ref.Loc, l.level.Loc),
-				"%s declares level %d `extent: preserved` but its %s `%s` is an output port of the same component; preserving a level means reusing the companions that already described it on an input: name the input's pair, or write `extent: produced`",
+				"%s declares level %d `extent: preserved` but its %s `%s` is an output port of the same component; preserving a level means reusing the companions that already described it on an input\nname the input's pair, or write `extent: produced`",
 				l.site, l.index, pc.role, pc.ref.Name)
 			return
 		}
@@ -391,7 +391,7 @@ func (p *packedChecker) preserved(l *packedLevel) {
 	}
 	l.broken = true
 	p.c.Report(diag.PackedExtent, l.level.Loc,
-		"%s declares level %d `extent: preserved`, but no input port of component `%s` declares an ownership level pairing offsets `%s` with owner map `%s`; a level is preserved by reusing the very pair that described it: name an input level's pair, or write `extent: produced`",
+		"%s declares level %d `extent: preserved`, but no input port of component `%s` declares an ownership level pairing offsets `%s` with owner map `%s`; a level is preserved by reusing the very pair that described it\nname an input level's pair, or write `extent: produced`",
 		l.site, l.index, l.site.Component.Name, l.offsets.ref.Name, l.owner.ref.Name)
 }
 
@@ -464,7 +464,7 @@ func (p *packedChecker) pairOwners() {
 			name := l.offsets.ref.Name
 			p.c.ReportRelated(diag.PackedPair, packedLoc(l.owner.ref.Loc, l.level.Loc),
 				[]Related{{Loc: ref.owner.ref.Loc, Message: fmt.Sprintf("%s pairs `%s` with `%s` here", ref.site, name, ref.owner.ref.Name)}},
-				"%s pairs offsets `%s` with owner map `%s` at level %d, but %s pairs the same offsets with `%s`; one offsets vector describes one grouping, so it has one owner map: name `%s` here, or give this level offsets of its own",
+				"%s pairs offsets `%s` with owner map `%s` at level %d, but %s pairs the same offsets with `%s`; one offsets vector describes one grouping, so it has one owner map\nname `%s` here, or give this level offsets of its own",
 				l.site, name, l.owner.ref.Name, l.index, ref.site, ref.owner.ref.Name, ref.owner.ref.Name)
 		})
 	}
@@ -579,16 +579,16 @@ func (p *packedChecker) companionType(l *packedLevel, pc *packedCompanion, k *ir
 			"%s "+format, append([]any{l.describe(pc)}, args...)...)
 	}
 	if _, known := ir.LookupDType(k.DType); known && !ir.SameDType(k.DType, "int64") {
-		report(k.DTypeLoc, "is %s but must be int64: %s; declare `dtype: int64`", k.DType, packedMeaning(pc.role))
+		report(k.DTypeLoc, "is %s but must be int64: %s\ndeclare `dtype: int64`", k.DType, packedMeaning(pc.role))
 	}
 	if k.Rank >= 0 && k.Rank != 1 {
-		report(packedLoc(k.RankLoc, k.Loc), "has rank %d but must be rank 1: %s; declare its shape as one symbol", k.Rank, packedMeaning(pc.role))
+		report(packedLoc(k.RankLoc, k.Loc), "has rank %d but must be rank 1: %s\ndeclare its shape as one symbol", k.Rank, packedMeaning(pc.role))
 	}
 	if k.Layout.Kind != ir.Shared {
-		report(k.Layout.Loc, "declares %s but must declare shared; %s: write `batch_layout: { kind: shared }`", k.Layout.Kind, packedWhyShared(pc.role))
+		report(k.Layout.Loc, "declares %s but must declare shared; %s\nwrite `batch_layout: { kind: shared }`", k.Layout.Kind, packedWhyShared(pc.role))
 	}
 	if len(k.Padding) > 0 {
-		report(k.Padding[0].Loc, "declares padding of its own; a companion has exactly one entry per unit, so there is nothing in it to pad: drop its padding")
+		report(k.Padding[0].Loc, "declares padding of its own; a companion has exactly one entry per unit, so there is nothing in it to pad\ndrop its padding")
 	}
 }
 
@@ -621,7 +621,7 @@ func (p *packedChecker) companionRole(l *packedLevel, pc *packedCompanion) {
 	}
 	p.c.ReportRelated(diag.PackedCompanionRole, packedLoc(pc.ref.Loc, l.level.Loc),
 		[]Related{{Loc: po.Loc, Message: fmt.Sprintf("`%s` is declared with content `%s` here", po.Name, po.Content)}},
-		"%s names `%s` as its level %d %s, but that output carries content role `%s`; a companion says what it is by its role, and the role that says this is `%s`: write `content: %s` on it, or name the output that carries that role",
+		"%s names `%s` as its level %d %s, but that output carries content role `%s`; a companion says what it is by its role, and the role that says this is `%s`\nwrite `content: %s` on it, or name the output that carries that role",
 		l.site, pc.ref.Name, l.index, pc.role, po.Content, pc.role.content(), pc.role.content())
 }
 
@@ -643,7 +643,7 @@ func (p *packedChecker) ownerSuppliable(l *packedLevel, pc *packedCompanion) {
 	}
 	p.c.ReportRelated(diag.PackedOwnerSuppliable, packedLoc(in.ExternalLoc, in.Loc),
 		[]Related{{Loc: pc.ref.Loc, Message: fmt.Sprintf("%s names it as its level %d owner map here", l.site, l.index)}},
-		"workflow input `%s` is externally_suppliable but %s names it as its level %d owner map; an owner map holds positions inside a group the application never sees, so no caller can supply one: drop `externally_suppliable` (offsets may stay suppliable, the runtime rebases them)",
+		"workflow input `%s` is externally_suppliable but %s names it as its level %d owner map; an owner map holds positions inside a group the application never sees, so no caller can supply one\ndrop `externally_suppliable` (offsets may stay suppliable, the runtime rebases them)",
 		in.Name, l.site, l.index)
 }
 
@@ -664,7 +664,7 @@ func (p *packedChecker) levelExtents(l *packedLevel) {
 	}
 	p.c.ReportRelated(diag.PackedCompanion, packedLoc(l.offsets.ref.Loc, l.level.Loc),
 		[]Related{{Loc: o.Loc, Message: fmt.Sprintf("`%s` is [%s]", l.offsets.ref.Name, o.Sym)}, {Loc: w.Loc, Message: fmt.Sprintf("`%s` is [%s]", l.owner.ref.Name, w.Sym)}},
-		"%s declares level %d offsets `%s` and owner map `%s` with the same extent `%s`; offsets carry one entry per unit plus a final total and the owner map %s, so they cannot have one extent: %s",
+		"%s declares level %d offsets `%s` and owner map `%s` with the same extent `%s`; offsets carry one entry per unit plus a final total and the owner map %s, so they cannot have one extent\n%s",
 		l.site, l.index, l.offsets.ref.Name, l.owner.ref.Name, o.Sym, packedOwnerUnit(l.index), packedSameExtentFix(l, o.Sym))
 }
 
@@ -738,7 +738,7 @@ func (p *packedChecker) pairExtentReport(l, ref *packedLevel) {
 	}
 	p.c.ReportRelated(diag.PackedPair, packedLoc(at, l.level.Loc),
 		[]Related{{Loc: ref.level.Loc, Message: fmt.Sprintf("%s names the pair with extents [%s] and [%s] here", ref.site, packedDimPlain(ro), packedDimPlain(rw))}},
-		"%s names the pair (offsets `%s`, owner map `%s`) at level %d with extents [%s] and [%s], but %s names the same pair with [%s] and [%s]; a pair is one mapping wherever it is named, so its counts cannot differ by the port that names it: %s",
+		"%s names the pair (offsets `%s`, owner map `%s`) at level %d with extents [%s] and [%s], but %s names the same pair with [%s] and [%s]; a pair is one mapping wherever it is named, so its counts cannot differ by the port that names it\n%s",
 		l.site, l.offsets.ref.Name, l.owner.ref.Name, l.index, packedDimPlain(o), packedDimPlain(w), ref.site, packedDimPlain(ro), packedDimPlain(rw), strings.Join(fix, " and "))
 }
 
@@ -768,7 +768,7 @@ func (p *packedChecker) ownerExtent(l *packedLevel) {
 	p.c.ReportRelated(diag.PackedCompanion, packedLoc(l.owner.ref.Loc, l.level.Loc),
 		[]Related{{Loc: w.Loc, Message: fmt.Sprintf("`%s` is declared [%s] here", l.owner.ref.Name, packedDimPlain(w))},
 			{Loc: packed.Loc, Message: fmt.Sprintf("the packed axis is %s here", packedDimText(packed))}},
-		"level 0 owner map `%s` of %s has extent %s, but the packed axis symbol is %s; the level-0 owner map has one entry per packed position, so declare its shape as [%s]",
+		"level 0 owner map `%s` of %s has extent %s, but the packed axis symbol is %s; the level-0 owner map has one entry per packed position\ndeclare its shape as [%s]",
 		l.owner.ref.Name, l.site, packedDimText(w), packedDimText(packed), packedDimPlain(packed))
 }
 

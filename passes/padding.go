@@ -68,7 +68,7 @@ func (p *paddingChecker) site(s *ir.Site) {
 		if prev, dup := first[name]; dup {
 			p.c.ReportRelated(diag.PaddingDuplicate, packedLoc(pad.Dim.Loc, pad.Loc),
 				[]Related{{Loc: packedLoc(prev.Dim.Loc, prev.Loc), Message: fmt.Sprintf("`%s` is first padded here", name)}},
-				"%s declares padding on dimension `%s` more than once; one dimension has one padded extent and one lengths companion: drop this entry",
+				"%s declares padding on dimension `%s` more than once; one dimension has one padded extent and one lengths companion\ndrop this entry",
 				s, name)
 			continue
 		}
@@ -88,7 +88,7 @@ func (p *paddingChecker) dimension(s *ir.Site, pad *ir.Padding) int {
 	switch {
 	case !k.HasShape:
 		p.c.Report(diag.PaddingDimension, loc,
-			"%s declares padding on dimension `%s`, but it declares no shape, so `%s` is not a shape symbol of it: declare its shape with `%s` in it",
+			"%s declares padding on dimension `%s`, but it declares no shape, so `%s` is not a shape symbol of it\ndeclare its shape with `%s` in it",
 			s, name, name, name)
 		return -1
 	case axis < 0:
@@ -99,12 +99,12 @@ func (p *paddingChecker) dimension(s *ir.Site, pad *ir.Padding) int {
 			}
 		}
 		p.c.ReportName(diag.PaddingDimension, loc, name, diag.DidYouMean(name, syms),
-			"%s declares padding on dimension `%s`, which is not a shape symbol of the value it pads (its shape is %s): pad one of its symbols, or add `%s` to its shape",
+			"%s declares padding on dimension `%s`, which is not a shape symbol of the value it pads (its shape is %s)\npad one of its symbols, or add `%s` to its shape",
 			s, name, paddingShapeText(k.Shape), name)
 		return -1
 	case axis == k.RequestAxis():
 		p.c.Report(diag.PaddingDimension, loc,
-			"%s declares padding on dimension `%s`, which is the axis %d its request rows stack along; a row is a whole request and is never padded: pad a dimension inside one row",
+			"%s declares padding on dimension `%s`, which is the axis %d its request rows stack along; a row is a whole request and is never padded\npad a dimension inside one row",
 			s, name, axis)
 		return -1
 	}
@@ -120,14 +120,14 @@ func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 	loc := packedLoc(ref.Loc, pad.Loc)
 	if ref.Name == s.Name {
 		p.c.Report(diag.PaddingSelf, loc,
-			"%s names itself as the valid_lengths of its own dimension `%s`; a value cannot say how much of itself is real: name the int64 vector that holds the lengths of `%s`",
+			"%s names itself as the valid_lengths of its own dimension `%s`; a value cannot say how much of itself is real\nname the int64 vector that holds the lengths of `%s`",
 			s, pad.Dim.Name, pad.Dim.Name)
 		return
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
 	if !ok && (s.Kind != ir.SiteInput || p.bind.Read(s.Name)) {
 		p.c.ReportName(diag.PaddingUnresolved, loc, ref.Name, diag.DidYouMean(ref.Name, p.sc.Names(s)),
-			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s); declare it there or name one that is",
+			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s)\ndeclare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))
 		return
 	}
@@ -155,10 +155,10 @@ func (p *paddingChecker) lengthsType(s *ir.Site, pad *ir.Padding, t Target) {
 			"valid_lengths `%s` of dimension `%s` of %s "+format, append([]any{t.Name, pad.Dim.Name, s}, args...)...)
 	}
 	if _, known := ir.LookupDType(lk.DType); known && !ir.SameDType(lk.DType, "int64") {
-		report(lk.DTypeLoc, "is %s but must be int64; it counts the real entries of `%s`: declare `dtype: int64`", lk.DType, pad.Dim.Name)
+		report(lk.DTypeLoc, "is %s but must be int64; it counts the real entries of `%s`\ndeclare `dtype: int64`", lk.DType, pad.Dim.Name)
 	}
 	if lk.Layout.Kind != ir.Shared {
-		report(lk.Layout.Loc, "declares %s but must declare shared; it has one entry per position of the axes outer to `%s` across the whole group, not one row per request: write `batch_layout: { kind: shared }`",
+		report(lk.Layout.Loc, "declares %s but must declare shared; it has one entry per position of the axes outer to `%s` across the whole group, not one row per request\nwrite `batch_layout: { kind: shared }`",
 			lk.Layout.Kind, pad.Dim.Name)
 	}
 }
@@ -172,7 +172,7 @@ func (p *paddingChecker) lengthsShape(s *ir.Site, pad *ir.Padding, t Target, axi
 	if lk.Rank >= 0 && lk.Rank != axis {
 		p.c.ReportRelated(diag.PaddingCompanion, loc,
 			[]Related{{Loc: packedLoc(lk.RankLoc, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
-			"valid_lengths `%s` of %s has rank %d but dimension `%s` is axis %d, so it must have rank %d: one entry per position of the axes outer to `%s`; declare its shape as %s",
+			"valid_lengths `%s` of %s has rank %d but dimension `%s` is axis %d, so it must have rank %d: one entry per position of the axes outer to `%s`\ndeclare its shape as %s",
 			t.Name, s, lk.Rank, pad.Dim.Name, axis, axis, pad.Dim.Name, paddingShapeText(outer))
 		return
 	}
@@ -186,7 +186,7 @@ func (p *paddingChecker) lengthsShape(s *ir.Site, pad *ir.Padding, t Target, axi
 		p.c.ReportRelated(diag.PaddingCompanion, loc,
 			[]Related{{Loc: d.Loc, Message: fmt.Sprintf("`%s` declares %s here", t.Name, packedDimText(d))},
 				{Loc: outer[i].Loc, Message: fmt.Sprintf("%s declares %s here", s, packedDimText(outer[i]))}},
-			"valid_lengths `%s` declares %s on axis %d but the value it bounds, %s, declares %s there; its shape is the padded value's axes outer to `%s`, in order: declare it as %s",
+			"valid_lengths `%s` declares %s on axis %d but the value it bounds, %s, declares %s there; its shape is the padded value's axes outer to `%s`, in order\ndeclare it as %s",
 			t.Name, packedDimText(d), i, s, packedDimText(outer[i]), pad.Dim.Name, paddingShapeText(outer))
 		return
 	}

@@ -76,9 +76,8 @@ func (c *Context) Report(rule diag.Rule, loc ir.Loc, format string, args ...any)
 // on a help line of its own; an empty help is none.
 func (c *Context) ReportHelp(rule diag.Rule, loc ir.Loc, help string, format string, args ...any) {
 	c.ReportRelated(rule, loc, nil, format, args...)
-	if help != "" {
-		(*c.diags)[len(*c.diags)-1].Help = help
-	}
+	d := &(*c.diags)[len(*c.diags)-1]
+	d.Help = diag.JoinHelp(help, d.Help)
 }
 
 // ReportName adds an error diagnostic about name, a name read at loc that

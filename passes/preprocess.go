@@ -24,13 +24,13 @@ var PreprocessPass = &Pass{
 		for _, p := range m.Programs {
 			adapter := preprocess.AdapterOf(m, p.Modality)
 			if adapter == nil {
-				c.Report(diag.PreprocessAdapter, p.Loc, "preprocessing.%s has no adapter component to run it; declare a component with implementation { kind: adapter, abi: %s, version: \"1\" } and invoke it",
+				c.Report(diag.PreprocessAdapter, p.Loc, "preprocessing.%s has no adapter component to run it\ndeclare a component with implementation { kind: adapter, abi: %s, version: \"1\" } and invoke it",
 					p.Modality, preprocess.ABI(p.Modality))
 				continue
 			}
 			compiled, probs := preprocess.Compile(p, adapter, invokedPorts(bindings, adapter))
 			for _, pr := range probs {
-				c.Report(diag.Rule(pr.Rule), pr.Loc, "%s", pr.Message)
+				c.ReportHelp(diag.Rule(pr.Rule), pr.Loc, pr.Help, "%s", pr.Message)
 			}
 			preprocessBindings(c, p, adapter, compiled.Ports)
 		}
@@ -40,7 +40,7 @@ var PreprocessPass = &Pass{
 			}
 			preprocessPin(c, comp)
 			if mod, ok := preprocess.ModalityOf(comp.ABI); ok && preprocess.ProgramOf(m, mod) == nil {
-				c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run; add the program or remove the component",
+				c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run\nadd the program or remove the component",
 					comp.Name, comp.ABI, mod)
 			}
 		}
@@ -66,11 +66,11 @@ func preprocessPin(c *Context, comp *ir.Component) {
 	pin, ok := ir.Get(c.Module.Manifest.AdapterABIs, comp.ABI)
 	switch {
 	case !ok:
-		c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` uses adapter ABI %s version %q, but pipeline.workflow.manifest.adapter_abis does not pin it; add `%s: %q` to manifest.adapter_abis",
+		c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` uses adapter ABI %s version %q, but pipeline.workflow.manifest.adapter_abis does not pin it\nadd `%s: %q` to manifest.adapter_abis",
 			comp.Name, comp.ABI, comp.Version, comp.ABI, comp.Version)
 	case pin.Value != comp.Version:
 		c.ReportRelated(diag.PreprocessAdapter, comp.Loc, []Related{{pin.Loc, fmt.Sprintf("the manifest pins %s at %q here", comp.ABI, pin.Value)}},
-			"component `%s` asks for adapter ABI %s version %q, but the manifest pins version %q; an adapter is pinned exactly, so make the two agree",
+			"component `%s` asks for adapter ABI %s version %q, but the manifest pins version %q; an adapter is pinned exactly\nmake the two agree",
 			comp.Name, comp.ABI, comp.Version, pin.Value)
 	}
 }
@@ -85,7 +85,7 @@ func preprocessBindings(c *Context, p *ir.Program, adapter *ir.Component, ports 
 		}
 		if diffs := contractDiffs(o.Contract, port.Contract); len(diffs) > 0 {
 			c.ReportRelated(diag.PreprocessBinding, o.Loc, []Related{{port.Loc, fmt.Sprintf("output port `%s` of component `%s` is declared here", port.Name, adapter.Name)}},
-				"preprocessing.%s output `%s` binds output port `%s` of adapter `%s`, but their contracts differ: %s; declare the same contract on both",
+				"preprocessing.%s output `%s` binds output port `%s` of adapter `%s`, but their contracts differ: %s\ndeclare the same contract on both",
 				p.Modality, o.Name, port.Name, adapter.Name, strings.Join(diffs, "; "))
 		}
 	}

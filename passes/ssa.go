@@ -43,7 +43,7 @@ func ssaRedefined(c *Context) {
 			continue
 		}
 		c.ReportRelated(diag.SSARedefined, v.Loc, []Related{{f.Loc, fmt.Sprintf("`%s` is first defined here", v.Name)}},
-			"the %s defines `%s`, which the %s already defines; every value name is defined once, so rename one of them",
+			"the %s defines `%s`, which the %s already defines; every value name is defined once\nrename one of them",
 			defWord(v.Def), v.Name, defWord(f.Def))
 	}
 }
@@ -68,12 +68,12 @@ func ssaUse(c *Context, u *ir.Use, where string) {
 		return
 	}
 	msg := fmt.Sprintf("%s reads `%s`, which is not visible here", where, u.Name)
+	fix := "define it as a workflow input, a state cell or an invoke output before this step"
 	if _, ok := c.Result(ScopesPass).(*Scopes).LookupWorkflow(u.Name); ok {
-		msg += "; it is defined later, or inside a branch or loop that does not export it (declare it as a branch output or a carried cell)"
-	} else {
-		msg += "; define it as a workflow input, a state cell or an invoke output before this step"
+		msg += ": it is defined later, or inside a branch or loop that does not export it"
+		fix = "declare it as a branch output or a carried cell"
 	}
-	c.ReportName(diag.SSAUndefined, u.Loc, u.Name, diag.DidYouMean(u.Name, valueNames(c.Module)), "%s", msg)
+	c.ReportName(diag.SSAUndefined, u.Loc, u.Name, diag.JoinHelp(diag.DidYouMean(u.Name, valueNames(c.Module)), fix), "%s", msg)
 }
 
 func ssaStep(c *Context, s *ir.Step) {
@@ -86,7 +86,7 @@ func ssaStep(c *Context, s *ir.Step) {
 		ssaInvoke(c, s)
 	case ir.OpEmit:
 		if s.Output.Name != "" && c.Module.Output(s.Output.Name) == nil {
-			c.ReportName(diag.SSAUnknownOutput, s.Output.Loc, s.Output.Name, diag.DidYouMean(s.Output.Name, outputList(c.Module)), "this emit writes output `%s`, which the workflow does not declare; declare it under pipeline.workflow.outputs (declared: %s)",
+			c.ReportName(diag.SSAUnknownOutput, s.Output.Loc, s.Output.Name, diag.DidYouMean(s.Output.Name, outputList(c.Module)), "this emit writes output `%s`, which the workflow does not declare (declared: %s)\ndeclare it under pipeline.workflow.outputs",
 				s.Output.Name, outputNames(c.Module))
 		}
 	}
@@ -129,7 +129,7 @@ func ssaInvoke(c *Context, s *ir.Step) {
 	for _, p := range comp.Inputs {
 		if unbound(p) && !meant[p.Name] {
 			c.ReportRelated(diag.SSAUnboundPort, s.Component.Loc, []Related{{p.Loc, fmt.Sprintf("input port `%s` is declared here", p.Name)}},
-				"this invoke of component `%s` leaves input port `%s` unbound; bind it under `inputs`, or declare the port `optional: true`",
+				"this invoke of component `%s` leaves input port `%s` unbound\nbind it under `inputs`, or declare the port `optional: true`",
 				comp.Name, p.Name)
 		}
 	}

@@ -39,7 +39,7 @@ func Bind(prog *ir.Program, adapter *ir.Component, invoked map[string]string) (m
 			port = o.Name
 		}
 		if prev := bound[port]; prev != nil {
-			probs = append(probs, problem(RuleUnbound, o.Loc, "output port `%s` of adapter `%s` is bound by two outputs of preprocessing.%s, `%s` and `%s`; bind each port once",
+			probs = append(probs, problem(RuleUnbound, o.Loc, "output port `%s` of adapter `%s` is bound by two outputs of preprocessing.%s, `%s` and `%s`\nbind each port once",
 				port, adapter.Name, prog.Modality, prev.Name, o.Name))
 			continue
 		}
@@ -47,7 +47,7 @@ func Bind(prog *ir.Program, adapter *ir.Component, invoked map[string]string) (m
 	}
 	for _, p := range adapter.Outputs {
 		if bound[p.Name] == nil {
-			probs = append(probs, problem(RuleUnbound, p.Loc, "output port `%s` of adapter `%s` is bound by no output of preprocessing.%s; name a program output `%s`, or bind the port in the invoke to a value named as a program output",
+			probs = append(probs, problem(RuleUnbound, p.Loc, "output port `%s` of adapter `%s` is bound by no output of preprocessing.%s\nname a program output `%s`, or bind the port in the invoke to a value named as a program output",
 				p.Name, adapter.Name, prog.Modality, p.Name))
 		}
 	}
@@ -95,7 +95,7 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 			continue
 		}
 		if _, ok := p.Shapes[p.Source(o)]; !ok {
-			probs = append(probs, problem(RuleOp, o.Loc, "preprocessing.%s output `%s` reads `%s`, which no transform defines; name a transform's output as its source",
+			probs = append(probs, problem(RuleOp, o.Loc, "preprocessing.%s output `%s` reads `%s`, which no transform defines\nname a transform's output as its source",
 				p.Modality, o.Name, p.Source(o)))
 			continue
 		}

@@ -144,7 +144,7 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 	}
 	in, ok := p.Shapes[op.In]
 	if i > 0 && !ok {
-		return nil, bad(t.Loc, "reads `%s`, which no earlier transform defines; name an earlier transform's output", op.In)
+		return nil, bad(t.Loc, "reads `%s`, which no earlier transform defines\nname an earlier transform's output", op.In)
 	}
 	if probs := op.parse(t, where); len(probs) > 0 {
 		return nil, probs
@@ -165,7 +165,7 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 // elsewhere says why an op the adapter of modality does not run is
 // refused: no adapter runs it yet, or it belongs to other programs.
 func elsewhere(d *OpDef, modality string) string {
-	const notYet = "no built-in adapter runs it yet; remove it, or prepare this input outside the package"
+	const notYet = "no built-in adapter runs it yet\nremove it, or prepare this input outside the package"
 	switch {
 	case slices.Contains(d.Modalities, modality):
 		return notYet
@@ -195,7 +195,7 @@ func (o *Op) parse(t ir.Transform, where string) []Problem {
 	}
 	for _, spec := range o.Params {
 		if _, ok := o.args[spec.Name]; spec.Required && !ok && len(probs) == 0 {
-			probs = append(probs, problem(RuleOp, t.Loc, "%s has no `%s`; write it, %s", where, spec.Name, spec.Type))
+			probs = append(probs, problem(RuleOp, t.Loc, "%s has no `%s`\nwrite it, %s", where, spec.Name, spec.Type))
 		}
 	}
 	return probs
@@ -220,7 +220,7 @@ func (p *Param) parse(x ir.Param) (arg, error) {
 	case Word:
 		w, ok := p.Words[strings.ToLower(x.Text)]
 		if x.Kind != ir.ParamString || !ok {
-			return arg{}, fmt.Errorf("`%s` is %q; write one of %s", p.Name, paramText(x), strings.Join(sortedKeys(p.Words), ", "))
+			return arg{}, fmt.Errorf("`%s` is %q\nwrite one of %s", p.Name, paramText(x), strings.Join(sortedKeys(p.Words), ", "))
 		}
 		return arg{word: w}, nil
 	}

@@ -137,8 +137,8 @@ func TestCompileRefuses(t *testing.T) {
 			if len(probs) != 1 {
 				t.Fatalf("want one problem, got %v", probs)
 			}
-			if p := probs[0]; p.Rule != c.rule || p.Loc != c.loc || !strings.Contains(p.Message, c.frag) {
-				t.Errorf("got %s at #%d: %s; want %s at #%d mentioning %q", p.Rule, p.Loc, p.Message, c.rule, c.loc, c.frag)
+			if p := probs[0]; p.Rule != c.rule || p.Loc != c.loc || !strings.Contains(p.Message+"\n"+p.Help, c.frag) {
+				t.Errorf("got %s at #%d: %s (help: %s); want %s at #%d mentioning %q", p.Rule, p.Loc, p.Message, p.Help, c.rule, c.loc, c.frag)
 			}
 		})
 	}
@@ -159,7 +159,7 @@ func TestCompileTemporal(t *testing.T) {
 		prog := &ir.Program{Modality: c.modality, Transforms: c.ts}
 		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI(c.modality), Version: "1"}
 		_, probs := Compile(prog, comp, nil)
-		if len(probs) != 1 || !strings.Contains(probs[0].Message, c.frag) {
+		if len(probs) != 1 || !strings.Contains(probs[0].Message+"\n"+probs[0].Help, c.frag) {
 			t.Errorf("%s: want one problem mentioning %q, got %v", c.modality, c.frag, probs)
 		}
 	}

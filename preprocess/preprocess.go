@@ -13,6 +13,7 @@ package preprocess
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/genaic/genaic/ir"
 )
@@ -67,10 +68,22 @@ type Problem struct {
 	Rule    string
 	Loc     ir.Loc
 	Message string
+	// Help is the fix, for a help line of its own ("" when none is said).
+	Help string
 }
 
-func (p Problem) Error() string { return p.Message }
+// Error is the message followed by the fix, for a runtime error that has
+// no help line to put it on.
+func (p Problem) Error() string {
+	if p.Help == "" {
+		return p.Message
+	}
+	return p.Message + "; " + p.Help
+}
 
 func problem(rule string, loc ir.Loc, format string, args ...any) Problem {
-	return Problem{Rule: rule, Loc: loc, Message: fmt.Sprintf(format, args...)}
+	// The text after a newline is the fix: messages come through errors
+	// of the shape checks as well as from formats.
+	msg, help, _ := strings.Cut(fmt.Sprintf(format, args...), "\n")
+	return Problem{Rule: rule, Loc: loc, Message: msg, Help: help}
 }

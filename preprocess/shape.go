@@ -42,7 +42,7 @@ func decodeShape(op *Op, _ Shape) (Shape, error) {
 	case op.Modality == "audio":
 		return Shape{}, nil
 	case slices.Contains(containers, f):
-		return Shape{}, errParam("format", "format `%s` is a video container; the %s adapter reads each %s as an encoded image, png, jpeg (jpg) or gif, or any of them with auto, and does not demux video containers: send the clip's frames", f, op.Modality, item(op.Modality))
+		return Shape{}, errParam("format", "format `%s` is a video container; the %s adapter reads each %s as an encoded image, png, jpeg (jpg) or gif, or any of them with auto, and does not demux video containers\nsend the clip's frames", f, op.Modality, item(op.Modality))
 	case f == "wav":
 		return Shape{}, errParam("format", "format `wav` is audio; the %s adapter decodes each %s as png, jpeg (jpg) or gif, or any of them with auto", op.Modality, item(op.Modality))
 	}
@@ -73,7 +73,7 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	maxSize, hasMax := op.Int("max_size")
 	switch {
 	case hasSize && (hasH || hasW):
-		return in, errParam("size", "both `size` and `height`/`width` are given; write size for a square, or height and width")
+		return in, errParam("size", "both `size` and `height`/`width` are given\nwrite size for a square, or height and width")
 	case hasMax && (hasSize || hasH || hasW):
 		return in, errParam("max_size", "`max_size` is combined with a target size; resize reads max_size alone (shrink until the longer side fits)")
 	case hasSize:
@@ -92,7 +92,7 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 			return h, w
 		}
 	default:
-		return in, fmt.Errorf("has no target size; write size, height and width, height, width, or max_size")
+		return in, fmt.Errorf("has no target size\nwrite size, height and width, height, width, or max_size")
 	}
 	return sized(op, in, hasSize || hasH, hasSize || hasW), nil
 }
@@ -124,11 +124,11 @@ func cropShape(op *Op, in Shape) (Shape, error) {
 	width, hasW := op.Int("width")
 	switch {
 	case hasSize && (hasH || hasW):
-		return in, errParam("size", "both `size` and `height`/`width` are given; write size for a square, or height and width")
+		return in, errParam("size", "both `size` and `height`/`width` are given\nwrite size for a square, or height and width")
 	case hasSize:
 		height, width, hasH, hasW = size, size, true, true
 	case !hasH && !hasW:
-		return in, fmt.Errorf("has no crop size; write size, or height and width")
+		return in, fmt.Errorf("has no crop size\nwrite size, or height and width")
 	}
 	op.Size = func(h, w int) (int, int) {
 		if hasH {
@@ -145,7 +145,7 @@ func cropShape(op *Op, in Shape) (Shape, error) {
 func normalizeShape(op *Op, in Shape) (Shape, error) {
 	for _, key := range []string{"mean", "std"} {
 		if n := len(op.Numbers(key)); n != 1 && n != in.C {
-			return in, errParam(key, "`%s` lists %d numbers, but the %s has %d channel(s) here; list one per channel, or one for all", key, n, item(op.Modality), in.C)
+			return in, errParam(key, "`%s` lists %d numbers, but the %s has %d channel(s) here\nlist one per channel, or one for all", key, n, item(op.Modality), in.C)
 		}
 	}
 	for i, x := range op.Numbers("std") {
@@ -162,18 +162,18 @@ func sampleShape(op *Op, in Shape) (Shape, error) {
 	_, hasFPS := op.Number("fps")
 	switch {
 	case in.Padded:
-		return in, fmt.Errorf("samples a clip that pad_frames has already padded; sample the frames before padding them")
+		return in, fmt.Errorf("samples a clip that pad_frames has already padded\nsample the frames before padding them")
 	case !hasStride && !hasNum && hasFPS:
-		return in, errParam("fps", "samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time; give num_frames or frame_stride (fps is then accepted and ignored)")
+		return in, errParam("fps", "samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time\ngive num_frames or frame_stride (fps is then accepted and ignored)")
 	case !hasStride && !hasNum:
-		return in, fmt.Errorf("has no `num_frames` or `frame_stride`; write how many frames to keep, or every how many frames to take one")
+		return in, fmt.Errorf("has no `num_frames` or `frame_stride`\nwrite how many frames to keep, or every how many frames to take one")
 	}
 	return in, nil
 }
 
 func padShape(op *Op, in Shape) (Shape, error) {
 	if in.Padded {
-		return in, fmt.Errorf("pads a clip that pad_frames has already padded (to %d frames); pad once", in.Target)
+		return in, fmt.Errorf("pads a clip that pad_frames has already padded (to %d frames)\npad once", in.Target)
 	}
 	if v, ok := op.Number("pad_value"); ok && math.Abs(v) > math.MaxFloat32 {
 		return in, errParam("pad_value", "`pad_value` is %g, outside the float32 range the frames hold", v)
@@ -184,14 +184,14 @@ func padShape(op *Op, in Shape) (Shape, error) {
 
 func resampleShape(_ *Op, in Shape) (Shape, error) {
 	if in.Framed {
-		return in, fmt.Errorf("reads framed audio; resample before frame")
+		return in, fmt.Errorf("reads framed audio\nresample before frame")
 	}
 	return in, nil
 }
 
 func frameShape(op *Op, in Shape) (Shape, error) {
 	if in.Framed {
-		return in, fmt.Errorf("reads a value that is already framed; frame once")
+		return in, fmt.Errorf("reads a value that is already framed\nframe once")
 	}
 	return Shape{Framed: true, Window: op.Ints("window")}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Severity says whether a diagnostic makes a document invalid.
@@ -73,7 +74,9 @@ type Diagnostic struct {
 	End     End    `json:"-"`
 	Path    string `json:"path"` // the YAML path of the node at fault
 	Message string `json:"message"`
-	Help    string `json:"help,omitempty"` // the fix, on its own line: "did you mean `shape`?"
+	// Help is the fix, printed on a help line of its own: "did you mean
+	// `shape`?". A suggestion and a fix are two lines, separated by "\n".
+	Help string `json:"help,omitempty"`
 	// Name is the name at fault when the caret's node is the key that
 	// introduces it (`port: name`); FillSpans moves the caret onto the
 	// name when it is written after the caret on the same line.
@@ -113,15 +116,43 @@ func (d *Diagnostic) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Errorf builds an error diagnostic.
+// Errorf builds an error diagnostic. A format that holds a newline
+// writes the message before it and the fix after it: "port `%s` is not an
+// input of the graph\ndeclare it under ports.outputs" gives the message
+// and a help line, so the message says what is wrong and where, the help
+// what to do.
 func Errorf(rule Rule, pos Pos, path, format string, args ...any) Diagnostic {
-	return Diagnostic{Rule: rule, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)}
+	d := Diagnostic{Rule: rule, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)}
+	if strings.Contains(format, "\n") {
+		d.Message, d.Help = SplitHelp(d.Message)
+	}
+	return d
+}
+
+// SplitHelp splits text at its first newline into a message and the fix
+// that follows it ("" when there is none).
+func SplitHelp(text string) (message, help string) {
+	message, help, _ = strings.Cut(text, "\n")
+	return message, help
 }
 
 // WithHelp returns d with the fix it suggests, printed on a help line.
 func (d Diagnostic) WithHelp(format string, args ...any) Diagnostic {
 	d.Help = fmt.Sprintf(format, args...)
 	return d
+}
+
+// JoinHelp joins the help lines that are not empty, in order: a
+// diagnostic with a suggestion ("did you mean `x`?") and a fix prints
+// both, each on a help line of its own.
+func JoinHelp(lines ...string) string {
+	var out []string
+	for _, l := range lines {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // DidYouMean is the help for a name that resolves to nothing: the

@@ -100,3 +100,23 @@ func TestHelpLineAndSpan(t *testing.T) {
 		t.Errorf("a far name is no suggestion: %q", got)
 	}
 }
+
+// TestFixOnItsOwnLine: a format's text after a newline is the help, an
+// argument's newline is not a split, and a suggestion and a fix are two
+// help lines.
+func TestFixOnItsOwnLine(t *testing.T) {
+	d := Errorf("contract/shape", Pos{Line: 1, Column: 1}, "x", "`%s` has rank %d\ndrop `rank` or make it %d", "z", 3, 2)
+	if d.Message != "`z` has rank 3" || d.Help != "drop `rank` or make it 2" {
+		t.Errorf("split into %q and %q", d.Message, d.Help)
+	}
+	if d := Errorf("syntax", Pos{}, "", "read %s", "a\nb"); d.Message != "read a\nb" || d.Help != "" {
+		t.Errorf("an argument's newline split the message: %q / %q", d.Message, d.Help)
+	}
+	d.Help = JoinHelp("", "did you mean `y`?", "", d.Help)
+	var b strings.Builder
+	Renderer{}.Render(&b, List{d})
+	want := "<input>:1:1: error[contract/shape]: `z` has rank 3\n  help: did you mean `y`?\n  help: drop `rank` or make it 2\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -61,7 +61,9 @@ func (r Renderer) one(b *strings.Builder, d Diagnostic) {
 		fmt.Fprintf(b, "  %s: note: %s\n", location(d.File, rel.Pos), rel.Message)
 	}
 	if d.Help != "" {
-		fmt.Fprintf(b, "  help: %s\n", d.Help)
+		for _, h := range strings.Split(d.Help, "\n") {
+			fmt.Fprintf(b, "  help: %s\n", h)
+		}
 	}
 }
 

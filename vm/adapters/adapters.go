@@ -238,7 +238,7 @@ func (b *Backend) Load(comp *ir.Component, _ string) (backend.Session, error) {
 	}
 	compiled, probs := preprocess.Compile(prog, comp, preprocess.InvokedPorts(b.m, comp))
 	if len(probs) > 0 {
-		return nil, unsupported("%s", probs[0].Message)
+		return nil, unsupported("%s", probs[0].Error())
 	}
 	switch modality {
 	case "image":
