@@ -71,7 +71,11 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	height, hasH := op.Int("height")
 	width, hasW := op.Int("width")
 	maxSize, hasMax := op.Int("max_size")
+	_, hasRounding := op.Word("rounding")
+	scaled := scaler(op)
 	switch {
+	case hasRounding && (hasSize || hasH && hasW):
+		return in, errParam("rounding", "`rounding` is given, but this resize fixes both sides; rounding applies to the side a keep-aspect resize (height, width or max_size alone) derives, so remove it")
 	case hasSize && (hasH || hasW):
 		return in, errParam("size", "both `size` and `height`/`width` are given; write size for a square, or height and width")
 	case hasMax && (hasSize || hasH || hasW):
@@ -113,9 +117,23 @@ func sized(op *Op, in Shape, fixesH, fixesW bool) Shape {
 	return in
 }
 
-// scaled is n×num/den rounded, at least 1.
-func scaled(n, num, den int) int {
-	return max(1, int(math.Round(float64(n)*float64(num)/float64(den))))
+// scaler returns the function that scales the derived side of a
+// keep-aspect resize: n×num/den rounded as the op's rounding says (to the
+// nearest, halves away from zero, by default), at least 1.
+func scaler(op *Op) func(n, num, den int) int {
+	round := math.Round
+	switch r, _ := op.Word("rounding"); r {
+	case "floor":
+		round = math.Floor
+	case "ceil":
+		round = math.Ceil
+	}
+	return func(n, num, den int) int {
+		// n×num is exact in an int64; the quotient is rounded once.
+		q, rem := int64(n)*int64(num)/int64(den), int64(n)*int64(num)%int64(den)
+		v := float64(q) + float64(rem)/float64(den)
+		return max(1, int(round(v)))
+	}
 }
 
 func cropShape(op *Op, in Shape) (Shape, error) {
@@ -184,7 +202,88 @@ func padShape(op *Op, in Shape) (Shape, error) {
 
 func resampleShape(_ *Op, in Shape) (Shape, error) {
 	if in.Framed {
-		return in, fmt.Errorf("reads framed audio; resample before frame")
+		return in, fmt.Errorf("reads framed audio or features; resample the samples, before frame or mel_spectrogram")
+	}
+	return in, nil
+}
+
+// Bounds of mel_spectrogram, so that a program cannot ask the adapter for
+// an unbounded transform or filter bank.
+const (
+	MaxFFT  = 1 << 16
+	MaxMels = 1024
+)
+
+// Mel is a mel_spectrogram's parameters with their defaults filled in.
+type Mel struct {
+	SampleRate, NFFT, Hop, Win, NMels int
+	FMin, FMax, Power                 float64
+	HTK, Norm, Reflect                bool
+}
+
+// Mel returns the parameters of a mel_spectrogram op, defaults filled in:
+// hop_length n_fft/4 (at least 1), win_length n_fft, n_mels 128, f_min 0,
+// f_max sample_rate/2, power 2, Slaney scale and norm, reflect padding.
+func (o *Op) Mel() Mel {
+	m := Mel{SampleRate: o.Ints("sample_rate"), NFFT: o.Ints("n_fft"), NMels: 128, Power: 2, Norm: true, Reflect: true}
+	m.Hop, m.Win = max(1, m.NFFT/4), m.NFFT
+	m.FMax = float64(m.SampleRate) / 2
+	if v, ok := o.Int("hop_length"); ok {
+		m.Hop = v
+	}
+	if v, ok := o.Int("win_length"); ok {
+		m.Win = v
+	}
+	if v, ok := o.Int("n_mels"); ok {
+		m.NMels = v
+	}
+	if v, ok := o.Number("f_min"); ok {
+		m.FMin = v
+	}
+	if v, ok := o.Number("f_max"); ok {
+		m.FMax = v
+	}
+	if v, ok := o.Number("power"); ok {
+		m.Power = v
+	}
+	w, _ := o.Word("mel_scale")
+	m.HTK = w == "htk"
+	if w, ok := o.Word("norm"); ok {
+		m.Norm = w == "slaney"
+	}
+	if w, ok := o.Word("pad_mode"); ok {
+		m.Reflect = w == "reflect"
+	}
+	return m
+}
+
+func melShape(op *Op, in Shape) (Shape, error) {
+	m := op.Mel()
+	nyquist := float64(m.SampleRate) / 2
+	switch {
+	case in.Framed:
+		return in, fmt.Errorf("reads framed audio or features; compute the mel spectrogram of the samples, not after frame or mel_spectrogram")
+	case m.NFFT < 2 || m.NFFT > MaxFFT:
+		return in, errParam("n_fft", "`n_fft` is %d; the audio adapter transforms 2 to %d samples per frame", m.NFFT, MaxFFT)
+	case m.Win > m.NFFT:
+		return in, errParam("win_length", "`win_length` is %d, longer than n_fft (%d); the window is centred in n_fft samples, so it must not exceed them", m.Win, m.NFFT)
+	case m.NMels > MaxMels:
+		return in, errParam("n_mels", "`n_mels` is %d; the audio adapter makes at most %d mel bands", m.NMels, MaxMels)
+	case m.FMin < 0:
+		return in, errParam("f_min", "`f_min` is %g Hz; it must not be negative", m.FMin)
+	case m.FMax > nyquist:
+		return in, errParam("f_max", "`f_max` is %g Hz, above the Nyquist frequency %g Hz of sample_rate %d; lower it to at most %g", m.FMax, nyquist, m.SampleRate, nyquist)
+	case m.FMin >= m.FMax:
+		return in, errParam("f_min", "`f_min` is %g Hz, not below f_max (%g Hz); the mel bands span f_min..f_max", m.FMin, m.FMax)
+	case m.Power > 16:
+		return in, errParam("power", "`power` is %g; the spectrum is raised to power 1 (magnitude) or 2 (power), at most 16", m.Power)
+	}
+	return Shape{Framed: true, Window: m.NMels}, nil
+}
+
+func logShape(op *Op, in Shape) (Shape, error) {
+	if b, ok := op.Number("base"); ok && b == 1 {
+		return in, errParam("base", "`base` is 1, which has no logarithm; write 10, 2, or leave it out for the natural logarithm")
 	}
 	return in, nil
 }
