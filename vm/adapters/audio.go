@@ -175,8 +175,9 @@ type audioOp struct {
 	op      string
 	in, out string
 	apply   func(*signal) (*signal, error) // nil for decode
-	// values, for frame, is how many values it makes of n samples.
-	values func(n int) int64
+	// values, for an op that makes more values than it reads, is how many
+	// it makes of a clip.
+	values func(x *signal) int64
 }
 
 // audioProgram is a compiled preprocessing.audio program.
@@ -204,30 +205,43 @@ func compileAudio(cp *preprocess.Program) *audioProgram {
 }
 
 // audioKernels makes the kernel of each op the audio adapter runs on one
-// clip (decode aside), and for an op that multiplies the values, how many
-// it makes of n samples.
-var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64){
-	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64) {
+// clip (decode aside), and for an op that makes more values than it reads,
+// how many it makes of a clip, so that run refuses a clip too large before
+// the kernel allocates.
+var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64){
+	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
 		rate := op.Ints("sample_rate")
-		return func(x *signal) (*signal, error) {
-			if x.rate != rate {
-				return nil, fmt.Errorf("is sampled at %d Hz, but transform %d (resample) asks for %d Hz, and this adapter does not convert rates yet; supply audio at %d Hz", x.rate, op.Index, rate, rate)
+		return func(x *signal) (*signal, error) { return resamplePoly(x, rate, op.Index) }, func(x *signal) int64 {
+			if x.rate == rate {
+				return int64(len(x.samples))
 			}
-			return x, nil
-		}, nil
+			up, down := resampleRatio(x.rate, rate)
+			return resampledLength(len(x.samples), up, down)
+		}
 	},
-	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64) {
+	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
 		window := op.Ints("window")
 		hop, ok := op.Int("hop")
 		if !ok {
 			hop = window
 		}
-		return func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }, func(n int) int64 {
+		return func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }, func(x *signal) int64 {
+			n := len(x.samples)
 			if n == 0 {
 				return 0
 			}
 			return int64(1+(max(n-window, 0)+hop-1)/hop) * int64(window)
 		}
+	},
+	"mel_spectrogram": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+		b := newMelBank(op.Mel())
+		return func(x *signal) (*signal, error) { return b.melSpectrogram(x, op.Index) }, func(x *signal) int64 {
+			return int64(b.melFrames(len(x.samples))) * int64(b.NMels)
+		}
+	},
+	"log": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+		l := newLog(op)
+		return func(x *signal) (*signal, error) { return l.apply(x), nil }, nil
 	},
 }
 
@@ -249,7 +263,7 @@ func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*sign
 			continue
 		}
 		if op.values != nil {
-			if v := op.values(len(in.samples)); v > maxValues {
+			if v := op.values(in); v > maxValues {
 				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) makes %d values, more than the %d this adapter holds", len(in.samples), i, op.op, v, maxValues)
 			}
 		}
