@@ -178,7 +178,14 @@ type audioOp struct {
 	// values, for an op that makes more values than it reads, is how many
 	// it makes of a clip.
 	values func(x *signal) int64
+	// work, for mel_spectrogram, is how many windowed samples its
+	// transforms read of a clip (frames × n_fft).
+	work func(x *signal) int64
 }
+
+// workFactor bounds the samples an op may read per clip (the STFT's
+// frames × n_fft) at this many times the values a clip may hold.
+const workFactor = 4
 
 // audioProgram is a compiled preprocessing.audio program.
 type audioProgram struct {
@@ -195,6 +202,12 @@ func compileAudio(cp *preprocess.Program) *audioProgram {
 		x := audioOp{op: op.Name, in: op.In, out: op.Out}
 		if k := audioKernels[op.Name]; k != nil {
 			x.apply, x.values = k(op)
+		}
+		if op.Name == "mel_spectrogram" {
+			b := op.Mel()
+			x.work = func(s *signal) int64 {
+				return int64(melFrameCount(b, len(s.samples))) * int64(b.NFFT)
+			}
 		}
 		p.ops = append(p.ops, x)
 	}
@@ -265,6 +278,11 @@ func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*sign
 		if op.values != nil {
 			if v := op.values(in); v > maxValues {
 				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) makes %d values, more than the %d this adapter holds", len(in.samples), i, op.op, v, maxValues)
+			}
+		}
+		if op.work != nil {
+			if w := op.work(in); w > workFactor*maxValues {
+				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) reads as %d windowed samples (frames × n_fft), more than the %d this adapter reads per clip; use a longer hop_length or shorter clips", len(in.samples), i, op.op, w, workFactor*maxValues)
 			}
 		}
 		x, err := op.apply(in)

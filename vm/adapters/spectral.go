@@ -91,11 +91,13 @@ func htkHz(m float64) float64  { return 700 * (math.Pow(10, m/2595) - 1) }
 
 // melFrames is how many frames a clip of n samples makes: centred frames,
 // one every hop samples, of a signal padded by n_fft/2 on both sides.
-func (b *melBank) melFrames(n int) int {
+func (b *melBank) melFrames(n int) int { return melFrameCount(b.Mel, n) }
+
+func melFrameCount(m preprocess.Mel, n int) int {
 	if n == 0 {
 		return 0
 	}
-	return 1 + (n+2*(b.NFFT/2)-b.NFFT)/b.Hop
+	return 1 + (n+2*(m.NFFT/2)-m.NFFT)/m.Hop
 }
 
 // melSpectrogram computes the clip's [frames, n_mels] mel spectrogram.
