@@ -11,19 +11,34 @@ const (
 // embeddings. The graph reads the level-0 companions only; the level-1
 // pair is a workflow value the component does not take as ports.
 func audioWindows() *Model {
+	return framePool("audio", "window_encoder", "window_encoder.onnx", poolSyms{"bins", "frame_offsets_len", "windows"})
+}
+
+// audioMel is the encoder of testdata/packages/audio_mel, the same
+// function over the log-mel frames (6 bands) the audio adapter computes of
+// each clip: one embedding per clip.
+func audioMel() *Model {
+	return framePool("audio_mel", "mel_encoder", "mel_encoder.onnx", poolSyms{"mels", "clips_plus_one", "clips"})
+}
+
+// poolSyms are the metadata's symbols of a frame pool's feature axis, its
+// level-0 offsets and its units.
+type poolSyms struct{ features, offsets, units string }
+
+func framePool(pkg, component, artifact string, s poolSyms) *Model {
 	return &Model{
-		Package:   "audio",
-		Component: "window_encoder",
-		Artifact:  "window_encoder.onnx",
+		Package:   pkg,
+		Component: component,
+		Artifact:  artifact,
 		Summary: "window_embeddings[w] = element-wise max of spectrogram[f,:]·W + b over the frames with frame_owner[f] == w, " +
 			"w < len(frame_offsets)-1; zeros for a window with no frame",
 		Inputs: []Port{
-			f32("spectrogram", sym("frames"), fixed("bins", audioBins)),
-			i64("frame_offsets", sym("frame_offsets_len")),
+			f32("spectrogram", sym("frames"), fixed(s.features, audioBins)),
+			i64("frame_offsets", sym(s.offsets)),
 			i64("frame_owner", sym("frames")),
 		},
 		Outputs: []Port{
-			f32("window_embeddings", sym("windows"), fixed("hidden", audioHidden)),
+			f32("window_embeddings", sym(s.units), fixed("hidden", audioHidden)),
 		},
 		build: func(m *Model, g *graph) {
 			h := linearLayer(m, g, "frame_embed", "spectrogram", audioBins, audioHidden)

@@ -98,6 +98,7 @@ func Models() []*Model {
 		requestExpanded(),
 		solo(),
 		ocrLines(),
+		audioMel(),
 	}
 }
 
