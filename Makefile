@@ -43,6 +43,7 @@ test: setup lint
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzAudioRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageSeqRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 
 demo: setup

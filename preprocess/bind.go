@@ -11,13 +11,16 @@ import (
 
 // Content roles an adapter fills (DESIGN §3.2, §4).
 var (
-	companionRoles = []string{"pack_offsets", "pack_owner", "valid_lengths", "frame_lengths", "sample_lengths"}
+	companionRoles = []string{"pack_offsets", "pack_owner", "valid_lengths", "frame_lengths", "sample_lengths", "grid"}
 	// dataRanks gives, per modality, the ranks a port filled with program
 	// data may have: one item or stacked items, or for audio, samples or
 	// frames packed or stacked.
-	dataRoles = map[string][]string{"image": {"pixels"}, "video": {"pixels", "pixel_values"},
+	dataRoles = map[string][]string{"image": {"pixels", "patches", "tiles"}, "video": {"pixels", "pixel_values"},
 		"audio": {"waveform", "samples", "audio", "frames", "features"}}
 	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}, "audio": {1, 2, 3}}
+	// seqRanks are the ranks of a port of tiles or patches: packed
+	// ([tiles, c, h, w], [patches, features]) or stacked per image.
+	seqRanks = map[Seq][]int{SeqTiles: {4, 5}, SeqPatches: {2, 3}}
 )
 
 // Bind pairs each output port of adapter with the program output that
@@ -100,9 +103,13 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 			continue
 		}
 		probs = append(probs, dtypeProblem(p, port, o, adapter, "float32")...)
-		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(dataRanks[p.Modality], c.Rank) {
+		want := dataRanks[p.Modality]
+		if seq := p.Shapes[p.Source(o)].Seq; seq != NoSeq {
+			want = seqRanks[seq]
+		}
+		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(want, c.Rank) {
 			probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` has rank %d, but it receives %s `%s` of preprocessing.%s, which the adapter lays out at rank %s",
-				port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), p.Modality, ranks(dataRanks[p.Modality])))
+				port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), p.Modality, ranks(want)))
 		}
 	}
 	return probs

@@ -149,6 +149,9 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 	if probs := op.parse(t, where); len(probs) > 0 {
 		return nil, probs
 	}
+	if err := seqReads(t.Op, in); err != nil {
+		return nil, bad(t.Loc, "%v", err)
+	}
 	out, err := def.shape(op, in)
 	if err != nil {
 		if pe, ok := err.(*paramError); ok {

@@ -104,7 +104,7 @@ func TestCompileRefuses(t *testing.T) {
 	}{
 		{"audio op", []ir.Transform{decode(), tf("mel_spectrogram", "d", "x")}, nil, RuleOp, 3, "not run by the image adapter"},
 		{"unknown op", []ir.Transform{decode(), tf("blur", "d", "x")}, nil, RuleOp, 3, "not a preprocessing op"},
-		{"not run yet", []ir.Transform{decode(), tf("tile", "d", "x")}, nil, RuleOp, 3, "no built-in adapter runs it yet"},
+		{"tile size", []ir.Transform{decode(), tf("tile", "d", "x")}, nil, RuleOp, 3, "has no `tile_size`"},
 		{"decode first", []ir.Transform{tf("rescale", "", "x", scalar("factor", ir.ParamFloat, "2"))}, nil, RuleOp, 3, "starts with `rescale`"},
 		{"decode twice", []ir.Transform{decode(), tf("decode", "d", "x")}, nil, RuleOp, 3, "decodes again"},
 		{"unknown parameter", []ir.Transform{decode(), tf("rescale", "d", "x", scalar("factor", ir.ParamInt, "2"), scalar("scale", ir.ParamInt, "2"))}, nil, RuleOp, 7, "takes no parameter `scale`"},
@@ -155,6 +155,7 @@ func TestCompileTemporal(t *testing.T) {
 		{"video", []ir.Transform{tf("decode", "", "d", scalar("format", ir.ParamString, "mp4"))}, "demux"},
 		{"audio", []ir.Transform{decode(), tf("frame", "d", "f", scalar("window", ir.ParamInt, "4")), tf("resample", "f", "r", scalar("sample_rate", ir.ParamInt, "16000"))}, "resample the samples, before frame"},
 		{"audio", []ir.Transform{decode(), tf("resize", "d", "r", scalar("size", ir.ParamInt, "4"))}, "op of image and video programs"},
+		{"video", []ir.Transform{decode(), tf("patchify", "d", "p", scalar("patch_size", ir.ParamInt, "14"))}, "no built-in adapter runs it yet"},
 	} {
 		prog := &ir.Program{Modality: c.modality, Transforms: c.ts}
 		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI(c.modality), Version: "1"}
@@ -259,5 +260,48 @@ func TestResizeRounding(t *testing.T) {
 	_, prog, comp := imageCase(decode(), tf("resize", "d", "r", integer("size", "8"), scalar("rounding", ir.ParamString, "ceil")))
 	if _, probs := Compile(prog, comp, nil); len(probs) == 0 || !strings.Contains(probs[0].Message, "fixes both sides") {
 		t.Errorf("rounding on a fixed size: %v", probs)
+	}
+}
+
+// TestCompileTilesAndPatches pins the shapes tile and patchify make, what
+// may follow them, and the ranks of the ports that receive them.
+func TestCompileTilesAndPatches(t *testing.T) {
+	resize := tf("resize", "d", "r", integer("height", "28"), integer("width", "42"))
+	m, prog, comp := imageCase(decode(), resize, tf("patchify", "r", "p", integer("patch_size", "14")))
+	comp.Outputs[0].Contract.Rank = 2
+	p, probs := Compile(prog, comp, InvokedPorts(m, comp))
+	if len(probs) > 0 {
+		t.Fatalf("unexpected problems: %v", probs)
+	}
+	if got := p.Shapes["p"]; got != (Shape{C: 3, H: 2, W: 3, Seq: SeqPatches, Features: 588}) {
+		t.Errorf("patches: %+v", got)
+	}
+	m, prog, comp = imageCase(decode(), tf("tile", "d", "t", integer("tile_size", "336"), integer("max_tiles", "4")),
+		tf("normalize", "t", "n", list("mean", "0.5"), list("std", "0.5")))
+	comp.Outputs[0].Contract.Rank = 5
+	if p, probs = Compile(prog, comp, InvokedPorts(m, comp)); len(probs) > 0 || p.Shapes["n"] != (Shape{C: 3, H: 336, W: 336, Seq: SeqTiles}) {
+		t.Errorf("normalized tiles: %v, %+v", probs, p.Shapes["n"])
+	}
+	if h, w := p.Ops[1].Size(300, 700); h != 3*336 || w != 336 {
+		t.Errorf("a 300×700 image makes %d×%d of stacked tiles, want three tiles (1×3: the least grid that needs no downscaling)", h, w)
+	}
+	for _, c := range []struct {
+		name string
+		ts   []ir.Transform
+		rank int
+		frag string
+	}{
+		{"not a multiple", []ir.Transform{decode(), resize, tf("patchify", "r", "p", integer("patch_size", "16"))}, 2, "not a multiple of it"},
+		{"after patchify", []ir.Transform{decode(), tf("patchify", "d", "p", integer("patch_size", "16")), tf("rescale", "p", "x", integer("factor", "2"))}, 2, "move rescale before patchify"},
+		{"resize tiles", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "4")), tf("resize", "t", "x", integer("size", "2"))}, 5, "move resize before tile"},
+		{"many tiles", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "65"))}, 5, "at most 64 tiles"},
+		{"patch rank", []ir.Transform{decode(), tf("patchify", "d", "p", integer("patch_size", "16"))}, 4, "at rank 2 or 3"},
+		{"tile rank", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "4"))}, 3, "at rank 4 or 5"},
+	} {
+		m, prog, comp := imageCase(c.ts...)
+		comp.Outputs[0].Contract.Rank = c.rank
+		if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) != 1 || !strings.Contains(probs[0].Message, c.frag) {
+			t.Errorf("%s: want one problem mentioning %q, got %v", c.name, c.frag, probs)
+		}
 	}
 }

@@ -76,6 +76,7 @@ var (
 	melScales    = map[string]string{"slaney": "slaney", "htk": "htk"}
 	melNorms     = map[string]string{"slaney": "slaney", "none": "none"}
 	padModes     = map[string]string{"reflect": "reflect", "constant": "constant"}
+	thumbnails   = map[string]string{"none": "none", "first": "first", "last": "last"}
 )
 
 // containers are video file formats, named so that decode can say why it
@@ -113,10 +114,11 @@ var Ops = []*OpDef{
 		Params: []Param{{Name: "factor", Type: Number, Required: true}}, shape: same},
 	{Name: "normalize", Doc: "x → (x - mean[c]) / std[c]", Modalities: visual, Runs: visual,
 		Params: []Param{{Name: "mean", Type: Numbers, Required: true}, {Name: "std", Type: Numbers, Required: true}}, shape: normalizeShape},
-	{Name: "tile", Doc: "image → tiles of tile_size, at most max_tiles", Modalities: []string{"image"},
-		Params: []Param{positive("tile_size"), positive("max_tiles")}},
-	{Name: "patchify", Doc: "image → patches of patch_size", Modalities: visual,
-		Params: []Param{positive("patch_size")}},
+	{Name: "tile", Doc: "image → the tiles of tile_size of the grid (at most max_tiles) that best fits its aspect ratio, as anyres does, and an optional thumbnail", Modalities: []string{"image"}, Runs: []string{"image"},
+		Params: []Param{required(positive("tile_size")), required(positive("max_tiles")), {Name: "thumbnail", Type: Word, Words: thumbnails}, {Name: "interpolation", Type: Word, Words: filters}},
+		shape: tileShape},
+	{Name: "patchify", Doc: "image → its patch_size×patch_size patches in row-major order, each flattened channel-major (c, y, x)", Modalities: visual, Runs: []string{"image"},
+		Params: []Param{required(positive("patch_size"))}, shape: patchifyShape},
 	{Name: "sample_frames", Doc: "clip → every frame_stride-th frame, then at most num_frames evenly spaced (fps is accepted and ignored)", Modalities: []string{"video"}, Runs: []string{"video"},
 		Params: []Param{{Name: "fps", Type: Number, Positive: true}, positive("num_frames"), positive("frame_stride")}, shape: sampleShape},
 	{Name: "pad_frames", Doc: "clip → target_length frames, the added ones of pad_value", Modalities: []string{"video"}, Runs: []string{"video"},

@@ -11,13 +11,36 @@ import (
 // H×W pixels (-1 otherwise). An audio value is samples, or after `frame`,
 // frames of Window samples. A clip pad_frames has padded holds Target
 // frames.
+//
+// After `tile` an image is a sequence of tiles (Seq SeqTiles), each C×H×W;
+// after `patchify` a sequence of patches (Seq SeqPatches) of Features
+// values each, H×W patches when the program fixes the image's size.
 type Shape struct {
-	C, H, W int
-	Framed  bool
-	Window  int
-	Padded  bool
-	Target  int
+	C, H, W  int
+	Framed   bool
+	Window   int
+	Padded   bool
+	Target   int
+	Seq      Seq
+	Features int
 }
+
+// Seq says what sequence an image has become.
+type Seq uint8
+
+// The sequences.
+const (
+	NoSeq      Seq = iota
+	SeqTiles       // tiles, each an image
+	SeqPatches     // flattened patches
+)
+
+// Bounds of tile and patchify.
+const (
+	MaxTiles    = 64
+	MaxTileSize = 4096
+	MaxPatch    = 256
+)
 
 // paramError is a shape function's complaint about one parameter, so that
 // it is positioned there.
@@ -293,4 +316,99 @@ func frameShape(op *Op, in Shape) (Shape, error) {
 		return in, fmt.Errorf("reads a value that is already framed; frame once")
 	}
 	return Shape{Framed: true, Window: op.Ints("window")}, nil
+}
+
+// seqReads refuses an op that reads a sequence of tiles or patches but
+// works on whole images: after tile, the pixel-wise rescale and the
+// per-channel normalize run on every tile; after patchify, nothing does.
+func seqReads(op string, in Shape) error {
+	switch {
+	case in.Seq == SeqPatches:
+		return fmt.Errorf("reads patches, which patchify makes as the last transform; move %s before patchify", op)
+	case in.Seq == SeqTiles && op != "rescale" && op != "normalize":
+		return fmt.Errorf("reads tiles; after tile only rescale and normalize run (on every tile), so move %s before tile", op)
+	}
+	return nil
+}
+
+// Tile is a tile op's parameters.
+type Tile struct {
+	Size, MaxTiles int
+	Thumbnail      string // "none", "first" or "last"
+	Interpolation  string
+}
+
+// Tile returns a tile op's parameters, defaults filled in: no thumbnail,
+// bicubic resampling (as LLaVA-NeXT's processor).
+func (o *Op) Tile() Tile {
+	t := Tile{Size: o.Ints("tile_size"), MaxTiles: o.Ints("max_tiles"), Thumbnail: "none", Interpolation: "bicubic"}
+	if w, ok := o.Word("thumbnail"); ok {
+		t.Thumbnail = w
+	}
+	if w, ok := o.Word("interpolation"); ok {
+		t.Interpolation = w
+	}
+	return t
+}
+
+// Grid chooses the tile grid (rows, columns) of an h×w image: among the
+// grids of at most MaxTiles tiles, in order of rows then columns, the one
+// whose canvas keeps the most of the image's resolution once the image is
+// scaled to fit it, then the one that wastes the least canvas (LLaVA-NeXT's
+// select_best_resolution over every grid).
+func (t Tile) Grid(h, w int) (rows, cols int) {
+	best, waste := -1, 0
+	for r := 1; r <= t.MaxTiles; r++ {
+		for c := 1; r*c <= t.MaxTiles; c++ {
+			ch, cw := r*t.Size, c*t.Size
+			scale := min(float64(cw)/float64(w), float64(ch)/float64(h))
+			dw, dh := int(float64(w)*scale), int(float64(h)*scale)
+			eff := min(dw*dh, w*h)
+			if wasted := cw*ch - eff; eff > best || eff == best && wasted < waste {
+				best, waste, rows, cols = eff, wasted, r, c
+			}
+		}
+	}
+	return rows, cols
+}
+
+// Tiles is how many tiles the op makes of an h×w image, thumbnail included.
+func (t Tile) Tiles(h, w int) int {
+	r, c := t.Grid(h, w)
+	if t.Thumbnail != "none" {
+		return r*c + 1
+	}
+	return r * c
+}
+
+func tileShape(op *Op, in Shape) (Shape, error) {
+	t := op.Tile()
+	switch {
+	case t.Size > MaxTileSize:
+		return in, errParam("tile_size", "`tile_size` is %d; the image adapter makes tiles of at most %d pixels a side", t.Size, MaxTileSize)
+	case t.MaxTiles > MaxTiles:
+		return in, errParam("max_tiles", "`max_tiles` is %d; the image adapter makes at most %d tiles of an image", t.MaxTiles, MaxTiles)
+	}
+	// Each image becomes its tiles stacked top to bottom: tiles·size rows
+	// of size columns.
+	op.Size = func(h, w int) (int, int) { return t.Tiles(h, w) * t.Size, t.Size }
+	return Shape{C: in.C, H: t.Size, W: t.Size, Seq: SeqTiles}, nil
+}
+
+func patchifyShape(op *Op, in Shape) (Shape, error) {
+	p := op.Ints("patch_size")
+	switch {
+	case p > MaxPatch:
+		return in, errParam("patch_size", "`patch_size` is %d; the image adapter makes patches of at most %d pixels a side", p, MaxPatch)
+	case in.H > 0 && in.H%p != 0 || in.W > 0 && in.W%p != 0:
+		return in, errParam("patch_size", "`patch_size` is %d, but the image is %d×%d (height×width) here, not a multiple of it; resize to multiples of %d first", p, in.H, in.W, p)
+	}
+	out := Shape{C: in.C, H: -1, W: -1, Seq: SeqPatches, Features: in.C * p * p}
+	if in.H > 0 {
+		out.H = in.H / p
+	}
+	if in.W > 0 {
+		out.W = in.W / p
+	}
+	return out, nil
 }

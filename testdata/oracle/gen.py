@@ -15,7 +15,13 @@ and resample_poly, not from genaic's kernels:
   rfft, |X|**power, and the mel filter bank of librosa.filters.mel (Slaney
   or HTK scale, Slaney area normalization or none), in float64;
 - log: log_base(max(x + offset, floor)), raised to max - dynamic_range;
-- resample: scipy.signal.resample_poly(x, up, down) with its defaults.
+- resample: scipy.signal.resample_poly(x, up, down) with its defaults;
+- patchify: numpy's reshape and transpose of a c×h×w image into
+  (h/p·w/p) rows of c·p·p values, row-major over the grid;
+- tile: LLaVA-NeXT's select_best_resolution over every grid of at most
+  max_tiles tiles (written from its definition), and the tiles of images
+  whose canvas needs no resampling (the fit is the image itself, padded
+  with zeros at the centre), cut row-major with numpy.
 
 Every input is a 16-bit PCM WAV, so both sides read the same samples
 (int / 32768). The outputs are float32 .npy files.
@@ -28,7 +34,9 @@ import struct
 import numpy as np
 import scipy.signal
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "audio")
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "audio")
+IMAGE_OUT = os.path.join(HERE, "image")
 
 
 def write_wav(path, rate, x):
@@ -182,5 +190,75 @@ def main():
         f.write("\n")
 
 
+def select_best_resolution(h, w, tile, max_tiles):
+    """LLaVA-NeXT's choice among the canvases of every grid (rows, cols)
+    with rows·cols ≤ max_tiles, in order of rows then columns."""
+    best, best_eff, best_waste = None, 0, float("inf")
+    for r in range(1, max_tiles + 1):
+        for c in range(1, max_tiles // r + 1):
+            width, height = c * tile, r * tile
+            scale = min(width / w, height / h)
+            dw, dh = int(w * scale), int(h * scale)
+            eff = min(dw * dh, w * h)
+            waste = width * height - eff
+            if eff > best_eff or (eff == best_eff and waste < best_waste):
+                best, best_eff, best_waste = (r, c), eff, waste
+    return best
+
+
+def tiles_of(img, tile, grid, thumbnail):
+    """img: c×h×w uint8 that fits the grid's canvas unresampled."""
+    c, h, w = img.shape
+    r, cols = grid
+    canvas = np.zeros((c, r * tile, cols * tile), dtype=np.float32)
+    top, left = (r * tile - h) // 2, (cols * tile - w) // 2
+    canvas[:, top:top + h, left:left + w] = img
+    t = canvas.reshape(c, r, tile, cols, tile).transpose(1, 3, 0, 2, 4).reshape(r * cols, c, tile, tile)
+    if thumbnail == "first":
+        t = np.concatenate([img[None].astype(np.float32), t])
+    elif thumbnail == "last":
+        t = np.concatenate([t, img[None].astype(np.float32)])
+    return t
+
+
+def image_oracle():
+    os.makedirs(IMAGE_OUT, exist_ok=True)
+    rng = np.random.default_rng(151)
+    index = {"grids": [], "patchify": [], "tile": []}
+    for _ in range(400):
+        h, w = int(rng.integers(1, 2000)), int(rng.integers(1, 2000))
+        tile = int(rng.choice([224, 336, 384, 448]))
+        mt = int(rng.integers(1, 13))
+        r, c = select_best_resolution(h, w, tile, mt)
+        index["grids"].append([h, w, tile, mt, r, c])
+    for name, (c, h, w, p) in {"rgb_4x6_p2": (3, 8, 12, 2), "gray_14": (1, 28, 42, 14), "rgb_1x1": (3, 5, 5, 5)}.items():
+        img = rng.integers(0, 256, size=(c, h, w), dtype=np.uint8)
+        patches = img.astype(np.float32).reshape(c, h // p, p, w // p, p).transpose(1, 3, 0, 2, 4).reshape(-1, c * p * p)
+        np.save(os.path.join(IMAGE_OUT, name + ".npy"), img)
+        np.save(os.path.join(IMAGE_OUT, name + "_patches.npy"), patches)
+        index["patchify"].append({"image": name + ".npy", "patch_size": p, "patches": name + "_patches.npy", "grid": [h // p, w // p]})
+    for name, (c, h, w, tile, mt, thumb) in {
+        "exact_2x3": (3, 8, 12, 4, 6, "none"),
+        "padded_w": (3, 8, 10, 4, 6, "none"),
+        "padded_h": (1, 6, 16, 4, 8, "none"),
+        "one_tile_first": (3, 4, 4, 4, 4, "first"),
+        "one_tile_last": (3, 4, 4, 4, 1, "last"),
+    }.items():
+        img = rng.integers(0, 256, size=(c, h, w), dtype=np.uint8)
+        grid = select_best_resolution(h, w, tile, mt)
+        rows, cols = grid
+        assert h == rows * tile or w == cols * tile, name  # the fit is the image itself
+        assert h <= rows * tile and w <= cols * tile, name
+        t = tiles_of(img, tile, grid, thumb)
+        np.save(os.path.join(IMAGE_OUT, name + ".npy"), img)
+        np.save(os.path.join(IMAGE_OUT, name + "_tiles.npy"), t)
+        index["tile"].append({"image": name + ".npy", "tile_size": tile, "max_tiles": mt, "thumbnail": thumb,
+                              "tiles": name + "_tiles.npy", "grid": list(grid)})
+    with open(os.path.join(IMAGE_OUT, "index.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     main()
+    image_oracle()
