@@ -116,7 +116,7 @@ var Ops = []*OpDef{
 		Params: []Param{{Name: "mean", Type: Numbers, Required: true}, {Name: "std", Type: Numbers, Required: true}}, shape: normalizeShape},
 	{Name: "tile", Doc: "image → the tiles of tile_size of the grid (at most max_tiles) that best fits its aspect ratio, as anyres does, and an optional thumbnail", Modalities: []string{"image"}, Runs: []string{"image"},
 		Params: []Param{required(positive("tile_size")), required(positive("max_tiles")), {Name: "thumbnail", Type: Word, Words: thumbnails}, {Name: "interpolation", Type: Word, Words: filters}},
-		shape: tileShape},
+		shape:  tileShape},
 	{Name: "patchify", Doc: "image → its patch_size×patch_size patches in row-major order, each flattened channel-major (c, y, x)", Modalities: visual, Runs: []string{"image"},
 		Params: []Param{required(positive("patch_size"))}, shape: patchifyShape},
 	{Name: "sample_frames", Doc: "clip → every frame_stride-th frame, then at most num_frames evenly spaced (fps is accepted and ignored)", Modalities: []string{"video"}, Runs: []string{"video"},
