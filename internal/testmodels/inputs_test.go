@@ -77,6 +77,14 @@ var generators = map[string]generator{
 			"frame_owner":   vector(owner(frames)),
 		}
 	},
+	"image_patches": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		patches := counts(rng, trial, []int64{4, 0, 16}, 1+rng.IntN(4), 0, 16)
+		return map[string]testmodels.Tensor{
+			"patches":       uniform(rng, sum(patches), 12),
+			"patch_offsets": vector(offsets(patches)),
+			"patch_owner":   vector(owner(patches)),
+		}
+	},
 	"text": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
 		tokens := counts(rng, trial, []int64{0, 4, 1}, 1+rng.IntN(4), 0, 7)
 		ids := make([]int64, sum(tokens))

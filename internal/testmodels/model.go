@@ -99,6 +99,7 @@ func Models() []*Model {
 		solo(),
 		ocrLines(),
 		audioMel(),
+		imagePatches(),
 	}
 }
 
