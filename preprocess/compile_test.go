@@ -305,3 +305,18 @@ func TestCompileTilesAndPatches(t *testing.T) {
 		}
 	}
 }
+
+// sample_frames by fps alone needs a video adapter that reads frame
+// times: its float vector input port.
+func TestCompileFPS(t *testing.T) {
+	prog := &ir.Program{Modality: "video", Transforms: []ir.Transform{decode(), tf("sample_frames", "d", "s", scalar("fps", ir.ParamFloat, "2.0"))}}
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("video"), Version: "1"}
+	if _, probs := Compile(prog, comp, nil); len(probs) != 1 || !strings.Contains(probs[0].Message, "has no timestamps input port") || probs[0].Loc != 7 {
+		t.Errorf("without frame times: %v", probs)
+	}
+	comp.Inputs = []*ir.Port{{Name: "encoded", Contract: &ir.Contract{DType: "uint8", Rank: 1}}, {Name: "times", Contract: &ir.Contract{DType: "float64", Rank: 1}}}
+	p, probs := Compile(prog, comp, nil)
+	if len(probs) > 0 || p.Timestamps != "times" || !p.Ops[1].Timed {
+		t.Errorf("with frame times: %v, port %q", probs, p.Timestamps)
+	}
+}

@@ -119,7 +119,7 @@ var Ops = []*OpDef{
 		shape:  tileShape},
 	{Name: "patchify", Doc: "image → its patch_size×patch_size patches in row-major order, each flattened channel-major (c, y, x)", Modalities: visual, Runs: []string{"image"},
 		Params: []Param{required(positive("patch_size"))}, shape: patchifyShape},
-	{Name: "sample_frames", Doc: "clip → every frame_stride-th frame, then at most num_frames evenly spaced (fps is accepted and ignored)", Modalities: []string{"video"}, Runs: []string{"video"},
+	{Name: "sample_frames", Doc: "clip → with frame times, the frames nearest to every 1/fps seconds; then every frame_stride-th frame, then at most num_frames evenly spaced", Modalities: []string{"video"}, Runs: []string{"video"},
 		Params: []Param{{Name: "fps", Type: Number, Positive: true}, positive("num_frames"), positive("frame_stride")}, shape: sampleShape},
 	{Name: "pad_frames", Doc: "clip → target_length frames, the added ones of pad_value", Modalities: []string{"video"}, Runs: []string{"video"},
 		Params: []Param{required(positive("target_length")), {Name: "pad_value", Type: Number}}, shape: padShape},

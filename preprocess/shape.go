@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/genaic/genaic/ir"
 )
 
 // Shape is what compile time knows of a program value. An image, or each
@@ -204,9 +206,9 @@ func sampleShape(op *Op, in Shape) (Shape, error) {
 	switch {
 	case in.Padded:
 		return in, fmt.Errorf("samples a clip that pad_frames has already padded; sample the frames before padding them")
-	case !hasStride && !hasNum && hasFPS:
-		return in, errParam("fps", "samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time; give num_frames or frame_stride (fps is then accepted and ignored)")
-	case !hasStride && !hasNum:
+	case !hasStride && !hasNum && hasFPS && !op.Timed:
+		return in, errParam("fps", "samples by `fps` alone, but the video adapter has no timestamps input port, so its frames carry no times to sample by; declare a float32 or float64 vector input port of each frame's time in seconds and bind it, or give num_frames or frame_stride (fps is then ignored)")
+	case !hasStride && !hasNum && !hasFPS:
 		return in, fmt.Errorf("has no `num_frames` or `frame_stride`; write how many frames to keep, or every how many frames to take one")
 	}
 	return in, nil
@@ -411,4 +413,23 @@ func patchifyShape(op *Op, in Shape) (Shape, error) {
 		out.W = in.W / p
 	}
 	return out, nil
+}
+
+// TimestampsPort returns the input port of a video adapter that carries
+// each frame's presentation time in seconds: its one float32 or float64
+// input port of rank 1 (or of unknown rank), or "" when it has none.
+func TimestampsPort(adapter *ir.Component) string {
+	if adapter == nil {
+		return ""
+	}
+	for _, p := range adapter.Inputs {
+		c := p.Contract
+		if c == nil || c.Rank > 1 || c.Rank == 0 {
+			continue
+		}
+		if d, ok := ir.LookupDType(c.DType); ok && (d.Name == "float32" || d.Name == "float64") {
+			return p.Name
+		}
+	}
+	return ""
 }
