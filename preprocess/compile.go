@@ -64,9 +64,9 @@ type Program struct {
 	Modality string
 	// Timestamps is the video adapter's input port of frame times, or "".
 	Timestamps string
-	Ops      []*Op
-	Shapes   map[string]Shape // every value a transform defines
-	Last     string           // the value the last transform defines
+	Ops        []*Op
+	Shapes     map[string]Shape // every value a transform defines
+	Last       string           // the value the last transform defines
 	// Ports maps each output port of the adapter to the program output
 	// that binds it.
 	Ports map[string]*ir.ProgramOutput

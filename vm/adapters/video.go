@@ -18,11 +18,11 @@ type videoShape struct {
 // temporalOp is the clip-level part of a compiled video transform: a
 // per-frame transform has kind "".
 type temporalOp struct {
-	kind     string // "", "sample_frames" or "pad_frames"
+	kind     string  // "", "sample_frames" or "pad_frames"
 	fps      float64 // sample_frames: by time, when the frames have times (0: not)
 	stride   int     // sample_frames: every stride-th frame (1 keeps all)
 	num      int     // sample_frames: at most num frames (0: no cap)
-	target   int    // pad_frames: the clip's length after padding
+	target   int     // pad_frames: the clip's length after padding
 	padValue float32
 }
 
