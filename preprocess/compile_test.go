@@ -320,3 +320,27 @@ func TestCompileFPS(t *testing.T) {
 		t.Errorf("with frame times: %v, port %q", probs, p.Timestamps)
 	}
 }
+
+// A port that fixes the mel bands, the tile sides or the patch values at
+// other extents than the program makes is refused at check time.
+func TestCompileUnitAxes(t *testing.T) {
+	mel := func(bands int64) []Problem {
+		prog := &ir.Program{Modality: "audio", Transforms: []ir.Transform{decode(), tf("mel_spectrogram", "d", "m", integer("sample_rate", "16000"), integer("n_fft", "400"), integer("n_mels", "80"))},
+			Outputs: []ir.ProgramOutput{{Name: "features", Source: "m", Content: "features", Loc: 5}}}
+		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1",
+			Outputs: []*ir.Port{{Name: "features", Contract: &ir.Contract{DType: "float32", Rank: 2, HasShape: true, Shape: []ir.Dim{{Sym: "frames"}, {Size: bands}}}, Loc: 9}}}
+		_, probs := Compile(prog, comp, nil)
+		return probs
+	}
+	if probs := mel(80); len(probs) > 0 {
+		t.Errorf("80 bands: %v", probs)
+	}
+	if probs := mel(64); len(probs) != 1 || !strings.Contains(probs[0].Message, "fixes axis 1 at 64, but preprocessing.audio makes the values of each frame of `m` 80") {
+		t.Errorf("64 bands: %v", probs)
+	}
+	m, prog, comp := imageCase(decode(), tf("tile", "d", "t", integer("tile_size", "336"), integer("max_tiles", "4")))
+	comp.Outputs[0].Contract = &ir.Contract{DType: "float32", Rank: 4, HasShape: true, Shape: []ir.Dim{{Sym: "tiles"}, {Size: 3}, {Size: 224}, {Size: 336}}}
+	if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) != 1 || !strings.Contains(probs[0].Message, "makes the height of each tile of `t` 336") {
+		t.Errorf("tiles of 224: %v", probs)
+	}
+}
