@@ -3,6 +3,7 @@ package adapters
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 
@@ -10,13 +11,14 @@ import (
 )
 
 // melBank is a compiled mel_spectrogram: its window, padded to n_fft and
-// centred, and its filter bank of n_mels rows over the n_fft/2+1 bins.
+// centred, and its filter bank of n_mels bands over the n_fft/2+1 bins.
 type melBank struct {
 	preprocess.Mel
 	window []float64
+	// bank holds each band's non-zero weights, those of bins lo[m] to
+	// hi[m]: a bin lies in at most two bands, so the bank holds about
+	// twice the bins whatever n_mels, and a frame costs as much.
 	bank   [][]float64
-	// lo and hi bound the non-zero weights of each band, so that a frame
-	// costs the bands' support rather than n_mels × bins.
 	lo, hi []int
 }
 
@@ -41,8 +43,9 @@ func newMelBank(m preprocess.Mel) *melBank {
 	}
 	b.bank = make([][]float64, m.NMels)
 	b.lo, b.hi = make([]int, m.NMels), make([]int, m.NMels)
+	row := make([]float64, bins)
 	for i := range m.NMels {
-		row := make([]float64, bins)
+		clear(row)
 		b.lo[i], b.hi[i] = bins, 0
 		scale := 1.0
 		if m.Norm {
@@ -57,7 +60,8 @@ func newMelBank(m preprocess.Mel) *melBank {
 				b.lo[i], b.hi[i] = min(b.lo[i], k), k+1
 			}
 		}
-		b.bank[i] = row
+		b.lo[i] = min(b.lo[i], b.hi[i])
+		b.bank[i] = slices.Clone(row[b.lo[i]:b.hi[i]])
 	}
 	return b
 }
@@ -147,8 +151,8 @@ func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
 		row := out.data[f*b.NMels : (f+1)*b.NMels]
 		for m, w := range b.bank {
 			sum := 0.0
-			for k := b.lo[m]; k < b.hi[m]; k++ {
-				sum += w[k] * spec[k]
+			for k, v := range spec[b.lo[m]:b.hi[m]] {
+				sum += w[k] * v
 			}
 			row[m] = float32(sum)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // logMel is decode → mel_spectrogram (16 kHz, n_fft 16, hop 8, 4 bands) →
@@ -168,4 +169,18 @@ func FuzzAudioRequest(f *testing.F) {
 			t.Fatalf("got %v, want nil or run/input", err)
 		}
 	})
+}
+
+// The largest filter bank a program may ask for holds each bin's weight in
+// at most two bands, not n_mels × bins.
+func TestMelBankSparse(t *testing.T) {
+	b := newMelBank(preprocess.Mel{SampleRate: 48000, NFFT: preprocess.MaxFFT, Hop: 1, Win: preprocess.MaxFFT, NMels: preprocess.MaxMels,
+		FMax: 24000, Power: 2, Norm: true, Reflect: true})
+	bins, held := preprocess.MaxFFT/2+1, 0
+	for _, w := range b.bank {
+		held += len(w)
+	}
+	if held > 2*bins+preprocess.MaxMels {
+		t.Errorf("the bank holds %d weights for %d bins", held, bins)
+	}
 }
