@@ -127,7 +127,7 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 	var what []string
 	switch {
 	case s.Framed:
-		unit, what = []int{s.Window}, []string{"the values of each frame"}
+		unit, what = []int{s.Window}, []string{"the values of each frame (its window, or n_mels)"}
 	case s.Seq == SeqPatches:
 		unit, what = []int{s.Features}, []string{"the values of each patch"}
 	case s.Seq == SeqTiles:

@@ -335,7 +335,7 @@ func TestCompileUnitAxes(t *testing.T) {
 	if probs := mel(80); len(probs) > 0 {
 		t.Errorf("80 bands: %v", probs)
 	}
-	if probs := mel(64); len(probs) != 1 || !strings.Contains(probs[0].Message, "fixes axis 1 at 64, but preprocessing.audio makes the values of each frame of `m` 80") {
+	if probs := mel(64); len(probs) != 1 || !strings.Contains(probs[0].Message, "fixes axis 1 at 64, but preprocessing.audio makes the values of each frame (its window, or n_mels) of `m` 80") {
 		t.Errorf("64 bands: %v", probs)
 	}
 	m, prog, comp := imageCase(decode(), tf("tile", "d", "t", integer("tile_size", "336"), integer("max_tiles", "4")))
