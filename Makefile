@@ -41,8 +41,11 @@ test: setup lint
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzAudioRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageSeqRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzSampleByTime$$' -fuzztime 3s -fuzzminimizetime 100ms
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

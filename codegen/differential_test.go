@@ -24,6 +24,7 @@ import (
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/adapters"
 	"github.com/genaic/genaic/vm/jsonio"
 	"github.com/genaic/genaic/vm/ort"
 	"github.com/genaic/genaic/vm/ortlib"
@@ -122,6 +123,7 @@ func vmResponses(t *testing.T, fx fixtures.Fixture, doc []byte, solo bool) []byt
 		}
 		be = map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}
 	}
+	be[ir.ImplAdapter] = adapters.New(f.IR) // the built-in adapters, as genaic run gives them
 	e, err := vm.Open(f, dir, be, vm.Options{Solo: solo, MaxDelay: groupDelay})
 	if err != nil {
 		t.Fatal(err)

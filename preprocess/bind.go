@@ -11,13 +11,16 @@ import (
 
 // Content roles an adapter fills (DESIGN §3.2, §4).
 var (
-	companionRoles = []string{"pack_offsets", "pack_owner", "valid_lengths", "frame_lengths", "sample_lengths"}
+	companionRoles = []string{"pack_offsets", "pack_owner", "valid_lengths", "frame_lengths", "sample_lengths", "grid"}
 	// dataRanks gives, per modality, the ranks a port filled with program
 	// data may have: one item or stacked items, or for audio, samples or
 	// frames packed or stacked.
-	dataRoles = map[string][]string{"image": {"pixels"}, "video": {"pixels", "pixel_values"},
+	dataRoles = map[string][]string{"image": {"pixels", "patches", "tiles"}, "video": {"pixels", "pixel_values"},
 		"audio": {"waveform", "samples", "audio", "frames", "features"}}
 	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}, "audio": {1, 2, 3}}
+	// seqRanks are the ranks of a port of tiles or patches: packed
+	// ([tiles, c, h, w], [patches, features]) or stacked per image.
+	seqRanks = map[Seq][]int{SeqTiles: {4, 5}, SeqPatches: {2, 3}}
 )
 
 // Bind pairs each output port of adapter with the program output that
@@ -100,12 +103,47 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 			continue
 		}
 		probs = append(probs, dtypeProblem(p, port, o, adapter, "float32")...)
-		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(dataRanks[p.Modality], c.Rank) {
+		want := dataRanks[p.Modality]
+		if seq := p.Shapes[p.Source(o)].Seq; seq != NoSeq {
+			want = seqRanks[seq]
+		}
+		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(want, c.Rank) {
 			probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` has rank %d, but it receives %s `%s` of preprocessing.%s, which the adapter lays out at rank %s",
-				port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), p.Modality, ranks(dataRanks[p.Modality])))
+				port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), p.Modality, ranks(want)))
+		} else if c != nil {
+			probs = append(probs, unitProblem(p, port, o, adapter)...)
 		}
 	}
 	return probs
+}
+
+// unitProblem checks the trailing axes of a port that receives frames,
+// features, tiles or patches against what the program makes of each:
+// the window or mel bands of a frame, the channels and sides of a tile,
+// the values of a patch.
+func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component) []Problem {
+	c, s := port.Contract, p.Shapes[p.Source(o)]
+	var unit []int
+	var what []string
+	switch {
+	case s.Framed:
+		unit, what = []int{s.Window}, []string{"the values of each frame (its window, or n_mels)"}
+	case s.Seq == SeqPatches:
+		unit, what = []int{s.Features}, []string{"the values of each patch"}
+	case s.Seq == SeqTiles:
+		unit, what = []int{s.C, s.H, s.W}, []string{"the channels of each tile", "the height of each tile", "the width of each tile"}
+	}
+	if !c.HasShape || len(c.Shape) < len(unit) {
+		return nil
+	}
+	for i, u := range unit {
+		axis := len(c.Shape) - len(unit) + i
+		if d := c.Shape[axis]; !d.IsSym() && u > 0 && d.Size != int64(u) {
+			return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.%s makes %s of `%s` %d\nmake the two agree",
+				port.Name, adapter.Name, axis, d.Size, p.Modality, what[i], p.Source(o), u)}
+		}
+	}
+	return nil
 }
 
 func dtypeProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, want string) []Problem {

@@ -22,6 +22,9 @@ type Op struct {
 	// Size, for resize and center_crop, is the height and width the op
 	// makes of an input of h×w pixels.
 	Size func(h, w int) (int, int)
+	// Timed says that the adapter reads each frame's time (a video adapter
+	// with a timestamps input port), so that sample_frames samples by fps.
+	Timed bool
 }
 
 // arg is a parsed parameter.
@@ -59,9 +62,11 @@ func (o *Op) Numbers(name string) []float64 { return o.args[name].nums }
 // Program is a compiled preprocessing program.
 type Program struct {
 	Modality string
-	Ops      []*Op
-	Shapes   map[string]Shape // every value a transform defines
-	Last     string           // the value the last transform defines
+	// Timestamps is the video adapter's input port of frame times, or "".
+	Timestamps string
+	Ops        []*Op
+	Shapes     map[string]Shape // every value a transform defines
+	Last       string           // the value the last transform defines
 	// Ports maps each output port of the adapter to the program output
 	// that binds it.
 	Ports map[string]*ir.ProgramOutput
@@ -84,6 +89,9 @@ func (p *Program) Source(o *ir.ProgramOutput) string {
 // returned.
 func Compile(prog *ir.Program, adapter *ir.Component, invoked map[string]string) (*Program, []Problem) {
 	p := &Program{Modality: prog.Modality, Shapes: map[string]Shape{}}
+	if p.Modality == "video" {
+		p.Timestamps = TimestampsPort(adapter)
+	}
 	probs := p.transforms(prog)
 	complete := len(probs) == 0
 	var bprobs []Problem
@@ -135,7 +143,7 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 	case len(t.Inputs) > 1 || len(t.Outputs) > 1:
 		return nil, bad(t.Loc, "reads %d values and defines %d; the %s adapter runs transforms of one input and one output", len(t.Inputs), len(t.Outputs), p.Modality)
 	}
-	op := &Op{OpDef: def, Modality: p.Modality, Index: i, In: prev, Out: fmt.Sprintf("#%d", i), Loc: t.Loc}
+	op := &Op{OpDef: def, Modality: p.Modality, Index: i, In: prev, Out: fmt.Sprintf("#%d", i), Loc: t.Loc, Timed: p.Timestamps != ""}
 	if len(t.Inputs) == 1 {
 		op.In = t.Inputs[0]
 	}
@@ -148,6 +156,9 @@ func (p *Program) transform(i int, t ir.Transform, prev string) (*Op, []Problem)
 	}
 	if probs := op.parse(t, where); len(probs) > 0 {
 		return nil, probs
+	}
+	if err := seqReads(t.Op, in); err != nil {
+		return nil, bad(t.Loc, "%v", err)
 	}
 	out, err := def.shape(op, in)
 	if err != nil {

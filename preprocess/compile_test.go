@@ -60,7 +60,7 @@ func TestTableRows(t *testing.T) {
 	if len(Ops) != len(schema) {
 		t.Errorf("the table has %d rows, the schema %d ops", len(Ops), len(schema))
 	}
-	if got := strings.Join(Runs("audio"), ","); got != "decode,resample,frame" {
+	if got := strings.Join(Runs("audio"), ","); got != "decode,resample,frame,mel_spectrogram,log" {
 		t.Errorf("the audio adapter runs %s", got)
 	}
 }
@@ -104,7 +104,7 @@ func TestCompileRefuses(t *testing.T) {
 	}{
 		{"audio op", []ir.Transform{decode(), tf("mel_spectrogram", "d", "x")}, nil, RuleOp, 3, "not run by the image adapter"},
 		{"unknown op", []ir.Transform{decode(), tf("blur", "d", "x")}, nil, RuleOp, 3, "not a preprocessing op"},
-		{"not run yet", []ir.Transform{decode(), tf("tile", "d", "x")}, nil, RuleOp, 3, "no built-in adapter runs it yet"},
+		{"tile size", []ir.Transform{decode(), tf("tile", "d", "x")}, nil, RuleOp, 3, "has no `tile_size`"},
 		{"decode first", []ir.Transform{tf("rescale", "", "x", scalar("factor", ir.ParamFloat, "2"))}, nil, RuleOp, 3, "starts with `rescale`"},
 		{"decode twice", []ir.Transform{decode(), tf("decode", "d", "x")}, nil, RuleOp, 3, "decodes again"},
 		{"unknown parameter", []ir.Transform{decode(), tf("rescale", "d", "x", scalar("factor", ir.ParamInt, "2"), scalar("scale", ir.ParamInt, "2"))}, nil, RuleOp, 7, "takes no parameter `scale`"},
@@ -153,8 +153,9 @@ func TestCompileTemporal(t *testing.T) {
 		{"video", []ir.Transform{decode(), tf("pad_frames", "d", "p", scalar("target_length", ir.ParamInt, "4")), tf("sample_frames", "p", "s", scalar("num_frames", ir.ParamInt, "2"))}, "already padded"},
 		{"video", []ir.Transform{decode(), tf("sample_frames", "d", "s", scalar("fps", ir.ParamFloat, "2.0"))}, "by `fps` alone"},
 		{"video", []ir.Transform{tf("decode", "", "d", scalar("format", ir.ParamString, "mp4"))}, "demux"},
-		{"audio", []ir.Transform{decode(), tf("frame", "d", "f", scalar("window", ir.ParamInt, "4")), tf("resample", "f", "r", scalar("sample_rate", ir.ParamInt, "16000"))}, "resample before frame"},
+		{"audio", []ir.Transform{decode(), tf("frame", "d", "f", scalar("window", ir.ParamInt, "4")), tf("resample", "f", "r", scalar("sample_rate", ir.ParamInt, "16000"))}, "resample the samples, before frame"},
 		{"audio", []ir.Transform{decode(), tf("resize", "d", "r", scalar("size", ir.ParamInt, "4"))}, "op of image and video programs"},
+		{"video", []ir.Transform{decode(), tf("patchify", "d", "p", scalar("patch_size", ir.ParamInt, "14"))}, "no built-in adapter runs it yet"},
 	} {
 		prog := &ir.Program{Modality: c.modality, Transforms: c.ts}
 		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI(c.modality), Version: "1"}
@@ -168,5 +169,178 @@ func TestCompileTemporal(t *testing.T) {
 	p, probs := Compile(prog, &ir.Component{Name: "pre"}, nil)
 	if len(probs) > 0 || !p.Shapes["p"].Padded || p.Shapes["p"].Target != 8 {
 		t.Errorf("a sampled and padded clip: %v, %+v", probs, p.Shapes["p"])
+	}
+}
+
+func audio(ts ...ir.Transform) (*Program, []Problem) {
+	prog := &ir.Program{Modality: "audio", Transforms: ts}
+	return Compile(prog, &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1"}, nil)
+}
+
+func integer(key, text string) ir.Param { return scalar(key, ir.ParamInt, text) }
+
+// TestCompileMel pins mel_spectrogram's defaults, the shape it makes, and
+// each of its refusals at the parameter at fault.
+func TestCompileMel(t *testing.T) {
+	p, probs := audio(decode(), tf("mel_spectrogram", "d", "m", integer("sample_rate", "16000"), integer("n_fft", "400")),
+		tf("log", "m", "l", scalar("base", ir.ParamInt, "10"), scalar("dynamic_range", ir.ParamFloat, "8.0")))
+	if len(probs) > 0 {
+		t.Fatalf("unexpected problems: %v", probs)
+	}
+	want := Mel{SampleRate: 16000, NFFT: 400, Hop: 100, Win: 400, NMels: 128, FMax: 8000, Power: 2, Norm: true, Reflect: true}
+	if got := p.Ops[1].Mel(); got != want {
+		t.Errorf("defaults: got %+v, want %+v", got, want)
+	}
+	if got := p.Shapes["l"]; got != (Shape{Framed: true, Window: 128}) {
+		t.Errorf("log-mel shape %+v", got)
+	}
+	mel := func(ps ...ir.Param) []ir.Transform {
+		return []ir.Transform{decode(), tf("mel_spectrogram", "d", "m", append([]ir.Param{integer("sample_rate", "16000")}, ps...)...)}
+	}
+	for _, c := range []struct {
+		name string
+		ts   []ir.Transform
+		frag string
+	}{
+		{"no n_fft", mel(), "has no `n_fft`"},
+		{"huge n_fft", mel(integer("n_fft", "1048576")), "2 to 65536 samples"},
+		{"long window", mel(integer("n_fft", "400"), integer("win_length", "512")), "longer than n_fft"},
+		{"many mels", mel(integer("n_fft", "400"), integer("n_mels", "5000")), "at most 1024 mel bands"},
+		{"above nyquist", mel(integer("n_fft", "400"), integer("f_max", "9000")), "above the Nyquist frequency 8000"},
+		{"empty band", mel(integer("n_fft", "400"), integer("f_min", "4000"), integer("f_max", "4000")), "not below f_max"},
+		{"scale word", mel(integer("n_fft", "400"), scalar("mel_scale", ir.ParamString, "bark")), "write one of htk, slaney"},
+		{"framed", []ir.Transform{decode(), tf("frame", "d", "f", integer("window", "4")), tf("mel_spectrogram", "f", "m", integer("sample_rate", "16000"), integer("n_fft", "8"))}, "not after frame"},
+		{"mel of mel", append(mel(integer("n_fft", "8")), tf("mel_spectrogram", "m", "m2", integer("sample_rate", "16000"), integer("n_fft", "8"))), "not after frame or mel_spectrogram"},
+		{"resample features", append(mel(integer("n_fft", "8")), tf("resample", "m", "r", integer("sample_rate", "8000"))), "resample the samples"},
+		{"log base 1", []ir.Transform{decode(), tf("log", "d", "l", integer("base", "1"))}, "has no logarithm"},
+	} {
+		_, probs := audio(c.ts...)
+		if len(probs) != 1 || !strings.Contains(probs[0].Error(), c.frag) {
+			t.Errorf("%s: want one problem mentioning %q, got %v", c.name, c.frag, probs)
+		} else if strings.HasPrefix(c.name, "huge") && probs[0].Loc != 7 {
+			t.Errorf("%s: the problem is at #%d, not at the parameter", c.name, probs[0].Loc)
+		}
+	}
+}
+
+// TestResizeRounding pins the derived side of a keep-aspect resize under
+// each rounding, on PaddleOCR's case (50×171 to height 48: 164.16 wide).
+func TestResizeRounding(t *testing.T) {
+	for _, c := range []struct {
+		rounding   string
+		h, w       int
+		params     []ir.Param
+		wantH, wnt int
+	}{
+		{"", 50, 171, []ir.Param{integer("height", "48")}, 48, 164},
+		{"round", 50, 171, []ir.Param{integer("height", "48")}, 48, 164},
+		{"floor", 50, 171, []ir.Param{integer("height", "48")}, 48, 164},
+		{"ceil", 50, 171, []ir.Param{integer("height", "48")}, 48, 165},
+		{"round", 3, 5, []ir.Param{integer("height", "2")}, 2, 3}, // 3.33
+		{"ceil", 3, 6, []ir.Param{integer("height", "2")}, 2, 4},  // exactly 4: ceil adds nothing
+		{"round", 4, 10, []ir.Param{integer("width", "5")}, 2, 5}, // exactly 2
+		{"round", 5, 10, []ir.Param{integer("width", "5")}, 3, 5}, // 2.5: halves away from zero
+		{"floor", 5, 10, []ir.Param{integer("width", "5")}, 2, 5},
+		{"ceil", 30, 70, []ir.Param{integer("max_size", "20")}, 9, 20}, // 8.57
+		{"floor", 1, 70, []ir.Param{integer("max_size", "20")}, 1, 20}, // at least 1
+	} {
+		ps := c.params
+		if c.rounding != "" {
+			ps = append(ps, scalar("rounding", ir.ParamString, c.rounding))
+		}
+		m, prog, comp := imageCase(decode(), tf("resize", "d", "r", ps...))
+		p, probs := Compile(prog, comp, InvokedPorts(m, comp))
+		if len(probs) > 0 {
+			t.Fatalf("%s: %v", c.rounding, probs)
+		}
+		if h, w := p.Ops[1].Size(c.h, c.w); h != c.wantH || w != c.wnt {
+			t.Errorf("%s %d×%d %v: got %d×%d, want %d×%d", c.rounding, c.h, c.w, c.params[0].Key, h, w, c.wantH, c.wnt)
+		}
+	}
+	_, prog, comp := imageCase(decode(), tf("resize", "d", "r", integer("size", "8"), scalar("rounding", ir.ParamString, "ceil")))
+	if _, probs := Compile(prog, comp, nil); len(probs) == 0 || !strings.Contains(probs[0].Message, "fixes both sides") {
+		t.Errorf("rounding on a fixed size: %v", probs)
+	}
+}
+
+// TestCompileTilesAndPatches pins the shapes tile and patchify make, what
+// may follow them, and the ranks of the ports that receive them.
+func TestCompileTilesAndPatches(t *testing.T) {
+	resize := tf("resize", "d", "r", integer("height", "28"), integer("width", "42"))
+	m, prog, comp := imageCase(decode(), resize, tf("patchify", "r", "p", integer("patch_size", "14")))
+	comp.Outputs[0].Contract.Rank = 2
+	p, probs := Compile(prog, comp, InvokedPorts(m, comp))
+	if len(probs) > 0 {
+		t.Fatalf("unexpected problems: %v", probs)
+	}
+	if got := p.Shapes["p"]; got != (Shape{C: 3, H: 2, W: 3, Seq: SeqPatches, Features: 588}) {
+		t.Errorf("patches: %+v", got)
+	}
+	m, prog, comp = imageCase(decode(), tf("tile", "d", "t", integer("tile_size", "336"), integer("max_tiles", "4")),
+		tf("normalize", "t", "n", list("mean", "0.5"), list("std", "0.5")))
+	comp.Outputs[0].Contract.Rank = 5
+	if p, probs = Compile(prog, comp, InvokedPorts(m, comp)); len(probs) > 0 || p.Shapes["n"] != (Shape{C: 3, H: 336, W: 336, Seq: SeqTiles}) {
+		t.Errorf("normalized tiles: %v, %+v", probs, p.Shapes["n"])
+	}
+	if h, w := p.Ops[1].Size(300, 700); h != 3*336 || w != 336 {
+		t.Errorf("a 300×700 image makes %d×%d of stacked tiles, want three tiles (1×3: the least grid that needs no downscaling)", h, w)
+	}
+	for _, c := range []struct {
+		name string
+		ts   []ir.Transform
+		rank int
+		frag string
+	}{
+		{"not a multiple", []ir.Transform{decode(), resize, tf("patchify", "r", "p", integer("patch_size", "16"))}, 2, "not a multiple of it"},
+		{"after patchify", []ir.Transform{decode(), tf("patchify", "d", "p", integer("patch_size", "16")), tf("rescale", "p", "x", integer("factor", "2"))}, 2, "move rescale before patchify"},
+		{"resize tiles", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "4")), tf("resize", "t", "x", integer("size", "2"))}, 5, "move resize before tile"},
+		{"many tiles", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "65"))}, 5, "at most 64 tiles"},
+		{"patch rank", []ir.Transform{decode(), tf("patchify", "d", "p", integer("patch_size", "16"))}, 4, "at rank 2 or 3"},
+		{"tile rank", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "4"))}, 3, "at rank 4 or 5"},
+	} {
+		m, prog, comp := imageCase(c.ts...)
+		comp.Outputs[0].Contract.Rank = c.rank
+		if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) != 1 || !strings.Contains(probs[0].Message, c.frag) {
+			t.Errorf("%s: want one problem mentioning %q, got %v", c.name, c.frag, probs)
+		}
+	}
+}
+
+// sample_frames by fps alone needs a video adapter that reads frame
+// times: its float vector input port.
+func TestCompileFPS(t *testing.T) {
+	prog := &ir.Program{Modality: "video", Transforms: []ir.Transform{decode(), tf("sample_frames", "d", "s", scalar("fps", ir.ParamFloat, "2.0"))}}
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("video"), Version: "1"}
+	if _, probs := Compile(prog, comp, nil); len(probs) != 1 || !strings.Contains(probs[0].Message, "has no timestamps input port") || probs[0].Loc != 7 {
+		t.Errorf("without frame times: %v", probs)
+	}
+	comp.Inputs = []*ir.Port{{Name: "encoded", Contract: &ir.Contract{DType: "uint8", Rank: 1}}, {Name: "times", Contract: &ir.Contract{DType: "float64", Rank: 1}}}
+	p, probs := Compile(prog, comp, nil)
+	if len(probs) > 0 || p.Timestamps != "times" || !p.Ops[1].Timed {
+		t.Errorf("with frame times: %v, port %q", probs, p.Timestamps)
+	}
+}
+
+// A port that fixes the mel bands, the tile sides or the patch values at
+// other extents than the program makes is refused at check time.
+func TestCompileUnitAxes(t *testing.T) {
+	mel := func(bands int64) []Problem {
+		prog := &ir.Program{Modality: "audio", Transforms: []ir.Transform{decode(), tf("mel_spectrogram", "d", "m", integer("sample_rate", "16000"), integer("n_fft", "400"), integer("n_mels", "80"))},
+			Outputs: []ir.ProgramOutput{{Name: "features", Source: "m", Content: "features", Loc: 5}}}
+		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1",
+			Outputs: []*ir.Port{{Name: "features", Contract: &ir.Contract{DType: "float32", Rank: 2, HasShape: true, Shape: []ir.Dim{{Sym: "frames"}, {Size: bands}}}, Loc: 9}}}
+		_, probs := Compile(prog, comp, nil)
+		return probs
+	}
+	if probs := mel(80); len(probs) > 0 {
+		t.Errorf("80 bands: %v", probs)
+	}
+	if probs := mel(64); len(probs) != 1 || !strings.Contains(probs[0].Message, "fixes axis 1 at 64, but preprocessing.audio makes the values of each frame (its window, or n_mels) of `m` 80") {
+		t.Errorf("64 bands: %v", probs)
+	}
+	m, prog, comp := imageCase(decode(), tf("tile", "d", "t", integer("tile_size", "336"), integer("max_tiles", "4")))
+	comp.Outputs[0].Contract = &ir.Contract{DType: "float32", Rank: 4, HasShape: true, Shape: []ir.Dim{{Sym: "tiles"}, {Size: 3}, {Size: 224}, {Size: 336}}}
+	if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) != 1 || !strings.Contains(probs[0].Message, "makes the height of each tile of `t` 336") {
+		t.Errorf("tiles of 224: %v", probs)
 	}
 }

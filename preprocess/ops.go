@@ -72,6 +72,11 @@ var (
 	imageFormats = map[string]string{"png": "png", "jpeg": "jpeg", "jpg": "jpeg", "gif": "gif", "auto": ""}
 	colorModes   = map[string]string{"rgb": "RGB", "bgr": "BGR", "l": "L", "gray": "L", "grey": "L", "grayscale": "L"}
 	filters      = map[string]string{"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest"}
+	roundings    = map[string]string{"round": "round", "floor": "floor", "ceil": "ceil"}
+	melScales    = map[string]string{"slaney": "slaney", "htk": "htk"}
+	melNorms     = map[string]string{"slaney": "slaney", "none": "none"}
+	padModes     = map[string]string{"reflect": "reflect", "constant": "constant"}
+	thumbnails   = map[string]string{"none": "none", "first": "first", "last": "last"}
 )
 
 // containers are video file formats, named so that decode can say why it
@@ -101,29 +106,36 @@ var Ops = []*OpDef{
 	{Name: "convert_color", Doc: "channels → RGB, BGR (reversed) or L (0.299 R + 0.587 G + 0.114 B)", Modalities: visual, Runs: visual,
 		Params: []Param{{Name: "mode", Type: Word, Required: true, Words: colorModes}}, shape: colorShape},
 	{Name: "resize", Doc: "h×w → size×size, height×width, one side with the aspect kept, or the longer side shrunk to max_size", Modalities: visual, Runs: visual,
-		Params: []Param{positive("size"), positive("height"), positive("width"), {Name: "interpolation", Type: Word, Words: filters}, positive("max_size")}, shape: resizeShape},
+		Params: []Param{positive("size"), positive("height"), positive("width"), {Name: "interpolation", Type: Word, Words: filters}, positive("max_size"),
+			{Name: "rounding", Type: Word, Words: roundings}}, shape: resizeShape},
 	{Name: "center_crop", Doc: "h×w → the centred window, zero-padded when larger", Modalities: visual, Runs: visual,
 		Params: []Param{positive("size"), positive("height"), positive("width")}, shape: cropShape},
 	{Name: "rescale", Doc: "x → x·factor", Modalities: visual, Runs: visual,
 		Params: []Param{{Name: "factor", Type: Number, Required: true}}, shape: same},
 	{Name: "normalize", Doc: "x → (x - mean[c]) / std[c]", Modalities: visual, Runs: visual,
 		Params: []Param{{Name: "mean", Type: Numbers, Required: true}, {Name: "std", Type: Numbers, Required: true}}, shape: normalizeShape},
-	{Name: "tile", Doc: "image → tiles of tile_size, at most max_tiles", Modalities: []string{"image"},
-		Params: []Param{positive("tile_size"), positive("max_tiles")}},
-	{Name: "patchify", Doc: "image → patches of patch_size", Modalities: visual,
-		Params: []Param{positive("patch_size")}},
-	{Name: "sample_frames", Doc: "clip → every frame_stride-th frame, then at most num_frames evenly spaced (fps is accepted and ignored)", Modalities: []string{"video"}, Runs: []string{"video"},
+	{Name: "tile", Doc: "image → the tiles of tile_size of the grid (at most max_tiles) that best fits its aspect ratio, as anyres does, and an optional thumbnail", Modalities: []string{"image"}, Runs: []string{"image"},
+		Params: []Param{required(positive("tile_size")), required(positive("max_tiles")), {Name: "thumbnail", Type: Word, Words: thumbnails}, {Name: "interpolation", Type: Word, Words: filters}},
+		shape:  tileShape},
+	{Name: "patchify", Doc: "image → its patch_size×patch_size patches in row-major order, each flattened channel-major (c, y, x)", Modalities: visual, Runs: []string{"image"},
+		Params: []Param{required(positive("patch_size"))}, shape: patchifyShape},
+	{Name: "sample_frames", Doc: "clip → with frame times, the frames nearest to every 1/fps seconds; then every frame_stride-th frame, then at most num_frames evenly spaced", Modalities: []string{"video"}, Runs: []string{"video"},
 		Params: []Param{{Name: "fps", Type: Number, Positive: true}, positive("num_frames"), positive("frame_stride")}, shape: sampleShape},
 	{Name: "pad_frames", Doc: "clip → target_length frames, the added ones of pad_value", Modalities: []string{"video"}, Runs: []string{"video"},
 		Params: []Param{required(positive("target_length")), {Name: "pad_value", Type: Number}}, shape: padShape},
-	{Name: "resample", Doc: "samples → samples at sample_rate (the adapter checks the rate, it does not convert)", Modalities: []string{"audio"}, Runs: []string{"audio"},
+	{Name: "resample", Doc: "samples → samples at sample_rate, by scipy's resample_poly filter (Kaiser β=5, 20·max(up, down)+1 taps)", Modalities: []string{"audio"}, Runs: []string{"audio"},
 		Params: []Param{required(positive("sample_rate"))}, shape: resampleShape},
 	{Name: "frame", Doc: "samples → windows of window samples every hop (default window), the last zero-padded", Modalities: []string{"audio"}, Runs: []string{"audio"},
 		Params: []Param{required(positive("window")), positive("hop")}, shape: frameShape},
-	{Name: "mel_spectrogram", Doc: "samples → n_mels mel bands", Modalities: []string{"audio"},
-		Params: []Param{positive("sample_rate"), positive("n_fft"), positive("hop_length"), positive("win_length"), positive("n_mels")}},
-	{Name: "log", Doc: "x → log(x + offset)", Modalities: []string{"audio"},
-		Params: []Param{{Name: "offset", Type: Number}}},
+	{Name: "mel_spectrogram", Doc: "samples → [frames, n_mels]: centred STFT frames of a periodic Hann window, |X|^power, mel filter bank", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{required(positive("sample_rate")), required(positive("n_fft")), positive("hop_length"), positive("win_length"), positive("n_mels"),
+			{Name: "f_min", Type: Number}, {Name: "f_max", Type: Number, Positive: true}, {Name: "power", Type: Number, Positive: true},
+			{Name: "mel_scale", Type: Word, Words: melScales}, {Name: "norm", Type: Word, Words: melNorms}, {Name: "pad_mode", Type: Word, Words: padModes}},
+		shape: melShape},
+	{Name: "log", Doc: "x → log_base(max(x + offset, floor)), then at least its clip's maximum - dynamic_range", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{{Name: "offset", Type: Number}, {Name: "floor", Type: Number, Positive: true}, {Name: "base", Type: Number, Positive: true},
+			{Name: "dynamic_range", Type: Number, Positive: true}},
+		shape: logShape},
 }
 
 // Lookup returns the table's row of an op, or nil.

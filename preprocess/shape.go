@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/genaic/genaic/ir"
 )
 
 // Shape is what compile time knows of a program value. An image, or each
@@ -11,13 +13,36 @@ import (
 // H×W pixels (-1 otherwise). An audio value is samples, or after `frame`,
 // frames of Window samples. A clip pad_frames has padded holds Target
 // frames.
+//
+// After `tile` an image is a sequence of tiles (Seq SeqTiles), each C×H×W;
+// after `patchify` a sequence of patches (Seq SeqPatches) of Features
+// values each, H×W patches when the program fixes the image's size.
 type Shape struct {
-	C, H, W int
-	Framed  bool
-	Window  int
-	Padded  bool
-	Target  int
+	C, H, W  int
+	Framed   bool
+	Window   int
+	Padded   bool
+	Target   int
+	Seq      Seq
+	Features int
 }
+
+// Seq says what sequence an image has become.
+type Seq uint8
+
+// The sequences.
+const (
+	NoSeq      Seq = iota
+	SeqTiles       // tiles, each an image
+	SeqPatches     // flattened patches
+)
+
+// Bounds of tile and patchify.
+const (
+	MaxTiles    = 64
+	MaxTileSize = 4096
+	MaxPatch    = 256
+)
 
 // paramError is a shape function's complaint about one parameter, so that
 // it is positioned there.
@@ -71,7 +96,11 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	height, hasH := op.Int("height")
 	width, hasW := op.Int("width")
 	maxSize, hasMax := op.Int("max_size")
+	_, hasRounding := op.Word("rounding")
+	scaled := scaler(op)
 	switch {
+	case hasRounding && (hasSize || hasH && hasW):
+		return in, errParam("rounding", "`rounding` is given, but this resize fixes both sides; rounding applies to the side a keep-aspect resize (height, width or max_size alone) derives, so remove it")
 	case hasSize && (hasH || hasW):
 		return in, errParam("size", "both `size` and `height`/`width` are given\nwrite size for a square, or height and width")
 	case hasMax && (hasSize || hasH || hasW):
@@ -113,9 +142,23 @@ func sized(op *Op, in Shape, fixesH, fixesW bool) Shape {
 	return in
 }
 
-// scaled is n×num/den rounded, at least 1.
-func scaled(n, num, den int) int {
-	return max(1, int(math.Round(float64(n)*float64(num)/float64(den))))
+// scaler returns the function that scales the derived side of a
+// keep-aspect resize: n×num/den rounded as the op's rounding says (to the
+// nearest, halves away from zero, by default), at least 1.
+func scaler(op *Op) func(n, num, den int) int {
+	round := math.Round
+	switch r, _ := op.Word("rounding"); r {
+	case "floor":
+		round = math.Floor
+	case "ceil":
+		round = math.Ceil
+	}
+	return func(n, num, den int) int {
+		// n×num is exact in an int64; the quotient is rounded once.
+		q, rem := int64(n)*int64(num)/int64(den), int64(n)*int64(num)%int64(den)
+		v := float64(q) + float64(rem)/float64(den)
+		return max(1, int(round(v)))
+	}
 }
 
 func cropShape(op *Op, in Shape) (Shape, error) {
@@ -163,9 +206,9 @@ func sampleShape(op *Op, in Shape) (Shape, error) {
 	switch {
 	case in.Padded:
 		return in, fmt.Errorf("samples a clip that pad_frames has already padded\nsample the frames before padding them")
-	case !hasStride && !hasNum && hasFPS:
-		return in, errParam("fps", "samples by `fps` alone, but the frames of a request carry no timestamps, so the video adapter cannot sample by time\ngive num_frames or frame_stride (fps is then accepted and ignored)")
-	case !hasStride && !hasNum:
+	case !hasStride && !hasNum && hasFPS && !op.Timed:
+		return in, errParam("fps", "samples by `fps` alone, but the video adapter has no timestamps input port, so its frames carry no times to sample by\ndeclare a float32 or float64 vector input port of each frame's time in seconds and bind it, or give num_frames or frame_stride (fps is then ignored)")
+	case !hasStride && !hasNum && !hasFPS:
 		return in, fmt.Errorf("has no `num_frames` or `frame_stride`\nwrite how many frames to keep, or every how many frames to take one")
 	}
 	return in, nil
@@ -184,7 +227,88 @@ func padShape(op *Op, in Shape) (Shape, error) {
 
 func resampleShape(_ *Op, in Shape) (Shape, error) {
 	if in.Framed {
-		return in, fmt.Errorf("reads framed audio\nresample before frame")
+		return in, fmt.Errorf("reads framed audio or features\nresample the samples, before frame or mel_spectrogram")
+	}
+	return in, nil
+}
+
+// Bounds of mel_spectrogram, so that a program cannot ask the adapter for
+// an unbounded transform or filter bank.
+const (
+	MaxFFT  = 1 << 16
+	MaxMels = 1024
+)
+
+// Mel is a mel_spectrogram's parameters with their defaults filled in.
+type Mel struct {
+	SampleRate, NFFT, Hop, Win, NMels int
+	FMin, FMax, Power                 float64
+	HTK, Norm, Reflect                bool
+}
+
+// Mel returns the parameters of a mel_spectrogram op, defaults filled in:
+// hop_length n_fft/4 (at least 1), win_length n_fft, n_mels 128, f_min 0,
+// f_max sample_rate/2, power 2, Slaney scale and norm, reflect padding.
+func (o *Op) Mel() Mel {
+	m := Mel{SampleRate: o.Ints("sample_rate"), NFFT: o.Ints("n_fft"), NMels: 128, Power: 2, Norm: true, Reflect: true}
+	m.Hop, m.Win = max(1, m.NFFT/4), m.NFFT
+	m.FMax = float64(m.SampleRate) / 2
+	if v, ok := o.Int("hop_length"); ok {
+		m.Hop = v
+	}
+	if v, ok := o.Int("win_length"); ok {
+		m.Win = v
+	}
+	if v, ok := o.Int("n_mels"); ok {
+		m.NMels = v
+	}
+	if v, ok := o.Number("f_min"); ok {
+		m.FMin = v
+	}
+	if v, ok := o.Number("f_max"); ok {
+		m.FMax = v
+	}
+	if v, ok := o.Number("power"); ok {
+		m.Power = v
+	}
+	w, _ := o.Word("mel_scale")
+	m.HTK = w == "htk"
+	if w, ok := o.Word("norm"); ok {
+		m.Norm = w == "slaney"
+	}
+	if w, ok := o.Word("pad_mode"); ok {
+		m.Reflect = w == "reflect"
+	}
+	return m
+}
+
+func melShape(op *Op, in Shape) (Shape, error) {
+	m := op.Mel()
+	nyquist := float64(m.SampleRate) / 2
+	switch {
+	case in.Framed:
+		return in, fmt.Errorf("reads framed audio or features\ncompute the mel spectrogram of the samples, not after frame or mel_spectrogram")
+	case m.NFFT < 2 || m.NFFT > MaxFFT:
+		return in, errParam("n_fft", "`n_fft` is %d; the audio adapter transforms 2 to %d samples per frame", m.NFFT, MaxFFT)
+	case m.Win > m.NFFT:
+		return in, errParam("win_length", "`win_length` is %d, longer than n_fft (%d); the window is centred in n_fft samples, so it must not exceed them", m.Win, m.NFFT)
+	case m.NMels > MaxMels:
+		return in, errParam("n_mels", "`n_mels` is %d; the audio adapter makes at most %d mel bands", m.NMels, MaxMels)
+	case m.FMin < 0:
+		return in, errParam("f_min", "`f_min` is %g Hz; it must not be negative", m.FMin)
+	case m.FMax > nyquist:
+		return in, errParam("f_max", "`f_max` is %g Hz, above the Nyquist frequency %g Hz of sample_rate %d\nlower it to at most %g", m.FMax, nyquist, m.SampleRate, nyquist)
+	case m.FMin >= m.FMax:
+		return in, errParam("f_min", "`f_min` is %g Hz, not below f_max (%g Hz); the mel bands span f_min..f_max", m.FMin, m.FMax)
+	case m.Power > 16:
+		return in, errParam("power", "`power` is %g; the spectrum is raised to power 1 (magnitude) or 2 (power), at most 16", m.Power)
+	}
+	return Shape{Framed: true, Window: m.NMels}, nil
+}
+
+func logShape(op *Op, in Shape) (Shape, error) {
+	if b, ok := op.Number("base"); ok && b == 1 {
+		return in, errParam("base", "`base` is 1, which has no logarithm\nwrite 10, 2, or leave it out for the natural logarithm")
 	}
 	return in, nil
 }
@@ -194,4 +318,118 @@ func frameShape(op *Op, in Shape) (Shape, error) {
 		return in, fmt.Errorf("reads a value that is already framed\nframe once")
 	}
 	return Shape{Framed: true, Window: op.Ints("window")}, nil
+}
+
+// seqReads refuses an op that reads a sequence of tiles or patches but
+// works on whole images: after tile, the pixel-wise rescale and the
+// per-channel normalize run on every tile; after patchify, nothing does.
+func seqReads(op string, in Shape) error {
+	switch {
+	case in.Seq == SeqPatches:
+		return fmt.Errorf("reads patches, which patchify makes as the last transform; move %s before patchify", op)
+	case in.Seq == SeqTiles && op != "rescale" && op != "normalize":
+		return fmt.Errorf("reads tiles; after tile only rescale and normalize run (on every tile), so move %s before tile", op)
+	}
+	return nil
+}
+
+// Tile is a tile op's parameters.
+type Tile struct {
+	Size, MaxTiles int
+	Thumbnail      string // "none", "first" or "last"
+	Interpolation  string
+}
+
+// Tile returns a tile op's parameters, defaults filled in: no thumbnail,
+// bicubic resampling (as LLaVA-NeXT's processor).
+func (o *Op) Tile() Tile {
+	t := Tile{Size: o.Ints("tile_size"), MaxTiles: o.Ints("max_tiles"), Thumbnail: "none", Interpolation: "bicubic"}
+	if w, ok := o.Word("thumbnail"); ok {
+		t.Thumbnail = w
+	}
+	if w, ok := o.Word("interpolation"); ok {
+		t.Interpolation = w
+	}
+	return t
+}
+
+// Grid chooses the tile grid (rows, columns) of an h×w image: among the
+// grids of at most MaxTiles tiles, in order of rows then columns, the one
+// whose canvas keeps the most of the image's resolution once the image is
+// scaled to fit it, then the one that wastes the least canvas (LLaVA-NeXT's
+// select_best_resolution over every grid).
+func (t Tile) Grid(h, w int) (rows, cols int) {
+	best, waste := -1, 0
+	for r := 1; r <= t.MaxTiles; r++ {
+		for c := 1; r*c <= t.MaxTiles; c++ {
+			ch, cw := r*t.Size, c*t.Size
+			scale := min(float64(cw)/float64(w), float64(ch)/float64(h))
+			dw, dh := int(float64(w)*scale), int(float64(h)*scale)
+			eff := min(dw*dh, w*h)
+			if wasted := cw*ch - eff; eff > best || eff == best && wasted < waste {
+				best, waste, rows, cols = eff, wasted, r, c
+			}
+		}
+	}
+	return rows, cols
+}
+
+// Tiles is how many tiles the op makes of an h×w image, thumbnail included.
+func (t Tile) Tiles(h, w int) int {
+	r, c := t.Grid(h, w)
+	if t.Thumbnail != "none" {
+		return r*c + 1
+	}
+	return r * c
+}
+
+func tileShape(op *Op, in Shape) (Shape, error) {
+	t := op.Tile()
+	switch {
+	case t.Size > MaxTileSize:
+		return in, errParam("tile_size", "`tile_size` is %d; the image adapter makes tiles of at most %d pixels a side", t.Size, MaxTileSize)
+	case t.MaxTiles > MaxTiles:
+		return in, errParam("max_tiles", "`max_tiles` is %d; the image adapter makes at most %d tiles of an image", t.MaxTiles, MaxTiles)
+	}
+	// Each image becomes its tiles stacked top to bottom: tiles·size rows
+	// of size columns.
+	op.Size = func(h, w int) (int, int) { return t.Tiles(h, w) * t.Size, t.Size }
+	return Shape{C: in.C, H: t.Size, W: t.Size, Seq: SeqTiles}, nil
+}
+
+func patchifyShape(op *Op, in Shape) (Shape, error) {
+	p := op.Ints("patch_size")
+	switch {
+	case p > MaxPatch:
+		return in, errParam("patch_size", "`patch_size` is %d; the image adapter makes patches of at most %d pixels a side", p, MaxPatch)
+	case in.H > 0 && in.H%p != 0 || in.W > 0 && in.W%p != 0:
+		return in, errParam("patch_size", "`patch_size` is %d, but the image is %d×%d (height×width) here, not a multiple of it; resize to multiples of %d first", p, in.H, in.W, p)
+	}
+	out := Shape{C: in.C, H: -1, W: -1, Seq: SeqPatches, Features: in.C * p * p}
+	if in.H > 0 {
+		out.H = in.H / p
+	}
+	if in.W > 0 {
+		out.W = in.W / p
+	}
+	return out, nil
+}
+
+// TimestampsPort returns the input port of a video adapter that carries
+// each frame's presentation time in seconds: its one float32 or float64
+// input port of rank 1 (or of unknown rank), or "" when it has none.
+func TimestampsPort(adapter *ir.Component) string {
+	if adapter == nil {
+		return ""
+	}
+	for _, p := range adapter.Inputs {
+		c := p.Contract
+		if c == nil || c.Rank > 1 || c.Rank == 0 {
+			continue
+		}
+		if d, ok := ir.LookupDType(c.DType); ok && (d.Name == "float32" || d.Name == "float64") {
+			return p.Name
+		}
+	}
+	return ""
 }

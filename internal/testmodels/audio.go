@@ -11,23 +11,62 @@ const (
 // embeddings. The graph reads the level-0 companions only; the level-1
 // pair is a workflow value the component does not take as ports.
 func audioWindows() *Model {
+	return framePool("audio", "window_encoder", "window_encoder.onnx", audioPorts, poolSyms{"frames", "bins", "frame_offsets_len", "windows", audioBins})
+}
+
+// audioMel is the encoder of testdata/packages/audio_mel, the same
+// function over the log-mel frames (6 bands) the audio adapter computes of
+// each clip: one embedding per clip.
+func audioMel() *Model {
+	return framePool("audio_mel", "mel_encoder", "mel_encoder.onnx", audioPorts, poolSyms{"frames", "mels", "clips_plus_one", "clips", audioBins})
+}
+
+// imagePatches is the encoder of testdata/packages/image_patches, the same
+// function over the 2×2 RGB patches (12 values) the image adapter's
+// patchify makes of each image: one embedding per image.
+func imagePatches() *Model {
+	return framePool("image_patches", "patch_encoder", "patch_encoder.onnx",
+		poolPorts{"patches", "patch_offsets", "patch_owner", "image_embeddings",
+			"image_embeddings[i] = element-wise max of patches[p,:]·W + b over the patches with patch_owner[p] == i, " +
+				"i < len(patch_offsets)-1; zeros for an image with no patch"}, poolSyms{"patches", "features", "images_plus_one", "images", 12})
+}
+
+// poolPorts names a frame pool's ports: the packed units, the level-0
+// offsets and owner, and the embeddings.
+type poolPorts struct{ in, offsets, owner, out, summary string }
+
+var audioPorts = poolPorts{"spectrogram", "frame_offsets", "frame_owner", "window_embeddings",
+	"window_embeddings[w] = element-wise max of spectrogram[f,:]·W + b over the frames with frame_owner[f] == w, " +
+		"w < len(frame_offsets)-1; zeros for a window with no frame"}
+
+// poolSyms are the metadata's symbols of a frame pool's packed axis, its
+// feature axis, its level-0 offsets and its items, and the features'
+// count.
+type poolSyms struct {
+	packed, features, offsets, units string
+	n                                int64
+}
+
+// framePool: units packed on axis 0 with two levels (units→items,
+// items→rows); one embedding per item, the element-wise maximum of its
+// units' embeddings.
+func framePool(pkg, component, artifact string, p poolPorts, s poolSyms) *Model {
 	return &Model{
-		Package:   "audio",
-		Component: "window_encoder",
-		Artifact:  "window_encoder.onnx",
-		Summary: "window_embeddings[w] = element-wise max of spectrogram[f,:]·W + b over the frames with frame_owner[f] == w, " +
-			"w < len(frame_offsets)-1; zeros for a window with no frame",
+		Package:   pkg,
+		Component: component,
+		Artifact:  artifact,
+		Summary:   p.summary,
 		Inputs: []Port{
-			f32("spectrogram", sym("frames"), fixed("bins", audioBins)),
-			i64("frame_offsets", sym("frame_offsets_len")),
-			i64("frame_owner", sym("frames")),
+			f32(p.in, sym(s.packed), fixed(s.features, s.n)),
+			i64(p.offsets, sym(s.offsets)),
+			i64(p.owner, sym(s.packed)),
 		},
 		Outputs: []Port{
-			f32("window_embeddings", sym("windows"), fixed("hidden", audioHidden)),
+			f32(p.out, sym(s.units), fixed("hidden", audioHidden)),
 		},
 		build: func(m *Model, g *graph) {
-			h := linearLayer(m, g, "frame_embed", "spectrogram", audioBins, audioHidden)
-			member := membership(g, "window_member", "frame_offsets", "frame_owner")
+			h := linearLayer(m, g, "frame_embed", p.in, s.n, audioHidden)
+			member := membership(g, "window_member", p.offsets, p.owner)
 			member3 := g.op("Unsqueeze", "window_pool.member3", []string{member, g.constInts(2)})
 			h3 := g.op("Unsqueeze", "window_pool.frames3", []string{h, g.constInts(0)})
 			sel := g.op("Where", "window_pool.selected", []string{member3, h3, g.constFloat(float32(negInf))})
@@ -35,13 +74,13 @@ func audioWindows() *Model {
 			mf := g.op("Cast", "window_pool.member_f32", []string{member}, attrInt("to", onnxFloat))
 			count := g.op("ReduceSum", "window_pool.count", []string{mf, g.constInts(1)}, attrInt("keepdims", 1))
 			some := g.op("Greater", "window_pool.nonempty", []string{count, g.constFloat(0)})
-			g.op("Where", "window_embeddings", []string{some, mx, g.constFloat(0)})
+			g.op("Where", p.out, []string{some, mx, g.constFloat(0)})
 		},
 		reference: func(m *Model, in map[string]Tensor) (map[string]Tensor, error) {
-			w := m.Weights("frame_embed.weight", audioBins*audioHidden)
+			w := m.Weights("frame_embed.weight", int(s.n)*audioHidden)
 			b := m.Weights("frame_embed.bias", audioHidden)
-			x := rowsOf(in["spectrogram"])
-			units := unitCount(in["frame_offsets"])
+			x := rowsOf(in[p.in])
+			units := unitCount(in[p.offsets])
 			out := make([][]float64, units)
 			for u := range out {
 				out[u] = make([]float64, audioHidden)
@@ -50,7 +89,7 @@ func audioWindows() *Model {
 				}
 			}
 			seen := make([]bool, units)
-			for f, o := range in["frame_owner"].I64 {
+			for f, o := range in[p.owner].I64 {
 				if o < 0 || o >= int64(units) || f >= x.rows {
 					continue
 				}
@@ -64,7 +103,7 @@ func audioWindows() *Model {
 					clear(out[u])
 				}
 			}
-			return map[string]Tensor{"window_embeddings": stack(out, audioHidden)}, nil
+			return map[string]Tensor{p.out: stack(out, audioHidden)}, nil
 		},
 	}
 }

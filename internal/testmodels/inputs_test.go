@@ -64,6 +64,27 @@ var generators = map[string]generator{
 			"frame_owner":   vector(owner(frames)),
 		}
 	},
+	"audio_mel": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		// Log-mel values: log10 of band energies, at least -10.
+		frames := counts(rng, trial, []int64{2, 0, 9}, 1+rng.IntN(4), 0, 9)
+		x := uniform(rng, sum(frames), 6)
+		for i := range x.F32 {
+			x.F32[i] = x.F32[i]*5 - 6
+		}
+		return map[string]testmodels.Tensor{
+			"spectrogram":   x,
+			"frame_offsets": vector(offsets(frames)),
+			"frame_owner":   vector(owner(frames)),
+		}
+	},
+	"image_patches": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		patches := counts(rng, trial, []int64{4, 0, 16}, 1+rng.IntN(4), 0, 16)
+		return map[string]testmodels.Tensor{
+			"patches":       uniform(rng, sum(patches), 12),
+			"patch_offsets": vector(offsets(patches)),
+			"patch_owner":   vector(owner(patches)),
+		}
+	},
 	"text": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
 		tokens := counts(rng, trial, []int64{0, 4, 1}, 1+rng.IntN(4), 0, 7)
 		ids := make([]int64, sum(tokens))

@@ -98,6 +98,8 @@ func Models() []*Model {
 		requestExpanded(),
 		solo(),
 		ocrLines(),
+		audioMel(),
+		imagePatches(),
 	}
 }
 

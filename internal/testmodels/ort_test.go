@@ -345,6 +345,16 @@ func TestEmptyAxes(t *testing.T) {
 			"frame_offsets": vector([]int64{0, 0, 0}),
 			"frame_owner":   vector([]int64{}),
 		},
+		"image_patches": {
+			"patches":       testmodels.Float32([]int64{0, 12}, nil),
+			"patch_offsets": vector([]int64{0, 0, 0}),
+			"patch_owner":   vector([]int64{}),
+		},
+		"audio_mel": {
+			"spectrogram":   testmodels.Float32([]int64{0, 6}, nil),
+			"frame_offsets": vector([]int64{0, 0, 0}),
+			"frame_owner":   vector([]int64{}),
+		},
 		"text": {
 			"token_ids":     vector([]int64{}),
 			"token_offsets": vector([]int64{0, 0}),

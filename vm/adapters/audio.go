@@ -175,9 +175,17 @@ type audioOp struct {
 	op      string
 	in, out string
 	apply   func(*signal) (*signal, error) // nil for decode
-	// values, for frame, is how many values it makes of n samples.
-	values func(n int) int64
+	// values, for an op that makes more values than it reads, is how many
+	// it makes of a clip.
+	values func(x *signal) int64
+	// work, for mel_spectrogram, is how many windowed samples its
+	// transforms read of a clip (frames × n_fft).
+	work func(x *signal) int64
 }
+
+// workFactor bounds the samples an op may read per clip (the STFT's
+// frames × n_fft) at this many times the values a clip may hold.
+const workFactor = 4
 
 // audioProgram is a compiled preprocessing.audio program.
 type audioProgram struct {
@@ -195,6 +203,12 @@ func compileAudio(cp *preprocess.Program) *audioProgram {
 		if k := audioKernels[op.Name]; k != nil {
 			x.apply, x.values = k(op)
 		}
+		if op.Name == "mel_spectrogram" {
+			b := op.Mel()
+			x.work = func(s *signal) int64 {
+				return int64(melFrameCount(b, len(s.samples))) * int64(b.NFFT)
+			}
+		}
 		p.ops = append(p.ops, x)
 	}
 	for name, s := range cp.Shapes {
@@ -204,30 +218,43 @@ func compileAudio(cp *preprocess.Program) *audioProgram {
 }
 
 // audioKernels makes the kernel of each op the audio adapter runs on one
-// clip (decode aside), and for an op that multiplies the values, how many
-// it makes of n samples.
-var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64){
-	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64) {
+// clip (decode aside), and for an op that makes more values than it reads,
+// how many it makes of a clip, so that run refuses a clip too large before
+// the kernel allocates.
+var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64){
+	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
 		rate := op.Ints("sample_rate")
-		return func(x *signal) (*signal, error) {
-			if x.rate != rate {
-				return nil, fmt.Errorf("is sampled at %d Hz, but transform %d (resample) asks for %d Hz, and this adapter does not convert rates yet; supply audio at %d Hz", x.rate, op.Index, rate, rate)
+		return func(x *signal) (*signal, error) { return resamplePoly(x, rate, op.Index) }, func(x *signal) int64 {
+			if x.rate == rate {
+				return int64(len(x.samples))
 			}
-			return x, nil
-		}, nil
+			up, down := resampleRatio(x.rate, rate)
+			return resampledLength(len(x.samples), up, down)
+		}
 	},
-	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(int) int64) {
+	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
 		window := op.Ints("window")
 		hop, ok := op.Int("hop")
 		if !ok {
 			hop = window
 		}
-		return func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }, func(n int) int64 {
+		return func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }, func(x *signal) int64 {
+			n := len(x.samples)
 			if n == 0 {
 				return 0
 			}
 			return int64(1+(max(n-window, 0)+hop-1)/hop) * int64(window)
 		}
+	},
+	"mel_spectrogram": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+		b := newMelBank(op.Mel())
+		return func(x *signal) (*signal, error) { return b.melSpectrogram(x, op.Index) }, func(x *signal) int64 {
+			return int64(b.melFrames(len(x.samples))) * int64(b.NMels)
+		}
+	},
+	"log": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+		l := newLog(op)
+		return func(x *signal) (*signal, error) { return l.apply(x), nil }, nil
 	},
 }
 
@@ -249,8 +276,13 @@ func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*sign
 			continue
 		}
 		if op.values != nil {
-			if v := op.values(len(in.samples)); v > maxValues {
+			if v := op.values(in); v > maxValues {
 				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) makes %d values, more than the %d this adapter holds", len(in.samples), i, op.op, v, maxValues)
+			}
+		}
+		if op.work != nil {
+			if w := op.work(in); w > workFactor*maxValues {
+				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) reads as %d windowed samples (frames × n_fft), more than the %d this adapter reads per clip; use a longer hop_length or shorter clips", len(in.samples), i, op.op, w, workFactor*maxValues)
 			}
 		}
 		x, err := op.apply(in)

@@ -176,7 +176,7 @@ func TestAudioStackedPadded(t *testing.T) {
 }
 
 // A clip that is not a WAV file, a truncated one, an unread sample format
-// and a rate the program does not take fail the request with run/input.
+// and a rate the resampler does not convert fail the request with run/input.
 func TestAudioBadClips(t *testing.T) {
 	s := audioFixture(framing()).load(t)
 	good := wav(16000, wavPCM, 16, mono(0.1, 0.2))
@@ -187,7 +187,7 @@ func TestAudioBadClips(t *testing.T) {
 		{[]byte("ID3 not a wav"), []string{"clip 1", "not a WAV", "49 44 33"}},
 		{good[:len(good)-1], []string{"clip 1", "truncated", `"data"`}},
 		{wav(16000, wavPCM, 12, mono(0.1)), []string{"clip 1", "12-bit"}},
-		{wav(44100, wavPCM, 16, mono(0.1)), []string{"clip 1", "44100 Hz", "16000 Hz", "resample"}},
+		{wav(44101, wavPCM, 16, mono(0.1)), []string{"clip 1", "44101 Hz", "16000/44101 polyphase", "at most 4096"}},
 		{nil, []string{"clip 1", "empty"}},
 	} {
 		_, err := s.Run(context.Background(), request(good, c.clip), nil)

@@ -16,6 +16,7 @@ import (
 type planar struct {
 	c, h, w int
 	pix     []float32
+	seq     *seqOf // after tile or patchify: what the rows hold
 }
 
 func newPlanar(c, h, w int) *planar {

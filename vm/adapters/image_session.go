@@ -57,12 +57,17 @@ type imageSession struct {
 	offsets []string // ports filled with pack_offsets
 	owners  []string // ports filled with pack_owner
 	keep    []string // the program values the pixels ports read, by pixels index
+	// seqs and grids are the ports of tiles or patches and of their grids;
+	// their values follow the pixels ports' in keep.
+	seqs       []*seqPort
+	grids      []*gridPort
+	companions map[string]levelCompanion // level companions of packed seq ports
 }
 
 func (b *Backend) loadImage(comp *ir.Component, cp *preprocess.Program) (backend.Session, error) {
 	p := compileImage(cp)
 	var err error
-	s := &imageSession{encoded: newEncoded(b, comp, kind{"image", "image"}), prog: p}
+	s := &imageSession{encoded: newEncoded(b, comp, kind{"image", "image"}), prog: p, companions: map[string]levelCompanion{}}
 	if s.in, err = encodedPorts(comp, s.k); err != nil {
 		return nil, err
 	}
@@ -73,7 +78,33 @@ func (b *Backend) loadImage(comp *ir.Component, cp *preprocess.Program) (backend
 	lengthNames := map[string]bool{}
 	for _, port := range comp.Outputs {
 		o := bound[port.Name]
+		source := o.Source
+		if source == "" {
+			source = p.last
+		}
+		_, isSeq := p.seqs[source]
 		switch {
+		case (o.Content == rolePixels || o.Content == rolePatches || o.Content == roleTiles) && isSeq:
+			sp, err := s.seqPort(port, o, source)
+			if err != nil {
+				return nil, err
+			}
+			s.seqs = append(s.seqs, sp)
+			if sp.lengths != "" {
+				lengthNames[sp.lengths] = true
+			}
+		case o.Content == rolePatches || o.Content == roleTiles:
+			return nil, unsupported("preprocessing.image output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`, but `%s` is an image, not what tile or patchify makes; name a tile or patchify output as its source, or give it content pixels",
+				o.Name, port.Name, comp.Name, o.Content, source)
+		case o.Content == roleGrid:
+			if err := intPort(comp, port, o, s.k); err != nil {
+				return nil, err
+			}
+			if !isSeq {
+				return nil, unsupported("preprocessing.image output `%s` (bound to output port `%s` of adapter `%s`) is a grid of `%s`, which is an image; a grid is that of a tile or patchify output, so name one as its source",
+					o.Name, port.Name, comp.Name, source)
+			}
+			s.grids = append(s.grids, &gridPort{name: port.Name, source: source})
 		case o.Content == rolePixels:
 			px, err := s.pixelsPort(port, o)
 			if err != nil {
@@ -98,12 +129,30 @@ func (b *Backend) loadImage(comp *ir.Component, cp *preprocess.Program) (backend
 			lengthPorts = append(lengthPorts, port)
 			lengthNames[port.Name] = true
 		default:
-			return nil, unsupported("preprocessing.image output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the image adapter fills pixels, pack_offsets, pack_owner and valid_lengths",
+			return nil, unsupported("preprocessing.image output `%s` (bound to output port `%s` of adapter `%s`) has content role `%s`; the image adapter fills pixels, patches, tiles, grid, pack_offsets, pack_owner and valid_lengths",
 				o.Name, port.Name, comp.Name, o.Content)
 		}
 	}
+	for i, sp := range s.seqs {
+		if sp.packed {
+			addCompanions(s.companions, i, sp.contract.Layout.Levels, companionPorts(s.b.m, s.comp))
+		}
+	}
+	// A level companion of a packed sequence is filled from its levels;
+	// the other offsets and owners are the images'.
+	s.offsets = slices.DeleteFunc(s.offsets, func(n string) bool { _, ok := s.companions[n]; return ok })
+	s.owners = slices.DeleteFunc(s.owners, func(n string) bool { _, ok := s.companions[n]; return ok })
+	for _, sp := range s.seqs {
+		s.keep = append(s.keep, sp.source)
+	}
+	for _, g := range s.grids {
+		s.keep = append(s.keep, g.source)
+	}
 	for _, port := range lengthPorts {
 		served := false
+		for _, sp := range s.seqs {
+			served = served || sp.lengths == port.Name
+		}
 		for _, px := range s.pixels {
 			for _, l := range px.lengths {
 				served = served || l != nil && l.name == port.Name
@@ -222,6 +271,26 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 				out[l.name] = measure(l, t, items)
 			}
 		}
+	}
+	levels := make([][][]int64, len(s.seqs))
+	at := len(s.pixels)
+	for i, sp := range s.seqs {
+		items := make([]*planar, n)
+		for j := range n {
+			items[j] = imgs[j][at+i]
+		}
+		if levels[i], err = s.fillSeq(sp, items, rows, out); err != nil {
+			return nil, err
+		}
+	}
+	s.fillCompanions(s.companions, levels, out)
+	at += len(s.seqs)
+	for i, g := range s.grids {
+		items := make([]*planar, n)
+		for j := range n {
+			items[j] = imgs[j][at+i]
+		}
+		out[g.name] = fillGrid(items)
 	}
 	for _, name := range s.offsets {
 		out[name] = ints(slices.Clone(rows))

@@ -18,14 +18,18 @@ type imageOp struct {
 	// dims, for an op that changes the size, gives the height and width it
 	// makes of an input of h×w, so that run can refuse a result too large.
 	dims func(h, w int) (int, int)
+	// refuse, for an op that takes only some inputs, says why it does not
+	// take one.
+	refuse func(*planar) error
 }
 
 // imageProgram is a compiled preprocessing.image program.
 type imageProgram struct {
 	format string // the format decode demands, "" for any
 	ops    []imageOp
-	shapes map[string]shape // every value the program defines
-	last   string           // the value the last transform defines
+	shapes map[string]shape            // every value the program defines
+	seqs   map[string]preprocess.Shape // the values tile or patchify made
+	last   string                      // the value the last transform defines
 	// dies lists, per op, the values no later op reads.
 	dies [][]string
 }
@@ -39,8 +43,12 @@ func compileImage(cp *preprocess.Program) *imageProgram {
 	for _, op := range cp.Ops {
 		p.ops = append(p.ops, imageOpOf(op))
 	}
+	p.seqs = map[string]preprocess.Shape{}
 	for name, s := range cp.Shapes {
 		p.shapes[name] = shapeOf(s)
+		if s.Seq != preprocess.NoSeq {
+			p.seqs[name] = s
+		}
 	}
 	return p
 }
@@ -52,6 +60,10 @@ func imageOpOf(op *preprocess.Op) imageOp {
 	x := imageOp{op: op.Name, in: op.In, out: op.Out, dims: op.Size}
 	if k := imageKernels[op.Name]; k != nil {
 		x.apply = k(op)
+	}
+	if op.Name == "patchify" {
+		size := op.Ints("patch_size")
+		x.refuse = func(p *planar) error { return patchRefusal(p, size, op.Index) }
 	}
 	return x
 }
@@ -88,6 +100,15 @@ var imageKernels = map[string]func(op *preprocess.Op) func(*planar) *planar{
 	"normalize": func(op *preprocess.Op) func(*planar) *planar {
 		mean, std := op.Numbers("mean"), op.Numbers("std")
 		return func(p *planar) *planar { return normalize(p, mean, std) }
+	},
+	"tile": func(op *preprocess.Op) func(*planar) *planar {
+		t := op.Tile()
+		f := filters[t.Interpolation]
+		return func(p *planar) *planar { return tileImage(p, t, f) }
+	},
+	"patchify": func(op *preprocess.Op) func(*planar) *planar {
+		size := op.Ints("patch_size")
+		return func(p *planar) *planar { return patchify(p, size) }
 	},
 }
 
@@ -130,7 +151,16 @@ func (p *imageProgram) run(data []byte, maxPixels int64, keep []string) ([]*plan
 			}
 			fallthrough
 		default:
-			env[op.out] = op.apply(in)
+			if op.refuse != nil {
+				if err := op.refuse(in); err != nil {
+					return nil, err
+				}
+			}
+			out := op.apply(in)
+			if out.seq == nil {
+				out.seq = in.seq // rescale and normalize keep the tiles
+			}
+			env[op.out] = out
 		}
 		if p.dies != nil {
 			for _, name := range p.dies[i] {

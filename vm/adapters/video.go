@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/genaic/genaic/preprocess"
 )
@@ -17,10 +18,11 @@ type videoShape struct {
 // temporalOp is the clip-level part of a compiled video transform: a
 // per-frame transform has kind "".
 type temporalOp struct {
-	kind     string // "", "sample_frames" or "pad_frames"
-	stride   int    // sample_frames: every stride-th frame (1 keeps all)
-	num      int    // sample_frames: at most num frames (0: no cap)
-	target   int    // pad_frames: the clip's length after padding
+	kind     string  // "", "sample_frames" or "pad_frames"
+	fps      float64 // sample_frames: by time, when the frames have times (0: not)
+	stride   int     // sample_frames: every stride-th frame (1 keeps all)
+	num      int     // sample_frames: at most num frames (0: no cap)
+	target   int     // pad_frames: the clip's length after padding
 	padValue float32
 }
 
@@ -35,6 +37,17 @@ type videoProgram struct {
 	temporal []temporalOp
 	shapes   map[string]videoShape
 	last     string
+}
+
+// byTime reports whether a transform samples by fps, so that a clip needs
+// its frames' times.
+func (p *videoProgram) byTime() bool {
+	for _, t := range p.temporal {
+		if t.fps > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // keepFrame is a temporal transform seen from one frame: the frame itself.
@@ -63,9 +76,9 @@ func compileVideo(cp *preprocess.Program) *videoProgram {
 }
 
 // temporalOf is the clip-level part of a compiled op (the zero temporalOp
-// for a per-frame op). sample_frames reads frame_stride (default 1) and
-// num_frames (0: no cap); fps is ignored, as a request's frames carry no
-// timestamps.
+// for a per-frame op). sample_frames reads fps where the adapter reads
+// frame times (it is ignored otherwise), frame_stride (default 1) and
+// num_frames (0: no cap).
 func temporalOf(op *preprocess.Op) temporalOp {
 	switch op.Name {
 	case "sample_frames":
@@ -74,7 +87,11 @@ func temporalOf(op *preprocess.Op) temporalOp {
 			stride = 1
 		}
 		num, _ := op.Int("num_frames")
-		return temporalOp{kind: op.Name, stride: stride, num: num}
+		x := temporalOp{kind: op.Name, stride: stride, num: num}
+		if op.Timed {
+			x.fps, _ = op.Number("fps")
+		}
+		return x
 	case "pad_frames":
 		v, _ := op.Number("pad_value")
 		return temporalOp{kind: op.Name, target: op.Ints("target_length"), padValue: float32(v)}
@@ -82,7 +99,40 @@ func temporalOf(op *preprocess.Op) temporalOp {
 	return temporalOp{}
 }
 
-// sampleIndices applies sample_frames to a clip's source frames.
+// sampleByTime keeps, of a clip's source frames with their times (in
+// seconds, non-decreasing), the frame nearest to each instant t0 + k/fps
+// from the first frame's time t0 to the last's, ties to the earlier
+// frame, each kept frame once. It walks the frames, not the instants: a
+// frame is kept when an instant falls in the span of times nearer to it
+// than to its neighbours, so the work is one step per frame whatever fps.
+func sampleByTime(src []int, times []float64, fps float64) []int {
+	n := len(src)
+	if n == 0 {
+		return nil
+	}
+	t0 := times[src[0]]
+	last := math.Floor((times[src[n-1]] - t0) * fps) // the last instant's k
+	var out []int
+	for j := range n {
+		// Frame j is nearest to the instants in (mid(j-1, j), mid(j, j+1)].
+		lo, hi := 0.0, last
+		if j > 0 {
+			mid := (times[src[j-1]] + times[src[j]]) / 2
+			lo = math.Floor((mid-t0)*fps) + 1
+		}
+		if j+1 < n {
+			mid := (times[src[j]] + times[src[j+1]]) / 2
+			hi = min(hi, math.Floor((mid-t0)*fps))
+		}
+		if max(lo, 0) <= hi {
+			out = append(out, src[j])
+		}
+	}
+	return out
+}
+
+// sampleIndices applies sample_frames' stride and count to a clip's source
+// frames.
 func sampleIndices(src []int, stride, num int) []int {
 	var strided []int
 	for i := 0; i < len(src); i += stride {
@@ -110,9 +160,10 @@ type track struct {
 // real is the clip's real frame count, its valid length.
 func (t track) real() int { return len(t.src) }
 
-// tracks runs the temporal transforms on a clip of n frames (n > 0) and
-// returns the track of each value keep names.
-func (p *videoProgram) tracks(n int, keep []string) ([]track, error) {
+// tracks runs the temporal transforms on a clip of n frames (n > 0), whose
+// times are times (nil where the adapter reads none), and returns the
+// track of each value keep names.
+func (p *videoProgram) tracks(n int, times []float64, keep []string) ([]track, error) {
 	env := map[string]track{}
 	for i, op := range p.frames.ops {
 		tmp := p.temporal[i]
@@ -124,8 +175,11 @@ func (p *videoProgram) tracks(n int, keep []string) ([]track, error) {
 			}
 			env[op.out] = track{src: src}
 		case tmp.kind == "sample_frames":
-			in := env[op.in]
-			env[op.out] = track{src: sampleIndices(in.src, tmp.stride, tmp.num)}
+			src := env[op.in].src
+			if tmp.fps > 0 {
+				src = sampleByTime(src, times, tmp.fps)
+			}
+			env[op.out] = track{src: sampleIndices(src, tmp.stride, tmp.num)}
 		case tmp.kind == "pad_frames":
 			in := env[op.in]
 			if in.real() > tmp.target {

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/genaic/genaic/backend"
@@ -19,6 +20,7 @@ type videoLevels struct {
 	levels      int    // levels the encoded port declares: 0 (not packed) to 2
 	clipOffsets string // the input port of the frames→clips offsets, or ""
 	grouped     bool   // the adapter has a batch_capacity
+	timestamps  string // the input port of each frame's time in seconds, or ""
 }
 
 // videoPort is an output port filled with frames.
@@ -176,7 +178,42 @@ func videoPorts(comp *ir.Component, k kind) (encodedInput, videoLevels, error) {
 	case lv.grouped:
 		return in, lv, unsupported("adapter `%s` has a batch_capacity, but its input port `%s` is %s; to serve several requests in one invocation, make it token_packed with level-0 byte offsets (bytes→frames) bound as an input port", comp.Name, payload.Name, l.Kind)
 	}
+	if lv.timestamps = preprocess.TimestampsPort(comp); lv.timestamps != "" {
+		companions[lv.timestamps] = true
+	}
 	return in, lv, onlyCompanions(comp, k, payload, companions)
+}
+
+// frameTimes reads the times of an invocation's n frames from the
+// timestamps input port: a float vector of one finite time per frame.
+func (s *videoSession) frameTimes(inputs map[string]*backend.Tensor, n int) ([]float64, error) {
+	name := s.lv.timestamps
+	t := inputs[name]
+	if t == nil {
+		return nil, fail("run/input", "preprocessing.video samples frames by fps, which reads each frame's time from input port `%s` of adapter `%s`, but it has no value; bind it to the frames' presentation times in seconds", name, s.comp.Name)
+	}
+	var times []float64
+	switch d := t.Data.(type) {
+	case []float64:
+		times = d
+	case []float32:
+		times = make([]float64, len(d))
+		for i, v := range d {
+			times[i] = float64(v)
+		}
+	}
+	switch {
+	case times == nil || t.Rank() != 1:
+		return nil, fail("run/input", "input port `%s` of adapter `%s` holds %s; frame times are a float32 or float64 vector, one per frame", name, s.comp.Name, t)
+	case len(times) != n:
+		return nil, fail("run/input", "input port `%s` of adapter `%s` holds %d frame times, but the invocation brings %d frames; give one time per frame", name, s.comp.Name, len(times), n)
+	}
+	for i, v := range times {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fail("run/input", "input port `%s` of adapter `%s` gives frame %d the time %v; frame times are finite seconds", name, s.comp.Name, i, v)
+		}
+	}
+	return times, nil
 }
 
 // videoPort compiles how a pixels output port is laid out.
@@ -271,6 +308,12 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 		return nil, err
 	}
 	nClips := len(clips) - 1
+	var times []float64
+	if s.prog.byTime() {
+		if times, err = s.frameTimes(inputs, len(offs)-1); err != nil {
+			return nil, err
+		}
+	}
 	tracks := make([][]track, nClips)
 	var need []int // the invocation's frames some kept value reads, in order
 	for c := range nClips {
@@ -283,7 +326,17 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` holds no frames (%s); a clip is an ordered sequence of at least one frame",
 				c, rowOf("clip", rows, c), s.in.port, s.comp.Name, why)
 		}
-		if tracks[c], err = s.prog.tracks(n, s.keep); err != nil {
+		var clipTimes []float64
+		if times != nil {
+			clipTimes = times[clips[c]:clips[c+1]]
+			for j := 1; j < n; j++ {
+				if clipTimes[j] < clipTimes[j-1] {
+					return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` has frame %d at %gs after frame %d at %gs; frames come in time order",
+						c, rowOf("clip", rows, c), s.in.port, s.comp.Name, j, clipTimes[j], j-1, clipTimes[j-1])
+				}
+			}
+		}
+		if tracks[c], err = s.prog.tracks(n, clipTimes, s.keep); err != nil {
 			return nil, fail("run/input", "clip %d%s of input port `%s` of adapter `%s` %v", c, rowOf("clip", rows, c), s.in.port, s.comp.Name, err)
 		}
 		used := make([]bool, n)

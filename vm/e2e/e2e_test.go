@@ -46,6 +46,9 @@ func TestGroupedEqualsSolo(t *testing.T) {
 				if f.In != "" {
 					checkPackedGroups(t, f, reqs, got, g.Stats(), s.Stats(), rec.invocations())
 				}
+				if gs := g.Stats().Components[f.Component]; f.Media && (gs.MaxGroupRequests < 2 || gs.Invocations >= gs.Requests) {
+					t.Errorf("no grouping of %s after the adapter: %d invocations for %d requests, largest group %d", f.Component, gs.Invocations, gs.Requests, gs.MaxGroupRequests)
+				}
 			})
 		}
 	})

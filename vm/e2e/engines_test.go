@@ -23,8 +23,10 @@ import (
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/examples/audio"
+	"github.com/genaic/genaic/examples/audiomel"
 	"github.com/genaic/genaic/examples/control"
 	"github.com/genaic/genaic/examples/imagepadded"
+	"github.com/genaic/genaic/examples/imagepatches"
 	"github.com/genaic/genaic/examples/imagepinned"
 	"github.com/genaic/genaic/examples/multimodal"
 	"github.com/genaic/genaic/examples/ocrlines"
@@ -94,6 +96,7 @@ var executors = map[string]opener{
 	"imagepadded": generated(imagepadded.New), "imagepinned": generated(imagepinned.New),
 	"videoframes": generated(videoframes.New), "videofixed": generated(videofixed.New),
 	"audio": generated(audio.New), "text": generated(text.New), "tokenmerge": generated(tokenmerge.New),
+	"audiomel": generated(audiomel.New), "imagepatches": generated(imagepatches.New),
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
 	"ocrlines":  generated(ocrlines.New),

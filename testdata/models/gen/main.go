@@ -72,6 +72,22 @@
 //	     window_embeddings[w] = element-wise max over {f: frame_owner[f]=w} of
 //	     spectrogram[f]·W + b, zeros when the set is empty, w < len(frame_offsets) − 1
 //
+// audio_mel/mel_encoder.onnx (component mel_encoder; the same function
+// over the log-mel frames the built-in audio adapter computes of each clip,
+// levels frames→clips and clips→rows):
+//
+//	in   spectrogram [frames, mels=6] f32
+//	     frame_offsets [clips_plus_one] i64, frame_owner [frames] i64
+//	out  window_embeddings [clips, hidden=4] f32, one per clip
+//
+// image_patches/patch_encoder.onnx (component patch_encoder; the same
+// function over the 2×2 RGB patches the built-in image adapter's patchify
+// makes of each image, levels patches→images and images→rows):
+//
+//	in   patches [patches, features=12] f32
+//	     patch_offsets [images_plus_one] i64, patch_owner [patches] i64
+//	out  image_embeddings [images, hidden=4] f32, one per image
+//
 // text/segment_encoder.onnx (component segment_encoder; token ids packed,
 // levels tokens→segments and segments→rows; no uniform dimension):
 //

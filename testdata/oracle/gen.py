@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""Writes the oracle data of the preprocessing ops' tests (vm/adapters
+oracle_test.go): input clips and the outputs numpy and scipy compute from
+them. Run it from the checkout root with Debian's python3-numpy and
+python3-scipy:
+
+    /usr/bin/python3 testdata/oracle/gen.py
+
+The Go tests read what it writes and never run Python. The references are
+written here from their definitions, with numpy's FFT and scipy's windows
+and resample_poly, not from genaic's kernels:
+
+- mel spectrogram: centred frames (reflect or constant padding of n_fft//2),
+  scipy's periodic Hann window of win_length centred in n_fft, numpy's
+  rfft, |X|**power, and the mel filter bank of librosa.filters.mel (Slaney
+  or HTK scale, Slaney area normalization or none), in float64;
+- log: log_base(max(x + offset, floor)), raised to max - dynamic_range;
+- resample: scipy.signal.resample_poly(x, up, down) with its defaults;
+- patchify: numpy's reshape and transpose of a c×h×w image into
+  (h/p·w/p) rows of c·p·p values, row-major over the grid;
+- tile: LLaVA-NeXT's select_best_resolution over every grid of at most
+  max_tiles tiles (written from its definition), and the tiles of images
+  whose canvas needs no resampling (the fit is the image itself, padded
+  with zeros at the centre), cut row-major with numpy.
+
+Every input is a 16-bit PCM WAV, so both sides read the same samples
+(int / 32768). The outputs are float32 .npy files.
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import scipy.signal
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "audio")
+IMAGE_OUT = os.path.join(HERE, "image")
+
+
+def write_wav(path, rate, x):
+    """x: float samples in [-1, 1), written as 16-bit PCM (int = x·32768,
+    saturated)."""
+    pcm = np.clip(np.round(x * 32768), -32768, 32767).astype("<i2")
+    data = pcm.tobytes()
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE")
+        f.write(b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16))
+        f.write(b"data" + struct.pack("<I", len(data)) + data)
+    return pcm.astype(np.float64) / 32768
+
+
+def signals(rate, scale=1.0):
+    """The test clips at rate, their durations times scale."""
+    rng = np.random.default_rng(15)
+    t = lambda secs: np.arange(int(secs * scale * rate)) / rate
+    out = {}
+    # A linear chirp 100 Hz → 0.45·rate over 0.3 s.
+    tt = t(0.3)
+    f1, span = 0.45 * rate, 0.3 * scale
+    out["chirp"] = 0.5 * np.sin(2 * np.pi * (100 * tt + (f1 - 100) / (2 * span) * tt**2))
+    # Speech-like noise: white noise through three formant resonators, under
+    # a 4 Hz syllable envelope.
+    tt = t(0.4)
+    x = rng.standard_normal(len(tt))
+    y = np.zeros_like(x)
+    for f, bw in ((500, 80), (1500, 120), (2500, 160)):
+        r = math.exp(-math.pi * bw / rate)
+        a = [1, -2 * r * math.cos(2 * math.pi * f / rate), r * r]
+        y += scipy.signal.lfilter([1 - r], a, x)
+    y *= 0.5 * (1 - np.cos(2 * np.pi * 4 * tt))
+    out["speech"] = 0.3 * y / np.max(np.abs(y))
+    out["silence"] = np.zeros(int(0.2 * rate))
+    # A 440 Hz tone at three times full scale, clipped.
+    out["clipped"] = np.clip(3 * np.sin(2 * np.pi * 440 * t(0.25)), -1, 32767 / 32768)
+    # Shorter than n_fft/2: reflect padding mirrors more than once.
+    out["short"] = 0.4 * np.sin(2 * np.pi * 1000 * t(100 / rate)) + 0.1
+    return out
+
+
+def hz_to_mel(f, htk):
+    f = np.asarray(f, dtype=np.float64)
+    if htk:
+        return 2595.0 * np.log10(1.0 + f / 700.0)
+    f_sp = 200.0 / 3
+    mels = f / f_sp
+    min_log_hz = 1000.0
+    min_log_mel = min_log_hz / f_sp
+    logstep = np.log(6.4) / 27.0
+    return np.where(f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-300) / min_log_hz) / logstep, mels)
+
+
+def mel_to_hz(m, htk):
+    m = np.asarray(m, dtype=np.float64)
+    if htk:
+        return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
+    f_sp = 200.0 / 3
+    freqs = f_sp * m
+    min_log_hz = 1000.0
+    min_log_mel = min_log_hz / f_sp
+    logstep = np.log(6.4) / 27.0
+    return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), freqs)
+
+
+def mel_bank(sr, n_fft, n_mels, fmin, fmax, htk, norm):
+    fftfreqs = np.fft.rfftfreq(n_fft, d=1.0 / sr)
+    mel_f = mel_to_hz(np.linspace(hz_to_mel(fmin, htk), hz_to_mel(fmax, htk), n_mels + 2), htk)
+    fdiff = np.diff(mel_f)
+    ramps = np.subtract.outer(mel_f, fftfreqs)
+    weights = np.zeros((n_mels, len(fftfreqs)))
+    for i in range(n_mels):
+        lower = -ramps[i] / fdiff[i]
+        upper = ramps[i + 2] / fdiff[i + 1]
+        weights[i] = np.maximum(0, np.minimum(lower, upper))
+    if norm:
+        weights *= (2.0 / (mel_f[2 : n_mels + 2] - mel_f[:n_mels]))[:, None]
+    return weights
+
+
+def mel_spectrogram(x, c):
+    sr, n_fft = c["sample_rate"], c["n_fft"]
+    hop = c.get("hop_length", n_fft // 4)
+    win = c.get("win_length", n_fft)
+    if len(x) == 0:
+        return np.zeros((0, c["n_mels"]))
+    window = np.zeros(n_fft)
+    left = (n_fft - win) // 2
+    window[left : left + win] = scipy.signal.get_window("hann", win, fftbins=True)
+    mode = c.get("pad_mode", "reflect")
+    xp = np.pad(x, n_fft // 2, mode=mode)
+    frames = 1 + (len(xp) - n_fft) // hop
+    idx = np.arange(n_fft)[None, :] + hop * np.arange(frames)[:, None]
+    spec = np.abs(np.fft.rfft(xp[idx] * window, axis=1)) ** c.get("power", 2.0)
+    bank = mel_bank(sr, n_fft, c["n_mels"], c.get("f_min", 0.0), c.get("f_max", sr / 2),
+                    c.get("mel_scale", "slaney") == "htk", c.get("norm", "slaney") == "slaney")
+    return spec @ bank.T
+
+
+def log(x, c):
+    y = np.maximum(x + c.get("offset", 0.0), c.get("floor", 1e-10))
+    base = c.get("base")
+    y = np.log(y) if base is None else np.log(y) / np.log(base) if base not in (10, 2) else (np.log10(y) if base == 10 else np.log2(y))
+    if "dynamic_range" in c and y.size:
+        y = np.maximum(y, y.max() - c["dynamic_range"])
+    return y
+
+
+MEL_CONFIGS = {
+    # Whisper's front end: 25 ms Hann frames every 10 ms, 80 Slaney bands,
+    # log10 clamped at 1e-10 and 8 decades below the clip's peak.
+    "whisper": ({"sample_rate": 16000, "n_fft": 400, "hop_length": 160, "n_mels": 80},
+                {"base": 10, "floor": 1e-10, "dynamic_range": 8.0}),
+    # Every option away from its default.
+    "options": ({"sample_rate": 16000, "n_fft": 512, "win_length": 400, "hop_length": 128, "n_mels": 40,
+                 "f_min": 20.0, "f_max": 7600.0, "power": 1.0, "mel_scale": "htk", "norm": "none",
+                 "pad_mode": "constant"},
+                {"offset": 1e-6}),
+}
+
+RESAMPLES = [(44100, 16000), (48000, 16000), (8000, 16000), (22050, 16000), (16000, 44100)]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    index = {"mel": [], "resample": []}
+    for name, x in signals(16000).items():
+        wav = f"{name}_16000.wav"
+        x = write_wav(os.path.join(OUT, wav), 16000, x)
+        for cname, (mc, lc) in MEL_CONFIGS.items():
+            mel = mel_spectrogram(x, mc)
+            lm = log(mel, lc)
+            base = f"{name}_{cname}"
+            np.save(os.path.join(OUT, base + "_mel.npy"), mel.astype("<f4"))
+            np.save(os.path.join(OUT, base + "_log.npy"), lm.astype("<f4"))
+            index["mel"].append({"wav": wav, "config": cname, "mel_params": mc, "log_params": lc,
+                                 "mel": base + "_mel.npy", "log": base + "_log.npy"})
+    for src, dst in RESAMPLES:
+        for name in ("chirp", "speech"):
+            x = signals(src, 0.25)[name]
+            wav = f"rs_{name}_{src}.wav"
+            x = write_wav(os.path.join(OUT, wav), src, x)
+            g = math.gcd(src, dst)
+            y = scipy.signal.resample_poly(x, dst // g, src // g)
+            out = f"{name}_{src}_to_{dst}.npy"
+            np.save(os.path.join(OUT, out), y.astype("<f4"))
+            index["resample"].append({"wav": wav, "sample_rate": dst, "expected": out})
+    with open(os.path.join(OUT, "index.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def select_best_resolution(h, w, tile, max_tiles):
+    """LLaVA-NeXT's choice among the canvases of every grid (rows, cols)
+    with rows·cols ≤ max_tiles, in order of rows then columns."""
+    best, best_eff, best_waste = None, 0, float("inf")
+    for r in range(1, max_tiles + 1):
+        for c in range(1, max_tiles // r + 1):
+            width, height = c * tile, r * tile
+            scale = min(width / w, height / h)
+            dw, dh = int(w * scale), int(h * scale)
+            eff = min(dw * dh, w * h)
+            waste = width * height - eff
+            if eff > best_eff or (eff == best_eff and waste < best_waste):
+                best, best_eff, best_waste = (r, c), eff, waste
+    return best
+
+
+def tiles_of(img, tile, grid, thumbnail):
+    """img: c×h×w uint8 that fits the grid's canvas unresampled."""
+    c, h, w = img.shape
+    r, cols = grid
+    canvas = np.zeros((c, r * tile, cols * tile), dtype=np.float32)
+    top, left = (r * tile - h) // 2, (cols * tile - w) // 2
+    canvas[:, top:top + h, left:left + w] = img
+    t = canvas.reshape(c, r, tile, cols, tile).transpose(1, 3, 0, 2, 4).reshape(r * cols, c, tile, tile)
+    if thumbnail == "first":
+        t = np.concatenate([img[None].astype(np.float32), t])
+    elif thumbnail == "last":
+        t = np.concatenate([t, img[None].astype(np.float32)])
+    return t
+
+
+def image_oracle():
+    os.makedirs(IMAGE_OUT, exist_ok=True)
+    rng = np.random.default_rng(151)
+    index = {"grids": [], "patchify": [], "tile": []}
+    for _ in range(400):
+        h, w = int(rng.integers(1, 2000)), int(rng.integers(1, 2000))
+        tile = int(rng.choice([224, 336, 384, 448]))
+        mt = int(rng.integers(1, 13))
+        r, c = select_best_resolution(h, w, tile, mt)
+        index["grids"].append([h, w, tile, mt, r, c])
+    for name, (c, h, w, p) in {"rgb_4x6_p2": (3, 8, 12, 2), "gray_14": (1, 28, 42, 14), "rgb_1x1": (3, 5, 5, 5)}.items():
+        img = rng.integers(0, 256, size=(c, h, w), dtype=np.uint8)
+        patches = img.astype(np.float32).reshape(c, h // p, p, w // p, p).transpose(1, 3, 0, 2, 4).reshape(-1, c * p * p)
+        np.save(os.path.join(IMAGE_OUT, name + ".npy"), img)
+        np.save(os.path.join(IMAGE_OUT, name + "_patches.npy"), patches)
+        index["patchify"].append({"image": name + ".npy", "patch_size": p, "patches": name + "_patches.npy", "grid": [h // p, w // p]})
+    for name, (c, h, w, tile, mt, thumb) in {
+        "exact_2x3": (3, 8, 12, 4, 6, "none"),
+        "padded_w": (3, 8, 10, 4, 6, "none"),
+        "padded_h": (1, 6, 16, 4, 8, "none"),
+        "one_tile_first": (3, 4, 4, 4, 4, "first"),
+        "one_tile_last": (3, 4, 4, 4, 1, "last"),
+    }.items():
+        img = rng.integers(0, 256, size=(c, h, w), dtype=np.uint8)
+        grid = select_best_resolution(h, w, tile, mt)
+        rows, cols = grid
+        assert h == rows * tile or w == cols * tile, name  # the fit is the image itself
+        assert h <= rows * tile and w <= cols * tile, name
+        t = tiles_of(img, tile, grid, thumb)
+        np.save(os.path.join(IMAGE_OUT, name + ".npy"), img)
+        np.save(os.path.join(IMAGE_OUT, name + "_tiles.npy"), t)
+        index["tile"].append({"image": name + ".npy", "tile_size": tile, "max_tiles": mt, "thumbnail": thumb,
+                              "tiles": name + "_tiles.npy", "grid": list(grid)})
+    with open(os.path.join(IMAGE_OUT, "index.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
+    image_oracle()

@@ -1,0 +1,339 @@
+package adapters
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+
+	"github.com/genaic/genaic/preprocess"
+)
+
+// melBank is a compiled mel_spectrogram: its window, padded to n_fft and
+// centred, and its filter bank of n_mels bands over the n_fft/2+1 bins.
+type melBank struct {
+	preprocess.Mel
+	window []float64
+	// bank holds each band's non-zero weights, those of bins lo[m] to
+	// hi[m]: a bin lies in at most two bands, so the bank holds about
+	// twice the bins whatever n_mels, and a frame costs as much.
+	bank   [][]float64
+	lo, hi []int
+}
+
+func newMelBank(m preprocess.Mel) *melBank {
+	b := &melBank{Mel: m, window: make([]float64, m.NFFT)}
+	// A periodic Hann window of win_length samples, centred in n_fft.
+	left := (m.NFFT - m.Win) / 2
+	for i := range m.Win {
+		b.window[left+i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(m.Win))
+	}
+	bins := m.NFFT/2 + 1
+	// n_mels+2 points evenly spaced on the mel scale over f_min..f_max;
+	// band i rises from point i to i+1 and falls to i+2.
+	toMel, toHz := slaneyMel, slaneyHz
+	if m.HTK {
+		toMel, toHz = htkMel, htkHz
+	}
+	lo, hi := toMel(m.FMin), toMel(m.FMax)
+	pts := make([]float64, m.NMels+2)
+	for i := range pts {
+		pts[i] = toHz(lo + (hi-lo)*float64(i)/float64(m.NMels+1))
+	}
+	b.bank = make([][]float64, m.NMels)
+	b.lo, b.hi = make([]int, m.NMels), make([]int, m.NMels)
+	row := make([]float64, bins)
+	for i := range m.NMels {
+		clear(row)
+		b.lo[i], b.hi[i] = bins, 0
+		scale := 1.0
+		if m.Norm {
+			scale = 2 / (pts[i+2] - pts[i]) // Slaney: each band of unit area
+		}
+		for k := range bins {
+			f := float64(k) * float64(m.SampleRate) / float64(m.NFFT)
+			up := (f - pts[i]) / (pts[i+1] - pts[i])
+			down := (pts[i+2] - f) / (pts[i+2] - pts[i+1])
+			if w := max(0, min(up, down)); w > 0 {
+				row[k] = w * scale
+				b.lo[i], b.hi[i] = min(b.lo[i], k), k+1
+			}
+		}
+		b.lo[i] = min(b.lo[i], b.hi[i])
+		b.bank[i] = slices.Clone(row[b.lo[i]:b.hi[i]])
+	}
+	return b
+}
+
+// The Slaney (Auditory Toolbox) mel scale: linear below 1 kHz, logarithmic
+// above; and the HTK scale 2595·log10(1 + f/700).
+const (
+	slaneyStep    = 200.0 / 3
+	slaneyKnee    = 1000.0
+	slaneyKneeMel = slaneyKnee / slaneyStep
+)
+
+var slaneyLogStep = math.Log(6.4) / 27
+
+func slaneyMel(f float64) float64 {
+	if f >= slaneyKnee {
+		return slaneyKneeMel + math.Log(f/slaneyKnee)/slaneyLogStep
+	}
+	return f / slaneyStep
+}
+
+func slaneyHz(m float64) float64 {
+	if m >= slaneyKneeMel {
+		return slaneyKnee * math.Exp(slaneyLogStep*(m-slaneyKneeMel))
+	}
+	return m * slaneyStep
+}
+
+func htkMel(f float64) float64 { return 2595 * math.Log10(1+f/700) }
+func htkHz(m float64) float64  { return 700 * (math.Pow(10, m/2595) - 1) }
+
+// melFrames is how many frames a clip of n samples makes: centred frames,
+// one every hop samples, of a signal padded by n_fft/2 on both sides.
+func (b *melBank) melFrames(n int) int { return melFrameCount(b.Mel, n) }
+
+func melFrameCount(m preprocess.Mel, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return 1 + (n+2*(m.NFFT/2)-m.NFFT)/m.Hop
+}
+
+// melSpectrogram computes the clip's [frames, n_mels] mel spectrogram.
+func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
+	if x.rate != b.SampleRate {
+		return nil, fmt.Errorf("is sampled at %d Hz, but transform %d (mel_spectrogram) computes mel bands for %d Hz; resample it first (an earlier resample transform to %d Hz), or supply audio at %d Hz",
+			x.rate, index, b.SampleRate, b.SampleRate, b.SampleRate)
+	}
+	n := len(x.samples)
+	frames := b.melFrames(n)
+	out := &signal{rate: x.rate, framed: true, window: b.NMels, frames: frames,
+		data: make([]float32, frames*b.NMels), valid: make([]int64, frames)}
+	if frames == 0 {
+		return out, nil
+	}
+	pad := b.NFFT / 2
+	at := func(j int) float64 { // sample j of the padded signal
+		i := j - pad
+		if i >= 0 && i < n {
+			return float64(x.samples[i])
+		}
+		if !b.Reflect {
+			return 0
+		}
+		return float64(x.samples[reflect(i, n)])
+	}
+	fft := fourier.NewFFT(b.NFFT)
+	seq := make([]float64, b.NFFT)
+	coef := make([]complex128, b.NFFT/2+1)
+	spec := make([]float64, len(coef))
+	for f := range frames {
+		for k := range seq {
+			seq[k] = at(f*b.Hop+k) * b.window[k]
+		}
+		coef = fft.Coefficients(coef, seq)
+		for k, c := range coef {
+			p := real(c)*real(c) + imag(c)*imag(c)
+			switch b.Power {
+			case 2:
+			case 1:
+				p = math.Sqrt(p)
+			default:
+				p = math.Pow(p, b.Power/2)
+			}
+			spec[k] = p
+		}
+		row := out.data[f*b.NMels : (f+1)*b.NMels]
+		for m, w := range b.bank {
+			sum := 0.0
+			for k, v := range spec[b.lo[m]:b.hi[m]] {
+				sum += w[k] * v
+			}
+			row[m] = float32(sum)
+		}
+		out.valid[f] = int64(b.NMels)
+	}
+	return out, nil
+}
+
+// reflect maps an index outside [0, n) into it by mirroring about the end
+// samples without repeating them, as often as the padding needs (numpy's
+// "reflect"); a clip of one sample repeats it.
+func reflect(i, n int) int {
+	if n == 1 {
+		return 0
+	}
+	period := 2 * (n - 1)
+	i %= period
+	if i < 0 {
+		i += period
+	}
+	if i >= n {
+		i = period - i
+	}
+	return i
+}
+
+// logOf is a compiled log: log_base(max(x + offset, floor)), then raised to
+// at least the clip's maximum less dynamic_range.
+type logOf struct {
+	offset, floor float64
+	base          float64 // 0 for e
+	dynamicRange  float64 // 0 for none
+}
+
+func newLog(op *preprocess.Op) *logOf {
+	l := &logOf{floor: 1e-10}
+	l.offset, _ = op.Number("offset")
+	if v, ok := op.Number("floor"); ok {
+		l.floor = v
+	}
+	l.base, _ = op.Number("base")
+	l.dynamicRange, _ = op.Number("dynamic_range")
+	return l
+}
+
+func (l *logOf) apply(x *signal) *signal {
+	in := x.values()
+	vals := make([]float32, len(in))
+	top := math.Inf(-1)
+	for i, v := range in {
+		y := max(float64(v)+l.offset, l.floor)
+		switch l.base {
+		case 0:
+			y = math.Log(y)
+		case 10:
+			y = math.Log10(y)
+		case 2:
+			y = math.Log2(y)
+		default:
+			y = math.Log(y) / math.Log(l.base)
+		}
+		vals[i] = float32(y)
+		top = max(top, float64(vals[i]))
+	}
+	if l.dynamicRange > 0 {
+		least := float32(top - l.dynamicRange)
+		for i, v := range vals {
+			vals[i] = max(v, least)
+		}
+	}
+	out := *x
+	if x.framed {
+		out.data = vals
+	} else {
+		out.samples = vals
+	}
+	return &out
+}
+
+// maxResampleRatio bounds up and down of a rate conversion, reduced, and so
+// the filter's length (20·max(up, down)+1 taps).
+const maxResampleRatio = 4096
+
+// resampleRatio reduces to/from to up/down.
+func resampleRatio(from, to int) (up, down int) {
+	a, b := to, from
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return to / a, from / a
+}
+
+// resampledLength is how many samples n samples make when resampled by
+// up/down: ceil(n·up/down).
+func resampledLength(n, up, down int) int64 {
+	return (int64(n)*int64(up) + int64(down) - 1) / int64(down)
+}
+
+// resamplePoly converts x to rate by scipy.signal.resample_poly's method:
+// upsample by up, low-pass with a Kaiser-windowed sinc (β = 5, cutoff at the
+// lower of the two Nyquist rates, 20·max(up, down)+1 taps, unit DC gain
+// times up), downsample by down, the filter's delay removed.
+func resamplePoly(x *signal, rate, index int) (*signal, error) {
+	if x.rate == rate {
+		return x, nil
+	}
+	up, down := resampleRatio(x.rate, rate)
+	if max(up, down) > maxResampleRatio {
+		return nil, fmt.Errorf("is sampled at %d Hz, and transform %d (resample) to %d Hz would take a %d/%d polyphase filter; the audio adapter converts ratios whose terms are at most %d, so supply audio at a common rate (8000, 16000, 22050, 44100 or 48000 Hz)",
+			x.rate, index, rate, up, down, maxResampleRatio)
+	}
+	h := kaiserLowpass(up, down)
+	half := (len(h) - 1) / 2
+	n := len(x.samples)
+	nOut := int(resampledLength(n, up, down))
+	out := make([]float32, nOut)
+	for m := range nOut {
+		// y[m] = Σ_i x[i]·h[half + m·down − i·up], over the taps in range.
+		c := m * down
+		lo := max(0, ceilDiv(c-half, up))
+		hi := min(n-1, floorDiv(c+half, up))
+		sum := 0.0
+		for i := lo; i <= hi; i++ {
+			sum += float64(x.samples[i]) * h[half+c-i*up]
+		}
+		out[m] = float32(sum)
+	}
+	return &signal{rate: rate, samples: out}, nil
+}
+
+func floorDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
+
+// kaiserLowpass is resample_poly's filter: scipy's firwin(2·half+1,
+// 1/max(up, down), window=("kaiser", 5)), scaled to unit gain at DC, times
+// up, where half = 10·max(up, down).
+func kaiserLowpass(up, down int) []float64 {
+	const beta = 5.0
+	r := max(up, down)
+	half := 10 * r
+	taps := 2*half + 1
+	cut := 1 / float64(r)
+	h := make([]float64, taps)
+	norm := besselI0(beta)
+	sum := 0.0
+	for i := range h {
+		t := float64(i - half)
+		s := cut
+		if t != 0 {
+			s = math.Sin(math.Pi*cut*t) / (math.Pi * t)
+		}
+		ratio := 2*float64(i)/float64(taps-1) - 1
+		w := besselI0(beta*math.Sqrt(max(0, 1-ratio*ratio))) / norm
+		h[i] = s * w
+		sum += h[i]
+	}
+	for i := range h {
+		h[i] *= float64(up) / sum
+	}
+	return h
+}
+
+// besselI0 is the modified Bessel function of the first kind of order 0,
+// by its power series Σ ((x/2)^k / k!)², which converges fast for the
+// arguments a Kaiser window of β ≤ 5 takes.
+func besselI0(x float64) float64 {
+	sum, term := 1.0, 1.0
+	q := x * x / 4
+	for k := 1; k < 100; k++ {
+		term *= q / float64(k*k)
+		sum += term
+		if term < sum*1e-17 {
+			break
+		}
+	}
+	return sum
+}

@@ -1,0 +1,186 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
+)
+
+// logMel is decode → mel_spectrogram (16 kHz, n_fft 16, hop 8, 4 bands) →
+// log, the log-mel named a.frames as audioFixture's port reads it.
+func logMel() []ir.Transform {
+	return []ir.Transform{
+		op("decode", "", "a.decoded"),
+		op("mel_spectrogram", "a.decoded", "a.mel", "sample_rate", "16000", "n_fft", "16", "hop_length", "8", "n_mels", "4"),
+		op("log", "a.mel", "a.frames", "base", "10", "dynamic_range", "8.0"),
+	}
+}
+
+func noise(rng *rand.Rand, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.Round((rng.Float64()-0.5)*16384) / 32768
+	}
+	return out
+}
+
+// Clips of different lengths pack their [frames, n_mels] log-mel rows
+// with both levels' companions, each clip's rows those of the clip alone,
+// every frame of n_mels valid values.
+func TestLogMelPacked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 1))
+	lens := []int{40, 0, 17, 1}
+	var clips [][]byte
+	for _, n := range lens {
+		clips = append(clips, wav(16000, wavPCM, 16, mono(noise(rng, n)...)))
+	}
+	out := run(t, audioFixture(logMel()).load(t), request(clips...), "frames", "frame_offsets", "frame_owner", "clip_offsets", "frame_valid")
+	// Centred frames: 1 + n/hop for a clip of n > 0 samples.
+	frames := []int64{0}
+	for _, n := range lens {
+		f := int64(0)
+		if n > 0 {
+			f = 1 + int64(n)/8
+		}
+		frames = append(frames, frames[len(frames)-1]+f)
+	}
+	wantShape(t, "frames", out["frames"], frames[len(frames)-1], 4)
+	wantInts(t, "frame_offsets", out["frame_offsets"], frames...)
+	wantInts(t, "clip_offsets", out["clip_offsets"], 0, int64(len(lens)))
+	for i, v := range out["frame_valid"].Int64s() {
+		if v != 4 {
+			t.Fatalf("frame_valid[%d] = %d, want 4 (every band of a frame is valid)", i, v)
+		}
+	}
+	got := out["frames"].Float32s()
+	for c, clip := range clips {
+		alone := audioRun(t, clip, []string{"a.frames"}, logMel()...)[0].data
+		if !slices.Equal(got[frames[c]*4:frames[c+1]*4], alone) {
+			t.Errorf("clip %d: packed rows %v, the clip alone %v", c, got[frames[c]*4:frames[c+1]*4], alone)
+		}
+	}
+}
+
+// Stacked log-mel pads the frames of shorter clips with zeros and reports
+// each clip's frames.
+func TestLogMelStacked(t *testing.T) {
+	f := audioFixture(logMel())
+	feats := contract("float32", dims("clips", "frames", 4))
+	feats.Padding = []ir.Padding{{Dim: ir.Ref{Name: "frames"}, Lengths: ir.Ref{Name: "lengths"}}}
+	f.comp.Outputs = []*ir.Port{{Name: "features", Contract: feats}, {Name: "lengths", Contract: contract("int64", dims("clips"))}}
+	f.prog.Outputs = []ir.ProgramOutput{{Name: "features", Content: "features"}, {Name: "lengths", Content: "frame_lengths"}}
+	rng := rand.New(rand.NewPCG(15, 2))
+	short, long := wav(16000, wavPCM, 16, mono(noise(rng, 9)...)), wav(16000, wavPCM, 16, mono(noise(rng, 30)...))
+	out := run(t, f.load(t), request(short, long), "features", "lengths")
+	wantShape(t, "features", out["features"], 2, 4, 4)
+	wantInts(t, "lengths", out["lengths"], 2, 4)
+	got := out["features"].Float32s()
+	if !slices.Equal(got[:8], audioRun(t, short, []string{"a.frames"}, logMel()...)[0].data) || slices.ContainsFunc(got[8:16], func(v float32) bool { return v != 0 }) {
+		t.Errorf("the short clip's rows are %v, want its 2 frames then zeros", got[:16])
+	}
+}
+
+// A clip at another rate than mel_spectrogram's fails with run/input; a
+// resample before it converts the clip instead.
+func TestMelRate(t *testing.T) {
+	clip := wav(8000, wavPCM, 16, mono(0.5, -0.5, 0.25, 0))
+	_, err := audioFixture(logMel()).load(t).Run(context.Background(), request(clip), nil)
+	wantRunError(t, err, "run/input", "8000 Hz", "transform 1 (mel_spectrogram)", "resample it first")
+	ts := append([]ir.Transform{op("decode", "", "a.raw"), op("resample", "a.raw", "a.decoded", "sample_rate", "16000")}, logMel()[1:]...)
+	out := run(t, audioFixture(ts).load(t), request(clip), "frames")
+	wantShape(t, "frames", out["frames"], 2, 4) // 8 samples at 16 kHz
+}
+
+// A clip whose features would exceed the adapter's bound, or whose STFT
+// would read too many samples, is refused before the kernel allocates.
+func TestMelBounds(t *testing.T) {
+	ts := logMel()
+	ts[1] = op("mel_spectrogram", "a.decoded", "a.mel", "sample_rate", "16000", "n_fft", "16", "hop_length", "2", "n_mels", "4")
+	f := audioFixture(ts)
+	b := New(f.m)
+	b.MaxSamples = 40
+	s, err := b.Load(f.comp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run(context.Background(), request(wav(16000, wavPCM, 16, mono(make([]float64, 40)...))), nil)
+	wantRunError(t, err, "run/input", "40 samples", "transform 1 (mel_spectrogram)", "84 values")
+	ts[1] = op("mel_spectrogram", "a.decoded", "a.mel", "sample_rate", "16000", "n_fft", "4096", "hop_length", "1", "n_mels", "4")
+	f = audioFixture(ts)
+	b = New(f.m)
+	b.MaxSamples = 1 << 12
+	if s, err = b.Load(f.comp, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run(context.Background(), request(wav(16000, wavPCM, 16, mono(make([]float64, 1000)...))), nil)
+	wantRunError(t, err, "run/input", "1000 samples", "windowed samples", "longer hop_length")
+}
+
+// Silence makes finite log-mel: the floor, raised to the clip's maximum
+// less the dynamic range.
+func TestLogSilence(t *testing.T) {
+	x := audioRun(t, wav(16000, wavPCM, 16, mono(make([]float64, 24)...)), []string{"a.frames"}, logMel()...)[0]
+	for i, v := range x.data {
+		if v != -10 {
+			t.Fatalf("log-mel of silence: value %d is %v, want log10(1e-10) = -10", i, v)
+		}
+	}
+}
+
+func TestReflect(t *testing.T) {
+	// numpy.pad([a, b, c], 5, "reflect") = b a b c b a b c b a b c b.
+	want := []int{1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1}
+	for j, w := range want {
+		if got := reflect(j-5, 3); got != w {
+			t.Errorf("reflect(%d, 3) = %d, want %d", j-5, got, w)
+		}
+	}
+	if reflect(-7, 1) != 0 || reflect(9, 1) != 0 {
+		t.Error("a clip of one sample repeats it")
+	}
+}
+
+// Arbitrary bytes run through resample, mel_spectrogram and log fail the
+// request with run/input, never a panic.
+func FuzzAudioRequest(f *testing.F) {
+	f.Add(wav(16000, wavPCM, 16, mono(0.1, -0.2, 0.3)))
+	f.Add(wav(44100, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(1, 1)), 300)...)))
+	f.Add(wav(3, wavFloat, 32, [][]float64{{math.Inf(1)}, {math.NaN()}}))
+	f.Add(wav(0xFFFFFFF, wavPCM, 8, mono(0.5)))
+	ts := append([]ir.Transform{op("decode", "", "a.raw"), op("resample", "a.raw", "a.decoded", "sample_rate", "16000")}, logMel()[1:]...)
+	fx := audioFixture(ts)
+	b := New(fx.m)
+	b.MaxSamples = 1 << 14 // keep each input cheap
+	s, err := b.Load(fx.comp, "")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := s.Run(context.Background(), request(data), nil)
+		var re *backend.RunError
+		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
+			t.Fatalf("got %v, want nil or run/input", err)
+		}
+	})
+}
+
+// The largest filter bank a program may ask for holds each bin's weight in
+// at most two bands, not n_mels × bins.
+func TestMelBankSparse(t *testing.T) {
+	b := newMelBank(preprocess.Mel{SampleRate: 48000, NFFT: preprocess.MaxFFT, Hop: 1, Win: preprocess.MaxFFT, NMels: preprocess.MaxMels,
+		FMax: 24000, Power: 2, Norm: true, Reflect: true})
+	bins, held := preprocess.MaxFFT/2+1, 0
+	for _, w := range b.bank {
+		held += len(w)
+	}
+	if held > 2*bins+preprocess.MaxMels {
+		t.Errorf("the bank holds %d weights for %d bins", held, bins)
+	}
+}
