@@ -166,4 +166,3 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 	}
 	return req, timeout, nil
 }
-

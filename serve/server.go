@@ -78,7 +78,7 @@ type Server struct {
 	// those answered, since start.
 	admitted, answered atomic.Int64
 	mu                 sync.Mutex
-	closed   bool
+	closed             bool
 }
 
 // Version is what ServerMetadata reports.
