@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -686,5 +687,62 @@ func TestHalfFloats(t *testing.T) {
 	}
 	if h := toF16(1e6); h != 0x7c00 {
 		t.Errorf("1e6 to float16: %#x, want +Inf", h)
+	}
+}
+
+// TestPythonClient: a client written from the protocol's specification
+// alone (testdata/oip_client.py, Python's standard library) infers with
+// JSON and binary tensors; both answers equal the solo engine's.
+func TestPythonClient(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed for the specification-only client: %v", err)
+	}
+	s := newServer(t, Config{Repo: repo(t, "image_padded")})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	reqs, err := readRequests(s.models["image_padded"].Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reqs[1]
+	var inputs []map[string]any
+	for _, name := range sortedKeys(r.Inputs) {
+		tn := r.Inputs[name]
+		inputs = append(inputs, map[string]any{"name": name, "datatype": Datatype(tn.DType), "shape": tn.Shape, "data": tn.Data})
+	}
+	path := filepath.Join(t.TempDir(), "inputs.json")
+	b, _ := json.Marshal(inputs)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, filepath.Join("testdata", "oip_client.py"), ts.URL, "image_padded", path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the Python client failed: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		JSON, Binary map[string]jsonTensor
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := solo(t, s, "image_padded", engine.Options{})(r).Outputs
+	for form, outs := range map[string]map[string]jsonTensor{"json": got.JSON, "binary": got.Binary} {
+		ts := map[string]*backend.Tensor{}
+		for name, o := range outs {
+			dt, err := dtypeOf(name, o.Datatype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ts[name], err = fromJSON(name, dt, o.Shape, o.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := same(ts, want); err != nil {
+			t.Errorf("%s answer: %v", form, err)
+		}
 	}
 }
