@@ -746,3 +746,40 @@ func TestPythonClient(t *testing.T) {
 		}
 	}
 }
+
+func TestRepository(t *testing.T) {
+	one, err := filepath.Abs(filepath.Join("..", "testdata", "packages", "image_padded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, Config{Repo: one, Name: "images", NoWarmup: true})
+	if got := fmt.Sprint(s.Models()); got != "[images]" {
+		t.Errorf("a package served as %s, want [images]", got)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		says string
+	}{
+		{Config{Repo: repo(t, "image_padded"), Name: "x"}, "is no package"},
+		{Config{Repo: t.TempDir()}, "holds no package"},
+		{Config{Repo: repo(t, "image_padded"), Models: map[string]ModelConfig{"nope": {}}}, `names model "nope"`},
+	} {
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want an error saying %q", c.cfg, err, c.says)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "serve.yaml")
+	os.WriteFile(path, []byte("defaults: {max_delay: 2ms, queue: 8}\nmodels:\n  image_padded: {workers: 2, queu: 3}\n"), 0o644)
+	if _, err := ReadConfig(path); err == nil || !strings.Contains(err.Error(), "queu") {
+		t.Errorf("a misspelt key: %v", err)
+	}
+	os.WriteFile(path, []byte("defaults: {max_delay: 2ms, queue: 8}\nmodels:\n  image_padded: {workers: 2}\n"), 0o644)
+	f, err := ReadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Models["image_padded"].Over(f.Defaults)
+	if *c.MaxDelay != 2*time.Millisecond || c.Queue != 8 || c.Workers != 2 {
+		t.Errorf("merged config %+v", c)
+	}
+}

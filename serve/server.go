@@ -29,6 +29,9 @@ type Config struct {
 	// Repo is the model repository: a folder whose sub-folders are
 	// packages (each holding inference_metadata.yaml), or one package.
 	Repo string
+	// Name names the model when Repo is one package (default: its
+	// folder's name); a repository of several packages takes none.
+	Name string
 	// Defaults apply to every model; Models override them by name.
 	Defaults ModelConfig
 	Models   map[string]ModelConfig
@@ -96,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, models: map[string]*Model{}, m: newMetrics()}
-	dirs, err := packages(cfg.Repo)
+	dirs, err := packages(cfg.Repo, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +146,16 @@ func keys[V any](m map[string]V) string {
 }
 
 // packages finds the packages of a repository by folder name.
-func packages(repo string) (map[string]string, error) {
+func packages(repo, name string) (map[string]string, error) {
 	if _, err := os.Stat(filepath.Join(repo, "inference_metadata.yaml")); err == nil {
-		abs, _ := filepath.Abs(repo)
-		return map[string]string{filepath.Base(abs): repo}, nil
+		if name == "" {
+			abs, _ := filepath.Abs(repo)
+			name = filepath.Base(abs)
+		}
+		return map[string]string{name: repo}, nil
+	}
+	if name != "" {
+		return nil, fmt.Errorf("a model name (%s) is given, but %s is no package: a repository's models are named by their folders", name, repo)
 	}
 	ents, err := os.ReadDir(repo)
 	if err != nil {

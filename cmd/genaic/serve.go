@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -29,15 +29,16 @@ func runServe(e *env, args []string) int {
 	c := commands["serve"]
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
-		httpAddr, grpcAddr, config, logFormat string
-		maxBytes                              int64
-		drain                                 time.Duration
-		noWarmup                              bool
-		ef                                    engineFlags
+		httpAddr, grpcAddr, config, logFormat, name string
+		maxBytes                                    int64
+		drain                                       time.Duration
+		noWarmup                                    bool
+		ef                                          engineFlags
 	)
 	fs.StringVar(&httpAddr, "http", ":8000", "HTTP/REST address (health, metadata, infer, /metrics); empty: none")
 	fs.StringVar(&grpcAddr, "grpc", ":8001", "gRPC address (GRPCInferenceService); empty: none")
 	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider}, models: {NAME: {...}}}; its values win over the flags")
+	fs.StringVar(&name, "model-name", "", "when REPO is one package, the model's name (default: its folder's name)")
 	fs.StringVar(&logFormat, "log-format", "text", "structured log format on standard error: text or json")
 	fs.Int64Var(&maxBytes, "max-request-bytes", 64<<20, "the largest inference request body (HTTP) or message (gRPC) taken")
 	fs.DurationVar(&drain, "drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long accepted requests may take to finish before the server exits anyway")
@@ -74,7 +75,7 @@ func runServe(e *env, args []string) int {
 	}
 	log := slog.New(handler)
 	delay := ef.maxDelay
-	cfg := serve.Config{Repo: paths[0], MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup,
+	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup,
 		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)
