@@ -13,12 +13,19 @@ import (
 
 // metrics are a server's Prometheus metrics, on a registry of its own.
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	errors    *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	depth     *prometheus.GaugeVec
-	ready     *prometheus.GaugeVec
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	depth    *prometheus.GaugeVec
+	ready    *prometheus.GaugeVec
+	*EngineMetrics
+}
+
+// EngineMetrics are the histograms engines feed as they run (through
+// vm.Options.Observer): queue wait, invocation time, group size and padded
+// footprint, by model and component.
+type EngineMetrics struct {
 	queueWait *prometheus.HistogramVec
 	invoke    *prometheus.HistogramVec
 	groupSize *prometheus.HistogramVec
@@ -40,6 +47,17 @@ func newMetrics() *metrics {
 		Help: "Inference requests accepted and not yet answered (waiting in a queue or running): the autoscaling signal."}, []string{"model"})
 	m.ready = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "genaic_model_ready",
 		Help: "1 when the model is loaded, warmed up and accepting requests."}, []string{"model"})
+	m.EngineMetrics = NewEngineMetrics(m.reg)
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready)
+	return m
+}
+
+// NewEngineMetrics makes the engine histograms and registers them on reg.
+// A service embedding a generated executor passes the observer of its
+// model to it (genrt.WithObserver(em.Observer("mymodel"))) and registers
+// a StatsCollector over its Stats beside them.
+func NewEngineMetrics(reg prometheus.Registerer) *EngineMetrics {
+	m := &EngineMetrics{}
 	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_queue_wait_seconds",
 		Help: "How long an item waited at a component for its group.", Buckets: latencyBuckets}, []string{"model", "component"})
 	m.invoke = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_invocation_seconds",
@@ -48,13 +66,16 @@ func newMetrics() *metrics {
 		Help: "Requests per invocation of a component (the group size).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}, []string{"model", "component"})
 	m.footprint = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_group_padded_elements",
 		Help: "Elements of a group's payload inputs as assembled, padding included (the padded footprint).", Buckets: prometheus.ExponentialBuckets(16, 4, 12)}, []string{"model", "component"})
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready, m.queueWait, m.invoke, m.groupSize, m.footprint)
+	reg.MustRegister(m.queueWait, m.invoke, m.groupSize, m.footprint)
 	return m
 }
 
+// Observer returns the vm.Observer that feeds one model's histograms.
+func (m *EngineMetrics) Observer(model string) vm.Observer { return observer{m: m, model: model} }
+
 // observer feeds one model's histograms from its engine (vm.Observer).
 type observer struct {
-	m     *metrics
+	m     *EngineMetrics
 	model string
 }
 

@@ -26,8 +26,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/examples/imagepadded"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/serve/oippb"
 	"github.com/genaic/genaic/vm"
@@ -781,5 +786,42 @@ func TestRepository(t *testing.T) {
 	c := f.Models["image_padded"].Over(f.Defaults)
 	if *c.MaxDelay != 2*time.Millisecond || c.Queue != 8 || c.Workers != 2 {
 		t.Errorf("merged config %+v", c)
+	}
+}
+
+// TestEmbeddedExecutor: a service that embeds a generated executor exports
+// the same metrics with NewEngineMetrics and NewStatsCollector.
+func TestEmbeddedExecutor(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	em := NewEngineMetrics(reg)
+	dir := filepath.Join("..", "testdata", "packages", "image_padded")
+	ex, err := imagepadded.New(dir, genrt.WithObserver(em.Observer("images")), genrt.WithMaxDelay(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	reg.MustRegister(NewStatsCollector("images", ex.Stats))
+	reqs, err := readRequests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ex.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text := rec.Body.String()
+	inv := metric(t, text, `genaic_component_invocations_total{component="encoder",model="images"}`)
+	obs := metric(t, text, `genaic_group_requests_count{component="encoder",model="images"}`)
+	if !(inv >= 1) || inv != obs {
+		t.Errorf("the stats count %v invocations, the histogram %v:\n%s", inv, obs, text)
+	}
+	// Two paths count the same requests: the stats read at scrape time,
+	// the observer's histogram as the groups ran.
+	n := metric(t, text, `genaic_component_requests_total{component="encoder",model="images"}`)
+	if sum := metric(t, text, `genaic_group_requests_sum{component="encoder",model="images"}`); !(n >= 1) || n > float64(len(reqs)) || n != sum {
+		t.Errorf("requests_total %v, group_requests_sum %v, for %d requests", n, sum, len(reqs))
 	}
 }

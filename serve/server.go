@@ -202,7 +202,7 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	}
 	c := s.cfg.Models[name].Over(s.cfg.Defaults)
 	opts := engine.Options{
-		Options: vm.Options{Queue: c.Queue, Workers: c.Workers, Observer: observer{m: s.m, model: name}},
+		Options: vm.Options{Queue: c.Queue, Workers: c.Workers, Observer: s.m.Observer(name)},
 		Use:     s.cfg.Use,
 		Config:  engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings},
 	}
