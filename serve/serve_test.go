@@ -24,7 +24,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -410,7 +410,7 @@ func TestGRPCLoad(t *testing.T) {
 	if err != nil || len(md.Inputs) != 4 || md.Inputs[0].Name != "pixel_patches" || md.Inputs[0].Datatype != "FP32" {
 		t.Fatalf("ModelMetadata: %v %v", md, err)
 	}
-	if _, err := c.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "nope"}); status.Code(err) != codes.NotFound {
+	if _, err := c.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "nope"}); grpcstatus.Code(err) != codes.NotFound {
 		t.Errorf("ModelReady of an unknown model: %v, want NotFound", err)
 	}
 	reqs, err := readRequests(s.models["image_padded"].Dir)
@@ -572,7 +572,7 @@ func TestQueueFull(t *testing.T) {
 			}
 		case res.a.status != 0 || res.a.err != nil:
 			t.Errorf("HTTP status %d rule %q err %v", res.a.status, res.a.rule, res.a.err)
-		case status.Code(res.gerr) == codes.ResourceExhausted:
+		case grpcstatus.Code(res.gerr) == codes.ResourceExhausted:
 			full++
 			if !strings.Contains(res.gerr.Error(), backend.RunQueueFull) {
 				t.Errorf("RESOURCE_EXHAUSTED without the rule: %v", res.gerr)
@@ -621,7 +621,7 @@ func TestDeadline(t *testing.T) {
 	}
 	_, err = c.ModelInfer(context.Background(), grpcRequest("image_padded", reqs[1], true,
 		map[string]*oippb.InferParameter{"timeout": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 30}}}))
-	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), backend.RunDeadline) {
+	if grpcstatus.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), backend.RunDeadline) {
 		t.Errorf("timed-out gRPC request: %v, want DEADLINE_EXCEEDED run/deadline", err)
 	}
 	g.release()
@@ -823,5 +823,68 @@ func TestEmbeddedExecutor(t *testing.T) {
 	n := metric(t, text, `genaic_component_requests_total{component="encoder",model="images"}`)
 	if sum := metric(t, text, `genaic_group_requests_sum{component="encoder",model="images"}`); !(n >= 1) || n > float64(len(reqs)) || n != sum {
 		t.Errorf("requests_total %v, group_requests_sum %v, for %d requests", n, sum, len(reqs))
+	}
+}
+
+// TestDrainAndClose: draining turns readiness false (HTTP and gRPC) while
+// requests are still answered; after Close a request gets 503 run/closed
+// (gRPC UNAVAILABLE).
+func TestDrainAndClose(t *testing.T) {
+	s := newServer(t, Config{Repo: repo(t, "image_padded")})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := grpcClient(t, s)
+	reqs, _ := readRequests(s.models["image_padded"].Dir)
+	body, _ := oipJSON(t, reqs[0], nil, false)
+	url := ts.URL + "/v2/models/image_padded/infer"
+	status := func(path string) int {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status("/v2/health/ready") != 200 || status("/v2/models/image_padded/ready") != 200 {
+		t.Fatalf("not ready after New")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if status("/v2/health/ready") != 503 || status("/v2/models/image_padded/ready") != 503 || status("/v2/health/live") != 200 {
+		t.Errorf("draining: ready %d, model ready %d, live %d; want 503, 503, 200",
+			status("/v2/health/ready"), status("/v2/models/image_padded/ready"), status("/v2/health/live"))
+	}
+	if r, err := c.ServerReady(ctx, &oippb.ServerReadyRequest{}); err != nil || r.Ready {
+		t.Errorf("gRPC ServerReady while draining: %v %v", r, err)
+	}
+	if a := post(http.DefaultClient, url, body, 0); a.status != 200 {
+		t.Errorf("a request that reached a draining server: %d %v, want it answered", a.status, a.err)
+	}
+	s.Close()
+	if a := post(http.DefaultClient, url, body, 0); a.status != 503 || a.rule != backend.RunClosed {
+		t.Errorf("after Close: %d %q, want 503 run/closed", a.status, a.rule)
+	}
+	if _, err := c.ModelInfer(ctx, grpcRequest("image_padded", reqs[0], true, nil)); grpcstatus.Code(err) != codes.Unavailable {
+		t.Errorf("gRPC after Close: %v, want UNAVAILABLE", err)
+	}
+}
+
+// TestFP16: FP16 inputs travel as JSON numbers and as binary halves alike.
+func TestFP16(t *testing.T) {
+	raw := json.RawMessage(`[[1, -2.5], [0.5, 65504]]`)
+	a, err := fromJSON("x", "float16", []int64{2, 2}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fromBytes("x", "float16", []int64{2, 2}, toBytes(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := jsonData(b)
+	if err != nil || fmt.Sprint(data) != "[1 -2.5 0.5 65504]" {
+		t.Errorf("FP16 round trip: %v %v", data, err)
 	}
 }
