@@ -40,7 +40,7 @@ echo "== curl -X POST http://127.0.0.1:$port/v2/models/$model/infer -d @request.
 curl -sS -X POST -H 'Content-Type: application/json' --data @"$body" "http://127.0.0.1:$port/v2/models/$model/infer"
 echo
 echo "== curl http://127.0.0.1:$port/metrics (a few lines)"
-curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^genaic_(requests_total|request_duration_seconds_count|component_invocations_total|group_requests_count|budget_peak|queue_depth)' || true
+curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^genaic_(requests_total|request_duration_seconds_count|component_invocations_total|group_requests_count|budget_peak|queue_depth)' | grep "model=\"$model\"" || true
 echo "== kill -TERM (drain and stop)"
 stop
 trap 'rm -f "$log" "$body"' EXIT
