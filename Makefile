@@ -31,7 +31,7 @@ test demo: export GENAIC_CACHE := $(CACHE)
 
 test: setup lint
 	$(GO) test ./...
-	$(GO) test -race ./vm/... ./compiler/... ./passes/...
+	$(GO) test -race ./vm/... ./compiler/... ./passes/... ./serve/...
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s -fuzzminimizetime 100ms
 	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s -fuzzminimizetime 100ms
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s -fuzzminimizetime 100ms
@@ -57,6 +57,7 @@ demo: setup
 	@$(CACHE)/bin/genaic inspect $(CACHE)/demo-plan.json
 	@echo "== genaic run .cache/demo-plan.json --requests $(DEMO_PKG)/requests.json --stats"
 	@$(CACHE)/bin/genaic run $(CACHE)/demo-plan.json --requests $(DEMO_PKG)/requests.json --stats
+	@bash scripts/demo-serve.sh $(CACHE)/bin/genaic $(dir $(DEMO_PKG)) $(notdir $(DEMO_PKG))
 
 clean-cache:
 	rm -rf -- "$(CACHE)"

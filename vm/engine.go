@@ -33,6 +33,22 @@ type Options struct {
 	// Declines declines grouped execution by (component, operator class,
 	// execution provider), beside what each session answers itself.
 	Declines backend.Declines
+	// Observer, when set, is told of every queue wait and invocation as it
+	// happens (a server's histograms); Stats summarises the same events.
+	Observer Observer
+}
+
+// Observer receives the events Stats counts, one by one. Its methods are
+// called from the groupers' goroutines, outside any lock of the engine, and
+// must be cheap and safe for concurrent use.
+type Observer interface {
+	// QueueWait is how long one item waited at component for its group.
+	QueueWait(component string, d time.Duration)
+	// Invoked is one invocation of component: the requests of its group,
+	// the elements of its payload inputs as assembled (padding included)
+	// and as the items brought them, and how long it ran (zero for an
+	// invocation the engine does not time).
+	Invoked(component string, requests int, footprint, real int64, d time.Duration)
 }
 
 // Engine runs the workflow of a plan for many concurrent requests.
@@ -119,6 +135,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	spec := newComponentSpec(comp, gp, e.m)
 	e.specs[name] = spec
 	e.stats[name] = newCounter(gp)
+	e.stats[name].name, e.stats[name].obs = name, e.opts.Observer
 	e.copies[name] = &Copies{}
 	if gp.Grouped {
 		ready := e.opts.Declines.ApplyOps(name, e.file.Ops(name), sess.Ready())

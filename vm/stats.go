@@ -107,9 +107,15 @@ type counter struct {
 	wait, run    recent[time.Duration]
 	groupPadding recent[float64]
 	kept         int64
+	// name is the component's, obs the engine's observer (nil: none).
+	name string
+	obs  Observer
 }
 
 func (c *counter) waited(d time.Duration) {
+	if c.obs != nil {
+		c.obs.QueueWait(c.name, d)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wait.add(d)
@@ -146,6 +152,13 @@ func (c *counter) regroup() {
 }
 
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
+	if c.obs != nil {
+		var footprint, real int64
+		if g != nil {
+			footprint, real = g.elems, g.realElems
+		}
+		c.obs.Invoked(c.name, requests, footprint, real, d)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := &c.s

@@ -37,6 +37,10 @@ func WithSolo() Option { return func(o *engine.Options) { o.Solo = true } }
 // WithMaxDelay sets how long a group waits for more items.
 func WithMaxDelay(d time.Duration) Option { return func(o *engine.Options) { o.MaxDelay = d } }
 
+// WithObserver tells o of every queue wait and invocation as it happens
+// (a service's metrics: serve.NewEngineMetrics makes such an observer).
+func WithObserver(o vm.Observer) Option { return func(opts *engine.Options) { opts.Observer = o } }
+
 // WithQueue bounds each grouped component's queue of waiting items.
 func WithQueue(n int) Option { return func(o *engine.Options) { o.Queue = n } }
 

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/genaic/genaic/serve"
+)
+
+func init() {
+	register(command{
+		name:    "serve",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup]",
+		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
+		run:     runServe,
+	})
+}
+
+func runServe(e *env, args []string) int {
+	c := commands["serve"]
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var (
+		httpAddr, grpcAddr, config, logFormat, name string
+		maxBytes                                    int64
+		drain                                       time.Duration
+		noWarmup                                    bool
+		ef                                          engineFlags
+	)
+	fs.StringVar(&httpAddr, "http", ":8000", "HTTP/REST address (health, metadata, infer, /metrics); empty: none")
+	fs.StringVar(&grpcAddr, "grpc", ":8001", "gRPC address (GRPCInferenceService); empty: none")
+	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider}, models: {NAME: {...}}}; its values win over the flags")
+	fs.StringVar(&name, "model-name", "", "when REPO is one package, the model's name (default: its folder's name)")
+	fs.StringVar(&logFormat, "log-format", "text", "structured log format on standard error: text or json")
+	fs.Int64Var(&maxBytes, "max-request-bytes", 64<<20, "the largest inference request body (HTTP) or message (gRPC) taken")
+	fs.DurationVar(&drain, "drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long accepted requests may take to finish before the server exits anyway")
+	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up request (the package's first requests.json request) each model runs before it is ready")
+	ef.register(fs, 5*time.Millisecond, "how long a group waits for more items")
+	paths, ok := parseFlags(e, fs, c, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(paths) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	if !ef.valid(e) {
+		return exitUsage
+	}
+	if maxBytes <= 0 {
+		e.errorf("--max-request-bytes %d: want a positive size", maxBytes)
+		return exitUsage
+	}
+	if httpAddr == "" && grpcAddr == "" {
+		e.errorf("--http and --grpc are both empty: give at least one address to listen on")
+		return exitUsage
+	}
+	var handler slog.Handler
+	switch logFormat {
+	case "text":
+		handler = slog.NewTextHandler(e.stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(e.stderr, nil)
+	default:
+		e.errorf("--log-format %s: want text or json", logFormat)
+		return exitUsage
+	}
+	log := slog.New(handler)
+	delay := ef.maxDelay
+	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup,
+		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
+	if config != "" {
+		f, err := serve.ReadConfig(config)
+		if err != nil {
+			e.errorf("--config %v", err)
+			return exitUsage
+		}
+		cfg.Defaults = f.Defaults.Over(cfg.Defaults)
+		cfg.Models = f.Models
+	}
+	// Signals are watched from the start: one during loading ends the
+	// start-up once loading is done.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	srv, err := serve.New(cfg)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	var hs *http.Server
+	var hl, gl net.Listener
+	if httpAddr != "" {
+		if hl, err = net.Listen("tcp", httpAddr); err != nil {
+			srv.Close()
+			e.errorf("--http %v", err)
+			return exitUsage
+		}
+		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	}
+	gs := srv.NewGRPCServer()
+	if grpcAddr != "" {
+		if gl, err = net.Listen("tcp", grpcAddr); err != nil {
+			if hl != nil {
+				hl.Close()
+			}
+			srv.Close()
+			e.errorf("--grpc %v", err)
+			return exitUsage
+		}
+	}
+	failed := make(chan error, 2)
+	if hl != nil {
+		log.Info("listening", "protocol", "http", "addr", hl.Addr().String())
+		go func() {
+			if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+				failed <- err
+			}
+		}()
+	}
+	if gl != nil {
+		log.Info("listening", "protocol", "grpc", "addr", gl.Addr().String())
+		go func() {
+			if err := gs.Serve(gl); err != nil {
+				failed <- err
+			}
+		}()
+	}
+	log.Info("ready", "models", srv.Models())
+	code := exitOK
+	select {
+	case sig := <-sigs:
+		log.Info("draining: accepting no new connections or requests; finishing those accepted (a second signal exits at once)", "signal", sig.String())
+	case err := <-failed:
+		log.Error("listener failed; draining", "error", err.Error())
+		code = exitUsage
+	}
+	go func() {
+		sig := <-sigs
+		log.Error("second signal: exiting without finishing the accepted requests", "signal", sig.String())
+		os.Exit(exitInterrupted)
+	}()
+	srv.SetDraining()
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	var wg sync.WaitGroup
+	if hs != nil {
+		wg.Go(func() {
+			if err := hs.Shutdown(ctx); err != nil {
+				log.Error("HTTP drain", "error", err.Error())
+			}
+		})
+	}
+	wg.Go(func() {
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			gs.Stop()
+		}
+	})
+	wg.Wait()
+	if err := srv.Drain(ctx); err != nil {
+		log.Error("drain timed out; requests still running fail with run/closed", "timeout", drain.String())
+	}
+	srv.Close()
+	admitted, answered := srv.Counts()
+	log.Info("stopped", "admitted", admitted, "answered", answered)
+	return code
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/serve"
+	"github.com/genaic/genaic/serve/oippb"
+	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
+)
+
+// serveProcess starts `genaic serve` as a child process logging JSON, and
+// returns it once it is ready, with its HTTP and gRPC addresses and its
+// log lines as they come.
+type serveProcess struct {
+	cmd        *exec.Cmd
+	http, grpc string
+	mu         sync.Mutex
+	lines      []map[string]any
+	done       chan struct{}
+}
+
+func startServe(t *testing.T, args ...string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--log-format", "json", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProcess{cmd: cmd, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				line = map[string]any{"msg": sc.Text()}
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			switch line["msg"] {
+			case "listening":
+				if line["protocol"] == "http" {
+					p.http, _ = line["addr"].(string)
+				} else {
+					p.grpc, _ = line["addr"].(string)
+				}
+			case "ready":
+				close(ready)
+			}
+			p.mu.Unlock()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-p.done:
+		t.Fatalf("genaic serve exited before it was ready: %v", p.log())
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("genaic serve was not ready within 2 minutes: %v", p.log())
+	}
+	return p
+}
+
+func (p *serveProcess) log() []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]map[string]any(nil), p.lines...)
+}
+
+// find returns the last log line whose msg is msg.
+func (p *serveProcess) find(msg string) map[string]any {
+	lines := p.log()
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i]["msg"] == msg {
+			return lines[i]
+		}
+	}
+	return nil
+}
+
+// oipBody writes a request as OIP JSON.
+func oipBody(t *testing.T, r vm.Request) []byte {
+	var ins []map[string]any
+	for name, tn := range r.Inputs {
+		ins = append(ins, map[string]any{"name": name, "shape": tn.Shape, "datatype": serve.Datatype(tn.DType), "data": tn.Data})
+	}
+	b, err := json.Marshal(map[string]any{"id": r.ID, "inputs": ins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// closeToF32 compares an answer's float data with the reference's.
+func closeToF32(got []float64, want []float32) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range want {
+		if math.Abs(got[i]-float64(want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestServeSIGTERM: SIGTERM while 200 clients (150 HTTP, 50 gRPC) keep
+// sending requests: the server stops accepting, answers every request it
+// accepted (each answer correct), and exits 0; the requests it says it
+// admitted and answered are exactly those the clients got answers for.
+func TestServeSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs genaic as a process")
+	}
+	pkg, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages", "text_packed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	if err := os.Symlink(pkg, filepath.Join(repo, "text_packed")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(pkg, "requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := jsonio.ReadRequests(f, pkg)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	plan, dir, _ := loadPlan(e, pkg)
+	if plan == nil {
+		t.Fatal("text_packed does not compile")
+	}
+	ref, err := engine.Open(plan, dir, engine.Options{Options: vm.Options{Solo: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want := make([][]float32, len(reqs))
+	bodies := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		resp := ref.Run(context.Background(), r)
+		if resp.Err != nil {
+			t.Fatal(resp.Err)
+		}
+		want[i] = resp.Outputs["segment_embeddings"].Float32s()
+		bodies[i] = oipBody(t, r)
+	}
+
+	p := startServe(t, repo, "--max-delay", "10ms")
+	defer p.cmd.Process.Kill()
+	conn, err := grpc.NewClient(p.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	gc := oippb.NewGRPCInferenceServiceClient(conn)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200}, Timeout: 2 * time.Minute}
+	var answered, refused atomic.Int64
+	var signalled atomic.Bool
+	errs := make(chan error, 1000)
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	stopAt := time.Now().Add(time.Minute)
+	var wg sync.WaitGroup
+	for c := range 200 {
+		wg.Go(func() {
+			for k := 0; time.Now().Before(stopAt); k++ {
+				i := (c*7 + k) % len(reqs)
+				var got []float64
+				if c < 150 {
+					resp, err := client.Post("http://"+p.http+"/v2/models/text_packed/infer", "application/json", bytes.NewReader(bodies[i]))
+					if err != nil {
+						refused.Add(1)
+						if !signalled.Load() {
+							report(fmt.Errorf("HTTP before the signal: %v", err))
+						}
+						return
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil {
+						report(fmt.Errorf("HTTP answer of %s cut off: %v", reqs[i].ID, err))
+						return
+					}
+					answered.Add(1)
+					var out struct {
+						Outputs []struct {
+							Name string
+							Data []float64
+						}
+					}
+					if resp.StatusCode != 200 || json.Unmarshal(b, &out) != nil {
+						report(fmt.Errorf("HTTP %s: %d %s", reqs[i].ID, resp.StatusCode, b))
+						continue
+					}
+					for _, o := range out.Outputs {
+						if o.Name == "segment_embeddings" {
+							got = o.Data
+						}
+					}
+				} else {
+					ins := &oippb.ModelInferRequest{ModelName: "text_packed", Id: reqs[i].ID}
+					for name, tn := range reqs[i].Inputs {
+						ins.Inputs = append(ins.Inputs, &oippb.ModelInferRequest_InferInputTensor{Name: name, Datatype: "INT64", Shape: tn.Shape,
+							Contents: &oippb.InferTensorContents{Int64Contents: tn.Int64s()}})
+					}
+					resp, err := gc.ModelInfer(context.Background(), ins)
+					if err != nil {
+						// Not accepted: the server refuses new calls once
+						// it drains; accepted calls are answered.
+						refused.Add(1)
+						if !signalled.Load() {
+							report(fmt.Errorf("gRPC before the signal: %v", err))
+						}
+						return
+					}
+					answered.Add(1)
+					for j, o := range resp.Outputs {
+						if o.Name == "segment_embeddings" {
+							raw := resp.RawOutputContents[j]
+							for q := 0; q+4 <= len(raw); q += 4 {
+								bits := uint32(raw[q]) | uint32(raw[q+1])<<8 | uint32(raw[q+2])<<16 | uint32(raw[q+3])<<24
+								got = append(got, float64(math.Float32frombits(bits)))
+							}
+						}
+					}
+				}
+				if !closeToF32(got, want[i]) {
+					report(fmt.Errorf("%s answered %v, want %v", reqs[i].ID, got, want[i]))
+				}
+			}
+		})
+	}
+	for answered.Load() < 600 && time.Now().Before(stopAt) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	signalled.Store(true)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := waitExit(t, p.cmd, 2*time.Minute)
+	wg.Wait()
+	<-p.done
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if code != 0 {
+		t.Errorf("genaic serve exited %d after SIGTERM, want 0", code)
+	}
+	stopped := p.find("stopped")
+	if stopped == nil {
+		t.Fatalf("no stopped line in the log: %v", p.log())
+	}
+	admitted, done := stopped["admitted"].(float64), stopped["answered"].(float64)
+	// The warm-up request is admitted to the engine directly, not counted.
+	if int64(admitted) != answered.Load() || int64(done) != answered.Load() {
+		t.Errorf("the server admitted %v and answered %v requests; the clients got %d answers", admitted, done, answered.Load())
+	}
+	if refused.Load() == 0 {
+		t.Errorf("no client was refused after SIGTERM: the clients stopped before the server did")
+	}
+	t.Logf("%d answered, %d clients refused after SIGTERM", answered.Load(), refused.Load())
+}

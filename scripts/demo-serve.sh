@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The end of `make demo`: serve the example repository on the Open Inference
+# Protocol, send one request to MODEL with curl, print the answer and a few
+# metric lines, then stop the server with SIGTERM (it drains and exits 0).
+# usage: demo-serve.sh GENAIC REPO MODEL
+set -euo pipefail
+genaic=$1 repo=${2%/} model=$3
+pkg=$repo/$model
+port=${DEMO_PORT:-18080}
+log=$(mktemp) body=$(mktemp)
+trap 'rm -f "$log" "$body"' EXIT
+
+echo "== genaic serve $repo --http 127.0.0.1:$port --grpc ''"
+"$genaic" serve "$repo" --http "127.0.0.1:$port" --grpc "" 2>"$log" &
+pid=$!
+stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+trap 'stop; rm -f "$log" "$body"' EXIT
+ready=
+for _ in $(seq 1 300); do
+	if curl -sf "http://127.0.0.1:$port/v2/health/ready" >/dev/null 2>&1; then ready=1; break; fi
+	if ! kill -0 "$pid" 2>/dev/null; then break; fi
+	sleep 0.2
+done
+if [ -z "$ready" ]; then
+	echo "genaic serve did not become ready; its log:" >&2
+	cat "$log" >&2
+	exit 1
+fi
+
+# The first request of the package's requests.json, as an OIP request.
+python3 - "$pkg/requests.json" >"$body" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["requests"][0]
+types = {"float32": "FP32", "float64": "FP64", "int64": "INT64", "int32": "INT32", "uint8": "UINT8", "bool": "BOOL"}
+print(json.dumps({"id": r["id"], "inputs": [
+    {"name": n, "shape": t["shape"], "datatype": types[t["dtype"]], "data": t["data"]}
+    for n, t in r["inputs"].items()]}))
+PY
+echo "== curl -X POST http://127.0.0.1:$port/v2/models/$model/infer -d @request.json"
+curl -sS -X POST -H 'Content-Type: application/json' --data @"$body" "http://127.0.0.1:$port/v2/models/$model/infer"
+echo
+echo "== curl http://127.0.0.1:$port/metrics (a few lines)"
+curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^genaic_(requests_total|request_duration_seconds_count|component_invocations_total|group_requests_count|budget_peak|queue_depth)' | grep "model=\"$model\"" || true
+echo "== kill -TERM (drain and stop)"
+stop
+trap 'rm -f "$log" "$body"' EXIT
+grep -E 'msg="?(ready|stopped|draining)' "$log" | cut -c1-160 || true

@@ -1,0 +1,93 @@
+package serve
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ModelConfig is how one model's engine groups and runs. A zero field
+// keeps the value of the defaults (or of the command line).
+type ModelConfig struct {
+	// MaxDelay is how long a group waits for more items ("5ms").
+	MaxDelay *time.Duration `yaml:"max_delay"`
+	// Queue bounds each component's queue (items); beyond it a request
+	// fails at once with run/queue-full.
+	Queue int `yaml:"queue"`
+	// Workers is how many groups of one component form and run at once.
+	Workers int `yaml:"workers"`
+	// Threads is ONNX Runtime's intra-op thread count (0: its default).
+	Threads int `yaml:"threads"`
+	// Provider is the execution provider (cpu, cuda, tensorrt, ...).
+	Provider string `yaml:"provider"`
+}
+
+// Over returns c with the fields it leaves unset taken from d.
+func (c ModelConfig) Over(d ModelConfig) ModelConfig {
+	if c.MaxDelay == nil {
+		c.MaxDelay = d.MaxDelay
+	}
+	if c.Queue == 0 {
+		c.Queue = d.Queue
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.Threads == 0 {
+		c.Threads = d.Threads
+	}
+	if c.Provider == "" {
+		c.Provider = d.Provider
+	}
+	return c
+}
+
+func (c ModelConfig) check(where string) error {
+	switch {
+	case c.MaxDelay != nil && *c.MaxDelay < 0:
+		return fmt.Errorf("%s: max_delay %v: a wait cannot be negative", where, *c.MaxDelay)
+	case c.Queue < 0:
+		return fmt.Errorf("%s: queue %d: a component's queue holds at least 1 item", where, c.Queue)
+	case c.Workers < 0:
+		return fmt.Errorf("%s: workers %d: at least 1 group of a component must be able to run", where, c.Workers)
+	case c.Threads < 0:
+		return fmt.Errorf("%s: threads %d: want 0 (ONNX Runtime's default) or more", where, c.Threads)
+	}
+	return nil
+}
+
+// File is the --config document:
+//
+//	defaults: { max_delay: 5ms, queue: 1024, workers: 1, threads: 0, provider: cpu }
+//	models:
+//	  image_padded: { max_delay: 10ms, queue: 256 }
+type File struct {
+	Defaults ModelConfig            `yaml:"defaults"`
+	Models   map[string]ModelConfig `yaml:"models"`
+}
+
+// ReadConfig reads a --config file; unknown keys are errors.
+func ReadConfig(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && err.Error() != "EOF" {
+		return nil, fmt.Errorf("config %s: %v (keys: defaults, models: {NAME: {max_delay, queue, workers, threads, provider}})", path, err)
+	}
+	if err := f.Defaults.check("config " + path + ": defaults"); err != nil {
+		return nil, err
+	}
+	for name, c := range f.Models {
+		if err := c.check(fmt.Sprintf("config %s: model %s", path, name)); err != nil {
+			return nil, err
+		}
+	}
+	return &f, nil
+}

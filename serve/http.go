@@ -1,0 +1,264 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/vm"
+)
+
+// headerLength is the binary tensor extension's header: the length of the
+// JSON part of a body whose binary tensor data follows it.
+const headerLength = "Inference-Header-Content-Length"
+
+type jsonTensor struct {
+	Name       string          `json:"name"`
+	Shape      []int64         `json:"shape"`
+	Datatype   string          `json:"datatype"`
+	Parameters map[string]any  `json:"parameters,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+}
+
+type jsonOutputTensor struct {
+	Name       string         `json:"name"`
+	Shape      []int64        `json:"shape"`
+	Datatype   string         `json:"datatype"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Data       any            `json:"data,omitempty"`
+}
+
+type jsonRequest struct {
+	ID         string         `json:"id,omitempty"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Inputs     []jsonTensor   `json:"inputs"`
+	Outputs    []struct {
+		Name       string         `json:"name"`
+		Parameters map[string]any `json:"parameters,omitempty"`
+	} `json:"outputs,omitempty"`
+}
+
+type jsonResponse struct {
+	ModelName    string             `json:"model_name"`
+	ModelVersion string             `json:"model_version,omitempty"`
+	ID           string             `json:"id,omitempty"`
+	Parameters   map[string]any     `json:"parameters,omitempty"`
+	Outputs      []jsonOutputTensor `json:"outputs"`
+}
+
+// Handler returns the HTTP/REST front: health, metadata, inference and
+// /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v2/health/live", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
+	})
+	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, r *http.Request) {
+		status := http.StatusOK
+		if !s.Ready() {
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, map[string]bool{"ready": status == http.StatusOK})
+	})
+	mux.HandleFunc("GET /v2", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"name": "genaic", "version": Version, "extensions": []string{"binary_tensor_data"}})
+	})
+	for _, prefix := range []string{"/v2/models/{model}", "/v2/models/{model}/versions/{version}"} {
+		mux.HandleFunc("GET "+prefix, s.withModel(s.httpMetadata))
+		mux.HandleFunc("GET "+prefix+"/ready", s.withModel(func(w http.ResponseWriter, r *http.Request, md *Model) {
+			status := http.StatusOK
+			if !md.ready.Load() || s.draining.Load() {
+				status = http.StatusServiceUnavailable
+			}
+			writeJSON(w, status, map[string]any{"name": md.Name, "ready": status == http.StatusOK})
+		}))
+		mux.HandleFunc("POST "+prefix+"/infer", s.withModel(s.httpInfer))
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (s *Server) withModel(h func(http.ResponseWriter, *http.Request, *Model)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("model")
+		md := s.models[name]
+		if md == nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no model %q: this server serves %s", name, keys(s.models))})
+			return
+		}
+		if v := r.PathValue("version"); v != "" && v != Version {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("model %s has no version %q: its only version is %s", name, v, Version)})
+			return
+		}
+		h(w, r, md)
+	}
+}
+
+func (s *Server) httpMetadata(w http.ResponseWriter, r *http.Request, md *Model) {
+	writeJSON(w, http.StatusOK, map[string]any{"name": md.Name, "versions": []string{Version}, "platform": "genaic",
+		"inputs": md.inputs, "outputs": md.outputs})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeError answers a failed request: {"error": MESSAGE, "rule": RULE}
+// with the rule's status (429 with Retry-After for a full queue).
+func writeError(w http.ResponseWriter, err error) {
+	re := asRun(err)
+	status := httpStatus(re.Rule)
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, map[string]string{"error": re.Error(), "rule": re.Rule})
+}
+
+func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than the server takes (%d bytes); send fewer items per request", mbe.Limit), "rule": backend.RunInput})
+			return
+		}
+		writeError(w, inputErr("reading the request: %v", err))
+		return
+	}
+	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, r.Header.Get(headerLength), body)
+	if err != nil {
+		s.m.requests.WithLabelValues(md.Name, "http").Inc()
+		s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
+		writeError(w, err)
+		return
+	}
+	resp := s.infer(r.Context(), md, "http", req, timeout)
+	if resp.Err != nil {
+		writeError(w, resp.Err)
+		return
+	}
+	s.writeHTTP(w, md, resp, asked, binaryOut)
+}
+
+// decodeHTTP reads an inference request: its JSON, and the binary data of
+// the inputs whose binary_data_size says so.
+func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []string, map[string]bool, time.Duration, error) {
+	var req vm.Request
+	header, blob := body, []byte(nil)
+	if hlen != "" {
+		n, err := strconv.Atoi(hlen)
+		if err != nil || n < 0 || n > len(body) {
+			return req, nil, nil, 0, inputErr("header %s: %q is not a length within the body's %d bytes", headerLength, hlen, len(body))
+		}
+		header, blob = body[:n], body[n:]
+	}
+	var jr jsonRequest
+	dec := json.NewDecoder(bytes.NewReader(header))
+	if err := dec.Decode(&jr); err != nil {
+		return req, nil, nil, 0, inputErr("the request is no inference request JSON ({\"inputs\":[{\"name\",\"shape\",\"datatype\",\"data\"}]}): %v", err)
+	}
+	req.ID = jr.ID
+	req.Inputs = map[string]*backend.Tensor{}
+	for _, in := range jr.Inputs {
+		dt, err := md.checkInput(in.Name, in.Datatype)
+		if err != nil {
+			return req, nil, nil, 0, err
+		}
+		if req.Inputs[in.Name] != nil {
+			return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
+		}
+		var t *backend.Tensor
+		if v, ok := in.Parameters["binary_data_size"]; ok {
+			n, ok := v.(float64)
+			if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
+				return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
+			}
+			t, err = fromBytes(in.Name, dt, in.Shape, blob[:int(n)])
+			blob = blob[int(n):]
+		} else {
+			t, err = fromJSON(in.Name, dt, in.Shape, in.Data)
+		}
+		if err != nil {
+			return req, nil, nil, 0, err
+		}
+		req.Inputs[in.Name] = t
+	}
+	if len(blob) > 0 {
+		return req, nil, nil, 0, inputErr("%d bytes of binary data follow the inputs that binary_data_size accounts for", len(blob))
+	}
+	timeout, err := parseTimeout(jr.Parameters["timeout"])
+	if err != nil {
+		return req, nil, nil, 0, err
+	}
+	binaryAll, _ := jr.Parameters["binary_data_output"].(bool)
+	binaryOut := map[string]bool{"": binaryAll}
+	var asked []string
+	for _, o := range jr.Outputs {
+		asked = append(asked, o.Name)
+		b, ok := o.Parameters["binary_data"].(bool)
+		binaryOut[o.Name] = binaryAll || (ok && b)
+	}
+	return req, asked, binaryOut, timeout, nil
+}
+
+func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, asked []string, binaryOut map[string]bool) {
+	names, err := md.outputOrder(resp, asked)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonOutputTensor{}}
+	var blobs [][]byte
+	for _, n := range names {
+		t := resp.Outputs[n]
+		ot := jsonOutputTensor{Name: n, Shape: t.Shape, Datatype: Datatype(t.DType)}
+		bin, ok := binaryOut[n]
+		if !ok {
+			bin = binaryOut[""]
+		}
+		if bin {
+			b := toBytes(t)
+			ot.Parameters = map[string]any{"binary_data_size": len(b)}
+			blobs = append(blobs, b)
+		} else {
+			data, err := jsonData(t)
+			if err != nil {
+				writeError(w, backend.Errorf(backend.RunBackend, "output `%s` %v", n, err))
+				return
+			}
+			ot.Data = data
+		}
+		out.Outputs = append(out.Outputs, ot)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		writeError(w, backend.Errorf(backend.RunBackend, "encoding the response: %v", err))
+		return
+	}
+	if len(blobs) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(headerLength, strconv.Itoa(len(b)))
+	w.Write(b)
+	for _, blob := range blobs {
+		w.Write(blob)
+	}
+}

@@ -1,0 +1,240 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/jsonio"
+)
+
+func meta(name string, c *ir.Contract) tensorMeta {
+	tm := tensorMeta{Name: name, Datatype: "BYTES", Shape: []int64{}}
+	if c == nil {
+		return tm
+	}
+	tm.Datatype = Datatype(c.DType)
+	for _, d := range c.Shape {
+		if d.IsSym() {
+			tm.Shape = append(tm.Shape, -1)
+		} else {
+			tm.Shape = append(tm.Shape, d.Size)
+		}
+	}
+	return tm
+}
+
+// warm runs one request through a model before it is ready, so that every
+// component it invokes has run once (sessions initialised, allocations
+// made): the first request of the package's requests.json. A package
+// without one is not warmed up, which the log says.
+func (s *Server) warm(md *Model) {
+	reqs, err := readRequests(md.Dir)
+	if err != nil || len(reqs) == 0 {
+		s.log.Info("no warm-up: the package has no requests.json to take a request from", "model", md.Name)
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp := md.eng.Run(ctx, reqs[0])
+	if resp.Err != nil {
+		s.log.Warn("warm-up request failed", "model", md.Name, "request", reqs[0].ID, "error", resp.Err.Error())
+		return
+	}
+	s.log.Info("model warmed up", "model", md.Name, "request", reqs[0].ID, "elapsed", time.Since(start).String())
+}
+
+func readRequests(dir string) ([]vm.Request, error) {
+	f, err := openFile(dir, "requests.json")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return jsonio.ReadRequests(f, dir)
+}
+
+// closedErr answers a request to a model that is not (or no longer)
+// ready.
+func closedErr(model string) error {
+	return backend.Errorf(backend.RunClosed, "model %s is not accepting requests (the server is starting or draining); retry on another replica", model)
+}
+
+// infer runs one decoded request on a model under the request's timeout,
+// counting it, and returns its response.
+func (s *Server) infer(ctx context.Context, md *Model, protocol string, req vm.Request, timeout time.Duration) vm.Response {
+	start := time.Now()
+	s.m.requests.WithLabelValues(md.Name, protocol).Inc()
+	resp := s.admit(ctx, md, req, timeout)
+	s.m.latency.WithLabelValues(md.Name).Observe(time.Since(start).Seconds())
+	if resp.Err != nil {
+		re := vm.AsRunError(resp.Err)
+		s.m.errors.WithLabelValues(md.Name, re.Rule).Inc()
+		level := s.log.Debug
+		if re.Rule == backend.RunBackend {
+			level = s.log.Error
+		}
+		level("request failed", "model", md.Name, "id", req.ID, "protocol", protocol, "rule", re.Rule, "error", re.Message)
+	}
+	return resp
+}
+
+func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout time.Duration) vm.Response {
+	s.mu.Lock()
+	if s.closed || !md.ready.Load() {
+		s.mu.Unlock()
+		return vm.Response{ID: req.ID, Err: closedErr(md.Name)}
+	}
+	s.accepted.Add(1)
+	s.mu.Unlock()
+	s.admitted.Add(1)
+	defer func() {
+		s.answered.Add(1)
+		s.accepted.Done()
+	}()
+	depth := s.m.depth.WithLabelValues(md.Name)
+	depth.Inc()
+	defer depth.Dec()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return md.eng.Run(ctx, req)
+}
+
+// parseTimeout reads the `timeout` parameter: a Go duration ("250ms",
+// "2s") or a number of milliseconds.
+func parseTimeout(v any) (time.Duration, error) {
+	var d time.Duration
+	switch t := v.(type) {
+	case nil:
+		return 0, nil
+	case string:
+		var err error
+		if d, err = time.ParseDuration(t); err != nil {
+			ms, err2 := strconv.ParseFloat(t, 64)
+			if err2 != nil {
+				return 0, inputErr("parameter `timeout` %q is no duration: give milliseconds (250) or a duration (\"250ms\", \"2s\")", t)
+			}
+			d = time.Duration(ms * float64(time.Millisecond))
+		}
+	case float64:
+		d = time.Duration(t * float64(time.Millisecond))
+	case int64:
+		d = time.Duration(t) * time.Millisecond
+	case uint64:
+		d = time.Duration(min(t, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
+	default:
+		return 0, inputErr("parameter `timeout` is %T: give milliseconds (250) or a duration (\"250ms\")", v)
+	}
+	if d <= 0 {
+		return 0, inputErr("parameter `timeout` %v: a timeout must be positive", v)
+	}
+	return d, nil
+}
+
+// checkInput refuses an input the workflow does not take, or takes as
+// another datatype, before anything is decoded.
+func (md *Model) checkInput(name, datatype string) (string, error) {
+	dt, err := dtypeOf(name, datatype)
+	if err != nil {
+		return "", err
+	}
+	want, ok := md.known[name]
+	if !ok {
+		return "", inputErr("model %s has no input `%s` (its inputs: %s)", md.Name, name, md.inputNames())
+	}
+	if want != "" && want != dt {
+		return "", inputErr("input `%s` of model %s is %s; the request sends %s", name, md.Name, Datatype(want), datatype)
+	}
+	return dt, nil
+}
+
+func (md *Model) inputNames() string {
+	var ns []string
+	for _, in := range md.inputs {
+		ns = append(ns, in.Name)
+	}
+	return fmt.Sprint(ns)
+}
+
+// outputOrder returns the names of the outputs to answer with: those
+// asked for, in their order, or every output the response holds in the
+// workflow's order.
+func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error) {
+	if len(asked) > 0 {
+		for _, n := range asked {
+			if resp.Outputs[n] == nil {
+				return nil, inputErr("model %s has no output `%s` in this response (its outputs: %s)", md.Name, n, md.outputNames())
+			}
+		}
+		return asked, nil
+	}
+	var names []string
+	for _, o := range md.outputs {
+		if resp.Outputs[o.Name] != nil {
+			names = append(names, o.Name)
+		}
+	}
+	return names, nil
+}
+
+func (md *Model) outputNames() string {
+	var ns []string
+	for _, o := range md.outputs {
+		ns = append(ns, o.Name)
+	}
+	return fmt.Sprint(ns)
+}
+
+// httpStatus is the HTTP status of a failed request's rule.
+func httpStatus(rule string) int {
+	switch rule {
+	case backend.RunQueueFull:
+		return http.StatusTooManyRequests
+	case backend.RunClosed:
+		return http.StatusServiceUnavailable
+	case backend.RunDeadline:
+		return http.StatusGatewayTimeout
+	case backend.RunCancelled:
+		return 499 // client closed request
+	case backend.RunBackend:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+// grpcCode is the gRPC status code of a failed request's rule.
+func grpcCode(rule string) codes.Code {
+	switch rule {
+	case backend.RunQueueFull:
+		return codes.ResourceExhausted
+	case backend.RunClosed:
+		return codes.Unavailable
+	case backend.RunDeadline:
+		return codes.DeadlineExceeded
+	case backend.RunCancelled:
+		return codes.Canceled
+	case backend.RunBackend:
+		return codes.Internal
+	}
+	return codes.InvalidArgument
+}
+
+// asRun returns err's RunError (run/input for an error of no rule).
+func asRun(err error) *backend.RunError {
+	var re *backend.RunError
+	if errors.As(err, &re) {
+		return re
+	}
+	return vm.AsRunError(err)
+}

@@ -1,0 +1,197 @@
+package serve
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/genaic/genaic/vm"
+)
+
+// metrics are a server's Prometheus metrics, on a registry of its own.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	depth    *prometheus.GaugeVec
+	ready    *prometheus.GaugeVec
+	*EngineMetrics
+}
+
+// EngineMetrics are the histograms engines feed as they run (through
+// vm.Options.Observer): queue wait, invocation time, group size and padded
+// footprint, by model and component.
+type EngineMetrics struct {
+	queueWait *prometheus.HistogramVec
+	invoke    *prometheus.HistogramVec
+	groupSize *prometheus.HistogramVec
+	footprint *prometheus.HistogramVec
+}
+
+// latencyBuckets run from 100µs to about 26s.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2, 19)
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_requests_total",
+		Help: "Inference requests received, by model and protocol (http, grpc)."}, []string{"model", "protocol"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_request_errors_total",
+		Help: "Inference requests that failed, by model and rule id (run/queue-full, run/deadline, run/input, ...)."}, []string{"model", "rule"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_request_duration_seconds",
+		Help: "End-to-end latency of inference requests, from decoded to answered.", Buckets: latencyBuckets}, []string{"model"})
+	m.depth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "genaic_queue_depth",
+		Help: "Inference requests accepted and not yet answered (waiting in a queue or running): the autoscaling signal."}, []string{"model"})
+	m.ready = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "genaic_model_ready",
+		Help: "1 when the model is loaded, warmed up and accepting requests."}, []string{"model"})
+	m.EngineMetrics = NewEngineMetrics(m.reg)
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready)
+	return m
+}
+
+// NewEngineMetrics makes the engine histograms and registers them on reg.
+// A service embedding a generated executor passes the observer of its
+// model to it (genrt.WithObserver(em.Observer("mymodel"))) and registers
+// a StatsCollector over its Stats beside them.
+func NewEngineMetrics(reg prometheus.Registerer) *EngineMetrics {
+	m := &EngineMetrics{}
+	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_queue_wait_seconds",
+		Help: "How long an item waited at a component for its group.", Buckets: latencyBuckets}, []string{"model", "component"})
+	m.invoke = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_invocation_seconds",
+		Help: "How long a component's grouped invocation took, from assembly to split.", Buckets: latencyBuckets}, []string{"model", "component"})
+	m.groupSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_group_requests",
+		Help: "Requests per invocation of a component (the group size).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}, []string{"model", "component"})
+	m.footprint = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_group_padded_elements",
+		Help: "Elements of a group's payload inputs as assembled, padding included (the padded footprint).", Buckets: prometheus.ExponentialBuckets(16, 4, 12)}, []string{"model", "component"})
+	reg.MustRegister(m.queueWait, m.invoke, m.groupSize, m.footprint)
+	return m
+}
+
+// Observer returns the vm.Observer that feeds one model's histograms.
+func (m *EngineMetrics) Observer(model string) vm.Observer { return observer{m: m, model: model} }
+
+// observer feeds one model's histograms from its engine (vm.Observer).
+type observer struct {
+	m     *EngineMetrics
+	model string
+}
+
+func (o observer) QueueWait(component string, d time.Duration) {
+	o.m.queueWait.WithLabelValues(o.model, component).Observe(d.Seconds())
+}
+
+func (o observer) Invoked(component string, requests int, footprint, _ int64, d time.Duration) {
+	o.m.groupSize.WithLabelValues(o.model, component).Observe(float64(requests))
+	if d > 0 {
+		o.m.invoke.WithLabelValues(o.model, component).Observe(d.Seconds())
+	}
+	if footprint > 0 {
+		o.m.footprint.WithLabelValues(o.model, component).Observe(float64(footprint))
+	}
+}
+
+// StatsCollector exports what an engine's Stats count, read at each scrape:
+// invocations, requests, the group-size distribution, budget peaks,
+// declines by reason, padding overhead. A service that embeds a generated
+// executor registers one over the executor's Stats method:
+//
+//	reg.MustRegister(serve.NewStatsCollector("mymodel", ex.Stats))
+//
+// One collector may export several models (Add); a registry takes one.
+type StatsCollector struct {
+	mu      sync.Mutex
+	sources []statsSource
+}
+
+type statsSource struct {
+	model string
+	stats func() vm.Stats
+}
+
+// NewStatsCollector returns the collector of one model's stats.
+func NewStatsCollector(model string, stats func() vm.Stats) *StatsCollector {
+	c := &StatsCollector{}
+	c.Add(model, stats)
+	return c
+}
+
+// Add exports one more model's stats.
+func (c *StatsCollector) Add(model string, stats func() vm.Stats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sources = append(c.sources, statsSource{model, stats})
+}
+
+var (
+	descInvocations = prometheus.NewDesc("genaic_component_invocations_total", "Invocations of a component.", []string{"model", "component"}, nil)
+	descRequests    = prometheus.NewDesc("genaic_component_requests_total", "Requests a component's invocations served (summed over groups).", []string{"model", "component"}, nil)
+	descGroups      = prometheus.NewDesc("genaic_component_group_size", "Distribution of requests per invocation since start (cumulative buckets).", []string{"model", "component"}, nil)
+	descMaxGroup    = prometheus.NewDesc("genaic_component_max_group_requests", "The largest group a component ran.", []string{"model", "component"}, nil)
+	descPeak        = prometheus.NewDesc("genaic_budget_peak", "The largest footprint a group reached on a budget.", []string{"model", "component", "budget"}, nil)
+	descBudget      = prometheus.NewDesc("genaic_budget_max_total", "A budget's max_total.", []string{"model", "component", "budget"}, nil)
+	descDeclines    = prometheus.NewDesc("genaic_declines_total", "Invocations run one request at a time because grouping was declined, by reason.", []string{"model", "component", "reason"}, nil)
+	descRegrouped   = prometheus.NewDesc("genaic_regrouped_total", "Failed groups rerun one request at a time.", []string{"model", "component"}, nil)
+	descPadding     = prometheus.NewDesc("genaic_padding_overhead_ratio", "Padded elements beyond the real ones, per real element, since start.", []string{"model", "component"}, nil)
+	descCopied      = prometheus.NewDesc("genaic_copied_bytes_total", "Bytes copied assembling and splitting groups.", []string{"model", "component"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descPadding, descCopied} {
+		ch <- d
+	}
+}
+
+var groupBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+
+// Collect implements prometheus.Collector.
+func (c *StatsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	sources := append([]statsSource(nil), c.sources...)
+	c.mu.Unlock()
+	for _, src := range sources {
+		collect(ch, src.model, src.stats())
+	}
+}
+
+func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
+	for _, name := range s.Names() {
+		cs := s.Components[name]
+		lv := []string{model, name}
+		ch <- prometheus.MustNewConstMetric(descInvocations, prometheus.CounterValue, float64(cs.Invocations), lv...)
+		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(cs.Requests), lv...)
+		ch <- prometheus.MustNewConstMetric(descMaxGroup, prometheus.GaugeValue, float64(cs.MaxGroupRequests), lv...)
+		ch <- prometheus.MustNewConstMetric(descRegrouped, prometheus.CounterValue, float64(cs.Regrouped), lv...)
+		ch <- prometheus.MustNewConstMetric(descPadding, prometheus.GaugeValue, cs.PaddingOverhead, lv...)
+		ch <- prometheus.MustNewConstMetric(descCopied, prometheus.CounterValue, float64(cs.CopiedBytes), lv...)
+		buckets := map[float64]uint64{}
+		var count uint64
+		var sum float64
+		for size, n := range cs.GroupSizes {
+			count += uint64(n)
+			sum += float64(size) * float64(n)
+			for _, b := range groupBuckets {
+				if float64(size) <= b {
+					buckets[b] += uint64(n)
+				}
+			}
+		}
+		ch <- prometheus.MustNewConstHistogram(descGroups, count, sum, buckets, lv...)
+		for _, p := range cs.BudgetPeaks {
+			budget := strings.Join(p.Dimensions, "*")
+			ch <- prometheus.MustNewConstMetric(descPeak, prometheus.GaugeValue, float64(p.Peak), model, name, budget)
+			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(p.MaxTotal), model, name, budget)
+		}
+		reasons := make([]string, 0, len(cs.Declines))
+		for r := range cs.Declines {
+			reasons = append(reasons, r)
+		}
+		sort.Strings(reasons)
+		for _, r := range reasons {
+			ch <- prometheus.MustNewConstMetric(descDeclines, prometheus.CounterValue, float64(cs.Declines[r]), model, name, r)
+		}
+	}
+}

@@ -1,0 +1,303 @@
+// Package serve is genaic's model server: every package of a model
+// repository served on the Open Inference Protocol (KServe v2), over
+// HTTP/REST and gRPC, with Prometheus metrics, health, warm-up,
+// per-request deadlines and graceful drain. docs/serve.md describes it.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/vm"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Repo is the model repository: a folder whose sub-folders are
+	// packages (each holding inference_metadata.yaml), or one package.
+	Repo string
+	// Name names the model when Repo is one package (default: its
+	// folder's name); a repository of several packages takes none.
+	Name string
+	// Defaults apply to every model; Models override them by name.
+	Defaults ModelConfig
+	Models   map[string]ModelConfig
+	// MaxRequestBytes bounds an inference request's body (HTTP) or
+	// message (gRPC); 0 means 64 MiB.
+	MaxRequestBytes int64
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Use and Bindings give backends of one's own (tests, embedders):
+	// see engine.Options and engine.Config.
+	Use      map[ir.ImplKind]backend.Backend
+	Bindings *backend.Bindings
+	// NoWarmup skips the warm-up invocation at load.
+	NoWarmup bool
+}
+
+// Model is one served package.
+type Model struct {
+	Name    string
+	Dir     string
+	plan    *plan.File
+	eng     *vm.Engine
+	ready   atomic.Bool
+	inputs  []tensorMeta
+	outputs []tensorMeta
+	known   map[string]string // input name → dtype
+}
+
+type tensorMeta struct {
+	Name     string  `json:"name"`
+	Datatype string  `json:"datatype"`
+	Shape    []int64 `json:"shape"`
+}
+
+// Server serves the models of a repository.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	models   map[string]*Model
+	names    []string
+	m        *metrics
+	draining atomic.Bool
+	// accepted counts inference requests accepted and not yet answered,
+	// so that Drain can wait for them.
+	accepted sync.WaitGroup
+	// admitted and answered count the requests admitted to an engine and
+	// those answered, since start.
+	admitted, answered atomic.Int64
+	mu                 sync.Mutex
+	closed             bool
+}
+
+// Version is what ServerMetadata reports.
+const Version = "1"
+
+// New loads every package of the repository (compiling it, or using its
+// plan.json when the plan is fresh), warms each up, and returns the
+// server ready.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = 64 << 20
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, models: map[string]*Model{}, m: newMetrics()}
+	dirs, err := packages(cfg.Repo, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	for name := range cfg.Models {
+		if _, ok := dirs[name]; !ok {
+			return nil, fmt.Errorf("the config names model %q, which repository %s does not hold (its models: %s)", name, cfg.Repo, keys(dirs))
+		}
+	}
+	stats := &StatsCollector{}
+	s.m.reg.MustRegister(stats)
+	for name, dir := range dirs {
+		md, err := s.load(name, dir)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("model %s (%s): %w", name, dir, err)
+		}
+		s.models[name] = md
+		s.names = append(s.names, name)
+		stats.Add(name, md.eng.Stats)
+	}
+	sort.Strings(s.names)
+	for _, name := range s.names {
+		md := s.models[name]
+		if !cfg.NoWarmup {
+			s.warm(md)
+		}
+		md.ready.Store(true)
+		s.m.ready.WithLabelValues(name).Set(1)
+		s.m.depth.WithLabelValues(name).Set(0)
+	}
+	return s, nil
+}
+
+func keys[V any](m map[string]V) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	if len(ks) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(ks)
+}
+
+// packages finds the packages of a repository by folder name.
+func packages(repo, name string) (map[string]string, error) {
+	if _, err := os.Stat(filepath.Join(repo, "inference_metadata.yaml")); err == nil {
+		if name == "" {
+			abs, _ := filepath.Abs(repo)
+			name = filepath.Base(abs)
+		}
+		return map[string]string{name: repo}, nil
+	}
+	if name != "" {
+		return nil, fmt.Errorf("a model name (%s) is given, but %s is no package: a repository's models are named by their folders", name, repo)
+	}
+	ents, err := os.ReadDir(repo)
+	if err != nil {
+		return nil, fmt.Errorf("model repository: %w", err)
+	}
+	out := map[string]string{}
+	for _, e := range ents {
+		dir := filepath.Join(repo, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "inference_metadata.yaml")); err == nil {
+			out[e.Name()] = dir
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("model repository %s holds no package (a folder with inference_metadata.yaml)", repo)
+	}
+	return out, nil
+}
+
+// compile returns a package's plan: its plan.json when fresh, else the
+// package compiled in memory.
+func compile(dir string) (*plan.File, error) {
+	if f, err := plan.Load(filepath.Join(dir, "plan.json")); err == nil {
+		return f, nil
+	}
+	d, err := passes.CheckPath(dir, passes.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if !d.Valid() {
+		return nil, fmt.Errorf("the package has diagnostics; run `genaic check %s`", dir)
+	}
+	f, err := passes.BuildPlan(d, filepath.Dir(d.File))
+	if err != nil {
+		return nil, err
+	}
+	return f, f.CheckPackage(filepath.Dir(d.File))
+}
+
+func (s *Server) load(name, dir string) (*Model, error) {
+	start := time.Now()
+	f, err := compile(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := s.cfg.Models[name].Over(s.cfg.Defaults)
+	opts := engine.Options{
+		Options: vm.Options{Queue: c.Queue, Workers: c.Workers, Observer: s.m.Observer(name)},
+		Use:     s.cfg.Use,
+		Config:  engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings},
+	}
+	if c.MaxDelay != nil {
+		opts.MaxDelay = *c.MaxDelay
+	} else {
+		opts.MaxDelay = 5 * time.Millisecond
+	}
+	eng, err := engine.Open(f, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}}
+	for _, in := range f.IR.Inputs {
+		if in.Source != "request" && !in.ExternallySuppliable {
+			continue
+		}
+		md.inputs = append(md.inputs, meta(in.Name, in.Contract))
+		md.known[in.Name] = in.Contract.DType
+	}
+	for _, out := range f.IR.Outputs {
+		md.outputs = append(md.outputs, meta(out.Name, out.Contract))
+	}
+	s.log.Info("model loaded", "model", name, "dir", dir, "components", len(f.IR.Components),
+		"max_delay", opts.MaxDelay.String(), "queue", c.Queue, "workers", c.Workers, "elapsed", time.Since(start).String())
+	return md, nil
+}
+
+func openFile(dir, name string) (*os.File, error) { return os.Open(filepath.Join(dir, name)) }
+
+// Ready reports whether every model is ready and the server not draining.
+func (s *Server) Ready() bool {
+	if s.draining.Load() {
+		return false
+	}
+	for _, md := range s.models {
+		if !md.ready.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// Models returns the model names in order.
+func (s *Server) Models() []string { return append([]string(nil), s.names...) }
+
+// Counts returns how many inference requests were admitted to an engine
+// and how many of them were answered, since start.
+func (s *Server) Counts() (admitted, answered int64) { return s.admitted.Load(), s.answered.Load() }
+
+// Drain turns readiness false, so that load balancers send no more, and
+// waits until every accepted request is answered or ctx ends. Requests
+// still arriving are admitted until Close: the front ends stop accepting
+// by closing their listeners (http.Server.Shutdown, grpc GracefulStop).
+func (s *Server) Drain(ctx context.Context) error {
+	s.SetDraining()
+	done := make(chan struct{})
+	go func() {
+		s.accepted.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SetDraining turns readiness false (health, ModelReady, genaic_model_ready).
+func (s *Server) SetDraining() {
+	s.draining.Store(true)
+	for _, name := range s.names {
+		s.m.ready.WithLabelValues(name).Set(0)
+	}
+}
+
+// Close releases every model's engine; a request still running fails with
+// run/closed.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	var errs []error
+	for _, md := range s.models {
+		md.ready.Store(false)
+		errs = append(errs, md.eng.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Engine returns a model's engine (tests, embedders), or nil.
+func (s *Server) Engine(model string) *vm.Engine {
+	if md := s.models[model]; md != nil {
+		return md.eng
+	}
+	return nil
+}

@@ -1,0 +1,394 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/serve/oippb"
+)
+
+// oipTypes maps the protocol's datatypes to genaic's dtypes. BYTES has no
+// counterpart: genaic tensors are numeric (encoded media travel as UINT8).
+var oipTypes = map[string]string{
+	"BOOL": "bool", "UINT8": "uint8", "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
+	"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT64": "int64",
+	"FP16": "float16", "BF16": "bfloat16", "FP32": "float32", "FP64": "float64",
+}
+
+// Datatype returns the protocol's datatype of a genaic dtype.
+func Datatype(dtype string) string {
+	for k, v := range oipTypes {
+		if v == dtype {
+			return k
+		}
+	}
+	return "BYTES"
+}
+
+func dtypeOf(name, datatype string) (string, error) {
+	dt, ok := oipTypes[datatype]
+	if !ok {
+		return "", inputErr("input `%s` has datatype %q; genaic serve takes BOOL, UINT8-64, INT8-64, FP16, BF16, FP32 or FP64 (send encoded media as UINT8)", name, datatype)
+	}
+	return dt, nil
+}
+
+func inputErr(format string, args ...any) error {
+	return backend.Errorf(backend.RunInput, format, args...)
+}
+
+// elements checks a shape and returns its element count, bounded by limit
+// (the most elements the request's body could carry).
+func elements(name string, shape []int64, limit int64) (int64, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, inputErr("input `%s` has shape %v: a dimension cannot be negative", name, shape)
+		}
+		if d != 0 && n > limit/d {
+			return 0, inputErr("input `%s` has shape %v: more elements than the request carries", name, shape)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// size is the byte size of one element of dtype on the wire.
+func size(dtype string) int64 {
+	switch dtype {
+	case "float64", "int64", "uint64":
+		return 8
+	case "float32", "int32", "uint32":
+		return 4
+	case "int16", "uint16", "float16", "bfloat16":
+		return 2
+	}
+	return 1
+}
+
+// fromBytes reads a tensor from little-endian bytes (the binary tensor
+// extension, gRPC raw contents).
+func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, error) {
+	n, err := elements(name, shape, int64(len(b))+1)
+	if err != nil {
+		return nil, err
+	}
+	if n*size(dtype) != int64(len(b)) {
+		return nil, inputErr("input `%s` (%s%v) needs %d bytes, the request gives %d", name, Datatype(dtype), shape, n*size(dtype), len(b))
+	}
+	t, err := backend.NewTensor(dtype, shape)
+	if err != nil {
+		return nil, inputErr("input `%s`: %v", name, err)
+	}
+	if d, ok := t.Data.([]bool); ok {
+		for i, c := range b {
+			d[i] = c != 0
+		}
+		return t, nil
+	}
+	if err := binary.Read(bytes.NewReader(b), binary.LittleEndian, t.Data); err != nil {
+		return nil, inputErr("input `%s`: %v", name, err)
+	}
+	return t, nil
+}
+
+// toBytes writes a tensor's elements as little-endian bytes.
+func toBytes(t *backend.Tensor) []byte {
+	if d, ok := t.Data.([]bool); ok {
+		out := make([]byte, len(d))
+		for i, v := range d {
+			if v {
+				out[i] = 1
+			}
+		}
+		return out
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(t.Len() * size(t.DType)))
+	if err := binary.Write(&buf, binary.LittleEndian, t.Data); err != nil {
+		panic(fmt.Sprintf("serve: tensor %s holds %T", t, t.Data))
+	}
+	return buf.Bytes()
+}
+
+// fromJSON reads a tensor from its JSON data: the elements in row-major
+// order, flat or nested as the shape.
+func fromJSON(name, dtype string, shape []int64, raw json.RawMessage) (*backend.Tensor, error) {
+	var flat []json.RawMessage
+	if err := flatten(raw, &flat, 0); err != nil {
+		return nil, inputErr("input `%s`: data %v", name, err)
+	}
+	n, err := elements(name, shape, int64(len(flat))+1)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(flat)) {
+		return nil, inputErr("input `%s` has shape %v (%d elements) but its data holds %d", name, shape, n, len(flat))
+	}
+	t, err := backend.NewTensor(dtype, shape)
+	if err != nil {
+		return nil, inputErr("input `%s`: %v", name, err)
+	}
+	for i, el := range flat {
+		if err := setJSON(t, i, el); err != nil {
+			return nil, inputErr("input `%s`: element %d (%s) is no %s: %v", name, i, el, Datatype(dtype), err)
+		}
+	}
+	return t, nil
+}
+
+// flatten appends the leaves of nested JSON arrays to out.
+func flatten(raw json.RawMessage, out *[]json.RawMessage, depth int) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		if depth == 0 {
+			return fmt.Errorf("is no array")
+		}
+		*out = append(*out, raw)
+		return nil
+	}
+	if depth > 32 {
+		return fmt.Errorf("nests arrays deeper than 32")
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return err
+	}
+	for _, el := range elems {
+		if err := flatten(el, out, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setJSON(t *backend.Tensor, i int, el json.RawMessage) error {
+	switch d := t.Data.(type) {
+	case []bool:
+		return json.Unmarshal(el, &d[i])
+	case []float32:
+		return json.Unmarshal(el, &d[i])
+	case []float64:
+		return json.Unmarshal(el, &d[i])
+	case []int8:
+		return json.Unmarshal(el, &d[i])
+	case []int16:
+		return json.Unmarshal(el, &d[i])
+	case []int32:
+		return json.Unmarshal(el, &d[i])
+	case []int64:
+		return json.Unmarshal(el, &d[i])
+	case []uint8:
+		return json.Unmarshal(el, &d[i])
+	case []uint32:
+		return json.Unmarshal(el, &d[i])
+	case []uint64:
+		return json.Unmarshal(el, &d[i])
+	case []uint16:
+		if t.DType == "uint16" {
+			return json.Unmarshal(el, &d[i])
+		}
+		var f float32
+		if err := json.Unmarshal(el, &f); err != nil {
+			return err
+		}
+		if t.DType == "bfloat16" {
+			d[i] = toBF16(f)
+		} else {
+			d[i] = toF16(f)
+		}
+		return nil
+	}
+	return fmt.Errorf("unsupported %T", t.Data)
+}
+
+// jsonData returns a tensor's elements as a flat array JSON encodes as
+// numbers (bytes would be base64, 16-bit floats their bits). NaN and
+// infinities have no JSON form: such a tensor must travel as binary data.
+func jsonData(t *backend.Tensor) (any, error) {
+	switch d := t.Data.(type) {
+	case []uint8:
+		out := make([]int, len(d))
+		for i, v := range d {
+			out[i] = int(v)
+		}
+		return out, nil
+	case []uint16:
+		if t.DType == "uint16" {
+			return d, nil
+		}
+		out := make([]float32, len(d))
+		for i, v := range d {
+			if t.DType == "bfloat16" {
+				out[i] = math.Float32frombits(uint32(v) << 16)
+			} else {
+				out[i] = fromF16(v)
+			}
+		}
+		return finite32(out)
+	case []float32:
+		return finite32(d)
+	case []float64:
+		for _, v := range d {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("holds %v, which JSON cannot carry; ask for it as binary data", v)
+			}
+		}
+		return d, nil
+	}
+	return t.Data, nil
+}
+
+func finite32(d []float32) (any, error) {
+	for _, v := range d {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("holds %v, which JSON cannot carry; ask for it as binary data", v)
+		}
+	}
+	return d, nil
+}
+
+// toF16 rounds a float32 to IEEE half precision (nearest, ties to even).
+func toF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int((b>>23)&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	switch {
+	case (b>>23)&0xff == 0xff: // Inf, NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp >= 31:
+		return sign | 0x7c00
+	case exp <= 0:
+		if exp < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint32(14 - exp)
+		h := mant >> shift
+		rem := mant & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(exp)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // may carry into the exponent, up to infinity: still right
+	}
+	return sign | uint16(h)
+}
+
+func fromF16(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0:
+		if mant == 0 {
+			return math.Float32frombits(sign)
+		}
+		f := float32(mant) / 1024 / 16384
+		if sign != 0 {
+			return -f
+		}
+		return f
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}
+
+func toBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if math.IsNaN(float64(f)) {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// fromContents reads a gRPC input's typed contents.
+func fromContents(name, dtype string, shape []int64, c *oippb.InferTensorContents) (*backend.Tensor, error) {
+	if c == nil {
+		c = &oippb.InferTensorContents{}
+	}
+	var have int
+	var fill func(t *backend.Tensor) error
+	switch dtype {
+	case "bool":
+		have = len(c.BoolContents)
+		fill = func(t *backend.Tensor) error { copy(t.Data.([]bool), c.BoolContents); return nil }
+	case "int8", "int16", "int32":
+		have = len(c.IntContents)
+		fill = func(t *backend.Tensor) error { return narrow(t, c.IntContents) }
+	case "int64":
+		have = len(c.Int64Contents)
+		fill = func(t *backend.Tensor) error { copy(t.Data.([]int64), c.Int64Contents); return nil }
+	case "uint8", "uint16", "uint32":
+		have = len(c.UintContents)
+		fill = func(t *backend.Tensor) error { return narrow(t, c.UintContents) }
+	case "uint64":
+		have = len(c.Uint64Contents)
+		fill = func(t *backend.Tensor) error { copy(t.Data.([]uint64), c.Uint64Contents); return nil }
+	case "float32":
+		have = len(c.Fp32Contents)
+		fill = func(t *backend.Tensor) error { copy(t.Data.([]float32), c.Fp32Contents); return nil }
+	case "float64":
+		have = len(c.Fp64Contents)
+		fill = func(t *backend.Tensor) error { copy(t.Data.([]float64), c.Fp64Contents); return nil }
+	default:
+		return nil, inputErr("input `%s` is %s, which has no typed contents field: send it in raw_input_contents", name, Datatype(dtype))
+	}
+	n, err := elements(name, shape, int64(have)+1)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(have) {
+		return nil, inputErr("input `%s` has shape %v (%d elements) but its contents hold %d", name, shape, n, have)
+	}
+	t, err := backend.NewTensor(dtype, shape)
+	if err != nil {
+		return nil, inputErr("input `%s`: %v", name, err)
+	}
+	if err := fill(t); err != nil {
+		return nil, inputErr("input `%s`: %v", name, err)
+	}
+	return t, nil
+}
+
+// narrow copies 32-bit contents into a narrower tensor, refusing values
+// out of its range.
+func narrow[T int32 | uint32](t *backend.Tensor, src []T) error {
+	for i, v := range src {
+		w := int64(v)
+		var ok bool
+		switch d := t.Data.(type) {
+		case []int8:
+			d[i], ok = int8(w), w >= math.MinInt8 && w <= math.MaxInt8
+		case []int16:
+			d[i], ok = int16(w), w >= math.MinInt16 && w <= math.MaxInt16
+		case []int32:
+			d[i], ok = int32(w), true
+		case []uint8:
+			d[i], ok = uint8(w), w <= math.MaxUint8
+		case []uint16:
+			d[i], ok = uint16(w), w <= math.MaxUint16
+		case []uint32:
+			d[i], ok = uint32(w), true
+		}
+		if !ok {
+			return fmt.Errorf("element %d (%d) is out of range for %s", i, v, Datatype(t.DType))
+		}
+	}
+	return nil
+}

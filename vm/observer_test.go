@@ -1,0 +1,61 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+)
+
+// countingObserver counts what an engine tells its observer.
+type countingObserver struct {
+	mu                          sync.Mutex
+	waits, invocations, members int64
+	footprint                   int64
+}
+
+func (o *countingObserver) QueueWait(string, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.waits++
+}
+
+func (o *countingObserver) Invoked(_ string, requests int, footprint, real int64, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.invocations++
+	o.members += int64(requests)
+	if footprint < real {
+		o.footprint = -1 << 40 // a footprint below the real elements is wrong
+	}
+	o.footprint += footprint
+}
+
+// TestObserver: the observer hears of every invocation and its requests,
+// as Stats counts them, and of a queue wait per grouped item.
+func TestObserver(t *testing.T) {
+	obs := &countingObserver{}
+	e := imageEngine(t, Options{MaxDelay: 20 * time.Millisecond, Observer: obs})
+	rng := rand.New(rand.NewSource(3))
+	var reqs []Request
+	for i := range 32 {
+		reqs = append(reqs, imageRequest(rng, fmt.Sprint("r", i), 1+rng.Intn(3)))
+	}
+	for _, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	s := e.Stats().Components["encoder"]
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.invocations != s.Invocations || obs.members != s.Requests || obs.waits != s.Requests {
+		t.Errorf("observer heard %d invocations of %d requests and %d waits; stats count %d invocations of %d requests",
+			obs.invocations, obs.members, obs.waits, s.Invocations, s.Requests)
+	}
+	if obs.footprint <= 0 {
+		t.Errorf("observed footprint %d: want the groups' assembled elements", obs.footprint)
+	}
+}
