@@ -272,9 +272,16 @@ func TestServeSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// The log is read to its end before Wait, which closes the pipe: a
+	// Wait first may drop the last lines the server wrote.
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Minute):
+		p.cmd.Process.Kill()
+		t.Fatalf("genaic serve did not exit within 2 minutes of SIGTERM: %v", p.log())
+	}
 	code := waitExit(t, p.cmd, 2*time.Minute)
 	wg.Wait()
-	<-p.done
 	close(errs)
 	for err := range errs {
 		t.Error(err)
