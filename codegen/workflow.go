@@ -285,12 +285,14 @@ func (p *pass) invoke(s *ir.Step) ([]jen.Code, error) {
 	return code, nil
 }
 
-// companions are the workflow-level values a grouped component's contracts
-// name for their companions (a level or lengths it does not take as a
-// port), which admission reads from the request.
+// companions are the workflow-level values a component's contracts name
+// for their companions (a level or lengths it does not take as a port):
+// a grouped component's admission reads them from the request, and an
+// ungrouped one's levels are checked against them, as the interpreter
+// does.
 func (p *pass) companions(comp string) jen.Dict {
 	gp := p.g.f.Component(comp)
-	if gp == nil || !gp.Grouped {
+	if gp == nil {
 		return nil
 	}
 	names := map[string]bool{}
