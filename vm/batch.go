@@ -178,7 +178,7 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, one *p
 		}
 		args[a.Port] = t
 	}
-	it, err := g.spec.admit(args, func(v string) *backend.Tensor { return r.env[v] })
+	it, err := g.spec.admit(args, r.lookup)
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
 	}
@@ -231,7 +231,7 @@ func (r *run) results(s *ir.Step, outs map[string]*backend.Tensor) error {
 		if err != nil {
 			return err
 		}
-		r.env[r.e.m.Values[res.Value].Name] = t
+		r.setValue(res.Value, t)
 	}
 	return nil
 }

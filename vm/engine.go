@@ -62,6 +62,7 @@ type Engine struct {
 	// lockstep says RunAll runs requests in lockstep: the workflow is
 	// straight-line.
 	lockstep bool
+	slots    *slots // the environment's names (env.go)
 	// runs recycles the interpreter's per-request state, goroutines the
 	// goroutines RunAll runs requests on.
 	runs       sync.Pool
@@ -93,7 +94,7 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), goroutines: newPool(), lockstep: straightLine(m.Body), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), slots: newSlots(m), goroutines: newPool(), lockstep: straightLine(m.Body), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -283,7 +284,7 @@ func (e *Engine) done(n int) {
 func (e *Engine) getRun(ctx context.Context) *run {
 	r, _ := e.runs.Get().(*run)
 	if r == nil {
-		r = &run{e: e, env: make(map[string]*backend.Tensor, len(e.m.Values))}
+		r = &run{e: e, vals: make([]*backend.Tensor, len(e.slots.byName))}
 	}
 	r.ctx, r.outputs = ctx, make(map[string]*backend.Tensor, len(e.m.Outputs))
 	return r
@@ -291,7 +292,7 @@ func (e *Engine) getRun(ctx context.Context) *run {
 
 // putRun recycles a run whose outputs the caller has taken.
 func (e *Engine) putRun(r *run) {
-	clear(r.env)
+	clear(r.vals)
 	r.ctx, r.outputs = nil, nil
 	e.runs.Put(r)
 }

@@ -14,7 +14,7 @@ import (
 type run struct {
 	e       *Engine
 	ctx     context.Context
-	env     map[string]*backend.Tensor // values by name
+	vals    []*backend.Tensor          // values by slot (env.go); nil: unbound
 	args    map[string]*backend.Tensor // one invoke's arguments, reused
 	outputs map[string]*backend.Tensor // emitted workflow outputs
 }
@@ -23,7 +23,7 @@ type run struct {
 // contracts, and the state cells' initial values.
 func (r *run) start(req Request) error {
 	found := 0
-	for _, in := range r.e.m.Inputs {
+	for i, in := range r.e.m.Inputs {
 		t, ok := req.Inputs[in.Name]
 		if !ok {
 			if in.Source == "literal" || in.Source == "artifact" {
@@ -38,7 +38,7 @@ func (r *run) start(req Request) error {
 		if err := checkContract(in.Name, t, in.Contract); err != nil {
 			return err
 		}
-		r.env[in.Name] = t
+		r.vals[r.e.slots.inputs[i]] = t
 	}
 	// Every input the request supplies was found by its name: none is
 	// unexpected, and the request's map need not be walked.
@@ -47,8 +47,8 @@ func (r *run) start(req Request) error {
 			return err
 		}
 	}
-	for _, c := range r.e.m.Cells {
-		r.env[c.Name] = r.env[c.Initializer.Name]
+	for i, c := range r.e.m.Cells {
+		r.vals[r.e.slots.cells[i]] = r.lookup(c.Initializer.Name)
 	}
 	return nil
 }
@@ -117,11 +117,11 @@ func (r *run) step(s *ir.Step) error {
 }
 
 func (r *run) value(u ir.Use) (*backend.Tensor, error) {
-	t, ok := r.env[u.Name]
-	if !ok {
+	k, ok := r.e.slots.use(u)
+	if !ok || r.vals[k] == nil {
 		return nil, steps.NoValue(u.Name)
 	}
-	return t, nil
+	return r.vals[k], nil
 }
 
 func (r *run) invoke(s *ir.Step) error {
@@ -140,7 +140,7 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
-	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r.env)
+	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r.lookup)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (r *run) invoke(s *ir.Step) error {
 		if err != nil {
 			return err
 		}
-		r.env[r.e.m.Values[res.Value].Name] = t
+		r.setValue(res.Value, t)
 	}
 	return nil
 }
@@ -166,30 +166,30 @@ func (e *Engine) Invoke(ctx context.Context, step ir.Loc, component string, args
 	if !e.openEnded.Load() {
 		e.openEnded.Store(true)
 	}
-	return e.invokeAt(ctx, step, component, args, values)
+	return e.invokeAt(ctx, step, component, args, func(v string) *backend.Tensor { return values[v] })
 }
 
 // invokeAt is Invoke for the interpreter, whose requests the engine counts.
-func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
-	outs, err := e.invoke(ctx, component, args, values)
+func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (map[string]*backend.Tensor, error) {
+	outs, err := e.invoke(ctx, component, args, env)
 	if err != nil {
 		return nil, backend.Located(err, e.m.Location(step))
 	}
 	return outs, nil
 }
 
-func (e *Engine) invoke(ctx context.Context, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+func (e *Engine) invoke(ctx context.Context, component string, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (map[string]*backend.Tensor, error) {
 	if _, ok := e.sessions[component]; !ok {
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
 	if g := e.groupers[component]; g != nil {
-		it, err := g.spec.admit(args, func(v string) *backend.Tensor { return values[v] })
+		it, err := g.spec.admit(args, env)
 		if err != nil {
 			return nil, err
 		}
 		return g.submit(ctx, it)
 	}
-	if err := e.specs[component].checkLevels(args, func(v string) *backend.Tensor { return values[v] }); err != nil {
+	if err := e.specs[component].checkLevels(args, env); err != nil {
 		return nil, err
 	}
 	return e.solo(ctx, component, args)
@@ -288,7 +288,7 @@ func (r *run) branch(s *ir.Step) error {
 		if err != nil {
 			return err
 		}
-		r.env[r.e.m.Values[phi.Value].Name] = t
+		r.setValue(phi.Value, t)
 	}
 	return nil
 }
@@ -300,7 +300,7 @@ func (r *run) loop(s *ir.Step) error {
 			if err != nil {
 				return err
 			}
-			r.env[c.Cell.Name] = t
+			r.set(c.Cell.Name, t)
 		}
 	}
 	if err := r.block(s.Setup); err != nil {
@@ -308,7 +308,7 @@ func (r *run) loop(s *ir.Step) error {
 	}
 	for i := int64(0); i < s.MaxIterations; i++ {
 		if s.Iteration != nil {
-			r.env[r.e.m.Values[*s.Iteration].Name] = steps.Iteration(i)
+			r.setValue(*s.Iteration, steps.Iteration(i))
 		}
 		if err := r.block(s.Body); err != nil {
 			return err
@@ -318,7 +318,7 @@ func (r *run) loop(s *ir.Step) error {
 			if err != nil {
 				return err
 			}
-			r.env[c.Cell.Name] = t
+			r.set(c.Cell.Name, t)
 		}
 		cont, err := r.value(s.ContinueWhen)
 		if err != nil {
