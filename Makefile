@@ -34,7 +34,7 @@ test: setup lint
 	$(GO) test -race ./vm/... ./compiler/... ./passes/... ./serve/...
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s -fuzzminimizetime 100ms
 	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s -fuzzminimizetime 100ms
-	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 4s -fuzzminimizetime 100ms
+	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 8s -fuzzminimizetime 100ms
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 3s -fuzzminimizetime 100ms
