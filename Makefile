@@ -46,6 +46,9 @@ test: setup lint
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageSeqRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzSampleByTime$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeHTTP$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeGRPC$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime 3s -fuzzminimizetime 100ms
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

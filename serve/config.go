@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -69,12 +70,38 @@ type File struct {
 	Models   map[string]ModelConfig `yaml:"models"`
 }
 
-// ReadConfig reads a --config file; unknown keys are errors.
+// maxConfigBytes bounds a --config file: it names a few settings per
+// model.
+const maxConfigBytes = 1 << 20
+
+// ReadConfig reads a --config file: a regular file of at most
+// maxConfigBytes (a FIFO or a device is refused, never read), parsed by
+// ParseConfig.
 func ReadConfig(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	// Stat before opening: opening a FIFO for reading waits for a writer.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("config %s is not a regular file", path)
+	}
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfigBytes {
+		return nil, fmt.Errorf("config %s is larger than %d bytes", path, maxConfigBytes)
+	}
+	return ParseConfig(path, b)
+}
+
+// ParseConfig parses a --config document read from path; unknown keys are
+// errors.
+func ParseConfig(path string, b []byte) (*File, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

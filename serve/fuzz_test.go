@@ -1,0 +1,87 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/serve/oippb"
+	"google.golang.org/protobuf/proto"
+)
+
+// FuzzDecodeHTTP feeds the HTTP inference decoder hostile bodies and
+// binary-length headers: it must refuse them with an error, never panic,
+// and whatever it accepts holds tensors whose data matches their shape.
+func FuzzDecodeHTTP(f *testing.F) {
+	s := newServer(f, Config{Repo: repo(f, "image_padded"), NoWarmup: true})
+	md := s.models["image_padded"]
+	seeds := []struct{ hlen, body string }{
+		{"", `{"id":"a","inputs":[{"name":"pixel_patches","shape":[1,1,8],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]},` +
+			`{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1]},{"name":"image_offsets","shape":[2],"datatype":"INT64","data":[0,1]},` +
+			`{"name":"image_owner","shape":[1],"datatype":"INT64","data":[[0]]}],"parameters":{"timeout":"50ms"},"outputs":[{"name":"embeddings","parameters":{"binary_data":true}}]}`},
+		{"95", `{"inputs":[{"name":"patch_lengths","shape":[2],"datatype":"INT64","parameters":{"binary_data_size":16}}]}` + "\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00"},
+		{"", `{"inputs":[{"name":"pixel_patches","shape":[1000000000000,1000000000000],"datatype":"FP32","data":[1]}]}`},
+		{"-1", `{}`},
+		{"", `{"inputs":[{"name":"image_owner","shape":[1],"datatype":"BOOL","data":[true]}]}`},
+	}
+	for _, sd := range seeds {
+		f.Add(sd.hlen, []byte(sd.body))
+	}
+	f.Fuzz(func(t *testing.T, hlen string, body []byte) {
+		req, _, _, _, err := s.decodeHTTP(md, hlen, body)
+		if err != nil {
+			return
+		}
+		for name, tn := range req.Inputs {
+			if n := backend.DataLen(tn.Data); n != tn.Len() {
+				t.Fatalf("accepted input %s of shape %v with %d elements", name, tn.Shape, n)
+			}
+		}
+	})
+}
+
+// FuzzDecodeGRPC does the same for gRPC requests, from their wire bytes.
+func FuzzDecodeGRPC(f *testing.F) {
+	s := newServer(f, Config{Repo: repo(f, "image_padded"), NoWarmup: true})
+	md := s.models["image_padded"]
+	seed := &oippb.ModelInferRequest{ModelName: "image_padded", Id: "a", Inputs: []*oippb.ModelInferRequest_InferInputTensor{
+		{Name: "patch_lengths", Datatype: "INT64", Shape: []int64{1}, Contents: &oippb.InferTensorContents{Int64Contents: []int64{1}}},
+		{Name: "pixel_patches", Datatype: "FP32", Shape: []int64{1, 1, 8}},
+	}, RawInputContents: [][]byte{nil, make([]byte, 32)}}
+	b, err := proto.Marshal(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		var r oippb.ModelInferRequest
+		if proto.Unmarshal(wire, &r) != nil {
+			return
+		}
+		req, _, err := decodeGRPC(md, &r)
+		if err != nil {
+			return
+		}
+		for name, tn := range req.Inputs {
+			if n := backend.DataLen(tn.Data); n != tn.Len() {
+				t.Fatalf("accepted input %s of shape %v with %d elements", name, tn.Shape, n)
+			}
+		}
+	})
+}
+
+// FuzzParseConfig: a --config document is parsed or refused, never a
+// panic, and what is accepted passes its own checks again.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("defaults: { max_delay: 5ms, queue: 1024, workers: 1, threads: 0, provider: cpu }\nmodels:\n  image_padded: { max_delay: 10ms, queue: 256 }\n"))
+	f.Add([]byte("models: { a: { queue: -1 } }"))
+	f.Add([]byte("defaults: [1, 2]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig("fuzz.yaml", b)
+		if err != nil {
+			return
+		}
+		if err := c.Defaults.check("defaults"); err != nil {
+			t.Fatalf("accepted defaults fail their check: %v", err)
+		}
+	})
+}
