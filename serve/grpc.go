@@ -122,8 +122,15 @@ func (g *grpcService) ModelInfer(ctx context.Context, r *oippb.ModelInferRequest
 	}
 	out := &oippb.ModelInferResponse{ModelName: md.Name, ModelVersion: Version, Id: r.Id}
 	for _, n := range names {
-		t := resp.Outputs[n]
-		out.Outputs = append(out.Outputs, &oippb.ModelInferResponse_InferOutputTensor{Name: n, Datatype: Datatype(t.DType), Shape: t.Shape})
+		t, extents, err := output(resp, n)
+		if err != nil {
+			return nil, grpcError(err)
+		}
+		ot := &oippb.ModelInferResponse_InferOutputTensor{Name: n, Datatype: Datatype(t.DType), Shape: t.Shape}
+		if extents != nil {
+			ot.Parameters = map[string]*oippb.InferParameter{itemsParam: {ParameterChoice: &oippb.InferParameter_StringParam{StringParam: extentsString(extents)}}}
+		}
+		out.Outputs = append(out.Outputs, ot)
 		out.RawOutputContents = append(out.RawOutputContents, toBytes(t))
 	}
 	return out, nil
@@ -140,7 +147,7 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		if err != nil {
 			return req, 0, err
 		}
-		if req.Inputs[in.Name] != nil {
+		if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
 			return req, 0, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
@@ -154,6 +161,12 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		}
 		if err != nil {
 			return req, 0, err
+		}
+		if p := in.Parameters[itemsParam]; p != nil {
+			if err := addItems(&req, in.Name, t, paramValue(p)); err != nil {
+				return req, 0, err
+			}
+			continue
 		}
 		req.Inputs[in.Name] = t
 	}

@@ -179,7 +179,7 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		if err != nil {
 			return req, nil, nil, 0, err
 		}
-		if req.Inputs[in.Name] != nil {
+		if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
 			return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
@@ -195,6 +195,12 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		}
 		if err != nil {
 			return req, nil, nil, 0, err
+		}
+		if v, ok := in.Parameters[itemsParam]; ok {
+			if err := addItems(&req, in.Name, t, v); err != nil {
+				return req, nil, nil, 0, err
+			}
+			continue
 		}
 		req.Inputs[in.Name] = t
 	}
@@ -225,15 +231,25 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonOutputTensor{}}
 	var blobs [][]byte
 	for _, n := range names {
-		t := resp.Outputs[n]
+		t, extents, err := output(resp, n)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		ot := jsonOutputTensor{Name: n, Shape: t.Shape, Datatype: Datatype(t.DType)}
+		if extents != nil {
+			ot.Parameters = map[string]any{itemsParam: extents}
+		}
 		bin, ok := binaryOut[n]
 		if !ok {
 			bin = binaryOut[""]
 		}
 		if bin {
 			b := toBytes(t)
-			ot.Parameters = map[string]any{"binary_data_size": len(b)}
+			if ot.Parameters == nil {
+				ot.Parameters = map[string]any{}
+			}
+			ot.Parameters["binary_data_size"] = len(b)
 			blobs = append(blobs, b)
 		} else {
 			data, err := jsonData(t)

@@ -152,7 +152,7 @@ func (md *Model) inputNames() string {
 func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error) {
 	if len(asked) > 0 {
 		for _, n := range asked {
-			if resp.Outputs[n] == nil {
+			if resp.Outputs[n] == nil && resp.Items[n] == nil {
 				return nil, inputErr("model %s has no output `%s` in this response (its outputs: %s)", md.Name, n, md.outputNames())
 			}
 		}
@@ -160,7 +160,7 @@ func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error)
 	}
 	var names []string
 	for _, o := range md.outputs {
-		if resp.Outputs[o.Name] != nil {
+		if resp.Outputs[o.Name] != nil || resp.Items[o.Name] != nil {
 			names = append(names, o.Name)
 		}
 	}
