@@ -175,6 +175,33 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 	req.ID = jr.ID
 	req.Inputs = map[string]*backend.Tensor{}
 	for _, in := range jr.Inputs {
+		if in.Datatype == "BYTES" {
+			if err := md.checkBytes(in.Name, in.Shape); err != nil {
+				return req, nil, nil, 0, err
+			}
+			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
+				return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
+			}
+			var bs [][]byte
+			var err error
+			if v, ok := in.Parameters["binary_data_size"]; ok {
+				n, ok := v.(float64)
+				if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
+					return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
+				}
+				bs, err = splitBytes(in.Name, blob[:int(n)], in.Shape[0])
+				blob = blob[int(n):]
+			} else {
+				bs, err = jsonBytes(in.Name, in.Data, in.Shape[0])
+			}
+			if err != nil {
+				return req, nil, nil, 0, err
+			}
+			if err := md.addBytes(&req, in.Name, bs); err != nil {
+				return req, nil, nil, 0, err
+			}
+			continue
+		}
 		dt, err := md.checkInput(in.Name, in.Datatype)
 		if err != nil {
 			return req, nil, nil, 0, err
