@@ -122,8 +122,15 @@ func (g *grpcService) ModelInfer(ctx context.Context, r *oippb.ModelInferRequest
 	}
 	out := &oippb.ModelInferResponse{ModelName: md.Name, ModelVersion: Version, Id: r.Id}
 	for _, n := range names {
-		t := resp.Outputs[n]
-		out.Outputs = append(out.Outputs, &oippb.ModelInferResponse_InferOutputTensor{Name: n, Datatype: Datatype(t.DType), Shape: t.Shape})
+		t, extents, err := output(resp, n)
+		if err != nil {
+			return nil, grpcError(err)
+		}
+		ot := &oippb.ModelInferResponse_InferOutputTensor{Name: n, Datatype: Datatype(t.DType), Shape: t.Shape}
+		if extents != nil {
+			ot.Parameters = map[string]*oippb.InferParameter{itemsParam: {ParameterChoice: &oippb.InferParameter_StringParam{StringParam: extentsString(extents)}}}
+		}
+		out.Outputs = append(out.Outputs, ot)
 		out.RawOutputContents = append(out.RawOutputContents, toBytes(t))
 	}
 	return out, nil
@@ -136,11 +143,35 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		return req, 0, inputErr("raw_input_contents holds %d entries for %d inputs: give one per input, or none", len(raw), len(r.Inputs))
 	}
 	for i, in := range r.Inputs {
+		if in.Datatype == "BYTES" {
+			if err := md.checkBytes(in.Name, in.Shape); err != nil {
+				return req, 0, err
+			}
+			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
+				return req, 0, inputErr("input `%s` is given twice", in.Name)
+			}
+			var bs [][]byte
+			if len(raw) > 0 {
+				var err error
+				if bs, err = splitBytes(in.Name, raw[i], in.Shape[0]); err != nil {
+					return req, 0, err
+				}
+			} else {
+				bs = in.GetContents().GetBytesContents()
+				if int64(len(bs)) != in.Shape[0] {
+					return req, 0, inputErr("BYTES input `%s` has shape %v but its bytes_contents hold %d elements", in.Name, in.Shape, len(bs))
+				}
+			}
+			if err := md.addBytes(&req, in.Name, bs); err != nil {
+				return req, 0, err
+			}
+			continue
+		}
 		dt, err := md.checkInput(in.Name, in.Datatype)
 		if err != nil {
 			return req, 0, err
 		}
-		if req.Inputs[in.Name] != nil {
+		if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
 			return req, 0, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
@@ -154,6 +185,12 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		}
 		if err != nil {
 			return req, 0, err
+		}
+		if p := in.Parameters[itemsParam]; p != nil {
+			if err := addItems(&req, in.Name, t, paramValue(p)); err != nil {
+				return req, 0, err
+			}
+			continue
 		}
 		req.Inputs[in.Name] = t
 	}

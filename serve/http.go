@@ -175,11 +175,38 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 	req.ID = jr.ID
 	req.Inputs = map[string]*backend.Tensor{}
 	for _, in := range jr.Inputs {
+		if in.Datatype == "BYTES" {
+			if err := md.checkBytes(in.Name, in.Shape); err != nil {
+				return req, nil, nil, 0, err
+			}
+			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
+				return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
+			}
+			var bs [][]byte
+			var err error
+			if v, ok := in.Parameters["binary_data_size"]; ok {
+				n, ok := v.(float64)
+				if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
+					return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
+				}
+				bs, err = splitBytes(in.Name, blob[:int(n)], in.Shape[0])
+				blob = blob[int(n):]
+			} else {
+				bs, err = jsonBytes(in.Name, in.Data, in.Shape[0])
+			}
+			if err != nil {
+				return req, nil, nil, 0, err
+			}
+			if err := md.addBytes(&req, in.Name, bs); err != nil {
+				return req, nil, nil, 0, err
+			}
+			continue
+		}
 		dt, err := md.checkInput(in.Name, in.Datatype)
 		if err != nil {
 			return req, nil, nil, 0, err
 		}
-		if req.Inputs[in.Name] != nil {
+		if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
 			return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
@@ -195,6 +222,12 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		}
 		if err != nil {
 			return req, nil, nil, 0, err
+		}
+		if v, ok := in.Parameters[itemsParam]; ok {
+			if err := addItems(&req, in.Name, t, v); err != nil {
+				return req, nil, nil, 0, err
+			}
+			continue
 		}
 		req.Inputs[in.Name] = t
 	}
@@ -225,15 +258,25 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonOutputTensor{}}
 	var blobs [][]byte
 	for _, n := range names {
-		t := resp.Outputs[n]
+		t, extents, err := output(resp, n)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		ot := jsonOutputTensor{Name: n, Shape: t.Shape, Datatype: Datatype(t.DType)}
+		if extents != nil {
+			ot.Parameters = map[string]any{itemsParam: extents}
+		}
 		bin, ok := binaryOut[n]
 		if !ok {
 			bin = binaryOut[""]
 		}
 		if bin {
 			b := toBytes(t)
-			ot.Parameters = map[string]any{"binary_data_size": len(b)}
+			if ot.Parameters == nil {
+				ot.Parameters = map[string]any{}
+			}
+			ot.Parameters["binary_data_size"] = len(b)
 			blobs = append(blobs, b)
 		} else {
 			data, err := jsonData(t)

@@ -32,27 +32,6 @@ func meta(name string, c *ir.Contract) tensorMeta {
 	return tm
 }
 
-// warm runs one request through a model before it is ready, so that every
-// component it invokes has run once (sessions initialised, allocations
-// made): the first request of the package's requests.json. A package
-// without one is not warmed up, which the log says.
-func (s *Server) warm(md *Model) {
-	reqs, err := readRequests(md.Dir)
-	if err != nil || len(reqs) == 0 {
-		s.log.Info("no warm-up: the package has no requests.json to take a request from", "model", md.Name)
-		return
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	resp := md.eng.Run(ctx, reqs[0])
-	if resp.Err != nil {
-		s.log.Warn("warm-up request failed", "model", md.Name, "request", reqs[0].ID, "error", resp.Err.Error())
-		return
-	}
-	s.log.Info("model warmed up", "model", md.Name, "request", reqs[0].ID, "elapsed", time.Since(start).String())
-}
-
 func readRequests(dir string) ([]vm.Request, error) {
 	f, err := openFile(dir, "requests.json")
 	if err != nil {
@@ -173,7 +152,7 @@ func (md *Model) inputNames() string {
 func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error) {
 	if len(asked) > 0 {
 		for _, n := range asked {
-			if resp.Outputs[n] == nil {
+			if resp.Outputs[n] == nil && resp.Items[n] == nil {
 				return nil, inputErr("model %s has no output `%s` in this response (its outputs: %s)", md.Name, n, md.outputNames())
 			}
 		}
@@ -181,7 +160,7 @@ func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error)
 	}
 	var names []string
 	for _, o := range md.outputs {
-		if resp.Outputs[o.Name] != nil {
+		if resp.Outputs[o.Name] != nil || resp.Items[o.Name] != nil {
 			names = append(names, o.Name)
 		}
 	}

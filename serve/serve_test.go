@@ -134,6 +134,7 @@ type httpAnswer struct {
 	retry   string
 	rule    string
 	outputs map[string]*backend.Tensor
+	items   map[string][]int64 // the outputs' items parameters
 	err     error
 }
 
@@ -197,6 +198,15 @@ func post(c *http.Client, url string, body []byte, hlen int) httpAnswer {
 			return a
 		}
 		a.outputs[o.Name] = t
+		if v, ok := o.Parameters["items"]; ok {
+			if a.items == nil {
+				a.items = map[string][]int64{}
+			}
+			if a.items[o.Name], err = parseExtents(o.Name, v); err != nil {
+				a.err = err
+				return a
+			}
+		}
 	}
 	return a
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // oipTypes maps the protocol's datatypes to genaic's dtypes. BYTES has no
-// counterpart: genaic tensors are numeric (encoded media travel as UINT8).
+// counterpart: genaic tensors are numeric; a BYTES tensor is taken only
+// for a packed uint8 media input, each element one encoded item (bytes.go).
 var oipTypes = map[string]string{
 	"BOOL": "bool", "UINT8": "uint8", "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
 	"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT64": "int64",
@@ -32,7 +33,7 @@ func Datatype(dtype string) string {
 func dtypeOf(name, datatype string) (string, error) {
 	dt, ok := oipTypes[datatype]
 	if !ok {
-		return "", inputErr("input `%s` has datatype %q; genaic serve takes BOOL, UINT8-64, INT8-64, FP16, BF16, FP32 or FP64 (send encoded media as UINT8)", name, datatype)
+		return "", inputErr("input `%s` has datatype %q; genaic serve takes BOOL, UINT8-64, INT8-64, FP16, BF16, FP32 or FP64, and BYTES for packed uint8 media inputs", name, datatype)
 	}
 	return dt, nil
 }

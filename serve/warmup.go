@@ -1,0 +1,171 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/vm"
+)
+
+// warm runs requests through a model before it is ready, so that every
+// component has run once (sessions initialised, allocations made): the
+// first request of the package's requests.json when it has one, else (or
+// when that request fails) a request synthesized from the workflow
+// inputs' contracts. Warm-up never blocks readiness: a request that fails
+// is logged and the model turns ready all the same; components that no
+// warm-up request reached are logged too.
+func (s *Server) warm(md *Model) {
+	start := time.Now()
+	ran := false
+	if reqs, err := readRequests(md.Dir); err == nil && len(reqs) > 0 {
+		ran = s.warmWith(md, reqs[0], "requests.json")
+	}
+	if !ran {
+		req, err := synthRequest(md.plan.IR, graphExtents(md.plan.IR, md.Dir))
+		if err != nil {
+			s.log.Warn("no warm-up: no request can be synthesized from the workflow's inputs", "model", md.Name, "error", err.Error())
+			return
+		}
+		ran = s.warmWith(md, req, "synthesized")
+	}
+	var cold []string
+	for name, cs := range md.eng.Stats().Components {
+		if cs.Invocations == 0 {
+			cold = append(cold, name)
+		}
+	}
+	if len(cold) > 0 {
+		s.log.Warn("warm-up left components cold: their first request will pay for their start", "model", md.Name, "components", strings.Join(sortedStrings(cold), ","))
+	}
+	if ran {
+		s.log.Info("model warmed up", "model", md.Name, "elapsed", time.Since(start).String())
+	}
+}
+
+func (s *Server) warmWith(md *Model, req vm.Request, from string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp := md.eng.Run(ctx, req)
+	if resp.Err != nil {
+		s.log.Warn("warm-up request failed", "model", md.Name, "request", from, "error", resp.Err.Error())
+		return false
+	}
+	return true
+}
+
+func sortedStrings(ss []string) []string {
+	for i := range ss {
+		for j := i + 1; j < len(ss); j++ {
+			if ss[j] < ss[i] {
+				ss[i], ss[j] = ss[j], ss[i]
+			}
+		}
+	}
+	return ss
+}
+
+// graphExtents returns the extents the components' ONNX graphs fix for
+// the shape symbols of their input ports (a contract may leave symbolic
+// what the graph fixes, such as a feature width).
+func graphExtents(m *ir.Module, dir string) map[string]int64 {
+	fixed := map[string]int64{}
+	for _, comp := range m.Components {
+		if comp.Impl != ir.ImplONNX || comp.Artifact == "" {
+			continue
+		}
+		path := filepath.FromSlash(comp.Artifact)
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		g, err := onnx.Read(path)
+		if err != nil {
+			continue
+		}
+		for _, p := range comp.Inputs {
+			v := g.Input(p.Name)
+			if v == nil || p.Contract == nil || !p.Contract.HasShape || len(v.Dims) != len(p.Contract.Shape) {
+				continue
+			}
+			for i, d := range p.Contract.Shape {
+				if d.IsSym() && v.Dims[i].Literal && v.Dims[i].Value > 0 {
+					fixed[d.Sym] = v.Dims[i].Value
+				}
+			}
+		}
+	}
+	return fixed
+}
+
+// synthRequest builds a minimal request from the workflow inputs'
+// contracts: zeros, every shape symbol the extent a component's graph
+// fixes for it (fixed) or 1, a request_expanded axis its factor; a
+// token_packed input is one item
+// (vm.Request.Items), so that the runtime derives its companions (offsets
+// [0,1], owner zeros, valid lengths the extent). Optional inputs and
+// inputs of other sources are left out.
+func synthRequest(m *ir.Module, fixed map[string]int64) (vm.Request, error) {
+	req := vm.Request{ID: "warm-up", Inputs: map[string]*backend.Tensor{}, Items: map[string][]vm.Item{}}
+	derived := map[string]bool{}
+	for _, in := range m.Inputs {
+		c := in.Contract
+		if in.Source != "request" || c == nil || c.Layout.Kind != ir.TokenPacked {
+			continue
+		}
+		for _, l := range c.Layout.Levels {
+			derived[l.Offsets.Name] = true
+			derived[l.Owner.Name] = true
+		}
+		for _, p := range c.Padding {
+			derived[p.Lengths.Name] = true
+		}
+	}
+	for _, in := range m.Inputs {
+		c := in.Contract
+		if in.Source != "request" || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
+			continue
+		}
+		if c == nil || c.DType == "" || !c.HasShape {
+			return req, fmt.Errorf("input `%s` declares no dtype and shape", in.Name)
+		}
+		shape := make([]int64, len(c.Shape))
+		for i, d := range c.Shape {
+			switch {
+			case !d.IsSym():
+				shape[i] = d.Size
+			case fixed[d.Sym] > 0:
+				shape[i] = fixed[d.Sym]
+			default:
+				shape[i] = 1
+			}
+		}
+		if c.Layout.Kind == ir.RequestExpanded && c.Layout.Factor > 0 && int(c.Layout.Axis) < len(shape) {
+			shape[c.Layout.Axis] = c.Layout.Factor
+		}
+		if c.Layout.Kind == ir.TokenPacked && len(c.Layout.Levels) > 0 {
+			if len(c.Layout.Levels) == 1 {
+				shape = shape[1:] // an item is one row
+			}
+			t, err := backend.NewTensor(c.DType, shape)
+			if err != nil {
+				return req, fmt.Errorf("input `%s`: %v", in.Name, err)
+			}
+			req.Items[in.Name] = vm.TensorItems(t)
+			continue
+		}
+		t, err := backend.NewTensor(c.DType, shape)
+		if err != nil {
+			return req, fmt.Errorf("input `%s`: %v", in.Name, err)
+		}
+		req.Inputs[in.Name] = t
+	}
+	if len(req.Items) == 0 {
+		req.Items = nil
+	}
+	return req, nil
+}
