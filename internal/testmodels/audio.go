@@ -11,14 +11,14 @@ const (
 // embeddings. The graph reads the level-0 companions only; the level-1
 // pair is a workflow value the component does not take as ports.
 func audioWindows() *Model {
-	return framePool("audio", "window_encoder", "window_encoder.onnx", audioPorts, poolSyms{"frames", "bins", "frame_offsets_len", "windows", audioBins})
+	return framePool("audio", "window_encoder", "window_encoder.onnx", audioPorts, poolSyms{"frames", "bins", "frame_offsets_len", "windows", audioBins, nil})
 }
 
 // audioMel is the encoder of testdata/packages/audio_mel, the same
 // function over the log-mel frames (6 bands) the audio adapter computes of
 // each clip: one embedding per clip.
 func audioMel() *Model {
-	return framePool("audio_mel", "mel_encoder", "mel_encoder.onnx", audioPorts, poolSyms{"frames", "mels", "clips_plus_one", "clips", audioBins})
+	return framePool("audio_mel", "mel_encoder", "mel_encoder.onnx", audioPorts, poolSyms{"frames", "mels", "clips_plus_one", "clips", audioBins, nil})
 }
 
 // imagePatches is the encoder of testdata/packages/image_patches, the same
@@ -28,7 +28,30 @@ func imagePatches() *Model {
 	return framePool("image_patches", "patch_encoder", "patch_encoder.onnx",
 		poolPorts{"patches", "patch_offsets", "patch_owner", "image_embeddings",
 			"image_embeddings[i] = element-wise max of patches[p,:]·W + b over the patches with patch_owner[p] == i, " +
-				"i < len(patch_offsets)-1; zeros for an image with no patch"}, poolSyms{"patches", "features", "images_plus_one", "images", 12})
+				"i < len(patch_offsets)-1; zeros for an image with no patch"}, poolSyms{"patches", "features", "images_plus_one", "images", 12, nil})
+}
+
+// imageTiles is the encoder of testdata/packages/image_tiles, the same
+// function over the 4×4 RGB tiles [tiles, 3, 4, 4] the image adapter's
+// tile makes of each image (a thumbnail first): the graph flattens each
+// tile to its 48 values; one embedding per image.
+func imageTiles() *Model {
+	return framePool("image_tiles", "tile_encoder", "tile_encoder.onnx",
+		poolPorts{"tiles", "tile_offsets", "tile_owner", "image_embeddings",
+			"image_embeddings[i] = element-wise max of flat(tiles[t])·W + b over the tiles with tile_owner[t] == i, " +
+				"i < len(tile_offsets)-1; zeros for an image with no tile"},
+		poolSyms{"tiles", "", "images_plus_one", "images", 48, []int64{3, 4, 4}})
+}
+
+// videoFPS is the encoder of testdata/packages/video_fps, the same
+// function over the 4×4 RGB frames [frames, 3, 4, 4] the video adapter
+// samples by time from each clip: one embedding per clip.
+func videoFPS() *Model {
+	return framePool("video_fps", "frame_encoder", "frame_encoder.onnx",
+		poolPorts{"pixels", "frame_offsets", "frame_owner", "clip_embeddings",
+			"clip_embeddings[c] = element-wise max of flat(pixels[f])·W + b over the frames with frame_owner[f] == c, " +
+				"c < len(frame_offsets)-1; zeros for a clip with no frame"},
+		poolSyms{"frames", "", "clips_plus_one", "clips", 48, []int64{3, 4, 4}})
 }
 
 // poolPorts names a frame pool's ports: the packed units, the level-0
@@ -41,23 +64,32 @@ var audioPorts = poolPorts{"spectrogram", "frame_offsets", "frame_owner", "windo
 
 // poolSyms are the metadata's symbols of a frame pool's packed axis, its
 // feature axis, its level-0 offsets and its items, and the features'
-// count.
+// count. Where image is set, each unit is not a feature row but an image
+// of those literal extents (n values in all), which the graph flattens.
 type poolSyms struct {
 	packed, features, offsets, units string
 	n                                int64
+	image                            []int64
 }
 
 // framePool: units packed on axis 0 with two levels (units→items,
 // items→rows); one embedding per item, the element-wise maximum of its
 // units' embeddings.
 func framePool(pkg, component, artifact string, p poolPorts, s poolSyms) *Model {
+	units := f32(p.in, sym(s.packed), fixed(s.features, s.n))
+	if s.image != nil {
+		units = f32(p.in, sym(s.packed))
+		for _, e := range s.image {
+			units.Dims = append(units.Dims, literal(e))
+		}
+	}
 	return &Model{
 		Package:   pkg,
 		Component: component,
 		Artifact:  artifact,
 		Summary:   p.summary,
 		Inputs: []Port{
-			f32(p.in, sym(s.packed), fixed(s.features, s.n)),
+			units,
 			i64(p.offsets, sym(s.offsets)),
 			i64(p.owner, sym(s.packed)),
 		},
@@ -65,7 +97,11 @@ func framePool(pkg, component, artifact string, p poolPorts, s poolSyms) *Model 
 			f32(p.out, sym(s.units), fixed("hidden", audioHidden)),
 		},
 		build: func(m *Model, g *graph) {
-			h := linearLayer(m, g, "frame_embed", p.in, s.n, audioHidden)
+			x := p.in
+			if s.image != nil {
+				x = g.op("Reshape", "frame_embed.flat", []string{p.in, g.constInts(-1, s.n)})
+			}
+			h := linearLayer(m, g, "frame_embed", x, s.n, audioHidden)
 			member := membership(g, "window_member", p.offsets, p.owner)
 			member3 := g.op("Unsqueeze", "window_pool.member3", []string{member, g.constInts(2)})
 			h3 := g.op("Unsqueeze", "window_pool.frames3", []string{h, g.constInts(0)})
@@ -79,7 +115,11 @@ func framePool(pkg, component, artifact string, p poolPorts, s poolSyms) *Model 
 		reference: func(m *Model, in map[string]Tensor) (map[string]Tensor, error) {
 			w := m.Weights("frame_embed.weight", int(s.n)*audioHidden)
 			b := m.Weights("frame_embed.bias", audioHidden)
-			x := rowsOf(in[p.in])
+			flat := in[p.in]
+			if s.image != nil {
+				flat = Tensor{Shape: []int64{flat.Shape[0], s.n}, F32: flat.F32}
+			}
+			x := rowsOf(flat)
 			units := unitCount(in[p.offsets])
 			out := make([][]float64, units)
 			for u := range out {

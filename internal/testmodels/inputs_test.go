@@ -85,6 +85,22 @@ var generators = map[string]generator{
 			"patch_owner":   vector(owner(patches)),
 		}
 	},
+	"image_tiles": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		tiles := counts(rng, trial, []int64{5, 0, 2}, 1+rng.IntN(4), 0, 10)
+		return map[string]testmodels.Tensor{
+			"tiles":        uniform(rng, sum(tiles), 3, 4, 4),
+			"tile_offsets": vector(offsets(tiles)),
+			"tile_owner":   vector(owner(tiles)),
+		}
+	},
+	"video_fps": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
+		frames := counts(rng, trial, []int64{3, 0, 8}, 1+rng.IntN(4), 0, 8)
+		return map[string]testmodels.Tensor{
+			"pixels":        uniform(rng, sum(frames), 3, 4, 4),
+			"frame_offsets": vector(offsets(frames)),
+			"frame_owner":   vector(owner(frames)),
+		}
+	},
 	"text": func(rng *rand.Rand, trial int) map[string]testmodels.Tensor {
 		tokens := counts(rng, trial, []int64{0, 4, 1}, 1+rng.IntN(4), 0, 7)
 		ids := make([]int64, sum(tokens))

@@ -100,6 +100,8 @@ func Models() []*Model {
 		ocrLines(),
 		audioMel(),
 		imagePatches(),
+		imageTiles(),
+		videoFPS(),
 	}
 }
 

@@ -345,6 +345,16 @@ func TestEmptyAxes(t *testing.T) {
 			"frame_offsets": vector([]int64{0, 0, 0}),
 			"frame_owner":   vector([]int64{}),
 		},
+		"image_tiles": {
+			"tiles":        testmodels.Float32([]int64{0, 3, 4, 4}, nil),
+			"tile_offsets": vector([]int64{0, 0, 0}),
+			"tile_owner":   vector([]int64{}),
+		},
+		"video_fps": {
+			"pixels":        testmodels.Float32([]int64{0, 3, 4, 4}, nil),
+			"frame_offsets": vector([]int64{0, 0, 0}),
+			"frame_owner":   vector([]int64{}),
+		},
 		"image_patches": {
 			"patches":       testmodels.Float32([]int64{0, 12}, nil),
 			"patch_offsets": vector([]int64{0, 0, 0}),

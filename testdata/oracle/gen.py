@@ -19,7 +19,9 @@ and resample_poly, not from genaic's kernels:
 - patchify: numpy's reshape and transpose of a c×h×w image into
   (h/p·w/p) rows of c·p·p values, row-major over the grid;
 - tile: LLaVA-NeXT's select_best_resolution over every grid of at most
-  max_tiles tiles (written from its definition), and the tiles of images
+  max_tiles tiles (written from its definition), on random sizes and on
+  the boundary cases where rounding, ceiling or an unrounded area would
+  choose another grid than its truncation, and the tiles of images
   whose canvas needs no resampling (the fit is the image itself, padded
   with zeros at the centre), cut row-major with numpy.
 
@@ -190,20 +192,60 @@ def main():
         f.write("\n")
 
 
-def select_best_resolution(h, w, tile, max_tiles):
+def select_best_resolution(h, w, tile, max_tiles, side=int, exact=False):
     """LLaVA-NeXT's choice among the canvases of every grid (rows, cols)
-    with rows·cols ≤ max_tiles, in order of rows then columns."""
+    with rows·cols ≤ max_tiles, in order of rows then columns. side turns
+    a scaled side into pixels (LLaVA-NeXT's int(): truncation); exact
+    keeps the scaled area unrounded. The two exist to find the cases where
+    a wrong rounding chooses another grid (grid_boundaries)."""
     best, best_eff, best_waste = None, 0, float("inf")
     for r in range(1, max_tiles + 1):
         for c in range(1, max_tiles // r + 1):
             width, height = c * tile, r * tile
             scale = min(width / w, height / h)
-            dw, dh = int(w * scale), int(h * scale)
-            eff = min(dw * dh, w * h)
+            if exact:
+                eff = min(w * scale * h * scale, w * h)
+            else:
+                eff = min(side(w * scale) * side(h * scale), w * h)
             waste = width * height - eff
             if eff > best_eff or (eff == best_eff and waste < best_waste):
                 best, best_eff, best_waste = (r, c), eff, waste
     return best
+
+
+# The wrong roundings of the scaled sides grid_boundaries guards against:
+# each chooses another grid than truncation on every case listed under it.
+WRONG_SIDES = {
+    "round": {"side": lambda x: math.floor(x + 0.5)},
+    "ceil": {"side": math.ceil},
+    "unrounded": {"exact": True},
+}
+
+
+def grid_boundaries(rng, per_size=25):
+    """For each wrong rounding, cases (h, w, tile, max_tiles, rows, cols,
+    rows and cols by truncation) where it chooses another grid: per_size
+    with LLaVA's tile sizes and per_size with small tiles, where scaled
+    sides land near an integer (the search is seeded, so the file is
+    stable)."""
+    out = {}
+    for name, wrong in WRONG_SIDES.items():
+        cases = []
+        for sizes in ([224, 336, 384, 448], [2, 3, 4, 7, 14]):
+            found = 0
+            for _ in range(400000):
+                tile = int(rng.choice(sizes))
+                mt = int(rng.integers(2, 13))
+                h, w = int(rng.integers(1, 2 * tile * mt)), int(rng.integers(1, 2 * tile * mt))
+                want = select_best_resolution(h, w, tile, mt)
+                if select_best_resolution(h, w, tile, mt, **wrong) != want:
+                    cases.append([h, w, tile, mt, want[0], want[1]])
+                    found += 1
+                    if found == per_size:
+                        break
+            assert found == per_size, (name, sizes, found)
+        out[name] = cases
+    return out
 
 
 def tiles_of(img, tile, grid, thumbnail):
@@ -231,6 +273,7 @@ def image_oracle():
         mt = int(rng.integers(1, 13))
         r, c = select_best_resolution(h, w, tile, mt)
         index["grids"].append([h, w, tile, mt, r, c])
+    index["grid_boundaries"] = grid_boundaries(np.random.default_rng(152))
     for name, (c, h, w, p) in {"rgb_4x6_p2": (3, 8, 12, 2), "gray_14": (1, 28, 42, 14), "rgb_1x1": (3, 5, 5, 5)}.items():
         img = rng.integers(0, 256, size=(c, h, w), dtype=np.uint8)
         patches = img.astype(np.float32).reshape(c, h // p, p, w // p, p).transpose(1, 3, 0, 2, 4).reshape(-1, c * p * p)

@@ -20,8 +20,12 @@ import (
 const imageOracleDir = "../../testdata/oracle/image"
 
 type imageOracle struct {
-	Grids    [][6]int `json:"grids"` // h, w, tile_size, max_tiles, rows, cols
-	Patchify []struct {
+	Grids [][6]int `json:"grids"` // h, w, tile_size, max_tiles, rows, cols
+	// GridBoundaries are grids as Grids, listed under each wrong rounding
+	// of the scaled sides (round, ceil, unrounded) that chooses another
+	// grid on every one of them.
+	GridBoundaries map[string][][6]int `json:"grid_boundaries"`
+	Patchify       []struct {
 		Image     string `json:"image"`
 		PatchSize int    `json:"patch_size"`
 		Patches   string `json:"patches"`
@@ -118,13 +122,25 @@ func decodeAs(c int64) []ir.Transform {
 }
 
 // The grid tile chooses equals LLaVA-NeXT's select_best_resolution on 400
-// random sizes, tile sizes and tile budgets.
+// random sizes, tile sizes and tile budgets, and on 50 boundary cases per
+// wrong rounding of the scaled sides (rounding to nearest, ceiling, no
+// rounding), where that rounding would choose another grid.
 func TestTileGridOracle(t *testing.T) {
-	for _, g := range readImageOracle(t).Grids {
-		tl := preprocess.Tile{Size: g[2], MaxTiles: g[3]}
-		if r, c := tl.Grid(g[0], g[1]); r != g[4] || c != g[5] {
-			t.Errorf("%d×%d in tiles of %d, at most %d: grid %d×%d, LLaVA-NeXT %d×%d", g[0], g[1], g[2], g[3], r, c, g[4], g[5])
+	idx := readImageOracle(t)
+	check := func(what string, grids [][6]int) {
+		for _, g := range grids {
+			tl := preprocess.Tile{Size: g[2], MaxTiles: g[3]}
+			if r, c := tl.Grid(g[0], g[1]); r != g[4] || c != g[5] {
+				t.Errorf("%s: %d×%d in tiles of %d, at most %d: grid %d×%d, LLaVA-NeXT %d×%d", what, g[0], g[1], g[2], g[3], r, c, g[4], g[5])
+			}
 		}
+	}
+	check("random size", idx.Grids)
+	for _, wrong := range []string{"round", "ceil", "unrounded"} {
+		if len(idx.GridBoundaries[wrong]) < 50 {
+			t.Fatalf("the image oracle lists %d grid boundaries against %s, want 50 (run /usr/bin/python3 testdata/oracle/gen.py)", len(idx.GridBoundaries[wrong]), wrong)
+		}
+		check("a boundary where "+wrong+" differs", idx.GridBoundaries[wrong])
 	}
 }
 

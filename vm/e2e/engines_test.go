@@ -28,6 +28,7 @@ import (
 	"github.com/genaic/genaic/examples/imagepadded"
 	"github.com/genaic/genaic/examples/imagepatches"
 	"github.com/genaic/genaic/examples/imagepinned"
+	"github.com/genaic/genaic/examples/imagetiles"
 	"github.com/genaic/genaic/examples/multimodal"
 	"github.com/genaic/genaic/examples/ocrlines"
 	"github.com/genaic/genaic/examples/requestexpanded"
@@ -37,6 +38,7 @@ import (
 	"github.com/genaic/genaic/examples/textpadded"
 	"github.com/genaic/genaic/examples/tokenmerge"
 	"github.com/genaic/genaic/examples/videofixed"
+	"github.com/genaic/genaic/examples/videofps"
 	"github.com/genaic/genaic/examples/videoframes"
 	"github.com/genaic/genaic/examples/vmcontrol"
 	"github.com/genaic/genaic/examples/wakeword"
@@ -97,6 +99,7 @@ var executors = map[string]opener{
 	"videoframes": generated(videoframes.New), "videofixed": generated(videofixed.New),
 	"audio": generated(audio.New), "text": generated(text.New), "tokenmerge": generated(tokenmerge.New),
 	"audiomel": generated(audiomel.New), "imagepatches": generated(imagepatches.New),
+	"imagetiles": generated(imagetiles.New), "videofps": generated(videofps.New),
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
 	"ocrlines":  generated(ocrlines.New),

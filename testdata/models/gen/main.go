@@ -88,6 +88,23 @@
 //	     patch_offsets [images_plus_one] i64, patch_owner [patches] i64
 //	out  image_embeddings [images, hidden=4] f32, one per image
 //
+// image_tiles/tile_encoder.onnx (component tile_encoder; the same function
+// over the 4×4 RGB tiles the built-in image adapter's tile makes of each
+// image, each flattened to its 48 values, levels tiles→images and
+// images→rows):
+//
+//	in   tiles [tiles, 3, 4, 4] f32
+//	     tile_offsets [images_plus_one] i64, tile_owner [tiles] i64
+//	out  image_embeddings [images, hidden=4] f32, one per image
+//
+// video_fps/frame_encoder.onnx (component frame_encoder; the same function
+// over the 4×4 RGB frames the built-in video adapter samples by time from
+// each clip, each flattened, levels frames→clips and clips→rows):
+//
+//	in   pixels [frames, 3, 4, 4] f32
+//	     frame_offsets [clips_plus_one] i64, frame_owner [frames] i64
+//	out  clip_embeddings [clips, hidden=4] f32, one per clip
+//
 // text/segment_encoder.onnx (component segment_encoder; token ids packed,
 // levels tokens→segments and segments→rows; no uniform dimension):
 //
