@@ -811,7 +811,7 @@ func hasItems(reqs []Request) bool {
 // requests runs at once (so that they all may meet in groups), and a
 // request is answered, and reported to opts.Finished, once its last part
 // is.
-func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOptions) []Response {
+func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOptions, run RunFunc) []Response {
 	out := make([]Response, len(reqs))
 	type span struct {
 		rg     *Ragged
@@ -867,7 +867,7 @@ func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOp
 			opts.Finished(i, out[i])
 		}
 	}
-	e.RunBatch(ctx, plain, inner)
+	e.admit(ctx, plain, inner, run)
 	return out
 }
 
