@@ -119,3 +119,51 @@ func sameAsSolo(t *testing.T, got, want vm.Response) {
 		}
 	}
 }
+
+// TestItemsOfSeveralInputs: on both engines, a multimodal request that
+// gives its images, clips and segments as items (two, three and one)
+// gets each per-item output back following its own input: item i equals
+// row i of the same request sent packed with its companions.
+func TestItemsOfSeveralInputs(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		f := fixtures.Lookup("multimodal")
+		r := e.grouped(t, f, nil)
+		rng := rand.New(rand.NewPCG(12, 12))
+		img0, img1 := fixtures.F32([]int64{2, 4}, fixtures.Values(rng, 8)), fixtures.F32([]int64{3, 4}, fixtures.Values(rng, 12))
+		px := make([]float32, 2*3*4) // padded to 3 patches with zeros
+		copy(px, img0.Float32s())
+		copy(px[12:], img1.Float32s())
+		frames := fixtures.Values(rng, 3*4)
+		clips := []*backend.Tensor{fixtures.F32([]int64{1, 4}, frames[:4]), fixtures.F32([]int64{2, 4}, frames[4:]), fixtures.F32([]int64{0, 4}, []float32{})}
+		tokens := fixtures.I64(4, 5, 6)
+		items := vm.Request{ID: "items", Items: map[string][]vm.Item{
+			"px": vm.TensorItems(img0, img1), "frames": vm.TensorItems(clips...), "tokens": vm.TensorItems(tokens),
+		}}
+		plain := vm.Request{ID: "plain", Inputs: map[string]*backend.Tensor{
+			"px": fixtures.F32([]int64{2, 3, 4}, px), "px_len": fixtures.I64(2, 3), "img_off": fixtures.I64(0, 2), "img_own": fixtures.I64(0, 0),
+			"frames": fixtures.F32([]int64{3, 4}, frames), "frame_off": fixtures.I64(0, 1, 3, 3), "frame_own": fixtures.I64(0, 1, 1),
+			"clip_off": fixtures.I64(0, 3), "clip_own": fixtures.I64(0, 0, 0),
+			"tokens": tokens, "tok_off": fixtures.I64(0, 3), "tok_own": fixtures.I64(0, 0, 0), "seg_off": fixtures.I64(0, 1), "seg_own": fixtures.I64(0),
+		}}
+		got := r.RunAll(context.Background(), []vm.Request{items, plain})
+		mustSucceed(t, got)
+		for name, n := range map[string]int{"image_emb": 2, "clip_emb": 3, "seg_emb": 1} {
+			its := vm.Tensors(got[0].Items[name])
+			if len(its) != n {
+				t.Errorf("%s: %d items, want %d", name, len(its), n)
+				continue
+			}
+			whole := got[1].Outputs[name]
+			for i, it := range its {
+				row := whole.View(int64(i), int64(i+1))
+				row.Shape = row.Shape[1:]
+				if d := fixtures.Diff(it, row, tolerance); d != "" {
+					t.Errorf("%s item %d: %s", name, i, d)
+				}
+			}
+		}
+		if len(got[0].Outputs) != 0 {
+			t.Errorf("outputs %v left packed beside the items", fixtures.Names(got[0].Outputs))
+		}
+	})
+}
