@@ -66,22 +66,31 @@ func (g *gen) api(f *jen.File) {
 func (g *gen) requests(f *jen.File) {
 	ex := func() *jen.Statement { return jen.Id("ex") }
 	recv := jen.Id("ex").Op("*").Id("Executor")
+	// begin counts a request as running until the function returns, so that
+	// a group may wait for it rather than judge from arrival rates.
+	begin := func() []jen.Code {
+		return []jen.Code{ex().Dot("engine").Dot("Begin").Call(), jen.Defer().Add(ex()).Dot("engine").Dot("End").Call()}
+	}
 	doc(f, "Run executes the workflow for one request. Many goroutines may call it at once. A failed request returns an error; a *backend.RunError carries the rule and message `genaic run` reports.")
 	f.Func().Params(recv).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
-		Params(jen.Op("*").Id("Response"), jen.Error()).Block(
+		Params(jen.Op("*").Id("Response"), jen.Error()).Block(append([]jen.Code{
 		jen.If(jen.Id("req").Op("==").Nil()).Block(jen.Id("req").Op("=").Op("&").Id("Request").Values()),
 		g.runItemsCall(),
 		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(ex().Dot("run").Call(jen.Id("ctx"), jen.Id("req"))),
+	}, append(begin(), jen.Return(ex().Dot("run").Call(jen.Id("ctx"), jen.Id("req"))))...)...,
 	)
 	doc(f, "RunJSON runs the requests document of `genaic run` ({\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}) with its requests concurrent, and returns the responses document `genaic run` writes without --stats. A request that fails is a response with an error; RunJSON itself fails only on a document it cannot read. Paths of .npy tensors are relative to the working directory.")
 	f.Func().Params(recv.Clone()).Id("RunJSON").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("requests").Index().Byte()).
 		Params(jen.Index().Byte(), jen.Error()).Block(
 		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("RunAll"))))
-	doc(f, "RunAll runs requests given by input name concurrently, as vm.Engine.RunAll does, and returns their responses in order. The engine is told how many are coming, so that a group never waits for more than the batch holds.")
+	doc(f, "RunAll runs requests given by input name concurrently, as vm.Engine.RunAll does: RunBatch with no limit, no stop and no report.")
 	f.Func().Params(recv.Clone()).Id("RunAll").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("reqs").Index().Qual(vmPath, "Request")).
 		Index().Qual(vmPath, "Response").Block(
-		jen.Return(jen.Qual(genrtPath, "RunAll").Call(jen.Id("ctx"), ex().Dot("engine"), jen.Id("reqs"), ex().Dot("RunRequest"))))
+		jen.Return(ex().Dot("RunBatch").Call(jen.Id("ctx"), jen.Id("reqs"), jen.Qual(vmPath, "BatchOptions").Values())))
+	doc(f, "RunBatch runs requests given by input name concurrently, as vm.Engine.RunBatch does, and returns their responses in order: at most opts.Limit in flight (0: all), none started once opts.Stop closes (a request never started is answered with an error vm.NotStarted recognises, while those started finish), and opts.Finished told of each response as soon as it is known. The engine is told how many are coming, so that a group never waits for more than the batch holds. A request that gives items is packed into the plain requests its items make and answered once they all are.")
+	f.Func().Params(recv.Clone()).Id("RunBatch").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("reqs").Index().Qual(vmPath, "Request"), jen.Id("opts").Qual(vmPath, "BatchOptions")).
+		Index().Qual(vmPath, "Response").Block(
+		jen.Return(ex().Dot("engine").Dot("RunBatchWith").Call(jen.Id("ctx"), jen.Id("reqs"), jen.Id("opts"), ex().Dot("runRequest"))))
 	names := make([]jen.Code, len(g.m.Inputs))
 	fields := jen.Dict{}
 	for i, in := range g.m.Inputs {
@@ -95,9 +104,14 @@ func (g *gen) requests(f *jen.File) {
 	}
 	doc(f, "RunRequest runs one request given by input name, as vm.Engine.Run takes it (a request of a requests document, or of a table that drives the VM and executors alike): its inputs are checked in the order the VM checks them, then the names it supplies. A failed request is a response with an error.")
 	f.Func().Params(recv.Clone()).Id("RunRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
-		Qual(vmPath, "Response").Block(
+		Qual(vmPath, "Response").Block(append([]jen.Code{
 		jen.If(jen.Len(jen.Id("r").Dot("Items")).Op(">").Lit(0)).Block(
 			jen.Return(jen.Qual(genrtPath, "RunItems").Call(jen.Id("ctx"), ex().Dot("engine"), jen.Id("r"), ex().Dot("RunRequest")))),
+	}, append(begin(), jen.Return(ex().Dot("runRequest").Call(jen.Id("ctx"), jen.Id("r"))))...)...,
+	)
+	doc(f, "runRequest runs one plain request given by input name, which its caller counts as running.")
+	f.Func().Params(recv.Clone()).Id("runRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
+		Qual(vmPath, "Response").Block(
 		jen.Id("req").Op(":=").Op("&").Id("Request").Values(fields),
 		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(fail()),
 		jen.If(jen.Err().Op(":=").Qual(genrtPath, "Unexpected").Call(jen.Id("r").Dot("Inputs"), jen.Id("inputNames").Op("...")), jen.Err().Op("!=").Nil()).Block(fail()),

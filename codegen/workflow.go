@@ -68,11 +68,10 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 			defs = append(defs, jen.Id(g.locals[v.Name]).Op("*").Qual(backendPath, "Tensor"))
 		}
 	}
-	// The engine counts the request while it runs, so that a group may wait
-	// for it to arrive rather than judge from arrival rates.
+	// Its callers count the request while it runs (Begin and End, or
+	// vm.Engine.RunBatchWith), so that a group may wait for it to arrive
+	// rather than judge from arrival rates.
 	stmts := []jen.Code{
-		jen.Id("ex").Dot("engine").Dot("Begin").Call(),
-		jen.Defer().Id("ex").Dot("engine").Dot("End").Call(),
 		jen.Id("resp").Op(":=").Op("&").Id("Response").Values(),
 	}
 	if len(defs) > 0 {

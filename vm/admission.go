@@ -56,8 +56,40 @@ func stopped(stop <-chan struct{}) bool {
 // A request that gives items (Request.Items) runs as the plain requests
 // its items pack into (items.go) and is answered once they all are.
 func (e *Engine) RunBatch(ctx context.Context, reqs []Request, opts BatchOptions) []Response {
+	return e.admit(ctx, reqs, opts, nil)
+}
+
+// RunFunc runs one plain request (no items; its Err nil) in place of the
+// interpreter: a generated executor's workflow. RunBatchWith counts the
+// request as running while RunFunc runs it, so RunFunc must not count it
+// again (Begin, End).
+type RunFunc func(ctx context.Context, req Request) Response
+
+// RunBatchWith is RunBatch with each plain request run by run rather than
+// interpreted: generated executors admit, pack items and report as the VM
+// does this way, with the same Limit, Stop and Finished. A request that
+// could not be read (its Err set) is answered run/input without run.
+func (e *Engine) RunBatchWith(ctx context.Context, reqs []Request, opts BatchOptions, run RunFunc) []Response {
+	if run == nil {
+		run = e.exec
+	}
+	return e.admit(ctx, reqs, opts, run)
+}
+
+// admit is RunBatch and RunBatchWith: run nil interprets each request,
+// in lockstep windows where the workflow allows.
+func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, run RunFunc) []Response {
 	if hasItems(reqs) {
-		return e.runBatchItems(ctx, reqs, opts)
+		return e.runBatchItems(ctx, reqs, opts, run)
+	}
+	exec := e.exec
+	if run != nil {
+		exec = func(ctx context.Context, req Request) Response {
+			if req.Err != nil {
+				return Response{ID: req.ID, Err: Unreadable(req.Err)}
+			}
+			return run(ctx, req)
+		}
 	}
 	limit := opts.Limit
 	if limit <= 0 || limit > len(reqs) {
@@ -70,7 +102,7 @@ func (e *Engine) RunBatch(ctx context.Context, reqs []Request, opts BatchOptions
 			opts.Finished(i, r)
 		}
 	}
-	if e.lockstep {
+	if e.lockstep && run == nil {
 		e.runWindows(ctx, reqs, min(limit, e.opts.Queue), opts.Stop, answer)
 		return out
 	}
@@ -115,7 +147,7 @@ func (e *Engine) RunBatch(ctx context.Context, reqs []Request, opts BatchOptions
 				}
 				e.active.Add(1) // before the announcement ends: never both zero
 				e.announced.Add(-1)
-				resp := e.exec(ctx, reqs[i])
+				resp := exec(ctx, reqs[i])
 				e.done(1)
 				answer(int(i), resp)
 			}

@@ -28,14 +28,17 @@ import (
 // Items whose other (unpadded) extents differ cannot share one tensor: the
 // request is split into one request per extent, each grouped on its own,
 // and their results are reassembled in item order. Every workflow output
-// must then be per item.
+// must then be per item. A request may give several inputs as items; they
+// split only alike (item i of each in the same part), else the request is
+// refused (run/input).
 //
 // A response to a request that used items holds its per-item outputs in
-// Response.Items, mirroring the input's items: a token_packed output whose
-// levels are the outermost of the items input's, or levels the workflow
-// produces and emits (a token merger's, an adapter's) when they count one
-// unit per item. Those outputs and the companions of their levels are left
-// out of Response.Outputs.
+// Response.Items, mirroring the items of the input they follow: a
+// token_packed output whose levels are the outermost of an items input's
+// follows that input; one on levels the workflow produces and emits (a
+// token merger's, an adapter's) follows the first items input (by name),
+// when they count one unit per item. Those outputs and the companions of
+// their levels are left out of Response.Outputs.
 
 // Item is one item of a ragged value: a tensor, or (for the outer level of
 // a two-level input given nested) the items of the level below.
@@ -99,7 +102,8 @@ type itemsPad struct {
 }
 
 // packedRequest is one of the plain requests a request with items runs
-// as, and which of its items (top-level indices) it holds.
+// as, and which of its items (top-level indices, the same of every items
+// input) it holds: nil when it holds them all.
 type packedRequest struct {
 	req   Request
 	items []int
@@ -108,10 +112,10 @@ type packedRequest struct {
 // Ragged is how a request's items were packed into plain requests; Join
 // reassembles their responses.
 type Ragged struct {
-	id    string
-	in    *itemsInput // the items input the outputs mirror
-	count int         // top-level items
-	parts []packedRequest
+	id     string
+	ins    []*itemsInput  // the items inputs, by name
+	counts map[string]int // their top-level items
+	parts  []packedRequest
 	// outputs are the workflow outputs that come back per item; drop are
 	// the companions of their levels.
 	outputs map[string]itemsOutput
@@ -161,19 +165,22 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 		}
 		ins = append(ins, in)
 	}
-	// Partition the top-level items by their unpadded extents; an item
-	// without rows (an empty clip) has none and joins the first part.
-	keys := map[string][]int{}
-	var order []string
-	for _, in := range ins {
+	// Partition each input's top-level items by their unpadded extents; an
+	// item without rows (an empty clip) has none and joins the first part.
+	// Several items inputs split only alike (item i of each in the same
+	// part), so that each part pairs the inputs' items as the whole request
+	// does.
+	groups := make([][][]int, len(ins))
+	extents := make([][]string, len(ins))
+	splitAt := -1
+	for x, in := range ins {
+		keys := map[string][]int{}
+		var order []string
 		var empty []int
 		for i, it := range req.Items[in.name] {
 			k, err := in.key(it, i)
 			if err != nil {
 				return nil, err
-			}
-			if len(ins) > 1 {
-				k = "[]"
 			}
 			if k == "" {
 				empty = append(empty, i)
@@ -191,14 +198,35 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 			keys[order[0]] = append(keys[order[0]], empty...)
 			slices.Sort(keys[order[0]])
 		}
+		for _, k := range order {
+			groups[x] = append(groups[x], keys[k])
+		}
+		extents[x] = order
+		if len(order) > 1 && splitAt < 0 {
+			splitAt = x
+		}
 	}
-	rg := &Ragged{id: req.ID, in: ins[0], count: len(req.Items[ins[0].name]), outputs: map[string]itemsOutput{}, drop: map[string]bool{}}
+	var order []string // the extents of the parts, when split
+	if splitAt >= 0 {
+		order = extents[splitAt]
+		for x, in := range ins {
+			if !slices.EqualFunc(groups[x], groups[splitAt], slices.Equal[[]int]) {
+				return nil, runErr(backend.RunInput, "the items of workflow input `%s` differ in an extent that is not padded (%s), so they run as separate requests (items %v), but the items of `%s` do not split alike (items %v): "+
+					"send items whose unpadded extents change together across the inputs, or items of one extent per request",
+					ins[splitAt].name, strings.Join(order, " vs "), groups[splitAt], in.name, groups[x])
+			}
+		}
+	}
+	rg := &Ragged{id: req.ID, ins: ins, counts: map[string]int{}, outputs: map[string]itemsOutput{}, drop: map[string]bool{}}
+	for _, in := range ins {
+		rg.counts[in.name] = len(req.Items[in.name])
+	}
 	rg.findOutputs(m)
 	if len(order) > 1 {
 		for _, o := range m.Outputs {
 			if _, ok := rg.outputs[o.Name]; !ok && !rg.drop[o.Name] {
 				return nil, runErr(backend.RunInput, "the items of workflow input `%s` differ in an extent that is not padded (%s), so they run as separate requests; "+
-					"output `%s` is not per item and could not be reassembled: send items of one extent per request", ins[0].name, strings.Join(order, " vs "), o.Name)
+					"output `%s` is not per item and could not be reassembled: send items of one extent per request", ins[splitAt].name, strings.Join(order, " vs "), o.Name)
 			}
 		}
 	}
@@ -229,7 +257,7 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 				name, got, got.Data, derived[name].Data)
 		}
 	}
-	if len(order) == 1 {
+	if len(order) <= 1 {
 		in := map[string]*backend.Tensor{}
 		for k, v := range req.Inputs {
 			in[k] = v
@@ -244,28 +272,25 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 				in[k] = v
 			}
 		}
-		all := make([]int, rg.count)
-		for i := range all {
-			all[i] = i
-		}
-		rg.parts = []packedRequest{{req: Request{ID: req.ID, Inputs: in}, items: all}}
+		rg.parts = []packedRequest{{req: Request{ID: req.ID, Inputs: in}}}
 		return rg, nil
 	}
-	for _, k := range order {
-		sel := keys[k]
+	for _, sel := range groups[splitAt] {
 		in := map[string]*backend.Tensor{}
 		for name, v := range req.Inputs {
 			if _, ok := derived[name]; !ok {
 				in[name] = v
 			}
 		}
-		p, err := ins[0].pack(req.Items[ins[0].name], sel, true)
-		if err != nil {
-			return nil, err
-		}
-		in[ins[0].name] = p.value
-		for name, v := range p.companions {
-			in[name] = v
+		for _, it := range ins {
+			p, err := it.pack(req.Items[it.name], sel, true)
+			if err != nil {
+				return nil, err
+			}
+			in[it.name] = p.value
+			for name, v := range p.companions {
+				in[name] = v
+			}
 		}
 		rg.parts = append(rg.parts, packedRequest{req: Request{ID: req.ID, Inputs: in}, items: sel})
 	}
@@ -527,6 +552,15 @@ func (in *itemsInput) pack(items []Item, sel []int, value bool) (*packed, error)
 	return p, nil
 }
 
+// allItems returns the indices of n items: 0, 1, ..., n-1.
+func allItems(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
 // cumulative returns the offsets of consecutive counts: [0, c0, c0+c1, ...].
 func cumulative(counts []int64) []int64 {
 	out := make([]int64, len(counts)+1)
@@ -588,6 +622,10 @@ func placePadded(dst *backend.Tensor, at int64, src *backend.Tensor) {
 // or, when own is set, outputs the response holds beside it (levels the
 // workflow produced, as an adapter or a token merger does).
 type itemsOutput struct {
+	// in is the items input whose items the output follows: the one
+	// whose levels it shares, or for levels the workflow produced, the
+	// first items input (by name).
+	in      *itemsInput
 	offsets []string
 	own     bool
 	// companions are the output's level and padding companions.
@@ -595,10 +633,11 @@ type itemsOutput struct {
 }
 
 // findOutputs finds the workflow outputs that may come back per item:
-// token_packed on levels that are the outermost of the items input's (by
-// their offsets values), or on levels whose offsets the workflow emits.
+// token_packed on levels that are the outermost of an items input's (by
+// their offsets values; the output follows that input's items), or on
+// levels whose offsets the workflow emits (following the first items
+// input's).
 func (rg *Ragged) findOutputs(m *ir.Module) {
-	in := rg.in
 	emitted := map[string]bool{}
 	for _, o := range m.Outputs {
 		emitted[o.Name] = true
@@ -609,22 +648,37 @@ func (rg *Ragged) findOutputs(m *ir.Module) {
 			continue
 		}
 		lv := c.Layout.Levels
-		if len(lv) == 0 || len(lv) > in.levels {
+		if len(lv) == 0 {
 			continue
 		}
 		out := itemsOutput{}
-		base := in.levels - len(lv)
-		inputs, own := true, true
-		for k, l := range lv {
+		own := true
+		for _, l := range lv {
 			out.offsets = append(out.offsets, l.Offsets.Name)
 			out.companions = append(out.companions, l.Offsets.Name, l.Owner.Name)
-			inputs = inputs && l.Offsets.Name == in.offsets[base+k]
 			own = own && emitted[l.Offsets.Name] && l.Offsets.Name != o.Name
 		}
-		if !inputs && !own {
+		for _, in := range rg.ins {
+			if len(lv) > in.levels {
+				continue
+			}
+			base := in.levels - len(lv)
+			shares := true
+			for k, l := range lv {
+				shares = shares && l.Offsets.Name == in.offsets[base+k]
+			}
+			if shares {
+				out.in = in
+				break
+			}
+		}
+		switch {
+		case out.in != nil:
+		case own && len(lv) <= rg.ins[0].levels:
+			out.in, out.own = rg.ins[0], true
+		default:
 			continue
 		}
-		out.own = !inputs
 		for _, p := range c.Padding {
 			out.companions = append(out.companions, p.Lengths.Name)
 		}
@@ -662,18 +716,22 @@ func (rg *Ragged) Join(resps []Response) Response {
 		if resps[0].Outputs[name] == nil {
 			continue
 		}
-		all := make([]Item, rg.count)
+		all := make([]Item, rg.counts[o.in.name])
 		var err error
 		for pi, part := range rg.parts {
+			sel := part.items
+			if sel == nil {
+				sel = allItems(len(all))
+			}
 			var its []Item
 			its, err = rg.splitOutput(name, o, resps[pi], part.req)
-			if err == nil && len(its) != len(part.items) {
-				err = runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d", name, len(its), len(part.items))
+			if err == nil && len(its) != len(sel) {
+				err = runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d of `%s`", name, len(its), len(sel), o.in.name)
 			}
 			if err != nil {
 				break
 			}
-			for j, i := range part.items {
+			for j, i := range sel {
 				all[i] = its[j]
 			}
 		}
@@ -704,7 +762,7 @@ func (rg *Ragged) Join(resps []Response) Response {
 // into the items of its levels: by the offsets req's items derived, or by
 // the ones the response holds beside it.
 func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Request) ([]Item, error) {
-	in := rg.in
+	in := o.in
 	t := resp.Outputs[name]
 	levels := len(o.offsets)
 	offs := make([][]int64, levels)
@@ -811,7 +869,7 @@ func hasItems(reqs []Request) bool {
 // requests runs at once (so that they all may meet in groups), and a
 // request is answered, and reported to opts.Finished, once its last part
 // is.
-func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOptions) []Response {
+func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOptions, run RunFunc) []Response {
 	out := make([]Response, len(reqs))
 	type span struct {
 		rg     *Ragged
@@ -867,7 +925,7 @@ func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOp
 			opts.Finished(i, out[i])
 		}
 	}
-	e.RunBatch(ctx, plain, inner)
+	e.admit(ctx, plain, inner, run)
 	return out
 }
 

@@ -70,7 +70,21 @@ func FuzzPackItems(f *testing.F) {
 	mods := itemsModules(f)
 	inputs := []string{"line_images", "pixel_values", "token_ids"}
 	offsets := []string{"line_offsets", "frame_offsets", "token_offsets"}
+	paired := compilePlan(f, "testdata/paired.yaml").IR
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// Two items inputs on one level: the halves of b.
+		subs, _, err := PackItems(paired, Request{ID: "f", Items: map[string][]Item{"px": fuzzItems(b[:len(b)/2]), "qx": fuzzItems(b[len(b)/2:])}})
+		if err != nil && AsRunError(err).Rule != backend.RunInput {
+			t.Fatalf("px, qx: %v", err)
+		}
+		for _, s := range subs {
+			offs := s.Inputs["img_off"].Int64s()
+			for _, name := range []string{"px", "qx"} {
+				if v := s.Inputs[name]; v.Shape[0] != offs[len(offs)-1] || backend.DataLen(v.Data) != v.Len() {
+					t.Fatalf("%s packs %v with offsets %v", name, v, offs)
+				}
+			}
+		}
 		for i, m := range mods {
 			subs, _, err := PackItems(m, Request{ID: "f", Items: map[string][]Item{inputs[i]: fuzzItems(b)}})
 			if err != nil {

@@ -15,15 +15,6 @@ type RunFunc func(ctx context.Context, req vm.Request) vm.Response
 // BatchFunc runs requests concurrently and returns their responses in order.
 type BatchFunc func(ctx context.Context, reqs []vm.Request) []vm.Response
 
-// RunAll runs requests concurrently, one goroutine per request so that
-// their items meet in the groupers, after telling the engine how many are
-// coming (vm.Engine.Expect), and returns their responses in order. A
-// request that could not be read (its Err set) is answered with that error
-// at once (run/input).
-func RunAll(ctx context.Context, e *vm.Engine, reqs []vm.Request, run RunFunc) []vm.Response {
-	return vm.RunItems(e.Module(), reqs, func(reqs []vm.Request) []vm.Response { return runAll(ctx, e, reqs, run) })
-}
-
 // RunItems runs one request that gives inputs as items (vm.Request.Items):
 // packed into the plain requests vm.PackItems makes, which run at once
 // with run, and joined into its response.
@@ -37,27 +28,6 @@ func RunItems(ctx context.Context, e *vm.Engine, req vm.Request, run RunFunc) vm
 		wg.Wait()
 		return out
 	})[0]
-}
-
-func runAll(ctx context.Context, e *vm.Engine, reqs []vm.Request, run RunFunc) []vm.Response {
-	out := make([]vm.Response, len(reqs))
-	readable := 0
-	for i, r := range reqs {
-		if r.Err != nil {
-			out[i] = vm.Response{ID: r.ID, Err: vm.Unreadable(r.Err)}
-		} else {
-			readable++
-		}
-	}
-	e.Expect(readable)
-	var wg sync.WaitGroup
-	for i := range reqs {
-		if reqs[i].Err == nil {
-			wg.Go(func() { out[i] = run(ctx, reqs[i]) })
-		}
-	}
-	wg.Wait()
-	return out
 }
 
 // RunJSON runs a requests document of `genaic run`

@@ -58,6 +58,7 @@ const groupDelay = 60 * time.Millisecond
 type Runner interface {
 	Run(ctx context.Context, req vm.Request) vm.Response
 	RunAll(ctx context.Context, reqs []vm.Request) []vm.Response
+	RunBatch(ctx context.Context, reqs []vm.Request, opts vm.BatchOptions) []vm.Response
 	Stats() vm.Stats
 	Copies(component string) *vm.Copies
 	Close() error
@@ -67,6 +68,7 @@ type Runner interface {
 type executor interface {
 	RunRequest(ctx context.Context, req vm.Request) vm.Response
 	RunAll(ctx context.Context, reqs []vm.Request) []vm.Response
+	RunBatch(ctx context.Context, reqs []vm.Request, opts vm.BatchOptions) []vm.Response
 	Stats() vm.Stats
 	Copies(component string) *vm.Copies
 	Close() error
