@@ -171,6 +171,8 @@ func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ex.check(req); err != nil {
 		return nil, err
 	}
+	ex.engine.Begin()
+	defer ex.engine.End()
 	return ex.run(ctx, req)
 }
 
@@ -185,10 +187,22 @@ func (ex *Executor) RunJSON(ctx context.Context, requests []byte) ([]byte, error
 }
 
 // RunAll runs requests given by input name concurrently, as vm.Engine.RunAll
-// does, and returns their responses in order. The engine is told how many
-// are coming, so that a group never waits for more than the batch holds.
+// does: RunBatch with no limit, no stop and no report.
 func (ex *Executor) RunAll(ctx context.Context, reqs []vm.Request) []vm.Response {
-	return genrt.RunAll(ctx, ex.engine, reqs, ex.RunRequest)
+	return ex.RunBatch(ctx, reqs, vm.BatchOptions{})
+}
+
+// RunBatch runs requests given by input name concurrently, as
+// vm.Engine.RunBatch does, and returns their responses in order: at most
+// opts.Limit in flight (0: all), none started once opts.Stop closes (a
+// request never started is answered with an error vm.NotStarted recognises,
+// while those started finish), and opts.Finished told of each response as
+// soon as it is known. The engine is told how many are coming, so that a
+// group never waits for more than the batch holds. A request that gives
+// items is packed into the plain requests its items make and answered once
+// they all are.
+func (ex *Executor) RunBatch(ctx context.Context, reqs []vm.Request, opts vm.BatchOptions) []vm.Response {
+	return ex.engine.RunBatchWith(ctx, reqs, opts, ex.runRequest)
 }
 
 // inputNames are the workflow's inputs: a request may supply no other.
@@ -202,6 +216,14 @@ func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
 	if len(r.Items) > 0 {
 		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
 	}
+	ex.engine.Begin()
+	defer ex.engine.End()
+	return ex.runRequest(ctx, r)
+}
+
+// runRequest runs one plain request given by input name, which its caller
+// counts as running.
+func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	req := &Request{
 		Png:        r.Inputs["png"],
 		PngOffsets: r.Inputs["png_offsets"],
@@ -285,8 +307,6 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
 func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
-	ex.engine.Begin()
-	defer ex.engine.End()
 	resp := &Response{}
 	var (
 		png               = req.Png
