@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/internal/safefile"
 )
 
 // MetadataFile is the name of the metadata document inside a package folder.
@@ -208,20 +209,5 @@ func LoadPath(path string) (*Result, error) {
 // readLimited reads a file but refuses one far larger than any document,
 // without reading all of it.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if info.Size() > 4*MaxDocumentBytes {
-		return nil, fmt.Errorf("%s is %d bytes; genaic reads metadata documents of at most %d bytes", path, info.Size(), MaxDocumentBytes)
-	}
-	return os.ReadFile(path)
+	return safefile.ReadFile(path, 4*MaxDocumentBytes)
 }

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
@@ -32,24 +32,11 @@ const (
 // weights. The error wraps ErrNotONNX when the file is readable but not an
 // ONNX model, and is the I/O error otherwise.
 func Read(path string) (*Graph, error) {
-	// Stat before opening: opening a named pipe would wait for a writer.
-	if info, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
+	f, info, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
 	return Decode(f, info.Size())
 }
 

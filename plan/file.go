@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -106,12 +107,19 @@ func digest(b []byte) string {
 }
 
 // HashFile returns the SHA-256 of a file's content.
+// The file is streamed through the hash: an artifact may be larger than
+// memory.
 func HashFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	f, _, err := safefile.Open(path)
 	if err != nil {
 		return "", err
 	}
-	return digest(b), nil
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // LooksLikePlan tells a plan file from a metadata document by content: a
@@ -177,12 +185,16 @@ func Decode(name string, b []byte) (*File, error) {
 // after the plan was compiled.
 var ErrStale = errors.New("stale plan")
 
+// MaxPlanBytes bounds a plan file: a plan holds a workflow's IR and its
+// decisions, far below this.
+const MaxPlanBytes = 256 << 20
+
 // Load reads a plan file and checks it against its package: the metadata
 // document and every artifact must still have the content the plan was
 // compiled from, so a runtime never runs a plan on files it was not decided
 // for.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxPlanBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -3,10 +3,9 @@ package serve
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
+	"github.com/genaic/genaic/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -78,23 +77,9 @@ const maxConfigBytes = 1 << 20
 // maxConfigBytes (a FIFO or a device is refused, never read), parsed by
 // ParseConfig.
 func ReadConfig(path string) (*File, error) {
-	// Stat before opening: opening a FIFO for reading waits for a writer.
-	if st, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("config %s is not a regular file", path)
-	}
-	fh, err := os.Open(path)
+	b, err := safefile.ReadFile(path, maxConfigBytes)
 	if err != nil {
 		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfigBytes {
-		return nil, fmt.Errorf("config %s is larger than %d bytes", path, maxConfigBytes)
 	}
 	return ParseConfig(path, b)
 }

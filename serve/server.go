@@ -18,6 +18,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
@@ -231,7 +232,10 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	return md, nil
 }
 
-func openFile(dir, name string) (*os.File, error) { return os.Open(filepath.Join(dir, name)) }
+func openFile(dir, name string) (*os.File, error) {
+	f, _, err := safefile.Open(filepath.Join(dir, name))
+	return f, err
+}
 
 // Ready reports whether every model is ready and the server not draining.
 func (s *Server) Ready() bool {

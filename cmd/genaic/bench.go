@@ -3,12 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
@@ -175,7 +175,7 @@ func readRequestsFile(e *env, path string, opts jsonio.ReadOptions) ([]vm.Reques
 		}
 		return reqs, nil
 	}
-	file, err := os.Open(path)
+	file, _, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/plan/view"
@@ -85,10 +86,14 @@ func runInspect(e *env, args []string) int {
 	return exitOK
 }
 
+// maxStatsBytes bounds a --stats file: a responses document may carry
+// every output inline besides its stats.
+const maxStatsBytes = 1 << 30
+
 // readStats reads the stats of a responses document, or a bare stats
 // object.
 func readStats(path string) (*vm.Stats, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxStatsBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +186,7 @@ func inspectPlan(e *env, path string) (*plan.File, int) {
 		return nil, ioError(e, err)
 	}
 	if !st.IsDir() {
-		b, err := os.ReadFile(path)
+		b, err := safefile.ReadFile(path, plan.MaxPlanBytes)
 		if err != nil {
 			return nil, ioError(e, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
@@ -157,7 +158,7 @@ func isPlanFile(path string) bool {
 	if err != nil || !info.Mode().IsRegular() {
 		return false
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, plan.MaxPlanBytes)
 	return err == nil && plan.LooksLikePlan(b)
 }
 

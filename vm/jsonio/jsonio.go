@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 )
@@ -360,14 +361,7 @@ func ReadNPY(path string) (*backend.Tensor, error) {
 }
 
 func readNPYFile(path string, limit int64) (*backend.Tensor, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
