@@ -33,13 +33,13 @@ test: setup lint
 	$(GO) test ./...
 	$(GO) test -race ./vm/... ./compiler/... ./passes/... ./serve/...
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s -fuzzminimizetime 100ms
-	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 4s -fuzzminimizetime 100ms
+	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 10s -fuzzminimizetime 100ms
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 8s -fuzzminimizetime 100ms
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 8s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzAudioRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
