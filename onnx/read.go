@@ -120,7 +120,9 @@ func (r *reader) length(end int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v > uint64(end-r.off) {
+	// A field read past its message's end (a tag or length that spilled
+	// over it) leaves no room at all.
+	if rem := end - r.off; rem < 0 || v > uint64(rem) {
 		return 0, r.malformed("a field of %d bytes runs past the end of its message", v)
 	}
 	return int64(v), nil
@@ -129,6 +131,9 @@ func (r *reader) length(end int64) (int64, error) {
 // skipN moves past n bytes without reading them when they are not
 // buffered: weights are seeked over, never read.
 func (r *reader) skipN(n int64) error {
+	if n < 0 {
+		return r.malformed("a negative length")
+	}
 	if b := int64(r.br.Buffered()); n <= b {
 		_, err := r.br.Discard(int(n))
 		r.off += n
