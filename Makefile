@@ -38,7 +38,7 @@ test: setup lint
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 6s -fuzzminimizetime 100ms
 	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 8s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s -fuzzminimizetime 100ms
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzAudioRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
