@@ -138,10 +138,15 @@ func (md *Model) checkInput(name, datatype string) (string, error) {
 	return dt, nil
 }
 
-func (md *Model) inputNames() string {
-	var ns []string
-	for _, in := range md.inputs {
-		ns = append(ns, in.Name)
+func (md *Model) inputNames() string { return names(md.inputs) }
+
+func (md *Model) outputNames() string { return names(md.outputs) }
+
+// names lists tensors' names, for messages.
+func names(ts []tensorMeta) string {
+	ns := make([]string, len(ts))
+	for i, t := range ts {
+		ns[i] = t.Name
 	}
 	return fmt.Sprint(ns)
 }
@@ -165,14 +170,6 @@ func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error)
 		}
 	}
 	return names, nil
-}
-
-func (md *Model) outputNames() string {
-	var ns []string
-	for _, o := range md.outputs {
-		ns = append(ns, o.Name)
-	}
-	return fmt.Sprint(ns)
 }
 
 // httpStatus is the HTTP status of a failed request's rule.

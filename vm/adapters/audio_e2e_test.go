@@ -2,7 +2,6 @@ package adapters_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/adapters"
@@ -38,26 +38,6 @@ func clipEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*
 		}
 	}
 	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{int64(len(out)), 1}, Data: out}}, nil
-}
-
-// wav16 encodes mono 16-bit samples at 16 kHz.
-func wav16(samples []int16) []byte {
-	b := []byte("RIFF")
-	b = binary.LittleEndian.AppendUint32(b, uint32(36+2*len(samples)))
-	b = append(b, "WAVEfmt "...)
-	b = binary.LittleEndian.AppendUint32(b, 16) // the fmt chunk's size
-	b = binary.LittleEndian.AppendUint16(b, 1)  // PCM
-	b = binary.LittleEndian.AppendUint16(b, 1)  // mono
-	b = binary.LittleEndian.AppendUint32(b, 16000)
-	b = binary.LittleEndian.AppendUint32(b, 32000)
-	b = binary.LittleEndian.AppendUint16(b, 2)
-	b = binary.LittleEndian.AppendUint16(b, 16)
-	b = append(b, "data"...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(2*len(samples)))
-	for _, v := range samples {
-		b = binary.LittleEndian.AppendUint16(b, uint16(v))
-	}
-	return b
 }
 
 // clipSum is the reference: frames of 4 samples every 3, covering every
@@ -100,7 +80,7 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 				s[j] = int16(rng.Intn(20000) - 10000)
 			}
 			req = append(req, s)
-			w := wav16(s)
+			w := fixtures.WAV16(16000, s)
 			data = append(data, w...)
 			offs = append(offs, int64(len(data)))
 			for range w {
