@@ -116,7 +116,7 @@ func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *a
 	}
 	// Only a reused buffer some item leaves short needs zero fill: the
 	// items overwrite all of it otherwise.
-	short := padded && slices.ContainsFunc(tensors, func(t *backend.Tensor) bool { return !equalShape(t.Shape[1:], shape[1:]) })
+	short := padded && slices.ContainsFunc(tensors, func(t *backend.Tensor) bool { return !slices.Equal(t.Shape[1:], shape[1:]) })
 	out, err := a.tensor(at, tensors[0].DType, shape, short)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func placeInto(dst *backend.Tensor, row int64, src *backend.Tensor) int64 {
 		return 0
 	}
 	dstStrides := strides(dst.Shape)
-	if equalShape(dst.Shape[1:], src.Shape[1:]) {
+	if slices.Equal(dst.Shape[1:], src.Shape[1:]) {
 		dst.CopyElems(row*dstStrides[0], src, 0, src.Len())
 		return src.Bytes()
 	}

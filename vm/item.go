@@ -2,6 +2,7 @@ package vm
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
@@ -286,7 +287,7 @@ func equalTensor(a, b *backend.Tensor) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.DType != b.DType || !equalShape(a.Shape, b.Shape) {
+	if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) {
 		return false
 	}
 	return reflect.DeepEqual(a.Data, b.Data)

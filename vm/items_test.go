@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -118,11 +119,11 @@ func TestPackItemsTwoLevels(t *testing.T) {
 	for name, want := range map[string][]int64{
 		"frame_offsets": {0, 2, 2, 3}, "frame_owner": {0, 0, 2}, "clip_offsets": {0, 3}, "clip_owner": {0, 0, 0}, "patch_lengths": {2, 3, 1},
 	} {
-		if got := in[name].Int64s(); !equalShape(got, want) {
+		if got := in[name].Int64s(); !slices.Equal(got, want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if got := in["pixel_values"].Shape; !equalShape(got, []int64{3, 3, 8}) {
+	if got := in["pixel_values"].Shape; !slices.Equal(got, []int64{3, 3, 8}) {
 		t.Errorf("pixel_values packs into %v, want [3 3 8]", got)
 	}
 	// text_packed: segments of tokens, flat.
@@ -137,7 +138,7 @@ func TestPackItemsTwoLevels(t *testing.T) {
 	for name, want := range map[string][]int64{
 		"token_ids": {1, 2, 3, 4}, "token_offsets": {0, 3, 4}, "token_owner": {0, 0, 0, 1}, "segment_offsets": {0, 2}, "segment_owner": {0, 0},
 	} {
-		if got := in[name].Int64s(); !equalShape(got, want) {
+		if got := in[name].Int64s(); !slices.Equal(got, want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}

@@ -1,6 +1,10 @@
 package vm
 
-import "github.com/genaic/genaic/backend"
+import (
+	"slices"
+
+	"github.com/genaic/genaic/backend"
+)
 
 // runErr is backend.Errorf: the runtime's errors fail one request.
 var runErr = backend.Errorf
@@ -93,7 +97,7 @@ func rebase(offs []int64) []int64 {
 // checkLengths checks a valid_lengths vector: its shape is the value's axes
 // outer to the padded one, and every entry lies in [0, padded extent].
 func checkLengths(value, dim string, lengths *backend.Tensor, outer []int64, extent int64) error {
-	if !equalShape(lengths.Shape, outer) {
+	if !slices.Equal(lengths.Shape, outer) {
 		return runErr("run/lengths", "valid_lengths `%s` of dimension `%s` has shape %v, but the padded value's outer axes are %v", value, dim, lengths.Shape, outer)
 	}
 	for i, n := range lengths.Int64s() {
@@ -102,16 +106,4 @@ func checkLengths(value, dim string, lengths *backend.Tensor, outer []int64, ext
 		}
 	}
 	return nil
-}
-
-func equalShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

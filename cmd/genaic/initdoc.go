@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/ir"
@@ -388,17 +389,6 @@ func (c *initComponent) hints() initHints {
 	named := func(q initPort, word string) bool {
 		return q.name != p.name && q.dtype == "int64" && strings.Contains(strings.ToLower(q.name), word)
 	}
-	sameDims := func(a, b []initDim) bool {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				return false
-			}
-		}
-		return true
-	}
 	var rest []int // axes of p's symbols after axis 0
 	for i, d := range p.dims {
 		switch {
@@ -420,7 +410,7 @@ func (c *initComponent) hints() initHints {
 	padAxis := -1
 	for _, i := range rest {
 		for _, q := range c.inputs {
-			if padAxis < 0 && named(q, "len") && sameDims(q.dims, p.dims[:i]) {
+			if padAxis < 0 && named(q, "len") && slices.Equal(q.dims, p.dims[:i]) {
 				padAxis, h.lengths = i, yq(q.name)
 			}
 		}
