@@ -29,26 +29,29 @@ lint:
 # Tests and the demo find the cache through GENAIC_CACHE (vm/ortlib).
 test demo: export GENAIC_CACHE := $(CACHE)
 
+# The fuzz steps run a count of inputs each (-fuzztime Nx), not a duration:
+# with a duration, Go 1.26's fuzzing coordinator can report its own end as
+# "context deadline exceeded" and fail a target that found nothing.
 test: setup lint
 	$(GO) test ./...
 	$(GO) test -race ./vm/... ./compiler/... ./passes/... ./serve/...
-	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 4s -fuzzminimizetime 100ms
-	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 10s -fuzzminimizetime 100ms
-	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 8s -fuzzminimizetime 100ms
-	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 6s -fuzzminimizetime 100ms
-	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 8s -fuzzminimizetime 100ms
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzAudioRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageSeqRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzSampleByTime$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeHTTP$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeGRPC$$' -fuzztime 3s -fuzzminimizetime 100ms
-	$(GO) test ./serve -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime 3s -fuzzminimizetime 100ms
+	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 2000x -fuzzminimizetime 100x
+	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 3000x -fuzzminimizetime 100x
+	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 2000x -fuzzminimizetime 100x
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 20000x -fuzzminimizetime 100x
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 10000x -fuzzminimizetime 100x
+	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 20000x -fuzzminimizetime 100x
+	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 5000x -fuzzminimizetime 100x
+	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 20000x -fuzzminimizetime 100x
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 20000x -fuzzminimizetime 100x
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzAudioRequest$$' -fuzztime 15000x -fuzzminimizetime 100x
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageRequest$$' -fuzztime 10000x -fuzzminimizetime 100x
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzImageSeqRequest$$' -fuzztime 5000x -fuzzminimizetime 100x
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzVideoRequest$$' -fuzztime 8000x -fuzzminimizetime 100x
+	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzSampleByTime$$' -fuzztime 20000x -fuzzminimizetime 100x
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeHTTP$$' -fuzztime 3000x -fuzzminimizetime 100x
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeGRPC$$' -fuzztime 3000x -fuzzminimizetime 100x
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime 3000x -fuzzminimizetime 100x
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic
