@@ -188,6 +188,27 @@ func (t *Tensor) View(lo, hi int64) *Tensor {
 	return &v.Tensor
 }
 
+// Views returns the views of rows [lo, hi) of axis 0 of t for each span,
+// as View does, with the tensors of all of them in one allocation: a
+// group is split into its requests' shares at once.
+func (t *Tensor) Views(spans [][2]int64) []*Tensor {
+	inner := Elements(t.Shape[1:])
+	vs, out := make([]view, len(spans)), make([]*Tensor, len(spans))
+	for i, sp := range spans {
+		v := &vs[i]
+		v.DType, v.Data = t.DType, slice(t.Data, sp[0]*inner, sp[1]*inner)
+		if len(t.Shape) <= len(v.dims) {
+			v.Shape = v.dims[:len(t.Shape):len(t.Shape)]
+		} else {
+			v.Shape = make([]int64, len(t.Shape))
+		}
+		copy(v.Shape, t.Shape)
+		v.Shape[0] = sp[1] - sp[0]
+		out[i] = &v.Tensor
+	}
+	return out
+}
+
 // view is a tensor with room for its shape, so that a view of the usual
 // rank is one allocation (and its data's boxing) rather than three.
 type view struct {

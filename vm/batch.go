@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/internal/steps"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -122,9 +121,9 @@ func (b *batch) invoke(s *ir.Step) {
 	done := 0
 	// An item that fits whole (the usual case) is queued from slabs
 	// allocated once for the batch.
-	slab, ptrs := make([]pending, len(b.runs)), make([]*pending, len(b.runs))
+	slab, ptrs, items := make([]pending, len(b.runs)), make([]*pending, len(b.runs)), make([]item, len(b.runs))
 	b.each(func(i int, r *run) error {
-		sub, err := b.admit(g, s, r, &wg, &slab[i], ptrs[i:i+1:i+1])
+		sub, err := b.admit(g, s, r, &wg, &items[i], &slab[i], ptrs[i:i+1:i+1])
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
 			if err := g.enqueue(sub.ps...); err != nil {
@@ -144,7 +143,7 @@ func (b *batch) invoke(s *ir.Step) {
 		if err != nil {
 			return backend.Located(err, b.e.m.Location(s.Loc))
 		}
-		return r.results(s, outs)
+		return r.results(s, g.spec, outs)
 	})
 }
 
@@ -154,13 +153,13 @@ type submission struct {
 	ps  []*pending
 	err error
 	// outs answers an item of zero units at once (grouper.answerEmpty).
-	outs map[string]*backend.Tensor
+	outs outputs
 }
 
-// admit builds a request's pending items for g, unless the batch was
-// cancelled. An item that fits whole is pending in one and listed in
+// admit builds a request's pending items for g into it, unless the batch
+// was cancelled. An item that fits whole is pending in one and listed in
 // slot (a slice of one).
-func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, one *pending, slot []*pending) (submission, error) {
+func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, into *item, one *pending, slot []*pending) (submission, error) {
 	if err := b.ctx.Err(); err != nil {
 		return submission{}, backend.ContextError(err)
 	}
@@ -178,7 +177,7 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, one *p
 		}
 		args[a.Port] = t
 	}
-	it, err := g.spec.admit(args, r.lookup)
+	it, err := g.spec.admitInto(into, args, r.lookup)
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
 	}
@@ -204,30 +203,37 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, one *p
 }
 
 // result is a submission's outputs: its one share, or its chunks' merged.
-func (sub *submission) result(g *grouper) (map[string]*backend.Tensor, error) {
+func (sub *submission) result(g *grouper) (outputs, error) {
 	if sub.err != nil {
 		return nil, sub.err
 	}
 	if len(sub.ps) == 0 {
 		return sub.outs, nil
 	}
-	shares := make([]map[string]*backend.Tensor, len(sub.ps))
+	var shares []map[string]*backend.Tensor
+	if len(sub.ps) > 1 {
+		shares = make([]map[string]*backend.Tensor, len(sub.ps))
+	}
 	for k, p := range sub.ps {
 		if p.res.err != nil {
 			return nil, p.res.err
 		}
-		shares[k] = p.res.outs
+		if len(sub.ps) == 1 {
+			return p.res.outs, nil
+		}
+		shares[k] = g.spec.outMap(p.res.outs)
 	}
-	if len(shares) == 1 {
-		return shares[0], nil
+	merged, err := g.spec.merge(shares, g.copies)
+	if err != nil {
+		return nil, err
 	}
-	return g.spec.merge(shares, g.copies)
+	return g.spec.outSlice(merged), nil
 }
 
 // results binds an invoke's outputs to the values its step defines.
-func (r *run) results(s *ir.Step, outs map[string]*backend.Tensor) error {
+func (r *run) results(s *ir.Step, spec *componentSpec, outs outputs) error {
 	for _, res := range s.Results {
-		t, err := steps.Result(outs, s.Component.Name, res.Port)
+		t, err := spec.output(outs, res.Port)
 		if err != nil {
 			return err
 		}

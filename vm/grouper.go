@@ -72,7 +72,7 @@ func (p *pending) answer(s share) {
 }
 
 type share struct {
-	outs map[string]*backend.Tensor
+	outs outputs
 	err  error
 }
 
@@ -119,7 +119,11 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 // chunks across invocations; an item no split can fit is refused at once.
 func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
 	if it.empty() {
-		return g.answerEmpty(it)
+		outs, err := g.answerEmpty(it)
+		if err != nil {
+			return nil, err
+		}
+		return g.spec.outMap(outs), nil
 	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
@@ -135,7 +139,7 @@ func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Ten
 // line) as it would be answered alone, without the queue: its outputs
 // never depend on the items it could have been grouped with, it is counted
 // in no group, and no backend runs for it.
-func (g *grouper) answerEmpty(it *item) (map[string]*backend.Tensor, error) {
+func (g *grouper) answerEmpty(it *item) (outputs, error) {
 	g.mu.Lock()
 	closed := g.closed
 	g.mu.Unlock()
@@ -160,11 +164,15 @@ func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*backend.
 	if err := g.enqueue(p); err != nil {
 		return nil, err
 	}
-	return p.wait()
+	outs, err := p.wait()
+	if err != nil {
+		return nil, err
+	}
+	return g.spec.outMap(outs), nil
 }
 
 // wait blocks until the item's share is ready or its request is cancelled.
-func (p *pending) wait() (map[string]*backend.Tensor, error) {
+func (p *pending) wait() (outputs, error) {
 	select {
 	case s := <-p.done:
 		return s.outs, s.err
@@ -289,7 +297,7 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 	return kept
 }
 
-func (g *grouper) invoke(a *arena, batch []*pending) ([]map[string]*backend.Tensor, error) {
+func (g *grouper) invoke(a *arena, batch []*pending) ([]outputs, error) {
 	start := time.Now()
 	items := make([]*item, len(batch))
 	for i, p := range batch {

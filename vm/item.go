@@ -19,9 +19,11 @@ type item struct {
 	ports []itemPort
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
-	// inline holds the ports of a component with few inputs, so that
-	// admitting an item is one allocation less.
-	inline [4]itemPort
+	// inline holds the ports of a component with few inputs, and
+	// uniformInline the extents of few uniform symbols, so that admitting
+	// an item into a batch's slab allocates nothing.
+	inline        [4]itemPort
+	uniformInline [2]int64
 }
 
 // itemPort is an item's value of one input port.
@@ -36,6 +38,11 @@ type itemPort struct {
 	// lengths holds, for a padded port, the item's lengths per padding
 	// entry (in the order of the port's Padded list).
 	lengths []*backend.Tensor
+	// The usual chains (up to two levels, two padded axes) are held in
+	// place: levels, owners and lengths start as slices of these.
+	levelsInline  [2][]int64
+	ownersInline  [2]*backend.Tensor
+	lengthsInline [2]*backend.Tensor
 }
 
 // empty reports whether the item holds no unit at all: it has a packed
@@ -58,12 +65,19 @@ func (it *item) empty() bool {
 // newItem returns an empty item of a component with n input ports.
 func newItem(n int) *item {
 	it := &item{}
+	it.init(n)
+	return it
+}
+
+// init readies a zero item for n input ports, in place: a batch admits
+// its requests' items into one slab.
+func (it *item) init(n int) {
 	if n <= len(it.inline) {
 		it.ports = it.inline[:n:n]
 	} else {
 		it.ports = make([]itemPort, n)
 	}
-	return it
+	it.uniform = it.uniformInline[:0]
 }
 
 // componentSpec is what the runtime derives once per component from its
@@ -126,7 +140,12 @@ func companionValue(ref plan.Ref, args map[string]*backend.Tensor, env func(stri
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
 func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
-	it := newItem(len(s.gp.Inputs))
+	return s.admitInto(&item{}, args, env)
+}
+
+// admitInto is admit into a zero item it (one of a batch's slab).
+func (s *componentSpec) admitInto(it *item, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
+	it.init(len(s.gp.Inputs))
 	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
 			continue
@@ -219,8 +238,8 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 		return nil
 	}
 	children := t.Shape[0]
-	var offsets [][]int64
-	var owners []*backend.Tensor
+	p := &it.ports[i]
+	offsets, owners := p.levelsInline[:0], p.ownersInline[:0]
 	for _, l := range in.Levels {
 		ot := companionValue(l.Offsets, args, env)
 		wt := companionValue(l.Owner, args, env)
@@ -260,7 +279,12 @@ func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.T
 			return err
 		}
 		if it.ports[i].lengths == nil {
-			it.ports[i].lengths = make([]*backend.Tensor, len(in.Padded))
+			p := &it.ports[i]
+			if len(in.Padded) <= len(p.lengthsInline) {
+				p.lengths = p.lengthsInline[:len(in.Padded)]
+			} else {
+				p.lengths = make([]*backend.Tensor, len(in.Padded))
+			}
 		}
 		it.ports[i].lengths[k] = lt
 	}

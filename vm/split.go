@@ -5,23 +5,58 @@ import (
 	"github.com/genaic/genaic/plan"
 )
 
+// outputs is one item's share of a group's outputs, by the position of
+// the output port in the GroupPlan: a group's shares are cut from one
+// slab, with no map per item.
+type outputs []*backend.Tensor
+
+// outMap is a share as a map by port name.
+func (s *componentSpec) outMap(sh outputs) map[string]*backend.Tensor {
+	m := make(map[string]*backend.Tensor, len(sh))
+	for k, o := range s.gp.Outputs {
+		m[o.Name] = sh[k]
+	}
+	return m
+}
+
+// outSlice is a map of outputs by port name as a share.
+func (s *componentSpec) outSlice(m map[string]*backend.Tensor) outputs {
+	sh := make(outputs, len(s.gp.Outputs))
+	for k, o := range s.gp.Outputs {
+		sh[k] = m[o.Name]
+	}
+	return sh
+}
+
+// output returns a share's output port name (run/backend when the
+// component has no such output).
+func (s *componentSpec) output(sh outputs, name string) (*backend.Tensor, error) {
+	for k, o := range s.gp.Outputs {
+		if o.Name == name {
+			return sh[k], nil
+		}
+	}
+	return nil, runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, name)
+}
+
 // split hands each item its share of the group's outputs (§6 Split): row
 // and packed shares are views of the group's buffers, delivered offsets are
 // rebased, lengths are sliced, owner maps are derived per request.
-func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) ([]map[string]*backend.Tensor, error) {
-	shares := make([]map[string]*backend.Tensor, len(g.items))
+func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) ([]outputs, error) {
+	n := len(s.gp.Outputs)
+	shares, slab := make([]outputs, len(g.items)), make([]*backend.Tensor, len(g.items)*n)
 	for i := range shares {
-		shares[i] = make(map[string]*backend.Tensor, len(s.gp.Outputs))
+		shares[i] = slab[i*n : (i+1)*n : (i+1)*n]
 	}
-	for _, o := range s.gp.Outputs {
-		if err := s.splitPort(g, o, outs, shares); err != nil {
+	for k, o := range s.gp.Outputs {
+		if err := s.splitPort(g, k, o, outs, shares); err != nil {
 			return nil, err
 		}
 	}
 	return shares, nil
 }
 
-func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
+func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	t := outs[o.Name]
 	if t == nil {
 		return runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, o.Name)
@@ -29,20 +64,24 @@ func (s *componentSpec) splitPort(g *group, o plan.Port, outs map[string]*backen
 	switch o.Split {
 	case plan.SplitBroadcast:
 		for i := range shares {
-			shares[i][o.Name] = t
+			shares[i][k] = t
 		}
 	case plan.SplitRows, plan.SplitExpanded:
 		f := max(o.Factor, 1) // rows per request on this output
 		if t.Rank() == 0 || t.Shape[0] != g.rows()*f {
 			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group's %d requests own %d rows each", s.comp.Name, o.Name, t.Shape, g.rows(), f)
 		}
-		for i := range g.items {
-			shares[i][o.Name] = t.View(int64(i)*f, int64(i+1)*f)
+		spans := make([][2]int64, len(g.items))
+		for i := range spans {
+			spans[i] = [2]int64{int64(i) * f, int64(i+1) * f}
+		}
+		for i, v := range t.Views(spans) {
+			shares[i][k] = v
 		}
 	case plan.SplitPacked:
-		return s.splitPacked(g, o, outs, shares)
+		return s.splitPacked(g, k, o, outs, shares)
 	case plan.SplitCompanion, plan.SplitInternal:
-		return s.splitCompanion(g, o, outs, shares)
+		return s.splitCompanion(g, k, o, outs, shares)
 	}
 	return nil
 }
@@ -85,28 +124,31 @@ func span(levels [][]int64, row int64, stop int) (lo, hi int64) {
 	return lo, hi
 }
 
-func (s *componentSpec) splitPacked(g *group, o plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
+func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	levels, err := s.levelOffsets(g, o, outs)
 	if err != nil {
 		return err
 	}
-	t := outs[o.Name]
-	for i := range g.items {
+	spans := make([][2]int64, len(g.items))
+	for i := range spans {
 		lo, hi := span(levels, int64(i), 0)
-		shares[i][o.Name] = t.View(lo, hi)
+		spans[i] = [2]int64{lo, hi}
+	}
+	for i, v := range outs[o.Name].Views(spans) {
+		shares[i][k] = v
 	}
 	return nil
 }
 
 // splitCompanion delivers an output companion: offsets rebased to the
 // item's own span, owners derived from those, lengths sliced.
-func (s *componentSpec) splitCompanion(g *group, o plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
+func (s *componentSpec) splitCompanion(g *group, at int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	served := s.gp.Output(o.Serves.Port)
 	if served == nil {
 		return runErr("run/unsupported", "output `%s` serves `%s`, which is not an output", o.Name, o.Serves.Port)
 	}
 	if o.Serves.Role == "lengths" {
-		return s.splitLengths(g, o, served, outs, shares)
+		return s.splitLengths(g, at, o, served, outs, shares)
 	}
 	levels, err := s.levelOffsets(g, *served, outs)
 	if err != nil {
@@ -120,13 +162,13 @@ func (s *componentSpec) splitCompanion(g *group, o plan.Port, outs map[string]*b
 		if o.Serves.Role == "owner" {
 			data = ownersFromOffsets(offs)
 		}
-		shares[i][o.Name] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+		shares[i][at] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 	}
 	return nil
 }
 
 // splitLengths slices a lengths output along with the value it measures.
-func (s *componentSpec) splitLengths(g *group, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares []map[string]*backend.Tensor) error {
+func (s *componentSpec) splitLengths(g *group, at int, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	t := outs[o.Name]
 	var levels [][]int64
 	if served.Split == plan.SplitPacked {
@@ -136,7 +178,8 @@ func (s *componentSpec) splitLengths(g *group, o plan.Port, served *plan.Port, o
 		}
 	}
 	f := max(served.Factor, 1)
-	for i := range g.items {
+	spans := make([][2]int64, len(g.items))
+	for i := range spans {
 		lo, hi := int64(i)*f, int64(i+1)*f
 		if levels != nil {
 			lo, hi = span(levels, int64(i), 0)
@@ -144,7 +187,10 @@ func (s *componentSpec) splitLengths(g *group, o plan.Port, served *plan.Port, o
 		if t.Rank() == 0 || hi > t.Shape[0] {
 			return runErr("run/lengths", "component `%s` output lengths `%s` has shape %v, too short for the group's %d positions", s.comp.Name, o.Name, t.Shape, hi)
 		}
-		shares[i][o.Name] = t.View(lo, hi)
+		spans[i] = [2]int64{lo, hi}
+	}
+	for i, v := range t.Views(spans) {
+		shares[i][at] = v
 	}
 	return nil
 }

@@ -139,7 +139,7 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 		if err != nil {
 			return nil, err
 		}
-		shares[i] = s
+		shares[i] = g.spec.outMap(s)
 	}
 	return g.spec.merge(shares, g.copies)
 }
