@@ -89,11 +89,15 @@ func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok 
 		}
 		return nil, 0, !g.closed
 	}
-	if g.promised > 0 && !g.closed && !g.fillable() {
-		return nil, promisedWait, true // more of the batch is on its way
+	// While a batch admits, a group closes once the queue holds a full
+	// one (two, where padding-aware choice needs candidates): more of the
+	// batch is on its way, but it cannot make this group fuller.
+	promised := g.promised > 0 && !g.closed
+	if promised && !g.fillable() {
+		return nil, promisedWait, true
 	}
 	f := g.form(now)
-	if !g.closed {
+	if !g.closed && !promised {
 		if wait = g.worthWaiting(f, now); wait > 0 {
 			return nil, wait, true
 		}

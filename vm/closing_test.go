@@ -114,3 +114,41 @@ func TestFormationIsPaddingAware(t *testing.T) {
 		t.Errorf("items past their delay bound were passed over: %v", f.chosen)
 	}
 }
+
+// TestPromisedGroupClosesOnceTheQueueHoldsOne: while a lockstep batch is
+// still admitting, a free runner runs a group as soon as the queue holds
+// a full group's worth, even when the group it forms is not full (here
+// padding keeps the larger items out of the first one), so that groups
+// run beside the rest of the admission instead of after it. With less
+// queued, it waits for the batch.
+func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second}, nil)
+	defer e.Close()
+	g := e.groupers["encoder"]
+	for _, elements := range []int64{100, 400, 1600, 3200, 800, 200, 6400, 50, 1000, 2500} {
+		g.sched.observe(1, groupElements{padded: elements, real: elements}, time.Duration(1000+100*elements))
+	}
+	now := time.Now()
+	queue := []*pending{paddedItem(t, g, 2, now)}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.promised = 1000
+	g.queue = append([]*pending(nil), queue...)
+	g.fillStale = true
+	if batch, wait, _ := g.take(now); batch != nil || wait != promisedWait {
+		t.Fatalf("one queued item of a batch still admitting ran as a group of %d (wait %v)", len(batch), wait)
+	}
+	for range 400 {
+		queue = append(queue, paddedItem(t, g, 60, now))
+	}
+	head := queue[0]
+	g.queue = queue
+	g.fillStale = true
+	batch, wait, _ := g.take(now)
+	if batch == nil {
+		t.Fatalf("with %d items queued, the runner waits %v for more of the batch", len(queue), wait)
+	}
+	if len(batch) != 1 || batch[0] != head {
+		t.Errorf("took %d items; want the oldest alone (padding keeps the others out)", len(batch))
+	}
+}

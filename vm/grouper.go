@@ -209,8 +209,9 @@ func (g *grouper) enqueue(ps ...*pending) error {
 }
 
 // promise counts n more items (fewer, when negative) that a batch run in
-// lockstep is admitting: no partial group forms while items
-// are promised, whatever the delay, since they are already on their way.
+// lockstep is admitting: while items are promised, a group forms only
+// once the queue holds a full one, whatever the delay, since the others
+// are already on their way.
 func (g *grouper) promise(n int) {
 	g.mu.Lock()
 	g.promised += n

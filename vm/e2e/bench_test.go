@@ -427,7 +427,7 @@ func benchWorkload(b *testing.B, w workload) {
 
 // idealCalls assembles the FIFO batches under the component's budgets and
 // returns a function that runs them on the session, one call each.
-func idealCalls(b *testing.B, w workload, gp *plan.GroupPlan, reqs []vm.Request, s backend.Session) func() {
+func idealCalls(b testing.TB, w workload, gp *plan.GroupPlan, reqs []vm.Request, s backend.Session) func() {
 	var inputs []map[string]*backend.Tensor
 	for _, batch := range w.batches(gp.Budgets, reqs) {
 		inputs = append(inputs, w.assemble(batch))
