@@ -121,9 +121,9 @@ func (b *batch) invoke(s *ir.Step) {
 	done := 0
 	// An item that fits whole (the usual case) is queued from slabs
 	// allocated once for the batch.
-	slab, ptrs, items := make([]pending, len(b.runs)), make([]*pending, len(b.runs)), make([]item, len(b.runs))
+	slab, ptrs, items := make([]pending, len(b.runs)), make([]*pending, len(b.runs)), g.spec.newItemSlab(len(b.runs))
 	b.each(func(i int, r *run) error {
-		sub, err := b.admit(g, s, r, &wg, &items[i], &slab[i], ptrs[i:i+1:i+1])
+		sub, err := b.admit(g, s, r, &wg, items.item(i), &slab[i], ptrs[i:i+1:i+1])
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
 			if err := g.enqueue(sub.ps...); err != nil {

@@ -19,10 +19,13 @@ type item struct {
 	ports []itemPort
 	// uniform holds the item's extent of each uniform symbol.
 	uniform []int64
-	// inline holds the ports of a component with few inputs, and
-	// uniformInline the extents of few uniform symbols, so that admitting
-	// an item into a batch's slab allocates nothing.
-	inline        [4]itemPort
+	// spare is room for the item's chains, cut from a batch's slab
+	// (itemSlab): admission takes what each port needs from it, and
+	// allocates only once it runs out (an item admitted alone has none).
+	spare struct {
+		levels          [][]int64
+		owners, lengths []*backend.Tensor
+	}
 	uniformInline [2]int64
 }
 
@@ -38,11 +41,6 @@ type itemPort struct {
 	// lengths holds, for a padded port, the item's lengths per padding
 	// entry (in the order of the port's Padded list).
 	lengths []*backend.Tensor
-	// The usual chains (up to two levels, two padded axes) are held in
-	// place: levels, owners and lengths start as slices of these.
-	levelsInline  [2][]int64
-	ownersInline  [2]*backend.Tensor
-	lengthsInline [2]*backend.Tensor
 }
 
 // empty reports whether the item holds no unit at all: it has a packed
@@ -64,20 +62,69 @@ func (it *item) empty() bool {
 
 // newItem returns an empty item of a component with n input ports.
 func newItem(n int) *item {
-	it := &item{}
-	it.init(n)
+	it := &item{ports: make([]itemPort, n)}
+	it.uniform = it.uniformInline[:0]
 	return it
 }
 
-// init readies a zero item for n input ports, in place: a batch admits
-// its requests' items into one slab.
-func (it *item) init(n int) {
-	if n <= len(it.inline) {
-		it.ports = it.inline[:n:n]
-	} else {
-		it.ports = make([]itemPort, n)
+// itemSlab holds the items a lockstep batch admits at one component, with
+// their ports and chains, in a few allocations for the whole batch rather
+// than several per item.
+type itemSlab struct {
+	items   []item
+	ports   []itemPort
+	levels  [][]int64
+	owners  []*backend.Tensor
+	lengths []*backend.Tensor
+	// per item: ports, levels (and owners) and lengths
+	nPorts, nLevels, nLengths int
+}
+
+func (s *componentSpec) newItemSlab(n int) *itemSlab {
+	sl := &itemSlab{items: make([]item, n), nPorts: len(s.gp.Inputs)}
+	for _, in := range s.gp.Inputs {
+		if in.Role == plan.RoleCompanion {
+			continue
+		}
+		if in.Role == plan.RolePacked {
+			sl.nLevels += len(in.Levels)
+		}
+		sl.nLengths += len(in.Padded)
 	}
+	sl.ports = make([]itemPort, n*sl.nPorts)
+	if sl.nLevels > 0 {
+		sl.levels, sl.owners = make([][]int64, n*sl.nLevels), make([]*backend.Tensor, n*sl.nLevels)
+	}
+	if sl.nLengths > 0 {
+		sl.lengths = make([]*backend.Tensor, n*sl.nLengths)
+	}
+	return sl
+}
+
+// item returns the slab's item i, empty, with its share of the slab.
+func (sl *itemSlab) item(i int) *item {
+	it := &sl.items[i]
+	it.ports = sl.ports[i*sl.nPorts : (i+1)*sl.nPorts : (i+1)*sl.nPorts]
 	it.uniform = it.uniformInline[:0]
+	if sl.nLevels > 0 {
+		lo, hi := i*sl.nLevels, (i+1)*sl.nLevels
+		it.spare.levels, it.spare.owners = sl.levels[lo:hi:hi], sl.owners[lo:hi:hi]
+	}
+	if sl.nLengths > 0 {
+		it.spare.lengths = sl.lengths[i*sl.nLengths : (i+1)*sl.nLengths : (i+1)*sl.nLengths]
+	}
+	return it
+}
+
+// cut takes the first n elements of *spare (an item's room for a chain)
+// as an empty slice of capacity n, or nil when fewer are left.
+func cut[T any](spare *[]T, n int) []T {
+	if len(*spare) < n {
+		return nil
+	}
+	s := (*spare)[:0:n]
+	*spare = (*spare)[n:]
+	return s
 }
 
 // componentSpec is what the runtime derives once per component from its
@@ -140,12 +187,11 @@ func companionValue(ref plan.Ref, args map[string]*backend.Tensor, env func(stri
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
 func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
-	return s.admitInto(&item{}, args, env)
+	return s.admitInto(newItem(len(s.gp.Inputs)), args, env)
 }
 
-// admitInto is admit into a zero item it (one of a batch's slab).
+// admitInto is admit into an empty item it (one of a batch's slab).
 func (s *componentSpec) admitInto(it *item, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
-	it.init(len(s.gp.Inputs))
 	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
 			continue
@@ -238,8 +284,7 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 		return nil
 	}
 	children := t.Shape[0]
-	p := &it.ports[i]
-	offsets, owners := p.levelsInline[:0], p.ownersInline[:0]
+	offsets, owners := cut(&it.spare.levels, len(in.Levels)), cut(&it.spare.owners, len(in.Levels))
 	for _, l := range in.Levels {
 		ot := companionValue(l.Offsets, args, env)
 		wt := companionValue(l.Owner, args, env)
@@ -279,11 +324,10 @@ func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.T
 			return err
 		}
 		if it.ports[i].lengths == nil {
-			p := &it.ports[i]
-			if len(in.Padded) <= len(p.lengthsInline) {
-				p.lengths = p.lengthsInline[:len(in.Padded)]
+			if p := cut(&it.spare.lengths, len(in.Padded)); p != nil {
+				it.ports[i].lengths = p[:len(in.Padded)]
 			} else {
-				p.lengths = make([]*backend.Tensor, len(in.Padded))
+				it.ports[i].lengths = make([]*backend.Tensor, len(in.Padded))
 			}
 		}
 		it.ports[i].lengths[k] = lt
