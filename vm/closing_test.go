@@ -68,18 +68,25 @@ func paddedItem(t *testing.T, g *grouper, patches int64, queued time.Time) *pend
 	return &pending{ctx: context.Background(), it: it, done: make(chan share, 1), queued: queued}
 }
 
+// paddingCostlyGrouper returns the image encoder's grouper (max delay 1 s)
+// with a scheduler that has measured a run time mostly per element: 1 µs
+// a call and 100 ns an element, so that padding costs more than a call
+// saves.
+func paddingCostlyGrouper(t *testing.T) *grouper {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second}, nil)
+	t.Cleanup(func() { e.Close() })
+	g := e.groupers["encoder"]
+	for _, elements := range []int64{100, 400, 1600, 3200, 800, 200, 6400, 50, 1000, 2500} {
+		g.sched.observe(1, groupElements{padded: elements, real: elements}, time.Duration(1000+100*elements))
+	}
+	return g
+}
+
 // TestFormationIsPaddingAware: among waiting items, a group takes those
 // whose padded extents are like its oldest item's, leaving the others for
 // a group of their own; an item past its delay bound is never passed over.
 func TestFormationIsPaddingAware(t *testing.T) {
-	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second}, nil)
-	defer e.Close()
-	g := e.groupers["encoder"]
-	// A component whose run time is mostly per element: 1 µs a call and
-	// 100 ns an element, so that padding costs more than a call saves.
-	for _, elements := range []int64{100, 400, 1600, 3200, 800, 200, 6400, 50, 1000, 2500} {
-		g.sched.observe(1, groupElements{padded: elements, real: elements}, time.Duration(1000+100*elements))
-	}
+	g := paddingCostlyGrouper(t)
 	now := time.Now()
 	var queue []*pending
 	for i, patches := range []int64{2, 60, 2, 60, 2, 60, 2, 60} {
@@ -122,12 +129,7 @@ func TestFormationIsPaddingAware(t *testing.T) {
 // run beside the rest of the admission instead of after it. With less
 // queued, it waits for the batch.
 func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
-	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second}, nil)
-	defer e.Close()
-	g := e.groupers["encoder"]
-	for _, elements := range []int64{100, 400, 1600, 3200, 800, 200, 6400, 50, 1000, 2500} {
-		g.sched.observe(1, groupElements{padded: elements, real: elements}, time.Duration(1000+100*elements))
-	}
+	g := paddingCostlyGrouper(t)
 	now := time.Now()
 	queue := []*pending{paddedItem(t, g, 2, now)}
 	g.mu.Lock()
