@@ -207,19 +207,16 @@ func (sub *submission) result(g *grouper) (outputs, error) {
 	if sub.err != nil {
 		return nil, sub.err
 	}
-	if len(sub.ps) == 0 {
+	switch len(sub.ps) {
+	case 0:
 		return sub.outs, nil
+	case 1:
+		return sub.ps[0].res.outs, sub.ps[0].res.err
 	}
-	var shares []map[string]*backend.Tensor
-	if len(sub.ps) > 1 {
-		shares = make([]map[string]*backend.Tensor, len(sub.ps))
-	}
+	shares := make([]map[string]*backend.Tensor, len(sub.ps))
 	for k, p := range sub.ps {
 		if p.res.err != nil {
 			return nil, p.res.err
-		}
-		if len(sub.ps) == 1 {
-			return p.res.outs, nil
 		}
 		shares[k] = g.spec.outMap(p.res.outs)
 	}

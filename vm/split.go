@@ -36,7 +36,19 @@ func (s *componentSpec) output(sh outputs, name string) (*backend.Tensor, error)
 			return sh[k], nil
 		}
 	}
-	return nil, runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, name)
+	return nil, s.noOutput(name)
+}
+
+// noOutput is the error of an output the component did not return.
+func (s *componentSpec) noOutput(name string) error {
+	return runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, name)
+}
+
+// putViews hands item i the view of t over spans[i] as its output k.
+func putViews(shares []outputs, k int, t *backend.Tensor, spans [][2]int64) {
+	for i, v := range t.Views(spans) {
+		shares[i][k] = v
+	}
 }
 
 // split hands each item its share of the group's outputs (§6 Split): row
@@ -59,7 +71,7 @@ func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) ([]outp
 func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	t := outs[o.Name]
 	if t == nil {
-		return runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, o.Name)
+		return s.noOutput(o.Name)
 	}
 	switch o.Split {
 	case plan.SplitBroadcast:
@@ -75,9 +87,7 @@ func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]
 		for i := range spans {
 			spans[i] = [2]int64{int64(i) * f, int64(i+1) * f}
 		}
-		for i, v := range t.Views(spans) {
-			shares[i][k] = v
-		}
+		putViews(shares, k, t, spans)
 	case plan.SplitPacked:
 		return s.splitPacked(g, k, o, outs, shares)
 	case plan.SplitCompanion, plan.SplitInternal:
@@ -134,41 +144,39 @@ func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[strin
 		lo, hi := span(levels, int64(i), 0)
 		spans[i] = [2]int64{lo, hi}
 	}
-	for i, v := range outs[o.Name].Views(spans) {
-		shares[i][k] = v
-	}
+	putViews(shares, k, outs[o.Name], spans)
 	return nil
 }
 
 // splitCompanion delivers an output companion: offsets rebased to the
 // item's own span, owners derived from those, lengths sliced.
-func (s *componentSpec) splitCompanion(g *group, at int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
+func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	served := s.gp.Output(o.Serves.Port)
 	if served == nil {
 		return runErr("run/unsupported", "output `%s` serves `%s`, which is not an output", o.Name, o.Serves.Port)
 	}
 	if o.Serves.Role == "lengths" {
-		return s.splitLengths(g, at, o, served, outs, shares)
+		return s.splitLengths(g, k, o, served, outs, shares)
 	}
 	levels, err := s.levelOffsets(g, *served, outs)
 	if err != nil {
 		return err
 	}
-	k := o.Serves.Level
+	level := o.Serves.Level
 	for i := range g.items {
-		lo, hi := span(levels, int64(i), k+1)
-		offs := rebase(levels[k][lo : hi+1])
+		lo, hi := span(levels, int64(i), level+1)
+		offs := rebase(levels[level][lo : hi+1])
 		data := offs
 		if o.Serves.Role == "owner" {
 			data = ownersFromOffsets(offs)
 		}
-		shares[i][at] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+		shares[i][k] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
 	}
 	return nil
 }
 
 // splitLengths slices a lengths output along with the value it measures.
-func (s *componentSpec) splitLengths(g *group, at int, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
+func (s *componentSpec) splitLengths(g *group, k int, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
 	t := outs[o.Name]
 	var levels [][]int64
 	if served.Split == plan.SplitPacked {
@@ -189,8 +197,6 @@ func (s *componentSpec) splitLengths(g *group, at int, o plan.Port, served *plan
 		}
 		spans[i] = [2]int64{lo, hi}
 	}
-	for i, v := range t.Views(spans) {
-		shares[i][at] = v
-	}
+	putViews(shares, k, t, spans)
 	return nil
 }
