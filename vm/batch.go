@@ -105,7 +105,9 @@ func (b *batch) invoke(s *ir.Step) {
 		b.concurrently(func(r *run) error { return r.invoke(s) })
 		return
 	}
-	subs := make([]submission, len(b.runs))
+	sc := g.getAdmission(len(b.runs))
+	defer g.putAdmission(sc)
+	subs := sc.subs
 	var wg sync.WaitGroup
 	// Each request's items are enqueued as soon as they are admitted, so
 	// that the first full group runs while the rest are admitted; the
@@ -119,11 +121,12 @@ func (b *batch) invoke(s *ir.Step) {
 	}
 	g.promise(live)
 	done := 0
-	// An item that fits whole (the usual case) is queued from slabs
-	// allocated once for the batch.
-	slab, ptrs, items := make([]pending, len(b.runs)), make([]*pending, len(b.runs)), g.spec.newItemSlab(len(b.runs))
+	// An item that fits whole (the usual case) is queued from the
+	// admission's slabs. The whole burst is one arrival: its items are
+	// queued at one time.
+	now := time.Now()
 	b.each(func(i int, r *run) error {
-		sub, err := b.admit(g, s, r, &wg, items.item(i), &slab[i], ptrs[i:i+1:i+1])
+		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
 			if err := g.enqueue(sub.ps...); err != nil {
@@ -159,7 +162,7 @@ type submission struct {
 // admit builds a request's pending items for g into it, unless the batch
 // was cancelled. An item that fits whole is pending in one and listed in
 // slot (a slice of one).
-func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, into *item, one *pending, slot []*pending) (submission, error) {
+func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now time.Time, into *item, one *pending, slot []*pending) (submission, error) {
 	if err := b.ctx.Err(); err != nil {
 		return submission{}, backend.ContextError(err)
 	}
@@ -185,7 +188,6 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, into *
 		outs, err := g.answerEmpty(it)
 		return submission{outs: outs, err: err}, nil
 	}
-	now := time.Now()
 	if g.spec.overBudget(it) < 0 {
 		*one = pending{ctx: b.ctx, it: it, batch: wg, queued: now}
 		slot[0] = one
@@ -200,6 +202,37 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, into *
 		sub.ps[k] = &pending{ctx: b.ctx, it: c, batch: wg, queued: now}
 	}
 	return sub, nil
+}
+
+// admission is what one lockstep invoke step needs per request at a
+// grouped component: the submissions, the pending items and the items
+// themselves. A grouper keeps admissions from batch to batch: every item
+// is answered before the batch reads its shares, so once it has bound
+// them nothing refers to the admission any more, and a burst allocates
+// (and the collector scans) none of it again.
+type admission struct {
+	subs    []submission
+	pending []pending
+	ptrs    []*pending
+	items   *itemSlab
+}
+
+// getAdmission returns an admission for n requests, empty.
+func (g *grouper) getAdmission(n int) *admission {
+	if sc, _ := g.admissions.Get().(*admission); sc != nil && len(sc.subs) >= n {
+		return sc
+	}
+	return &admission{subs: make([]submission, n), pending: make([]pending, n), ptrs: make([]*pending, n), items: g.spec.newItemSlab(n)}
+}
+
+// putAdmission empties sc, so that it keeps no request's tensors, and
+// keeps it for the next batch.
+func (g *grouper) putAdmission(sc *admission) {
+	clear(sc.subs)
+	clear(sc.pending)
+	clear(sc.ptrs)
+	sc.items.clear()
+	g.admissions.Put(sc)
 }
 
 // result is a submission's outputs: its one share, or its chunks' merged.

@@ -46,6 +46,8 @@ type grouper struct {
 	fillScan, fillNeed  int
 	fillFull, fillStale bool
 
+	admissions sync.Pool // of *admission, for batches run in lockstep
+
 	wake chan struct{} // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup
 }

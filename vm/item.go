@@ -101,6 +101,15 @@ func (s *componentSpec) newItemSlab(n int) *itemSlab {
 	return sl
 }
 
+// clear empties every item of the slab.
+func (sl *itemSlab) clear() {
+	clear(sl.items)
+	clear(sl.ports)
+	clear(sl.levels)
+	clear(sl.owners)
+	clear(sl.lengths)
+}
+
 // item returns the slab's item i, empty, with its share of the slab.
 func (sl *itemSlab) item(i int) *item {
 	it := &sl.items[i]
