@@ -14,11 +14,97 @@ import (
 // input buffers (vm/ort caches the ONNX Runtime values made over them)
 // find the same memory again. A buffer grows to the largest group the
 // runner has assembled, which the budgets bound.
+//
+// Besides the input buffers the arena keeps what assembling a group needs
+// and nobody reads once it is split: the group itself, its items, the
+// offsets composed for it and the owners derived from them, and its
+// footprint sums. A group is assembled, invoked and split before the
+// runner assembles the next, so each of these is written afresh per group.
 type arena struct {
 	bufs []*backend.Tensor // by input port; nil until first needed
+
+	grp   group
+	items []*item
+	// ints are the int64 vectors handed out for the group being
+	// assembled, in order; used counts them.
+	ints  [][]int64
+	used  int
+	sum   budgetSum
+	peaks []int64
 }
 
 func newArena(ports int) *arena { return &arena{bufs: make([]*backend.Tensor, ports)} }
+
+// group returns the arena's group, emptied, for items (a fresh one from a
+// nil arena).
+func (a *arena) group(items []*item) *group {
+	if a == nil {
+		return &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
+	}
+	g := &a.grp
+	if g.inputs == nil {
+		g.inputs, g.offsets = map[string]*backend.Tensor{}, map[string][][]int64{}
+	}
+	inputs, offsets := g.inputs, g.offsets
+	clear(inputs)
+	clear(offsets)
+	*g = group{items: items, inputs: inputs, offsets: offsets}
+	a.used = 0
+	return g
+}
+
+// int64s returns an int64 vector of length n for the group being
+// assembled: one of the arena's, reused from earlier groups, or a new
+// one it keeps (always new from a nil arena). Its contents are stale.
+func (a *arena) int64s(n int) []int64 {
+	if a == nil {
+		return make([]int64, n)
+	}
+	if a.used == len(a.ints) {
+		a.ints = append(a.ints, nil)
+	}
+	v := a.ints[a.used]
+	if cap(v) < n {
+		v = make([]int64, n)
+		a.ints[a.used] = v
+	}
+	a.used++
+	return v[:n]
+}
+
+// itemsOf returns the items of batch in a slice of the arena's.
+func (a *arena) itemsOf(batch []*pending) []*item {
+	items := a.items[:0]
+	for _, p := range batch {
+		items = append(items, p.it)
+	}
+	a.items = items
+	return items
+}
+
+// forget drops the arena's references to the group it last assembled
+// (its items and inputs), so that it keeps no request's tensors alive.
+func (a *arena) forget() {
+	clear(a.items)
+	clear(a.grp.inputs)
+	a.grp = group{inputs: a.grp.inputs, offsets: a.grp.offsets}
+	clear(a.grp.offsets)
+}
+
+// footprints measures every budget on items (§3.5), into the arena's sums.
+func (a *arena) footprints(spec *componentSpec, items []*item) []int64 {
+	if a.sum.terms == nil {
+		a.sum, a.peaks = newBudgetSum(spec), make([]int64, len(spec.gp.Budgets))
+	}
+	a.sum.clear()
+	for _, it := range items {
+		a.sum.add(it)
+	}
+	for i := range a.peaks {
+		a.peaks[i] = a.sum.total(i)
+	}
+	return a.peaks
+}
 
 // tensor returns a tensor of dtype and shape over port's buffer, grown
 // when too small. zero clears it: padded inputs rely on zero fill, while
@@ -48,15 +134,21 @@ func (a *arena) release(outs map[string]*backend.Tensor) {
 	if a == nil {
 		return
 	}
-	for i, b := range a.bufs {
-		if b == nil {
-			continue
+	var room [8]memSpan
+	spans := room[:0]
+	for _, o := range outs {
+		if o != nil {
+			spans = append(spans, spanOf(o.Data))
 		}
-		for _, o := range outs {
-			if o != nil && overlaps(o.Data, b.Data) {
-				a.bufs[i] = nil
-				break
-			}
+	}
+	for i, b := range a.bufs {
+		if b != nil && spanOf(b.Data).overlapsAny(spans) {
+			a.bufs[i] = nil
+		}
+	}
+	for i, v := range a.ints[:a.used] {
+		if spanOf(v).overlapsAny(spans) {
+			a.ints[i] = nil
 		}
 	}
 }
@@ -102,15 +194,25 @@ func grow[T any](d []T, n int64, zero bool) (any, bool) {
 	return d, true
 }
 
-// overlaps reports whether two typed slices' backing arrays (up to their
-// capacities) share any memory.
-func overlaps(a, b any) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if va.Kind() != reflect.Slice || vb.Kind() != reflect.Slice || va.Cap() == 0 || vb.Cap() == 0 {
-		return false
+// memSpan is the memory of a typed slice's backing array, up to its
+// capacity: [lo, hi), empty for an empty slice.
+type memSpan struct{ lo, hi uintptr }
+
+func spanOf(data any) memSpan {
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Slice || v.Cap() == 0 {
+		return memSpan{}
 	}
-	loA, loB := va.Pointer(), vb.Pointer()
-	hiA := loA + uintptr(va.Cap())*va.Type().Elem().Size()
-	hiB := loB + uintptr(vb.Cap())*vb.Type().Elem().Size()
-	return loA < hiB && loB < hiA
+	lo := v.Pointer()
+	return memSpan{lo: lo, hi: lo + uintptr(v.Cap())*v.Type().Elem().Size()}
+}
+
+// overlapsAny reports whether m shares memory with one of spans.
+func (m memSpan) overlapsAny(spans []memSpan) bool {
+	for _, o := range spans {
+		if m.lo < o.hi && o.lo < m.hi {
+			return true
+		}
+	}
+	return false
 }

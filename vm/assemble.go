@@ -34,7 +34,7 @@ func (g *group) elements() groupElements { return groupElements{padded: g.elems,
 // stacked, and shared inputs are passed once. Stacked, packed and padded
 // inputs go into the buffers of a (nil: fresh ones).
 func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*group, error) {
-	g := &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
+	g := a.group(items)
 	for i, in := range s.gp.Inputs {
 		switch in.Role {
 		case plan.RoleBroadcast:
@@ -49,12 +49,12 @@ func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*grou
 	}
 	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RolePacked {
-			g.composeLevels(i, in, items)
+			g.composeLevels(i, in, items, a)
 		}
 	}
-	for _, in := range s.gp.Inputs {
+	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
-			t, err := g.companion(s, in, items, copies)
+			t, err := g.companion(s, i, in, items, copies, a)
 			if err != nil {
 				return nil, err
 			}
@@ -204,18 +204,18 @@ func strides(shape []int64) []int64 {
 
 // composeLevels recomputes a packed port's offsets for the group, level by
 // level: each item's offsets shifted by the children before it.
-func (g *group) composeLevels(at int, in plan.Port, items []*item) {
+func (g *group) composeLevels(at int, in plan.Port, items []*item, a *arena) {
+	if len(items) == 1 {
+		g.offsets[in.Name] = items[0].ports[at].levels
+		return
+	}
 	levels := make([][]int64, len(in.Levels))
 	for k := range in.Levels {
-		if len(items) == 1 {
-			levels[k] = items[0].ports[at].levels[k]
-			continue
+		n := 1
+		for _, it := range items {
+			n += len(it.ports[at].levels[k]) - 1
 		}
-		per := make([][]int64, len(items))
-		for i, it := range items {
-			per[i] = it.ports[at].levels[k]
-		}
-		levels[k] = concatOffsets(per)
+		levels[k] = composeOffsets(a.int64s(n), items, at, k)
 	}
 	g.offsets[in.Name] = levels
 }
@@ -223,7 +223,7 @@ func (g *group) composeLevels(at int, in plan.Port, items []*item) {
 // companion computes a companion port's group value from the port it
 // serves: offsets composed, owners derived from offsets, lengths
 // concatenated (and padded where the lengths are themselves ragged).
-func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copies *Copies) (*backend.Tensor, error) {
+func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
 	s := in.Serves
 	switch s.Role {
 	case "offsets", "owner":
@@ -238,20 +238,20 @@ func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copi
 			}
 		}
 		data := offs
-		if s.Role == "owner" {
-			data = ownersFromOffsets(offs)
+		if s.Role == "owner" && len(offs) > 0 {
+			data = ownersInto(a.int64s(int(offs[len(offs)-1])), offs)
 		}
 		copies.Add(CopyCompanion, int64(len(data))*8)
 		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}, nil
 	}
-	at := spec.at(s.Port)
-	entry := slices.IndexFunc(spec.gp.Inputs[at].Padded, func(p plan.Pad) bool { return p.Dimension == s.Dimension })
+	served := spec.at(s.Port)
+	entry := slices.IndexFunc(spec.gp.Inputs[served].Padded, func(p plan.Pad) bool { return p.Dimension == s.Dimension })
+	if len(items) == 1 {
+		return items[0].ports[served].lengths[entry], nil
+	}
 	ts := make([]*backend.Tensor, len(items))
 	for i, it := range items {
-		ts[i] = it.ports[at].lengths[entry]
-	}
-	if len(ts) == 1 {
-		return ts[0], nil
+		ts[i] = it.ports[served].lengths[entry]
 	}
 	padAxes := make([]bool, ts[0].Rank())
 	for a := 1; a < len(padAxes); a++ {
@@ -261,7 +261,7 @@ func (g *group) companion(spec *componentSpec, in plan.Port, items []*item, copi
 	if err != nil {
 		return nil, err
 	}
-	out, err := backend.NewTensor("int64", shape)
+	out, err := a.tensor(at, "int64", shape, true)
 	if err != nil {
 		return nil, err
 	}

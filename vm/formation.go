@@ -201,7 +201,7 @@ func (s *budgetSum) clear() {
 // with returns term j of budget i with it added.
 func (s *budgetSum) with(i, j int, it *item) int64 {
 	t := s.spec.gp.Budgets[i].Terms[j]
-	v := itemTerm(t, s.spec.termPorts[i][j], it)
+	v := s.spec.term(it, i, j)
 	if t.Kind == plan.TermPadded || t.Kind == plan.TermPinned {
 		return max(s.terms[i][j], v)
 	}
@@ -246,19 +246,6 @@ func (s *budgetSum) spent() bool {
 		}
 	}
 	return false
-}
-
-// footprints measures every budget on a group (§3.5).
-func (spec *componentSpec) footprints(items []*item) []int64 {
-	s := newBudgetSum(spec)
-	for _, it := range items {
-		s.add(it)
-	}
-	out := make([]int64, len(spec.gp.Budgets))
-	for i := range out {
-		out[i] = s.total(i)
-	}
-	return out
 }
 
 // itemTerm is one item's part of a budget term: its packed extent, its

@@ -302,15 +302,13 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 
 func (g *grouper) invoke(a *arena, batch []*pending) ([]outputs, error) {
 	start := time.Now()
-	items := make([]*item, len(batch))
-	for i, p := range batch {
-		items[i] = p.it
-	}
+	defer a.forget()
+	items := a.itemsOf(batch)
 	grp, err := g.spec.assemble(items, g.copies, a)
 	if err != nil {
 		return nil, err
 	}
-	peaks := g.spec.footprints(items)
+	peaks := a.footprints(g.spec, items)
 	for i, b := range g.spec.gp.Budgets {
 		if peaks[i] > b.MaxTotal {
 			return nil, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)

@@ -27,6 +27,11 @@ type item struct {
 		owners, lengths []*backend.Tensor
 	}
 	uniformInline [2]int64
+	// terms caches the item's part of every budget term (componentSpec.
+	// terms), computed on first use: forming groups reads it for every
+	// candidate, several times.
+	terms       []int64
+	termsInline [4]int64
 }
 
 // itemPort is an item's value of one input port.
@@ -146,8 +151,10 @@ type componentSpec struct {
 	// index maps an input port's name to its position in gp.Inputs.
 	index map[string]int
 	// termPorts holds, per budget and term, the position of the term's
-	// port (-1 for none).
+	// port (-1 for none); termAt, per budget, where its terms start in an
+	// item's terms.
 	termPorts [][]int
+	termAt    []int
 }
 
 // at returns the position of input port name in the GroupPlan (-1 when
@@ -164,12 +171,15 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 	for i, in := range gp.Inputs {
 		s.index[in.Name] = i
 	}
+	n := 0
 	for _, b := range gp.Budgets {
 		at := make([]int, len(b.Terms))
 		for j, t := range b.Terms {
 			at[j] = s.at(t.Port)
 		}
 		s.termPorts = append(s.termPorts, at)
+		s.termAt = append(s.termAt, n)
+		n += len(b.Terms)
 	}
 	for i, in := range gp.Inputs {
 		if len(in.Padded) == 0 || in.Role == plan.RoleCompanion || in.Role == plan.RoleBroadcast {
@@ -182,6 +192,21 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 		s.pads = append(s.pads, p)
 	}
 	return s
+}
+
+// term is it's part of term j of budget i (itemTerm), computed once per
+// item: an item is never changed once admitted.
+func (s *componentSpec) term(it *item, i, j int) int64 {
+	if it.terms == nil {
+		ts := it.termsInline[:0]
+		for i, b := range s.gp.Budgets {
+			for j, t := range b.Terms {
+				ts = append(ts, itemTerm(t, s.termPorts[i][j], it))
+			}
+		}
+		it.terms = ts
+	}
+	return it.terms[s.termAt[i]+j]
 }
 
 // companionValue resolves a companion reference of a port to the request's

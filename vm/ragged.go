@@ -60,7 +60,12 @@ func ownersFromOffsets(offs []int64) []int64 {
 	if len(offs) == 0 {
 		return nil
 	}
-	owner := make([]int64, offs[len(offs)-1])
+	return ownersInto(make([]int64, offs[len(offs)-1]), offs)
+}
+
+// ownersInto is ownersFromOffsets into owner, which holds exactly one
+// entry per child.
+func ownersInto(owner, offs []int64) []int64 {
 	for u := 0; u+1 < len(offs); u++ {
 		for j := offs[u]; j < offs[u+1]; j++ {
 			owner[j] = int64(u)
@@ -81,6 +86,22 @@ func concatOffsets(items [][]int64) []int64 {
 		if len(offs) > 0 {
 			base += offs[len(offs)-1]
 		}
+	}
+	return out
+}
+
+// composeOffsets is concatOffsets of the items' offsets of port at, level
+// k, into out, which holds exactly the group's entries.
+func composeOffsets(out []int64, items []*item, at, k int) []int64 {
+	out[0] = 0
+	n, base := 1, int64(0)
+	for _, it := range items {
+		offs := it.ports[at].levels[k]
+		for _, o := range offs[1:] {
+			out[n] = base + o
+			n++
+		}
+		base += offs[len(offs)-1]
 	}
 	return out
 }

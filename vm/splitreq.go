@@ -51,8 +51,8 @@ func (s *componentSpec) overBudget(it *item) int {
 // alone is the footprint of it alone on budget i.
 func (s *componentSpec) alone(i int, it *item) int64 {
 	total := int64(1)
-	for j, t := range s.gp.Budgets[i].Terms {
-		total *= itemTerm(t, s.termPorts[i][j], it)
+	for j := range s.gp.Budgets[i].Terms {
+		total *= s.term(it, i, j)
 	}
 	return total
 }
