@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -84,31 +83,41 @@ func (g *grouper) form(now time.Time) *formation {
 func (f *formation) padAware(cands []int) {
 	ranked := f.ranked[:0]
 	for _, i := range cands {
-		ranked = append(ranked, rankedItem{waste: f.pad.addedWaste(f.g.queue[i].it), at: i})
+		ranked = append(ranked, rank(f.pad.addedWaste(f.g.queue[i].it), i))
 	}
 	f.ranked = ranked
-	// Ties go to the older item: queue positions are unique, so the order
-	// is the stable one, at the price of an unstable sort.
-	slices.SortFunc(ranked, func(a, b rankedItem) int {
-		return cmp.Or(cmp.Compare(a.waste, b.waste), cmp.Compare(a.at, b.at))
-	})
+	slices.Sort(ranked)
 	overBudget := false
 	for _, r := range ranked {
 		if f.full() {
 			break
 		}
-		f.consider(r.at, false)
+		f.consider(r.at(), false)
 		overBudget = overBudget || f.closing
 		f.closing = false
 	}
 	f.closing = f.closing || overBudget
 }
 
-// rankedItem is a candidate (its queue position) and the padding it adds.
-type rankedItem struct {
-	waste int64
-	at    int
+// rankedItem is a candidate ranked by the padding it adds, then by its
+// queue position, as one integer: the waste above the position's bits.
+// Queue positions are unique, so ties go to the older item, and sorting
+// integers costs a fraction of sorting pairs with a comparison function.
+type rankedItem uint64
+
+// rankAtBits holds any queue position formation considers.
+const rankAtBits = 9
+
+var _ [1<<rankAtBits - 1 - lookahead]struct{} // lookahead < 1<<rankAtBits
+
+// rank ranks a candidate. A waste beyond what the bits above a position
+// hold ranks last (it holds more padding than memory can).
+func rank(waste int64, at int) rankedItem {
+	const most = 1<<(64-rankAtBits) - 1
+	return rankedItem(uint64(min(max(waste, 0), most))<<rankAtBits | uint64(at))
 }
+
+func (r rankedItem) at() int { return int(r & (1<<rankAtBits - 1)) }
 
 // consider adds queue item i when it fits every budget and the cap, and
 // (unless it is overdue) when the padding it adds costs less than the
