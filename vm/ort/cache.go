@@ -10,14 +10,19 @@ import (
 	"github.com/genaic/genaic/backend"
 )
 
-// valueCacheSize bounds the ORT input values a session keeps: enough for
-// a few group buffers per input in several shapes.
-const valueCacheSize = 32
+// valueCacheSize bounds the ORT input values a session keeps: a runner
+// passes each of its group buffers in as many shapes as its groups take
+// (a padded image batch, its offsets, owners and lengths: four values per
+// shape), and a workload's groups cycle through dozens of shapes; a cache
+// smaller than the cycle misses on every call.
+const valueCacheSize = 256
 
 // maxCachedBytes bounds the size of a cached input: making a value is worth
-// saving where the run is short, which means small inputs, and what the
-// cache keeps alive stays below valueCacheSize × maxCachedBytes.
+// saving where the run is short, which means small inputs.
 const maxCachedBytes = 1 << 20
+
+// maxCacheBytes bounds the input memory the cache keeps alive in all.
+const maxCacheBytes = 32 << 20
 
 // maxCachedRank bounds the rank of a cached input (the key holds the shape
 // in a fixed array, so that it is comparable without allocating).
@@ -32,8 +37,9 @@ const maxCachedRank = 8
 // caller wrote into it since is what the graph sees. A cached value holds
 // its Go slice, so the buffer cannot be freed, nor its address reused by
 // another, while the value is cached: that is why the key may be an
-// address. The cost is that the cache keeps up to valueCacheSize buffers
-// (of at most maxCachedBytes each) alive after their owner has dropped them.
+// address. The cost is that the cache keeps buffers alive after their
+// owner has dropped them: up to valueCacheSize of them, of at most
+// maxCachedBytes each and maxCacheBytes in all.
 //
 // Eviction is CLOCK (second chance): a value used since the hand last
 // passed it stays, so that a caller's reused buffers outlive a stream of
@@ -43,8 +49,10 @@ const maxCachedRank = 8
 type valueCache struct {
 	mu      sync.Mutex
 	entries map[valueKey]*cachedValue
-	ring    []*cachedValue // the cached values, in the hand's order
+	ring    []*cachedValue // the cached values, in the hand's order; nil: a free slot
+	free    []int          // the ring's free slots
 	hand    int
+	bytes   int64 // the cached inputs' size
 	closed  bool
 }
 
@@ -58,6 +66,7 @@ type valueKey struct {
 type cachedValue struct {
 	key     valueKey
 	v       ortgo.Value
+	bytes   int64
 	refs    int  // runs using v now
 	used    bool // used since the hand last passed it
 	evicted bool // out of the map: destroyed once refs is 0
@@ -88,7 +97,7 @@ func (c *valueCache) acquire(ts []*backend.Tensor, held []*cachedValue) (int, er
 		if err != nil {
 			return i, err
 		}
-		held[i] = &cachedValue{key: key, v: v, refs: 1, evicted: !ok}
+		held[i] = &cachedValue{key: key, v: v, bytes: t.Bytes(), refs: 1, evicted: !ok}
 		if ok {
 			c.insert(held[i])
 		}
@@ -122,29 +131,48 @@ func (c *valueCache) insert(e *cachedValue) {
 	if c.entries == nil {
 		c.entries = make(map[valueKey]*cachedValue, valueCacheSize)
 	}
-	if len(c.ring) < valueCacheSize {
-		c.ring = append(c.ring, e)
+	// Room for one more value, within both bounds. A value is at most
+	// maxCachedBytes, so an empty cache always has room.
+	for len(c.entries) >= valueCacheSize || c.bytes+e.bytes > maxCacheBytes {
+		c.evictAt(c.victim())
+	}
+	if n := len(c.free); n > 0 {
+		c.ring[c.free[n-1]] = e
+		c.free = c.free[:n-1]
 	} else {
-		c.evict(c.victim())
-		c.ring[c.hand] = e
-		c.hand = (c.hand + 1) % len(c.ring)
+		c.ring = append(c.ring, e)
 	}
 	c.entries[e.key] = e
+	c.bytes += e.bytes
 }
 
-// victim advances the hand past the values used since it last passed
-// them and returns the first one that was not.
-func (c *valueCache) victim() *cachedValue {
-	for c.ring[c.hand].used {
-		c.ring[c.hand].used = false
+// victim advances the hand past free slots and the values used since it
+// last passed them, and returns the slot of the first one that was not.
+// The cache holds a value.
+func (c *valueCache) victim() int {
+	for {
+		e := c.ring[c.hand]
+		if e != nil && !e.used {
+			return c.hand
+		}
+		if e != nil {
+			e.used = false
+		}
 		c.hand = (c.hand + 1) % len(c.ring)
 	}
-	return c.ring[c.hand]
+}
+
+// evictAt evicts the value in slot i, freeing the slot.
+func (c *valueCache) evictAt(i int) {
+	c.evict(c.ring[i])
+	c.ring[i] = nil
+	c.free = append(c.free, i)
 }
 
 // evict takes a value out of the map, destroying it unless a run uses it.
 func (c *valueCache) evict(e *cachedValue) {
 	delete(c.entries, e.key)
+	c.bytes -= e.bytes
 	e.evicted = true
 	if e.refs == 0 {
 		e.v.Destroy()
@@ -176,5 +204,5 @@ func (c *valueCache) close() {
 	for _, e := range c.entries {
 		c.evict(e)
 	}
-	c.ring = nil
+	c.ring, c.free = nil, nil
 }

@@ -255,6 +255,28 @@ func TestInputCacheEviction(t *testing.T) {
 	}
 }
 
+// TestInputCacheBytesBound: inputs of a megabyte each, fresh at every
+// call, fill the cache up to its bound on memory, never past it, and the
+// cache's count of what it holds stays exact.
+func TestInputCacheBytesBound(t *testing.T) {
+	_, s := imagePadded(t)
+	sess := s.(*session)
+	for i := range maxCacheBytes>>20 + 8 {
+		in := imageInputs(64, 512, float32(i)) // 64×512×8 float32: 1 MiB
+		checkImage(t, in, runImage(t, s, in))
+		var held int64
+		for _, e := range sess.values.entries {
+			held += e.bytes
+		}
+		if held != sess.values.bytes || held > maxCacheBytes {
+			t.Fatalf("call %d: the cache holds %d bytes and counts %d; its bound is %d", i, held, sess.values.bytes, maxCacheBytes)
+		}
+	}
+	if sess.values.bytes < maxCacheBytes-(2<<20) {
+		t.Errorf("the cache holds %d bytes of fresh megabyte inputs: it did not fill up to its bound %d", sess.values.bytes, maxCacheBytes)
+	}
+}
+
 // TestConcurrentCachedRuns runs one session from many goroutines, some
 // sharing input buffers (cache hits on one value), some bringing fresh
 // buffers every call (misses and evictions under the others' feet), and
