@@ -42,8 +42,11 @@ type batch struct {
 	e    *Engine
 	ctx  context.Context
 	runs []*run
-	errs []error                    // per request; a failed request takes no further step
-	args map[string]*backend.Tensor // admit's, reused
+	errs []error // per request; a failed request takes no further step
+	// admit's: the step's arguments by input position, and where each
+	// argument goes (argsAt).
+	args   []*backend.Tensor
+	argsAt []int
 }
 
 // runBatch runs reqs in lockstep and writes their responses into out.
@@ -125,6 +128,7 @@ func (b *batch) invoke(s *ir.Step) {
 	// admission's slabs. The whole burst is one arrival: its items are
 	// queued at one time.
 	now := time.Now()
+	b.args, b.argsAt = make([]*backend.Tensor, len(g.spec.gp.Inputs)), g.spec.argsAt(s)
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
 		if err == nil && len(sub.ps) > 0 {
@@ -167,18 +171,17 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 		return submission{}, backend.ContextError(err)
 	}
 	// The arguments only live through admission (the item keeps the
-	// tensors), so one map serves the whole batch.
-	if b.args == nil {
-		b.args = make(map[string]*backend.Tensor, len(s.Args))
-	}
+	// tensors), so one slice serves the whole step.
 	args := b.args
 	clear(args)
-	for _, a := range s.Args {
+	for j, a := range s.Args {
 		t, err := r.value(a.Value)
 		if err != nil {
 			return submission{}, err
 		}
-		args[a.Port] = t
+		if at := b.argsAt[j]; at >= 0 {
+			args[at] = t
+		}
 	}
 	it, err := g.spec.admitInto(into, args, r.lookup)
 	if err != nil {

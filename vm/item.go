@@ -155,6 +155,15 @@ type componentSpec struct {
 	// item's terms.
 	termPorts [][]int
 	termAt    []int
+	// refs holds, per input port, where its companions come from: the
+	// position of a bound port among the inputs (-1: a workflow value).
+	refs []portRefs
+}
+
+// portRefs locates one input port's companions: per level its offsets and
+// owner, per padding entry its lengths.
+type portRefs struct {
+	offsets, owner, lengths []int
 }
 
 // at returns the position of input port name in the GroupPlan (-1 when
@@ -180,6 +189,16 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 		s.termPorts = append(s.termPorts, at)
 		s.termAt = append(s.termAt, n)
 		n += len(b.Terms)
+	}
+	s.refs = make([]portRefs, len(gp.Inputs))
+	for i, in := range gp.Inputs {
+		r := &s.refs[i]
+		for _, l := range in.Levels {
+			r.offsets, r.owner = append(r.offsets, s.refAt(l.Offsets)), append(r.owner, s.refAt(l.Owner))
+		}
+		for _, p := range in.Padded {
+			r.lengths = append(r.lengths, s.refAt(p.Lengths))
+		}
 	}
 	for i, in := range gp.Inputs {
 		if len(in.Padded) == 0 || in.Role == plan.RoleCompanion || in.Role == plan.RoleBroadcast {
@@ -209,23 +228,56 @@ func (s *componentSpec) term(it *item, i, j int) int64 {
 	return it.terms[s.termAt[i]+j]
 }
 
-// companionValue resolves a companion reference of a port to the request's
-// tensor: a bound port of the invoke, or a workflow-level value.
-func companionValue(ref plan.Ref, args map[string]*backend.Tensor, env func(string) *backend.Tensor) *backend.Tensor {
-	if ref.Port != "" {
-		return args[ref.Port]
+// refAt is where a companion reference's value comes from: the position of
+// its port among the inputs, or -1 for a workflow value.
+func (s *componentSpec) refAt(ref plan.Ref) int {
+	if ref.Port == "" {
+		return -1
 	}
-	return env(ref.Value)
+	return s.at(ref.Port)
+}
+
+// companionValue resolves a companion reference of a port to the request's
+// tensor: a bound port of the invoke (at, its position among the inputs),
+// or a workflow-level value.
+func companionValue(ref plan.Ref, at int, args []*backend.Tensor, env func(string) *backend.Tensor) *backend.Tensor {
+	switch {
+	case ref.Port == "":
+		return env(ref.Value)
+	case at < 0:
+		return nil
+	}
+	return args[at]
+}
+
+// args lays a map of an invoke's arguments out by input position.
+func (s *componentSpec) args(byName map[string]*backend.Tensor) []*backend.Tensor {
+	args := make([]*backend.Tensor, len(s.gp.Inputs))
+	for i, in := range s.gp.Inputs {
+		args[i] = byName[in.Name]
+	}
+	return args
+}
+
+// argsAt returns, for each argument of an invoke step, the position of its
+// port among the inputs (-1: the component has no such input).
+func (s *componentSpec) argsAt(st *ir.Step) []int {
+	at := make([]int, len(st.Args))
+	for j, a := range st.Args {
+		at[j] = s.at(a.Port)
+	}
+	return at
 }
 
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
 func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
-	return s.admitInto(newItem(len(s.gp.Inputs)), args, env)
+	return s.admitInto(newItem(len(s.gp.Inputs)), s.args(args), env)
 }
 
-// admitInto is admit into an empty item it (one of a batch's slab).
-func (s *componentSpec) admitInto(it *item, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
+// admitInto is admit into an empty item it (one of a batch's slab), with
+// the arguments by input position.
+func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
 	for i, in := range s.gp.Inputs {
 		if in.Role == plan.RoleCompanion {
 			continue
@@ -241,8 +293,8 @@ func (s *componentSpec) admitInto(it *item, args map[string]*backend.Tensor, env
 }
 
 // admitPort validates one payload port of the request and its companions.
-func (s *componentSpec) admitPort(it *item, i int, in plan.Port, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
-	t := args[in.Name]
+func (s *componentSpec) admitPort(it *item, i int, in plan.Port, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+	t := args[i]
 	if t == nil {
 		return runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
 	}
@@ -282,16 +334,17 @@ func (s *componentSpec) checkPort(in plan.Port, t *backend.Tensor) error {
 // owners are checked like those of a grouped component's items, so that a
 // companion the component never reads is still refused when it is wrong.
 // Unlike an item, the request may hold any number of outermost units.
-func (s *componentSpec) checkLevels(args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
-	for _, in := range s.gp.Inputs {
-		t := args[in.Name]
+func (s *componentSpec) checkLevels(byName map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+	args := s.args(byName)
+	for i, in := range s.gp.Inputs {
+		t := args[i]
 		if in.Role != plan.RolePacked || t == nil || t.Rank() == 0 {
 			continue
 		}
 		children := t.Shape[0]
-		for _, l := range in.Levels {
-			ot := companionValue(l.Offsets, args, env)
-			wt := companionValue(l.Owner, args, env)
+		for k, l := range in.Levels {
+			ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
+			wt := companionValue(l.Owner, s.refs[i].owner[k], args, env)
 			var err error
 			switch {
 			case ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1:
@@ -313,15 +366,15 @@ func (s *componentSpec) checkLevels(args map[string]*backend.Tensor, env func(st
 
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
-func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
 	if in.Role != plan.RolePacked {
 		return nil
 	}
 	children := t.Shape[0]
 	offsets, owners := cut(&it.spare.levels, len(in.Levels)), cut(&it.spare.owners, len(in.Levels))
-	for _, l := range in.Levels {
-		ot := companionValue(l.Offsets, args, env)
-		wt := companionValue(l.Owner, args, env)
+	for k, l := range in.Levels {
+		ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
+		wt := companionValue(l.Owner, s.refs[i].owner[k], args, env)
 		if ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1 {
 			return runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
 				l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
@@ -345,9 +398,9 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 }
 
 // admitPadding validates the request's lengths of a padded port.
-func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.Tensor, args map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
 	for k, p := range in.Padded {
-		lt := companionValue(p.Lengths, args, env)
+		lt := companionValue(p.Lengths, s.refs[i].lengths[k], args, env)
 		if lt == nil || lt.DType != "int64" {
 			return runErr("run/lengths", "valid_lengths `%s` of `%s` must be an int64 tensor, got %v", p.Lengths.Name(), in.Name, lt)
 		}
