@@ -3,6 +3,8 @@
 package ort
 
 import (
+	"maps"
+	"slices"
 	"sync/atomic"
 
 	ortgo "github.com/yalue/onnxruntime_go"
@@ -31,10 +33,12 @@ type outPort struct {
 }
 
 // dimSource says where one extent of an output comes from: a fixed size
-// (in < 0), or the extent of axis axis of the call's input in.
+// (in < 0), or the extent of axis axis of the call's input in, less less
+// (the units of an offsets vector: its entries less one).
 type dimSource struct {
 	size     int64
 	in, axis int
+	less     int64
 }
 
 // planInputs pairs each graph input with its dtype name.
@@ -58,7 +62,8 @@ func planOutputs(comp *ir.Component, ins, outs []ortgo.InputOutputInfo) []outPor
 		ports[i].info = o
 		ports[i].dtype, _ = dtypeName(o.DataType)
 		if _, host := hostTypes[ports[i].dtype]; host && o.OrtValueType == ortgo.ONNXTypeTensor {
-			ports[i].plan = planShape(o.Dimensions, contractOf(comp.Outputs, o.Name), syms)
+			c := contractOf(comp.Outputs, o.Name)
+			ports[i].plan = planShape(o.Dimensions, c, withUnits(syms, c, comp, ins))
 		}
 	}
 	return ports
@@ -76,6 +81,45 @@ func inputSymbols(comp *ir.Component, ins []ortgo.InputOutputInfo) map[string]di
 		for axis, d := range c.Shape {
 			if _, seen := syms[d.Sym]; d.IsSym() && !seen {
 				syms[d.Sym] = dimSource{in: i, axis: axis}
+			}
+		}
+	}
+	return syms
+}
+
+// withUnits adds to syms, for a token-packed output whose packed extent
+// no input names, where that extent comes from: its innermost level
+// preserves an input level, so its rows are the units below that level,
+// which the input's offsets one level down count (their entries less one).
+// A text encoder's segment embeddings are packed over segment offsets, and
+// the tokens' offsets, a graph input, have one entry per segment and one
+// more. A wrong guess costs nothing but the guess: a shape ONNX Runtime
+// refuses turns the prediction off (outPort.missed).
+func withUnits(syms map[string]dimSource, c *ir.Contract, comp *ir.Component, ins []ortgo.InputOutputInfo) map[string]dimSource {
+	if c == nil || c.Layout.Kind != ir.TokenPacked || len(c.Layout.Levels) == 0 || int(c.Layout.Axis) >= len(c.Shape) {
+		return syms
+	}
+	d := c.Shape[c.Layout.Axis]
+	if _, known := syms[d.Sym]; !d.IsSym() || known {
+		return syms
+	}
+	inner := c.Layout.Levels[0]
+	if inner.Extent != ir.ExtentPreserved {
+		return syms
+	}
+	for _, p := range comp.Inputs {
+		if p.Contract == nil || p.Contract.Layout.Kind != ir.TokenPacked {
+			continue
+		}
+		levels := p.Contract.Layout.Levels
+		for k := 1; k < len(levels); k++ {
+			if levels[k].Offsets.Name != inner.Offsets.Name {
+				continue
+			}
+			if at := slices.IndexFunc(ins, func(in ortgo.InputOutputInfo) bool { return in.Name == levels[k-1].Offsets.Name }); at >= 0 {
+				with := maps.Clone(syms)
+				with[d.Sym] = dimSource{in: at, axis: 0, less: 1}
+				return with
 			}
 		}
 	}
@@ -151,10 +195,10 @@ func (o *outPort) predict(ins []*backend.Tensor, scratch []int64) ([]int64, bool
 			continue
 		}
 		in := ins[d.in].Shape
-		if d.axis >= len(in) {
+		if d.axis >= len(in) || in[d.axis] < d.less {
 			return nil, false
 		}
-		shape = append(shape, in[d.axis])
+		shape = append(shape, in[d.axis]-d.less)
 	}
 	return shape, backend.Elements(shape) > 0
 }
