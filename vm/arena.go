@@ -2,6 +2,8 @@ package vm
 
 import (
 	"reflect"
+	"slices"
+	"unsafe"
 
 	"github.com/genaic/genaic/backend"
 )
@@ -22,6 +24,9 @@ import (
 // runner assembles the next, so each of these is written afresh per group.
 type arena struct {
 	bufs []*backend.Tensor // by input port; nil until first needed
+	// views are the tensors handed to the backend, by input port: one
+	// header per port, re-pointed at each group's buffer and shape.
+	views []*backend.Tensor
 
 	grp   group
 	items []*item
@@ -33,7 +38,9 @@ type arena struct {
 	peaks []int64
 }
 
-func newArena(ports int) *arena { return &arena{bufs: make([]*backend.Tensor, ports)} }
+func newArena(ports int) *arena {
+	return &arena{bufs: make([]*backend.Tensor, ports), views: make([]*backend.Tensor, ports)}
+}
 
 // group returns the arena's group, emptied, for items (a fresh one from a
 // nil arena).
@@ -111,20 +118,35 @@ func (a *arena) footprints(spec *componentSpec, items []*item) []int64 {
 // stacked and packed ones are overwritten whole. A nil arena allocates.
 func (a *arena) tensor(port int, dtype string, shape []int64, zero bool) (*backend.Tensor, error) {
 	if a == nil {
-		return backend.NewTensor(dtype, shape)
+		return backend.NewTensor(dtype, slices.Clone(shape))
 	}
 	n := backend.Elements(shape)
 	if b := a.bufs[port]; b != nil && b.DType == dtype {
 		if data, ok := reslice(b.Data, n, zero); ok {
-			return &backend.Tensor{DType: dtype, Shape: append(b.Shape[:0:0], shape...), Data: data}, nil
+			return a.view(port, dtype, shape, data), nil
 		}
 	}
-	t, err := backend.NewTensor(dtype, shape)
+	t, err := backend.NewTensor(dtype, slices.Clone(shape))
 	if err != nil {
 		return nil, err
 	}
 	a.bufs[port] = t
-	return t, nil
+	return a.view(port, dtype, shape, t.Data), nil
+}
+
+// view returns port's tensor for this group: dtype and shape over data
+// (a new tensor from a nil arena).
+func (a *arena) view(port int, dtype string, shape []int64, data any) *backend.Tensor {
+	if a == nil {
+		return &backend.Tensor{DType: dtype, Shape: slices.Clone(shape), Data: data}
+	}
+	v := a.views[port]
+	if v == nil {
+		v = &backend.Tensor{}
+		a.views[port] = v
+	}
+	v.DType, v.Shape, v.Data = dtype, append(v.Shape[:0], shape...), data
+	return v
 }
 
 // release forgets every buffer that outs share memory with: a backend that
@@ -134,11 +156,11 @@ func (a *arena) release(outs map[string]*backend.Tensor) {
 	if a == nil {
 		return
 	}
-	var room [8]memSpan
-	spans := room[:0]
+	var room, shapeRoom [8]memSpan
+	spans, shapes := room[:0], shapeRoom[:0]
 	for _, o := range outs {
 		if o != nil {
-			spans = append(spans, spanOf(o.Data))
+			spans, shapes = append(spans, spanOf(o.Data)), append(shapes, sliceSpan(o.Shape))
 		}
 	}
 	for i, b := range a.bufs {
@@ -147,10 +169,27 @@ func (a *arena) release(outs map[string]*backend.Tensor) {
 		}
 	}
 	for i, v := range a.ints[:a.used] {
-		if spanOf(v).overlapsAny(spans) {
+		if sliceSpan(v).overlapsAny(spans) {
 			a.ints[i] = nil
 		}
 	}
+	// A backend may hand back an input tensor itself, or an output shaped
+	// by an input's shape slice; the port's header is then the results'.
+	for i, v := range a.views {
+		if v != nil && (handedBack(outs, v) || sliceSpan(v.Shape).overlapsAny(shapes)) {
+			a.views[i] = nil
+		}
+	}
+}
+
+// handedBack reports whether t is one of outs.
+func handedBack(outs map[string]*backend.Tensor, t *backend.Tensor) bool {
+	for _, o := range outs {
+		if o == t {
+			return true
+		}
+	}
+	return false
 }
 
 // reslice returns the first n elements of data's backing array, cleared
@@ -205,6 +244,16 @@ func spanOf(data any) memSpan {
 	}
 	lo := v.Pointer()
 	return memSpan{lo: lo, hi: lo + uintptr(v.Cap())*v.Type().Elem().Size()}
+}
+
+// sliceSpan is spanOf for a slice of known type.
+func sliceSpan[T any](v []T) memSpan {
+	if cap(v) == 0 {
+		return memSpan{}
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+	var t T
+	return memSpan{lo: lo, hi: lo + uintptr(cap(v))*unsafe.Sizeof(t)}
 }
 
 // overlapsAny reports whether m shares memory with one of spans.

@@ -12,22 +12,24 @@ import (
 )
 
 // TestArenaReusesAndZeroes: a runner's buffer comes back for the next
-// group (same memory), cleared when asked, and grows when too small.
+// group (same memory), cleared when asked, and grows when too small; the
+// tensor a port hands out is one header, re-pointed for each group.
 func TestArenaReusesAndZeroes(t *testing.T) {
 	a := newArena(1)
 	first, _ := a.tensor(0, "float32", []int64{2, 3}, false)
-	for i := range first.Float32s() {
-		first.Float32s()[i] = 7
+	firstData := first.Float32s()
+	for i := range firstData {
+		firstData[i] = 7
 	}
 	again, _ := a.tensor(0, "float32", []int64{1, 4}, true)
-	if !backend.SameBuffer(again, first) {
-		t.Error("a smaller group did not reuse the runner's buffer")
+	if &again.Float32s()[0] != &firstData[0] || again != first || !slices.Equal(again.Shape, []int64{1, 4}) {
+		t.Errorf("a smaller group got %v, not the runner's buffer under the port's header", again)
 	}
 	if slices.ContainsFunc(again.Float32s(), func(v float32) bool { return v != 0 }) {
 		t.Errorf("a reused buffer asked for zero fill holds %v", again.Float32s())
 	}
 	bigger, _ := a.tensor(0, "float32", []int64{4, 3}, false)
-	if backend.SameBuffer(bigger, first) || bigger.Len() != 12 {
+	if &bigger.Float32s()[0] == &firstData[0] || bigger.Len() != 12 {
 		t.Errorf("a larger group got %v over the old buffer", bigger.Shape)
 	}
 	other, _ := a.tensor(0, "int64", []int64{2}, false)
@@ -94,5 +96,30 @@ func TestArenaReleasesAliasedVectors(t *testing.T) {
 	}
 	if &fresh[0] == &echoed[0] {
 		t.Error("the next group was handed a vector an output of the last group shares")
+	}
+}
+
+// TestArenaReleasesHandedBackHeaders: a port's tensor header is re-pointed
+// for every group, unless the backend handed it back as an output, or
+// handed back an output shaped by its shape slice: the results own it
+// then, and the next group gets a new header.
+func TestArenaReleasesHandedBackHeaders(t *testing.T) {
+	a := newArena(3)
+	a.group(nil)
+	echoed, _ := a.tensor(0, "float32", []int64{2, 3}, false)
+	shaped, _ := a.tensor(1, "float32", []int64{2, 2}, false)
+	kept, _ := a.tensor(2, "float32", []int64{2, 2}, false)
+	a.release(map[string]*backend.Tensor{
+		"echo":  echoed,
+		"other": {DType: "float32", Shape: shaped.Shape[:1], Data: make([]float32, 2)},
+	})
+	a.group(nil)
+	for port, old := range []*backend.Tensor{echoed, shaped} {
+		if now, _ := a.tensor(port, "float32", []int64{1, 1}, false); now == old || old.Shape[0] != 2 {
+			t.Errorf("port %d: the next group re-pointed a header a result holds (now %v)", port, old)
+		}
+	}
+	if now, _ := a.tensor(2, "float32", []int64{1, 1}, false); now != kept {
+		t.Error("a header no output holds was not reused")
 	}
 }

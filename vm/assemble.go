@@ -110,7 +110,8 @@ func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *a
 			padAxes[p.Axis], padded = true, true
 		}
 	}
-	shape, err := groupShape(tensors, padAxes)
+	var room [8]int64
+	shape, err := groupShape(room[:0], tensors, padAxes)
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +145,9 @@ func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *a
 
 // groupShape is the group's shape of one port: the sum of the items' axis 0,
 // the maximum of padded axes, and the (equal) extent of every other axis.
-// padAxes[a] says whether axis a is padded.
-func groupShape(ts []*backend.Tensor, padAxes []bool) ([]int64, error) {
-	shape := append([]int64(nil), ts[0].Shape...)
+// padAxes[a] says whether axis a is padded. The shape is appended to dst.
+func groupShape(dst []int64, ts []*backend.Tensor, padAxes []bool) ([]int64, error) {
+	shape := append(dst, ts[0].Shape...)
 	shape[0] = 0
 	for _, t := range ts {
 		if t.Rank() != len(shape) {
@@ -231,7 +232,7 @@ func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*it
 		if len(items) == 1 {
 			// A group of one passes the request's own companions.
 			if s.Role == "offsets" {
-				return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs}, nil
+				return a.view(at, "int64", []int64{int64(len(offs))}, offs), nil
 			}
 			if ws := items[0].ports[spec.at(s.Port)].owners; s.Level < len(ws) && ws[s.Level] != nil {
 				return ws[s.Level], nil
@@ -242,7 +243,7 @@ func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*it
 			data = ownersInto(a.int64s(int(offs[len(offs)-1])), offs)
 		}
 		copies.Add(CopyCompanion, int64(len(data))*8)
-		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}, nil
+		return a.view(at, "int64", []int64{int64(len(data))}, data), nil
 	}
 	served := spec.at(s.Port)
 	entry := slices.IndexFunc(spec.gp.Inputs[served].Padded, func(p plan.Pad) bool { return p.Dimension == s.Dimension })
@@ -257,7 +258,8 @@ func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*it
 	for a := 1; a < len(padAxes); a++ {
 		padAxes[a] = true
 	}
-	shape, err := groupShape(ts, padAxes)
+	var room [8]int64
+	shape, err := groupShape(room[:0], ts, padAxes)
 	if err != nil {
 		return nil, err
 	}

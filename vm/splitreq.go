@@ -207,7 +207,7 @@ func int64Parts(parts []*backend.Tensor) [][]int64 {
 
 // concatRows stacks tensors along axis 0 (their other axes must agree).
 func concatRows(parts []*backend.Tensor, copies *Copies) (*backend.Tensor, error) {
-	shape, err := groupShape(parts, nil)
+	shape, err := groupShape(nil, parts, nil)
 	if err != nil {
 		return nil, err
 	}
