@@ -238,6 +238,16 @@ func grow[T any](d []T, n int64, zero bool) (any, bool) {
 type memSpan struct{ lo, hi uintptr }
 
 func spanOf(data any) memSpan {
+	switch d := data.(type) {
+	case []float32:
+		return sliceSpan(d)
+	case []int64:
+		return sliceSpan(d)
+	case []int32:
+		return sliceSpan(d)
+	case []uint8:
+		return sliceSpan(d)
+	}
 	v := reflect.ValueOf(data)
 	if v.Kind() != reflect.Slice || v.Cap() == 0 {
 		return memSpan{}

@@ -209,9 +209,8 @@ func (s *budgetSum) clear() {
 
 // with returns term j of budget i with it added.
 func (s *budgetSum) with(i, j int, it *item) int64 {
-	t := s.spec.gp.Budgets[i].Terms[j]
 	v := s.spec.term(it, i, j)
-	if t.Kind == plan.TermPadded || t.Kind == plan.TermPinned {
+	if s.spec.termMax[s.spec.termAt[i]+j] {
 		return max(s.terms[i][j], v)
 	}
 	return s.terms[i][j] + v

@@ -155,6 +155,10 @@ type componentSpec struct {
 	// item's terms.
 	termPorts [][]int
 	termAt    []int
+	// termMax says, per term in an item's terms' order, whether a group's
+	// term is its items' maximum (a padded or pinned axis) rather than
+	// their sum.
+	termMax []bool
 	// refs holds, per input port, where its companions come from: the
 	// position of a bound port among the inputs (-1: a workflow value).
 	refs []portRefs
@@ -189,6 +193,9 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 		s.termPorts = append(s.termPorts, at)
 		s.termAt = append(s.termAt, n)
 		n += len(b.Terms)
+		for _, t := range b.Terms {
+			s.termMax = append(s.termMax, t.Kind == plan.TermPadded || t.Kind == plan.TermPinned)
+		}
 	}
 	s.refs = make([]portRefs, len(gp.Inputs))
 	for i, in := range gp.Inputs {
