@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,5 +89,80 @@ func TestLockstepCancelled(t *testing.T) {
 		if r.Err != nil {
 			t.Errorf("after a cancelled batch: %s: %v", r.ID, r.Err)
 		}
+	}
+}
+
+// TestLockstepBatchesKeepTheirResults: batches run in lockstep from several
+// goroutines at once, some cancelled part way, on two runners, reuse the
+// groupers' admissions and the runners' buffers, vectors and headers from
+// batch to batch and group to group. The backend hands back its input
+// buffer as the output, as an identity graph does, so every result is a
+// view of a group's assembled input: each must still hold, once all the
+// batches have run, what it held when it was answered (run it with -race).
+func TestLockstepBatchesKeepTheirResults(t *testing.T) {
+	echo := func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+		x := in["pixel_patches"]
+		n := x.Shape[0]
+		if n%3 == 0 {
+			time.Sleep(200 * time.Microsecond)
+		}
+		return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{n, 4}, Data: x.Float32s()[:n*4]}}, nil
+	}
+	e := engineWith(t, echo, Options{MaxDelay: time.Millisecond, Workers: 2, Queue: 64}, nil)
+	defer e.Close()
+	rng := rand.New(rand.NewSource(43))
+	pool := make([]Request, 40)
+	for i := range pool {
+		pool[i] = imageRequest(rng, fmt.Sprint(i), rng.Intn(4)) // some bring no image
+	}
+	type answer struct {
+		r    Response
+		held []float32
+	}
+	var all [4][]answer
+	done := make(chan struct{})
+	for w := range all {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			rng := rand.New(rand.NewSource(int64(100 + w)))
+			for range 25 {
+				reqs := make([]Request, 4+rng.Intn(20))
+				for i := range reqs {
+					reqs[i] = pool[rng.Intn(len(pool))]
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				if rng.Intn(4) == 0 {
+					time.AfterFunc(time.Duration(rng.Intn(400))*time.Microsecond, cancel)
+				}
+				for _, r := range e.RunAll(ctx, reqs) {
+					a := answer{r: r}
+					if r.Err == nil {
+						a.held = slices.Clone(r.Outputs["embeddings"].Float32s())
+					}
+					all[w] = append(all[w], a)
+				}
+				cancel()
+			}
+		}()
+	}
+	for range all {
+		<-done
+	}
+	succeeded := 0
+	for w := range all {
+		for _, a := range all[w] {
+			switch r := a.r; {
+			case errors.Is(r.Err, context.Canceled):
+			case r.Err != nil:
+				t.Errorf("request %s: %v", r.ID, r.Err)
+			case !slices.Equal(r.Outputs["embeddings"].Float32s(), a.held):
+				t.Errorf("request %s: its result changed from %v to %v as later batches ran", r.ID, a.held, r.Outputs["embeddings"].Float32s())
+			default:
+				succeeded++
+			}
+		}
+	}
+	if succeeded < 100 {
+		t.Errorf("only %d requests succeeded; the test checks too little", succeeded)
 	}
 }
