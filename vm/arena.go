@@ -48,16 +48,19 @@ func (a *arena) group(items []*item) *group {
 	if a == nil {
 		return &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
 	}
-	g := &a.grp
-	if g.inputs == nil {
-		g.inputs, g.offsets = map[string]*backend.Tensor{}, map[string][][]int64{}
+	if a.grp.inputs == nil {
+		a.grp.inputs, a.grp.offsets = map[string]*backend.Tensor{}, map[string][][]int64{}
 	}
-	inputs, offsets := g.inputs, g.offsets
-	clear(inputs)
-	clear(offsets)
-	*g = group{items: items, inputs: inputs, offsets: offsets}
-	a.used = 0
-	return g
+	a.emptyGroup()
+	a.grp.items, a.used = items, 0
+	return &a.grp
+}
+
+// emptyGroup empties the arena's group, keeping its maps.
+func (a *arena) emptyGroup() {
+	clear(a.grp.inputs)
+	clear(a.grp.offsets)
+	a.grp = group{inputs: a.grp.inputs, offsets: a.grp.offsets}
 }
 
 // int64s returns an int64 vector of length n for the group being
@@ -93,9 +96,7 @@ func (a *arena) itemsOf(batch []*pending) []*item {
 // (its items and inputs), so that it keeps no request's tensors alive.
 func (a *arena) forget() {
 	clear(a.items)
-	clear(a.grp.inputs)
-	a.grp = group{inputs: a.grp.inputs, offsets: a.grp.offsets}
-	clear(a.grp.offsets)
+	a.emptyGroup()
 }
 
 // footprints measures every budget on items (§3.5), into the arena's sums.

@@ -210,7 +210,7 @@ func (s *budgetSum) clear() {
 // with returns term j of budget i with it added.
 func (s *budgetSum) with(i, j int, it *item) int64 {
 	v := s.spec.term(it, i, j)
-	if s.spec.termMax[s.spec.termAt[i]+j] {
+	if s.spec.termInfo[s.spec.termAt[i]+j].max {
 		return max(s.terms[i][j], v)
 	}
 	return s.terms[i][j] + v

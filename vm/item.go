@@ -150,18 +150,21 @@ type componentSpec struct {
 	pads []padPort  // the payload inputs with padded axes
 	// index maps an input port's name to its position in gp.Inputs.
 	index map[string]int
-	// termPorts holds, per budget and term, the position of the term's
-	// port (-1 for none); termAt, per budget, where its terms start in an
-	// item's terms.
-	termPorts [][]int
-	termAt    []int
-	// termMax says, per term in an item's terms' order, whether a group's
-	// term is its items' maximum (a padded or pinned axis) rather than
-	// their sum.
-	termMax []bool
+	// termAt holds, per budget, where its terms start in termInfo and in
+	// an item's terms.
+	termAt   []int
+	termInfo []termInfo
 	// refs holds, per input port, where its companions come from: the
 	// position of a bound port among the inputs (-1: a workflow value).
 	refs []portRefs
+}
+
+// termInfo is what forming reads of one budget term: the position of its
+// port among the inputs (-1 for none), and whether a group's term is its
+// items' maximum (a padded or pinned axis) rather than their sum.
+type termInfo struct {
+	port int
+	max  bool
 }
 
 // portRefs locates one input port's companions: per level its offsets and
@@ -184,17 +187,10 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 	for i, in := range gp.Inputs {
 		s.index[in.Name] = i
 	}
-	n := 0
 	for _, b := range gp.Budgets {
-		at := make([]int, len(b.Terms))
-		for j, t := range b.Terms {
-			at[j] = s.at(t.Port)
-		}
-		s.termPorts = append(s.termPorts, at)
-		s.termAt = append(s.termAt, n)
-		n += len(b.Terms)
+		s.termAt = append(s.termAt, len(s.termInfo))
 		for _, t := range b.Terms {
-			s.termMax = append(s.termMax, t.Kind == plan.TermPadded || t.Kind == plan.TermPinned)
+			s.termInfo = append(s.termInfo, termInfo{port: s.at(t.Port), max: t.Kind == plan.TermPadded || t.Kind == plan.TermPinned})
 		}
 	}
 	s.refs = make([]portRefs, len(gp.Inputs))
@@ -220,14 +216,14 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 	return s
 }
 
-// term is it's part of term j of budget i (itemTerm), computed once per
+// term is its part of term j of budget i (itemTerm), computed once per
 // item: an item is never changed once admitted.
 func (s *componentSpec) term(it *item, i, j int) int64 {
 	if it.terms == nil {
 		ts := it.termsInline[:0]
 		for i, b := range s.gp.Budgets {
 			for j, t := range b.Terms {
-				ts = append(ts, itemTerm(t, s.termPorts[i][j], it))
+				ts = append(ts, itemTerm(t, s.termInfo[s.termAt[i]+j].port, it))
 			}
 		}
 		it.terms = ts
@@ -349,26 +345,36 @@ func (s *componentSpec) checkLevels(byName map[string]*backend.Tensor, env func(
 			continue
 		}
 		children := t.Shape[0]
-		for k, l := range in.Levels {
-			ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
-			wt := companionValue(l.Owner, s.refs[i].owner[k], args, env)
-			var err error
-			switch {
-			case ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1:
-				err = runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
-					l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
-			default:
-				if err = checkOffsets(l.Offsets.Name(), l.Index, ot.Int64s(), children); err == nil {
-					err = checkOwner(l.Owner.Name(), l.Index, wt.Int64s(), ot.Int64s())
-				}
-			}
+		for k := range in.Levels {
+			offs, _, err := s.checkLevel(i, k, children, args, env)
 			if err != nil {
 				return backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
 			}
-			children = ot.Len() - 1
+			children = int64(len(offs) - 1)
 		}
 	}
 	return nil
+}
+
+// checkLevel validates level k of packed input i over children entries
+// below it: its offsets and owner are int64 vectors that agree. It returns
+// the offsets and the owner tensor.
+func (s *componentSpec) checkLevel(i, k int, children int64, args []*backend.Tensor, env func(string) *backend.Tensor) ([]int64, *backend.Tensor, error) {
+	in, l := s.gp.Inputs[i], s.gp.Inputs[i].Levels[k]
+	ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
+	wt := companionValue(l.Owner, s.refs[i].owner[k], args, env)
+	if ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1 {
+		return nil, nil, runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
+			l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
+	}
+	offs := ot.Int64s()
+	if err := checkOffsets(l.Offsets.Name(), l.Index, offs, children); err != nil {
+		return nil, nil, err
+	}
+	if err := checkOwner(l.Owner.Name(), l.Index, wt.Int64s(), offs); err != nil {
+		return nil, nil, err
+	}
+	return offs, wt, nil
 }
 
 // admitLevels validates the request's ownership chain of a packed port,
@@ -379,18 +385,9 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 	}
 	children := t.Shape[0]
 	offsets, owners := cut(&it.spare.levels, len(in.Levels)), cut(&it.spare.owners, len(in.Levels))
-	for k, l := range in.Levels {
-		ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
-		wt := companionValue(l.Owner, s.refs[i].owner[k], args, env)
-		if ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1 {
-			return runErr("run/input", "level %d companions `%s`/`%s` of `%s` must be int64 vectors, got %v and %v",
-				l.Index, l.Offsets.Name(), l.Owner.Name(), in.Name, ot, wt)
-		}
-		offs := ot.Int64s()
-		if err := checkOffsets(l.Offsets.Name(), l.Index, offs, children); err != nil {
-			return err
-		}
-		if err := checkOwner(l.Owner.Name(), l.Index, wt.Int64s(), offs); err != nil {
+	for k := range in.Levels {
+		offs, wt, err := s.checkLevel(i, k, children, args, env)
+		if err != nil {
 			return err
 		}
 		offsets = append(offsets, offs)

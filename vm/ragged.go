@@ -77,33 +77,37 @@ func ownersInto(owner, offs []int64) []int64 {
 // concatOffsets composes the offsets of several items into the group's: each
 // item's vector is shifted by the children before it, sharing the joints.
 func concatOffsets(items [][]int64) []int64 {
-	out := []int64{0}
-	base := int64(0)
+	n := 1
 	for _, offs := range items {
-		for _, o := range offs[1:] {
-			out = append(out, base+o)
-		}
-		if len(offs) > 0 {
-			base += offs[len(offs)-1]
-		}
+		n += max(len(offs)-1, 0)
+	}
+	out, base := make([]int64, 1, n), int64(0)
+	for _, offs := range items {
+		out, base = appendShifted(out, base, offs)
 	}
 	return out
 }
 
 // composeOffsets is concatOffsets of the items' offsets of port at, level
-// k, into out, which holds exactly the group's entries.
+// k, into out, which has room for exactly the group's entries.
 func composeOffsets(out []int64, items []*item, at, k int) []int64 {
-	out[0] = 0
-	n, base := 1, int64(0)
+	out, base := append(out[:0], 0), int64(0)
 	for _, it := range items {
-		offs := it.ports[at].levels[k]
-		for _, o := range offs[1:] {
-			out[n] = base + o
-			n++
-		}
-		base += offs[len(offs)-1]
+		out, base = appendShifted(out, base, it.ports[at].levels[k])
 	}
 	return out
+}
+
+// appendShifted appends one item's offsets past their leading 0, shifted
+// by base (the children before it), and returns the new base.
+func appendShifted(out []int64, base int64, offs []int64) ([]int64, int64) {
+	if len(offs) == 0 {
+		return out, base
+	}
+	for _, o := range offs[1:] {
+		out = append(out, base+o)
+	}
+	return out, base + offs[len(offs)-1]
 }
 
 // rebase returns a span of a group's offsets shifted to start at 0.
