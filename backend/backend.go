@@ -31,8 +31,9 @@ type Backend interface {
 // Session is a loaded component.
 type Session interface {
 	// Run invokes the component once on named inputs and returns the named
-	// outputs. The inputs belong to the caller and must not be retained;
-	// the outputs belong to the runtime afterwards.
+	// outputs. The inputs and the list of output names belong to the
+	// caller and must not be retained or changed; the outputs belong to
+	// the runtime afterwards.
 	Run(ctx context.Context, inputs map[string]*Tensor, outputs []string) (map[string]*Tensor, error)
 	// Ready answers, before a group is formed, whether grouped execution is
 	// ready for this component on this session's execution provider. A

@@ -3,7 +3,9 @@ package backend
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"unsafe"
 )
 
 // Tensor is a dense, row-major host tensor. Data holds a typed slice
@@ -95,17 +97,7 @@ func (t *Tensor) Float32s() []float32 {
 }
 
 // elemSize is the byte size of one element of t's host representation.
-func (t *Tensor) elemSize() int64 {
-	switch t.Data.(type) {
-	case []float64, []int64, []uint64:
-		return 8
-	case []float32, []int32, []uint32:
-		return 4
-	case []int16, []uint16:
-		return 2
-	}
-	return 1
-}
+func (t *Tensor) elemSize() int64 { return max(elemSizeOf(t.Data), 1) }
 
 // Bytes returns the payload size of t in bytes.
 func (t *Tensor) Bytes() int64 { return t.Len() * t.elemSize() }
@@ -177,7 +169,8 @@ func copyElems(dst any, do int64, src any, so, n int64) int64 {
 // View returns rows [lo, hi) of axis 0 of t, sharing its memory: no copy.
 func (t *Tensor) View(lo, hi int64) *Tensor {
 	inner := Elements(t.Shape[1:])
-	v := &view{Tensor: Tensor{DType: t.DType, Data: slice(t.Data, lo*inner, hi*inner)}}
+	v := &view{Tensor: Tensor{DType: t.DType}}
+	v.Data = sliceInto(&v.hdr, t.Data, lo*inner, hi*inner)
 	if len(t.Shape) <= len(v.dims) {
 		v.Shape = v.dims[:len(t.Shape):len(t.Shape)]
 	} else {
@@ -192,11 +185,16 @@ func (t *Tensor) View(lo, hi int64) *Tensor {
 // as View does, with the tensors of all of them in one allocation: a
 // group is split into its requests' shares at once.
 func (t *Tensor) Views(spans [][2]int64) []*Tensor {
+	return t.AppendViews(nil, spans)
+}
+
+// AppendViews is Views appending the views to dst.
+func (t *Tensor) AppendViews(dst []*Tensor, spans [][2]int64) []*Tensor {
 	inner := Elements(t.Shape[1:])
-	vs, out := make([]view, len(spans)), make([]*Tensor, len(spans))
+	vs, out := make([]view, len(spans)), slices.Grow(dst, len(spans))[:len(dst)+len(spans)]
 	for i, sp := range spans {
 		v := &vs[i]
-		v.DType, v.Data = t.DType, slice(t.Data, sp[0]*inner, sp[1]*inner)
+		v.DType, v.Data = t.DType, sliceInto(&v.hdr, t.Data, sp[0]*inner, sp[1]*inner)
 		if len(t.Shape) <= len(v.dims) {
 			v.Shape = v.dims[:len(t.Shape):len(t.Shape)]
 		} else {
@@ -204,16 +202,66 @@ func (t *Tensor) Views(spans [][2]int64) []*Tensor {
 		}
 		copy(v.Shape, t.Shape)
 		v.Shape[0] = sp[1] - sp[0]
-		out[i] = &v.Tensor
+		out[len(dst)+i] = &v.Tensor
 	}
 	return out
 }
 
-// view is a tensor with room for its shape, so that a view of the usual
-// rank is one allocation (and its data's boxing) rather than three.
+// view is a tensor with room for its shape and its data's slice header,
+// so that a view of the usual rank is one allocation rather than three.
 type view struct {
 	Tensor
 	dims [4]int64
+	hdr  sliceHeader
+}
+
+// sliceHeader is how every Go slice is laid out in memory.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// eface is how an interface value without methods is laid out: its
+// dynamic type, and a pointer to its value for a value such as a slice.
+type eface struct{ typ, data unsafe.Pointer }
+
+// sliceInto returns elements [lo, hi) of a typed slice as slice does, but
+// with the new slice's header written into hdr: boxing a slice into an
+// interface otherwise allocates a header of its own, one per view. hdr
+// must never be written again, as an interface's value never changes.
+func sliceInto(hdr *sliceHeader, data any, lo, hi int64) any {
+	size := elemSizeOf(data)
+	if size == 0 {
+		return slice(data, lo, hi)
+	}
+	src := (*sliceHeader)((*eface)(unsafe.Pointer(&data)).data)
+	if lo < 0 || hi < lo || hi > int64(src.cap) {
+		return slice(data, lo, hi) // which panics, as slicing does
+	}
+	p := src.data
+	if hi > lo { // an empty slice keeps the base, as slicing does
+		p = unsafe.Add(p, lo*size)
+	}
+	*hdr = sliceHeader{data: p, len: int(hi - lo), cap: int(hi - lo)}
+	out := data
+	(*eface)(unsafe.Pointer(&out)).data = unsafe.Pointer(hdr)
+	return out
+}
+
+// elemSizeOf is the element size of the typed slices slice supports, 0
+// for anything else.
+func elemSizeOf(data any) int64 {
+	switch data.(type) {
+	case []float64, []int64, []uint64:
+		return 8
+	case []float32, []int32, []uint32:
+		return 4
+	case []int16, []uint16:
+		return 2
+	case []int8, []uint8, []bool:
+		return 1
+	}
+	return 0
 }
 
 // SameBuffer reports whether a's data lies inside b's buffer: a is a view

@@ -1,6 +1,9 @@
 package backend
 
 import (
+	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -33,4 +36,64 @@ func TestViewsAreViews(t *testing.T) {
 			t.Errorf("views share their shapes: %v %v", vs[2].Shape, x.Shape)
 		}
 	}
+}
+
+// TestViewsOfEveryDtype: a view's data, whose slice header lives in the
+// view (sliceInto), is the slice slicing gives, for every dtype, for
+// empty spans at either end, and after collections; a view that keeps a
+// buffer alive keeps what it saw.
+func TestViewsOfEveryDtype(t *testing.T) {
+	spans := [][2]int64{{0, 0}, {0, 1}, {1, 3}, {3, 3}, {3, 4}, {4, 4}}
+	for _, dtype := range []string{"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool"} {
+		x, err := NewTensor(dtype, []int64{4, 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x.Len() {
+			one, _ := NewTensor(dtype, []int64{1})
+			if dtype == "bool" {
+				one.Data.([]bool)[0] = i%2 == 1
+			} else {
+				one = fromFloat(t, dtype, float64(i+1))
+			}
+			x.CopyElems(i, one, 0, 1)
+		}
+		vs := x.Views(spans)
+		x = nil
+		for range 2 {
+			runtime.GC()
+		}
+		for i, sp := range spans {
+			v := vs[i]
+			if v.Len() != (sp[1]-sp[0])*3 || DataLen(v.Data) != v.Len() {
+				t.Fatalf("%s span %v: %d elements, data of %d", dtype, sp, v.Len(), DataLen(v.Data))
+			}
+			rv := reflect.ValueOf(v.Data)
+			if rv.Cap() != rv.Len() {
+				t.Errorf("%s span %v: capacity %d beyond length %d", dtype, sp, rv.Cap(), rv.Len())
+			}
+			for k := range rv.Len() {
+				at := sp[0]*3 + int64(k)
+				want := fmt.Sprint(float64(at + 1))
+				if dtype == "bool" {
+					want = fmt.Sprint(at%2 == 1)
+				}
+				if got := fmt.Sprint(rv.Index(k).Interface()); got != want && fmt.Sprint(rv.Index(k).Convert(reflect.TypeOf(0.0)).Interface()) != want {
+					t.Errorf("%s span %v element %d: %s, want %s", dtype, sp, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+// fromFloat is a one-element tensor of dtype holding f.
+func fromFloat(t *testing.T, dtype string, f float64) *Tensor {
+	t.Helper()
+	x, err := NewTensor(dtype, []int64{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := reflect.ValueOf(x.Data).Index(0)
+	rv.Set(reflect.ValueOf(f).Convert(rv.Type()))
+	return x
 }

@@ -103,7 +103,7 @@ func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, r
 		}
 	}
 	if e.lockstep && run == nil {
-		e.runWindows(ctx, reqs, min(limit, e.opts.Queue), opts.Stop, answer)
+		e.runWindows(ctx, reqs, min(limit, e.opts.Queue), opts.Stop, out, opts.Finished)
 		return out
 	}
 	e.announced.Add(int64(len(reqs)))
@@ -165,19 +165,25 @@ func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, r
 // the grouper exactly the items still to come, and once they are all in,
 // none of the window's requests will bring another. Once stop closes, no
 // window starts; the one running finishes.
-func (e *Engine) runWindows(ctx context.Context, reqs []Request, window int, stop <-chan struct{}, answer func(int, Response)) {
-	resps := make([]Response, window)
+func (e *Engine) runWindows(ctx context.Context, reqs []Request, window int, stop <-chan struct{}, out []Response, finished func(int, Response)) {
 	for lo := 0; lo < len(reqs); lo += window {
 		hi := min(lo+window, len(reqs))
-		if stopped(stop) {
-			for i := lo; i < len(reqs); i++ {
-				answer(i, notStarted(reqs[i]))
+		halted := stopped(stop)
+		if halted {
+			hi = len(reqs)
+			for i := lo; i < hi; i++ {
+				out[i] = notStarted(reqs[i])
 			}
-			return
+		} else {
+			e.runBatch(ctx, reqs[lo:hi], out[lo:hi])
 		}
-		e.runBatch(ctx, reqs[lo:hi], resps[:hi-lo])
-		for k, r := range resps[:hi-lo] {
-			answer(lo+k, r)
+		if finished != nil {
+			for i := lo; i < hi; i++ {
+				finished(i, out[i])
+			}
+		}
+		if halted {
+			return
 		}
 	}
 }

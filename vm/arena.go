@@ -29,6 +29,7 @@ type arena struct {
 	views []*backend.Tensor
 
 	grp   group
+	batch []*pending // the group's items as taken from the queue
 	items []*item
 	// ints are the int64 vectors handed out for the group being
 	// assembled, in order; used counts them.
@@ -60,7 +61,10 @@ func (a *arena) group(items []*item) *group {
 func (a *arena) emptyGroup() {
 	clear(a.grp.inputs)
 	clear(a.grp.offsets)
-	a.grp = group{inputs: a.grp.inputs, offsets: a.grp.offsets}
+	sc := a.grp.scratch
+	clear(sc.tensors[:cap(sc.tensors)])
+	clear(sc.levels[:cap(sc.levels)])
+	a.grp = group{inputs: a.grp.inputs, offsets: a.grp.offsets, scratch: sc}
 }
 
 // int64s returns an int64 vector of length n for the group being

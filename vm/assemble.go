@@ -20,6 +20,48 @@ type group struct {
 	// elems counts the elements of every payload input as assembled
 	// (padding included), realElems those the items brought.
 	elems, realElems int64
+	// scratch is working room that assembling and splitting reuse, port
+	// after port; an arena's group keeps it from one group to the next.
+	scratch groupScratch
+}
+
+// groupScratch holds lists that live only through one step of assembling
+// or splitting a port.
+type groupScratch struct {
+	tensors []*backend.Tensor
+	flags   []bool
+	spans   [][2]int64
+	levels  [][]int64
+}
+
+// tensorsOf lists the items' tensors of input port at, or their lengths
+// tensors of padding entry pad when pad >= 0, in the scratch.
+func (g *group) tensorsOf(items []*item, at, pad int) []*backend.Tensor {
+	ts := g.scratch.tensors[:0]
+	for _, it := range items {
+		if pad >= 0 {
+			ts = append(ts, it.ports[at].lengths[pad])
+		} else {
+			ts = append(ts, it.ports[at].t)
+		}
+	}
+	g.scratch.tensors = ts
+	return ts
+}
+
+// padAxes returns n flags in the scratch, all false.
+func (g *group) padAxes(n int) []bool {
+	f := slices.Grow(g.scratch.flags[:0], n)[:n]
+	clear(f)
+	g.scratch.flags = f
+	return f
+}
+
+// spans returns room for one span per item in the scratch.
+func (g *group) spans() [][2]int64 {
+	sp := slices.Grow(g.scratch.spans[:0], len(g.items))[:len(g.items)]
+	g.scratch.spans = sp
+	return sp
 }
 
 // groupElements is what a group's payload inputs hold: as assembled, and
@@ -99,11 +141,8 @@ func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *a
 		}
 		return t, nil
 	}
-	tensors := make([]*backend.Tensor, len(items))
-	for i, it := range items {
-		tensors[i] = it.ports[at].t
-	}
-	padAxes := make([]bool, tensors[0].Rank())
+	tensors := g.tensorsOf(items, at, -1)
+	padAxes := g.padAxes(tensors[0].Rank())
 	padded := false
 	for _, p := range in.Padded {
 		if p.Axis < len(padAxes) {
@@ -250,11 +289,8 @@ func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*it
 	if len(items) == 1 {
 		return items[0].ports[served].lengths[entry], nil
 	}
-	ts := make([]*backend.Tensor, len(items))
-	for i, it := range items {
-		ts[i] = it.ports[served].lengths[entry]
-	}
-	padAxes := make([]bool, ts[0].Rank())
+	ts := g.tensorsOf(items, served, entry)
+	padAxes := g.padAxes(ts[0].Rank())
 	for a := 1; a < len(padAxes); a++ {
 		padAxes[a] = true
 	}

@@ -33,7 +33,7 @@ func (g *grouper) runner(a *arena) {
 	timer.Stop()
 	idle := false
 	for {
-		batch, wait, ok := g.next(time.Now(), idle)
+		batch, wait, ok := g.next(time.Now(), idle, a.batch)
 		idle = batch == nil
 		switch {
 		case !ok:
@@ -43,6 +43,8 @@ func (g *grouper) runner(a *arena) {
 			g.mu.Lock()
 			g.inFlight -= len(batch)
 			g.mu.Unlock()
+			clear(batch)
+			a.batch = batch[:0]
 		case wait > 0:
 			timer.Reset(wait)
 			select {
@@ -61,17 +63,17 @@ func (g *grouper) runner(a *arena) {
 	}
 }
 
-// next forms the group a free runner runs now, or says how long to wait
-// before looking again (0: until something changes), counting the runner
-// idle meanwhile. ok is false once the grouper is closed and every item
-// has been handed out.
-func (g *grouper) next(now time.Time, wasIdle bool) (batch []*pending, wait time.Duration, ok bool) {
+// next forms the group a free runner runs now (in into's storage), or
+// says how long to wait before looking again (0: until something
+// changes), counting the runner idle meanwhile. ok is false once the
+// grouper is closed and every item has been handed out.
+func (g *grouper) next(now time.Time, wasIdle bool, into []*pending) (batch []*pending, wait time.Duration, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if wasIdle {
 		g.idle--
 	}
-	batch, wait, ok = g.take(now)
+	batch, wait, ok = g.take(now, into)
 	if batch == nil && ok {
 		g.idle++
 	} else if batch != nil && len(g.queue) > 0 && g.idle > 0 {
@@ -81,7 +83,7 @@ func (g *grouper) next(now time.Time, wasIdle bool) (batch []*pending, wait time
 }
 
 // take is next under the lock.
-func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok bool) {
+func (g *grouper) take(now time.Time, into []*pending) (batch []*pending, wait time.Duration, ok bool) {
 	g.answerCancelled()
 	if len(g.queue) == 0 {
 		if g.closed {
@@ -102,7 +104,7 @@ func (g *grouper) take(now time.Time) (batch []*pending, wait time.Duration, ok 
 			return nil, wait, true
 		}
 	}
-	batch = f.take()
+	batch = f.take(into)
 	g.inFlight += len(batch)
 	return batch, 0, true
 }

@@ -137,7 +137,7 @@ func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
 	g.promised = 1000
 	g.queue = append([]*pending(nil), queue...)
 	g.fillStale = true
-	if batch, wait, _ := g.take(now); batch != nil || wait != promisedWait {
+	if batch, wait, _ := g.take(now, nil); batch != nil || wait != promisedWait {
 		t.Fatalf("one queued item of a batch still admitting ran as a group of %d (wait %v)", len(batch), wait)
 	}
 	for range 400 {
@@ -146,7 +146,7 @@ func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
 	head := queue[0]
 	g.queue = queue
 	g.fillStale = true
-	batch, wait, _ := g.take(now)
+	batch, wait, _ := g.take(now, nil)
 	if batch == nil {
 		t.Fatalf("with %d items queued, the runner waits %v for more of the batch", len(queue), wait)
 	}

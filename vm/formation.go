@@ -150,11 +150,7 @@ func (f *formation) reset(cap int) {
 	for _, ts := range f.budgets.terms {
 		clear(ts)
 	}
-	clear(f.pad.rows)
-	clear(f.pad.inner)
-	for _, e := range f.pad.ext {
-		clear(e)
-	}
+	f.pad.clear()
 }
 
 // full reports whether the group cannot grow: a budget is spent, an item
@@ -164,12 +160,12 @@ func (f *formation) full() bool {
 }
 
 // take removes the chosen items from the queue, keeping the order of the
-// others, and returns them.
-func (f *formation) take() []*pending {
+// others, and returns them, appended to into[:0].
+func (f *formation) take(into []*pending) []*pending {
 	q := f.g.queue
-	batch := make([]*pending, len(f.chosen))
-	for k, i := range f.chosen {
-		batch[k] = q[i]
+	batch := into[:0]
+	for _, i := range f.chosen {
+		batch = append(batch, q[i])
 		q[i] = nil
 	}
 	kept := q[:0]
@@ -298,44 +294,47 @@ type padSum struct {
 	rows  []int64   // per port: the group's extent on axis 0
 	ext   [][]int64 // per port: the group's extent on each padded axis
 	inner []int64   // per port: the product of the other axes
+	now   []int64   // per port: the elements the group materializes as is
 }
 
 func newPadSum(ports []padPort) padSum {
-	s := padSum{ports: ports, rows: make([]int64, len(ports)), ext: make([][]int64, len(ports)), inner: make([]int64, len(ports))}
+	s := padSum{ports: ports, rows: make([]int64, len(ports)), ext: make([][]int64, len(ports)),
+		inner: make([]int64, len(ports)), now: make([]int64, len(ports))}
 	for k, p := range ports {
 		s.ext[k] = make([]int64, len(p.axes))
 	}
 	return s
 }
 
-// elements is the padded element count of port k with it added (nil: as is).
-func (s *padSum) elements(k int, it *item) int64 {
-	n, inner := s.rows[k], s.inner[k]
-	var t []int64
-	if it != nil {
-		t = it.ports[s.ports[k].at].t.Shape
-		n += t[0]
-		inner = s.innerOf(k, t)
+// clear empties the sums for the next group.
+func (s *padSum) clear() {
+	clear(s.rows)
+	clear(s.inner)
+	clear(s.now)
+	for _, e := range s.ext {
+		clear(e)
 	}
+}
+
+// elements is the padded element count of port k with it added.
+func (s *padSum) elements(k int, it *item) int64 {
+	t := it.ports[s.ports[k].at].t.Shape
+	n := s.rows[k] + t[0]
 	for j, a := range s.ports[k].axes {
 		e := s.ext[k][j]
-		if t != nil && a < len(t) {
+		if a < len(t) {
 			e = max(e, t[a])
 		}
 		n *= e
 	}
-	return n * inner
+	return n * s.innerOf(k, t)
 }
 
 // innerOf is the product of a shape's axes other than 0 and the padded ones.
 func (s *padSum) innerOf(k int, shape []int64) int64 {
 	inner := int64(1)
 	for a := 1; a < len(shape); a++ {
-		padded := false
-		for _, p := range s.ports[k].axes {
-			padded = padded || p == a
-		}
-		if !padded {
+		if !slices.Contains(s.ports[k].axes, a) {
 			inner *= shape[a]
 		}
 	}
@@ -348,14 +347,14 @@ func (s *padSum) innerOf(k int, shape []int64) int64 {
 func (s *padSum) addedWaste(it *item) int64 {
 	var w int64
 	for k, p := range s.ports {
-		t := it.ports[p.at].t
-		w += s.elements(k, it) - s.elements(k, nil) - t.Len()
+		w += s.elements(k, it) - s.now[k] - it.ports[p.at].t.Len()
 	}
 	return w
 }
 
 func (s *padSum) add(it *item) {
 	for k, p := range s.ports {
+		s.now[k] = s.elements(k, it)
 		t := it.ports[p.at].t.Shape
 		s.rows[k] += t[0]
 		s.inner[k] = s.innerOf(k, t)

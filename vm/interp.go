@@ -332,13 +332,7 @@ func (r *run) loop(s *ir.Step) error {
 }
 
 // outputNames lists a component's output ports.
-func (s *componentSpec) outputNames() []string {
-	names := make([]string, len(s.comp.Outputs))
-	for i, o := range s.comp.Outputs {
-		names[i] = o.Name
-	}
-	return names
-}
+func (s *componentSpec) outputNames() []string { return s.outNames }
 
 // emptyOutputs stands in for the outputs of a group with no item, which
 // is never invoked: packed outputs are empty with their rank preserved and

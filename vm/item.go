@@ -157,6 +157,9 @@ type componentSpec struct {
 	// refs holds, per input port, where its companions come from: the
 	// position of a bound port among the inputs (-1: a workflow value).
 	refs []portRefs
+	// outNames are the component's output names, as every invocation
+	// asks for them (the backend only reads them).
+	outNames []string
 }
 
 // termInfo is what forming reads of one budget term: the position of its
@@ -184,6 +187,9 @@ func (s *componentSpec) at(name string) int {
 
 func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *componentSpec {
 	s := &componentSpec{comp: comp, gp: gp, m: m, index: map[string]int{}}
+	for _, o := range comp.Outputs {
+		s.outNames = append(s.outNames, o.Name)
+	}
 	for i, in := range gp.Inputs {
 		s.index[in.Name] = i
 	}

@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"slices"
+
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/plan"
 )
@@ -45,10 +47,13 @@ func (s *componentSpec) noOutput(name string) error {
 }
 
 // putViews hands item i the view of t over spans[i] as its output k.
-func putViews(shares []outputs, k int, t *backend.Tensor, spans [][2]int64) {
-	for i, v := range t.Views(spans) {
+func (g *group) putViews(shares []outputs, k int, t *backend.Tensor, spans [][2]int64) {
+	vs := t.AppendViews(g.scratch.tensors[:0], spans)
+	for i, v := range vs {
 		shares[i][k] = v
 	}
+	clear(vs)
+	g.scratch.tensors = vs[:0]
 }
 
 // split hands each item its share of the group's outputs (§6 Split): row
@@ -83,11 +88,11 @@ func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]
 		if t.Rank() == 0 || t.Shape[0] != g.rows()*f {
 			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group's %d requests own %d rows each", s.comp.Name, o.Name, t.Shape, g.rows(), f)
 		}
-		spans := make([][2]int64, len(g.items))
+		spans := g.spans()
 		for i := range spans {
 			spans[i] = [2]int64{int64(i) * f, int64(i+1) * f}
 		}
-		putViews(shares, k, t, spans)
+		g.putViews(shares, k, t, spans)
 	case plan.SplitPacked:
 		return s.splitPacked(g, k, o, outs, shares)
 	case plan.SplitCompanion, plan.SplitInternal:
@@ -100,7 +105,8 @@ func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]
 // innermost first: a preserved level's come from the input level it keeps,
 // a produced level's from the graph's own companion, checked on this read.
 func (s *componentSpec) levelOffsets(g *group, o plan.Port, outs map[string]*backend.Tensor) ([][]int64, error) {
-	levels := make([][]int64, len(o.Levels))
+	levels := slices.Grow(g.scratch.levels[:0], len(o.Levels))[:len(o.Levels)]
+	g.scratch.levels = levels
 	children := outs[o.Name].Shape[0]
 	for k, l := range o.Levels {
 		if l.From != nil {
@@ -139,12 +145,12 @@ func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[strin
 	if err != nil {
 		return err
 	}
-	spans := make([][2]int64, len(g.items))
+	spans := g.spans()
 	for i := range spans {
 		lo, hi := span(levels, int64(i), 0)
 		spans[i] = [2]int64{lo, hi}
 	}
-	putViews(shares, k, outs[o.Name], spans)
+	g.putViews(shares, k, outs[o.Name], spans)
 	return nil
 }
 
@@ -186,7 +192,7 @@ func (s *componentSpec) splitLengths(g *group, k int, o plan.Port, served *plan.
 		}
 	}
 	f := max(served.Factor, 1)
-	spans := make([][2]int64, len(g.items))
+	spans := g.spans()
 	for i := range spans {
 		lo, hi := int64(i)*f, int64(i+1)*f
 		if levels != nil {
@@ -197,6 +203,6 @@ func (s *componentSpec) splitLengths(g *group, k int, o plan.Port, served *plan.
 		}
 		spans[i] = [2]int64{lo, hi}
 	}
-	putViews(shares, k, t, spans)
+	g.putViews(shares, k, t, spans)
 	return nil
 }
