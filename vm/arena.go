@@ -105,7 +105,7 @@ func (a *arena) forget() {
 
 // footprints measures every budget on items (§3.5), into the arena's sums.
 func (a *arena) footprints(spec *componentSpec, items []*item) []int64 {
-	if a.sum.terms == nil {
+	if a.sum.vals == nil {
 		a.sum, a.peaks = newBudgetSum(spec), make([]int64, len(spec.gp.Budgets))
 	}
 	a.sum.clear()
@@ -162,10 +162,12 @@ func (a *arena) release(outs map[string]*backend.Tensor) {
 		return
 	}
 	var room, shapeRoom [8]memSpan
-	spans, shapes := room[:0], shapeRoom[:0]
+	var tensorRoom [8]*backend.Tensor
+	spans, shapes, tensors := room[:0], shapeRoom[:0], tensorRoom[:0]
 	for _, o := range outs {
 		if o != nil {
 			spans, shapes = append(spans, spanOf(o.Data)), append(shapes, sliceSpan(o.Shape))
+			tensors = append(tensors, o)
 		}
 	}
 	for i, b := range a.bufs {
@@ -181,20 +183,10 @@ func (a *arena) release(outs map[string]*backend.Tensor) {
 	// A backend may hand back an input tensor itself, or an output shaped
 	// by an input's shape slice; the port's header is then the results'.
 	for i, v := range a.views {
-		if v != nil && (handedBack(outs, v) || sliceSpan(v.Shape).overlapsAny(shapes)) {
+		if v != nil && (slices.Contains(tensors, v) || sliceSpan(v.Shape).overlapsAny(shapes)) {
 			a.views[i] = nil
 		}
 	}
-}
-
-// handedBack reports whether t is one of outs.
-func handedBack(outs map[string]*backend.Tensor, t *backend.Tensor) bool {
-	for _, o := range outs {
-		if o == t {
-			return true
-		}
-	}
-	return false
 }
 
 // reslice returns the first n elements of data's backing array, cleared

@@ -118,7 +118,7 @@ func (g *grouper) take(now time.Time, into []*pending) (batch []*pending, wait t
 // queue (fillStale).
 func (g *grouper) fillable() bool {
 	s := &g.fill
-	if s.terms == nil {
+	if s.vals == nil {
 		*s = newBudgetSum(g.spec)
 		g.fillStale = true
 	}

@@ -147,9 +147,7 @@ func (f *formation) reset(cap int) {
 	f.chosen = append(f.chosen[:0], 0)
 	f.urgent, f.rest = f.urgent[:0], f.rest[:0]
 	f.closing, f.cap = false, cap
-	for _, ts := range f.budgets.terms {
-		clear(ts)
-	}
+	f.budgets.clear()
 	f.pad.clear()
 }
 
@@ -184,41 +182,33 @@ func (f *formation) take(into []*pending) []*pending {
 // kept term by term as items join, so that trying one more item costs one
 // pass over the terms, not over the group.
 type budgetSum struct {
-	spec  *componentSpec
-	terms [][]int64 // per budget, per term
+	spec *componentSpec
+	vals []int64 // per term of every budget, in termInfo's order
 }
 
 func newBudgetSum(spec *componentSpec) budgetSum {
-	s := budgetSum{spec: spec, terms: make([][]int64, len(spec.gp.Budgets))}
-	for i, b := range spec.gp.Budgets {
-		s.terms[i] = make([]int64, len(b.Terms))
-	}
-	return s
+	return budgetSum{spec: spec, vals: make([]int64, len(spec.termInfo))}
 }
 
 // clear empties the sum.
-func (s *budgetSum) clear() {
-	for _, ts := range s.terms {
-		clear(ts)
-	}
-}
+func (s *budgetSum) clear() { clear(s.vals) }
 
-// with returns term j of budget i with it added.
-func (s *budgetSum) with(i, j int, it *item) int64 {
-	v := s.spec.term(it, i, j)
-	if s.spec.termInfo[s.spec.termAt[i]+j].max {
-		return max(s.terms[i][j], v)
+// with returns term k with an item's part v added.
+func (s *budgetSum) with(k int, v int64) int64 {
+	if s.spec.termInfo[k].max {
+		return max(s.vals[k], v)
 	}
-	return s.terms[i][j] + v
+	return s.vals[k] + v
 }
 
 func (s *budgetSum) fits(it *item) bool {
-	for i, b := range s.spec.gp.Budgets {
+	ts := s.spec.terms(it)
+	for _, b := range s.spec.budgets {
 		total := int64(1)
-		for j := range b.Terms {
-			total *= s.with(i, j, it)
+		for k := b.lo; k < b.hi; k++ {
+			total *= s.with(k, ts[k])
 		}
-		if total > b.MaxTotal {
+		if total > b.limit {
 			return false
 		}
 	}
@@ -226,26 +216,21 @@ func (s *budgetSum) fits(it *item) bool {
 }
 
 func (s *budgetSum) add(it *item) {
-	for i, b := range s.spec.gp.Budgets {
-		for j := range b.Terms {
-			s.terms[i][j] = s.with(i, j, it)
-		}
+	for k, v := range s.spec.terms(it) {
+		s.vals[k] = s.with(k, v)
 	}
 }
 
 // total is the footprint on budget i.
 func (s *budgetSum) total(i int) int64 {
-	total := int64(1)
-	for _, v := range s.terms[i] {
-		total *= v
-	}
-	return total
+	b := s.spec.budgets[i]
+	return product(s.vals[b.lo:b.hi])
 }
 
 // spent reports whether some budget is exactly spent: no item can join.
 func (s *budgetSum) spent() bool {
-	for i, b := range s.spec.gp.Budgets {
-		if s.total(i) >= b.MaxTotal {
+	for i, b := range s.spec.budgets {
+		if s.total(i) >= b.limit {
 			return true
 		}
 	}

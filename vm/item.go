@@ -150,9 +150,9 @@ type componentSpec struct {
 	pads []padPort  // the payload inputs with padded axes
 	// index maps an input port's name to its position in gp.Inputs.
 	index map[string]int
-	// termAt holds, per budget, where its terms start in termInfo and in
-	// an item's terms.
-	termAt   []int
+	// budgets holds, per budget, where its terms lie in termInfo and in
+	// an item's terms, and its limit.
+	budgets  []budgetSpan
 	termInfo []termInfo
 	// refs holds, per input port, where its companions come from: the
 	// position of a bound port among the inputs (-1: a workflow value).
@@ -168,6 +168,13 @@ type componentSpec struct {
 type termInfo struct {
 	port int
 	max  bool
+}
+
+// budgetSpan is one budget's terms, [lo, hi) in termInfo and in an
+// item's terms, and its max_total.
+type budgetSpan struct {
+	lo, hi int
+	limit  int64
 }
 
 // portRefs locates one input port's companions: per level its offsets and
@@ -194,10 +201,11 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 		s.index[in.Name] = i
 	}
 	for _, b := range gp.Budgets {
-		s.termAt = append(s.termAt, len(s.termInfo))
+		lo := len(s.termInfo)
 		for _, t := range b.Terms {
 			s.termInfo = append(s.termInfo, termInfo{port: s.at(t.Port), max: t.Kind == plan.TermPadded || t.Kind == plan.TermPinned})
 		}
+		s.budgets = append(s.budgets, budgetSpan{lo: lo, hi: len(s.termInfo), limit: b.MaxTotal})
 	}
 	s.refs = make([]portRefs, len(gp.Inputs))
 	for i, in := range gp.Inputs {
@@ -222,19 +230,20 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 	return s
 }
 
-// term is its part of term j of budget i (itemTerm), computed once per
-// item: an item is never changed once admitted.
-func (s *componentSpec) term(it *item, i, j int) int64 {
+// terms is the item's part of every budget term (itemTerm), in
+// termInfo's order, computed once per item: an item is never changed once
+// admitted.
+func (s *componentSpec) terms(it *item) []int64 {
 	if it.terms == nil {
 		ts := it.termsInline[:0]
 		for i, b := range s.gp.Budgets {
 			for j, t := range b.Terms {
-				ts = append(ts, itemTerm(t, s.termInfo[s.termAt[i]+j].port, it))
+				ts = append(ts, itemTerm(t, s.termInfo[s.budgets[i].lo+j].port, it))
 			}
 		}
 		it.terms = ts
 	}
-	return it.terms[s.termAt[i]+j]
+	return it.terms
 }
 
 // refAt is where a companion reference's value comes from: the position of

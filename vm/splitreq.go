@@ -40,8 +40,8 @@ func (s *componentSpec) splittable() (string, bool) {
 
 // overBudget returns the first budget it alone exceeds, or -1.
 func (s *componentSpec) overBudget(it *item) int {
-	for i, b := range s.gp.Budgets {
-		if s.alone(i, it) > b.MaxTotal {
+	for i, b := range s.budgets {
+		if s.alone(i, it) > b.limit {
 			return i
 		}
 	}
@@ -50,9 +50,15 @@ func (s *componentSpec) overBudget(it *item) int {
 
 // alone is the footprint of it alone on budget i.
 func (s *componentSpec) alone(i int, it *item) int64 {
+	b := s.budgets[i]
+	return product(s.terms(it)[b.lo:b.hi])
+}
+
+// product multiplies vs (1 for none).
+func product(vs []int64) int64 {
 	total := int64(1)
-	for j := range s.gp.Budgets[i].Terms {
-		total *= s.term(it, i, j)
+	for _, v := range vs {
+		total *= v
 	}
 	return total
 }
