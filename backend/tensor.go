@@ -274,4 +274,16 @@ func SameBuffer(a, b *Tensor) bool {
 func dataAddr(data any) uintptr { return reflect.ValueOf(data).Pointer() }
 
 // DataLen is the number of elements a typed slice holds.
-func DataLen(data any) int64 { return int64(reflect.ValueOf(data).Len()) }
+func DataLen(data any) int64 {
+	switch d := data.(type) {
+	case []float32:
+		return int64(len(d))
+	case []int64:
+		return int64(len(d))
+	case []uint8:
+		return int64(len(d))
+	case []int32:
+		return int64(len(d))
+	}
+	return int64(reflect.ValueOf(data).Len())
+}

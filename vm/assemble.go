@@ -169,16 +169,17 @@ func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *a
 		reason = CopyPad
 		g.padded += out.Len()
 	}
-	row := int64(0)
+	row, copied := int64(0), int64(0)
 	g.elems += out.Len()
 	for _, t := range tensors {
-		copies.Add(reason, placeInto(out, row, t))
+		copied += placeInto(out, row, t)
 		row += t.Shape[0]
 		g.realElems += t.Len()
 		if padded {
 			g.real += t.Len()
 		}
 	}
+	copies.AddCopies(reason, copied, int64(len(tensors)))
 	return out, nil
 }
 
@@ -303,10 +304,11 @@ func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*it
 	if err != nil {
 		return nil, err
 	}
-	row := int64(0)
+	row, copied := int64(0), int64(0)
 	for _, t := range ts {
-		copies.Add(CopyCompanion, placeInto(out, row, t))
+		copied += placeInto(out, row, t)
 		row += t.Shape[0]
 	}
+	copies.AddCopies(CopyCompanion, copied, int64(len(ts)))
 	return out, nil
 }

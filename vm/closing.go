@@ -33,13 +33,14 @@ func (g *grouper) runner(a *arena) {
 	timer.Stop()
 	idle := false
 	for {
-		batch, wait, ok := g.next(time.Now(), idle, a.batch)
+		now := time.Now()
+		batch, wait, ok := g.next(now, idle, a.batch)
 		idle = batch == nil
 		switch {
 		case !ok:
 			return
 		case batch != nil:
-			g.run(a, batch)
+			g.run(a, batch, now)
 			g.mu.Lock()
 			g.inFlight -= len(batch)
 			g.mu.Unlock()

@@ -27,9 +27,13 @@ var copyReasonNames = [...]string{"pack", "pad", "stack", "companion", "gather"}
 func (r CopyReason) String() string { return copyReasonNames[r] }
 
 // Add records a copy of n bytes.
-func (c *Copies) Add(r CopyReason, n int64) {
+func (c *Copies) Add(r CopyReason, n int64) { c.AddCopies(r, n, 1) }
+
+// AddCopies records copies copies of n bytes in all: a port's items are
+// counted once per group.
+func (c *Copies) AddCopies(r CopyReason, n, copies int64) {
 	c.bytes.Add(n)
-	c.count.Add(1)
+	c.count.Add(copies)
 	c.byReason[r].Add(n)
 }
 

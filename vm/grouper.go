@@ -157,7 +157,7 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return shares[0], nil
+	return shares.of(0), nil
 }
 
 // submitOne queues an item that fits and waits for its share.
@@ -242,30 +242,30 @@ func (g *grouper) close() {
 	g.wg.Wait()
 }
 
-// run assembles, checks, invokes and splits one group, then answers each
-// item. Everything that fails here fails the whole group's requests. The
-// group's claim ends with its invocation (or here, when there is none).
-func (g *grouper) run(a *arena, batch []*pending) {
+// run assembles, checks, invokes and splits one group, formed at now,
+// then answers each item. Everything that fails here fails the whole
+// group's requests. The group's claim ends with its invocation (or here,
+// when there is none).
+func (g *grouper) run(a *arena, batch []*pending, now time.Time) {
 	batch = g.dropCancelled(batch)
 	if len(batch) == 0 {
 		return
 	}
-	now := time.Now()
 	for _, p := range batch {
 		g.stats.waited(now.Sub(p.queued))
 	}
-	shares, err := g.invoke(a, batch)
+	shares, err := g.invoke(a, batch, now)
 	if err != nil && len(batch) > 1 {
 		// The backend failed the group. Run each request alone, so that
 		// only the one whose item fails hears about it (§6: an error fails
 		// the request that owns the bad item, never its neighbours).
 		g.stats.regroup()
 		for _, p := range batch {
-			one, err := g.invoke(a, []*pending{p})
+			one, err := g.invoke(a, []*pending{p}, time.Now())
 			if err != nil {
 				p.answer(share{err: err})
 			} else {
-				p.answer(share{outs: one[0]})
+				p.answer(share{outs: one.of(0)})
 			}
 		}
 		return
@@ -274,7 +274,7 @@ func (g *grouper) run(a *arena, batch []*pending) {
 		if err != nil {
 			p.answer(share{err: err})
 		} else {
-			p.answer(share{outs: shares[i]})
+			p.answer(share{outs: shares.of(i)})
 		}
 	}
 }
@@ -300,18 +300,18 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 	return kept
 }
 
-func (g *grouper) invoke(a *arena, batch []*pending) ([]outputs, error) {
-	start := time.Now()
+// invoke runs one group, started at start.
+func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab, error) {
 	defer a.forget()
 	items := a.itemsOf(batch)
 	grp, err := g.spec.assemble(items, g.copies, a)
 	if err != nil {
-		return nil, err
+		return shareSlab{}, err
 	}
 	peaks := a.footprints(g.spec, items)
 	for i, b := range g.spec.gp.Budgets {
 		if peaks[i] > b.MaxTotal {
-			return nil, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
+			return shareSlab{}, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
 		}
 	}
 	var outs map[string]*backend.Tensor
@@ -321,7 +321,7 @@ func (g *grouper) invoke(a *arena, batch []*pending) ([]outputs, error) {
 	} else {
 		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())
 		if err != nil {
-			return nil, backendError(g.spec.comp.Name, len(items), err)
+			return shareSlab{}, backendError(g.spec.comp.Name, len(items), err)
 		}
 		a.release(outs)
 		d := time.Since(start)

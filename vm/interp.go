@@ -3,7 +3,6 @@ package vm
 import (
 	"context"
 	"maps"
-	"reflect"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/internal/steps"
@@ -79,7 +78,7 @@ func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
 			return runErr("run/input", "workflow input `%s` fixes axis %d at %d, got %s", name, i, d.Size, t)
 		}
 	}
-	if t.Data == nil || int64(reflect.ValueOf(t.Data).Len()) != t.Len() {
+	if t.Data == nil || backend.DataLen(t.Data) != t.Len() {
 		return runErr("run/input", "workflow input `%s` is %s but carries a different number of elements", name, t)
 	}
 	return nil

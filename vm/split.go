@@ -46,11 +46,24 @@ func (s *componentSpec) noOutput(name string) error {
 	return runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, name)
 }
 
+// shareSlab holds a group's items' shares, item after item, n outputs
+// each, in one allocation.
+type shareSlab struct {
+	slab []*backend.Tensor
+	n    int
+}
+
+// of is item i's share.
+func (sh shareSlab) of(i int) outputs { return sh.slab[i*sh.n : (i+1)*sh.n : (i+1)*sh.n] }
+
+// put makes t item i's output k.
+func (sh shareSlab) put(i, k int, t *backend.Tensor) { sh.slab[i*sh.n+k] = t }
+
 // putViews hands item i the view of t over spans[i] as its output k.
-func (g *group) putViews(shares []outputs, k int, t *backend.Tensor, spans [][2]int64) {
+func (g *group) putViews(sh shareSlab, k int, t *backend.Tensor, spans [][2]int64) {
 	vs := t.AppendViews(g.scratch.tensors[:0], spans)
 	for i, v := range vs {
-		shares[i][k] = v
+		sh.put(i, k, v)
 	}
 	clear(vs)
 	g.scratch.tensors = vs[:0]
@@ -59,29 +72,26 @@ func (g *group) putViews(shares []outputs, k int, t *backend.Tensor, spans [][2]
 // split hands each item its share of the group's outputs (§6 Split): row
 // and packed shares are views of the group's buffers, delivered offsets are
 // rebased, lengths are sliced, owner maps are derived per request.
-func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) ([]outputs, error) {
+func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) (shareSlab, error) {
 	n := len(s.gp.Outputs)
-	shares, slab := make([]outputs, len(g.items)), make([]*backend.Tensor, len(g.items)*n)
-	for i := range shares {
-		shares[i] = slab[i*n : (i+1)*n : (i+1)*n]
-	}
+	shares := shareSlab{slab: make([]*backend.Tensor, len(g.items)*n), n: n}
 	for k, o := range s.gp.Outputs {
 		if err := s.splitPort(g, k, o, outs, shares); err != nil {
-			return nil, err
+			return shares, err
 		}
 	}
 	return shares, nil
 }
 
-func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
+func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	t := outs[o.Name]
 	if t == nil {
 		return s.noOutput(o.Name)
 	}
 	switch o.Split {
 	case plan.SplitBroadcast:
-		for i := range shares {
-			shares[i][k] = t
+		for i := range g.items {
+			shares.put(i, k, t)
 		}
 	case plan.SplitRows, plan.SplitExpanded:
 		f := max(o.Factor, 1) // rows per request on this output
@@ -140,7 +150,7 @@ func span(levels [][]int64, row int64, stop int) (lo, hi int64) {
 	return lo, hi
 }
 
-func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
+func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	levels, err := s.levelOffsets(g, o, outs)
 	if err != nil {
 		return err
@@ -156,7 +166,7 @@ func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[strin
 
 // splitCompanion delivers an output companion: offsets rebased to the
 // item's own span, owners derived from those, lengths sliced.
-func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
+func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	served := s.gp.Output(o.Serves.Port)
 	if served == nil {
 		return runErr("run/unsupported", "output `%s` serves `%s`, which is not an output", o.Name, o.Serves.Port)
@@ -176,13 +186,13 @@ func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[st
 		if o.Serves.Role == "owner" {
 			data = ownersFromOffsets(offs)
 		}
-		shares[i][k] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+		shares.put(i, k, &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data})
 	}
 	return nil
 }
 
 // splitLengths slices a lengths output along with the value it measures.
-func (s *componentSpec) splitLengths(g *group, k int, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares []outputs) error {
+func (s *componentSpec) splitLengths(g *group, k int, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	t := outs[o.Name]
 	var levels [][]int64
 	if served.Split == plan.SplitPacked {
