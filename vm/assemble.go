@@ -77,7 +77,8 @@ func (g *group) elements() groupElements { return groupElements{padded: g.elems,
 // inputs go into the buffers of a (nil: fresh ones).
 func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*group, error) {
 	g := a.group(items)
-	for i, in := range s.gp.Inputs {
+	for i := range s.gp.Inputs {
+		in := &s.gp.Inputs[i]
 		switch in.Role {
 		case plan.RoleBroadcast:
 			g.inputs[in.Name] = items[0].ports[i].t
@@ -89,13 +90,13 @@ func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*grou
 			g.inputs[in.Name] = t
 		}
 	}
-	for i, in := range s.gp.Inputs {
-		if in.Role == plan.RolePacked {
+	for i := range s.gp.Inputs {
+		if in := &s.gp.Inputs[i]; in.Role == plan.RolePacked {
 			g.composeLevels(i, in, items, a)
 		}
 	}
-	for i, in := range s.gp.Inputs {
-		if in.Role == plan.RoleCompanion {
+	for i := range s.gp.Inputs {
+		if in := &s.gp.Inputs[i]; in.Role == plan.RoleCompanion {
 			t, err := g.companion(s, i, in, items, copies, a)
 			if err != nil {
 				return nil, err
@@ -130,7 +131,7 @@ func (g *group) empty() bool {
 // concat stacks the items' tensors of one port along axis 0, padding the
 // padded axes to the group maximum. A group of one passes its item's
 // tensor through: it is already its own group's maximum.
-func (g *group) concat(at int, in plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
+func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
 	if len(items) == 1 {
 		t := items[0].ports[at].t
 		g.elems += t.Len()
@@ -245,7 +246,7 @@ func strides(shape []int64) []int64 {
 
 // composeLevels recomputes a packed port's offsets for the group, level by
 // level: each item's offsets shifted by the children before it.
-func (g *group) composeLevels(at int, in plan.Port, items []*item, a *arena) {
+func (g *group) composeLevels(at int, in *plan.Port, items []*item, a *arena) {
 	if len(items) == 1 {
 		g.offsets[in.Name] = items[0].ports[at].levels
 		return
@@ -264,7 +265,7 @@ func (g *group) composeLevels(at int, in plan.Port, items []*item, a *arena) {
 // companion computes a companion port's group value from the port it
 // serves: offsets composed, owners derived from offsets, lengths
 // concatenated (and padded where the lengths are themselves ragged).
-func (g *group) companion(spec *componentSpec, at int, in plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
+func (g *group) companion(spec *componentSpec, at int, in *plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
 	s := in.Serves
 	switch s.Role {
 	case "offsets", "owner":

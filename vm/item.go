@@ -296,7 +296,8 @@ func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) 
 // admitInto is admit into an empty item it (one of a batch's slab), with
 // the arguments by input position.
 func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
-	for i, in := range s.gp.Inputs {
+	for i := range s.gp.Inputs {
+		in := &s.gp.Inputs[i]
 		if in.Role == plan.RoleCompanion {
 			continue
 		}
@@ -311,7 +312,7 @@ func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env func(str
 }
 
 // admitPort validates one payload port of the request and its companions.
-func (s *componentSpec) admitPort(it *item, i int, in plan.Port, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitPort(it *item, i int, in *plan.Port, args []*backend.Tensor, env func(string) *backend.Tensor) error {
 	t := args[i]
 	if t == nil {
 		return runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
@@ -328,7 +329,7 @@ func (s *componentSpec) admitPort(it *item, i int, in plan.Port, args []*backend
 
 // checkPort checks a payload tensor's rank and, for row layouts, that the
 // request brings exactly its rows.
-func (s *componentSpec) checkPort(in plan.Port, t *backend.Tensor) error {
+func (s *componentSpec) checkPort(in *plan.Port, t *backend.Tensor) error {
 	c := s.comp.Input(in.Name).Contract
 	if c != nil && c.Rank >= 0 && t.Rank() != c.Rank {
 		return runErr("run/input", "component `%s` input port `%s` expects rank %d, got %s", s.comp.Name, in.Name, c.Rank, t)
@@ -394,7 +395,7 @@ func (s *componentSpec) checkLevel(i, k int, children int64, args []*backend.Ten
 
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
-func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitLevels(it *item, i int, in *plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
 	if in.Role != plan.RolePacked {
 		return nil
 	}
@@ -417,8 +418,9 @@ func (s *componentSpec) admitLevels(it *item, i int, in plan.Port, t *backend.Te
 }
 
 // admitPadding validates the request's lengths of a padded port.
-func (s *componentSpec) admitPadding(it *item, i int, in plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
-	for k, p := range in.Padded {
+func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+	for k := range in.Padded {
+		p := &in.Padded[k]
 		lt := companionValue(p.Lengths, s.refs[i].lengths[k], args, env)
 		if lt == nil || lt.DType != "int64" {
 			return runErr("run/lengths", "valid_lengths `%s` of `%s` must be an int64 tensor, got %v", p.Lengths.Name(), in.Name, lt)

@@ -75,15 +75,15 @@ func (g *group) putViews(sh shareSlab, k int, t *backend.Tensor, spans [][2]int6
 func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) (shareSlab, error) {
 	n := len(s.gp.Outputs)
 	shares := shareSlab{slab: make([]*backend.Tensor, len(g.items)*n), n: n}
-	for k, o := range s.gp.Outputs {
-		if err := s.splitPort(g, k, o, outs, shares); err != nil {
+	for k := range s.gp.Outputs {
+		if err := s.splitPort(g, k, &s.gp.Outputs[k], outs, shares); err != nil {
 			return shares, err
 		}
 	}
 	return shares, nil
 }
 
-func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
+func (s *componentSpec) splitPort(g *group, k int, o *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	t := outs[o.Name]
 	if t == nil {
 		return s.noOutput(o.Name)
@@ -114,7 +114,7 @@ func (s *componentSpec) splitPort(g *group, k int, o plan.Port, outs map[string]
 // levelOffsets returns the group offsets of each level of an output port,
 // innermost first: a preserved level's come from the input level it keeps,
 // a produced level's from the graph's own companion, checked on this read.
-func (s *componentSpec) levelOffsets(g *group, o plan.Port, outs map[string]*backend.Tensor) ([][]int64, error) {
+func (s *componentSpec) levelOffsets(g *group, o *plan.Port, outs map[string]*backend.Tensor) ([][]int64, error) {
 	levels := slices.Grow(g.scratch.levels[:0], len(o.Levels))[:len(o.Levels)]
 	g.scratch.levels = levels
 	children := outs[o.Name].Shape[0]
@@ -150,7 +150,7 @@ func span(levels [][]int64, row int64, stop int) (lo, hi int64) {
 	return lo, hi
 }
 
-func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
+func (s *componentSpec) splitPacked(g *group, k int, o *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	levels, err := s.levelOffsets(g, o, outs)
 	if err != nil {
 		return err
@@ -166,7 +166,7 @@ func (s *componentSpec) splitPacked(g *group, k int, o plan.Port, outs map[strin
 
 // splitCompanion delivers an output companion: offsets rebased to the
 // item's own span, owners derived from those, lengths sliced.
-func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
+func (s *componentSpec) splitCompanion(g *group, k int, o *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	served := s.gp.Output(o.Serves.Port)
 	if served == nil {
 		return runErr("run/unsupported", "output `%s` serves `%s`, which is not an output", o.Name, o.Serves.Port)
@@ -174,7 +174,7 @@ func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[st
 	if o.Serves.Role == "lengths" {
 		return s.splitLengths(g, k, o, served, outs, shares)
 	}
-	levels, err := s.levelOffsets(g, *served, outs)
+	levels, err := s.levelOffsets(g, served, outs)
 	if err != nil {
 		return err
 	}
@@ -192,12 +192,12 @@ func (s *componentSpec) splitCompanion(g *group, k int, o plan.Port, outs map[st
 }
 
 // splitLengths slices a lengths output along with the value it measures.
-func (s *componentSpec) splitLengths(g *group, k int, o plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
+func (s *componentSpec) splitLengths(g *group, k int, o *plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
 	t := outs[o.Name]
 	var levels [][]int64
 	if served.Split == plan.SplitPacked {
 		var err error
-		if levels, err = s.levelOffsets(g, *served, outs); err != nil {
+		if levels, err = s.levelOffsets(g, served, outs); err != nil {
 			return err
 		}
 	}
