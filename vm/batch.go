@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,21 +45,34 @@ type batch struct {
 	runs []*run
 	errs []error // per request; a failed request takes no further step
 	// admit's: the step's arguments by input position, and where each
-	// argument goes (argsAt).
-	args   []*backend.Tensor
-	argsAt []int
+	// argument goes (argsAt), known per step for as long as the batch is
+	// recycled.
+	args    []*backend.Tensor
+	argsAt  []int
+	argsAts map[*ir.Step][]int
+}
+
+// stepArgsAt is spec.argsAt(s), computed once per step.
+func (b *batch) stepArgsAt(spec *componentSpec, s *ir.Step) []int {
+	at, ok := b.argsAts[s]
+	if !ok {
+		if b.argsAts == nil {
+			b.argsAts = map[*ir.Step][]int{}
+		}
+		at = spec.argsAt(s)
+		b.argsAts[s] = at
+	}
+	return at
 }
 
 // runBatch runs reqs in lockstep and writes their responses into out.
 func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
-	b := &batch{e: e, ctx: ctx, runs: make([]*run, len(reqs)), errs: make([]error, len(reqs))}
+	b := e.getBatch(ctx, len(reqs))
 	for i, req := range reqs {
-		r := e.getRun(ctx)
-		b.runs[i] = r
 		if req.Err != nil {
 			b.errs[i] = Unreadable(req.Err)
 		} else {
-			b.errs[i] = r.start(req)
+			b.errs[i] = b.runs[i].start(req)
 		}
 	}
 	b.block(e.m.Body)
@@ -68,8 +82,36 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		} else {
 			out[i] = Response{ID: req.ID, Outputs: b.runs[i].outputs}
 		}
-		e.putRun(b.runs[i])
 	}
+	e.putBatch(b)
+}
+
+// getBatch returns a batch of n runs for ctx, recycled with its runs:
+// a lockstep window takes its per-request state in one piece.
+func (e *Engine) getBatch(ctx context.Context, n int) *batch {
+	b, _ := e.batches.Get().(*batch)
+	if b == nil {
+		b = &batch{e: e}
+	}
+	for len(b.runs) < n {
+		b.runs = append(b.runs, e.newRun())
+	}
+	b.ctx, b.runs, b.errs = ctx, b.runs[:n], slices.Grow(b.errs[:0], n)[:n]
+	for _, r := range b.runs {
+		r.ctx, r.outputs = ctx, e.newOutputs()
+	}
+	return b
+}
+
+// putBatch recycles a batch whose responses have been taken.
+func (e *Engine) putBatch(b *batch) {
+	for _, r := range b.runs {
+		r.reset()
+	}
+	clear(b.errs)
+	clear(b.args)
+	b.ctx = nil
+	e.batches.Put(b)
 }
 
 func (b *batch) block(bl *ir.Block) {
@@ -128,7 +170,8 @@ func (b *batch) invoke(s *ir.Step) {
 	// admission's slabs. The whole burst is one arrival: its items are
 	// queued at one time.
 	now := time.Now()
-	b.args, b.argsAt = make([]*backend.Tensor, len(g.spec.gp.Inputs)), g.spec.argsAt(s)
+	b.args = slices.Grow(b.args[:0], len(g.spec.gp.Inputs))[:len(g.spec.gp.Inputs)]
+	b.argsAt = b.stepArgsAt(g.spec, s)
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
 		if err == nil && len(sub.ps) > 0 {

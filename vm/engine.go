@@ -66,6 +66,7 @@ type Engine struct {
 	// runs recycles the interpreter's per-request state, goroutines the
 	// goroutines RunAll runs requests on.
 	runs       sync.Pool
+	batches    sync.Pool // of *batch, for lockstep windows
 	goroutines *pool
 	// active counts the requests being run; announced those RunAll has
 	// promised and not started; openEnded is set once Run is called from
@@ -284,17 +285,31 @@ func (e *Engine) done(n int) {
 func (e *Engine) getRun(ctx context.Context) *run {
 	r, _ := e.runs.Get().(*run)
 	if r == nil {
-		r = &run{e: e, vals: make([]*backend.Tensor, len(e.slots.byName))}
+		r = e.newRun()
 	}
-	r.ctx, r.outputs = ctx, make(map[string]*backend.Tensor, len(e.m.Outputs))
+	r.ctx, r.outputs = ctx, e.newOutputs()
 	return r
+}
+
+func (e *Engine) newRun() *run {
+	return &run{e: e, vals: make([]*backend.Tensor, len(e.slots.byName))}
+}
+
+// newOutputs is a request's map of workflow outputs, its response's.
+func (e *Engine) newOutputs() map[string]*backend.Tensor {
+	return make(map[string]*backend.Tensor, len(e.m.Outputs))
 }
 
 // putRun recycles a run whose outputs the caller has taken.
 func (e *Engine) putRun(r *run) {
+	r.reset()
+	e.runs.Put(r)
+}
+
+// reset empties a run whose outputs the caller has taken.
+func (r *run) reset() {
 	clear(r.vals)
 	r.ctx, r.outputs = nil, nil
-	e.runs.Put(r)
 }
 
 // exec runs one request's program.
