@@ -208,40 +208,47 @@ func groupShape(dst []int64, ts []*backend.Tensor, padAxes []bool) ([]int64, err
 }
 
 // placeInto copies src into dst starting at row on axis 0, each axis into
-// the prefix of dst's; it returns the bytes copied.
+// the prefix of dst's; it returns the bytes copied. Below the innermost
+// axis on which src is shorter than dst both are laid out alike, so src
+// is copied as one contiguous block per index of the axes above it.
 func placeInto(dst *backend.Tensor, row int64, src *backend.Tensor) int64 {
-	if src.Len() == 0 {
+	n := src.Len()
+	if n == 0 {
 		return 0
 	}
-	dstStrides := strides(dst.Shape)
-	if slices.Equal(dst.Shape[1:], src.Shape[1:]) {
-		dst.CopyElems(row*dstStrides[0], src, 0, src.Len())
-		return src.Bytes()
+	a := len(src.Shape) - 1
+	for a > 0 && src.Shape[a] == dst.Shape[a] {
+		a--
 	}
-	srcStrides := strides(src.Shape)
-	var walk func(axis int, do, so int64)
-	last := src.Rank() - 1
-	walk = func(axis int, do, so int64) {
-		if axis == last {
-			dst.CopyElems(do, src, so, src.Shape[last])
-			return
+	block := backend.Elements(src.Shape[a:])
+	var room [16]int64
+	buf := room[:]
+	if 2*a > len(room) {
+		buf = make([]int64, 2*a)
+	}
+	// idx is a block's index on axes 0..a-1 of src, strides dst's there.
+	idx, strides := buf[:a], buf[a:2*a]
+	clear(idx)
+	stride := backend.Elements(dst.Shape[a:])
+	for k := a - 1; k >= 0; k-- {
+		strides[k] = stride
+		stride *= dst.Shape[k]
+	}
+	base := row * backend.Elements(dst.Shape[1:])
+	for so := int64(0); so < n; so += block {
+		at := base
+		for k, i := range idx {
+			at += i * strides[k]
 		}
-		for i := int64(0); i < src.Shape[axis]; i++ {
-			walk(axis+1, do+i*dstStrides[axis], so+i*srcStrides[axis])
+		dst.CopyElems(at, src, so, block)
+		for k := a - 1; k >= 0; k-- {
+			if idx[k]++; idx[k] < src.Shape[k] {
+				break
+			}
+			idx[k] = 0
 		}
 	}
-	walk(0, row*dstStrides[0], 0)
 	return src.Bytes()
-}
-
-func strides(shape []int64) []int64 {
-	s := make([]int64, len(shape))
-	acc := int64(1)
-	for i := len(shape) - 1; i >= 0; i-- {
-		s[i] = acc
-		acc *= shape[i]
-	}
-	return s
 }
 
 // composeLevels recomputes a packed port's offsets for the group, level by

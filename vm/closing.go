@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"time"
 
 	"github.com/genaic/genaic/backend"
@@ -163,8 +164,14 @@ func (g *grouper) fillable() bool {
 // answerCancelled removes the queued items whose request was cancelled.
 func (g *grouper) answerCancelled() {
 	kept := g.queue[:0]
+	// A burst's items share their batch's context: it is asked once.
+	var ctx context.Context
+	var err error
 	for _, p := range g.queue {
-		if err := p.ctx.Err(); err != nil {
+		if p.ctx != ctx {
+			ctx, err = p.ctx, p.ctx.Err()
+		}
+		if err != nil {
 			p.answer(share{err: backend.ContextError(err)})
 			continue
 		}
