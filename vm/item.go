@@ -160,6 +160,8 @@ type componentSpec struct {
 	// outNames are the component's output names, as every invocation
 	// asks for them (the backend only reads them).
 	outNames []string
+	// contracts are the component's input contracts, by input position.
+	contracts []*ir.Contract
 }
 
 // termInfo is what forming reads of one budget term: the position of its
@@ -199,6 +201,11 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 	}
 	for i, in := range gp.Inputs {
 		s.index[in.Name] = i
+		var c *ir.Contract
+		if p := comp.Input(in.Name); p != nil {
+			c = p.Contract
+		}
+		s.contracts = append(s.contracts, c)
 	}
 	for _, b := range gp.Budgets {
 		lo := len(s.termInfo)
@@ -317,7 +324,7 @@ func (s *componentSpec) admitPort(it *item, i int, in *plan.Port, args []*backen
 	if t == nil {
 		return runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
 	}
-	if err := s.checkPort(in, t); err != nil {
+	if err := s.checkPort(i, in, t); err != nil {
 		return err
 	}
 	it.ports[i].t = t
@@ -329,8 +336,8 @@ func (s *componentSpec) admitPort(it *item, i int, in *plan.Port, args []*backen
 
 // checkPort checks a payload tensor's rank and, for row layouts, that the
 // request brings exactly its rows.
-func (s *componentSpec) checkPort(in *plan.Port, t *backend.Tensor) error {
-	c := s.comp.Input(in.Name).Contract
+func (s *componentSpec) checkPort(i int, in *plan.Port, t *backend.Tensor) error {
+	c := s.contracts[i]
 	if c != nil && c.Rank >= 0 && t.Rank() != c.Rank {
 		return runErr("run/input", "component `%s` input port `%s` expects rank %d, got %s", s.comp.Name, in.Name, c.Rank, t)
 	}
@@ -376,7 +383,8 @@ func (s *componentSpec) checkLevels(byName map[string]*backend.Tensor, env func(
 // below it: its offsets and owner are int64 vectors that agree. It returns
 // the offsets and the owner tensor.
 func (s *componentSpec) checkLevel(i, k int, children int64, args []*backend.Tensor, env func(string) *backend.Tensor) ([]int64, *backend.Tensor, error) {
-	in, l := s.gp.Inputs[i], s.gp.Inputs[i].Levels[k]
+	in := &s.gp.Inputs[i]
+	l := &in.Levels[k]
 	ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
 	wt := companionValue(l.Owner, s.refs[i].owner[k], args, env)
 	if ot == nil || wt == nil || ot.DType != "int64" || wt.DType != "int64" || ot.Rank() != 1 || wt.Rank() != 1 {
