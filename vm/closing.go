@@ -2,6 +2,8 @@ package vm
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/genaic/genaic/backend"
@@ -45,8 +47,15 @@ func (g *grouper) runner(a *arena) {
 			g.mu.Lock()
 			g.inFlight -= len(batch)
 			g.mu.Unlock()
+			callers := slices.ContainsFunc(batch, func(p *pending) bool { return p.batch == nil })
 			clear(batch)
 			a.batch = batch[:0]
+			if callers {
+				// The callers just answered are runnable, most of them on
+				// this processor, behind this runner: let them run (and
+				// send their next requests) before the next group forms.
+				runtime.Gosched()
+			}
 		case wait > 0:
 			timer.Reset(wait)
 			select {
