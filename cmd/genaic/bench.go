@@ -18,7 +18,7 @@ import (
 func init() {
 	register(command{
 		name: "bench",
-		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--concurrency C[,C...]] [--rate R [--arrivals poisson|fixed]] " +
+		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--rate R [--arrivals poisson|fixed]] " +
 			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON]",
 		summary: "load-test the same requests grouped, one at a time and sequentially: throughput, latency, groups",
 		run:     runBench,
@@ -43,6 +43,7 @@ type benchFlags struct {
 	engineFlags
 	requests, plot, arrivals string
 	rounds, warmup           int
+	roundTime                time.Duration
 	levels                   levels
 	rate                     float64
 	json, allowAbs           bool
@@ -56,6 +57,7 @@ func runBench(e *env, args []string) int {
 	fs.BoolVar(&bf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, round by round")
 	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
+	fs.DurationVar(&bf.roundTime, "round-time", 100*time.Millisecond, "the least a round runs: it sends the document's requests again and again, in order, until this much time has passed and each was sent once (0: each once)")
 	fs.Var(&bf.levels, "concurrency", "clients in the closed loop (with --rate: the most requests in flight), or a list such as 1,4,16,64 to sweep")
 	fs.Float64Var(&bf.rate, "rate", 0, "open loop: send requests at this many per second instead of C clients each waiting for its answer")
 	fs.StringVar(&bf.arrivals, "arrivals", "poisson", "open loop arrivals: poisson or fixed (a fixed interval)")
@@ -104,6 +106,9 @@ func runBench(e *env, args []string) int {
 // document in every mode.
 const maxRounds = 1000
 
+// maxRoundTime bounds --round-time.
+const maxRoundTime = time.Minute
+
 // valid checks the flags bench adds to the engine's, saying what is wrong.
 func (bf *benchFlags) valid(e *env) bool {
 	switch {
@@ -111,6 +116,8 @@ func (bf *benchFlags) valid(e *env) bool {
 		e.errorf("--rounds %d: want 1 to %d timed rounds", bf.rounds, maxRounds)
 	case bf.warmup < 0 || bf.warmup > maxRounds:
 		e.errorf("--warmup %d: want 0 to %d untimed rounds", bf.warmup, maxRounds)
+	case bf.roundTime < 0 || bf.roundTime > maxRoundTime:
+		e.errorf("--round-time %v: want 0 to %v", bf.roundTime, maxRoundTime)
 	case bf.rate < 0:
 		e.errorf("--rate must be positive")
 	case bf.arrivals != "poisson" && bf.arrivals != "fixed":

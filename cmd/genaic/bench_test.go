@@ -12,9 +12,10 @@ import (
 
 // benchJSON is the part of bench --json the tests read.
 type benchJSON struct {
-	Requests int    `json:"requests"`
-	Loop     string `json:"loop"`
-	Modes    []struct {
+	Requests    int     `json:"requests"`
+	Loop        string  `json:"loop"`
+	RoundTimeMS float64 `json:"round_time_ms"`
+	Modes       []struct {
 		Name              string  `json:"name"`
 		Concurrency       int     `json:"concurrency"`
 		RequestsPerSecond float64 `json:"requests_per_second"`
@@ -55,7 +56,7 @@ func bench(t *testing.T, args ...string) benchJSON {
 // every request of every timed round accounted for.
 func TestBenchJSON(t *testing.T) {
 	reqs := filepath.Join(imagePkg, "requests64.json")
-	rep := bench(t, imagePkg, "--requests", reqs, "--rounds", "2", "--concurrency", "16")
+	rep := bench(t, imagePkg, "--requests", reqs, "--rounds", "2", "--round-time", "0", "--concurrency", "16")
 	if rep.Requests != 64 || rep.Loop != "closed" {
 		t.Errorf("requests %d, loop %q; want 64, closed", rep.Requests, rep.Loop)
 	}
@@ -89,6 +90,25 @@ func sum(m map[int]int64) int64 {
 	return s
 }
 
+// TestBenchRoundTime: a round runs the document again and again until
+// --round-time has passed: on a fast model far more requests than the
+// document holds, every one of them run by the component.
+func TestBenchRoundTime(t *testing.T) {
+	reqs := filepath.Join(imagePkg, "requests64.json")
+	rep := bench(t, imagePkg, "--requests", reqs, "--rounds", "1", "--warmup", "0", "--round-time", "200ms", "--concurrency", "4")
+	if rep.RoundTimeMS != 200 {
+		t.Errorf("round_time_ms %g, want 200", rep.RoundTimeMS)
+	}
+	for _, m := range rep.Modes {
+		if m.Requests <= 64 || m.Failed != 0 {
+			t.Errorf("%s: %d requests in a round of at least 200ms, %d failed; want the 64 of the document many times over", m.Name, m.Requests, m.Failed)
+		}
+		if g := m.Groups["encoder"]; g.Requests != int64(m.Requests) {
+			t.Errorf("%s: the encoder ran %d requests of the %d sent", m.Name, g.Requests, m.Requests)
+		}
+	}
+}
+
 // TestBenchSweepAndPlot: a list of concurrency levels measures grouped and
 // one-at-a-time at each, sequential once, and the plot files are written.
 func TestBenchSweepAndPlot(t *testing.T) {
@@ -120,7 +140,7 @@ func TestBenchSweepAndPlot(t *testing.T) {
 func TestBenchOpenLoop(t *testing.T) {
 	pkg := "../../testdata/packages/text_padded"
 	for _, arrivals := range []string{"poisson", "fixed"} {
-		rep := bench(t, pkg, "--requests", filepath.Join(pkg, "requests_long.json"), "--rounds", "1", "--warmup", "0",
+		rep := bench(t, pkg, "--requests", filepath.Join(pkg, "requests_long.json"), "--rounds", "1", "--warmup", "0", "--round-time", "0",
 			"--rate", "5000", "--arrivals", arrivals, "--concurrency", "4")
 		if rep.Loop != "open" || len(rep.Modes) != 3 {
 			t.Fatalf("%s: loop %q, %d modes", arrivals, rep.Loop, len(rep.Modes))
@@ -139,13 +159,13 @@ func TestBenchOpenLoop(t *testing.T) {
 func TestBenchLargeDocument(t *testing.T) {
 	pkg := "../../testdata/packages/text_packed"
 	doc := largeDocument(t, filepath.Join(pkg, "requests.json"), 5000)
-	rep := bench(t, pkg, "--requests", doc, "--rounds", "1", "--warmup", "0", "--concurrency", "5000")
+	rep := bench(t, pkg, "--requests", doc, "--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "5000")
 	for _, m := range rep.Modes {
 		if m.Requests != 5000 {
 			t.Errorf("%s: %d requests accounted for, want 5000", m.Name, m.Requests)
 		}
 	}
-	rep = bench(t, pkg, "--requests", doc, "--rounds", "1", "--warmup", "0", "--concurrency", "256", "--queue", "1")
+	rep = bench(t, pkg, "--requests", doc, "--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "256", "--queue", "1")
 	for _, m := range rep.Modes {
 		if m.Requests != 5000 {
 			t.Errorf("queue 1, %s: %d requests accounted for, want 5000", m.Name, m.Requests)
@@ -196,6 +216,8 @@ func TestBenchUsage(t *testing.T) {
 		{imagePkg, "--requests", reqs, "--concurrency", "0"},
 		{imagePkg, "--requests", reqs, "--concurrency", "4,x"},
 		{imagePkg, "--requests", reqs, "--rounds", "0"},
+		{imagePkg, "--requests", reqs, "--round-time", "-1s"},
+		{imagePkg, "--requests", reqs, "--round-time", "2h"},
 		{imagePkg, "--requests", reqs, "--rate", "10", "--arrivals", "bursty"},
 		{imagePkg, "--requests", filepath.Join(t.TempDir(), "missing.json")},
 	} {

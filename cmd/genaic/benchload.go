@@ -100,16 +100,22 @@ type groupDelta struct {
 	sizes                 map[int]int64
 }
 
-// round sends every request of the document once, in the closed loop of
-// c clients or, with --rate, in the open loop, and measures it.
+// round sends every request of the document, in the closed loop of c
+// clients or, with --rate, in the open loop, and measures it: once, and
+// again from the first while the round has run less than --round-time, so
+// that a small document on a fast model still gives a round long enough
+// to measure.
 func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
 	before := eng.Stats()
 	rec := newRecorder(len(b.reqs))
 	start := time.Now()
+	more := func(i int64) bool {
+		return i < int64(len(b.reqs)) || time.Since(start) < b.flags.roundTime
+	}
 	if b.flags.rate > 0 {
-		b.openLoop(eng, c, rand.New(rand.NewPCG(seed, 0xbe4c)), rec)
+		b.openLoop(eng, c, rand.New(rand.NewPCG(seed, 0xbe4c)), rec, more)
 	} else {
-		b.closedLoop(eng, c, rec)
+		b.closedLoop(eng, c, rec, more)
 	}
 	res := rec.result(time.Since(start))
 	res.groups = statsDelta(before, eng.Stats())
@@ -117,18 +123,15 @@ func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
 }
 
 // closedLoop runs c clients, each sending its next request as soon as its
-// last one is answered, until the document is spent.
-func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder) {
+// last one is answered, while more says the round goes on (the k-th
+// request sent is the document's k-th, modulo its length).
+func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder, more func(int64) bool) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(c, len(b.reqs)) {
 		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(b.reqs) {
-					return
-				}
-				b.send(eng, i, rec)
+			for i := next.Add(1) - 1; more(i); i = next.Add(1) - 1 {
+				b.send(eng, int(i%int64(len(b.reqs))), rec)
 			}
 		})
 	}
@@ -139,11 +142,12 @@ func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder) {
 // whether or not earlier ones were answered. At most c are in flight: a
 // request that arrives when c are counts as failed, so the generator never
 // waits for the engine.
-func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder) {
+func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder, more func(int64) bool) {
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
 	due := time.Now()
-	for i := range b.reqs {
+	for k := int64(0); more(k); k++ {
+		i := int(k % int64(len(b.reqs)))
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}

@@ -133,19 +133,21 @@ func setRatios(rs []modeResult) {
 
 // benchReport is the --json document.
 type benchReport struct {
-	Requests int          `json:"requests"`
-	Loop     string       `json:"loop"` // closed or open
-	Rate     float64      `json:"rate,omitempty"`
-	Arrivals string       `json:"arrivals,omitempty"`
-	Rounds   int          `json:"rounds"`
-	Warmup   int          `json:"warmup"`
-	MaxDelay string       `json:"max_delay"`
-	Modes    []modeResult `json:"modes"`
+	Requests int     `json:"requests"`
+	Loop     string  `json:"loop"` // closed or open
+	Rate     float64 `json:"rate,omitempty"`
+	Arrivals string  `json:"arrivals,omitempty"`
+	Rounds   int     `json:"rounds"`
+	// RoundTimeMS is the least a round ran (--round-time).
+	RoundTimeMS float64      `json:"round_time_ms"`
+	Warmup      int          `json:"warmup"`
+	MaxDelay    string       `json:"max_delay"`
+	Modes       []modeResult `json:"modes"`
 }
 
 func writeBenchJSON(w io.Writer, b *bencher, rs []modeResult) error {
 	rep := benchReport{Requests: len(b.reqs), Loop: loopName(b), Rounds: b.flags.rounds, Warmup: b.flags.warmup,
-		MaxDelay: b.flags.maxDelay.String(), Modes: rs}
+		RoundTimeMS: float64(b.flags.roundTime) / float64(time.Millisecond), MaxDelay: b.flags.maxDelay.String(), Modes: rs}
 	if b.flags.rate > 0 {
 		rep.Rate, rep.Arrivals = b.flags.rate, b.flags.arrivals
 	}
@@ -166,8 +168,8 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 	if b.flags.rate > 0 {
 		load = fmt.Sprintf("open loop at %g requests/s (%s)", b.flags.rate, b.flags.arrivals)
 	}
-	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, modes interleaved, max delay %v\n",
-		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.maxDelay)
+	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, each at least %v (the document repeated), modes interleaved, max delay %v\n",
+		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.roundTime, b.flags.maxDelay)
 	fmt.Fprintf(w, "%-14s %7s %22s %10s %8s %8s %8s %8s %7s\n",
 		"mode", "clients", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", "failed")
 	for _, r := range rs {
