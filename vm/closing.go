@@ -43,11 +43,16 @@ func (g *grouper) runner(a *arena) {
 		case !ok:
 			return
 		case batch != nil:
-			g.run(a, batch, now)
-			g.mu.Lock()
-			g.inFlight -= len(batch)
-			g.mu.Unlock()
+			// Read before the answers: an answered item of a lockstep batch
+			// is its batch's again, to reuse.
 			callers := slices.ContainsFunc(batch, func(p *pending) bool { return p.batch == nil })
+			n := len(batch)
+			g.run(a, batch, now, func() {
+				g.mu.Lock()
+				g.inFlight -= n
+				g.running--
+				g.mu.Unlock()
+			})
 			clear(batch)
 			a.batch = batch[:0]
 			if callers {
@@ -85,6 +90,9 @@ func (g *grouper) next(now time.Time, wasIdle bool, into []*pending) (batch []*p
 		g.idle--
 	}
 	batch, wait, ok = g.take(now, into)
+	if batch != nil {
+		g.running++
+	}
 	if batch == nil && ok {
 		g.idle++
 	} else if batch != nil && len(g.queue) > 0 && g.idle > 0 {
@@ -101,6 +109,9 @@ func (g *grouper) take(now time.Time, into []*pending) (batch []*pending, wait t
 			g.poke() // let the other runners see it too
 		}
 		return nil, 0, !g.closed
+	}
+	if g.running+g.inline >= g.workers {
+		return nil, 0, true // a lone caller's inline run holds the last slot; its end pokes
 	}
 	// While a batch admits, a group closes once the queue holds a full
 	// one (two, where padding-aware choice needs candidates): more of the

@@ -35,10 +35,14 @@ type grouper struct {
 	limit    int        // the most items queue may hold
 	idle     int        // runners waiting for a group
 	inFlight int        // items handed to runners and not yet answered
-	closed   bool
-	arrivals arrivals
-	forming  *formation // reused for every group formed
-	promised int        // items a lockstep batch is admitting now
+	// workers bounds the groups run at once: running by the runners,
+	// inline by lone callers that run their own item (inline.go).
+	workers, running, inline int
+	spares                   []*arena // for inline runs
+	closed                   bool
+	arrivals                 arrivals
+	forming                  *formation // reused for every group formed
+	promised                 int        // items a lockstep batch is admitting now
 	// fillable's scan of the queue: its sums, how far it got, how many
 	// full groups it still needs, whether it found them, and whether
 	// items left the queue since (so that it starts over).
@@ -104,14 +108,13 @@ func (e *QueueFullError) Error() string {
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
 	g := &grouper{spec: spec, sess: sess, e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
-		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler()}
+		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler(), workers: max(o.Workers, 1)}
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
-	runners := max(o.Workers, 1)
-	g.wg.Add(runners)
-	for range runners {
+	g.wg.Add(g.workers)
+	for range g.workers {
 		go g.runner(newArena(len(spec.gp.Inputs)))
 	}
 	return g
@@ -163,7 +166,9 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 // submitOne queues an item that fits and waits for its share.
 func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
 	p := &pending{ctx: ctx, it: it, done: make(chan share, 1), queued: time.Now()}
-	if err := g.enqueue(p); err != nil {
+	if a := g.tryInline(p); a != nil {
+		g.runInline(a, p)
+	} else if err := g.enqueue(p); err != nil {
 		return nil, err
 	}
 	outs, err := p.wait()
@@ -245,10 +250,13 @@ func (g *grouper) close() {
 // run assembles, checks, invokes and splits one group, formed at now,
 // then answers each item. Everything that fails here fails the whole
 // group's requests. The group's claim ends with its invocation (or here,
-// when there is none).
-func (g *grouper) run(a *arena, batch []*pending, now time.Time) {
+// when there is none): release gives its worker slot back before the
+// answers, so that a caller's next request never finds the group still
+// counted in flight.
+func (g *grouper) run(a *arena, batch []*pending, now time.Time, release func()) {
 	batch = g.dropCancelled(batch)
 	if len(batch) == 0 {
+		release()
 		return
 	}
 	for _, p := range batch {
@@ -268,8 +276,10 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time) {
 				p.answer(share{outs: one.of(0)})
 			}
 		}
+		release()
 		return
 	}
+	release()
 	for i, p := range batch {
 		if err != nil {
 			p.answer(share{err: err})

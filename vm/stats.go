@@ -21,8 +21,11 @@ type ComponentStats struct {
 	Declines         map[string]int64 `json:"declines,omitempty"`
 	// Regrouped counts groups the backend failed that were then run one
 	// request at a time, so that only the failing request failed.
-	Regrouped int64         `json:"regrouped,omitempty"`
-	RunTime   time.Duration `json:"run_time_ns"`
+	Regrouped int64 `json:"regrouped,omitempty"`
+	// Inline counts the requests a lone caller ran on its own goroutine,
+	// sparing the handoffs to a runner and back (inline.go).
+	Inline  int64         `json:"inline,omitempty"`
+	RunTime time.Duration `json:"run_time_ns"`
 	// QueueWait and Run are latency percentiles over the most recent
 	// samples: how long items waited for their group, and how long a group
 	// took from assembly to split.
@@ -151,6 +154,12 @@ func (c *counter) regroup() {
 	c.s.Regrouped++
 }
 
+func (c *counter) ranInline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Inline++
+}
+
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
 	if c.obs != nil {
 		var footprint, real int64
@@ -197,7 +206,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Regrouped: s.Regrouped, Inline: s.Inline, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {

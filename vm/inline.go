@@ -1,0 +1,69 @@
+package vm
+
+import "time"
+
+// A lone caller runs its own item. When nothing waits at a component, a
+// worker slot is free and the stream shows a lone caller (its requests
+// find no other item waiting or running, so a runner would close a group
+// of this one item at once), the request invokes the component on its own
+// goroutine instead of waking a runner and waiting to be woken in turn:
+// two goroutine handoffs per request, each a thread wake where another
+// processor is idle, are what a lone caller's request costs otherwise.
+// The inline run holds one of the component's worker slots, so no more
+// groups run at once than Workers allows; a runner that finds every slot
+// taken waits, and the inline run's end wakes it for what queued meanwhile.
+
+// tryInline returns an arena for p's inline run, its slot taken, or nil
+// when p must queue.
+func (g *grouper) tryInline(p *pending) *arena {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || len(g.queue) > 0 || g.running+g.inline >= g.workers || !g.lone() {
+		return nil
+	}
+	g.arrivals.arrived(p.queued, g.inFlight > 0)
+	g.inline++
+	g.inFlight++
+	g.wg.Add(1) // close waits for inline runs as for runners
+	if n := len(g.spares); n > 0 {
+		a := g.spares[n-1]
+		g.spares = g.spares[:n-1]
+		return a
+	}
+	return newArena(len(g.spec.gp.Inputs))
+}
+
+// lone reports whether a group of one item arriving now would close at
+// once (closing.go): the grouper runs one item per invocation, it never
+// waits, or the stream is a lone caller's and no request the engine knows
+// of may still bring an item.
+func (g *grouper) lone() bool {
+	switch {
+	case g.promised > 0:
+		return false
+	case g.solo || g.maxDelay <= 0:
+		return true
+	}
+	e := g.e
+	// This request is active and not yet counted here.
+	coming := e.announced.Load() > 0 || e.active.Load() > int64(len(g.queue)+g.inFlight+1)
+	return !coming && e.openEnded.Load() && g.arrivals.seen >= 2 && g.arrivals.overlap < 0.5
+}
+
+// runInline runs p alone on the caller's goroutine in a, answering it,
+// and gives the slot back.
+func (g *grouper) runInline(a *arena, p *pending) {
+	defer g.wg.Done()
+	g.stats.ranInline()
+	g.run(a, []*pending{p}, time.Now(), func() {
+		g.mu.Lock()
+		g.inline--
+		g.inFlight--
+		g.spares = append(g.spares, a)
+		wake := len(g.queue) > 0 && g.idle > 0
+		g.mu.Unlock()
+		if wake {
+			g.poke()
+		}
+	})
+}
