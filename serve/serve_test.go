@@ -834,6 +834,21 @@ func TestEmbeddedExecutor(t *testing.T) {
 	if sum := metric(t, text, `genaic_group_requests_sum{component="encoder",model="images"}`); !(n >= 1) || n > float64(len(reqs)) || n != sum {
 		t.Errorf("requests_total %v, group_requests_sum %v, for %d requests", n, sum, len(reqs))
 	}
+	// One caller's requests, one after another, run on its goroutine (once
+	// they show a lone caller).
+	for i := range 12 {
+		r := reqs[i%len(reqs)]
+		req := &imagepadded.Request{PixelPatches: r.Inputs["pixel_patches"], PatchLengths: r.Inputs["patch_lengths"],
+			ImageOffsets: r.Inputs["image_offsets"], ImageOwner: r.Inputs["image_owner"]}
+		if _, err := ex.Run(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec = httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if inline := metric(t, rec.Body.String(), `genaic_inline_requests_total{component="encoder",model="images"}`); !(inline >= 1) {
+		t.Errorf("a lone caller's 12 requests: %v ran inline", inline)
+	}
 }
 
 // TestDrainAndClose: draining turns readiness false (HTTP and gRPC) while

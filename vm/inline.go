@@ -34,20 +34,25 @@ func (g *grouper) tryInline(p *pending) *arena {
 }
 
 // lone reports whether a group of one item arriving now would close at
-// once (closing.go): the grouper runs one item per invocation, it never
-// waits, or the stream is a lone caller's and no request the engine knows
-// of may still bring an item.
+// once, as worthWaiting (closing.go) decides: the grouper runs one item
+// per invocation or never waits; or no request the engine knows of may
+// still bring an item and either the callers are not an open stream or
+// the stream is a lone caller's (its items seldom find others waiting).
 func (g *grouper) lone() bool {
 	switch {
+	case g.solo:
+		return true
 	case g.promised > 0:
 		return false
-	case g.solo || g.maxDelay <= 0:
+	case g.maxDelay <= 0:
 		return true
 	}
 	e := g.e
 	// This request is active and not yet counted here.
-	coming := e.announced.Load() > 0 || e.active.Load() > int64(len(g.queue)+g.inFlight+1)
-	return !coming && e.openEnded.Load() && g.arrivals.seen >= 2 && g.arrivals.overlap < 0.5
+	if e.announced.Load() > 0 || e.active.Load() > int64(len(g.queue)+g.inFlight+1) {
+		return false
+	}
+	return !e.openEnded.Load() || g.arrivals.seen >= 2 && g.arrivals.overlap < 0.5
 }
 
 // runInline runs p alone on the caller's goroutine in a, answering it,
