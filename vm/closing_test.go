@@ -154,3 +154,37 @@ func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
 		t.Errorf("took %d items; want the oldest alone (padding keeps the others out)", len(batch))
 	}
 }
+
+// TestAFinishedRequestClosesTheGroupWaitingForIt: a group waits while a
+// request the engine counts as running may still bring an item; when that
+// request ends without reaching the component, the waiting group closes
+// at once, not after max_delay (an hour here). Only a request's end with
+// items waiting wakes a runner: a lone caller's requests would otherwise
+// wake the parked runner for nothing, once each.
+func TestAFinishedRequestClosesTheGroupWaitingForIt(t *testing.T) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Hour}, nil)
+	defer e.Close()
+	rng := rand.New(rand.NewSource(41))
+	e.Begin() // a request that will end without an item for the encoder
+	done := make(chan Response, 1)
+	go func() {
+		// RunBatchWith, as a generated executor runs its requests: counted
+		// as running, and not an open stream.
+		done <- e.RunBatchWith(context.Background(), []Request{imageRequest(rng, "waiting", 1)}, BatchOptions{}, nil)[0]
+	}()
+	time.Sleep(20 * time.Millisecond) // the item queues; its group waits
+	select {
+	case r := <-done:
+		t.Fatalf("the group closed while a running request could still bring an item: %v", r.Err)
+	default:
+	}
+	e.End()
+	select {
+	case r := <-done:
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the group still waits after the request it waited for ended")
+	}
+}

@@ -276,7 +276,7 @@ func (e *Engine) End() { e.done(1) }
 func (e *Engine) done(n int) {
 	e.active.Add(int64(-n))
 	for _, g := range e.groupers {
-		g.poke()
+		g.requestDone()
 	}
 }
 

@@ -229,6 +229,19 @@ func (g *grouper) promise(n int) {
 	}
 }
 
+// requestDone wakes an idle runner when items wait: their group may have
+// been waiting for the request that just finished. With nothing queued
+// there is no group to close, and waking a runner would cost a thread's
+// wake for nothing, once per request.
+func (g *grouper) requestDone() {
+	g.mu.Lock()
+	wake := len(g.queue) > 0 && g.idle > 0
+	g.mu.Unlock()
+	if wake {
+		g.poke()
+	}
+}
+
 // poke wakes an idle runner without blocking.
 func (g *grouper) poke() {
 	select {
