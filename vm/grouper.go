@@ -222,7 +222,7 @@ func (g *grouper) enqueue(ps ...*pending) error {
 func (g *grouper) promise(n int) {
 	g.mu.Lock()
 	g.promised += n
-	wake := g.promised == 0 && g.idle > 0
+	wake := g.promised == 0 && g.idle > 0 && len(g.queue) > 0
 	g.mu.Unlock()
 	if wake {
 		g.poke()
