@@ -53,7 +53,7 @@ type grouper struct {
 	admissions sync.Pool // of *admission, for batches run in lockstep
 
 	wake chan struct{} // something changed for an idle runner (cap 1)
-	wg   sync.WaitGroup
+	wg   sync.WaitGroup // the runners and the inline runs, which close waits for
 }
 
 type pending struct {
@@ -222,7 +222,7 @@ func (g *grouper) enqueue(ps ...*pending) error {
 func (g *grouper) promise(n int) {
 	g.mu.Lock()
 	g.promised += n
-	wake := g.promised == 0 && g.idle > 0 && len(g.queue) > 0
+	wake := g.promised == 0 && g.runnerWanted()
 	g.mu.Unlock()
 	if wake {
 		g.poke()
@@ -235,12 +235,16 @@ func (g *grouper) promise(n int) {
 // wake for nothing, once per request.
 func (g *grouper) requestDone() {
 	g.mu.Lock()
-	wake := len(g.queue) > 0 && g.idle > 0
+	wake := g.runnerWanted()
 	g.mu.Unlock()
 	if wake {
 		g.poke()
 	}
 }
+
+// runnerWanted reports, under the lock, whether items wait and a runner
+// is idle: whether something that may let a group close should wake one.
+func (g *grouper) runnerWanted() bool { return len(g.queue) > 0 && g.idle > 0 }
 
 // poke wakes an idle runner without blocking.
 func (g *grouper) poke() {

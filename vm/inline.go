@@ -65,7 +65,7 @@ func (g *grouper) runInline(a *arena, p *pending) {
 		g.inline--
 		g.inFlight--
 		g.spares = append(g.spares, a)
-		wake := len(g.queue) > 0 && g.idle > 0
+		wake := g.runnerWanted()
 		g.mu.Unlock()
 		if wake {
 			g.poke()
