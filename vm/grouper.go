@@ -52,7 +52,7 @@ type grouper struct {
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
 
-	wake chan struct{} // something changed for an idle runner (cap 1)
+	wake chan struct{}  // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup // the runners and the inline runs, which close waits for
 }
 
