@@ -108,7 +108,9 @@ func TestLockstepBatchesKeepTheirResults(t *testing.T) {
 		}
 		return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{n, 4}, Data: x.Float32s()[:n*4]}}, nil
 	}
-	e := engineWith(t, echo, Options{MaxDelay: time.Millisecond, Workers: 2, Queue: 64}, nil)
+	// The queue holds the four batches at once (at most 4×23 items): a
+	// slow machine must not turn the test into one of the queue's limit.
+	e := engineWith(t, echo, Options{MaxDelay: time.Millisecond, Workers: 2, Queue: 128}, nil)
 	defer e.Close()
 	rng := rand.New(rand.NewSource(43))
 	pool := make([]Request, 40)
