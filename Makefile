@@ -9,7 +9,7 @@ DEMO_PKG ?= testdata/packages/image_padded
 CACHE    := $(CURDIR)/.cache
 
 .DEFAULT_GOAL := build
-.PHONY: setup build lint test demo clean-cache
+.PHONY: setup build lint test demo bench clean-cache
 
 setup:
 	@bash scripts/setup.sh
@@ -26,8 +26,9 @@ lint:
 	fi
 	$(GO) vet ./... ./testdata/models/gen
 
-# Tests and the demo find the cache through GENAIC_CACHE (vm/ortlib).
-test demo: export GENAIC_CACHE := $(CACHE)
+# Tests, benchmarks and the demo find the cache through GENAIC_CACHE
+# (vm/ortlib).
+test demo bench: export GENAIC_CACHE := $(CACHE)
 
 # The fuzz steps run a count of inputs each (-fuzztime Nx), not a duration:
 # with a duration, Go 1.26's fuzzing coordinator can report its own end as
@@ -64,6 +65,18 @@ demo: setup
 	@echo "== genaic run .cache/demo-plan.json --requests $(DEMO_PKG)/requests.json --stats"
 	@$(CACHE)/bin/genaic run $(CACHE)/demo-plan.json --requests $(DEMO_PKG)/requests.json --stats
 	@bash scripts/demo-serve.sh $(CACHE)/bin/genaic $(dir $(DEMO_PKG)) $(notdir $(DEMO_PKG))
+
+# The benchmark table (scripts/acceptance.sh): the shipped workloads
+# grouped, solo and as direct ONNX Runtime calls, the runtime's own cost,
+# one call through genaic against a direct one, and genaic bench on the
+# README's example, BENCH_ROUNDS rounds (about 8 s each on 2 cores), then
+# medians [min–max]. To compare two builds, build each with
+# "scripts/acceptance.sh build DIR" and run them together.
+BENCH_ROUNDS ?= 5
+bench: setup
+	@bash scripts/acceptance.sh build $(CACHE)/bench/checkout
+	@bash scripts/acceptance.sh run -r $(BENCH_ROUNDS) $(CACHE)/bench/checkout >$(CACHE)/bench/runs.txt
+	@bash scripts/acceptance.sh table $(CACHE)/bench/runs.txt
 
 clean-cache:
 	rm -rf -- "$(CACHE)"

@@ -188,6 +188,7 @@ type workload struct {
 	maxDims  []string
 	assemble func(reqs []vm.Request) map[string]*backend.Tensor
 	output   string
+	padded   string // the padded input, if any
 }
 
 var workloads = []workload{
@@ -202,6 +203,7 @@ var workloads = []workload{
 		},
 		maxDims:  []string{"patches"},
 		assemble: padded("pixel_patches", "patch_lengths", "image_offsets", "image_owner"),
+		padded:   "pixel_patches",
 	},
 }
 
@@ -222,6 +224,7 @@ func textPaddedWorkload(name, doc string) workload {
 		},
 		maxDims:  []string{"positions"},
 		assemble: padded("token_ids", "token_lengths", "segment_offsets", "segment_owner"),
+		padded:   "token_ids",
 	}
 }
 
@@ -335,6 +338,20 @@ func padded(x, lengths, offsets, owner string) func(reqs []vm.Request) map[strin
 	}
 }
 
+// fifoPadding is the padding overhead of the FIFO batches (the ideal's):
+// the padded elements they materialize beyond the requests' own, over the
+// requests' own, as the engine's stats count it.
+func (w workload) fifoPadding(budgets []plan.Budget, reqs []vm.Request) float64 {
+	var padded, real int64
+	for _, batch := range w.batches(budgets, reqs) {
+		padded += w.assemble(batch)[w.padded].Len()
+		for _, r := range batch {
+			real += r.Inputs[w.padded].Len()
+		}
+	}
+	return float64(padded-real) / float64(real)
+}
+
 // readDocument reads a committed requests document of a package.
 func readDocument(b testing.TB, pkg, doc string) []vm.Request {
 	b.Helper()
@@ -367,8 +384,10 @@ func readDocument(b testing.TB, pkg, doc string) []vm.Request {
 //	           budgets, assembled by hand before the clock starts
 //
 // and reports items per second for each (items: segments or images) with
-// grouped/ideal, grouped/solo and grouped2/grouped. ONNX Runtime runs on
-// one thread.
+// grouped/ideal, grouped/solo and grouped2/grouped, the invocations per
+// document of grouped and of the ideal, and for padded inputs
+// the padding overhead of the grouped engine's groups against the FIFO
+// batches'. ONNX Runtime runs on one thread.
 func BenchmarkWorkloads(b *testing.B) {
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) { benchWorkload(b, w) })
@@ -402,6 +421,7 @@ func benchWorkload(b *testing.B, w workload) {
 	}
 	ideal() // warm up
 	times := make([]time.Duration, len(ways)+1)
+	before := engines[1].Stats().Components[fx.Component].Invocations
 	b.ResetTimer()
 	for b.Loop() {
 		for i, e := range engines {
@@ -422,6 +442,12 @@ func benchWorkload(b *testing.B, w workload) {
 	b.ReportMetric(rate(1)/rate(3), "grouped/ideal")
 	b.ReportMetric(rate(1)/rate(0), "grouped/solo")
 	b.ReportMetric(rate(2)/rate(1), "grouped2/grouped")
+	b.ReportMetric(float64(engines[1].Stats().Components[fx.Component].Invocations-before)/float64(b.N), "grouped-calls/op")
+	b.ReportMetric(float64(len(w.batches(f.Component(fx.Component).Budgets, reqs))), "ideal-calls/op")
+	if w.padded != "" {
+		b.ReportMetric(engines[1].Stats().Components[fx.Component].PaddingOverhead, "grouped-padding")
+		b.ReportMetric(w.fifoPadding(f.Component(fx.Component).Budgets, reqs), "fifo-padding")
+	}
 	b.ReportMetric(0, "ns/op") // the sum of four runs means nothing
 }
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Issue 11's acceptance figures, measured as the issue asks: on one ONNX
+# Runtime thread, every way of running a workload interleaved in one run,
+# repeated, and reported as medians with their spread.
+#
+#   scripts/acceptance.sh build DIR
+#       builds this checkout's benchmark binaries (vm/e2e, vm, vm/ort
+#       tests and genaic, stripped) into DIR. Needs Go.
+#   scripts/acceptance.sh run [-r ROUNDS] DIR...
+#       runs ROUNDS rounds (default 5); each round runs every DIR's
+#       binaries in turn, so that two builds (a base and a change) are
+#       compared on one machine state. Prints the benchmark lines, each
+#       after its DIR's name. Needs no Go: DIRs built elsewhere run on a
+#       machine with this checkout and the cache's onnxruntime/ and
+#       models/ folders (make setup's; GENAIC_CACHE names where they are).
+#   scripts/acceptance.sh table FILE
+#       the medians [min–max] per build, benchmark and figure of run's
+#       output (go run ./scripts/benchtable). Needs Go.
+#
+# A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
+# direct ONNX Runtime calls on the budget-sized batches, per workload),
+# BenchmarkRuntimeOverhead (CPU per request on a backend that does no
+# work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
+# through genaic against a direct onnxruntime_go Run), and genaic bench on
+# the README's example at 1 and 16 clients.
+set -euo pipefail
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+
+usage() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}
+
+build() {
+	local dir=$1
+	mkdir -p -- "$dir"
+	cd -- "$root"
+	local flags=(-trimpath -ldflags=-s\ -w)
+	go test -c "${flags[@]}" -o "$dir/e2e.test" ./vm/e2e
+	go test -c "${flags[@]}" -o "$dir/vm.test" ./vm
+	go test -c "${flags[@]}" -o "$dir/ort.test" ./vm/ort
+	go build "${flags[@]}" -o "$dir/genaic" ./cmd/genaic
+}
+
+# label prefixes every benchmark line (and genaic bench's JSON, made one
+# line) with the build's name.
+label() { awk -v l="$1" '/^(Benchmark|\{)/ { print l "\t" $0 }'; }
+
+# measure runs a command in folder dir and passes its benchmark lines on
+# under the build's name; when the command fails, its output goes to
+# stderr and the run stops.
+measure() {
+	local name=$1 dir=$2 out
+	shift 2
+	if ! out=$(cd -- "$dir" && "$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		echo "acceptance: failed in $dir: $*" >&2
+		exit 1
+	fi
+	case $out in
+	'{'*) printf '%s\n' "$out" | tr -d '\n' | label "$name" ;;
+	*) printf '%s\n' "$out" | label "$name" ;;
+	esac
+}
+
+round() {
+	local dir=$1 name pkg=$root/testdata/packages/text_packed
+	name=$(basename -- "$dir")
+	measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads' -test.benchtime 100x
+	measure "$name" "$root/vm" "$dir/vm.test" -test.run '^$' -test.bench 'RuntimeOverhead' -test.benchtime 4000x -test.benchmem
+	measure "$name" "$root/vm/ort" "$dir/ort.test" -test.run '^$' -test.bench 'RunVsDirect/image16$' -test.benchtime 20000x
+	measure "$name" "$root" "$dir/genaic" bench "$pkg" --requests "$pkg/requests.json" --concurrency 1,16 --json
+}
+
+run() {
+	local rounds=5
+	if [ "${1-}" = -r ]; then
+		rounds=$2
+		shift 2
+	fi
+	[ $# -ge 1 ] || usage
+	local dirs=() d
+	for d in "$@"; do
+		dirs+=("$(cd -- "$d" && pwd)")
+	done
+	for ((i = 1; i <= rounds; i++)); do
+		echo "# round $i of $rounds" >&2
+		for d in "${dirs[@]}"; do
+			round "$d"
+		done
+	done
+}
+
+case "${1-}" in
+build) [ $# -eq 2 ] || usage; build "$2" ;;
+run) shift; run "$@" ;;
+table) [ $# -eq 2 ] || usage; cd -- "$root" && go run ./scripts/benchtable "$2" ;;
+*) usage ;;
+esac
