@@ -94,6 +94,10 @@ run() {
 case "${1-}" in
 build) [ $# -eq 2 ] || usage; build "$2" ;;
 run) shift; run "$@" ;;
-table) [ $# -eq 2 ] || usage; cd -- "$root" && go run ./scripts/benchtable "$2" ;;
+table)
+	[ $# -eq 2 ] || usage
+	file=$(cd -- "$(dirname -- "$2")" && pwd)/$(basename -- "$2")
+	cd -- "$root" && go run ./scripts/benchtable "$file"
+	;;
 *) usage ;;
 esac

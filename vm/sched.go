@@ -17,11 +17,17 @@ import (
 // very different extents it may not, and such items go to other groups.
 //
 // Beside the fit, it keeps the time per real element by group size class
-// (1, 2, 3–4, 5–8, ...) and caps group size above the largest class still
-// within 10 % of the best one: where larger groups stop paying (a model
-// that gains nothing from batches, caches that overflow), groups stop
-// growing, down to one item. One group in schedExplore is formed without the
-// cap, so that a cap follows the component as conditions change.
+// (1, 2, 3–4, 5–8, ...), its mean and its spread, and caps group size
+// above the largest class not shown to cost more than 10 % over the best
+// one: where larger groups stop paying (caches that overflow, a model
+// whose cost grows faster than its batch), groups stop growing, down to
+// one item. "Shown" means beyond three standard errors of the two means:
+// invocation times vary by tens of percent from call to call, and where
+// time per element is flat over the larger sizes (the usual case once a
+// model is saturated) a cap read off the means alone comes and goes with
+// that noise, each time costing an invocation that gains nothing. One
+// group in schedExplore is formed without the cap, so that a cap follows
+// the component as conditions change.
 type scheduler struct {
 	mu sync.Mutex
 	// decayed sums of the least-squares fit of time (ns) on elements
@@ -41,10 +47,39 @@ const (
 	schedSlack    = 1.10 // a class within 10 % of the best still pays
 )
 
-// classStat is the mean time per real element of one group size class.
+// classStat is the time per real element (ns) of one group size class:
+// its mean and squared deviations, exponentially weighted (classDecay per
+// observation), and the weight of the observations they hold.
 type classStat struct {
-	perElement float64 // ns, exponentially weighted
-	seen       int
+	mean, m2, weight float64
+	seen             int
+}
+
+// classDecay is the weight of a class's past per observation: its mean
+// follows the last twenty or so groups of that size.
+const classDecay = 0.95
+
+// schedSignificance is how many standard errors a class's mean must
+// exceed the slack over the best class's for the class to count as
+// costing more.
+const schedSignificance = 3
+
+func (c *classStat) add(x float64) {
+	c.weight = classDecay*c.weight + 1
+	d := x - c.mean
+	c.mean += d / c.weight
+	c.m2 = classDecay*c.m2 + d*(x-c.mean)
+	c.seen++
+}
+
+// variance is the spread of the class's mean (its standard error, squared).
+func (c *classStat) variance() float64 { return c.m2 / c.weight / c.weight }
+
+// worse reports whether class c is shown to cost more per element than
+// schedSlack times the best class's.
+func (c *classStat) worse(best *classStat) bool {
+	margin := schedSignificance * math.Sqrt(c.variance()+best.variance())
+	return c.mean > schedSlack*best.mean+margin
 }
 
 func newScheduler() *scheduler { return &scheduler{} }
@@ -80,14 +115,7 @@ func (s *scheduler) observe(items int, e groupElements, d time.Duration) {
 	s.sxx = schedDecay*s.sxx + x*x
 	s.sxy = schedDecay*s.sxy + x*y
 	if e.real > 0 {
-		c := &s.classes[sizeClass(items)]
-		per := y / float64(e.real)
-		if c.seen == 0 {
-			c.perElement = per
-		} else {
-			c.perElement = 0.8*c.perElement + 0.2*per
-		}
-		c.seen++
+		s.classes[sizeClass(items)].add(y / float64(e.real))
 	}
 }
 
@@ -141,21 +169,22 @@ func (s *scheduler) limit() int {
 }
 
 func (s *scheduler) capLocked() int {
-	best := math.Inf(1)
-	for _, c := range s.classes {
-		if c.seen >= schedMinClass {
-			best = min(best, c.perElement)
+	var best *classStat
+	for k := range s.classes {
+		if c := &s.classes[k]; c.seen >= schedMinClass && (best == nil || c.mean < best.mean) {
+			best = c
 		}
 	}
-	if math.IsInf(best, 1) {
+	if best == nil {
 		return 0
 	}
 	limit, worse := 0, false
-	for k, c := range s.classes {
+	for k := range s.classes {
+		c := &s.classes[k]
 		if c.seen < schedMinClass {
 			continue
 		}
-		if c.perElement <= schedSlack*best {
+		if !c.worse(best) {
 			limit = classMax(k)
 			worse = false
 		} else {
@@ -195,7 +224,7 @@ func (s *scheduler) snapshot() SchedulerStats {
 			if out.PerElementBySize == nil {
 				out.PerElementBySize = map[int]float64{}
 			}
-			out.PerElementBySize[classMax(k)] = cl.perElement
+			out.PerElementBySize[classMax(k)] = cl.mean
 		}
 	}
 	return out

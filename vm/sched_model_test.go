@@ -2,6 +2,7 @@ package vm
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -61,6 +62,37 @@ func TestSchedulerCap(t *testing.T) {
 	}
 	if got := paying.snapshot().Cap; got != 0 {
 		t.Errorf("larger groups keep paying, yet cap %d", got)
+	}
+}
+
+// TestSchedulerCapIgnoresNoise: invocation times vary from call to call.
+// Where time per element is the same for groups of 16 and of 32 (a model
+// saturated at 16), ±30 % noise on every call must not cap groups at 16,
+// not even for a while: each such stretch would cost an invocation per 32
+// items for nothing. Where groups of 32 cost 1.6 times as much per element
+// under the same noise, they are capped.
+func TestSchedulerCapIgnoresNoise(t *testing.T) {
+	stream := func(perElement32 float64) (capped int) {
+		rng := rand.New(rand.NewPCG(7, 11))
+		s := newScheduler()
+		for i := range 4000 {
+			size, per := 16, 1000.0
+			if i%3 != 0 {
+				size, per = 24, perElement32
+			}
+			noisy := per * (0.7 + 0.6*rng.Float64())
+			s.observe(size, groupElements{padded: 1000, real: 1000}, time.Duration(noisy*1000))
+			if s.snapshot().Cap != 0 {
+				capped++
+			}
+		}
+		return capped
+	}
+	if n := stream(1000); n > 0 {
+		t.Errorf("equal cost per element: groups were capped after %d of 4000 noisy observations", n)
+	}
+	if n := stream(1600); n < 3900 {
+		t.Errorf("groups of 32 cost 1.6 × per element: capped after only %d of 4000 observations", n)
 	}
 }
 
