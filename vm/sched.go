@@ -120,7 +120,12 @@ func (s *scheduler) observe(items int, e groupElements, d time.Duration) {
 }
 
 // fit returns the fixed cost a and the cost per element c (ns), and
-// whether enough varied observations support them.
+// whether enough varied observations support them. A fit with no
+// positive fixed cost is no fit: every invocation costs something whatever
+// it holds, so a line through the origin or below it says that the groups
+// seen were too alike in size for the noise in their times (budget-sized
+// groups usually are), and refusing every item that adds padding on its
+// word would split groups by extent for nothing.
 func (s *scheduler) fit() (a, c float64, ok bool) {
 	if s.n < schedMinFit {
 		return 0, 0, false
@@ -131,7 +136,7 @@ func (s *scheduler) fit() (a, c float64, ok bool) {
 	}
 	c = (s.n*s.sxy - s.sx*s.sy) / den
 	a = (s.sy - c*s.sx) / s.n
-	return a, c, true
+	return a, c, a > 0
 }
 
 // expectedRun returns how long a group is expected to run: the mean of
@@ -154,7 +159,7 @@ func (s *scheduler) pays(waste int64) bool {
 	if !ok || c <= 0 {
 		return true
 	}
-	return c*float64(waste) <= max(a, 0)
+	return c*float64(waste) <= a
 }
 
 // limit returns the group size cap for the next group, 0 for none.

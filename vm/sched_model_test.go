@@ -30,6 +30,29 @@ func TestSchedulerFit(t *testing.T) {
 	}
 }
 
+// TestSchedulerFitWithoutFixedCost: times whose line through the groups
+// seen has no positive fixed cost (groups too alike in size for the noise
+// in their times) are no fit: an item that adds padding is not refused on
+// their word.
+func TestSchedulerFitWithoutFixedCost(t *testing.T) {
+	s := newScheduler()
+	for i, n := range []int64{1000, 1010, 990, 1005, 995, 1000, 1010, 990, 1005, 995} {
+		// Times that rise steeply over a narrow range of sizes: 3 µs per
+		// element and an intercept of -2 ms.
+		d := 3000*n - 2_000_000 + int64(i%2)*20_000
+		s.observe(4, groupElements{padded: n, real: n}, time.Duration(d))
+	}
+	if a, c, ok := s.fit(); ok {
+		t.Errorf("fit a=%v c=%v accepted", a, c)
+	}
+	if !s.pays(10) {
+		t.Error("an item adding 10 padding elements was refused on a fit with no fixed cost")
+	}
+	if s.snapshot().Fitted {
+		t.Error("the stats call a fit with no fixed cost fitted")
+	}
+}
+
 // TestSchedulerCap: groups of up to 4 items run fastest per element and
 // larger ones slower, so groups are capped at 4; where larger groups keep
 // paying there is no cap, and every schedExplore-th group is formed
