@@ -75,6 +75,7 @@ round() {
 run() {
 	local rounds=5
 	if [ "${1-}" = -r ]; then
+		[ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || usage
 		rounds=$2
 		shift 2
 	fi
