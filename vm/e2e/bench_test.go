@@ -338,16 +338,16 @@ func padded(x, lengths, offsets, owner string) func(reqs []vm.Request) map[strin
 	}
 }
 
-// fifoPadding is the padding overhead of the FIFO batches (the ideal's):
-// the padded elements they materialize beyond the requests' own, over the
-// requests' own, as the engine's stats count it.
-func (w workload) fifoPadding(budgets []plan.Budget, reqs []vm.Request) float64 {
+// fifoPadding is the padding overhead of the FIFO batches (the ideal's,
+// assembled into inputs): the padded elements they materialize beyond the
+// requests' own, over the requests' own, as the engine's stats count it.
+func (w workload) fifoPadding(reqs []vm.Request, inputs []map[string]*backend.Tensor) float64 {
 	var padded, real int64
-	for _, batch := range w.batches(budgets, reqs) {
-		padded += w.assemble(batch)[w.padded].Len()
-		for _, r := range batch {
-			real += r.Inputs[w.padded].Len()
-		}
+	for _, in := range inputs {
+		padded += in[w.padded].Len()
+	}
+	for _, r := range reqs {
+		real += r.Inputs[w.padded].Len()
 	}
 	return float64(padded-real) / float64(real)
 }
@@ -413,7 +413,8 @@ func benchWorkload(b *testing.B, w workload) {
 		items += w.items(r)
 	}
 	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	ideal := idealCalls(b, w, f.Component(fx.Component), reqs, session(b, fx, fx.Component, be))
+	inputs := idealInputs(b, w, f.Component(fx.Component), reqs)
+	ideal := idealCalls(b, inputs, w.output, session(b, fx, fx.Component, be))
 	engines := make([]Runner, len(ways))
 	for i, way := range ways {
 		engines[i] = vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, way.opts...)...)
@@ -442,24 +443,30 @@ func benchWorkload(b *testing.B, w workload) {
 	b.ReportMetric(rate(1)/rate(3), "grouped/ideal")
 	b.ReportMetric(rate(1)/rate(0), "grouped/solo")
 	b.ReportMetric(rate(2)/rate(1), "grouped2/grouped")
-	b.ReportMetric(float64(engines[1].Stats().Components[fx.Component].Invocations-before)/float64(b.N), "grouped-calls/op")
-	b.ReportMetric(float64(len(w.batches(f.Component(fx.Component).Budgets, reqs))), "ideal-calls/op")
+	grouped := engines[1].Stats().Components[fx.Component]
+	b.ReportMetric(float64(grouped.Invocations-before)/float64(b.N), "grouped-calls/op")
+	b.ReportMetric(float64(len(inputs)), "ideal-calls/op")
 	if w.padded != "" {
-		b.ReportMetric(engines[1].Stats().Components[fx.Component].PaddingOverhead, "grouped-padding")
-		b.ReportMetric(w.fifoPadding(f.Component(fx.Component).Budgets, reqs), "fifo-padding")
+		b.ReportMetric(grouped.PaddingOverhead, "grouped-padding")
+		b.ReportMetric(w.fifoPadding(reqs, inputs), "fifo-padding")
 	}
 	b.ReportMetric(0, "ns/op") // the sum of four runs means nothing
 }
 
-// idealCalls assembles the FIFO batches under the component's budgets and
-// returns a function that runs them on the session, one call each.
-func idealCalls(b testing.TB, w workload, gp *plan.GroupPlan, reqs []vm.Request, s backend.Session) func() {
+// idealInputs assembles the FIFO batches under the component's budgets.
+func idealInputs(b testing.TB, w workload, gp *plan.GroupPlan, reqs []vm.Request) []map[string]*backend.Tensor {
 	var inputs []map[string]*backend.Tensor
 	for _, batch := range w.batches(gp.Budgets, reqs) {
 		inputs = append(inputs, w.assemble(batch))
 	}
 	b.Logf("%s: %d requests, %d budget-sized batches for the ideal", w.name, len(reqs), len(inputs))
-	outs := []string{w.output}
+	return inputs
+}
+
+// idealCalls returns a function that runs each of inputs on the session,
+// one call each.
+func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string, s backend.Session) func() {
+	outs := []string{output}
 	return func() {
 		for _, in := range inputs {
 			if _, err := s.Run(context.Background(), in, outs); err != nil {
