@@ -16,6 +16,16 @@
 #   scripts/acceptance.sh table FILE
 #       the medians [min–max] per build, benchmark and figure of run's
 #       output (go run ./scripts/benchtable). Needs Go.
+#   scripts/acceptance.sh pack OUT DIR...
+#       puts DIRs' binaries (each under OUT/builds/ by its folder's name)
+#       and the cache's ONNX Runtime library and models (OUT/cache),
+#       compressed, into OUT: one folder to carry to another machine, for
+#       which it prints the size against a 64 MiB limit. A build may hold
+#       only some of the binaries (an experiment's e2e.test alone, say);
+#       run measures what each has.
+#   scripts/acceptance.sh unpack OUT
+#       decompresses a packed OUT in place; then
+#       GENAIC_CACHE=OUT/cache scripts/acceptance.sh run OUT/builds/*
 #
 # A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
 # direct ONNX Runtime calls on the budget-sized batches, per workload),
@@ -66,10 +76,47 @@ measure() {
 round() {
 	local dir=$1 name pkg=$root/testdata/packages/text_packed
 	name=$(basename -- "$dir")
-	measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads' -test.benchtime 100x
-	measure "$name" "$root/vm" "$dir/vm.test" -test.run '^$' -test.bench 'RuntimeOverhead' -test.benchtime 4000x -test.benchmem
-	measure "$name" "$root/vm/ort" "$dir/ort.test" -test.run '^$' -test.bench 'RunVsDirect/image16$' -test.benchtime 20000x
-	measure "$name" "$root" "$dir/genaic" bench "$pkg" --requests "$pkg/requests.json" --concurrency 1,16 --json
+	[ ! -e "$dir/e2e.test" ] ||
+		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads' -test.benchtime 100x
+	[ ! -e "$dir/vm.test" ] ||
+		measure "$name" "$root/vm" "$dir/vm.test" -test.run '^$' -test.bench 'RuntimeOverhead' -test.benchtime 4000x -test.benchmem
+	[ ! -e "$dir/ort.test" ] ||
+		measure "$name" "$root/vm/ort" "$dir/ort.test" -test.run '^$' -test.bench 'RunVsDirect/image16$' -test.benchtime 20000x
+	[ ! -e "$dir/genaic" ] ||
+		measure "$name" "$root" "$dir/genaic" bench "$pkg" --requests "$pkg/requests.json" --concurrency 1,16 --json
+}
+
+# pack compresses builds and the cache into one folder (see usage).
+pack() {
+	local out=$1 d f cache=${GENAIC_CACHE:-$root/.cache}
+	shift
+	[ -f "$cache/onnxruntime/libonnxruntime.so.1" ] && [ -d "$cache/models" ] || {
+		echo "acceptance: $cache has no onnxruntime/libonnxruntime.so.1 or models/: run make setup" >&2
+		exit 1
+	}
+	rm -rf -- "$out"
+	mkdir -p -- "$out/builds" "$out/cache/onnxruntime" "$out/cache/models"
+	for d in "$@"; do
+		mkdir -p -- "$out/builds/$(basename -- "$d")"
+		for f in "$d"/*; do
+			gzip -9 -c -- "$f" >"$out/builds/$(basename -- "$d")/$(basename -- "$f").gz"
+		done
+	done
+	gzip -9 -c -- "$cache/onnxruntime/libonnxruntime.so.1" >"$out/cache/onnxruntime/libonnxruntime.so.1.gz"
+	for f in "$cache/models"/*; do
+		gzip -9 -c -- "$f" >"$out/cache/models/$(basename -- "$f").gz"
+	done
+	local bytes
+	bytes=$(du -sb -- "$out" | cut -f1)
+	echo "acceptance: packed $# build(s) into $out: $((bytes / 1048576)) MiB of a 64 MiB carry" >&2
+}
+
+# unpack decompresses a packed folder in place.
+unpack() {
+	local out=$1
+	[ -d "$out/builds" ] && [ -d "$out/cache" ] || usage
+	gunzip -r -f -- "$out"
+	chmod +x -- "$out"/builds/*/*
 }
 
 run() {
@@ -95,6 +142,8 @@ run() {
 case "${1-}" in
 build) [ $# -eq 2 ] || usage; build "$2" ;;
 run) shift; run "$@" ;;
+pack) [ $# -ge 3 ] || usage; shift; pack "$@" ;;
+unpack) [ $# -eq 2 ] || usage; unpack "$2" ;;
 table)
 	[ $# -eq 2 ] || usage
 	file=$(cd -- "$(dirname -- "$2")" && pwd)/$(basename -- "$2")

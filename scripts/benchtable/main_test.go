@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,4 +65,62 @@ func lineOf(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestPackUnpack: acceptance.sh pack puts builds and the cache's library
+// and models into one folder, smaller than they are, and unpack gives back
+// the same bytes, the binaries executable, without Go on the path.
+func TestPackUnpack(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"head/e2e.test":                         strings.Repeat("test binary ", 4000),
+		"head/genaic":                           strings.Repeat("cli ", 5000),
+		"exp/e2e.test":                          strings.Repeat("another binary ", 3000),
+		"cache/onnxruntime/libonnxruntime.so.1": strings.Repeat("library ", 9000),
+		"cache/models/m.onnx":                   strings.Repeat("model ", 2000),
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := filepath.Abs(filepath.Join("..", "acceptance.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	run := func(args ...string) {
+		cmd := exec.Command(bash, append([]string{script}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GENAIC_CACHE=" + filepath.Join(dir, "cache")}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("acceptance.sh %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+	run("pack", out, filepath.Join(dir, "head"), filepath.Join(dir, "exp"))
+	if b, err := os.ReadFile(filepath.Join(out, "builds", "head", "genaic.gz")); err != nil || len(b) >= len(files["head/genaic"]) {
+		t.Fatalf("packed genaic: %d bytes of %d, %v", len(b), len(files["head/genaic"]), err)
+	}
+	run("unpack", out)
+	for name, body := range files {
+		packed := filepath.Join(out, "builds", name)
+		if strings.HasPrefix(name, "cache/") {
+			packed = filepath.Join(out, name)
+		}
+		b, err := os.ReadFile(packed)
+		if err != nil || string(b) != body {
+			t.Errorf("%s unpacked as %d bytes (%v), want %d", name, len(b), err, len(body))
+			continue
+		}
+		if fi, _ := os.Stat(packed); !strings.HasPrefix(name, "cache/") && fi.Mode()&0o100 == 0 {
+			t.Errorf("%s is not executable after unpack: %v", name, fi.Mode())
+		}
+	}
 }
