@@ -95,7 +95,9 @@ func (o observer) Invoked(component string, requests int, footprint, _ int64, d 
 
 // StatsCollector exports what an engine's Stats count, read at each scrape:
 // invocations, requests, the group-size distribution, budget peaks,
-// declines by reason, padding overhead. A service that embeds a generated
+// declines by reason, padding overhead, and the scheduler's decisions
+// (its fitted costs, its group-size cap, the items it kept out for their
+// padding). A service that embeds a generated
 // executor registers one over the executor's Stats method:
 //
 //	reg.MustRegister(serve.NewStatsCollector("mymodel", ex.Stats))
@@ -137,11 +139,22 @@ var (
 	descInline      = prometheus.NewDesc("genaic_inline_requests_total", "Requests a lone caller ran on its own goroutine, without a handoff to a runner.", []string{"model", "component"}, nil)
 	descPadding     = prometheus.NewDesc("genaic_padding_overhead_ratio", "Padded elements beyond the real ones, per real element, since start.", []string{"model", "component"}, nil)
 	descCopied      = prometheus.NewDesc("genaic_copied_bytes_total", "Bytes copied assembling and splitting groups.", []string{"model", "component"}, nil)
+
+	// The scheduler's decisions: what it learned an invocation costs, the
+	// group size it caps at, and the items it kept out for their padding.
+	descFixed = prometheus.NewDesc("genaic_scheduler_fixed_seconds",
+		"The fixed cost of an invocation the scheduler fitted (absent until it has a fit).", []string{"model", "component"}, nil)
+	descPerElement = prometheus.NewDesc("genaic_scheduler_element_seconds",
+		"The cost per materialized input element the scheduler fitted (absent until it has a fit).", []string{"model", "component"}, nil)
+	descCap = prometheus.NewDesc("genaic_scheduler_group_cap",
+		"The group size above which groups stopped paying, in requests (0: no cap).", []string{"model", "component"}, nil)
+	descKept = prometheus.NewDesc("genaic_scheduler_kept_for_padding_total",
+		"Times an item was kept out of a group because the padding it would add costs more than its own invocation.", []string{"model", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept} {
 		ch <- d
 	}
 }
@@ -169,6 +182,13 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descInline, prometheus.CounterValue, float64(cs.Inline), lv...)
 		ch <- prometheus.MustNewConstMetric(descPadding, prometheus.GaugeValue, cs.PaddingOverhead, lv...)
 		ch <- prometheus.MustNewConstMetric(descCopied, prometheus.CounterValue, float64(cs.CopiedBytes), lv...)
+		sched := cs.Scheduler
+		if sched.Fitted {
+			ch <- prometheus.MustNewConstMetric(descFixed, prometheus.GaugeValue, sched.FixedNS/1e9, lv...)
+			ch <- prometheus.MustNewConstMetric(descPerElement, prometheus.GaugeValue, sched.PerElementNS/1e9, lv...)
+		}
+		ch <- prometheus.MustNewConstMetric(descCap, prometheus.GaugeValue, float64(sched.Cap), lv...)
+		ch <- prometheus.MustNewConstMetric(descKept, prometheus.CounterValue, float64(sched.KeptForPadding), lv...)
 		buckets := map[float64]uint64{}
 		var count uint64
 		var sum float64
