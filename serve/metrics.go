@@ -150,11 +150,13 @@ var (
 		"The group size above which groups stopped paying, in requests (0: no cap).", []string{"model", "component"}, nil)
 	descKept = prometheus.NewDesc("genaic_scheduler_kept_for_padding_total",
 		"Times an item was kept out of a group because the padding it would add costs more than its own invocation.", []string{"model", "component"}, nil)
+	descOwn = prometheus.NewDesc("genaic_own_groups_total",
+		"Groups a batch of requests ran on its own goroutine, where waking a runner was measured not to pay.", []string{"model", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept, descOwn} {
 		ch <- d
 	}
 }
@@ -189,6 +191,7 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		}
 		ch <- prometheus.MustNewConstMetric(descCap, prometheus.GaugeValue, float64(sched.Cap), lv...)
 		ch <- prometheus.MustNewConstMetric(descKept, prometheus.CounterValue, float64(sched.KeptForPadding), lv...)
+		ch <- prometheus.MustNewConstMetric(descOwn, prometheus.CounterValue, float64(cs.OwnGroups), lv...)
 		buckets := map[float64]uint64{}
 		var count uint64
 		var sum float64

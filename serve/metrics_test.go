@@ -12,11 +12,12 @@ import (
 )
 
 // TestSchedulerMetrics: the scheduler's decisions reach /metrics: its fit
-// in seconds once it has one (and no fit is exported before), its cap and
-// the items it kept out for their padding, per component.
+// in seconds once it has one (and no fit is exported before), its cap, the
+// items it kept out for their padding and the groups batches ran on their
+// own goroutine, per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Components: map[string]vm.ComponentStats{
-		"encoder": {Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
+		"encoder": {OwnGroups: 5, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -31,6 +32,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_scheduler_kept_for_padding_total{component="encoder",model="m"}`: 7,
 		`genaic_scheduler_group_cap{component="text",model="m"}`:                 0,
 		`genaic_scheduler_kept_for_padding_total{component="text",model="m"}`:    0,
+		`genaic_own_groups_total{component="encoder",model="m"}`:                 5,
 	} {
 		if got := metric(t, text, sample); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) || math.IsNaN(got) {
 			t.Errorf("%s = %v, want %v", sample, got, want)

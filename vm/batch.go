@@ -164,6 +164,7 @@ func (b *batch) invoke(s *ir.Step) {
 			live++
 		}
 	}
+	self, idleAt := g.startBatch()
 	g.promise(live)
 	done := 0
 	// An item that fits whole (the usual case) is queued from the
@@ -187,6 +188,11 @@ func (b *batch) invoke(s *ir.Step) {
 		return err
 	})
 	g.promise(done - live) // requests cancelled before their admission
+	if self {
+		g.runOwn()
+	} else if idleAt >= 0 {
+		g.admitted(idleAt)
+	}
 	wg.Wait()
 	b.each(func(i int, r *run) error {
 		outs, err := subs[i].result(g)

@@ -46,15 +46,7 @@ func (g *grouper) runner(a *arena) {
 			// Read before the answers: an answered item of a lockstep batch
 			// is its batch's again, to reuse.
 			callers := slices.ContainsFunc(batch, func(p *pending) bool { return p.batch == nil })
-			n := len(batch)
-			g.run(a, batch, now, func() {
-				g.mu.Lock()
-				g.inFlight -= n
-				g.running--
-				g.mu.Unlock()
-			})
-			clear(batch)
-			a.batch = batch[:0]
+			g.runTaken(a, batch, now)
 			if callers {
 				// The callers just answered are runnable, most of them on
 				// this processor, behind this runner: let them run (and
@@ -79,6 +71,21 @@ func (g *grouper) runner(a *arena) {
 	}
 }
 
+// runTaken runs a group next or take handed out (a worker slot counted in
+// running), gives the slot back and keeps batch's storage in a for the
+// next group.
+func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time) {
+	n := len(batch)
+	g.run(a, batch, now, func() {
+		g.mu.Lock()
+		g.inFlight -= n
+		g.running--
+		g.mu.Unlock()
+	})
+	clear(batch)
+	a.batch = batch[:0]
+}
+
 // next forms the group a free runner runs now (in into's storage), or
 // says how long to wait before looking again (0: until something
 // changes), counting the runner idle meanwhile. ok is false once the
@@ -92,6 +99,7 @@ func (g *grouper) next(now time.Time, wasIdle bool, into []*pending) (batch []*p
 	batch, wait, ok = g.take(now, into)
 	if batch != nil {
 		g.running++
+		g.runnerGroups++
 	}
 	if batch == nil && ok {
 		g.idle++

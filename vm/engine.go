@@ -171,6 +171,9 @@ func (e *Engine) Stats() Stats {
 			kept := cs.Scheduler.KeptForPadding
 			cs.Scheduler = g.sched.snapshot()
 			cs.Scheduler.KeptForPadding = kept
+			g.mu.Lock()
+			cs.Scheduler.RunnerOverlap = g.overlap
+			g.mu.Unlock()
 		}
 		out.Components[name] = cs
 	}

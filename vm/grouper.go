@@ -43,6 +43,12 @@ type grouper struct {
 	arrivals                 arrivals
 	forming                  *formation // reused for every group formed
 	promised                 int        // items a lockstep batch is admitting now
+	// selfRun counts the lockstep batches running their own groups now;
+	// lockstep, runnerGroups and overlap are what decides it (selfrun.go).
+	selfRun      int
+	lockstep     int
+	runnerGroups int
+	overlap      float64
 	// fillable's scan of the queue: its sums, how far it got, how many
 	// full groups it still needs, whether it found them, and whether
 	// items left the queue since (so that it starts over).
@@ -108,7 +114,8 @@ func (e *QueueFullError) Error() string {
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
 	g := &grouper{spec: spec, sess: sess, e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
-		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler(), workers: max(o.Workers, 1)}
+		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler(), workers: max(o.Workers, 1),
+		overlap: 1} // runners help until batches show otherwise (selfrun.go)
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
@@ -207,7 +214,7 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	// idle runner can only close a full group, so it is woken once the
 	// queue holds one (or by the promise's end), not for every item of a
 	// burst.
-	wake := g.idle > 0 && (g.promised == 0 || g.fillable())
+	wake := g.idle > 0 && !g.runnersQuiet() && (g.promised == 0 || g.fillable())
 	g.mu.Unlock()
 	if wake {
 		g.poke()
@@ -235,6 +242,12 @@ func (g *grouper) promise(n int) {
 // wake for nothing, once per request.
 func (g *grouper) requestDone() {
 	g.mu.Lock()
+	g.unlockWaking()
+}
+
+// unlockWaking releases the lock and wakes an idle runner if items wait
+// for one (runnerWanted, read before the release).
+func (g *grouper) unlockWaking() {
 	wake := g.runnerWanted()
 	g.mu.Unlock()
 	if wake {
@@ -244,7 +257,9 @@ func (g *grouper) requestDone() {
 
 // runnerWanted reports, under the lock, whether items wait and a runner
 // is idle: whether something that may let a group close should wake one.
-func (g *grouper) runnerWanted() bool { return len(g.queue) > 0 && g.idle > 0 }
+func (g *grouper) runnerWanted() bool {
+	return len(g.queue) > 0 && g.idle > 0 && !g.runnersQuiet()
+}
 
 // poke wakes an idle runner without blocking.
 func (g *grouper) poke() {

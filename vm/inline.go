@@ -25,6 +25,13 @@ func (g *grouper) tryInline(p *pending) *arena {
 	g.inline++
 	g.inFlight++
 	g.wg.Add(1) // close waits for inline runs as for runners
+	return g.spareArena()
+}
+
+// spareArena returns, under the lock, an arena for a group run off the
+// runners (inline, or by its batch): a spare one, or a new one. The run
+// puts it back in spares.
+func (g *grouper) spareArena() *arena {
 	if n := len(g.spares); n > 0 {
 		a := g.spares[n-1]
 		g.spares = g.spares[:n-1]
@@ -65,10 +72,6 @@ func (g *grouper) runInline(a *arena, p *pending) {
 		g.inline--
 		g.inFlight--
 		g.spares = append(g.spares, a)
-		wake := g.runnerWanted()
-		g.mu.Unlock()
-		if wake {
-			g.poke()
-		}
+		g.unlockWaking()
 	})
 }

@@ -217,6 +217,11 @@ type SchedulerStats struct {
 	// KeptForPadding counts the times an item was kept out of a group
 	// because the padding it would add costs more than its own invocation.
 	KeptForPadding int64 `json:"kept_for_padding,omitempty"`
+	// RunnerOverlap is the measured share of lockstep batches, of those
+	// that found the component idle and woke its runner, during whose
+	// admission the runner started a group; below one half, batches run
+	// their own groups (ComponentStats.OwnGroups; vm/selfrun.go).
+	RunnerOverlap float64 `json:"runner_overlap"`
 }
 
 func (s *scheduler) snapshot() SchedulerStats {

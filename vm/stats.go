@@ -24,8 +24,12 @@ type ComponentStats struct {
 	Regrouped int64 `json:"regrouped,omitempty"`
 	// Inline counts the requests a lone caller ran on its own goroutine,
 	// sparing the handoffs to a runner and back (inline.go).
-	Inline  int64         `json:"inline,omitempty"`
-	RunTime time.Duration `json:"run_time_ns"`
+	Inline int64 `json:"inline,omitempty"`
+	// OwnGroups counts the groups a lockstep batch formed and ran on its
+	// own goroutine, where waking a runner was measured not to pay
+	// (selfrun.go).
+	OwnGroups int64         `json:"own_groups,omitempty"`
+	RunTime   time.Duration `json:"run_time_ns"`
 	// QueueWait and Run are latency percentiles over the most recent
 	// samples: how long items waited for their group, and how long a group
 	// took from assembly to split.
@@ -160,6 +164,12 @@ func (c *counter) ranInline() {
 	c.s.Inline++
 }
 
+func (c *counter) ranOwn() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.OwnGroups++
+}
+
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
 	if c.obs != nil {
 		var footprint, real int64
@@ -206,7 +216,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, Inline: s.Inline, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {

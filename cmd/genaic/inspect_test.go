@@ -204,6 +204,32 @@ func TestInspectRunStats(t *testing.T) {
 			t.Errorf("inspect --stats lacks %q:\n%s", want, got)
 		}
 	}
+	if strings.Contains(got, "groups run by the batches") {
+		t.Errorf("inspect --stats reports batches running their own groups for a run with none:\n%s", got)
+	}
+	// Where batches ran their own groups, it says so and why.
+	var doc map[string]any
+	b, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := doc["stats"].(map[string]any)["components"].(map[string]any)["encoder"].(map[string]any)
+	enc["own_groups"] = 7
+	enc["scheduler"].(map[string]any)["runner_overlap"] = 0.25
+	own := filepath.Join(t.TempDir(), "own.json")
+	if b, err = json.Marshal(doc); err == nil {
+		err = os.WriteFile(own, b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errOut, code = runCLI(t, "inspect", imagePkg, "--stats", own)
+	if want := "7 groups run by the batches that brought them: a woken runner started during 25 % of admissions"; code != exitOK || !strings.Contains(got, want) {
+		t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
+	}
 	// The HTML view draws each budget's peak, as the run measured it.
 	stats, err := readStats(out)
 	if err != nil {

@@ -1,0 +1,93 @@
+package vm
+
+import "time"
+
+// A lockstep batch runs its own groups where waking a runner does not pay.
+//
+// A batch that arrives at an idle component promises the runner its items
+// and wakes it once a full group waits, so that the first groups run while
+// the rest are admitted. That overlap is the reason to hand the groups to
+// another goroutine; where the woken runner starts only after the
+// admission has ended (a thread's wake takes longer than the admission, as
+// on small virtual machines, where it costs 50 to 200 µs), there is none,
+// and the handoff costs a thread's wake each way, a processor spinning up
+// beside the invocations, and the batch's own goroutine idle meanwhile. So
+// each grouper measures, over the batches that found it idle, how often a
+// runner started a group before the batch's admission ended (overlap, an
+// exponentially weighted share); below one half, a batch that finds the
+// component idle with one worker slot wakes no runner and, once admitted,
+// forms and runs the groups itself, on the slot the runner would take. One
+// batch in selfRunExplore that would run its own groups wakes the runner
+// instead, so that the share keeps being measured and a machine whose
+// wakes become cheap goes back.
+// Components with more than one worker slot keep their runners: there the
+// handoff buys invocations run side by side. (A batch running groups
+// beside its runners, on a slot none holds, was measured too: two runners'
+// throughput did not change.)
+
+const (
+	selfRunExplore = 16
+	overlapDecay   = 0.8
+)
+
+// startBatch is called as a lockstep batch starts admitting at g. self
+// reports whether the batch runs its own groups; otherwise idleAt is the
+// count of runner groups so far when the component was idle (the batch
+// measures the overlap; see admitted), or -1 when it was busy.
+func (g *grouper) startBatch() (self bool, idleAt int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || len(g.queue) > 0 || g.running+g.inline > 0 {
+		return false, -1
+	}
+	g.lockstep++
+	if g.workers == 1 && g.overlap < 0.5 && g.lockstep%selfRunExplore != 0 {
+		g.selfRun++
+		g.wg.Add(1) // close waits for the batch's groups as for the runners'
+		return true, -1
+	}
+	return false, g.runnerGroups
+}
+
+// runnersQuiet reports, under the lock, whether arrivals leave the runner
+// asleep: a batch is running its own groups.
+func (g *grouper) runnersQuiet() bool { return g.selfRun > 0 }
+
+// admitted records, at the end of a batch's admission, whether a runner
+// started a group since the batch found the component idle.
+func (g *grouper) admitted(idleAt int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	started := 0.0
+	if g.runnerGroups > idleAt {
+		started = 1
+	}
+	g.overlap = overlapDecay*g.overlap + (1-overlapDecay)*started
+}
+
+// runOwn runs groups from the queue on the batch's goroutine while a
+// worker slot is free and a group is ready to close, then leaves what is
+// left to the runners.
+func (g *grouper) runOwn() {
+	defer g.wg.Done()
+	g.mu.Lock()
+	a := g.spareArena()
+	for {
+		// take forms nothing while every worker slot is taken, or while
+		// the group should still wait (a request of another caller may
+		// join it): the runners see to it then.
+		now := time.Now()
+		batch, _, _ := g.take(now, a.batch)
+		if batch == nil {
+			break
+		}
+		g.running++
+		g.mu.Unlock()
+		g.stats.ranOwn()
+		g.runTaken(a, batch, now)
+		g.mu.Lock()
+	}
+	g.selfRun--
+	g.spares = append(g.spares, a)
+	g.unlockWaking()
+}

@@ -1,0 +1,154 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+)
+
+// TestSelfRunFollowsTheMeasuredOverlap: a lockstep batch at an idle
+// component runs its own groups only while runners were seen not to start
+// during admissions (overlap below one half), one batch in selfRunExplore
+// still goes to the runner to keep measuring, a busy component or one with
+// more worker slots never self-runs, and admissions that overlap bring
+// the runner path back.
+func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
+	e := imageEngine(t, Options{MaxDelay: time.Millisecond})
+	g := e.groupers["encoder"]
+	start := func() bool {
+		self, idleAt := g.startBatch()
+		if self {
+			undoSelfRun(g)
+		} else if idleAt >= 0 {
+			g.admitted(idleAt) // no runner group started meanwhile
+		}
+		return self
+	}
+	if start() {
+		t.Fatal("a new component self-runs before any batch showed that runners start late")
+	}
+	for range 10 {
+		start()
+	}
+	if g.overlap >= 0.5 {
+		t.Fatalf("overlap %.2f after batches whose runner never started during admission", g.overlap)
+	}
+	self := 0
+	for range 4 * selfRunExplore {
+		if start() {
+			self++
+		}
+	}
+	if want := 4*selfRunExplore - 4; self != want {
+		t.Errorf("%d of %d batches self-ran, want all but the exploring %d", self, 4*selfRunExplore, 4*selfRunExplore-want)
+	}
+	// The explorers find a runner that starts during their admission.
+	for range 6 * selfRunExplore {
+		self, idleAt := g.startBatch()
+		if self {
+			undoSelfRun(g)
+			continue
+		}
+		g.mu.Lock()
+		g.runnerGroups++
+		g.mu.Unlock()
+		g.admitted(idleAt)
+	}
+	if start() || g.overlap < 0.5 {
+		t.Errorf("overlap %.2f: batches whose runner starts during admission still self-run", g.overlap)
+	}
+	g.overlap = 0
+	g.mu.Lock()
+	g.running++ // a group of another request runs
+	g.mu.Unlock()
+	if self, idleAt := g.startBatch(); self || idleAt >= 0 {
+		t.Errorf("a batch at a busy component self-runs (%v) or measures (%d)", self, idleAt)
+	}
+	g.mu.Lock()
+	g.running--
+	g.mu.Unlock()
+	two := imageEngine(t, Options{MaxDelay: time.Millisecond, Workers: 2}).groupers["encoder"]
+	two.overlap = 0
+	if self, _ := two.startBatch(); self {
+		t.Error("a component with two worker slots self-runs: its runners would run groups side by side")
+		undoSelfRun(two)
+	}
+}
+
+// undoSelfRun ends a self-run that startBatch began and no batch runs.
+func undoSelfRun(g *grouper) {
+	g.mu.Lock()
+	g.selfRun--
+	g.mu.Unlock()
+	g.wg.Done()
+}
+
+// TestSelfRunGroupsEqualSolo: batches that run their own groups, while
+// other callers send requests at the same component, answer every request
+// as solo does, never run more groups at once than the worker slots, and
+// run their groups on their own goroutine (counted in the stats).
+func TestSelfRunGroupsEqualSolo(t *testing.T) {
+	const workers = 1
+	var running, most atomic.Int64
+	count := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		return maskedMean(ctx, in)
+	}
+	e := engineWith(t, count, Options{MaxDelay: time.Millisecond, Workers: workers}, nil)
+	defer e.Close()
+	g := e.groupers["encoder"]
+	g.mu.Lock()
+	g.overlap = 0 // as measured where runners start after admissions
+	g.mu.Unlock()
+	solo := imageEngine(t, Options{Solo: true})
+	rng := rand.New(rand.NewSource(21))
+	var batches [][]Request
+	for b := range 6 {
+		var reqs []Request
+		for i := range 40 {
+			reqs = append(reqs, imageRequest(rng, fmt.Sprintf("b%d-%d", b, i), rng.Intn(4)))
+		}
+		batches = append(batches, reqs)
+	}
+	var lone []Request
+	for i := range 60 {
+		lone = append(lone, imageRequest(rng, fmt.Sprint("lone", i), 1+rng.Intn(3)))
+	}
+	check := func(got, want Response) {
+		if got.Err != nil || want.Err != nil || !sameResult(got.Outputs["embeddings"], want.Outputs["embeddings"]) {
+			t.Errorf("%s: grouped %v (%v), solo %v (%v)", got.ID, got.Outputs["embeddings"], got.Err, want.Outputs["embeddings"], want.Err)
+		}
+	}
+	var wg sync.WaitGroup
+	for b, reqs := range batches {
+		if b == 2 { // the first batches alone, the others beside a lone caller
+			wg.Go(func() {
+				for _, r := range lone {
+					check(e.Run(context.Background(), r), solo.Run(context.Background(), r))
+				}
+			})
+		}
+		got := e.RunAll(context.Background(), reqs)
+		want := solo.RunAll(context.Background(), reqs)
+		for i := range reqs {
+			check(got[i], want[i])
+		}
+	}
+	wg.Wait()
+	st := e.Stats().Components["encoder"]
+	if st.OwnGroups == 0 {
+		t.Errorf("no batch ran its own groups: %+v", st)
+	}
+	if most.Load() > int64(workers) {
+		t.Errorf("%d groups ran at once with %d worker slots", most.Load(), workers)
+	}
+}
