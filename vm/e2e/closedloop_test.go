@@ -42,7 +42,14 @@ func TestClosedLoopCallersGroup(t *testing.T) {
 		wg.Wait()
 	}
 	st := e.Stats().Components[fx.Component]
-	if mean := float64(st.Requests) / float64(st.Invocations); mean < callers/2 {
+	mean := float64(st.Requests) / float64(st.Invocations)
+	if raceDetector {
+		// Under the race detector the callers' pace is the detector's:
+		// the grouping is judged by the plain run of the tests.
+		t.Logf("race detector: %.1f requests a group, not judged", mean)
+		return
+	}
+	if mean < callers/2 {
 		t.Errorf("%d callers in a closed loop: %d invocations for %d requests (%.1f each; sizes %v), want %d or more each on average",
 			callers, st.Invocations, st.Requests, mean, st.GroupSizes, callers/2)
 	}
