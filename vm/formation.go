@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/plan"
 )
 
@@ -276,17 +277,18 @@ type padPort struct {
 // joins.
 type padSum struct {
 	ports []padPort
+	off   []int     // per port: where its parts start in an item's (parts)
 	rows  []int64   // per port: the group's extent on axis 0
 	ext   [][]int64 // per port: the group's extent on each padded axis
-	inner []int64   // per port: the product of the other axes
 	now   []int64   // per port: the elements the group materializes as is
 }
 
 func newPadSum(ports []padPort) padSum {
-	s := padSum{ports: ports, rows: make([]int64, len(ports)), ext: make([][]int64, len(ports)),
-		inner: make([]int64, len(ports)), now: make([]int64, len(ports))}
+	s := padSum{ports: ports, off: make([]int, len(ports)+1), rows: make([]int64, len(ports)),
+		ext: make([][]int64, len(ports)), now: make([]int64, len(ports))}
 	for k, p := range ports {
 		s.ext[k] = make([]int64, len(p.axes))
+		s.off[k+1] = s.off[k] + padFixed + len(p.axes)
 	}
 	return s
 }
@@ -294,25 +296,49 @@ func newPadSum(ports []padPort) padSum {
 // clear empties the sums for the next group.
 func (s *padSum) clear() {
 	clear(s.rows)
-	clear(s.inner)
 	clear(s.now)
 	for _, e := range s.ext {
 		clear(e)
 	}
 }
 
-// elements is the padded element count of port k with it added.
-func (s *padSum) elements(k int, it *item) int64 {
-	t := it.ports[s.ports[k].at].t.Shape
-	n := s.rows[k] + t[0]
-	for j, a := range s.ports[k].axes {
-		e := s.ext[k][j]
-		if a < len(t) {
-			e = max(e, t[a])
+// padFixed counts the parts of a padded port every item has whatever its
+// padded axes: rows, inner and own.
+const padFixed = 3
+
+// parts returns the item's part of the sums, per padded port in turn: its
+// rows (extent on axis 0), the product of its axes other than 0 and the
+// padded ones (inner), its own element count, then its extent on each
+// padded axis (0 where its rank stops short). An item never changes once
+// admitted, and forming reads these for every candidate of every group
+// that might take it, so they are computed once, like its budget terms.
+func (s *padSum) parts(it *item) []int64 {
+	if it.pad == nil {
+		v := it.padInline[:0]
+		for k, p := range s.ports {
+			t := it.ports[p.at].t.Shape
+			v = append(v, t[0], s.innerOf(k, t), backend.Elements(t))
+			for _, a := range p.axes {
+				var e int64
+				if a < len(t) {
+					e = t[a]
+				}
+				v = append(v, e)
+			}
 		}
-		n *= e
+		it.pad = v
 	}
-	return n * s.innerOf(k, t)
+	return it.pad
+}
+
+// elements is the padded element count of port k with an item of parts v
+// (the port's) added.
+func (s *padSum) elements(k int, v []int64) int64 {
+	n := s.rows[k] + v[0]
+	for j, e := range v[padFixed:] {
+		n *= max(s.ext[k][j], e)
+	}
+	return n * v[1]
 }
 
 // innerOf is the product of a shape's axes other than 0 and the padded ones.
@@ -330,23 +356,23 @@ func (s *padSum) innerOf(k int, shape []int64) int64 {
 // beyond its own: its own padding to the group's extents and the extra
 // padding of every item already in when it raises an extent.
 func (s *padSum) addedWaste(it *item) int64 {
+	v := s.parts(it)
 	var w int64
-	for k, p := range s.ports {
-		w += s.elements(k, it) - s.now[k] - it.ports[p.at].t.Len()
+	for k := range s.ports {
+		pv := v[s.off[k]:s.off[k+1]]
+		w += s.elements(k, pv) - s.now[k] - pv[2]
 	}
 	return w
 }
 
 func (s *padSum) add(it *item) {
-	for k, p := range s.ports {
-		s.now[k] = s.elements(k, it)
-		t := it.ports[p.at].t.Shape
-		s.rows[k] += t[0]
-		s.inner[k] = s.innerOf(k, t)
-		for j, a := range p.axes {
-			if a < len(t) {
-				s.ext[k][j] = max(s.ext[k][j], t[a])
-			}
+	v := s.parts(it)
+	for k := range s.ports {
+		pv := v[s.off[k]:s.off[k+1]]
+		s.now[k] = s.elements(k, pv)
+		s.rows[k] += pv[0]
+		for j, e := range pv[padFixed:] {
+			s.ext[k][j] = max(s.ext[k][j], e)
 		}
 	}
 }

@@ -32,6 +32,10 @@ type item struct {
 	// candidate, several times.
 	terms       []int64
 	termsInline [4]int64
+	// pad caches the item's part of the padding sums (padSum.parts) the
+	// same way.
+	pad       []int64
+	padInline [4]int64
 }
 
 // itemPort is an item's value of one input port.
