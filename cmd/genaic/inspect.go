@@ -156,7 +156,7 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 			fmt.Fprintf(w, "    %d times an item was kept out of a group because its padding would cost more than its own call\n", sc.KeptForPadding)
 		}
 		if cs.OwnGroups > 0 {
-			fmt.Fprintf(w, "    %d groups run by the batches that brought them: a woken runner started during %.0f %% of admissions, too late to overlap them\n",
+			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay)\n",
 				cs.OwnGroups, 100*sc.RunnerOverlap)
 		}
 		for reason, n := range cs.Declines {

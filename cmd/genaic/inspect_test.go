@@ -227,7 +227,7 @@ func TestInspectRunStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, errOut, code = runCLI(t, "inspect", imagePkg, "--stats", own)
-	if want := "7 groups run by the batches that brought them: a woken runner started during 25 % of admissions"; code != exitOK || !strings.Contains(got, want) {
+	if want := "7 groups run by the batches that brought them, not handed to the runner: it started during 25 % of admissions"; code != exitOK || !strings.Contains(got, want) {
 		t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
 	}
 	// The HTML view draws each budget's peak, as the run measured it.
