@@ -95,9 +95,10 @@ func (o observer) Invoked(component string, requests int, footprint, _ int64, d 
 
 // StatsCollector exports what an engine's Stats count, read at each scrape:
 // invocations, requests, the group-size distribution, budget peaks,
-// declines by reason, padding overhead, and the scheduler's decisions
-// (its fitted costs, its group-size cap, the items it kept out for their
-// padding). A service that embeds a generated
+// declines by reason, padding overhead, the scheduler's decisions (its
+// fitted costs, its group-size cap, the items it kept out for their
+// padding) and the groups batches ran themselves. A service that embeds a
+// generated
 // executor registers one over the executor's Stats method:
 //
 //	reg.MustRegister(serve.NewStatsCollector("mymodel", ex.Stats))
@@ -141,7 +142,8 @@ var (
 	descCopied      = prometheus.NewDesc("genaic_copied_bytes_total", "Bytes copied assembling and splitting groups.", []string{"model", "component"}, nil)
 
 	// The scheduler's decisions: what it learned an invocation costs, the
-	// group size it caps at, and the items it kept out for their padding.
+	// group size it caps at, the items it kept out for their padding, and
+	// the groups batches ran themselves (vm/selfrun.go).
 	descFixed = prometheus.NewDesc("genaic_scheduler_fixed_seconds",
 		"The fixed cost of an invocation the scheduler fitted (absent until it has a fit).", []string{"model", "component"}, nil)
 	descPerElement = prometheus.NewDesc("genaic_scheduler_element_seconds",
