@@ -175,23 +175,30 @@ func (b *batch) invoke(s *ir.Step) {
 	b.argsAt = b.stepArgsAt(g.spec, s)
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
+		subs[i] = sub
+		if self {
+			return err // queued at the end, all at once
+		}
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
 			if err := g.enqueue(sub.ps...); err != nil {
-				sub.err = err
+				subs[i].err = err
 				wg.Add(-len(sub.ps))
 			}
 		}
 		g.promise(-1)
 		done++
-		subs[i] = sub
 		return err
 	})
-	g.promise(done - live) // requests cancelled before their admission
-	if self {
+	switch {
+	case self:
+		g.enqueueOwn(subs[:len(b.runs)], live, &wg)
 		g.runOwn()
-	} else if idleAt >= 0 {
-		g.admitted(idleAt)
+	default:
+		g.promise(done - live) // requests cancelled before their admission
+		if idleAt >= 0 {
+			g.admitted(idleAt)
+		}
 	}
 	wg.Wait()
 	b.each(func(i int, r *run) error {

@@ -191,11 +191,21 @@ func (g *grouper) fillable() bool {
 
 // answerCancelled removes the queued items whose request was cancelled.
 func (g *grouper) answerCancelled() {
-	kept := g.queue[:0]
-	// A burst's items share their batch's context: it is asked once.
+	// A burst's items share their batch's context: it is asked once. The
+	// queue is only rewritten when an item leaves it.
 	var ctx context.Context
 	var err error
-	for _, p := range g.queue {
+	first := slices.IndexFunc(g.queue, func(p *pending) bool {
+		if p.ctx != ctx {
+			ctx, err = p.ctx, p.ctx.Err()
+		}
+		return err != nil
+	})
+	if first < 0 {
+		return
+	}
+	kept := g.queue[:first]
+	for _, p := range g.queue[first:] {
 		if p.ctx != ctx {
 			ctx, err = p.ctx, p.ctx.Err()
 		}

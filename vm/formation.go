@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -22,10 +23,13 @@ type formation struct {
 	pad     padSum
 	closing bool // a compatible item was kept out: the group cannot usefully grow
 	cap     int
-	// urgent and rest are the candidates past and within their delay;
-	// ranked is padAware's ranking.
-	urgent, rest []int
-	ranked       []rankedItem
+	// payable is the most padding an item may add (scheduler.payable),
+	// read once per group where inputs are padded.
+	payable float64
+	// rest holds the candidates within their delay; ranked is
+	// padAware's ranking of them.
+	rest   []int
+	ranked []rankedItem
 }
 
 // form chooses the next group from the queue (which holds at least one
@@ -45,31 +49,38 @@ func (g *grouper) form(now time.Time) *formation {
 		f.closing = true
 		return f
 	}
-	urgent, rest := f.urgent, f.rest
+	// Items past their delay bound go first, oldest first, whatever they
+	// cost in padding: no item waits longer than max_delay because
+	// padding-aware choices passed it by. They are added as the scan
+	// finds them, and a group they fill ends the scan: nothing after
+	// them could join it.
+	rest := f.rest
+	overdue := now.Add(-g.maxDelay) // an item queued at or before it is overdue
 	for i := 1; i < len(g.queue) && i <= lookahead; i++ {
 		p := g.queue[i]
 		if !g.spec.compatible(head, p.it) {
 			continue
 		}
-		if now.Sub(p.queued) >= g.maxDelay {
-			urgent = append(urgent, i)
-		} else {
+		if p.queued.After(overdue) {
 			rest = append(rest, i)
+			continue
+		}
+		if f.consider(i, true); f.full() {
+			break
 		}
 	}
-	f.urgent, f.rest = urgent, rest
-	// Items past their delay bound go first, oldest first, whatever they
-	// cost in padding: no item waits longer than max_delay because
-	// padding-aware choices passed it by.
-	for _, i := range urgent {
-		f.consider(i, true)
+	f.rest = rest
+	if f.full() {
+		return f
 	}
 	if len(f.g.spec.pads) == 0 {
+		f.payable = math.Inf(1)
 		for _, i := range rest {
 			f.consider(i, false)
 		}
 		return f
 	}
+	f.payable = g.sched.payable()
 	f.padAware(rest)
 	return f
 }
@@ -132,7 +143,7 @@ func (f *formation) consider(i int, overdue bool) {
 		f.closing = true
 		return
 	}
-	if !overdue && !f.g.sched.pays(f.pad.addedWaste(it)) {
+	if !overdue && !f.pays(it) {
 		f.g.stats.keptForPadding()
 		return
 	}
@@ -141,12 +152,19 @@ func (f *formation) consider(i int, overdue bool) {
 	f.pad.add(it)
 }
 
+// pays reports whether the padding it would add costs less than the
+// invocation it saves.
+func (f *formation) pays(it *item) bool {
+	w := f.pad.addedWaste(it)
+	return w <= 0 || float64(w) <= f.payable
+}
+
 func (f *formation) head() *pending { return f.g.queue[f.chosen[0]] }
 
 // reset empties the formation for the next group, keeping its storage.
 func (f *formation) reset(cap int) {
 	f.chosen = append(f.chosen[:0], 0)
-	f.urgent, f.rest = f.urgent[:0], f.rest[:0]
+	f.rest = f.rest[:0]
 	f.closing, f.cap = false, cap
 	f.budgets.clear()
 	f.pad.clear()

@@ -198,17 +198,10 @@ func (p *pending) wait() (outputs, error) {
 // enqueue adds p to the queue without blocking: a full queue is an error.
 func (g *grouper) enqueue(ps ...*pending) error {
 	g.mu.Lock()
-	switch {
-	case g.closed:
+	if err := g.queueUp(ps); err != nil {
 		g.mu.Unlock()
-		return closedError()
-	case len(g.queue)+len(ps) > g.limit:
-		g.mu.Unlock()
-		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
-		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
+		return err
 	}
-	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
-	g.queue = append(g.queue, ps...)
 	// While every runner is busy an arrival only joins the queue: the
 	// runner looks again when it frees up. While items are promised, an
 	// idle runner can only close a full group, so it is woken once the
@@ -220,6 +213,42 @@ func (g *grouper) enqueue(ps ...*pending) error {
 		g.poke()
 	}
 	return nil
+}
+
+// queueUp is enqueue under the lock, without the wake.
+func (g *grouper) queueUp(ps []*pending) error {
+	switch {
+	case g.closed:
+		return closedError()
+	case len(g.queue)+len(ps) > g.limit:
+		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
+		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
+	}
+	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
+	g.queue = append(g.queue, ps...)
+	return nil
+}
+
+// enqueueOwn queues, under one lock, the items a batch that runs its own
+// groups has admitted (subs, in request order), each request's as enqueue
+// would, and ends the batch's promise of live requests. Nothing forms a
+// group while such a batch admits, so queuing its items at the end
+// changes only the locking: once per batch, not twice per request.
+func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range subs {
+		sub := &subs[i]
+		if sub.err != nil || len(sub.ps) == 0 {
+			continue
+		}
+		if err := g.queueUp(sub.ps); err != nil {
+			sub.err = err
+			continue
+		}
+		wg.Add(len(sub.ps))
+	}
+	g.promised -= live
 }
 
 // promise counts n more items (fewer, when negative) that a batch run in
@@ -291,9 +320,7 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, release func())
 		release()
 		return
 	}
-	for _, p := range batch {
-		g.stats.waited(now.Sub(p.queued))
-	}
+	g.stats.waited(now, batch)
 	shares, err := g.invoke(a, batch, now)
 	if err != nil && len(batch) > 1 {
 		// The backend failed the group. Run each request alone, so that

@@ -243,7 +243,13 @@ func (r *run) emit(s *ir.Step) error {
 	if s.Axis != nil {
 		axis = *s.Axis
 	}
-	out, err := steps.Emit(s.Output.Name, r.outputs[s.Output.Name], t, s.Mode, axis, when, validLength)
+	// Only an append reads what was emitted before: a replace need not
+	// look it up (when it does not emit, it leaves the output as it is).
+	var prev *backend.Tensor
+	if s.Mode != "replace" {
+		prev = r.outputs[s.Output.Name]
+	}
+	out, err := steps.Emit(s.Output.Name, prev, t, s.Mode, axis, when, validLength)
 	if err != nil {
 		return err
 	}

@@ -150,16 +150,20 @@ func (s *scheduler) expectedRun() (time.Duration, bool) {
 // pays reports whether an item that adds waste padding elements to a group
 // costs less than the invocation it saves.
 func (s *scheduler) pays(waste int64) bool {
-	if waste <= 0 {
-		return true
-	}
+	return waste <= 0 || float64(waste) <= s.payable()
+}
+
+// payable returns the most padding elements an item may add to a group
+// and still cost less than the invocation it saves: the fit's fixed cost
+// over its cost per element; +Inf while the fit does not say.
+func (s *scheduler) payable() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, c, ok := s.fit()
 	if !ok || c <= 0 {
-		return true
+		return math.Inf(1)
 	}
-	return c*float64(waste) <= a
+	return a / c
 }
 
 // limit returns the group size cap for the next group, 0 for none.

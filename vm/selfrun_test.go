@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -150,5 +151,40 @@ func TestSelfRunGroupsEqualSolo(t *testing.T) {
 	}
 	if most.Load() > int64(workers) {
 		t.Errorf("%d groups ran at once with %d worker slots", most.Load(), workers)
+	}
+}
+
+// TestEnqueueOwnKeepsTheQueueLimit: a batch that runs its own groups
+// queues its requests' items at the end of its admission, all at once,
+// but each request as enqueue would: in order, while the queue has room,
+// and the first that does not fit fails run/queue-full, alone. A request
+// that failed its admission, or brought nothing to queue, is passed over;
+// the batch's promise ends.
+func TestEnqueueOwnKeepsTheQueueLimit(t *testing.T) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second, Queue: 3}, nil)
+	t.Cleanup(func() { e.Close() })
+	g := e.groupers["encoder"]
+	now := time.Now()
+	item := func() []*pending { return []*pending{paddedItem(t, g, 4, now)} }
+	g.mu.Lock()
+	g.queue = item() // another caller's
+	g.promised = 4
+	g.mu.Unlock()
+	failed := errors.New("its admission failed")
+	subs := []submission{{ps: item()}, {err: failed}, {}, {ps: item()}, {ps: item()}}
+	var wg sync.WaitGroup
+	g.enqueueOwn(subs, 4, &wg)
+	g.mu.Lock()
+	queued, promised := len(g.queue), g.promised
+	g.queue = nil // never run: their requests are this test's
+	g.mu.Unlock()
+	if queued != 3 || promised != 0 {
+		t.Errorf("queue holds %d items, %d promised; want 3 (the limit) and 0", queued, promised)
+	}
+	if subs[1].err != failed || subs[2].err != nil || subs[0].err != nil || subs[3].err != nil {
+		t.Errorf("errors of the queued or passed-over requests: %v, %v, %v, %v", subs[0].err, subs[1].err, subs[2].err, subs[3].err)
+	}
+	if ruleOf(subs[4].err) != backend.RunQueueFull {
+		t.Errorf("the request beyond the limit: %v, want run/queue-full", subs[4].err)
 	}
 }

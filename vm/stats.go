@@ -119,13 +119,19 @@ type counter struct {
 	obs  Observer
 }
 
-func (c *counter) waited(d time.Duration) {
+// waited records how long each item of a group formed at now waited in
+// the queue, under one lock for the group.
+func (c *counter) waited(now time.Time, batch []*pending) {
 	if c.obs != nil {
-		c.obs.QueueWait(c.name, d)
+		for _, p := range batch {
+			c.obs.QueueWait(c.name, now.Sub(p.queued))
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.wait.add(d)
+	for _, p := range batch {
+		c.wait.add(now.Sub(p.queued))
+	}
 }
 
 // BudgetPeak is the largest footprint any group reached on a budget.

@@ -76,12 +76,12 @@ func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, ou
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	want, err := s.wanted(outputs)
+	c := s.calls.Get().(*call)
+	defer s.done(c)
+	want, err := s.wanted(outputs, c.want)
 	if err != nil {
 		return nil, err
 	}
-	c := s.calls.Get().(*call)
-	defer s.done(c)
 	if err := s.bind(c.tensors, inputs); err != nil {
 		return nil, err
 	}
@@ -110,6 +110,7 @@ type call struct {
 	ins, outs []ortgo.Value
 	bufs      []*backend.Tensor
 	shape     []int64 // scratch for a predicted shape
+	want      []bool  // scratch for the wanted outputs
 }
 
 func newCall(inputs, outputs int) *call {
@@ -119,6 +120,7 @@ func newCall(inputs, outputs int) *call {
 		ins:     make([]ortgo.Value, inputs),
 		outs:    make([]ortgo.Value, outputs),
 		bufs:    make([]*backend.Tensor, outputs),
+		want:    make([]bool, outputs),
 		shape:   make([]int64, 0, maxCachedRank),
 	}
 }
@@ -219,12 +221,13 @@ func (s *session) collect(c *call, want []bool) (map[string]*backend.Tensor, err
 	return res, nil
 }
 
-// wanted resolves the requested output names to a flag per graph output.
-func (s *session) wanted(outputs []string) ([]bool, error) {
+// wanted resolves the requested output names to a flag per graph output,
+// in want (one per graph output, overwritten).
+func (s *session) wanted(outputs []string, want []bool) ([]bool, error) {
 	if outputs == nil {
 		return s.all, nil
 	}
-	want := make([]bool, len(s.outputs))
+	clear(want)
 	for _, name := range outputs {
 		i := s.outputIndex(name)
 		if i < 0 {
