@@ -26,6 +26,25 @@
 #   scripts/acceptance.sh unpack OUT
 #       decompresses a packed OUT in place; then
 #       GENAIC_CACHE=OUT/cache scripts/acceptance.sh run OUT/builds/*
+#   scripts/acceptance.sh count [-w WORKLOAD[,WORKLOAD...]] DIR...
+#       counts instructions, which a busy machine does not move as it
+#       moves time: under valgrind's callgrind (the valgrind package), on
+#       one processor with the collector off, the difference of two runs
+#       of the same benchmark, so that set-up cancels out. Per DIR: the
+#       no-op backend's instructions per request (BenchmarkRuntimeOverhead,
+#       grouped), and for each workload (default image_padded/64 and
+#       text_packed/short) the instructions per document of the grouped
+#       engine and of the ideal's direct calls (BenchmarkWorkloadCost),
+#       each split into Go code (genaic and onnxruntime_go) and native
+#       code (ONNX Runtime and the C library), and the runtime's own: the
+#       grouped engine's Go instructions beyond the ideal's, per document
+#       and per request. Counts, not times: a cache miss costs more than
+#       an add, and under valgrind ONNX Runtime takes code paths without
+#       AVX-512 (more instructions than it runs natively), so no ratio to
+#       the ideal is given. The no-op count repeats to the instruction;
+#       a workload's moves by a few per cent between runs, as the
+#       scheduler's choices follow times, which valgrind stretches. Slow
+#       (minutes per build). Needs no Go.
 #
 # A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
 # direct ONNX Runtime calls on the budget-sized batches, per workload),
@@ -119,6 +138,79 @@ unpack() {
 	chmod +x -- "$out"/builds/*/*
 }
 
+# callgrind runs a test binary's benchmark twice under callgrind, lo and
+# hi iterations, and prints the difference per iteration: all
+# instructions, then those outside the binary's own (native) code.
+callgrind() {
+	local bin=$1 dir=$2 bench=$3 lo=$4 hi=$5 n out totals=()
+	for n in "$lo" "$hi"; do
+		out=$tmp/callgrind.$n
+		if ! (cd -- "$dir" && GOGC=off GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 \
+			valgrind --tool=callgrind --callgrind-out-file="$out" \
+			"$bin" -test.run '^$' -test.bench "$bench" -test.benchtime "${n}x" >"$out.log" 2>&1); then
+			cat -- "$out.log" >&2
+			echo "acceptance: callgrind failed on $bin -test.bench $bench" >&2
+			exit 1
+		fi
+		grep -q '^Benchmark' "$out.log" || {
+			echo "acceptance: $bin ran no benchmark $bench" >&2
+			exit 1
+		}
+		totals+=("$(callgrind_annotate --threshold=100 "$out" | awk -v bin="$(basename -- "$bin")" '
+			/PROGRAM TOTALS/ { t = $1; gsub(",", "", t) }
+			/^ *[0-9,]+ .*\]$/ { v = $1; gsub(",", "", v); if (index($NF, "/" bin "]") == 0) native += v }
+			END { printf "%d %d", t, native }')")
+	done
+	read -r t1 n1 <<<"${totals[0]}"
+	read -r t2 n2 <<<"${totals[1]}"
+	echo "$(((t2 - t1) / (hi - lo))) $(((n2 - n1) / (hi - lo)))"
+}
+
+count() {
+	local list=image_padded/64,text_packed/short
+	if [ "${1-}" = -w ]; then
+		[ $# -ge 2 ] || usage
+		list=$2
+		shift 2
+	fi
+	[ $# -ge 1 ] || usage
+	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null || {
+		echo "acceptance: count needs valgrind's callgrind (the valgrind package)" >&2
+		exit 1
+	}
+	tmp=$(mktemp -d)
+	trap 'rm -rf -- "$tmp"' EXIT
+	local d bin w mode pat per ns all native ideal grouped workloads
+	IFS=, read -r -a workloads <<<"$list"
+	printf '%-10s %-22s %-8s %12s %12s %12s\n' build workload way total go native
+	for d in "$@"; do
+		d=$(cd -- "$d" && pwd)
+		bin=$d/vm.test
+		if [ -e "$bin" ]; then
+			# the benchmark reports ns/op and ns/request: their ratio is
+			# the requests in one of its batches
+			read -r all native <<<"$(callgrind "$bin" "$root/vm" '^BenchmarkRuntimeOverhead$/^solo=false$' 200 600)"
+			per=$(awk '/^Benchmark/ { for (i = 1; i < NF; i++) { if ($(i+1) == "ns/op") op = $i; if ($(i+1) == "ns/request") r = $i } } END { printf "%.0f", op / r }' "$tmp/callgrind.600.log")
+			printf '%-10s %-22s %-8s %12d %12d %12d   per request (batches of %d)\n' "$(basename -- "$d")" no-op grouped \
+				$((all / per)) $(((all - native) / per)) $((native / per)) "$per"
+		fi
+		bin=$d/e2e.test
+		[ -e "$bin" ] || continue
+		for w in "${workloads[@]}"; do
+			ideal='' grouped=''
+			for mode in grouped ideal; do
+				pat=$(printf '%s' "$w/$mode" | sed 's#[^/]*#^&$#g')
+				read -r all native <<<"$(callgrind "$bin" "$root/vm/e2e" "^BenchmarkWorkloadCost\$/$pat" 10 30)"
+				printf '%-10s %-22s %-8s %12d %12d %12d   per document\n' "$(basename -- "$d")" "$w" "$mode" "$all" $((all - native)) "$native"
+				printf -v "$mode" '%s' $((all - native))
+			done
+			per=$(awk '/^Benchmark/ { for (i = 1; i < NF; i++) if ($(i+1) == "requests/op") r = $i } END { print r + 0 }' "$tmp/callgrind.30.log")
+			printf '%-10s %-22s %-8s %12d   own: Go beyond the ideal'"'"'s, per document (%d per request)\n' \
+				"$(basename -- "$d")" "$w" own $((grouped - ideal)) $(((grouped - ideal) / (per > 0 ? per : 1)))
+		done
+	done
+}
+
 run() {
 	local rounds=5
 	if [ "${1-}" = -r ]; then
@@ -144,6 +236,7 @@ build) [ $# -eq 2 ] || usage; build "$2" ;;
 run) shift; run "$@" ;;
 pack) [ $# -ge 3 ] || usage; shift; pack "$@" ;;
 unpack) [ $# -eq 2 ] || usage; unpack "$2" ;;
+count) shift; count "$@" ;;
 table)
 	[ $# -eq 2 ] || usage
 	file=$(cd -- "$(dirname -- "$2")" && pwd)/$(basename -- "$2")

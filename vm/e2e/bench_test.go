@@ -457,6 +457,41 @@ func benchWorkload(b *testing.B, w workload) {
 	b.ReportMetric(0, "ns/op") // the sum of four runs means nothing
 }
 
+// BenchmarkWorkloadCost runs one workload one way (a way of ways, or
+// the ideal's direct calls) per sub-benchmark, a document per iteration,
+// nothing interleaved: what scripts/acceptance.sh count measures the
+// instructions of, which noise does not move. Ratios of time come from
+// BenchmarkWorkloads, where the ways take turns.
+func BenchmarkWorkloadCost(b *testing.B) {
+	for _, w := range workloads {
+		for _, way := range ways {
+			b.Run(w.name+"/"+way.name, func(b *testing.B) {
+				fx := fixtures.Lookup(w.pkg)
+				reqs := readDocument(b, w.pkg, w.doc)
+				be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+				e := vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, way.opts...)...)
+				mustRun(b, e, reqs)
+				for b.Loop() {
+					runAll(context.Background(), e, reqs)
+				}
+				b.ReportMetric(float64(len(reqs)), "requests/op")
+			})
+		}
+		b.Run(w.name+"/ideal", func(b *testing.B) {
+			fx := fixtures.Lookup(w.pkg)
+			f, _ := fixtures.Compile(b, fx)
+			reqs := readDocument(b, w.pkg, w.doc)
+			be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+			ideal := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
+			ideal()
+			for b.Loop() {
+				ideal()
+			}
+			b.ReportMetric(float64(len(reqs)), "requests/op")
+		})
+	}
+}
+
 // idealInputs assembles the FIFO batches under the component's budgets.
 func idealInputs(b testing.TB, w workload, gp *plan.GroupPlan, reqs []vm.Request) []map[string]*backend.Tensor {
 	var inputs []map[string]*backend.Tensor
