@@ -29,7 +29,9 @@
 #   scripts/acceptance.sh count [-w WORKLOAD[,WORKLOAD...]] DIR...
 #       counts instructions, which a busy machine does not move as it
 #       moves time: under valgrind's callgrind (the valgrind package), on
-#       one processor with the collector off, the difference of two runs
+#       one processor with the collector off (GOGC=100 in the environment
+#       counts it too, less steadily: its cycles fall unevenly between
+#       the two runs), the difference of two runs
 #       of the same benchmark, so that set-up cancels out. Per DIR: the
 #       no-op backend's instructions per request (BenchmarkRuntimeOverhead,
 #       grouped), and for each workload (default image_padded/64 and
@@ -145,7 +147,7 @@ callgrind() {
 	local bin=$1 dir=$2 bench=$3 lo=$4 hi=$5 n out totals=()
 	for n in "$lo" "$hi"; do
 		out=$tmp/callgrind.$n
-		if ! (cd -- "$dir" && GOGC=off GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 \
+		if ! (cd -- "$dir" && GOGC=${GOGC:-off} GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 \
 			valgrind --tool=callgrind --callgrind-out-file="$out" \
 			"$bin" -test.run '^$' -test.bench "$bench" -test.benchtime "${n}x" >"$out.log" 2>&1); then
 			cat -- "$out.log" >&2
