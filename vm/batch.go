@@ -157,7 +157,8 @@ func (b *batch) invoke(s *ir.Step) {
 	// Each request's items are enqueued as soon as they are admitted, so
 	// that the first full group runs while the rest are admitted; the
 	// grouper is promised the others, so that it forms no partial group
-	// meanwhile.
+	// meanwhile. A batch that runs its own groups (selfrun.go) runs none
+	// during its admission: it queues its items at the end, at once.
 	live := 0
 	for i := range b.runs {
 		if b.errs[i] == nil {
