@@ -9,7 +9,7 @@ DEMO_PKG ?= testdata/packages/image_padded
 CACHE    := $(CURDIR)/.cache
 
 .DEFAULT_GOAL := build
-.PHONY: setup build lint test demo bench clean-cache
+.PHONY: setup build lint test demo bench count clean-cache
 
 setup:
 	@bash scripts/setup.sh
@@ -28,7 +28,7 @@ lint:
 
 # Tests, benchmarks and the demo find the cache through GENAIC_CACHE
 # (vm/ortlib).
-test demo bench: export GENAIC_CACHE := $(CACHE)
+test demo bench count: export GENAIC_CACHE := $(CACHE)
 
 # The fuzz steps run a count of inputs each (-fuzztime Nx), not a duration:
 # with a duration, Go 1.26's fuzzing coordinator can report its own end as
@@ -77,6 +77,13 @@ bench: setup
 	@bash scripts/acceptance.sh build $(CACHE)/bench/checkout
 	@bash scripts/acceptance.sh run -r $(BENCH_ROUNDS) $(CACHE)/bench/checkout >$(CACHE)/bench/runs.txt
 	@bash scripts/acceptance.sh table $(CACHE)/bench/runs.txt
+
+# Instruction counts of the same build (scripts/acceptance.sh count; needs
+# valgrind): the runtime's own per request and the workloads' per
+# document, which a busy machine does not move as it moves times.
+count: setup
+	@bash scripts/acceptance.sh build $(CACHE)/bench/checkout
+	@bash scripts/acceptance.sh count $(CACHE)/bench/checkout
 
 clean-cache:
 	rm -rf -- "$(CACHE)"

@@ -26,7 +26,7 @@
 #   scripts/acceptance.sh unpack OUT
 #       decompresses a packed OUT in place; then
 #       GENAIC_CACHE=OUT/cache scripts/acceptance.sh run OUT/builds/*
-#   scripts/acceptance.sh count [-w WORKLOAD[,WORKLOAD...]] DIR...
+#   scripts/acceptance.sh count [-w WORKLOAD[,WORKLOAD...]] [-r REPEATS] DIR...
 #       counts instructions, which a busy machine does not move as it
 #       moves time: under valgrind's callgrind (the valgrind package), on
 #       one processor with the collector off (GOGC=100 in the environment
@@ -43,10 +43,12 @@
 #       and per request. Counts, not times: a cache miss costs more than
 #       an add, and under valgrind ONNX Runtime takes code paths without
 #       AVX-512 (more instructions than it runs natively), so no ratio to
-#       the ideal is given. The no-op count repeats to the instruction;
-#       a workload's moves by a few per cent between runs, as the
-#       scheduler's choices follow times, which valgrind stretches. Slow
-#       (minutes per build). Needs no Go.
+#       the ideal is given. The no-op count repeats to the instruction.
+#       A workload's moves between runs (set-up does not always take the
+#       same path, and the scheduler's choices follow times, which
+#       valgrind stretches): each is the median of REPEATS (default 3)
+#       differences of 10 and 50 documents. Slow (minutes per build).
+#       Needs no Go.
 #
 # A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
 # direct ONNX Runtime calls on the budget-sized batches, per workload),
@@ -145,6 +147,9 @@ unpack() {
 # instructions, then those outside the binary's own (native) code.
 callgrind() {
 	local bin=$1 dir=$2 bench=$3 lo=$4 hi=$5 n out totals=()
+	# one run outside valgrind first: set-up that fills a cache (fixture
+	# models, compiled plans) then takes the same path in both counted runs
+	(cd -- "$dir" && "$bin" -test.run '^$' -test.bench "$bench" -test.benchtime 1x >/dev/null 2>&1) || true
 	for n in "$lo" "$hi"; do
 		out=$tmp/callgrind.$n
 		if ! (cd -- "$dir" && GOGC=${GOGC:-off} GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 \
@@ -168,13 +173,19 @@ callgrind() {
 	echo "$(((t2 - t1) / (hi - lo))) $(((n2 - n1) / (hi - lo)))"
 }
 
+# median prints the median of its integer arguments.
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 count() {
-	local list=image_padded/64,text_packed/short
-	if [ "${1-}" = -w ]; then
-		[ $# -ge 2 ] || usage
-		list=$2
+	local list=image_padded/64,text_packed/short repeats=3
+	while [ $# -ge 2 ]; do
+		case $1 in
+		-w) list=$2 ;;
+		-r) [[ $2 =~ ^[1-9][0-9]*$ ]] || usage; repeats=$2 ;;
+		*) break ;;
+		esac
 		shift 2
-	fi
+	done
 	[ $# -ge 1 ] || usage
 	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null || {
 		echo "acceptance: count needs valgrind's callgrind (the valgrind package)" >&2
@@ -182,7 +193,7 @@ count() {
 	}
 	tmp=$(mktemp -d)
 	trap 'rm -rf -- "$tmp"' EXIT
-	local d bin w mode pat per ns all native ideal grouped workloads
+	local d bin w mode pat per all native go ideal grouped workloads alls gos i
 	IFS=, read -r -a workloads <<<"$list"
 	printf '%-10s %-22s %-8s %12s %12s %12s\n' build workload way total go native
 	for d in "$@"; do
@@ -202,11 +213,17 @@ count() {
 			ideal='' grouped=''
 			for mode in grouped ideal; do
 				pat=$(printf '%s' "$w/$mode" | sed 's#[^/]*#^&$#g')
-				read -r all native <<<"$(callgrind "$bin" "$root/vm/e2e" "^BenchmarkWorkloadCost\$/$pat" 10 30)"
-				printf '%-10s %-22s %-8s %12d %12d %12d   per document\n' "$(basename -- "$d")" "$w" "$mode" "$all" $((all - native)) "$native"
-				printf -v "$mode" '%s' $((all - native))
+				alls=() gos=()
+				for ((i = 1; i <= repeats; i++)); do
+					read -r all native <<<"$(callgrind "$bin" "$root/vm/e2e" "^BenchmarkWorkloadCost\$/$pat" 10 50)"
+					alls+=("$all") gos+=($((all - native)))
+				done
+				all=$(median "${alls[@]}") go=$(median "${gos[@]}")
+				printf '%-10s %-22s %-8s %12d %12d %12d   per document, median of %d\n' "$(basename -- "$d")" "$w" "$mode" \
+					"$all" "$go" $((all - go)) "$repeats"
+				printf -v "$mode" '%s' "$go"
 			done
-			per=$(awk '/^Benchmark/ { for (i = 1; i < NF; i++) if ($(i+1) == "requests/op") r = $i } END { print r + 0 }' "$tmp/callgrind.30.log")
+			per=$(awk '/^Benchmark/ { for (i = 1; i < NF; i++) if ($(i+1) == "requests/op") r = $i } END { print r + 0 }' "$tmp/callgrind.50.log")
 			printf '%-10s %-22s %-8s %12d   own: Go beyond the ideal'"'"'s, per document (%d per request)\n' \
 				"$(basename -- "$d")" "$w" own $((grouped - ideal)) $(((grouped - ideal) / (per > 0 ? per : 1)))
 		done
