@@ -158,7 +158,7 @@ func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder,
 				b.send(eng, i, rec)
 			})
 		default:
-			rec.fail(fmt.Sprintf("request %s: not admitted: %d requests already in flight", b.reqs[i].ID, c))
+			rec.fail(fmt.Sprintf("request %s: not admitted: %d %s already in flight", b.reqs[i].ID, c, plural(c, "request")))
 		}
 		due = due.Add(b.gap(rng))
 	}
