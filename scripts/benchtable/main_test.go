@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,5 +123,92 @@ func TestPackUnpack(t *testing.T) {
 		if fi, _ := os.Stat(packed); !strings.HasPrefix(name, "cache/") && fi.Mode()&0o100 == 0 {
 			t.Errorf("%s is not executable after unpack: %v", name, fi.Mode())
 		}
+	}
+}
+
+// TestCountArithmetic runs acceptance.sh count against stand-ins for
+// valgrind, callgrind_annotate and the test binaries, whose instruction
+// totals grow by a known amount per iteration, part in the binary's own
+// code and part in a native library: count must print that amount per
+// request and per document, split into Go and native, with the grouped
+// engine's Go beyond the ideal's, whatever the set-up costs.
+func TestCountArithmetic(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, body string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// valgrind records the iterations and the way asked for in its
+	// output file, then runs the binary.
+	write("bin/valgrind", `#!/bin/bash
+for a in "$@"; do
+	case $a in
+	--callgrind-out-file=*) out=${a#*=} ;;
+	*x) n=${a%x} ;;
+	esac
+done
+case "$*" in
+*RuntimeOverhead*) way=noop ;;
+*grouped*) way=grouped ;;
+*) way=ideal ;;
+esac
+while [ "${1#--}" != "$1" ]; do shift; done
+echo "$n $way $(basename "$1")" >"$out"
+exec "$@"
+`)
+	// callgrind_annotate: set-up costs (which differ by way and by run
+	// length only through the iterations), then per iteration Go and
+	// native instructions of each way.
+	write("bin/callgrind_annotate", `#!/bin/bash
+read -r n way bin <"${@: -1}"
+case $way in
+noop) g=$((64 * 11000)) c=0 ;;
+grouped) g=900000 c=1300000 ;;
+ideal) g=100000 c=1400000 ;;
+esac
+go=$((5000000 + g * n)) native=$((7000000 + c * n))
+printf -- '----\n%s (100.0%%)  PROGRAM TOTALS\n----\n' "$((go + native))" | sed ':a;s/\B[0-9]\{3\}\b/,&/;ta'
+printf '%s ( 1.0%%)  ???:0x4000 [/x/%s]\n' "$go" "$bin"
+printf '%s ( 2.0%%)  ???:0x9000 [/usr/lib/libonnxruntime.so.1]\n' "$native"
+`)
+	write("b/vm.test", "#!/bin/bash\necho 'BenchmarkRuntimeOverhead/solo=false-2  10  640000 ns/op  10000 ns/request'\n")
+	write("b/e2e.test", "#!/bin/bash\necho 'BenchmarkWorkloadCost/w/grouped-2  10  1 ns/op  64.00 requests/op'\n")
+	script, err := filepath.Abs(filepath.Join("..", "acceptance.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bash, script, "count", "-w", "image_padded/64", "-r", "1", filepath.Join(dir, "b"))
+	cmd.Env = []string{"PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin"}
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("acceptance.sh count: %v\n%s", err, b)
+	}
+	for _, want := range [][]string{
+		{"b", "no-op", "grouped", "11000", "11000", "0", "per", "request", "(batches", "of", "64)"},
+		{"b", "image_padded/64", "grouped", "2200000", "900000", "1300000"},
+		{"b", "image_padded/64", "ideal", "1500000", "100000", "1400000"},
+		{"b", "image_padded/64", "own", "800000", "own:"},
+	} {
+		found := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= len(want) && slices.Equal(f[:len(want)], want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no line starting %q in:\n%s", want, b)
+		}
+	}
+	if !strings.Contains(string(b), "(12500 per request)") {
+		t.Errorf("the own instructions per request are not 800000/64:\n%s", b)
 	}
 }
