@@ -195,21 +195,19 @@ func (g *grouper) answerCancelled() {
 	// queue is only rewritten when an item leaves it.
 	var ctx context.Context
 	var err error
-	first := slices.IndexFunc(g.queue, func(p *pending) bool {
+	cancelled := func(p *pending) bool {
 		if p.ctx != ctx {
 			ctx, err = p.ctx, p.ctx.Err()
 		}
 		return err != nil
-	})
+	}
+	first := slices.IndexFunc(g.queue, cancelled)
 	if first < 0 {
 		return
 	}
 	kept := g.queue[:first]
 	for _, p := range g.queue[first:] {
-		if p.ctx != ctx {
-			ctx, err = p.ctx, p.ctx.Err()
-		}
-		if err != nil {
+		if cancelled(p) {
 			p.answer(share{err: backend.ContextError(err)})
 			continue
 		}

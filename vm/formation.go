@@ -154,10 +154,7 @@ func (f *formation) consider(i int, overdue bool) {
 
 // pays reports whether the padding it would add costs less than the
 // invocation it saves.
-func (f *formation) pays(it *item) bool {
-	w := f.pad.addedWaste(it)
-	return w <= 0 || float64(w) <= f.payable
-}
+func (f *formation) pays(it *item) bool { return paysWithin(f.pad.addedWaste(it), f.payable) }
 
 func (f *formation) head() *pending { return f.g.queue[f.chosen[0]] }
 

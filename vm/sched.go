@@ -149,8 +149,12 @@ func (s *scheduler) expectedRun() (time.Duration, bool) {
 
 // pays reports whether an item that adds waste padding elements to a group
 // costs less than the invocation it saves.
-func (s *scheduler) pays(waste int64) bool {
-	return waste <= 0 || float64(waste) <= s.payable()
+func (s *scheduler) pays(waste int64) bool { return paysWithin(waste, s.payable()) }
+
+// paysWithin reports whether adding waste padding elements stays within
+// payable (scheduler.payable).
+func paysWithin(waste int64, payable float64) bool {
+	return waste <= 0 || float64(waste) <= payable
 }
 
 // payable returns the most padding elements an item may add to a group
