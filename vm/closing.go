@@ -128,6 +128,9 @@ func (g *grouper) take(now time.Time, into []*pending) (batch []*pending, wait t
 	if promised && !g.fillable() {
 		return nil, promisedWait, true
 	}
+	if !g.sorted {
+		g.sortBurst()
+	}
 	f := g.form(now)
 	if !g.closed && !promised {
 		if wait = g.worthWaiting(f, now); wait > 0 {

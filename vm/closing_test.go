@@ -52,15 +52,25 @@ func TestGroupsFillWhileTheRunnerIsBusy(t *testing.T) {
 	}
 }
 
+// paddedRequest is an image request of one image with extent patches,
+// every patch valid.
+func paddedRequest(id string, patches int64) Request {
+	rng := rand.New(rand.NewSource(patches))
+	r := imageRequest(rng, id, 1)
+	px := r.Inputs["pixel_patches"]
+	data := make([]float32, patches*px.Shape[2])
+	for i := range data {
+		data[i] = float32(rng.Intn(100)) / 8
+	}
+	r.Inputs["pixel_patches"] = &backend.Tensor{DType: "float32", Shape: []int64{1, patches, px.Shape[2]}, Data: data}
+	r.Inputs["patch_lengths"] = &backend.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{patches}}
+	return r
+}
+
 // paddedItem is a pending image request of one image with extent patches.
 func paddedItem(t *testing.T, g *grouper, patches int64, queued time.Time) *pending {
 	t.Helper()
-	rng := rand.New(rand.NewSource(patches))
-	r := imageRequest(rng, "x", 1)
-	px := r.Inputs["pixel_patches"]
-	data := make([]float32, patches*px.Shape[2])
-	r.Inputs["pixel_patches"] = &backend.Tensor{DType: "float32", Shape: []int64{1, patches, px.Shape[2]}, Data: data}
-	r.Inputs["patch_lengths"] = &backend.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{patches}}
+	r := paddedRequest("x", patches)
 	it, err := g.spec.admit(r.Inputs, func(string) *backend.Tensor { return nil })
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,12 @@
 package vm
 
 import (
+	"context"
+	"fmt"
 	"math/rand"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/genaic/genaic/backend"
 )
@@ -87,5 +90,103 @@ func TestPadSumMatchesRectangles(t *testing.T) {
 			s.add(it)
 			in = append(in, it)
 		}
+	}
+}
+
+// TestSortBurstOrdersOneArrivalByExtent: a queue whose items were all
+// queued at one time is put in order of their padded extents, ties in
+// queue order, and taken in that order; a queue holding two arrivals is
+// left as it is.
+func TestSortBurstOrdersOneArrivalByExtent(t *testing.T) {
+	g := paddingCostlyGrouper(t)
+	now := time.Now()
+	extents := []int64{6, 2, 9, 2, 6, 1}
+	burst := func(at func(i int) time.Time) []*pending {
+		var q []*pending
+		for i, x := range extents {
+			q = append(q, paddedItem(t, g, x, at(i)))
+		}
+		return q
+	}
+	extentsOf := func(q []*pending) []int64 {
+		var x []int64
+		for _, p := range q {
+			x = append(x, p.it.ports[0].t.Shape[1])
+		}
+		return x
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q := burst(func(int) time.Time { return now })
+	g.queue = slices.Clone(q)
+	g.sortBurst()
+	if got, want := extentsOf(g.queue), []int64{1, 2, 2, 6, 6, 9}; !g.sorted || !slices.Equal(got, want) {
+		t.Fatalf("a burst sorted to extents %v (sorted %v), want %v", got, g.sorted, want)
+	}
+	if g.queue[1] != q[1] || g.queue[2] != q[3] || g.queue[3] != q[0] {
+		t.Error("items of equal extents changed their order")
+	}
+	// The padding a 6 would add to the 1 and 2s costs more than the call
+	// it saves (paddingCostlyGrouper): the group stops at the 2s.
+	if f := g.form(now); !slices.Equal(f.chosen, []int{0, 1, 2}) {
+		t.Errorf("a sorted burst formed %v, want the items of 1 and 2 patches, in queue order", f.chosen)
+	}
+	g.sorted = false
+	g.queue = burst(func(i int) time.Time { return now.Add(time.Duration(i/3) * time.Millisecond) })
+	before := slices.Clone(g.queue)
+	g.sortBurst()
+	if g.sorted || !slices.Equal(g.queue, before) {
+		t.Errorf("two arrivals were sorted as one burst: %v", extentsOf(g.queue))
+	}
+}
+
+// TestSortedBurstGroupsLikeExtents: a lockstep batch that runs its own
+// groups sorts its burst, so that its groups hold images of like extents.
+// After one image of 5 patches come images of 4 and 6 patches in turn:
+// ranked against the oldest image, a 4 and a 6 add the same padding, and
+// the group of 16 images (the budget) would take both kinds; sorted, the
+// 4s fill one group, the 5 and the 6s the next. Every result still equals
+// its solo run.
+func TestSortedBurstGroupsLikeExtents(t *testing.T) {
+	for _, self := range []bool{true, false} {
+		t.Run(fmt.Sprintf("self=%v", self), func(t *testing.T) { testSortedBurst(t, self) })
+	}
+}
+
+// testSortedBurst is TestSortedBurstGroupsLikeExtents with the batch
+// running its own groups (self) or its runner running them while the
+// batch admits.
+func testSortedBurst(t *testing.T, self bool) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Hour}, nil)
+	defer e.Close()
+	solo := imageEngine(t, Options{Solo: true})
+	if self {
+		g := e.groupers["encoder"]
+		g.mu.Lock()
+		g.overlap = 0 // a woken runner starts too late: batches run their own groups
+		g.mu.Unlock()
+	}
+	reqs := []Request{paddedRequest("first", 5)}
+	for i := range 32 {
+		reqs = append(reqs, paddedRequest(fmt.Sprint(i), 4+2*int64(i%2)))
+	}
+	got := e.RunAll(context.Background(), reqs)
+	want := solo.RunAll(context.Background(), reqs)
+	for i := range reqs {
+		if got[i].Err != nil || want[i].Err != nil {
+			t.Fatalf("%s: grouped err %v, solo err %v", reqs[i].ID, got[i].Err, want[i].Err)
+		}
+		if !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]) {
+			t.Errorf("%s: grouped %v differs from solo %v", reqs[i].ID, got[i].Outputs["embeddings"], want[i].Outputs["embeddings"])
+		}
+	}
+	s := e.Stats().Components["encoder"]
+	if own := s.OwnGroups > 0; own != self {
+		t.Fatalf("the batch ran %d groups of its own, want them all or none (self %v)", s.OwnGroups, self)
+	}
+	// Sorted, only the image of 5 patches is padded (by one patch);
+	// ranked, eight images of 4 patches are padded by two in each group.
+	if s.PaddingOverhead > 0.01 {
+		t.Errorf("padding overhead %.3f over groups %v: the burst's groups mix extents", s.PaddingOverhead, s.GroupSizes)
 	}
 }

@@ -43,6 +43,11 @@ type grouper struct {
 	arrivals                 arrivals
 	forming                  *formation // reused for every group formed
 	promised                 int        // items a lockstep batch is admitting now
+	// sorted says the queue holds one burst in order of its items' padded
+	// extents (sortBurst), until the next arrival: groups take them in
+	// queue order. sortedScratch is sortBurst's.
+	sorted        bool
+	sortedScratch []*pending
 	// selfRun counts the lockstep batches running their own groups now;
 	// lockstep, runnerGroups and overlap are what decides it (selfrun.go).
 	selfRun      int
@@ -226,6 +231,7 @@ func (g *grouper) queueUp(ps []*pending) error {
 	}
 	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
 	g.queue = append(g.queue, ps...)
+	g.sorted = false
 	return nil
 }
 
