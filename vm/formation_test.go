@@ -170,16 +170,7 @@ func testSortedBurst(t *testing.T, self bool) {
 	for i := range 32 {
 		reqs = append(reqs, paddedRequest(fmt.Sprint(i), 4+2*int64(i%2)))
 	}
-	got := e.RunAll(context.Background(), reqs)
-	want := solo.RunAll(context.Background(), reqs)
-	for i := range reqs {
-		if got[i].Err != nil || want[i].Err != nil {
-			t.Fatalf("%s: grouped err %v, solo err %v", reqs[i].ID, got[i].Err, want[i].Err)
-		}
-		if !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]) {
-			t.Errorf("%s: grouped %v differs from solo %v", reqs[i].ID, got[i].Outputs["embeddings"], want[i].Outputs["embeddings"])
-		}
-	}
+	checkEmbeddingsAsSolo(t, reqs, e.RunAll(context.Background(), reqs), solo.RunAll(context.Background(), reqs))
 	s := e.Stats().Components["encoder"]
 	if own := s.OwnGroups > 0; own != self {
 		t.Fatalf("the batch ran %d groups of its own, want them all or none (self %v)", s.OwnGroups, self)
