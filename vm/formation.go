@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/plan"
 )
 
 // lookahead bounds how many waiting items one group formation considers, so
@@ -316,28 +315,27 @@ func (s *budgetSum) spent() bool {
 	return false
 }
 
-// itemTerm is one item's part of a budget term: its packed extent, its
-// units of a level, its rows, or its extent on a padded or pinned axis.
-// at is the position of the term's port among the inputs.
-func itemTerm(t plan.Term, at int, it *item) int64 {
-	if t.Kind == plan.TermRows {
-		return max(t.Factor, 1) // one request: one row, or factor rows when expanded
+// of is one item's part of the budget term: its packed extent, its units
+// of a level, its rows, or its extent on a padded or pinned axis.
+func (t *termInfo) of(it *item) int64 {
+	if t.kind == termRows {
+		return max(t.factor, 1) // one request: one row, or factor rows when expanded
 	}
-	if at < 0 {
+	if t.port < 0 {
 		return 0
 	}
-	switch p := it.ports[at].t; t.Kind {
-	case plan.TermPacked:
+	switch p := it.ports[t.port].t; t.kind {
+	case termPacked:
 		if p != nil {
 			return p.Shape[0]
 		}
-	case plan.TermUnits:
-		if offs := it.ports[at].levels; t.Level-1 < len(offs) && t.Level >= 1 {
-			return int64(len(offs[t.Level-1]) - 1)
+	case termUnits:
+		if offs := it.ports[t.port].levels; t.level-1 < len(offs) && t.level >= 1 {
+			return int64(len(offs[t.level-1]) - 1)
 		}
-	case plan.TermPadded, plan.TermPinned:
-		if p != nil && t.Axis < p.Rank() {
-			return p.Shape[t.Axis]
+	case termPadded:
+		if p != nil && t.axis < p.Rank() {
+			return p.Shape[t.axis]
 		}
 	}
 	return 0

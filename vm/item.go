@@ -168,12 +168,44 @@ type componentSpec struct {
 	contracts []*ir.Contract
 }
 
-// termInfo is what forming reads of one budget term: the position of its
-// port among the inputs (-1 for none), and whether a group's term is its
-// items' maximum (a padded or pinned axis) rather than their sum.
+// termInfo is what admission and forming read of one budget term: the
+// position of its port among the inputs (-1 for none), whether a group's
+// term is its items' maximum (a padded or pinned axis) rather than their
+// sum, and the plan's term with its kind as a small integer (the plan's
+// is a string, compared per item otherwise).
 type termInfo struct {
-	port int
-	max  bool
+	port   int
+	max    bool
+	kind   termKind
+	axis   int
+	level  int
+	factor int64
+}
+
+// termKind is a plan.TermKind, numbered.
+type termKind uint8
+
+const (
+	termOther termKind = iota
+	termRows
+	termPacked
+	termUnits
+	termPadded // or pinned
+)
+
+func newTermInfo(t plan.Term, port int) termInfo {
+	ti := termInfo{port: port, axis: t.Axis, level: t.Level, factor: t.Factor}
+	switch t.Kind {
+	case plan.TermRows:
+		ti.kind = termRows
+	case plan.TermPacked:
+		ti.kind = termPacked
+	case plan.TermUnits:
+		ti.kind = termUnits
+	case plan.TermPadded, plan.TermPinned:
+		ti.kind, ti.max = termPadded, true
+	}
+	return ti
 }
 
 // budgetSpan is one budget's terms, [lo, hi) in termInfo and in an
@@ -214,7 +246,7 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 	for _, b := range gp.Budgets {
 		lo := len(s.termInfo)
 		for _, t := range b.Terms {
-			s.termInfo = append(s.termInfo, termInfo{port: s.at(t.Port), max: t.Kind == plan.TermPadded || t.Kind == plan.TermPinned})
+			s.termInfo = append(s.termInfo, newTermInfo(t, s.at(t.Port)))
 		}
 		s.budgets = append(s.budgets, budgetSpan{lo: lo, hi: len(s.termInfo), limit: b.MaxTotal})
 	}
@@ -247,10 +279,8 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 func (s *componentSpec) terms(it *item) []int64 {
 	if it.terms == nil {
 		ts := it.termsInline[:0]
-		for i, b := range s.gp.Budgets {
-			for j, t := range b.Terms {
-				ts = append(ts, itemTerm(t, s.termInfo[s.budgets[i].lo+j].port, it))
-			}
+		for k := range s.termInfo {
+			ts = append(ts, s.termInfo[k].of(it))
 		}
 		it.terms = ts
 	}
