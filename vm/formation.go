@@ -29,6 +29,7 @@ type formation struct {
 	// padAware's ranking of them.
 	rest   []int
 	ranked []rankedItem
+	burst  []uint64 // sortBurst's keys
 }
 
 // form chooses the next group from the queue (which holds at least one
@@ -145,10 +146,10 @@ func (f *formation) inOrder(cands []int) {
 // both), spares that ranking for every group, and, since small items come
 // early, lets groups fill a budget exactly (the 64-image workload: 8
 // invocations instead of 9; RATIONALE, "A burst is grouped in order of
-// its extents"). A burst longer than forming looks ahead is left as it is.
+// its extents").
 func (g *grouper) sortBurst() {
 	q := g.queue
-	if len(g.spec.pads) == 0 || g.solo || len(q) < 3 || len(q) > lookahead {
+	if len(g.spec.pads) == 0 || g.solo || len(q) < 3 || len(q) > maxBurst {
 		return
 	}
 	for _, p := range q[1:] {
@@ -157,21 +158,29 @@ func (g *grouper) sortBurst() {
 		}
 	}
 	f := g.formation()
-	keys := f.ranked[:0]
+	keys := f.burst[:0]
 	for i, p := range q {
-		keys = append(keys, rank(f.pad.area(p.it), i))
+		keys = append(keys, uint64(min(f.pad.area(p.it), maxArea))<<burstAtBits|uint64(i))
 	}
 	slices.Sort(keys)
-	f.ranked = keys
+	f.burst = keys
 	was := append(g.sortedScratch[:0], q...)
 	for i, k := range keys {
-		q[i] = was[k.at()]
+		q[i] = was[k&(maxBurst-1)]
 	}
 	clear(was)
 	g.sortedScratch = was[:0]
 	g.sorted = true
 	g.fillStale = true
 }
+
+// A burst is sorted on one integer per item: its area above its queue
+// position's burstAtBits bits, so that equal areas keep queue order.
+const (
+	burstAtBits = 20
+	maxBurst    = 1 << burstAtBits // the longest queue sortBurst sorts
+	maxArea     = 1<<(64-burstAtBits) - 1
+)
 
 // rankedItem is a candidate ranked by the padding it adds, then by its
 // queue position, as one integer: the waste above the position's bits.

@@ -138,6 +138,25 @@ func TestSortBurstOrdersOneArrivalByExtent(t *testing.T) {
 	if g.sorted || !slices.Equal(g.queue, before) {
 		t.Errorf("two arrivals were sorted as one burst: %v", extentsOf(g.queue))
 	}
+	// A burst longer than forming looks ahead is sorted whole, stably.
+	rng := rand.New(rand.NewSource(5))
+	long := make([]*pending, 3*lookahead)
+	for i := range long {
+		long[i] = paddedItem(t, g, 1+rng.Int63n(9), now)
+	}
+	g.queue = slices.Clone(long)
+	g.sortBurst()
+	pos := map[*pending]int{}
+	for i, p := range long {
+		pos[p] = i
+	}
+	for i := 1; i < len(g.queue); i++ {
+		a, b := g.queue[i-1], g.queue[i]
+		ea, eb := a.it.ports[0].t.Shape[1], b.it.ports[0].t.Shape[1]
+		if ea > eb || ea == eb && pos[a] > pos[b] {
+			t.Fatalf("a burst of %d: position %d holds extent %d (queued %d) before %d (queued %d)", len(long), i, ea, pos[a], eb, pos[b])
+		}
+	}
 }
 
 // TestSortedBurstGroupsLikeExtents: a lockstep batch that runs its own
