@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/genaic/genaic/backend"
@@ -194,14 +195,20 @@ func (g *grouper) fillable() bool {
 
 // answerCancelled removes the queued items whose request was cancelled.
 func (g *grouper) answerCancelled() {
-	// A burst's items share their batch's context: it is asked once. The
-	// queue is only rewritten when an item leaves it.
+	// A burst's items share their batch (and its context): it is asked
+	// once, and known by its pointer, cheaper to compare than contexts.
+	// The queue is only rewritten when an item leaves it.
 	var ctx context.Context
+	var batch *sync.WaitGroup
 	var err error
 	cancelled := func(p *pending) bool {
+		if p.batch != nil && p.batch == batch {
+			return err != nil
+		}
 		if p.ctx != ctx {
 			ctx, err = p.ctx, p.ctx.Err()
 		}
+		batch = p.batch
 		return err != nil
 	}
 	first := slices.IndexFunc(g.queue, cancelled)

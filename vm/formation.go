@@ -50,8 +50,13 @@ func (g *grouper) form(now time.Time) *formation {
 	// padding-aware choices passed it by. They are added as the scan
 	// finds them, and a group they fill ends the scan: nothing after
 	// them could join it.
-	rest := f.rest
 	overdue := now.Add(-g.maxDelay) // an item queued at or before it is overdue
+	if g.sorted {
+		f.payable = g.sched.payable()
+		f.inQueue(head, overdue)
+		return f
+	}
+	rest := f.rest
 	for i := 1; i < len(g.queue) && i <= lookahead; i++ {
 		p := g.queue[i]
 		if !g.spec.compatible(head, p.it) {
@@ -77,11 +82,7 @@ func (g *grouper) form(now time.Time) *formation {
 		return f
 	}
 	f.payable = g.sched.payable()
-	if g.sorted {
-		f.inOrder(rest) // a burst in order of its extents (sortBurst)
-	} else {
-		f.padAware(rest)
-	}
+	f.padAware(rest)
 	return f
 }
 
@@ -119,15 +120,19 @@ func (f *formation) padAware(cands []int) {
 	f.closing = f.closing || overBudget
 }
 
-// inOrder adds the candidates in queue order, passing over those that do
-// not fit a budget as padAware does.
-func (f *formation) inOrder(cands []int) {
+// inQueue adds the items of a burst sorted by extent (sortBurst) that are
+// compatible with head in queue order, as they come, passing over those
+// that do not fit a budget as padAware does, until the group is full.
+// The burst's items were queued together: all are overdue, or none is.
+func (f *formation) inQueue(head *item, overdue time.Time) {
+	g := f.g
 	overBudget := false
-	for _, i := range cands {
-		if f.full() {
-			break
+	for i := 1; i < len(g.queue) && i <= lookahead && !f.full(); i++ {
+		p := g.queue[i]
+		if !g.spec.compatible(head, p.it) {
+			continue
 		}
-		f.consider(i, false)
+		f.consider(i, !p.queued.After(overdue))
 		overBudget = overBudget || f.closing
 		f.closing = false
 	}
@@ -138,7 +143,7 @@ func (f *formation) inOrder(cands []int) {
 // burst (every item queued at one time, as a lockstep batch queues its
 // own, all of them or the part admitted so far) by the items' padded
 // extents, smallest first, ties in queue order, so that groups taken in
-// queue order (inOrder) hold items of like extents. A burst's items are
+// queue order (inQueue) hold items of like extents. A burst's items are
 // answered together, at the end of their batch, so their order delays
 // none of them. Sorting once usually pads less than ranking the
 // candidates against each group's oldest item (an item between two
