@@ -184,6 +184,30 @@ func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *
 	return out, nil
 }
 
+// concatVectors concatenates int64 vectors (the valid lengths of items
+// padded on their axis 1) into port at's buffer: what the general path
+// does for them, without its per-axis bookkeeping. ok is false unless
+// every tensor is such a vector.
+func concatVectors(ts []*backend.Tensor, at int, a *arena) (*backend.Tensor, bool) {
+	var n int64
+	for _, t := range ts {
+		if t.Rank() != 1 || t.DType != "int64" {
+			return nil, false
+		}
+		n += t.Shape[0]
+	}
+	room := [1]int64{n}
+	out, err := a.tensor(at, "int64", room[:], false)
+	if err != nil {
+		return nil, false
+	}
+	d, row := out.Int64s(), 0
+	for _, t := range ts {
+		row += copy(d[row:], t.Int64s())
+	}
+	return out, true
+}
+
 // groupShape is the group's shape of one port: the sum of the items' axis 0,
 // the maximum of padded axes, and the (equal) extent of every other axis.
 // padAxes[a] says whether axis a is padded. The shape is appended to dst.
@@ -299,6 +323,10 @@ func (g *group) companion(spec *componentSpec, at int, in *plan.Port, items []*i
 		return items[0].ports[served].lengths[entry], nil
 	}
 	ts := g.tensorsOf(items, served, entry)
+	if out, ok := concatVectors(ts, at, a); ok {
+		copies.AddCopies(CopyCompanion, out.Bytes(), int64(len(ts)))
+		return out, nil
+	}
 	padAxes := g.padAxes(ts[0].Rank())
 	for a := 1; a < len(padAxes); a++ {
 		padAxes[a] = true
