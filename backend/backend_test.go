@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/ir"
@@ -114,5 +116,32 @@ func TestLocated(t *testing.T) {
 	}
 	if Located(orig, ir.Location{}) != error(orig) {
 		t.Error("the unknown location was set")
+	}
+}
+
+// TestBindingPanicIsRunBackend: a registered function that panics fails
+// its call with a run/backend error naming the panic, as an error would;
+// one that returns normally is unaffected.
+func TestBindingPanicIsRunBackend(t *testing.T) {
+	b := &Bindings{}
+	b.Register("enc", func(_ context.Context, in map[string]*Tensor) (map[string]*Tensor, error) {
+		if in["x"] == nil {
+			panic("no x")
+		}
+		return map[string]*Tensor{"y": in["x"]}, nil
+	})
+	s, err := b.Load(&ir.Component{Name: "enc"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run(context.Background(), map[string]*Tensor{}, []string{"y"})
+	var re *RunError
+	if !errors.As(err, &re) || re.Rule != RunBackend || !strings.Contains(re.Message, "panicked: no x") {
+		t.Fatalf("a panicking function gave %v, want a run/backend error naming the panic", err)
+	}
+	x := &Tensor{DType: "float32", Shape: []int64{1}, Data: []float32{2}}
+	out, err := s.Run(context.Background(), map[string]*Tensor{"x": x}, []string{"y"})
+	if err != nil || out["y"] != x {
+		t.Fatalf("after a panic, a good call gave %v, %v", out, err)
 	}
 }

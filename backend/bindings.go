@@ -44,8 +44,17 @@ type bindingSession struct {
 	ready Readiness
 }
 
-func (s *bindingSession) Run(ctx context.Context, in map[string]*Tensor, outs []string) (map[string]*Tensor, error) {
-	res, err := s.f(ctx, in)
+func (s *bindingSession) Run(ctx context.Context, in map[string]*Tensor, outs []string) (res map[string]*Tensor, err error) {
+	// A registered function that panics fails the call it was given, as an
+	// error would: the runtime then runs that group's requests alone, and
+	// only the one that makes it panic fails (run/backend), instead of the
+	// process (or, with a deferred Close above it, a hang).
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &RunError{Rule: RunBackend, Message: fmt.Sprintf("the Go function panicked: %v", p)}
+		}
+	}()
+	res, err = s.f(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -151,9 +151,24 @@ func (b *batch) invoke(s *ir.Step) {
 		return
 	}
 	sc := g.getAdmission(len(b.runs))
-	defer g.putAdmission(sc)
 	subs := sc.subs
 	var wg sync.WaitGroup
+	// promised counts what the batch has promised the grouper and not yet
+	// queued or withdrawn; self says it may run its own groups and has
+	// not started to. A panic that unwinds through here (a backend's, in
+	// a group the batch runs) leaves the grouper as if the batch had never
+	// come: its promise and its claim withdrawn, its waiting items taken
+	// out of the queue, and its admission not reused (items of it may be
+	// in a runner's group still), so that a caller that recovers finds
+	// the engine serving.
+	promised, self, finished := 0, false, false
+	defer func() {
+		if finished {
+			g.putAdmission(sc)
+		} else {
+			g.abandon(&wg, promised, self)
+		}
+	}()
 	// Each request's items are enqueued as soon as they are admitted, so
 	// that the first full group runs while the rest are admitted; the
 	// grouper is promised the others, so that it forms no partial group
@@ -167,6 +182,7 @@ func (b *batch) invoke(s *ir.Step) {
 	}
 	self, idleAt := g.startBatch()
 	g.promise(live)
+	promised = live
 	done := 0
 	// An item that fits whole (the usual case) is queued from the
 	// admission's slabs. The whole burst is one arrival: its items are
@@ -188,15 +204,18 @@ func (b *batch) invoke(s *ir.Step) {
 			}
 		}
 		g.promise(-1)
+		promised--
 		done++
 		return err
 	})
 	switch {
 	case self:
 		g.enqueueOwn(subs[:len(b.runs)], live, &wg)
+		promised, self = 0, false // runOwn sees to its claim
 		g.runOwn()
 	default:
 		g.promise(done - live) // requests cancelled before their admission
+		promised = 0
 		if idleAt >= 0 {
 			g.admitted(idleAt)
 		}
@@ -209,6 +228,7 @@ func (b *batch) invoke(s *ir.Step) {
 		}
 		return r.results(s, g.spec, outs)
 	})
+	finished = true
 }
 
 // submission is one request's items at a grouped invoke: one, or the

@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
 )
 
 // TestRunAllClosesGroupsItself: RunAll announces its requests, so a group
@@ -196,5 +201,137 @@ func TestAFinishedRequestClosesTheGroupWaitingForIt(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the group still waits after the request it waited for ended")
+	}
+}
+
+// TestPanickingBindingFailsItsRequestAlone: a Go binding that panics on
+// one request's image fails that request alone with run/backend (its
+// group fails, and its requests run alone); every other request equals
+// its solo run.
+func TestPanickingBindingFailsItsRequestAlone(t *testing.T) {
+	const marker = 7 // patches of the image the binding panics on
+	panicky := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+		if slices.Contains(in["patch_lengths"].Int64s(), marker) {
+			panic("an image of 7 patches")
+		}
+		return maskedMean(ctx, in)
+	}
+	e := engineWith(t, panicky, Options{MaxDelay: time.Hour}, nil)
+	defer e.Close()
+	solo := imageEngine(t, Options{Solo: true})
+	var reqs []Request
+	for i := range 12 {
+		reqs = append(reqs, paddedRequest(fmt.Sprint(i), int64(1+i%5)))
+	}
+	bad := 5
+	reqs[bad] = paddedRequest("bad", marker)
+	got := e.RunAll(context.Background(), reqs)
+	want := solo.RunAll(context.Background(), reqs)
+	for i := range reqs {
+		if i == bad {
+			if re := AsRunError(got[i].Err); re == nil || re.Rule != backend.RunBackend || !strings.Contains(re.Message, "panicked") {
+				t.Errorf("the request that makes the binding panic got %v, want run/backend naming the panic", got[i].Err)
+			}
+			continue
+		}
+		if got[i].Err != nil || !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]) {
+			t.Errorf("%s beside a panicking request: %v, %v; want its solo result", reqs[i].ID, got[i].Err, got[i].Outputs["embeddings"])
+		}
+	}
+	if s := e.Stats().Components["encoder"]; s.Regrouped == 0 {
+		t.Errorf("the failed group was not run again request by request: %+v", s)
+	}
+}
+
+// panicOnce is a backend whose sessions panic on their first call and
+// then run maskedMean: a panic that no binding recovers.
+type panicOnce struct{ fired atomic.Bool }
+
+func (p *panicOnce) Name() string { return "panic-once" }
+
+func (p *panicOnce) Load(*ir.Component, string) (backend.Session, error) {
+	return panicOnceSession{p}, nil
+}
+
+type panicOnceSession struct{ p *panicOnce }
+
+func (s panicOnceSession) Run(ctx context.Context, in map[string]*backend.Tensor, _ []string) (map[string]*backend.Tensor, error) {
+	if s.p.fired.CompareAndSwap(false, true) {
+		panic("the backend's first call")
+	}
+	return maskedMean(ctx, in)
+}
+
+func (panicOnceSession) Ready() backend.Readiness {
+	return backend.Readiness{Ready: true, Provider: "go", OpClass: "test"}
+}
+func (panicOnceSession) Close() error { return nil }
+
+// TestABackendPanicLeavesNoSlotTaken: a backend panic that unwinds
+// through a group (its batch running it, or a lone caller inline) gives
+// the group's worker slot back. A caller that recovers it (as net/http
+// recovers a handler's panic) then finds the engine serving: the next
+// requests run, and Close finishes, rather than waiting forever for the
+// slot. The batch holds more than one group, so that items still wait
+// when the panic unwinds.
+func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
+	for _, lone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lone=%v", lone), func(t *testing.T) {
+			// A lone caller runs inline where no delay is allowed.
+			opts := Options{MaxDelay: time.Hour}
+			if lone {
+				opts.MaxDelay = 0
+			}
+			path := filepath.Join("..", "testdata", "packages", "image_padded")
+			e, err := Open(compilePlan(t, path), path, map[ir.ImplKind]backend.Backend{ir.ImplONNX: &panicOnce{}}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := e.groupers["encoder"]
+			g.mu.Lock()
+			g.overlap = 0 // the batch runs its groups itself, on its caller's goroutine
+			g.mu.Unlock()
+			var reqs []Request
+			for i := range 40 { // 40 images: three groups of the 16-image budget
+				reqs = append(reqs, paddedRequest(fmt.Sprint(i), int64(1+i%3)))
+			}
+			run := func() {
+				if lone {
+					e.Run(context.Background(), reqs[0])
+				} else {
+					e.RunAll(context.Background(), reqs)
+				}
+			}
+			within := func(what string, f func()) any {
+				done := make(chan any, 1)
+				go func() {
+					defer func() { done <- recover() }()
+					f()
+				}()
+				select {
+				case p := <-done:
+					return p
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s still waits after 10s", what)
+					return nil
+				}
+			}
+			if p := within("the run whose backend panics", run); p == nil {
+				t.Fatal("the backend's panic did not reach the caller")
+			}
+			if s := e.Stats().Components["encoder"]; lone && s.Inline != 1 || !lone && s.OwnGroups == 0 {
+				t.Errorf("the group did not run on the caller's goroutine (lone %v): %+v", lone, s)
+			}
+			g.mu.Lock()
+			left, promised := len(g.queue), g.promised
+			g.mu.Unlock()
+			if left != 0 || promised != 0 {
+				t.Errorf("after the panic the queue holds %d items no one waits for, %d promised", left, promised)
+			}
+			if p := within("the next run", run); p != nil {
+				t.Fatalf("the next run panicked: %v", p)
+			}
+			within("Close", func() { e.Close() })
+		})
 	}
 }

@@ -1,6 +1,10 @@
 package vm
 
-import "time"
+import (
+	"slices"
+	"sync"
+	"time"
+)
 
 // A lockstep batch runs its own groups where waking a runner does not pay.
 //
@@ -72,6 +76,21 @@ func (g *grouper) runOwn() {
 	defer g.wg.Done()
 	g.mu.Lock()
 	a := g.spareArena()
+	// The batch hands its queue back to the runners at the end, and after
+	// a backend's panic too (the arena it was assembling is dropped), so
+	// that a caller that recovers finds the engine serving (runTaken gives
+	// the group's slot back).
+	locked, finished := true, false
+	defer func() {
+		if !locked {
+			g.mu.Lock()
+		}
+		g.selfRun--
+		if finished {
+			g.spares = append(g.spares, a)
+		}
+		g.unlockWaking()
+	}()
 	for {
 		// take forms nothing while every worker slot is taken, or while
 		// the group should still wait (a request of another caller may
@@ -83,11 +102,31 @@ func (g *grouper) runOwn() {
 		}
 		g.running++
 		g.mu.Unlock()
+		locked = false
 		g.stats.ranOwn()
 		g.runTaken(a, batch, now)
 		g.mu.Lock()
+		locked = true
 	}
-	g.selfRun--
-	g.spares = append(g.spares, a)
+	finished = true
+}
+
+// abandon forgets, under the lock, a lockstep batch that a panic unwinds
+// (batch.invoke): the items it still promised, its claim to run its own
+// groups (self: granted by startBatch, not yet taken up by runOwn), and
+// its items still queued, which no one waits for any more.
+func (g *grouper) abandon(wg *sync.WaitGroup, promised int, self bool) {
+	g.mu.Lock()
+	g.promised -= promised
+	if n := len(g.queue); n > 0 {
+		g.queue = slices.DeleteFunc(g.queue, func(p *pending) bool { return p.batch == wg })
+		if len(g.queue) < n {
+			g.fillStale = true
+		}
+	}
+	if self {
+		g.selfRun--
+		g.wg.Done()
+	}
 	g.unlockWaking()
 }
