@@ -49,8 +49,17 @@ func TestClosedLoopCallersGroup(t *testing.T) {
 		t.Logf("race detector: %.1f requests a group, not judged", mean)
 		return
 	}
-	if mean < callers/2 {
-		t.Errorf("%d callers in a closed loop: %d invocations for %d requests (%.1f each; sizes %v), want %d or more each on average",
-			callers, st.Invocations, st.Requests, mean, st.GroupSizes, callers/2)
+	// Alone, the test sees 14 to 15 requests a group and one or two run
+	// alone. With other work competing for the 2 cores (make test runs
+	// packages side by side) the callers come back slower: groups of 7.8
+	// and 6.9 on average, 4 and 33 of 384 requests alone, were seen (in 1
+	// or 2 of 12 runs beside a busy core, before the sorted bursts and
+	// after). A runner that does not yield to the callers it answered
+	// leaves many alone: 60, 87 and 127 of 384 (means 4.6, 3.6 and 2.6),
+	// or 8 in a lucky run.
+	alone := st.GroupSizes[1]
+	if mean < callers/4 || float64(alone) > float64(st.Requests)/8 {
+		t.Errorf("%d callers in a closed loop: %d invocations for %d requests (%.1f each, %d alone; sizes %v), want %d or more each on average and at most an eighth alone",
+			callers, st.Invocations, st.Requests, mean, alone, st.GroupSizes, callers/4)
 	}
 }
