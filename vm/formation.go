@@ -165,7 +165,7 @@ func (g *grouper) sortBurst() {
 	f := g.formation()
 	keys := f.burst[:0]
 	for i, p := range q {
-		keys = append(keys, uint64(min(f.pad.area(p.it), maxArea))<<burstAtBits|uint64(i))
+		keys = append(keys, uint64(min(max(f.pad.area(p.it), 0), maxArea))<<burstAtBits|uint64(i))
 	}
 	slices.Sort(keys)
 	f.burst = keys
@@ -180,7 +180,8 @@ func (g *grouper) sortBurst() {
 }
 
 // A burst is sorted on one integer per item: its area above its queue
-// position's burstAtBits bits, so that equal areas keep queue order.
+// position's burstAtBits bits, so that equal areas keep queue order (an
+// area beyond maxArea, or one that overflowed, sorts with maxArea).
 const (
 	burstAtBits = 20
 	maxBurst    = 1 << burstAtBits // the longest queue sortBurst sorts
