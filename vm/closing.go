@@ -77,21 +77,12 @@ func (g *grouper) runner(a *arena) {
 // next group.
 func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time) {
 	n := len(batch)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			g.mu.Lock()
-			g.inFlight -= n
-			g.running--
-			g.mu.Unlock()
-		}
-	}
-	// A backend that panics unwinds through here: the slot is given back
-	// all the same, so that a Close deferred above the panic lets the
-	// runners finish the queue instead of waiting for the slot forever.
-	defer release()
-	g.run(a, batch, now, release)
+	g.run(a, batch, now, func() {
+		g.mu.Lock()
+		g.inFlight -= n
+		g.running--
+		g.mu.Unlock()
+	})
 	clear(batch)
 	a.batch = batch[:0]
 }

@@ -29,7 +29,8 @@ type formation struct {
 	// padAware's ranking of them.
 	rest   []int
 	ranked []rankedItem
-	burst  []uint64 // sortBurst's keys
+	burst  []uint64   // sortBurst's keys
+	was    []*pending // and the queue as it was
 }
 
 // form chooses the next group from the queue (which holds at least one
@@ -169,12 +170,12 @@ func (g *grouper) sortBurst() {
 	}
 	slices.Sort(keys)
 	f.burst = keys
-	was := append(g.sortedScratch[:0], q...)
+	was := append(f.was[:0], q...)
 	for i, k := range keys {
 		q[i] = was[k&(maxBurst-1)]
 	}
 	clear(was)
-	g.sortedScratch = was[:0]
+	f.was = was[:0]
 	g.sorted = true
 	g.fillStale = true
 }
@@ -288,7 +289,7 @@ func (s *budgetSum) clear() { clear(s.vals) }
 
 // with returns term k with an item's part v added.
 func (s *budgetSum) with(k int, v int64) int64 {
-	if s.spec.termInfo[k].max {
+	if s.spec.termInfo[k].kind == termPadded {
 		return max(s.vals[k], v)
 	}
 	return s.vals[k] + v

@@ -45,9 +45,8 @@ type grouper struct {
 	promised                 int        // items a lockstep batch is admitting now
 	// sorted says the queue holds one burst in order of its items' padded
 	// extents (sortBurst), until the next arrival: groups take them in
-	// queue order. sortedScratch is sortBurst's.
-	sorted        bool
-	sortedScratch []*pending
+	// queue order.
+	sorted bool
 	// selfRun counts the lockstep batches running their own groups now;
 	// lockstep, runnerGroups and overlap are what decides it (selfrun.go).
 	selfRun      int
@@ -320,7 +319,19 @@ func (g *grouper) close() {
 // when there is none): release gives its worker slot back before the
 // answers, so that a caller's next request never finds the group still
 // counted in flight.
-func (g *grouper) run(a *arena, batch []*pending, now time.Time, release func()) {
+func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack func()) {
+	// A backend that panics unwinds through here: the slot is given back
+	// all the same, once, so that a caller that recovers (or a Close
+	// deferred above the panic) finds the engine serving rather than
+	// waiting for the slot forever.
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			giveBack()
+		}
+	}
+	defer release()
 	batch = g.dropCancelled(batch)
 	if len(batch) == 0 {
 		release()

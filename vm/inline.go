@@ -67,17 +67,11 @@ func (g *grouper) lone() bool {
 func (g *grouper) runInline(a *arena, p *pending) {
 	defer g.wg.Done()
 	g.stats.ranInline()
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			g.mu.Lock()
-			g.inline--
-			g.inFlight--
-			g.spares = append(g.spares, a)
-			g.unlockWaking()
-		}
-	}
-	defer release() // a backend's panic gives the slot back too (runTaken)
-	g.run(a, []*pending{p}, time.Now(), release)
+	g.run(a, []*pending{p}, time.Now(), func() {
+		g.mu.Lock()
+		g.inline--
+		g.inFlight--
+		g.spares = append(g.spares, a)
+		g.unlockWaking()
+	})
 }

@@ -169,13 +169,12 @@ type componentSpec struct {
 }
 
 // termInfo is what admission and forming read of one budget term: the
-// position of its port among the inputs (-1 for none), whether a group's
-// term is its items' maximum (a padded or pinned axis) rather than their
-// sum, and the plan's term with its kind as a small integer (the plan's
-// is a string, compared per item otherwise).
+// position of its port among the inputs (-1 for none) and the plan's term
+// with its kind as a small integer (the plan's is a string, compared per
+// item otherwise). A group's padded term (a padded or pinned axis) is its
+// items' maximum, any other their sum.
 type termInfo struct {
 	port   int
-	max    bool
 	kind   termKind
 	axis   int
 	level  int
@@ -203,7 +202,7 @@ func newTermInfo(t plan.Term, port int) termInfo {
 	case plan.TermUnits:
 		ti.kind = termUnits
 	case plan.TermPadded, plan.TermPinned:
-		ti.kind, ti.max = termPadded, true
+		ti.kind = termPadded
 	}
 	return ti
 }
