@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,21 @@ import (
 // answers are runnable behind it; unless it yields to them before it
 // forms the next group, the first one's request readies it ahead of the
 // others and runs alone (before, 163 of 175 groups held one request).
+//
+// The test runs on one Go processor, where every caller the runner
+// answers waits behind it: the interleaving is then the scheduler's, not
+// the machine's. On two processors it was judged by how the callers
+// happened to be placed and paced, and a loaded machine (make test runs
+// packages side by side) could starve them into running one at a time,
+// a whole round alone, as it should be then (64 of 384 requests alone in
+// 1 of 24 runs of two test packages beside a busy core; 2 of 18 runs
+// beside a busy core and another package failed it), while a runner that
+// did not yield was caught in only about half the runs. On one processor
+// the test sees 15 requests a group and under 1 % alone, quiet or beside
+// a busy core and another package; without the yield, 1.0 to 1.2 a group
+// and 82 % to 96 % alone.
 func TestClosedLoopCallersGroup(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	w := workloads[0]
 	fx := fixtures.Lookup(w.pkg)
 	reqs := readDocument(t, w.pkg, w.doc)
@@ -43,23 +58,9 @@ func TestClosedLoopCallersGroup(t *testing.T) {
 	}
 	st := e.Stats().Components[fx.Component]
 	mean := float64(st.Requests) / float64(st.Invocations)
-	if raceDetector {
-		// Under the race detector the callers' pace is the detector's:
-		// the grouping is judged by the plain run of the tests.
-		t.Logf("race detector: %.1f requests a group, not judged", mean)
-		return
-	}
-	// Alone, the test sees 14 to 15 requests a group and one or two run
-	// alone. With other work competing for the 2 cores (make test runs
-	// packages side by side) the callers come back slower: groups of 7.8
-	// and 6.9 on average, 4 and 33 of 384 requests alone, were seen (in 1
-	// or 2 of 12 runs beside a busy core, before the sorted bursts and
-	// after). A runner that does not yield to the callers it answered
-	// leaves many alone: 60, 87 and 127 of 384 (means 4.6, 3.6 and 2.6),
-	// or 8 in a lucky run.
 	alone := st.GroupSizes[1]
-	if mean < callers/4 || float64(alone) > float64(st.Requests)/8 {
-		t.Errorf("%d callers in a closed loop: %d invocations for %d requests (%.1f each, %d alone; sizes %v), want %d or more each on average and at most an eighth alone",
-			callers, st.Invocations, st.Requests, mean, alone, st.GroupSizes, callers/4)
+	if mean < callers/2 || float64(alone) > float64(st.Requests)/16 {
+		t.Errorf("%d callers in a closed loop: %d invocations for %d requests (%.1f each, %d alone; sizes %v), want %d or more each on average and at most a sixteenth alone",
+			callers, st.Invocations, st.Requests, mean, alone, st.GroupSizes, callers/2)
 	}
 }
