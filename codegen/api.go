@@ -166,7 +166,7 @@ func (g *gen) types(f *jen.File) {
 	f.Type().Id("Request").Struct(fields...)
 	doc(f, "Response is what a request's run emitted: a value for each workflow output the workflow emitted, nil for the others.")
 	fields = nil
-	var ifs []jen.Code
+	var names, vals []jen.Code
 	for i, o := range g.m.Outputs {
 		if i > 0 {
 			fields = append(fields, jen.Line())
@@ -174,14 +174,16 @@ func (g *gen) types(f *jen.File) {
 		field := g.outFields[o.Name]
 		fields = append(fields, comments(8, fmt.Sprintf("%s is workflow output `%s`: %s.", field, o.Name, describe(o.Contract)))...)
 		fields = append(fields, jen.Id(field).Op("*").Qual(backendPath, "Tensor"))
-		ifs = append(ifs, jen.If(jen.Id("r").Dot(field).Op("!=").Nil()).Block(jen.Id("out").Index(jen.Lit(o.Name)).Op("=").Id("r").Dot(field)))
+		names = append(names, jen.Lit(o.Name))
+		vals = append(vals, jen.Id("r").Dot(field))
 	}
 	fields = append(fields, g.itemsOutputFields()...)
 	f.Type().Id("Response").Struct(fields...)
+	doc(f, "outputNames are the workflow's outputs, as the VM's responses name them.")
+	f.Var().Id("outputNames").Op("=").Qual(vmPath, "NewOutputNames").Call(names...)
 	doc(f, "outputs returns the emitted outputs by name, as the VM's responses hold them.")
-	body := append([]jen.Code{jen.Id("out").Op(":=").Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Values()}, ifs...)
-	body = append(body, jen.Return(jen.Id("out")))
-	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("outputs").Params().Map(jen.String()).Op("*").Qual(backendPath, "Tensor").Block(body...)
+	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("outputs").Params().Qual(vmPath, "Outputs").Block(
+		jen.Return(jen.Id("outputNames").Dot("Outputs").Call(jen.Index().Op("*").Qual(backendPath, "Tensor").Values(vals...))))
 }
 
 // source says where an input's value comes from.

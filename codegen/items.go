@@ -168,7 +168,7 @@ func (g *gen) runItems(f *jen.File) {
 		jen.If(jen.Id("resp").Dot("Err").Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Id("resp").Dot("Err"))))
 	out := jen.Dict{}
 	for _, o := range g.m.Outputs {
-		out[jen.Id(g.outFields[o.Name])] = jen.Id("resp").Dot("Outputs").Index(jen.Lit(o.Name))
+		out[jen.Id(g.outFields[o.Name])] = jen.Id("resp").Dot("Outputs").Dot("Get").Call(jen.Lit(o.Name))
 		if items, ok := g.outItems[o.Name]; ok {
 			out[jen.Id(items)] = jen.Qual(vmPath, "Tensors").Call(jen.Id("resp").Dot("Items").Index(jen.Lit(o.Name)))
 		}

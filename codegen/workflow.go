@@ -13,7 +13,7 @@ import (
 
 // reserved are the identifiers the generated run function and its package
 // use; a workflow value never gets one of them as its local.
-var reserved = []string{"ex", "ctx", "req", "resp", "err", "r", "out", "planJSON", "inputNames",
+var reserved = []string{"ex", "ctx", "req", "resp", "err", "r", "out", "planJSON", "inputNames", "outputNames",
 	"vm", "genrt", "ir", "ort", "context", "time", "embed"}
 
 // The workflow as straight-line Go. Every workflow-level name (input,

@@ -74,7 +74,7 @@ func TestOpenByName(t *testing.T) {
 	defer e.Close()
 	resp := e.Run(context.Background(), vm.Request{ID: "r", Inputs: map[string]*backend.Tensor{
 		"features": {DType: "float32", Shape: []int64{1, 1}, Data: []float32{3}}}})
-	if resp.Err != nil || calls != 1 || resp.Outputs["scores"].Float32s()[0] != 1 {
+	if resp.Err != nil || calls != 1 || resp.Outputs.Get("scores").Float32s()[0] != 1 {
 		t.Errorf("a request on the go backend: %+v after %d calls", resp, calls)
 	}
 	if got := Invoked(f.IR); !slices.Equal(got, []ir.ImplKind{ir.ImplONNX}) {

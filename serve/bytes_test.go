@@ -56,7 +56,7 @@ func TestBytesMedia(t *testing.T) {
 			"png_offsets": {DType: "int64", Shape: []int64{2}, Data: []int64{0, n}},
 			"png_owner":   {DType: "int64", Shape: []int64{n}, Data: make([]int64, n)},
 		}})
-		if resp.Err != nil || resp.Outputs["image_embeddings"] == nil {
+		if resp.Err != nil || resp.Outputs.Get("image_embeddings") == nil {
 			t.Fatalf("image %d: reference %v", i, resp.Err)
 		}
 		blob := binary.LittleEndian.AppendUint32(nil, uint32(n))
@@ -67,7 +67,7 @@ func TestBytesMedia(t *testing.T) {
 		if a.err != nil || a.status != http.StatusOK {
 			t.Fatalf("image %d HTTP: %d %s %v", i, a.status, a.rule, a.err)
 		}
-		if err := same(a.outputs, resp.Outputs); err != nil {
+		if err := same(a.outputs, resp.Outputs.Map()); err != nil {
 			t.Errorf("image %d HTTP: %v", i, err)
 		}
 		for _, raw := range []bool{false, true} {
@@ -87,7 +87,7 @@ func TestBytesMedia(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := same(got, resp.Outputs); err != nil {
+			if err := same(got, resp.Outputs.Map()); err != nil {
 				t.Errorf("image %d gRPC raw %v: %v", i, raw, err)
 			}
 		}

@@ -157,7 +157,7 @@ func names(ts []tensorMeta) string {
 func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error) {
 	if len(asked) > 0 {
 		for _, n := range asked {
-			if resp.Outputs[n] == nil && resp.Items[n] == nil {
+			if resp.Outputs.Get(n) == nil && resp.Items[n] == nil {
 				return nil, inputErr("model %s has no output `%s` in this response (its outputs: %s)", md.Name, n, md.outputNames())
 			}
 		}
@@ -165,7 +165,7 @@ func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error)
 	}
 	var names []string
 	for _, o := range md.outputs {
-		if resp.Outputs[o.Name] != nil || resp.Items[o.Name] != nil {
+		if resp.Outputs.Get(o.Name) != nil || resp.Items[o.Name] != nil {
 			names = append(names, o.Name)
 		}
 	}

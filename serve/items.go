@@ -136,7 +136,7 @@ func joinItems(name string, items []vm.Item) (*backend.Tensor, []int64, error) {
 // output returns a response's output by name: a tensor, or per-item
 // outputs joined (with their extents).
 func output(resp vm.Response, name string) (*backend.Tensor, []int64, error) {
-	if t := resp.Outputs[name]; t != nil {
+	if t := resp.Outputs.Get(name); t != nil {
 		return t, nil, nil
 	}
 	return joinItems(name, resp.Items[name])

@@ -92,7 +92,7 @@ func TestItemsForm(t *testing.T) {
 		if resp.Err != nil || len(resp.Items["line_scores"]) != len(r.Items["line_images"]) {
 			t.Fatalf("%s: reference %v, items %d", r.ID, resp.Err, len(resp.Items["line_scores"]))
 		}
-		want := flatItems(resp.Outputs, resp.Items)
+		want := flatItems(resp.Outputs.Map(), resp.Items)
 		packed, ext := concat(r.Items["line_images"])
 		for _, binary := range []bool{false, true} {
 			got, err := postItems(hs.URL+"/v2/models/ocr_lines/infer", r, packed, ext, binary)

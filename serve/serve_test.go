@@ -321,7 +321,7 @@ func TestHTTPLoad(t *testing.T) {
 					errs <- fmt.Errorf("%s: status %d rule %q err %v", reqs[i].ID, a.status, a.rule, a.err)
 					continue
 				}
-				if err := same(a.outputs, want[i].Outputs); err != nil {
+				if err := same(a.outputs, want[i].Outputs.Map()); err != nil {
 					errs <- fmt.Errorf("%s: %v", reqs[i].ID, err)
 				}
 			}
@@ -441,7 +441,7 @@ func TestGRPCLoad(t *testing.T) {
 			}
 			got, err := grpcOutputs(resp)
 			if err == nil {
-				err = same(got, ref(r).Outputs)
+				err = same(got, ref(r).Outputs.Map())
 			}
 			if err != nil {
 				errs <- fmt.Errorf("%s: %v", r.ID, err)
@@ -563,7 +563,7 @@ func TestQueueFull(t *testing.T) {
 	g.release()
 	wg.Wait()
 	close(results)
-	if a := <-first; a.status != http.StatusOK || same(a.outputs, ref(reqs[0]).Outputs) != nil {
+	if a := <-first; a.status != http.StatusOK || same(a.outputs, ref(reqs[0]).Outputs.Map()) != nil {
 		t.Errorf("the first request: status %d err %v", a.status, a.err)
 	}
 	full, ok := 0, 0
@@ -577,7 +577,7 @@ func TestQueueFull(t *testing.T) {
 			}
 		case res.a.status == http.StatusOK:
 			ok++
-			if err := same(res.a.outputs, want); err != nil {
+			if err := same(res.a.outputs, want.Map()); err != nil {
 				t.Error(err)
 			}
 		case res.a.status != 0 || res.a.err != nil:
@@ -589,7 +589,7 @@ func TestQueueFull(t *testing.T) {
 			}
 		case res.gerr == nil:
 			ok++
-			if err := same(res.gout, want); err != nil {
+			if err := same(res.gout, want.Map()); err != nil {
 				t.Error(err)
 			}
 		default:
@@ -635,7 +635,7 @@ func TestDeadline(t *testing.T) {
 		t.Errorf("timed-out gRPC request: %v, want DEADLINE_EXCEEDED run/deadline", err)
 	}
 	g.release()
-	if a := <-first; a.status != http.StatusOK || same(a.outputs, ref(reqs[0]).Outputs) != nil {
+	if a := <-first; a.status != http.StatusOK || same(a.outputs, ref(reqs[0]).Outputs.Map()) != nil {
 		t.Errorf("the request ahead: status %d err %v", a.status, a.err)
 	}
 	if n := s.Engine("image_padded").Stats().Components["encoder"].Requests; n != 1 {
@@ -756,7 +756,7 @@ func TestPythonClient(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := same(ts, want); err != nil {
+		if err := same(ts, want.Map()); err != nil {
 			t.Errorf("%s answer: %v", form, err)
 		}
 	}

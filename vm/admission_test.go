@@ -53,7 +53,7 @@ func TestRunBatchStop(t *testing.T) {
 					refused++
 				case r.Err != nil:
 					t.Errorf("request %d started but did not finish: %v", i, r.Err)
-				case !sameResult(r.Outputs["embeddings"], want[i].Outputs["embeddings"]):
+				case !sameResult(r.Outputs.Get("embeddings"), want[i].Outputs.Get("embeddings")):
 					t.Errorf("request %d differs from solo", i)
 				default:
 					finished++

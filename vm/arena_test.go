@@ -65,7 +65,7 @@ func TestArenaKeepsOutputsThatAliasInputs(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		kept[i] = slices.Clone(r.Outputs["embeddings"].Float32s())
+		kept[i] = slices.Clone(r.Outputs.Get("embeddings").Float32s())
 	}
 	if s := e.Stats().Components["encoder"]; s.MaxGroupRequests < 2 {
 		t.Fatalf("the requests ran in groups of at most %d: nothing was assembled", s.MaxGroupRequests)
@@ -74,7 +74,7 @@ func TestArenaKeepsOutputsThatAliasInputs(t *testing.T) {
 		e.RunAll(context.Background(), batch())
 	}
 	for i, r := range first {
-		if got := r.Outputs["embeddings"].Float32s(); !slices.Equal(got, kept[i]) {
+		if got := r.Outputs.Get("embeddings").Float32s(); !slices.Equal(got, kept[i]) {
 			t.Errorf("request %d: its result changed from %v to %v when later groups ran", i, kept[i], got)
 		}
 	}

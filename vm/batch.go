@@ -80,7 +80,7 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		if b.errs[i] != nil {
 			out[i] = Response{ID: req.ID, Err: failure(b.errs[i])}
 		} else {
-			out[i] = Response{ID: req.ID, Outputs: b.runs[i].outputs}
+			out[i] = e.response(req.ID, b.runs[i])
 		}
 	}
 	e.putBatch(b)
@@ -97,8 +97,11 @@ func (e *Engine) getBatch(ctx context.Context, n int) *batch {
 		b.runs = append(b.runs, e.newRun())
 	}
 	b.ctx, b.runs, b.errs = ctx, b.runs[:n], slices.Grow(b.errs[:0], n)[:n]
-	for _, r := range b.runs {
-		r.ctx, r.outputs = ctx, e.newOutputs()
+	// The window's outputs are one slice, each run's a part: its response's.
+	k := len(e.outNames.list)
+	outs := make([]*backend.Tensor, n*k)
+	for i, r := range b.runs {
+		r.ctx, r.outputs = ctx, outs[i*k:(i+1)*k:(i+1)*k]
 	}
 	return b
 }

@@ -51,7 +51,7 @@ func TestLockstepFailsEachRequestAlone(t *testing.T) {
 		default:
 			if r.Err != nil {
 				t.Errorf("request %d failed with its batch: %v", i, r.Err)
-			} else if !sameResult(r.Outputs["embeddings"], want[i].Outputs["embeddings"]) {
+			} else if !sameResult(r.Outputs.Get("embeddings"), want[i].Outputs.Get("embeddings")) {
 				t.Errorf("request %d differs from solo", i)
 			}
 		}
@@ -139,7 +139,7 @@ func TestLockstepBatchesKeepTheirResults(t *testing.T) {
 				for _, r := range e.RunAll(ctx, reqs) {
 					a := answer{r: r}
 					if r.Err == nil {
-						a.held = slices.Clone(r.Outputs["embeddings"].Float32s())
+						a.held = slices.Clone(r.Outputs.Get("embeddings").Float32s())
 					}
 					all[w] = append(all[w], a)
 				}
@@ -157,8 +157,8 @@ func TestLockstepBatchesKeepTheirResults(t *testing.T) {
 			case errors.Is(r.Err, context.Canceled):
 			case r.Err != nil:
 				t.Errorf("request %s: %v", r.ID, r.Err)
-			case !slices.Equal(r.Outputs["embeddings"].Float32s(), a.held):
-				t.Errorf("request %s: its result changed from %v to %v as later batches ran", r.ID, a.held, r.Outputs["embeddings"].Float32s())
+			case !slices.Equal(r.Outputs.Get("embeddings").Float32s(), a.held):
+				t.Errorf("request %s: its result changed from %v to %v as later batches ran", r.ID, a.held, r.Outputs.Get("embeddings").Float32s())
 			default:
 				succeeded++
 			}

@@ -234,8 +234,8 @@ func TestPanickingBindingFailsItsRequestAlone(t *testing.T) {
 			}
 			continue
 		}
-		if got[i].Err != nil || !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]) {
-			t.Errorf("%s beside a panicking request: %v, %v; want its solo result", reqs[i].ID, got[i].Err, got[i].Outputs["embeddings"])
+		if got[i].Err != nil || !sameResult(got[i].Outputs.Get("embeddings"), want[i].Outputs.Get("embeddings")) {
+			t.Errorf("%s beside a panicking request: %v, %v; want its solo result", reqs[i].ID, got[i].Err, got[i].Outputs.Get("embeddings"))
 		}
 	}
 	if s := e.Stats().Components["encoder"]; s.Regrouped == 0 {

@@ -126,7 +126,7 @@ func TestEngineCompact(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		from = append(from, r.Outputs)
+		from = append(from, r.Outputs.Map())
 	}
 	got, err := e.Compact("embeddings", from, []int64{2, 0, 0})
 	if err != nil {

@@ -47,7 +47,7 @@ func TestLoopAndBranch(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		return r.Outputs["y"].Float32s()
+		return r.Outputs.Get("y").Float32s()
 	}
 	// 1+2 = 3 doubles to 6, 12, 24, 48, 96, 192: six iterations, [64, 128].
 	if got := run(1); got[0] != -64 || got[1] != -128 {

@@ -26,7 +26,7 @@ func TestEmptyRequestAnsweredFromSoloShape(t *testing.T) {
 				t.Fatal(r.Err)
 			}
 		}
-		got, exp := res[1].Outputs["embeddings"], want.Outputs["embeddings"]
+		got, exp := res[1].Outputs.Get("embeddings"), want.Outputs.Get("embeddings")
 		if !slices.Equal(got.Shape, exp.Shape) {
 			t.Errorf("solo=%v: an empty request beside others got %v, alone %v", opts.Solo, got, exp)
 		}
@@ -53,8 +53,8 @@ func TestSoloGroupDoesNotCopy(t *testing.T) {
 		if a[i].Err != nil || b[i].Err != nil {
 			t.Fatal(a[i].Err, b[i].Err)
 		}
-		if !sameResult(a[i].Outputs["embeddings"], b[i].Outputs["embeddings"]) {
-			t.Errorf("%s: solo %v, grouped %v", reqs[i].ID, a[i].Outputs["embeddings"], b[i].Outputs["embeddings"])
+		if !sameResult(a[i].Outputs.Get("embeddings"), b[i].Outputs.Get("embeddings")) {
+			t.Errorf("%s: solo %v, grouped %v", reqs[i].ID, a[i].Outputs.Get("embeddings"), b[i].Outputs.Get("embeddings"))
 		}
 	}
 	if c := solo.Copies("encoder"); c.Bytes() != 0 || c.Count() != 0 {

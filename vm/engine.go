@@ -59,6 +59,8 @@ type Engine struct {
 	backends Backends
 	// inputNames are the workflow's inputs: a request may supply no other.
 	inputNames []string
+	// outNames are the workflow's outputs, shared by every response.
+	outNames *OutputNames
 	// lockstep says RunAll runs requests in lockstep: the workflow is
 	// straight-line.
 	lockstep bool
@@ -95,7 +97,7 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), slots: newSlots(m), goroutines: newPool(), lockstep: straightLine(m.Body), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), outNames: NewOutputNames(workflowOutputs(m)...), slots: newSlots(m), goroutines: newPool(), lockstep: straightLine(m.Body), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -104,6 +106,14 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 		}
 	}
 	return e, nil
+}
+
+func workflowOutputs(m *ir.Module) []string {
+	names := make([]string, len(m.Outputs))
+	for i, o := range m.Outputs {
+		names[i] = o.Name
+	}
+	return names
 }
 
 func invokedComponents(m *ir.Module) []string {
@@ -213,7 +223,7 @@ func Unreadable(err error) error {
 // error that failed it.
 type Response struct {
 	ID      string
-	Outputs map[string]*backend.Tensor
+	Outputs Outputs
 	// Items holds, for a request that gave items, the outputs packed on
 	// its items' levels, one entry per item in the request's order; they
 	// and their companions are not in Outputs.
@@ -284,7 +294,7 @@ func (e *Engine) done(n int) {
 }
 
 // getRun returns a request's interpreter state, recycled: its value map
-// keeps its storage between requests; its outputs map is the response's.
+// keeps its storage between requests; its outputs are the response's.
 func (e *Engine) getRun(ctx context.Context) *run {
 	r, _ := e.runs.Get().(*run)
 	if r == nil {
@@ -298,9 +308,15 @@ func (e *Engine) newRun() *run {
 	return &run{e: e, vals: make([]*backend.Tensor, len(e.slots.byName))}
 }
 
-// newOutputs is a request's map of workflow outputs, its response's.
-func (e *Engine) newOutputs() map[string]*backend.Tensor {
-	return make(map[string]*backend.Tensor, len(e.m.Outputs))
+// newOutputs is a request's values of the workflow outputs, by their
+// place in outNames: its response's.
+func (e *Engine) newOutputs() []*backend.Tensor {
+	return make([]*backend.Tensor, len(e.outNames.list))
+}
+
+// response holds a run's emitted outputs.
+func (e *Engine) response(id string, r *run) Response {
+	return Response{ID: id, Outputs: Outputs{names: e.outNames, vals: r.outputs}}
 }
 
 // putRun recycles a run whose outputs the caller has taken.
@@ -325,12 +341,12 @@ func (e *Engine) exec(ctx context.Context, req Request) Response {
 	if err == nil {
 		err = r.block(e.m.Body)
 	}
-	outs := r.outputs
+	resp := e.response(req.ID, r)
 	e.putRun(r)
 	if err != nil {
 		return Response{ID: req.ID, Err: failure(err)}
 	}
-	return Response{ID: req.ID, Outputs: outs}
+	return resp
 }
 
 // RunAll runs requests concurrently and returns their responses in order.

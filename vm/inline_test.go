@@ -29,8 +29,8 @@ func TestLoneCallerRunsInline(t *testing.T) {
 		if got.Err != nil || want.Err != nil {
 			t.Fatalf("%s: err %v, solo err %v", req.ID, got.Err, want.Err)
 		}
-		if !sameResult(got.Outputs["embeddings"], want.Outputs["embeddings"]) {
-			t.Errorf("%s: %v differs from solo %v", req.ID, got.Outputs["embeddings"], want.Outputs["embeddings"])
+		if !sameResult(got.Outputs.Get("embeddings"), want.Outputs.Get("embeddings")) {
+			t.Errorf("%s: %v differs from solo %v", req.ID, got.Outputs.Get("embeddings"), want.Outputs.Get("embeddings"))
 		}
 	}
 	if st := e.Stats().Components["encoder"]; st.Inline < n-5 || st.Requests != n {

@@ -15,7 +15,7 @@ type run struct {
 	ctx     context.Context
 	vals    []*backend.Tensor          // values by slot (env.go); nil: unbound
 	args    map[string]*backend.Tensor // one invoke's arguments, reused
-	outputs map[string]*backend.Tensor // emitted workflow outputs
+	outputs []*backend.Tensor          // emitted workflow outputs, by place in outNames
 }
 
 // start binds the request's inputs after checking them against their
@@ -243,18 +243,22 @@ func (r *run) emit(s *ir.Step) error {
 	if s.Axis != nil {
 		axis = *s.Axis
 	}
+	at := r.e.outNames.index(s.Output.Name)
+	if at < 0 {
+		return runErr("run/unsupported", "emit to `%s`, which is no workflow output", s.Output.Name)
+	}
 	// Only an append reads what was emitted before: a replace need not
 	// look it up (when it does not emit, it leaves the output as it is).
 	var prev *backend.Tensor
 	if s.Mode != "replace" {
-		prev = r.outputs[s.Output.Name]
+		prev = r.outputs[at]
 	}
 	out, err := steps.Emit(s.Output.Name, prev, t, s.Mode, axis, when, validLength)
 	if err != nil {
 		return err
 	}
 	if out != nil {
-		r.outputs[s.Output.Name] = out
+		r.outputs[at] = out
 	}
 	return nil
 }

@@ -703,7 +703,7 @@ func (rg *Ragged) Join(resps []Response) Response {
 			return Response{ID: rg.id, Err: r.Err}
 		}
 	}
-	out := Response{ID: rg.id, Outputs: map[string]*backend.Tensor{}, Items: map[string][]Item{}}
+	out := Response{ID: rg.id, Items: map[string][]Item{}}
 	keep := map[string]bool{} // outputs left packed, with their companions
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range rg.outputs {
@@ -713,7 +713,7 @@ func (rg *Ragged) Join(resps []Response) Response {
 		}
 	}) {
 		o := rg.outputs[name]
-		if resps[0].Outputs[name] == nil {
+		if resps[0].Outputs.Get(name) == nil {
 			continue
 		}
 		all := make([]Item, rg.counts[o.in.name])
@@ -747,14 +747,10 @@ func (rg *Ragged) Join(resps []Response) Response {
 			return Response{ID: rg.id, Err: err}
 		}
 	}
-	for name, t := range resps[0].Outputs {
-		if _, items := out.Items[name]; items {
-			continue
-		}
-		if keep[name] || !rg.drop[name] {
-			out.Outputs[name] = t
-		}
-	}
+	out.Outputs = resps[0].Outputs.keep(func(name string) bool {
+		_, items := out.Items[name]
+		return !items && (keep[name] || !rg.drop[name])
+	})
 	return out
 }
 
@@ -763,11 +759,11 @@ func (rg *Ragged) Join(resps []Response) Response {
 // the ones the response holds beside it.
 func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Request) ([]Item, error) {
 	in := o.in
-	t := resp.Outputs[name]
+	t := resp.Outputs.Get(name)
 	levels := len(o.offsets)
 	offs := make([][]int64, levels)
 	for k, src := range o.offsets {
-		ot := resp.Outputs[src]
+		ot := resp.Outputs.Get(src)
 		if !o.own {
 			ot = req.Inputs[in.offsets[in.levels-levels+k]]
 		}

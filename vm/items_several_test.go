@@ -53,7 +53,7 @@ func checkItems(t *testing.T, resp Response, name string, want [][]float32) {
 	t.Helper()
 	got := Tensors(resp.Items[name])
 	if len(got) != len(want) {
-		t.Errorf("output %s: %d items, want %d (items of %v; outputs %v)", name, len(got), len(want), keys(resp.Items), keys(resp.Outputs))
+		t.Errorf("output %s: %d items, want %d (items of %v; outputs %v)", name, len(got), len(want), keys(resp.Items), keys(resp.Outputs.Map()))
 		return
 	}
 	for i, g := range got {
@@ -99,8 +99,8 @@ func TestItemsSeveralInputs(t *testing.T) {
 	checkItems(t, resp, "image_emb", [][]float32{imageMean(img0), imageMean(img1)})
 	checkItems(t, resp, "clip_emb", [][]float32{rowsMean(clip0, 4), rowsMean(clip1, 4), make([]float32, 4)})
 	checkItems(t, resp, "seg_emb", [][]float32{{15}})
-	if len(resp.Outputs) != 0 {
-		t.Errorf("outputs %v left packed beside the items", keys(resp.Outputs))
+	if resp.Outputs.Len() != 0 {
+		t.Errorf("outputs %v left packed beside the items", keys(resp.Outputs.Map()))
 	}
 }
 

@@ -165,18 +165,18 @@ func TestJoinProducedLevels(t *testing.T) {
 		return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(v))}, Data: v}
 	}
 	merged := &backend.Tensor{DType: "float32", Shape: []int64{3, 4}, Data: []float32{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}}
-	good := rg.Join([]Response{{ID: "r", Outputs: map[string]*backend.Tensor{
+	good := rg.Join([]Response{{ID: "r", Outputs: OutputsOf(map[string]*backend.Tensor{
 		"merged": merged, "merged_offsets": vec(0, 2, 3), "merged_owner": vec(0, 0, 1),
-		"segment_offsets": subs[0].Inputs["segment_offsets"], "segment_owner": subs[0].Inputs["segment_owner"]}}})
+		"segment_offsets": subs[0].Inputs["segment_offsets"], "segment_owner": subs[0].Inputs["segment_owner"]})}})
 	its := good.Items["merged"]
-	if good.Err != nil || len(its) != 2 || its[0].Tensor.Shape[0] != 2 || its[1].Tensor.Float32s()[0] != 3 || len(good.Outputs) != 0 {
+	if good.Err != nil || len(its) != 2 || its[0].Tensor.Shape[0] != 2 || its[1].Tensor.Float32s()[0] != 3 || good.Outputs.Len() != 0 {
 		t.Fatalf("per item: %v, %d items, outputs %v", good.Err, len(its), good.Outputs)
 	}
 	// Three segments' worth of merged offsets for a request of two items.
-	bad := rg.Join([]Response{{ID: "r", Outputs: map[string]*backend.Tensor{
+	bad := rg.Join([]Response{{ID: "r", Outputs: OutputsOf(map[string]*backend.Tensor{
 		"merged": merged, "merged_offsets": vec(0, 1, 2, 3), "merged_owner": vec(0, 1, 2),
-		"segment_offsets": vec(0, 3), "segment_owner": vec(0, 0, 0)}}})
-	if bad.Err != nil || bad.Items["merged"] != nil || bad.Outputs["merged"] == nil || bad.Outputs["merged_offsets"] == nil || bad.Outputs["segment_offsets"] == nil {
+		"segment_offsets": vec(0, 3), "segment_owner": vec(0, 0, 0)})}})
+	if bad.Err != nil || bad.Items["merged"] != nil || bad.Outputs.Get("merged") == nil || bad.Outputs.Get("merged_offsets") == nil || bad.Outputs.Get("segment_offsets") == nil {
 		t.Fatalf("packed: %v, items %v, outputs %v", bad.Err, bad.Items, bad.Outputs)
 	}
 }

@@ -180,9 +180,9 @@ func compareMultimodal(t *testing.T, reqs []Request, grouped *Engine, want []Res
 		if got[i].ID != reqs[i].ID || got[i].Err != nil || want[i].Err != nil {
 			t.Fatalf("%s: got %q err %v, solo err %v", reqs[i].ID, got[i].ID, got[i].Err, want[i].Err)
 		}
-		for name, w := range want[i].Outputs {
-			if !sameResult(got[i].Outputs[name], w) {
-				t.Errorf("%s output %s: grouped %v, solo %v", reqs[i].ID, name, got[i].Outputs[name], w)
+		for name, w := range want[i].Outputs.All() {
+			if !sameResult(got[i].Outputs.Get(name), w) {
+				t.Errorf("%s output %s: grouped %v, solo %v", reqs[i].ID, name, got[i].Outputs.Get(name), w)
 			}
 		}
 	}

@@ -78,7 +78,7 @@ func TestCancellationAffectsNoOneElse(t *testing.T) {
 			cancelled++
 		case got[i].Err != nil:
 			t.Errorf("%s failed: %v", reqs[i].ID, got[i].Err)
-		case !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]):
+		case !sameResult(got[i].Outputs.Get("embeddings"), want[i].Outputs.Get("embeddings")):
 			t.Errorf("%s differs from solo", reqs[i].ID)
 		}
 	}
@@ -315,7 +315,7 @@ func TestBackendFailureFailsOnlyItsRequest(t *testing.T) {
 func TestSubmit(t *testing.T) {
 	e := imageEngine(t, Options{})
 	rng := rand.New(rand.NewSource(17))
-	if resp, err := e.Submit(context.Background(), imageRequest(rng, "ok", 2)); err != nil || resp.Outputs["embeddings"] == nil {
+	if resp, err := e.Submit(context.Background(), imageRequest(rng, "ok", 2)); err != nil || resp.Outputs.Get("embeddings") == nil {
 		t.Fatalf("%v %v", resp, err)
 	}
 	bad := imageRequest(rng, "bad", 1)

@@ -125,8 +125,8 @@ func TestSelfRunGroupsEqualSolo(t *testing.T) {
 		lone = append(lone, imageRequest(rng, fmt.Sprint("lone", i), 1+rng.Intn(3)))
 	}
 	check := func(got, want Response) {
-		if got.Err != nil || want.Err != nil || !sameResult(got.Outputs["embeddings"], want.Outputs["embeddings"]) {
-			t.Errorf("%s: grouped %v (%v), solo %v (%v)", got.ID, got.Outputs["embeddings"], got.Err, want.Outputs["embeddings"], want.Err)
+		if got.Err != nil || want.Err != nil || !sameResult(got.Outputs.Get("embeddings"), want.Outputs.Get("embeddings")) {
+			t.Errorf("%s: grouped %v (%v), solo %v (%v)", got.ID, got.Outputs.Get("embeddings"), got.Err, want.Outputs.Get("embeddings"), want.Err)
 		}
 	}
 	var wg sync.WaitGroup

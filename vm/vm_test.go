@@ -108,7 +108,7 @@ func TestGroupedEqualsSolo(t *testing.T) {
 	checkEmbeddingsAsSolo(t, reqs, got, solo.RunAll(context.Background(), reqs))
 	for i := range reqs {
 		n := reqs[i].Inputs["image_owner"].Len()
-		if e := got[i].Outputs["embeddings"]; e.Shape[0] != n || e.Rank() != 2 {
+		if e := got[i].Outputs.Get("embeddings"); e.Shape[0] != n || e.Rank() != 2 {
 			t.Errorf("%s: %d images gave %v", reqs[i].ID, n, e)
 		}
 	}
@@ -134,8 +134,8 @@ func checkEmbeddingsAsSolo(t *testing.T, reqs []Request, got, want []Response) {
 		if got[i].Err != nil || want[i].Err != nil {
 			t.Fatalf("%s: grouped err %v, solo err %v", reqs[i].ID, got[i].Err, want[i].Err)
 		}
-		if !sameResult(got[i].Outputs["embeddings"], want[i].Outputs["embeddings"]) {
-			t.Errorf("%s: grouped %v differs from solo %v", reqs[i].ID, got[i].Outputs["embeddings"], want[i].Outputs["embeddings"])
+		if !sameResult(got[i].Outputs.Get("embeddings"), want[i].Outputs.Get("embeddings")) {
+			t.Errorf("%s: grouped %v differs from solo %v", reqs[i].ID, got[i].Outputs.Get("embeddings"), want[i].Outputs.Get("embeddings"))
 		}
 	}
 }
@@ -164,7 +164,7 @@ func TestSplitsAreViews(t *testing.T) {
 	if e.Stats().Components["encoder"].MaxGroupRequests != 2 {
 		t.Fatalf("the two requests did not meet in one group within the max delay")
 	}
-	a, b := res[0].Outputs["embeddings"], res[1].Outputs["embeddings"]
+	a, b := res[0].Outputs.Get("embeddings"), res[1].Outputs.Get("embeddings")
 	lo, hi := a, b
 	if addrOf(b.Data) < addrOf(a.Data) {
 		lo, hi = b, a
@@ -219,7 +219,7 @@ func TestZeroItemRequests(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		if emb := r.Outputs["embeddings"]; emb.Shape[0] != 0 || emb.Rank() != 2 {
+		if emb := r.Outputs.Get("embeddings"); emb.Shape[0] != 0 || emb.Rank() != 2 {
 			t.Errorf("%s: %v", r.ID, emb)
 		}
 	}
@@ -249,7 +249,7 @@ func TestRequestSplitAcrossInvocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameResult(res[0].Outputs["embeddings"], want["embeddings"]) {
+	if !sameResult(res[0].Outputs.Get("embeddings"), want["embeddings"]) {
 		t.Errorf("the split request's result differs from the whole computation")
 	}
 	for _, p := range e.Stats().Components["encoder"].BudgetPeaks {

@@ -172,7 +172,7 @@ func TestServeSIGTERM(t *testing.T) {
 		if resp.Err != nil {
 			t.Fatal(resp.Err)
 		}
-		want[i] = resp.Outputs["segment_embeddings"].Float32s()
+		want[i] = resp.Outputs.Get("segment_embeddings").Float32s()
 		bodies[i] = oipBody(t, r)
 	}
 

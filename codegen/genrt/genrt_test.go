@@ -144,7 +144,7 @@ func TestRunJSON(t *testing.T) {
 	echo := func(_ context.Context, reqs []vm.Request) []vm.Response {
 		out := make([]vm.Response, len(reqs))
 		for i, r := range reqs {
-			out[i] = vm.Response{ID: r.ID, Outputs: r.Inputs}
+			out[i] = vm.Response{ID: r.ID, Outputs: vm.OutputsOf(r.Inputs)}
 			if r.ID == "bad" {
 				out[i] = vm.Response{ID: r.ID, Err: Missing("x")}
 			}

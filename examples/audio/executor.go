@@ -151,20 +151,13 @@ type Response struct {
 	WindowEmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("window_embeddings", "window_offsets", "window_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.WindowEmbeddings != nil {
-		out["window_embeddings"] = r.WindowEmbeddings
-	}
-	if r.WindowOffsets != nil {
-		out["window_offsets"] = r.WindowOffsets
-	}
-	if r.WindowOwner != nil {
-		out["window_owner"] = r.WindowOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.WindowEmbeddings, r.WindowOffsets, r.WindowOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -326,10 +319,10 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		WindowEmbeddings:      resp.Outputs["window_embeddings"],
+		WindowEmbeddings:      resp.Outputs.Get("window_embeddings"),
 		WindowEmbeddingsItems: vm.Tensors(resp.Items["window_embeddings"]),
-		WindowOffsets:         resp.Outputs["window_offsets"],
-		WindowOwner:           resp.Outputs["window_owner"],
+		WindowOffsets:         resp.Outputs.Get("window_offsets"),
+		WindowOwner:           resp.Outputs.Get("window_owner"),
 	}, nil
 }
 

@@ -142,20 +142,13 @@ type Response struct {
 	ClipEmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("clip_embeddings", "audio.clip_offsets", "audio.clip_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.ClipEmbeddings != nil {
-		out["clip_embeddings"] = r.ClipEmbeddings
-	}
-	if r.AudioClipOffsets != nil {
-		out["audio.clip_offsets"] = r.AudioClipOffsets
-	}
-	if r.AudioClipOwner != nil {
-		out["audio.clip_owner"] = r.AudioClipOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.ClipEmbeddings, r.AudioClipOffsets, r.AudioClipOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -297,9 +290,9 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		AudioClipOffsets:    resp.Outputs["audio.clip_offsets"],
-		AudioClipOwner:      resp.Outputs["audio.clip_owner"],
-		ClipEmbeddings:      resp.Outputs["clip_embeddings"],
+		AudioClipOffsets:    resp.Outputs.Get("audio.clip_offsets"),
+		AudioClipOwner:      resp.Outputs.Get("audio.clip_owner"),
+		ClipEmbeddings:      resp.Outputs.Get("clip_embeddings"),
 		ClipEmbeddingsItems: vm.Tensors(resp.Items["clip_embeddings"]),
 	}, nil
 }

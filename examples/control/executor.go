@@ -174,29 +174,13 @@ type Response struct {
 	ScaledItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("y", "merged", "picked", "scaled", "item_offsets", "item_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.Y != nil {
-		out["y"] = r.Y
-	}
-	if r.Merged != nil {
-		out["merged"] = r.Merged
-	}
-	if r.Picked != nil {
-		out["picked"] = r.Picked
-	}
-	if r.Scaled != nil {
-		out["scaled"] = r.Scaled
-	}
-	if r.ItemOffsets != nil {
-		out["item_offsets"] = r.ItemOffsets
-	}
-	if r.ItemOwner != nil {
-		out["item_owner"] = r.ItemOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.Y, r.Merged, r.Picked, r.Scaled, r.ItemOffsets, r.ItemOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -387,13 +371,13 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		ItemOffsets: resp.Outputs["item_offsets"],
-		ItemOwner:   resp.Outputs["item_owner"],
-		Merged:      resp.Outputs["merged"],
-		Picked:      resp.Outputs["picked"],
-		Scaled:      resp.Outputs["scaled"],
+		ItemOffsets: resp.Outputs.Get("item_offsets"),
+		ItemOwner:   resp.Outputs.Get("item_owner"),
+		Merged:      resp.Outputs.Get("merged"),
+		Picked:      resp.Outputs.Get("picked"),
+		Scaled:      resp.Outputs.Get("scaled"),
 		ScaledItems: vm.Tensors(resp.Items["scaled"]),
-		Y:           resp.Outputs["y"],
+		Y:           resp.Outputs.Get("y"),
 	}, nil
 }
 

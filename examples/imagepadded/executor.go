@@ -147,20 +147,13 @@ type Response struct {
 	EmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("embeddings", "image_offsets", "image_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.Embeddings != nil {
-		out["embeddings"] = r.Embeddings
-	}
-	if r.ImageOffsets != nil {
-		out["image_offsets"] = r.ImageOffsets
-	}
-	if r.ImageOwner != nil {
-		out["image_owner"] = r.ImageOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.Embeddings, r.ImageOffsets, r.ImageOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -312,10 +305,10 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		Embeddings:      resp.Outputs["embeddings"],
+		Embeddings:      resp.Outputs.Get("embeddings"),
 		EmbeddingsItems: vm.Tensors(resp.Items["embeddings"]),
-		ImageOffsets:    resp.Outputs["image_offsets"],
-		ImageOwner:      resp.Outputs["image_owner"],
+		ImageOffsets:    resp.Outputs.Get("image_offsets"),
+		ImageOwner:      resp.Outputs.Get("image_owner"),
 	}, nil
 }
 

@@ -142,20 +142,13 @@ type Response struct {
 	ImageEmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("image_embeddings", "image.image_offsets", "image.image_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.ImageEmbeddings != nil {
-		out["image_embeddings"] = r.ImageEmbeddings
-	}
-	if r.ImageImageOffsets != nil {
-		out["image.image_offsets"] = r.ImageImageOffsets
-	}
-	if r.ImageImageOwner != nil {
-		out["image.image_owner"] = r.ImageImageOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.ImageEmbeddings, r.ImageImageOffsets, r.ImageImageOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -297,10 +290,10 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		ImageEmbeddings:      resp.Outputs["image_embeddings"],
+		ImageEmbeddings:      resp.Outputs.Get("image_embeddings"),
 		ImageEmbeddingsItems: vm.Tensors(resp.Items["image_embeddings"]),
-		ImageImageOffsets:    resp.Outputs["image.image_offsets"],
-		ImageImageOwner:      resp.Outputs["image.image_owner"],
+		ImageImageOffsets:    resp.Outputs.Get("image.image_offsets"),
+		ImageImageOwner:      resp.Outputs.Get("image.image_owner"),
 	}, nil
 }
 

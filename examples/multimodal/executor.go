@@ -232,38 +232,13 @@ type Response struct {
 	SegEmbItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("image_emb", "img_off", "img_own", "clip_emb", "clip_off", "clip_own", "seg_emb", "seg_off", "seg_own")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.ImageEmb != nil {
-		out["image_emb"] = r.ImageEmb
-	}
-	if r.ImgOff != nil {
-		out["img_off"] = r.ImgOff
-	}
-	if r.ImgOwn != nil {
-		out["img_own"] = r.ImgOwn
-	}
-	if r.ClipEmb != nil {
-		out["clip_emb"] = r.ClipEmb
-	}
-	if r.ClipOff != nil {
-		out["clip_off"] = r.ClipOff
-	}
-	if r.ClipOwn != nil {
-		out["clip_own"] = r.ClipOwn
-	}
-	if r.SegEmb != nil {
-		out["seg_emb"] = r.SegEmb
-	}
-	if r.SegOff != nil {
-		out["seg_off"] = r.SegOff
-	}
-	if r.SegOwn != nil {
-		out["seg_own"] = r.SegOwn
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.ImageEmb, r.ImgOff, r.ImgOwn, r.ClipEmb, r.ClipOff, r.ClipOwn, r.SegEmb, r.SegOff, r.SegOwn})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -521,18 +496,18 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		ClipEmb:       resp.Outputs["clip_emb"],
+		ClipEmb:       resp.Outputs.Get("clip_emb"),
 		ClipEmbItems:  vm.Tensors(resp.Items["clip_emb"]),
-		ClipOff:       resp.Outputs["clip_off"],
-		ClipOwn:       resp.Outputs["clip_own"],
-		ImageEmb:      resp.Outputs["image_emb"],
+		ClipOff:       resp.Outputs.Get("clip_off"),
+		ClipOwn:       resp.Outputs.Get("clip_own"),
+		ImageEmb:      resp.Outputs.Get("image_emb"),
 		ImageEmbItems: vm.Tensors(resp.Items["image_emb"]),
-		ImgOff:        resp.Outputs["img_off"],
-		ImgOwn:        resp.Outputs["img_own"],
-		SegEmb:        resp.Outputs["seg_emb"],
+		ImgOff:        resp.Outputs.Get("img_off"),
+		ImgOwn:        resp.Outputs.Get("img_own"),
+		SegEmb:        resp.Outputs.Get("seg_emb"),
 		SegEmbItems:   vm.Tensors(resp.Items["seg_emb"]),
-		SegOff:        resp.Outputs["seg_off"],
-		SegOwn:        resp.Outputs["seg_own"],
+		SegOff:        resp.Outputs.Get("seg_off"),
+		SegOwn:        resp.Outputs.Get("seg_own"),
 	}, nil
 }
 

@@ -146,20 +146,13 @@ type Response struct {
 	LineScoresItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("line_scores", "line_offsets", "line_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.LineScores != nil {
-		out["line_scores"] = r.LineScores
-	}
-	if r.LineOffsets != nil {
-		out["line_offsets"] = r.LineOffsets
-	}
-	if r.LineOwner != nil {
-		out["line_owner"] = r.LineOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.LineScores, r.LineOffsets, r.LineOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -311,9 +304,9 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		LineOffsets:     resp.Outputs["line_offsets"],
-		LineOwner:       resp.Outputs["line_owner"],
-		LineScores:      resp.Outputs["line_scores"],
+		LineOffsets:     resp.Outputs.Get("line_offsets"),
+		LineOwner:       resp.Outputs.Get("line_owner"),
+		LineScores:      resp.Outputs.Get("line_scores"),
 		LineScoresItems: vm.Tensors(resp.Items["line_scores"]),
 	}, nil
 }

@@ -121,17 +121,13 @@ type Response struct {
 	Noise *backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("guided", "noise")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.Guided != nil {
-		out["guided"] = r.Guided
-	}
-	if r.Noise != nil {
-		out["noise"] = r.Noise
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.Guided, r.Noise})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at

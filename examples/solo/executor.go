@@ -112,14 +112,13 @@ type Response struct {
 	Scores *backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("scores")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.Scores != nil {
-		out["scores"] = r.Scores
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.Scores})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at

@@ -148,20 +148,13 @@ type Response struct {
 	SegmentEmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("segment_embeddings", "segment_offsets", "segment_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.SegmentEmbeddings != nil {
-		out["segment_embeddings"] = r.SegmentEmbeddings
-	}
-	if r.SegmentOffsets != nil {
-		out["segment_offsets"] = r.SegmentOffsets
-	}
-	if r.SegmentOwner != nil {
-		out["segment_owner"] = r.SegmentOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.SegmentEmbeddings, r.SegmentOffsets, r.SegmentOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -313,10 +306,10 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		SegmentEmbeddings:      resp.Outputs["segment_embeddings"],
+		SegmentEmbeddings:      resp.Outputs.Get("segment_embeddings"),
 		SegmentEmbeddingsItems: vm.Tensors(resp.Items["segment_embeddings"]),
-		SegmentOffsets:         resp.Outputs["segment_offsets"],
-		SegmentOwner:           resp.Outputs["segment_owner"],
+		SegmentOffsets:         resp.Outputs.Get("segment_offsets"),
+		SegmentOwner:           resp.Outputs.Get("segment_owner"),
 	}, nil
 }
 

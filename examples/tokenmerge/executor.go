@@ -161,26 +161,13 @@ type Response struct {
 	MergedItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("merged", "merged_offsets", "merged_owner", "segment_offsets", "segment_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.Merged != nil {
-		out["merged"] = r.Merged
-	}
-	if r.MergedOffsets != nil {
-		out["merged_offsets"] = r.MergedOffsets
-	}
-	if r.MergedOwner != nil {
-		out["merged_owner"] = r.MergedOwner
-	}
-	if r.SegmentOffsets != nil {
-		out["segment_offsets"] = r.SegmentOffsets
-	}
-	if r.SegmentOwner != nil {
-		out["segment_owner"] = r.SegmentOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.Merged, r.MergedOffsets, r.MergedOwner, r.SegmentOffsets, r.SegmentOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -342,12 +329,12 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		Merged:         resp.Outputs["merged"],
+		Merged:         resp.Outputs.Get("merged"),
 		MergedItems:    vm.Tensors(resp.Items["merged"]),
-		MergedOffsets:  resp.Outputs["merged_offsets"],
-		MergedOwner:    resp.Outputs["merged_owner"],
-		SegmentOffsets: resp.Outputs["segment_offsets"],
-		SegmentOwner:   resp.Outputs["segment_owner"],
+		MergedOffsets:  resp.Outputs.Get("merged_offsets"),
+		MergedOwner:    resp.Outputs.Get("merged_owner"),
+		SegmentOffsets: resp.Outputs.Get("segment_offsets"),
+		SegmentOwner:   resp.Outputs.Get("segment_owner"),
 	}, nil
 }
 

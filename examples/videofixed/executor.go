@@ -142,20 +142,13 @@ type Response struct {
 	ClipEmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("clip_embeddings", "clip_offsets", "clip_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.ClipEmbeddings != nil {
-		out["clip_embeddings"] = r.ClipEmbeddings
-	}
-	if r.ClipOffsets != nil {
-		out["clip_offsets"] = r.ClipOffsets
-	}
-	if r.ClipOwner != nil {
-		out["clip_owner"] = r.ClipOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.ClipEmbeddings, r.ClipOffsets, r.ClipOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -297,10 +290,10 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		ClipEmbeddings:      resp.Outputs["clip_embeddings"],
+		ClipEmbeddings:      resp.Outputs.Get("clip_embeddings"),
 		ClipEmbeddingsItems: vm.Tensors(resp.Items["clip_embeddings"]),
-		ClipOffsets:         resp.Outputs["clip_offsets"],
-		ClipOwner:           resp.Outputs["clip_owner"],
+		ClipOffsets:         resp.Outputs.Get("clip_offsets"),
+		ClipOwner:           resp.Outputs.Get("clip_owner"),
 	}, nil
 }
 

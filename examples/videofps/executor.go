@@ -156,20 +156,13 @@ type Response struct {
 	ClipEmbeddingsItems []*backend.Tensor
 }
 
+// outputNames are the workflow's outputs, as the VM's responses name them.
+var outputNames = vm.NewOutputNames("clip_embeddings", "video.clip_offsets", "video.clip_owner")
+
 // outputs returns the emitted outputs by name, as the VM's responses hold
 // them.
-func (r *Response) outputs() map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	if r.ClipEmbeddings != nil {
-		out["clip_embeddings"] = r.ClipEmbeddings
-	}
-	if r.VideoClipOffsets != nil {
-		out["video.clip_offsets"] = r.VideoClipOffsets
-	}
-	if r.VideoClipOwner != nil {
-		out["video.clip_owner"] = r.VideoClipOwner
-	}
-	return out
+func (r *Response) outputs() vm.Outputs {
+	return outputNames.Outputs([]*backend.Tensor{r.ClipEmbeddings, r.VideoClipOffsets, r.VideoClipOwner})
 }
 
 // Run executes the workflow for one request. Many goroutines may call it at
@@ -341,10 +334,10 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		return nil, resp.Err
 	}
 	return &Response{
-		ClipEmbeddings:      resp.Outputs["clip_embeddings"],
+		ClipEmbeddings:      resp.Outputs.Get("clip_embeddings"),
 		ClipEmbeddingsItems: vm.Tensors(resp.Items["clip_embeddings"]),
-		VideoClipOffsets:    resp.Outputs["video.clip_offsets"],
-		VideoClipOwner:      resp.Outputs["video.clip_owner"],
+		VideoClipOffsets:    resp.Outputs.Get("video.clip_offsets"),
+		VideoClipOwner:      resp.Outputs.Get("video.clip_owner"),
 	}, nil
 }
 

@@ -98,7 +98,7 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 		if r.Err != nil {
 			t.Fatalf("request %s: %v", r.ID, r.Err)
 		}
-		emb := r.Outputs["clip_embeddings"]
+		emb := r.Outputs.Get("clip_embeddings")
 		if emb == nil || emb.Shape[0] != int64(len(clips[i])) {
 			t.Fatalf("request %s: clip_embeddings %v, want %d rows", r.ID, emb, len(clips[i]))
 		}
@@ -107,7 +107,7 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 				t.Errorf("request %s clip %d = %v, want %v", r.ID, c, got, want)
 			}
 		}
-		if offs := r.Outputs["audio.clip_offsets"].Int64s(); len(offs) != 2 || offs[1] != int64(len(clips[i])) {
+		if offs := r.Outputs.Get("audio.clip_offsets").Int64s(); len(offs) != 2 || offs[1] != int64(len(clips[i])) {
 			t.Errorf("request %s: audio.clip_offsets %v, want [0, %d]", r.ID, offs, len(clips[i]))
 		}
 	}

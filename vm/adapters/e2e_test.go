@@ -168,7 +168,7 @@ func check(t *testing.T, p pictures, r vm.Response) {
 		t.Fatalf("request %s: %v", r.ID, r.Err)
 	}
 	n := int64(len(p.colours))
-	emb := r.Outputs["embeddings"]
+	emb := r.Outputs.Get("embeddings")
 	if emb == nil || len(emb.Shape) != 2 || emb.Shape[0] != n || emb.Shape[1] != 3 {
 		t.Fatalf("request %s: embeddings %v, want [%d, 3]", r.ID, emb, n)
 	}
@@ -180,7 +180,7 @@ func check(t *testing.T, p pictures, r vm.Response) {
 			}
 		}
 	}
-	offs, owner := r.Outputs["image.offsets"], r.Outputs["image.owner"]
+	offs, owner := r.Outputs.Get("image.offsets"), r.Outputs.Get("image.owner")
 	if offs == nil || len(offs.Int64s()) != 2 || offs.Int64s()[0] != 0 || offs.Int64s()[1] != n {
 		t.Errorf("request %s: image.offsets %v, want [0, %d]", r.ID, offs, n)
 	}
@@ -309,7 +309,7 @@ func TestEndToEndByteItems(t *testing.T) {
 		// The adapter produces the embeddings' level: they come back per
 		// image, their offsets and owners left out.
 		its := r.Items["embeddings"]
-		if len(its) != len(pics[i].encoded) || r.Outputs["embeddings"] != nil || r.Outputs["image.offsets"] != nil || r.Outputs["image.owner"] != nil {
+		if len(its) != len(pics[i].encoded) || r.Outputs.Get("embeddings") != nil || r.Outputs.Get("image.offsets") != nil || r.Outputs.Get("image.owner") != nil {
 			t.Fatalf("%s: %d embeddings for %d images; outputs %v", r.ID, len(its), len(pics[i].encoded), r.Outputs)
 		}
 		n := int64(len(its))
@@ -317,10 +317,10 @@ func TestEndToEndByteItems(t *testing.T) {
 		for _, it := range its {
 			data = append(data, it.Tensor.Float32s()...)
 		}
-		check(t, pics[i], vm.Response{ID: r.ID, Outputs: map[string]*backend.Tensor{
+		check(t, pics[i], vm.Response{ID: r.ID, Outputs: vm.OutputsOf(map[string]*backend.Tensor{
 			"embeddings":    {DType: "float32", Shape: []int64{n, 3}, Data: data},
 			"image.offsets": {DType: "int64", Shape: []int64{2}, Data: []int64{0, n}},
 			"image.owner":   {DType: "int64", Shape: []int64{n}, Data: make([]int64, n)},
-		}})
+		})})
 	}
 }

@@ -216,7 +216,7 @@ func checkClips(t *testing.T, clips []videoClip, r vm.Response, output string) {
 	if r.Err != nil {
 		t.Fatalf("request %s: %v", r.ID, r.Err)
 	}
-	emb := r.Outputs[output]
+	emb := r.Outputs.Get(output)
 	if emb == nil || emb.Rank() != 2 || emb.Shape[0] != int64(len(clips)) || emb.Shape[1] != 3 {
 		t.Fatalf("request %s: %s %v, want [%d, 3]", r.ID, output, emb, len(clips))
 	}
@@ -250,10 +250,10 @@ func TestVideoEndToEndPacked(t *testing.T) {
 	for i, r := range e.RunAll(context.Background(), reqs) {
 		checkClips(t, all[i], r, "clip_embeddings")
 		n := int64(len(all[i]))
-		if offs := r.Outputs["video.clip_offsets"]; offs == nil || len(offs.Int64s()) != 2 || offs.Int64s()[1] != n {
+		if offs := r.Outputs.Get("video.clip_offsets"); offs == nil || len(offs.Int64s()) != 2 || offs.Int64s()[1] != n {
 			t.Errorf("request %s: video.clip_offsets %v, want [0, %d]", r.ID, offs, n)
 		}
-		if owner := r.Outputs["video.clip_owner"]; owner == nil || owner.Len() != n {
+		if owner := r.Outputs.Get("video.clip_owner"); owner == nil || owner.Len() != n {
 			t.Errorf("request %s: video.clip_owner %v, want %d zeros", r.ID, owner, n)
 		}
 	}

@@ -98,11 +98,11 @@ func TestRunBatchStop(t *testing.T) {
 // outputs differ from solo's.
 func sameAsSolo(t *testing.T, got, want vm.Response) {
 	t.Helper()
-	if len(got.Outputs) != len(want.Outputs) || len(got.Items) != len(want.Items) {
-		t.Errorf("%s: outputs %v and items of %d outputs, solo %v and %d", got.ID, fixtures.Names(got.Outputs), len(got.Items), fixtures.Names(want.Outputs), len(want.Items))
+	if got.Outputs.Len() != want.Outputs.Len() || len(got.Items) != len(want.Items) {
+		t.Errorf("%s: outputs %v and items of %d outputs, solo %v and %d", got.ID, fixtures.Names(got.Outputs.Map()), len(got.Items), fixtures.Names(want.Outputs.Map()), len(want.Items))
 	}
-	for name, out := range got.Outputs {
-		if d := fixtures.Diff(out, want.Outputs[name], tolerance); d != "" {
+	for name, out := range got.Outputs.All() {
+		if d := fixtures.Diff(out, want.Outputs.Get(name), tolerance); d != "" {
 			t.Errorf("%s: output %s differs from solo: %s", got.ID, name, d)
 		}
 	}
@@ -153,7 +153,7 @@ func TestItemsOfSeveralInputs(t *testing.T) {
 				t.Errorf("%s: %d items, want %d", name, len(its), n)
 				continue
 			}
-			whole := got[1].Outputs[name]
+			whole := got[1].Outputs.Get(name)
 			for i, it := range its {
 				row := whole.View(int64(i), int64(i+1))
 				row.Shape = row.Shape[1:]
@@ -162,8 +162,8 @@ func TestItemsOfSeveralInputs(t *testing.T) {
 				}
 			}
 		}
-		if len(got[0].Outputs) != 0 {
-			t.Errorf("outputs %v left packed beside the items", fixtures.Names(got[0].Outputs))
+		if got[0].Outputs.Len() != 0 {
+			t.Errorf("outputs %v left packed beside the items", fixtures.Names(got[0].Outputs.Map()))
 		}
 	})
 }

@@ -364,11 +364,11 @@ func TestNoCrossRequestLeakage(t *testing.T) {
 					}
 					for k, req := range []vm.Request{a, b} {
 						ref := f.Reference(t, req)
-						if d := fixtures.Diff(res[k].Outputs[f.Out], ref[f.Out], tolerance); d != "" {
+						if d := fixtures.Diff(res[k].Outputs.Get(f.Out), ref[f.Out], tolerance); d != "" {
 							t.Errorf("%s grouped with %s: %s: %s", req.ID, res[1-k].ID, f.Out, d)
 						}
 					}
-					results = append(results, res[0].Outputs[f.Out])
+					results = append(results, res[0].Outputs.Get(f.Out))
 				}
 				if d := fixtures.Diff(results[0], results[1], tolerance); d != "" {
 					t.Errorf("A's result changed with its group mate: %s", d)
@@ -400,7 +400,7 @@ func TestSplitsAreViews(t *testing.T) {
 				perCall := make([][]*backend.Tensor, len(calls))
 				members := make([][]int, len(calls))
 				for k, resp := range res {
-					share := resp.Outputs[f.Out]
+					share := resp.Outputs.Get(f.Out)
 					at := slices.IndexFunc(calls, func(c call) bool { return backend.SameBuffer(share, c.outputs[f.Out]) })
 					if at < 0 || share.Len() == 0 {
 						t.Errorf("%s: its %s (%v) is not a view of any group's output", resp.ID, f.Out, share)
@@ -518,17 +518,17 @@ func TestSoloPackage(t *testing.T) {
 				t.Fatal(alone.Err)
 			}
 			// The same graph on the same input, one thread: bit for bit.
-			if !fixtures.Identical(got[i].Outputs["scores"], alone.Outputs["scores"]) {
-				t.Errorf("%s: under concurrent load %v, alone %v", req.ID, got[i].Outputs["scores"].Float32s(), alone.Outputs["scores"].Float32s())
+			if !fixtures.Identical(got[i].Outputs.Get("scores"), alone.Outputs.Get("scores")) {
+				t.Errorf("%s: under concurrent load %v, alone %v", req.ID, got[i].Outputs.Get("scores").Float32s(), alone.Outputs.Get("scores").Float32s())
 			}
-			if d := fixtures.Diff(got[i].Outputs["scores"], f.Reference(t, req)["scores"], tolerance); d != "" {
+			if d := fixtures.Diff(got[i].Outputs.Get("scores"), f.Reference(t, req)["scores"], tolerance); d != "" {
 				t.Errorf("%s: %s", req.ID, d)
 			}
 		}
 		// The fixture can tell: two requests' rows in one call score differently.
 		both := vm.Request{Inputs: map[string]*backend.Tensor{"features": fixtures.F32([]int64{2, 4},
 			append(slices.Clone(reqs[0].Inputs["features"].Float32s()), reqs[1].Inputs["features"].Float32s()...))}}
-		if d := fixtures.Diff(f.Reference(t, both)["scores"].View(0, 1), got[0].Outputs["scores"], tolerance); d == "" {
+		if d := fixtures.Diff(f.Reference(t, both)["scores"].View(0, 1), got[0].Outputs.Get("scores"), tolerance); d == "" {
 			t.Errorf("the solo fixture does not detect grouping: two rows scored together equal the first alone")
 		}
 	})
@@ -557,7 +557,7 @@ func TestWakewordGuard(t *testing.T) {
 			t.Fatalf("the windows were not grouped: %d invocations, largest group %d", s.Invocations, s.MaxGroupRequests)
 		}
 		checkWindowsAlone(t, session(t, f, "embedding", ortBackend(t)), reqs, res)
-		if got := res[0].Outputs["window_offsets"].Int64s(); !slices.Equal(got, []int64{0, 1}) {
+		if got := res[0].Outputs.Get("window_offsets").Int64s(); !slices.Equal(got, []int64{0, 1}) {
 			t.Errorf("w0's delivered offsets are %v, want [0 1]", got)
 		}
 	})
@@ -569,7 +569,7 @@ func checkWindowsAlone(t *testing.T, alone backend.Session, reqs []vm.Request, r
 	t.Helper()
 	for k, req := range reqs {
 		w := req.Inputs["windows"]
-		got := res[k].Outputs["embeddings"]
+		got := res[k].Outputs.Get("embeddings")
 		if want := []int64{w.Shape[0], 1, 1, 96}; !slices.Equal(got.Shape, want) {
 			t.Fatalf("%s: embeddings %v, want shape %v", req.ID, got, want)
 		}
@@ -619,7 +619,7 @@ func TestTokenMerge(t *testing.T) {
 // that computed them.
 func checkMergedShare(t *testing.T, r vm.Response, segments int, calls []call) {
 	t.Helper()
-	merged, delivered := r.Outputs["merged"], r.Outputs["merged_offsets"].Int64s()
+	merged, delivered := r.Outputs.Get("merged"), r.Outputs.Get("merged_offsets").Int64s()
 	if delivered[0] != 0 || delivered[len(delivered)-1] != merged.Shape[0] || len(delivered) != segments+1 {
 		t.Errorf("%s: merged_offsets %v for %v merged tokens of %d segments", r.ID, delivered, merged.Shape, segments)
 	}

@@ -69,13 +69,13 @@ func sameResponse(t *testing.T, got, want vm.Response, exact bool) {
 		if g, w := where(got.Err), where(want.Err); exact && g != w {
 			t.Errorf("%s: error located at %s, the VM's at %s", want.ID, g, w)
 		}
-	case !slices.Equal(fixtures.Names(got.Outputs), fixtures.Names(want.Outputs)):
-		t.Errorf("%s: outputs %v, the VM's are %v", want.ID, fixtures.Names(got.Outputs), fixtures.Names(want.Outputs))
+	case !slices.Equal(fixtures.Names(got.Outputs.Map()), fixtures.Names(want.Outputs.Map())):
+		t.Errorf("%s: outputs %v, the VM's are %v", want.ID, fixtures.Names(got.Outputs.Map()), fixtures.Names(want.Outputs.Map()))
 	default:
-		for name, w := range want.Outputs {
-			if exact && !fixtures.Identical(got.Outputs[name], w) {
-				t.Errorf("%s: output %s is %v, the VM's is %v, bit for bit", want.ID, name, got.Outputs[name].Data, w.Data)
-			} else if d := fixtures.Diff(got.Outputs[name], w, tolerance); d != "" {
+		for name, w := range want.Outputs.All() {
+			if exact && !fixtures.Identical(got.Outputs.Get(name), w) {
+				t.Errorf("%s: output %s is %v, the VM's is %v, bit for bit", want.ID, name, got.Outputs.Get(name).Data, w.Data)
+			} else if d := fixtures.Diff(got.Outputs.Get(name), w, tolerance); d != "" {
 				t.Errorf("%s: output %s: %s", want.ID, name, d)
 			}
 		}

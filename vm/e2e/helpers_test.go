@@ -40,20 +40,20 @@ func compareResponses(t *testing.T, fx fixtures.Fixture, reqs []vm.Request, got,
 			}
 			continue
 		}
-		if !slices.Equal(fixtures.Names(g.Outputs), fixtures.Names(w.Outputs)) {
-			t.Errorf("%s: grouped outputs %v, solo outputs %v", req.ID, fixtures.Names(g.Outputs), fixtures.Names(w.Outputs))
+		if !slices.Equal(fixtures.Names(g.Outputs.Map()), fixtures.Names(w.Outputs.Map())) {
+			t.Errorf("%s: grouped outputs %v, solo outputs %v", req.ID, fixtures.Names(g.Outputs.Map()), fixtures.Names(w.Outputs.Map()))
 		}
 		var ref map[string]*backend.Tensor
 		if fx.HasReference() {
 			ref = fx.Reference(t, req)
 		}
-		for name, out := range g.Outputs {
-			if d := fixtures.Diff(out, w.Outputs[name], tolerance); d != "" {
+		for name, out := range g.Outputs.All() {
+			if d := fixtures.Diff(out, w.Outputs.Get(name), tolerance); d != "" {
 				t.Errorf("%s: output %s grouped differs from solo: %s", req.ID, name, d)
 			}
 			if out.DType == "float32" {
 				total++
-				if fixtures.Identical(out, w.Outputs[name]) {
+				if fixtures.Identical(out, w.Outputs.Get(name)) {
 					same++
 				}
 			}

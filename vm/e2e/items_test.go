@@ -63,13 +63,13 @@ func checkItemResponses(t *testing.T, f fixtures.Fixture, m *ir.Module, items []
 		}
 		its := r.Items[f.Out]
 		if its == nil {
-			t.Fatalf("%s: output %s did not come back as items (outputs %v, items %d)", r.ID, f.Out, fixtures.Names(r.Outputs), len(r.Items))
+			t.Fatalf("%s: output %s did not come back as items (outputs %v, items %d)", r.ID, f.Out, fixtures.Names(r.Outputs.Map()), len(r.Items))
 		}
-		if _, ok := r.Outputs[f.Out]; ok {
+		if _, ok := r.Outputs.Lookup(f.Out); ok {
 			t.Errorf("%s: output %s is both in Outputs and in Items", r.ID, f.Out)
 		}
 		levels := m.Output(f.Out).Contract.Layout.Levels
-		for name := range r.Outputs {
+		for name := range r.Outputs.All() {
 			for _, l := range levels {
 				if name == l.Offsets.Name || name == l.Owner.Name {
 					t.Errorf("%s: companion %s of an items output is still in Outputs", r.ID, name)
@@ -79,13 +79,13 @@ func checkItemResponses(t *testing.T, f fixtures.Fixture, m *ir.Module, items []
 		// Item j is row j of the solo result or, where the output's items
 		// are units of rows (two levels, flat), rows [o[j], o[j+1]) of it
 		// by the solo response's innermost offsets.
-		ref := w.Outputs[f.Out]
+		ref := w.Outputs.Get(f.Out)
 		offs := make([]int64, ref.Shape[0]+1)
 		for j := range offs {
 			offs[j] = int64(j)
 		}
 		if len(levels) == 2 {
-			offs = w.Outputs[levels[0].Offsets.Name].Int64s()
+			offs = w.Outputs.Get(levels[0].Offsets.Name).Int64s()
 		}
 		if len(its) != len(offs)-1 {
 			t.Fatalf("%s: %d items of %s, the solo result has %d", r.ID, len(its), f.Out, len(offs)-1)
@@ -157,8 +157,8 @@ func TestOCRItems(t *testing.T) {
 			if r.Err != nil {
 				t.Fatalf("%s: %v", r.ID, r.Err)
 			}
-			if len(r.Outputs) != 0 {
-				t.Errorf("%s: outputs %v beside the items; the companions of an items output are left out", r.ID, fixtures.Names(r.Outputs))
+			if r.Outputs.Len() != 0 {
+				t.Errorf("%s: outputs %v beside the items; the companions of an items output are left out", r.ID, fixtures.Names(r.Outputs.Map()))
 			}
 			its := r.Items["line_scores"]
 			if len(its) != len(reqs[i].Items["line_images"]) {
@@ -474,7 +474,7 @@ func TestItemsRunBatch(t *testing.T) {
 	if rule(out[1].Err) != backend.RunInput {
 		t.Errorf("bad: %v, want %s", out[1].Err, backend.RunInput)
 	}
-	if out[3].Err != nil || out[3].Outputs["line_scores"] == nil || out[3].Items != nil {
-		t.Errorf("plain: %v, outputs %v, items %v", out[3].Err, fixtures.Names(out[3].Outputs), out[3].Items)
+	if out[3].Err != nil || out[3].Outputs.Get("line_scores") == nil || out[3].Items != nil {
+		t.Errorf("plain: %v, outputs %v, items %v", out[3].Err, fixtures.Names(out[3].Outputs.Map()), out[3].Items)
 	}
 }

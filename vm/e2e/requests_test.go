@@ -32,7 +32,7 @@ func TestItemCounts(t *testing.T) {
 				got := runAll(context.Background(), r, reqs)
 				compareResponses(t, f, reqs, got, runAll(context.Background(), e.solo(t, f), reqs))
 				for _, k := range []int{0, 3} {
-					if out := got[k].Outputs[f.Out]; out == nil || out.Shape[0] != 0 {
+					if out := got[k].Outputs.Get(f.Out); out == nil || out.Shape[0] != 0 {
 						t.Errorf("%s: %s is %v, want an empty span", reqs[k].ID, f.Out, out)
 					}
 				}
@@ -54,7 +54,7 @@ func checkZeroGroup(t *testing.T, f fixtures.Fixture, r Runner, rng *rand.Rand) 
 		t.Errorf("a group of zero-item requests was invoked: %d invocations, then %d", before, after)
 	}
 	for k, resp := range res {
-		if d := fixtures.Diff(resp.Outputs[f.Out], f.Reference(t, zeros[k])[f.Out], tolerance); d != "" {
+		if d := fixtures.Diff(resp.Outputs.Get(f.Out), f.Reference(t, zeros[k])[f.Out], tolerance); d != "" {
 			t.Errorf("%s: %s", resp.ID, d)
 		}
 	}
@@ -90,7 +90,7 @@ func TestEmptyUnits(t *testing.T) {
 						continue
 					}
 					for name, want := range ref {
-						if d := fixtures.Diff(r.Outputs[name], want, tolerance); d != "" {
+						if d := fixtures.Diff(r.Outputs.Get(name), want, tolerance); d != "" {
 							t.Errorf("%s: %s: %s", mode, name, d)
 						}
 					}
@@ -394,7 +394,7 @@ func TestGroupClosesWhenBudgetWouldBeExceeded(t *testing.T) {
 			if first.Err != nil {
 				t.Fatalf("%s: %v", first.ID, first.Err)
 			}
-			if d := fixtures.Diff(first.Outputs["embeddings"], f.Reference(t, reqs[index(reqs, first.ID)])["embeddings"], tolerance); d != "" {
+			if d := fixtures.Diff(first.Outputs.Get("embeddings"), f.Reference(t, reqs[index(reqs, first.ID)])["embeddings"], tolerance); d != "" {
 				t.Errorf("%s: %s", first.ID, d)
 			}
 		case <-time.After(10 * time.Second):
@@ -407,7 +407,7 @@ func TestGroupClosesWhenBudgetWouldBeExceeded(t *testing.T) {
 		case second.Err != nil:
 			t.Errorf("%s: got %v, want its answer or its cancellation", second.ID, second.Err)
 		default:
-			if d := fixtures.Diff(second.Outputs["embeddings"], f.Reference(t, reqs[index(reqs, second.ID)])["embeddings"], tolerance); d != "" {
+			if d := fixtures.Diff(second.Outputs.Get("embeddings"), f.Reference(t, reqs[index(reqs, second.ID)])["embeddings"], tolerance); d != "" {
 				t.Errorf("%s: %s", second.ID, d)
 			}
 		}

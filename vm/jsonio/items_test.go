@@ -128,7 +128,7 @@ func TestResponseItems(t *testing.T) {
 	row := func(v ...float32) *backend.Tensor {
 		return &backend.Tensor{DType: "float32", Shape: []int64{int64(len(v))}, Data: v}
 	}
-	resp := vm.Response{ID: "a", Outputs: map[string]*backend.Tensor{"score": row(1)},
+	resp := vm.Response{ID: "a", Outputs: vm.OutputsOf(map[string]*backend.Tensor{"score": row(1)}),
 		Items: map[string][]vm.Item{
 			"emb":    vm.TensorItems(row(1, 2), row(3)),
 			"nested": {{Items: vm.TensorItems(row(4))}, {Items: []vm.Item{}}},

@@ -38,7 +38,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 		t.Fatalf("decoded %v %v", x, y)
 	}
 	var out bytes.Buffer
-	if err := WriteResponses(&out, []vm.Response{{ID: "a", Outputs: map[string]*backend.Tensor{"y": y}}, {ID: "b", Err: backend.Errorf("run/input", "no x")}}, nil); err != nil {
+	if err := WriteResponses(&out, []vm.Response{{ID: "a", Outputs: vm.OutputsOf(map[string]*backend.Tensor{"y": y})}, {ID: "b", Err: backend.Errorf("run/input", "no x")}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var rf ResponseFile

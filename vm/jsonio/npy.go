@@ -96,9 +96,9 @@ func EncodeResponse(r vm.Response, store Store) ([]byte, error) {
 	if r.Err != nil {
 		rj.Error = errorJSON(r.Err)
 	} else {
-		rj.Outputs = make(map[string]any, len(r.Outputs))
+		rj.Outputs = make(map[string]any, r.Outputs.Len())
 	}
-	for name, t := range r.Outputs {
+	for name, t := range r.Outputs.All() {
 		if r.Err != nil {
 			break
 		}

@@ -96,7 +96,7 @@ func TestEncodeResponseStore(t *testing.T) {
 		stored = append(stored, id+"/"+output)
 		return id + "/" + output + ".npy", nil
 	}
-	line, err := EncodeResponse(vm.Response{ID: "r1", Outputs: map[string]*backend.Tensor{"y": x}}, store)
+	line, err := EncodeResponse(vm.Response{ID: "r1", Outputs: vm.OutputsOf(map[string]*backend.Tensor{"y": x})}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
