@@ -166,6 +166,9 @@ type componentSpec struct {
 	outNames []string
 	// contracts are the component's input contracts, by input position.
 	contracts []*ir.Contract
+	// uniformAt and sharedAt are the positions of gp.Uniform's ports and
+	// of gp.SharedEqual among the inputs, found once.
+	uniformAt, sharedAt []int
 }
 
 // termInfo is what admission and forming read of one budget term: the
@@ -241,6 +244,12 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *com
 			c = p.Contract
 		}
 		s.contracts = append(s.contracts, c)
+	}
+	for _, u := range gp.Uniform {
+		s.uniformAt = append(s.uniformAt, s.at(u.Port))
+	}
+	for _, name := range gp.SharedEqual {
+		s.sharedAt = append(s.sharedAt, s.at(name))
 	}
 	for _, b := range gp.Budgets {
 		lo := len(s.termInfo)
@@ -345,8 +354,8 @@ func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env func(str
 			return nil, backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
 		}
 	}
-	for _, u := range s.gp.Uniform {
-		it.uniform = append(it.uniform, it.ports[s.at(u.Port)].t.Shape[u.Axis])
+	for k, u := range s.gp.Uniform {
+		it.uniform = append(it.uniform, it.ports[s.uniformAt[k]].t.Shape[u.Axis])
 	}
 	return it, nil
 }
@@ -492,8 +501,8 @@ func (s *componentSpec) compatible(head, it *item) bool {
 			return false
 		}
 	}
-	for _, name := range s.gp.SharedEqual {
-		if i := s.at(name); !equalTensor(head.ports[i].t, it.ports[i].t) {
+	for _, i := range s.sharedAt {
+		if !equalTensor(head.ports[i].t, it.ports[i].t) {
 			return false
 		}
 	}
