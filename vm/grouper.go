@@ -29,6 +29,7 @@ type grouper struct {
 	stats    *counter
 	copies   *Copies
 	sched    *scheduler
+	lones    sync.Pool // of *lone
 
 	mu       sync.Mutex
 	queue    []*pending // waiting items, oldest first
@@ -131,24 +132,75 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 	return g
 }
 
-// submit runs an item: alone when it fits every budget, else split into
-// chunks across invocations; an item no split can fit is refused at once.
-func (g *grouper) submit(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
+// lone is what a request run alone (Run, a generated executor's Invoke)
+// holds at a grouped component while it waits: its item, with room for
+// its chains, and the pending entry it is queued and answered with. A
+// grouper pools them, so that such a request allocates none of it. One
+// goes back to the pool only once nothing of the grouper can reach it
+// any more: its share was received, or it was never queued. A request
+// that stops waiting (cancelled) leaves its entry to the runner that will
+// answer it into its channel, and then to the collector.
+type lone struct {
+	slab *itemSlab
+	p    pending
+	ps   [1]*pending // the group of one an inline run takes
+}
+
+func (g *grouper) getLone() *lone {
+	if l, _ := g.lones.Get().(*lone); l != nil {
+		return l
+	}
+	return &lone{slab: g.spec.newItemSlab(1), p: pending{done: make(chan share, 1)}}
+}
+
+// putLone pools l, emptied; an entry whose channel still holds an answer
+// (none should) is left to the collector.
+func (g *grouper) putLone(l *lone) {
+	if len(l.p.done) > 0 {
+		return
+	}
+	l.slab.clear()
+	l.p = pending{done: l.p.done}
+	l.ps[0] = nil
+	g.lones.Put(l)
+}
+
+// runAlone admits one request's arguments of the component and runs its
+// item, returning its share of the outputs.
+func (g *grouper) runAlone(ctx context.Context, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (outputs, error) {
+	l := g.getLone()
+	it, err := g.spec.admitInto(l.slab.item(0), g.spec.args(args), env)
+	if err != nil {
+		g.putLone(l)
+		return nil, err
+	}
+	outs, reuse, err := g.submit(ctx, it, l)
+	if reuse {
+		g.putLone(l)
+	}
+	return outs, err
+}
+
+// submit runs an item: alone when it fits every budget (queued with l's
+// entry), else split into chunks across invocations; an item no split can
+// fit is refused at once. reuse reports whether l may be pooled again.
+func (g *grouper) submit(ctx context.Context, it *item, l *lone) (outs outputs, reuse bool, err error) {
 	if it.empty() {
 		outs, err := g.answerEmpty(it)
-		if err != nil {
-			return nil, err
-		}
-		return g.spec.outMap(outs), nil
+		return outs, false, err
+	}
+	if g.spec.overBudget(it) < 0 {
+		return g.submitOne(ctx, it, l)
 	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	if len(chunks) == 1 {
-		return g.submitOne(ctx, it)
+	merged, err := g.submitChunks(ctx, chunks)
+	if err != nil {
+		return nil, false, err
 	}
-	return g.submitChunks(ctx, chunks)
+	return g.spec.outSlice(merged), false, nil
 }
 
 // answerEmpty answers an item of zero units (a request with no image, no
@@ -174,28 +226,35 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 	return shares.of(0), nil
 }
 
-// submitOne queues an item that fits and waits for its share.
-func (g *grouper) submitOne(ctx context.Context, it *item) (map[string]*backend.Tensor, error) {
-	p := &pending{ctx: ctx, it: it, done: make(chan share, 1), queued: time.Now()}
+// submitOne queues an item that fits, with l's entry, and waits for its
+// share; reuse reports whether l may be pooled again.
+func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (outs outputs, reuse bool, err error) {
+	p := &l.p
+	p.ctx, p.it, p.queued = ctx, it, time.Now()
 	if a := g.tryInline(p); a != nil {
-		g.runInline(a, p)
+		l.ps[0] = p
+		g.runInline(a, l.ps[:])
 	} else if err := g.enqueue(p); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	outs, err := p.wait()
-	if err != nil {
-		return nil, err
-	}
-	return g.spec.outMap(outs), nil
+	s, received := p.waitShare()
+	return s.outs, received, s.err
 }
 
 // wait blocks until the item's share is ready or its request is cancelled.
 func (p *pending) wait() (outputs, error) {
+	s, _ := p.waitShare()
+	return s.outs, s.err
+}
+
+// waitShare is wait, reporting whether the share was received (false: the
+// request was cancelled first, and a runner may still answer it).
+func (p *pending) waitShare() (share, bool) {
 	select {
 	case s := <-p.done:
-		return s.outs, s.err
+		return s, true
 	case <-p.ctx.Done():
-		return nil, backend.ContextError(p.ctx.Err())
+		return share{err: backend.ContextError(p.ctx.Err())}, false
 	}
 }
 

@@ -64,10 +64,10 @@ func (g *grouper) lone() bool {
 
 // runInline runs p alone on the caller's goroutine in a, answering it,
 // and gives the slot back.
-func (g *grouper) runInline(a *arena, p *pending) {
+func (g *grouper) runInline(a *arena, group []*pending) {
 	defer g.wg.Done()
 	g.stats.ranInline()
-	g.run(a, []*pending{p}, time.Now(), func() {
+	g.run(a, group, time.Now(), func() {
 		g.mu.Lock()
 		g.inline--
 		g.inFlight--

@@ -139,6 +139,14 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
+	// A grouped component's share binds the results as it is, by port.
+	if g := r.e.groupers[name]; g != nil {
+		outs, err := g.runAlone(r.ctx, args, r.lookup)
+		if err != nil {
+			return backend.Located(err, r.e.m.Location(s.Loc))
+		}
+		return r.results(s, g.spec, outs)
+	}
 	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r.lookup)
 	if err != nil {
 		return err
@@ -182,11 +190,11 @@ func (e *Engine) invoke(ctx context.Context, component string, args map[string]*
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
 	if g := e.groupers[component]; g != nil {
-		it, err := g.spec.admit(args, env)
+		outs, err := g.runAlone(ctx, args, env)
 		if err != nil {
 			return nil, err
 		}
-		return g.submit(ctx, it)
+		return g.spec.outMap(outs), nil
 	}
 	if err := e.specs[component].checkLevels(args, env); err != nil {
 		return nil, err
