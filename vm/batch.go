@@ -45,24 +45,9 @@ type batch struct {
 	runs []*run
 	errs []error // per request; a failed request takes no further step
 	// admit's: the step's arguments by input position, and where each
-	// argument goes (argsAt), known per step for as long as the batch is
-	// recycled.
-	args    []*backend.Tensor
-	argsAt  []int
-	argsAts map[*ir.Step][]int
-}
-
-// stepArgsAt is spec.argsAt(s), computed once per step.
-func (b *batch) stepArgsAt(spec *componentSpec, s *ir.Step) []int {
-	at, ok := b.argsAts[s]
-	if !ok {
-		if b.argsAts == nil {
-			b.argsAts = map[*ir.Step][]int{}
-		}
-		at = spec.argsAt(s)
-		b.argsAts[s] = at
-	}
-	return at
+	// argument goes (the step's site).
+	args   []*backend.Tensor
+	argsAt []int
 }
 
 // runBatch runs reqs in lockstep and writes their responses into out.
@@ -148,11 +133,12 @@ func (b *batch) each(f func(i int, r *run) error) {
 // component's grouper, every item enqueued at once, or alone for an
 // ungrouped component.
 func (b *batch) invoke(s *ir.Step) {
-	g := b.e.groupers[s.Component.Name]
-	if g == nil {
+	st, ok := b.e.sites[s]
+	if !ok {
 		b.concurrently(func(r *run) error { return r.invoke(s) })
 		return
 	}
+	g := st.g
 	sc := g.getAdmission(len(b.runs))
 	subs := sc.subs
 	var wg sync.WaitGroup
@@ -192,7 +178,7 @@ func (b *batch) invoke(s *ir.Step) {
 	// queued at one time.
 	now := time.Now()
 	b.args = slices.Grow(b.args[:0], len(g.spec.gp.Inputs))[:len(g.spec.gp.Inputs)]
-	b.argsAt = b.stepArgsAt(g.spec, s)
+	b.argsAt = st.at
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
 		subs[i] = sub

@@ -77,6 +77,7 @@ type Engine struct {
 	openEnded         atomic.Bool
 	sessions          map[string]backend.Session
 	groupers          map[string]*grouper
+	sites             map[*ir.Step]site // the invoke steps of grouped components
 	specs             map[string]*componentSpec
 	stats             map[string]*counter
 	copies            map[string]*Copies
@@ -105,7 +106,27 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 			return nil, err
 		}
 	}
+	e.sites = invokeSites(m, e.groupers)
 	return e, nil
+}
+
+// site is an invoke step of a grouped component: its grouper, and where
+// each of the step's arguments goes among the component's inputs (-1: to
+// none), found once so that a request lays its arguments out by position.
+type site struct {
+	g  *grouper
+	at []int
+}
+
+func invokeSites(m *ir.Module, groupers map[string]*grouper) map[*ir.Step]site {
+	sites := map[*ir.Step]site{}
+	m.Body.Walk(func(s *ir.Step) bool {
+		if g := groupers[s.Component.Name]; s.Op == ir.OpInvoke && g != nil {
+			sites[s] = site{g: g, at: g.spec.argsAt(s)}
+		}
+		return true
+	})
+	return sites
 }
 
 func workflowOutputs(m *ir.Module) []string {

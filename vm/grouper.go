@@ -165,11 +165,11 @@ func (g *grouper) putLone(l *lone) {
 	g.lones.Put(l)
 }
 
-// runAlone admits one request's arguments of the component and runs its
-// item, returning its share of the outputs.
-func (g *grouper) runAlone(ctx context.Context, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (outputs, error) {
+// runAlone admits one request's arguments of the component (by input
+// position) and runs its item, returning its share of the outputs.
+func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env func(string) *backend.Tensor) (outputs, error) {
 	l := g.getLone()
-	it, err := g.spec.admitInto(l.slab.item(0), g.spec.args(args), env)
+	it, err := g.spec.admitInto(l.slab.item(0), args, env)
 	if err != nil {
 		g.putLone(l)
 		return nil, err

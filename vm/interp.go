@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"maps"
+	"slices"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/internal/steps"
@@ -15,6 +16,7 @@ type run struct {
 	ctx     context.Context
 	vals    []*backend.Tensor          // values by slot (env.go); nil: unbound
 	args    map[string]*backend.Tensor // one invoke's arguments, reused
+	pos     []*backend.Tensor          // a grouped invoke's, by input position
 	outputs []*backend.Tensor          // emitted workflow outputs, by place in outNames
 }
 
@@ -124,9 +126,12 @@ func (r *run) value(u ir.Use) (*backend.Tensor, error) {
 }
 
 func (r *run) invoke(s *ir.Step) error {
+	if st, ok := r.e.sites[s]; ok {
+		return r.invokeGrouped(s, st)
+	}
 	name := s.Component.Name
-	// Admission reads the arguments without keeping the map, and a solo
-	// session gets a copy: one map serves every invoke of the request.
+	// A solo session gets a copy of the arguments: one map serves every
+	// invoke of the request.
 	if r.args == nil {
 		r.args = make(map[string]*backend.Tensor, len(s.Args))
 	}
@@ -138,14 +143,6 @@ func (r *run) invoke(s *ir.Step) error {
 			return err
 		}
 		args[a.Port] = t
-	}
-	// A grouped component's share binds the results as it is, by port.
-	if g := r.e.groupers[name]; g != nil {
-		outs, err := g.runAlone(r.ctx, args, r.lookup)
-		if err != nil {
-			return backend.Located(err, r.e.m.Location(s.Loc))
-		}
-		return r.results(s, g.spec, outs)
 	}
 	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r.lookup)
 	if err != nil {
@@ -159,6 +156,29 @@ func (r *run) invoke(s *ir.Step) error {
 		r.setValue(res.Value, t)
 	}
 	return nil
+}
+
+// invokeGrouped runs a grouped invoke step for the request alone: its
+// arguments laid out by input position (admission reads them without
+// keeping the list), its share bound by port.
+func (r *run) invokeGrouped(s *ir.Step, st site) error {
+	args := slices.Grow(r.pos[:0], len(st.g.spec.gp.Inputs))[:len(st.g.spec.gp.Inputs)]
+	r.pos = args
+	defer clear(args)
+	for j, a := range s.Args {
+		t, err := r.value(a.Value)
+		if err != nil {
+			return err
+		}
+		if at := st.at[j]; at >= 0 {
+			args[at] = t
+		}
+	}
+	outs, err := st.g.runAlone(r.ctx, args, r.lookup)
+	if err != nil {
+		return backend.Located(err, r.e.m.Location(s.Loc))
+	}
+	return r.results(s, st.g.spec, outs)
 }
 
 // Invoke runs one request's invocation of a component: through the
@@ -190,7 +210,7 @@ func (e *Engine) invoke(ctx context.Context, component string, args map[string]*
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
 	if g := e.groupers[component]; g != nil {
-		outs, err := g.runAlone(ctx, args, env)
+		outs, err := g.runAlone(ctx, g.spec.args(args), env)
 		if err != nil {
 			return nil, err
 		}
