@@ -77,6 +77,7 @@ type Engine struct {
 	openEnded         atomic.Bool
 	sessions          map[string]backend.Session
 	groupers          map[string]*grouper
+	grouperList       []*grouper        // the same, in the order loaded: a finished request tells each
 	sites             map[*ir.Step]site // the invoke steps of grouped components
 	specs             map[string]*componentSpec
 	stats             map[string]*counter
@@ -173,6 +174,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	if gp.Grouped {
 		ready := e.opts.Declines.ApplyOps(name, e.file.Ops(name), sess.Ready())
 		e.groupers[name] = newGrouper(e, spec, sess, ready, e.stats[name], e.copies[name])
+		e.grouperList = append(e.grouperList, e.groupers[name])
 	}
 	return nil
 }
@@ -309,7 +311,7 @@ func (e *Engine) End() { e.done(1) }
 // waits for the requests still running may now close.
 func (e *Engine) done(n int) {
 	e.active.Add(int64(-n))
-	for _, g := range e.groupers {
+	for _, g := range e.grouperList {
 		g.requestDone()
 	}
 }

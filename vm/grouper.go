@@ -250,10 +250,14 @@ func (p *pending) wait() (outputs, error) {
 // waitShare is wait, reporting whether the share was received (false: the
 // request was cancelled first, and a runner may still answer it).
 func (p *pending) waitShare() (share, bool) {
+	cancelled := p.ctx.Done()
+	if cancelled == nil { // a context that is never cancelled
+		return <-p.done, true
+	}
 	select {
 	case s := <-p.done:
 		return s, true
-	case <-p.ctx.Done():
+	case <-cancelled:
 		return share{err: backend.ContextError(p.ctx.Err())}, false
 	}
 }
