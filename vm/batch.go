@@ -111,7 +111,8 @@ func (b *batch) block(bl *ir.Block) {
 		case ir.OpSequence:
 			b.block(s.Body)
 		case ir.OpEmit:
-			b.each(func(_ int, r *run) error { return r.emit(s) })
+			at := b.e.outNames.index(s.Output.Name)
+			b.each(func(_ int, r *run) error { return r.emitAt(s, at) })
 		case ir.OpInvoke:
 			b.invoke(s)
 		}
@@ -249,7 +250,7 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 			args[at] = t
 		}
 	}
-	it, err := g.spec.admitInto(into, args, r.lookup)
+	it, err := g.spec.admitInto(into, args, r)
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
 	}

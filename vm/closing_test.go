@@ -76,7 +76,7 @@ func paddedRequest(id string, patches int64) Request {
 func paddedItem(t *testing.T, g *grouper, patches int64, queued time.Time) *pending {
 	t.Helper()
 	r := paddedRequest("x", patches)
-	it, err := g.spec.admit(r.Inputs, func(string) *backend.Tensor { return nil })
+	it, err := g.spec.admit(r.Inputs, valueMap(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func (e *Engine) load(name, pkgDir string) error {
 		return fmt.Errorf("loading component `%s` on %s: %w", name, be.Name(), err)
 	}
 	e.sessions[name] = sess
-	spec := newComponentSpec(comp, gp, e.m)
+	spec := newComponentSpec(comp, gp, e.m, e.slots)
 	e.specs[name] = spec
 	e.stats[name] = newCounter(gp)
 	e.stats[name].name, e.stats[name].obs = name, e.opts.Observer

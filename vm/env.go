@@ -69,3 +69,12 @@ func (r *run) setValue(v ir.ValueID, t *backend.Tensor) { r.vals[r.e.slots.byVal
 
 // lookup is the environment as admission reads it: by name.
 func (r *run) lookup(name string) *backend.Tensor { return r.e.slots.lookup(r.vals, name) }
+
+// named is a workflow value a companion names: in its slot, when one was
+// found for it, else by name (values).
+func (r *run) named(name string, slot int) *backend.Tensor {
+	if slot >= 0 {
+		return r.vals[slot]
+	}
+	return r.lookup(name)
+}

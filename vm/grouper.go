@@ -167,7 +167,7 @@ func (g *grouper) putLone(l *lone) {
 
 // runAlone admits one request's arguments of the component (by input
 // position) and runs its item, returning its share of the outputs.
-func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env func(string) *backend.Tensor) (outputs, error) {
+func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env values) (outputs, error) {
 	l := g.getLone()
 	it, err := g.spec.admitInto(l.slab.item(0), args, env)
 	if err != nil {

@@ -144,7 +144,7 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
-	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r.lookup)
+	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (r *run) invokeGrouped(s *ir.Step, st site) error {
 			args[at] = t
 		}
 	}
-	outs, err := st.g.runAlone(r.ctx, args, r.lookup)
+	outs, err := st.g.runAlone(r.ctx, args, r)
 	if err != nil {
 		return backend.Located(err, r.e.m.Location(s.Loc))
 	}
@@ -193,11 +193,11 @@ func (e *Engine) Invoke(ctx context.Context, step ir.Loc, component string, args
 	if !e.openEnded.Load() {
 		e.openEnded.Store(true)
 	}
-	return e.invokeAt(ctx, step, component, args, func(v string) *backend.Tensor { return values[v] })
+	return e.invokeAt(ctx, step, component, args, valueMap(values))
 }
 
 // invokeAt is Invoke for the interpreter, whose requests the engine counts.
-func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (map[string]*backend.Tensor, error) {
+func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, error) {
 	outs, err := e.invoke(ctx, component, args, env)
 	if err != nil {
 		return nil, backend.Located(err, e.m.Location(step))
@@ -205,7 +205,7 @@ func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, ar
 	return outs, nil
 }
 
-func (e *Engine) invoke(ctx context.Context, component string, args map[string]*backend.Tensor, env func(string) *backend.Tensor) (map[string]*backend.Tensor, error) {
+func (e *Engine) invoke(ctx context.Context, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, error) {
 	if _, ok := e.sessions[component]; !ok {
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
@@ -251,7 +251,11 @@ func (e *Engine) solo(ctx context.Context, name string, args map[string]*backend
 	return outs, nil
 }
 
-func (r *run) emit(s *ir.Step) error {
+func (r *run) emit(s *ir.Step) error { return r.emitAt(s, r.e.outNames.index(s.Output.Name)) }
+
+// emitAt is emit into the workflow output at place at of outNames (-1: no
+// output of the workflow).
+func (r *run) emitAt(s *ir.Step, at int) error {
 	t, err := r.value(s.Value)
 	if err != nil {
 		return err
@@ -271,7 +275,6 @@ func (r *run) emit(s *ir.Step) error {
 	if s.Axis != nil {
 		axis = *s.Axis
 	}
-	at := r.e.outNames.index(s.Output.Name)
 	if at < 0 {
 		return runErr("run/unsupported", "emit to `%s`, which is no workflow output", s.Output.Name)
 	}

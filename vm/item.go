@@ -158,9 +158,10 @@ type componentSpec struct {
 	// an item's terms, and its limit.
 	budgets  []budgetSpan
 	termInfo []termInfo
-	// refs holds, per input port, where its companions come from: the
-	// position of a bound port among the inputs (-1: a workflow value).
+	// refs holds, per input port, where its companions come from (refAt).
 	refs []portRefs
+	// slots are the engine's names of values, which refAt reads.
+	slots *slots
 	// outNames are the component's output names, as every invocation
 	// asks for them (the backend only reads them).
 	outNames []string
@@ -232,8 +233,8 @@ func (s *componentSpec) at(name string) int {
 	return -1
 }
 
-func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module) *componentSpec {
-	s := &componentSpec{comp: comp, gp: gp, m: m, index: map[string]int{}}
+func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module, sl *slots) *componentSpec {
+	s := &componentSpec{comp: comp, gp: gp, m: m, index: map[string]int{}, slots: sl}
 	for _, o := range comp.Outputs {
 		s.outNames = append(s.outNames, o.Name)
 	}
@@ -296,21 +297,36 @@ func (s *componentSpec) terms(it *item) []int64 {
 }
 
 // refAt is where a companion reference's value comes from: the position of
-// its port among the inputs, or -1 for a workflow value.
+// its port among the inputs, or for a workflow value its slot (env.go; -1
+// where the engine's slots do not name it).
 func (s *componentSpec) refAt(ref plan.Ref) int {
 	if ref.Port == "" {
+		if k, ok := s.slots.byName[ref.Value]; ok {
+			return k
+		}
 		return -1
 	}
 	return s.at(ref.Port)
 }
 
+// values resolves the workflow-level values a component's companions name:
+// a request's run reads its slot (found at Open), a map its name.
+type values interface {
+	named(name string, slot int) *backend.Tensor
+}
+
+// valueMap is values by name.
+type valueMap map[string]*backend.Tensor
+
+func (m valueMap) named(name string, _ int) *backend.Tensor { return m[name] }
+
 // companionValue resolves a companion reference of a port to the request's
 // tensor: a bound port of the invoke (at, its position among the inputs),
 // or a workflow-level value.
-func companionValue(ref plan.Ref, at int, args []*backend.Tensor, env func(string) *backend.Tensor) *backend.Tensor {
+func companionValue(ref plan.Ref, at int, args []*backend.Tensor, env values) *backend.Tensor {
 	switch {
 	case ref.Port == "":
-		return env(ref.Value)
+		return env.named(ref.Value, at)
 	case at < 0:
 		return nil
 	}
@@ -338,13 +354,13 @@ func (s *componentSpec) argsAt(st *ir.Step) []int {
 
 // admit builds and validates a request's item for a grouped component. A
 // bad companion fails this request only, before it can join a group.
-func (s *componentSpec) admit(args map[string]*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
+func (s *componentSpec) admit(args map[string]*backend.Tensor, env values) (*item, error) {
 	return s.admitInto(newItem(len(s.gp.Inputs)), s.args(args), env)
 }
 
 // admitInto is admit into an empty item it (one of a batch's slab), with
 // the arguments by input position.
-func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env func(string) *backend.Tensor) (*item, error) {
+func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env values) (*item, error) {
 	for i := range s.gp.Inputs {
 		in := &s.gp.Inputs[i]
 		if in.Role == plan.RoleCompanion {
@@ -361,7 +377,7 @@ func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env func(str
 }
 
 // admitPort validates one payload port of the request and its companions.
-func (s *componentSpec) admitPort(it *item, i int, in *plan.Port, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitPort(it *item, i int, in *plan.Port, args []*backend.Tensor, env values) error {
 	t := args[i]
 	if t == nil {
 		return runErr("run/input", "component `%s` input port `%s` has no value", s.comp.Name, in.Name)
@@ -402,7 +418,7 @@ func (s *componentSpec) checkPort(i int, in *plan.Port, t *backend.Tensor) error
 // owners are checked like those of a grouped component's items, so that a
 // companion the component never reads is still refused when it is wrong.
 // Unlike an item, the request may hold any number of outermost units.
-func (s *componentSpec) checkLevels(byName map[string]*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) checkLevels(byName map[string]*backend.Tensor, env values) error {
 	args := s.args(byName)
 	for i, in := range s.gp.Inputs {
 		t := args[i]
@@ -424,7 +440,7 @@ func (s *componentSpec) checkLevels(byName map[string]*backend.Tensor, env func(
 // checkLevel validates level k of packed input i over children entries
 // below it: its offsets and owner are int64 vectors that agree. It returns
 // the offsets and the owner tensor.
-func (s *componentSpec) checkLevel(i, k int, children int64, args []*backend.Tensor, env func(string) *backend.Tensor) ([]int64, *backend.Tensor, error) {
+func (s *componentSpec) checkLevel(i, k int, children int64, args []*backend.Tensor, env values) ([]int64, *backend.Tensor, error) {
 	in := &s.gp.Inputs[i]
 	l := &in.Levels[k]
 	ot := companionValue(l.Offsets, s.refs[i].offsets[k], args, env)
@@ -445,7 +461,7 @@ func (s *componentSpec) checkLevel(i, k int, children int64, args []*backend.Ten
 
 // admitLevels validates the request's ownership chain of a packed port,
 // innermost level first, and records its offsets.
-func (s *componentSpec) admitLevels(it *item, i int, in *plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitLevels(it *item, i int, in *plan.Port, t *backend.Tensor, args []*backend.Tensor, env values) error {
 	if in.Role != plan.RolePacked {
 		return nil
 	}
@@ -468,7 +484,7 @@ func (s *componentSpec) admitLevels(it *item, i int, in *plan.Port, t *backend.T
 }
 
 // admitPadding validates the request's lengths of a padded port.
-func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.Tensor, args []*backend.Tensor, env func(string) *backend.Tensor) error {
+func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.Tensor, args []*backend.Tensor, env values) error {
 	for k := range in.Padded {
 		p := &in.Padded[k]
 		lt := companionValue(p.Lengths, s.refs[i].lengths[k], args, env)
