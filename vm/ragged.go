@@ -38,20 +38,24 @@ func checkOwner(value string, level int, owner, offs []int64) error {
 		return runErr("run/extent", "level %d owner `%s` has %d entries, but its offsets cover %d children; an owner map has one entry per child",
 			level, value, len(owner), children)
 	}
+	// offs was checked (checkOffsets): each unit's span lies in owner.
 	units := int64(len(offs) - 1)
-	u := int64(0)
-	for j, w := range owner {
-		for u < units && offs[u+1] <= int64(j) {
-			u++
-		}
-		if w < 0 || w >= units {
-			return runErr("run/owner", "level %d owner `%s` holds %d at index %d, outside [0, %d)", level, value, w, j, units)
-		}
-		if w != u {
-			return runErr("run/owner", "level %d owner `%s` holds %d at index %d, but its offsets place index %d in unit %d", level, value, w, j, j, u)
+	for u := int64(0); u < units; u++ {
+		for j, w := range owner[offs[u]:offs[u+1]] {
+			if w != u {
+				return ownerError(value, level, w, offs[u]+int64(j), u, units)
+			}
 		}
 	}
 	return nil
+}
+
+// ownerError is why entry j of an owner map, w, is not its unit u.
+func ownerError(value string, level int, w, j, u, units int64) error {
+	if w < 0 || w >= units {
+		return runErr("run/owner", "level %d owner `%s` holds %d at index %d, outside [0, %d)", level, value, w, j, units)
+	}
+	return runErr("run/owner", "level %d owner `%s` holds %d at index %d, but its offsets place index %d in unit %d", level, value, w, j, j, u)
 }
 
 // ownersFromOffsets derives an owner map from offsets: positions, never
