@@ -99,7 +99,11 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
-	e := &Engine{file: f, m: m, opts: opts, backends: backends, inputNames: inputNames(m), outNames: NewOutputNames(workflowOutputs(m)...), slots: newSlots(m), goroutines: newPool(), lockstep: straightLine(m.Body), sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
+	e := &Engine{file: f, m: m, opts: opts, backends: backends,
+		inputNames: namesOf(m.Inputs, func(in *ir.Input) string { return in.Name }),
+		outNames:   NewOutputNames(namesOf(m.Outputs, func(o *ir.Output) string { return o.Name })...),
+		slots:      newSlots(m), goroutines: newPool(), lockstep: straightLine(m.Body),
+		sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
@@ -130,10 +134,11 @@ func invokeSites(m *ir.Module, groupers map[string]*grouper) map[*ir.Step]site {
 	return sites
 }
 
-func workflowOutputs(m *ir.Module) []string {
-	names := make([]string, len(m.Outputs))
-	for i, o := range m.Outputs {
-		names[i] = o.Name
+// namesOf lists the names of xs, in order.
+func namesOf[T any](xs []T, name func(T) string) []string {
+	names := make([]string, len(xs))
+	for i, x := range xs {
+		names[i] = name(x)
 	}
 	return names
 }

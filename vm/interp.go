@@ -54,14 +54,6 @@ func (r *run) start(req Request) error {
 	return nil
 }
 
-func inputNames(m *ir.Module) []string {
-	names := make([]string, len(m.Inputs))
-	for i, in := range m.Inputs {
-		names[i] = in.Name
-	}
-	return names
-}
-
 // checkContract checks a request tensor's dtype, rank and fixed extents.
 func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
 	if t == nil || c == nil {
