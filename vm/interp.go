@@ -252,6 +252,12 @@ func (r *run) emitAt(s *ir.Step, at int) error {
 	if err != nil {
 		return err
 	}
+	// A plain replace of a value of rank 1 or more (the usual emit) is
+	// the value itself, as steps.Emit would find.
+	if s.When == nil && s.ValidLength == nil && s.Axis == nil && at >= 0 && t.Rank() > 0 && s.Mode == "replace" {
+		r.outputs[at] = t
+		return nil
+	}
 	var when, validLength *backend.Tensor
 	if s.When != nil {
 		if when, err = r.value(*s.When); err != nil {
