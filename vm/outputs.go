@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"encoding/json"
 	"fmt"
 	"iter"
 	"maps"
@@ -158,6 +159,15 @@ func (o Outputs) keep(pass func(name string) bool) Outputs {
 		}
 	}
 	return Outputs{names: o.names, vals: vals}
+}
+
+// MarshalJSON encodes the outputs as the map of their names they stand
+// for, as a response's map encoded before.
+func (o Outputs) MarshalJSON() ([]byte, error) {
+	if o.Len() == 0 {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(o.Map())
 }
 
 // String formats the outputs as a map of their names.

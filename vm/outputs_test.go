@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -48,6 +49,18 @@ func TestOutputsLookUpByName(t *testing.T) {
 	m := map[string]*backend.Tensor{"b": {DType: "int64", Shape: []int64{0}, Data: []int64{}}, "a": nil}
 	if o := OutputsOf(m); o.Len() != 1 || o.Get("b") != m["b"] || slices.Collect(o.Names())[0] != "b" {
 		t.Errorf("OutputsOf(%v) = %v", m, o)
+	}
+	// Encoded, a response's outputs read as the map they stand for.
+	x := &backend.Tensor{DType: "int64", Shape: []int64{2}, Data: []int64{4, 5}}
+	for _, c := range []struct {
+		o    Outputs
+		want map[string]*backend.Tensor
+	}{{OutputsOf(map[string]*backend.Tensor{"x": x, "y": nil}), map[string]*backend.Tensor{"x": x}}, {Outputs{}, map[string]*backend.Tensor{}}} {
+		got, err := json.Marshal(c.o)
+		want, _ := json.Marshal(c.want)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%v encodes as %s (%v), want %s", c.o, got, err, want)
+		}
 	}
 }
 
