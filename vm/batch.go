@@ -241,14 +241,8 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 	// tensors), so one slice serves the whole step.
 	args := b.args
 	clear(args)
-	for j, a := range s.Args {
-		t, err := r.value(a.Value)
-		if err != nil {
-			return submission{}, err
-		}
-		if at := b.argsAt[j]; at >= 0 {
-			args[at] = t
-		}
+	if err := r.layArgs(s, b.argsAt, args); err != nil {
+		return submission{}, err
 	}
 	it, err := g.spec.admitInto(into, args, r)
 	if err != nil {

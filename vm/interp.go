@@ -157,20 +157,29 @@ func (r *run) invokeGrouped(s *ir.Step, st site) error {
 	args := slices.Grow(r.pos[:0], len(st.g.spec.gp.Inputs))[:len(st.g.spec.gp.Inputs)]
 	r.pos = args
 	defer clear(args)
-	for j, a := range s.Args {
-		t, err := r.value(a.Value)
-		if err != nil {
-			return err
-		}
-		if at := st.at[j]; at >= 0 {
-			args[at] = t
-		}
+	if err := r.layArgs(s, st.at, args); err != nil {
+		return err
 	}
 	outs, err := st.g.runAlone(r.ctx, args, r)
 	if err != nil {
 		return backend.Located(err, r.e.m.Location(s.Loc))
 	}
 	return r.results(s, st.g.spec, outs)
+}
+
+// layArgs puts the values of invoke step s's arguments into args, each at
+// its input position (at, per argument; -1: none).
+func (r *run) layArgs(s *ir.Step, at []int, args []*backend.Tensor) error {
+	for j, a := range s.Args {
+		t, err := r.value(a.Value)
+		if err != nil {
+			return err
+		}
+		if at[j] >= 0 {
+			args[at[j]] = t
+		}
+	}
+	return nil
 }
 
 // Invoke runs one request's invocation of a component: through the

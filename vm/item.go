@@ -160,8 +160,6 @@ type componentSpec struct {
 	termInfo []termInfo
 	// refs holds, per input port, where its companions come from (refAt).
 	refs []portRefs
-	// slots are the engine's names of values, which refAt reads.
-	slots *slots
 	// outNames are the component's output names, as every invocation
 	// asks for them (the backend only reads them).
 	outNames []string
@@ -234,7 +232,7 @@ func (s *componentSpec) at(name string) int {
 }
 
 func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module, sl *slots) *componentSpec {
-	s := &componentSpec{comp: comp, gp: gp, m: m, index: map[string]int{}, slots: sl}
+	s := &componentSpec{comp: comp, gp: gp, m: m, index: map[string]int{}}
 	for _, o := range comp.Outputs {
 		s.outNames = append(s.outNames, o.Name)
 	}
@@ -263,10 +261,10 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module, sl *
 	for i, in := range gp.Inputs {
 		r := &s.refs[i]
 		for _, l := range in.Levels {
-			r.offsets, r.owner = append(r.offsets, s.refAt(l.Offsets)), append(r.owner, s.refAt(l.Owner))
+			r.offsets, r.owner = append(r.offsets, s.refAt(l.Offsets, sl)), append(r.owner, s.refAt(l.Owner, sl))
 		}
 		for _, p := range in.Padded {
-			r.lengths = append(r.lengths, s.refAt(p.Lengths))
+			r.lengths = append(r.lengths, s.refAt(p.Lengths, sl))
 		}
 	}
 	for i, in := range gp.Inputs {
@@ -297,11 +295,11 @@ func (s *componentSpec) terms(it *item) []int64 {
 }
 
 // refAt is where a companion reference's value comes from: the position of
-// its port among the inputs, or for a workflow value its slot (env.go; -1
-// where the engine's slots do not name it).
-func (s *componentSpec) refAt(ref plan.Ref) int {
+// its port among the inputs, or for a workflow value its slot among the
+// engine's (sl; -1 where they do not name it).
+func (s *componentSpec) refAt(ref plan.Ref, sl *slots) int {
 	if ref.Port == "" {
-		if k, ok := s.slots.byName[ref.Value]; ok {
+		if k, ok := sl.byName[ref.Value]; ok {
 			return k
 		}
 		return -1
