@@ -30,7 +30,9 @@ import (
 // (under the grouper's lock, so runners never take one item twice), runs
 // it, and looks again; with nothing worth running yet it waits for an
 // arrival, a timer, or the end of a promise. Forming on the runner that
-// will run the group saves a goroutine handoff per group.
+// will run the group saves a goroutine handoff per group. Where the next
+// group already waits, the runner hands its callers' answers to the
+// responder (responder.go) instead of yielding to them.
 func (g *grouper) runner(a *arena) {
 	defer g.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -46,9 +48,8 @@ func (g *grouper) runner(a *arena) {
 		case batch != nil:
 			// Read before the answers: an answered item of a lockstep batch
 			// is its batch's again, to reuse.
-			callers := slices.ContainsFunc(batch, func(p *pending) bool { return p.batch == nil })
-			g.runTaken(a, batch, now)
-			if callers {
+			callers := slices.ContainsFunc(batch, isCaller)
+			if handedOff := g.runTaken(a, batch, now, true); callers && !handedOff {
 				// The callers just answered are runnable, most of them on
 				// this processor, behind this runner: let them run (and
 				// send their next requests) before the next group forms.
@@ -74,10 +75,11 @@ func (g *grouper) runner(a *arena) {
 
 // runTaken runs a group next or take handed out (a worker slot counted in
 // running), gives the slot back and keeps batch's storage in a for the
-// next group.
-func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time) {
+// next group. It reports whether the callers' answers went to the
+// responder (only where mayHandOff: a runner's group).
+func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time, mayHandOff bool) (handedOff bool) {
 	n := len(batch)
-	g.run(a, batch, now, func() {
+	handedOff = g.run(a, batch, now, mayHandOff, func() {
 		g.mu.Lock()
 		g.inFlight -= n
 		g.running--
@@ -85,6 +87,7 @@ func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time) {
 	})
 	clear(batch)
 	a.batch = batch[:0]
+	return handedOff
 }
 
 // next forms the group a free runner runs now (in into's storage), or
@@ -109,6 +112,57 @@ func (g *grouper) next(now time.Time, wasIdle bool, into []*pending) (batch []*p
 	}
 	return batch, wait, ok
 }
+
+// handsOff reports whether the runner of batch, invoked, hands its
+// callers' answers to the responder: batch has callers (a lockstep
+// batch's items are answered without a wake), the queue already holds the
+// next group (the callers' next requests cannot make it fuller, so the
+// runner need not yield to them), and another processor can answer them.
+func (g *grouper) handsOff(batch []*pending) bool {
+	if !slices.ContainsFunc(batch, isCaller) || runtime.GOMAXPROCS(0) < 2 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holdsGroup()
+}
+
+// holdsGroup reports, under the lock, whether the queue holds a full
+// group: items compatible with its oldest, in queue order, until a budget
+// or the scheduler's cap binds.
+func (g *grouper) holdsGroup() bool {
+	if len(g.queue) == 0 {
+		return false
+	}
+	limit := g.sched.limit()
+	if g.solo {
+		limit = 1
+	}
+	s := &g.held
+	if s.vals == nil {
+		*s = newBudgetSum(g.spec)
+	}
+	s.clear()
+	head, n := g.queue[0].it, 0
+	for i := 0; i < len(g.queue) && i <= lookahead; i++ {
+		it := g.queue[i].it
+		if !g.spec.compatible(head, it) {
+			continue
+		}
+		if !s.fits(it) {
+			return true
+		}
+		s.add(it)
+		if n++; s.spent() || limit > 0 && n >= limit {
+			return true
+		}
+	}
+	return false
+}
+
+// isCaller reports whether p is a caller's item (Run, Invoke), answered on
+// its channel, rather than a lockstep batch's.
+func isCaller(p *pending) bool { return p.batch == nil }
 
 // take is next under the lock.
 func (g *grouper) take(now time.Time, into []*pending) (batch []*pending, wait time.Duration, ok bool) {

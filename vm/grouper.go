@@ -58,10 +58,12 @@ type grouper struct {
 	// full groups it still needs, whether it found them, and whether
 	// items left the queue since (so that it starts over).
 	fill                budgetSum
+	held                budgetSum // holdsGroup's sums
 	fillScan, fillNeed  int
 	fillFull, fillStale bool
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
+	resp       *responder
 
 	wake chan struct{}  // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup // the runners and the inline runs, which close waits for
@@ -125,6 +127,7 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
+	g.resp = newResponder()
 	g.wg.Add(g.workers)
 	for range g.workers {
 		go g.runner(newArena(len(spec.gp.Inputs)))
@@ -374,6 +377,7 @@ func (g *grouper) close() {
 	g.mu.Unlock()
 	g.poke()
 	g.wg.Wait()
+	g.resp.close()
 }
 
 // run assembles, checks, invokes and splits one group, formed at now,
@@ -381,8 +385,9 @@ func (g *grouper) close() {
 // group's requests. The group's claim ends with its invocation (or here,
 // when there is none): release gives its worker slot back before the
 // answers, so that a caller's next request never finds the group still
-// counted in flight.
-func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack func()) {
+// counted in flight. Where mayHandOff and the next group already waits
+// (handsOff), the callers' answers go to the responder; handedOff says so.
+func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool, giveBack func()) (handedOff bool) {
 	// A backend that panics unwinds through here: the slot is given back
 	// all the same, once, so that a caller that recovers (or a Close
 	// deferred above the panic) finds the engine serving rather than
@@ -419,13 +424,23 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack func()
 		return
 	}
 	release()
+	handoff := mayHandOff && g.handsOff(batch)
 	for i, p := range batch {
-		if err != nil {
-			p.answer(share{err: err})
+		s := share{err: err}
+		if err == nil {
+			s.outs = shares.of(i)
+		}
+		if handoff && p.batch == nil {
+			g.resp.hand(p, s)
 		} else {
-			p.answer(share{outs: shares.of(i)})
+			p.answer(s)
 		}
 	}
+	if handoff {
+		g.stats.handedOff()
+		g.resp.nudge()
+	}
+	return handoff
 }
 
 // dropCancelled answers the items whose request was cancelled before their

@@ -67,7 +67,7 @@ func (g *grouper) lone() bool {
 func (g *grouper) runInline(a *arena, group []*pending) {
 	defer g.wg.Done()
 	g.stats.ranInline()
-	g.run(a, group, time.Now(), func() {
+	g.run(a, group, time.Now(), false, func() {
 		g.mu.Lock()
 		g.inline--
 		g.inFlight--

@@ -104,7 +104,7 @@ func (g *grouper) runOwn() {
 		g.mu.Unlock()
 		locked = false
 		g.stats.ranOwn()
-		g.runTaken(a, batch, now)
+		g.runTaken(a, batch, now, false)
 		g.mu.Lock()
 		locked = true
 	}

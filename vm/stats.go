@@ -28,7 +28,11 @@ type ComponentStats struct {
 	// OwnGroups counts the groups a lockstep batch formed and ran on its
 	// own goroutine, where waking a runner was measured not to pay
 	// (selfrun.go).
-	OwnGroups int64         `json:"own_groups,omitempty"`
+	OwnGroups int64 `json:"own_groups,omitempty"`
+	// HandedOff counts the groups whose runner handed its callers' answers
+	// to the component's responder and went on to the next group, which
+	// was already waiting (responder.go).
+	HandedOff int64         `json:"handed_off,omitempty"`
 	RunTime   time.Duration `json:"run_time_ns"`
 	// QueueWait and Run are latency percentiles over the most recent
 	// samples: how long items waited for their group, and how long a group
@@ -176,6 +180,12 @@ func (c *counter) ranOwn() {
 	c.s.OwnGroups++
 }
 
+func (c *counter) handedOff() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.HandedOff++
+}
+
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
 	if c.obs != nil {
 		var footprint, real int64
@@ -222,7 +232,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {

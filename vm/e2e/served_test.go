@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm/ort"
+)
+
+// BenchmarkServed runs a workload as a server meets it: C callers that
+// each send their next request as soon as the last is answered, through
+// Run, on one engine (one runner, max_delay at its default). Every
+// iteration takes the document servedDocs times three ways in turn: served
+// by the callers, in lockstep (RunAll), and by the ideal's direct calls
+// (BenchmarkWorkloads). It reports served/ideal and lockstep/ideal, the
+// requests per invocation when served, and the share of served groups the
+// runner handed to the responder (vm/responder.go).
+//
+//	go test ./vm/e2e -run '^$' -bench Served -benchtime 30x -count 3
+func BenchmarkServed(b *testing.B) {
+	for _, w := range workloads {
+		if w.name != "text_packed/short" && w.name != "image_padded/64" {
+			continue
+		}
+		for _, callers := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%s/callers=%d", w.name, callers), func(b *testing.B) { benchServed(b, w, callers) })
+		}
+	}
+}
+
+// servedDocs is how many times an iteration takes the document each way:
+// the callers are not stopped between documents.
+const servedDocs = 10
+
+func benchServed(b *testing.B, w workload, callers int) {
+	fx := fixtures.Lookup(w.pkg)
+	f, _ := fixtures.Compile(b, fx)
+	reqs := readDocument(b, w.pkg, w.doc)
+	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	direct := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
+	e := vmEngine.start(b, fx, genrt.WithBackend(ir.ImplONNX, be), genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithWorkers(1))
+	mustRun(b, e, reqs)
+
+	// The callers live as long as the benchmark, as a server's
+	// connections do; a round hands them servedDocs documents' requests.
+	var next atomic.Int64
+	var round sync.WaitGroup
+	start := make(chan struct{})
+	defer close(start)
+	total := int64(servedDocs * len(reqs))
+	for range callers {
+		go func() {
+			for range start {
+				for i := next.Add(1) - 1; i < total; i = next.Add(1) - 1 {
+					if r := e.Run(context.Background(), reqs[i%int64(len(reqs))]); r.Err != nil {
+						b.Error(r.Err)
+					}
+				}
+				round.Done()
+			}
+		}()
+	}
+	served := func() {
+		next.Store(0)
+		round.Add(callers)
+		for range callers {
+			start <- struct{}{}
+		}
+		round.Wait()
+	}
+	lockstep := func() {
+		for range servedDocs {
+			runAll(context.Background(), e, reqs)
+		}
+	}
+	ideal := func() {
+		for range servedDocs {
+			direct()
+		}
+	}
+	served() // warm up
+	ideal()
+	ways := []func(){served, lockstep, ideal}
+	times := make([]time.Duration, len(ways))
+	var calls, requests, handedOff int64 // of the served groups
+	b.ResetTimer()
+	for b.Loop() {
+		for i, way := range ways {
+			before := e.Stats().Components[fx.Component]
+			start := time.Now()
+			way()
+			times[i] += time.Since(start)
+			if i == 0 {
+				after := e.Stats().Components[fx.Component]
+				calls += after.Invocations - before.Invocations
+				requests += after.Requests - before.Requests
+				handedOff += after.HandedOff - before.HandedOff
+			}
+		}
+	}
+	b.ReportMetric(times[2].Seconds()/times[0].Seconds(), "served/ideal")
+	b.ReportMetric(times[2].Seconds()/times[1].Seconds(), "lockstep/ideal")
+	b.ReportMetric(float64(requests)/float64(max(calls, 1)), "requests/call")
+	b.ReportMetric(float64(handedOff)/float64(max(calls, 1)), "handed-off-share")
+	b.ReportMetric(0, "ns/op") // the sum of three ways means nothing
+}
