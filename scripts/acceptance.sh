@@ -52,6 +52,8 @@
 #
 # A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
 # direct ONNX Runtime calls on the budget-sized batches, per workload),
+# BenchmarkServed (callers of Run, as a server's, against lockstep and the
+# direct calls),
 # BenchmarkRuntimeOverhead (CPU per request on a backend that does no
 # work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
 # through genaic against a direct onnxruntime_go Run), and genaic bench on
@@ -101,6 +103,8 @@ round() {
 	name=$(basename -- "$dir")
 	[ ! -e "$dir/e2e.test" ] ||
 		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads' -test.benchtime 100x
+	[ ! -e "$dir/e2e.test" ] ||
+		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Served' -test.benchtime 20x
 	[ ! -e "$dir/vm.test" ] ||
 		measure "$name" "$root/vm" "$dir/vm.test" -test.run '^$' -test.bench 'RuntimeOverhead' -test.benchtime 4000x -test.benchmem
 	[ ! -e "$dir/ort.test" ] ||
