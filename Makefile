@@ -42,6 +42,7 @@ test: setup lint
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 20000x -fuzzminimizetime 100x
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 10000x -fuzzminimizetime 100x
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 20000x -fuzzminimizetime 100x
+	$(GO) test ./vm/e2e -run '^$$' -fuzz '^FuzzRunRequests$$' -fuzztime 3000x -fuzzminimizetime 100x
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 5000x -fuzzminimizetime 100x
 	$(GO) test ./onnx -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 20000x -fuzzminimizetime 100x
 	$(GO) test ./vm/adapters -run '^$$' -fuzz '^FuzzDecodeWAV$$' -fuzztime 20000x -fuzzminimizetime 100x

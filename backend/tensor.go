@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -286,4 +287,42 @@ func DataLen(data any) int64 {
 		return int64(len(d))
 	}
 	return int64(reflect.ValueOf(data).Len())
+}
+
+// HasNonFinite reports whether floating-point data of dtype holds NaN or
+// an infinity (float16 and bfloat16 carried as their bits). It reads the
+// exponent field alone, without a branch per element: the field is all
+// ones exactly for NaN and the infinities, so adding one unit to it
+// carries into the sign bit only for those.
+func HasNonFinite(dtype string, data any) bool {
+	switch d := data.(type) {
+	case []float32:
+		var acc uint32
+		for _, v := range d {
+			acc |= math.Float32bits(v)&0x7f800000 + 0x00800000
+		}
+		return acc&0x80000000 != 0
+	case []float64:
+		var acc uint64
+		for _, v := range d {
+			acc |= math.Float64bits(v)&0x7ff0000000000000 + 0x0010000000000000
+		}
+		return acc&0x8000000000000000 != 0
+	case []uint16:
+		var exp, one uint16
+		switch dtype {
+		case "float16":
+			exp, one = 0x7c00, 0x0400
+		case "bfloat16":
+			exp, one = 0x7f80, 0x0080
+		default:
+			return false
+		}
+		var acc uint16
+		for _, v := range d {
+			acc |= v&exp + one
+		}
+		return acc&0x8000 != 0
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -96,4 +97,59 @@ func fromFloat(t *testing.T, dtype string, f float64) *Tensor {
 	rv := reflect.ValueOf(x.Data).Index(0)
 	rv.Set(reflect.ValueOf(f).Convert(rv.Type()))
 	return x
+}
+
+// TestHasNonFinite: NaN and either infinity are found in every
+// floating-point dtype, wherever they sit; the largest finite values,
+// subnormals and zeros of either sign are not, nor any integer.
+func TestHasNonFinite(t *testing.T) {
+	f32 := []float32{0, float32(math.Copysign(0, -1)), math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, 1}
+	f64 := []float64{0, math.Copysign(0, -1), math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 1}
+	// float16: largest finite 0x7bff, smallest subnormal 0x0001, -0 0x8000;
+	// bfloat16: largest finite 0x7f7f.
+	f16, bf16 := []uint16{0x7bff, 0xfbff, 0x0001, 0x8000, 0x3c00}, []uint16{0x7f7f, 0xff7f, 0x0001, 0x8000, 0x3f80}
+	cases := []struct {
+		dtype   string
+		finite  any
+		spoiled func(at int) any
+	}{
+		{"float32", f32, func(at int) any {
+			d := slices.Clone(f32)
+			d[at] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[at%3]
+			return d
+		}},
+		{"float64", f64, func(at int) any {
+			d := slices.Clone(f64)
+			d[at] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[at%3]
+			return d
+		}},
+		{"float16", f16, func(at int) any {
+			d := slices.Clone(f16)
+			d[at] = []uint16{0x7e00, 0x7c00, 0xfc00}[at%3]
+			return d
+		}},
+		{"bfloat16", bf16, func(at int) any {
+			d := slices.Clone(bf16)
+			d[at] = []uint16{0x7fc0, 0x7f80, 0xff80}[at%3]
+			return d
+		}},
+	}
+	for _, c := range cases {
+		if HasNonFinite(c.dtype, c.finite) {
+			t.Errorf("%s %v: reported non-finite", c.dtype, c.finite)
+		}
+		for at := range int(DataLen(c.finite)) {
+			if d := c.spoiled(at); !HasNonFinite(c.dtype, d) {
+				t.Errorf("%s %v: the non-finite value at %d was not found", c.dtype, d, at)
+			}
+		}
+	}
+	for _, d := range []any{[]int64{math.MaxInt64, -1}, []int32{math.MinInt32}, []uint8{0xff}, []bool{true}, []uint16{0xffff}} {
+		if HasNonFinite("int64", d) {
+			t.Errorf("%v: integer data reported non-finite", d)
+		}
+	}
+	if HasNonFinite("float32", []float32{}) {
+		t.Error("no data reported non-finite")
+	}
 }

@@ -154,13 +154,15 @@ var (
 		"Times an item was kept out of a group because the padding it would add costs more than its own invocation.", []string{"model", "component"}, nil)
 	descOwn = prometheus.NewDesc("genaic_own_groups_total",
 		"Groups a batch of requests ran on its own goroutine, where waking a runner was measured not to pay.", []string{"model", "component"}, nil)
+	descIsolated = prometheus.NewDesc("genaic_isolated_requests_total",
+		"Requests run in a group of their own because an input held NaN or an infinity, which the model could spread to the other items of its invocation.", []string{"model", "component"}, nil)
 	descHanded = prometheus.NewDesc("genaic_handed_off_groups_total",
 		"Groups whose callers the responder answered while the runner went on to the next group, which was already waiting.", []string{"model", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept, descOwn, descHanded} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept, descOwn, descHanded, descIsolated} {
 		ch <- d
 	}
 }
@@ -197,6 +199,7 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descKept, prometheus.CounterValue, float64(sched.KeptForPadding), lv...)
 		ch <- prometheus.MustNewConstMetric(descOwn, prometheus.CounterValue, float64(cs.OwnGroups), lv...)
 		ch <- prometheus.MustNewConstMetric(descHanded, prometheus.CounterValue, float64(cs.HandedOff), lv...)
+		ch <- prometheus.MustNewConstMetric(descIsolated, prometheus.CounterValue, float64(cs.Isolated), lv...)
 		buckets := map[float64]uint64{}
 		var count uint64
 		var sum float64

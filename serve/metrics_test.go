@@ -17,7 +17,7 @@ import (
 // own goroutine, per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Components: map[string]vm.ComponentStats{
-		"encoder": {OwnGroups: 5, HandedOff: 9, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
+		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -34,6 +34,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_scheduler_kept_for_padding_total{component="text",model="m"}`:    0,
 		`genaic_own_groups_total{component="encoder",model="m"}`:                 5,
 		`genaic_handed_off_groups_total{component="encoder",model="m"}`:          9,
+		`genaic_isolated_requests_total{component="encoder",model="m"}`:          2,
 	} {
 		if got := metric(t, text, sample); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) || math.IsNaN(got) {
 			t.Errorf("%s = %v, want %v", sample, got, want)

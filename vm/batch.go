@@ -248,6 +248,9 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 	if err != nil {
 		return submission{}, backend.Located(err, b.e.m.Location(s.Loc))
 	}
+	if it.isolated {
+		g.stats.isolate()
+	}
 	if it.empty() {
 		outs, err := g.answerEmpty(it)
 		return submission{outs: outs, err: err}, nil

@@ -177,6 +177,9 @@ func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env valu
 		g.putLone(l)
 		return nil, err
 	}
+	if it.isolated {
+		g.stats.isolate()
+	}
 	outs, reuse, err := g.submit(ctx, it, l)
 	if reuse {
 		g.putLone(l)

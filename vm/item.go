@@ -36,6 +36,11 @@ type item struct {
 	// same way.
 	pad       []int64
 	padInline [4]int64
+	// isolated says that a floating-point input of the item holds NaN or
+	// an infinity: it runs in a group of its own (compatible), since a
+	// model that mixes positions (a pooling matrix product, attention)
+	// would carry it into the other items' results.
+	isolated bool
 }
 
 // itemPort is an item's value of one input port.
@@ -371,6 +376,12 @@ func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env values) 
 	for k, u := range s.gp.Uniform {
 		it.uniform = append(it.uniform, it.ports[s.uniformAt[k]].t.Shape[u.Axis])
 	}
+	for i := range it.ports {
+		if t := it.ports[i].t; t != nil && backend.HasNonFinite(t.DType, t.Data) {
+			it.isolated = true
+			break
+		}
+	}
 	return it, nil
 }
 
@@ -508,8 +519,12 @@ func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.
 }
 
 // compatible reports whether it may join a group whose first item is head:
-// equal uniform extents and equal shared inputs (§3.4).
+// equal uniform extents and equal shared inputs (§3.4). An isolated item
+// joins no other.
 func (s *componentSpec) compatible(head, it *item) bool {
+	if head.isolated || it.isolated {
+		return head == it
+	}
 	for i := range head.uniform {
 		if head.uniform[i] != it.uniform[i] {
 			return false

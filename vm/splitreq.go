@@ -107,7 +107,7 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	at := s.at(port)
 	levels := it.ports[at].levels
 	sub := newItem(len(it.ports))
-	sub.uniform = it.uniform
+	sub.uniform, sub.isolated = it.uniform, it.isolated
 	subLevels := make([][]int64, len(levels))
 	subLevels[len(levels)-1] = []int64{0, b - a}
 	lo, hi := a, b

@@ -32,8 +32,12 @@ type ComponentStats struct {
 	// HandedOff counts the groups whose runner handed its callers' answers
 	// to the component's responder and went on to the next group, which
 	// was already waiting (responder.go).
-	HandedOff int64         `json:"handed_off,omitempty"`
-	RunTime   time.Duration `json:"run_time_ns"`
+	HandedOff int64 `json:"handed_off,omitempty"`
+	// Isolated counts the requests run in a group of their own because a
+	// floating-point input held NaN or an infinity, which a model that
+	// mixes positions would spread to the other items of its invocation.
+	Isolated int64         `json:"isolated,omitempty"`
+	RunTime  time.Duration `json:"run_time_ns"`
 	// QueueWait and Run are latency percentiles over the most recent
 	// samples: how long items waited for their group, and how long a group
 	// took from assembly to split.
@@ -180,6 +184,12 @@ func (c *counter) ranOwn() {
 	c.s.OwnGroups++
 }
 
+func (c *counter) isolate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Isolated++
+}
+
 func (c *counter) handedOff() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -232,7 +242,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {

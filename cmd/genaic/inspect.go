@@ -159,6 +159,9 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay)\n",
 				cs.OwnGroups, 100*sc.RunnerOverlap)
 		}
+		if cs.Isolated > 0 {
+			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
+		}
 		if cs.HandedOff > 0 {
 			fmt.Fprintf(w, "    %d groups answered by the responder: the next group was already waiting, so the runner went on to it\n", cs.HandedOff)
 		}

@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/vm"
+)
+
+// FuzzRunRequests: a request of any fixture, edited by the fuzzer (a value
+// made extreme, its data cut short, an axis grown or shrunk, its dtype
+// changed, a rank added, an input dropped or an unexpected one added, an
+// axis declared far larger than its data), runs on the VM between two
+// good requests of the same fixture, all three grouped together where
+// they can be. The edited request gets its outputs or a run/* error, never
+// a panic, a hang or an allocation its data does not account for; the
+// good ones get their outputs, as if it had not been there.
+func FuzzRunRequests(f *testing.F) {
+	runners := make([]Runner, len(fixtures.All))
+	for i, fx := range fixtures.All {
+		runners[i] = vmEngine.start(f, fx, genrt.WithMaxDelay(time.Millisecond))
+	}
+	for i := range fixtures.All {
+		f.Add(uint8(i), uint64(i), []byte{})
+		for op := range byte(editOps) {
+			f.Add(uint8(i), uint64(7*i+int(op)), []byte{op, 0, 1, op, 1, 200})
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, seed uint64, edits []byte) {
+		k := int(which) % len(fixtures.All)
+		fx := fixtures.All[k]
+		rng := rand.New(rand.NewPCG(seed, 29))
+		reqs := []vm.Request{fx.Gen(rng, "good1", 1+rng.IntN(fx.MaxItems)), fx.Gen(rng, "edited", 1+rng.IntN(fx.MaxItems)), fx.Gen(rng, "good2", 1+rng.IntN(fx.MaxItems))}
+		reqs[1].Inputs = edit(reqs[1].Inputs, edits)
+		alone := runAllWithin(t, runners[k], []vm.Request{reqs[0], reqs[2]})
+		res := runAllWithin(t, runners[k], reqs)
+		var re *backend.RunError
+		if err := res[1].Err; err != nil && (!errors.As(err, &re) || !strings.HasPrefix(re.Rule, "run/")) {
+			t.Errorf("%s: the edited request failed without a run/* rule (edits %v): %v", fx.Name, edits, err)
+		}
+		for i, want := range alone {
+			got := res[2*i]
+			if got.Err != nil || want.Err != nil {
+				if got.Err == nil || want.Err == nil || got.Err.Error() != want.Err.Error() {
+					t.Errorf("%s: %s beside the edited request (edits %v): %v; without it: %v", fx.Name, got.ID, edits, got.Err, want.Err)
+				}
+				continue
+			}
+			for name, out := range want.Outputs.All() {
+				if d := fixtures.Diff(got.Outputs.Get(name), out, tolerance); d != "" {
+					t.Errorf("%s: %s's output %s beside the edited request (edits %v) differs: %s", fx.Name, got.ID, name, edits, d)
+				}
+			}
+		}
+	})
+}
+
+// runAllWithin runs reqs with RunAll and fails the test if they have not
+// finished within two minutes (a hang).
+func runAllWithin(t *testing.T, r Runner, reqs []vm.Request) []vm.Response {
+	t.Helper()
+	done := make(chan []vm.Response, 1)
+	go func() { done <- r.RunAll(context.Background(), reqs) }()
+	select {
+	case res := <-done:
+		return res
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the requests did not finish: %v", reqs)
+		return nil
+	}
+}
+
+// editOps counts the kinds of edit (edit's switch).
+const editOps = 9
+
+// edit applies edits, three bytes each (what, which input, an argument),
+// to a copy of a request's inputs.
+func edit(in map[string]*backend.Tensor, edits []byte) map[string]*backend.Tensor {
+	out := make(map[string]*backend.Tensor, len(in))
+	for name, t := range in {
+		c := *t
+		c.Shape = slices.Clone(t.Shape)
+		c.Data = resized(t.Data, backend.DataLen(t.Data))
+		out[name] = &c
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range out {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for ; len(edits) >= 3 && len(names) > 0; edits = edits[3:] {
+		op, name, arg := edits[0]%editOps, names[int(edits[1])%len(names)], edits[2]
+		t := out[name]
+		if t == nil {
+			continue
+		}
+		n := backend.DataLen(t.Data)
+		switch op {
+		case 0: // one value made extreme
+			if n > 0 {
+				setExtreme(t.Data, int(arg)%int(n), arg)
+			}
+		case 1: // data cut short of the shape
+			if n > 0 {
+				t.Data = resized(t.Data, n-1)
+			}
+		case 2, 3: // an axis grown or shrunk, the data following it
+			if len(t.Shape) == 0 {
+				continue
+			}
+			a := int(arg) % len(t.Shape)
+			if op == 2 {
+				t.Shape[a]++
+			} else if t.Shape[a] > 0 {
+				t.Shape[a]--
+			}
+			if m := t.Len(); m >= 0 && m <= 1<<16 {
+				t.Data = resized(t.Data, m)
+			}
+		case 4: // another dtype
+			dtypes := []string{"float32", "int64", "int32", "uint8", "bool", "float64"}
+			d := dtypes[int(arg)%len(dtypes)]
+			if m := t.Len(); m < 0 || m > 1<<16 {
+				continue
+			}
+			if nt, err := backend.NewTensor(d, t.Shape); err == nil {
+				out[name] = nt
+			}
+		case 5: // a rank added
+			t.Shape = append([]int64{1}, t.Shape...)
+		case 6: // dropped
+			delete(out, name)
+		case 7: // an input the workflow does not declare
+			out["unexpected_"+name] = t
+		case 8: // an axis declared far beyond its data
+			if len(t.Shape) > 0 {
+				t.Shape[int(arg)%len(t.Shape)] = 1 << (20 + arg%40)
+			}
+		}
+	}
+	return out
+}
+
+// setExtreme sets element i of data to an extreme of its dtype, or to a
+// small negative or out-of-range count.
+func setExtreme(data any, i int, arg byte) {
+	ints := []int64{-1, -1 << 40, math.MaxInt64, math.MinInt64, 1 << 31, int64(arg)}
+	floats := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 1e30}
+	switch d := data.(type) {
+	case []int64:
+		d[i] = ints[int(arg)%len(ints)]
+	case []int32:
+		d[i] = int32(ints[int(arg)%len(ints)])
+	case []float32:
+		d[i] = float32(floats[int(arg)%len(floats)])
+	case []float64:
+		d[i] = floats[int(arg)%len(floats)]
+	case []uint8:
+		d[i] = arg
+	case []bool:
+		d[i] = !d[i]
+	}
+}
+
+// resized returns a copy of data with n elements: cut, or grown with
+// zeros.
+func resized(data any, n int64) any {
+	switch d := data.(type) {
+	case []float32:
+		return withLen(d, n)
+	case []float64:
+		return withLen(d, n)
+	case []int64:
+		return withLen(d, n)
+	case []int32:
+		return withLen(d, n)
+	case []int8:
+		return withLen(d, n)
+	case []uint8:
+		return withLen(d, n)
+	case []bool:
+		return withLen(d, n)
+	case []uint16:
+		return withLen(d, n)
+	}
+	return data
+}
+
+func withLen[T any](d []T, n int64) []T {
+	out := make([]T, n)
+	copy(out, d)
+	return out
+}
