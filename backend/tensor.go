@@ -30,6 +30,74 @@ func Elements(shape []int64) int64 {
 // Len returns the number of elements of t.
 func (t *Tensor) Len() int64 { return Elements(t.Shape) }
 
+// MaxElements bounds the extents of a tensor a caller brings: their
+// product, an empty axis counted as one, so that an empty tensor cannot
+// declare an axis a model would size its outputs by (a [0, 2^40] input of
+// a pooling model asks for outputs of 2^40 elements per unit).
+const MaxElements = 1 << 32
+
+// Problem says why t cannot be read as the tensor it declares, or is ""
+// when it can: its data is the host slice of its dtype, no extent is
+// negative, the extents multiply (empty axes counted as one) to at most
+// MaxElements, and their product is the data's length. A tensor built
+// here always can; one a caller builds (vm.Request, a generated
+// executor's input) is checked before it is read.
+func (t *Tensor) Problem() string {
+	if t.Data == nil {
+		return "carries no data"
+	}
+	if !hostTypeOf(t.DType, t.Data) {
+		return fmt.Sprintf("carries %T data", t.Data)
+	}
+	n, extents := int64(1), int64(1)
+	for _, d := range t.Shape {
+		switch {
+		case d < 0:
+			return "has a negative extent"
+		case d == 0:
+			n = 0
+			continue
+		case extents > MaxElements/d:
+			return fmt.Sprintf("has extents that multiply to more than %d elements (an empty axis counted as one)", int64(MaxElements))
+		}
+		extents *= d
+		n *= d
+	}
+	if DataLen(t.Data) != n {
+		return "carries a different number of elements"
+	}
+	return ""
+}
+
+// hostTypeOf reports whether data is the slice type makeData gives dtype.
+func hostTypeOf(dtype string, data any) bool {
+	switch data.(type) {
+	case []float32:
+		return dtype == "float32"
+	case []float64:
+		return dtype == "float64"
+	case []int64:
+		return dtype == "int64"
+	case []int32:
+		return dtype == "int32"
+	case []int16:
+		return dtype == "int16"
+	case []int8:
+		return dtype == "int8"
+	case []uint8:
+		return dtype == "uint8"
+	case []uint16:
+		return dtype == "uint16" || dtype == "float16" || dtype == "bfloat16"
+	case []uint32:
+		return dtype == "uint32"
+	case []uint64:
+		return dtype == "uint64"
+	case []bool:
+		return dtype == "bool"
+	}
+	return false
+}
+
 // Rank returns the number of axes.
 func (t *Tensor) Rank() int { return len(t.Shape) }
 

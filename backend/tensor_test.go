@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -151,5 +152,33 @@ func TestHasNonFinite(t *testing.T) {
 	}
 	if HasNonFinite("float32", []float32{}) {
 		t.Error("no data reported non-finite")
+	}
+}
+
+// TestProblem: a tensor a caller builds is readable only when its data is
+// its dtype's host slice and exactly as long as its extents say, no
+// extent is negative, and the extents, an empty axis counted as one, stay
+// within MaxElements.
+func TestProblem(t *testing.T) {
+	for _, c := range []struct {
+		t    Tensor
+		want string // in the problem; "" for none
+	}{
+		{Tensor{DType: "float32", Shape: []int64{2, 3}, Data: make([]float32, 6)}, ""},
+		{Tensor{DType: "float16", Shape: []int64{2}, Data: make([]uint16, 2)}, ""},
+		{Tensor{DType: "int64", Shape: []int64{0, 4}, Data: []int64{}}, ""},
+		{Tensor{DType: "bool", Shape: nil, Data: []bool{true}}, ""},
+		{Tensor{DType: "float32", Shape: []int64{2}}, "no data"},
+		{Tensor{DType: "float32", Shape: []int64{2}, Data: []int64{1, 2}}, "[]int64 data"},
+		{Tensor{DType: "float32", Shape: []int64{2, -1}, Data: []float32{}}, "negative extent"},
+		{Tensor{DType: "float32", Shape: []int64{3}, Data: make([]float32, 2)}, "different number"},
+		{Tensor{DType: "float32", Shape: []int64{0, 1 << 40}, Data: []float32{}}, "multiply to more than"},
+		{Tensor{DType: "float32", Shape: []int64{1 << 32, 1 << 32, 0}, Data: []float32{}}, "multiply to more than"},
+		{Tensor{DType: "float32", Shape: []int64{1 << 62, 4}, Data: []float32{}}, "multiply to more than"},
+	} {
+		got := c.t.Problem()
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%v of %T: problem %q, want %q", c.t.Shape, c.t.Data, got, c.want)
+		}
 	}
 }

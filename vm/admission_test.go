@@ -71,3 +71,39 @@ func TestRunBatchStop(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedTensorsAreRefused: a Go caller's request tensor that does
+// not hold what it declares (data of another type, fewer elements than its
+// shape, a negative extent, an empty axis beside one of 2^40) fails that
+// request with run/input, through RunAll and Run alike, and its neighbours
+// run as if it had not come.
+func TestMalformedTensorsAreRefused(t *testing.T) {
+	e := imageEngine(t, Options{MaxDelay: time.Millisecond})
+	defer e.Close()
+	rng := rand.New(rand.NewSource(17))
+	for name, spoil := range map[string]func(x *backend.Tensor){
+		"data of another type": func(x *backend.Tensor) { x.Data = make([]int64, x.Len()) },
+		"data cut short":       func(x *backend.Tensor) { x.Data = x.Float32s()[:x.Len()-1] },
+		"a negative extent":    func(x *backend.Tensor) { x.Shape[1] = -x.Shape[1] },
+		"an empty axis beside a vast one": func(x *backend.Tensor) {
+			x.Shape = []int64{0, 1 << 40, x.Shape[2]}
+			x.Data = []float32{}
+		},
+	} {
+		good := imageRequest(rng, "good", 2)
+		bad := imageRequest(rng, "bad", 2)
+		spoil(bad.Inputs["pixel_patches"])
+		want := e.Run(context.Background(), good)
+		for _, res := range [][]Response{
+			e.RunAll(context.Background(), []Request{good, bad}),
+			{e.Run(context.Background(), good), e.Run(context.Background(), bad)},
+		} {
+			if ruleOf(res[1].Err) != backend.RunInput {
+				t.Errorf("%s: %v, want %s", name, res[1].Err, backend.RunInput)
+			}
+			if res[0].Err != nil || !sameResult(res[0].Outputs.Get("embeddings"), want.Outputs.Get("embeddings")) {
+				t.Errorf("%s: the good request got %v, %v", name, res[0].Err, res[0].Outputs)
+			}
+		}
+	}
+}

@@ -56,7 +56,13 @@ func (r *run) start(req Request) error {
 
 // checkContract checks a request tensor's dtype, rank and fixed extents.
 func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
-	if t == nil || c == nil {
+	if t == nil {
+		return nil
+	}
+	if msg := t.Problem(); msg != "" {
+		return runErr("run/input", "workflow input `%s` is %s but %s", name, t, msg)
+	}
+	if c == nil {
 		return nil
 	}
 	if c.DType != t.DType { // a contract may name an alias (fp32)
@@ -71,9 +77,6 @@ func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
 		if !d.IsSym() && i < t.Rank() && t.Shape[i] != d.Size {
 			return runErr("run/input", "workflow input `%s` fixes axis %d at %d, got %s", name, i, d.Size, t)
 		}
-	}
-	if t.Data == nil || backend.DataLen(t.Data) != t.Len() {
-		return runErr("run/input", "workflow input `%s` is %s but carries a different number of elements", name, t)
 	}
 	return nil
 }

@@ -397,6 +397,9 @@ func (in *itemsInput) check(t *backend.Tensor, at string) error {
 			return runErr(backend.RunInput, "workflow input `%s` item %s has shape %v, with a negative extent", in.name, at, t.Shape)
 		}
 	}
+	if msg := t.Problem(); msg != "" {
+		return runErr(backend.RunInput, "workflow input `%s` item %s is %s but %s", in.name, at, t, msg)
+	}
 	off := in.c.Rank - rank
 	for i, d := range in.c.Shape {
 		if i >= off && !d.IsSym() && t.Shape[i-off] != d.Size {

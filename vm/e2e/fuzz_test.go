@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // changed, a rank added, an input dropped or an unexpected one added, an
 // axis declared far larger than its data), runs on the VM between two
 // good requests of the same fixture, all three grouped together where
-// they can be. The edited request gets its outputs or a run/* error, never
+// they can be, in lockstep (RunAll) or, for odd seeds, each through Run. The edited request gets its outputs or a run/* error, never
 // a panic, a hang or an allocation its data does not account for; the
 // good ones get their outputs, as if it had not been there.
 func FuzzRunRequests(f *testing.F) {
@@ -41,8 +42,9 @@ func FuzzRunRequests(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, 29))
 		reqs := []vm.Request{fx.Gen(rng, "good1", 1+rng.IntN(fx.MaxItems)), fx.Gen(rng, "edited", 1+rng.IntN(fx.MaxItems)), fx.Gen(rng, "good2", 1+rng.IntN(fx.MaxItems))}
 		reqs[1].Inputs = edit(reqs[1].Inputs, edits)
-		alone := runAllWithin(t, runners[k], []vm.Request{reqs[0], reqs[2]})
-		res := runAllWithin(t, runners[k], reqs)
+		served := seed%2 == 1 // through Run, as a server's requests come
+		alone := runAllWithin(t, runners[k], []vm.Request{reqs[0], reqs[2]}, served)
+		res := runAllWithin(t, runners[k], reqs, served)
 		var re *backend.RunError
 		if err := res[1].Err; err != nil && (!errors.As(err, &re) || !strings.HasPrefix(re.Rule, "run/")) {
 			t.Errorf("%s: the edited request failed without a run/* rule (edits %v): %v", fx.Name, edits, err)
@@ -64,12 +66,25 @@ func FuzzRunRequests(f *testing.F) {
 	})
 }
 
-// runAllWithin runs reqs with RunAll and fails the test if they have not
-// finished within two minutes (a hang).
-func runAllWithin(t *testing.T, r Runner, reqs []vm.Request) []vm.Response {
+// runAllWithin runs reqs, with RunAll or (served) with one Run per
+// request, all at once, and fails the test if they have not finished within
+// two minutes (a hang).
+func runAllWithin(t *testing.T, r Runner, reqs []vm.Request, served bool) []vm.Response {
 	t.Helper()
 	done := make(chan []vm.Response, 1)
-	go func() { done <- r.RunAll(context.Background(), reqs) }()
+	go func() {
+		if !served {
+			done <- r.RunAll(context.Background(), reqs)
+			return
+		}
+		res := make([]vm.Response, len(reqs))
+		var wg sync.WaitGroup
+		for i := range reqs {
+			wg.Go(func() { res[i] = r.Run(context.Background(), reqs[i]) })
+		}
+		wg.Wait()
+		done <- res
+	}()
 	select {
 	case res := <-done:
 		return res
@@ -145,7 +160,7 @@ func edit(in map[string]*backend.Tensor, edits []byte) map[string]*backend.Tenso
 			out["unexpected_"+name] = t
 		case 8: // an axis declared far beyond its data
 			if len(t.Shape) > 0 {
-				t.Shape[int(arg)%len(t.Shape)] = 1 << (20 + arg%40)
+				t.Shape[int(arg)%len(t.Shape)] = 1 << (33 + arg%30)
 			}
 		}
 	}
