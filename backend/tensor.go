@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strings"
@@ -43,10 +44,11 @@ const MaxElements = 1 << 32
 // here always can; one a caller builds (vm.Request, a generated
 // executor's input) is checked before it is read.
 func (t *Tensor) Problem() string {
-	if t.Data == nil {
+	have, ok := hostLen(t.DType, t.Data)
+	switch {
+	case t.Data == nil:
 		return "carries no data"
-	}
-	if !hostTypeOf(t.DType, t.Data) {
+	case !ok:
 		return fmt.Sprintf("carries %T data", t.Data)
 	}
 	n, extents := int64(1), int64(1)
@@ -57,45 +59,49 @@ func (t *Tensor) Problem() string {
 		case d == 0:
 			n = 0
 			continue
-		case extents > MaxElements/d:
-			return fmt.Sprintf("has extents that multiply to more than %d elements (an empty axis counted as one)", int64(MaxElements))
+		}
+		if hi, lo := bits.Mul64(uint64(extents), uint64(d)); hi != 0 || lo > MaxElements {
+			return tooMany
 		}
 		extents *= d
 		n *= d
 	}
-	if DataLen(t.Data) != n {
+	if have != n {
 		return "carries a different number of elements"
 	}
 	return ""
 }
 
-// hostTypeOf reports whether data is the slice type makeData gives dtype.
-func hostTypeOf(dtype string, data any) bool {
-	switch data.(type) {
+const tooMany = "has extents that multiply to more than 4294967296 elements (an empty axis counted as one)"
+
+// hostLen returns the length of data and whether it is the slice type
+// makeData gives dtype.
+func hostLen(dtype string, data any) (int64, bool) {
+	switch d := data.(type) {
 	case []float32:
-		return dtype == "float32"
-	case []float64:
-		return dtype == "float64"
+		return int64(len(d)), dtype == "float32"
 	case []int64:
-		return dtype == "int64"
+		return int64(len(d)), dtype == "int64"
+	case []float64:
+		return int64(len(d)), dtype == "float64"
 	case []int32:
-		return dtype == "int32"
+		return int64(len(d)), dtype == "int32"
 	case []int16:
-		return dtype == "int16"
+		return int64(len(d)), dtype == "int16"
 	case []int8:
-		return dtype == "int8"
+		return int64(len(d)), dtype == "int8"
 	case []uint8:
-		return dtype == "uint8"
+		return int64(len(d)), dtype == "uint8"
 	case []uint16:
-		return dtype == "uint16" || dtype == "float16" || dtype == "bfloat16"
+		return int64(len(d)), dtype == "uint16" || dtype == "float16" || dtype == "bfloat16"
 	case []uint32:
-		return dtype == "uint32"
+		return int64(len(d)), dtype == "uint32"
 	case []uint64:
-		return dtype == "uint64"
+		return int64(len(d)), dtype == "uint64"
 	case []bool:
-		return dtype == "bool"
+		return int64(len(d)), dtype == "bool"
 	}
-	return false
+	return 0, false
 }
 
 // Rank returns the number of axes.

@@ -20,15 +20,20 @@ import (
 // FuzzRunRequests: a request of any fixture, edited by the fuzzer (a value
 // made extreme, its data cut short, an axis grown or shrunk, its dtype
 // changed, a rank added, an input dropped or an unexpected one added, an
-// axis declared far larger than its data), runs on the VM between two
-// good requests of the same fixture, all three grouped together where
-// they can be, in lockstep (RunAll) or, for odd seeds, each through Run. The edited request gets its outputs or a run/* error, never
+// axis declared far larger than its data), runs between two good
+// requests of the same fixture, all three grouped together where they can
+// be, in lockstep (RunAll) or, for odd seeds, each through Run, on the VM
+// or (by the seed's next bit) the fixture's generated executor. The edited request gets its outputs or a run/* error, never
 // a panic, a hang or an allocation its data does not account for; the
 // good ones get their outputs, as if it had not been there.
 func FuzzRunRequests(f *testing.F) {
-	runners := make([]Runner, len(fixtures.All))
-	for i, fx := range fixtures.All {
-		runners[i] = vmEngine.start(f, fx, genrt.WithMaxDelay(time.Millisecond))
+	// runners[e][i] is engine e (engines: the VM, then the generated
+	// executor) on fixture i.
+	runners := make([][]Runner, len(engines))
+	for e, kind := range engines {
+		for _, fx := range fixtures.All {
+			runners[e] = append(runners[e], kind.start(f, fx, genrt.WithMaxDelay(time.Millisecond)))
+		}
 	}
 	for i := range fixtures.All {
 		f.Add(uint8(i), uint64(i), []byte{})
@@ -43,8 +48,9 @@ func FuzzRunRequests(f *testing.F) {
 		reqs := []vm.Request{fx.Gen(rng, "good1", 1+rng.IntN(fx.MaxItems)), fx.Gen(rng, "edited", 1+rng.IntN(fx.MaxItems)), fx.Gen(rng, "good2", 1+rng.IntN(fx.MaxItems))}
 		reqs[1].Inputs = edit(reqs[1].Inputs, edits)
 		served := seed%2 == 1 // through Run, as a server's requests come
-		alone := runAllWithin(t, runners[k], []vm.Request{reqs[0], reqs[2]}, served)
-		res := runAllWithin(t, runners[k], reqs, served)
+		r := runners[seed/2%uint64(len(engines))][k]
+		alone := runAllWithin(t, r, []vm.Request{reqs[0], reqs[2]}, served)
+		res := runAllWithin(t, r, reqs, served)
 		var re *backend.RunError
 		if err := res[1].Err; err != nil && (!errors.As(err, &re) || !strings.HasPrefix(re.Rule, "run/")) {
 			t.Errorf("%s: the edited request failed without a run/* rule (edits %v): %v", fx.Name, edits, err)
