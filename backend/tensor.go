@@ -372,10 +372,20 @@ func HasNonFinite(dtype string, data any) bool {
 	switch d := data.(type) {
 	case []float32:
 		var acc uint32
-		for _, v := range d {
-			acc |= math.Float32bits(v)&0x7f800000 + 0x00800000
+		if len(d) > 0 && uintptr(unsafe.Pointer(&d[0]))%8 != 0 {
+			acc, d = math.Float32bits(d[0])&0x7f800000+0x00800000, d[1:]
 		}
-		return acc&0x80000000 != 0
+		// Two at a time, read as one aligned word: one's field plus its
+		// unit stays within its 32 bits, so it never carries into the
+		// other's.
+		var pairs uint64
+		for _, w := range unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(d))), len(d)/2) {
+			pairs |= w&0x7f8000007f800000 + 0x0080000000800000
+		}
+		if len(d)%2 == 1 {
+			acc |= math.Float32bits(d[len(d)-1])&0x7f800000 + 0x00800000
+		}
+		return acc&0x80000000 != 0 || pairs&0x8000000080000000 != 0
 	case []float64:
 		var acc uint64
 		for _, v := range d {

@@ -153,6 +153,21 @@ func TestHasNonFinite(t *testing.T) {
 	if HasNonFinite("float32", []float32{}) {
 		t.Error("no data reported non-finite")
 	}
+	// float32 is read two at a time from an aligned word: a view may
+	// start anywhere, and a NaN in either half, or in a lone first or last
+	// element, is found.
+	for n := range 9 {
+		for at := range n {
+			d := make([]float32, n+1)
+			d[1+at] = float32(math.NaN())
+			for start := range 2 {
+				v := d[start:]
+				if got, want := HasNonFinite("float32", v), 1+at >= start; got != want {
+					t.Errorf("%d floats from %d, NaN at %d: reported %v", len(v), start, 1+at, got)
+				}
+			}
+		}
+	}
 }
 
 // TestProblem: a tensor a caller builds is readable only when its data is
