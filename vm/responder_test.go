@@ -26,16 +26,18 @@ func TestResponderAnswersServedCallers(t *testing.T) {
 	solo := imageEngine(t, Options{Solo: true})
 	want := solo.RunAll(context.Background(), reqs)
 	for _, c := range []struct {
-		callers int
-		handed  bool // whether groups must be handed off
+		callers, workers int
+		handed           bool // whether groups must be handed off
 	}{
 		// Four callers bring at most 12 images, never the 16 that fill a
 		// group: the runner must wait for their next requests.
-		{callers: 4, handed: false},
-		{callers: 64, handed: true},
+		{callers: 4, workers: 1, handed: false},
+		{callers: 64, workers: 1, handed: true},
+		// Two runners hand their answers to one responder.
+		{callers: 64, workers: 2, handed: true},
 	} {
-		t.Run(fmt.Sprintf("callers=%d", c.callers), func(t *testing.T) {
-			e := engineWith(t, slowEncoder(200*time.Microsecond), Options{MaxDelay: time.Millisecond}, nil)
+		t.Run(fmt.Sprintf("callers=%d/workers=%d", c.callers, c.workers), func(t *testing.T) {
+			e := engineWith(t, slowEncoder(200*time.Microsecond), Options{MaxDelay: time.Millisecond, Workers: c.workers}, nil)
 			got := make([]Response, len(reqs))
 			var wg sync.WaitGroup
 			for k := range c.callers {
