@@ -379,8 +379,10 @@ func HasNonFinite(dtype string, data any) bool {
 		// unit stays within its 32 bits, so it never carries into the
 		// other's.
 		var pairs uint64
-		for _, w := range unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(d))), len(d)/2) {
-			pairs |= w&0x7f8000007f800000 + 0x0080000000800000
+		if len(d) >= 2 {
+			for _, w := range unsafe.Slice((*uint64)(unsafe.Pointer(&d[0])), len(d)/2) {
+				pairs |= w&0x7f8000007f800000 + 0x0080000000800000
+			}
 		}
 		if len(d)%2 == 1 {
 			acc |= math.Float32bits(d[len(d)-1])&0x7f800000 + 0x00800000

@@ -156,7 +156,16 @@ func TestHasNonFinite(t *testing.T) {
 	// float32 is read two at a time from an aligned word: a view may
 	// start anywhere, and a NaN in either half, or in a lone first or last
 	// element, is found.
+	// Views that end where their allocation ends, at either alignment,
+	// so that reading past the end would be caught (checkptr, under
+	// -race: it was, for a lone misaligned last float).
 	for n := range 9 {
+		for start := range 2 {
+			d := make([]float32, 64+n)[64-start:]
+			if HasNonFinite("float32", d) {
+				t.Errorf("%d finite floats from %d: reported non-finite", len(d), start)
+			}
+		}
 		for at := range n {
 			d := make([]float32, n+1)
 			d[1+at] = float32(math.NaN())
