@@ -20,7 +20,8 @@ import (
 // FuzzRunRequests: a request of any fixture, edited by the fuzzer (a value
 // made extreme, its data cut short, an axis grown or shrunk, its dtype
 // changed, a rank added, an input dropped or an unexpected one added, an
-// axis declared far larger than its data), runs between two good
+// axis declared far larger than its data, an input made a scalar or
+// replaced by another input's tensor), runs between two good
 // requests of the same fixture, all three grouped together where they can
 // be, in lockstep (RunAll) or, for odd seeds, each through Run, on the VM
 // or (by the seed's next bit) the fixture's generated executor. The edited request gets its outputs or a run/* error, never
@@ -101,7 +102,7 @@ func runAllWithin(t *testing.T, r Runner, reqs []vm.Request, served bool) []vm.R
 }
 
 // editOps counts the kinds of edit (edit's switch).
-const editOps = 9
+const editOps = 11
 
 // edit applies edits, three bytes each (what, which input, an argument),
 // to a copy of a request's inputs.
@@ -167,6 +168,14 @@ func edit(in map[string]*backend.Tensor, edits []byte) map[string]*backend.Tenso
 		case 8: // an axis declared far beyond its data
 			if len(t.Shape) > 0 {
 				t.Shape[int(arg)%len(t.Shape)] = 1 << (33 + arg%30)
+			}
+		case 9: // a scalar of its first element
+			if n > 0 {
+				t.Shape, t.Data = nil, resized(t.Data, 1)
+			}
+		case 10: // another input's tensor under this name
+			if o := out[names[int(arg)%len(names)]]; o != nil {
+				out[name] = o
 			}
 		}
 	}
