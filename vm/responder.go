@@ -56,7 +56,7 @@ type answer struct {
 }
 
 // responderSpin is how long an idle responder polls for answers before it
-// parks: a few times what waking it costs, and longer than the short
+// parks (where a poller's place is free: startPolling): a few times what waking it costs, and longer than the short
 // invocations it saves the wakes of (the 64-image workload's are 20 to
 // 30 µs). It polls on another processor than the invocation's and
 // yields every responderPolls polls, so that callers made runnable there
@@ -125,7 +125,7 @@ func (r *responder) loop() {
 			return
 		}
 		r.awake.Store(true)
-		last := time.Now()
+		last, polling := time.Now(), false
 		for polls := 1; ; polls++ {
 			if r.answerQueued() {
 				// The callers just answered are runnable on this
@@ -137,7 +137,14 @@ func (r *responder) loop() {
 				if r.gap > responderSpin {
 					break // the next answers are far off: park meanwhile
 				}
+				if !polling && !startPolling() {
+					break // other responders keep the processors busy
+				}
+				polling = true
 				continue
+			}
+			if !polling {
+				break // nothing to answer, and no poller's place
 			}
 			if polls%responderPolls == 0 {
 				if time.Since(last) > responderSpin {
@@ -146,8 +153,31 @@ func (r *responder) loop() {
 				runtime.Gosched()
 			}
 		}
+		if polling {
+			pollers.Add(-1)
+		}
 		r.awake.Store(false)
 		r.answerQueued()
+	}
+}
+
+// pollers counts the responders of the process that poll now. At most
+// half the processors poll (one of two), so that the components of an
+// engine, or the engines of a process, leave processors to their
+// invocations and their callers.
+var pollers atomic.Int32
+
+// startPolling takes a poller's place if one is free.
+func startPolling() bool {
+	limit := int32(max(1, runtime.GOMAXPROCS(0)/2))
+	for {
+		n := pollers.Load()
+		if n >= limit {
+			return false
+		}
+		if pollers.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -119,5 +120,59 @@ func TestResponderLosesNoAnswer(t *testing.T) {
 // would keep its processor.
 func spin(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+// TestRespondersPollWithinTheirPlaces: however many components serve at
+// once, at most half the processors (one of two) have a responder
+// polling, and every answer still arrives.
+func TestRespondersPollWithinTheirPlaces(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rs := []*responder{newResponder(), newResponder(), newResponder()}
+	var most atomic.Int32
+	stop := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := pollers.Load(); n > most.Load() {
+				most.Store(n)
+			}
+			runtime.Gosched()
+		}
+	})
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Go(func() {
+			for i := range 2000 {
+				p := &pending{done: make(chan share, 1)}
+				r.hand(p, share{})
+				r.nudge()
+				select {
+				case <-p.done:
+				case <-time.After(5 * time.Second):
+					t.Errorf("answer %d was never sent", i)
+					return
+				}
+				spin(10 * time.Microsecond) // answers closer than responderSpin: they poll
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	watch.Wait()
+	for _, r := range rs {
+		r.close()
+	}
+	t.Logf("at most %d responders polled at once", most.Load())
+	if n := most.Load(); n > 1 {
+		t.Errorf("%d responders polled at once on 2 processors, want at most 1", n)
+	}
+	if n := pollers.Load(); n != 0 {
+		t.Errorf("%d pollers' places still taken once every responder stopped", n)
 	}
 }
