@@ -433,7 +433,7 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool
 		if err == nil {
 			s.outs = shares.of(i)
 		}
-		if handoff && p.batch == nil {
+		if handoff && isCaller(p) {
 			g.resp.hand(p, s)
 		} else {
 			p.answer(s)
