@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name: "bench",
-		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--rate R [--arrivals poisson|fixed]] " +
+		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
 			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON]",
 		summary: "load-test the same requests grouped, one at a time and sequentially: throughput, latency, groups",
 		run:     runBench,
@@ -45,8 +46,12 @@ type benchFlags struct {
 	rounds, warmup           int
 	roundTime                time.Duration
 	levels                   levels
-	rate                     float64
-	json, allowAbs           bool
+	// procs is --procs: the Go processor counts (GOMAXPROCS) each mode
+	// runs under, every one in turn within each round; empty: the
+	// process's own, unchanged.
+	procs          levels
+	rate           float64
+	json, allowAbs bool
 }
 
 func runBench(e *env, args []string) int {
@@ -59,6 +64,7 @@ func runBench(e *env, args []string) int {
 	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
 	fs.DurationVar(&bf.roundTime, "round-time", 100*time.Millisecond, "the least a round runs: it sends the document's requests again and again, in order, until this much time has passed and each was sent once (0: each once)")
 	fs.Var(&bf.levels, "concurrency", "clients in the closed loop (with --rate: the most requests in flight), or a list such as 1,4,16,64 to sweep")
+	fs.Var(&bf.procs, "procs", "run every mode under each of these Go processor counts (GOMAXPROCS), such as 1,2, in turn within each round: where ONNX Runtime computes on threads of its own, fewer processors than cores may serve faster")
 	fs.Float64Var(&bf.rate, "rate", 0, "open loop: send requests at this many per second instead of C clients each waiting for its answer")
 	fs.StringVar(&bf.arrivals, "arrivals", "poisson", "open loop arrivals: poisson or fixed (a fixed interval)")
 	fs.BoolVar(&bf.json, "json", false, `print {"modes":[{"name","requests_per_second","items_per_second","latency_ms":{"p50","p90","p99"},"groups":{...}}]}`)
@@ -106,6 +112,9 @@ func runBench(e *env, args []string) int {
 // document in every mode.
 const maxRounds = 1000
 
+// maxProcs bounds --procs.
+const maxProcs = 1024
+
 // maxRoundTime bounds --round-time.
 const maxRoundTime = time.Minute
 
@@ -122,6 +131,8 @@ func (bf *benchFlags) valid(e *env) bool {
 		e.errorf("--rate must be positive")
 	case bf.arrivals != "poisson" && bf.arrivals != "fixed":
 		e.errorf("--arrivals is poisson or fixed, not %q", bf.arrivals)
+	case slices.ContainsFunc(bf.procs, func(p int) bool { return p > maxProcs }):
+		e.errorf("--procs %v: want 1 to %d processors", []int(bf.procs), maxProcs)
 	case bf.plot != "" && plotFormat(bf.plot) == "":
 		e.errorf("--plot %s: the file must end in .svg or .png", bf.plot)
 	default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,8 @@ type benchJSON struct {
 	Modes       []struct {
 		Name              string  `json:"name"`
 		Concurrency       int     `json:"concurrency"`
+		Procs             int     `json:"procs"`
+		VsOneAtATime      float64 `json:"vs_one_at_a_time"`
 		RequestsPerSecond float64 `json:"requests_per_second"`
 		ItemsPerSecond    float64 `json:"items_per_second"`
 		Latency           struct {
@@ -135,6 +138,33 @@ func TestBenchSweepAndPlot(t *testing.T) {
 	}
 }
 
+// TestBenchProcs: --procs runs every mode under each processor count,
+// the rounds reporting the count they ran under, each mode's ratio taken
+// to one-at-a-time under the same count; the process's own count is
+// restored afterwards.
+func TestBenchProcs(t *testing.T) {
+	was := runtime.GOMAXPROCS(0)
+	rep := bench(t, imagePkg, "--requests", filepath.Join(imagePkg, "requests64.json"), "--rounds", "1", "--warmup", "0",
+		"--round-time", "0", "--concurrency", "8", "--procs", "1,3")
+	var got []string
+	for _, m := range rep.Modes {
+		got = append(got, fmt.Sprintf("%s@%d", m.Name, m.Procs))
+		if m.Name == "one-at-a-time" && m.VsOneAtATime != 1 {
+			t.Errorf("one-at-a-time under %d processors: %g × one-at-a-time", m.Procs, m.VsOneAtATime)
+		}
+		if m.Requests != 64 || m.Failed != 0 {
+			t.Errorf("%s@%d: %d requests, %d failed; want 64, 0", m.Name, m.Procs, m.Requests, m.Failed)
+		}
+	}
+	want := "grouped@1,grouped@3,one-at-a-time@1,one-at-a-time@3,sequential@1,sequential@3"
+	if strings.Join(got, ",") != want {
+		t.Errorf("modes %s, want %s", strings.Join(got, ","), want)
+	}
+	if now := runtime.GOMAXPROCS(0); now != was {
+		t.Errorf("GOMAXPROCS %d after bench, was %d", now, was)
+	}
+}
+
 // TestBenchOpenLoop: requests sent at a rate, at most 4 in flight; every
 // request is either answered or counted as failed, none blocks.
 func TestBenchOpenLoop(t *testing.T) {
@@ -215,6 +245,8 @@ func TestBenchUsage(t *testing.T) {
 		{imagePkg, "--requests", reqs, "--plot", "out.pdf"},
 		{imagePkg, "--requests", reqs, "--concurrency", "0"},
 		{imagePkg, "--requests", reqs, "--concurrency", "4,x"},
+		{imagePkg, "--requests", reqs, "--procs", "0"},
+		{imagePkg, "--requests", reqs, "--procs", "2,5000"},
 		{imagePkg, "--requests", reqs, "--rounds", "0"},
 		{imagePkg, "--requests", reqs, "--round-time", "-1s"},
 		{imagePkg, "--requests", reqs, "--round-time", "2h"},
@@ -234,7 +266,7 @@ func TestBenchText(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"grouped", "one-at-a-time", "sequential", "encoder:", "p99 ms", "sizes 1×"} {
+	for _, want := range []string{"grouped", "one-at-a-time", "sequential", "encoder:", "p99 ms", "procs", "sizes 1×"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}

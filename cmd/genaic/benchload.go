@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,11 +41,35 @@ func (b *bencher) sweep() ([]modeResult, error) {
 	return all, nil
 }
 
-// level opens an engine per mode, warms each up, then runs the timed
-// rounds with the modes taking turns, so that a drift of the machine's
-// state touches every mode alike.
+// way is a mode under a Go processor count.
+type way struct {
+	mode  benchMode
+	procs int
+}
+
+// ways is every mode under every --procs count, the counts innermost.
+func (b *bencher) ways(modes []benchMode) []way {
+	procs := b.flags.procs
+	if len(procs) == 0 {
+		procs = levels{runtime.GOMAXPROCS(0)}
+	}
+	var out []way
+	for _, m := range modes {
+		for _, p := range procs {
+			out = append(out, way{m, p})
+		}
+	}
+	return out
+}
+
+// level opens an engine per mode and processor count, warms each up, then
+// runs the timed rounds with the ways taking turns, so that a drift of
+// the machine's state touches every way alike. The process's GOMAXPROCS
+// is set for each way's rounds and restored at the end.
 func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
-	engines := make([]*vm.Engine, len(modes))
+	ways := b.ways(modes)
+	engines := make([]*vm.Engine, len(ways))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	defer func() {
 		for _, eng := range engines {
 			if eng != nil {
@@ -52,25 +77,27 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 			}
 		}
 	}()
-	for i, m := range modes {
-		eng, err := engine.Open(b.f, b.pkgDir, b.flags.options(m.solo))
+	for i, w := range ways {
+		eng, err := engine.Open(b.f, b.pkgDir, b.flags.options(w.mode.solo))
 		if err != nil {
 			return nil, err
 		}
 		engines[i] = eng
+		runtime.GOMAXPROCS(w.procs)
 		for range b.flags.warmup {
-			b.round(eng, clients(m, c), uint64(i))
+			b.round(eng, clients(w.mode, c), uint64(i))
 		}
 	}
-	runs := make([][]roundResult, len(modes))
+	runs := make([][]roundResult, len(ways))
 	for r := range b.flags.rounds {
-		for i, m := range modes {
-			runs[i] = append(runs[i], b.round(engines[i], clients(m, c), uint64(r*len(modes)+i)))
+		for i, w := range ways {
+			runtime.GOMAXPROCS(w.procs)
+			runs[i] = append(runs[i], b.round(engines[i], clients(w.mode, c), uint64(r*len(ways)+i)))
 		}
 	}
-	out := make([]modeResult, len(modes))
-	for i, m := range modes {
-		out[i] = summarize(m.name, clients(m, c), runs[i], engines[i].Stats())
+	out := make([]modeResult, len(ways))
+	for i, w := range ways {
+		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], engines[i].Stats())
 	}
 	setRatios(out)
 	return out, nil
@@ -92,6 +119,7 @@ type roundResult struct {
 	failed    int
 	firstErr  string
 	groups    map[string]groupDelta
+	procs     int // GOMAXPROCS while it ran
 }
 
 // groupDelta is what one component's groups did during a round.
@@ -118,7 +146,7 @@ func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
 		b.closedLoop(eng, c, rec, more)
 	}
 	res := rec.result(time.Since(start))
-	res.groups = statsDelta(before, eng.Stats())
+	res.groups, res.procs = statsDelta(before, eng.Stats()), runtime.GOMAXPROCS(0)
 	return res
 }
 

@@ -21,8 +21,9 @@ func plotFormat(path string) string {
 	return ""
 }
 
-// writePlot draws throughput against p50 latency, one line per mode
-// through its concurrency levels, each point labelled with its level.
+// writePlot draws throughput against p50 latency, one line per mode (and
+// processor count, where --procs gives several) through its concurrency
+// levels, each point labelled with its level.
 func writePlot(path string, rs []modeResult) error {
 	p := plot.New()
 	p.Title.Text = "genaic bench: throughput and latency by concurrency"
@@ -32,8 +33,8 @@ func writePlot(path string, rs []modeResult) error {
 	p.Legend.Left = true
 	var names []string
 	for _, r := range rs {
-		if !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
+		if name := lineName(r, rs); !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
 	for i, name := range names {
@@ -48,7 +49,7 @@ func addModeLine(p *plot.Plot, i int, name string, rs []modeResult) error {
 	var pts plotter.XYs
 	var labels []string
 	for _, r := range rs {
-		if r.Name == name {
+		if lineName(r, rs) == name {
 			pts = append(pts, plotter.XY{X: r.RequestsPerSecond, Y: r.Latency.P50})
 			labels = append(labels, fmt.Sprintf("c=%d", r.Concurrency))
 		}
@@ -67,4 +68,13 @@ func addModeLine(p *plot.Plot, i int, name string, rs []modeResult) error {
 	p.Add(line, points, tags)
 	p.Legend.Add(name, line, points)
 	return nil
+}
+
+// lineName is the line a result belongs to: its mode, with its processor
+// count where the results hold several.
+func lineName(r modeResult, rs []modeResult) string {
+	if slices.ContainsFunc(rs, func(o modeResult) bool { return o.Procs != r.Procs }) {
+		return fmt.Sprintf("%s procs=%d", r.Name, r.Procs)
+	}
+	return r.Name
 }

@@ -15,8 +15,10 @@ import (
 // modeResult is one mode at one concurrency level, over the timed rounds:
 // medians with their spread, latency over every request of every round.
 type modeResult struct {
-	Name              string  `json:"name"`
-	Concurrency       int     `json:"concurrency"`
+	Name        string `json:"name"`
+	Concurrency int    `json:"concurrency"`
+	// Procs is the Go processor count (GOMAXPROCS) the mode ran under.
+	Procs             int     `json:"procs"`
 	Rounds            int     `json:"rounds"`
 	RequestsPerSecond float64 `json:"requests_per_second"`
 	ItemsPerSecond    float64 `json:"items_per_second"`
@@ -69,6 +71,7 @@ func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResul
 			m.FirstError = r.firstErr
 		}
 		m.Failed += r.failed
+		m.Procs = r.procs
 		addGroups(m.Groups, r.groups)
 	}
 	m.RequestsPerSecond, m.Spread.RequestsPerSecond = medianSpread(rps)
@@ -120,14 +123,14 @@ func quantileMS(sorted []time.Duration, q float64) float64 {
 	return float64(sorted[i]) / float64(time.Millisecond)
 }
 
-// setRatios sets each result's ratio to one-at-a-time at the same level.
+// setRatios sets each result's ratio to one-at-a-time at the same level
+// and processor count.
 func setRatios(rs []modeResult) {
-	i := slices.IndexFunc(rs, func(r modeResult) bool { return r.Name == "one-at-a-time" })
-	if i < 0 || rs[i].RequestsPerSecond == 0 {
-		return
-	}
 	for j := range rs {
-		rs[j].VsOneAtATime = rs[j].RequestsPerSecond / rs[i].RequestsPerSecond
+		i := slices.IndexFunc(rs, func(r modeResult) bool { return r.Name == "one-at-a-time" && r.Procs == rs[j].Procs })
+		if i >= 0 && rs[i].RequestsPerSecond > 0 {
+			rs[j].VsOneAtATime = rs[j].RequestsPerSecond / rs[i].RequestsPerSecond
+		}
 	}
 }
 
@@ -170,12 +173,12 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 	}
 	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, each at least %v (the document repeated), modes interleaved, max delay %v\n",
 		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.roundTime, b.flags.maxDelay)
-	fmt.Fprintf(w, "%-14s %7s %22s %10s %8s %8s %8s %8s %7s\n",
-		"mode", "clients", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", "failed")
+	fmt.Fprintf(w, "%-14s %7s %5s %22s %10s %8s %8s %8s %8s %7s\n",
+		"mode", "clients", "procs", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", "failed")
 	for _, r := range rs {
 		spread := fmt.Sprintf("%.0f (%.0f–%.0f)", r.RequestsPerSecond, r.Spread.RequestsPerSecond[0], r.Spread.RequestsPerSecond[1])
-		fmt.Fprintf(w, "%-14s %7d %22s %10.0f %8.2f %8.2f %8.2f %7.2fx %7d\n",
-			r.Name, r.Concurrency, spread, r.ItemsPerSecond, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.VsOneAtATime, r.Failed)
+		fmt.Fprintf(w, "%-14s %7d %5d %22s %10.0f %8.2f %8.2f %8.2f %7.2fx %7d\n",
+			r.Name, r.Concurrency, r.Procs, spread, r.ItemsPerSecond, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.VsOneAtATime, r.Failed)
 		for _, name := range slices.Sorted(maps.Keys(r.Groups)) {
 			g := r.Groups[name]
 			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f; sizes %s\n",
