@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,36 @@ func BenchmarkRuntimeOverhead(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N*len(reqs)), "cpu-ns/request")
 		})
 	}
+	// served: as many callers as requests, each sending its request
+	// through Run once the last is answered, as a server's connections
+	// do; an iteration is every caller's request answered once.
+	b.Run("served", func(b *testing.B) {
+		e := engineWith(b, free, Options{}, nil)
+		defer e.Close()
+		var round sync.WaitGroup
+		start := make(chan struct{})
+		for i := range reqs {
+			go func() {
+				for range start {
+					if r := e.Run(context.Background(), reqs[i]); r.Err != nil {
+						b.Error(r.Err)
+					}
+					round.Done()
+				}
+			}()
+		}
+		defer close(start)
+		cpu := cpuTime()
+		for b.Loop() {
+			round.Add(len(reqs))
+			for range reqs {
+				start <- struct{}{}
+			}
+			round.Wait()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(reqs)), "ns/request")
+		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N*len(reqs)), "cpu-ns/request")
+	})
 }
 
 // cpuTime is the CPU time (user and system) the process has used: the

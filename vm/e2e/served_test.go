@@ -20,8 +20,9 @@ import (
 // iteration takes the document servedDocs times three ways in turn: served
 // by the callers, in lockstep (RunAll), and by the ideal's direct calls
 // (BenchmarkWorkloads). It reports served/ideal and lockstep/ideal, the
-// requests per invocation when served, and the share of served groups the
-// runner handed to the responder (vm/responder.go).
+// requests per invocation when served, the share of served groups the
+// runner handed to the responder (vm/responder.go), and a group's mean
+// time from its formation to its outputs, served and in lockstep.
 //
 //	go test ./vm/e2e -run '^$' -bench Served -benchtime 30x -count 3
 func BenchmarkServed(b *testing.B) {
@@ -90,6 +91,8 @@ func benchServed(b *testing.B, w workload, callers int) {
 	ways := []func(){served, lockstep, ideal}
 	times := make([]time.Duration, len(ways))
 	var calls, requests, handedOff int64 // of the served groups
+	var runTime [2]time.Duration         // of the served and the lockstep groups
+	var runCalls [2]int64
 	b.ResetTimer()
 	for b.Loop() {
 		for i, way := range ways {
@@ -97,6 +100,11 @@ func benchServed(b *testing.B, w workload, callers int) {
 			start := time.Now()
 			way()
 			times[i] += time.Since(start)
+			if i < 2 {
+				after := e.Stats().Components[fx.Component]
+				runTime[i] += after.RunTime - before.RunTime
+				runCalls[i] += after.Invocations - before.Invocations
+			}
 			if i == 0 {
 				after := e.Stats().Components[fx.Component]
 				calls += after.Invocations - before.Invocations
@@ -109,5 +117,10 @@ func benchServed(b *testing.B, w workload, callers int) {
 	b.ReportMetric(times[2].Seconds()/times[1].Seconds(), "lockstep/ideal")
 	b.ReportMetric(float64(requests)/float64(max(calls, 1)), "requests/call")
 	b.ReportMetric(float64(handedOff)/float64(max(calls, 1)), "handed-off-share")
+	// A group's time from its formation to its outputs (assembly and
+	// invocation, the stats' run time), served and in lockstep: what work
+	// beside it on the machine costs it.
+	b.ReportMetric(runTime[0].Seconds()*1e6/float64(max(runCalls[0], 1)), "served-us/group")
+	b.ReportMetric(runTime[1].Seconds()*1e6/float64(max(runCalls[1], 1)), "lockstep-us/group")
 	b.ReportMetric(0, "ns/op") // the sum of three ways means nothing
 }
