@@ -57,7 +57,8 @@
 # BenchmarkRuntimeOverhead (CPU per request on a backend that does no
 # work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
 # through genaic against a direct onnxruntime_go Run), and genaic bench on
-# the README's example at 1 and 16 clients.
+# the README's example at 1 and 16 clients (under all processors and one
+# fewer, where the machine has several).
 set -euo pipefail
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -110,7 +111,20 @@ round() {
 	[ ! -e "$dir/ort.test" ] ||
 		measure "$name" "$root/vm/ort" "$dir/ort.test" -test.run '^$' -test.bench 'RunVsDirect/image16$' -test.benchtime 20000x
 	[ ! -e "$dir/genaic" ] ||
-		measure "$name" "$root" "$dir/genaic" bench "$pkg" --requests "$pkg/requests.json" --concurrency 1,16 --json
+		measure "$name" "$root" "$dir/genaic" bench "$pkg" --requests "$pkg/requests.json" --concurrency 1,16 --json $(procs "$dir/genaic")
+}
+
+# procs is the --procs flag of a round's genaic bench: every mode under
+# all the processors and one fewer (where ONNX Runtime's threads are not
+# counted by Go; RATIONALE, "Go's processors and ONNX Runtime's threads"),
+# for a build whose bench has the flag, on a machine of several.
+procs() {
+	local n usage
+	n=$(nproc)
+	usage=$("$1" bench --help 2>&1 || true)
+	if [ "$n" -gt 1 ] && [[ $usage == *-procs* ]]; then
+		echo "--procs $n,$((n - 1))"
+	fi
 }
 
 # pack compresses builds and the cache into one folder (see usage).

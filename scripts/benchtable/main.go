@@ -130,6 +130,7 @@ func (t *table) benchDocument(build, line string) error {
 		Modes []struct {
 			Name        string  `json:"name"`
 			Concurrency int     `json:"concurrency"`
+			Procs       int     `json:"procs"`
 			Requests    float64 `json:"requests_per_second"`
 			Ratio       float64 `json:"vs_one_at_a_time"`
 			Latency     struct {
@@ -144,8 +145,17 @@ func (t *table) benchDocument(build, line string) error {
 	if err := json.Unmarshal([]byte(line), &doc); err != nil {
 		return fmt.Errorf("a genaic bench document: %w", err)
 	}
+	// A document of several processor counts (--procs) names each: one
+	// of a single count keeps the names of builds that had no --procs.
+	procs := map[int]bool{}
+	for _, m := range doc.Modes {
+		procs[m.Procs] = true
+	}
 	for _, m := range doc.Modes {
 		bench := fmt.Sprintf("GenaicBench/%s/clients=%d", m.Name, m.Concurrency)
+		if len(procs) > 1 {
+			bench += fmt.Sprintf("/procs=%d", m.Procs)
+		}
 		t.add(build, bench, "requests/s", m.Requests)
 		t.add(build, bench, "vs-one-at-a-time", m.Ratio)
 		t.add(build, bench, "p50-ms", m.Latency.P50)

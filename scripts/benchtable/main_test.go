@@ -11,7 +11,8 @@ import (
 
 // TestTable: values group by build, benchmark and figure (the GOMAXPROCS
 // suffix dropped), medians and ranges come from every run, an all-zero
-// figure is left out, and a bench document's modes become figures too.
+// figure is left out, and a bench document's modes become figures too,
+// named by their processor count where a document holds several.
 func TestTable(t *testing.T) {
 	in := strings.Join([]string{
 		"base\tBenchmarkW/a-2   100  3 x/s  0 ns/op",
@@ -22,6 +23,7 @@ func TestTable(t *testing.T) {
 		"base\tBenchmarkW/a-2   100  2 x/s  0 ns/op",
 		"head\tBenchmarkW/a-16  100  6 x/s  0 ns/op",
 		`head	{"modes":[{"name":"grouped","concurrency":16,"requests_per_second":900,"vs_one_at_a_time":2.5,"latency_ms":{"p50":0.2,"p99":1.5},"groups":{"enc":{"mean_size":15.5}}}]}`,
+		`head	{"modes":[{"name":"grouped","concurrency":8,"procs":1,"requests_per_second":700},{"name":"grouped","concurrency":8,"procs":2,"requests_per_second":500}]}`,
 	}, "\n")
 	tb := newTable()
 	if err := tb.read(strings.NewReader(in)); err != nil {
@@ -37,6 +39,9 @@ func TestTable(t *testing.T) {
 		"6 [4–8] 3",
 		"vs-one-at-a-time",
 		"group-size/enc",
+		"GenaicBench/grouped/clients=16 ",
+		"GenaicBench/grouped/clients=8/procs=1",
+		"GenaicBench/grouped/clients=8/procs=2",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the table lacks %q:\n%s", want, got)
