@@ -125,8 +125,22 @@ func NewTensor(dtype string, shape []int64) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tensor{DType: dtype, Shape: append([]int64(nil), shape...), Data: data}, nil
+	if len(shape) == 0 || len(shape) > inlineRank {
+		return &Tensor{DType: dtype, Shape: append([]int64(nil), shape...), Data: data}, nil
+	}
+	// The tensor and its shape in one allocation: the runtime makes one
+	// per group output and per assembled input.
+	b := &struct {
+		t    Tensor
+		dims [inlineRank]int64
+	}{}
+	n := copy(b.dims[:], shape)
+	b.t = Tensor{DType: dtype, Shape: b.dims[:n:n], Data: data}
+	return &b.t, nil
 }
+
+// inlineRank is the highest rank NewTensor allocates with its tensor.
+const inlineRank = 4
 
 func makeData(dtype string, n int) (any, error) {
 	switch dtype {

@@ -48,23 +48,39 @@ const maxCachedRank = 8
 // release it.
 type valueCache struct {
 	mu      sync.Mutex
-	entries map[valueKey]*cachedValue
-	ring    []*cachedValue // the cached values, in the hand's order; nil: a free slot
-	free    []int          // the ring's free slots
+	entries map[uint64]*cachedValue // by valueKey.sum
+	ring    []*cachedValue          // the cached values, in the hand's order; nil: a free slot
+	free    []int                   // the ring's free slots
 	hand    int
 	bytes   int64 // the cached inputs' size
 	closed  bool
 }
 
+// valueKey is a buffer seen as a tensor of a shape. The map is keyed by
+// its sum, which a few multiplications make (a call looks up every input,
+// and hashing the whole key cost more than the rest of the lookup); a hit
+// compares the entry's whole key and its dtype (which the same buffer is
+// seldom seen as two of), and two keys of one sum share no entry: the
+// second is used uncached.
 type valueKey struct {
-	addr  uintptr
-	dtype string
-	rank  int
-	dims  [maxCachedRank]int64
+	addr uintptr
+	rank int
+	dims [maxCachedRank]int64
+}
+
+// sum mixes the address and the extents into the map's key.
+func (k *valueKey) sum() uint64 {
+	const m = 0x9e3779b97f4a7c15 // 2^64 / the golden ratio, odd
+	h := (uint64(k.addr) ^ uint64(k.rank)<<56) * m
+	for _, d := range k.dims[:k.rank] {
+		h = (h ^ uint64(d)) * m
+	}
+	return h ^ h>>31
 }
 
 type cachedValue struct {
 	key     valueKey
+	dtype   string
 	v       ortgo.Value
 	bytes   int64
 	refs    int  // runs using v now
@@ -78,7 +94,7 @@ func keyOf(t *backend.Tensor) (valueKey, bool) {
 	if len(t.Shape) > maxCachedRank || t.Bytes() > maxCachedBytes {
 		return valueKey{}, false
 	}
-	k := valueKey{addr: dataAddr(t.Data), dtype: t.DType, rank: len(t.Shape)}
+	k := valueKey{addr: dataAddr(t.Data), rank: len(t.Shape)}
 	copy(k.dims[:], t.Shape)
 	return k, true
 }
@@ -97,7 +113,7 @@ func (c *valueCache) acquire(ts []*backend.Tensor, held []*cachedValue) (int, er
 		if err != nil {
 			return i, err
 		}
-		held[i] = &cachedValue{key: key, v: v, bytes: t.Bytes(), refs: 1, evicted: !ok}
+		held[i] = &cachedValue{key: key, dtype: t.DType, v: v, bytes: t.Bytes(), refs: 1, evicted: !ok}
 		if ok {
 			c.insert(held[i])
 		}
@@ -111,7 +127,10 @@ func (c *valueCache) hits(ts []*backend.Tensor, held []*cachedValue) {
 	defer c.mu.Unlock()
 	for i, t := range ts {
 		key, ok := keyOf(t)
-		if e := c.entries[key]; ok && e != nil {
+		if !ok {
+			continue
+		}
+		if e := c.entries[key.sum()]; e != nil && e.key == key && e.dtype == t.DType {
 			e.refs++
 			e.used = true
 			held[i] = e
@@ -124,12 +143,13 @@ func (c *valueCache) hits(ts []*backend.Tensor, held []*cachedValue) {
 func (c *valueCache) insert(e *cachedValue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, dup := c.entries[e.key]; dup || c.closed {
+	sum := e.key.sum()
+	if _, dup := c.entries[sum]; dup || c.closed {
 		e.evicted = true
 		return
 	}
 	if c.entries == nil {
-		c.entries = make(map[valueKey]*cachedValue, valueCacheSize)
+		c.entries = make(map[uint64]*cachedValue, valueCacheSize)
 	}
 	// Room for one more value, within both bounds. A value is at most
 	// maxCachedBytes, so an empty cache always has room.
@@ -142,7 +162,7 @@ func (c *valueCache) insert(e *cachedValue) {
 	} else {
 		c.ring = append(c.ring, e)
 	}
-	c.entries[e.key] = e
+	c.entries[sum] = e
 	c.bytes += e.bytes
 }
 
@@ -171,7 +191,7 @@ func (c *valueCache) evictAt(i int) {
 
 // evict takes a value out of the map, destroying it unless a run uses it.
 func (c *valueCache) evict(e *cachedValue) {
-	delete(c.entries, e.key)
+	delete(c.entries, e.key.sum())
 	c.bytes -= e.bytes
 	e.evicted = true
 	if e.refs == 0 {

@@ -311,3 +311,51 @@ func TestConcurrentCachedRuns(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestInputCacheKeys: one buffer seen as two dtypes gets a value of each
+// dtype (the second uncached: one entry per address and shape), and an
+// entry found under a key's sum serves only its own key.
+func TestInputCacheKeys(t *testing.T) {
+	newBackend(t, Options{})
+	var c valueCache
+	defer c.close()
+	bits := []uint16{1, 2, 3, 4}
+	asUint := &backend.Tensor{DType: "uint16", Shape: []int64{4}, Data: bits}
+	asHalf := &backend.Tensor{DType: "float16", Shape: []int64{4}, Data: bits}
+	held := make([]*cachedValue, 2)
+	if i, err := c.acquire([]*backend.Tensor{asUint, asHalf}, held); err != nil {
+		t.Fatalf("input %d: %v", i, err)
+	}
+	if _, ok := held[0].v.(*ortgo.Tensor[uint16]); !ok {
+		t.Errorf("the uint16 view got a %T", held[0].v)
+	}
+	if _, ok := held[1].v.(*ortgo.CustomDataTensor); !ok {
+		t.Errorf("the float16 view of the same buffer got a %T, the uint16 view's value", held[1].v)
+	}
+	c.release(held)
+	if len(c.entries) != 1 {
+		t.Errorf("the cache holds %d entries for one buffer and shape, want 1", len(c.entries))
+	}
+	clear(held)
+	if i, err := c.acquire([]*backend.Tensor{asHalf}, held[:1]); err != nil {
+		t.Fatalf("input %d: %v", i, err)
+	}
+	if _, ok := held[0].v.(*ortgo.CustomDataTensor); !ok {
+		t.Errorf("the float16 view of a cached uint16 buffer got a %T", held[0].v)
+	}
+	c.release(held[:1])
+
+	// An entry under another key's sum (a collision, which the mix makes
+	// rare) is not that key's.
+	other := &backend.Tensor{DType: "uint16", Shape: []int64{2, 2}, Data: bits}
+	k, _ := keyOf(other)
+	for _, e := range c.entries {
+		c.entries[k.sum()] = e
+	}
+	clear(held)
+	c.hits([]*backend.Tensor{other}, held[:1])
+	delete(c.entries, k.sum())
+	if held[0] != nil {
+		t.Errorf("a [2, 2] view was served the [4] view's value")
+	}
+}

@@ -23,11 +23,27 @@ func ortValue(t *backend.Tensor) (ortgo.Value, error) {
 }
 
 // checkData demands a non-scalar tensor whose data is the Go slice type
-// of its dtype and holds exactly its shape's element count.
+// of its dtype and holds exactly its shape's element count. It runs on
+// every input of every call: a sound tensor costs one type switch
+// (backend's Problem); only a faulty one is examined for a message in
+// this backend's terms.
 func checkData(t *backend.Tensor) error {
 	if len(t.Shape) == 0 {
 		return fmt.Errorf("got a scalar (rank 0) %s, which onnxruntime_go v1.27.0 cannot pass to ONNX Runtime: give the graph input shape [1] and reshape inside the graph", t.DType)
 	}
+	msg := t.Problem()
+	if msg == "" {
+		return nil
+	}
+	if err := explainData(t); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s %s", t, msg)
+}
+
+// explainData says why a tensor's data cannot be passed: not the Go slice
+// type of its dtype, or not its shape's element count.
+func explainData(t *backend.Tensor) error {
 	if n, err := dataLen(t.Data); err != nil {
 		return err
 	} else if int64(n) != t.Len() {
