@@ -61,11 +61,12 @@ func runImage(t *testing.T, s backend.Session, in map[string]*backend.Tensor) *b
 	return res["embeddings"]
 }
 
-// TestOutputsWrittenInPlace: an output whose shape the contracts predict is
-// the Go buffer the session allocated, written by ONNX Runtime (no copy),
-// fresh for every call, and right.
+// TestOutputsWrittenInPlace: an output whose shape the contracts predict,
+// larger than a scratch value, is the Go buffer the session allocated,
+// written by ONNX Runtime (no copy), fresh for every call, and right.
 func TestOutputsWrittenInPlace(t *testing.T) {
 	_, s := imagePadded(t)
+	s.(*session).scratchMax = 0
 	made := watchAlloc(t, s)
 	in := imageInputs(5, 3, 0)
 	first := runImage(t, s, in)
@@ -85,6 +86,7 @@ func TestOutputsWrittenInPlace(t *testing.T) {
 
 	e := embeddingModel(t)
 	es := e.load(t, newBackend(t, Options{}))
+	es.(*session).scratchMax = 0
 	made = watchAlloc(t, es)
 	res, err := es.Run(context.Background(), map[string]*backend.Tensor{e.in: windows(3, 2)}, nil)
 	if err != nil {
@@ -92,6 +94,49 @@ func TestOutputsWrittenInPlace(t *testing.T) {
 	}
 	if got := res[e.out]; len(*made) != 1 || !sameData(got.Data, (*made)[0].Data) || !reflect.DeepEqual(got.Shape, []int64{3, 1, 1, 96}) {
 		t.Errorf("the embedding output %v is not the buffer the session allocated", got)
+	}
+}
+
+// TestSmallOutputsScratch: a small predicted output is written into a
+// scratch value that later calls of its shape reuse, and copied into the
+// fresh buffer the call returns; calls at once hold scratch values of
+// their own, the store stays within maxScratch by dropping free values
+// of other shapes, and Close destroys them.
+func TestSmallOutputsScratch(t *testing.T) {
+	_, s := imagePadded(t)
+	sess := s.(*session)
+	made := watchAlloc(t, s)
+	in := imageInputs(5, 3, 0)
+	first := runImage(t, s, in)
+	second := runImage(t, s, in)
+	checkImage(t, in, first)
+	checkImage(t, in, second)
+	if len(*made) != 2 || !sameData(first.Data, (*made)[0].Data) || !sameData(second.Data, (*made)[1].Data) {
+		t.Fatalf("the calls did not return the fresh buffers the session allocated")
+	}
+	if sess.scratch.count != 1 {
+		t.Errorf("two calls of one shape made %d scratch values, want 1", sess.scratch.count)
+	}
+	for _, list := range sess.scratch.free {
+		for _, sv := range list {
+			if sameData(sv.buf.Data, first.Data) || sameData(sv.buf.Data, second.Data) {
+				t.Error("a call returned its scratch buffer")
+			}
+		}
+	}
+	// one call per image count, each a new shape, past the bound
+	for i := range maxScratch + 8 {
+		in := imageInputs(int64(1+i), 2, float32(i))
+		checkImage(t, in, runImage(t, s, in))
+		if sess.scratch.count > maxScratch {
+			t.Fatalf("the store holds %d scratch values, more than %d", sess.scratch.count, maxScratch)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sess.scratch.count != 0 || sess.scratch.free != nil {
+		t.Errorf("after Close %d scratch values remain", sess.scratch.count)
 	}
 }
 

@@ -239,6 +239,8 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 		all:     make([]bool, len(outs)),
 		ready:   ready,
 		alloc:   backend.NewTensor,
+		// scratchMax: tests set it to 0 to see outputs written in place
+		scratchMax: scratchBytes,
 	}
 	for i := range s.all {
 		s.all[i] = true

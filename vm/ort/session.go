@@ -33,7 +33,11 @@ type session struct {
 	// watch it).
 	alloc  func(dtype string, shape []int64) (*backend.Tensor, error)
 	values valueCache // the inputs' ORT values
-	calls  sync.Pool  // of *call, sized for this graph
+	// scratch holds the ORT values small outputs are written into
+	// (scratch.go), for outputs of at most scratchMax bytes.
+	scratch    scratchOutputs
+	scratchMax int64
+	calls      sync.Pool // of *call, sized for this graph
 
 	mu  sync.RWMutex
 	ort *ortgo.DynamicAdvancedSession // nil once closed
@@ -52,6 +56,7 @@ func (s *session) Close() error {
 	err := s.ort.Destroy()
 	s.ort = nil
 	s.values.close()
+	s.scratch.close()
 	if err != nil {
 		return fmt.Errorf("component `%s`: close the onnxruntime session: %w", s.comp, err)
 	}
@@ -97,18 +102,26 @@ func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, ou
 	if err := s.invokeCall(ctx, c); err != nil {
 		return nil, s.explain(err)
 	}
+	for i, sv := range c.scratch {
+		if sv != nil {
+			c.bufs[i].CopyElems(0, sv.buf, 0, sv.buf.Len())
+		}
+	}
 	return s.collect(c, want)
 }
 
 // call holds one run's tensors and ORT values: the inputs' (held from the
-// cache) and the outputs'. bufs[i] is the Go tensor output i's value was
-// made over, nil where ONNX Runtime allocates the output. Calls are pooled,
-// so that a run's own bookkeeping allocates nothing.
+// cache) and the outputs'. bufs[i] is the Go tensor output i is returned
+// in, nil where ONNX Runtime allocates the output: output i's value was
+// made over it, or, where scratch[i] is set, over that scratch value's
+// buffer, which is copied into it. Calls are pooled, so that a run's own
+// bookkeeping allocates nothing.
 type call struct {
 	tensors   []*backend.Tensor // the inputs, in graph order
 	held      []*cachedValue
 	ins, outs []ortgo.Value
 	bufs      []*backend.Tensor
+	scratch   []*scratchValue
 	shape     []int64 // scratch for a predicted shape
 	want      []bool  // scratch for the wanted outputs
 }
@@ -120,6 +133,7 @@ func newCall(inputs, outputs int) *call {
 		ins:     make([]ortgo.Value, inputs),
 		outs:    make([]ortgo.Value, outputs),
 		bufs:    make([]*backend.Tensor, outputs),
+		scratch: make([]*scratchValue, outputs),
 		want:    make([]bool, outputs),
 		shape:   make([]int64, 0, maxCachedRank),
 	}
@@ -129,18 +143,32 @@ func newCall(inputs, outputs int) *call {
 // with its owners: the caller, or the tensors Run returns) and pools it.
 func (s *session) done(c *call) {
 	s.values.release(c.held)
-	destroyAll(c.outs)
+	s.dropOutputs(c)
 	clear(c.tensors)
 	clear(c.held)
 	clear(c.ins)
-	clear(c.outs)
 	clear(c.bufs)
 	s.calls.Put(c)
 }
 
-// provide makes an ORT value over a fresh Go buffer for every output whose
-// shape it can predict from the call's inputs; the other outputs' values
-// stay nil, for ONNX Runtime to allocate.
+// dropOutputs releases a call's output values, giving the scratch ones
+// back.
+func (s *session) dropOutputs(c *call) {
+	for i, v := range c.outs {
+		if sv := c.scratch[i]; sv != nil {
+			s.scratch.put(sv)
+		} else if v != nil {
+			v.Destroy()
+		}
+	}
+	clear(c.outs)
+	clear(c.scratch)
+}
+
+// provide makes a fresh Go buffer for every output whose shape it can
+// predict from the call's inputs, and an ORT value over it, or, for a
+// small one, takes a scratch value to copy from; the other outputs'
+// values stay nil, for ONNX Runtime to allocate.
 func (s *session) provide(c *call) error {
 	for i := range s.outputs {
 		o := &s.outputs[i]
@@ -152,10 +180,20 @@ func (s *session) provide(c *call) error {
 		if err != nil {
 			return fmt.Errorf("output `%s`: %w", o.info.Name, err)
 		}
+		c.bufs[i] = buf
+		if key, ok := scratchKeyOf(i, buf, s.scratchMax); ok {
+			sv, err := s.scratch.take(key, buf)
+			if err != nil {
+				return fmt.Errorf("output `%s`: %w", o.info.Name, err)
+			}
+			if sv != nil {
+				c.scratch[i], c.outs[i] = sv, sv.v
+				continue
+			}
+		}
 		if c.outs[i], err = newValue(buf); err != nil {
 			return fmt.Errorf("output `%s`: %w", o.info.Name, err)
 		}
-		c.bufs[i] = buf
 	}
 	return nil
 }
@@ -172,8 +210,7 @@ func (s *session) invokeCall(ctx context.Context, c *call) error {
 		return err
 	}
 	guess := slices.Clone(c.bufs)
-	destroyAll(c.outs)
-	clear(c.outs)
+	s.dropOutputs(c)
 	clear(c.bufs)
 	if err := s.invoke(ctx, c.ins, c.outs); err != nil {
 		return err
