@@ -64,8 +64,24 @@ type valueCache struct {
 // second is used uncached.
 type valueKey struct {
 	addr uintptr
+	shape
+}
+
+// shape is a tensor's extents in a fixed array, comparable without
+// allocating: part of the input cache's keys and the scratch outputs'.
+type shape struct {
 	rank int
 	dims [maxCachedRank]int64
+}
+
+// shapeOf holds extents of at most maxCachedRank axes (false beyond).
+func shapeOf(extents []int64) (shape, bool) {
+	if len(extents) > maxCachedRank {
+		return shape{}, false
+	}
+	s := shape{rank: len(extents)}
+	copy(s.dims[:], extents)
+	return s, true
 }
 
 // sum mixes the address and the extents into the map's key.
@@ -91,12 +107,11 @@ type cachedValue struct {
 // keyOf returns a tensor's cache key, or false when it is not cached: a
 // rank beyond maxCachedRank or more than maxCachedBytes.
 func keyOf(t *backend.Tensor) (valueKey, bool) {
-	if len(t.Shape) > maxCachedRank || t.Bytes() > maxCachedBytes {
+	sh, ok := shapeOf(t.Shape)
+	if !ok || t.Bytes() > maxCachedBytes {
 		return valueKey{}, false
 	}
-	k := valueKey{addr: dataAddr(t.Data), rank: len(t.Shape)}
-	copy(k.dims[:], t.Shape)
-	return k, true
+	return valueKey{addr: dataAddr(t.Data), shape: sh}, true
 }
 
 // acquire fills held with a value over each checked tensor's data, from

@@ -233,13 +233,12 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 	}
 	defer so.Destroy()
 	s := &session{
-		comp:    comp.Name,
-		inputs:  planInputs(ins),
-		outputs: planOutputs(comp, ins, outs),
-		all:     make([]bool, len(outs)),
-		ready:   ready,
-		alloc:   backend.NewTensor,
-		// scratchMax: tests set it to 0 to see outputs written in place
+		comp:       comp.Name,
+		inputs:     planInputs(ins),
+		outputs:    planOutputs(comp, ins, outs),
+		all:        make([]bool, len(outs)),
+		ready:      ready,
+		alloc:      backend.NewTensor,
 		scratchMax: scratchBytes,
 	}
 	for i := range s.all {

@@ -28,9 +28,8 @@ const scratchBytes = 4 << 10
 const maxScratch = 64
 
 type scratchKey struct {
-	out  int // the graph output
-	rank int
-	dims [maxCachedRank]int64
+	out int // the graph output
+	shape
 }
 
 // scratchValue is an ORT value over a Go buffer that only the call
@@ -53,12 +52,11 @@ type scratchOutputs struct {
 // buffer, or false when buf is larger than most bytes (or of too high a
 // rank) for a scratch value.
 func scratchKeyOf(out int, buf *backend.Tensor, most int64) (scratchKey, bool) {
-	if len(buf.Shape) > maxCachedRank || buf.Bytes() > most {
+	sh, ok := shapeOf(buf.Shape)
+	if !ok || buf.Bytes() > most {
 		return scratchKey{}, false
 	}
-	k := scratchKey{out: out, rank: len(buf.Shape)}
-	copy(k.dims[:], buf.Shape)
-	return k, true
+	return scratchKey{out: out, shape: sh}, true
 }
 
 // take hands out a free scratch value of key, or makes one like buf; nil

@@ -34,7 +34,8 @@ type session struct {
 	alloc  func(dtype string, shape []int64) (*backend.Tensor, error)
 	values valueCache // the inputs' ORT values
 	// scratch holds the ORT values small outputs are written into
-	// (scratch.go), for outputs of at most scratchMax bytes.
+	// (scratch.go), for outputs of at most scratchMax bytes (tests set it
+	// to 0 to see outputs written in place).
 	scratch    scratchOutputs
 	scratchMax int64
 	calls      sync.Pool // of *call, sized for this graph
