@@ -34,8 +34,9 @@ type benchJSON struct {
 			Sizes       map[int]int64 `json:"sizes"`
 			Padding     *float64      `json:"padding_overhead"`
 		} `json:"groups"`
-		Requests int `json:"requests"`
-		Failed   int `json:"failed"`
+		Requests     int `json:"requests"`
+		PeakInFlight int `json:"peak_in_flight"`
+		Failed       int `json:"failed"`
 	} `json:"modes"`
 }
 
@@ -269,6 +270,40 @@ func TestBenchText(t *testing.T) {
 	for _, want := range []string{"grouped", "one-at-a-time", "sequential", "encoder:", "p99 ms", "procs", "sizes 1×"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBenchClientsOutnumberDocument: --concurrency is the clients the
+// closed loop runs even where they outnumber the document's requests: on
+// a document of 3 requests repeated for a round, 8 clients put more than
+// 3 requests in flight at once (they once stopped at the document's
+// length while the report said 8). A round that sends each request once
+// has at most the document in flight, and says so.
+func TestBenchClientsOutnumberDocument(t *testing.T) {
+	pkg := "../../testdata/packages/ocr_lines"
+	reqs := filepath.Join(pkg, "requests.json")
+	rep := bench(t, pkg, "--requests", reqs, "--rounds", "1", "--warmup", "0", "--round-time", "150ms", "--concurrency", "8")
+	if rep.Requests != 3 {
+		t.Fatalf("the document holds %d requests, want 3", rep.Requests)
+	}
+	for _, m := range rep.Modes {
+		if m.PeakInFlight < 1 || m.PeakInFlight > m.Concurrency {
+			t.Errorf("%s: peak of %d in flight with %d clients", m.Name, m.PeakInFlight, m.Concurrency)
+		}
+		if m.Failed != 0 {
+			t.Errorf("%s: %d failed", m.Name, m.Failed)
+		}
+	}
+	// Grouped requests wait for their group to form: with 8 clients, more
+	// than the document's 3 wait at some moment.
+	if g := rep.Modes[0]; g.Name != "grouped" || g.PeakInFlight <= 3 {
+		t.Errorf("%s: peak of %d in flight with 8 clients on a 3-request document; want more than 3", g.Name, g.PeakInFlight)
+	}
+	once := bench(t, pkg, "--requests", reqs, "--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "8")
+	for _, m := range once.Modes {
+		if m.PeakInFlight > 3 || m.Requests != 3 {
+			t.Errorf("%s: each request sent once: %d sent, a peak of %d in flight; want 3 and at most 3", m.Name, m.Requests, m.PeakInFlight)
 		}
 	}
 }

@@ -120,6 +120,9 @@ type roundResult struct {
 	firstErr  string
 	groups    map[string]groupDelta
 	procs     int // GOMAXPROCS while it ran
+	// peak is the most requests that were in flight at once: the
+	// concurrency the round reached.
+	peak int64
 }
 
 // groupDelta is what one component's groups did during a round.
@@ -152,11 +155,15 @@ func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
 
 // closedLoop runs c clients, each sending its next request as soon as its
 // last one is answered, while more says the round goes on (the k-th
-// request sent is the document's k-th, modulo its length).
+// request sent is the document's k-th, modulo its length). Clients may
+// outnumber the document's requests: a round that repeats the document
+// keeps all of them busy, several sending one request at once (a round
+// that sends each request once has no more in flight than it holds, and
+// its peak says so).
 func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder, more func(int64) bool) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(c, len(b.reqs)) {
+	for range c {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; more(i); i = next.Add(1) - 1 {
 				b.send(eng, int(i%int64(len(b.reqs))), rec)
@@ -204,6 +211,8 @@ func (b *bencher) gap(rng *rand.Rand) time.Duration {
 
 // send runs one request and records its latency as its client saw it.
 func (b *bencher) send(eng *vm.Engine, i int, rec *recorder) {
+	rec.enter()
+	defer rec.leave()
 	start := time.Now()
 	r := eng.Run(context.Background(), b.reqs[i])
 	if r.Err != nil {
@@ -215,9 +224,25 @@ func (b *bencher) send(eng *vm.Engine, i int, rec *recorder) {
 
 // recorder collects a round's outcomes from many goroutines.
 type recorder struct {
-	mu  sync.Mutex
-	res roundResult
+	mu       sync.Mutex
+	res      roundResult
+	inFlight atomic.Int64
+	peak     atomic.Int64
 }
+
+// enter counts a request sent, leave one answered; the most in flight
+// at once is the round's peak.
+func (r *recorder) enter() {
+	n := r.inFlight.Add(1)
+	for {
+		p := r.peak.Load()
+		if n <= p || r.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
+func (r *recorder) leave() { r.inFlight.Add(-1) }
 
 func newRecorder(n int) *recorder {
 	return &recorder{res: roundResult{latencies: make([]time.Duration, 0, n)}}
@@ -244,7 +269,7 @@ func (r *recorder) result(elapsed time.Duration) roundResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res
-	res.elapsed = elapsed
+	res.elapsed, res.peak = elapsed, r.peak.Load()
 	return res
 }
 

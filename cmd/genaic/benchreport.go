@@ -33,8 +33,12 @@ type modeResult struct {
 	Latency      latencyMS              `json:"latency_ms"`
 	Groups       map[string]groupReport `json:"groups"`
 	Requests     int                    `json:"requests"` // sent over the timed rounds
-	Failed       int                    `json:"failed"`
-	FirstError   string                 `json:"first_error,omitempty"`
+	// PeakInFlight is the most requests in flight at once in any timed
+	// round: the concurrency the load reached (below Concurrency where
+	// the rounds send each request of a short document once).
+	PeakInFlight int64  `json:"peak_in_flight"`
+	Failed       int    `json:"failed"`
+	FirstError   string `json:"first_error,omitempty"`
 }
 
 type latencyMS struct {
@@ -72,6 +76,7 @@ func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResul
 		}
 		m.Failed += r.failed
 		m.Procs = r.procs
+		m.PeakInFlight = max(m.PeakInFlight, r.peak)
 		addGroups(m.Groups, r.groups)
 	}
 	m.RequestsPerSecond, m.Spread.RequestsPerSecond = medianSpread(rps)
@@ -183,6 +188,10 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			g := r.Groups[name]
 			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f; sizes %s\n",
 				name, g.Invocations, g.MeanSize, g.PaddingOverhead, histogram(g.Sizes))
+		}
+		if b.flags.rate == 0 && r.PeakInFlight < int64(r.Concurrency) {
+			fmt.Fprintf(w, "  at most %d %s in flight at once (the document holds %d; --round-time repeats it)\n",
+				r.PeakInFlight, plural(int(r.PeakInFlight), "request"), len(b.reqs))
 		}
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "  first failure: %s\n", r.FirstError)
