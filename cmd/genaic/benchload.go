@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -123,6 +124,29 @@ type roundResult struct {
 	// peak is the most requests that were in flight at once: the
 	// concurrency the round reached.
 	peak int64
+	// gaps are the open loop's times between arrivals as sent (ns).
+	gaps welford
+}
+
+// welford is a running mean and sum of squared deviations.
+type welford struct {
+	n, mean, m2 float64
+}
+
+func (w *welford) add(x float64) {
+	w.n++
+	d := x - w.mean
+	w.mean += d / w.n
+	w.m2 += d * (x - w.mean)
+}
+
+// cv is the coefficient of variation (standard deviation over mean): 1
+// for Poisson arrivals, 0 for evenly spaced ones, far above 1 for bursts.
+func (w welford) cv() float64 {
+	if w.n < 2 || w.mean <= 0 {
+		return 0
+	}
+	return math.Sqrt(w.m2/(w.n-1)) / w.mean
 }
 
 // groupDelta is what one component's groups did during a round.
@@ -176,27 +200,40 @@ func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder, more func(int
 // openLoop sends the requests at the --rate, Poisson or evenly spaced,
 // whether or not earlier ones were answered. At most c are in flight: a
 // request that arrives when c are counts as failed, so the generator never
-// waits for the engine.
+// waits for the engine. The arrivals are paced on a goroutine of their
+// own (newPacer), which records the gaps it kept (arrival_cv).
 func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder, more func(int64) bool) {
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
-	due := time.Now()
-	for k := int64(0); more(k); k++ {
-		i := int(k % int64(len(b.reqs)))
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
+	paced := make(chan struct{})
+	go func() {
+		defer close(paced)
+		sleep := newPacer()
+		due := time.Now()
+		var last time.Time
+		for k := int64(0); more(k); k++ {
+			i := int(k % int64(len(b.reqs)))
+			if d := time.Until(due); d > 0 {
+				sleep(d)
+			}
+			now := time.Now()
+			if k > 0 {
+				rec.gap(now.Sub(last))
+			}
+			last = now
+			select {
+			case slots <- struct{}{}:
+				wg.Go(func() {
+					defer func() { <-slots }()
+					b.send(eng, i, rec)
+				})
+			default:
+				rec.fail(fmt.Sprintf("request %s: not admitted: %d %s already in flight", b.reqs[i].ID, c, plural(c, "request")))
+			}
+			due = due.Add(b.gap(rng))
 		}
-		select {
-		case slots <- struct{}{}:
-			wg.Go(func() {
-				defer func() { <-slots }()
-				b.send(eng, i, rec)
-			})
-		default:
-			rec.fail(fmt.Sprintf("request %s: not admitted: %d %s already in flight", b.reqs[i].ID, c, plural(c, "request")))
-		}
-		due = due.Add(b.gap(rng))
-	}
+	}()
+	<-paced
 	wg.Wait()
 }
 
@@ -243,6 +280,14 @@ func (r *recorder) enter() {
 }
 
 func (r *recorder) leave() { r.inFlight.Add(-1) }
+
+// gap records the time since the open loop's last arrival (only the
+// pacing goroutine calls it).
+func (r *recorder) gap(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.gaps.add(float64(d))
+}
 
 func newRecorder(n int) *recorder {
 	return &recorder{res: roundResult{latencies: make([]time.Duration, 0, n)}}

@@ -36,9 +36,14 @@ type modeResult struct {
 	// PeakInFlight is the most requests in flight at once in any timed
 	// round: the concurrency the load reached (below Concurrency where
 	// the rounds send each request of a short document once).
-	PeakInFlight int64  `json:"peak_in_flight"`
-	Failed       int    `json:"failed"`
-	FirstError   string `json:"first_error,omitempty"`
+	PeakInFlight int64 `json:"peak_in_flight"`
+	// ArrivalGapUS and ArrivalCV are the open loop's arrivals as sent:
+	// the median over rounds of the mean gap between them and of its
+	// coefficient of variation (1 for Poisson, 0 for fixed).
+	ArrivalGapUS float64 `json:"arrival_gap_us,omitempty"`
+	ArrivalCV    float64 `json:"arrival_cv,omitempty"`
+	Failed       int     `json:"failed"`
+	FirstError   string  `json:"first_error,omitempty"`
 }
 
 type latencyMS struct {
@@ -63,9 +68,12 @@ type groupReport struct {
 // summarize folds a mode's rounds into medians, spreads and percentiles.
 func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResult {
 	m := modeResult{Name: name, Concurrency: c, Rounds: len(runs), Groups: map[string]groupReport{}}
-	var rps, ips []float64
+	var rps, ips, gaps, cvs []float64
 	var lat []time.Duration
 	for _, r := range runs {
+		if r.gaps.n > 1 {
+			gaps, cvs = append(gaps, r.gaps.mean/1e3), append(cvs, r.gaps.cv())
+		}
 		s := r.elapsed.Seconds()
 		rps = append(rps, float64(r.ok)/s)
 		ips = append(ips, float64(r.items)/s)
@@ -81,6 +89,10 @@ func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResul
 	}
 	m.RequestsPerSecond, m.Spread.RequestsPerSecond = medianSpread(rps)
 	m.ItemsPerSecond, m.Spread.ItemsPerSecond = medianSpread(ips)
+	if len(gaps) > 0 {
+		m.ArrivalGapUS, _ = medianSpread(gaps)
+		m.ArrivalCV, _ = medianSpread(cvs)
+	}
 	slices.Sort(lat)
 	m.Latency = latencyMS{P50: quantileMS(lat, 0.50), P90: quantileMS(lat, 0.90), P99: quantileMS(lat, 0.99)}
 	for name, g := range m.Groups {
@@ -189,6 +201,10 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f; sizes %s\n",
 				name, g.Invocations, g.MeanSize, g.PaddingOverhead, histogram(g.Sizes))
 		}
+		if r.ArrivalGapUS > 0 {
+			fmt.Fprintf(w, "  arrivals as sent: a mean gap of %.1f µs, coefficient of variation %.2f (%s)\n",
+				r.ArrivalGapUS, r.ArrivalCV, cvMeaning(b.flags.arrivals))
+		}
 		if b.flags.rate == 0 && r.PeakInFlight < int64(r.Concurrency) {
 			fmt.Fprintf(w, "  at most %d %s in flight at once (the document holds %d; --round-time repeats it)\n",
 				r.PeakInFlight, plural(int(r.PeakInFlight), "request"), len(b.reqs))
@@ -197,6 +213,14 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			fmt.Fprintf(w, "  first failure: %s\n", r.FirstError)
 		}
 	}
+}
+
+// cvMeaning is what the arrivals' coefficient of variation should be.
+func cvMeaning(arrivals string) string {
+	if arrivals == "fixed" {
+		return "0 for evenly spaced"
+	}
+	return "1 for Poisson"
 }
 
 // histogram prints group sizes as size×count, smallest first.
