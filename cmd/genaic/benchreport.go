@@ -205,8 +205,10 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			fmt.Fprintf(w, "  arrivals as sent: a mean gap of %.1f µs, coefficient of variation %.2f (%s)\n",
 				r.ArrivalGapUS, r.ArrivalCV, cvMeaning(b.flags.arrivals))
 		}
-		if b.flags.rate == 0 && r.PeakInFlight < int64(r.Concurrency) {
-			fmt.Fprintf(w, "  at most %d %s in flight at once (the document holds %d; --round-time repeats it)\n",
+		// A round that sends each request once cannot keep more clients
+		// busy than the document holds.
+		if b.flags.rate == 0 && b.flags.roundTime == 0 && len(b.reqs) < r.Concurrency {
+			fmt.Fprintf(w, "  at most %d %s in flight at once: each round sends the document's %d once (--round-time repeats it)\n",
 				r.PeakInFlight, plural(int(r.PeakInFlight), "request"), len(b.reqs))
 		}
 		if r.FirstError != "" {
