@@ -1,8 +1,11 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 // TestTuneGC: genaic raises the collector's target only where the user
@@ -10,12 +13,65 @@ import (
 func TestTuneGC(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
-	tuneGC(func(string) string { return "50" })
+	tuneGC(func(string) string { return "50" })()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("with GOGC set, the target became %d", got)
 	}
-	tuneGC(func(string) string { return "" })
+	tuneGC(func(string) string { return "" })()
 	if got := debug.SetGCPercent(100); got != gcPercent {
 		t.Errorf("without GOGC, the target is %d, want %d", got, gcPercent)
 	}
+}
+
+// TestGCTarget: the raised target lets the heap grow by at most the
+// headroom, or by what is live, whichever is more.
+func TestGCTarget(t *testing.T) {
+	tu := &gcTuner{headroom: 256 << 20, most: 400}
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 400}, {10 << 20, 400}, {64 << 20, 400}, {128 << 20, 200},
+		{200 << 20, 128}, {256 << 20, 100}, {4 << 30, 100},
+	} {
+		if got := tu.target(c.live); got != c.want {
+			t.Errorf("live %d MiB: target %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// TestGCTunerFollowsLiveHeap: with a live heap of four times the
+// headroom the tuner lowers the target to Go's default after a
+// collection, and raises it again once that heap is dropped.
+func TestGCTunerFollowsLiveHeap(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	tu := &gcTuner{headroom: 16 << 20, most: 400}
+	tu.start()
+	defer tu.stop()
+	settles := func(want int) {
+		t.Helper()
+		sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runtime.GC() // the tuner runs after a collection, on the cleanup goroutine
+			metrics.Read(sample)
+			got := int(sample[0].Value.Uint64())
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the target stayed %d, want %d", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20) // 64 MiB in all, 4 × the headroom
+	}
+	settles(100)
+	runtime.KeepAlive(live)
+	live = nil
+	settles(400)
 }

@@ -3,6 +3,8 @@ package jsonio
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,9 @@ import (
 )
 
 // FuzzReadRequests: any requests document gives requests or an error,
-// never a panic; decoded tensors hold exactly their shape's elements.
+// never a panic; decoded tensors hold exactly their shape's elements; and
+// reading it a request at a time accepts what decoding it whole with
+// encoding/json accepts (readWhole), with the same requests.
 func FuzzReadRequests(f *testing.F) {
 	if b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "packages", "image_padded", "requests.json")); err == nil {
 		f.Add(b)
@@ -25,11 +29,28 @@ func FuzzReadRequests(f *testing.F) {
 	f.Add([]byte(`{"requests":[{"inputs":{"x":{"items":[{"items":[{"dtype":"int64","shape":[1],"data":[1]}]},{"items":[]}]}}}]}`))
 	f.Add([]byte(`{"requests":[{"inputs":{"x":{"items":[{"items":[{"items":[]}]}]}}}]}`))
 	f.Add([]byte(`{"requests":[{"inputs":{"x":{"items":[],"dtype":"int64"}}}]}`))
+	f.Add([]byte(`{"Requests":[{"id":"a"}],"requests":[]}`))
+	f.Add([]byte(`{"requests":null} trailing`))
+	f.Add([]byte(`{"requests":[{"id":"a"},{"id":"a"}]}`))
+	f.Add([]byte(`{"requests":[{"id":"a"}],"x":1}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		reqs, err := ReadRequests(bytes.NewReader(b), dir)
+		whole, wholeErr := readWhole(b, dir)
+		if (err == nil) != (wholeErr == nil) {
+			t.Fatalf("read a request at a time: %v; decoded whole: %v", err, wholeErr)
+		}
 		if err != nil {
 			return
+		}
+		if len(reqs) != len(whole) {
+			t.Fatalf("%d requests, %d decoded whole", len(reqs), len(whole))
+		}
+		for i, r := range reqs {
+			w := whole[i]
+			if r.ID != w.ID || (r.Err == nil) != (w.Err == nil) || len(r.Inputs) != len(w.Inputs) || len(r.Items) != len(w.Items) {
+				t.Fatalf("request %d: %+v, decoded whole %+v", i, r, w)
+			}
 		}
 		for _, r := range reqs {
 			for name, x := range r.Inputs {
@@ -45,6 +66,34 @@ func FuzzReadRequests(f *testing.F) {
 			}
 		}
 	})
+}
+
+// readWhole reads a requests document as encoding/json decodes it in
+// one piece: the reference for ReadRequests, which walks it a request at a
+// time.
+func readWhole(b []byte, dir string) ([]vm.Request, error) {
+	var doc struct {
+		Requests []requestJSON `json:"requests"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var out []vm.Request
+	seen := map[string]bool{}
+	for i, rq := range doc.Requests {
+		id := rq.ID
+		if id == "" {
+			id = fmt.Sprint(i)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("id %q is used twice", id)
+		}
+		seen[id] = true
+		out = append(out, decodeRequest(id, &rq, dir, ReadOptions{}))
+	}
+	return out, nil
 }
 
 // checkFuzzItems checks decoded items: each a tensor of its shape's

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -31,11 +32,10 @@ import (
 // and a token_packed input or output may instead be {"items": [TENSOR, ...]}
 // (two levels: {"items": [{"items": [TENSOR, ...]}, ...]}; items.go).
 
-type requestsDoc struct {
-	Requests []struct {
-		ID     string                     `json:"id"`
-		Inputs map[string]json.RawMessage `json:"inputs"`
-	} `json:"requests"`
+// requestJSON is one request of a requests document.
+type requestJSON struct {
+	ID     string                     `json:"id"`
+	Inputs map[string]json.RawMessage `json:"inputs"`
 }
 
 // TensorJSON is a tensor written inline.
@@ -74,44 +74,133 @@ func ReadRequests(r io.Reader, baseDir string) ([]vm.Request, error) {
 // tensor is malformed (its data disagrees with its shape, its dtype is
 // unknown, a value is not of its dtype, its .npy file is refused) is
 // returned with Err set (run/input, naming the input), so that it fails
-// alone.
+// alone. The document is read a request at a time: what it holds beyond
+// the decoded tensors is one request's text, however long the document.
 func ReadRequestsWith(r io.Reader, baseDir string, opts ReadOptions) ([]vm.Request, error) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	var doc requestsDoc
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("requests: %v (want {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]})", err)
-	}
 	var out []vm.Request
-	seen := map[string]bool{}
-	for i, rq := range doc.Requests {
+	var seen map[string]bool
+	list := func() { // a repeated "requests" field replaces the earlier list
+		out, seen = nil, map[string]bool{}
+	}
+	err := eachRequest(r, list, func(i int, rq *requestJSON) error {
 		id := rq.ID
 		if id == "" {
 			id = fmt.Sprint(i)
 		}
 		if seen[id] {
-			return nil, fmt.Errorf("requests[%d]: id %q is used twice", i, id)
+			return fmt.Errorf("requests[%d]: id %q is used twice", i, id)
 		}
 		seen[id] = true
-		req := vm.Request{ID: id, Inputs: map[string]*backend.Tensor{}}
-		for _, name := range slices.Sorted(maps.Keys(rq.Inputs)) {
-			t, items, err := decodeInput(rq.Inputs[name], baseDir, opts)
-			if err != nil {
-				req.Inputs, req.Items, req.Err = nil, nil, backend.Errorf(backend.RunInput, "request %q input %q: %v", id, name, err)
-				break
-			}
-			if items != nil {
-				if req.Items == nil {
-					req.Items = map[string][]vm.Item{}
-				}
-				req.Items[name] = items
-				continue
-			}
-			req.Inputs[name] = t
-		}
-		out = append(out, req)
+		out = append(out, decodeRequest(id, rq, baseDir, opts))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachRequest walks a document {"requests": [REQUEST, ...]}, decoding one
+// request at a time and handing it to f with its index, as encoding/json
+// would decode the whole document: field names match regardless of case,
+// any other field is refused, a null document or list holds no request,
+// and text after the document is not read. list is called where each
+// "requests" field starts (a later one replaces an earlier one). An error
+// of f stops the walk and is returned as it is.
+func eachRequest(r io.Reader, list func(), f func(i int, rq *requestJSON) error) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	bad := func(err error) error {
+		return fmt.Errorf("requests: %v (want {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]})", err)
+	}
+	if err := openValue(dec, '{', "a requests document"); err == errNull {
+		return nil
+	} else if err != nil {
+		return bad(err)
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		if name, _ := key.(string); !strings.EqualFold(name, "requests") {
+			return bad(fmt.Errorf("json: unknown field %q", name))
+		}
+		list()
+		if err := openValue(dec, '[', `the field "requests" (a list)`); err == errNull {
+			continue
+		} else if err != nil {
+			return bad(err)
+		}
+		for i := 0; dec.More(); i++ {
+			var rq requestJSON
+			if err := dec.Decode(&rq); err != nil {
+				return bad(fmt.Errorf("requests[%d]: %v", i, err))
+			}
+			if err := f(i, &rq); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the list's end
+			return bad(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the document's end
+		return bad(err)
+	}
+	return nil
+}
+
+// errNull is what openValue reports for a JSON null.
+var errNull = errors.New("null")
+
+// openValue reads the token that opens an object or a list (delim),
+// naming what was wanted (what) when the value is of another kind; a
+// null is errNull.
+func openValue(dec *json.Decoder, delim json.Delim, what string) error {
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return err
+	case tok == nil:
+		return errNull
+	case tok == delim:
+		return nil
+	}
+	kind := "a value"
+	switch v := tok.(type) {
+	case json.Delim:
+		kind = map[json.Delim]string{'{': "an object", '[': "a list"}[v]
+	case string:
+		kind = "a string"
+	case bool:
+		kind = "a boolean"
+	case float64, json.Number:
+		kind = "a number"
+	}
+	return fmt.Errorf("json: cannot unmarshal %s into %s", kind, what)
+}
+
+// decodeRequest decodes one request's inputs; a malformed one makes the
+// request carry a run/input error naming it.
+func decodeRequest(id string, rq *requestJSON, baseDir string, opts ReadOptions) vm.Request {
+	req := vm.Request{ID: id, Inputs: map[string]*backend.Tensor{}}
+	for _, name := range slices.Sorted(maps.Keys(rq.Inputs)) {
+		t, items, err := decodeInput(rq.Inputs[name], baseDir, opts)
+		if err != nil {
+			req.Inputs, req.Items, req.Err = nil, nil, backend.Errorf(backend.RunInput, "request %q input %q: %v", id, name, err)
+			break
+		}
+		if items != nil {
+			if req.Items == nil {
+				req.Items = map[string][]vm.Item{}
+			}
+			req.Items[name] = items
+			continue
+		}
+		req.Inputs[name] = t
+	}
+	return req
 }
 
 func decodeTensor(raw json.RawMessage, baseDir string, opts ReadOptions) (*backend.Tensor, error) {
