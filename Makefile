@@ -41,6 +41,7 @@ test: setup lint
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 2000x -fuzzminimizetime 100x
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadRequests$$' -fuzztime 20000x -fuzzminimizetime 100x
 	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzReadNPY$$' -fuzztime 10000x -fuzzminimizetime 100x
+	$(GO) test ./vm/jsonio -run '^$$' -fuzz '^FuzzTensorData$$' -fuzztime 10000x -fuzzminimizetime 100x
 	$(GO) test ./vm -run '^$$' -fuzz '^FuzzPackItems$$' -fuzztime 20000x -fuzzminimizetime 100x
 	$(GO) test ./vm/e2e -run '^$$' -fuzz '^FuzzRunRequests$$' -fuzztime 3000x -fuzzminimizetime 100x
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 5000x -fuzzminimizetime 100x
@@ -54,6 +55,7 @@ test: setup lint
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeHTTP$$' -fuzztime 3000x -fuzzminimizetime 100x
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeGRPC$$' -fuzztime 3000x -fuzzminimizetime 100x
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime 3000x -fuzzminimizetime 100x
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzJSONData$$' -fuzztime 5000x -fuzzminimizetime 100x
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

@@ -117,8 +117,19 @@ func toBytes(t *backend.Tensor) []byte {
 }
 
 // fromJSON reads a tensor from its JSON data: the elements in row-major
-// order, flat or nested as the shape.
+// order, flat or nested as the shape. The common form is read in one
+// pass (fastJSON); the rest, and every mistake, element by element
+// (slowJSON).
 func fromJSON(name, dtype string, shape []int64, raw json.RawMessage) (*backend.Tensor, error) {
+	if t, ok := fastJSON(dtype, shape, raw); ok {
+		return t, nil
+	}
+	return slowJSON(name, dtype, shape, raw)
+}
+
+// slowJSON is fromJSON with encoding/json, element by element, naming
+// what is wrong.
+func slowJSON(name, dtype string, shape []int64, raw json.RawMessage) (*backend.Tensor, error) {
 	var flat []json.RawMessage
 	if err := flatten(raw, &flat, 0); err != nil {
 		return nil, inputErr("input `%s`: data %v", name, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +136,43 @@ func FuzzReadNPY(f *testing.F) {
 		x, err := ReadNPY(path)
 		if err == nil && backend.DataLen(x.Data) != x.Len() {
 			t.Fatalf("%d elements for shape %v", backend.DataLen(x.Data), x.Shape)
+		}
+	})
+}
+
+// FuzzTensorData: whatever inline data the one-pass reader takes
+// (fastData), encoding/json (slowData) takes too, with the same elements
+// bit for bit, for every dtype and a shape of the data's count; neither
+// panics.
+func FuzzTensorData(f *testing.F) {
+	for _, s := range []string{`[1, 2.5, -3e2]`, `[null, 0, -0]`, `[true, false]`, `[1e39]`,
+		`[[1]]`, `[65535, 255, -128]`, `[4.9e-324, 1.5e-45]`, `null`, `[]`, ` [ 7 ] `} {
+		f.Add([]byte(s), uint8(0))
+	}
+	dtypes := []string{"bool", "float32", "float64", "int8", "int16", "int32", "int64",
+		"uint8", "uint16", "uint32", "uint64", "float16", "bfloat16"}
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		dtype := dtypes[int(which)%len(dtypes)]
+		n := int64(bytes.Count(data, []byte(","))) + 1
+		for _, shape := range [][]int64{{n}, {1}, {0}} {
+			fast, ok := fastData(dtype, shape, shape[0], data)
+			slow, err := slowData(dtype, shape, shape[0], data)
+			if !ok {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s %v %q: the one-pass reader took it, encoding/json refused it: %v", dtype, shape, data, err)
+			}
+			var fb, sb bytes.Buffer
+			if err := binary.Write(&fb, binary.LittleEndian, fast.Data); err != nil {
+				t.Fatal(err)
+			}
+			if err := binary.Write(&sb, binary.LittleEndian, slow.Data); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(fb.Bytes(), sb.Bytes()) || fast.DType != slow.DType || !slices.Equal(fast.Shape, slow.Shape) {
+				t.Fatalf("%s %v %q: one pass %v, encoding/json %v", dtype, shape, data, fast, slow)
+			}
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/jsondata"
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
@@ -241,22 +242,46 @@ func (tj TensorJSON) tensor(baseDir string, opts ReadOptions) (*backend.Tensor, 
 	if err != nil {
 		return nil, err
 	}
-	empty, err := backend.NewTensor(d.Name, []int64{0})
+	if t, ok := fastData(d.Name, tj.Shape, n, tj.Data); ok {
+		return t, nil
+	}
+	return slowData(d.Name, tj.Shape, n, tj.Data)
+}
+
+// fastData reads the common form of inline data, a flat list of plain
+// numbers (internal/jsondata), in one pass; ok is false for anything
+// else, which slowData then reads. FuzzTensorData checks that whatever
+// fastData reads, slowData reads the same.
+func fastData(dtype string, shape []int64, n int64, data []byte) (*backend.Tensor, bool) {
+	if n > int64(len(data)) { // every element takes a byte: refused before allocating
+		return nil, false
+	}
+	t, err := backend.NewTensor(dtype, shape)
+	if err != nil || !jsondata.Fill(t, data, jsondata.Options{MaxNesting: 1}) {
+		return nil, false
+	}
+	t.Shape = append([]int64{}, shape...)
+	return t, true
+}
+
+// slowData reads inline data with encoding/json, saying what is wrong.
+func slowData(dtype string, shape []int64, n int64, raw []byte) (*backend.Tensor, error) {
+	empty, err := backend.NewTensor(dtype, []int64{0})
 	if err != nil {
 		return nil, err
 	}
 	ptr := reflect.New(reflect.TypeOf(empty.Data))
-	if err := json.Unmarshal(tj.Data, ptr.Interface()); err != nil {
-		return nil, fmt.Errorf("data is not a flat list of %s: %v", d.Name, err)
+	if err := json.Unmarshal(raw, ptr.Interface()); err != nil {
+		return nil, fmt.Errorf("data is not a flat list of %s: %v", dtype, err)
 	}
 	data := ptr.Elem()
 	if int64(data.Len()) != n {
-		return nil, fmt.Errorf("data holds %d elements, shape %v holds %d", data.Len(), tj.Shape, n)
+		return nil, fmt.Errorf("data holds %d elements, shape %v holds %d", data.Len(), shape, n)
 	}
 	if data.IsNil() {
-		data = reflect.ValueOf(empty)
+		data = reflect.ValueOf(empty.Data)
 	}
-	return &backend.Tensor{DType: d.Name, Shape: append([]int64{}, tj.Shape...), Data: data.Interface()}, nil
+	return &backend.Tensor{DType: dtype, Shape: append([]int64{}, shape...), Data: data.Interface()}, nil
 }
 
 // maxElements bounds the tensors a request document or .npy file may

@@ -145,3 +145,24 @@ func TestResponseErrorRules(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineDataReadInOnePass: flat lists of plain numbers are read by
+// the one-pass reader, and data null for an empty shape is an empty list
+// of the dtype's elements.
+func TestInlineDataReadInOnePass(t *testing.T) {
+	for dtype, data := range map[string]string{
+		"float32": `[1.5, -2e-3, null]`, "int64": `[-9223372036854775808, 0, 7]`,
+		"bool": `[true, false, true]`, "uint8": ` [ 255 , 0 , 1 ] `, "float16": `[15360, 0, 65535]`,
+	} {
+		if _, ok := fastData(dtype, []int64{3}, 3, []byte(data)); !ok {
+			t.Errorf("%s %s: the one-pass reader refused it", dtype, data)
+		}
+	}
+	reqs, err := ReadRequests(strings.NewReader(`{"requests":[{"inputs":{"x":{"dtype":"float32","shape":[0],"data":null}}}]}`), t.TempDir())
+	if err != nil || reqs[0].Err != nil {
+		t.Fatalf("data null of shape [0]: %v %v", err, reqs[0].Err)
+	}
+	if d, ok := reqs[0].Inputs["x"].Data.([]float32); !ok || len(d) != 0 {
+		t.Errorf("data null of shape [0] came back as %T %v, want an empty []float32", reqs[0].Inputs["x"].Data, reqs[0].Inputs["x"].Data)
+	}
+}
