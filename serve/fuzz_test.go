@@ -1,6 +1,9 @@
 package serve
 
 import (
+	"maps"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -10,7 +13,9 @@ import (
 
 // FuzzDecodeHTTP feeds the HTTP inference decoder hostile bodies and
 // binary-length headers: it must refuse them with an error, never panic,
-// and whatever it accepts holds tensors whose data matches their shape.
+// and whatever it accepts holds tensors whose data matches their shape;
+// decoding the JSON with the inputs' data split off (httpsplit.go) or
+// whole decodes the same request, or fails both ways.
 func FuzzDecodeHTTP(f *testing.F) {
 	s := newServer(f, Config{Repo: repo(f, "image_padded"), NoWarmup: true})
 	md := s.models["image_padded"]
@@ -22,14 +27,29 @@ func FuzzDecodeHTTP(f *testing.F) {
 		{"", `{"inputs":[{"name":"pixel_patches","shape":[1000000000000,1000000000000],"datatype":"FP32","data":[1]}]}`},
 		{"-1", `{}`},
 		{"", `{"inputs":[{"name":"image_owner","shape":[1],"datatype":"BOOL","data":[true]}]}`},
+		// Forms the split decoding leaves to the whole one, or must agree with it on.
+		{"117", `{"inputs":[{"name":"patch_lengths","shape":[2],"datatype":"INT64","parameters":{"binary_data_size":16},"data":[1,]}]}` + "\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00"},
+		{"", `{"inputs":[{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1]}],"inputs":[{"name":"image_owner"}]}`},
+		{"", `{"INPUTS":[{"name":"patch_lengths","shape":[1],"datatype":"INT64","DATA":[1],"d\u0061ta":[2]}]}`},
+		{"", `{"id":"[{\"","parameters":{"x":["]}",{"y":"\\"}]},"inputs":[{"name":"image_owner","shape":[2],"datatype":"INT64","data":[[0],[1]]},null]} trailing`},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.hlen, []byte(sd.body))
 	}
 	f.Fuzz(func(t *testing.T, hlen string, body []byte) {
-		req, _, _, _, err := s.decodeHTTP(md, hlen, body)
+		req, asked, binaryOut, timeout, err := s.decodeHTTP(md, hlen, body)
+		// Decoding the JSON whole, data included, decodes the same.
+		s.wholeJSON = true
+		wreq, wasked, wbinaryOut, wtimeout, werr := s.decodeHTTP(md, hlen, body)
+		s.wholeJSON = false
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("split: %v; whole: %v", err, werr)
+		}
 		if err != nil {
 			return
+		}
+		if !reflect.DeepEqual(req, wreq) || !slices.Equal(asked, wasked) || !maps.Equal(binaryOut, wbinaryOut) || timeout != wtimeout {
+			t.Fatalf("split: %+v %v %v %v; whole: %+v %v %v %v", req, asked, binaryOut, timeout, wreq, wasked, wbinaryOut, wtimeout)
 		}
 		for name, tn := range req.Inputs {
 			if n := backend.DataLen(tn.Data); n != tn.Len() {

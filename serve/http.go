@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -167,9 +166,8 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		}
 		header, blob = body[:n], body[n:]
 	}
-	var jr jsonRequest
-	dec := json.NewDecoder(bytes.NewReader(header))
-	if err := dec.Decode(&jr); err != nil {
+	jr, err := decodeHeader(header, !s.wholeJSON)
+	if err != nil {
 		return req, nil, nil, 0, inputErr("the request is no inference request JSON ({\"inputs\":[{\"name\",\"shape\",\"datatype\",\"data\"}]}): %v", err)
 	}
 	req.ID = jr.ID

@@ -83,6 +83,9 @@ type Server struct {
 	admitted, answered atomic.Int64
 	mu                 sync.Mutex
 	closed             bool
+	// wholeJSON decodes every HTTP request's JSON in one piece, data
+	// included (httpsplit.go): what tests compare the split decoding with.
+	wholeJSON bool
 }
 
 // Version is what ServerMetadata reports.
