@@ -1,0 +1,119 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/vm/jsonio"
+)
+
+// BenchmarkServeHTTP measures what the HTTP front costs a request: 16 or
+// 64 clients in the process send the text example's requests through the
+// server's Handler (no sockets) as JSON and as binary tensors, and call
+// its engine's Run directly, the three ways taking turns every
+// iteration (2,000 requests each). It reports requests/s of each, their
+// ratios to Run, and the requests per invocation each way: what the
+// front's own work (decoding, encoding, metrics, routing) costs, and how
+// it changes the groups the engine forms.
+//
+//	go test ./serve -run '^$' -bench ServeHTTP -benchtime 10x -count 3
+func BenchmarkServeHTTP(b *testing.B) {
+	for _, clients := range []int{16, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchServeHTTP(b, clients) })
+	}
+}
+
+func benchServeHTTP(b *testing.B, clients int) {
+	const model, requests = "text_packed", 2000
+	s := newServer(b, Config{Repo: repo(b, model), NoWarmup: true})
+	md := s.models[model]
+	f, err := os.Open(filepath.Join("..", "testdata", "packages", model, "requests.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs, err := jsonio.ReadRequests(f, filepath.Dir(f.Name()))
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	type body struct {
+		b    []byte
+		hlen int
+	}
+	jsonBodies, binBodies := make([]body, len(reqs)), make([]body, len(reqs))
+	for i, r := range reqs {
+		jsonBodies[i].b, _ = oipJSON(b, r, nil, false)
+		binBodies[i].b, binBodies[i].hlen = oipJSON(b, r, map[string]any{"binary_data_output": true}, true)
+	}
+	h := s.Handler()
+	url := "/v2/models/" + model + "/infer"
+	viaHTTP := func(bodies []body) func(i int) {
+		return func(i int) {
+			bd := bodies[i%len(bodies)]
+			r := httptest.NewRequest("POST", url, bytes.NewReader(bd.b))
+			if bd.hlen > 0 {
+				r.Header.Set(headerLength, strconv.Itoa(bd.hlen))
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+	}
+	ways := []struct {
+		name string
+		one  func(i int)
+	}{
+		{"json", viaHTTP(jsonBodies)},
+		{"binary", viaHTTP(binBodies)},
+		{"run", func(i int) {
+			if r := md.eng.Run(context.Background(), reqs[i%len(reqs)]); r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}},
+	}
+	round := func(one func(i int)) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range clients {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < requests; i = next.Add(1) - 1 {
+					one(int(i))
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	times := make([]time.Duration, len(ways))
+	calls, served := make([]int64, len(ways)), make([]int64, len(ways))
+	for b.Loop() {
+		for i, w := range ways {
+			before := md.eng.Stats().Components["text_encoder"]
+			times[i] += round(w.one)
+			after := md.eng.Stats().Components["text_encoder"]
+			calls[i] += after.Invocations - before.Invocations
+			served[i] += after.Requests - before.Requests
+		}
+	}
+	rate := func(i int) float64 { return float64(requests*b.N) / times[i].Seconds() }
+	for i, w := range ways {
+		b.ReportMetric(rate(i), w.name+"-req/s")
+		b.ReportMetric(float64(served[i])/float64(max(calls[i], 1)), w.name+"-req/call")
+	}
+	b.ReportMetric(rate(0)/rate(2), "json/run")
+	b.ReportMetric(rate(1)/rate(2), "binary/run")
+	b.ReportMetric(0, "ns/op") // the sum of three ways means nothing
+}
