@@ -32,6 +32,9 @@ func FuzzDecodeHTTP(f *testing.F) {
 		{"", `{"inputs":[{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1]}],"inputs":[{"name":"image_owner"}]}`},
 		{"", `{"INPUTS":[{"name":"patch_lengths","shape":[1],"datatype":"INT64","DATA":[1],"d\u0061ta":[2]}]}`},
 		{"", `{"id":"[{\"","parameters":{"x":["]}",{"y":"\\"}]},"inputs":[{"name":"image_owner","shape":[2],"datatype":"INT64","data":[[0],[1]]},null]} trailing`},
+		{"", `{"ID":"é","Parameters":{"timeout":250,"p":[1,{"q":null}],"b":true},"inputs":[{"name":"image_owner","shape":[1],"datatype":"INT64","data":[0],"x":{"y":[]}}],"outputs":[{"name":"embeddings","parameters":{"binary_data":false}},{"name":"image_owner"}]}`},
+		{"", `{"inputs":[{"name":"image_owner","shape":[1.0],"datatype":"INT64","data":[0]}],"outputs":[]}`},
+		{"", `{"inputs":[{"name":"image_owner","shape":[1],"datatype":"INT64","data":[0],"name":"patch_lengths"}]}`},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.hlen, []byte(sd.body))

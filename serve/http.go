@@ -36,13 +36,16 @@ type jsonOutputTensor struct {
 }
 
 type jsonRequest struct {
-	ID         string         `json:"id,omitempty"`
+	ID         string                `json:"id,omitempty"`
+	Parameters map[string]any        `json:"parameters,omitempty"`
+	Inputs     []jsonTensor          `json:"inputs"`
+	Outputs    []jsonRequestedOutput `json:"outputs,omitempty"`
+}
+
+// jsonRequestedOutput is an output a request asks for.
+type jsonRequestedOutput struct {
+	Name       string         `json:"name"`
 	Parameters map[string]any `json:"parameters,omitempty"`
-	Inputs     []jsonTensor   `json:"inputs"`
-	Outputs    []struct {
-		Name       string         `json:"name"`
-		Parameters map[string]any `json:"parameters,omitempty"`
-	} `json:"outputs,omitempty"`
 }
 
 type jsonResponse struct {

@@ -28,6 +28,9 @@ type dataSpan struct{ start, end int }
 // whole decoding).
 func decodeHeader(header []byte, split bool) (jsonRequest, error) {
 	if split {
+		if jr, ok := decodeFixed(header); ok && binaryDataValid(&jr) {
+			return jr, nil
+		}
 		if stripped, spans, ok := splitData(header); ok {
 			// One value and nothing after it: json.Unmarshal, which costs
 			// less than a Decoder.
@@ -50,18 +53,25 @@ func decodeJSON(header []byte) (jsonRequest, error) {
 }
 
 // join gives the inputs their data values, reporting false where a value
-// that is not otherwise read (the input's data comes as binary) is not
-// JSON.
+// that is not otherwise read is not JSON (binaryDataValid).
 func join(jr *jsonRequest, header []byte, spans []*dataSpan) bool {
 	for i, sp := range spans {
-		if sp == nil {
-			continue
+		if sp != nil {
+			jr.Inputs[i].Data = json.RawMessage(header[sp.start:sp.end])
 		}
-		data := json.RawMessage(header[sp.start:sp.end])
-		if _, binary := jr.Inputs[i].Parameters["binary_data_size"]; binary && !json.Valid(data) {
+	}
+	return binaryDataValid(jr)
+}
+
+// binaryDataValid reports whether the data value of every input whose
+// data comes as binary, which nothing else reads, is JSON, as the whole
+// decoding requires.
+func binaryDataValid(jr *jsonRequest) bool {
+	for i := range jr.Inputs {
+		in := &jr.Inputs[i]
+		if _, binary := in.Parameters["binary_data_size"]; binary && in.Data != nil && !json.Valid(in.Data) {
 			return false
 		}
-		jr.Inputs[i].Data = data
 	}
 	return true
 }

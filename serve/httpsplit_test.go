@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +81,80 @@ func BenchmarkDecodeHTTP(b *testing.B) {
 	b.ReportMetric(split.Seconds()*1e3/float64(b.N), "split-ms")
 	b.ReportMetric(whole.Seconds()*1e3/float64(b.N), "whole-ms")
 	b.ReportMetric(0, "ns/op") // the sum of both ways means nothing
+}
+
+// TestDecodeFixedReadsUsualRequests: the requests clients send are read
+// by the fixed decoder, as encoding/json reads them; the others are left
+// to encoding/json.
+func TestDecodeFixedReadsUsualRequests(t *testing.T) {
+	usual := []string{
+		`{"id":"a","parameters":{"timeout":"50ms","binary_data_output":true},"inputs":[` +
+			`{"name":"x","shape":[2,1],"datatype":"FP32","data":[[1.5],[-2e-3]]},` +
+			`{"name":"y","shape":[3],"datatype":"INT64","parameters":{"binary_data_size":24}}],` +
+			`"outputs":[{"name":"z","parameters":{"binary_data":true}},{"name":"w"}]}`,
+		`{"inputs":[]}`,
+		` {"Inputs":null,"other":{"k":[1,"v"]}} `,
+	}
+	for _, h := range usual {
+		got, ok := decodeFixed([]byte(h))
+		if !ok {
+			t.Errorf("%s: the fixed decoder refused it", h)
+			continue
+		}
+		want, err := decodeJSON([]byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.Inputs {
+			want.Inputs[i].Data, got.Inputs[i].Data = nil, nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", h, got, want)
+		}
+	}
+	for _, h := range []string{
+		`{"id":"a\u0062"}`, `{"id":1}`, `{"inputs":[{"shape":[1.0]}]}`, `{"inputs":[null]}`,
+		`{"id":"a","ID":"b"}`, `{"parameters":{"t":1e400}}`, `{"x":[1,]}`, "{\"id\":\"\x01\"}",
+		`{"inputs":[{"name":"x","shape":[+1]}]}`, `[{}]`,
+	} {
+		if _, ok := decodeFixed([]byte(h)); ok {
+			t.Errorf("%s: the fixed decoder took it", h)
+		}
+	}
+}
+
+// FuzzDecodeFixed: whatever header the fixed decoder reads, encoding/json
+// reads into the same request, inputs' data included (their text), or
+// refuses only for an input's data that is not JSON, which the data's
+// reader refuses in turn.
+func FuzzDecodeFixed(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a","parameters":{"timeout":"50ms","n":1.5e3,"l":[1,{"x":null}]},"inputs":[{"name":"x","shape":[2],"datatype":"FP32","data":[1,2]},` +
+			`{"name":"y","shape":[],"datatype":"INT64","parameters":{"binary_data_size":8}}],"outputs":[{"name":"z","parameters":{"binary_data":true}}]}`,
+		`{"ID":"é","Inputs":null,"OUTPUTS":[],"other":{"k":[1,"v"]}}`,
+		`{"inputs":[{"name":"x","shape":[1],"data":[1,]}]}`,
+		`{"inputs":[{"Name":"x","Shape":[-0],"DATA":"s","Parameters":{}}]}`,
+		`{"id":"a\"b","parameters":{"k":"\n"},"inputs":[{"name":"x\u00e9","datatype":"\/"}]}`,
+		`{"parameters":{"k\u00e9":1}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, header []byte) {
+		got, ok := decodeFixed(header)
+		if !ok {
+			return
+		}
+		want, err := decodeJSON(header)
+		if err != nil {
+			for _, in := range got.Inputs {
+				if in.Data != nil && !json.Valid(in.Data) {
+					return
+				}
+			}
+			t.Fatalf("%q: the fixed decoder read it, encoding/json refused it: %v", header, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nfixed %+v\n json %+v", header, got, want)
+		}
+	})
 }

@@ -175,10 +175,20 @@ func (s *leafScanner) literal(word string, kind leafKind) ([]byte, leafKind, boo
 	return leaf, kind, true
 }
 
-// number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-// (strconv alone would also take "inf", "0x1p3" or "1_0").
+// number reads a JSON number.
 func (s *leafScanner) number() bool {
-	b, i := s.data, s.pos
+	end := NumberEnd(s.data, s.pos)
+	if end < 0 {
+		return false
+	}
+	s.pos = end
+	return true
+}
+
+// NumberEnd returns where the JSON number that starts at b[i] ends, or -1
+// where none does: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// (strconv alone would also take "inf", "0x1p3", "+1" or "1_0").
+func NumberEnd(b []byte, i int) int {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -188,12 +198,12 @@ func (s *leafScanner) number() bool {
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
 		i = digits(b, i)
 	default:
-		return false
+		return -1
 	}
 	if i < len(b) && b[i] == '.' {
 		j := digits(b, i+1)
 		if j == i+1 {
-			return false
+			return -1
 		}
 		i = j
 	}
@@ -204,12 +214,11 @@ func (s *leafScanner) number() bool {
 		}
 		j := digits(b, i)
 		if j == i {
-			return false
+			return -1
 		}
 		i = j
 	}
-	s.pos = i
-	return true
+	return i
 }
 
 func digits(b []byte, i int) int {
