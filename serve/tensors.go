@@ -91,7 +91,7 @@ func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, er
 		}
 		return t, nil
 	}
-	if err := binary.Read(bytes.NewReader(b), binary.LittleEndian, t.Data); err != nil {
+	if _, err := binary.Decode(b, binary.LittleEndian, t.Data); err != nil {
 		return nil, inputErr("input `%s`: %v", name, err)
 	}
 	return t, nil
@@ -108,12 +108,11 @@ func toBytes(t *backend.Tensor) []byte {
 		}
 		return out
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(t.Len() * size(t.DType)))
-	if err := binary.Write(&buf, binary.LittleEndian, t.Data); err != nil {
+	b, err := binary.Append(make([]byte, 0, t.Len()*size(t.DType)), binary.LittleEndian, t.Data)
+	if err != nil {
 		panic(fmt.Sprintf("serve: tensor %s holds %T", t, t.Data))
 	}
-	return buf.Bytes()
+	return b
 }
 
 // fromJSON reads a tensor from its JSON data: the elements in row-major
