@@ -19,8 +19,9 @@ import (
 // anything it does not read exactly as encoding/json would (an escaped
 // string or key, a key given twice, a number a field cannot hold, a null
 // where a value is expected, text that is not JSON) makes it report false,
-// and the request is decoded as before. FuzzDecodeHTTP compares it with
-// the whole decoding.
+// and the request is decoded as before. FuzzDecodeFixed compares what it
+// reads with encoding/json's decoding field by field, FuzzDecodeHTTP the
+// requests decoded either way.
 
 // decodeFixed decodes header into a request whose inputs' data are their
 // values' text, unchecked (their readers check them); ok is false where
