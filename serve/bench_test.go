@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,17 +16,23 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/genaic/genaic/serve/oippb"
 	"github.com/genaic/genaic/vm/jsonio"
 )
 
-// BenchmarkServeHTTP measures what the HTTP front costs a request: 16 or
-// 64 clients in the process send the text example's requests through the
-// server's Handler (no sockets) as JSON and as binary tensors, and call
-// its engine's Run directly, the three ways taking turns every
+// BenchmarkServeHTTP measures what the server's fronts cost a request: 16
+// or 64 clients in the process send the text example's requests through
+// the server's HTTP Handler (no sockets) as JSON and as binary tensors,
+// through its gRPC service over an in-memory connection (raw contents),
+// and call its engine's Run directly, the ways taking turns every
 // iteration (2,000 requests each). It reports requests/s of each, their
 // ratios to Run, and the requests per invocation each way: what the
-// front's own work (decoding, encoding, metrics, routing) costs, and how
-// it changes the groups the engine forms.
+// fronts' own work (decoding, encoding, metrics, routing, gRPC's framing)
+// costs, and how it changes the groups the engine forms.
 //
 //	go test ./serve -run '^$' -bench ServeHTTP -benchtime 10x -count 3
 func BenchmarkServeHTTP(b *testing.B) {
@@ -75,12 +82,22 @@ func benchServeHTTP(b *testing.B, clients int) {
 			}
 		}
 	}
+	grpcReqs := make([]*oippb.ModelInferRequest, len(reqs))
+	for i, r := range reqs {
+		grpcReqs[i] = grpcRequest(model, r, true, nil)
+	}
+	gc := memGRPCClient(b, s)
 	ways := []struct {
 		name string
 		one  func(i int)
 	}{
 		{"json", viaHTTP(jsonBodies)},
 		{"binary", viaHTTP(binBodies)},
+		{"grpc", func(i int) {
+			if _, err := gc.ModelInfer(context.Background(), grpcReqs[i%len(grpcReqs)]); err != nil {
+				b.Fatal(err)
+			}
+		}},
 		{"run", func(i int) {
 			if r := md.eng.Run(context.Background(), reqs[i%len(reqs)]); r.Err != nil {
 				b.Fatal(r.Err)
@@ -117,7 +134,26 @@ func benchServeHTTP(b *testing.B, clients int) {
 		b.ReportMetric(rate(i), w.name+"-req/s")
 		b.ReportMetric(float64(served[i])/float64(max(calls[i], 1)), w.name+"-req/call")
 	}
-	b.ReportMetric(rate(0)/rate(2), "json/run")
-	b.ReportMetric(rate(1)/rate(2), "binary/run")
+	run := len(ways) - 1
+	for i, w := range ways[:run] {
+		b.ReportMetric(rate(i)/rate(run), w.name+"/run")
+	}
 	b.ReportMetric(0, "ns/op") // the sum of three ways means nothing
+}
+
+// memGRPCClient serves s's gRPC service over an in-memory connection and
+// returns a client of it.
+func memGRPCClient(b *testing.B, s *Server) oippb.GRPCInferenceServiceClient {
+	lis := bufconn.Listen(1 << 20)
+	g := s.NewGRPCServer()
+	go g.Serve(lis)
+	b.Cleanup(g.Stop)
+	conn, err := grpc.NewClient("passthrough:///mem",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return oippb.NewGRPCInferenceServiceClient(conn)
 }
