@@ -3,6 +3,8 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/genaic/genaic/internal/jsondata"
 )
 
 // An inference request's JSON is mostly its inputs' data. encoding/json
@@ -122,16 +124,7 @@ type walker struct {
 	i int
 }
 
-func (w *walker) space() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		default:
-			return
-		}
-	}
-}
+func (w *walker) space() { w.i = jsondata.SpaceEnd(w.b, w.i) }
 
 // at reports whether the next byte, after white space, is c.
 func (w *walker) at(c byte) bool {

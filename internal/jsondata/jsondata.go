@@ -92,15 +92,20 @@ func (s *leafScanner) open() bool {
 	return true
 }
 
-func (s *leafScanner) space() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
+func (s *leafScanner) space() { s.pos = SpaceEnd(s.data, s.pos) }
+
+// SpaceEnd returns where the JSON white space (space, tab, newline,
+// carriage return) that starts at b[i] ends.
+func SpaceEnd(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			s.pos++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // next returns the next leaf; more is false at the end of the outer array
