@@ -98,6 +98,7 @@ func benchServeHTTP(b *testing.B, clients int) {
 				b.Fatal(err)
 			}
 		}},
+		{"grpc_stream", streamClients(b, gc, grpcReqs, clients)},
 		{"run", func(i int) {
 			if r := md.eng.Run(context.Background(), reqs[i%len(reqs)]); r.Err != nil {
 				b.Fatal(r.Err)
@@ -139,6 +140,52 @@ func benchServeHTTP(b *testing.B, clients int) {
 		b.ReportMetric(rate(i)/rate(run), w.name+"/run")
 	}
 	b.ReportMetric(0, "ns/op") // the sum of three ways means nothing
+}
+
+// streamClients returns a way that sends request i through one
+// ModelStreamInfer stream shared by the clients, each waiting for its
+// answer as a unary caller would: the stream's answers come in any order,
+// and a reader hands each to its client by id.
+func streamClients(b *testing.B, gc oippb.GRPCInferenceServiceClient, reqs []*oippb.ModelInferRequest, clients int) func(i int) {
+	st, err := gc.ModelStreamInfer(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.CloseSend() })
+	var (
+		mu      sync.Mutex // guards st.Send and waiting
+		waiting = map[string]chan *oippb.ModelStreamInferResponse{}
+		nextID  int
+	)
+	go func() {
+		for {
+			a, err := st.Recv()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			ch := waiting[a.GetInferResponse().GetId()]
+			delete(waiting, a.GetInferResponse().GetId())
+			mu.Unlock()
+			ch <- a
+		}
+	}()
+	return func(i int) {
+		ch := make(chan *oippb.ModelStreamInferResponse, 1)
+		m := reqs[i%len(reqs)]
+		mu.Lock()
+		nextID++
+		m.Id = strconv.Itoa(nextID) // Send encodes m before it returns
+		waiting[m.Id] = ch
+		err := st.Send(m)
+		mu.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if a := <-ch; a.ErrorMessage != "" {
+			b.Fatal(a.ErrorMessage)
+		}
+	}
 }
 
 // memGRPCClient serves s's gRPC service over an in-memory connection and

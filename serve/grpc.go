@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"io"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -98,17 +100,22 @@ func paramValue(p *oippb.InferParameter) any {
 }
 
 func (g *grpcService) ModelInfer(ctx context.Context, r *oippb.ModelInferRequest) (*oippb.ModelInferResponse, error) {
+	return g.infer(ctx, r, "grpc")
+}
+
+// infer answers one request, or fails with its status.
+func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, protocol string) (*oippb.ModelInferResponse, error) {
 	md, err := g.model(r.ModelName, r.ModelVersion)
 	if err != nil {
 		return nil, err
 	}
 	req, timeout, err := decodeGRPC(md, r)
 	if err != nil {
-		g.s.m.requests.WithLabelValues(md.Name, "grpc").Inc()
+		g.s.m.requests.WithLabelValues(md.Name, protocol).Inc()
 		g.s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
 		return nil, grpcError(err)
 	}
-	resp := g.s.infer(ctx, md, "grpc", req, timeout)
+	resp := g.s.infer(ctx, md, protocol, req, timeout)
 	if resp.Err != nil {
 		return nil, grpcError(resp.Err)
 	}
@@ -134,6 +141,125 @@ func (g *grpcService) ModelInfer(ctx context.Context, r *oippb.ModelInferRequest
 		out.RawOutputContents = append(out.RawOutputContents, toBytes(t))
 	}
 	return out, nil
+}
+
+// streamInFlight bounds the requests of one ModelStreamInfer stream that
+// are being answered at once. A stream at the bound reads no more of the
+// client's messages until one is answered, so that gRPC's flow control
+// holds back a client that sends faster than the models answer, instead
+// of the stream's requests filling the components' queues.
+const streamInFlight = 256
+
+// ModelStreamInfer answers every request of a stream as ModelInfer would,
+// each as soon as it is done (several run at once, so that they group as
+// concurrent calls do), in the order they finish. A request that fails is
+// answered with its error_message (the text ModelInfer's status would
+// carry) and an infer_response naming its model and id; the stream goes
+// on. The stream ends when the client closes its side and every request
+// is answered, when the client goes away (its requests are cancelled), or
+// when the server starts draining: the requests read by then are answered
+// and the stream ends UNAVAILABLE, so that the client sends the requests
+// it has no answer for to another replica.
+func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStreamInferServer) error {
+	ctx, cancel := context.WithCancel(st.Context())
+	defer cancel()
+	// The stream is read on its own goroutine, so that the handler can
+	// stop taking requests while a read waits: at a drain, or when the
+	// client goes away.
+	reqs, recvErr := make(chan *oippb.ModelInferRequest), make(chan error, 1)
+	go func() {
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case reqs <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var (
+		wg      sync.WaitGroup
+		sendMu  sync.Mutex
+		sendErr error
+	)
+	answer := func(r *oippb.ModelInferRequest) {
+		resp := g.streamAnswer(ctx, r)
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if sendErr != nil {
+			return
+		}
+		if sendErr = st.Send(resp); sendErr != nil {
+			cancel() // the client is gone: its other requests need no answer
+		}
+	}
+	// Requests are answered by workers that live as long as the stream,
+	// at most streamInFlight of them: a request goes to an idle one, or to
+	// a new one, or waits for one to be idle. (A goroutine per request
+	// grew a fresh stack through the engine's calls every time.)
+	work := make(chan *oippb.ModelInferRequest)
+	workers := 0
+	take := func(r *oippb.ModelInferRequest) {
+		select {
+		case work <- r:
+			return
+		default:
+		}
+		if workers < streamInFlight {
+			workers++
+			wg.Go(func() {
+				for ok := true; ok; r, ok = <-work {
+					answer(r)
+				}
+			})
+			return
+		}
+		select {
+		case work <- r:
+		case <-ctx.Done():
+		}
+	}
+	// finish waits for the requests taken and ends the stream with err,
+	// or with the error that stopped the answers.
+	finish := func(err error) error {
+		close(work)
+		wg.Wait()
+		if sendErr != nil {
+			return sendErr
+		}
+		return err
+	}
+	for {
+		select {
+		case r := <-reqs:
+			take(r)
+		case err := <-recvErr:
+			if err == io.EOF {
+				err = nil
+			}
+			return finish(err)
+		case <-g.s.drained:
+			return finish(status.Error(codes.Unavailable, "the server is draining: the requests of this stream read so far are answered; send the others to another replica"))
+		case <-ctx.Done():
+			return finish(status.FromContextError(ctx.Err()).Err())
+		}
+	}
+}
+
+// streamAnswer is a stream's answer to one request.
+func (g *grpcService) streamAnswer(ctx context.Context, r *oippb.ModelInferRequest) *oippb.ModelStreamInferResponse {
+	out, err := g.infer(ctx, r, "grpc_stream")
+	if err != nil {
+		return &oippb.ModelStreamInferResponse{
+			ErrorMessage:  status.Convert(err).Message(),
+			InferResponse: &oippb.ModelInferResponse{ModelName: r.ModelName, ModelVersion: r.ModelVersion, Id: r.Id},
+		}
+	}
+	return &oippb.ModelStreamInferResponse{InferResponse: out}
 }
 
 func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duration, error) {

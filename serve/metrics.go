@@ -38,7 +38,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2, 19)
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_requests_total",
-		Help: "Inference requests received, by model and protocol (http, grpc)."}, []string{"model", "protocol"})
+		Help: "Inference requests received, by model and protocol (http, grpc, grpc_stream)."}, []string{"model", "protocol"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_request_errors_total",
 		Help: "Inference requests that failed, by model and rule id (run/queue-full, run/deadline, run/input, ...)."}, []string{"model", "rule"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_request_duration_seconds",

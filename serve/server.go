@@ -75,6 +75,9 @@ type Server struct {
 	names    []string
 	m        *metrics
 	draining atomic.Bool
+	// drained is closed when the server starts draining: streams end.
+	drained   chan struct{}
+	drainOnce sync.Once
 	// accepted counts inference requests accepted and not yet answered,
 	// so that Drain can wait for them.
 	accepted sync.WaitGroup
@@ -102,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log, models: map[string]*Model{}, m: newMetrics()}
+	s := &Server{cfg: cfg, log: log, models: map[string]*Model{}, m: newMetrics(), drained: make(chan struct{})}
 	dirs, err := packages(cfg.Repo, cfg.Name)
 	if err != nil {
 		return nil, err
@@ -282,6 +285,7 @@ func (s *Server) Drain(ctx context.Context) error {
 // SetDraining turns readiness false (health, ModelReady, genaic_model_ready).
 func (s *Server) SetDraining() {
 	s.draining.Store(true)
+	s.drainOnce.Do(func() { close(s.drained) })
 	for _, name := range s.names {
 		s.m.ready.WithLabelValues(name).Set(0)
 	}
