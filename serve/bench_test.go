@@ -73,7 +73,7 @@ func benchServeHTTP(b *testing.B, clients int) {
 			bd := bodies[i%len(bodies)]
 			r := httptest.NewRequest("POST", url, bytes.NewReader(bd.b))
 			if bd.hlen > 0 {
-				r.Header.Set(headerLength, strconv.Itoa(bd.hlen))
+				r.Header.Set(HeaderLength, strconv.Itoa(bd.hlen))
 			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)

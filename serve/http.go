@@ -15,9 +15,9 @@ import (
 	"github.com/genaic/genaic/vm"
 )
 
-// headerLength is the binary tensor extension's header: the length of the
+// HeaderLength is the binary tensor extension's header: the length of the
 // JSON part of a body whose binary tensor data follows it.
-const headerLength = "Inference-Header-Content-Length"
+const HeaderLength = "Inference-Header-Content-Length"
 
 type jsonTensor struct {
 	Name       string          `json:"name"`
@@ -27,7 +27,9 @@ type jsonTensor struct {
 	Data       json.RawMessage `json:"data,omitempty"`
 }
 
-type jsonOutputTensor struct {
+// jsonDataTensor is a tensor whose data is Go values, written as JSON: an
+// answer's outputs, a client's inputs (client.go).
+type jsonDataTensor struct {
 	Name       string         `json:"name"`
 	Shape      []int64        `json:"shape"`
 	Datatype   string         `json:"datatype"`
@@ -49,11 +51,11 @@ type jsonRequestedOutput struct {
 }
 
 type jsonResponse struct {
-	ModelName    string             `json:"model_name"`
-	ModelVersion string             `json:"model_version,omitempty"`
-	ID           string             `json:"id,omitempty"`
-	Parameters   map[string]any     `json:"parameters,omitempty"`
-	Outputs      []jsonOutputTensor `json:"outputs"`
+	ModelName    string           `json:"model_name"`
+	ModelVersion string           `json:"model_version,omitempty"`
+	ID           string           `json:"id,omitempty"`
+	Parameters   map[string]any   `json:"parameters,omitempty"`
+	Outputs      []jsonDataTensor `json:"outputs"`
 }
 
 // Handler returns the HTTP/REST front: health, metadata, inference and
@@ -142,7 +144,7 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 		writeError(w, inputErr("reading the request: %v", err))
 		return
 	}
-	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, r.Header.Get(headerLength), body)
+	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, r.Header.Get(HeaderLength), body)
 	if err != nil {
 		s.m.requests.WithLabelValues(md.Name, "http").Inc()
 		s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
@@ -165,7 +167,7 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 	if hlen != "" {
 		n, err := strconv.Atoi(hlen)
 		if err != nil || n < 0 || n > len(body) {
-			return req, nil, nil, 0, inputErr("header %s: %q is not a length within the body's %d bytes", headerLength, hlen, len(body))
+			return req, nil, nil, 0, inputErr("header %s: %q is not a length within the body's %d bytes", HeaderLength, hlen, len(body))
 		}
 		header, blob = body[:n], body[n:]
 	}
@@ -256,7 +258,7 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		writeError(w, err)
 		return
 	}
-	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonOutputTensor{}}
+	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}
 	var blobs [][]byte
 	for _, n := range names {
 		t, extents, err := output(resp, n)
@@ -264,7 +266,7 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 			writeError(w, err)
 			return
 		}
-		ot := jsonOutputTensor{Name: n, Shape: t.Shape, Datatype: Datatype(t.DType)}
+		ot := jsonDataTensor{Name: n, Shape: t.Shape, Datatype: Datatype(t.DType)}
 		if extents != nil {
 			ot.Parameters = map[string]any{itemsParam: extents}
 		}
@@ -300,7 +302,7 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set(headerLength, strconv.Itoa(len(b)))
+	w.Header().Set(HeaderLength, strconv.Itoa(len(b)))
 	w.Write(b)
 	for _, blob := range blobs {
 		w.Write(blob)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,21 +116,6 @@ func oipJSON(t testing.TB, r vm.Request, params map[string]any, binary bool) ([]
 	return append(b, blob...), len(b)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := range ks {
-		for j := i + 1; j < len(ks); j++ {
-			if ks[j] < ks[i] {
-				ks[i], ks[j] = ks[j], ks[i]
-			}
-		}
-	}
-	return ks
-}
-
 type httpAnswer struct {
 	status  int
 	retry   string
@@ -143,7 +130,7 @@ type httpAnswer struct {
 func post(c *http.Client, url string, body []byte, hlen int) httpAnswer {
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 	if hlen > 0 {
-		req.Header.Set(headerLength, strconv.Itoa(hlen))
+		req.Header.Set(HeaderLength, strconv.Itoa(hlen))
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -156,7 +143,7 @@ func post(c *http.Client, url string, body []byte, hlen int) httpAnswer {
 	}
 	a := httpAnswer{status: resp.StatusCode, retry: resp.Header.Get("Retry-After")}
 	header := b
-	if h := resp.Header.Get(headerLength); h != "" {
+	if h := resp.Header.Get(HeaderLength); h != "" {
 		n, _ := strconv.Atoi(h)
 		header = b[:n]
 		b = b[n:]
@@ -672,7 +659,7 @@ func TestBadRequests(t *testing.T) {
 		if c.hlen < 0 {
 			// The JSON part is all but the last -hlen bytes.
 			req, _ := http.NewRequest("POST", url, strings.NewReader(c.body))
-			req.Header.Set(headerLength, strconv.Itoa(len(c.body)+c.hlen))
+			req.Header.Set(HeaderLength, strconv.Itoa(len(c.body)+c.hlen))
 			resp, err = http.DefaultClient.Do(req)
 		}
 		if err != nil {
@@ -913,3 +900,5 @@ func TestFP16(t *testing.T) {
 		t.Errorf("FP16 round trip: %v %v", data, err)
 	}
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

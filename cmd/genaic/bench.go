@@ -20,8 +20,9 @@ func init() {
 	register(command{
 		name: "bench",
 		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
-			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON]",
-		summary: "load-test the same requests grouped, one at a time and sequentially: throughput, latency, groups",
+			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] " +
+			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D]",
+		summary: "load-test the same requests grouped, one at a time and sequentially (or a server, with --url/--grpc): throughput, latency, groups",
 		run:     runBench,
 	})
 }
@@ -31,6 +32,9 @@ type benchMode struct {
 	name       string
 	solo       bool
 	sequential bool // one client, whatever the concurrency level
+	// remote, for a mode that sends the requests to a server, makes its
+	// client (benchremote.go).
+	remote func(b *bencher) (target, error)
 }
 
 var benchModes = []benchMode{
@@ -42,6 +46,7 @@ var benchModes = []benchMode{
 // benchFlags are the options of one bench run.
 type benchFlags struct {
 	engineFlags
+	remoteFlags
 	requests, plot, arrivals string
 	rounds, warmup           int
 	roundTime                time.Duration
@@ -69,7 +74,8 @@ func runBench(e *env, args []string) int {
 	fs.StringVar(&bf.arrivals, "arrivals", "poisson", "open loop arrivals: poisson or fixed (a fixed interval)")
 	fs.BoolVar(&bf.json, "json", false, `print {"modes":[{"name","requests_per_second","items_per_second","latency_ms":{"p50","p90","p99"},"groups":{...}}]}`)
 	fs.StringVar(&bf.plot, "plot", "", "write throughput against latency over the concurrency levels, one line per mode (.svg or .png)")
-	bf.register(fs, 5*time.Millisecond, "the upper bound of a grouped item's wait for more items (a group closes earlier when waiting cannot help; 0: group only what is already waiting)")
+	bf.engineFlags.register(fs, 5*time.Millisecond, "the upper bound of a grouped item's wait for more items (a group closes earlier when waiting cannot help; 0: group only what is already waiting)")
+	bf.remoteFlags.register(fs)
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -77,6 +83,27 @@ func runBench(e *env, args []string) int {
 	if len(paths) != 1 || bf.requests == "" {
 		fs.Usage()
 		return exitUsage
+	}
+	modes := benchModes
+	if bf.remote() {
+		var err error
+		if modes, err = bf.remoteFlags.modes(); err != nil {
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		// The server's options are the server's: those of an engine in
+		// this process mean nothing here.
+		var engineOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "max-delay", "threads", "provider", "queue", "workers", "backend", "decline", "procs":
+				engineOnly = append(engineOnly, "--"+f.Name)
+			}
+		})
+		if len(engineOnly) > 0 {
+			e.errorf("%s configure engines in this process; against a server (--url, --grpc) set them where it runs (genaic serve --config)", strings.Join(engineOnly, ", "))
+			return exitUsage
+		}
 	}
 	if !bf.valid(e) || !bf.engineFlags.valid(e) ||
 		!noStdin(e, "bench", "PATH", paths[0], "give the document's path, its package folder or a plan") ||
@@ -99,7 +126,10 @@ func runBench(e *env, args []string) int {
 		e.errorf("%s holds no request", bf.requests)
 		return exitUsage
 	}
-	b := &bencher{f: f, pkgDir: pkgDir, flags: bf, reqs: reqs, items: itemCounts(f, reqs)}
+	if bf.model == "" {
+		bf.model = filepath.Base(pkgDir)
+	}
+	b := &bencher{f: f, pkgDir: pkgDir, flags: bf, modes: modes, reqs: reqs, items: itemCounts(f, reqs)}
 	results, err := b.sweep()
 	if err != nil {
 		e.errorf("%v", err)
@@ -133,6 +163,8 @@ func (bf *benchFlags) valid(e *env) bool {
 		e.errorf("--arrivals is poisson or fixed, not %q", bf.arrivals)
 	case slices.ContainsFunc(bf.procs, func(p int) bool { return p > maxProcs }):
 		e.errorf("--procs %v: want 1 to %d processors", []int(bf.procs), maxProcs)
+	case bf.timeout <= 0:
+		e.errorf("--timeout %v: want a positive duration", bf.timeout)
 	case bf.plot != "" && plotFormat(bf.plot) == "":
 		e.errorf("--plot %s: the file must end in .svg or .png", bf.plot)
 	default:

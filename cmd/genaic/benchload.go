@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ type bencher struct {
 	f      *plan.File
 	pkgDir string
 	flags  benchFlags
+	modes  []benchMode
 	reqs   []vm.Request
 	items  []int64 // per request, as itemCounts counts them
 }
@@ -29,9 +31,9 @@ type bencher struct {
 func (b *bencher) sweep() ([]modeResult, error) {
 	var all []modeResult
 	for i, c := range b.flags.levels {
-		modes := benchModes
+		modes := b.modes
 		if i > 0 {
-			modes = modes[:2]
+			modes = slices.DeleteFunc(slices.Clone(modes), func(m benchMode) bool { return m.sequential })
 		}
 		res, err := b.level(c, modes)
 		if err != nil {
@@ -63,45 +65,86 @@ func (b *bencher) ways(modes []benchMode) []way {
 	return out
 }
 
-// level opens an engine per mode and processor count, warms each up, then
+// target is what a mode sends the document's requests to: an engine in
+// this process, or a server (benchremote.go).
+type target interface {
+	// run sends the document's request i and waits for its answer; the
+	// error is the request's failure, as the caller would show it.
+	run(i int) error
+	// stats are the groups formed so far (what a server's metrics tell:
+	// invocations and requests per component; zero where it tells none).
+	stats() vm.Stats
+	close()
+}
+
+// engineTarget runs the requests on an engine of the package.
+type engineTarget struct {
+	eng  *vm.Engine
+	reqs []vm.Request
+}
+
+func (t engineTarget) run(i int) error {
+	r := t.eng.Run(context.Background(), t.reqs[i])
+	if r.Err != nil {
+		return fmt.Errorf("request %s: %v", r.ID, r.Err)
+	}
+	return nil
+}
+
+func (t engineTarget) stats() vm.Stats { return t.eng.Stats() }
+func (t engineTarget) close()          { t.eng.Close() }
+
+// level opens a target per mode and processor count, warms each up, then
 // runs the timed rounds with the ways taking turns, so that a drift of
 // the machine's state touches every way alike. The process's GOMAXPROCS
 // is set for each way's rounds and restored at the end.
 func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 	ways := b.ways(modes)
-	engines := make([]*vm.Engine, len(ways))
+	targets := make([]target, len(ways))
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	defer func() {
-		for _, eng := range engines {
-			if eng != nil {
-				eng.Close()
+		for _, t := range targets {
+			if t != nil {
+				t.close()
 			}
 		}
 	}()
 	for i, w := range ways {
-		eng, err := engine.Open(b.f, b.pkgDir, b.flags.options(w.mode.solo))
+		t, err := b.open(w.mode)
 		if err != nil {
 			return nil, err
 		}
-		engines[i] = eng
+		targets[i] = t
 		runtime.GOMAXPROCS(w.procs)
 		for range b.flags.warmup {
-			b.round(eng, clients(w.mode, c), uint64(i))
+			b.round(t, clients(w.mode, c), uint64(i))
 		}
 	}
 	runs := make([][]roundResult, len(ways))
 	for r := range b.flags.rounds {
 		for i, w := range ways {
 			runtime.GOMAXPROCS(w.procs)
-			runs[i] = append(runs[i], b.round(engines[i], clients(w.mode, c), uint64(r*len(ways)+i)))
+			runs[i] = append(runs[i], b.round(targets[i], clients(w.mode, c), uint64(r*len(ways)+i)))
 		}
 	}
 	out := make([]modeResult, len(ways))
 	for i, w := range ways {
-		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], engines[i].Stats())
+		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], targets[i].stats())
 	}
 	setRatios(out)
 	return out, nil
+}
+
+// open makes a mode's target: an engine, or a server's client.
+func (b *bencher) open(m benchMode) (target, error) {
+	if m.remote != nil {
+		return m.remote(b)
+	}
+	eng, err := engine.Open(b.f, b.pkgDir, b.flags.options(m.solo))
+	if err != nil {
+		return nil, err
+	}
+	return engineTarget{eng, b.reqs}, nil
 }
 
 func clients(m benchMode, c int) int {
@@ -160,20 +203,20 @@ type groupDelta struct {
 // again from the first while the round has run less than --round-time, so
 // that a small document on a fast model still gives a round long enough
 // to measure.
-func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
-	before := eng.Stats()
+func (b *bencher) round(t target, c int, seed uint64) roundResult {
+	before := t.stats()
 	rec := newRecorder(len(b.reqs))
 	start := time.Now()
 	more := func(i int64) bool {
 		return i < int64(len(b.reqs)) || time.Since(start) < b.flags.roundTime
 	}
 	if b.flags.rate > 0 {
-		b.openLoop(eng, c, rand.New(rand.NewPCG(seed, 0xbe4c)), rec, more)
+		b.openLoop(t, c, rand.New(rand.NewPCG(seed, 0xbe4c)), rec, more)
 	} else {
-		b.closedLoop(eng, c, rec, more)
+		b.closedLoop(t, c, rec, more)
 	}
 	res := rec.result(time.Since(start))
-	res.groups, res.procs = statsDelta(before, eng.Stats()), runtime.GOMAXPROCS(0)
+	res.groups, res.procs = statsDelta(before, t.stats()), runtime.GOMAXPROCS(0)
 	return res
 }
 
@@ -184,13 +227,13 @@ func (b *bencher) round(eng *vm.Engine, c int, seed uint64) roundResult {
 // keeps all of them busy, several sending one request at once (a round
 // that sends each request once has no more in flight than it holds, and
 // its peak says so).
-func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder, more func(int64) bool) {
+func (b *bencher) closedLoop(t target, c int, rec *recorder, more func(int64) bool) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range c {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; more(i); i = next.Add(1) - 1 {
-				b.send(eng, int(i%int64(len(b.reqs))), rec)
+				b.send(t, int(i%int64(len(b.reqs))), rec)
 			}
 		})
 	}
@@ -202,7 +245,7 @@ func (b *bencher) closedLoop(eng *vm.Engine, c int, rec *recorder, more func(int
 // request that arrives when c are counts as failed, so the generator never
 // waits for the engine. The arrivals are paced on a goroutine of their
 // own (newPacer), which records the gaps it kept (arrival_cv).
-func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder, more func(int64) bool) {
+func (b *bencher) openLoop(t target, c int, rng *rand.Rand, rec *recorder, more func(int64) bool) {
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
 	paced := make(chan struct{})
@@ -225,7 +268,7 @@ func (b *bencher) openLoop(eng *vm.Engine, c int, rng *rand.Rand, rec *recorder,
 			case slots <- struct{}{}:
 				wg.Go(func() {
 					defer func() { <-slots }()
-					b.send(eng, i, rec)
+					b.send(t, i, rec)
 				})
 			default:
 				rec.fail(fmt.Sprintf("request %s: not admitted: %d %s already in flight", b.reqs[i].ID, c, plural(c, "request")))
@@ -247,13 +290,12 @@ func (b *bencher) gap(rng *rand.Rand) time.Duration {
 }
 
 // send runs one request and records its latency as its client saw it.
-func (b *bencher) send(eng *vm.Engine, i int, rec *recorder) {
+func (b *bencher) send(t target, i int, rec *recorder) {
 	rec.enter()
 	defer rec.leave()
 	start := time.Now()
-	r := eng.Run(context.Background(), b.reqs[i])
-	if r.Err != nil {
-		rec.fail(fmt.Sprintf("request %s: %v", r.ID, r.Err))
+	if err := t.run(i); err != nil {
+		rec.fail(err.Error())
 		return
 	}
 	rec.ok(time.Since(start), b.items[i])

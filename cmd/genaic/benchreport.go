@@ -159,15 +159,29 @@ type benchReport struct {
 	Arrivals string  `json:"arrivals,omitempty"`
 	Rounds   int     `json:"rounds"`
 	// RoundTimeMS is the least a round ran (--round-time).
-	RoundTimeMS float64      `json:"round_time_ms"`
-	Warmup      int          `json:"warmup"`
-	MaxDelay    string       `json:"max_delay"`
-	Modes       []modeResult `json:"modes"`
+	RoundTimeMS float64 `json:"round_time_ms"`
+	Warmup      int     `json:"warmup"`
+	MaxDelay    string  `json:"max_delay,omitempty"` // of engines in this process
+	// Server is the server a bench against one loaded: its addresses and
+	// the model's name there.
+	Server *benchServer `json:"server,omitempty"`
+	Modes  []modeResult `json:"modes"`
+}
+
+type benchServer struct {
+	URL   string `json:"url,omitempty"`
+	GRPC  string `json:"grpc,omitempty"`
+	Model string `json:"model"`
 }
 
 func writeBenchJSON(w io.Writer, b *bencher, rs []modeResult) error {
 	rep := benchReport{Requests: len(b.reqs), Loop: loopName(b), Rounds: b.flags.rounds, Warmup: b.flags.warmup,
-		RoundTimeMS: float64(b.flags.roundTime) / float64(time.Millisecond), MaxDelay: b.flags.maxDelay.String(), Modes: rs}
+		RoundTimeMS: float64(b.flags.roundTime) / float64(time.Millisecond), Modes: rs}
+	if rf := b.flags.remoteFlags; rf.remote() {
+		rep.Server = &benchServer{URL: rf.url, GRPC: rf.grpc, Model: rf.model}
+	} else {
+		rep.MaxDelay = b.flags.maxDelay.String()
+	}
 	if b.flags.rate > 0 {
 		rep.Rate, rep.Arrivals = b.flags.rate, b.flags.arrivals
 	}
@@ -188,18 +202,30 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 	if b.flags.rate > 0 {
 		load = fmt.Sprintf("open loop at %g requests/s (%s)", b.flags.rate, b.flags.arrivals)
 	}
-	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, each at least %v (the document repeated), modes interleaved, max delay %v\n",
-		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.roundTime, b.flags.maxDelay)
+	where := fmt.Sprintf("max delay %v", b.flags.maxDelay)
+	if rf := b.flags.remoteFlags; rf.remote() {
+		where = fmt.Sprintf("model %s at %s", rf.model, strings.Trim(rf.url+" "+rf.grpc, " "))
+	}
+	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, each at least %v (the document repeated), modes interleaved, %s\n",
+		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.roundTime, where)
 	fmt.Fprintf(w, "%-14s %7s %5s %22s %10s %8s %8s %8s %8s %7s\n",
 		"mode", "clients", "procs", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", "failed")
 	for _, r := range rs {
 		spread := fmt.Sprintf("%.0f (%.0f–%.0f)", r.RequestsPerSecond, r.Spread.RequestsPerSecond[0], r.Spread.RequestsPerSecond[1])
-		fmt.Fprintf(w, "%-14s %7d %5d %22s %10.0f %8.2f %8.2f %8.2f %7.2fx %7d\n",
-			r.Name, r.Concurrency, r.Procs, spread, r.ItemsPerSecond, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.VsOneAtATime, r.Failed)
+		vs := "–"
+		if r.VsOneAtATime > 0 {
+			vs = fmt.Sprintf("%.2fx", r.VsOneAtATime)
+		}
+		fmt.Fprintf(w, "%-14s %7d %5d %22s %10.0f %8.2f %8.2f %8.2f %8s %7d\n",
+			r.Name, r.Concurrency, r.Procs, spread, r.ItemsPerSecond, r.Latency.P50, r.Latency.P90, r.Latency.P99, vs, r.Failed)
 		for _, name := range slices.Sorted(maps.Keys(r.Groups)) {
 			g := r.Groups[name]
-			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f; sizes %s\n",
-				name, g.Invocations, g.MeanSize, g.PaddingOverhead, histogram(g.Sizes))
+			sizes := "" // a server's metrics give no histogram of exact sizes
+			if len(g.Sizes) > 0 {
+				sizes = "; sizes " + histogram(g.Sizes)
+			}
+			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f%s\n",
+				name, g.Invocations, g.MeanSize, g.PaddingOverhead, sizes)
 		}
 		if r.ArrivalGapUS > 0 {
 			fmt.Fprintf(w, "  arrivals as sent: a mean gap of %.1f µs, coefficient of variation %.2f (%s)\n",

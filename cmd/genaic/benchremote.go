@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/genaic/genaic/serve"
+	"github.com/genaic/genaic/serve/oippb"
+	"github.com/genaic/genaic/vm"
+)
+
+// A bench against a server: with --url (HTTP/REST) or --grpc, the modes
+// are the ways a client reaches an Open Inference Protocol server (genaic
+// serve, or any other that speaks it) instead of engines in the process:
+//
+//	http         binary tensors both ways (the binary tensor extension)
+//	http_json    JSON numbers both ways
+//	grpc         unary ModelInfer calls on one connection
+//	grpc_stream  ModelStreamInfer: the clients' requests on one stream
+//
+// The requests are encoded once, before the rounds (serve.EncodeHTTP,
+// serve.EncodeGRPC); a round measures sending them and reading the
+// answers. Groups come from the server's /metrics (genaic's own
+// genaic_component_* series) where --url names a genaic server: each
+// round's invocations and requests per component, which count every
+// client's traffic, not only the bench's.
+
+// remoteFlags are bench's options for a server.
+type remoteFlags struct {
+	url, grpc, model, protocols string
+	timeout                     time.Duration
+}
+
+func (rf *remoteFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&rf.url, "url", "", "load a server instead of engines in this process: its HTTP/REST address, such as http://localhost:8000 (modes http, http_json)")
+	fs.StringVar(&rf.grpc, "grpc", "", "load a server's gRPC address, such as localhost:8001 (modes grpc, grpc_stream)")
+	fs.StringVar(&rf.model, "model", "", "the model's name on the server (default: the package's folder name, as genaic serve names it)")
+	fs.StringVar(&rf.protocols, "protocols", "", "with --url or --grpc, the modes to run, such as http,grpc_stream (default: every mode of the addresses given)")
+	fs.DurationVar(&rf.timeout, "timeout", time.Minute, "with --url or --grpc, how long a request may take before it counts as failed")
+}
+
+func (rf *remoteFlags) remote() bool { return rf.url != "" || rf.grpc != "" }
+
+// remoteModes are the modes of a bench against a server.
+var remoteModes = []benchMode{
+	{name: "http", remote: func(b *bencher) (target, error) { return newHTTPTarget(b, true) }},
+	{name: "http_json", remote: func(b *bencher) (target, error) { return newHTTPTarget(b, false) }},
+	{name: "grpc", remote: func(b *bencher) (target, error) { return newGRPCTarget(b, false) }},
+	{name: "grpc_stream", remote: func(b *bencher) (target, error) { return newGRPCTarget(b, true) }},
+}
+
+// modes returns the modes --protocols selects, or every mode of the
+// addresses given, saying what is wrong.
+func (rf *remoteFlags) modes() ([]benchMode, error) {
+	var names []string
+	if rf.protocols != "" {
+		names = strings.Split(rf.protocols, ",")
+	} else {
+		if rf.url != "" {
+			names = append(names, "http", "http_json")
+		}
+		if rf.grpc != "" {
+			names = append(names, "grpc", "grpc_stream")
+		}
+	}
+	var out []benchMode
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		i := -1
+		for j, m := range remoteModes {
+			if m.name == n {
+				i = j
+			}
+		}
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("--protocols %s: %q is none of http, http_json, grpc, grpc_stream", rf.protocols, n)
+		case strings.HasPrefix(n, "http") && rf.url == "":
+			return nil, fmt.Errorf("--protocols %s: %s needs --url", rf.protocols, n)
+		case strings.HasPrefix(n, "grpc") && rf.grpc == "":
+			return nil, fmt.Errorf("--protocols %s: %s needs --grpc", rf.protocols, n)
+		}
+		out = append(out, remoteModes[i])
+	}
+	return out, nil
+}
+
+// maxLevel is the most clients any level runs: the connections a client
+// keeps open to the server.
+func (b *bencher) maxLevel() int {
+	m := 1
+	for _, c := range b.flags.levels {
+		m = max(m, c)
+	}
+	return m
+}
+
+// httpTarget posts the requests to a server's infer endpoint.
+type httpTarget struct {
+	client  *http.Client
+	url     string
+	metrics *metricsReader
+	bodies  [][]byte
+	hlens   []int
+	ids     []string
+}
+
+func newHTTPTarget(b *bencher, binary bool) (target, error) {
+	rf := b.flags.remoteFlags
+	t := &httpTarget{
+		client: &http.Client{Timeout: rf.timeout, Transport: &http.Transport{
+			MaxIdleConns: b.maxLevel(), MaxIdleConnsPerHost: b.maxLevel(), IdleConnTimeout: time.Minute}},
+		url:    strings.TrimSuffix(rf.url, "/") + "/v2/models/" + rf.model,
+		bodies: make([][]byte, len(b.reqs)), hlens: make([]int, len(b.reqs)), ids: make([]string, len(b.reqs)),
+	}
+	t.metrics = newMetricsReader(t.client, rf.url, rf.model)
+	if err := t.ready(); err != nil {
+		return nil, err
+	}
+	for i, r := range b.reqs {
+		var err error
+		if t.bodies[i], t.hlens[i], err = serve.EncodeHTTP(r, binary); err != nil {
+			return nil, err
+		}
+		t.ids[i] = r.ID
+	}
+	return t, nil
+}
+
+// ready checks that the server serves the model and is ready.
+func (t *httpTarget) ready() error {
+	resp, err := t.client.Get(t.url + "/ready")
+	if err != nil {
+		return fmt.Errorf("--url: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("--url: %s/ready answers %s: %s", t.url, resp.Status, errorText(resp.Body))
+	}
+	io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+func (t *httpTarget) run(i int) error {
+	req, err := http.NewRequest(http.MethodPost, t.url+"/infer", bytes.NewReader(t.bodies[i]))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if t.hlens[i] > 0 {
+		req.Header.Set(serve.HeaderLength, strconv.Itoa(t.hlens[i]))
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("request %s: %v", t.ids[i], err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("request %s: %s: %s", t.ids[i], resp.Status, errorText(resp.Body))
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return fmt.Errorf("request %s: the answer broke off: %v", t.ids[i], err)
+	}
+	return nil
+}
+
+func (t *httpTarget) stats() vm.Stats { return t.metrics.read() }
+func (t *httpTarget) close()          { t.client.CloseIdleConnections() }
+
+// errorText is an error answer's message: the protocol's {"error": ...},
+// or the start of whatever the body holds.
+func errorText(r io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(r, 4096))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// grpcTarget sends the requests over one gRPC connection: unary calls, or
+// one ModelStreamInfer stream that every client's requests share.
+type grpcTarget struct {
+	conn    *grpc.ClientConn
+	client  oippb.GRPCInferenceServiceClient
+	timeout time.Duration
+	msgs    []*oippb.ModelInferRequest
+	ids     []string
+	metrics *metricsReader
+	stream  *sharedStream // for grpc_stream
+}
+
+func newGRPCTarget(b *bencher, stream bool) (target, error) {
+	rf := b.flags.remoteFlags
+	conn, err := grpc.NewClient(rf.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30)))
+	if err != nil {
+		return nil, fmt.Errorf("--grpc: %v", err)
+	}
+	t := &grpcTarget{conn: conn, client: oippb.NewGRPCInferenceServiceClient(conn), timeout: rf.timeout,
+		msgs: make([]*oippb.ModelInferRequest, len(b.reqs)), ids: make([]string, len(b.reqs))}
+	if rf.url != "" {
+		t.metrics = newMetricsReader(&http.Client{Timeout: rf.timeout}, rf.url, rf.model)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rf.timeout)
+	defer cancel()
+	if r, err := t.client.ModelReady(ctx, &oippb.ModelReadyRequest{Name: rf.model}); err != nil || !r.Ready {
+		conn.Close()
+		if err == nil {
+			err = errors.New("not ready")
+		}
+		return nil, fmt.Errorf("--grpc %s: model %s: %v", rf.grpc, rf.model, err)
+	}
+	for i, r := range b.reqs {
+		if t.msgs[i], err = serve.EncodeGRPC(rf.model, r); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		t.ids[i] = r.ID
+	}
+	if stream {
+		t.stream = &sharedStream{client: t.client, waiting: map[string]chan *oippb.ModelStreamInferResponse{}}
+	}
+	return t, nil
+}
+
+func (t *grpcTarget) run(i int) error {
+	if t.stream != nil {
+		return t.stream.run(t.msgs[i], t.ids[i], t.timeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
+	defer cancel()
+	if _, err := t.client.ModelInfer(ctx, t.msgs[i]); err != nil {
+		s := status.Convert(err)
+		return fmt.Errorf("request %s: %s: %s", t.ids[i], s.Code(), s.Message())
+	}
+	return nil
+}
+
+func (t *grpcTarget) stats() vm.Stats { return t.metrics.read() }
+
+func (t *grpcTarget) close() {
+	if t.stream != nil {
+		t.stream.close()
+	}
+	t.conn.Close()
+}
+
+// sharedStream is one ModelStreamInfer stream that many clients send
+// on, each waiting for its own answer: answers come as requests finish,
+// and a reader hands each to its sender by a stream-wide unique id. A
+// stream that breaks fails the requests waiting on it, and the next send
+// opens another.
+type sharedStream struct {
+	client oippb.GRPCInferenceServiceClient
+	mu     sync.Mutex // guards everything below, and Send
+	st     oippb.GRPCInferenceService_ModelStreamInferClient
+	cancel context.CancelFunc
+	// waiting maps the id of each request sent and not yet answered to
+	// its sender's channel.
+	waiting map[string]chan *oippb.ModelStreamInferResponse
+	next    uint64
+}
+
+func (s *sharedStream) run(m *oippb.ModelInferRequest, id string, timeout time.Duration) error {
+	ch := make(chan *oippb.ModelStreamInferResponse, 1)
+	s.mu.Lock()
+	if s.st == nil {
+		if err := s.open(); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("request %s: %v", id, err)
+		}
+	}
+	s.next++
+	key := strconv.FormatUint(s.next, 10)
+	s.waiting[key] = ch
+	// The document's message is shared by every client sending it: its
+	// id is set and it is encoded under the lock (Send encodes before it
+	// returns). The stream-wide id tells the answers apart.
+	m.Id = key
+	err := s.st.Send(m)
+	m.Id = id
+	if err != nil {
+		delete(s.waiting, key)
+		s.mu.Unlock()
+		return fmt.Errorf("request %s: sending on the stream: %v", id, err)
+	}
+	s.mu.Unlock()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case a := <-ch:
+		switch {
+		case a == nil:
+			return fmt.Errorf("request %s: the stream ended before its answer", id)
+		case a.ErrorMessage != "":
+			return fmt.Errorf("request %s: %s", id, a.ErrorMessage)
+		}
+		return nil
+	case <-timer.C:
+		s.mu.Lock()
+		delete(s.waiting, key)
+		s.mu.Unlock()
+		return fmt.Errorf("request %s: no answer on the stream within %v", id, timeout)
+	}
+}
+
+// open starts a stream and its reader (under s.mu).
+func (s *sharedStream) open() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := s.client.ModelStreamInfer(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.st, s.cancel = st, cancel
+	go s.read(st)
+	return nil
+}
+
+// read hands each answer of st to its sender; when st ends, it fails the
+// requests still waiting (a nil answer) and lets the next send open a
+// new stream.
+func (s *sharedStream) read(st oippb.GRPCInferenceService_ModelStreamInferClient) {
+	for {
+		a, err := st.Recv()
+		s.mu.Lock()
+		if err != nil {
+			if s.st == st {
+				for key, ch := range s.waiting {
+					ch <- nil
+					delete(s.waiting, key)
+				}
+				s.st = nil
+				s.cancel()
+			}
+			s.mu.Unlock()
+			return
+		}
+		key := a.GetInferResponse().GetId()
+		ch := s.waiting[key]
+		delete(s.waiting, key)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- a
+		}
+	}
+}
+
+func (s *sharedStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil {
+		s.st.CloseSend()
+		s.cancel()
+		s.st = nil
+	}
+}
+
+// metricsReader reads a genaic server's component counters of one model
+// from its /metrics: a round's groups are the difference of two reads.
+// Nil, or a server without them, reads empty stats.
+type metricsReader struct {
+	client *http.Client
+	url    string
+	model  string
+}
+
+func newMetricsReader(c *http.Client, base, model string) *metricsReader {
+	return &metricsReader{client: c, url: strings.TrimSuffix(base, "/") + "/metrics", model: model}
+}
+
+// componentSeries are the counters a round's groups are read from.
+var componentSeries = map[string]func(cs *vm.ComponentStats, v float64){
+	"genaic_component_invocations_total": func(cs *vm.ComponentStats, v float64) { cs.Invocations = int64(v) },
+	"genaic_component_requests_total":    func(cs *vm.ComponentStats, v float64) { cs.Requests = int64(v) },
+	"genaic_padding_overhead_ratio":      func(cs *vm.ComponentStats, v float64) { cs.PaddingOverhead = v },
+}
+
+func (m *metricsReader) read() vm.Stats {
+	out := vm.Stats{Components: map[string]vm.ComponentStats{}}
+	if m == nil {
+		return out
+	}
+	resp, err := m.client.Get(m.url)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return out
+	}
+	for name, set := range componentSeries {
+		f := families[name]
+		if f == nil {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			var mdl, component string
+			for _, l := range metric.GetLabel() {
+				switch l.GetName() {
+				case "model":
+					mdl = l.GetValue()
+				case "component":
+					component = l.GetValue()
+				}
+			}
+			if mdl != m.model || component == "" {
+				continue
+			}
+			v := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
+			cs := out.Components[component]
+			set(&cs, v)
+			out.Components[component] = cs
+		}
+	}
+	return out
+}

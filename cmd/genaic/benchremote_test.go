@@ -1,0 +1,115 @@
+package main
+
+import (
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/serve"
+)
+
+const textPkg = "../../testdata/packages/text_packed"
+
+// startServer serves pkg as genaic serve does, over HTTP and gRPC on
+// loopback, and returns their addresses.
+func startServer(t *testing.T, pkg string) (url, grpcAddr string) {
+	t.Helper()
+	_, url, grpcAddr = startServing(t, pkg)
+	return url, grpcAddr
+}
+
+func startServing(t *testing.T, pkg string) (s *serve.Server, url, grpcAddr string) {
+	t.Helper()
+	s, err := serve.New(serve.Config{Repo: pkg, NoWarmup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.NewGRPCServer()
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	return s, hs.URL, lis.Addr().String()
+}
+
+// TestBenchServer: against a server, the modes are the ways a client
+// reaches it, each answering every request of every timed round, with
+// latency percentiles in order; the groups read from the server's
+// metrics account for exactly the requests each mode sent (nothing else
+// loads this server).
+func TestBenchServer(t *testing.T) {
+	url, grpcAddr := startServer(t, textPkg)
+	rep := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--url", url, "--grpc", grpcAddr,
+		"--rounds", "2", "--warmup", "0", "--round-time", "0", "--concurrency", "8")
+	var names []string
+	for _, m := range rep.Modes {
+		names = append(names, m.Name)
+		if m.Requests != 128 || m.Failed != 0 || m.RequestsPerSecond <= 0 || m.ItemsPerSecond < m.RequestsPerSecond {
+			t.Errorf("%s: %d requests, %d failed, %g requests/s, %g items/s; want 128 answered", m.Name, m.Requests, m.Failed, m.RequestsPerSecond, m.ItemsPerSecond)
+		}
+		if l := m.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 {
+			t.Errorf("%s: latency percentiles %+v", m.Name, l)
+		}
+		if g := m.Groups["text_encoder"]; g.Requests != 128 || g.Invocations < 1 || g.Invocations > 128 {
+			t.Errorf("%s: the server's metrics show %+v for the 128 requests sent", m.Name, g)
+		}
+	}
+	if got := strings.Join(names, ","); got != "http,http_json,grpc,grpc_stream" {
+		t.Errorf("modes %s", got)
+	}
+	one := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--grpc", grpcAddr, "--protocols", "grpc_stream",
+		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
+	if len(one.Modes) != 1 || one.Modes[0].Name != "grpc_stream" || one.Modes[0].Failed != 0 || len(one.Modes[0].Groups) != 0 {
+		t.Errorf("--protocols grpc_stream with no --url: %+v; want that mode alone, no groups (no metrics to read)", one.Modes)
+	}
+}
+
+// TestBenchServerMistakes: what a bench against a server refuses, and a
+// model the server does not serve, each said in one line.
+func TestBenchServerMistakes(t *testing.T) {
+	url, grpcAddr := startServer(t, textPkg)
+	reqs := filepath.Join(textPkg, "requests.json")
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--url", url, "--max-delay", "1ms"}, "--max-delay configure engines in this process"},
+		{[]string{"--grpc", grpcAddr, "--procs", "1"}, "--procs configure engines"},
+		{[]string{"--url", url, "--protocols", "grpc"}, "grpc needs --grpc"},
+		{[]string{"--url", url, "--protocols", "udp"}, `"udp" is none of`},
+		{[]string{"--url", url, "--model", "nope"}, "/v2/models/nope/ready answers 404"},
+		{[]string{"--grpc", grpcAddr, "--model", "nope"}, "model nope"},
+		{[]string{"--url", url, "--timeout", "0s"}, "--timeout 0s"},
+	} {
+		_, errOut, code := runCLI(t, append([]string{"bench", textPkg, "--requests", reqs, "--rounds", "1", "--warmup", "0", "--round-time", "0"}, c.args...)...)
+		if code == exitOK || !strings.Contains(errOut, c.says) {
+			t.Errorf("%v: exit %d, %q; want a failure saying %q", c.args, code, errOut, c.says)
+		}
+	}
+}
+
+// TestBenchServerDrains: a server that starts draining while a bench
+// sends on a shared stream ends the stream; the requests waiting on it
+// and those sent after fail, each counted, and the bench ends on time.
+func TestBenchServerDrains(t *testing.T) {
+	s, _, grpcAddr := startServing(t, textPkg)
+	time.AfterFunc(150*time.Millisecond, s.SetDraining)
+	start := time.Now()
+	rep := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--grpc", grpcAddr, "--protocols", "grpc_stream",
+		"--rounds", "1", "--warmup", "0", "--round-time", "600ms", "--concurrency", "8")
+	m := rep.Modes[0]
+	if m.Failed == 0 || m.Requests == m.Failed {
+		t.Errorf("%d of %d requests failed; want those before the drain answered, those after failed", m.Failed, m.Requests)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the bench took %v", d)
+	}
+}
