@@ -18,7 +18,11 @@ type benchJSON struct {
 	Requests    int     `json:"requests"`
 	Loop        string  `json:"loop"`
 	RoundTimeMS float64 `json:"round_time_ms"`
-	Modes       []struct {
+	MaxDelay    string  `json:"max_delay"`
+	Server      *struct {
+		URL, GRPC, Model string
+	} `json:"server"`
+	Modes []struct {
 		Name              string  `json:"name"`
 		Concurrency       int     `json:"concurrency"`
 		Procs             int     `json:"procs"`

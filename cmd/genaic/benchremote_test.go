@@ -65,6 +65,9 @@ func TestBenchServer(t *testing.T) {
 	if got := strings.Join(names, ","); got != "http,http_json,grpc,grpc_stream" {
 		t.Errorf("modes %s", got)
 	}
+	if sv := rep.Server; sv == nil || sv.URL != url || sv.GRPC != grpcAddr || sv.Model != "text_packed" || rep.MaxDelay != "" {
+		t.Errorf("server %+v, max delay %q; want the addresses and the model named by the package's folder, no max delay", sv, rep.MaxDelay)
+	}
 	one := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--grpc", grpcAddr, "--protocols", "grpc_stream",
 		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
 	if len(one.Modes) != 1 || one.Modes[0].Name != "grpc_stream" || one.Modes[0].Failed != 0 || len(one.Modes[0].Groups) != 0 {
