@@ -96,11 +96,13 @@ func splitItems(name string, t *backend.Tensor, extents []int64) ([]vm.Item, err
 	return items, nil
 }
 
-// joinItems concatenates per-item outputs along their first axis and
-// returns the tensor and the items' extents.
-func joinItems(name string, items []vm.Item) (*backend.Tensor, []int64, error) {
+// joinItems concatenates items along their first axis, as the protocol's
+// items form carries them (an answer's per-item outputs, a client's items
+// inputs), and returns the tensor and the items' extents. kind ("output",
+// "input") names what they are in its errors.
+func joinItems(kind, name string, items []vm.Item) (*backend.Tensor, []int64, error) {
 	if len(items) == 0 {
-		return nil, nil, backend.Errorf(backend.RunBackend, "output `%s` holds no items", name)
+		return nil, nil, fmt.Errorf("%s `%s` holds no items", kind, name)
 	}
 	var rest []int64
 	var dtype string
@@ -109,22 +111,22 @@ func joinItems(name string, items []vm.Item) (*backend.Tensor, []int64, error) {
 	for i, it := range items {
 		t := it.Tensor
 		if t == nil || it.Items != nil {
-			return nil, nil, backend.Errorf(backend.RunBackend, "output `%s` item %d holds items of its own, which the OIP items form cannot carry; send the input as one tensor with its companions", name, i)
+			return nil, nil, fmt.Errorf("%s `%s` item %d holds items of its own, which the OIP items form cannot carry; send the input as one tensor with its companions", kind, name, i)
 		}
 		if t.Rank() == 0 {
-			return nil, nil, backend.Errorf(backend.RunBackend, "output `%s` item %d is a scalar, which the OIP items form (items concatenated along their first axis) cannot carry; send the input as one tensor with its companions", name, i)
+			return nil, nil, fmt.Errorf("%s `%s` item %d is a scalar, which the OIP items form (items concatenated along their first axis) cannot carry; send the input as one tensor with its companions", kind, name, i)
 		}
 		if i == 0 {
 			rest, dtype = t.Shape[1:], t.DType
 		} else if !slices.Equal(rest, t.Shape[1:]) || dtype != t.DType {
-			return nil, nil, backend.Errorf(backend.RunBackend, "output `%s` items differ beyond their first axis (%s, %s), so they cannot share one OIP tensor; send items that agree there, or one request per item", name, items[0].Tensor, t)
+			return nil, nil, fmt.Errorf("%s `%s` items differ beyond their first axis (%s, %s), so they cannot share one OIP tensor; send items that agree there, or one request per item", kind, name, items[0].Tensor, t)
 		}
 		extents[i] = t.Shape[0]
 		rows += t.Shape[0]
 	}
 	out, err := backend.NewTensor(dtype, append([]int64{rows}, rest...))
 	if err != nil {
-		return nil, nil, backend.Errorf(backend.RunBackend, "output `%s`: %v", name, err)
+		return nil, nil, fmt.Errorf("%s `%s`: %v", kind, name, err)
 	}
 	var at int64
 	for _, it := range items {
@@ -139,7 +141,11 @@ func output(resp vm.Response, name string) (*backend.Tensor, []int64, error) {
 	if t := resp.Outputs.Get(name); t != nil {
 		return t, nil, nil
 	}
-	return joinItems(name, resp.Items[name])
+	t, extents, err := joinItems("output", name, resp.Items[name])
+	if err != nil {
+		return nil, nil, backend.Errorf(backend.RunBackend, "%v", err)
+	}
+	return t, extents, nil
 }
 
 // extentsString is the gRPC form of an items parameter.

@@ -116,3 +116,19 @@ func TestBenchServerDrains(t *testing.T) {
 		t.Errorf("the bench took %v", d)
 	}
 }
+
+// TestBenchServerItems: requests that give items (ocr_lines' lines) go in
+// the protocol's items form every way, and are answered.
+func TestBenchServerItems(t *testing.T) {
+	url, grpcAddr := startServer(t, ocrPkg)
+	rep := bench(t, ocrPkg, "--requests", filepath.Join(ocrPkg, "requests.json"), "--url", url, "--grpc", grpcAddr,
+		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
+	for _, m := range rep.Modes {
+		if m.Failed != 0 || m.Requests == 0 || m.ItemsPerSecond <= m.RequestsPerSecond {
+			t.Errorf("%s: %d of %d requests failed, %g items/s for %g requests/s", m.Name, m.Failed, m.Requests, m.ItemsPerSecond, m.RequestsPerSecond)
+		}
+	}
+	if len(rep.Modes) != 4 {
+		t.Errorf("%d modes", len(rep.Modes))
+	}
+}
