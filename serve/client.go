@@ -115,4 +115,3 @@ func EncodeGRPC(model string, req vm.Request) (*oippb.ModelInferRequest, error) 
 	}
 	return out, nil
 }
-

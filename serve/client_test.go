@@ -64,7 +64,7 @@ func TestClientEncoding(t *testing.T) {
 	}
 	for what, items := range map[string][]vm.Item{
 		"items that differ beyond their first axis": vm.TensorItems(f32(2, 8), f32(3, 4)),
-		"nested items": {{Items: vm.TensorItems(f32(2, 8))}},
+		"nested items":  {{Items: vm.TensorItems(f32(2, 8))}},
 		"a scalar item": vm.TensorItems(f32()),
 	} {
 		r := vm.Request{ID: "x", Items: map[string][]vm.Item{"line_images": items}}
