@@ -27,6 +27,33 @@ type jsonTensor struct {
 	Data       json.RawMessage `json:"data,omitempty"`
 }
 
+// binaryAnswer is the answer of a request whose outputs all go as binary
+// data, its JSON part written by appendEnvelope: the outputs' bytes and
+// the JSON part. It reports false where an output goes as JSON, a string
+// needs escaping or an output cannot be read; writeHTTP then writes the
+// answer (or the error) through encoding/json.
+func binaryAnswer(md *Model, resp vm.Response, names []string, binaryOut map[string]bool) ([][]byte, []byte, bool) {
+	outs := make([]binaryOutput, len(names))
+	blobs := make([][]byte, len(names))
+	for i, n := range names {
+		bin, ok := binaryOut[n]
+		if !ok {
+			bin = binaryOut[""]
+		}
+		if !bin {
+			return nil, nil, false
+		}
+		t, extents, err := output(resp, n)
+		if err != nil {
+			return nil, nil, false
+		}
+		blobs[i] = toBytes(t)
+		outs[i] = binaryOutput{name: n, datatype: Datatype(t.DType), shape: t.Shape, extents: extents, size: len(blobs[i])}
+	}
+	b, ok := appendEnvelope(make([]byte, 0, 128+96*len(outs)), md.Name, Version, resp.ID, outs)
+	return blobs, b, ok
+}
+
 // jsonDataTensor is a tensor whose data is Go values, written as JSON: an
 // answer's outputs, a client's inputs (client.go).
 type jsonDataTensor struct {
@@ -256,6 +283,15 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 	names, err := md.outputOrder(resp, asked)
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if blobs, b, ok := binaryAnswer(md, resp, names, binaryOut); ok {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set(HeaderLength, strconv.Itoa(len(b)))
+		w.Write(b)
+		for _, blob := range blobs {
+			w.Write(blob)
+		}
 		return
 	}
 	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/serve/oippb"
@@ -71,6 +72,45 @@ func size(dtype string) int64 {
 	return 1
 }
 
+// hostLittleEndian reports whether this machine's numbers are
+// little-endian, as the protocol's binary data is: then a tensor's bytes
+// are its memory, copied (or viewed) whole instead of element by element
+// (encoding/binary's loop took 2.3 µs of an answer's 7.6 for 1.5 KB).
+var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// rawMemory is the memory of numeric tensor data as bytes: a view, not a
+// copy. Booleans (Go's representation is its own) report false.
+func rawMemory(data any) ([]byte, bool) {
+	switch d := data.(type) {
+	case []float32:
+		return memoryOf(d), true
+	case []float64:
+		return memoryOf(d), true
+	case []int64:
+		return memoryOf(d), true
+	case []int32:
+		return memoryOf(d), true
+	case []int16:
+		return memoryOf(d), true
+	case []int8:
+		return memoryOf(d), true
+	case []uint64:
+		return memoryOf(d), true
+	case []uint32:
+		return memoryOf(d), true
+	case []uint16:
+		return memoryOf(d), true
+	case []uint8:
+		return d, true
+	}
+	return nil, false
+}
+
+func memoryOf[E float32 | float64 | int64 | int32 | int16 | int8 | uint64 | uint32 | uint16](s []E) []byte {
+	var e E
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(e)))
+}
+
 // fromBytes reads a tensor from little-endian bytes (the binary tensor
 // extension, gRPC raw contents).
 func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, error) {
@@ -91,14 +131,24 @@ func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, er
 		}
 		return t, nil
 	}
+	if mem, ok := rawMemory(t.Data); ok && hostLittleEndian {
+		copy(mem, b)
+		return t, nil
+	}
 	if _, err := binary.Decode(b, binary.LittleEndian, t.Data); err != nil {
 		return nil, inputErr("input `%s`: %v", name, err)
 	}
 	return t, nil
 }
 
-// toBytes writes a tensor's elements as little-endian bytes.
+// toBytes returns a tensor's elements as little-endian bytes. Where the
+// host is little-endian too, that is the tensor's own memory, not a copy:
+// the caller only reads it, while the tensor is not written (an answer's
+// outputs, a client's request).
 func toBytes(t *backend.Tensor) []byte {
+	if mem, ok := rawMemory(t.Data); ok && hostLittleEndian {
+		return mem
+	}
 	if d, ok := t.Data.([]bool); ok {
 		out := make([]byte, len(d))
 		for i, v := range d {
