@@ -30,21 +30,25 @@ type benchJSON struct {
 		RequestsPerSecond float64 `json:"requests_per_second"`
 		ItemsPerSecond    float64 `json:"items_per_second"`
 		Latency           struct {
-			P50 float64 `json:"p50"`
-			P90 float64 `json:"p90"`
-			P99 float64 `json:"p99"`
+			Mean float64 `json:"mean"`
+			P50  float64 `json:"p50"`
+			P90  float64 `json:"p90"`
+			P99  float64 `json:"p99"`
 		} `json:"latency_ms"`
 		Groups map[string]struct {
-			Invocations int64         `json:"invocations"`
-			Requests    int64         `json:"requests"`
-			Sizes       map[int]int64 `json:"sizes"`
-			Padding     *float64      `json:"padding_overhead"`
+			Invocations  int64         `json:"invocations"`
+			Requests     int64         `json:"requests"`
+			Sizes        map[int]int64 `json:"sizes"`
+			Padding      *float64      `json:"padding_overhead"`
+			QueueMS      float64       `json:"queue_ms"`
+			InvocationMS float64       `json:"invocation_ms"`
 		} `json:"groups"`
-		Requests     int     `json:"requests"`
-		PeakInFlight int     `json:"peak_in_flight"`
-		ArrivalGapUS float64 `json:"arrival_gap_us"`
-		ArrivalCV    float64 `json:"arrival_cv"`
-		Failed       int     `json:"failed"`
+		ServerRequestMS float64 `json:"server_request_ms"`
+		Requests        int     `json:"requests"`
+		PeakInFlight    int     `json:"peak_in_flight"`
+		ArrivalGapUS    float64 `json:"arrival_gap_us"`
+		ArrivalCV       float64 `json:"arrival_cv"`
+		Failed          int     `json:"failed"`
 	} `json:"modes"`
 }
 
@@ -78,8 +82,11 @@ func TestBenchJSON(t *testing.T) {
 		if m.RequestsPerSecond <= 0 || m.ItemsPerSecond < m.RequestsPerSecond {
 			t.Errorf("%s: %g requests/s, %g items/s (every request holds at least one image)", m.Name, m.RequestsPerSecond, m.ItemsPerSecond)
 		}
-		if l := m.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 {
+		if l := m.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 || l.Mean <= 0 {
 			t.Errorf("%s: latency percentiles %+v", m.Name, l)
+		}
+		if m.ServerRequestMS != 0 || m.Groups["encoder"].InvocationMS != 0 {
+			t.Errorf("%s: a server's times (%g ms per request) for engines in the process", m.Name, m.ServerRequestMS)
 		}
 		g, ok := m.Groups["encoder"]
 		if !ok || g.Padding == nil || g.Requests != 128 || sum(g.Sizes) != g.Invocations {

@@ -71,10 +71,19 @@ type target interface {
 	// run sends the document's request i and waits for its answer; the
 	// error is the request's failure, as the caller would show it.
 	run(i int) error
-	// stats are the groups formed so far (what a server's metrics tell:
-	// invocations and requests per component; zero where it tells none).
-	stats() vm.Stats
+	// snapshot is what the target tells of its work so far: two of them
+	// make a round's groups and a server's times.
+	snapshot() snapshot
 	close()
+}
+
+// snapshot is a target's account of its work so far.
+type snapshot struct {
+	// stats are the groups formed (what a server's metrics tell:
+	// invocations and requests per component; zero where it tells none).
+	stats vm.Stats
+	// server is a genaic server's own times, nil for anything else.
+	server *serverTimes
 }
 
 // engineTarget runs the requests on an engine of the package.
@@ -91,7 +100,7 @@ func (t engineTarget) run(i int) error {
 	return nil
 }
 
-func (t engineTarget) stats() vm.Stats { return t.eng.Stats() }
+func (t engineTarget) snapshot() snapshot { return snapshot{stats: t.eng.Stats()} }
 func (t engineTarget) close()          { t.eng.Close() }
 
 // level opens a target per mode and processor count, warms each up, then
@@ -129,7 +138,7 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 	}
 	out := make([]modeResult, len(ways))
 	for i, w := range ways {
-		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], targets[i].stats())
+		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], targets[i].snapshot().stats)
 	}
 	setRatios(out)
 	return out, nil
@@ -169,6 +178,8 @@ type roundResult struct {
 	peak int64
 	// gaps are the open loop's times between arrivals as sent (ns).
 	gaps welford
+	// server is what a genaic server's own times grew by.
+	server *serverTimes
 }
 
 // welford is a running mean and sum of squared deviations.
@@ -204,7 +215,7 @@ type groupDelta struct {
 // that a small document on a fast model still gives a round long enough
 // to measure.
 func (b *bencher) round(t target, c int, seed uint64) roundResult {
-	before := t.stats()
+	before := t.snapshot()
 	rec := newRecorder(len(b.reqs))
 	start := time.Now()
 	more := func(i int64) bool {
@@ -216,7 +227,12 @@ func (b *bencher) round(t target, c int, seed uint64) roundResult {
 		b.closedLoop(t, c, rec, more)
 	}
 	res := rec.result(time.Since(start))
-	res.groups, res.procs = statsDelta(before, t.stats()), runtime.GOMAXPROCS(0)
+	after := t.snapshot()
+	res.groups, res.procs = statsDelta(before.stats, after.stats), runtime.GOMAXPROCS(0)
+	if before.server != nil && after.server != nil {
+		d := after.server.minus(*before.server)
+		res.server = &d
+	}
 	return res
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"google.golang.org/grpc"
@@ -180,7 +181,7 @@ func (t *httpTarget) run(i int) error {
 	return nil
 }
 
-func (t *httpTarget) stats() vm.Stats { return t.metrics.read() }
+func (t *httpTarget) snapshot() snapshot { return t.metrics.read() }
 func (t *httpTarget) close()          { t.client.CloseIdleConnections() }
 
 // errorText is an error answer's message: the protocol's {"error": ...},
@@ -255,7 +256,7 @@ func (t *grpcTarget) run(i int) error {
 	return nil
 }
 
-func (t *grpcTarget) stats() vm.Stats { return t.metrics.read() }
+func (t *grpcTarget) snapshot() snapshot { return t.metrics.read() }
 
 func (t *grpcTarget) close() {
 	if t.stream != nil {
@@ -375,9 +376,9 @@ func (s *sharedStream) close() {
 	}
 }
 
-// metricsReader reads a genaic server's component counters of one model
-// from its /metrics: a round's groups are the difference of two reads.
-// Nil, or a server without them, reads empty stats.
+// metricsReader reads a genaic server's counters and times of one model
+// from its /metrics: a round's groups and times are the difference of two
+// reads. Nil, or a server without them, reads empty stats and no times.
 type metricsReader struct {
 	client *http.Client
 	url    string
@@ -388,6 +389,55 @@ func newMetricsReader(c *http.Client, base, model string) *metricsReader {
 	return &metricsReader{client: c, url: strings.TrimSuffix(base, "/") + "/metrics", model: model}
 }
 
+// serverTimes are a genaic server's sums and counts of its own times: its
+// requests', decoded to answered (genaic_request_duration_seconds), and
+// per component its items' waits for a group (genaic_queue_wait_seconds)
+// and its invocations (genaic_invocation_seconds).
+type serverTimes struct {
+	request       sumCount
+	queue, invoke map[string]sumCount
+}
+
+// sumCount is a histogram's sum (seconds) and count.
+type sumCount struct{ sum, count float64 }
+
+func (a sumCount) minus(b sumCount) sumCount { return sumCount{a.sum - b.sum, a.count - b.count} }
+func (a sumCount) plus(b sumCount) sumCount  { return sumCount{a.sum + b.sum, a.count + b.count} }
+
+// meanMS is the mean in milliseconds, 0 for no observation.
+func (a sumCount) meanMS() float64 {
+	if a.count <= 0 {
+		return 0
+	}
+	return a.sum / a.count * 1e3
+}
+
+// minus is what the times grew by since b.
+func (a serverTimes) minus(b serverTimes) serverTimes {
+	out := serverTimes{request: a.request.minus(b.request), queue: map[string]sumCount{}, invoke: map[string]sumCount{}}
+	for c, v := range a.queue {
+		out.queue[c] = v.minus(b.queue[c])
+	}
+	for c, v := range a.invoke {
+		out.invoke[c] = v.minus(b.invoke[c])
+	}
+	return out
+}
+
+// add adds b's times to a's.
+func (a *serverTimes) add(b serverTimes) {
+	if a.queue == nil {
+		a.queue, a.invoke = map[string]sumCount{}, map[string]sumCount{}
+	}
+	a.request = a.request.plus(b.request)
+	for c, v := range b.queue {
+		a.queue[c] = a.queue[c].plus(v)
+	}
+	for c, v := range b.invoke {
+		a.invoke[c] = a.invoke[c].plus(v)
+	}
+}
+
 // componentSeries are the counters a round's groups are read from.
 var componentSeries = map[string]func(cs *vm.ComponentStats, v float64){
 	"genaic_component_invocations_total": func(cs *vm.ComponentStats, v float64) { cs.Invocations = int64(v) },
@@ -395,8 +445,8 @@ var componentSeries = map[string]func(cs *vm.ComponentStats, v float64){
 	"genaic_padding_overhead_ratio":      func(cs *vm.ComponentStats, v float64) { cs.PaddingOverhead = v },
 }
 
-func (m *metricsReader) read() vm.Stats {
-	out := vm.Stats{Components: map[string]vm.ComponentStats{}}
+func (m *metricsReader) read() snapshot {
+	out := snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
 	if m == nil {
 		return out
 	}
@@ -413,12 +463,10 @@ func (m *metricsReader) read() vm.Stats {
 	if err != nil {
 		return out
 	}
-	for name, set := range componentSeries {
-		f := families[name]
-		if f == nil {
-			continue
-		}
-		for _, metric := range f.GetMetric() {
+	// each calls f with every series of the model in a family, and its
+	// component (empty for a series of the model's).
+	each := func(family string, f func(component string, metric *dto.Metric)) {
+		for _, metric := range families[family].GetMetric() {
 			var mdl, component string
 			for _, l := range metric.GetLabel() {
 				switch l.GetName() {
@@ -428,14 +476,32 @@ func (m *metricsReader) read() vm.Stats {
 					component = l.GetValue()
 				}
 			}
-			if mdl != m.model || component == "" {
-				continue
+			if mdl == m.model {
+				f(component, metric)
 			}
-			v := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
-			cs := out.Components[component]
-			set(&cs, v)
-			out.Components[component] = cs
 		}
 	}
+	for name, set := range componentSeries {
+		each(name, func(component string, metric *dto.Metric) {
+			if component == "" {
+				return
+			}
+			cs := out.stats.Components[component]
+			set(&cs, metric.GetCounter().GetValue()+metric.GetGauge().GetValue())
+			out.stats.Components[component] = cs
+		})
+	}
+	if families["genaic_request_duration_seconds"] == nil {
+		return out // not a genaic server's metrics
+	}
+	times := serverTimes{queue: map[string]sumCount{}, invoke: map[string]sumCount{}}
+	histogram := func(metric *dto.Metric) sumCount {
+		h := metric.GetHistogram()
+		return sumCount{h.GetSampleSum(), float64(h.GetSampleCount())}
+	}
+	each("genaic_request_duration_seconds", func(_ string, metric *dto.Metric) { times.request = histogram(metric) })
+	each("genaic_queue_wait_seconds", func(c string, metric *dto.Metric) { times.queue[c] = histogram(metric) })
+	each("genaic_invocation_seconds", func(c string, metric *dto.Metric) { times.invoke[c] = histogram(metric) })
+	out.server = &times
 	return out
 }

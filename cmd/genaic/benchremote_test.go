@@ -58,8 +58,14 @@ func TestBenchServer(t *testing.T) {
 		if l := m.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 {
 			t.Errorf("%s: latency percentiles %+v", m.Name, l)
 		}
-		if g := m.Groups["text_encoder"]; g.Requests != 128 || g.Invocations < 1 || g.Invocations > 128 {
+		g := m.Groups["text_encoder"]
+		if g.Requests != 128 || g.Invocations < 1 || g.Invocations > 128 {
 			t.Errorf("%s: the server's metrics show %+v for the 128 requests sent", m.Name, g)
+		}
+		// The server's own time per request is part of what the client
+		// waited, and an invocation part of the server's.
+		if m.ServerRequestMS <= 0 || m.ServerRequestMS > m.Latency.Mean || g.InvocationMS <= 0 || g.InvocationMS > m.ServerRequestMS || g.QueueMS < 0 {
+			t.Errorf("%s: server %g ms per request, invocations %g ms, queue %g ms, the client's mean %g ms", m.Name, m.ServerRequestMS, g.InvocationMS, g.QueueMS, m.Latency.Mean)
 		}
 	}
 	if got := strings.Join(names, ","); got != "http,http_json,grpc,grpc_stream" {

@@ -44,12 +44,18 @@ type modeResult struct {
 	ArrivalCV    float64 `json:"arrival_cv,omitempty"`
 	Failed       int     `json:"failed"`
 	FirstError   string  `json:"first_error,omitempty"`
+	// ServerRequestMS is a genaic server's mean time per request over the
+	// timed rounds, decoded to answered, as its metrics tell (0: not
+	// known); the rest of the client's latency is the network, the
+	// protocol's framing and the client.
+	ServerRequestMS float64 `json:"server_request_ms,omitempty"`
 }
 
 type latencyMS struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
 }
 
 // groupReport is what one component's groups did over the timed rounds.
@@ -63,6 +69,11 @@ type groupReport struct {
 	// PaddingOverhead is the engine's, over every round of this mode and
 	// level, warm-up included (the same document each time).
 	PaddingOverhead float64 `json:"padding_overhead"`
+	// QueueMS and InvocationMS are a genaic server's means over the timed
+	// rounds: an item's wait for its group, and an invocation (assembly to
+	// split); 0 where not known.
+	QueueMS      float64 `json:"queue_ms,omitempty"`
+	InvocationMS float64 `json:"invocation_ms,omitempty"`
 }
 
 // summarize folds a mode's rounds into medians, spreads and percentiles.
@@ -70,7 +81,14 @@ func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResul
 	m := modeResult{Name: name, Concurrency: c, Rounds: len(runs), Groups: map[string]groupReport{}}
 	var rps, ips, gaps, cvs []float64
 	var lat []time.Duration
+	var server *serverTimes
 	for _, r := range runs {
+		if r.server != nil {
+			if server == nil {
+				server = &serverTimes{}
+			}
+			server.add(*r.server)
+		}
 		if r.gaps.n > 1 {
 			gaps, cvs = append(gaps, r.gaps.mean/1e3), append(cvs, r.gaps.cv())
 		}
@@ -94,13 +112,19 @@ func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResul
 		m.ArrivalCV, _ = medianSpread(cvs)
 	}
 	slices.Sort(lat)
-	m.Latency = latencyMS{P50: quantileMS(lat, 0.50), P90: quantileMS(lat, 0.90), P99: quantileMS(lat, 0.99)}
+	m.Latency = latencyMS{Mean: meanMS(lat), P50: quantileMS(lat, 0.50), P90: quantileMS(lat, 0.90), P99: quantileMS(lat, 0.99)}
 	for name, g := range m.Groups {
 		if g.Invocations > 0 {
 			g.MeanSize = float64(g.Requests) / float64(g.Invocations)
 		}
 		g.PaddingOverhead = stats.Components[name].PaddingOverhead
+		if server != nil {
+			g.QueueMS, g.InvocationMS = server.queue[name].meanMS(), server.invoke[name].meanMS()
+		}
 		m.Groups[name] = g
+	}
+	if server != nil {
+		m.ServerRequestMS = server.request.meanMS()
 	}
 	return m
 }
@@ -129,6 +153,18 @@ func medianSpread(xs []float64) (float64, [2]float64) {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
 	return med, [2]float64{s[0], s[n-1]}
+}
+
+// meanMS is the mean of durations, in ms.
+func meanMS(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return float64(sum) / float64(len(ds)) / float64(time.Millisecond)
 }
 
 // quantileMS is the nearest-rank q-quantile of sorted durations, in ms.
@@ -224,8 +260,15 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			if len(g.Sizes) > 0 {
 				sizes = "; sizes " + histogram(g.Sizes)
 			}
-			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f%s\n",
-				name, g.Invocations, g.MeanSize, g.PaddingOverhead, sizes)
+			times := ""
+			if g.InvocationMS > 0 {
+				times = fmt.Sprintf("; items waited %.3f ms for a group, invocations took %.3f ms (means)", g.QueueMS, g.InvocationMS)
+			}
+			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f%s%s\n",
+				name, g.Invocations, g.MeanSize, g.PaddingOverhead, sizes, times)
+		}
+		if r.ServerRequestMS > 0 {
+			fmt.Fprintf(w, "  the server: %.3f ms per request on average, decoded to answered (the client saw a mean of %.3f ms)\n", r.ServerRequestMS, r.Latency.Mean)
 		}
 		if r.ArrivalGapUS > 0 {
 			fmt.Fprintf(w, "  arrivals as sent: a mean gap of %.1f µs, coefficient of variation %.2f (%s)\n",
