@@ -101,7 +101,7 @@ func (t engineTarget) run(i int) error {
 }
 
 func (t engineTarget) snapshot() snapshot { return snapshot{stats: t.eng.Stats()} }
-func (t engineTarget) close()          { t.eng.Close() }
+func (t engineTarget) close()             { t.eng.Close() }
 
 // level opens a target per mode and processor count, warms each up, then
 // runs the timed rounds with the ways taking turns, so that a drift of

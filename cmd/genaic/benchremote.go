@@ -182,7 +182,7 @@ func (t *httpTarget) run(i int) error {
 }
 
 func (t *httpTarget) snapshot() snapshot { return t.metrics.read() }
-func (t *httpTarget) close()          { t.client.CloseIdleConnections() }
+func (t *httpTarget) close()             { t.client.CloseIdleConnections() }
 
 // errorText is an error answer's message: the protocol's {"error": ...},
 // or the start of whatever the body holds.
