@@ -37,10 +37,11 @@ import (
 //
 // The requests are encoded once, before the rounds (serve.EncodeHTTP,
 // serve.EncodeGRPC); a round measures sending them and reading the
-// answers. Groups come from the server's /metrics (genaic's own
-// genaic_component_* series) where --url names a genaic server: each
-// round's invocations and requests per component, which count every
-// client's traffic, not only the bench's.
+// answers. Where --url names a genaic server, its /metrics tell each
+// round's groups (invocations and requests per component) and the
+// server's own mean times (per request; per component the wait for a
+// group and the invocation); they count every client's traffic, not only
+// the bench's.
 
 // remoteFlags are bench's options for a server.
 type remoteFlags struct {
@@ -57,6 +58,16 @@ func (rf *remoteFlags) register(fs *flag.FlagSet) {
 }
 
 func (rf *remoteFlags) remote() bool { return rf.url != "" || rf.grpc != "" }
+
+// baseURL is --url with its scheme: host:port as perf_analyzer takes it
+// means http://host:port.
+func (rf *remoteFlags) baseURL() string {
+	u := strings.TrimSuffix(rf.url, "/")
+	if u != "" && !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	return u
+}
 
 // remoteModes are the modes of a bench against a server.
 var remoteModes = []benchMode{
@@ -127,10 +138,10 @@ func newHTTPTarget(b *bencher, binary bool) (target, error) {
 	t := &httpTarget{
 		client: &http.Client{Timeout: rf.timeout, Transport: &http.Transport{
 			MaxIdleConns: b.maxLevel(), MaxIdleConnsPerHost: b.maxLevel(), IdleConnTimeout: time.Minute}},
-		url:    strings.TrimSuffix(rf.url, "/") + "/v2/models/" + rf.model,
+		url:    rf.baseURL() + "/v2/models/" + rf.model,
 		bodies: make([][]byte, len(b.reqs)), hlens: make([]int, len(b.reqs)), ids: make([]string, len(b.reqs)),
 	}
-	t.metrics = newMetricsReader(t.client, rf.url, rf.model)
+	t.metrics = newMetricsReader(t.client, rf.baseURL(), rf.model)
 	if err := t.ready(); err != nil {
 		return nil, err
 	}
@@ -219,7 +230,7 @@ func newGRPCTarget(b *bencher, stream bool) (target, error) {
 	t := &grpcTarget{conn: conn, client: oippb.NewGRPCInferenceServiceClient(conn), timeout: rf.timeout,
 		msgs: make([]*oippb.ModelInferRequest, len(b.reqs)), ids: make([]string, len(b.reqs))}
 	if rf.url != "" {
-		t.metrics = newMetricsReader(&http.Client{Timeout: rf.timeout}, rf.url, rf.model)
+		t.metrics = newMetricsReader(&http.Client{Timeout: rf.timeout}, rf.baseURL(), rf.model)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rf.timeout)
 	defer cancel()
@@ -386,7 +397,7 @@ type metricsReader struct {
 }
 
 func newMetricsReader(c *http.Client, base, model string) *metricsReader {
-	return &metricsReader{client: c, url: strings.TrimSuffix(base, "/") + "/metrics", model: model}
+	return &metricsReader{client: c, url: base + "/metrics", model: model}
 }
 
 // serverTimes are a genaic server's sums and counts of its own times: its

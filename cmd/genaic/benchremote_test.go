@@ -74,6 +74,11 @@ func TestBenchServer(t *testing.T) {
 	if sv := rep.Server; sv == nil || sv.URL != url || sv.GRPC != grpcAddr || sv.Model != "text_packed" || rep.MaxDelay != "" {
 		t.Errorf("server %+v, max delay %q; want the addresses and the model named by the package's folder, no max delay", sv, rep.MaxDelay)
 	}
+	bare := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--url", strings.TrimPrefix(url, "http://"), "--protocols", "http",
+		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "2")
+	if m := bare.Modes; len(m) != 1 || m[0].Failed != 0 || m[0].Requests != 64 {
+		t.Errorf("--url host:port (no scheme, as perf_analyzer takes it): %+v", m)
+	}
 	one := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--grpc", grpcAddr, "--protocols", "grpc_stream",
 		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
 	if len(one.Modes) != 1 || one.Modes[0].Name != "grpc_stream" || one.Modes[0].Failed != 0 || len(one.Modes[0].Groups) != 0 {
