@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,28 @@ func streamAll(ctx context.Context, t *testing.T, c oippb.GRPCInferenceServiceCl
 		}
 		got[id] = a
 	}
+}
+
+// streamGoroutinesGone fails the test unless, within a few seconds, no
+// goroutine runs the stream handler's code any more (its reader and its
+// workers end with the stream).
+func streamGoroutinesGone(t *testing.T) {
+	t.Helper()
+	var left string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		left = ""
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "ModelStreamInfer") {
+				left = g
+			}
+		}
+		if left == "" {
+			return
+		}
+	}
+	t.Errorf("a goroutine of an ended stream is still there:\n%s", left)
 }
 
 // TestStreamInfer: one stream carries 120 requests of the image package
@@ -135,6 +158,7 @@ func TestStreamInfer(t *testing.T) {
 	if g := s.Engine("image_padded").Stats().Components["encoder"].MaxGroupRequests; g < 2 {
 		t.Errorf("a stream of %d requests formed no group of more than one (max %d)", good, g)
 	}
+	streamGoroutinesGone(t)
 	// The unknown model's request is counted nowhere: it names no model.
 	if n := metric(t, scrape(t, ts.URL), `genaic_requests_total{model="image_padded",protocol="grpc_stream"}`); n != good+2 {
 		t.Errorf("genaic_requests_total for grpc_stream = %v, want %d", n, good+2)
@@ -270,4 +294,7 @@ func TestStreamDrain(t *testing.T) {
 	if _, err := late.Recv(); grpcstatus.Code(err) != codes.Unavailable {
 		t.Errorf("a stream opened while draining: %v, want UNAVAILABLE", err)
 	}
+	// The client never closed its side: the handler's reader, waiting in
+	// Recv when the stream ended, must end too.
+	streamGoroutinesGone(t)
 }
