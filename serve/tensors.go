@@ -21,12 +21,19 @@ var oipTypes = map[string]string{
 	"FP16": "float16", "BF16": "bfloat16", "FP32": "float32", "FP64": "float64",
 }
 
+// oipNames maps genaic's dtypes to the protocol's datatypes.
+var oipNames = func() map[string]string {
+	m := map[string]string{}
+	for k, v := range oipTypes {
+		m[v] = k
+	}
+	return m
+}()
+
 // Datatype returns the protocol's datatype of a genaic dtype.
 func Datatype(dtype string) string {
-	for k, v := range oipTypes {
-		if v == dtype {
-			return k
-		}
+	if name, ok := oipNames[dtype]; ok {
+		return name
 	}
 	return "BYTES"
 }
