@@ -112,6 +112,11 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, status, map[string]any{"name": md.Name, "ready": status == http.StatusOK})
 		}))
 		mux.HandleFunc("POST "+prefix+"/infer", s.withModel(s.httpInfer))
+		// The engine's own stats, as `genaic run --stats` writes them:
+		// what `genaic inspect --stats URL` shows of a running server.
+		mux.HandleFunc("GET "+prefix+"/genaic/stats", s.withModel(func(w http.ResponseWriter, r *http.Request, md *Model) {
+			writeJSON(w, http.StatusOK, md.eng.Stats())
+		}))
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	return mux

@@ -143,3 +143,23 @@ func TestBenchServerItems(t *testing.T) {
 		t.Errorf("%d modes", len(rep.Modes))
 	}
 }
+
+// TestInspectServerStats: genaic inspect --stats reads a running server's
+// engine stats from its URL and shows what the engine measured and
+// decided for the requests a bench sent; a URL that answers no stats is a
+// clear failure.
+func TestInspectServerStats(t *testing.T) {
+	url, _ := startServer(t, textPkg)
+	bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--url", url, "--protocols", "http",
+		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "8")
+	out, errOut, code := runCLI(t, "inspect", textPkg, "--stats", url+"/v2/models/text_packed/genaic/stats")
+	if code != exitOK || !strings.Contains(out, "what the running engine measured and decided") ||
+		!strings.Contains(out, "component text_encoder:") || strings.Contains(out, "0 invocations for 0 requests") {
+		t.Errorf("exit %d (%s):\n%s", code, errOut, out)
+	}
+	for _, bad := range []string{url + "/v2/models/nope/genaic/stats", url + "/v2/health/live"} {
+		if _, errOut, code := runCLI(t, "inspect", textPkg, "--stats", bad); code == exitOK || !strings.Contains(errOut, bad) {
+			t.Errorf("--stats %s: exit %d, %q; want a failure that says why", bad, code, errOut)
+		}
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/passes"
@@ -39,7 +41,7 @@ func runInspect(e *env, args []string) int {
 	c := commands["inspect"]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	format := fs.String("format", "text", "the view to write: text, json, dot or html")
-	statsPath := fs.String("stats", "", "a responses document written by `genaic run --stats` (or its stats object): add what the running engine measured and decided per component (text view), or draw each budget's peak (html view)")
+	statsPath := fs.String("stats", "", "a responses document written by `genaic run --stats` (or its stats object), or a running server's stats (http://HOST:8000/v2/models/MODEL/genaic/stats): add what the running engine measured and decided per component (text view), or draw each budget's peak (html view)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -93,7 +95,13 @@ const maxStatsBytes = 1 << 30
 // readStats reads the stats of a responses document, or a bare stats
 // object.
 func readStats(path string) (*vm.Stats, error) {
-	b, err := safefile.ReadFile(path, maxStatsBytes)
+	var b []byte
+	var err error
+	if strings.HasPrefix(path, "http://") || strings.HasPrefix(path, "https://") {
+		b, err = fetchStats(path)
+	} else {
+		b, err = safefile.ReadFile(path, maxStatsBytes)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +118,31 @@ func readStats(path string) (*vm.Stats, error) {
 	if doc.Components != nil {
 		return &vm.Stats{Components: doc.Components}, nil
 	}
+	if strings.Contains(path, "://") {
+		return nil, fmt.Errorf("%s holds no stats; genaic serve answers them at /v2/models/MODEL/genaic/stats", path)
+	}
 	return nil, fmt.Errorf("%s holds no stats; write them with `genaic run ... --stats --out FILE`", path)
+}
+
+// fetchStats reads a running server's stats: genaic serve answers
+// GET /v2/models/MODEL/genaic/stats with its engine's.
+func fetchStats(url string) ([]byte, error) {
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxStatsBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %v", url, err)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s answers %s: %s", url, resp.Status, strings.TrimSpace(string(b[:min(len(b), 512)])))
+	case len(b) > maxStatsBytes:
+		return nil, fmt.Errorf("%s: more than %d bytes of stats", url, maxStatsBytes)
+	}
+	return b, nil
 }
 
 // htmlStats is what the HTML view draws of a run's stats: invocations
