@@ -52,8 +52,6 @@ type nodeDecoder interface {
 // positioned is implemented by every model type through its embedded Node.
 type positioned interface{ At() *Node }
 
-var nodeDecoderType = reflect.TypeFor[nodeDecoder]()
-
 // value decodes n into v, which must be settable. key is the node of the key
 // that introduced n, or nil.
 func (d *decoder) value(n, key *yaml.Node, path string, v reflect.Value) {

@@ -83,10 +83,7 @@ func (sc *Scopes) Names(site *ir.Site) []string {
 			out = append(out, s.Name)
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(sc.stepValues)) {
-		out = append(out, n)
-	}
-	return out
+	return append(out, slices.Sorted(maps.Keys(sc.stepValues))...)
 }
 
 // LookupWorkflow resolves a workflow-level name.

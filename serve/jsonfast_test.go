@@ -139,7 +139,7 @@ func BenchmarkJSONData(b *testing.B) {
 			b.Fatal(err)
 		}
 		fast += mid.Sub(start).Seconds()
-		slow += time.Now().Sub(mid).Seconds()
+		slow += time.Since(mid).Seconds()
 	}
 	mb := float64(len(data)) * float64(b.N) / 1e6
 	b.ReportMetric(mb/fast, "fast-MB/s")
