@@ -389,9 +389,9 @@ func grpcClient(t testing.TB, s *Server) oippb.GRPCInferenceServiceClient {
 	return oippb.NewGRPCInferenceServiceClient(conn)
 }
 
-// TestGRPCLoad: 200 concurrent gRPC clients on the image package, raw and
-// typed contents alternating, all answered as the solo engine answers,
-// with groups of more than one request.
+// TestGRPCLoad: bursts of 200 concurrent gRPC clients on the image package,
+// raw and typed contents alternating, all answered as the solo engine
+// answers, with groups of more than one request.
 func TestGRPCLoad(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "image_padded"), Defaults: ModelConfig{MaxDelay: delay(20 * time.Millisecond)}})
 	c := grpcClient(t, s)
@@ -416,32 +416,44 @@ func TestGRPCLoad(t *testing.T) {
 	}
 	ref := solo(t, s, "image_padded", engine.Options{})
 	const clients = 200
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := range clients {
-		wg.Go(func() {
-			r := reqs[i%len(reqs)]
-			resp, err := c.ModelInfer(ctx, grpcRequest("image_padded", r, i%2 == 0, nil))
-			if err != nil {
-				errs <- fmt.Errorf("%s: %v", r.ID, err)
-				return
-			}
-			got, err := grpcOutputs(resp)
-			if err == nil {
-				err = same(got, ref(r).Outputs.Map())
-			}
-			if err != nil {
-				errs <- fmt.Errorf("%s: %v", r.ID, err)
-			}
-		})
+	burst := func() {
+		var wg sync.WaitGroup
+		errs := make(chan error, clients)
+		for i := range clients {
+			wg.Go(func() {
+				r := reqs[i%len(reqs)]
+				resp, err := c.ModelInfer(ctx, grpcRequest("image_padded", r, i%2 == 0, nil))
+				if err != nil {
+					errs <- fmt.Errorf("%s: %v", r.ID, err)
+					return
+				}
+				got, err := grpcOutputs(resp)
+				if err == nil {
+					err = same(got, ref(r).Outputs.Map())
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %v", r.ID, err)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+	// One connection delivers the calls one after another, and the tiny
+	// encoder may answer each before the next arrives when the machine is
+	// busy (seen once in a make test of parallel packages): a burst that
+	// formed no group is followed by another, up to five.
+	maxGroup := func() int { return s.Engine("image_padded").Stats().Components["encoder"].MaxGroupRequests }
+	for range 5 {
+		if burst(); maxGroup() >= 2 || t.Failed() {
+			break
+		}
 	}
-	if g := s.Engine("image_padded").Stats().Components["encoder"].MaxGroupRequests; g < 2 {
-		t.Errorf("200 concurrent gRPC requests formed no group of more than one (max %d)", g)
+	if g := maxGroup(); g < 2 {
+		t.Errorf("five bursts of 200 concurrent gRPC requests formed no group of more than one (max %d)", g)
 	}
 }
 
