@@ -115,7 +115,20 @@ func TestBenchServerMistakes(t *testing.T) {
 // and those sent after fail, each counted, and the bench ends on time.
 func TestBenchServerDrains(t *testing.T) {
 	s, _, grpcAddr := startServing(t, textPkg)
-	time.AfterFunc(150*time.Millisecond, s.SetDraining)
+	// The drain starts once the round has begun: once the server has
+	// taken a request (the bench's start-up takes its own time).
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		for admitted, _ := s.Counts(); admitted == 0; admitted, _ = s.Counts() {
+			select {
+			case <-ended:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		s.SetDraining()
+	}()
 	start := time.Now()
 	rep := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--grpc", grpcAddr, "--protocols", "grpc_stream",
 		"--rounds", "1", "--warmup", "0", "--round-time", "600ms", "--concurrency", "8")
