@@ -27,33 +27,6 @@ type jsonTensor struct {
 	Data       json.RawMessage `json:"data,omitempty"`
 }
 
-// binaryAnswer is the answer of a request whose outputs all go as binary
-// data, its JSON part written by appendEnvelope: the outputs' bytes and
-// the JSON part. It reports false where an output goes as JSON, a string
-// needs escaping or an output cannot be read; writeHTTP then writes the
-// answer (or the error) through encoding/json.
-func binaryAnswer(md *Model, resp vm.Response, names []string, binaryOut map[string]bool) ([][]byte, []byte, bool) {
-	outs := make([]binaryOutput, len(names))
-	blobs := make([][]byte, len(names))
-	for i, n := range names {
-		bin, ok := binaryOut[n]
-		if !ok {
-			bin = binaryOut[""]
-		}
-		if !bin {
-			return nil, nil, false
-		}
-		t, extents, err := output(resp, n)
-		if err != nil {
-			return nil, nil, false
-		}
-		blobs[i] = toBytes(t)
-		outs[i] = binaryOutput{name: n, datatype: Datatype(t.DType), shape: t.Shape, extents: extents, size: len(blobs[i])}
-	}
-	b, ok := appendEnvelope(make([]byte, 0, 128+96*len(outs)), md.Name, Version, resp.ID, outs)
-	return blobs, b, ok
-}
-
 // jsonDataTensor is a tensor whose data is Go values, written as JSON: an
 // answer's outputs, a client's inputs (client.go).
 type jsonDataTensor struct {
@@ -290,52 +263,57 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		writeError(w, err)
 		return
 	}
-	if blobs, b, ok := binaryAnswer(md, resp, names, binaryOut); ok {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set(HeaderLength, strconv.Itoa(len(b)))
-		w.Write(b)
-		for _, blob := range blobs {
-			w.Write(blob)
-		}
-		return
-	}
-	out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}
+	// Every output is read once: its tensor, and its bytes where it goes
+	// as binary data.
+	outs := make([]binaryOutput, len(names))
+	tensors := make([]*backend.Tensor, len(names))
 	var blobs [][]byte
-	for _, n := range names {
+	for i, n := range names {
 		t, extents, err := output(resp, n)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		ot := jsonDataTensor{Name: n, Shape: t.Shape, Datatype: Datatype(t.DType)}
-		if extents != nil {
-			ot.Parameters = map[string]any{itemsParam: extents}
-		}
+		tensors[i], outs[i] = t, binaryOutput{name: n, datatype: Datatype(t.DType), shape: t.Shape, extents: extents, size: -1}
 		bin, ok := binaryOut[n]
 		if !ok {
 			bin = binaryOut[""]
 		}
 		if bin {
 			b := toBytes(t)
-			if ot.Parameters == nil {
-				ot.Parameters = map[string]any{}
-			}
-			ot.Parameters["binary_data_size"] = len(b)
+			outs[i].size = len(b)
 			blobs = append(blobs, b)
-		} else {
-			data, err := jsonData(t)
-			if err != nil {
-				writeError(w, backend.Errorf(backend.RunBackend, "output `%s` %v", n, err))
+		}
+	}
+	// Where every output goes as binary data, appendEnvelope writes the
+	// JSON part; otherwise (or where a string needs escaping)
+	// encoding/json does.
+	b, ok := []byte(nil), false
+	if len(blobs) == len(outs) {
+		b, ok = appendEnvelope(make([]byte, 0, 128+96*len(outs)), md.Name, Version, resp.ID, outs)
+	}
+	if !ok {
+		out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}
+		for i, o := range outs {
+			ot := jsonDataTensor{Name: o.name, Shape: o.shape, Datatype: o.datatype}
+			if o.extents != nil {
+				ot.Parameters = map[string]any{itemsParam: o.extents}
+			}
+			if o.size >= 0 {
+				if ot.Parameters == nil {
+					ot.Parameters = map[string]any{}
+				}
+				ot.Parameters["binary_data_size"] = o.size
+			} else if ot.Data, err = jsonData(tensors[i]); err != nil {
+				writeError(w, backend.Errorf(backend.RunBackend, "output `%s` %v", o.name, err))
 				return
 			}
-			ot.Data = data
+			out.Outputs = append(out.Outputs, ot)
 		}
-		out.Outputs = append(out.Outputs, ot)
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		writeError(w, backend.Errorf(backend.RunBackend, "encoding the response: %v", err))
-		return
+		if b, err = json.Marshal(out); err != nil {
+			writeError(w, backend.Errorf(backend.RunBackend, "encoding the response: %v", err))
+			return
+		}
 	}
 	if len(blobs) == 0 {
 		w.Header().Set("Content-Type", "application/json")

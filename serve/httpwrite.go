@@ -14,7 +14,7 @@ type binaryOutput struct {
 	name, datatype string
 	shape          []int64
 	extents        []int64 // the items form's extents, or nil
-	size           int     // bytes of binary data
+	size           int     // bytes of binary data (-1: it goes as JSON)
 }
 
 // appendEnvelope appends the JSON part of an answer whose outputs all go

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -63,9 +64,11 @@ func FuzzEnvelope(f *testing.F) {
 	})
 }
 
-// TestBinaryAnswer: a text request answered with binary outputs through
-// the Handler carries the JSON part appendEnvelope writes, the same that
-// encoding/json writes of it, and outputs that decode to the engine's.
+// TestBinaryAnswer: a text request answered with binary outputs carries
+// a JSON part (appendEnvelope's) that decodes to the model, id and
+// outputs, whose binary_data_size account for every byte after it, and
+// bytes that read back as the engine's outputs; asked as JSON, the same
+// answer carries the data inline and no binary part.
 func TestBinaryAnswer(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "text_packed"), NoWarmup: true})
 	md := s.models["text_packed"]
@@ -75,25 +78,51 @@ func TestBinaryAnswer(t *testing.T) {
 	}
 	for _, r := range reqs[:4] {
 		resp := md.eng.Run(context.Background(), r)
-		names, err := md.outputOrder(resp, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blobs, header, ok := binaryAnswer(md, resp, names, map[string]bool{"": true})
-		if !ok || len(blobs) != len(names) {
-			t.Fatalf("%s: binaryAnswer declined a plain answer", r.ID)
-		}
-		var env jsonResponse
-		if err := json.Unmarshal(header, &env); err != nil || env.ID != r.ID || len(env.Outputs) != len(names) {
-			t.Fatalf("%s: %s: %v", r.ID, header, err)
-		}
 		w := httptest.NewRecorder()
 		s.writeHTTP(w, md, resp, nil, map[string]bool{"": true})
-		if !bytes.HasPrefix(w.Body.Bytes(), header) || w.Header().Get(HeaderLength) == "" {
-			t.Errorf("%s: the Handler's answer does not start with %s", r.ID, header)
+		hlen, err := strconv.Atoi(w.Header().Get(HeaderLength))
+		if err != nil {
+			t.Fatalf("%s: %s %q: %v", r.ID, HeaderLength, w.Header().Get(HeaderLength), err)
 		}
-		if _, _, ok := binaryAnswer(md, resp, names, map[string]bool{"": false}); ok {
-			t.Errorf("%s: binaryAnswer took an answer of JSON outputs", r.ID)
+		body := w.Body.Bytes()
+		var env struct {
+			ModelName string `json:"model_name"`
+			ID        string `json:"id"`
+			Outputs   []struct {
+				Name       string
+				Shape      []int64
+				Datatype   string
+				Parameters struct {
+					Size int `json:"binary_data_size"`
+				}
+			}
+		}
+		if err := json.Unmarshal(body[:hlen], &env); err != nil || env.ID != r.ID || env.ModelName != "text_packed" || len(env.Outputs) == 0 {
+			t.Fatalf("%s: %s: %v", r.ID, body[:hlen], err)
+		}
+		got := map[string]*backend.Tensor{}
+		at := hlen
+		for _, o := range env.Outputs {
+			dt, err := dtypeOf(o.Name, o.Datatype)
+			if err == nil && at+o.Parameters.Size <= len(body) {
+				got[o.Name], err = fromBytes(o.Name, dt, o.Shape, body[at:at+o.Parameters.Size])
+			}
+			if err != nil {
+				t.Fatalf("%s: output %s: %v", r.ID, o.Name, err)
+			}
+			at += o.Parameters.Size
+		}
+		if at != len(body) {
+			t.Errorf("%s: the sizes account for %d of %d bytes", r.ID, at, len(body))
+		}
+		if err := same(got, resp.Outputs.Map()); err != nil {
+			t.Errorf("%s: %v", r.ID, err)
+		}
+		w = httptest.NewRecorder()
+		s.writeHTTP(w, md, resp, nil, map[string]bool{"": false})
+		var asJSON jsonResponse
+		if w.Header().Get(HeaderLength) != "" || json.Unmarshal(w.Body.Bytes(), &asJSON) != nil || len(asJSON.Outputs) != len(env.Outputs) || asJSON.Outputs[0].Data == nil {
+			t.Errorf("%s: asked as JSON: %s", r.ID, w.Body.Bytes())
 		}
 	}
 }
