@@ -58,7 +58,33 @@ func (g *grpcService) ModelReady(_ context.Context, r *oippb.ModelReadyRequest) 
 }
 
 func (g *grpcService) ServerMetadata(context.Context, *oippb.ServerMetadataRequest) (*oippb.ServerMetadataResponse, error) {
-	return &oippb.ServerMetadataResponse{Name: "genaic", Version: Version}, nil
+	return &oippb.ServerMetadataResponse{Name: "genaic", Version: Version, Extensions: tritonExtensions}, nil
+}
+
+// ModelStatistics answers Triton's statistics extension (triton.go): one
+// model's, or every model's when the request names none.
+func (g *grpcService) ModelStatistics(_ context.Context, r *oippb.ModelStatisticsRequest) (*oippb.ModelStatisticsResponse, error) {
+	var md *Model
+	if r.Name != "" {
+		var err error
+		if md, err = g.model(r.Name, r.Version); err != nil {
+			return nil, err
+		}
+	}
+	resp := &oippb.ModelStatisticsResponse{}
+	for _, ms := range g.s.statsOf(md) {
+		resp.ModelStats = append(resp.ModelStats, ms.proto())
+	}
+	return resp, nil
+}
+
+// ModelConfig answers Triton's model configuration extension (triton.go).
+func (g *grpcService) ModelConfig(_ context.Context, r *oippb.ModelConfigRequest) (*oippb.ModelConfigResponse, error) {
+	md, err := g.model(r.Name, r.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &oippb.ModelConfigResponse{Config: md.config().proto()}, nil
 }
 
 func (g *grpcService) ModelMetadata(_ context.Context, r *oippb.ModelMetadataRequest) (*oippb.ModelMetadataResponse, error) {
@@ -111,8 +137,7 @@ func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, pro
 	}
 	req, timeout, err := decodeGRPC(md, r)
 	if err != nil {
-		g.s.m.requests.WithLabelValues(md.Name, protocol).Inc()
-		g.s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
+		g.s.refused(md, protocol, err)
 		return nil, grpcError(err)
 	}
 	resp := g.s.infer(ctx, md, protocol, req, timeout)

@@ -73,7 +73,11 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, status, map[string]bool{"ready": status == http.StatusOK})
 	})
 	mux.HandleFunc("GET /v2", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"name": "genaic", "version": Version, "extensions": []string{"binary_tensor_data"}})
+		writeJSON(w, http.StatusOK, map[string]any{"name": "genaic", "version": Version, "extensions": append([]string{"binary_tensor_data"}, tritonExtensions...)})
+	})
+	// Triton's statistics and model configuration extensions (triton.go).
+	mux.HandleFunc("GET /v2/models/stats", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"model_stats": s.statsOf(nil)})
 	})
 	for _, prefix := range []string{"/v2/models/{model}", "/v2/models/{model}/versions/{version}"} {
 		mux.HandleFunc("GET "+prefix, s.withModel(s.httpMetadata))
@@ -85,6 +89,12 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, status, map[string]any{"name": md.Name, "ready": status == http.StatusOK})
 		}))
 		mux.HandleFunc("POST "+prefix+"/infer", s.withModel(s.httpInfer))
+		mux.HandleFunc("GET "+prefix+"/stats", s.withModel(func(w http.ResponseWriter, r *http.Request, md *Model) {
+			writeJSON(w, http.StatusOK, map[string]any{"model_stats": s.statsOf(md)})
+		}))
+		mux.HandleFunc("GET "+prefix+"/config", s.withModel(func(w http.ResponseWriter, r *http.Request, md *Model) {
+			writeJSON(w, http.StatusOK, md.config())
+		}))
 		// The engine's own stats, as `genaic run --stats` writes them:
 		// what `genaic inspect --stats URL` shows of a running server.
 		mux.HandleFunc("GET "+prefix+"/genaic/stats", s.withModel(func(w http.ResponseWriter, r *http.Request, md *Model) {
@@ -151,8 +161,7 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 	}
 	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, r.Header.Get(HeaderLength), body)
 	if err != nil {
-		s.m.requests.WithLabelValues(md.Name, "http").Inc()
-		s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
+		s.refused(md, "http", err)
 		writeError(w, err)
 		return
 	}

@@ -47,13 +47,22 @@ func closedErr(model string) error {
 	return backend.Errorf(backend.RunClosed, "model %s is not accepting requests (the server is starting or draining); retry on another replica", model)
 }
 
+// refused counts a request that failed before it was decoded.
+func (s *Server) refused(md *Model, protocol string, err error) {
+	s.m.requests.WithLabelValues(md.Name, protocol).Inc()
+	s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
+	md.stats.answered(true, 0)
+}
+
 // infer runs one decoded request on a model under the request's timeout,
 // counting it, and returns its response.
 func (s *Server) infer(ctx context.Context, md *Model, protocol string, req vm.Request, timeout time.Duration) vm.Response {
 	start := time.Now()
 	s.m.requests.WithLabelValues(md.Name, protocol).Inc()
 	resp := s.admit(ctx, md, req, timeout)
-	s.m.latency.WithLabelValues(md.Name).Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	s.m.latency.WithLabelValues(md.Name).Observe(took.Seconds())
+	md.stats.answered(resp.Err != nil, took)
 	if resp.Err != nil {
 		re := vm.AsRunError(resp.Err)
 		s.m.errors.WithLabelValues(md.Name, re.Rule).Inc()

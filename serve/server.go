@@ -59,6 +59,11 @@ type Model struct {
 	inputs  []tensorMeta
 	outputs []tensorMeta
 	known   map[string]string // input name → dtype
+	// stats counts requests and invocations for Triton's statistics
+	// extension (triton.go); maxDelay is the engine's, for its
+	// configuration.
+	stats    *inferStats
+	maxDelay time.Duration
 }
 
 type tensorMeta struct {
@@ -133,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 		if !cfg.NoWarmup {
 			s.warm(md)
 		}
+		md.stats.serving.Store(true)
 		md.ready.Store(true)
 		s.m.ready.WithLabelValues(name).Set(1)
 		s.m.depth.WithLabelValues(name).Set(0)
@@ -208,8 +214,9 @@ func (s *Server) load(name, dir string) (*Model, error) {
 		return nil, err
 	}
 	c := s.cfg.Models[name].Over(s.cfg.Defaults)
+	st := &inferStats{}
 	opts := engine.Options{
-		Options: vm.Options{Queue: c.Queue, Workers: c.Workers, Observer: s.m.Observer(name)},
+		Options: vm.Options{Queue: c.Queue, Workers: c.Workers, Observer: statsObserver{s.m.Observer(name), st}},
 		Use:     s.cfg.Use,
 		Config:  engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings},
 	}
@@ -222,7 +229,7 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}}
+	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay}
 	for _, in := range f.IR.Inputs {
 		if in.Source != "request" && !in.ExternallySuppliable {
 			continue

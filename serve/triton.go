@@ -1,0 +1,272 @@
+package serve
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/genaic/genaic/serve/oippb"
+	"github.com/genaic/genaic/vm"
+)
+
+// Two of Triton's extensions to the protocol, which its tools (perf_analyzer,
+// the tritonclient libraries' get_model_config and get_inference_statistics)
+// ask a server for beside inference:
+//
+//   - statistics: GET /v2/models[/{model}[/versions/{version}]]/stats, the
+//     cumulative counts and durations of each model's requests and
+//     invocations in Triton's schema;
+//   - model_configuration: GET /v2/models/{model}[/versions/{version}]/config,
+//     the model's configuration in Triton's schema, as far as genaic has one;
+//
+// and over gRPC, the ModelStatistics and ModelConfig calls of Triton's
+// GRPCInferenceService (oippb), with the same contents.
+//
+// How genaic's terms map onto Triton's, for the statistics: a request is
+// one inference (inference_count; it may hold several items, which genaic
+// groups, not the client); an execution is one invocation of a component,
+// so a workflow of two components counts two per group (execution_count
+// and batch_stats, by the requests in the group); queue is the time items
+// waited at components for their groups; compute_infer is an invocation's
+// time (assembly, the model's run and the split into views, which genaic
+// does not time apart), counted, as Triton does, once per request in the
+// group with the whole invocation's duration, so that ns/count is the
+// invocation time a request saw. compute_input and compute_output are
+// inside compute_infer: they come with its count and 0 ns.
+
+// inferStats counts one model's requests and invocations for the
+// statistics extension. Requests and items update the counters without a
+// lock; batch sizes, one per invocation, under mu.
+type inferStats struct {
+	// serving is set once the model is warmed up: the warm-up's
+	// invocations are not counted.
+	serving                     atomic.Bool
+	success, fail, queue, infer durationStat
+	executions                  atomic.Uint64
+	last                        atomic.Int64 // ms since the epoch
+	mu                          sync.Mutex
+	batches                     map[int]*durationStat // by group size
+}
+
+// durationStat is Triton's $duration_stat: a count and nanoseconds.
+type durationStat struct {
+	count, ns atomic.Uint64
+}
+
+func (d *durationStat) add(count uint64, ns time.Duration) {
+	d.count.Add(count)
+	d.ns.Add(uint64(max(ns, 0)))
+}
+
+func (d *durationStat) json() durationJSON {
+	return durationJSON{Count: d.count.Load(), NS: d.ns.Load()}
+}
+
+// answered counts a request answered (failed, or not) after d.
+func (st *inferStats) answered(failed bool, d time.Duration) {
+	if failed {
+		st.fail.add(1, d)
+	} else {
+		st.success.add(1, d)
+	}
+	st.last.Store(time.Now().UnixMilli())
+}
+
+// invoked counts one invocation, of a group of that many requests, which
+// took d (0 where the engine did not time it).
+func (st *inferStats) invoked(requests int, d time.Duration) {
+	st.executions.Add(1)
+	st.infer.add(uint64(requests), time.Duration(requests)*d)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.batches == nil {
+		st.batches = map[int]*durationStat{}
+	}
+	b := st.batches[requests]
+	if b == nil {
+		b = &durationStat{}
+		st.batches[requests] = b
+	}
+	b.add(1, d)
+}
+
+// statsObserver feeds a model's Prometheus histograms and its statistics.
+type statsObserver struct {
+	vm.Observer
+	st *inferStats
+}
+
+func (o statsObserver) QueueWait(component string, d time.Duration) {
+	o.Observer.QueueWait(component, d)
+	if o.st.serving.Load() {
+		o.st.queue.add(1, d)
+	}
+}
+
+func (o statsObserver) Invoked(component string, requests int, footprint, real int64, d time.Duration) {
+	o.Observer.Invoked(component, requests, footprint, real, d)
+	if o.st.serving.Load() {
+		o.st.invoked(requests, d)
+	}
+}
+
+type durationJSON struct {
+	Count uint64 `json:"count"`
+	NS    uint64 `json:"ns"`
+}
+
+type modelStatJSON struct {
+	Name           string          `json:"name"`
+	Version        string          `json:"version"`
+	LastInference  int64           `json:"last_inference"`
+	InferenceCount uint64          `json:"inference_count"`
+	ExecutionCount uint64          `json:"execution_count"`
+	InferenceStats inferStatsJSON  `json:"inference_stats"`
+	BatchStats     []batchStatJSON `json:"batch_stats"`
+}
+
+type inferStatsJSON struct {
+	Success       durationJSON `json:"success"`
+	Fail          durationJSON `json:"fail"`
+	Queue         durationJSON `json:"queue"`
+	ComputeInput  durationJSON `json:"compute_input"`
+	ComputeInfer  durationJSON `json:"compute_infer"`
+	ComputeOutput durationJSON `json:"compute_output"`
+	CacheHit      durationJSON `json:"cache_hit"`
+	CacheMiss     durationJSON `json:"cache_miss"`
+}
+
+type batchStatJSON struct {
+	BatchSize     int          `json:"batch_size"`
+	ComputeInput  durationJSON `json:"compute_input"`
+	ComputeInfer  durationJSON `json:"compute_infer"`
+	ComputeOutput durationJSON `json:"compute_output"`
+}
+
+// modelStat is a model's statistics in Triton's schema. Counters read one
+// after another may be a request apart from each other.
+func (md *Model) modelStat() modelStatJSON {
+	st := md.stats
+	infer := st.infer.json()
+	ms := modelStatJSON{
+		Name: md.Name, Version: Version,
+		LastInference:  st.last.Load(),
+		InferenceCount: st.success.count.Load(),
+		ExecutionCount: st.executions.Load(),
+		InferenceStats: inferStatsJSON{
+			Success: st.success.json(), Fail: st.fail.json(), Queue: st.queue.json(),
+			ComputeInput: durationJSON{Count: infer.Count}, ComputeInfer: infer, ComputeOutput: durationJSON{Count: infer.Count},
+		},
+		BatchStats: []batchStatJSON{},
+	}
+	st.mu.Lock()
+	for size, b := range st.batches {
+		d := b.json()
+		ms.BatchStats = append(ms.BatchStats, batchStatJSON{BatchSize: size,
+			ComputeInput: durationJSON{Count: d.Count}, ComputeInfer: d, ComputeOutput: durationJSON{Count: d.Count}})
+	}
+	st.mu.Unlock()
+	slices.SortFunc(ms.BatchStats, func(a, b batchStatJSON) int { return a.BatchSize - b.BatchSize })
+	return ms
+}
+
+// tritonExtensions are the extensions of Triton's this server speaks,
+// over both protocols.
+var tritonExtensions = []string{"statistics", "model_configuration"}
+
+// statsOf is the statistics of one model, or of every model (md nil).
+func (s *Server) statsOf(md *Model) []modelStatJSON {
+	if md != nil {
+		return []modelStatJSON{md.modelStat()}
+	}
+	stats := make([]modelStatJSON, len(s.names))
+	for i, name := range s.names {
+		stats[i] = s.models[name].modelStat()
+	}
+	return stats
+}
+
+// configJSON is a model's configuration in Triton's schema: the fields
+// that describe a genaic model. max_batch_size is 0: a request's first
+// axis is not a batch axis to Triton's tools, since genaic groups whole
+// requests itself (their tensors are sent as the metadata shapes them);
+// dynamic_batching carries the max delay.
+type configJSON struct {
+	Name            string             `json:"name"`
+	Platform        string             `json:"platform"`
+	Backend         string             `json:"backend"`
+	MaxBatchSize    int32              `json:"max_batch_size"`
+	Input           []configTensorJSON `json:"input"`
+	Output          []configTensorJSON `json:"output"`
+	DynamicBatching struct {
+		MaxQueueDelayMicroseconds uint64 `json:"max_queue_delay_microseconds"`
+	} `json:"dynamic_batching"`
+}
+
+// configTensorJSON is an input or output of Triton's model configuration.
+type configTensorJSON struct {
+	Name     string  `json:"name"`
+	DataType string  `json:"data_type"`
+	Dims     []int64 `json:"dims"`
+}
+
+func (md *Model) config() configJSON {
+	tensors := func(ts []tensorMeta) []configTensorJSON {
+		out := make([]configTensorJSON, len(ts))
+		for i, t := range ts {
+			out[i] = configTensorJSON{Name: t.Name, DataType: "TYPE_" + tritonType(t.Datatype), Dims: t.Shape}
+		}
+		return out
+	}
+	c := configJSON{Name: md.Name, Platform: "genaic", Backend: "genaic", Input: tensors(md.inputs), Output: tensors(md.outputs)}
+	c.DynamicBatching.MaxQueueDelayMicroseconds = uint64(max(md.maxDelay.Microseconds(), 0))
+	return c
+}
+
+// tritonType is the model configuration's name of an OIP datatype: the
+// same but for BYTES, which it calls STRING.
+func tritonType(datatype string) string {
+	if datatype == "BYTES" {
+		return "STRING"
+	}
+	return datatype
+}
+
+// The gRPC forms of the same answers.
+
+func (ms modelStatJSON) proto() *oippb.ModelStatistics {
+	is := ms.InferenceStats
+	p := &oippb.ModelStatistics{
+		Name: ms.Name, Version: ms.Version,
+		LastInference:  uint64(max(ms.LastInference, 0)),
+		InferenceCount: ms.InferenceCount,
+		ExecutionCount: ms.ExecutionCount,
+		InferenceStats: &oippb.InferStatistics{
+			Success: is.Success.proto(), Fail: is.Fail.proto(), Queue: is.Queue.proto(),
+			ComputeInput: is.ComputeInput.proto(), ComputeInfer: is.ComputeInfer.proto(), ComputeOutput: is.ComputeOutput.proto(),
+			CacheHit: is.CacheHit.proto(), CacheMiss: is.CacheMiss.proto(),
+		},
+	}
+	for _, b := range ms.BatchStats {
+		p.BatchStats = append(p.BatchStats, &oippb.InferBatchStatistics{BatchSize: uint64(b.BatchSize),
+			ComputeInput: b.ComputeInput.proto(), ComputeInfer: b.ComputeInfer.proto(), ComputeOutput: b.ComputeOutput.proto()})
+	}
+	return p
+}
+
+func (d durationJSON) proto() *oippb.StatisticDuration {
+	return &oippb.StatisticDuration{Count: d.Count, Ns: d.NS}
+}
+
+func (c configJSON) proto() *oippb.ModelConfig {
+	p := &oippb.ModelConfig{Name: c.Name, Platform: c.Platform, Backend: c.Backend, MaxBatchSize: c.MaxBatchSize,
+		DynamicBatching: &oippb.ModelDynamicBatching{MaxQueueDelayMicroseconds: c.DynamicBatching.MaxQueueDelayMicroseconds}}
+	for _, t := range c.Input {
+		p.Input = append(p.Input, &oippb.ModelInput{Name: t.Name, DataType: oippb.DataType(oippb.DataType_value[t.DataType]), Dims: t.Dims})
+	}
+	for _, t := range c.Output {
+		p.Output = append(p.Output, &oippb.ModelOutput{Name: t.Name, DataType: oippb.DataType(oippb.DataType_value[t.DataType]), Dims: t.Dims})
+	}
+	return p
+}
