@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +41,10 @@ import (
 // answers. Where --url names a genaic server, its /metrics tell each
 // round's groups (invocations and requests per component) and the
 // server's own mean times (per request; per component the wait for a
-// group and the invocation); they count every client's traffic, not only
-// the bench's.
+// group and the invocation); another server that answers Triton's
+// statistics extension (/v2/models/{m}/stats) tells the same of the
+// model as a whole, its batch sizes too. Both count every client's
+// traffic, not only the bench's.
 
 // remoteFlags are bench's options for a server.
 type remoteFlags struct {
@@ -387,17 +390,18 @@ func (s *sharedStream) close() {
 	}
 }
 
-// metricsReader reads a genaic server's counters and times of one model
-// from its /metrics: a round's groups and times are the difference of two
-// reads. Nil, or a server without them, reads empty stats and no times.
+// metricsReader reads a server's counters and times of one model: a
+// genaic server's from its /metrics, another's from Triton's statistics
+// extension. A round's groups and times are the difference of two reads.
+// Nil, or a server with neither, reads empty stats and no times.
 type metricsReader struct {
-	client *http.Client
-	url    string
-	model  string
+	client     *http.Client
+	url, stats string
+	model      string
 }
 
 func newMetricsReader(c *http.Client, base, model string) *metricsReader {
-	return &metricsReader{client: c, url: base + "/metrics", model: model}
+	return &metricsReader{client: c, url: base + "/metrics", stats: base + "/v2/models/" + url.PathEscape(model) + "/stats", model: model}
 }
 
 // serverTimes are a genaic server's sums and counts of its own times: its
@@ -457,22 +461,31 @@ var componentSeries = map[string]func(cs *vm.ComponentStats, v float64){
 }
 
 func (m *metricsReader) read() snapshot {
-	out := snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
 	if m == nil {
+		return snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
+	}
+	if out, ok := m.readMetrics(); ok {
 		return out
 	}
+	return m.readStats()
+}
+
+// readMetrics reads a genaic server's /metrics; false where the server
+// has none.
+func (m *metricsReader) readMetrics() (snapshot, bool) {
+	out := snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
 	resp, err := m.client.Get(m.url)
 	if err != nil {
-		return out
+		return out, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return out
+		return out, false
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return out
+	if err != nil || families["genaic_request_duration_seconds"] == nil {
+		return out, false // not a genaic server's metrics
 	}
 	// each calls f with every series of the model in a family, and its
 	// component (empty for a series of the model's).
@@ -502,9 +515,6 @@ func (m *metricsReader) read() snapshot {
 			out.stats.Components[component] = cs
 		})
 	}
-	if families["genaic_request_duration_seconds"] == nil {
-		return out // not a genaic server's metrics
-	}
 	times := serverTimes{queue: map[string]sumCount{}, invoke: map[string]sumCount{}}
 	histogram := func(metric *dto.Metric) sumCount {
 		h := metric.GetHistogram()
@@ -514,5 +524,64 @@ func (m *metricsReader) read() snapshot {
 	each("genaic_queue_wait_seconds", func(c string, metric *dto.Metric) { times.queue[c] = histogram(metric) })
 	each("genaic_invocation_seconds", func(c string, metric *dto.Metric) { times.invoke[c] = histogram(metric) })
 	out.server = &times
+	return out, true
+}
+
+// tritonDuration is Triton's $duration_stat.
+type tritonDuration struct {
+	Count uint64 `json:"count"`
+	NS    uint64 `json:"ns"`
+}
+
+func (d tritonDuration) sumCount() sumCount { return sumCount{float64(d.NS) / 1e9, float64(d.Count)} }
+
+// readStats reads the model's statistics in Triton's schema (its
+// statistics extension), as perf_analyzer does. The model is the one
+// component of the groups: its executions are the invocations, its batch
+// sizes the group sizes, its successes the requests' server times, its
+// queue the waits and its batches' compute_infer the invocations' times.
+// A server without the extension reads empty stats and no times.
+func (m *metricsReader) readStats() snapshot {
+	out := snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
+	resp, err := m.client.Get(m.stats)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	var body struct {
+		ModelStats []struct {
+			Name           string `json:"name"`
+			ExecutionCount uint64 `json:"execution_count"`
+			InferenceStats struct {
+				Success, Queue tritonDuration
+			} `json:"inference_stats"`
+			BatchStats []struct {
+				BatchSize    int            `json:"batch_size"`
+				ComputeInfer tritonDuration `json:"compute_infer"`
+			} `json:"batch_stats"`
+		} `json:"model_stats"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body) != nil {
+		return out
+	}
+	for _, ms := range body.ModelStats {
+		if ms.Name != m.model {
+			continue
+		}
+		cs := vm.ComponentStats{Invocations: int64(ms.ExecutionCount), GroupSizes: map[int]int64{}}
+		var invoke sumCount
+		for _, b := range ms.BatchStats {
+			cs.GroupSizes[b.BatchSize] += int64(b.ComputeInfer.Count)
+			cs.Requests += int64(b.BatchSize) * int64(b.ComputeInfer.Count)
+			invoke = invoke.plus(b.ComputeInfer.sumCount())
+		}
+		out.stats.Components[m.model] = cs
+		out.server = &serverTimes{
+			request: ms.InferenceStats.Success.sumCount(),
+			queue:   map[string]sumCount{m.model: ms.InferenceStats.Queue.sumCount()},
+			invoke:  map[string]sumCount{m.model: invoke},
+		}
+		break
+	}
 	return out
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +85,47 @@ func TestBenchServer(t *testing.T) {
 		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
 	if len(one.Modes) != 1 || one.Modes[0].Name != "grpc_stream" || one.Modes[0].Failed != 0 || len(one.Modes[0].Groups) != 0 {
 		t.Errorf("--protocols grpc_stream with no --url: %+v; want that mode alone, no groups (no metrics to read)", one.Modes)
+	}
+}
+
+// TestBenchTritonStats: against a server that has no genaic /metrics but
+// answers Triton's statistics extension (a genaic server behind a front
+// that hides its /metrics, as a Triton server would look), the groups,
+// batch sizes and server times come from the statistics, for the model
+// as one component, and account for the requests sent.
+func TestBenchTritonStats(t *testing.T) {
+	s, _, _ := startServing(t, textPkg)
+	h := s.Handler()
+	var scraped atomic.Int64
+	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			scraped.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer foreign.Close()
+	rep := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--url", foreign.URL, "--protocols", "http",
+		"--rounds", "2", "--warmup", "0", "--round-time", "0", "--concurrency", "8")
+	if scraped.Load() == 0 || len(rep.Modes) != 1 {
+		t.Fatalf("/metrics read %d times, modes %+v", scraped.Load(), rep.Modes)
+	}
+	m := rep.Modes[0]
+	g, ok := m.Groups["text_packed"]
+	if !ok || len(m.Groups) != 1 {
+		t.Fatalf("groups %+v; want the model's alone", m.Groups)
+	}
+	var invocations, requests int64
+	for size, n := range g.Sizes {
+		invocations += n
+		requests += int64(size) * n
+	}
+	if m.Failed != 0 || g.Requests != 128 || requests != 128 || invocations != g.Invocations || g.Invocations < 1 {
+		t.Errorf("%d failed; groups %+v (sizes account for %d requests in %d invocations); want the 128 requests sent", m.Failed, g, requests, invocations)
+	}
+	if m.ServerRequestMS <= 0 || m.ServerRequestMS > m.Latency.Mean || g.InvocationMS <= 0 || g.InvocationMS > m.ServerRequestMS || g.QueueMS < 0 {
+		t.Errorf("server %g ms per request, invocations %g ms, queue %g ms, the client's mean %g ms", m.ServerRequestMS, g.InvocationMS, g.QueueMS, m.Latency.Mean)
 	}
 }
 
