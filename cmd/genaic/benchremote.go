@@ -42,9 +42,9 @@ import (
 // round's groups (invocations and requests per component) and the
 // server's own mean times (per request; per component the wait for a
 // group and the invocation); another server that answers Triton's
-// statistics extension (/v2/models/{m}/stats) tells the same of the
-// model as a whole, its batch sizes too. Both count every client's
-// traffic, not only the bench's.
+// statistics extension (/v2/models/{m}/stats, or ModelStatistics where
+// only --grpc is given) tells the same of the model as a whole, its batch
+// sizes too. Both count every client's traffic, not only the bench's.
 
 // remoteFlags are bench's options for a server.
 type remoteFlags struct {
@@ -234,6 +234,8 @@ func newGRPCTarget(b *bencher, stream bool) (target, error) {
 		msgs: make([]*oippb.ModelInferRequest, len(b.reqs)), ids: make([]string, len(b.reqs))}
 	if rf.url != "" {
 		t.metrics = newMetricsReader(&http.Client{Timeout: rf.timeout}, rf.baseURL(), rf.model)
+	} else {
+		t.metrics = &metricsReader{grpc: t.client, timeout: rf.timeout, model: rf.model}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rf.timeout)
 	defer cancel()
@@ -392,11 +394,14 @@ func (s *sharedStream) close() {
 
 // metricsReader reads a server's counters and times of one model: a
 // genaic server's from its /metrics, another's from Triton's statistics
-// extension. A round's groups and times are the difference of two reads.
-// Nil, or a server with neither, reads empty stats and no times.
+// extension, over HTTP, or over gRPC where the bench has no --url. A
+// round's groups and times are the difference of two reads. Nil, or a
+// server with neither, reads empty stats and no times.
 type metricsReader struct {
-	client     *http.Client
+	client     *http.Client // nil: statistics over grpc
 	url, stats string
+	grpc       oippb.GRPCInferenceServiceClient
+	timeout    time.Duration
 	model      string
 }
 
@@ -461,8 +466,11 @@ var componentSeries = map[string]func(cs *vm.ComponentStats, v float64){
 }
 
 func (m *metricsReader) read() snapshot {
-	if m == nil {
+	switch {
+	case m == nil:
 		return snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
+	case m.client == nil:
+		return m.readGRPCStats()
 	}
 	if out, ok := m.readMetrics(); ok {
 		return out
@@ -535,12 +543,47 @@ type tritonDuration struct {
 
 func (d tritonDuration) sumCount() sumCount { return sumCount{float64(d.NS) / 1e9, float64(d.Count)} }
 
-// readStats reads the model's statistics in Triton's schema (its
-// statistics extension), as perf_analyzer does. The model is the one
-// component of the groups: its executions are the invocations, its batch
-// sizes the group sizes, its successes the requests' server times, its
-// queue the waits and its batches' compute_infer the invocations' times.
-// A server without the extension reads empty stats and no times.
+// modelStatistics is what the bench reads of a model's statistics in
+// Triton's schema (its statistics extension), as perf_analyzer does.
+type modelStatistics struct {
+	Name           string `json:"name"`
+	ExecutionCount uint64 `json:"execution_count"`
+	InferenceStats struct {
+		Success tritonDuration `json:"success"`
+		Queue   tritonDuration `json:"queue"`
+	} `json:"inference_stats"`
+	BatchStats []batchStatistics `json:"batch_stats"`
+}
+
+type batchStatistics struct {
+	BatchSize    int            `json:"batch_size"`
+	ComputeInfer tritonDuration `json:"compute_infer"`
+}
+
+// snapshot is the model as the one component of the groups: its
+// executions are the invocations, its batch sizes the group sizes, its
+// successes the requests' server times, its queue the waits and its
+// batches' compute_infer the invocations' times.
+func (ms modelStatistics) snapshot() snapshot {
+	cs := vm.ComponentStats{Invocations: int64(ms.ExecutionCount), GroupSizes: map[int]int64{}}
+	var invoke sumCount
+	for _, b := range ms.BatchStats {
+		cs.GroupSizes[b.BatchSize] += int64(b.ComputeInfer.Count)
+		cs.Requests += int64(b.BatchSize) * int64(b.ComputeInfer.Count)
+		invoke = invoke.plus(b.ComputeInfer.sumCount())
+	}
+	return snapshot{
+		stats: vm.Stats{Components: map[string]vm.ComponentStats{ms.Name: cs}},
+		server: &serverTimes{
+			request: ms.InferenceStats.Success.sumCount(),
+			queue:   map[string]sumCount{ms.Name: ms.InferenceStats.Queue.sumCount()},
+			invoke:  map[string]sumCount{ms.Name: invoke},
+		},
+	}
+}
+
+// readStats reads the model's statistics over HTTP. A server without the
+// extension reads empty stats and no times.
 func (m *metricsReader) readStats() snapshot {
 	out := snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
 	resp, err := m.client.Get(m.stats)
@@ -549,39 +592,42 @@ func (m *metricsReader) readStats() snapshot {
 	}
 	defer resp.Body.Close()
 	var body struct {
-		ModelStats []struct {
-			Name           string `json:"name"`
-			ExecutionCount uint64 `json:"execution_count"`
-			InferenceStats struct {
-				Success, Queue tritonDuration
-			} `json:"inference_stats"`
-			BatchStats []struct {
-				BatchSize    int            `json:"batch_size"`
-				ComputeInfer tritonDuration `json:"compute_infer"`
-			} `json:"batch_stats"`
-		} `json:"model_stats"`
+		ModelStats []modelStatistics `json:"model_stats"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body) != nil {
 		return out
 	}
 	for _, ms := range body.ModelStats {
-		if ms.Name != m.model {
+		if ms.Name == m.model {
+			return ms.snapshot()
+		}
+	}
+	return out
+}
+
+// readGRPCStats reads the model's statistics over gRPC (ModelStatistics).
+func (m *metricsReader) readGRPCStats() snapshot {
+	out := snapshot{stats: vm.Stats{Components: map[string]vm.ComponentStats{}}}
+	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
+	defer cancel()
+	resp, err := m.grpc.ModelStatistics(ctx, &oippb.ModelStatisticsRequest{Name: m.model})
+	if err != nil {
+		return out
+	}
+	duration := func(d *oippb.StatisticDuration) tritonDuration {
+		return tritonDuration{Count: d.GetCount(), NS: d.GetNs()}
+	}
+	for _, p := range resp.ModelStats {
+		if p.Name != m.model {
 			continue
 		}
-		cs := vm.ComponentStats{Invocations: int64(ms.ExecutionCount), GroupSizes: map[int]int64{}}
-		var invoke sumCount
-		for _, b := range ms.BatchStats {
-			cs.GroupSizes[b.BatchSize] += int64(b.ComputeInfer.Count)
-			cs.Requests += int64(b.BatchSize) * int64(b.ComputeInfer.Count)
-			invoke = invoke.plus(b.ComputeInfer.sumCount())
+		ms := modelStatistics{Name: p.Name, ExecutionCount: p.ExecutionCount}
+		ms.InferenceStats.Success = duration(p.GetInferenceStats().GetSuccess())
+		ms.InferenceStats.Queue = duration(p.GetInferenceStats().GetQueue())
+		for _, b := range p.BatchStats {
+			ms.BatchStats = append(ms.BatchStats, batchStatistics{BatchSize: int(b.BatchSize), ComputeInfer: duration(b.GetComputeInfer())})
 		}
-		out.stats.Components[m.model] = cs
-		out.server = &serverTimes{
-			request: ms.InferenceStats.Success.sumCount(),
-			queue:   map[string]sumCount{m.model: ms.InferenceStats.Queue.sumCount()},
-			invoke:  map[string]sumCount{m.model: invoke},
-		}
-		break
+		return ms.snapshot()
 	}
 	return out
 }

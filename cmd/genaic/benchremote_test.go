@@ -83,8 +83,13 @@ func TestBenchServer(t *testing.T) {
 	}
 	one := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--grpc", grpcAddr, "--protocols", "grpc_stream",
 		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
-	if len(one.Modes) != 1 || one.Modes[0].Name != "grpc_stream" || one.Modes[0].Failed != 0 || len(one.Modes[0].Groups) != 0 {
-		t.Errorf("--protocols grpc_stream with no --url: %+v; want that mode alone, no groups (no metrics to read)", one.Modes)
+	// With no --url, the groups and times come from the statistics over
+	// gRPC (ModelStatistics), the model as one group former.
+	if len(one.Modes) != 1 || one.Modes[0].Name != "grpc_stream" || one.Modes[0].Failed != 0 {
+		t.Fatalf("--protocols grpc_stream with no --url: %+v; want that mode alone", one.Modes)
+	}
+	if m := one.Modes[0]; len(m.Groups) != 1 || m.Groups["text_packed"].Requests != 64 || m.ServerRequestMS <= 0 || m.Groups["text_packed"].InvocationMS <= 0 {
+		t.Errorf("--grpc alone: groups %+v, server %g ms per request; want the 64 requests, from ModelStatistics", m.Groups, m.ServerRequestMS)
 	}
 }
 
