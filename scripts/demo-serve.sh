@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The end of `make demo`: serve the example repository on the Open Inference
 # Protocol, send one request to MODEL with curl, print the answer, load
-# the server with genaic bench, print a few metric lines, then stop the
+# the server with genaic bench, print a few metric lines and the model's
+# statistics in Triton's schema, then stop the
 # server with SIGTERM (it drains and exits 0).
 # usage: demo-serve.sh GENAIC REPO MODEL
 set -euo pipefail
@@ -44,6 +45,9 @@ echo "== genaic bench $pkg --requests $pkg/requests.json --url 127.0.0.1:$port -
 "$genaic" bench "$pkg" --requests "$pkg/requests.json" --url "127.0.0.1:$port" --concurrency 4 --rounds 1 --round-time 50ms
 echo "== curl http://127.0.0.1:$port/metrics (a few lines)"
 curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^genaic_(requests_total|request_duration_seconds_count|component_invocations_total|group_requests_count|budget_peak|queue_depth)' | grep "model=\"$model\"" || true
+echo "== curl http://127.0.0.1:$port/v2/models/$model/stats (Triton's statistics extension, as perf_analyzer reads it)"
+curl -sS "http://127.0.0.1:$port/v2/models/$model/stats"
+echo
 echo "== kill -TERM (drain and stop)"
 stop
 trap 'rm -f "$log" "$body"' EXIT
