@@ -47,7 +47,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 func benchServeHTTP(b *testing.B, clients int) {
 	const model, requests = "text_packed", 2000
 	s := newServer(b, Config{Repo: repo(b, model), NoWarmup: true})
-	md := s.models[model]
+	md := s.model(model)
 	f, err := os.Open(filepath.Join("..", "testdata", "packages", model, "requests.json"))
 	if err != nil {
 		b.Fatal(err)

@@ -40,7 +40,7 @@ func pngOf(t *testing.T, w, h int, seed uint8) []byte {
 // (bytes, offsets [0, n], owner zeros).
 func TestBytesMedia(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "image_patches")})
-	md := s.models["image_patches"]
+	md := s.model("image_patches")
 	ref, err := engine.Open(md.plan, md.Dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)

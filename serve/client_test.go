@@ -19,7 +19,7 @@ func TestClientEncoding(t *testing.T) {
 	models := []string{"image_padded", "ocr_lines", "text_packed", "text_padded"}
 	s := newServer(t, Config{Repo: repo(t, models...), NoWarmup: true})
 	for _, model := range models {
-		md := s.models[model]
+		md := s.model(model)
 		reqs, err := readRequests(md.Dir)
 		if err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // whole decodes the same request, or fails both ways.
 func FuzzDecodeHTTP(f *testing.F) {
 	s := newServer(f, Config{Repo: repo(f, "image_padded"), NoWarmup: true})
-	md := s.models["image_padded"]
+	md := s.model("image_padded")
 	seeds := []struct{ hlen, body string }{
 		{"", `{"id":"a","inputs":[{"name":"pixel_patches","shape":[1,1,8],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]},` +
 			`{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1]},{"name":"image_offsets","shape":[2],"datatype":"INT64","data":[0,1]},` +
@@ -65,7 +65,7 @@ func FuzzDecodeHTTP(f *testing.F) {
 // FuzzDecodeGRPC does the same for gRPC requests, from their wire bytes.
 func FuzzDecodeGRPC(f *testing.F) {
 	s := newServer(f, Config{Repo: repo(f, "image_padded"), NoWarmup: true})
-	md := s.models["image_padded"]
+	md := s.model("image_padded")
 	seed := &oippb.ModelInferRequest{ModelName: "image_padded", Id: "a", Inputs: []*oippb.ModelInferRequest_InferInputTensor{
 		{Name: "patch_lengths", Datatype: "INT64", Shape: []int64{1}, Contents: &oippb.InferTensorContents{Int64Contents: []int64{1}}},
 		{Name: "pixel_patches", Datatype: "FP32", Shape: []int64{1, 1, 8}},

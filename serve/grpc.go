@@ -39,9 +39,9 @@ func (g *grpcService) ServerReady(context.Context, *oippb.ServerReadyRequest) (*
 }
 
 func (g *grpcService) model(name, version string) (*Model, error) {
-	md := g.s.models[name]
+	md := g.s.model(name)
 	if md == nil {
-		return nil, status.Errorf(codes.NotFound, "no model %q: this server serves %s", name, keys(g.s.models))
+		return nil, status.Errorf(codes.NotFound, "no model %q: this server serves %s", name, g.s.served())
 	}
 	if version != "" && version != Version {
 		return nil, status.Errorf(codes.NotFound, "model %s has no version %q: its only version is %s", name, version, Version)

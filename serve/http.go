@@ -75,6 +75,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v2", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"name": "genaic", "version": Version, "extensions": append([]string{"binary_tensor_data"}, tritonExtensions...)})
 	})
+	s.repositoryRoutes(mux)
 	// Triton's statistics and model configuration extensions (triton.go).
 	mux.HandleFunc("GET /v2/models/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"model_stats": s.statsOf(nil)})
@@ -108,9 +109,9 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) withModel(h func(http.ResponseWriter, *http.Request, *Model)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("model")
-		md := s.models[name]
+		md := s.model(name)
 		if md == nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no model %q: this server serves %s", name, keys(s.models))})
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no model %q: this server serves %s", name, s.served())})
 			return
 		}
 		if v := r.PathValue("version"); v != "" && v != Version {

@@ -50,7 +50,7 @@ func TestSplitDataFindsData(t *testing.T) {
 //	go test ./serve -run '^$' -bench DecodeHTTP -benchtime 20x -count 3
 func BenchmarkDecodeHTTP(b *testing.B) {
 	s := newServer(b, Config{Repo: repo(b, "image_padded"), NoWarmup: true})
-	md := s.models["image_padded"]
+	md := s.model("image_padded")
 	var sb strings.Builder
 	sb.WriteString(`{"id":"a","inputs":[{"name":"pixel_patches","shape":[1,18816,8],"datatype":"FP32","data":[`)
 	for i := range 18816 * 8 {

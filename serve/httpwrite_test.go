@@ -71,7 +71,7 @@ func FuzzEnvelope(f *testing.F) {
 // answer carries the data inline and no binary part.
 func TestBinaryAnswer(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "text_packed"), NoWarmup: true})
-	md := s.models["text_packed"]
+	md := s.model("text_packed")
 	reqs, err := readRequests(md.Dir)
 	if err != nil {
 		t.Fatal(err)

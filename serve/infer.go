@@ -44,7 +44,7 @@ func readRequests(dir string) ([]vm.Request, error) {
 // closedErr answers a request to a model that is not (or no longer)
 // ready.
 func closedErr(model string) error {
-	return backend.Errorf(backend.RunClosed, "model %s is not accepting requests (the server is starting or draining); retry on another replica", model)
+	return backend.Errorf(backend.RunClosed, "model %s is not accepting requests (the server is starting or draining, or the model is being unloaded); retry on another replica", model)
 }
 
 // refused counts a request that failed before it was decoded.
@@ -82,10 +82,12 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout t
 		return vm.Response{ID: req.ID, Err: closedErr(md.Name)}
 	}
 	s.accepted.Add(1)
+	md.inflight.Add(1)
 	s.mu.Unlock()
 	s.admitted.Add(1)
 	defer func() {
 		s.answered.Add(1)
+		md.inflight.Done()
 		s.accepted.Done()
 	}()
 	depth := s.m.depth.WithLabelValues(md.Name)

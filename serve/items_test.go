@@ -72,12 +72,12 @@ func concat(its []vm.Item) (*backend.Tensor, []int64) {
 // items requests.
 func TestItemsForm(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "ocr_lines")})
-	ref, err := engine.Open(s.models["ocr_lines"].plan, s.models["ocr_lines"].Dir, engine.Options{})
+	ref, err := engine.Open(s.model("ocr_lines").plan, s.model("ocr_lines").Dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	reqs, err := readRequests(s.models["ocr_lines"].Dir)
+	reqs, err := readRequests(s.model("ocr_lines").Dir)
 	if err != nil || len(reqs) == 0 {
 		t.Fatalf("requests: %v", err)
 	}

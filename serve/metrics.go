@@ -121,10 +121,17 @@ func NewStatsCollector(model string, stats func() vm.Stats) *StatsCollector {
 	return c
 }
 
-// Add exports one more model's stats.
+// Add exports one more model's stats, or replaces the source of a model
+// already added (a model loaded again).
 func (c *StatsCollector) Add(model string, stats func() vm.Stats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for i := range c.sources {
+		if c.sources[i].model == model {
+			c.sources[i].stats = stats // a model loaded again
+			return
+		}
+	}
 	c.sources = append(c.sources, statsSource{model, stats})
 }
 

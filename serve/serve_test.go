@@ -72,7 +72,7 @@ func delay(d time.Duration) *time.Duration { return &d }
 // run with Solo, one request per invocation.
 func solo(t testing.TB, s *Server, model string, opts engine.Options) func(vm.Request) vm.Response {
 	t.Helper()
-	md := s.models[model]
+	md := s.model(model)
 	opts.Solo = true
 	eng, err := engine.Open(md.plan, md.Dir, opts)
 	if err != nil {
@@ -120,6 +120,7 @@ type httpAnswer struct {
 	status  int
 	retry   string
 	rule    string
+	message string // an error's
 	outputs map[string]*backend.Tensor
 	items   map[string][]int64 // the outputs' items parameters
 	err     error
@@ -155,7 +156,7 @@ func post(c *http.Client, url string, body []byte, hlen int) httpAnswer {
 		if err := json.Unmarshal(header, &e); err != nil {
 			a.err = fmt.Errorf("error body %q: %v", header, err)
 		}
-		a.rule = e.Rule
+		a.rule, a.message = e.Rule, e.Error
 		return a
 	}
 	var r struct {
@@ -261,7 +262,7 @@ func TestHTTPLoad(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "text_packed", "image_padded"), Defaults: ModelConfig{MaxDelay: delay(20 * time.Millisecond)}})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	reqs, err := readRequests(s.models["text_packed"].Dir)
+	reqs, err := readRequests(s.model("text_packed").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +411,7 @@ func TestGRPCLoad(t *testing.T) {
 	if _, err := c.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "nope"}); grpcstatus.Code(err) != codes.NotFound {
 		t.Errorf("ModelReady of an unknown model: %v, want NotFound", err)
 	}
-	reqs, err := readRequests(s.models["image_padded"].Dir)
+	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +513,7 @@ func TestQueueFull(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	c := grpcClient(t, s)
-	reqs, err := readRequests(s.models["image_padded"].Dir)
+	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +613,7 @@ func TestDeadline(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	c := grpcClient(t, s)
-	reqs, err := readRequests(s.models["image_padded"].Dir)
+	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,7 +687,7 @@ func TestBadRequests(t *testing.T) {
 	if resp, err := http.Get(ts.URL + "/v2/models/nope"); err != nil || resp.StatusCode != 404 {
 		t.Errorf("unknown model: %v %v", resp, err)
 	}
-	reqs, _ := readRequests(s.models["image_padded"].Dir)
+	reqs, _ := readRequests(s.model("image_padded").Dir)
 	body, _ := oipJSON(t, reqs[0], nil, false)
 	if a := post(http.DefaultClient, url, body, 0); a.status != 200 {
 		t.Errorf("a good request after the bad ones: %d %v", a.status, a.err)
@@ -715,7 +716,7 @@ func TestPythonClient(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "image_padded")})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	reqs, err := readRequests(s.models["image_padded"].Dir)
+	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -858,7 +859,7 @@ func TestDrainAndClose(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	c := grpcClient(t, s)
-	reqs, _ := readRequests(s.models["image_padded"].Dir)
+	reqs, _ := readRequests(s.model("image_padded").Dir)
 	body, _ := oipJSON(t, reqs[0], nil, false)
 	url := ts.URL + "/v2/models/image_padded/infer"
 	status := func(path string) int {

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -47,6 +49,10 @@ type Config struct {
 	Bindings *backend.Bindings
 	// NoWarmup skips the warm-up invocation at load.
 	NoWarmup bool
+	// ModelControl is "explicit" to let clients load, reload and unload
+	// models (the repository extension, repository.go); "" or "none"
+	// serves the models found at start until the server stops.
+	ModelControl string
 }
 
 // Model is one served package.
@@ -64,6 +70,9 @@ type Model struct {
 	// configuration.
 	stats    *inferStats
 	maxDelay time.Duration
+	// inflight counts the model's requests admitted and not yet
+	// answered, so that an unload can wait for them.
+	inflight sync.WaitGroup
 }
 
 type tensorMeta struct {
@@ -74,11 +83,13 @@ type tensorMeta struct {
 
 // Server serves the models of a repository.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	models   map[string]*Model
-	names    []string
+	cfg Config
+	log *slog.Logger
+	// reg is the models served now: read without a lock on every
+	// request, replaced whole by a load or unload (repository.go).
+	reg      atomic.Pointer[registry]
 	m        *metrics
+	stats    *StatsCollector
 	draining atomic.Bool
 	// drained is closed when the server starts draining: streams end.
 	drained   chan struct{}
@@ -91,6 +102,11 @@ type Server struct {
 	admitted, answered atomic.Int64
 	mu                 sync.Mutex
 	closed             bool
+	// loading serializes loads and unloads, and Close after them.
+	loading sync.Mutex
+	// reasons says, under mu, why a model of the repository the server
+	// does not serve is unavailable (unloaded, or its load failed).
+	reasons map[string]string
 	// wholeJSON decodes every HTTP request's JSON in one piece, data
 	// included (httpsplit.go): what tests compare the split decoding with.
 	wholeJSON bool
@@ -110,7 +126,13 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log, models: map[string]*Model{}, m: newMetrics(), drained: make(chan struct{})}
+	switch cfg.ModelControl {
+	case "", "none", "explicit":
+	default:
+		return nil, fmt.Errorf("model control %q: use none (the models found at start) or explicit (clients load and unload them)", cfg.ModelControl)
+	}
+	s := &Server{cfg: cfg, log: log, m: newMetrics(), drained: make(chan struct{}), stats: &StatsCollector{}}
+	s.reg.Store(&registry{models: map[string]*Model{}})
 	dirs, err := packages(cfg.Repo, cfg.Name)
 	if err != nil {
 		return nil, err
@@ -120,31 +142,66 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("the config names model %q, which repository %s does not hold (its models: %s)", name, cfg.Repo, keys(dirs))
 		}
 	}
-	stats := &StatsCollector{}
-	s.m.reg.MustRegister(stats)
+	s.m.reg.MustRegister(s.stats)
+	loaded := map[string]*Model{}
 	for name, dir := range dirs {
 		md, err := s.load(name, dir)
 		if err != nil {
-			s.Close()
+			for _, md := range loaded {
+				md.eng.Close()
+			}
 			return nil, fmt.Errorf("model %s (%s): %w", name, dir, err)
 		}
-		s.models[name] = md
-		s.names = append(s.names, name)
-		stats.Add(name, md.eng.Stats)
+		loaded[name] = md
 	}
-	sort.Strings(s.names)
-	for _, name := range s.names {
-		md := s.models[name]
-		if !cfg.NoWarmup {
-			s.warm(md)
-		}
-		md.stats.serving.Store(true)
-		md.ready.Store(true)
-		s.m.ready.WithLabelValues(name).Set(1)
-		s.m.depth.WithLabelValues(name).Set(0)
+	for _, name := range sortedStrings(slices.Collect(maps.Keys(loaded))) {
+		s.start(loaded[name])
+		s.reg.Store(s.reg.Load().with(loaded[name]))
 	}
 	return s, nil
 }
+
+// start warms a loaded model up and makes it ready.
+func (s *Server) start(md *Model) {
+	if !s.cfg.NoWarmup {
+		s.warm(md)
+	}
+	md.stats.serving.Store(true)
+	md.ready.Store(true)
+	s.stats.Add(md.Name, func() vm.Stats {
+		if md := s.model(md.Name); md != nil {
+			return md.eng.Stats()
+		}
+		return vm.Stats{}
+	})
+	s.m.ready.WithLabelValues(md.Name).Set(1)
+	s.m.depth.WithLabelValues(md.Name).Set(0)
+}
+
+// registry is the models served at one moment, by name and in order.
+type registry struct {
+	models map[string]*Model
+	names  []string
+}
+
+// with is the registry with md in place of any model of its name.
+func (r *registry) with(md *Model) *registry {
+	out := &registry{models: maps.Clone(r.models)}
+	out.models[md.Name] = md
+	out.names = sortedStrings(slices.Collect(maps.Keys(out.models)))
+	return out
+}
+
+// without is the registry without the model of that name.
+func (r *registry) without(name string) *registry {
+	out := &registry{models: maps.Clone(r.models)}
+	delete(out.models, name)
+	out.names = sortedStrings(slices.Collect(maps.Keys(out.models)))
+	return out
+}
+
+// model is the model served under name now, or nil.
+func (s *Server) model(name string) *Model { return s.reg.Load().models[name] }
 
 func keys[V any](m map[string]V) string {
 	var ks []string
@@ -255,7 +312,7 @@ func (s *Server) Ready() bool {
 	if s.draining.Load() {
 		return false
 	}
-	for _, md := range s.models {
+	for _, md := range s.reg.Load().models {
 		if !md.ready.Load() {
 			return false
 		}
@@ -264,7 +321,7 @@ func (s *Server) Ready() bool {
 }
 
 // Models returns the model names in order.
-func (s *Server) Models() []string { return append([]string(nil), s.names...) }
+func (s *Server) Models() []string { return append([]string(nil), s.reg.Load().names...) }
 
 // Counts returns how many inference requests were admitted to an engine
 // and how many of them were answered, since start.
@@ -293,7 +350,7 @@ func (s *Server) Drain(ctx context.Context) error {
 func (s *Server) SetDraining() {
 	s.draining.Store(true)
 	s.drainOnce.Do(func() { close(s.drained) })
-	for _, name := range s.names {
+	for _, name := range s.reg.Load().names {
 		s.m.ready.WithLabelValues(name).Set(0)
 	}
 }
@@ -304,8 +361,10 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.loading.Lock() // a load in progress ends first (repository.go)
+	defer s.loading.Unlock()
 	var errs []error
-	for _, md := range s.models {
+	for _, md := range s.reg.Load().models {
 		md.ready.Store(false)
 		errs = append(errs, md.eng.Close())
 	}
@@ -314,7 +373,7 @@ func (s *Server) Close() error {
 
 // Engine returns a model's engine (tests, embedders), or nil.
 func (s *Server) Engine(model string) *vm.Engine {
-	if md := s.models[model]; md != nil {
+	if md := s.model(model); md != nil {
 		return md.eng
 	}
 	return nil

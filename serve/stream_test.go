@@ -91,7 +91,7 @@ func TestStreamInfer(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	c := grpcClient(t, s)
-	reqs, err := readRequests(s.models["image_padded"].Dir)
+	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestStreamInfer(t *testing.T) {
 func TestStreamBackpressure(t *testing.T) {
 	s, g, ref := gatedServer(t, 4096)
 	c := grpcClient(t, s)
-	all, err := readRequests(s.models["image_padded"].Dir)
+	all, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestStreamBackpressure(t *testing.T) {
 func TestStreamDrain(t *testing.T) {
 	s, g, ref := gatedServer(t, 64)
 	c := grpcClient(t, s)
-	reqs, err := readRequests(s.models["image_padded"].Dir)
+	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

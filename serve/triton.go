@@ -172,17 +172,18 @@ func (md *Model) modelStat() modelStatJSON {
 }
 
 // tritonExtensions are the extensions of Triton's this server speaks,
-// over both protocols.
-var tritonExtensions = []string{"statistics", "model_configuration"}
+// over both protocols (the model repository's in repository.go).
+var tritonExtensions = []string{"statistics", "model_configuration", "model_repository"}
 
 // statsOf is the statistics of one model, or of every model (md nil).
 func (s *Server) statsOf(md *Model) []modelStatJSON {
 	if md != nil {
 		return []modelStatJSON{md.modelStat()}
 	}
-	stats := make([]modelStatJSON, len(s.names))
-	for i, name := range s.names {
-		stats[i] = s.models[name].modelStat()
+	reg := s.reg.Load()
+	stats := make([]modelStatJSON, len(reg.names))
+	for i, name := range reg.names {
+		stats[i] = reg.models[name].modelStat()
 	}
 	return stats
 }

@@ -60,10 +60,10 @@ func TestTritonStats(t *testing.T) {
 	if st := before.ModelStats[0]; st.ExecutionCount != 0 || st.InferenceCount != 0 || len(st.BatchStats) != 0 {
 		t.Errorf("the warm-up is counted: %+v", st)
 	}
-	eng := s.models["text_packed"].eng
+	eng := s.model("text_packed").eng
 	invoked := eng.Stats().Components["text_encoder"].Invocations
 
-	reqs, err := readRequests(s.models["text_packed"].Dir)
+	reqs, err := readRequests(s.model("text_packed").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestTritonGRPC(t *testing.T) {
 	defer ts.Close()
 	c := grpcClient(t, s)
 	ctx := context.Background()
-	reqs, err := readRequests(s.models["text_packed"].Dir)
+	reqs, err := readRequests(s.model("text_packed").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup] [--model-control none|explicit]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -30,6 +30,7 @@ func runServe(e *env, args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
 		httpAddr, grpcAddr, config, logFormat, name string
+		modelControl                                string
 		maxBytes                                    int64
 		drain                                       time.Duration
 		noWarmup                                    bool
@@ -43,6 +44,7 @@ func runServe(e *env, args []string) int {
 	fs.Int64Var(&maxBytes, "max-request-bytes", 64<<20, "the largest inference request body (HTTP) or message (gRPC) taken")
 	fs.DurationVar(&drain, "drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long accepted requests may take to finish before the server exits anyway")
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up request (the package's first requests.json request) each model runs before it is ready")
+	fs.StringVar(&modelControl, "model-control", "none", "none: serve the repository's models found at start; explicit: clients may also load, reload and unload them (POST /v2/repository/models/NAME/load|unload, gRPC RepositoryModelLoad|Unload)")
 	ef.register(fs, 5*time.Millisecond, "how long a group waits for more items")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
@@ -75,7 +77,7 @@ func runServe(e *env, args []string) int {
 	}
 	log := slog.New(handler)
 	delay := ef.maxDelay
-	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup,
+	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl,
 		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)

@@ -303,3 +303,43 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 	t.Logf("%d answered, %d clients refused after SIGTERM", answered.Load(), refused.Load())
 }
+
+// TestServeModelControl: `--model-control explicit` lets a client unload
+// and load a model of the running server (each logged); another mode is
+// refused at start.
+func TestServeModelControl(t *testing.T) {
+	p := startServe(t, "--model-control", "explicit", "--no-warmup", textPkg)
+	defer func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+	}()
+	base := "http://" + p.http
+	post := func(path string) (int, string) {
+		resp, err := http.Post(base+path, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/v2/repository/models/text_packed/unload"); code != 200 {
+		t.Fatalf("unload: %d %s", code, body)
+	}
+	if code, body := post("/v2/repository/index"); code != 200 || !strings.Contains(body, `"state":"UNAVAILABLE","reason":"unloaded"`) {
+		t.Errorf("index after the unload: %d %s", code, body)
+	}
+	if code, body := post("/v2/repository/models/text_packed/load"); code != 200 {
+		t.Fatalf("load: %d %s", code, body)
+	}
+	if resp, err := http.Get(base + "/v2/models/text_packed/ready"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the model loaded again is not ready: %v %v", resp, err)
+	}
+	if p.find("model unloaded") == nil || p.find("model loaded") == nil {
+		t.Errorf("the unload and load were not logged: %v", p.log())
+	}
+	_, errOut, code := runCLI(t, "serve", "--model-control", "poll", "--http", "127.0.0.1:0", "--grpc", "", textPkg)
+	if code == exitOK || !strings.Contains(errOut, "explicit") {
+		t.Errorf("--model-control poll: exit %d, %q", code, errOut)
+	}
+}
