@@ -59,6 +59,7 @@ test: setup lint
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzJSONData$$' -fuzztime 5000x -fuzzminimizetime 100x
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeFixed$$' -fuzztime 10000x -fuzzminimizetime 100x
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime 10000x -fuzzminimizetime 100x
+	$(GO) test ./serve -run '^$$' -fuzz '^FuzzRepository$$' -fuzztime 2000x -fuzzminimizetime 100x
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

@@ -1,7 +1,11 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"maps"
+	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"slices"
 	"testing"
@@ -105,6 +109,45 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if err := c.Defaults.check("defaults"); err != nil {
 			t.Fatalf("accepted defaults fail their check: %v", err)
+		}
+	})
+}
+
+// FuzzRepository sends the repository extension hostile bodies, to each
+// of its endpoints, on a server under explicit model control: every
+// answer is a status the extension documents with a JSON body, and the
+// model is afterwards either served and ready or not served at all (a
+// load that was accepted serves it again).
+func FuzzRepository(f *testing.F) {
+	s := newServer(f, Config{Repo: repo(f, "image_padded"), NoWarmup: true, ModelControl: "explicit"})
+	h := s.Handler()
+	for _, seed := range []string{``, `{}`, `{"ready":true}`, `{"ready":"yes"}`, `{"parameters":{}}`, `{"parameters":{"unload_dependents":true}}`,
+		`{"parameters":{"config":"{}"}}`, `{"parameters":{"x":1}}`, `{"parameters":null}`, `[`, `{"parameters":{"unload_dependents":true},"parameters":{"config":1}}`} {
+		for verb := range uint8(3) {
+			f.Add(verb, "image_padded", []byte(seed))
+		}
+	}
+	f.Add(uint8(1), "../image_padded", []byte(``))
+	f.Fuzz(func(t *testing.T, verb uint8, model string, body []byte) {
+		path := "/v2/repository/index"
+		switch verb % 3 {
+		case 1:
+			path = "/v2/repository/models/" + url.PathEscape(model) + "/load"
+		case 2:
+			path = "/v2/repository/models/" + url.PathEscape(model) + "/unload"
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", path, bytes.NewReader(body)))
+		switch w.Code {
+		case 200, 400, 404, 503:
+		default:
+			t.Fatalf("POST %s %q: status %d", path, body, w.Code)
+		}
+		if !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("POST %s %q: %d, not JSON: %q", path, body, w.Code, w.Body.String())
+		}
+		if md := s.model("image_padded"); md != nil && !md.ready.Load() {
+			t.Fatalf("after POST %s %q: the model is served but not ready", path, body)
 		}
 	})
 }
