@@ -16,12 +16,21 @@ import (
 	"github.com/genaic/genaic/vm/jsonio"
 )
 
+// meta is a workflow input's or output's metadata: its OIP datatype and
+// shape, -1 where an extent is a symbol or unknown.
 func meta(name string, c *ir.Contract) tensorMeta {
 	tm := tensorMeta{Name: name, Datatype: "BYTES", Shape: []int64{}}
 	if c == nil {
 		return tm
 	}
 	tm.Datatype = Datatype(c.DType)
+	if !c.HasShape && c.Rank > 0 {
+		// A rank without a shape: every extent is variable.
+		for range c.Rank {
+			tm.Shape = append(tm.Shape, -1)
+		}
+		return tm
+	}
 	for _, d := range c.Shape {
 		if d.IsSym() {
 			tm.Shape = append(tm.Shape, -1)

@@ -15,6 +15,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/serve/oippb"
 )
 
@@ -236,5 +237,22 @@ func TestTritonGRPC(t *testing.T) {
 	}
 	if _, err := c.ModelConfig(ctx, &oippb.ModelConfigRequest{Name: "text_packed", Version: "7"}); grpcstatus.Code(err) != codes.NotFound {
 		t.Errorf("an unknown version's config: %v", err)
+	}
+}
+
+// TestMetaShapes: metadata (and so the configuration) gives -1 for every
+// extent a contract leaves variable, a rank without a shape included.
+func TestMetaShapes(t *testing.T) {
+	for _, c := range []struct {
+		contract *ir.Contract
+		want     []int64
+	}{
+		{&ir.Contract{DType: "float32", Rank: 3}, []int64{-1, -1, -1}},
+		{&ir.Contract{DType: "int64", Rank: 2, HasShape: true, Shape: []ir.Dim{{Sym: "n"}, {Size: 4}}}, []int64{-1, 4}},
+		{&ir.Contract{DType: "uint8", Rank: -1}, []int64{}},
+	} {
+		if got := meta("x", c.contract); !slices.Equal(got.Shape, c.want) || got.Shape == nil {
+			t.Errorf("%+v: shape %v, want %v", c.contract, got.Shape, c.want)
+		}
 	}
 }
