@@ -56,6 +56,10 @@ func closedErr(model string) error {
 	return backend.Errorf(backend.RunClosed, "model %s is not accepting requests (the server is starting or draining, or the model is being unloaded); retry on another replica", model)
 }
 
+// testHookAdmitted, when set (tests), runs as a request has been admitted
+// to md and before its engine takes it.
+var testHookAdmitted func(md *Model)
+
 // refused counts a request that failed before it was decoded.
 func (s *Server) refused(md *Model, protocol string, err error) {
 	s.m.requests.WithLabelValues(md.Name, protocol).Inc()
@@ -99,6 +103,9 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout t
 		md.inflight.Done()
 		s.accepted.Done()
 	}()
+	if testHookAdmitted != nil {
+		testHookAdmitted(md)
+	}
 	depth := s.m.depth.WithLabelValues(md.Name)
 	depth.Inc()
 	defer depth.Dec()

@@ -268,3 +268,40 @@ func TestRepositoryReload(t *testing.T) {
 	}
 	t.Logf("%d requests refused during the reloads", failed.Load())
 }
+
+// TestUnloadWaitsForAdmitted: a request admitted to a model but not yet
+// taken by its engine when an unload starts is answered by that engine:
+// the unload waits for it before closing the engine.
+func TestUnloadWaitsForAdmitted(t *testing.T) {
+	s := newServer(t, Config{Repo: repo(t, "text_packed"), ModelControl: "explicit", NoWarmup: true})
+	reqs, err := readRequests(s.model("text_packed").Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookAdmitted = func(*Model) {
+		once.Do(func() {
+			close(admitted)
+			<-release
+		})
+	}
+	defer func() { testHookAdmitted = nil }()
+	answer := make(chan vm.Response)
+	go func() { answer <- s.infer(context.Background(), s.model("text_packed"), "http", reqs[0], 0) }()
+	<-admitted
+	unloaded := make(chan error)
+	go func() { unloaded <- s.UnloadModel("text_packed") }()
+	select {
+	case err := <-unloaded:
+		t.Fatalf("the unload ended (%v) while an admitted request had not run", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if r := <-answer; r.Err != nil {
+		t.Errorf("the admitted request failed: %v", r.Err)
+	}
+	if err := <-unloaded; err != nil {
+		t.Fatal(err)
+	}
+}
