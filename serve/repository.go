@@ -148,6 +148,10 @@ func (s *Server) LoadModel(name string) error {
 		}
 		return fmt.Errorf("model %s (%s): %w", name, dir, err)
 	}
+	if s.isClosed() || s.draining.Load() { // began draining meanwhile
+		md.eng.Close()
+		return closedErr(name)
+	}
 	s.start(md)
 	old := s.model(name)
 	s.reg.Store(s.reg.Load().with(md))

@@ -304,4 +304,8 @@ func TestUnloadWaitsForAdmitted(t *testing.T) {
 	if err := <-unloaded; err != nil {
 		t.Fatal(err)
 	}
+	s.SetDraining()
+	if err := s.LoadModel("text_packed"); !isClosed(err) || s.model("text_packed") != nil {
+		t.Errorf("a load while draining: %v", err)
+	}
 }
