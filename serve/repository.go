@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -65,8 +67,15 @@ func (s *Server) index(readyOnly bool) ([]indexEntry, error) {
 		return nil, err
 	}
 	reg := s.reg.Load()
+	names := map[string]bool{} // a model served may have left the repository
+	for name := range dirs {
+		names[name] = true
+	}
+	for name := range reg.models {
+		names[name] = true
+	}
 	out := []indexEntry{}
-	for _, name := range sortedStrings(mapsKeys(dirs, reg.models)) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		e := indexEntry{Name: name, State: stateUnavailable, Reason: "not loaded"}
 		if md := reg.models[name]; md != nil {
 			e.Version = Version
@@ -83,20 +92,6 @@ func (s *Server) index(readyOnly bool) ([]indexEntry, error) {
 		}
 	}
 	return out, nil
-}
-
-// mapsKeys is the union of two maps' keys.
-func mapsKeys[A, B any](a map[string]A, b map[string]B) []string {
-	var out []string
-	for k := range a {
-		out = append(out, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // unloaded says why a model the server does not serve is unavailable,
@@ -253,15 +248,7 @@ func repositoryParams(r *http.Request) error {
 	if err := json.Unmarshal(b, &body); err != nil {
 		return fmt.Errorf("the request body is not {\"parameters\": {...}}: %v", err)
 	}
-	return checkRepositoryParams(keysOf(body.Parameters))
-}
-
-func keysOf[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return sortedStrings(out)
+	return checkRepositoryParams(slices.Sorted(maps.Keys(body.Parameters)))
 }
 
 func checkRepositoryParams(names []string) error {
@@ -322,7 +309,7 @@ func (g *grpcService) RepositoryIndex(_ context.Context, r *oippb.RepositoryInde
 }
 
 func (g *grpcService) RepositoryModelLoad(_ context.Context, r *oippb.RepositoryModelLoadRequest) (*oippb.RepositoryModelLoadResponse, error) {
-	err := checkRepositoryParams(keysOf(r.Parameters))
+	err := checkRepositoryParams(slices.Sorted(maps.Keys(r.Parameters)))
 	if err == nil {
 		err = g.s.LoadModel(r.ModelName)
 	}
@@ -333,7 +320,7 @@ func (g *grpcService) RepositoryModelLoad(_ context.Context, r *oippb.Repository
 }
 
 func (g *grpcService) RepositoryModelUnload(_ context.Context, r *oippb.RepositoryModelUnloadRequest) (*oippb.RepositoryModelUnloadResponse, error) {
-	err := checkRepositoryParams(keysOf(r.Parameters))
+	err := checkRepositoryParams(slices.Sorted(maps.Keys(r.Parameters)))
 	if err == nil {
 		err = g.s.UnloadModel(r.ModelName)
 	}

@@ -154,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		loaded[name] = md
 	}
-	for _, name := range sortedStrings(slices.Collect(maps.Keys(loaded))) {
+	for _, name := range slices.Sorted(maps.Keys(loaded)) {
 		s.start(loaded[name])
 		s.reg.Store(s.reg.Load().with(loaded[name]))
 	}
@@ -188,7 +188,7 @@ type registry struct {
 func (r *registry) with(md *Model) *registry {
 	out := &registry{models: maps.Clone(r.models)}
 	out.models[md.Name] = md
-	out.names = sortedStrings(slices.Collect(maps.Keys(out.models)))
+	out.names = slices.Sorted(maps.Keys(out.models))
 	return out
 }
 
@@ -196,7 +196,7 @@ func (r *registry) with(md *Model) *registry {
 func (r *registry) without(name string) *registry {
 	out := &registry{models: maps.Clone(r.models)}
 	delete(out.models, name)
-	out.names = sortedStrings(slices.Collect(maps.Keys(out.models)))
+	out.names = slices.Sorted(maps.Keys(out.models))
 	return out
 }
 
