@@ -309,23 +309,22 @@ func (g *grpcService) RepositoryIndex(_ context.Context, r *oippb.RepositoryInde
 }
 
 func (g *grpcService) RepositoryModelLoad(_ context.Context, r *oippb.RepositoryModelLoadRequest) (*oippb.RepositoryModelLoadResponse, error) {
-	err := checkRepositoryParams(slices.Sorted(maps.Keys(r.Parameters)))
-	if err == nil {
-		err = g.s.LoadModel(r.ModelName)
-	}
-	if err != nil {
-		return nil, status.Error(repositoryCode(err), err.Error())
-	}
-	return &oippb.RepositoryModelLoadResponse{}, nil
+	return &oippb.RepositoryModelLoadResponse{}, control(g.s.LoadModel, r.ModelName, r.Parameters)
 }
 
 func (g *grpcService) RepositoryModelUnload(_ context.Context, r *oippb.RepositoryModelUnloadRequest) (*oippb.RepositoryModelUnloadResponse, error) {
-	err := checkRepositoryParams(slices.Sorted(maps.Keys(r.Parameters)))
+	return &oippb.RepositoryModelUnloadResponse{}, control(g.s.UnloadModel, r.ModelName, r.Parameters)
+}
+
+// control checks a gRPC load's or unload's parameters and does it; the
+// error is the call's status.
+func control(do func(string) error, model string, params map[string]*oippb.ModelRepositoryParameter) error {
+	err := checkRepositoryParams(slices.Sorted(maps.Keys(params)))
 	if err == nil {
-		err = g.s.UnloadModel(r.ModelName)
+		err = do(model)
 	}
 	if err != nil {
-		return nil, status.Error(repositoryCode(err), err.Error())
+		return status.Error(repositoryCode(err), err.Error())
 	}
-	return &oippb.RepositoryModelUnloadResponse{}, nil
+	return nil
 }

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 
-	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/serve/oippb"
 	"github.com/genaic/genaic/vm"
 )
@@ -93,15 +92,7 @@ func TestRepositoryUnloadUnderLoad(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "text_packed", "image_padded"), ModelControl: "explicit", Defaults: ModelConfig{MaxDelay: delay(2 * time.Millisecond)}})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	reqs, err := readRequests(s.model("text_packed").Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := solo(t, s, "text_packed", engine.Options{})
-	want := make([]vm.Response, len(reqs))
-	for i, r := range reqs {
-		want[i] = ref(r)
-	}
+	reqs, want := references(t, s, "text_packed")
 	url := ts.URL + "/v2/models/text_packed/infer"
 	var answered, refused, gone atomic.Int64
 	stop := make(chan struct{})
@@ -191,8 +182,6 @@ func TestRepositoryUnloadUnderLoad(t *testing.T) {
 func TestRepositoryReload(t *testing.T) {
 	dir := copyRepo(t, "text_packed")
 	s := newServer(t, Config{Repo: dir, ModelControl: "explicit", Defaults: ModelConfig{MaxDelay: delay(2 * time.Millisecond)}})
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
 	c := grpcClient(t, s)
 	ctx := context.Background()
 	reqs, err := readRequests(s.model("text_packed").Dir)

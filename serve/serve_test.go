@@ -82,6 +82,24 @@ func solo(t testing.TB, s *Server, model string, opts engine.Options) func(vm.Re
 	return func(r vm.Request) vm.Response { return eng.Run(context.Background(), r) }
 }
 
+// references reads a model's requests.json and answers each request solo
+// (the reference grouped answers must equal).
+func references(t testing.TB, s *Server, model string) ([]vm.Request, []vm.Response) {
+	t.Helper()
+	reqs, err := readRequests(s.model(model).Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := solo(t, s, model, engine.Options{})
+	want := make([]vm.Response, len(reqs))
+	for i, r := range reqs {
+		if want[i] = ref(r); want[i].Err != nil {
+			t.Fatalf("solo %s: %v", r.ID, want[i].Err)
+		}
+	}
+	return reqs, want
+}
+
 // oipJSON writes a request as an OIP JSON inference request; binary puts
 // every input's data behind the JSON (the binary tensor extension) and
 // returns the header length.
@@ -262,17 +280,7 @@ func TestHTTPLoad(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "text_packed", "image_padded"), Defaults: ModelConfig{MaxDelay: delay(20 * time.Millisecond)}})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	reqs, err := readRequests(s.model("text_packed").Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := solo(t, s, "text_packed", engine.Options{})
-	want := make([]vm.Response, len(reqs))
-	for i, r := range reqs {
-		if want[i] = ref(r); want[i].Err != nil {
-			t.Fatalf("solo %s: %v", r.ID, want[i].Err)
-		}
-	}
+	reqs, want := references(t, s, "text_packed")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}, Timeout: 2 * time.Minute}
 	const clients, each = 240, 3
 	var inflight atomic.Int64
