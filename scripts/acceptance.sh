@@ -15,7 +15,8 @@
 #       models/ folders (make setup's; GENAIC_CACHE names where they are).
 #   scripts/acceptance.sh table FILE
 #       the medians [min–max] per build, benchmark and figure of run's
-#       output (go run ./scripts/benchtable). Needs Go.
+#       output (go run ./scripts/benchtable), then issue 11's acceptance
+#       checks per build, met or SHORT with their medians. Needs Go.
 #   scripts/acceptance.sh pack OUT DIR...
 #       puts DIRs' binaries (each under OUT/builds/ by its folder's name)
 #       and the cache's ONNX Runtime library and models (OUT/cache),

@@ -9,7 +9,8 @@
 // the same (a line without one belongs to the build "-"). A figure that
 // is zero in every run (the "ns/op 0" of a benchmark whose time means
 // nothing) is left out. With two builds or more, the last columns are the
-// ratio of each later build's median to the first's.
+// ratio of each later build's median to the first's. Last, each of issue
+// 11's acceptance checks per build: met or short, with the medians.
 package main
 
 import (
@@ -43,6 +44,9 @@ func main() {
 		}
 	}
 	if err := t.write(os.Stdout); err != nil {
+		fail(err)
+	}
+	if err := t.writeAcceptance(os.Stdout); err != nil {
 		fail(err)
 	}
 }

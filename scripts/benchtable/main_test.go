@@ -217,3 +217,37 @@ printf '%s ( 2.0%%)  ???:0x9000 [/usr/lib/libonnxruntime.so.1]\n' "$native"
 		t.Errorf("the own instructions per request are not 800000/64:\n%s", b)
 	}
 }
+
+// TestAcceptance: each of issue 11's checks is judged on its medians per
+// build, against a bound or another figure, across every benchmark a
+// pattern matches; a check with no runs says so.
+func TestAcceptance(t *testing.T) {
+	in := strings.Join([]string{
+		"head\tBenchmarkWorkloads/text_packed/short-2  100  0.90 grouped/ideal  2.0 grouped/solo",
+		"head\tBenchmarkWorkloads/text_packed/short-2  100  0.97 grouped/ideal  2.2 grouped/solo",
+		"head\tBenchmarkWorkloads/text_packed/short-2  100  0.96 grouped/ideal  2.1 grouped/solo",
+		"head\tBenchmarkWorkloads/text_padded/long-2  100  0.3 grouped-padding  0.2 fifo-padding",
+		`head	{"modes":[{"name":"grouped","concurrency":16,"procs":1,"vs_one_at_a_time":1.5},{"name":"grouped","concurrency":16,"procs":2,"vs_one_at_a_time":0.9}]}`,
+	}, "\n")
+	tb := newTable()
+	if err := tb.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := tb.writeAcceptance(&out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for what, want := range map[string]string{
+		"short text: grouped >= 0.95 x ideal":             "met    0.96 (want >= 0.95)",
+		"short text: grouped >= 1.4 x one-at-a-time":      "met    2.1 (want >= 1.4)",
+		"long padded text: padding below FIFO grouping's": "SHORT  0.3 (want <= 0.2)",
+		"README example":             "SHORT  /procs=1 1.5 (want >= 1); /procs=2 0.9 (want >= 1)",
+		"image encoder, 64 requests": "no runs",
+	} {
+		words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+		if line := lineOf(got, what); !strings.Contains(words(line), words(want)) {
+			t.Errorf("%s: %q, want %q in it:\n%s", what, line, want, got)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// An acceptance check of issue 11: a figure's median per build against a
+// bound, or against another figure's median (of), on the machine the runs
+// came from. Where the runs hold no value for a check, it says so.
+type check struct {
+	what    string // the issue's words
+	bench   string // a benchmark name, or a prefix ending in "*" (every match must pass)
+	unit    string
+	atLeast bool    // the median must be >= bound (else <=)
+	bound   float64 // unless of is set
+	of      string  // a unit of the same benchmark whose median is the bound
+}
+
+var checks = []check{
+	{what: "no-op backend: runtime CPU per request <= 2 us", bench: "RuntimeOverhead/solo=false", unit: "cpu-ns/request", bound: 2000},
+	{what: "short text: grouped >= 0.95 x ideal", bench: "Workloads/text_packed/short", unit: "grouped/ideal", atLeast: true, bound: 0.95},
+	{what: "short text: grouped >= 1.4 x one-at-a-time", bench: "Workloads/text_packed/short", unit: "grouped/solo", atLeast: true, bound: 1.4},
+	{what: "short text: 2 runners >= 1 runner", bench: "Workloads/text_packed/short", unit: "grouped2/grouped", atLeast: true, bound: 1},
+	{what: "long padded text: grouped >= 0.98 x one-at-a-time", bench: "Workloads/text_padded/long", unit: "grouped/solo", atLeast: true, bound: 0.98},
+	{what: "long padded text: padding below FIFO grouping's", bench: "Workloads/text_padded/long", unit: "grouped-padding", of: "fifo-padding"},
+	{what: "image encoder, 64 requests: grouped >= 0.8 x ideal", bench: "Workloads/image_padded/64", unit: "grouped/ideal", atLeast: true, bound: 0.8},
+	{what: "one ONNX Runtime call within 10 % of a direct one", bench: "RunVsDirect/image16", unit: "session/direct", bound: 1.10},
+	{what: "README example: grouped >= one-at-a-time (16 clients)", bench: "GenaicBench/grouped/clients=16*", unit: "vs-one-at-a-time", atLeast: true, bound: 1},
+}
+
+// writeAcceptance prints each check's verdict per build: the median, the
+// bound, and "met" or "short" (strictly past the bound is short; an equal
+// median is met).
+func (t *table) writeAcceptance(w io.Writer) error {
+	fmt.Fprintln(w, "\nacceptance (issue 11), medians on this machine:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range checks {
+		for _, b := range t.builds {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.what, b, t.verdict(c, b))
+		}
+	}
+	return tw.Flush()
+}
+
+func (t *table) verdict(c check, build string) string {
+	var parts []string
+	met := true
+	for _, f := range t.figures {
+		if f.unit != c.unit || !matches(c.bench, f.bench) {
+			continue
+		}
+		vs := t.values[f][build]
+		if len(vs) == 0 {
+			continue
+		}
+		m := median(slices.Clone(vs))
+		bound := c.bound
+		if c.of != "" {
+			of := t.values[figure{f.bench, c.of}][build]
+			if len(of) == 0 {
+				continue
+			}
+			bound = median(slices.Clone(of))
+		}
+		ok := m <= bound
+		if c.atLeast {
+			ok = m >= bound
+		}
+		met = met && ok
+		op := "<="
+		if c.atLeast {
+			op = ">="
+		}
+		name := ""
+		if strings.HasSuffix(c.bench, "*") {
+			name = strings.TrimPrefix(f.bench, strings.TrimSuffix(c.bench, "*")) + " "
+		}
+		parts = append(parts, fmt.Sprintf("%s%s (want %s %s)", name, num(m), op, num(bound)))
+	}
+	if len(parts) == 0 {
+		return "no runs"
+	}
+	if met {
+		return "met\t" + strings.Join(parts, "; ")
+	}
+	return "SHORT\t" + strings.Join(parts, "; ")
+}
+
+// matches is a check's benchmark name against one of the runs': equal, or
+// a prefix where the check's ends in "*".
+func matches(pattern, bench string) bool {
+	if p, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(bench, p)
+	}
+	return pattern == bench
+}
