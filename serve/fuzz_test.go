@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	pathpkg "path"
 	"reflect"
 	"slices"
 	"testing"
@@ -138,8 +140,10 @@ func FuzzRepository(f *testing.F) {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("POST", path, bytes.NewReader(body)))
-		switch w.Code {
-		case 200, 400, 404, 503:
+		switch {
+		case w.Code == 200, w.Code == 400, w.Code == 404, w.Code == 503:
+		case w.Code == http.StatusTemporaryRedirect && pathpkg.Clean(path) != path:
+			return // the mux sends a path with "." or ".." to its clean form
 		default:
 			t.Fatalf("POST %s %q: status %d", path, body, w.Code)
 		}
