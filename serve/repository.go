@@ -177,9 +177,8 @@ func (s *Server) UnloadModel(name string) error {
 	return nil
 }
 
-// retire makes md refuse new requests, waits for those it accepted and
-// closes its engine. The registry no longer points new requests at it, or
-// is about to stop.
+// retire makes md refuse new requests (run/closed, to a request that
+// still finds it), waits for those it accepted and closes its engine.
 func (s *Server) retire(md *Model) {
 	s.mu.Lock()
 	md.ready.Store(false)
