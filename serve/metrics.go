@@ -19,6 +19,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	depth    *prometheus.GaugeVec
 	ready    *prometheus.GaugeVec
+	control  *prometheus.CounterVec
 	*EngineMetrics
 }
 
@@ -47,8 +48,10 @@ func newMetrics() *metrics {
 		Help: "Inference requests accepted and not yet answered (waiting in a queue or running): the autoscaling signal."}, []string{"model"})
 	m.ready = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "genaic_model_ready",
 		Help: "1 when the model is loaded, warmed up and accepting requests."}, []string{"model"})
+	m.control = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_model_control_total",
+		Help: "Loads and unloads asked through the repository extension, by model, action (load, reload, unload) and result (ok, failed)."}, []string{"model", "action", "result"})
 	m.EngineMetrics = NewEngineMetrics(m.reg)
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready)
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready, m.control)
 	return m
 }
 

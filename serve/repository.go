@@ -124,6 +124,29 @@ func (s *Server) LoadModel(name string) error {
 	}
 	s.loading.Lock()
 	defer s.loading.Unlock()
+	action := "load"
+	if s.model(name) != nil {
+		action = "reload"
+	}
+	err := s.loadModel(name)
+	s.counted(name, action, err)
+	return err
+}
+
+// counted counts a load or unload a client asked for, of a package the
+// repository holds.
+func (s *Server) counted(name, action string, err error) {
+	result := "ok"
+	switch {
+	case errors.Is(err, errNoModel):
+		return // no such model: no series of its name
+	case err != nil:
+		result = "failed"
+	}
+	s.m.control.WithLabelValues(name, action, result).Inc()
+}
+
+func (s *Server) loadModel(name string) error {
 	if s.isClosed() || s.draining.Load() {
 		return closedErr(name)
 	}
@@ -173,6 +196,7 @@ func (s *Server) UnloadModel(name string) error {
 	s.retire(md)
 	s.reg.Store(s.reg.Load().without(name))
 	s.setReason(name, "unloaded")
+	s.counted(name, "unload", nil)
 	s.log.Info("model unloaded", "model", name)
 	return nil
 }

@@ -255,6 +255,20 @@ func TestRepositoryReload(t *testing.T) {
 	if _, err := c.ModelInfer(ctx, grpcRequest("text_packed", reqs[1], false, nil)); err != nil {
 		t.Errorf("after the package was mended and loaded: %v", err)
 	}
+	// The loads and unloads are counted: a reload, a failed reload, an
+	// unload, a failed load, a load.
+	text := gatherText(t, s)
+	for series, want := range map[string]float64{
+		`genaic_model_control_total{action="reload",model="text_packed",result="ok"}`:     1,
+		`genaic_model_control_total{action="reload",model="text_packed",result="failed"}`: 1,
+		`genaic_model_control_total{action="unload",model="text_packed",result="ok"}`:     1,
+		`genaic_model_control_total{action="load",model="text_packed",result="failed"}`:   1,
+		`genaic_model_control_total{action="load",model="text_packed",result="ok"}`:       1,
+	} {
+		if got := metric(t, text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 	t.Logf("%d requests refused during the reloads", failed.Load())
 }
 
@@ -297,4 +311,12 @@ func TestUnloadWaitsForAdmitted(t *testing.T) {
 	if err := s.LoadModel("text_packed"); !isClosed(err) || s.model("text_packed") != nil {
 		t.Errorf("a load while draining: %v", err)
 	}
+}
+
+// gatherText is the server's metrics in Prometheus's text form.
+func gatherText(t *testing.T, s *Server) string {
+	t.Helper()
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	return w.Body.String()
 }
