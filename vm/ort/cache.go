@@ -117,8 +117,8 @@ func keyOf(t *backend.Tensor) (valueKey, bool) {
 // acquire fills held with a value over each checked tensor's data, from
 // the cache or new, and must be followed by release(held) once the run no
 // longer uses them. On error it returns the index of the tensor that failed.
-func (c *valueCache) acquire(ts []*backend.Tensor, held []*cachedValue) (int, error) {
-	c.hits(ts, held)
+func (c *valueCache) acquire(ts []*backend.Tensor, held, last []*cachedValue) (int, error) {
+	c.hits(ts, held, last)
 	for i, t := range ts {
 		if held[i] != nil {
 			continue
@@ -136,11 +136,20 @@ func (c *valueCache) acquire(ts []*backend.Tensor, held []*cachedValue) (int, er
 	return 0, nil
 }
 
-// hits fills held with the cached values of ts, under one lock.
-func (c *valueCache) hits(ts []*backend.Tensor, held []*cachedValue) {
+// hits fills held with the cached values of ts, under one lock. last
+// holds, per input, the value the same call held before (nil: none): a
+// caller passing the same buffers again, as the VM's runners do, finds it
+// there without hashing a key.
+func (c *valueCache) hits(ts []*backend.Tensor, held, last []*cachedValue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, t := range ts {
+		if e := last[i]; e != nil && !e.evicted && e.over(t) {
+			e.refs++
+			e.used = true
+			held[i] = e
+			continue
+		}
 		key, ok := keyOf(t)
 		if !ok {
 			continue
@@ -151,6 +160,19 @@ func (c *valueCache) hits(ts []*backend.Tensor, held []*cachedValue) {
 			held[i] = e
 		}
 	}
+}
+
+// over reports whether e is a value over t's data as t's dtype and shape.
+func (e *cachedValue) over(t *backend.Tensor) bool {
+	if e.dtype != t.DType || e.key.rank != len(t.Shape) || e.key.addr != dataAddr(t.Data) {
+		return false
+	}
+	for i, d := range t.Shape {
+		if e.key.dims[i] != d {
+			return false
+		}
+	}
+	return true
 }
 
 // insert adds a value made outside the lock. A value another run cached
@@ -215,17 +237,23 @@ func (c *valueCache) evict(e *cachedValue) {
 }
 
 // release ends a run's use of the values it acquired (nil entries are
-// skipped: an acquire that failed part way).
-func (c *valueCache) release(held []*cachedValue) {
+// skipped: an acquire that failed part way), and keeps in last those still
+// cached, for the next run of the same call (hits); nil where there is none,
+// so that last keeps no evicted value, nor its buffer, alive.
+func (c *valueCache) release(held, last []*cachedValue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range held {
+	for i, e := range held {
+		last[i] = nil
 		if e == nil {
 			continue
 		}
 		e.refs--
 		if e.evicted && e.refs == 0 {
 			e.v.Destroy()
+		}
+		if !e.evicted {
+			last[i] = e
 		}
 	}
 }

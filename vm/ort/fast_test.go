@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -367,8 +368,8 @@ func TestInputCacheKeys(t *testing.T) {
 	bits := []uint16{1, 2, 3, 4}
 	asUint := &backend.Tensor{DType: "uint16", Shape: []int64{4}, Data: bits}
 	asHalf := &backend.Tensor{DType: "float16", Shape: []int64{4}, Data: bits}
-	held := make([]*cachedValue, 2)
-	if i, err := c.acquire([]*backend.Tensor{asUint, asHalf}, held); err != nil {
+	held, last := make([]*cachedValue, 2), make([]*cachedValue, 2)
+	if i, err := c.acquire([]*backend.Tensor{asUint, asHalf}, held, last); err != nil {
 		t.Fatalf("input %d: %v", i, err)
 	}
 	if _, ok := held[0].v.(*ortgo.Tensor[uint16]); !ok {
@@ -377,18 +378,19 @@ func TestInputCacheKeys(t *testing.T) {
 	if _, ok := held[1].v.(*ortgo.CustomDataTensor); !ok {
 		t.Errorf("the float16 view of the same buffer got a %T, the uint16 view's value", held[1].v)
 	}
-	c.release(held)
+	c.release(held, last)
 	if len(c.entries) != 1 {
 		t.Errorf("the cache holds %d entries for one buffer and shape, want 1", len(c.entries))
 	}
 	clear(held)
-	if i, err := c.acquire([]*backend.Tensor{asHalf}, held[:1]); err != nil {
+	// last[0] is the uint16 value, cached: it is not the float16 view's.
+	if i, err := c.acquire([]*backend.Tensor{asHalf}, held[:1], last[:1]); err != nil {
 		t.Fatalf("input %d: %v", i, err)
 	}
 	if _, ok := held[0].v.(*ortgo.CustomDataTensor); !ok {
 		t.Errorf("the float16 view of a cached uint16 buffer got a %T", held[0].v)
 	}
-	c.release(held[:1])
+	c.release(held[:1], last[:1])
 
 	// An entry under another key's sum (a collision, which the mix makes
 	// rare) is not that key's.
@@ -398,9 +400,47 @@ func TestInputCacheKeys(t *testing.T) {
 		c.entries[k.sum()] = e
 	}
 	clear(held)
-	c.hits([]*backend.Tensor{other}, held[:1])
+	c.hits([]*backend.Tensor{other}, held[:1], last[:1]) // last[0]: the [4] view's
 	delete(c.entries, k.sum())
 	if held[0] != nil {
 		t.Errorf("a [2, 2] view was served the [4] view's value")
+	}
+}
+
+// TestInputCacheLast: a call's next run finds the values it held through
+// last, the same cached value for the same buffer and shape, never an
+// evicted one, nor one over another buffer.
+func TestInputCacheLast(t *testing.T) {
+	newBackend(t, Options{})
+	var c valueCache
+	defer c.close()
+	x := &backend.Tensor{DType: "int64", Shape: []int64{3}, Data: []int64{1, 2, 3}}
+	held, last := make([]*cachedValue, 1), make([]*cachedValue, 1)
+	run := func(ts *backend.Tensor) *cachedValue {
+		t.Helper()
+		if _, err := c.acquire([]*backend.Tensor{ts}, held, last); err != nil {
+			t.Fatal(err)
+		}
+		e := held[0]
+		c.release(held, last)
+		clear(held)
+		return e
+	}
+	first := run(x)
+	if last[0] != first || run(x) != first {
+		t.Fatalf("the second run did not get the first's cached value through last")
+	}
+	c.mu.Lock()
+	c.evictAt(slices.Index(c.ring, first))
+	c.mu.Unlock()
+	if last[0] != first || !first.evicted {
+		t.Fatal("the set-up did not evict the value last holds")
+	}
+	if again := run(x); again == first || again.evicted {
+		t.Errorf("the run after an eviction was given the evicted value")
+	}
+	y := &backend.Tensor{DType: "int64", Shape: []int64{3}, Data: []int64{1, 2, 3}}
+	if other := run(y); other.key.addr != dataAddr(y.Data) {
+		t.Errorf("another buffer of the same shape was given x's value")
 	}
 }

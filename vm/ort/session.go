@@ -91,7 +91,7 @@ func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, ou
 	if err := s.bind(c.tensors, inputs); err != nil {
 		return nil, err
 	}
-	if i, err := s.values.acquire(c.tensors, c.held); err != nil {
+	if i, err := s.values.acquire(c.tensors, c.held, c.last); err != nil {
 		return nil, fmt.Errorf("input `%s`: %w", s.inputs[i].info.Name, err)
 	}
 	for i, e := range c.held {
@@ -120,6 +120,7 @@ func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, ou
 type call struct {
 	tensors   []*backend.Tensor // the inputs, in graph order
 	held      []*cachedValue
+	last      []*cachedValue // held by this call's previous run (hits)
 	ins, outs []ortgo.Value
 	bufs      []*backend.Tensor
 	scratch   []*scratchValue
@@ -131,6 +132,7 @@ func newCall(inputs, outputs int) *call {
 	return &call{
 		tensors: make([]*backend.Tensor, inputs),
 		held:    make([]*cachedValue, inputs),
+		last:    make([]*cachedValue, inputs),
 		ins:     make([]ortgo.Value, inputs),
 		outs:    make([]ortgo.Value, outputs),
 		bufs:    make([]*backend.Tensor, outputs),
@@ -143,7 +145,7 @@ func newCall(inputs, outputs int) *call {
 // done releases a call's ORT values (the Go memory they point into stays
 // with its owners: the caller, or the tensors Run returns) and pools it.
 func (s *session) done(c *call) {
-	s.values.release(c.held)
+	s.values.release(c.held, c.last)
 	s.dropOutputs(c)
 	clear(c.tensors)
 	clear(c.held)
