@@ -36,7 +36,7 @@ test demo bench count: export GENAIC_CACHE := $(CACHE)
 test: setup lint
 	$(GO) test ./...
 	$(GO) test -race ./backend/... ./vm/... ./compiler/... ./passes/... ./serve/...
-	$(GO) test -race ./cmd/genaic -run '^TestBench(Server|OpenLoop|TritonStats)'
+	$(GO) test -race ./cmd/genaic -run '^TestBench(Server|OpenLoop|TritonStats|MetricsSource)'
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzFrontEnd$$' -fuzztime 2000x -fuzzminimizetime 100x
 	$(GO) test ./passes -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 3000x -fuzzminimizetime 100x
 	$(GO) test ./ir/irtext -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 2000x -fuzzminimizetime 100x

@@ -403,6 +403,10 @@ type metricsReader struct {
 	grpc       oippb.GRPCInferenceServiceClient
 	timeout    time.Duration
 	model      string
+	// source is what the first successful read came from ("metrics" or
+	// "stats"); later reads keep to it, so that a round's two snapshots
+	// never come from different sources after a failed read.
+	source string
 }
 
 func newMetricsReader(c *http.Client, base, model string) *metricsReader {
@@ -472,10 +476,20 @@ func (m *metricsReader) read() snapshot {
 	case m.client == nil:
 		return m.readGRPCStats()
 	}
-	if out, ok := m.readMetrics(); ok {
-		return out
+	if m.source != "stats" {
+		out, ok := m.readMetrics()
+		if ok {
+			m.source = "metrics"
+		}
+		if ok || m.source == "metrics" {
+			return out
+		}
 	}
-	return m.readStats()
+	out := m.readStats()
+	if out.server != nil {
+		m.source = "stats"
+	}
+	return out
 }
 
 // readMetrics reads a genaic server's /metrics; false where the server
@@ -492,8 +506,8 @@ func (m *metricsReader) readMetrics() (snapshot, bool) {
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
-	if err != nil || families["genaic_request_duration_seconds"] == nil {
-		return out, false // not a genaic server's metrics
+	if err != nil || families["genaic_model_ready"] == nil {
+		return out, false // not a genaic server's metrics (it sets this gauge from the start)
 	}
 	// each calls f with every series of the model in a family, and its
 	// component (empty for a series of the model's).

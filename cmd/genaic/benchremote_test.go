@@ -134,6 +134,34 @@ func TestBenchTritonStats(t *testing.T) {
 	}
 }
 
+// TestBenchMetricsSource: the reads of one bench keep to the source that
+// first answered: a genaic server's /metrics that fails now and then
+// gives a round no groups, never groups mixed with the statistics
+// extension's (the model read as one component).
+func TestBenchMetricsSource(t *testing.T) {
+	s, _, _ := startServing(t, textPkg)
+	h := s.Handler()
+	var scrapes atomic.Int64
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && scrapes.Add(1)%2 == 0 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer flaky.Close()
+	rep := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--url", flaky.URL, "--protocols", "http",
+		"--rounds", "3", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
+	if scrapes.Load() < 4 {
+		t.Fatalf("/metrics read %d times", scrapes.Load())
+	}
+	for _, m := range rep.Modes {
+		if _, mixed := m.Groups["text_packed"]; mixed {
+			t.Errorf("groups read from both sources: %+v", m.Groups)
+		}
+	}
+}
+
 // TestBenchServerMistakes: what a bench against a server refuses, and a
 // model the server does not serve, each said in one line.
 func TestBenchServerMistakes(t *testing.T) {
