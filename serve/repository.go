@@ -63,7 +63,7 @@ var errControl = errors.New("model control is not explicit")
 // with why. readyOnly keeps the ready ones.
 func (s *Server) index(readyOnly bool) ([]indexEntry, error) {
 	dirs, err := packages(s.cfg.Repo, s.cfg.Name)
-	if err != nil {
+	if err != nil && !isEmptyRepo(err) {
 		return nil, err
 	}
 	reg := s.reg.Load()
@@ -151,7 +151,7 @@ func (s *Server) loadModel(name string) error {
 		return closedErr(name)
 	}
 	dirs, err := packages(s.cfg.Repo, s.cfg.Name)
-	if err != nil {
+	if err != nil && !isEmptyRepo(err) {
 		return err
 	}
 	dir, ok := dirs[name]

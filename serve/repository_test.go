@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -319,4 +320,35 @@ func gatherText(t *testing.T, s *Server) string {
 	w := httptest.NewRecorder()
 	s.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	return w.Body.String()
+}
+
+// TestRepositoryStartsEmpty: under explicit model control a server may
+// start on a repository with no package yet, ready, and serve one a
+// client loads once it is there; without it, an empty repository is an
+// error at start.
+func TestRepositoryStartsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := New(Config{Repo: dir}); err == nil || !strings.Contains(err.Error(), "holds no package") {
+		t.Errorf("an empty repository without model control: %v", err)
+	}
+	s := newServer(t, Config{Repo: dir, ModelControl: "explicit", NoWarmup: true})
+	if !s.Ready() || len(s.Models()) != 0 {
+		t.Fatalf("ready %v with models %v", s.Ready(), s.Models())
+	}
+	if idx, err := s.index(false); err != nil || len(idx) != 0 {
+		t.Errorf("index of an empty repository: %v %v", idx, err)
+	}
+	if err := s.LoadModel("text_packed"); !errors.Is(err, errNoModel) {
+		t.Errorf("a load before the package is there: %v", err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "text_packed"), os.DirFS(filepath.Join("..", "testdata", "packages", "text_packed"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadModel("text_packed"); err != nil {
+		t.Fatal(err)
+	}
+	reqs, want := references(t, s, "text_packed")
+	if r := s.infer(context.Background(), s.model("text_packed"), "http", reqs[0], 0); r.Err != nil || same(r.Outputs.Map(), want[0].Outputs.Map()) != nil {
+		t.Errorf("the model loaded into the empty server: %v", r.Err)
+	}
 }

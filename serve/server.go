@@ -134,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, m: newMetrics(), drained: make(chan struct{}), stats: &StatsCollector{}}
 	s.reg.Store(&registry{models: map[string]*Model{}})
 	dirs, err := packages(cfg.Repo, cfg.Name)
+	if isEmptyRepo(err) && cfg.ModelControl == "explicit" {
+		err = nil // clients load the packages put there later
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -239,10 +242,22 @@ func packages(repo, name string) (map[string]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("model repository %s holds no package (a folder with inference_metadata.yaml)", repo)
+		return out, emptyRepoError(repo)
 	}
 	return out, nil
 }
+
+// emptyRepoError is a repository folder without a package: an error at
+// start unless models are to be loaded into the server later (explicit
+// model control).
+type emptyRepoError string
+
+func (e emptyRepoError) Error() string {
+	return fmt.Sprintf("model repository %s holds no package (a folder with inference_metadata.yaml)", string(e))
+}
+
+// isEmptyRepo reports whether err is an emptyRepoError.
+func isEmptyRepo(err error) bool { return errors.As(err, new(emptyRepoError)) }
 
 // compile returns a package's plan: its plan.json when fresh, else the
 // package compiled in memory.
