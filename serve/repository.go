@@ -177,7 +177,7 @@ func (s *Server) loadModel(name string) error {
 	if old != nil {
 		s.retire(old)
 	}
-	s.log.Info("model loaded", "model", name, "dir", dir, "reloaded", old != nil, "elapsed", time.Since(start).String())
+	s.log.Info("model now served", "model", name, "reloaded", old != nil, "elapsed", time.Since(start).String())
 	return nil
 }
 

@@ -335,7 +335,7 @@ func TestServeModelControl(t *testing.T) {
 	if resp, err := http.Get(base + "/v2/models/text_packed/ready"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("the model loaded again is not ready: %v %v", resp, err)
 	}
-	if p.find("model unloaded") == nil || p.find("model loaded") == nil {
+	if p.find("model unloaded") == nil || p.find("model now served") == nil {
 		t.Errorf("the unload and load were not logged: %v", p.log())
 	}
 	_, errOut, code := runCLI(t, "serve", "--model-control", "poll", "--http", "127.0.0.1:0", "--grpc", "", textPkg)
