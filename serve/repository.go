@@ -58,6 +58,14 @@ var errNoModel = errors.New("no such package")
 // errControl is a load or unload while model control is not explicit.
 var errControl = errors.New("model control is not explicit")
 
+// controlled refuses a load or unload unless model control is explicit.
+func (s *Server) controlled() error {
+	if s.cfg.ModelControl != "explicit" {
+		return fmt.Errorf("%w: start the server with --model-control explicit to load and unload models", errControl)
+	}
+	return nil
+}
+
 // index lists the repository's packages as they are now: those served and
 // ready, and the others (never loaded, unloaded, or failed) unavailable,
 // with why. readyOnly keeps the ready ones.
@@ -119,8 +127,8 @@ func (s *Server) setReason(name, why string) {
 // LoadModel loads the repository's package of that name, or loads it
 // again, and serves it once it is warm (see above).
 func (s *Server) LoadModel(name string) error {
-	if s.cfg.ModelControl != "explicit" {
-		return fmt.Errorf("%w: start the server with --model-control explicit to load and unload models", errControl)
+	if err := s.controlled(); err != nil {
+		return err
 	}
 	s.loading.Lock()
 	defer s.loading.Unlock()
@@ -184,8 +192,8 @@ func (s *Server) loadModel(name string) error {
 // UnloadModel stops serving a model once the requests it accepted are
 // answered (see above).
 func (s *Server) UnloadModel(name string) error {
-	if s.cfg.ModelControl != "explicit" {
-		return fmt.Errorf("%w: start the server with --model-control explicit to load and unload models", errControl)
+	if err := s.controlled(); err != nil {
+		return err
 	}
 	s.loading.Lock()
 	defer s.loading.Unlock()
