@@ -211,6 +211,7 @@ func (e *Engine) Stats() Stats {
 			cs.Scheduler.KeptForPadding = kept
 			g.mu.Lock()
 			cs.Scheduler.RunnerOverlap = g.overlap
+			cs.Scheduler.RunnerExploreEvery = g.exploreEvery
 			g.mu.Unlock()
 		}
 		out.Components[name] = cs

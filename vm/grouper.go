@@ -49,11 +49,12 @@ type grouper struct {
 	// queue order.
 	sorted bool
 	// selfRun counts the lockstep batches running their own groups now;
-	// lockstep, runnerGroups and overlap are what decides it (selfrun.go).
-	selfRun      int
-	lockstep     int
-	runnerGroups int
-	overlap      float64
+	// runnerGroups and overlap are what decides it, and exploreEvery and
+	// untilExplore when a batch measures anyway (selfrun.go).
+	selfRun                    int
+	runnerGroups               int
+	overlap                    float64
+	exploreEvery, untilExplore int
 	// fillable's scan of the queue: its sums, how far it got, how many
 	// full groups it still needs, whether it found them, and whether
 	// items left the queue since (so that it starts over).
@@ -122,7 +123,7 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 	o := e.opts
 	g := &grouper{spec: spec, sess: sess, e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
 		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler(), workers: max(o.Workers, 1),
-		overlap: 1} // runners help until batches show otherwise (selfrun.go)
+		overlap: 1, exploreEvery: selfRunExplore, untilExplore: selfRunExplore} // runners help until batches show otherwise (selfrun.go)
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))

@@ -230,6 +230,9 @@ type SchedulerStats struct {
 	// admission the runner started a group; below one half, batches run
 	// their own groups (ComponentStats.OwnGroups; vm/selfrun.go).
 	RunnerOverlap float64 `json:"runner_overlap"`
+	// RunnerExploreEvery is how many such batches pass, while they run
+	// their own groups, between two that wake the runner to measure again.
+	RunnerExploreEvery int `json:"runner_explore_every,omitempty"`
 }
 
 func (s *scheduler) snapshot() SchedulerStats {

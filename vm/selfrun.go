@@ -20,18 +20,24 @@ import (
 // runner started a group before the batch's admission ended (overlap, an
 // exponentially weighted share); below one half, a batch that finds the
 // component idle with one worker slot wakes no runner and, once admitted,
-// forms and runs the groups itself, on the slot the runner would take. One
-// batch in selfRunExplore that would run its own groups wakes the runner
-// instead, so that the share keeps being measured and a machine whose
-// wakes become cheap goes back.
+// forms and runs the groups itself, on the slot the runner would take.
+// Now and then a batch that would run its own groups wakes the runner
+// instead (explores), so that the share keeps being measured and a machine
+// whose wakes become cheap goes back. An explorer pays a thread's wake
+// (on the small machines, about what admitting a burst costs again), so
+// exploring backs off: the interval between explorers starts at
+// selfRunExplore batches, doubles with each measured batch whose runner
+// started late, up to selfRunExploreMax, and falls back to selfRunExplore
+// as soon as one started in time.
 // Components with more than one worker slot keep their runners: there the
 // handoff buys invocations run side by side. (A batch running groups
 // beside its runners, on a slot none holds, was measured too: two runners'
 // throughput did not change.)
 
 const (
-	selfRunExplore = 16
-	overlapDecay   = 0.8
+	selfRunExplore    = 16
+	selfRunExploreMax = 256
+	overlapDecay      = 0.8
 )
 
 // startBatch is called as a lockstep batch starts admitting at g. self
@@ -44,11 +50,13 @@ func (g *grouper) startBatch() (self bool, idleAt int) {
 	if g.closed || len(g.queue) > 0 || g.running+g.inline > 0 {
 		return false, -1
 	}
-	g.lockstep++
-	if g.workers == 1 && g.overlap < 0.5 && g.lockstep%selfRunExplore != 0 {
-		g.selfRun++
-		g.wg.Add(1) // close waits for the batch's groups as for the runners'
-		return true, -1
+	if g.workers == 1 && g.overlap < 0.5 {
+		if g.untilExplore--; g.untilExplore > 0 {
+			g.selfRun++
+			g.wg.Add(1) // close waits for the batch's groups as for the runners'
+			return true, -1
+		}
+		g.untilExplore = g.exploreEvery
 	}
 	return false, g.runnerGroups
 }
@@ -65,7 +73,11 @@ func (g *grouper) admitted(idleAt int) {
 	started := 0.0
 	if g.runnerGroups > idleAt {
 		started = 1
+		g.exploreEvery = selfRunExplore
+	} else {
+		g.exploreEvery = min(2*g.exploreEvery, selfRunExploreMax)
 	}
+	g.untilExplore = g.exploreEvery
 	g.overlap = overlapDecay*g.overlap + (1-overlapDecay)*started
 }
 

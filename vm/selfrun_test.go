@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,8 +16,9 @@ import (
 
 // TestSelfRunFollowsTheMeasuredOverlap: a lockstep batch at an idle
 // component runs its own groups only while runners were seen not to start
-// during admissions (overlap below one half), one batch in selfRunExplore
-// still goes to the runner to keep measuring, a busy component or one with
+// during admissions (overlap below one half), a batch now and then still
+// goes to the runner to keep measuring (less often while they keep finding
+// it late), a busy component or one with
 // more worker slots never self-runs, and admissions that overlap bring
 // the runner path back.
 func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
@@ -40,17 +42,41 @@ func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
 	if g.overlap >= 0.5 {
 		t.Fatalf("overlap %.2f after batches whose runner never started during admission", g.overlap)
 	}
-	self := 0
-	for range 4 * selfRunExplore {
-		if start() {
-			self++
+	// Explorers that find the runner late space out, doubling up to the
+	// cap; one that finds it in time brings the interval back.
+	g.exploreEvery, g.untilExplore = selfRunExplore, selfRunExplore
+	gaps := func(n int) []int {
+		var out []int
+		for i := 1; len(out) < n; i++ {
+			if !start() {
+				out = append(out, i)
+				i = 0
+			}
 		}
+		return out
 	}
-	if want := 4*selfRunExplore - 4; self != want {
-		t.Errorf("%d of %d batches self-ran, want all but the exploring %d", self, 4*selfRunExplore, 4*selfRunExplore-want)
+	if got, want := gaps(7), []int{16, 32, 64, 128, 256, 256, 256}; !slices.Equal(got, want) {
+		t.Errorf("batches between explorers finding no overlap: %v, want %v", got, want)
 	}
-	// The explorers find a runner that starts during their admission.
-	for range 6 * selfRunExplore {
+	for range selfRunExploreMax - 1 {
+		start()
+	}
+	self, idleAt := g.startBatch()
+	if self {
+		t.Fatal("no batch explores after the longest interval")
+	}
+	g.mu.Lock()
+	g.runnerGroups++
+	g.mu.Unlock()
+	g.admitted(idleAt)
+	g.overlap = 0
+	if got, want := gaps(2), []int{16, 32}; !slices.Equal(got, want) {
+		t.Errorf("batches between explorers after one found overlap: %v, want %v", got, want)
+	}
+	// The explorers find a runner that starts during their admission: the
+	// first within the longest interval, the next ones every
+	// selfRunExplore batches.
+	for range selfRunExploreMax + 5*selfRunExplore {
 		self, idleAt := g.startBatch()
 		if self {
 			undoSelfRun(g)

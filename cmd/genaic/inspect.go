@@ -188,8 +188,8 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 			fmt.Fprintf(w, "    %d times an item was kept out of a group because its padding would cost more than its own call\n", sc.KeptForPadding)
 		}
 		if cs.OwnGroups > 0 {
-			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay)\n",
-				cs.OwnGroups, 100*sc.RunnerOverlap)
+			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay; one batch in %d still tries)\n",
+				cs.OwnGroups, 100*sc.RunnerOverlap, sc.RunnerExploreEvery)
 		}
 		if cs.Isolated > 0 {
 			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
