@@ -106,7 +106,11 @@ func runServe(e *env, args []string) int {
 			e.errorf("--http %v", err)
 			return exitUsage
 		}
-		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+		// A client has 30 s to send a request's headers, and a keep-alive
+		// connection left idle for two minutes is closed: neither a slow
+		// nor an idle client holds a connection (a goroutine and its
+		// buffers) forever. Bodies are bounded by --max-request-bytes.
+		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	}
 	gs := srv.NewGRPCServer()
 	if grpcAddr != "" {
