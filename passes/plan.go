@@ -186,6 +186,17 @@ func servesWhat(s *plan.Serves) string {
 	return fmt.Sprintf("level %d %s", s.Level, s.Role)
 }
 
+// delivered says how a request receives its rows of an output whose
+// request axis is axis: a view of the group's output on axis 0 (view says
+// so), a copy on an inner axis, where the axes before it interleave the
+// requests' rows.
+func delivered(axis int64, view string) string {
+	if axis == 0 {
+		return view
+	}
+	return "copied out of the group output (on an inner axis the requests' rows interleave)"
+}
+
 // layout fills what every port plan states of its layout: axis, factor,
 // levels and padded dimensions.
 func (p *planner) layout(out *plan.Port, port *ir.Port, kind ir.SiteKind) {
@@ -238,9 +249,9 @@ func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {
 	case ir.Shared:
 		out.Split, out.Why = plan.SplitBroadcast, "shared: every request of the group receives the same value"
 	case ir.RequestAligned:
-		out.Split, out.Why = plan.SplitRows, fmt.Sprintf("request_aligned on axis %d: each request's rows, as a view of the group output", c.Layout.Axis)
+		out.Split, out.Why = plan.SplitRows, fmt.Sprintf("request_aligned on axis %d: each request's rows, %s", c.Layout.Axis, delivered(c.Layout.Axis, "as a view of the group output"))
 	case ir.RequestExpanded:
-		out.Split, out.Why = plan.SplitExpanded, fmt.Sprintf("request_expanded on axis %d: each request's %d rows, as a view", c.Layout.Axis, c.Layout.Factor)
+		out.Split, out.Why = plan.SplitExpanded, fmt.Sprintf("request_expanded on axis %d: each request's %d rows, %s", c.Layout.Axis, c.Layout.Factor, delivered(c.Layout.Axis, "as a view"))
 	case ir.TokenPacked:
 		out.Split = plan.SplitPacked
 		out.Why = "token_packed: each request's span of the packed axis, as a view, split level by level (§3.3)"

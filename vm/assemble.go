@@ -23,6 +23,8 @@ type group struct {
 	// scratch is working room that assembling and splitting reuse, port
 	// after port; an arena's group keeps it from one group to the next.
 	scratch groupScratch
+	// copies counts what assembling and splitting the group copy.
+	copies *Copies
 }
 
 // groupScratch holds lists that live only through one step of assembling
@@ -77,6 +79,7 @@ func (g *group) elements() groupElements { return groupElements{padded: g.elems,
 // inputs go into the buffers of a (nil: fresh ones).
 func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*group, error) {
 	g := a.group(items)
+	g.copies = copies
 	for i := range s.gp.Inputs {
 		in := &s.gp.Inputs[i]
 		switch in.Role {
@@ -128,9 +131,10 @@ func (g *group) empty() bool {
 	return true
 }
 
-// concat stacks the items' tensors of one port along axis 0, padding the
-// padded axes to the group maximum. A group of one passes its item's
-// tensor through: it is already its own group's maximum.
+// concat stacks the items' tensors of one port along its request axis
+// (axis 0 for a packed port), padding the padded axes to the group
+// maximum. A group of one passes its item's tensor through: it is already
+// its own group's maximum.
 func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
 	if len(items) == 1 {
 		t := items[0].ports[at].t
@@ -150,14 +154,18 @@ func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *
 			padAxes[p.Axis], padded = true, true
 		}
 	}
+	axis := 0
+	if in.Role != plan.RolePacked {
+		axis = in.Axis
+	}
 	var room [8]int64
-	shape, err := groupShape(room[:0], tensors, padAxes)
+	shape, err := groupShape(room[:0], tensors, padAxes, axis)
 	if err != nil {
 		return nil, err
 	}
 	// Only a reused buffer some item leaves short needs zero fill: the
 	// items overwrite all of it otherwise.
-	short := padded && slices.ContainsFunc(tensors, func(t *backend.Tensor) bool { return !slices.Equal(t.Shape[1:], shape[1:]) })
+	short := padded && slices.ContainsFunc(tensors, func(t *backend.Tensor) bool { return !sameBeside(t.Shape, shape, axis) })
 	out, err := a.tensor(at, tensors[0].DType, shape, short)
 	if err != nil {
 		return nil, err
@@ -173,8 +181,8 @@ func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *
 	row, copied := int64(0), int64(0)
 	g.elems += out.Len()
 	for _, t := range tensors {
-		copied += placeInto(out, row, t)
-		row += t.Shape[0]
+		copied += placeInto(out, row, t, axis)
+		row += t.Shape[axis]
 		g.realElems += t.Len()
 		if padded {
 			g.real += t.Len()
@@ -208,19 +216,29 @@ func concatVectors(ts []*backend.Tensor, at int, a *arena) (*backend.Tensor, boo
 	return out, true
 }
 
-// groupShape is the group's shape of one port: the sum of the items' axis 0,
-// the maximum of padded axes, and the (equal) extent of every other axis.
-// padAxes[a] says whether axis a is padded. The shape is appended to dst.
-func groupShape(dst []int64, ts []*backend.Tensor, padAxes []bool) ([]int64, error) {
+// sameBeside reports whether two shapes agree on every axis but axis.
+func sameBeside(a, b []int64, axis int) bool {
+	return slices.Equal(a[:axis], b[:axis]) && slices.Equal(a[axis+1:], b[axis+1:])
+}
+
+// groupShape is the group's shape of one port: the sum of the items'
+// extents on the stacking axis, the maximum of padded axes, and the
+// (equal) extent of every other axis. padAxes[a] says whether axis a is
+// padded. The shape is appended to dst.
+func groupShape(dst []int64, ts []*backend.Tensor, padAxes []bool, axis int) ([]int64, error) {
+	if axis >= ts[0].Rank() {
+		return nil, runErr("run/input", "items of one group have rank %d, without their request axis %d: %v", ts[0].Rank(), axis, ts[0])
+	}
 	shape := append(dst, ts[0].Shape...)
-	shape[0] = 0
+	shape[axis] = 0
 	for _, t := range ts {
 		if t.Rank() != len(shape) {
 			return nil, runErr("run/uniform", "items of one group disagree on rank: %v and %v", ts[0], t)
 		}
-		shape[0] += t.Shape[0]
-		for a := 1; a < len(shape); a++ {
+		shape[axis] += t.Shape[axis]
+		for a := range shape {
 			switch {
+			case a == axis:
 			case a < len(padAxes) && padAxes[a]:
 				shape[a] = max(shape[a], t.Shape[a])
 			case t.Shape[a] != shape[a]:
@@ -231,11 +249,11 @@ func groupShape(dst []int64, ts []*backend.Tensor, padAxes []bool) ([]int64, err
 	return shape, nil
 }
 
-// placeInto copies src into dst starting at row on axis 0, each axis into
-// the prefix of dst's; it returns the bytes copied. Below the innermost
-// axis on which src is shorter than dst both are laid out alike, so src
-// is copied as one contiguous block per index of the axes above it.
-func placeInto(dst *backend.Tensor, row int64, src *backend.Tensor) int64 {
+// placeInto copies src into dst starting at row on axis stack, each other
+// axis into the prefix of dst's; it returns the bytes copied. Below the
+// innermost axis on which src is shorter than dst both are laid out alike,
+// so src is copied as one contiguous block per index of the axes above it.
+func placeInto(dst *backend.Tensor, row int64, src *backend.Tensor, stack int) int64 {
 	n := src.Len()
 	if n == 0 {
 		return 0
@@ -258,7 +276,9 @@ func placeInto(dst *backend.Tensor, row int64, src *backend.Tensor) int64 {
 		strides[k] = stride
 		stride *= dst.Shape[k]
 	}
-	base := row * backend.Elements(dst.Shape[1:])
+	// The stacking axis is at or above a wherever src is one of several
+	// (shorter there), so its offset is the same for every block.
+	base := row * backend.Elements(dst.Shape[stack+1:])
 	for so := int64(0); so < n; so += block {
 		at := base
 		for k, i := range idx {
@@ -323,16 +343,24 @@ func (g *group) companion(spec *componentSpec, at int, in *plan.Port, items []*i
 		return items[0].ports[served].lengths[entry], nil
 	}
 	ts := g.tensorsOf(items, served, entry)
-	if out, ok := concatVectors(ts, at, a); ok {
-		copies.AddCopies(CopyCompanion, out.Bytes(), int64(len(ts)))
-		return out, nil
+	// The lengths cover the axes before the padded one, so they stack on
+	// the request axis of the port they measure (axis 0 when packed).
+	stack := 0
+	if p := &spec.gp.Inputs[served]; p.Role != plan.RolePacked {
+		stack = p.Axis
+	}
+	if stack == 0 {
+		if out, ok := concatVectors(ts, at, a); ok {
+			copies.AddCopies(CopyCompanion, out.Bytes(), int64(len(ts)))
+			return out, nil
+		}
 	}
 	padAxes := g.padAxes(ts[0].Rank())
-	for a := 1; a < len(padAxes); a++ {
-		padAxes[a] = true
+	for ax := range padAxes {
+		padAxes[ax] = ax != stack
 	}
 	var room [8]int64
-	shape, err := groupShape(room[:0], ts, padAxes)
+	shape, err := groupShape(room[:0], ts, padAxes, stack)
 	if err != nil {
 		return nil, err
 	}
@@ -342,8 +370,8 @@ func (g *group) companion(spec *componentSpec, at int, in *plan.Port, items []*i
 	}
 	row, copied := int64(0), int64(0)
 	for _, t := range ts {
-		copied += placeInto(out, row, t)
-		row += t.Shape[0]
+		copied += placeInto(out, row, t, stack)
+		row += t.Shape[stack]
 	}
 	copies.AddCopies(CopyCompanion, copied, int64(len(ts)))
 	return out, nil

@@ -19,10 +19,11 @@ const (
 	CopyStack                       // stacking request rows
 	CopyCompanion                   // recomputing companions for a group
 	CopyGather                      // a compaction that cannot be a reslice
+	CopyUnstack                     // handing out rows stacked on an inner axis
 	copyReasons
 )
 
-var copyReasonNames = [...]string{"pack", "pad", "stack", "companion", "gather"}
+var copyReasonNames = [...]string{"pack", "pad", "stack", "companion", "gather", "unstack"}
 
 func (r CopyReason) String() string { return copyReasonNames[r] }
 

@@ -416,9 +416,6 @@ func (s *componentSpec) checkPort(i int, in *plan.Port, t *backend.Tensor) error
 		return runErr("run/input", "component `%s` input port `%s` is %s on axis %d: one request brings %d row(s) there, got %s",
 			s.comp.Name, in.Name, in.Role, in.Axis, want, t)
 	}
-	if (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && in.Axis != 0 {
-		return runErr("run/unsupported", "component `%s` input port `%s` stacks requests on axis %d; this runtime groups rows on axis 0 only", s.comp.Name, in.Name, in.Axis)
-	}
 	return nil
 }
 
@@ -502,6 +499,11 @@ func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.
 		}
 		if p.Axis >= t.Rank() {
 			return runErr("run/input", "`%s` is padded on axis %d but has rank %d", in.Name, p.Axis, t.Rank())
+		}
+		if (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && p.Axis < in.Axis {
+			// Its lengths would not have the request axis: a group could
+			// carry only one request's.
+			return runErr("run/unsupported", "component `%s` input port `%s` is padded on axis %d, before its request axis %d; this runtime pads only axes after the request axis", s.comp.Name, in.Name, p.Axis, in.Axis)
 		}
 		if err := checkLengths(p.Lengths.Name(), p.Dimension, lt, t.Shape[:p.Axis], t.Shape[p.Axis]); err != nil {
 			return err

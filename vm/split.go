@@ -95,8 +95,11 @@ func (s *componentSpec) splitPort(g *group, k int, o *plan.Port, outs map[string
 		}
 	case plan.SplitRows, plan.SplitExpanded:
 		f := max(o.Factor, 1) // rows per request on this output
-		if t.Rank() == 0 || t.Shape[0] != g.rows()*f {
-			return runErr("run/extent", "component `%s` output `%s` has %v rows on axis 0, but the group's %d requests own %d rows each", s.comp.Name, o.Name, t.Shape, g.rows(), f)
+		if o.Axis >= t.Rank() || t.Shape[o.Axis] != g.rows()*f {
+			return runErr("run/extent", "component `%s` output `%s` has shape %v, but the group's %d requests own %d rows each on its axis %d", s.comp.Name, o.Name, t.Shape, g.rows(), f, o.Axis)
+		}
+		if o.Axis > 0 {
+			return s.splitRowsAt(g, k, o.Axis, f, t, shares)
 		}
 		spans := g.spans()
 		for i := range spans {
@@ -107,6 +110,36 @@ func (s *componentSpec) splitPort(g *group, k int, o *plan.Port, outs map[string
 		return s.splitPacked(g, k, o, outs, shares)
 	case plan.SplitCompanion, plan.SplitInternal:
 		return s.splitCompanion(g, k, o, outs, shares)
+	}
+	return nil
+}
+
+// splitRowsAt hands each item its f rows of t on axis, an axis after the
+// first: such rows are not contiguous (the axes before it interleave the
+// requests), so each share is a copy, one block per index of those axes.
+// A group of one hands its item t itself.
+func (s *componentSpec) splitRowsAt(g *group, k, axis int, f int64, t *backend.Tensor, shares shareSlab) error {
+	if g.rows() == 1 {
+		shares.put(0, k, t)
+		return nil
+	}
+	outer := backend.Elements(t.Shape[:axis])
+	inner := backend.Elements(t.Shape[axis+1:])
+	block := f * inner
+	var room [8]int64 // NewTensor copies the shape
+	shape := append(room[:0], t.Shape...)
+	shape[axis] = f
+	for i := range g.items {
+		share, err := backend.NewTensor(t.DType, shape)
+		if err != nil {
+			return runErr("run/backend", "component `%s` returned %v: %v", s.comp.Name, t, err)
+		}
+		from := int64(i) * block
+		for o := range outer {
+			share.CopyElems(o*block, t, o*t.Shape[axis]*inner+from, block)
+		}
+		g.copies.Add(CopyUnstack, share.Bytes())
+		shares.put(i, k, share)
 	}
 	return nil
 }
@@ -202,6 +235,14 @@ func (s *componentSpec) splitLengths(g *group, k int, o *plan.Port, served *plan
 		}
 	}
 	f := max(served.Factor, 1)
+	if levels == nil && served.Axis > 0 {
+		// The lengths of rows on an inner axis have that axis too (they
+		// cover the axes before the padded one).
+		if served.Axis >= t.Rank() || t.Shape[served.Axis] != g.rows()*f {
+			return runErr("run/lengths", "component `%s` output lengths `%s` has shape %v, but the group's %d requests own %d rows each on its axis %d", s.comp.Name, o.Name, t.Shape, g.rows(), f, served.Axis)
+		}
+		return s.splitRowsAt(g, k, served.Axis, f, t, shares)
+	}
 	spans := g.spans()
 	for i := range spans {
 		lo, hi := int64(i)*f, int64(i+1)*f

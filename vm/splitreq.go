@@ -213,7 +213,7 @@ func int64Parts(parts []*backend.Tensor) [][]int64 {
 
 // concatRows stacks tensors along axis 0 (their other axes must agree).
 func concatRows(parts []*backend.Tensor, copies *Copies) (*backend.Tensor, error) {
-	shape, err := groupShape(nil, parts, nil)
+	shape, err := groupShape(nil, parts, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func concatRows(parts []*backend.Tensor, copies *Copies) (*backend.Tensor, error
 	}
 	row := int64(0)
 	for _, p := range parts {
-		copies.Add(CopyGather, placeInto(out, row, p))
+		copies.Add(CopyGather, placeInto(out, row, p, 0))
 		row += p.Shape[0]
 	}
 	return out, nil

@@ -149,6 +149,10 @@ var generators = map[string]generator{
 			"guidance_scale": testmodels.Float32([]int64{1}, []float32{8 * rng.Float32()}),
 		}
 	},
+	"time_major": func(rng *rand.Rand, _ int) map[string]testmodels.Tensor {
+		steps, batch := int64(1+rng.IntN(4)), int64(1+rng.IntN(4))
+		return map[string]testmodels.Tensor{"frames": uniform(rng, steps, batch, 4)}
+	},
 	"solo": func(rng *rand.Rand, _ int) map[string]testmodels.Tensor {
 		return map[string]testmodels.Tensor{"features": uniform(rng, int64(1+rng.IntN(3)), 4)}
 	},

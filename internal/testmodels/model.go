@@ -96,6 +96,7 @@ func Models() []*Model {
 		textPacked(),
 		textPadded(),
 		requestExpanded(),
+		timeMajor(),
 		solo(),
 		ocrLines(),
 		audioMel(),

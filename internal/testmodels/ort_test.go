@@ -388,6 +388,7 @@ func TestEmptyAxes(t *testing.T) {
 			"segment_owner":   vector([]int64{0, 0}),
 		},
 		"request_expanded": {"latents": testmodels.Float32([]int64{0, 4}, nil), "guidance_scale": scale},
+		"time_major":       {"frames": testmodels.Float32([]int64{2, 0, 4}, nil)},
 		"solo":             {"features": testmodels.Float32([]int64{0, 4}, nil)},
 	}
 	for _, m := range testmodels.Models() {

@@ -36,6 +36,7 @@ import (
 	"github.com/genaic/genaic/examples/text"
 	"github.com/genaic/genaic/examples/textpacked"
 	"github.com/genaic/genaic/examples/textpadded"
+	"github.com/genaic/genaic/examples/timemajor"
 	"github.com/genaic/genaic/examples/tokenmerge"
 	"github.com/genaic/genaic/examples/videofixed"
 	"github.com/genaic/genaic/examples/videofps"
@@ -104,6 +105,7 @@ var executors = map[string]opener{
 	"imagetiles": generated(imagetiles.New), "videofps": generated(videofps.New),
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
+	"timemajor": generated(timemajor.New),
 	"ocrlines":  generated(ocrlines.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }

@@ -138,6 +138,15 @@
 //	     guided [batch, channels=4] f32 (request_aligned),
 //	     guided[r] = noise[2r+1] + guidance_scale[0]·(noise[2r] − noise[2r+1])
 //
+// time_major/encoder.onnx (component encoder; time-major: a request's row
+// is on axis 1, request_aligned with axis 1; steps uniform in a group):
+//
+//	in   frames [steps, batch, width=4] f32
+//	out  states [steps, batch, hidden=4] f32 (request axis 1),
+//	     states[t,r] = tanh(frames[t,r]·W + b)
+//	     pooled [batch, hidden=4] f32 (request axis 0),
+//	     pooled[r] = Σ_t states[t,r] / steps
+//
 // solo/scorer.onnx (component scorer; no batch_capacity, never grouped):
 //
 //	in   features [batch, width=4] f32
