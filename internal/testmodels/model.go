@@ -106,6 +106,29 @@ func Models() []*Model {
 	}
 }
 
+// Fixing returns a copy of m whose graph fixes every dimension called sym
+// to n, as a graph exported with a static batch does: the same function
+// on the same weights, for the tests of what a runtime makes of such a
+// graph.
+func (m *Model) Fixing(sym string, n int64) *Model {
+	c := *m
+	fix := func(ports []Port) []Port {
+		out := make([]Port, len(ports))
+		for i, p := range ports {
+			p.Dims = append([]Dim(nil), p.Dims...)
+			for k, d := range p.Dims {
+				if d.Sym == sym {
+					p.Dims[k].Size = n
+				}
+			}
+			out[i] = p
+		}
+		return out
+	}
+	c.Inputs, c.Outputs = fix(m.Inputs), fix(m.Outputs)
+	return &c
+}
+
 // Lookup returns the model of the package called name, or nil.
 func Lookup(name string) *Model {
 	models := Models()

@@ -109,7 +109,34 @@ func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, erro
 	if err != nil {
 		return nil, fmt.Errorf("component `%s`: create an onnxruntime session for %s: %w", comp.Name, path, err)
 	}
+	if why := fixedRequestAxis(comp, ins); why != "" && s.ready.Ready {
+		s.ready.Ready, s.ready.Reason = false, why
+	}
 	return s, nil
+}
+
+// fixedRequestAxis says why a graph cannot take more than one request per
+// invocation: it fixes the extent of an input's request axis (exported
+// with a batch of 1, say), where a group stacks its requests' rows. Such a
+// component runs one request per invocation from the start, saying why,
+// rather than failing every group it is given and running its requests
+// again alone. "" when every request axis is dynamic.
+func fixedRequestAxis(comp *ir.Component, ins []ortgo.InputOutputInfo) string {
+	for _, in := range ins {
+		i := slices.IndexFunc(comp.Inputs, func(p *ir.Port) bool { return p != nil && p.Name == in.Name })
+		if i < 0 || comp.Inputs[i].Contract == nil {
+			continue
+		}
+		l := comp.Inputs[i].Contract.Layout
+		if l.Kind != ir.RequestAligned && l.Kind != ir.RequestExpanded || l.Axis >= int64(len(in.Dimensions)) {
+			continue
+		}
+		if n := in.Dimensions[l.Axis]; n >= 0 {
+			return fmt.Sprintf("its graph fixes axis %d of input `%s`, where a group stacks its requests' rows, to %d: one request per invocation (export the graph with that axis dynamic to group requests)",
+				l.Axis, in.Name, n)
+		}
+	}
+	return ""
 }
 
 // artifactPath resolves a component's artifact against its package folder
