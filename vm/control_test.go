@@ -33,12 +33,7 @@ func TestLoopAndBranch(t *testing.T) {
 		}
 		return map[string]*backend.Tensor{"b": {DType: "float32", Shape: in["a"].Shape, Data: out}}, nil
 	})
-	path := filepath.Join("testdata", "control.yaml")
-	e, err := Open(compilePlan(t, path), "testdata", map[ir.ImplKind]backend.Backend{ir.ImplBinding: b}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := bindingEngine(t, "control.yaml", b, Options{})
 	run := func(mode int64) []float32 {
 		r := e.Run(context.Background(), Request{ID: "r", Inputs: map[string]*backend.Tensor{
 			"x":    {DType: "float32", Shape: []int64{1, 2}, Data: []float32{1, 2}},

@@ -3,13 +3,11 @@ package vm
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/ir"
 )
 
 // f32 is a float32 tensor of shape whose elements count up from first.
@@ -109,13 +107,7 @@ func pairedEngine(t testing.TB) *Engine {
 	t.Helper()
 	b := &backend.Bindings{}
 	b.Register("image", imageBinding)
-	path := filepath.Join("testdata", "paired.yaml")
-	e, err := Open(compilePlan(t, path), filepath.Dir(path), Backends{ir.ImplBinding: b}, Options{MaxDelay: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return bindingEngine(t, "paired.yaml", b, Options{MaxDelay: time.Millisecond})
 }
 
 // TestItemsSeveralInputsSplit: the items of two inputs that differ in an

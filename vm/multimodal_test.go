@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/ir"
 )
 
 // The multimodal workflow (testdata/multimodal.yaml) runs three binding
@@ -81,13 +79,7 @@ func multimodalEngine(t testing.TB, opts Options) *Engine {
 	b.Register("image", imageBinding)
 	b.Register("video", videoBinding)
 	b.Register("text", textBinding)
-	path := filepath.Join("testdata", "multimodal.yaml")
-	e, err := Open(compilePlan(t, path), filepath.Dir(path), Backends{ir.ImplBinding: b}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return bindingEngine(t, "multimodal.yaml", b, opts)
 }
 
 // nested builds a two-level chain from unit sizes: offsets over children,

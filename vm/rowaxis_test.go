@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/ir"
 )
 
 // The time-major workflow (testdata/rowaxis.yaml) stacks requests on an
@@ -69,13 +67,7 @@ func rowAxisEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	b := &backend.Bindings{}
 	b.Register("rnn", rnnBinding)
-	path := filepath.Join("testdata", "rowaxis.yaml")
-	e, err := Open(compilePlan(t, path), filepath.Dir(path), Backends{ir.ImplBinding: b}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return bindingEngine(t, "rowaxis.yaml", b, opts)
 }
 
 // rowAxisRequest is one request: steps of 2 or 3 (a uniform dimension,
@@ -173,12 +165,7 @@ func TestPaddedBeforeTheRequestAxis(t *testing.T) {
 		invoked = true
 		return nil, fmt.Errorf("not to be invoked")
 	})
-	path := filepath.Join("testdata", "rowaxis_padded_first.yaml")
-	e, err := Open(compilePlan(t, path), filepath.Dir(path), Backends{ir.ImplBinding: b}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := bindingEngine(t, "rowaxis_padded_first.yaml", b, Options{})
 	r := e.Run(context.Background(), Request{ID: "r", Inputs: map[string]*backend.Tensor{
 		"frames": {DType: "float32", Shape: []int64{2, 1, 3}, Data: make([]float32, 6)},
 		"n":      {DType: "int64", Shape: []int64{}, Data: []int64{2}},

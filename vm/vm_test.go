@@ -34,6 +34,19 @@ func compilePlan(t testing.TB, path string) *plan.File {
 	return f
 }
 
+// bindingEngine opens a workflow document of testdata whose components
+// are Go bindings; the engine closes when the test ends.
+func bindingEngine(t testing.TB, doc string, b *backend.Bindings, opts Options) *Engine {
+	t.Helper()
+	path := filepath.Join("testdata", doc)
+	e, err := Open(compilePlan(t, path), filepath.Dir(path), Backends{ir.ImplBinding: b}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // maskedMean is the reference image encoder as a Go function: for each
 // packed image, the mean of its valid patches (features doubled), so that
 // padding is invisible exactly when the runtime honours the lengths.
