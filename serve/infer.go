@@ -17,8 +17,13 @@ import (
 )
 
 // meta is a workflow input's or output's metadata: its OIP datatype and
-// shape, -1 where an extent is a symbol or unknown.
-func meta(name string, c *ir.Contract) tensorMeta {
+// its shape in one request: the extent the contract fixes, or that a
+// component's graph fixes for the symbol (fixed), 1 on a request_aligned
+// axis and the factor on a request_expanded one (a request brings that
+// many rows), and -1 where the extent varies from request to request.
+// Clients that make inputs from metadata (perf_analyzer) then need a
+// shape only for what really varies.
+func meta(name string, c *ir.Contract, fixed map[string]int64) tensorMeta {
 	tm := tensorMeta{Name: name, Datatype: "BYTES", Shape: []int64{}}
 	if c == nil {
 		return tm
@@ -31,12 +36,19 @@ func meta(name string, c *ir.Contract) tensorMeta {
 		}
 		return tm
 	}
-	for _, d := range c.Shape {
-		if d.IsSym() {
-			tm.Shape = append(tm.Shape, -1)
-		} else {
-			tm.Shape = append(tm.Shape, d.Size)
+	for i, d := range c.Shape {
+		n, ok := fixed[d.Sym]
+		switch {
+		case !d.IsSym():
+			n = d.Size
+		case int64(i) == c.Layout.Axis && c.Layout.Kind == ir.RequestAligned:
+			n = 1
+		case int64(i) == c.Layout.Axis && c.Layout.Kind == ir.RequestExpanded:
+			n = c.Layout.Factor
+		case !ok:
+			n = -1
 		}
+		tm.Shape = append(tm.Shape, n)
 	}
 	return tm
 }

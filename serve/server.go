@@ -302,15 +302,16 @@ func (s *Server) load(name, dir string) (*Model, error) {
 		return nil, err
 	}
 	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay}
+	fixed := graphExtents(f.IR, dir)
 	for _, in := range f.IR.Inputs {
 		if in.Source != "request" && !in.ExternallySuppliable {
 			continue
 		}
-		md.inputs = append(md.inputs, meta(in.Name, in.Contract))
+		md.inputs = append(md.inputs, meta(in.Name, in.Contract, fixed))
 		md.known[in.Name] = in.Contract.DType
 	}
 	for _, out := range f.IR.Outputs {
-		md.outputs = append(md.outputs, meta(out.Name, out.Contract))
+		md.outputs = append(md.outputs, meta(out.Name, out.Contract, fixed))
 	}
 	s.log.Info("model loaded", "model", name, "dir", dir, "components", len(f.IR.Components),
 		"max_delay", opts.MaxDelay.String(), "queue", c.Queue, "workers", c.Workers, "elapsed", time.Since(start).String())

@@ -171,6 +171,11 @@ func TestTritonConfig(t *testing.T) {
 	}
 	check("input", cfg.Input, meta.Inputs)
 	check("output", cfg.Output, meta.Outputs)
+	// The graph fixes the patches' features (8) and the embeddings' width
+	// (4), which the metadata leaves symbolic; the rest varies.
+	if in, out := meta.Inputs[0], meta.Outputs[0]; !slices.Equal(in.Shape, []int64{-1, -1, 8}) || !slices.Equal(out.Shape, []int64{-1, 4}) {
+		t.Errorf("metadata shapes %v and %v, want the graph's fixed extents", in, out)
+	}
 	if tritonType("BYTES") != "STRING" || tritonType("FP16") != "FP16" {
 		t.Error("datatype names")
 	}
@@ -240,9 +245,17 @@ func TestTritonGRPC(t *testing.T) {
 	}
 }
 
-// TestMetaShapes: metadata (and so the configuration) gives -1 for every
-// extent a contract leaves variable, a rank without a shape included.
+// TestMetaShapes: metadata (and so the configuration) gives a request's
+// shape: 1 row on a request_aligned axis, factor rows on a
+// request_expanded one, the extent a graph fixes for a symbol, and -1 for
+// every extent that varies (a rank without a shape included).
 func TestMetaShapes(t *testing.T) {
+	fixed := map[string]int64{"width": 8}
+	rows := func(kind ir.LayoutKind, axis, factor int64, dims ...ir.Dim) *ir.Contract {
+		return &ir.Contract{DType: "float32", Rank: len(dims), HasShape: true, Shape: dims,
+			Layout: ir.Layout{Kind: kind, Axis: axis, Factor: factor}}
+	}
+	sym := func(s string) ir.Dim { return ir.Dim{Sym: s} }
 	for _, c := range []struct {
 		contract *ir.Contract
 		want     []int64
@@ -250,8 +263,14 @@ func TestMetaShapes(t *testing.T) {
 		{&ir.Contract{DType: "float32", Rank: 3}, []int64{-1, -1, -1}},
 		{&ir.Contract{DType: "int64", Rank: 2, HasShape: true, Shape: []ir.Dim{{Sym: "n"}, {Size: 4}}}, []int64{-1, 4}},
 		{&ir.Contract{DType: "uint8", Rank: -1}, []int64{}},
+		// a request brings one row on a request_aligned axis, factor rows
+		// on a request_expanded one; a graph-fixed symbol is its extent
+		{rows(ir.RequestAligned, 0, 0, sym("batch"), sym("width")), []int64{1, 8}},
+		{rows(ir.RequestAligned, 1, 0, sym("steps"), sym("batch"), sym("width")), []int64{-1, 1, 8}},
+		{rows(ir.RequestExpanded, 0, 2, sym("rows"), sym("n")), []int64{2, -1}},
+		{rows(ir.TokenPacked, 0, 0, sym("tokens"), sym("width")), []int64{-1, 8}},
 	} {
-		if got := meta("x", c.contract); !slices.Equal(got.Shape, c.want) || got.Shape == nil {
+		if got := meta("x", c.contract, fixed); !slices.Equal(got.Shape, c.want) || got.Shape == nil {
 			t.Errorf("%+v: shape %v, want %v", c.contract, got.Shape, c.want)
 		}
 	}

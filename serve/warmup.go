@@ -71,8 +71,8 @@ func sortedStrings(ss []string) []string {
 }
 
 // graphExtents returns the extents the components' ONNX graphs fix for
-// the shape symbols of their input ports (a contract may leave symbolic
-// what the graph fixes, such as a feature width).
+// the shape symbols of their ports (a contract may leave symbolic what
+// the graph fixes, such as a feature width or an embedding's size).
 func graphExtents(m *ir.Module, dir string) map[string]int64 {
 	fixed := map[string]int64{}
 	for _, comp := range m.Components {
@@ -87,17 +87,21 @@ func graphExtents(m *ir.Module, dir string) map[string]int64 {
 		if err != nil {
 			continue
 		}
-		for _, p := range comp.Inputs {
-			v := g.Input(p.Name)
-			if v == nil || p.Contract == nil || !p.Contract.HasShape || len(v.Dims) != len(p.Contract.Shape) {
-				continue
-			}
-			for i, d := range p.Contract.Shape {
-				if d.IsSym() && v.Dims[i].Literal && v.Dims[i].Value > 0 {
-					fixed[d.Sym] = v.Dims[i].Value
+		ports := func(ps []*ir.Port, value func(string) *onnx.Value) {
+			for _, p := range ps {
+				v := value(p.Name)
+				if v == nil || p.Contract == nil || !p.Contract.HasShape || len(v.Dims) != len(p.Contract.Shape) {
+					continue
+				}
+				for i, d := range p.Contract.Shape {
+					if d.IsSym() && v.Dims[i].Literal && v.Dims[i].Value > 0 {
+						fixed[d.Sym] = v.Dims[i].Value
+					}
 				}
 			}
 		}
+		ports(comp.Inputs, g.Input)
+		ports(comp.Outputs, g.Output)
 	}
 	return fixed
 }
