@@ -51,6 +51,14 @@ type ShapeHinter interface {
 	OutputShape(name string) []int64
 }
 
+// InputShaper is implemented by sessions that know their inputs' static
+// extents (-1 where an extent is dynamic). The runtime pads a padded axis
+// that the graph fixes (a text encoder exported with its sequence length
+// fixed, say) to that extent rather than to its group's longest item.
+type InputShaper interface {
+	InputShape(name string) []int64
+}
+
 // Readiness is a backend's answer about grouped execution of one
 // component: ready or not (and why), on which execution provider, for
 // which class of operator.

@@ -86,7 +86,11 @@ func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*grou
 		case plan.RoleBroadcast:
 			g.inputs[in.Name] = items[0].ports[i].t
 		case plan.RoleRows, plan.RoleExpanded, plan.RolePacked:
-			t, err := g.concat(i, in, items, copies, a)
+			var padTo []int64
+			if i < len(s.padTo) {
+				padTo = s.padTo[i]
+			}
+			t, err := g.concat(i, in, items, padTo, copies, a)
 			if err != nil {
 				return nil, err
 			}
@@ -133,10 +137,11 @@ func (g *group) empty() bool {
 
 // concat stacks the items' tensors of one port along its request axis
 // (axis 0 for a packed port), padding the padded axes to the group
-// maximum. A group of one passes its item's tensor through: it is already
-// its own group's maximum.
-func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *arena) (*backend.Tensor, error) {
-	if len(items) == 1 {
+// maximum, or to the extent the graph fixes (padTo, by axis; 0 where it
+// does not). A group of one passes its item's tensor through where that
+// is already its own group's shape.
+func (g *group) concat(at int, in *plan.Port, items []*item, padTo []int64, copies *Copies, a *arena) (*backend.Tensor, error) {
+	if len(items) == 1 && !shortOf(items[0].ports[at].t, padTo) {
 		t := items[0].ports[at].t
 		g.elems += t.Len()
 		g.realElems += t.Len()
@@ -162,6 +167,11 @@ func (g *group) concat(at int, in *plan.Port, items []*item, copies *Copies, a *
 	shape, err := groupShape(room[:0], tensors, padAxes, axis)
 	if err != nil {
 		return nil, err
+	}
+	for ax, n := range padTo {
+		if n > 0 && ax < len(shape) && ax != axis {
+			shape[ax] = max(shape[ax], n)
+		}
 	}
 	// Only a reused buffer some item leaves short needs zero fill: the
 	// items overwrite all of it otherwise.
@@ -214,6 +224,17 @@ func concatVectors(ts []*backend.Tensor, at int, a *arena) (*backend.Tensor, boo
 		row += copy(d[row:], t.Int64s())
 	}
 	return out, true
+}
+
+// shortOf reports whether t is shorter than the extent padTo fixes on some
+// axis (padTo: by axis, 0 where none is fixed).
+func shortOf(t *backend.Tensor, padTo []int64) bool {
+	for ax, n := range padTo {
+		if n > 0 && ax < t.Rank() && t.Shape[ax] < n {
+			return true
+		}
+	}
+	return false
 }
 
 // sameBeside reports whether two shapes agree on every axis but axis.

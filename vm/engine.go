@@ -172,6 +172,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	}
 	e.sessions[name] = sess
 	spec := newComponentSpec(comp, gp, e.m, e.slots)
+	spec.fixPadding(sess)
 	e.specs[name] = spec
 	e.stats[name] = newCounter(gp)
 	e.stats[name].name, e.stats[name].obs = name, e.opts.Observer

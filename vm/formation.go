@@ -351,7 +351,7 @@ func (t *termInfo) of(it *item) int64 {
 		}
 	case termPadded:
 		if p != nil && t.axis < p.Rank() {
-			return p.Shape[t.axis]
+			return max(p.Shape[t.axis], t.fixed)
 		}
 	}
 	return 0
@@ -359,9 +359,10 @@ func (t *termInfo) of(it *item) int64 {
 
 // padPort is a payload input port with padded axes.
 type padPort struct {
-	name string
-	at   int // its position in the GroupPlan's inputs
-	axes []int
+	name  string
+	at    int // its position in the GroupPlan's inputs
+	axes  []int
+	fixed []int64 // per padded axis: the extent the graph fixes, or 0
 }
 
 // padSum counts the elements a candidate group's padded ports would
@@ -409,11 +410,24 @@ func (s *padSum) parts(it *item) []int64 {
 		v := it.padInline[:0]
 		for k, p := range s.ports {
 			t := it.ports[p.at].t.Shape
-			v = append(v, t[0], s.innerOf(k, t), backend.Elements(t))
-			for _, a := range p.axes {
+			own := backend.Elements(t)
+			if p.fixed != nil {
+				// Padded to what the graph fixes alone too: that padding
+				// is the item's own, not the group's.
+				for j, a := range p.axes {
+					if a < len(t) && p.fixed[j] > t[a] && t[a] > 0 {
+						own = own / t[a] * p.fixed[j]
+					}
+				}
+			}
+			v = append(v, t[0], s.innerOf(k, t), own)
+			for j, a := range p.axes {
 				var e int64
 				if a < len(t) {
 					e = t[a]
+				}
+				if p.fixed != nil {
+					e = max(e, p.fixed[j])
 				}
 				v = append(v, e)
 			}

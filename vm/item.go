@@ -173,6 +173,60 @@ type componentSpec struct {
 	// uniformAt and sharedAt are the positions of gp.Uniform's ports and
 	// of gp.SharedEqual among the inputs, found once.
 	uniformAt, sharedAt []int
+	// padTo holds, per input position, the extent the component's graph
+	// fixes for each of its padded axes (0 where the graph leaves it
+	// dynamic; nil for a port with none fixed): such an axis is padded to
+	// that extent, in a group of one too (fixPadding).
+	padTo [][]int64
+}
+
+// fixPadding learns from the session the extents its graph fixes for the
+// padded axes of the component's inputs. An item is then padded to that
+// extent on such an axis, whatever its group: its budget terms count it so,
+// forming sees no padding to weigh there (every group pays it), and an
+// item longer than it is refused at admission.
+func (s *componentSpec) fixPadding(sess backend.Session) {
+	shaper, ok := sess.(backend.InputShaper)
+	if !ok {
+		return
+	}
+	for i, in := range s.gp.Inputs {
+		dims := shaper.InputShape(in.Name)
+		for _, p := range in.Padded {
+			if p.Axis >= len(dims) || dims[p.Axis] <= 0 {
+				continue
+			}
+			if s.padTo == nil {
+				s.padTo = make([][]int64, len(s.gp.Inputs))
+			}
+			if s.padTo[i] == nil {
+				s.padTo[i] = make([]int64, len(dims))
+			}
+			s.padTo[i][p.Axis] = dims[p.Axis]
+		}
+	}
+	for k := range s.termInfo {
+		t := &s.termInfo[k]
+		if t.kind == termPadded && t.port >= 0 {
+			t.fixed = s.fixedPad(t.port, t.axis)
+		}
+	}
+	for k := range s.pads {
+		p := &s.pads[k]
+		p.fixed = make([]int64, len(p.axes))
+		for j, a := range p.axes {
+			p.fixed[j] = s.fixedPad(p.at, a)
+		}
+	}
+}
+
+// fixedPad is the extent the graph fixes for padded axis a of input
+// position i, or 0.
+func (s *componentSpec) fixedPad(i, a int) int64 {
+	if i >= len(s.padTo) || a >= len(s.padTo[i]) {
+		return 0
+	}
+	return s.padTo[i][a]
 }
 
 // termInfo is what admission and forming read of one budget term: the
@@ -186,6 +240,7 @@ type termInfo struct {
 	axis   int
 	level  int
 	factor int64
+	fixed  int64 // a padded axis the graph fixes: every item spans it whole
 }
 
 // termKind is a plan.TermKind, numbered.
@@ -499,6 +554,10 @@ func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.
 		}
 		if p.Axis >= t.Rank() {
 			return runErr("run/input", "`%s` is padded on axis %d but has rank %d", in.Name, p.Axis, t.Rank())
+		}
+		if n := s.fixedPad(i, p.Axis); n > 0 && t.Shape[p.Axis] > n {
+			return runErr("run/input", "component `%s` input port `%s` has %d positions on its padded axis %d (`%s`), but the component's graph fixes that axis at %d: send at most %d",
+				s.comp.Name, in.Name, t.Shape[p.Axis], p.Axis, p.Dimension, n, n)
 		}
 		if (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && p.Axis < in.Axis {
 			// Its lengths would not have the request axis: a group could

@@ -3,17 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/fixtures"
-	"github.com/genaic/genaic/internal/testenv"
-	"github.com/genaic/genaic/internal/testmodels"
-	"github.com/genaic/genaic/passes"
-	"github.com/genaic/genaic/vm"
 )
 
 // TestRowsOnAnInnerAxisGroup: the time-major encoder takes its requests
@@ -64,63 +56,4 @@ func TestRowsOnAnInnerAxisGroup(t *testing.T) {
 		}
 		t.Logf("%d requests in %d invocations, at most %d in one", len(reqs), len(rec.invocations()), most)
 	})
-}
-
-// TestFixedRequestAxisRunsAlone: a graph exported with its request axis
-// fixed to 1 (the time-major encoder's batch) cannot take a group. Its
-// component runs one request per invocation from the start, the decline
-// counted with the reason (the graph, the input and the axis), and never
-// fails a group to run its requests again alone; results equal the
-// dynamic graph's.
-func TestFixedRequestAxisRunsAlone(t *testing.T) {
-	f := fixtures.Lookup("time_major")
-	dir := t.TempDir()
-	m := testmodels.Lookup("time_major").Fixing("batch", 1)
-	meta, err := os.ReadFile(filepath.Join(testenv.Root(t), f.Path, "inference_metadata.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{m.Artifact: m.Bytes(), "inference_metadata.yaml": meta} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := passes.CheckPath(dir, passes.Options{Check: true})
-	if err != nil || !d.Valid() {
-		t.Fatalf("check %s: %v %v", dir, err, d.Diags())
-	}
-	pf, err := passes.BuildPlan(d, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixed, err := engine.Open(pf, dir, engine.Options{Options: vm.Options{MaxDelay: groupDelay},
-		Config: engine.Config{IntraOpThreads: 1, InterOpThreads: 1}})
-	if err != nil {
-		t.Fatalf("open: %v: %s", err, fixtures.FixSetup)
-	}
-	defer fixed.Close()
-	// Requests of one step count, which the dynamic graph would group.
-	var reqs []vm.Request
-	for _, r := range f.Requests(3, 48) {
-		if r.Inputs["frames"].Shape[0] == 2 {
-			reqs = append(reqs, r)
-		}
-	}
-	if len(reqs) < 4 {
-		t.Fatalf("only %d requests of 2 steps", len(reqs))
-	}
-	got := fixed.RunAll(context.Background(), reqs)
-	compareResponses(t, f, reqs, got, runAll(context.Background(), vmEngine.solo(t, f), reqs))
-	cs := fixed.Stats().Components["encoder"]
-	if cs.MaxGroupRequests != 1 || cs.Regrouped != 0 || cs.Invocations != int64(len(reqs)) {
-		t.Errorf("%d requests: %d invocations, largest group %d, %d regrouped; want one invocation each, none regrouped",
-			len(reqs), cs.Invocations, cs.MaxGroupRequests, cs.Regrouped)
-	}
-	found := false
-	for why := range cs.Declines {
-		found = found || strings.Contains(why, "fixes axis 1 of input `frames`")
-	}
-	if !found {
-		t.Errorf("declines %v do not say that the graph fixes the request axis", cs.Declines)
-	}
 }

@@ -414,6 +414,17 @@ func destroyAll(vals []ortgo.Value) {
 	}
 }
 
+// InputShape implements backend.InputShaper: the graph's static extents of
+// an input, -1 where dynamic, or nil for an unknown input.
+func (s *session) InputShape(name string) []int64 {
+	for i := range s.inputs {
+		if s.inputs[i].info.Name == name {
+			return append([]int64(nil), s.inputs[i].info.Dimensions...)
+		}
+	}
+	return nil
+}
+
 // OutputShape implements backend.ShapeHinter: the graph's static extents of an
 // output, -1 where dynamic, or nil for an unknown output.
 func (s *session) OutputShape(name string) []int64 {

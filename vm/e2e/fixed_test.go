@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/internal/testenv"
+	"github.com/genaic/genaic/internal/testmodels"
+	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/vm"
+)
+
+// Graphs exported with an extent fixed, as many are (a batch of 1, a
+// sequence length of 128): the fixture's package with its model's
+// dimension sym fixed to n, opened on ONNX Runtime.
+
+// fixedEngine writes fixture f's package into a temporary folder with its
+// model's dimension sym fixed to n and opens it grouped.
+func fixedEngine(t *testing.T, f fixtures.Fixture, sym string, n int64) *vm.Engine {
+	t.Helper()
+	dir := t.TempDir()
+	m := testmodels.Lookup(f.Name).Fixing(sym, n)
+	meta, err := os.ReadFile(filepath.Join(testenv.Root(t), f.Path, "inference_metadata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{m.Artifact: m.Bytes(), "inference_metadata.yaml": meta} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := passes.CheckPath(dir, passes.Options{Check: true})
+	if err != nil || !d.Valid() {
+		t.Fatalf("check %s: %v %v", dir, err, d.Diags())
+	}
+	pf, err := passes.BuildPlan(d, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(pf, dir, engine.Options{Options: vm.Options{MaxDelay: groupDelay},
+		Config: engine.Config{IntraOpThreads: 1, InterOpThreads: 1}})
+	if err != nil {
+		t.Fatalf("open: %v: %s", err, fixtures.FixSetup)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestFixedRequestAxisRunsAlone: a graph exported with its request axis
+// fixed to 1 (the time-major encoder's batch) cannot take a group. Its
+// component runs one request per invocation from the start, the decline
+// counted with the reason (the graph, the input and the axis), and never
+// fails a group to run its requests again alone; results equal the
+// dynamic graph's.
+func TestFixedRequestAxisRunsAlone(t *testing.T) {
+	f := fixtures.Lookup("time_major")
+	fixed := fixedEngine(t, f, "batch", 1)
+	// Requests of one step count, which the dynamic graph would group.
+	var reqs []vm.Request
+	for _, r := range f.Requests(3, 48) {
+		if r.Inputs["frames"].Shape[0] == 2 {
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) < 4 {
+		t.Fatalf("only %d requests of 2 steps", len(reqs))
+	}
+	got := fixed.RunAll(context.Background(), reqs)
+	compareResponses(t, f, reqs, got, runAll(context.Background(), vmEngine.solo(t, f), reqs))
+	cs := fixed.Stats().Components["encoder"]
+	if cs.MaxGroupRequests != 1 || cs.Regrouped != 0 || cs.Invocations != int64(len(reqs)) {
+		t.Errorf("%d requests: %d invocations, largest group %d, %d regrouped; want one invocation each, none regrouped",
+			len(reqs), cs.Invocations, cs.MaxGroupRequests, cs.Regrouped)
+	}
+	found := false
+	for why := range cs.Declines {
+		found = found || strings.Contains(why, "fixes axis 1 of input `frames`")
+	}
+	if !found {
+		t.Errorf("declines %v do not say that the graph fixes the request axis", cs.Declines)
+	}
+}
+
+// TestFixedPaddedAxis: a text encoder exported with its sequence length
+// fixed (positions, 40) groups as the dynamic one does, every group (and a
+// request alone) padded to 40 positions, its budgets counted at 40, and
+// every result equal to the dynamic graph's; a segment longer than 40
+// fails its request alone with run/input naming the fixed extent.
+func TestFixedPaddedAxis(t *testing.T) {
+	f := fixtures.Lookup("text_padded")
+	const positions = 40
+	fixed := fixedEngine(t, f, "positions", positions)
+	reqs := readDocument(t, "text_padded", "requests_long.json")
+	long := reqs[0]
+	long.ID = "too-long"
+	long.Inputs = map[string]*backend.Tensor{}
+	for name, x := range reqs[0].Inputs {
+		long.Inputs[name] = x
+	}
+	ids := long.Inputs["token_ids"]
+	wide := make([]int64, ids.Shape[0]*(positions+1))
+	long.Inputs["token_ids"] = &backend.Tensor{DType: "int64", Shape: []int64{ids.Shape[0], positions + 1}, Data: wide}
+	all := append(append([]vm.Request(nil), reqs...), long)
+	got := fixed.RunAll(context.Background(), all)
+	want := runAll(context.Background(), vmEngine.solo(t, f), reqs)
+	compareResponses(t, f, reqs, got[:len(reqs)], want)
+	if re := vm.AsRunError(got[len(reqs)].Err); re == nil || re.Rule != "run/input" || !strings.Contains(re.Message, "fixes that axis at 40") {
+		t.Errorf("a request of 41 positions: %v, want run/input naming the fixed extent", got[len(reqs)].Err)
+	}
+	cs := fixed.Stats().Components[f.Component]
+	checkBudgets(t, cs)
+	if cs.MaxGroupRequests < 2 || cs.Regrouped != 0 {
+		t.Errorf("largest group %d, %d regrouped: want groups, none failed", cs.MaxGroupRequests, cs.Regrouped)
+	}
+	for _, p := range cs.BudgetPeaks {
+		if strings.Contains(strings.Join(p.Dimensions, ","), "positions") && p.Peak%positions != 0 {
+			t.Errorf("budget %v peaked at %d, not a multiple of the fixed %d positions", p.Dimensions, p.Peak, positions)
+		}
+	}
+}
