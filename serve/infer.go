@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // its shape in one request: the extent the contract fixes, or that a
 // component's graph fixes for the symbol (fixed), 1 on a request_aligned
 // axis and the factor on a request_expanded one (a request brings that
-// many rows), and -1 where the extent varies from request to request.
+// many rows), and -1 where the extent varies from request to request (a
+// padded axis too, even one the graph fixes: a request may bring fewer).
 // Clients that make inputs from metadata (perf_analyzer) then need a
 // shape only for what really varies.
 func meta(name string, c *ir.Contract, fixed map[string]int64) tensorMeta {
@@ -41,6 +43,8 @@ func meta(name string, c *ir.Contract, fixed map[string]int64) tensorMeta {
 		switch {
 		case !d.IsSym():
 			n = d.Size
+		case slices.ContainsFunc(c.Padding, func(p ir.Padding) bool { return p.Dim.Name == d.Sym }):
+			n = -1
 		case int64(i) == c.Layout.Axis && c.Layout.Kind == ir.RequestAligned:
 			n = 1
 		case int64(i) == c.Layout.Axis && c.Layout.Kind == ir.RequestExpanded:
