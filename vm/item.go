@@ -205,6 +205,9 @@ func (s *componentSpec) fixPadding(sess backend.Session) {
 			s.padTo[i][p.Axis] = dims[p.Axis]
 		}
 	}
+	if s.padTo == nil {
+		return
+	}
 	for k := range s.termInfo {
 		t := &s.termInfo[k]
 		if t.kind == termPadded && t.port >= 0 {
