@@ -93,6 +93,19 @@ func (p *serveProcess) log() []map[string]any {
 	return append([]map[string]any(nil), p.lines...)
 }
 
+// waitFor returns the last log line whose msg is msg, waiting up to 10 s
+// for it: the process's standard error is read as it comes, so a line
+// written before an answer the test already has may not be read yet.
+func (p *serveProcess) waitFor(msg string) map[string]any {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if l := p.find(msg); l != nil || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // find returns the last log line whose msg is msg.
 func (p *serveProcess) find(msg string) map[string]any {
 	lines := p.log()
@@ -335,7 +348,7 @@ func TestServeModelControl(t *testing.T) {
 	if resp, err := http.Get(base + "/v2/models/text_packed/ready"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("the model loaded again is not ready: %v %v", resp, err)
 	}
-	if p.find("model unloaded") == nil || p.find("model now served") == nil {
+	if p.waitFor("model unloaded") == nil || p.waitFor("model now served") == nil {
 		t.Errorf("the unload and load were not logged: %v", p.log())
 	}
 	_, errOut, code := runCLI(t, "serve", "--model-control", "poll", "--http", "127.0.0.1:0", "--grpc", "", textPkg)
