@@ -24,6 +24,17 @@ import (
 // model's dimension sym fixed to n and opens it grouped.
 func fixedEngine(t *testing.T, f fixtures.Fixture, sym string, n int64) *vm.Engine {
 	t.Helper()
+	e, err := openFixed(t, f, sym, n)
+	if err != nil {
+		t.Fatalf("open: %v: %s", err, fixtures.FixSetup)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// openFixed is fixedEngine returning Open's error.
+func openFixed(t *testing.T, f fixtures.Fixture, sym string, n int64) (*vm.Engine, error) {
+	t.Helper()
 	dir := t.TempDir()
 	m := testmodels.Lookup(f.Name).Fixing(sym, n)
 	meta, err := os.ReadFile(filepath.Join(testenv.Root(t), f.Path, "inference_metadata.yaml"))
@@ -43,13 +54,8 @@ func fixedEngine(t *testing.T, f fixtures.Fixture, sym string, n int64) *vm.Engi
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.Open(pf, dir, engine.Options{Options: vm.Options{MaxDelay: groupDelay},
+	return engine.Open(pf, dir, engine.Options{Options: vm.Options{MaxDelay: groupDelay},
 		Config: engine.Config{IntraOpThreads: 1, InterOpThreads: 1}})
-	if err != nil {
-		t.Fatalf("open: %v: %s", err, fixtures.FixSetup)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
 }
 
 // TestFixedRequestAxisRunsAlone: a graph exported with its request axis
@@ -57,7 +63,8 @@ func fixedEngine(t *testing.T, f fixtures.Fixture, sym string, n int64) *vm.Engi
 // component runs one request per invocation from the start, the decline
 // counted with the reason (the graph, the input and the axis), and never
 // fails a group to run its requests again alone; results equal the
-// dynamic graph's.
+// dynamic graph's. Fixed at another extent, it cannot run a request at
+// all, and the engine refuses to open.
 func TestFixedRequestAxisRunsAlone(t *testing.T) {
 	f := fixtures.Lookup("time_major")
 	fixed := fixedEngine(t, f, "batch", 1)
@@ -84,6 +91,14 @@ func TestFixedRequestAxisRunsAlone(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("declines %v do not say that the graph fixes the request axis", cs.Declines)
+	}
+	// Fixed at 3 rows, the graph can run no request (each brings one row
+	// there): the engine does not open, saying so.
+	if e, err := openFixed(t, f, "batch", 3); err == nil || !strings.Contains(err.Error(), "fixes axis 1 of input `frames` (the requests' rows) at 3, but a request brings 1") {
+		if e != nil {
+			e.Close()
+		}
+		t.Errorf("a graph fixing the request axis at 3: %v", err)
 	}
 }
 
