@@ -128,6 +128,9 @@ func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, erro
 // the axis at another extent than one request's rows could run no request
 // at all: that is an error, at load rather than on every request.
 func fixedRequestAxis(comp *ir.Component, ins []ortgo.InputOutputInfo) (string, error) {
+	if comp.Capacity == nil {
+		return "", nil // never grouped: a request's rows are the graph's business
+	}
 	for _, in := range ins {
 		i := slices.IndexFunc(comp.Inputs, func(p *ir.Port) bool { return p != nil && p.Name == in.Name })
 		if i < 0 || comp.Inputs[i].Contract == nil {
