@@ -54,7 +54,8 @@ type ShapeHinter interface {
 // InputShaper is implemented by sessions that know their inputs' static
 // extents (-1 where an extent is dynamic). The runtime pads a padded axis
 // that the graph fixes (a text encoder exported with its sequence length
-// fixed, say) to that extent rather than to its group's longest item.
+// fixed, say) to that extent rather than to its group's longest item, and
+// forms no group where the graph fixes the axis requests stack on.
 type InputShaper interface {
 	InputShape(name string) []int64
 }

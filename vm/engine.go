@@ -172,13 +172,19 @@ func (e *Engine) load(name, pkgDir string) error {
 	}
 	e.sessions[name] = sess
 	spec := newComponentSpec(comp, gp, e.m, e.slots)
-	spec.fixPadding(sess)
+	decline, err := spec.fixExtents(sess)
+	if err != nil {
+		return err // Open closes the sessions loaded so far, this one included
+	}
 	e.specs[name] = spec
 	e.stats[name] = newCounter(gp)
 	e.stats[name].name, e.stats[name].obs = name, e.opts.Observer
 	e.copies[name] = &Copies{}
 	if gp.Grouped {
 		ready := e.opts.Declines.ApplyOps(name, e.file.Ops(name), sess.Ready())
+		if decline != "" && ready.Ready {
+			ready.Ready, ready.Reason = false, decline
+		}
 		e.groupers[name] = newGrouper(e, spec, sess, ready, e.stats[name], e.copies[name])
 		e.grouperList = append(e.grouperList, e.groupers[name])
 	}

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 
@@ -176,22 +177,40 @@ type componentSpec struct {
 	// padTo holds, per input position, the extent the component's graph
 	// fixes for each of its padded axes (0 where the graph leaves it
 	// dynamic; nil for a port with none fixed): such an axis is padded to
-	// that extent, in a group of one too (fixPadding).
+	// that extent, in a group of one too (fixExtents).
 	padTo [][]int64
 }
 
-// fixPadding learns from the session the extents its graph fixes for the
-// padded axes of the component's inputs. An item is then padded to that
-// extent on such an axis, whatever its group: its budget terms count it so,
-// forming sees no padding to weigh there (every group pays it), and an
-// item longer than it is refused at admission.
-func (s *componentSpec) fixPadding(sess backend.Session) {
+// fixExtents learns from the session the extents its graph fixes for the
+// component's inputs (backend.InputShaper) and what they mean for
+// grouping. A padded axis it fixes: an item is padded to that extent
+// whatever its group, its budget terms count it so, forming sees no
+// padding to weigh there (every group pays it), and an item longer than
+// it is refused at admission. A request axis it fixes (a graph exported
+// with a batch of 1) lets no group form: decline says why, and the
+// component runs one request per invocation from the start rather than
+// failing every group and running its requests again alone; fixed at
+// another extent than one request's rows, the graph can run no request
+// at all, which is an error. Only a grouped component's request axes are
+// judged (an ungrouped one may take a request's several rows).
+func (s *componentSpec) fixExtents(sess backend.Session) (decline string, err error) {
 	shaper, ok := sess.(backend.InputShaper)
 	if !ok {
-		return
+		return "", nil
 	}
 	for i, in := range s.gp.Inputs {
 		dims := shaper.InputShape(in.Name)
+		if s.gp.Grouped && (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && in.Axis < len(dims) && dims[in.Axis] >= 0 {
+			n, rows := dims[in.Axis], max(in.Factor, 1)
+			if n != rows {
+				return "", fmt.Errorf("component `%s`: its graph fixes axis %d of input `%s` (the requests' rows) at %d, but a request brings %d row(s) there: export the graph with that axis dynamic, or fixed at %d",
+					s.comp.Name, in.Axis, in.Name, n, rows, rows)
+			}
+			if decline == "" {
+				decline = fmt.Sprintf("its graph fixes axis %d of input `%s`, where a group stacks its requests' rows, to %d: one request per invocation (export the graph with that axis dynamic to group requests)",
+					in.Axis, in.Name, n)
+			}
+		}
 		for _, p := range in.Padded {
 			if p.Axis >= len(dims) || dims[p.Axis] <= 0 {
 				continue
@@ -206,7 +225,7 @@ func (s *componentSpec) fixPadding(sess backend.Session) {
 		}
 	}
 	if s.padTo == nil {
-		return
+		return decline, nil
 	}
 	for k := range s.termInfo {
 		t := &s.termInfo[k]
@@ -221,6 +240,7 @@ func (s *componentSpec) fixPadding(sess backend.Session) {
 			p.fixed[j] = s.fixedPad(p.at, a)
 		}
 	}
+	return decline, nil
 }
 
 // fixedPad is the extent the graph fixes for padded axis a of input

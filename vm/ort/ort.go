@@ -105,53 +105,11 @@ func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, erro
 	if err := checkPorts(comp, path, ins, outs); err != nil {
 		return nil, err
 	}
-	why, err := fixedRequestAxis(comp, ins)
-	if err != nil {
-		return nil, err
-	}
 	s, err := b.newSession(comp, path, ins, outs)
 	if err != nil {
 		return nil, fmt.Errorf("component `%s`: create an onnxruntime session for %s: %w", comp.Name, path, err)
 	}
-	if why != "" && s.ready.Ready {
-		s.ready.Ready, s.ready.Reason = false, why
-	}
 	return s, nil
-}
-
-// fixedRequestAxis says why a graph cannot take more than one request per
-// invocation: it fixes the extent of an input's request axis (exported
-// with a batch of 1, say), where a group stacks its requests' rows. Such a
-// component runs one request per invocation from the start, saying why,
-// rather than failing every group it is given and running its requests
-// again alone. "" when every request axis is dynamic. A graph that fixes
-// the axis at another extent than one request's rows could run no request
-// at all: that is an error, at load rather than on every request.
-func fixedRequestAxis(comp *ir.Component, ins []ortgo.InputOutputInfo) (string, error) {
-	if comp.Capacity == nil {
-		return "", nil // never grouped: a request's rows are the graph's business
-	}
-	for _, in := range ins {
-		i := slices.IndexFunc(comp.Inputs, func(p *ir.Port) bool { return p != nil && p.Name == in.Name })
-		if i < 0 || comp.Inputs[i].Contract == nil {
-			continue
-		}
-		l := comp.Inputs[i].Contract.Layout
-		if l.Kind != ir.RequestAligned && l.Kind != ir.RequestExpanded || l.Axis >= int64(len(in.Dimensions)) {
-			continue
-		}
-		n := in.Dimensions[l.Axis]
-		if n < 0 {
-			continue
-		}
-		if rows := max(l.Factor, 1); n != rows {
-			return "", fmt.Errorf("component `%s`: its graph fixes axis %d of input `%s` (the requests' rows) at %d, but a request brings %d row(s) there: export the graph with that axis dynamic, or fixed at %d",
-				comp.Name, l.Axis, in.Name, n, rows, rows)
-		}
-		return fmt.Sprintf("its graph fixes axis %d of input `%s`, where a group stacks its requests' rows, to %d: one request per invocation (export the graph with that axis dynamic to group requests)",
-			l.Axis, in.Name, n), nil
-	}
-	return "", nil
 }
 
 // artifactPath resolves a component's artifact against its package folder
