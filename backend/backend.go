@@ -44,6 +44,24 @@ type Session interface {
 	Close() error
 }
 
+// PortSession is implemented by sessions that also run on tensors by
+// port position: the runtime's runners call it once per group, with no
+// map built, hashed or allocated per call. A run through it is the run
+// Run makes of the same tensors.
+type PortSession interface {
+	Session
+	// Ports lists the graph's inputs and outputs in the order RunPorts
+	// takes and gives them. The lists are the session's: read, never
+	// changed.
+	Ports() (inputs, outputs []string)
+	// RunPorts invokes the component once on ins (ins[i] is the tensor of
+	// input i) and sets outs[j] to output j for every j with want[j] (nil
+	// want: every output), leaving the others nil. ins, want and outs
+	// belong to the caller, who may reuse them once RunPorts returns; the
+	// output tensors belong to the runtime afterwards, as Run's do.
+	RunPorts(ctx context.Context, ins []*Tensor, want []bool, outs []*Tensor) error
+}
+
 // ShapeHinter is implemented by sessions that know their outputs' static
 // extents (-1 where an extent is dynamic). The runtime uses it to give the
 // empty shares of a group it never invokes the graph's own trailing extents.

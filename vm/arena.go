@@ -37,34 +37,35 @@ type arena struct {
 	used  int
 	sum   budgetSum
 	peaks []int64
+	call  callRoom
 }
 
 func newArena(ports int) *arena {
 	return &arena{bufs: make([]*backend.Tensor, ports), views: make([]*backend.Tensor, ports)}
 }
 
-// group returns the arena's group, emptied, for items (a fresh one from a
-// nil arena).
-func (a *arena) group(items []*item) *group {
+// group returns the arena's group, emptied, for items and a component of
+// inputs input ports (a fresh one from a nil arena).
+func (a *arena) group(items []*item, inputs int) *group {
 	if a == nil {
-		return &group{items: items, inputs: map[string]*backend.Tensor{}, offsets: map[string][][]int64{}}
+		return &group{items: items, ins: make([]*backend.Tensor, inputs), offsets: map[string][][]int64{}}
 	}
-	if a.grp.inputs == nil {
-		a.grp.inputs, a.grp.offsets = map[string]*backend.Tensor{}, map[string][][]int64{}
+	if a.grp.ins == nil {
+		a.grp.ins, a.grp.offsets = make([]*backend.Tensor, inputs), map[string][][]int64{}
 	}
 	a.emptyGroup()
 	a.grp.items, a.used = items, 0
 	return &a.grp
 }
 
-// emptyGroup empties the arena's group, keeping its maps.
+// emptyGroup empties the arena's group, keeping its lists and map.
 func (a *arena) emptyGroup() {
-	clear(a.grp.inputs)
+	clear(a.grp.ins)
 	clear(a.grp.offsets)
 	sc := a.grp.scratch
 	clear(sc.tensors[:cap(sc.tensors)])
 	clear(sc.levels[:cap(sc.levels)])
-	a.grp = group{inputs: a.grp.inputs, offsets: a.grp.offsets, scratch: sc}
+	a.grp = group{ins: a.grp.ins, offsets: a.grp.offsets, scratch: sc}
 }
 
 // int64s returns an int64 vector of length n for the group being
@@ -157,7 +158,7 @@ func (a *arena) view(port int, dtype string, shape []int64, data any) *backend.T
 // release forgets every buffer that outs share memory with: a backend that
 // returns an input (or a view of one) as an output hands the group's buffer
 // to the requests' results, so it is theirs now and never written again.
-func (a *arena) release(outs map[string]*backend.Tensor) {
+func (a *arena) release(outs outputs) {
 	if a == nil {
 		return
 	}

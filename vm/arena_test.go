@@ -86,10 +86,10 @@ func TestArenaKeepsOutputsThatAliasInputs(t *testing.T) {
 // then the requests' results own them and the next group gets new ones.
 func TestArenaReleasesAliasedVectors(t *testing.T) {
 	a := newArena(1)
-	a.group(nil)
+	a.group(nil, 1)
 	kept, echoed := a.int64s(4), a.int64s(3)
-	a.release(map[string]*backend.Tensor{"offsets": {DType: "int64", Shape: []int64{2}, Data: echoed[1:]}})
-	a.group(nil)
+	a.release(outputs{{DType: "int64", Shape: []int64{2}, Data: echoed[1:]}})
+	a.group(nil, 1)
 	again, fresh := a.int64s(4), a.int64s(3)
 	if &again[0] != &kept[0] {
 		t.Error("a vector no output shares was not reused")
@@ -105,15 +105,12 @@ func TestArenaReleasesAliasedVectors(t *testing.T) {
 // then, and the next group gets a new header.
 func TestArenaReleasesHandedBackHeaders(t *testing.T) {
 	a := newArena(3)
-	a.group(nil)
+	a.group(nil, 1)
 	echoed, _ := a.tensor(0, "float32", []int64{2, 3}, false)
 	shaped, _ := a.tensor(1, "float32", []int64{2, 2}, false)
 	kept, _ := a.tensor(2, "float32", []int64{2, 2}, false)
-	a.release(map[string]*backend.Tensor{
-		"echo":  echoed,
-		"other": {DType: "float32", Shape: shaped.Shape[:1], Data: make([]float32, 2)},
-	})
-	a.group(nil)
+	a.release(outputs{echoed, {DType: "float32", Shape: shaped.Shape[:1], Data: make([]float32, 2)}})
+	a.group(nil, 1)
 	for port, old := range []*backend.Tensor{echoed, shaped} {
 		if now, _ := a.tensor(port, "float32", []int64{1, 1}, false); now == old || old.Shape[0] != 2 {
 			t.Errorf("port %d: the next group re-pointed a header a result holds (now %v)", port, old)

@@ -10,8 +10,9 @@ import (
 // group is one assembled invocation: the items in order, the tensors passed
 // to the component, and what splitting needs to find each item's share.
 type group struct {
-	items  []*item
-	inputs map[string]*backend.Tensor
+	items []*item
+	// ins holds the tensors passed to the component, by input position.
+	ins []*backend.Tensor
 	// offsets holds the group's recomputed offsets per packed input port
 	// and level.
 	offsets map[string][][]int64
@@ -78,13 +79,13 @@ func (g *group) elements() groupElements { return groupElements{padded: g.elems,
 // stacked, and shared inputs are passed once. Stacked, packed and padded
 // inputs go into the buffers of a (nil: fresh ones).
 func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*group, error) {
-	g := a.group(items)
+	g := a.group(items, len(s.gp.Inputs))
 	g.copies = copies
 	for i := range s.gp.Inputs {
 		in := &s.gp.Inputs[i]
 		switch in.Role {
 		case plan.RoleBroadcast:
-			g.inputs[in.Name] = items[0].ports[i].t
+			g.ins[i] = items[0].ports[i].t
 		case plan.RoleRows, plan.RoleExpanded, plan.RolePacked:
 			var padTo []int64
 			if i < len(s.padTo) {
@@ -94,7 +95,7 @@ func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*grou
 			if err != nil {
 				return nil, err
 			}
-			g.inputs[in.Name] = t
+			g.ins[i] = t
 		}
 	}
 	for i := range s.gp.Inputs {
@@ -108,7 +109,7 @@ func (s *componentSpec) assemble(items []*item, copies *Copies, a *arena) (*grou
 			if err != nil {
 				return nil, err
 			}
-			g.inputs[in.Name] = t
+			g.ins[i] = t
 		}
 	}
 	return g, nil

@@ -23,7 +23,8 @@ import (
 type grouper struct {
 	spec     *componentSpec
 	sess     backend.Session
-	e        *Engine // arrival hints: how many requests may still come
+	call     *sessionCall // how groups are handed to sess
+	e        *Engine      // arrival hints: how many requests may still come
 	maxDelay time.Duration
 	solo     bool // every invocation carries exactly one item
 	stats    *counter
@@ -121,7 +122,7 @@ func (e *QueueFullError) Error() string {
 
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
-	g := &grouper{spec: spec, sess: sess, e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
+	g := &grouper{spec: spec, sess: sess, call: newSessionCall(spec, sess), e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
 		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler(), workers: max(o.Workers, 1),
 		overlap: 1, exploreEvery: selfRunExplore, untilExplore: selfRunExplore} // runners help until batches show otherwise (selfrun.go)
 	if !r.Ready {
@@ -482,12 +483,12 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 			return shareSlab{}, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
 		}
 	}
-	var outs map[string]*backend.Tensor
+	var outs outputs
 	if grp.empty() {
 		hint, _ := g.sess.(backend.ShapeHinter)
 		outs = g.spec.emptyOutputs(grp, hint)
 	} else {
-		outs, err = g.sess.Run(context.Background(), grp.inputs, g.spec.outputNames())
+		outs, err = g.call.run(g.spec, a, grp)
 		if err != nil {
 			return shareSlab{}, backendError(g.spec.comp.Name, len(items), err)
 		}

@@ -388,9 +388,9 @@ func (s *componentSpec) outputNames() []string { return s.outNames }
 // is never invoked: packed outputs are empty with their rank preserved and
 // the trailing extents the contract or the graph fixes (0 where neither
 // does), produced offsets are all zero, owners empty.
-func (s *componentSpec) emptyOutputs(g *group, hint backend.ShapeHinter) map[string]*backend.Tensor {
-	out := map[string]*backend.Tensor{}
-	for _, o := range s.gp.Outputs {
+func (s *componentSpec) emptyOutputs(g *group, hint backend.ShapeHinter) outputs {
+	out := make(outputs, len(s.gp.Outputs))
+	for k, o := range s.gp.Outputs {
 		port := s.comp.Output(o.Name)
 		rank := 1
 		dtype := "float32"
@@ -415,8 +415,7 @@ func (s *componentSpec) emptyOutputs(g *group, hint backend.ShapeHinter) map[str
 				}
 			}
 		}
-		t, _ := backend.NewTensor(dtype, shape)
-		out[o.Name] = t
+		out[k], _ = backend.NewTensor(dtype, shape)
 	}
 	for _, o := range s.gp.Outputs {
 		for k, l := range o.Levels {
@@ -425,7 +424,11 @@ func (s *componentSpec) emptyOutputs(g *group, hint backend.ShapeHinter) map[str
 				if k == len(o.Levels)-1 {
 					n = g.rows() + 1
 				}
-				out[l.Offsets.Port] = &backend.Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
+				for j := range s.gp.Outputs {
+					if s.gp.Outputs[j].Name == l.Offsets.Port {
+						out[j] = &backend.Tensor{DType: "int64", Shape: []int64{n}, Data: make([]int64, n)}
+					}
+				}
 			}
 		}
 	}

@@ -30,6 +30,17 @@ func (s *componentSpec) outSlice(m map[string]*backend.Tensor) outputs {
 	return sh
 }
 
+// outNamed returns outs' tensor of output port name (nil when the
+// component has no such output).
+func (s *componentSpec) outNamed(outs outputs, name string) *backend.Tensor {
+	for k := range s.gp.Outputs {
+		if s.gp.Outputs[k].Name == name {
+			return outs[k]
+		}
+	}
+	return nil
+}
+
 // output returns a share's output port name (run/backend when the
 // component has no such output).
 func (s *componentSpec) output(sh outputs, name string) (*backend.Tensor, error) {
@@ -71,8 +82,9 @@ func (g *group) putViews(sh shareSlab, k int, t *backend.Tensor, spans [][2]int6
 
 // split hands each item its share of the group's outputs (§6 Split): row
 // and packed shares are views of the group's buffers, delivered offsets are
-// rebased, lengths are sliced, owner maps are derived per request.
-func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) (shareSlab, error) {
+// rebased, lengths are sliced, owner maps are derived per request. outs
+// holds the group's outputs by plan output.
+func (s *componentSpec) split(g *group, outs outputs) (shareSlab, error) {
 	n := len(s.gp.Outputs)
 	shares := shareSlab{slab: make([]*backend.Tensor, len(g.items)*n), n: n}
 	for k := range s.gp.Outputs {
@@ -83,8 +95,8 @@ func (s *componentSpec) split(g *group, outs map[string]*backend.Tensor) (shareS
 	return shares, nil
 }
 
-func (s *componentSpec) splitPort(g *group, k int, o *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
-	t := outs[o.Name]
+func (s *componentSpec) splitPort(g *group, k int, o *plan.Port, outs outputs, shares shareSlab) error {
+	t := outs[k]
 	if t == nil {
 		return s.noOutput(o.Name)
 	}
@@ -147,15 +159,15 @@ func (s *componentSpec) splitRowsAt(g *group, k, axis int, f int64, t *backend.T
 // levelOffsets returns the group offsets of each level of an output port,
 // innermost first: a preserved level's come from the input level it keeps,
 // a produced level's from the graph's own companion, checked on this read.
-func (s *componentSpec) levelOffsets(g *group, o *plan.Port, outs map[string]*backend.Tensor) ([][]int64, error) {
+func (s *componentSpec) levelOffsets(g *group, o *plan.Port, outs outputs) ([][]int64, error) {
 	levels := slices.Grow(g.scratch.levels[:0], len(o.Levels))[:len(o.Levels)]
 	g.scratch.levels = levels
-	children := outs[o.Name].Shape[0]
+	children := s.outNamed(outs, o.Name).Shape[0]
 	for k, l := range o.Levels {
 		if l.From != nil {
 			levels[k] = g.offsets[l.From.Port][l.From.Level]
 		} else {
-			t := outs[l.Offsets.Port]
+			t := s.outNamed(outs, l.Offsets.Port)
 			if t == nil || t.DType != "int64" || t.Rank() != 1 {
 				return nil, runErr("run/extent", "component `%s` produced level %d offsets `%s` as %v; it must be an int64 vector", s.comp.Name, k, l.Offsets.Name(), t)
 			}
@@ -183,7 +195,7 @@ func span(levels [][]int64, row int64, stop int) (lo, hi int64) {
 	return lo, hi
 }
 
-func (s *componentSpec) splitPacked(g *group, k int, o *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
+func (s *componentSpec) splitPacked(g *group, k int, o *plan.Port, outs outputs, shares shareSlab) error {
 	levels, err := s.levelOffsets(g, o, outs)
 	if err != nil {
 		return err
@@ -193,13 +205,13 @@ func (s *componentSpec) splitPacked(g *group, k int, o *plan.Port, outs map[stri
 		lo, hi := span(levels, int64(i), 0)
 		spans[i] = [2]int64{lo, hi}
 	}
-	g.putViews(shares, k, outs[o.Name], spans)
+	g.putViews(shares, k, outs[k], spans)
 	return nil
 }
 
 // splitCompanion delivers an output companion: offsets rebased to the
 // item's own span, owners derived from those, lengths sliced.
-func (s *componentSpec) splitCompanion(g *group, k int, o *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
+func (s *componentSpec) splitCompanion(g *group, k int, o *plan.Port, outs outputs, shares shareSlab) error {
 	served := s.gp.Output(o.Serves.Port)
 	if served == nil {
 		return runErr("run/unsupported", "output `%s` serves `%s`, which is not an output", o.Name, o.Serves.Port)
@@ -225,8 +237,8 @@ func (s *componentSpec) splitCompanion(g *group, k int, o *plan.Port, outs map[s
 }
 
 // splitLengths slices a lengths output along with the value it measures.
-func (s *componentSpec) splitLengths(g *group, k int, o *plan.Port, served *plan.Port, outs map[string]*backend.Tensor, shares shareSlab) error {
-	t := outs[o.Name]
+func (s *componentSpec) splitLengths(g *group, k int, o *plan.Port, served *plan.Port, outs outputs, shares shareSlab) error {
+	t := outs[k]
 	var levels [][]int64
 	if served.Split == plan.SplitPacked {
 		var err error

@@ -26,19 +26,25 @@ type benchCase struct {
 	// fresh gives the session a copy of the inputs in new buffers at every
 	// call (untimed), as a caller that does not reuse its buffers would.
 	fresh bool
+	// byName calls the session's Run (tensors in maps by name) rather than
+	// RunPorts, the call the runtime's runners make.
+	byName bool
 }
 
-// BenchmarkRunVsDirect times, interleaved call by call, a session's Run
-// through the backend seam and a direct onnxruntime_go Run of the same
-// tensors over pre-created input and output values (what a hand-written
-// program does), both on one ONNX Runtime thread. It reports both times
-// per call and their ratio (session over direct), the figure issue 11
-// bounds at 1.10. The image16-fresh case shows the cost of input
-// buffers the session has not seen before.
+// BenchmarkRunVsDirect times, interleaved call by call, a session's
+// RunPorts through the backend seam (the call a runner makes per group)
+// and a direct onnxruntime_go Run of the same tensors over pre-created
+// input and output values (what a hand-written program does), both on one
+// ONNX Runtime thread. It reports both times per call and their ratio
+// (session over direct), the figure issue 11 bounds at 1.10. The
+// image16-fresh case shows the cost of input buffers the session has not
+// seen before, image16-byname that of Run's maps.
 func BenchmarkRunVsDirect(b *testing.B) {
 	fresh := imageBatch(b, 16, 16)
 	fresh.name, fresh.fresh = fresh.name+"-fresh", true
-	for _, c := range []benchCase{imageBatch(b, 16, 16), fresh, embeddingBatch(b, 16)} {
+	byName := imageBatch(b, 16, 16)
+	byName.name, byName.byName = byName.name+"-byname", true
+	for _, c := range []benchCase{imageBatch(b, 16, 16), fresh, byName, embeddingBatch(b, 16)} {
 		b.Run(c.name, func(b *testing.B) {
 			opts := Options{IntraOpThreads: 1, InterOpThreads: 1}
 			s, err := newBackend(b, opts).Load(c.comp, c.dir)
@@ -48,14 +54,25 @@ func BenchmarkRunVsDirect(b *testing.B) {
 			defer s.Close()
 			direct := newDirect(b, filepath.Join(c.dir, c.comp.Artifact), c.inputs, s)
 			defer direct.close()
-			in := c.inputs
+			ps := s.(backend.PortSession)
+			inNames, outNames := ps.Ports()
+			in, ins, outs := c.inputs, make([]*backend.Tensor, len(inNames)), make([]*backend.Tensor, len(outNames))
 			prepare := func() {
 				if c.fresh {
 					in = cloneInputs(c.inputs)
 				}
+				for i, name := range inNames {
+					ins[i] = in[name]
+				}
 			}
 			interleave(b, prepare, func() {
-				if _, err := s.Run(context.Background(), in, nil); err != nil {
+				var err error
+				if c.byName {
+					_, err = s.Run(context.Background(), in, nil)
+				} else {
+					err = ps.RunPorts(context.Background(), ins, nil, outs)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}, direct.run)

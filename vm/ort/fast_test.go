@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -115,29 +116,27 @@ func TestSmallOutputsScratch(t *testing.T) {
 	if len(*made) != 2 || !sameData(first.Data, (*made)[0].Data) || !sameData(second.Data, (*made)[1].Data) {
 		t.Fatalf("the calls did not return the fresh buffers the session allocated")
 	}
-	if sess.scratch.count != 1 {
-		t.Errorf("two calls of one shape made %d scratch values, want 1", sess.scratch.count)
+	if n := len(sess.scratch.vals); n != 1 {
+		t.Errorf("two calls of one shape made %d scratch values, want 1", n)
 	}
-	for _, list := range sess.scratch.free {
-		for _, sv := range list {
-			if sameData(sv.buf.Data, first.Data) || sameData(sv.buf.Data, second.Data) {
-				t.Error("a call returned its scratch buffer")
-			}
+	for _, sv := range sess.scratch.vals {
+		if sameData(sv.buf.Data, first.Data) || sameData(sv.buf.Data, second.Data) {
+			t.Error("a call returned its scratch buffer")
 		}
 	}
 	// one call per image count, each a new shape, past the bound
 	for i := range maxScratch + 8 {
 		in := imageInputs(int64(1+i), 2, float32(i))
 		checkImage(t, in, runImage(t, s, in))
-		if sess.scratch.count > maxScratch {
-			t.Fatalf("the store holds %d scratch values, more than %d", sess.scratch.count, maxScratch)
+		if n := len(sess.scratch.vals); n > maxScratch {
+			t.Fatalf("the store holds %d scratch values, more than %d", n, maxScratch)
 		}
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if sess.scratch.count != 0 || sess.scratch.free != nil {
-		t.Errorf("after Close %d scratch values remain", sess.scratch.count)
+	if n := len(sess.scratch.vals); n != 0 {
+		t.Errorf("after Close %d scratch values remain", n)
 	}
 }
 
@@ -442,5 +441,45 @@ func TestInputCacheLast(t *testing.T) {
 	y := &backend.Tensor{DType: "int64", Shape: []int64{3}, Data: []int64{1, 2, 3}}
 	if other := run(y); other.key.addr != dataAddr(y.Data) {
 		t.Errorf("another buffer of the same shape was given x's value")
+	}
+}
+
+// TestRunPortsIsRun: RunPorts on the graph's inputs in its order gives
+// Run's outputs, leaves an output not wanted nil, and refuses a wrong
+// count of tensors naming the graph's ports.
+func TestRunPortsIsRun(t *testing.T) {
+	_, s := imagePadded(t)
+	ps := s.(backend.PortSession)
+	ctx := context.Background()
+	in := imageInputs(5, 3, 0)
+	inNames, outNames := ps.Ports()
+	ins := make([]*backend.Tensor, len(inNames))
+	for i, name := range inNames {
+		ins[i] = in[name]
+	}
+	want, err := s.Run(ctx, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := make([]*backend.Tensor, len(outNames))
+	if err := ps.RunPorts(ctx, ins, nil, outs); err != nil {
+		t.Fatal(err)
+	}
+	for j, name := range outNames {
+		if w := want[name]; outs[j] == nil || !reflect.DeepEqual(outs[j].Shape, w.Shape) || !reflect.DeepEqual(outs[j].Data, w.Data) {
+			t.Errorf("output %s: RunPorts gave %v, Run %v", name, outs[j], w)
+		}
+	}
+	if err := ps.RunPorts(ctx, ins, make([]bool, len(outNames)), outs); err != nil {
+		t.Fatal(err)
+	}
+	for j, o := range outs {
+		if o != nil {
+			t.Errorf("output %s was not wanted, but RunPorts gave %v", outNames[j], o)
+		}
+	}
+	err = ps.RunPorts(ctx, ins[1:], nil, outs)
+	if err == nil || !strings.Contains(err.Error(), inNames[0]) {
+		t.Errorf("RunPorts with an input short: %v, want an error naming the graph's inputs", err)
 	}
 }

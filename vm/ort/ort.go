@@ -253,6 +253,7 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 	for i, o := range outs {
 		outNames[i] = o.Name
 	}
+	s.inNames, s.outNames = inNames, outNames
 	s.ort, err = ortgo.NewDynamicAdvancedSession(path, inNames, outNames, so)
 	if err != nil {
 		return nil, err

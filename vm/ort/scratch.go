@@ -35,16 +35,20 @@ type scratchKey struct {
 // scratchValue is an ORT value over a Go buffer that only the call
 // holding it uses.
 type scratchValue struct {
-	key scratchKey
-	buf *backend.Tensor
-	v   ortgo.Value
+	key  scratchKey
+	buf  *backend.Tensor
+	v    ortgo.Value
+	busy bool // held by a call
+	gone bool // evicted and destroyed: a call's hint to it is stale
 }
 
-// scratchOutputs keeps the free scratch values by output and shape.
+// scratchOutputs keeps the scratch values, free and held. They are few
+// (maxScratch), and a call first tries the one it held last time for the
+// same output (its hint), which a runner passing groups of one shape
+// finds every time: a lookup costs a comparison, not a hash.
 type scratchOutputs struct {
 	mu     sync.Mutex
-	free   map[scratchKey][]*scratchValue
-	count  int // the values made and not destroyed, free or held
+	vals   []*scratchValue // made and not destroyed, free or held
 	closed bool
 }
 
@@ -59,80 +63,69 @@ func scratchKeyOf(out int, buf *backend.Tensor, most int64) (scratchKey, bool) {
 	return scratchKey{out: out, shape: sh}, true
 }
 
-// take hands out a free scratch value of key, or makes one like buf; nil
-// when the session is closed or every value is held by a running call.
-func (s *scratchOutputs) take(key scratchKey, like *backend.Tensor) (*scratchValue, error) {
+// take hands out a free scratch value of key, hint when it is one, or
+// makes one like buf; nil when the session is closed or every value is
+// held by a running call.
+func (s *scratchOutputs) take(key scratchKey, hint *scratchValue, like *backend.Tensor) (*scratchValue, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
 		return nil, nil
 	}
-	if list := s.free[key]; len(list) > 0 {
-		sv := list[len(list)-1]
-		s.free[key] = list[:len(list)-1]
-		s.mu.Unlock()
-		return sv, nil
+	if hint != nil && !hint.busy && !hint.gone && hint.key == key {
+		hint.busy = true
+		return hint, nil
 	}
-	var victim *scratchValue
-	if s.count >= maxScratch {
-		// Make room by dropping a free value of another shape, if any.
-		victim = s.evictOne()
-		if victim == nil {
-			s.mu.Unlock()
-			return nil, nil
+	for _, sv := range s.vals {
+		if !sv.busy && sv.key == key {
+			sv.busy = true
+			return sv, nil
 		}
 	}
-	s.count++
-	s.mu.Unlock()
-	if victim != nil {
-		victim.v.Destroy()
+	if len(s.vals) >= maxScratch && !s.evictOne() {
+		return nil, nil
 	}
 	buf, err := backend.NewTensor(like.DType, like.Shape)
-	if err == nil {
-		var v ortgo.Value
-		if v, err = newValue(buf); err == nil {
-			return &scratchValue{key: key, buf: buf, v: v}, nil
-		}
+	if err != nil {
+		return nil, err
 	}
-	s.mu.Lock()
-	s.count--
-	s.mu.Unlock()
-	return nil, err
+	v, err := newValue(buf)
+	if err != nil {
+		return nil, err
+	}
+	sv := &scratchValue{key: key, buf: buf, v: v, busy: true}
+	s.vals = append(s.vals, sv)
+	return sv, nil
 }
 
-// evictOne removes, under the lock, some free value from the store and
-// returns it for the caller to destroy; nil when none is free.
-func (s *scratchOutputs) evictOne() *scratchValue {
-	for key, list := range s.free {
-		if len(list) == 0 {
+// evictOne destroys, under the lock, a free value (of another shape than
+// the caller wants: it found none free of its own); false when none is
+// free.
+func (s *scratchOutputs) evictOne() bool {
+	for i, sv := range s.vals {
+		if sv.busy {
 			continue
 		}
-		sv := list[len(list)-1]
-		if len(list) == 1 {
-			delete(s.free, key)
-		} else {
-			s.free[key] = list[:len(list)-1]
-		}
-		s.count--
-		return sv
+		sv.gone = true
+		sv.v.Destroy()
+		last := len(s.vals) - 1
+		s.vals[i] = s.vals[last]
+		s.vals[last] = nil
+		s.vals = s.vals[:last]
+		return true
 	}
-	return nil
+	return false
 }
 
 // put gives a held value back; after close it is destroyed.
 func (s *scratchOutputs) put(sv *scratchValue) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv.busy = false
 	if s.closed {
-		s.count--
-		s.mu.Unlock()
+		sv.gone = true
 		sv.v.Destroy()
-		return
 	}
-	if s.free == nil {
-		s.free = map[scratchKey][]*scratchValue{}
-	}
-	s.free[sv.key] = append(s.free[sv.key], sv)
-	s.mu.Unlock()
 }
 
 // close destroys the free values; a held one is destroyed when its call
@@ -141,11 +134,11 @@ func (s *scratchOutputs) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	for _, list := range s.free {
-		for _, sv := range list {
+	for _, sv := range s.vals {
+		if !sv.busy {
+			sv.gone = true
 			sv.v.Destroy()
-			s.count--
 		}
 	}
-	s.free = nil
+	s.vals = nil
 }

@@ -28,7 +28,9 @@ type session struct {
 	inputs  []inPort
 	outputs []outPort
 	all     []bool // every output wanted: what a nil outputs list asks for
-	ready   backend.Readiness
+	// inNames and outNames are the ports' names in graph order (Ports).
+	inNames, outNames []string
+	ready             backend.Readiness
 	// alloc makes a predicted output's Go buffer (backend.NewTensor; tests
 	// watch it).
 	alloc  func(dtype string, shape []int64) (*backend.Tensor, error)
@@ -91,24 +93,80 @@ func (s *session) run(ctx context.Context, inputs map[string]*backend.Tensor, ou
 	if err := s.bind(c.tensors, inputs); err != nil {
 		return nil, err
 	}
+	if err := s.execute(ctx, c); err != nil {
+		return nil, err
+	}
+	return s.collect(c, want)
+}
+
+var _ backend.PortSession = (*session)(nil)
+
+// Ports implements backend.PortSession.
+func (s *session) Ports() (inputs, outputs []string) { return s.inNames, s.outNames }
+
+// RunPorts implements backend.PortSession: Run's call on tensors in the
+// graph's order, with no map read or made.
+func (s *session) RunPorts(ctx context.Context, ins []*backend.Tensor, want []bool, outs []*backend.Tensor) error {
+	if err := s.runPorts(ctx, ins, want, outs); err != nil {
+		clear(outs)
+		return fmt.Errorf("component `%s`: %w", s.comp, err)
+	}
+	return nil
+}
+
+func (s *session) runPorts(ctx context.Context, ins []*backend.Tensor, want []bool, outs []*backend.Tensor) error {
+	if len(ins) != len(s.inputs) || len(outs) != len(s.outputs) || want != nil && len(want) != len(s.outputs) {
+		return fmt.Errorf("got %d input(s) and room for %d output(s), but the graph takes %d input(s) [%s] and gives %d output(s) [%s]", len(ins), len(outs), len(s.inputs), s.inputNames(), len(s.outputs), s.outputNames())
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if want == nil {
+		want = s.all
+	}
+	c := s.calls.Get().(*call)
+	defer s.done(c)
+	copy(c.tensors, ins)
+	if err := s.check(c.tensors); err != nil {
+		return err
+	}
+	if err := s.execute(ctx, c); err != nil {
+		return err
+	}
+	for i := range s.outputs {
+		outs[i] = nil
+		if want[i] {
+			t, err := s.output(c, i)
+			if err != nil {
+				return err
+			}
+			outs[i] = t
+		}
+	}
+	return nil
+}
+
+// execute runs the graph on a call's bound and checked inputs, leaving
+// its outputs in the call.
+func (s *session) execute(ctx context.Context, c *call) error {
 	if i, err := s.values.acquire(c.tensors, c.held, c.last); err != nil {
-		return nil, fmt.Errorf("input `%s`: %w", s.inputs[i].info.Name, err)
+		return fmt.Errorf("input `%s`: %w", s.inputs[i].info.Name, err)
 	}
 	for i, e := range c.held {
 		c.ins[i] = e.v
 	}
 	if err := s.provide(c); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.invokeCall(ctx, c); err != nil {
-		return nil, s.explain(err)
+		return s.explain(err)
 	}
 	for i, sv := range c.scratch {
 		if sv != nil {
 			c.bufs[i].CopyElems(0, sv.buf, 0, sv.buf.Len())
 		}
 	}
-	return s.collect(c, want)
+	return nil
 }
 
 // call holds one run's tensors and ORT values: the inputs' (held from the
@@ -124,8 +182,9 @@ type call struct {
 	ins, outs []ortgo.Value
 	bufs      []*backend.Tensor
 	scratch   []*scratchValue
-	shape     []int64 // scratch for a predicted shape
-	want      []bool  // scratch for the wanted outputs
+	hints     []*scratchValue // the scratch values its previous run held
+	shape     []int64         // scratch for a predicted shape
+	want      []bool          // scratch for the wanted outputs
 }
 
 func newCall(inputs, outputs int) *call {
@@ -137,6 +196,7 @@ func newCall(inputs, outputs int) *call {
 		outs:    make([]ortgo.Value, outputs),
 		bufs:    make([]*backend.Tensor, outputs),
 		scratch: make([]*scratchValue, outputs),
+		hints:   make([]*scratchValue, outputs),
 		want:    make([]bool, outputs),
 		shape:   make([]int64, 0, maxCachedRank),
 	}
@@ -155,11 +215,12 @@ func (s *session) done(c *call) {
 }
 
 // dropOutputs releases a call's output values, giving the scratch ones
-// back.
+// back (and keeping them as the next run's hints).
 func (s *session) dropOutputs(c *call) {
 	for i, v := range c.outs {
 		if sv := c.scratch[i]; sv != nil {
 			s.scratch.put(sv)
+			c.hints[i] = sv
 		} else if v != nil {
 			v.Destroy()
 		}
@@ -185,7 +246,7 @@ func (s *session) provide(c *call) error {
 		}
 		c.bufs[i] = buf
 		if key, ok := scratchKeyOf(i, buf, s.scratchMax); ok {
-			sv, err := s.scratch.take(key, buf)
+			sv, err := s.scratch.take(key, c.hints[i], buf)
 			if err != nil {
 				return fmt.Errorf("output `%s`: %w", o.info.Name, err)
 			}
@@ -240,25 +301,32 @@ func (s *session) learn(guess []*backend.Tensor, outs []ortgo.Value) {
 	}
 }
 
-// collect returns the wanted outputs: the Go buffers ONNX Runtime wrote
-// into, or copies of the values it allocated.
+// collect returns the wanted outputs by name.
 func (s *session) collect(c *call, want []bool) (map[string]*backend.Tensor, error) {
 	res := make(map[string]*backend.Tensor, len(want))
 	for i := range s.outputs {
-		name := s.outputs[i].info.Name
-		switch {
-		case !want[i]:
-		case c.bufs[i] != nil:
-			res[name] = c.bufs[i]
-		default:
-			t, err := hostTensor(c.outs[i])
+		if want[i] {
+			t, err := s.output(c, i)
 			if err != nil {
-				return nil, fmt.Errorf("output `%s`: %w", name, err)
+				return nil, err
 			}
-			res[name] = t
+			res[s.outputs[i].info.Name] = t
 		}
 	}
 	return res, nil
+}
+
+// output returns a call's output i: the Go buffer ONNX Runtime wrote
+// into, or a copy of the value it allocated.
+func (s *session) output(c *call, i int) (*backend.Tensor, error) {
+	if c.bufs[i] != nil {
+		return c.bufs[i], nil
+	}
+	t, err := hostTensor(c.outs[i])
+	if err != nil {
+		return nil, fmt.Errorf("output `%s`: %w", s.outputs[i].info.Name, err)
+	}
+	return t, nil
 }
 
 // wanted resolves the requested output names to a flag per graph output,
@@ -292,6 +360,12 @@ func (s *session) bind(tensors []*backend.Tensor, inputs map[string]*backend.Ten
 			return err
 		}
 	}
+	return s.check(tensors)
+}
+
+// check compares each of a call's tensors, in the graph's input order,
+// with its input.
+func (s *session) check(tensors []*backend.Tensor) error {
 	for i, t := range tensors {
 		in := &s.inputs[i]
 		if t == nil {
@@ -338,21 +412,9 @@ func (in *inPort) check(t *backend.Tensor) error {
 	return checkData(t)
 }
 
-func (s *session) inputNames() string {
-	names := make([]string, len(s.inputs))
-	for i, in := range s.inputs {
-		names[i] = in.info.Name
-	}
-	return strings.Join(names, ", ")
-}
+func (s *session) inputNames() string { return strings.Join(s.inNames, ", ") }
 
-func (s *session) outputNames() string {
-	names := make([]string, len(s.outputs))
-	for i := range s.outputs {
-		names[i] = s.outputs[i].info.Name
-	}
-	return strings.Join(names, ", ")
-}
+func (s *session) outputNames() string { return strings.Join(s.outNames, ", ") }
 
 // outputIndex is the graph position of an output, or -1.
 func (s *session) outputIndex(name string) int {
