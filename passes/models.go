@@ -13,6 +13,7 @@ import (
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/plan"
 )
 
 // Models gives the models pass the graphs of a package's ONNX components.
@@ -81,9 +82,9 @@ func (r *ModelGraphs) Graph(component string) *onnx.Graph {
 // dtype genaic does not know are left to contract/dtype.
 var ModelsPass = &Pass{
 	Name:       "models",
-	Doc:        "check each ONNX component against its model (§3.8): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph",
+	Doc:        "check each ONNX component against its model (§3.8): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph, no grouped input's request axis fixed at other than one request's rows",
 	Kind:       Check,
-	Requires:   []*Pass{ScopesPass},
+	Requires:   []*Pass{ScopesPass, BindingsPass},
 	ResultType: reflect.TypeFor[*ModelGraphs](),
 	Rules: []diag.Rule{
 		diag.ModelMissing, diag.ModelPort, diag.ModelDType, diag.ModelShape, diag.ModelLengthsUnseen,
@@ -103,7 +104,7 @@ var ModelsPass = &Pass{
 				continue
 			}
 			res.Graphs[comp.Name] = g
-			(&modelChecker{c: c, sc: c.Result(ScopesPass).(*Scopes), comp: comp, g: g, bound: map[string]symBinding{}}).check()
+			(&modelChecker{c: c, sc: c.Result(ScopesPass).(*Scopes), bind: c.Result(BindingsPass).(*Bindings), comp: comp, g: g, bound: map[string]symBinding{}}).check()
 		}
 		return res, nil
 	},
@@ -133,6 +134,7 @@ func modelMissing(c *Context, comp *ir.Component, err error) {
 type modelChecker struct {
 	c    *Context
 	sc   *Scopes
+	bind *Bindings
 	comp *ir.Component
 	g    *onnx.Graph
 	// bound is the literal extent each shape symbol met first in the
@@ -173,6 +175,7 @@ func (m *modelChecker) check() {
 	for _, p := range m.comp.Outputs {
 		m.port(p, "output", m.g.Output(p.Name), nil, m.g.Outputs, m.g.Inputs)
 	}
+	m.requestAxes()
 	for _, in := range undeclared {
 		if explained[in.Name] {
 			continue
@@ -180,6 +183,47 @@ func (m *modelChecker) check() {
 		m.c.Report(diag.ModelPort, m.comp.Loc,
 			"the graph of component `%s` (%s) requires input `%s` (%s %s), which no input port declares; ONNX Runtime refuses to run it without one\ndeclare `%s` under the component's ports.inputs and bind it in the invoke",
 			m.comp.Name, m.comp.Artifact, in.Name, orAny(in.DType()), in.ShapeText(), in.Name)
+	}
+}
+
+// requestAxes reports, for a component that groups requests, every
+// input whose rows stack on an axis (request_aligned, request_expanded)
+// that the graph fixes at other than one request's rows: grouped, such a
+// component can run no request at all, and the runtime refuses to load
+// it. Fixed at exactly one request's rows, the graph runs one request per
+// invocation, which the runtime does without grouping (it says why in
+// its stats): that is no error. A companion is recomputed for the group
+// and judged with its port; an axis the contract fixes itself is compared
+// with the graph by port.
+func (m *modelChecker) requestAxes() {
+	if m.comp.Capacity == nil {
+		return
+	}
+	pl := &planner{sc: m.sc, comp: m.comp, serves: map[string]*plan.Serves{}, bind: m.bind}
+	pl.markCompanions(m.comp.Inputs, ir.SitePortIn)
+	for _, p := range m.comp.Inputs {
+		k, v := p.Contract, m.g.Input(p.Name)
+		if k == nil || v == nil || !v.HasShape || pl.serves[sideKey(ir.SitePortIn, p.Name)] != nil {
+			continue
+		}
+		rows := int64(1)
+		switch k.Layout.Kind {
+		case ir.RequestAligned:
+		case ir.RequestExpanded:
+			rows = max(k.Layout.Factor, 1)
+		default:
+			continue
+		}
+		axis := int(k.Layout.Axis)
+		if axis >= len(v.Dims) || !v.Dims[axis].Literal || v.Dims[axis].Value == rows {
+			continue
+		}
+		if k.HasShape && axis < len(k.Shape) && !k.Shape[axis].IsSym() {
+			continue
+		}
+		m.c.Report(diag.ModelShape, packedLoc(k.Layout.AxisLoc, k.Layout.Loc, k.Loc, p.Loc),
+			"input port `%s` of component `%s` stacks the requests of a group on axis %d (%s: one request brings %d row(s) there), but its graph (%s) fixes that axis at %d (shape %s): no request could run\nexport the model with axis %d dynamic (or fixed at %d, which runs one request per invocation)",
+			p.Name, m.comp.Name, axis, k.Layout.Kind, rows, m.comp.Artifact, v.Dims[axis].Value, v.ShapeText(), axis, rows)
 	}
 }
 

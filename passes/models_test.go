@@ -60,6 +60,16 @@ var modelFixtures = fixtureModels{
 	"reader_mask.onnx":      readerGraph([]onnx.Value{val("mask", bool_, sym("batch"))}, nil, true),
 	"reader_extra.onnx":     readerGraph(nil, []onnx.Value{val("aux", i64, sym("batch"))}, true),
 	"reader_nolengths.onnx": readerGraph(nil, nil, false),
+	"reader_batch8.onnx":    fixedBatch(8),
+	"reader_batch1.onnx":    fixedBatch(1),
+}
+
+// fixedBatch is the reader's graph exported with its batch fixed at n on
+// the pages (its other values keep the symbol).
+func fixedBatch(n int64) *onnx.Graph {
+	g := readerGraph(nil, nil, true)
+	g.Inputs[0] = val("pages", f32, lit(n), sym("lines"), lit(16))
+	return g
 }
 
 // TestModelFixtures checks the documents of testdata/models against the

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ import (
 // model's dimension sym fixed to n and opens it grouped.
 func fixedEngine(t *testing.T, f fixtures.Fixture, sym string, n int64) *vm.Engine {
 	t.Helper()
-	e, err := openFixed(t, f, sym, n)
+	e, err := openFixed(t, f, sym, n, false)
 	if err != nil {
 		t.Fatalf("open: %v: %s", err, fixtures.FixSetup)
 	}
@@ -32,8 +33,13 @@ func fixedEngine(t *testing.T, f fixtures.Fixture, sym string, n int64) *vm.Engi
 	return e
 }
 
-// openFixed is fixedEngine returning Open's error.
-func openFixed(t *testing.T, f fixtures.Fixture, sym string, n int64) (*vm.Engine, error) {
+// openFixed is fixedEngine returning the check's refusal (as an error
+// listing the diagnostics) or Open's error. With late set, the package's
+// document is checked and planned alone, before its model is there (a
+// warning then, and the plan records no digest of the model), and the
+// model is written only before Open: what the runtime itself does with
+// the graph, whatever the compiler would have said of it.
+func openFixed(t *testing.T, f fixtures.Fixture, sym string, n int64, late bool) (*vm.Engine, error) {
 	t.Helper()
 	dir := t.TempDir()
 	m := testmodels.Lookup(f.Name).Fixing(sym, n)
@@ -41,18 +47,28 @@ func openFixed(t *testing.T, f fixtures.Fixture, sym string, n int64) (*vm.Engin
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{m.Artifact: m.Bytes(), "inference_metadata.yaml": meta} {
+	write := func(name string, data []byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := passes.CheckPath(dir, passes.Options{Check: true})
-	if err != nil || !d.Valid() {
-		t.Fatalf("check %s: %v %v", dir, err, d.Diags())
+	write("inference_metadata.yaml", meta)
+	if !late {
+		write(m.Artifact, m.Bytes())
+	}
+	d, err := passes.CheckPath(filepath.Join(dir, "inference_metadata.yaml"), passes.Options{Check: true})
+	if err != nil {
+		t.Fatalf("check %s: %v", dir, err)
+	}
+	if !d.Valid() {
+		return nil, fmt.Errorf("check: %v", d.Diags())
 	}
 	pf, err := passes.BuildPlan(d, dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if late {
+		write(m.Artifact, m.Bytes())
 	}
 	return engine.Open(pf, dir, engine.Options{Options: vm.Options{MaxDelay: groupDelay},
 		Config: engine.Config{IntraOpThreads: 1, InterOpThreads: 1}})
@@ -64,7 +80,8 @@ func openFixed(t *testing.T, f fixtures.Fixture, sym string, n int64) (*vm.Engin
 // counted with the reason (the graph, the input and the axis), and never
 // fails a group to run its requests again alone; results equal the
 // dynamic graph's. Fixed at another extent, it cannot run a request at
-// all, and the engine refuses to open.
+// all: the check refuses the package (model/shape), and an engine given
+// such a graph anyway (a plan compiled without the model) refuses to open.
 func TestFixedRequestAxisRunsAlone(t *testing.T) {
 	f := fixtures.Lookup("time_major")
 	fixed := fixedEngine(t, f, "batch", 1)
@@ -93,12 +110,15 @@ func TestFixedRequestAxisRunsAlone(t *testing.T) {
 		t.Errorf("declines %v do not say that the graph fixes the request axis", cs.Declines)
 	}
 	// Fixed at 3 rows, the graph can run no request (each brings one row
-	// there): the engine does not open, saying so.
-	if e, err := openFixed(t, f, "batch", 3); err == nil || !strings.Contains(err.Error(), "fixes axis 1 of input `frames` (the requests' rows) at 3, but a request brings 1") {
+	// there): the check refuses it, and the engine does not open, saying so.
+	if _, err := openFixed(t, f, "batch", 3, false); err == nil || !strings.Contains(err.Error(), "model/shape") || !strings.Contains(err.Error(), "fixes that axis at 3") {
+		t.Errorf("checking a graph fixing the request axis at 3: %v, want model/shape", err)
+	}
+	if e, err := openFixed(t, f, "batch", 3, true); err == nil || !strings.Contains(err.Error(), "fixes axis 1 of input `frames` (the requests' rows) at 3, but a request brings 1") {
 		if e != nil {
 			e.Close()
 		}
-		t.Errorf("a graph fixing the request axis at 3: %v", err)
+		t.Errorf("opening a graph fixing the request axis at 3: %v", err)
 	}
 }
 
