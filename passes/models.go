@@ -192,9 +192,12 @@ func (m *modelChecker) check() {
 // component can run no request at all, and the runtime refuses to load
 // it. Fixed at exactly one request's rows, the graph runs one request per
 // invocation, which the runtime does without grouping (it says why in
-// its stats): that is no error. A companion is recomputed for the group
-// and judged with its port; an axis the contract fixes itself is compared
-// with the graph by port.
+// its stats): that is no error. Likewise a token_packed input whose
+// packed axis the graph fixes (a model exported with its example's token
+// count): a group's items are concatenated there, so only a group whose
+// units happen to add up to that extent could run. A companion is
+// recomputed for the group and judged with its port; an axis the
+// contract fixes itself is compared with the graph by port.
 func (m *modelChecker) requestAxes() {
 	if m.comp.Capacity == nil {
 		return
@@ -206,24 +209,32 @@ func (m *modelChecker) requestAxes() {
 		if k == nil || v == nil || !v.HasShape || pl.serves[sideKey(ir.SitePortIn, p.Name)] != nil {
 			continue
 		}
-		rows := int64(1)
+		rows, axis := int64(1), int(k.Layout.Axis)
 		switch k.Layout.Kind {
 		case ir.RequestAligned:
 		case ir.RequestExpanded:
 			rows = max(k.Layout.Factor, 1)
+		case ir.TokenPacked:
+			rows, axis = 0, 0
 		default:
 			continue
 		}
-		axis := int(k.Layout.Axis)
 		if axis >= len(v.Dims) || !v.Dims[axis].Literal || v.Dims[axis].Value == rows {
 			continue
 		}
 		if k.HasShape && axis < len(k.Shape) && !k.Shape[axis].IsSym() {
 			continue
 		}
-		m.c.Report(diag.ModelShape, packedLoc(k.Layout.AxisLoc, k.Layout.Loc, k.Loc, p.Loc),
+		loc, fixed := packedLoc(k.Layout.AxisLoc, k.Layout.Loc, k.Loc, p.Loc), v.Dims[axis].Value
+		if rows == 0 {
+			m.c.Report(diag.ModelShape, loc,
+				"input port `%s` of component `%s` concatenates the units of a group's items on axis 0 (token_packed), but its graph (%s) fixes that axis at %d (shape %s): only a group whose units add up to exactly %d could run\nexport the model with axis 0 dynamic",
+				p.Name, m.comp.Name, m.comp.Artifact, fixed, v.ShapeText(), fixed)
+			continue
+		}
+		m.c.Report(diag.ModelShape, loc,
 			"input port `%s` of component `%s` stacks the requests of a group on axis %d (%s: one request brings %d row(s) there), but its graph (%s) fixes that axis at %d (shape %s): no request could run\nexport the model with axis %d dynamic (or fixed at %d, which runs one request per invocation)",
-			p.Name, m.comp.Name, axis, k.Layout.Kind, rows, m.comp.Artifact, v.Dims[axis].Value, v.ShapeText(), axis, rows)
+			p.Name, m.comp.Name, axis, k.Layout.Kind, rows, m.comp.Artifact, fixed, v.ShapeText(), axis, rows)
 	}
 }
 

@@ -159,3 +159,21 @@ func TestFixedPaddedAxis(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedPackedAxisRefused: a token-packed encoder exported with its
+// token count fixed (its example's 37 tokens) could run only the groups
+// whose tokens add up to 37: the check refuses it (model/shape), naming
+// the packed input, while the token owners fixed alike (a companion,
+// recomputed per group) are not reported again.
+func TestFixedPackedAxisRefused(t *testing.T) {
+	e, err := openFixed(t, fixtures.Lookup("text_packed"), "tokens", 37, false)
+	if e != nil {
+		e.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "model/shape") || !strings.Contains(err.Error(), "input port `token_ids` of component `text_encoder` concatenates the units of a group's items on axis 0 (token_packed), but its graph (text_encoder.onnx) fixes that axis at 37") {
+		t.Fatalf("checking a packed encoder with its tokens fixed at 37: %v, want model/shape on token_ids", err)
+	}
+	if strings.Contains(err.Error(), "`token_owner`") {
+		t.Errorf("the owners companion was reported too: %v", err)
+	}
+}
