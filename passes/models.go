@@ -82,7 +82,7 @@ func (r *ModelGraphs) Graph(component string) *onnx.Graph {
 // dtype genaic does not know are left to contract/dtype.
 var ModelsPass = &Pass{
 	Name:       "models",
-	Doc:        "check each ONNX component against its model (§3.8): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph, no grouped input's request axis fixed at other than one request's rows",
+	Doc:        "check each ONNX component against its model (§3.8): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph, no grouped input's request axis fixed at other than one request's rows, nor its packed axis fixed",
 	Kind:       Check,
 	Requires:   []*Pass{ScopesPass, BindingsPass},
 	ResultType: reflect.TypeFor[*ModelGraphs](),
@@ -175,7 +175,7 @@ func (m *modelChecker) check() {
 	for _, p := range m.comp.Outputs {
 		m.port(p, "output", m.g.Output(p.Name), nil, m.g.Outputs, m.g.Inputs)
 	}
-	m.requestAxes()
+	m.groupAxes()
 	for _, in := range undeclared {
 		if explained[in.Name] {
 			continue
@@ -186,7 +186,7 @@ func (m *modelChecker) check() {
 	}
 }
 
-// requestAxes reports, for a component that groups requests, every
+// groupAxes reports, for a component that groups requests, every
 // input whose rows stack on an axis (request_aligned, request_expanded)
 // that the graph fixes at other than one request's rows: grouped, such a
 // component can run no request at all, and the runtime refuses to load
@@ -198,7 +198,7 @@ func (m *modelChecker) check() {
 // units happen to add up to that extent could run. A companion is
 // recomputed for the group and judged with its port; an axis the
 // contract fixes itself is compared with the graph by port.
-func (m *modelChecker) requestAxes() {
+func (m *modelChecker) groupAxes() {
 	if m.comp.Capacity == nil {
 		return
 	}
