@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/compiler/diag"
@@ -62,6 +63,15 @@ var modelFixtures = fixtureModels{
 	"reader_nolengths.onnx": readerGraph(nil, nil, false),
 	"reader_batch8.onnx":    fixedBatch(8),
 	"reader_batch1.onnx":    fixedBatch(1),
+	"reader_lines40.onnx":   fixedLines(40),
+}
+
+// fixedLines is the reader's graph exported with its pages' lines (the
+// padded axis) fixed at n.
+func fixedLines(n int64) *onnx.Graph {
+	g := readerGraph(nil, nil, true)
+	g.Inputs[0] = val("pages", f32, sym("batch"), lit(n), lit(16))
+	return g
 }
 
 // fixedBatch is the reader's graph exported with its batch fixed at n on
@@ -126,6 +136,48 @@ func TestModelMissingSeverity(t *testing.T) {
 			}
 			if len(ds) != 1 || ds[0].Rule != diag.ModelMissing || ds[0].Severity != tc.want || d.Valid() != tc.valid {
 				t.Fatalf("got %v (valid %v), want one model/missing %v", ds, d.Valid(), tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanSaysWhatTheGraphFixes: a plan compiled with its models says
+// what the runtime will do with extents the graph fixes: a request axis
+// fixed at one request's rows lets no group form (the component's
+// reason), a fixed padded axis is padded to its extent (the port's
+// reason). Compiled without the model, a plan says neither.
+func TestPlanSaysWhatTheGraphFixes(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "models", "models.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := splitDocuments(string(src))[0]
+	for _, tc := range []struct {
+		artifact  string
+		models    Models
+		component string // in the component's reason
+		pages     string // in the pages port's reason
+	}{
+		{"reader_batch1.onnx", modelFixtures, "the graph fixes axis 0 of input `pages`, where a group stacks its requests' rows, at 1: one request per invocation", ""},
+		{"reader_lines40.onnx", modelFixtures, "", "the graph fixes padded axis 1 (`lines`) at 40: every group, and a request alone, is padded to 40"},
+		{"reader.onnx", modelFixtures, "", ""},
+		{"reader_batch1.onnx", nil, "", ""},
+	} {
+		t.Run(fmt.Sprintf("%s/models=%v", tc.artifact, tc.models != nil), func(t *testing.T) {
+			doc := strings.Replace(accepted, "artifact: reader.onnx", "artifact: "+tc.artifact, 1)
+			d, err := CheckSource("models.yaml", []byte(doc), Options{Check: true, Models: tc.models})
+			if err != nil || !d.Valid() {
+				t.Fatalf("%v %v", err, d.Diags())
+			}
+			gp := d.Results[PlanPass].(GroupPlans).Get("reader")
+			pages := gp.Input("pages").Why
+			for _, c := range []struct{ what, got, want string }{{"component", gp.Why, tc.component}, {"pages", pages, tc.pages}} {
+				switch {
+				case c.want != "" && !strings.Contains(c.got, c.want):
+					t.Errorf("the %s's reason %q does not say %q", c.what, c.got, c.want)
+				case c.want == "" && strings.Contains(c.got, "the graph fixes"):
+					t.Errorf("the %s's reason %q speaks of a fixed extent", c.what, c.got)
+				}
 			}
 		})
 	}

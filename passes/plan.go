@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/plan"
 )
 
@@ -30,17 +31,53 @@ var PlanPass = &Pass{
 	Name:       "plan",
 	Doc:        "decide each component's group plan: input roles, output splits, the compatibility key and budget footprints",
 	Kind:       Plan,
-	Requires:   []*Pass{ScopesPass, SymbolsPass, BindingsPass},
+	Requires:   []*Pass{ScopesPass, SymbolsPass, BindingsPass, ModelsPass},
 	ResultType: reflect.TypeFor[GroupPlans](),
 	Run: func(c *Context) (any, error) {
 		sc, bind := c.Result(ScopesPass).(*Scopes), c.Result(BindingsPass).(*Bindings)
-		syms := c.Result(SymbolsPass).(Symbols)
+		syms, graphs := c.Result(SymbolsPass).(Symbols), c.Result(ModelsPass).(*ModelGraphs)
 		var out GroupPlans
 		for _, comp := range c.Module.Components {
-			out = append(out, planComponent(sc, bind, syms[comp], comp))
+			gp := planComponent(sc, bind, syms[comp], comp)
+			graphFixes(gp, graphs.Graph(comp.Name))
+			out = append(out, gp)
 		}
 		return out, nil
 	},
+}
+
+// graphFixes adds to a grouped plan's reasons what the component's graph
+// fixes and the runtime acts on when it loads the graph, so that a plan
+// (and `genaic inspect`) says it: a request axis fixed at one request's
+// rows (the models pass refused any other extent) lets no group form, and
+// a padded axis it fixes is padded to that extent in every group, a
+// request alone included. A plan compiled without the model says nothing
+// of it; the runtime reads the graph all the same.
+func graphFixes(gp *plan.GroupPlan, g *onnx.Graph) {
+	if g == nil || !gp.Grouped {
+		return
+	}
+	for i := range gp.Inputs {
+		in := &gp.Inputs[i]
+		v := g.Input(in.Name)
+		if v == nil || !v.HasShape {
+			continue
+		}
+		fixed := func(axis int) (int64, bool) {
+			if axis < len(v.Dims) && v.Dims[axis].Literal {
+				return v.Dims[axis].Value, true
+			}
+			return 0, false
+		}
+		if n, ok := fixed(in.Axis); ok && (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) {
+			gp.Why = fmt.Sprintf("batch_capacity is declared, but the graph fixes axis %d of input `%s`, where a group stacks its requests' rows, at %d: one request per invocation (export the graph with that axis dynamic to group requests)", in.Axis, in.Name, n)
+		}
+		for _, pd := range in.Padded {
+			if n, ok := fixed(pd.Axis); ok {
+				in.Why += fmt.Sprintf("; the graph fixes padded axis %d (`%s`) at %d: every group, and a request alone, is padded to %d", pd.Axis, pd.Dimension, n, n)
+			}
+		}
+	}
 }
 
 // planner holds what one component's plan is derived from.
