@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -102,6 +103,7 @@ type field struct {
 	kinds    []string // empty: every kind
 	reqKinds []string
 	enum     []string
+	min      *int64 // the least value of an integer (min tag)
 }
 
 func (f field) accepts(kind string) bool {
@@ -126,14 +128,22 @@ func fieldsOf(t reflect.Type) []field {
 			continue
 		}
 		key, opts, _ := strings.Cut(tag, ",")
-		fs = append(fs, field{
+		f := field{
 			index:    i,
 			key:      key,
 			required: opts == "required",
 			kinds:    splitTag(sf.Tag.Get("kinds"), ","),
 			reqKinds: splitTag(sf.Tag.Get("reqkinds"), ","),
 			enum:     splitTag(sf.Tag.Get("enum"), "|"),
-		})
+		}
+		if m, ok := sf.Tag.Lookup("min"); ok {
+			least, err := strconv.ParseInt(m, 10, 64)
+			if err != nil {
+				panic(fmt.Sprintf("compiler: field %s of %v has min tag %q, not an integer", sf.Name, t, m))
+			}
+			f.min = &least
+		}
+		fs = append(fs, f)
 	}
 	fieldCache.Store(t, fs)
 	return fs
@@ -195,6 +205,7 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 		fpath := keyPath(path, k.Value)
 		d.value(val, k, fpath, v.Field(f.index))
 		d.checkEnum(val, fpath, f)
+		d.checkMin(val, fpath, f, v.Field(f.index))
 	}
 	for _, f := range fs {
 		if ok && f.accepts(kind) && f.requiredFor(kind) && !seen[f.key] {
@@ -241,6 +252,20 @@ func lookupField(fs []field, key, kind string) (field, bool) {
 		}
 	}
 	return field{}, false
+}
+
+// checkMin reports an integer below its field's least value (an axis
+// index below 0, a row factor below 1). A value of the wrong YAML kind was
+// already reported as a type error.
+func (d *decoder) checkMin(n *yaml.Node, path string, f field, v reflect.Value) {
+	if f.min == nil || v.Kind() != reflect.Pointer || v.IsNil() {
+		return
+	}
+	i, ok := v.Interface().(*Int)
+	if !ok || i.Value >= *f.min {
+		return
+	}
+	d.errorf(diag.SchemaType, resolve(n), path, "`%s` must be an integer of at least %d, read %d", f.key, *f.min, i.Value)
 }
 
 // checkEnum reports a scalar outside its field's vocabulary. A value of the

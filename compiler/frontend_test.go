@@ -95,6 +95,18 @@ func TestPositions(t *testing.T) {
 			message: "a dimension is a non-negative integer (a fixed extent) or a non-empty string (a shape symbol), read -3",
 		},
 		{
+			name:   "negative axis",
+			doc:    wrap(`{ dtype: float32, shape: [b, 4], batch_layout: { kind: request_aligned, axis: -1 } }`),
+			marker: "-1", rule: "schema/type", path: "pipeline.workflow.inputs.x.contract.batch_layout.axis",
+			message: "`axis` must be an integer of at least 0, read -1",
+		},
+		{
+			name:   "no rows per request",
+			doc:    wrap(`{ dtype: float32, shape: [b, 4], batch_layout: { kind: request_expanded, axis: 0, factor: 0 } }`),
+			marker: "0 }", rule: "schema/type", path: "pipeline.workflow.inputs.x.contract.batch_layout.factor",
+			message: "`factor` must be an integer of at least 1, read 0",
+		},
+		{
 			name:   "non-integer dimension",
 			doc:    wrap(`{ dtype: float32, shape: [2.5] }`),
 			marker: "2.5", rule: "schema/type", path: "pipeline.workflow.inputs.x.contract.shape[0]",

@@ -17,6 +17,7 @@ import (
 //	kinds:"a,b"             the key is accepted only when `kind` is a or b
 //	reqkinds:"a"            the key is required when `kind` is a
 //	enum:"x|y"              the scalar must be one of these words
+//	min:"n"                 the integer must be at least n
 //
 // A struct with a `kind` field is a tagged union: its kind is read first and
 // decides which other keys the mapping may hold.
@@ -289,8 +290,8 @@ const (
 type BatchLayout struct {
 	Node
 	Kind   String      `yaml:"kind,required" enum:"shared|request_aligned|request_expanded|token_packed"`
-	Axis   *Int        `yaml:"axis" kinds:"request_aligned,request_expanded,token_packed" reqkinds:"request_aligned,request_expanded,token_packed"`
-	Factor *Int        `yaml:"factor" kinds:"request_expanded" reqkinds:"request_expanded"`
+	Axis   *Int        `yaml:"axis" kinds:"request_aligned,request_expanded,token_packed" reqkinds:"request_aligned,request_expanded,token_packed" min:"0"`
+	Factor *Int        `yaml:"factor" kinds:"request_expanded" reqkinds:"request_expanded" min:"1"`
 	Levels List[Level] `yaml:"levels" kinds:"token_packed" reqkinds:"token_packed"`
 }
 

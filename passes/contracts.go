@@ -38,6 +38,22 @@ func contractOwn(c *Context, site string, k *ir.Contract) {
 		c.Report(diag.ContractShape, k.RankLoc, "%s declares rank %d but its shape %s has %d dimensions\ndrop `rank` or make it %d",
 			site, k.Rank, shapeText(k.Shape), len(k.Shape), len(k.Shape))
 	}
+	// A request layout's axis must be one of the contract's (a packed
+	// one's is packed/axis).
+	if l := k.Layout; l.Kind == ir.RequestAligned || l.Kind == ir.RequestExpanded {
+		rank := k.Rank
+		if k.HasShape {
+			rank = len(k.Shape)
+		}
+		switch {
+		case rank == 0:
+			c.Report(diag.ContractShape, packedLoc(l.AxisLoc, l.Loc, k.Loc), "%s puts the requests' rows on axis %d (%s), but it is a scalar, which has none\ngive it the rows' axis in its shape, or make it shared",
+				site, l.Axis, l.Kind)
+		case rank > 0 && l.Axis >= int64(rank):
+			c.Report(diag.ContractShape, packedLoc(l.AxisLoc, l.Loc, k.Loc), "%s puts the requests' rows on axis %d (%s), but it has rank %d\nname one of its axes, 0 to %d",
+				site, l.Axis, l.Kind, rank, rank-1)
+		}
+	}
 }
 
 // contractBindings checks every value an invoke binds to an input port

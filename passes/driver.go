@@ -109,6 +109,13 @@ func BuildPlan(d *Document, planDir string) (*plan.File, error) {
 		}
 		f.Artifacts = append(f.Artifacts, a)
 	}
+	// The runtime validates every plan file it loads; a plan this compiler
+	// builds must pass the same validation, or the checks above let
+	// something through that they should have reported (genaic's bug, said
+	// as such rather than found by the runtime).
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: genaic's checks accepted the document, but the plan built from it is not consistent (a genaic bug; please report it with the document): %v", d.File, err)
+	}
 	return f, nil
 }
 

@@ -3,6 +3,7 @@ package passes
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/compiler/diag"
@@ -11,7 +12,10 @@ import (
 
 // FuzzCheck runs the whole check pipeline, with the IR verified after every
 // pass, on arbitrary documents: any input gives diagnostics or success with
-// catalogued rule ids, never a panic or a broken invariant.
+// catalogued rule ids, never a panic or a broken invariant; and a document
+// the checks accept builds a plan that the runtime's validation of plan
+// files accepts (what the runtime would refuse, the compiler refuses
+// first).
 func FuzzCheck(f *testing.F) {
 	dir, cases := testenv.Cases(f)
 	for _, c := range cases {
@@ -38,6 +42,12 @@ func FuzzCheck(f *testing.F) {
 			if !diag.KnownRule(dg.Rule) {
 				t.Fatalf("unknown rule %q", dg.Rule)
 			}
+		}
+		if !d.Valid() {
+			return
+		}
+		if _, err := BuildPlan(d, "."); err != nil && strings.Contains(err.Error(), "a genaic bug") {
+			t.Fatalf("an accepted document: %v", err)
 		}
 	})
 }

@@ -219,7 +219,7 @@ func (m *modelChecker) groupAxes() {
 		default:
 			continue
 		}
-		if axis >= len(v.Dims) || !v.Dims[axis].Literal || v.Dims[axis].Value == rows {
+		if axis < 0 || axis >= len(v.Dims) || !v.Dims[axis].Literal || v.Dims[axis].Value == rows {
 			continue
 		}
 		if k.HasShape && axis < len(k.Shape) && !k.Shape[axis].IsSym() {

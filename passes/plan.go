@@ -64,7 +64,7 @@ func graphFixes(gp *plan.GroupPlan, g *onnx.Graph) {
 			continue
 		}
 		fixed := func(axis int) (int64, bool) {
-			if axis < len(v.Dims) && v.Dims[axis].Literal {
+			if axis >= 0 && axis < len(v.Dims) && v.Dims[axis].Literal {
 				return v.Dims[axis].Value, true
 			}
 			return 0, false

@@ -416,3 +416,27 @@ func TestPlanIRRoundTrips(t *testing.T) {
 		t.Errorf("only %d documents round-tripped; the corpus and fixtures hold more", n)
 	}
 }
+
+// TestBuildPlanValidates: a plan that the runtime's validation of plan
+// files would refuse is never built, even from a document the checks
+// accepted: BuildPlan says it is genaic's bug. The plan of an accepted
+// document is tampered with here (a port's request axis moved off its
+// contract's) as a gap in the checks would leave it.
+func TestBuildPlanValidates(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "models", "models.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := CheckSource("models.yaml", []byte(splitDocuments(string(src))[0]), Options{Check: true, Models: modelFixtures})
+	if err != nil || !d.Valid() {
+		t.Fatalf("%v %v", err, d.Diags())
+	}
+	if _, err := BuildPlan(d, "."); err != nil {
+		t.Fatalf("the accepted document: %v", err)
+	}
+	d.Results[PlanPass].(GroupPlans).Get("reader").Input("pages").Axis = 7
+	_, err = BuildPlan(d, ".")
+	if err == nil || !strings.Contains(err.Error(), "a genaic bug") || !strings.Contains(err.Error(), "(`pages`).axis: is 7") {
+		t.Errorf("a plan whose request axis is not its contract's: %v, want the validation's refusal as genaic's bug", err)
+	}
+}
