@@ -68,6 +68,15 @@ func (v Value) ShapeText() string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// Fixed returns the extent the graph fixes on axis, and false where the
+// axis is dynamic, unknown, or not one of the value's.
+func (v Value) Fixed(axis int) (int64, bool) {
+	if !v.HasShape || axis < 0 || axis >= len(v.Dims) || !v.Dims[axis].Literal {
+		return 0, false
+	}
+	return v.Dims[axis].Value, true
+}
+
 // Dim is one dimension of a graph shape: a literal extent, a symbol, or
 // unknown (neither).
 type Dim struct {

@@ -206,7 +206,7 @@ func (m *modelChecker) groupAxes() {
 	pl.markCompanions(m.comp.Inputs, ir.SitePortIn)
 	for _, p := range m.comp.Inputs {
 		k, v := p.Contract, m.g.Input(p.Name)
-		if k == nil || v == nil || !v.HasShape || pl.serves[sideKey(ir.SitePortIn, p.Name)] != nil {
+		if k == nil || v == nil || pl.serves[sideKey(ir.SitePortIn, p.Name)] != nil {
 			continue
 		}
 		rows, axis := int64(1), int(k.Layout.Axis)
@@ -219,13 +219,14 @@ func (m *modelChecker) groupAxes() {
 		default:
 			continue
 		}
-		if axis < 0 || axis >= len(v.Dims) || !v.Dims[axis].Literal || v.Dims[axis].Value == rows {
+		fixed, ok := v.Fixed(axis)
+		if !ok || fixed == rows {
 			continue
 		}
 		if k.HasShape && axis < len(k.Shape) && !k.Shape[axis].IsSym() {
 			continue
 		}
-		loc, fixed := packedLoc(k.Layout.AxisLoc, k.Layout.Loc, k.Loc, p.Loc), v.Dims[axis].Value
+		loc := packedLoc(k.Layout.AxisLoc, k.Layout.Loc, k.Loc, p.Loc)
 		if rows == 0 {
 			m.c.Report(diag.ModelShape, loc,
 				"input port `%s` of component `%s` concatenates the units of a group's items on axis 0 (token_packed), but its graph (%s) fixes that axis at %d (shape %s): only a group whose units add up to exactly %d could run\nexport the model with axis 0 dynamic",

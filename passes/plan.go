@@ -60,20 +60,14 @@ func graphFixes(gp *plan.GroupPlan, g *onnx.Graph) {
 	for i := range gp.Inputs {
 		in := &gp.Inputs[i]
 		v := g.Input(in.Name)
-		if v == nil || !v.HasShape {
+		if v == nil {
 			continue
 		}
-		fixed := func(axis int) (int64, bool) {
-			if axis >= 0 && axis < len(v.Dims) && v.Dims[axis].Literal {
-				return v.Dims[axis].Value, true
-			}
-			return 0, false
-		}
-		if n, ok := fixed(in.Axis); ok && (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) {
+		if n, ok := v.Fixed(in.Axis); ok && (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) {
 			gp.Why = fmt.Sprintf("batch_capacity is declared, but the graph fixes axis %d of input `%s`, where a group stacks its requests' rows, at %d: one request per invocation (export the graph with that axis dynamic to group requests)", in.Axis, in.Name, n)
 		}
 		for _, pd := range in.Padded {
-			if n, ok := fixed(pd.Axis); ok {
+			if n, ok := v.Fixed(pd.Axis); ok {
 				in.Why += fmt.Sprintf("; the graph fixes padded axis %d (`%s`) at %d: every group, and a request alone, is padded to %d", pd.Axis, pd.Dimension, n, n)
 			}
 		}

@@ -94,8 +94,8 @@ func graphExtents(m *ir.Module, dir string) map[string]int64 {
 					continue
 				}
 				for i, d := range p.Contract.Shape {
-					if d.IsSym() && v.Dims[i].Literal && v.Dims[i].Value > 0 {
-						fixed[d.Sym] = v.Dims[i].Value
+					if n, ok := v.Fixed(i); ok && d.IsSym() && n > 0 {
+						fixed[d.Sym] = n
 					}
 				}
 			}
