@@ -99,9 +99,10 @@ type cachedValue struct {
 	dtype   string
 	v       ortgo.Value
 	bytes   int64
-	refs    int  // runs using v now
-	used    bool // used since the hand last passed it
-	evicted bool // out of the map: destroyed once refs is 0
+	n       int64 // its elements: what the shape holds, and the data did
+	refs    int   // runs using v now
+	used    bool  // used since the hand last passed it
+	evicted bool  // out of the map: destroyed once refs is 0
 }
 
 // keyOf returns a tensor's cache key, or false when it is not cached: a
@@ -119,6 +120,12 @@ func keyOf(t *backend.Tensor) (valueKey, bool) {
 // longer uses them. On error it returns the index of the tensor that failed.
 func (c *valueCache) acquire(ts []*backend.Tensor, held, last []*cachedValue) (int, error) {
 	c.hits(ts, held, last)
+	return c.fill(ts, held)
+}
+
+// fill is acquire once hits has run: it makes a value for every tensor
+// that found none in the cache.
+func (c *valueCache) fill(ts []*backend.Tensor, held []*cachedValue) (int, error) {
 	for i, t := range ts {
 		if held[i] != nil {
 			continue
@@ -128,7 +135,7 @@ func (c *valueCache) acquire(ts []*backend.Tensor, held, last []*cachedValue) (i
 		if err != nil {
 			return i, err
 		}
-		held[i] = &cachedValue{key: key, dtype: t.DType, v: v, bytes: t.Bytes(), refs: 1, evicted: !ok}
+		held[i] = &cachedValue{key: key, dtype: t.DType, v: v, bytes: t.Bytes(), n: t.Len(), refs: 1, evicted: !ok}
 		if ok {
 			c.insert(held[i])
 		}
@@ -139,8 +146,10 @@ func (c *valueCache) acquire(ts []*backend.Tensor, held, last []*cachedValue) (i
 // hits fills held with the cached values of ts, under one lock. last
 // holds, per input, the value the same call held before (nil: none): a
 // caller passing the same buffers again, as the VM's runners do, finds it
-// there without hashing a key.
-func (c *valueCache) hits(ts []*backend.Tensor, held, last []*cachedValue) {
+// there without hashing a key. Bit i of again (for the first 64 inputs)
+// says that input i was found so: over the same data, of the same length,
+// as the same dtype and shape, as the call's last run passed there.
+func (c *valueCache) hits(ts []*backend.Tensor, held, last []*cachedValue) (again uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, t := range ts {
@@ -148,6 +157,9 @@ func (c *valueCache) hits(ts []*backend.Tensor, held, last []*cachedValue) {
 			e.refs++
 			e.used = true
 			held[i] = e
+			if i < 64 {
+				again |= 1 << i
+			}
 			continue
 		}
 		key, ok := keyOf(t)
@@ -160,11 +172,16 @@ func (c *valueCache) hits(ts []*backend.Tensor, held, last []*cachedValue) {
 			held[i] = e
 		}
 	}
+	return again
 }
 
-// over reports whether e is a value over t's data as t's dtype and shape.
+// over reports whether e is a value over t's data as t's dtype and shape,
+// the data as long as the value's.
 func (e *cachedValue) over(t *backend.Tensor) bool {
-	if e.dtype != t.DType || e.key.rank != len(t.Shape) || e.key.addr != dataAddr(t.Data) {
+	if e.dtype != t.DType || e.key.rank != len(t.Shape) {
+		return false
+	}
+	if addr, n := dataSpan(t.Data); addr != e.key.addr || int64(n) != e.n {
 		return false
 	}
 	for i, d := range t.Shape {

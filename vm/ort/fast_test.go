@@ -483,3 +483,38 @@ func TestRunPortsIsRun(t *testing.T) {
 		t.Errorf("RunPorts with an input short: %v, want an error naming the graph's inputs", err)
 	}
 }
+
+// TestReusedInputRechecked: a call skips checking an input over the very
+// buffer, dtype, shape and length its last run passed there (a runner's
+// group buffers), but a tensor over that buffer that no longer holds its
+// shape's elements is checked, and refused, as a fresh one is.
+func TestReusedInputRechecked(t *testing.T) {
+	_, s := imagePadded(t)
+	ps := s.(backend.PortSession)
+	ctx := context.Background()
+	in := imageInputs(5, 3, 0)
+	inNames, outNames := ps.Ports()
+	ins := make([]*backend.Tensor, len(inNames))
+	for i, name := range inNames {
+		ins[i] = in[name]
+	}
+	outs := make([]*backend.Tensor, len(outNames))
+	for range 2 { // the second run finds every input as the first left it
+		if err := ps.RunPorts(ctx, ins, nil, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := slices.Index(inNames, "pixel_patches")
+	full := ins[x]
+	short := *full
+	short.Data = full.Data.([]float32)[:full.Len()-1]
+	ins[x] = &short
+	err := ps.RunPorts(ctx, ins, nil, outs)
+	if err == nil || !strings.Contains(err.Error(), "elements") {
+		t.Fatalf("an input over the last run's buffer, one element short: %v, want it refused", err)
+	}
+	ins[x] = full
+	if err := ps.RunPorts(ctx, ins, nil, outs); err != nil {
+		t.Fatalf("the whole input again: %v", err)
+	}
+}

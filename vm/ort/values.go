@@ -212,31 +212,38 @@ var hostTypes = map[string]string{
 
 // dataAddr is the address of a host tensor's first element.
 func dataAddr(data any) uintptr {
+	addr, _ := dataSpan(data)
+	return addr
+}
+
+// dataSpan is the address of a host tensor's first element and its
+// length in elements.
+func dataSpan(data any) (uintptr, int) {
 	switch d := data.(type) {
 	case []float32:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []float64:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []int64:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []int32:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []int16:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []int8:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []uint8:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []uint16:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []uint32:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []uint64:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	case []bool:
-		return uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		return uintptr(unsafe.Pointer(unsafe.SliceData(d))), len(d)
 	}
-	return 0
+	return 0, 0
 }
 
 // checkHostType demands that a tensor's data is the Go slice type its
