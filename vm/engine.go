@@ -220,6 +220,7 @@ func (e *Engine) Stats() Stats {
 			cs.Scheduler.RunnerOverlap = g.overlap
 			cs.Scheduler.RunnerExploreEvery = g.exploreEvery
 			g.mu.Unlock()
+			cs.CallByName = g.call.byName
 		}
 		out.Components[name] = cs
 	}

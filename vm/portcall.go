@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/genaic/genaic/backend"
 )
@@ -10,29 +11,34 @@ import (
 // position where the session runs so (backend.PortSession) and takes and
 // gives exactly the plan's ports, with no map built or read per group;
 // by name otherwise (and then a session's refusal of a port names it, as
-// an ungrouped call's would).
+// an ungrouped call's would). byName says why a call goes by name, for
+// the component's stats (ComponentStats.CallByName).
 type sessionCall struct {
-	sess  backend.Session
-	ports backend.PortSession // nil: by name
-	inAt  []int               // session input i is the group's input inAt[i]
-	outAt []int               // session output j is plan output outAt[j]; -1: not asked for
-	want  []bool              // by session output: outAt[j] >= 0
+	sess   backend.Session
+	ports  backend.PortSession // nil: by name
+	inAt   []int               // session input i is the group's input inAt[i]
+	outAt  []int               // session output j is plan output outAt[j]; -1: not asked for
+	want   []bool              // by session output: outAt[j] >= 0
+	byName string
 }
 
 func newSessionCall(spec *componentSpec, sess backend.Session) *sessionCall {
 	c := &sessionCall{sess: sess}
 	ps, ok := sess.(backend.PortSession)
 	if !ok {
+		c.byName = fmt.Sprintf("its backend's sessions (%T) take tensors by name only", sess)
 		return c
 	}
 	ins, outs := ps.Ports()
 	if len(ins) != len(spec.gp.Inputs) {
+		c.byName = fmt.Sprintf("the session takes %d input(s), the plan gives %d", len(ins), len(spec.gp.Inputs))
 		return c
 	}
 	c.inAt = make([]int, len(ins))
 	for i, name := range ins {
 		k, ok := spec.index[name]
 		if !ok {
+			c.byName = fmt.Sprintf("the session's input `%s` is no port of the plan's", name)
 			return c
 		}
 		c.inAt[i] = k
@@ -50,7 +56,9 @@ func newSessionCall(spec *componentSpec, sess backend.Session) *sessionCall {
 		}
 	}
 	if found != len(spec.gp.Outputs) {
-		return c // an output the graph lacks: the name path says which
+		// an output the graph lacks: the name path says which
+		c.byName = "the session gives no output named as a port of the plan's"
+		return c
 	}
 	c.ports = ps
 	return c

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,6 +116,12 @@ func TestGroupsRunByPort(t *testing.T) {
 			}
 			if !tc.byPort && (byPorts != 0 || byName == 0) {
 				t.Errorf("a session whose ports are not the plan's was called %d times by port and %d by name", byPorts, byName)
+			}
+			// The stats say which way each grouped component's calls go.
+			for name, cs := range e.Stats().Components {
+				if why := cs.CallByName; tc.byPort != (why == "") || !tc.byPort && !strings.Contains(why, "input(s)") {
+					t.Errorf("component %s: call_by_name %q for a session %s", name, why, tc.name)
+				}
 			}
 		})
 	}

@@ -36,8 +36,13 @@ type ComponentStats struct {
 	// Isolated counts the requests run in a group of their own because a
 	// floating-point input held NaN or an infinity, which a model that
 	// mixes positions would spread to the other items of its invocation.
-	Isolated int64         `json:"isolated,omitempty"`
-	RunTime  time.Duration `json:"run_time_ns"`
+	Isolated int64 `json:"isolated,omitempty"`
+	// CallByName says why the component's groups are handed to its
+	// session by input name rather than by port position (vm/portcall.go;
+	// a map built and read per group); empty where they go by position,
+	// or the component does not group.
+	CallByName string        `json:"call_by_name,omitempty"`
+	RunTime    time.Duration `json:"run_time_ns"`
 	// QueueWait and Run are latency percentiles over the most recent
 	// samples: how long items waited for their group, and how long a group
 	// took from assembly to split.

@@ -194,6 +194,9 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if cs.Isolated > 0 {
 			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
 		}
+		if cs.CallByName != "" {
+			fmt.Fprintf(w, "    groups handed to the session by input name, not by port position (a map per group): %s\n", cs.CallByName)
+		}
 		if cs.HandedOff > 0 {
 			fmt.Fprintf(w, "    %d groups answered by the responder: the next group was already waiting, so the runner went on to it\n", cs.HandedOff)
 		}

@@ -217,7 +217,11 @@ func TestInspectRunStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := doc["stats"].(map[string]any)["components"].(map[string]any)["encoder"].(map[string]any)
+	if strings.Contains(got, "by input name") {
+		t.Errorf("inspect --stats reports calls by name for a run by port position:\n%s", got)
+	}
 	enc["own_groups"] = 7
+	enc["call_by_name"] = "the session takes 3 input(s), the plan gives 2"
 	enc["scheduler"].(map[string]any)["runner_overlap"] = 0.25
 	own := filepath.Join(t.TempDir(), "own.json")
 	if b, err = json.Marshal(doc); err == nil {
@@ -227,8 +231,13 @@ func TestInspectRunStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, errOut, code = runCLI(t, "inspect", imagePkg, "--stats", own)
-	if want := "7 groups run by the batches that brought them, not handed to the runner: it started during 25 % of admissions"; code != exitOK || !strings.Contains(got, want) {
-		t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
+	for _, want := range []string{
+		"7 groups run by the batches that brought them, not handed to the runner: it started during 25 % of admissions",
+		"groups handed to the session by input name, not by port position (a map per group): the session takes 3 input(s), the plan gives 2",
+	} {
+		if code != exitOK || !strings.Contains(got, want) {
+			t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
+		}
 	}
 	// The HTML view draws each budget's peak, as the run measured it.
 	stats, err := readStats(out)
