@@ -17,9 +17,12 @@ import (
 // BenchmarkServed runs a workload as a server meets it: C callers that
 // each send their next request as soon as the last is answered, through
 // Run, on one engine (one runner, max_delay at its default). Every
-// iteration takes the document servedDocs times three ways in turn: served
-// by the callers, in lockstep (RunAll), and by the ideal's direct calls
-// (BenchmarkWorkloads). It reports served/ideal and lockstep/ideal, the
+// iteration takes the document servedDocs times four ways in turn: served
+// by the callers, served by the same callers one request per invocation
+// (an engine opened solo: what a server that does not group gives them),
+// in lockstep (RunAll), and by the ideal's direct calls
+// (BenchmarkWorkloads). It reports served/ideal, served/solo (grouping
+// must pay where a server's callers meet it too) and lockstep/ideal, the
 // requests per invocation when served, the share of served groups the
 // runner handed to the responder (vm/responder.go), and a group's mean
 // time from its formation to its outputs, served and in lockstep.
@@ -48,9 +51,13 @@ func benchServed(b *testing.B, w workload, callers int) {
 	direct := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
 	e := vmEngine.start(b, fx, genrt.WithBackend(ir.ImplONNX, be), genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithWorkers(1))
 	mustRun(b, e, reqs)
+	solo := vmEngine.start(b, fx, genrt.WithBackend(ir.ImplONNX, be), genrt.WithSolo())
+	mustRun(b, solo, reqs)
 
 	// The callers live as long as the benchmark, as a server's
-	// connections do; a round hands them servedDocs documents' requests.
+	// connections do; a round hands them servedDocs documents' requests
+	// for target, the engine it serves them on.
+	var target Runner
 	var next atomic.Int64
 	var round sync.WaitGroup
 	start := make(chan struct{})
@@ -60,7 +67,7 @@ func benchServed(b *testing.B, w workload, callers int) {
 		go func() {
 			for range start {
 				for i := next.Add(1) - 1; i < total; i = next.Add(1) - 1 {
-					if r := e.Run(context.Background(), reqs[i%int64(len(reqs))]); r.Err != nil {
+					if r := target.Run(context.Background(), reqs[i%int64(len(reqs))]); r.Err != nil {
 						b.Error(r.Err)
 					}
 				}
@@ -68,14 +75,18 @@ func benchServed(b *testing.B, w workload, callers int) {
 			}
 		}()
 	}
-	served := func() {
-		next.Store(0)
-		round.Add(callers)
-		for range callers {
-			start <- struct{}{}
+	serve := func(on Runner) func() {
+		return func() {
+			target = on
+			next.Store(0)
+			round.Add(callers)
+			for range callers {
+				start <- struct{}{}
+			}
+			round.Wait()
 		}
-		round.Wait()
 	}
+	served, servedSolo := serve(e), serve(solo)
 	lockstep := func() {
 		for range servedDocs {
 			runAll(context.Background(), e, reqs)
@@ -87,8 +98,9 @@ func benchServed(b *testing.B, w workload, callers int) {
 		}
 	}
 	served() // warm up
+	servedSolo()
 	ideal()
-	ways := []func(){served, lockstep, ideal}
+	ways := []func(){served, lockstep, ideal, servedSolo}
 	times := make([]time.Duration, len(ways))
 	var calls, requests, handedOff int64 // of the served groups
 	var runTime [2]time.Duration         // of the served and the lockstep groups
@@ -114,6 +126,7 @@ func benchServed(b *testing.B, w workload, callers int) {
 		}
 	}
 	b.ReportMetric(times[2].Seconds()/times[0].Seconds(), "served/ideal")
+	b.ReportMetric(times[3].Seconds()/times[0].Seconds(), "served/solo")
 	b.ReportMetric(times[2].Seconds()/times[1].Seconds(), "lockstep/ideal")
 	b.ReportMetric(float64(requests)/float64(max(calls, 1)), "requests/call")
 	b.ReportMetric(float64(handedOff)/float64(max(calls, 1)), "handed-off-share")
@@ -122,5 +135,5 @@ func benchServed(b *testing.B, w workload, callers int) {
 	// beside it on the machine costs it.
 	b.ReportMetric(runTime[0].Seconds()*1e6/float64(max(runCalls[0], 1)), "served-us/group")
 	b.ReportMetric(runTime[1].Seconds()*1e6/float64(max(runCalls[1], 1)), "lockstep-us/group")
-	b.ReportMetric(0, "ns/op") // the sum of three ways means nothing
+	b.ReportMetric(0, "ns/op") // the sum of four ways means nothing
 }
