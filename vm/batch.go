@@ -170,7 +170,9 @@ func (b *batch) invoke(s *ir.Step) {
 			live++
 		}
 	}
+	began := time.Now()
 	self, idleAt := g.startBatch()
+	own, idle := self, self || idleAt >= 0
 	g.promise(live)
 	promised = live
 	done := 0
@@ -211,6 +213,9 @@ func (b *batch) invoke(s *ir.Step) {
 		}
 	}
 	wg.Wait()
+	if idle {
+		g.batchEnded(own, live, time.Since(began))
+	}
 	b.each(func(i int, r *run) error {
 		outs, err := subs[i].result(g)
 		if err != nil {

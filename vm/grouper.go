@@ -56,6 +56,7 @@ type grouper struct {
 	runnerGroups               int
 	overlap                    float64
 	exploreEvery, untilExplore int
+	side                       sideBySide // with several worker slots
 	// fillable's scan of the queue: its sums, how far it got, how many
 	// full groups it still needs, whether it found them, and whether
 	// items left the queue since (so that it starts over).

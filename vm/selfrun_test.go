@@ -18,9 +18,9 @@ import (
 // component runs its own groups only while runners were seen not to start
 // during admissions (overlap below one half), a batch now and then still
 // goes to the runner to keep measuring (less often while they keep finding
-// it late), a busy component or one with
-// more worker slots never self-runs, and admissions that overlap bring
-// the runner path back.
+// it late), a busy component never self-runs, and admissions that
+// overlap bring the runner path back. (With more worker slots the choice
+// is TestSelfRunSideBySide's.)
 func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
 	e := imageEngine(t, Options{MaxDelay: time.Millisecond})
 	g := e.groupers["encoder"]
@@ -100,11 +100,59 @@ func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
 	g.mu.Lock()
 	g.running--
 	g.mu.Unlock()
-	two := imageEngine(t, Options{MaxDelay: time.Millisecond, Workers: 2}).groupers["encoder"]
-	two.overlap = 0
-	if self, _ := two.startBatch(); self {
-		t.Error("a component with two worker slots self-runs: its runners would run groups side by side")
-		undoSelfRun(two)
+}
+
+// TestSelfRunSideBySide: with two worker slots, whether a batch at an idle
+// component runs its own groups follows the measured time per item of the
+// two ways, not the runner's overlap: the first batches go to the
+// runners, the next run their own, then the faster way is taken and one
+// batch in selfRunExplore takes the other, and a change in which is
+// faster turns the choice around.
+func TestSelfRunSideBySide(t *testing.T) {
+	g := imageEngine(t, Options{MaxDelay: time.Millisecond, Workers: 2}).groupers["encoder"]
+	g.overlap = 0 // a one-slot grouper would run its own groups now
+	batch := func(perItem map[bool]time.Duration) bool {
+		self, idleAt := g.startBatch()
+		if self {
+			undoSelfRun(g)
+		} else if idleAt < 0 {
+			t.Fatal("a batch at an idle component does not measure")
+		}
+		g.batchEnded(self, 10, 10*perItem[self])
+		return self
+	}
+	ownFaster := map[bool]time.Duration{true: 20 * time.Microsecond, false: 30 * time.Microsecond}
+	var ways []bool
+	for range 2 * sideMinBatches {
+		ways = append(ways, batch(ownFaster))
+	}
+	if want := append(slices.Repeat([]bool{false}, sideMinBatches), slices.Repeat([]bool{true}, sideMinBatches)...); !slices.Equal(ways, want) {
+		t.Fatalf("first batches ran their own groups %v, want %v", ways, want)
+	}
+	runners := 0
+	for range 4 * selfRunExplore {
+		if !batch(ownFaster) {
+			runners++
+		}
+	}
+	if runners != 4 {
+		t.Errorf("%d of %d batches went to the runners where running their own was faster, want one in %d", runners, 4*selfRunExplore, selfRunExplore)
+	}
+	runnersFaster := map[bool]time.Duration{true: 30 * time.Microsecond, false: 20 * time.Microsecond}
+	for range 4 * selfRunExplore {
+		batch(runnersFaster)
+	}
+	own := 0
+	for range selfRunExplore {
+		if batch(runnersFaster) {
+			own++
+		}
+	}
+	if own != 1 {
+		t.Errorf("%d of %d batches ran their own groups once the runners were faster, want 1", own, selfRunExplore)
+	}
+	if s := g.e.Stats().Components["encoder"].Scheduler; s.RunnersBatchNS <= 0 || s.OwnBatchNS <= s.RunnersBatchNS {
+		t.Errorf("stats: %.0f ns per item to the runners, %.0f on their own; want both, the runners' the lower", s.RunnersBatchNS, s.OwnBatchNS)
 	}
 }
 
@@ -119,9 +167,16 @@ func undoSelfRun(g *grouper) {
 // TestSelfRunGroupsEqualSolo: batches that run their own groups, while
 // other callers send requests at the same component, answer every request
 // as solo does, never run more groups at once than the worker slots, and
-// run their groups on their own goroutine (counted in the stats).
+// run their groups on their own goroutine (counted in the stats), with
+// one worker slot and with two (where running their own was measured the
+// faster way).
 func TestSelfRunGroupsEqualSolo(t *testing.T) {
-	const workers = 1
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprint("workers=", workers), func(t *testing.T) { selfRunEqualsSolo(t, workers) })
+	}
+}
+
+func selfRunEqualsSolo(t *testing.T, workers int) {
 	var running, most atomic.Int64
 	count := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
 		n := running.Add(1)
@@ -135,6 +190,9 @@ func TestSelfRunGroupsEqualSolo(t *testing.T) {
 	g := e.groupers["encoder"]
 	g.mu.Lock()
 	g.overlap = 0 // as measured where runners start after admissions
+	// as measured where invocations are short against a thread's wake
+	g.side.runners = batchCost{perItem: 3000, seen: sideMinBatches}
+	g.side.own = batchCost{perItem: 1000, seen: sideMinBatches}
 	g.mu.Unlock()
 	solo := imageEngine(t, Options{Solo: true})
 	rng := rand.New(rand.NewSource(21))

@@ -187,7 +187,11 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if sc.KeptForPadding > 0 {
 			fmt.Fprintf(w, "    %d times an item was kept out of a group because its padding would cost more than its own call\n", sc.KeptForPadding)
 		}
-		if cs.OwnGroups > 0 {
+		switch {
+		case sc.RunnersBatchNS > 0 || sc.OwnBatchNS > 0:
+			fmt.Fprintf(w, "    %d groups run by the batches that brought them: a batch took %.1f µs per item handing its groups to the runners, %.1f running its own (the faster way is taken; now and then a batch tries the other)\n",
+				cs.OwnGroups, sc.RunnersBatchNS/1000, sc.OwnBatchNS/1000)
+		case cs.OwnGroups > 0:
 			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay; one batch in %d still tries)\n",
 				cs.OwnGroups, 100*sc.RunnerOverlap, sc.RunnerExploreEvery)
 		}

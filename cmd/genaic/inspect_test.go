@@ -239,6 +239,19 @@ func TestInspectRunStats(t *testing.T) {
 			t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
 		}
 	}
+	// With several worker slots, it gives the two ways' measured times.
+	enc["scheduler"].(map[string]any)["runners_batch_ns_per_item"] = 3000
+	enc["scheduler"].(map[string]any)["own_batch_ns_per_item"] = 1000
+	if b, err = json.Marshal(doc); err == nil {
+		err = os.WriteFile(own, b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errOut, code = runCLI(t, "inspect", imagePkg, "--stats", own)
+	if want := "7 groups run by the batches that brought them: a batch took 3.0 µs per item handing its groups to the runners, 1.0 running its own"; code != exitOK || !strings.Contains(got, want) {
+		t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
+	}
 	// The HTML view draws each budget's peak, as the run measured it.
 	stats, err := readStats(out)
 	if err != nil {
