@@ -219,7 +219,7 @@ func (e *Engine) Stats() Stats {
 			g.mu.Lock()
 			cs.Scheduler.RunnerOverlap = g.overlap
 			cs.Scheduler.RunnerExploreEvery = g.exploreEvery
-			cs.Scheduler.RunnersBatchNS, cs.Scheduler.OwnBatchNS = g.side.runners.perItem, g.side.own.perItem
+			cs.Scheduler.RunnersBatchNS, cs.Scheduler.OwnBatchNS = g.side.runners.perItem(), g.side.own.perItem()
 			g.mu.Unlock()
 			cs.CallByName = g.call.byName
 		}

@@ -234,9 +234,10 @@ type SchedulerStats struct {
 	// their own groups, between two that wake the runner to measure again.
 	RunnerExploreEvery int `json:"runner_explore_every,omitempty"`
 	// RunnersBatchNS and OwnBatchNS are, with several worker slots, the
-	// measured time per item (ns) of the lockstep batches that found the
-	// component idle and handed their groups to the runners, and of those
-	// that ran their own; a batch takes the faster way (vm/selfrun.go).
+	// median time per item (ns) of the last lockstep batches that found
+	// the component idle and handed their groups to the runners, and of
+	// those that ran their own; a batch takes the clearly faster way
+	// (vm/selfrun.go).
 	RunnersBatchNS float64 `json:"runners_batch_ns_per_item,omitempty"`
 	OwnBatchNS     float64 `json:"own_batch_ns_per_item,omitempty"`
 }

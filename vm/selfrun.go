@@ -33,13 +33,16 @@ import (
 // With more than one worker slot the handoff buys more than that overlap:
 // invocations run side by side, which pays where an invocation is long
 // against a thread's wake and loses where it is short (on 2 cores, two
-// runners ran short text at 1.04 x one runner's throughput and the
-// 64-image workload, whose invocations take 20 µs, at 0.65 to 0.87 x).
+// runners ran long text at 1.42 to 1.49 x one runner's throughput and the
+// 64-image workload, whose invocations take 20 µs, at 0.63 to 0.70 x).
 // So such a grouper measures both ways (sideBySide): the time per item of
 // the batches that found it idle and handed their groups to the runners,
-// and of those that ran their own, and a batch runs its own groups where
-// that was the faster. The first sideMinBatches such batches go to the
-// runners, the next sideMinBatches run their own, and after that one batch
+// and of those that ran their own (the median of each way's last
+// sideSamples), and a batch runs its own groups where that was clearly
+// the faster (sideMargin). The first sideWarmup such batches are not
+// measured (a new engine's first batches are slow whichever way they
+// take, and the way not taken keeps its samples long), the next ones take
+// each way in turn until both have sideMinBatches, and after that one batch
 // in selfRunExplore takes the other way, so that both figures follow the
 // machine. (A batch running groups beside its runners, on a slot none
 // holds, was measured too: two runners' throughput did not change.)
@@ -48,8 +51,15 @@ const (
 	selfRunExplore    = 16
 	selfRunExploreMax = 256
 	overlapDecay      = 0.8
+	sideWarmup        = 2
 	sideMinBatches    = 4
-	sideDecay         = 0.8
+	sideSamples       = 4
+	// sideMargin is how much faster running their own groups must have
+	// been for batches to stop handing them to the runners, which the
+	// operator asked for with the worker slots: the runners' times vary
+	// with the machine's wakes, and a way taken on a small difference
+	// comes and goes with that noise.
+	sideMargin = 0.8
 )
 
 // sideBySide is what a grouper with several worker slots measured of the
@@ -57,36 +67,49 @@ const (
 // handed their groups to the runners and when they ran their own.
 type sideBySide struct {
 	runners, own batchCost
+	ended        int // batches measured or passed over (the first sideWarmup)
 	chosen       int // batches that chose since both were measured
 }
 
-// batchCost is an exponentially weighted time per item (ns) and how many
-// batches it holds.
+// batchCost holds the time per item (ns) of the last sideSamples batches
+// that took one way. The ways are compared by their medians: the way not
+// taken is measured once in selfRunExplore batches, so one slow batch of
+// it (a thread's wake that took long) must not keep it out for long, as
+// it would in an average that its rare samples move slowly.
 type batchCost struct {
-	perItem float64
-	seen    int
+	last [sideSamples]float64
+	seen int
 }
 
 func (c *batchCost) add(x float64) {
-	if c.seen == 0 {
-		c.perItem = x
-	} else {
-		c.perItem = sideDecay*c.perItem + (1-sideDecay)*x
-	}
+	c.last[c.seen%sideSamples] = x
 	c.seen++
+}
+
+// perItem is the median of the last batches' times per item (0: none yet).
+func (c *batchCost) perItem() float64 {
+	n := min(c.seen, sideSamples)
+	if n == 0 {
+		return 0
+	}
+	v := c.last
+	s := v[:n]
+	slices.Sort(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // runOwn reports whether the next batch runs its own groups: the faster
 // way once both are measured, the other one batch in selfRunExplore.
 func (s *sideBySide) runOwn() bool {
 	switch {
-	case s.runners.seen < sideMinBatches:
-		return false
-	case s.own.seen < sideMinBatches:
-		return true
+	case s.runners.seen < sideMinBatches || s.own.seen < sideMinBatches:
+		return s.own.seen < s.runners.seen // each way in turn
 	}
 	s.chosen++
-	own := s.own.perItem < s.runners.perItem
+	own := s.own.perItem() < sideMargin*s.runners.perItem()
 	if s.chosen%selfRunExplore == 0 {
 		return !own
 	}
@@ -102,6 +125,9 @@ func (g *grouper) batchEnded(own bool, items int, d time.Duration) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.side.ended++; g.side.ended <= sideWarmup {
+		return // a new engine's first batches are slow either way
+	}
 	c := &g.side.runners
 	if own {
 		c = &g.side.own

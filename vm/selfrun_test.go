@@ -105,9 +105,10 @@ func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
 // TestSelfRunSideBySide: with two worker slots, whether a batch at an idle
 // component runs its own groups follows the measured time per item of the
 // two ways, not the runner's overlap: the first batches go to the
-// runners, the next run their own, then the faster way is taken and one
-// batch in selfRunExplore takes the other, and a change in which is
-// faster turns the choice around.
+// runners unmeasured, the next take each way in turn, then the faster way
+// (by a margin) is taken and one batch in selfRunExplore takes the other,
+// a change in which is faster turns the choice around, and one slow batch
+// does not.
 func TestSelfRunSideBySide(t *testing.T) {
 	g := imageEngine(t, Options{MaxDelay: time.Millisecond, Workers: 2}).groupers["encoder"]
 	g.overlap = 0 // a one-slot grouper would run its own groups now
@@ -123,10 +124,14 @@ func TestSelfRunSideBySide(t *testing.T) {
 	}
 	ownFaster := map[bool]time.Duration{true: 20 * time.Microsecond, false: 30 * time.Microsecond}
 	var ways []bool
-	for range 2 * sideMinBatches {
+	for range sideWarmup + 2*sideMinBatches {
 		ways = append(ways, batch(ownFaster))
 	}
-	if want := append(slices.Repeat([]bool{false}, sideMinBatches), slices.Repeat([]bool{true}, sideMinBatches)...); !slices.Equal(ways, want) {
+	want := slices.Repeat([]bool{false}, sideWarmup) // not measured
+	for range sideMinBatches {
+		want = append(want, false, true)
+	}
+	if !slices.Equal(ways, want) {
 		t.Fatalf("first batches ran their own groups %v, want %v", ways, want)
 	}
 	runners := 0
@@ -150,6 +155,23 @@ func TestSelfRunSideBySide(t *testing.T) {
 	}
 	if own != 1 {
 		t.Errorf("%d of %d batches ran their own groups once the runners were faster, want 1", own, selfRunExplore)
+	}
+	// One slow batch of the way taken (a wake that took long) does not
+	// turn the choice around.
+	slow := map[bool]time.Duration{true: 30 * time.Microsecond, false: 300 * time.Microsecond}
+	for !batch(runnersFaster) { // up to the explorer, which runs its own
+	}
+	if batch(slow) {
+		t.Fatal("the batch after an explorer ran its own groups where the runners were faster")
+	}
+	own = 0
+	for range selfRunExplore - 2 {
+		if batch(runnersFaster) {
+			own++
+		}
+	}
+	if own != 0 {
+		t.Errorf("%d batches ran their own groups after one slow batch of the runners, which stay the faster", own)
 	}
 	if s := g.e.Stats().Components["encoder"].Scheduler; s.RunnersBatchNS <= 0 || s.OwnBatchNS <= s.RunnersBatchNS {
 		t.Errorf("stats: %.0f ns per item to the runners, %.0f on their own; want both, the runners' the lower", s.RunnersBatchNS, s.OwnBatchNS)
@@ -191,8 +213,10 @@ func selfRunEqualsSolo(t *testing.T, workers int) {
 	g.mu.Lock()
 	g.overlap = 0 // as measured where runners start after admissions
 	// as measured where invocations are short against a thread's wake
-	g.side.runners = batchCost{perItem: 3000, seen: sideMinBatches}
-	g.side.own = batchCost{perItem: 1000, seen: sideMinBatches}
+	for range sideMinBatches {
+		g.side.runners.add(3000)
+		g.side.own.add(1000)
+	}
 	g.mu.Unlock()
 	solo := imageEngine(t, Options{Solo: true})
 	rng := rand.New(rand.NewSource(21))
