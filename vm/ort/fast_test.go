@@ -444,19 +444,28 @@ func TestInputCacheLast(t *testing.T) {
 	}
 }
 
+// portCall opens the padded image encoder and gives its session, as a
+// PortSession too, and an input of five images by name and in the
+// graph's input order.
+func portCall(t *testing.T) (backend.Session, backend.PortSession, map[string]*backend.Tensor, []*backend.Tensor) {
+	_, s := imagePadded(t)
+	ps := s.(backend.PortSession)
+	in := imageInputs(5, 3, 0)
+	names, _ := ps.Ports()
+	ins := make([]*backend.Tensor, len(names))
+	for i, name := range names {
+		ins[i] = in[name]
+	}
+	return s, ps, in, ins
+}
+
 // TestRunPortsIsRun: RunPorts on the graph's inputs in its order gives
 // Run's outputs, leaves an output not wanted nil, and refuses a wrong
 // count of tensors naming the graph's ports.
 func TestRunPortsIsRun(t *testing.T) {
-	_, s := imagePadded(t)
-	ps := s.(backend.PortSession)
+	s, ps, in, ins := portCall(t)
 	ctx := context.Background()
-	in := imageInputs(5, 3, 0)
 	inNames, outNames := ps.Ports()
-	ins := make([]*backend.Tensor, len(inNames))
-	for i, name := range inNames {
-		ins[i] = in[name]
-	}
 	want, err := s.Run(ctx, in, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -489,15 +498,9 @@ func TestRunPortsIsRun(t *testing.T) {
 // group buffers), but a tensor over that buffer that no longer holds its
 // shape's elements is checked, and refused, as a fresh one is.
 func TestReusedInputRechecked(t *testing.T) {
-	_, s := imagePadded(t)
-	ps := s.(backend.PortSession)
+	_, ps, _, ins := portCall(t)
 	ctx := context.Background()
-	in := imageInputs(5, 3, 0)
 	inNames, outNames := ps.Ports()
-	ins := make([]*backend.Tensor, len(inNames))
-	for i, name := range inNames {
-		ins[i] = in[name]
-	}
 	outs := make([]*backend.Tensor, len(outNames))
 	for range 2 { // the second run finds every input as the first left it
 		if err := ps.RunPorts(ctx, ins, nil, outs); err != nil {
