@@ -57,7 +57,7 @@ func newSessionCall(spec *componentSpec, sess backend.Session) *sessionCall {
 	}
 	if found != len(spec.gp.Outputs) {
 		// an output the graph lacks: the name path says which
-		c.byName = "the session gives no output named as a port of the plan's"
+		c.byName = "an output of the plan's is none of the session's"
 		return c
 	}
 	c.ports = ps

@@ -101,9 +101,9 @@ func (c *batchCost) perItem() float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// runOwn reports whether the next batch runs its own groups: the faster
+// chooseOwn reports whether the next batch runs its own groups: the faster
 // way once both are measured, the other one batch in selfRunExplore.
-func (s *sideBySide) runOwn() bool {
+func (s *sideBySide) chooseOwn() bool {
 	switch {
 	case s.runners.seen < sideMinBatches || s.own.seen < sideMinBatches:
 		return s.own.seen < s.runners.seen // each way in turn
@@ -147,7 +147,7 @@ func (g *grouper) startBatch() (self bool, idleAt int) {
 	}
 	switch {
 	case g.workers > 1:
-		if g.side.runOwn() {
+		if g.side.chooseOwn() {
 			g.selfRun++
 			g.wg.Add(1)
 			return true, -1
