@@ -53,7 +53,8 @@
 #
 # A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
 # direct ONNX Runtime calls on the budget-sized batches, per workload),
-# BenchmarkServed (callers of Run, as a server's, against lockstep and the
+# BenchmarkWorkloadsApart (grouped and the direct calls in blocks of 20
+# documents), BenchmarkServed (callers of Run, as a server's, against lockstep and the
 # direct calls),
 # BenchmarkRuntimeOverhead (CPU per request on a backend that does no
 # work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
@@ -104,7 +105,9 @@ round() {
 	local dir=$1 name pkg=$root/testdata/packages/text_packed
 	name=$(basename -- "$dir")
 	[ ! -e "$dir/e2e.test" ] ||
-		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads' -test.benchtime 100x
+		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads$' -test.benchtime 100x
+	[ ! -e "$dir/e2e.test" ] ||
+		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'WorkloadsApart' -test.benchtime 20x
 	[ ! -e "$dir/e2e.test" ] ||
 		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Served' -test.benchtime 20x
 	[ ! -e "$dir/vm.test" ] ||

@@ -28,6 +28,8 @@ var checks = []check{
 	{what: "long padded text: grouped >= 0.98 x one-at-a-time", bench: "Workloads/text_padded/long", unit: "grouped/solo", atLeast: true, bound: 0.98},
 	{what: "long padded text: padding below FIFO grouping's", bench: "Workloads/text_padded/long", unit: "grouped-padding", of: "fifo-padding"},
 	{what: "image encoder, 64 requests: grouped >= 0.8 x ideal", bench: "Workloads/image_padded/64", unit: "grouped/ideal", atLeast: true, bound: 0.8},
+	{what: "short text timed apart: grouped >= 0.95 x ideal", bench: "WorkloadsApart/text_packed/short", unit: "grouped/ideal", atLeast: true, bound: 0.95},
+	{what: "64 images timed apart: grouped >= 0.8 x ideal", bench: "WorkloadsApart/image_padded/64", unit: "grouped/ideal", atLeast: true, bound: 0.8},
 	{what: "one ONNX Runtime call within 10 % of a direct one", bench: "RunVsDirect/image16", unit: "session/direct", bound: 1.10},
 	{what: "README example: grouped >= one-at-a-time (16 clients)", bench: "GenaicBench/grouped/clients=16*", unit: "vs-one-at-a-time", atLeast: true, bound: 1},
 }

@@ -477,6 +477,56 @@ func benchWorkload(b *testing.B, w workload) {
 	b.ReportMetric(0, "ns/op") // the sum of four runs means nothing
 }
 
+// BenchmarkWorkloadsApart times the grouped engine (one runner) and the
+// ideal's direct calls on each workload in blocks of apartBlock
+// documents, the two taking turns block by block, and reports
+// grouped/ideal. BenchmarkWorkloads interleaves every document, which
+// spreads the machine's drift evenly but puts every way beside what the
+// way before it left running (a responder still polling, a processor
+// spinning down): here a way meets that once a block. Where the two
+// benchmarks disagree, the machine is busy beside the ways, and this
+// one is how a single engine meets its load.
+//
+//	go test ./vm/e2e -run '^$' -bench WorkloadsApart -benchtime 10x -count 3
+func BenchmarkWorkloadsApart(b *testing.B) {
+	for _, w := range workloads {
+		b.Run(w.name, func(b *testing.B) { benchApart(b, w) })
+	}
+}
+
+// apartBlock is how many documents a way runs in a row.
+const apartBlock = 20
+
+func benchApart(b *testing.B, w workload) {
+	fx := fixtures.Lookup(w.pkg)
+	f, _ := fixtures.Compile(b, fx)
+	reqs := readDocument(b, w.pkg, w.doc)
+	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	ideal := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
+	grouped := vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, ways[1].opts...)...)
+	for range warmupDocs {
+		mustRun(b, grouped, reqs)
+		ideal()
+	}
+	var tg, ti time.Duration
+	for b.Loop() {
+		start := time.Now()
+		for range apartBlock {
+			runAll(context.Background(), grouped, reqs)
+		}
+		tg += time.Since(start)
+		start = time.Now()
+		for range apartBlock {
+			ideal()
+		}
+		ti += time.Since(start)
+	}
+	b.ReportMetric(ti.Seconds()/tg.Seconds(), "grouped/ideal")
+	b.ReportMetric(float64(tg.Microseconds())/float64(b.N*apartBlock), "grouped-us/doc")
+	b.ReportMetric(float64(ti.Microseconds())/float64(b.N*apartBlock), "ideal-us/doc")
+	b.ReportMetric(0, "ns/op") // the sum of both ways means nothing
+}
+
 // BenchmarkWorkloadCost runs one workload one way (a way of ways, or
 // the ideal's direct calls) per sub-benchmark, a document per iteration,
 // nothing interleaved: what scripts/acceptance.sh count measures the
