@@ -42,9 +42,13 @@ import (
 // the faster (sideMargin). The first sideWarmup such batches are not
 // measured (a new engine's first batches are slow whichever way they
 // take, and the way not taken keeps its samples long), the next ones take
-// each way in turn until both have sideMinBatches, and after that one batch
-// in selfRunExplore takes the other way, so that both figures follow the
-// machine. (A batch running groups beside its runners, on a slot none
+// each way in turn, in runs of sideRun batches, until both have
+// sideMinBatches, and after that every sideExplore-th choice starts a
+// run of the other way, so that both figures follow the machine. The first
+// batch of a run is not measured: the runners it wakes were parked while
+// the other way ran, and a way taken for a while finds them awake (timed
+// cold, the runners' batches looked half again slower than they are, and
+// short text's two runners fell behind one). (A batch running groups beside its runners, on a slot none
 // holds, was measured too: two runners' throughput did not change.)
 
 const (
@@ -54,6 +58,11 @@ const (
 	sideWarmup        = 2
 	sideMinBatches    = 4
 	sideSamples       = 4
+	sideRun           = 3
+	// sideExplore is how many choices pass between two runs of the way
+	// not taken: a run costs what that way loses for sideRun batches
+	// (long text's own groups took half again the runners' time).
+	sideExplore = 64
 	// sideMargin is how much faster running their own groups must have
 	// been for batches to stop handing them to the runners, which the
 	// operator asked for with the worker slots: the runners' times vary
@@ -69,11 +78,18 @@ type sideBySide struct {
 	runners, own batchCost
 	ended        int // batches measured or passed over (the first sideWarmup)
 	chosen       int // batches that chose since both were measured
+	// A way is tried in runs of sideRun batches, of which the first is
+	// not measured: it finds the runners parked (or the batch's own
+	// processor cold) after the other way, which the way taken for a
+	// while does not.
+	lastOwn bool // the way of the last batch that ended
+	run     int  // batches of the run under way still to come
+	runOwn  bool // the run's way
 }
 
 // batchCost holds the time per item (ns) of the last sideSamples batches
 // that took one way. The ways are compared by their medians: the way not
-// taken is measured once in selfRunExplore batches, so one slow batch of
+// taken is measured in runs once in sideExplore choices, so one slow batch of
 // it (a thread's wake that took long) must not keep it out for long, as
 // it would in an average that its rare samples move slowly.
 type batchCost struct {
@@ -102,18 +118,45 @@ func (c *batchCost) perItem() float64 {
 }
 
 // chooseOwn reports whether the next batch runs its own groups: the faster
-// way once both are measured, the other one batch in selfRunExplore.
+// way once both are measured, a run of the other every sideExplore
+// choices.
 func (s *sideBySide) chooseOwn() bool {
-	switch {
-	case s.runners.seen < sideMinBatches || s.own.seen < sideMinBatches:
-		return s.own.seen < s.runners.seen // each way in turn
+	if s.run > 0 {
+		s.run--
+		return s.runOwn
+	}
+	if s.runners.seen < sideMinBatches || s.own.seen < sideMinBatches {
+		return s.startRun(s.own.seen < s.runners.seen) // each way in turn
 	}
 	s.chosen++
 	own := s.own.perItem() < sideMargin*s.runners.perItem()
-	if s.chosen%selfRunExplore == 0 {
-		return !own
+	if s.chosen%sideExplore == 0 {
+		return s.startRun(!own)
 	}
 	return own
+}
+
+// startRun begins a run of sideRun batches that take one way.
+func (s *sideBySide) startRun(own bool) bool {
+	s.run, s.runOwn = sideRun-1, own
+	return own
+}
+
+// ended records a batch's time per item (ns) the way it took, unless it
+// is one of a new engine's first batches, or the first of its way after
+// the other.
+func (s *sideBySide) batchEnded(own bool, perItem float64) {
+	s.ended++
+	first := own != s.lastOwn
+	s.lastOwn = own
+	if s.ended <= sideWarmup || first {
+		return
+	}
+	c := &s.runners
+	if own {
+		c = &s.own
+	}
+	c.add(perItem)
 }
 
 // batchEnded records, with several worker slots, how long a batch that
@@ -125,14 +168,7 @@ func (g *grouper) batchEnded(own bool, items int, d time.Duration) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.side.ended++; g.side.ended <= sideWarmup {
-		return // a new engine's first batches are slow either way
-	}
-	c := &g.side.runners
-	if own {
-		c = &g.side.own
-	}
-	c.add(float64(d.Nanoseconds()) / float64(items))
+	g.side.batchEnded(own, float64(d.Nanoseconds())/float64(items))
 }
 
 // startBatch is called as a lockstep batch starts admitting at g. self

@@ -104,11 +104,12 @@ func TestSelfRunFollowsTheMeasuredOverlap(t *testing.T) {
 
 // TestSelfRunSideBySide: with two worker slots, whether a batch at an idle
 // component runs its own groups follows the measured time per item of the
-// two ways, not the runner's overlap: the first batches go to the
-// runners unmeasured, the next take each way in turn, then the faster way
-// (by a margin) is taken and one batch in selfRunExplore takes the other,
-// a change in which is faster turns the choice around, and one slow batch
-// does not.
+// two ways, not the runner's overlap: the first batches go to the runners
+// unmeasured, the next take each way in runs of sideRun, then the way
+// faster by a margin is taken and every sideExplore-th choice runs the
+// other way sideRun times; the first batch of a run is not measured, a
+// change in which way is faster turns the choice around, and one slow
+// batch does not.
 func TestSelfRunSideBySide(t *testing.T) {
 	g := imageEngine(t, Options{MaxDelay: time.Millisecond, Workers: 2}).groupers["encoder"]
 	g.overlap = 0 // a one-slot grouper would run its own groups now
@@ -122,56 +123,73 @@ func TestSelfRunSideBySide(t *testing.T) {
 		g.batchEnded(self, 10, 10*perItem[self])
 		return self
 	}
+	// runs gives the ways of n batches as runs: +k for k batches running
+	// their own groups, -k for k handing them to the runners.
+	runs := func(n int, perItem map[bool]time.Duration) []int {
+		var out []int
+		for range n {
+			v := -1
+			if batch(perItem) {
+				v = 1
+			}
+			if k := len(out) - 1; k >= 0 && (out[k] > 0) == (v > 0) {
+				out[k] += v
+			} else {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 	ownFaster := map[bool]time.Duration{true: 20 * time.Microsecond, false: 30 * time.Microsecond}
-	var ways []bool
-	for range sideWarmup + 2*sideMinBatches {
-		ways = append(ways, batch(ownFaster))
+	// Three runs of each way, the first batch of each not measured, give
+	// both ways sideMinBatches samples.
+	if got, want := runs(6*sideRun, ownFaster), []int{-3, 3, -3, 3, -3, 3}; !slices.Equal(got, want) {
+		t.Fatalf("first batches: runs %v, want %v", got, want)
 	}
-	want := slices.Repeat([]bool{false}, sideWarmup) // not measured
-	for range sideMinBatches {
-		want = append(want, false, true)
+	if s := &g.side; s.runners.seen < sideMinBatches || s.own.seen < sideMinBatches {
+		t.Fatalf("%d and %d batches measured after the first runs", s.runners.seen, s.own.seen)
 	}
-	if !slices.Equal(ways, want) {
-		t.Fatalf("first batches ran their own groups %v, want %v", ways, want)
-	}
-	runners := 0
-	for range 4 * selfRunExplore {
-		if !batch(ownFaster) {
-			runners++
+	// Where running their own is faster, the runners get a run of
+	// sideRun once in sideExplore choices.
+	cycle := sideExplore - 1 + sideRun
+	got := runs(4*cycle, ownFaster)
+	explorers := 0
+	for _, r := range got {
+		if r < 0 {
+			explorers++
+			if r != -sideRun {
+				t.Errorf("the runners explored in a run of %d batches, want %d: %v", -r, sideRun, got)
+			}
 		}
 	}
-	if runners != 4 {
-		t.Errorf("%d of %d batches went to the runners where running their own was faster, want one in %d", runners, 4*selfRunExplore, selfRunExplore)
+	if explorers != 4 {
+		t.Errorf("%d exploring runs in %d batches, want 4: %v", explorers, 4*cycle, got)
 	}
+	// Once the runners are faster, the choice turns: a cycle later the
+	// batches hand their groups over, but for one run of their own.
 	runnersFaster := map[bool]time.Duration{true: 30 * time.Microsecond, false: 20 * time.Microsecond}
-	for range 4 * selfRunExplore {
-		batch(runnersFaster)
-	}
+	runs(4*cycle, runnersFaster)
 	own := 0
-	for range selfRunExplore {
-		if batch(runnersFaster) {
-			own++
+	for _, r := range runs(cycle, runnersFaster) {
+		if r > 0 {
+			own += r
 		}
 	}
-	if own != 1 {
-		t.Errorf("%d of %d batches ran their own groups once the runners were faster, want 1", own, selfRunExplore)
+	if own != sideRun {
+		t.Errorf("%d of %d batches ran their own groups once the runners were faster, want one run of %d", own, cycle, sideRun)
 	}
 	// One slow batch of the way taken (a wake that took long) does not
 	// turn the choice around.
+	for !batch(runnersFaster) { // up to an exploring run
+	}
+	for batch(runnersFaster) { // through it, to the first runners' batch (not measured)
+	}
 	slow := map[bool]time.Duration{true: 30 * time.Microsecond, false: 300 * time.Microsecond}
-	for !batch(runnersFaster) { // up to the explorer, which runs its own
-	}
 	if batch(slow) {
-		t.Fatal("the batch after an explorer ran its own groups where the runners were faster")
+		t.Fatal("the second batch after an exploring run ran its own groups")
 	}
-	own = 0
-	for range selfRunExplore - 2 {
-		if batch(runnersFaster) {
-			own++
-		}
-	}
-	if own != 0 {
-		t.Errorf("%d batches ran their own groups after one slow batch of the runners, which stay the faster", own)
+	if got := runs(sideExplore-4, runnersFaster); len(got) != 1 || got[0] > 0 {
+		t.Errorf("after one slow batch of the runners, which stay the faster: runs %v", got)
 	}
 	if s := g.e.Stats().Components["encoder"].Scheduler; s.RunnersBatchNS <= 0 || s.OwnBatchNS <= s.RunnersBatchNS {
 		t.Errorf("stats: %.0f ns per item to the runners, %.0f on their own; want both, the runners' the lower", s.RunnersBatchNS, s.OwnBatchNS)
