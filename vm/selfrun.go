@@ -48,8 +48,9 @@ import (
 // batch of a run is not measured: the runners it wakes were parked while
 // the other way ran, and a way taken for a while finds them awake (timed
 // cold, the runners' batches looked half again slower than they are, and
-// short text's two runners fell behind one). (A batch running groups beside its runners, on a slot none
-// holds, was measured too: two runners' throughput did not change.)
+// short text's two runners fell behind one). (A batch running groups
+// beside its runners, on a slot none holds, was measured too: two
+// runners' throughput did not change.)
 
 const (
 	selfRunExplore    = 16
@@ -89,9 +90,9 @@ type sideBySide struct {
 
 // batchCost holds the time per item (ns) of the last sideSamples batches
 // that took one way. The ways are compared by their medians: the way not
-// taken is measured in runs once in sideExplore choices, so one slow batch of
-// it (a thread's wake that took long) must not keep it out for long, as
-// it would in an average that its rare samples move slowly.
+// taken is measured in a run once in sideExplore choices, so one slow
+// batch of it (a thread's wake that took long) must not keep it out for
+// long, as it would in an average that its rare samples move slowly.
 type batchCost struct {
 	last [sideSamples]float64
 	seen int
@@ -142,9 +143,9 @@ func (s *sideBySide) startRun(own bool) bool {
 	return own
 }
 
-// ended records a batch's time per item (ns) the way it took, unless it
-// is one of a new engine's first batches, or the first of its way after
-// the other.
+// batchEnded records a batch's time per item (ns) the way it took,
+// unless it is one of a new engine's first batches, or the first of its
+// way after the other.
 func (s *sideBySide) batchEnded(own bool, perItem float64) {
 	s.ended++
 	first := own != s.lastOwn
