@@ -166,13 +166,15 @@ var (
 		"Groups a batch of requests ran on its own goroutine, where waking a runner was measured not to pay.", []string{"model", "component"}, nil)
 	descIsolated = prometheus.NewDesc("genaic_isolated_requests_total",
 		"Requests run in a group of their own because an input held NaN or an infinity, which the model could spread to the other items of its invocation.", []string{"model", "component"}, nil)
+	descBatchWay = prometheus.NewDesc("genaic_batch_item_seconds",
+		"With several worker slots: the median time per request of the last batches that found the component idle, by the way they took (runners: groups handed to the runners; own: run on the batch's goroutine); absent until measured.", []string{"model", "component", "way"}, nil)
 	descHanded = prometheus.NewDesc("genaic_handed_off_groups_total",
 		"Groups whose callers the responder answered while the runner went on to the next group, which was already waiting.", []string{"model", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept, descOwn, descHanded, descIsolated} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated} {
 		ch <- d
 	}
 }
@@ -208,6 +210,11 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descCap, prometheus.GaugeValue, float64(sched.Cap), lv...)
 		ch <- prometheus.MustNewConstMetric(descKept, prometheus.CounterValue, float64(sched.KeptForPadding), lv...)
 		ch <- prometheus.MustNewConstMetric(descOwn, prometheus.CounterValue, float64(cs.OwnGroups), lv...)
+		for way, ns := range map[string]float64{"runners": sched.RunnersBatchNS, "own": sched.OwnBatchNS} {
+			if ns > 0 {
+				ch <- prometheus.MustNewConstMetric(descBatchWay, prometheus.GaugeValue, ns/1e9, model, name, way)
+			}
+		}
 		ch <- prometheus.MustNewConstMetric(descHanded, prometheus.CounterValue, float64(cs.HandedOff), lv...)
 		ch <- prometheus.MustNewConstMetric(descIsolated, prometheus.CounterValue, float64(cs.Isolated), lv...)
 		buckets := map[float64]uint64{}

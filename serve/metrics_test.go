@@ -13,11 +13,12 @@ import (
 
 // TestSchedulerMetrics: the scheduler's decisions reach /metrics: its fit
 // in seconds once it has one (and no fit is exported before), its cap, the
-// items it kept out for their padding and the groups batches ran on their
-// own goroutine, per component.
+// items it kept out for their padding, the groups batches ran on their
+// own goroutine and, with several worker slots, the two ways' measured
+// times (absent before), per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Components: map[string]vm.ComponentStats{
-		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
+		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -35,6 +36,8 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_own_groups_total{component="encoder",model="m"}`:                 5,
 		`genaic_handed_off_groups_total{component="encoder",model="m"}`:          9,
 		`genaic_isolated_requests_total{component="encoder",model="m"}`:          2,
+		`genaic_batch_item_seconds{component="encoder",model="m",way="runners"}`: 3e-6,
+		`genaic_batch_item_seconds{component="encoder",model="m",way="own"}`:     1.5e-6,
 	} {
 		if got := metric(t, text, sample); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) || math.IsNaN(got) {
 			t.Errorf("%s = %v, want %v", sample, got, want)
@@ -43,6 +46,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	for _, sample := range []string{
 		`genaic_scheduler_fixed_seconds{component="text",model="m"}`,
 		`genaic_scheduler_element_seconds{component="text",model="m"}`,
+		`genaic_batch_item_seconds{component="text",model="m",way="runners"}`,
 	} {
 		if got := metric(t, text, sample); !math.IsNaN(got) {
 			t.Errorf("%s = %v before the scheduler has a fit", sample, got)
