@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/genaic/genaic/ir"
 )
@@ -76,6 +77,14 @@ type ShapeHinter interface {
 // forms no group where the graph fixes the axis requests stack on.
 type InputShaper interface {
 	InputShape(name string) []int64
+}
+
+// Timed is implemented by sessions that count the time their runs spent
+// in the backend's own work (for ONNX Runtime, inside its Run): what is
+// left of a component's run time is the runtime's. BackendTime is the sum
+// since the session was loaded; it may be read while runs go on.
+type Timed interface {
+	BackendTime() time.Duration
 }
 
 // Readiness is a backend's answer about grouped execution of one

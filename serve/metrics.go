@@ -150,6 +150,7 @@ var (
 	descInline      = prometheus.NewDesc("genaic_inline_requests_total", "Requests a lone caller ran on its own goroutine, without a handoff to a runner.", []string{"model", "component"}, nil)
 	descPadding     = prometheus.NewDesc("genaic_padding_overhead_ratio", "Padded elements beyond the real ones, per real element, since start.", []string{"model", "component"}, nil)
 	descCopied      = prometheus.NewDesc("genaic_copied_bytes_total", "Bytes copied assembling and splitting groups.", []string{"model", "component"}, nil)
+	descBackend     = prometheus.NewDesc("genaic_backend_seconds_total", "Time a component's runs spent inside its backend (ONNX Runtime's Run), where the backend counts it.", []string{"model", "component"}, nil)
 
 	// The scheduler's decisions: what it learned an invocation costs, the
 	// group size it caps at, the items it kept out for their padding, and
@@ -174,7 +175,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated} {
 		ch <- d
 	}
 }
@@ -202,6 +203,9 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descInline, prometheus.CounterValue, float64(cs.Inline), lv...)
 		ch <- prometheus.MustNewConstMetric(descPadding, prometheus.GaugeValue, cs.PaddingOverhead, lv...)
 		ch <- prometheus.MustNewConstMetric(descCopied, prometheus.CounterValue, float64(cs.CopiedBytes), lv...)
+		if cs.BackendTime > 0 {
+			ch <- prometheus.MustNewConstMetric(descBackend, prometheus.CounterValue, cs.BackendTime.Seconds(), lv...)
+		}
 		sched := cs.Scheduler
 		if sched.Fitted {
 			ch <- prometheus.MustNewConstMetric(descFixed, prometheus.GaugeValue, sched.FixedNS/1e9, lv...)

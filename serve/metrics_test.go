@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,7 +19,7 @@ import (
 // times (absent before), per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Components: map[string]vm.ComponentStats{
-		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
+		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -38,6 +39,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_isolated_requests_total{component="encoder",model="m"}`:          2,
 		`genaic_batch_item_seconds{component="encoder",model="m",way="runners"}`: 3e-6,
 		`genaic_batch_item_seconds{component="encoder",model="m",way="own"}`:     1.5e-6,
+		`genaic_backend_seconds_total{component="encoder",model="m"}`:            0.25,
 	} {
 		if got := metric(t, text, sample); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) || math.IsNaN(got) {
 			t.Errorf("%s = %v, want %v", sample, got, want)
@@ -47,6 +49,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_scheduler_fixed_seconds{component="text",model="m"}`,
 		`genaic_scheduler_element_seconds{component="text",model="m"}`,
 		`genaic_batch_item_seconds{component="text",model="m",way="runners"}`,
+		`genaic_backend_seconds_total{component="text",model="m"}`,
 	} {
 		if got := metric(t, text, sample); !math.IsNaN(got) {
 			t.Errorf("%s = %v before the scheduler has a fit", sample, got)

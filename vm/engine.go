@@ -212,6 +212,9 @@ func (e *Engine) Stats() Stats {
 	out := Stats{Components: map[string]ComponentStats{}}
 	for name, s := range e.stats {
 		cs := s.snapshot(e.copies[name].Bytes())
+		if t, ok := e.sessions[name].(backend.Timed); ok {
+			cs.BackendTime = t.BackendTime()
+		}
 		if g := e.groupers[name]; g != nil {
 			kept := cs.Scheduler.KeptForPadding
 			cs.Scheduler = g.sched.snapshot()

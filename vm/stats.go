@@ -37,6 +37,12 @@ type ComponentStats struct {
 	// floating-point input held NaN or an infinity, which a model that
 	// mixes positions would spread to the other items of its invocation.
 	Isolated int64 `json:"isolated,omitempty"`
+	// BackendTime is the time all the component's runs, grouped or not,
+	// spent in its backend's own work (inside ONNX Runtime's Run), where
+	// its session counts it (backend.Timed). For a grouped component whose
+	// runs all went through groups, RunTime less BackendTime is what the
+	// runtime took to assemble, call and split them.
+	BackendTime time.Duration `json:"backend_time_ns,omitempty"`
 	// CallByName says why the component's groups are handed to its
 	// session by input name rather than by port position (vm/portcall.go;
 	// a map built and read per group); empty where they go by position,

@@ -198,6 +198,10 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if cs.Isolated > 0 {
 			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
 		}
+		if cs.BackendTime > 0 && cs.RunTime > 0 {
+			fmt.Fprintf(w, "    invocations took %.3f ms from assembly to split, %.3f ms of it inside the backend (%.0f %%)\n",
+				cs.RunTime.Seconds()*1000, cs.BackendTime.Seconds()*1000, 100*cs.BackendTime.Seconds()/cs.RunTime.Seconds())
+		}
 		if cs.CallByName != "" {
 			fmt.Fprintf(w, "    groups handed to the session by input name, not by port position (a map per group): %s\n", cs.CallByName)
 		}

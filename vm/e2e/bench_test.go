@@ -388,7 +388,9 @@ func readDocument(b testing.TB, pkg, doc string) []vm.Request {
 //	           budgets, assembled by hand before the clock starts
 //
 // and reports items per second for each (items: segments or images) with
-// grouped/ideal, grouped/solo and grouped2/grouped, the invocations per
+// grouped/ideal, grouped/solo and grouped2/grouped, what grouped and the
+// ideal took per document beside ONNX Runtime's own runs (backend.Timed:
+// the gap between them is the runtime's own work), the invocations per
 // document of grouped and of the ideal, the share of grouped's invocations
 // its batches ran themselves (vm/selfrun.go: where a woken runner starts
 // too late to overlap admission), and for padded inputs
@@ -428,7 +430,8 @@ func benchWorkload(b *testing.B, w workload) {
 	}
 	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	inputs := idealInputs(b, w, f.Component(fx.Component), reqs)
-	ideal := idealCalls(b, inputs, w.output, session(b, fx, fx.Component, be))
+	direct := session(b, fx, fx.Component, be)
+	ideal := idealCalls(b, inputs, w.output, direct)
 	engines := make([]Runner, len(ways))
 	for i, way := range ways {
 		engines[i] = vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, way.opts...)...)
@@ -441,6 +444,7 @@ func benchWorkload(b *testing.B, w workload) {
 	}
 	times := make([]time.Duration, len(ways)+1)
 	start := engines[1].Stats().Components[fx.Component]
+	directStart := backendTime(direct)
 	b.ResetTimer()
 	turn := 0
 	for b.Loop() {
@@ -466,6 +470,11 @@ func benchWorkload(b *testing.B, w workload) {
 	b.ReportMetric(rate(1)/rate(0), "grouped/solo")
 	b.ReportMetric(rate(2)/rate(1), "grouped2/grouped")
 	grouped := engines[1].Stats().Components[fx.Component]
+	// What each took beside ONNX Runtime's own runs, per document: the
+	// runtime's work against the direct calls' (their output buffers).
+	perDoc := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(b.N) }
+	b.ReportMetric(perDoc(times[1]-(grouped.BackendTime-start.BackendTime)), "grouped-beside-ort-us/doc")
+	b.ReportMetric(perDoc(times[len(ways)]-(backendTime(direct)-directStart)), "ideal-beside-ort-us/doc")
 	calls := grouped.Invocations - start.Invocations
 	b.ReportMetric(float64(calls)/float64(b.N), "grouped-calls/op")
 	b.ReportMetric(float64(grouped.OwnGroups-start.OwnGroups)/float64(max(calls, 1)), "grouped-own-share")
@@ -560,6 +569,14 @@ func BenchmarkWorkloadCost(b *testing.B) {
 			b.ReportMetric(float64(len(reqs)), "requests/op")
 		})
 	}
+}
+
+// backendTime is the time s spent inside ONNX Runtime so far.
+func backendTime(s backend.Session) time.Duration {
+	if t, ok := s.(backend.Timed); ok {
+		return t.BackendTime()
+	}
+	return 0
 }
 
 // idealInputs assembles the FIFO batches under the component's budgets.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
@@ -519,5 +520,31 @@ func TestReusedInputRechecked(t *testing.T) {
 	ins[x] = full
 	if err := ps.RunPorts(ctx, ins, nil, outs); err != nil {
 		t.Fatalf("the whole input again: %v", err)
+	}
+}
+
+// TestBackendTime: a session counts the time its runs spent inside ONNX
+// Runtime, which grows with every run and never exceeds the runs' own.
+func TestBackendTime(t *testing.T) {
+	_, ps, _, ins := portCall(t)
+	timed := ps.(backend.Timed)
+	_, outNames := ps.Ports()
+	outs := make([]*backend.Tensor, len(outNames))
+	if got := timed.BackendTime(); got != 0 {
+		t.Fatalf("a session that ran nothing counts %v", got)
+	}
+	var wall time.Duration
+	last := time.Duration(0)
+	for range 5 {
+		start := time.Now()
+		if err := ps.RunPorts(context.Background(), ins, nil, outs); err != nil {
+			t.Fatal(err)
+		}
+		wall += time.Since(start)
+		got := timed.BackendTime()
+		if got <= last || got > wall {
+			t.Fatalf("after runs of %v in all, the backend's time went from %v to %v", wall, last, got)
+		}
+		last = got
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/genaic/genaic/backend"
 	ortgo "github.com/yalue/onnxruntime_go"
@@ -44,7 +46,15 @@ type session struct {
 
 	mu  sync.RWMutex
 	ort *ortgo.DynamicAdvancedSession // nil once closed
+	// inORT sums the time runs spent in ONNX Runtime's Run (ns).
+	inORT atomic.Int64
 }
+
+var _ backend.Timed = (*session)(nil)
+
+// BackendTime implements backend.Timed: the time runs spent inside ONNX
+// Runtime's Run.
+func (s *session) BackendTime() time.Duration { return time.Duration(s.inORT.Load()) }
 
 // Ready implements backend.Session.
 func (s *session) Ready() backend.Readiness { return s.ready }
@@ -445,6 +455,8 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 	if s.ort == nil {
 		return errors.New("the session is closed")
 	}
+	start := time.Now()
+	defer func() { s.inORT.Add(int64(time.Since(start))) }()
 	if ctx.Done() == nil {
 		return s.ort.Run(ins, outs)
 	}
