@@ -189,7 +189,7 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		}
 		switch {
 		case sc.RunnersBatchNS > 0 || sc.OwnBatchNS > 0:
-			fmt.Fprintf(w, "    %d groups run by the batches that brought them: a batch took %.1f µs per item handing its groups to the runners, %.1f running its own (the faster way is taken; now and then a batch tries the other)\n",
+			fmt.Fprintf(w, "    %d groups run by the batches that brought them: a batch took %.1f µs per request handing its groups to the runners, %.1f running its own (the faster way is taken; now and then a batch tries the other)\n",
 				cs.OwnGroups, sc.RunnersBatchNS/1000, sc.OwnBatchNS/1000)
 		case cs.OwnGroups > 0:
 			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay; one batch in %d still tries)\n",

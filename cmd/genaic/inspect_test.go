@@ -249,7 +249,7 @@ func TestInspectRunStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, errOut, code = runCLI(t, "inspect", imagePkg, "--stats", own)
-	if want := "7 groups run by the batches that brought them: a batch took 3.0 µs per item handing its groups to the runners, 1.0 running its own"; code != exitOK || !strings.Contains(got, want) {
+	if want := "7 groups run by the batches that brought them: a batch took 3.0 µs per request handing its groups to the runners, 1.0 running its own"; code != exitOK || !strings.Contains(got, want) {
 		t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
 	}
 	// The HTML view draws each budget's peak, as the run measured it.

@@ -420,21 +420,43 @@ var ways = []struct {
 // wake; the scheduler's fit of invocation time, sched.go).
 const warmupDocs = 8
 
-func benchWorkload(b *testing.B, w workload) {
+// bench is what a workload's benchmarks start from: its fixture and
+// requests, a backend of one ONNX Runtime thread, and the ideal: a
+// session of the component with the FIFO batches' direct calls on it.
+type bench struct {
+	fx     fixtures.Fixture
+	reqs   []vm.Request
+	be     *ort.Backend
+	inputs []map[string]*backend.Tensor // the ideal's batches
+	direct backend.Session
+	ideal  func()
+}
+
+func newBench(b *testing.B, w workload) bench {
 	fx := fixtures.Lookup(w.pkg)
 	f, _ := fixtures.Compile(b, fx)
-	reqs := readDocument(b, w.pkg, w.doc)
+	s := bench{fx: fx, reqs: readDocument(b, w.pkg, w.doc), be: backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})}
+	s.inputs = idealInputs(b, w, f.Component(fx.Component), s.reqs)
+	s.direct = session(b, fx, fx.Component, s.be)
+	s.ideal = idealCalls(b, s.inputs, w.output, s.direct)
+	return s
+}
+
+// engine starts the VM engine of the workload on the bench's backend.
+func (s bench) engine(b *testing.B, opts ...genrt.Option) Runner {
+	return vmEngine.start(b, s.fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, s.be)}, opts...)...)
+}
+
+func benchWorkload(b *testing.B, w workload) {
+	s := newBench(b, w)
+	fx, reqs, inputs, direct, ideal := s.fx, s.reqs, s.inputs, s.direct, s.ideal
 	var items int64
 	for _, r := range reqs {
 		items += w.items(r)
 	}
-	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	inputs := idealInputs(b, w, f.Component(fx.Component), reqs)
-	direct := session(b, fx, fx.Component, be)
-	ideal := idealCalls(b, inputs, w.output, direct)
 	engines := make([]Runner, len(ways))
 	for i, way := range ways {
-		engines[i] = vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, way.opts...)...)
+		engines[i] = s.engine(b, way.opts...)
 		for range warmupDocs {
 			mustRun(b, engines[i], reqs) // warm up and check
 		}
@@ -507,12 +529,9 @@ func BenchmarkWorkloadsApart(b *testing.B) {
 const apartBlock = 20
 
 func benchApart(b *testing.B, w workload) {
-	fx := fixtures.Lookup(w.pkg)
-	f, _ := fixtures.Compile(b, fx)
-	reqs := readDocument(b, w.pkg, w.doc)
-	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	ideal := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
-	grouped := vmEngine.start(b, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, ways[1].opts...)...)
+	s := newBench(b, w)
+	reqs, ideal := s.reqs, s.ideal
+	grouped := s.engine(b, ways[1].opts...)
 	for range warmupDocs {
 		mustRun(b, grouped, reqs)
 		ideal()
@@ -557,11 +576,8 @@ func BenchmarkWorkloadCost(b *testing.B) {
 			})
 		}
 		b.Run(w.name+"/ideal", func(b *testing.B) {
-			fx := fixtures.Lookup(w.pkg)
-			f, _ := fixtures.Compile(b, fx)
-			reqs := readDocument(b, w.pkg, w.doc)
-			be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
-			ideal := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
+			s := newBench(b, w)
+			reqs, ideal := s.reqs, s.ideal
 			ideal()
 			for b.Loop() {
 				ideal()

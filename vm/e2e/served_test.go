@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/codegen/genrt"
-	"github.com/genaic/genaic/internal/fixtures"
-	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/vm/ort"
 )
 
 // BenchmarkServed runs a workload as a server meets it: C callers that
@@ -44,14 +41,11 @@ func BenchmarkServed(b *testing.B) {
 const servedDocs = 10
 
 func benchServed(b *testing.B, w workload, callers int) {
-	fx := fixtures.Lookup(w.pkg)
-	f, _ := fixtures.Compile(b, fx)
-	reqs := readDocument(b, w.pkg, w.doc)
-	be := backendWith(b, ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	direct := idealCalls(b, idealInputs(b, w, f.Component(fx.Component), reqs), w.output, session(b, fx, fx.Component, be))
-	e := vmEngine.start(b, fx, genrt.WithBackend(ir.ImplONNX, be), genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithWorkers(1))
+	s := newBench(b, w)
+	fx, reqs, direct := s.fx, s.reqs, s.ideal
+	e := s.engine(b, genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithWorkers(1))
 	mustRun(b, e, reqs)
-	solo := vmEngine.start(b, fx, genrt.WithBackend(ir.ImplONNX, be), genrt.WithSolo())
+	solo := s.engine(b, genrt.WithSolo())
 	mustRun(b, solo, reqs)
 
 	// The callers live as long as the benchmark, as a server's
