@@ -54,7 +54,9 @@
 # A round: BenchmarkWorkloads (grouped, grouped with two runners, solo and
 # direct ONNX Runtime calls on the budget-sized batches, per workload),
 # BenchmarkWorkloadsApart (grouped and the direct calls in blocks of 20
-# documents), BenchmarkServed (callers of Run, as a server's, against lockstep and the
+# documents), BenchmarkWorkloadFloor (grouped, the direct calls and a
+# hand-written minimal runtime, the floor, where a workload has one: what
+# any runtime reaches on the machine), BenchmarkServed (callers of Run, as a server's, against lockstep and the
 # direct calls),
 # BenchmarkRuntimeOverhead (CPU per request on a backend that does no
 # work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
@@ -108,6 +110,8 @@ round() {
 		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Workloads$' -test.benchtime 100x
 	[ ! -e "$dir/e2e.test" ] ||
 		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'WorkloadsApart' -test.benchtime 20x
+	[ ! -e "$dir/e2e.test" ] ||
+		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'WorkloadFloor' -test.benchtime 100x
 	[ ! -e "$dir/e2e.test" ] ||
 		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Served' -test.benchtime 20x
 	[ ! -e "$dir/vm.test" ] ||

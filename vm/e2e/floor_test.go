@@ -1,0 +1,454 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/vm"
+)
+
+// A floor is the least a runtime can do for one workload's document and
+// still serve it correctly: find and check every request's inputs and
+// companions (and, for float inputs, refuse NaN and infinities), form the
+// groups the engine forms under the package's budgets, assemble each into
+// reused buffers, make the ideal's direct call on it, and hand each
+// request views of its rows. It is written by hand for one package, with
+// none of the engine's generality (no IR, no queue, no locks, no stats),
+// so it measures what the machine leaves to any runtime beside ONNX
+// Runtime's own time: where grouped/ideal falls short and floor/ideal
+// does not, the gap is genaic's; where floor/ideal falls short too, the
+// machine's. TestWorkloadFloor checks that a floor does the engine's work:
+// the same calls, and every request's outputs equal to the engine's.
+type floor interface {
+	// run serves reqs, one document, through s and returns its calls.
+	run(s backend.Session, reqs []vm.Request) (int, error)
+	// outputs are request i's outputs of the last run, by the package's
+	// output names (kept in a slot per output, as a response's table is:
+	// a map per request would cost the floor more than its checks).
+	outputs(i int) map[string]*backend.Tensor
+}
+
+// answers are a document's outputs, a slot per request and output.
+type answers struct {
+	names [3]string
+	slots [][3]*backend.Tensor
+}
+
+func (a *answers) reset(n int) { a.slots = slices.Grow(a.slots[:0], n)[:n] }
+
+func (a *answers) outputs(i int) map[string]*backend.Tensor {
+	m := map[string]*backend.Tensor{}
+	for k, name := range a.names {
+		m[name] = a.slots[i][k]
+	}
+	return m
+}
+
+// floors are the workloads that have one: how to make it, and an owner
+// companion a request must get right.
+var floors = map[string]struct {
+	make  func(budgets []plan.Budget) floor
+	owner string
+}{
+	"text_packed/short": {newTextFloor, "token_owner"},
+	"image_padded/64":   {newImageFloor, "image_owner"},
+}
+
+var errFloorInput = errors.New("a request's inputs do not hold")
+
+// int64s returns request r's int64 vector input name, checked.
+func int64s(r vm.Request, name string) ([]int64, error) {
+	t, ok := r.Inputs[name]
+	if !ok || t.DType != "int64" || len(t.Shape) != 1 {
+		return nil, errFloorInput
+	}
+	d, ok := t.Data.([]int64)
+	if !ok || int64(len(d)) != t.Shape[0] {
+		return nil, errFloorInput
+	}
+	return d, nil
+}
+
+// oneRow checks a request's outermost level: offsets [0, n] and an owner
+// of n zeros.
+func oneRow(r vm.Request, offsets, owner string, n int64) error {
+	offs, err := int64s(r, offsets)
+	if err != nil || len(offs) != 2 || offs[0] != 0 || offs[1] != n {
+		return errFloorInput
+	}
+	own, err := int64s(r, owner)
+	if err != nil || int64(len(own)) != n {
+		return errFloorInput
+	}
+	for _, w := range own {
+		if w != 0 {
+			return errFloorInput
+		}
+	}
+	return nil
+}
+
+// limit is a budget's max_total on exactly dims, or the largest int64.
+func limit(budgets []plan.Budget, dims ...string) int64 {
+	for _, b := range budgets {
+		if slices.Equal(b.Dimensions, dims) {
+			return b.MaxTotal
+		}
+	}
+	return math.MaxInt64
+}
+
+// textFloor serves text_packed: token ids packed with two levels
+// (tokens→segments, segments→rows), FIFO groups under the segments and
+// tokens budgets.
+type textFloor struct {
+	maxSegments, maxTokens int64
+	reqs                   []textRequest
+	ids, offs, owner       []int64
+	in                     map[string]*backend.Tensor
+	tensors                [3]backend.Tensor
+	answers
+}
+
+type textRequest struct {
+	ids, offs []int64
+	segments  int64
+}
+
+func newTextFloor(budgets []plan.Budget) floor {
+	return &textFloor{maxSegments: limit(budgets, "segments"), maxTokens: limit(budgets, "tokens"), in: map[string]*backend.Tensor{},
+		answers: answers{names: [3]string{"segment_embeddings", "segment_offsets", "segment_owner"}}}
+}
+
+func (f *textFloor) admit(r vm.Request, q *textRequest) error {
+	ids, err := int64s(r, "token_ids")
+	if err != nil {
+		return err
+	}
+	offs, err := int64s(r, "token_offsets")
+	if err != nil || len(offs) == 0 || offs[0] != 0 || offs[len(offs)-1] != int64(len(ids)) {
+		return errFloorInput
+	}
+	owner, err := int64s(r, "token_owner")
+	if err != nil || len(owner) != len(ids) {
+		return errFloorInput
+	}
+	for s := 1; s < len(offs); s++ {
+		if offs[s] < offs[s-1] {
+			return errFloorInput
+		}
+		for _, w := range owner[offs[s-1]:offs[s]] {
+			if w != int64(s-1) {
+				return errFloorInput
+			}
+		}
+	}
+	*q = textRequest{ids: ids, offs: offs, segments: int64(len(offs) - 1)}
+	return oneRow(r, "segment_offsets", "segment_owner", q.segments)
+}
+
+func (f *textFloor) run(s backend.Session, reqs []vm.Request) (int, error) {
+	f.reqs = slices.Grow(f.reqs[:0], len(reqs))[:len(reqs)]
+	f.reset(len(reqs))
+	for i := range reqs {
+		if err := f.admit(reqs[i], &f.reqs[i]); err != nil {
+			return 0, err
+		}
+	}
+	calls := 0
+	for lo := 0; lo < len(reqs); calls++ {
+		hi, tokens, segments := lo, int64(0), int64(0)
+		for ; hi < len(reqs); hi++ {
+			q := &f.reqs[hi]
+			t, s := tokens+int64(len(q.ids)), segments+q.segments
+			if hi > lo && (t > f.maxTokens || s > f.maxSegments) {
+				break
+			}
+			tokens, segments = t, s
+		}
+		ids, offs, owner := f.ids[:0], append(f.offs[:0], 0), f.owner[:0]
+		for k := lo; k < hi; k++ {
+			q := &f.reqs[k]
+			base, first := int64(len(ids)), int64(len(offs)-1)
+			ids = append(ids, q.ids...)
+			for s := 1; s < len(q.offs); s++ {
+				offs = append(offs, base+q.offs[s])
+				for range q.offs[s] - q.offs[s-1] {
+					owner = append(owner, first+int64(s-1))
+				}
+			}
+		}
+		f.ids, f.offs, f.owner = ids, offs, owner
+		f.tensors = [3]backend.Tensor{vector(ids), vector(offs), vector(owner)}
+		f.in["token_ids"], f.in["token_offsets"], f.in["token_owner"] = &f.tensors[0], &f.tensors[1], &f.tensors[2]
+		out, err := s.Run(context.Background(), f.in, []string{"segment_embeddings"})
+		if err != nil {
+			return calls, err
+		}
+		row := int64(0)
+		for k := lo; k < hi; k++ {
+			n := f.reqs[k].segments
+			f.slots[k] = [3]*backend.Tensor{out["segment_embeddings"].View(row, row+n), reqs[k].Inputs["segment_offsets"], reqs[k].Inputs["segment_owner"]}
+			row += n
+		}
+		lo = hi
+	}
+	return calls, nil
+}
+
+func vector(d []int64) backend.Tensor {
+	return backend.Tensor{DType: "int64", Shape: []int64{int64(len(d))}, Data: d}
+}
+
+// imageFloor serves image_padded: images of patches, each request padded
+// on the patch axis with patch_lengths, one level (images→rows). Like the
+// engine, it orders a document's requests by patch extent and fills each
+// group with the first that fit the images and images×patches budgets.
+type imageFloor struct {
+	maxImages, maxArea int64
+	reqs               []imageRequest
+	order, group       []int
+	taken              []bool
+	pixels             []float32
+	lengths, offs, own []int64
+	in                 map[string]*backend.Tensor
+	tensors            [4]backend.Tensor
+	answers
+}
+
+type imageRequest struct {
+	pixels           []float32
+	lengths          []int64
+	images, patches  int64
+	features, stride int64
+}
+
+func newImageFloor(budgets []plan.Budget) floor {
+	return &imageFloor{maxImages: limit(budgets, "images"), maxArea: limit(budgets, "images", "patches"), in: map[string]*backend.Tensor{},
+		answers: answers{names: [3]string{"embeddings", "image_offsets", "image_owner"}}}
+}
+
+func (f *imageFloor) admit(r vm.Request, q *imageRequest) error {
+	t, ok := r.Inputs["pixel_patches"]
+	if !ok || t.DType != "float32" || len(t.Shape) != 3 {
+		return errFloorInput
+	}
+	px, ok := t.Data.([]float32)
+	if !ok || int64(len(px)) != backend.Elements(t.Shape) {
+		return errFloorInput
+	}
+	for _, v := range px {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return errFloorInput
+		}
+	}
+	*q = imageRequest{pixels: px, images: t.Shape[0], patches: t.Shape[1], features: t.Shape[2], stride: t.Shape[1] * t.Shape[2]}
+	lengths, err := int64s(r, "patch_lengths")
+	if err != nil || int64(len(lengths)) != q.images {
+		return errFloorInput
+	}
+	for _, l := range lengths {
+		if l < 0 || l > q.patches {
+			return errFloorInput
+		}
+	}
+	q.lengths = lengths
+	return oneRow(r, "image_offsets", "image_owner", q.images)
+}
+
+func (f *imageFloor) run(s backend.Session, reqs []vm.Request) (int, error) {
+	n := len(reqs)
+	f.reqs = slices.Grow(f.reqs[:0], n)[:n]
+	f.reset(n)
+	f.order, f.taken = f.order[:0], slices.Grow(f.taken[:0], n)[:n]
+	clear(f.taken)
+	for i := range reqs {
+		if err := f.admit(reqs[i], &f.reqs[i]); err != nil {
+			return 0, err
+		}
+		if i > 0 && f.reqs[i].features != f.reqs[0].features {
+			return 0, errFloorInput
+		}
+		f.order = append(f.order, i)
+	}
+	slices.SortStableFunc(f.order, func(a, b int) int { return int(f.reqs[a].patches - f.reqs[b].patches) })
+	calls := 0
+	for next, left := 0, n; left > 0; calls++ {
+		for f.taken[f.order[next]] {
+			next++
+		}
+		group, images, patches := f.group[:0], int64(0), int64(0)
+		for _, k := range f.order[next:] {
+			q := &f.reqs[k]
+			if f.taken[k] || images+q.images > f.maxImages || (images+q.images)*max(patches, q.patches) > f.maxArea {
+				continue
+			}
+			group, f.taken[k] = append(group, k), true
+			images, patches = images+q.images, max(patches, q.patches)
+		}
+		f.group, left = group, left-len(group)
+		if err := f.call(s, reqs, images, patches); err != nil {
+			return calls, err
+		}
+	}
+	return calls, nil
+}
+
+// call assembles the group and runs it.
+func (f *imageFloor) call(s backend.Session, reqs []vm.Request, images, patches int64) error {
+	features := f.reqs[f.group[0]].features
+	stride := patches * features
+	pixels := slices.Grow(f.pixels[:0], int(images*stride))[:images*stride]
+	lengths, offs, own := f.lengths[:0], append(f.offs[:0], 0), f.own[:0]
+	at := int64(0)
+	for g, k := range f.group {
+		q := &f.reqs[k]
+		for i := range q.images {
+			dst := pixels[(at+i)*stride : (at+i+1)*stride]
+			clear(dst[copy(dst, q.pixels[i*q.stride:(i+1)*q.stride]):])
+			own = append(own, int64(g))
+		}
+		lengths = append(lengths, q.lengths...)
+		at += q.images
+		offs = append(offs, at)
+	}
+	f.pixels, f.lengths, f.offs, f.own = pixels, lengths, offs, own
+	f.tensors = [4]backend.Tensor{{DType: "float32", Shape: []int64{images, patches, features}, Data: pixels}, vector(lengths), vector(offs), vector(own)}
+	for i, name := range []string{"pixel_patches", "patch_lengths", "image_offsets", "image_owner"} {
+		f.in[name] = &f.tensors[i]
+	}
+	out, err := s.Run(context.Background(), f.in, []string{"embeddings"})
+	if err != nil {
+		return err
+	}
+	row := int64(0)
+	for _, k := range f.group {
+		m := f.reqs[k].images
+		f.slots[k] = [3]*backend.Tensor{out["embeddings"].View(row, row+m), reqs[k].Inputs["image_offsets"], reqs[k].Inputs["image_owner"]}
+		row += m
+	}
+	return nil
+}
+
+// newFloor is a workload's floor under its package's budgets.
+func newFloor(t testing.TB, w workload) floor {
+	fx := fixtures.Lookup(w.pkg)
+	f, _ := fixtures.Compile(t, fx)
+	return floors[w.name].make(f.Component(fx.Component).Budgets)
+}
+
+// TestWorkloadFloor: a floor makes the calls the grouped engine makes and
+// answers every request with exactly the engine's outputs; a request
+// whose companions disagree fails it, as it fails the engine.
+func TestWorkloadFloor(t *testing.T) {
+	be := ortBackend(t)
+	for _, w := range workloads {
+		if floors[w.name].make == nil {
+			continue
+		}
+		t.Run(w.name, func(t *testing.T) {
+			fx := fixtures.Lookup(w.pkg)
+			reqs := readDocument(t, w.pkg, w.doc)
+			e := vmEngine.start(t, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, ways[1].opts...)...)
+			want := runAll(context.Background(), e, reqs)
+			before := e.Stats().Components[fx.Component].Invocations
+			runAll(context.Background(), e, reqs)
+			engineCalls := e.Stats().Components[fx.Component].Invocations - before
+			f := newFloor(t, w)
+			calls, err := f.run(session(t, fx, fx.Component, be), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(calls) != engineCalls {
+				t.Errorf("the floor made %d calls, the engine %d", calls, engineCalls)
+			}
+			for i, r := range want {
+				if r.Err != nil {
+					t.Fatalf("%s: %v", r.ID, r.Err)
+				}
+				got := f.outputs(i)
+				if len(got) != r.Outputs.Len() {
+					t.Errorf("%s: the floor gave %d outputs, the engine %d", r.ID, len(got), r.Outputs.Len())
+				}
+				for name, o := range r.Outputs.All() {
+					if d := fixtures.Diff(got[name], o, 0); d != "" {
+						t.Errorf("%s: output %s: %s", r.ID, name, d)
+					}
+				}
+			}
+			// One request's owner off by one: the floor refuses the document.
+			bad := slices.Clone(reqs)
+			r := &bad[len(bad)/2]
+			owner := r.Inputs[floors[w.name].owner]
+			wrong := make([]int64, owner.Len())
+			for i, v := range owner.Int64s() {
+				wrong[i] = v + 1
+			}
+			r.Inputs = maps.Clone(r.Inputs)
+			r.Inputs[floors[w.name].owner] = fixtures.I64(wrong...)
+			if _, err := f.run(session(t, fx, fx.Component, be), bad); !errors.Is(err, errFloorInput) {
+				t.Errorf("the floor served a request whose owner disagrees with its offsets (%v)", err)
+			}
+		})
+	}
+}
+
+// BenchmarkWorkloadFloor times, document by document in turn (the order
+// rotated every iteration), the grouped engine, the ideal's direct calls
+// and the workload's floor, and reports floor/ideal (what any runtime can
+// reach on this machine), grouped/ideal and grouped/floor (what genaic's
+// generality costs).
+//
+//	go test ./vm/e2e -run '^$' -bench WorkloadFloor -benchtime 200x -count 3
+func BenchmarkWorkloadFloor(b *testing.B) {
+	for _, w := range workloads {
+		if floors[w.name].make == nil {
+			continue
+		}
+		b.Run(w.name, func(b *testing.B) {
+			s := newBench(b, w)
+			grouped := s.engine(b, ways[1].opts...)
+			f := newFloor(b, w)
+			floorRun := func() {
+				if _, err := f.run(s.direct, s.reqs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runs := []func(){func() { runAll(context.Background(), grouped, s.reqs) }, s.ideal, floorRun}
+			for range warmupDocs {
+				mustRun(b, grouped, s.reqs)
+				s.ideal()
+				floorRun()
+			}
+			times := make([]time.Duration, len(runs))
+			turn := 0
+			for b.Loop() {
+				for k := range runs {
+					i := (turn + k) % len(runs)
+					start := time.Now()
+					runs[i]()
+					times[i] += time.Since(start)
+				}
+				turn++
+			}
+			perDoc := func(i int) float64 { return times[i].Seconds() * 1e6 / float64(b.N) }
+			b.ReportMetric(perDoc(0), "grouped-us/doc")
+			b.ReportMetric(perDoc(1), "ideal-us/doc")
+			b.ReportMetric(perDoc(2), "floor-us/doc")
+			b.ReportMetric(perDoc(1)/perDoc(2), "floor/ideal")
+			b.ReportMetric(perDoc(1)/perDoc(0), "grouped/ideal")
+			b.ReportMetric(perDoc(2)/perDoc(0), "grouped/floor")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
