@@ -45,9 +45,9 @@ type batch struct {
 	runs []*run
 	errs []error // per request; a failed request takes no further step
 	// admit's: the step's arguments by input position, and where each
-	// argument goes (the step's site).
-	args   []*backend.Tensor
-	argsAt []int
+	// argument comes from and goes (the step's site).
+	args []*backend.Tensor
+	site site
 }
 
 // runBatch runs reqs in lockstep and writes their responses into out.
@@ -98,7 +98,7 @@ func (e *Engine) putBatch(b *batch) {
 	}
 	clear(b.errs)
 	clear(b.args)
-	b.ctx = nil
+	b.ctx, b.site = nil, site{}
 	e.batches.Put(b)
 }
 
@@ -111,11 +111,32 @@ func (b *batch) block(bl *ir.Block) {
 		case ir.OpSequence:
 			b.block(s.Body)
 		case ir.OpEmit:
-			at := b.e.outNames.index(s.Output.Name)
-			b.each(func(_ int, r *run) error { return r.emitAt(s, at) })
+			b.emit(s)
 		case ir.OpInvoke:
 			b.invoke(s)
 		}
+	}
+}
+
+// emit runs an emit step for every request still alive. The usual emit, a
+// plain replace of a value of rank 1 or more, binds the output to the
+// value itself: its slot and the output's position are found once for
+// the window, not per request (run.emitAt does the rest).
+func (b *batch) emit(s *ir.Step) {
+	at := b.e.outNames.index(s.Output.Name)
+	k, ok := b.e.slots.use(s.Value)
+	plain := ok && at >= 0 && s.When == nil && s.ValidLength == nil && s.Axis == nil && s.Mode == "replace"
+	for i, r := range b.runs {
+		if b.errs[i] != nil {
+			continue
+		}
+		if plain {
+			if t := r.vals[k]; t != nil && t.Rank() > 0 {
+				r.outputs[at] = t
+				continue
+			}
+		}
+		b.errs[i] = r.emitAt(s, at)
 	}
 }
 
@@ -181,7 +202,7 @@ func (b *batch) invoke(s *ir.Step) {
 	// queued at one time.
 	now := time.Now()
 	b.args = slices.Grow(b.args[:0], len(g.spec.gp.Inputs))[:len(g.spec.gp.Inputs)]
-	b.argsAt = st.at
+	b.site = st
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
 		subs[i] = sub
@@ -246,7 +267,7 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 	// tensors), so one slice serves the whole step.
 	args := b.args
 	clear(args)
-	if err := r.layArgs(s, b.argsAt, args); err != nil {
+	if err := r.layArgs(s, b.site, args); err != nil {
 		return submission{}, err
 	}
 	it, err := g.spec.admitInto(into, args, r)

@@ -111,23 +111,33 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 			return nil, err
 		}
 	}
-	e.sites = invokeSites(m, e.groupers)
+	e.sites = invokeSites(m, e.groupers, e.slots)
 	return e, nil
 }
 
-// site is an invoke step of a grouped component: its grouper, and where
-// each of the step's arguments goes among the component's inputs (-1: to
-// none), found once so that a request lays its arguments out by position.
+// site is an invoke step of a grouped component: its grouper, where each
+// of the step's arguments goes among the component's inputs (-1: to
+// none), and the slot each is read from (-1: a name nothing binds), found
+// once so that a request lays its arguments out by position.
 type site struct {
-	g  *grouper
-	at []int
+	g     *grouper
+	at    []int
+	slots []int
 }
 
-func invokeSites(m *ir.Module, groupers map[string]*grouper) map[*ir.Step]site {
+func invokeSites(m *ir.Module, groupers map[string]*grouper, sl *slots) map[*ir.Step]site {
 	sites := map[*ir.Step]site{}
 	m.Body.Walk(func(s *ir.Step) bool {
 		if g := groupers[s.Component.Name]; s.Op == ir.OpInvoke && g != nil {
-			sites[s] = site{g: g, at: g.spec.argsAt(s)}
+			st := site{g: g, at: g.spec.argsAt(s), slots: make([]int, len(s.Args))}
+			for j, a := range s.Args {
+				if k, ok := sl.use(a.Value); ok {
+					st.slots[j] = k
+				} else {
+					st.slots[j] = -1
+				}
+			}
+			sites[s] = st
 		}
 		return true
 	})

@@ -160,7 +160,7 @@ func (r *run) invokeGrouped(s *ir.Step, st site) error {
 	args := slices.Grow(r.pos[:0], len(st.g.spec.gp.Inputs))[:len(st.g.spec.gp.Inputs)]
 	r.pos = args
 	defer clear(args)
-	if err := r.layArgs(s, st.at, args); err != nil {
+	if err := r.layArgs(s, st, args); err != nil {
 		return err
 	}
 	outs, err := st.g.runAlone(r.ctx, args, r)
@@ -170,16 +170,19 @@ func (r *run) invokeGrouped(s *ir.Step, st site) error {
 	return r.results(s, st.g.spec, outs)
 }
 
-// layArgs puts the values of invoke step s's arguments into args, each at
-// its input position (at, per argument; -1: none).
-func (r *run) layArgs(s *ir.Step, at []int, args []*backend.Tensor) error {
-	for j, a := range s.Args {
-		t, err := r.value(a.Value)
-		if err != nil {
-			return err
+// layArgs puts the values of invoke step s's arguments into args, each
+// read from its slot and put at its input position (st's, per argument).
+func (r *run) layArgs(s *ir.Step, st site, args []*backend.Tensor) error {
+	for j, k := range st.slots {
+		var t *backend.Tensor
+		if k >= 0 {
+			t = r.vals[k]
 		}
-		if at[j] >= 0 {
-			args[at[j]] = t
+		if t == nil {
+			return steps.NoValue(s.Args[j].Value.Name)
+		}
+		if at := st.at[j]; at >= 0 {
+			args[at] = t
 		}
 	}
 	return nil
