@@ -38,10 +38,17 @@ type floor interface {
 	outputs(i int) map[string]*backend.Tensor
 }
 
-// answers are a document's outputs, a slot per request and output.
+// answers are what both floors keep for their calls and requests: the
+// inputs of a call by name, and a document's outputs, a slot per request
+// and output (names).
 type answers struct {
+	in    map[string]*backend.Tensor
 	names [3]string
 	slots [][3]*backend.Tensor
+}
+
+func newAnswers(names ...string) answers {
+	return answers{in: map[string]*backend.Tensor{}, names: [3]string(names)}
 }
 
 func (a *answers) reset(n int) { a.slots = slices.Grow(a.slots[:0], n)[:n] }
@@ -115,7 +122,6 @@ type textFloor struct {
 	maxSegments, maxTokens int64
 	reqs                   []textRequest
 	ids, offs, owner       []int64
-	in                     map[string]*backend.Tensor
 	tensors                [3]backend.Tensor
 	answers
 }
@@ -126,8 +132,8 @@ type textRequest struct {
 }
 
 func newTextFloor(budgets []plan.Budget) floor {
-	return &textFloor{maxSegments: limit(budgets, "segments"), maxTokens: limit(budgets, "tokens"), in: map[string]*backend.Tensor{},
-		answers: answers{names: [3]string{"segment_embeddings", "segment_offsets", "segment_owner"}}}
+	return &textFloor{maxSegments: limit(budgets, "segments"), maxTokens: limit(budgets, "tokens"),
+		answers: newAnswers("segment_embeddings", "segment_offsets", "segment_owner")}
 }
 
 func (f *textFloor) admit(r vm.Request, q *textRequest) error {
@@ -221,7 +227,6 @@ type imageFloor struct {
 	taken              []bool
 	pixels             []float32
 	lengths, offs, own []int64
-	in                 map[string]*backend.Tensor
 	tensors            [4]backend.Tensor
 	answers
 }
@@ -234,8 +239,8 @@ type imageRequest struct {
 }
 
 func newImageFloor(budgets []plan.Budget) floor {
-	return &imageFloor{maxImages: limit(budgets, "images"), maxArea: limit(budgets, "images", "patches"), in: map[string]*backend.Tensor{},
-		answers: answers{names: [3]string{"embeddings", "image_offsets", "image_owner"}}}
+	return &imageFloor{maxImages: limit(budgets, "images"), maxArea: limit(budgets, "images", "patches"),
+		answers: newAnswers("embeddings", "image_offsets", "image_owner")}
 }
 
 func (f *imageFloor) admit(r vm.Request, q *imageRequest) error {
