@@ -202,6 +202,7 @@ func (b *batch) invoke(s *ir.Step) {
 	// queued at one time.
 	now := time.Now()
 	b.args = slices.Grow(b.args[:0], len(g.spec.gp.Inputs))[:len(g.spec.gp.Inputs)]
+	clear(b.args)
 	b.site = st
 	b.each(func(i int, r *run) error {
 		sub, err := b.admit(g, s, r, &wg, now, sc.items.item(i), &sc.pending[i], sc.ptrs[i:i+1:i+1])
@@ -242,7 +243,7 @@ func (b *batch) invoke(s *ir.Step) {
 		if err != nil {
 			return backend.Located(err, b.e.m.Location(s.Loc))
 		}
-		return r.results(s, g.spec, outs)
+		return r.results(s, st, outs)
 	})
 	finished = true
 }
@@ -264,9 +265,9 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 		return submission{}, backend.ContextError(err)
 	}
 	// The arguments only live through admission (the item keeps the
-	// tensors), so one slice serves the whole step.
+	// tensors), so one slice serves the whole step: every request lays
+	// out the same positions (the site's), over the last request's.
 	args := b.args
-	clear(args)
 	if err := r.layArgs(s, b.site, args); err != nil {
 		return submission{}, err
 	}
@@ -353,14 +354,15 @@ func (sub *submission) result(g *grouper) (outputs, error) {
 	return g.spec.outSlice(merged), nil
 }
 
-// results binds an invoke's outputs to the values its step defines.
-func (r *run) results(s *ir.Step, spec *componentSpec, outs outputs) error {
-	for _, res := range s.Results {
-		t, err := spec.output(outs, res.Port)
-		if err != nil {
-			return err
+// results binds an invoke's outputs to the values its step defines, each
+// read at its position among the component's outputs (the site's).
+func (r *run) results(s *ir.Step, st site, outs outputs) error {
+	for j, res := range s.Results {
+		k := st.results[j]
+		if k < 0 || k >= len(outs) {
+			return st.g.spec.noOutput(res.Port)
 		}
-		r.setValue(res.Value, t)
+		r.setValue(res.Value, outs[k])
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,12 +118,15 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 
 // site is an invoke step of a grouped component: its grouper, where each
 // of the step's arguments goes among the component's inputs (-1: to
-// none), and the slot each is read from (-1: a name nothing binds), found
-// once so that a request lays its arguments out by position.
+// none), the slot each is read from (-1: a name nothing binds), and the
+// position among the component's outputs of each result (-1: none),
+// found once so that a request lays out its arguments and binds its
+// results by position.
 type site struct {
-	g     *grouper
-	at    []int
-	slots []int
+	g       *grouper
+	at      []int
+	slots   []int
+	results []int
 }
 
 func invokeSites(m *ir.Module, groupers map[string]*grouper, sl *slots) map[*ir.Step]site {
@@ -136,6 +140,10 @@ func invokeSites(m *ir.Module, groupers map[string]*grouper, sl *slots) map[*ir.
 				} else {
 					st.slots[j] = -1
 				}
+			}
+			st.results = make([]int, len(s.Results))
+			for j, res := range s.Results {
+				st.results[j] = slices.IndexFunc(g.spec.gp.Outputs, func(o plan.Port) bool { return o.Name == res.Port })
 			}
 			sites[s] = st
 		}

@@ -167,7 +167,7 @@ func (r *run) invokeGrouped(s *ir.Step, st site) error {
 	if err != nil {
 		return backend.Located(err, r.e.m.Location(s.Loc))
 	}
-	return r.results(s, st.g.spec, outs)
+	return r.results(s, st, outs)
 }
 
 // layArgs puts the values of invoke step s's arguments into args, each

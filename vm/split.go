@@ -41,17 +41,6 @@ func (s *componentSpec) outNamed(outs outputs, name string) *backend.Tensor {
 	return nil
 }
 
-// output returns a share's output port name (run/backend when the
-// component has no such output).
-func (s *componentSpec) output(sh outputs, name string) (*backend.Tensor, error) {
-	for k, o := range s.gp.Outputs {
-		if o.Name == name {
-			return sh[k], nil
-		}
-	}
-	return nil, s.noOutput(name)
-}
-
 // noOutput is the error of an output the component did not return.
 func (s *componentSpec) noOutput(name string) error {
 	return runErr("run/backend", "component `%s` returned no output `%s`", s.comp.Name, name)
