@@ -28,7 +28,7 @@ import (
 // Runtime's own time: where grouped/ideal falls short and floor/ideal
 // does not, the gap is genaic's; where floor/ideal falls short too, the
 // machine's. TestWorkloadFloor checks that a floor does the engine's work:
-// the same calls, and every request's outputs equal to the engine's.
+// no more calls, and every request's outputs equal to the engine's.
 type floor interface {
 	// run serves reqs, one document, through s and returns its calls.
 	run(s backend.Session, reqs []vm.Request) (int, error)
@@ -352,8 +352,8 @@ func newFloor(t testing.TB, w workload) floor {
 	return floors[w.name].make(f.Component(fx.Component).Budgets)
 }
 
-// TestWorkloadFloor: a floor makes the calls the grouped engine makes and
-// answers every request with exactly the engine's outputs; a request
+// TestWorkloadFloor: a floor makes no more calls than the grouped engine
+// and answers every request with exactly the engine's outputs; a request
 // whose companions disagree fails it, as it fails the engine.
 func TestWorkloadFloor(t *testing.T) {
 	be := ortBackend(t)
@@ -366,16 +366,21 @@ func TestWorkloadFloor(t *testing.T) {
 			reqs := readDocument(t, w.pkg, w.doc)
 			e := vmEngine.start(t, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, be)}, ways[1].opts...)...)
 			want := runAll(context.Background(), e, reqs)
-			before := e.Stats().Components[fx.Component].Invocations
-			runAll(context.Background(), e, reqs)
-			engineCalls := e.Stats().Components[fx.Component].Invocations - before
+			// The engine's groups follow timing (a runner may start on
+			// part of a burst): its fewest calls over a few documents.
+			engineCalls := int64(math.MaxInt64)
+			for range 3 {
+				before := e.Stats().Components[fx.Component].Invocations
+				runAll(context.Background(), e, reqs)
+				engineCalls = min(engineCalls, e.Stats().Components[fx.Component].Invocations-before)
+			}
 			f := newFloor(t, w)
 			calls, err := f.run(session(t, fx, fx.Component, be), reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if int64(calls) != engineCalls {
-				t.Errorf("the floor made %d calls, the engine %d", calls, engineCalls)
+			if int64(calls) > engineCalls {
+				t.Errorf("the floor made %d calls, more than the engine's %d", calls, engineCalls)
 			}
 			for i, r := range want {
 				if r.Err != nil {
