@@ -408,8 +408,8 @@ func TestWorkloadFloor(t *testing.T) {
 				runAll(context.Background(), e, reqs)
 				engineCalls = min(engineCalls, e.Stats().Components[fx.Component].Invocations-before)
 			}
-			f := newFloor(t, w)
-			calls, err := f.run(session(t, fx, fx.Component, be), reqs)
+			f, sess := newFloor(t, w), session(t, fx, fx.Component, be)
+			calls, err := f.run(sess, reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -440,7 +440,7 @@ func TestWorkloadFloor(t *testing.T) {
 			}
 			r.Inputs = maps.Clone(r.Inputs)
 			r.Inputs[floors[w.name].owner] = fixtures.I64(wrong...)
-			if _, err := f.run(session(t, fx, fx.Component, be), bad); !errors.Is(err, errFloorInput) {
+			if _, err := f.run(sess, bad); !errors.Is(err, errFloorInput) {
 				t.Errorf("the floor served a request whose owner disagrees with its offsets (%v)", err)
 			}
 		})
