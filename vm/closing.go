@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -382,6 +383,19 @@ func (a *arrivals) arrived(t time.Time, busy bool) {
 	}
 	a.last = t
 	a.seen++
+}
+
+// arrivedAgain records k more arrivals at the time of the last, each
+// finding items waiting: what k calls of arrived at that time would.
+func (a *arrivals) arrivedAgain(k int) {
+	if k == 0 {
+		return
+	}
+	decay := math.Pow(0.8, float64(k))
+	a.overlap = decay*a.overlap + (1 - decay)
+	a.mean *= math.Pow(0.75, float64(k)) // 0 after one arrival, and gaps of 0 keep it so
+	a.lastGap = 0
+	a.seen += k
 }
 
 // due returns how long until the next arrival is expected, when at least

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -333,5 +334,33 @@ func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
 			}
 			within("Close", func() { e.Close() })
 		})
+	}
+}
+
+// TestArrivedAgainIsRepeatedArrivals: a burst's items after its first are
+// recorded at once, as that many arrivals at the first's time would be,
+// from a new stream and from one with a history.
+func TestArrivedAgainIsRepeatedArrivals(t *testing.T) {
+	start := time.Unix(0, 0)
+	for _, history := range []int{0, 1, 3} {
+		for _, k := range []int{0, 1, 5} {
+			var one, many arrivals
+			for i := range history {
+				at := start.Add(time.Duration(i) * time.Millisecond)
+				one.arrived(at, i%2 == 0)
+				many.arrived(at, i%2 == 0)
+			}
+			at := start.Add(time.Duration(history) * time.Millisecond)
+			one.arrived(at, false)
+			many.arrived(at, false)
+			for range k {
+				one.arrived(at, true)
+			}
+			many.arrivedAgain(k)
+			if one.seen != many.seen || one.lastGap != many.lastGap || !one.last.Equal(many.last) ||
+				math.Abs(one.mean-many.mean) > 1e-6*max(1, one.mean) || math.Abs(one.overlap-many.overlap) > 1e-12 {
+				t.Errorf("history %d, %d more: %+v, want %+v", history, k, many, one)
+			}
+		}
 	}
 }

@@ -60,6 +60,7 @@ type Engine struct {
 	backends Backends
 	// inputNames are the workflow's inputs: a request may supply no other.
 	inputNames []string
+	contracts  []contractCheck // by workflow input
 	// outNames are the workflow's outputs, shared by every response.
 	outNames *OutputNames
 	// lockstep says RunAll runs requests in lockstep: the workflow is
@@ -106,6 +107,9 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 		slots:      newSlots(m), goroutines: newPool(), lockstep: straightLine(m.Body),
 		sessions: map[string]backend.Session{}, groupers: map[string]*grouper{},
 		specs: map[string]*componentSpec{}, stats: map[string]*counter{}, copies: map[string]*Copies{}}
+	for _, in := range m.Inputs {
+		e.contracts = append(e.contracts, newContractCheck(in.Name, in.Contract))
+	}
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
 			e.Close()

@@ -293,6 +293,18 @@ func (g *grouper) enqueue(ps ...*pending) error {
 
 // queueUp is enqueue under the lock, without the wake.
 func (g *grouper) queueUp(ps []*pending) error {
+	if err := g.fits(ps); err != nil {
+		return err
+	}
+	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
+	g.queue = append(g.queue, ps...)
+	g.sorted = false
+	return nil
+}
+
+// fits says, under the lock, why ps cannot join the queue: the grouper
+// is closed, or the queue would pass its limit.
+func (g *grouper) fits(ps []*pending) error {
 	switch {
 	case g.closed:
 		return closedError()
@@ -300,9 +312,6 @@ func (g *grouper) queueUp(ps []*pending) error {
 		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
 		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
 	}
-	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
-	g.queue = append(g.queue, ps...)
-	g.sorted = false
 	return nil
 }
 
@@ -314,17 +323,31 @@ func (g *grouper) queueUp(ps []*pending) error {
 func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// The burst's items arrive at one time, so that after the first each
+	// is recorded as an arrival of no gap that finds items waiting: all
+	// of them at once, after the loop (arrivals.arrivedAgain). The wait
+	// group is counted up once too.
+	queued, again := 0, 0
 	for i := range subs {
 		sub := &subs[i]
 		if sub.err != nil || len(sub.ps) == 0 {
 			continue
 		}
-		if err := g.queueUp(sub.ps); err != nil {
+		if queued > 0 {
+			if err := g.fits(sub.ps); err != nil {
+				sub.err = err
+				continue
+			}
+			g.queue = append(g.queue, sub.ps...)
+			again++
+		} else if err := g.queueUp(sub.ps); err != nil {
 			sub.err = err
 			continue
 		}
-		wg.Add(len(sub.ps))
+		queued += len(sub.ps)
 	}
+	g.arrivals.arrivedAgain(again)
+	wg.Add(queued)
 	g.promised -= live
 }
 

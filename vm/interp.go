@@ -36,7 +36,7 @@ func (r *run) start(req Request) error {
 			return steps.Missing(in.Name)
 		}
 		found++
-		if err := checkContract(in.Name, t, in.Contract); err != nil {
+		if err := r.e.contracts[i].check(t); err != nil {
 			return err
 		}
 		r.vals[r.e.slots.inputs[i]] = t
@@ -54,28 +54,59 @@ func (r *run) start(req Request) error {
 	return nil
 }
 
-// checkContract checks a request tensor's dtype, rank and fixed extents.
-func checkContract(name string, t *backend.Tensor, c *ir.Contract) error {
+// contractCheck is a workflow input's contract as a request's tensor is
+// checked against it, resolved at Open: its dtype's canonical name (the
+// contract may write an alias), and the axes it fixes, so that checking
+// a request looks neither up.
+type contractCheck struct {
+	name     string
+	declared string // the dtype as the contract writes it, for messages
+	dtype    string // its canonical name; "" when it names none known
+	rank     int    // -1: any
+	fixed    []fixedAxis
+}
+
+// fixedAxis is an axis a contract fixes at size.
+type fixedAxis struct {
+	axis int
+	size int64
+}
+
+func newContractCheck(name string, c *ir.Contract) contractCheck {
+	k := contractCheck{name: name, rank: -1}
+	if c == nil {
+		return k
+	}
+	k.declared, k.rank = c.DType, c.Rank
+	if d, ok := ir.LookupDType(c.DType); ok {
+		k.dtype = d.Name
+	}
+	for i, d := range c.Shape {
+		if !d.IsSym() {
+			k.fixed = append(k.fixed, fixedAxis{axis: i, size: d.Size})
+		}
+	}
+	return k
+}
+
+// check checks a request tensor's data, dtype, rank and fixed extents.
+func (k *contractCheck) check(t *backend.Tensor) error {
 	if t == nil {
 		return nil
 	}
 	if msg := t.Problem(); msg != "" {
-		return runErr("run/input", "workflow input `%s` is %s but %s", name, t, msg)
+		return runErr("run/input", "workflow input `%s` is %s but %s", k.name, t, msg)
 	}
-	if c == nil {
-		return nil
+	// A tensor that passed Problem names its dtype canonically.
+	if k.dtype != "" && t.DType != k.dtype {
+		return runErr("run/input", "workflow input `%s` is declared %s, got %s", k.name, k.declared, t)
 	}
-	if c.DType != t.DType { // a contract may name an alias (fp32)
-		if d, ok := ir.LookupDType(c.DType); ok && d.Name != t.DType {
-			return runErr("run/input", "workflow input `%s` is declared %s, got %s", name, c.DType, t)
-		}
+	if k.rank >= 0 && t.Rank() != k.rank {
+		return runErr("run/input", "workflow input `%s` is declared with rank %d, got %s", k.name, k.rank, t)
 	}
-	if c.Rank >= 0 && t.Rank() != c.Rank {
-		return runErr("run/input", "workflow input `%s` is declared with rank %d, got %s", name, c.Rank, t)
-	}
-	for i, d := range c.Shape {
-		if !d.IsSym() && i < t.Rank() && t.Shape[i] != d.Size {
-			return runErr("run/input", "workflow input `%s` fixes axis %d at %d, got %s", name, i, d.Size, t)
+	for _, f := range k.fixed {
+		if f.axis < t.Rank() && t.Shape[f.axis] != f.size {
+			return runErr("run/input", "workflow input `%s` fixes axis %d at %d, got %s", k.name, f.axis, f.size, t)
 		}
 	}
 	return nil
@@ -232,9 +263,9 @@ func (e *Engine) invoke(ctx context.Context, component string, args map[string]*
 // CheckInput checks one request input against its workflow input's
 // contract (run/input).
 func (e *Engine) CheckInput(name string, t *backend.Tensor) error {
-	for _, in := range e.m.Inputs {
+	for i, in := range e.m.Inputs {
 		if in.Name == name {
-			return checkContract(name, t, in.Contract)
+			return e.contracts[i].check(t)
 		}
 	}
 	return runErr("run/input", "`%s` is not a workflow input", name)
