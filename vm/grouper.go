@@ -293,7 +293,7 @@ func (g *grouper) enqueue(ps ...*pending) error {
 
 // queueUp is enqueue under the lock, without the wake.
 func (g *grouper) queueUp(ps []*pending) error {
-	if err := g.fits(ps); err != nil {
+	if err := g.queueRefusal(ps); err != nil {
 		return err
 	}
 	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
@@ -302,9 +302,9 @@ func (g *grouper) queueUp(ps []*pending) error {
 	return nil
 }
 
-// fits says, under the lock, why ps cannot join the queue: the grouper
+// queueRefusal says, under the lock, why ps cannot join the queue: the grouper
 // is closed, or the queue would pass its limit.
-func (g *grouper) fits(ps []*pending) error {
+func (g *grouper) queueRefusal(ps []*pending) error {
 	switch {
 	case g.closed:
 		return closedError()
@@ -334,7 +334,7 @@ func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 			continue
 		}
 		if queued > 0 {
-			if err := g.fits(sub.ps); err != nil {
+			if err := g.queueRefusal(sub.ps); err != nil {
 				sub.err = err
 				continue
 			}
