@@ -63,6 +63,18 @@ type PortSession interface {
 	RunPorts(ctx context.Context, ins []*Tensor, want []bool, outs []*Tensor) error
 }
 
+// Recycler is implemented by port sessions whose RunPorts outputs may be
+// given back: once nothing reads an output any more (every request that
+// got a view of it has released its response), the runtime hands it back
+// with Recycle, and a later RunPorts may write its outputs into the same
+// memory, which is then warm in the cache and costs the collector
+// nothing. Only tensors RunPorts returned are given back, each once, and
+// never read again by the runtime.
+type Recycler interface {
+	PortSession
+	Recycle(outs []*Tensor)
+}
+
 // ShapeHinter is implemented by sessions that know their outputs' static
 // extents (-1 where an extent is dynamic). The runtime uses it to give the
 // empty shares of a group it never invokes the graph's own trailing extents.

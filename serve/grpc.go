@@ -24,7 +24,8 @@ type grpcService struct {
 // NewGRPCServer returns a gRPC server with the inference service
 // registered, taking messages up to the server's request size limit.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(1 << 30)}, opts...)
+	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(1 << 30),
+		grpc.StatsHandler(releaseAtEnd{})}, opts...)
 	g := grpc.NewServer(opts...)
 	oippb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
 	return g
@@ -141,6 +142,7 @@ func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, pro
 		return nil, grpcError(err)
 	}
 	resp := g.s.infer(ctx, md, protocol, req, timeout)
+	keep(ctx, resp) // released at the call's end (release.go)
 	if resp.Err != nil {
 		return nil, grpcError(resp.Err)
 	}

@@ -172,6 +172,7 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 		return
 	}
 	s.writeHTTP(w, md, resp, asked, binaryOut)
+	resp.Release() // written: the writer copied it (release.go)
 }
 
 // decodeHTTP reads an inference request: its JSON, and the binary data of

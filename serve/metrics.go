@@ -167,6 +167,8 @@ var (
 		"Groups a batch of requests ran on its own goroutine, where waking a runner was measured not to pay.", []string{"model", "component"}, nil)
 	descIsolated = prometheus.NewDesc("genaic_isolated_requests_total",
 		"Requests run in a group of their own because an input held NaN or an infinity, which the model could spread to the other items of its invocation.", []string{"model", "component"}, nil)
+	descReused = prometheus.NewDesc("genaic_outputs_reused_groups_total",
+		"Groups whose output buffers went back to the session for a later group's outputs, every response viewing them written and released.", []string{"model", "component"}, nil)
 	descBatchWay = prometheus.NewDesc("genaic_batch_item_seconds",
 		"With several worker slots: the median time per request of the last batches that found the component idle, by the way they took (runners: groups handed to the runners; own: run on the batch's goroutine); absent until measured.", []string{"model", "component", "way"}, nil)
 	descHanded = prometheus.NewDesc("genaic_handed_off_groups_total",
@@ -175,7 +177,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated, descReused} {
 		ch <- d
 	}
 }
@@ -221,6 +223,7 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		}
 		ch <- prometheus.MustNewConstMetric(descHanded, prometheus.CounterValue, float64(cs.HandedOff), lv...)
 		ch <- prometheus.MustNewConstMetric(descIsolated, prometheus.CounterValue, float64(cs.Isolated), lv...)
+		ch <- prometheus.MustNewConstMetric(descReused, prometheus.CounterValue, float64(cs.OutputsReused), lv...)
 		buckets := map[float64]uint64{}
 		var count uint64
 		var sum float64

@@ -281,6 +281,7 @@ func TestHTTPLoad(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	reqs, want := references(t, s, "text_packed")
+	reusedBefore := s.Engine("text_packed").Stats().Components["text_encoder"].OutputsReused
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}, Timeout: 2 * time.Minute}
 	const clients, each = 240, 3
 	var inflight atomic.Int64
@@ -340,6 +341,11 @@ func TestHTTPLoad(t *testing.T) {
 	}
 	if d := metric(t, text, `genaic_queue_depth{model="text_packed"}`); d != 0 {
 		t.Errorf("queue depth %v after the load, want 0", d)
+	}
+	// Every answer was right while the groups' buffers were written
+	// again, once their responses were written (release.go).
+	if n := metric(t, text, `genaic_outputs_reused_groups_total{component="text_encoder",model="text_packed"}`); !(n > float64(reusedBefore)) {
+		t.Errorf("no group's output buffers were reused after their responses were written (%v, %d before the load)", n, reusedBefore)
 	}
 }
 
@@ -424,6 +430,7 @@ func TestGRPCLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := solo(t, s, "image_padded", engine.Options{})
+	reusedBefore := s.Engine("image_padded").Stats().Components["encoder"].OutputsReused
 	const clients = 200
 	burst := func() {
 		var wg sync.WaitGroup
@@ -463,6 +470,11 @@ func TestGRPCLoad(t *testing.T) {
 	}
 	if g := maxGroup(); g < 2 {
 		t.Errorf("five bursts of 200 concurrent gRPC requests formed no group of more than one (max %d)", g)
+	}
+	// Every answer was right while the groups' buffers were written
+	// again, once their calls had ended (release.go).
+	if n := s.Engine("image_padded").Stats().Components["encoder"].OutputsReused; n <= reusedBefore {
+		t.Errorf("no group's output buffers were reused after their calls ended (%d, %d before the load)", n, reusedBefore)
 	}
 }
 

@@ -52,6 +52,7 @@ func (s *Server) warmWith(md *Model, req vm.Request, from string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp := md.eng.Run(ctx, req)
+	resp.Release()
 	if resp.Err != nil {
 		s.log.Warn("warm-up request failed", "model", md.Name, "request", from, "error", resp.Err.Error())
 		return false

@@ -61,12 +61,20 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		}
 	}
 	b.block(e.m.Body)
+	var hs []held // the responses' leases, in one allocation
 	for i, req := range reqs {
 		if b.errs[i] != nil {
 			out[i] = Response{ID: req.ID, Err: failure(b.errs[i])}
-		} else {
-			out[i] = e.response(req.ID, b.runs[i])
+			continue
 		}
+		var h *held
+		if len(b.runs[i].leases) > 0 {
+			if hs == nil {
+				hs = make([]held, len(reqs))
+			}
+			h = &hs[i]
+		}
+		out[i] = e.response(req.ID, b.runs[i], h)
 	}
 	e.putBatch(b)
 }
@@ -239,10 +247,11 @@ func (b *batch) invoke(s *ir.Step) {
 		g.batchEnded(own, live, time.Since(began))
 	}
 	b.each(func(i int, r *run) error {
-		outs, err := subs[i].result(g)
+		outs, l, err := subs[i].result(g)
 		if err != nil {
 			return backend.Located(err, b.e.m.Location(s.Loc))
 		}
+		r.hold(l)
 		return r.results(s, st, outs)
 	})
 	finished = true
@@ -329,29 +338,32 @@ func (g *grouper) putAdmission(sc *admission) {
 	g.admissions.Put(sc)
 }
 
-// result is a submission's outputs: its one share, or its chunks' merged.
-func (sub *submission) result(g *grouper) (outputs, error) {
+// result is a submission's outputs: its one share, with the lease of the
+// group outputs it views, or its chunks' merged (whose leases are never
+// let go of: see grouper.submit).
+func (sub *submission) result(g *grouper) (outputs, *lease, error) {
 	if sub.err != nil {
-		return nil, sub.err
+		return nil, nil, sub.err
 	}
 	switch len(sub.ps) {
 	case 0:
-		return sub.outs, nil
+		return sub.outs, nil, nil
 	case 1:
-		return sub.ps[0].res.outs, sub.ps[0].res.err
+		res := &sub.ps[0].res
+		return res.outs, res.lease, res.err
 	}
 	shares := make([]map[string]*backend.Tensor, len(sub.ps))
 	for k, p := range sub.ps {
 		if p.res.err != nil {
-			return nil, p.res.err
+			return nil, nil, p.res.err
 		}
 		shares[k] = g.spec.outMap(p.res.outs)
 	}
 	merged, err := g.spec.merge(shares, g.copies)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return g.spec.outSlice(merged), nil
+	return g.spec.outSlice(merged), nil, nil
 }
 
 // results binds an invoke's outputs to the values its step defines, each

@@ -292,6 +292,7 @@ type Response struct {
 	// and their companions are not in Outputs.
 	Items map[string][]Item
 	Err   error
+	held  *held // the leases of the group outputs Outputs view (Release)
 }
 
 // Run executes the workflow for one request. Many goroutines may call Run
@@ -377,9 +378,10 @@ func (e *Engine) newOutputs() []*backend.Tensor {
 	return make([]*backend.Tensor, len(e.outNames.list))
 }
 
-// response holds a run's emitted outputs.
-func (e *Engine) response(id string, r *run) Response {
-	return Response{ID: id, Outputs: Outputs{names: e.outNames, vals: r.outputs}}
+// response holds a run's emitted outputs and the leases of the group
+// outputs they view, kept in h where h is not nil.
+func (e *Engine) response(id string, r *run, h *held) Response {
+	return Response{ID: id, Outputs: Outputs{names: e.outNames, vals: r.outputs}, held: r.heldBy(h)}
 }
 
 // putRun recycles a run whose outputs the caller has taken.
@@ -390,6 +392,7 @@ func (e *Engine) putRun(r *run) {
 
 // reset empties a run whose outputs the caller has taken.
 func (r *run) reset() {
+	r.letGo() // a failed request's: its response took none
 	clear(r.vals)
 	r.ctx, r.outputs = nil, nil
 }
@@ -404,7 +407,10 @@ func (e *Engine) exec(ctx context.Context, req Request) Response {
 	if err == nil {
 		err = r.block(e.m.Body)
 	}
-	resp := e.response(req.ID, r)
+	if err != nil {
+		r.letGo()
+	}
+	resp := e.response(req.ID, r, nil)
 	e.putRun(r)
 	if err != nil {
 		return Response{ID: req.ID, Err: failure(err)}

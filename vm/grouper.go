@@ -23,8 +23,9 @@ import (
 type grouper struct {
 	spec     *componentSpec
 	sess     backend.Session
-	call     *sessionCall // how groups are handed to sess
-	e        *Engine      // arrival hints: how many requests may still come
+	call     *sessionCall     // how groups are handed to sess
+	rec      backend.Recycler // takes groups' outputs back (lease.go); nil: none
+	e        *Engine          // arrival hints: how many requests may still come
 	maxDelay time.Duration
 	solo     bool // every invocation carries exactly one item
 	stats    *counter
@@ -94,8 +95,9 @@ func (p *pending) answer(s share) {
 }
 
 type share struct {
-	outs outputs
-	err  error
+	outs  outputs
+	err   error
+	lease *lease // of the group outputs outs views (lease.go); nil: none
 }
 
 // ErrClosed is what a request submitted to an engine that was closed
@@ -129,6 +131,9 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
+	}
+	if rec, ok := sess.(backend.Recycler); ok && g.call.ports != nil {
+		g.rec = rec
 	}
 	g.resp = newResponder()
 	g.wg.Add(g.workers)
@@ -172,44 +177,47 @@ func (g *grouper) putLone(l *lone) {
 }
 
 // runAlone admits one request's arguments of the component (by input
-// position) and runs its item, returning its share of the outputs.
-func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env values) (outputs, error) {
+// position) and runs its item, returning its share of the outputs and
+// the lease of the group outputs it views (nil: none to let go of).
+func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env values) (outputs, *lease, error) {
 	l := g.getLone()
 	it, err := g.spec.admitInto(l.slab.item(0), args, env)
 	if err != nil {
 		g.putLone(l)
-		return nil, err
+		return nil, nil, err
 	}
 	if it.isolated {
 		g.stats.isolate()
 	}
-	outs, reuse, err := g.submit(ctx, it, l)
+	s, reuse := g.submit(ctx, it, l)
 	if reuse {
 		g.putLone(l)
 	}
-	return outs, err
+	return s.outs, s.lease, s.err
 }
 
 // submit runs an item: alone when it fits every budget (queued with l's
 // entry), else split into chunks across invocations; an item no split can
 // fit is refused at once. reuse reports whether l may be pooled again.
-func (g *grouper) submit(ctx context.Context, it *item, l *lone) (outs outputs, reuse bool, err error) {
+// Chunks' merged outputs may pass a chunk's view through (a broadcast
+// output), so their groups' leases are never let go of.
+func (g *grouper) submit(ctx context.Context, it *item, l *lone) (s share, reuse bool) {
 	if it.empty() {
 		outs, err := g.answerEmpty(it)
-		return outs, false, err
+		return share{outs: outs, err: err}, false
 	}
 	if g.spec.overBudget(it) < 0 {
 		return g.submitOne(ctx, it, l)
 	}
 	chunks, err := g.spec.chunk(it)
 	if err != nil {
-		return nil, true, err
+		return share{err: err}, true
 	}
 	merged, err := g.submitChunks(ctx, chunks)
 	if err != nil {
-		return nil, false, err
+		return share{err: err}, false
 	}
-	return g.spec.outSlice(merged), false, nil
+	return share{outs: g.spec.outSlice(merged)}, false
 }
 
 // answerEmpty answers an item of zero units (a request with no image, no
@@ -237,17 +245,16 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 
 // submitOne queues an item that fits, with l's entry, and waits for its
 // share; reuse reports whether l may be pooled again.
-func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (outs outputs, reuse bool, err error) {
+func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, reuse bool) {
 	p := &l.p
 	p.ctx, p.it, p.queued = ctx, it, time.Now()
 	if a := g.tryInline(p); a != nil {
 		l.ps[0] = p
 		g.runInline(a, l.ps[:])
 	} else if err := g.enqueue(p); err != nil {
-		return nil, true, err
+		return share{err: err}, true
 	}
-	s, received := p.waitShare()
-	return s.outs, received, s.err
+	return p.waitShare()
 }
 
 // wait blocks until the item's share is ready or its request is cancelled.
@@ -446,7 +453,7 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool
 			if err != nil {
 				p.answer(share{err: err})
 			} else {
-				p.answer(share{outs: one.of(0)})
+				p.answer(share{outs: one.of(0), lease: one.lease})
 			}
 		}
 		release()
@@ -457,7 +464,7 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool
 	for i, p := range batch {
 		s := share{err: err}
 		if err == nil {
-			s.outs = shares.of(i)
+			s.outs, s.lease = shares.of(i), shares.lease
 		}
 		if handoff && isCaller(p) {
 			g.resp.hand(p, s)
@@ -508,6 +515,7 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		}
 	}
 	var outs outputs
+	var l *lease
 	if grp.empty() {
 		hint, _ := g.sess.(backend.ShapeHinter)
 		outs = g.spec.emptyOutputs(grp, hint)
@@ -520,8 +528,11 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		d := time.Since(start)
 		g.sched.observe(len(items), grp.elements(), d)
 		g.stats.invoked(len(items), grp, peaks, d)
+		l = newLease(g.rec, g.stats, outs, len(items))
 	}
-	return g.spec.split(grp, outs)
+	shares, err := g.spec.split(grp, outs)
+	shares.lease = l
+	return shares, err
 }
 
 // backendError names the component and the group size of a backend

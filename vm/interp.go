@@ -18,6 +18,7 @@ type run struct {
 	args    map[string]*backend.Tensor // one invoke's arguments, reused
 	pos     []*backend.Tensor          // a grouped invoke's, by input position
 	outputs []*backend.Tensor          // emitted workflow outputs, by place in outNames
+	leases  []*lease                   // of the group outputs its shares view (lease.go)
 }
 
 // start binds the request's inputs after checking them against their
@@ -194,10 +195,11 @@ func (r *run) invokeGrouped(s *ir.Step, st site) error {
 	if err := r.layArgs(s, st, args); err != nil {
 		return err
 	}
-	outs, err := st.g.runAlone(r.ctx, args, r)
+	outs, l, err := st.g.runAlone(r.ctx, args, r)
 	if err != nil {
 		return backend.Located(err, r.e.m.Location(s.Loc))
 	}
+	r.hold(l)
 	return r.results(s, st, outs)
 }
 
@@ -248,7 +250,10 @@ func (e *Engine) invoke(ctx context.Context, component string, args map[string]*
 		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
 	if g := e.groupers[component]; g != nil {
-		outs, err := g.runAlone(ctx, g.spec.args(args), env)
+		// The outputs go back in a map (a generated executor's Invoke, or
+		// a step bound by name) that no response follows: their lease is
+		// never let go of.
+		outs, _, err := g.runAlone(ctx, g.spec.args(args), env)
 		if err != nil {
 			return nil, err
 		}

@@ -49,8 +49,9 @@ func (s *componentSpec) noOutput(name string) error {
 // shareSlab holds a group's items' shares, item after item, n outputs
 // each, in one allocation.
 type shareSlab struct {
-	slab []*backend.Tensor
-	n    int
+	slab  []*backend.Tensor
+	n     int
+	lease *lease // of the group's outputs the shares view; nil: none
 }
 
 // of is item i's share.
@@ -91,6 +92,7 @@ func (s *componentSpec) splitPort(g *group, k int, o *plan.Port, outs outputs, s
 	}
 	switch o.Split {
 	case plan.SplitBroadcast:
+		t = t.Clipped() // reaching no further than its elements (backend.Buffers)
 		for i := range g.items {
 			shares.put(i, k, t)
 		}

@@ -37,6 +37,10 @@ type ComponentStats struct {
 	// floating-point input held NaN or an infinity, which a model that
 	// mixes positions would spread to the other items of its invocation.
 	Isolated int64 `json:"isolated,omitempty"`
+	// OutputsReused counts the groups whose output buffers went back to
+	// the session, every response viewing them released, to hold a later
+	// group's outputs (lease.go).
+	OutputsReused int64 `json:"outputs_reused,omitempty"`
 	// BackendTime is the time all the component's runs, grouped or not,
 	// spent in its backend's own work (inside ONNX Runtime's Run), where
 	// its session counts it (backend.Timed). For a grouped component whose
@@ -195,6 +199,12 @@ func (c *counter) ranOwn() {
 	c.s.OwnGroups++
 }
 
+func (c *counter) reused() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.OutputsReused++
+}
+
 func (c *counter) isolate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -253,7 +263,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {

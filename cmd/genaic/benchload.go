@@ -94,6 +94,7 @@ type engineTarget struct {
 
 func (t engineTarget) run(i int) error {
 	r := t.eng.Run(context.Background(), t.reqs[i])
+	r.Release() // as a server does once it has written the response
 	if r.Err != nil {
 		return fmt.Errorf("request %s: %v", r.ID, r.Err)
 	}

@@ -198,6 +198,9 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if cs.Isolated > 0 {
 			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
 		}
+		if cs.OutputsReused > 0 {
+			fmt.Fprintf(w, "    %d groups' output buffers held later groups' outputs once their responses were released\n", cs.OutputsReused)
+		}
 		if cs.BackendTime > 0 && cs.RunTime > 0 {
 			fmt.Fprintf(w, "    invocations took %.3f ms from assembly to split, %.3f ms of it inside the backend (%.0f %%)\n",
 				cs.RunTime.Seconds()*1000, cs.BackendTime.Seconds()*1000, 100*cs.BackendTime.Seconds()/cs.RunTime.Seconds())

@@ -468,7 +468,7 @@ func BenchmarkWorkloadFloor(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			runs := []func(){func() { runAll(context.Background(), grouped, s.reqs) }, s.ideal, floorRun}
+			runs := []func(){func() { serveAll(context.Background(), grouped, s.reqs) }, s.ideal, floorRun}
 			for range warmupDocs {
 				mustRun(b, grouped, s.reqs)
 				s.ideal()

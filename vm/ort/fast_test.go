@@ -33,8 +33,8 @@ func watchAlloc(t *testing.T, s backend.Session) *[]*backend.Tensor {
 		mu   sync.Mutex
 		made []*backend.Tensor
 	)
-	sess.alloc = func(dtype string, shape []int64) (*backend.Tensor, error) {
-		buf, err := backend.NewTensor(dtype, shape)
+	sess.alloc = func(dtype string, shape []int64, extra int64) (*backend.Tensor, error) {
+		buf, err := backend.NewTensorRoom(dtype, shape, extra)
 		mu.Lock()
 		made = append(made, buf)
 		mu.Unlock()

@@ -238,7 +238,8 @@ func (b *Backend) newSession(comp *ir.Component, path string, ins, outs []ortgo.
 		outputs:    planOutputs(comp, ins, outs),
 		all:        make([]bool, len(outs)),
 		ready:      ready,
-		alloc:      backend.NewTensor,
+		alloc:      backend.NewTensorRoom,
+		given:      backend.NewBuffers(givenBuffers, givenBytes),
 		scratchMax: scratchBytes,
 	}
 	for i := range s.all {

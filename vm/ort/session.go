@@ -33,9 +33,9 @@ type session struct {
 	// inNames and outNames are the ports' names in graph order (Ports).
 	inNames, outNames []string
 	ready             backend.Readiness
-	// alloc makes a predicted output's Go buffer (backend.NewTensor; tests
-	// watch it).
-	alloc  func(dtype string, shape []int64) (*backend.Tensor, error)
+	// alloc makes a predicted output's Go buffer, with room for extra
+	// elements more (backend.NewTensorRoom; tests watch it).
+	alloc  func(dtype string, shape []int64, extra int64) (*backend.Tensor, error)
 	values valueCache // the inputs' ORT values
 	// scratch holds the ORT values small outputs are written into
 	// (scratch.go), for outputs of at most scratchMax bytes (tests set it
@@ -43,6 +43,9 @@ type session struct {
 	scratch    scratchOutputs
 	scratchMax int64
 	calls      sync.Pool // of *call, sized for this graph
+	// given holds the outputs' memory the runtime gave back (Recycle);
+	// RunPorts writes its outputs into it where it can.
+	given *backend.Buffers
 
 	mu  sync.RWMutex
 	ort *ortgo.DynamicAdvancedSession // nil once closed
@@ -136,6 +139,7 @@ func (s *session) runPorts(ctx context.Context, ins []*backend.Tensor, want []bo
 	}
 	c := s.calls.Get().(*call)
 	defer s.done(c)
+	c.recycling = true
 	copy(c.tensors, ins)
 	if err := s.check(c); err != nil {
 		return err
@@ -195,6 +199,9 @@ type call struct {
 	hints     []*scratchValue // the scratch values its previous run held
 	shape     []int64         // scratch for a predicted shape
 	want      []bool          // scratch for the wanted outputs
+	// recycling says the call is a RunPorts call, whose outputs the
+	// runtime may give back: its buffers come from given where they can.
+	recycling bool
 }
 
 func newCall(inputs, outputs int) *call {
@@ -221,6 +228,7 @@ func (s *session) done(c *call) {
 	clear(c.held)
 	clear(c.ins)
 	clear(c.bufs)
+	c.recycling = false
 	s.calls.Put(c)
 }
 
@@ -250,7 +258,7 @@ func (s *session) provide(c *call) error {
 		if !ok {
 			continue
 		}
-		buf, err := s.alloc(o.dtype, shape)
+		buf, err := s.outputBuffer(c, o.dtype, shape)
 		if err != nil {
 			return fmt.Errorf("output `%s`: %w", o.info.Name, err)
 		}

@@ -1,0 +1,112 @@
+package vm
+
+import (
+	"sync/atomic"
+
+	"github.com/genaic/genaic/backend"
+)
+
+// Outputs given back.
+//
+// A group's outputs are one buffer per output port, which the split cuts
+// into its requests' views: the buffer lives as long as any response
+// that views it. A caller that is done with a response (a server once it
+// has written it) says so with Release; when every request of a group
+// has, no view of the group's outputs is read any more, and the runtime
+// gives them back to the session (backend.Recycler), which writes a later
+// group's outputs into them. A response never released keeps its views
+// valid for good (its group's buffers are simply never given back), so
+// Release is an optimisation a caller opts into, never a duty.
+
+// lease holds a group's outputs for the requests that got a share of
+// them; the last of those to let go gives them back.
+type lease struct {
+	refs  atomic.Int32
+	rec   backend.Recycler
+	stats *counter
+	outs  []*backend.Tensor
+}
+
+// newLease is the lease of a group's outputs (by plan output) for its n
+// requests, nil where the session takes none back.
+func newLease(rec backend.Recycler, stats *counter, outs outputs, n int) *lease {
+	if rec == nil || n == 0 {
+		return nil
+	}
+	l := &lease{rec: rec, stats: stats, outs: make([]*backend.Tensor, 0, len(outs))}
+	for _, t := range outs {
+		if t != nil {
+			l.outs = append(l.outs, t)
+		}
+	}
+	l.refs.Store(int32(n))
+	return l
+}
+
+// drop is one request letting go of the group's outputs.
+func (l *lease) drop() {
+	if l != nil && l.refs.Add(-1) == 0 {
+		l.rec.Recycle(l.outs)
+		l.stats.reused()
+	}
+}
+
+// held is what a response holds of its groups' outputs: the leases of
+// its request's shares, let go once. Most requests hold one (a workflow
+// of one grouped invoke), kept inline.
+type held struct {
+	done atomic.Bool
+	one  *lease
+	more []*lease
+}
+
+func (h *held) release() {
+	if h != nil && h.done.CompareAndSwap(false, true) {
+		h.one.drop()
+		for _, l := range h.more {
+			l.drop()
+		}
+	}
+}
+
+// Release says that the caller reads the response's outputs no more, nor
+// those of any copy of it: the memory they view may then hold the outputs
+// of later requests. A server calls it once it has written the response.
+// Releasing a response (or a copy of it) again does nothing; a response
+// never released stays valid.
+func (r Response) Release() { r.held.release() }
+
+// hold keeps the lease of a share the run took.
+func (r *run) hold(l *lease) {
+	if l != nil {
+		r.leases = append(r.leases, l)
+	}
+}
+
+// letGo drops the leases of a run that answers with an error: its
+// shares are read no more.
+func (r *run) letGo() {
+	for _, l := range r.leases {
+		l.drop()
+	}
+	clear(r.leases)
+	r.leases = r.leases[:0]
+}
+
+// heldBy moves a run's leases into h (a new one where h is nil), h's
+// response's now; nil where the run holds none.
+func (r *run) heldBy(h *held) *held {
+	if len(r.leases) == 0 {
+		return nil
+	}
+	if h == nil {
+		h = new(held)
+	}
+	h.one = r.leases[0]
+	if len(r.leases) > 1 {
+		h.more = append([]*lease(nil), r.leases[1:]...)
+	}
+	clear(r.leases)
+	r.leases = r.leases[:0]
+	return h
+}
