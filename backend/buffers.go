@@ -113,61 +113,52 @@ func withShape(dtype string, shape []int64, data any) *Tensor {
 
 // resize returns data's first n elements, keeping its capacity.
 func resize(data any, n int64) any {
-	switch d := data.(type) {
-	case []float32:
-		return d[:n]
-	case []float64:
-		return d[:n]
-	case []int64:
-		return d[:n]
-	case []int32:
-		return d[:n]
-	case []int16:
-		return d[:n]
-	case []int8:
-		return d[:n]
-	case []uint8:
-		return d[:n]
-	case []uint16:
-		return d[:n]
-	case []uint32:
-		return d[:n]
-	case []uint64:
-		return d[:n]
-	case []bool:
-		return d[:n]
+	d, _, ok := resliced(data, n)
+	if !ok {
+		panic(fmt.Sprintf("backend: unsupported tensor data %T", data))
 	}
-	panic(fmt.Sprintf("backend: unsupported tensor data %T", data))
+	return d
 }
 
 // fullCapacity returns data at its full capacity and that capacity, for
 // the typed slices makeData makes.
-func fullCapacity(data any) (any, int64, bool) {
+func fullCapacity(data any) (any, int64, bool) { return resliced(data, -1) }
+
+// resliced returns data's first n elements (n < 0: all its capacity)
+// and its capacity, false for a slice makeData does not make.
+func resliced(data any, n int64) (any, int64, bool) {
 	switch d := data.(type) {
 	case []float32:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []float64:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []int64:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []int32:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []int16:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []int8:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []uint8:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []uint16:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []uint32:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []uint64:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	case []bool:
-		return d[:cap(d)], int64(cap(d)), true
+		return reslice(d, n)
 	}
 	return nil, 0, false
+}
+
+func reslice[T any](d []T, n int64) (any, int64, bool) {
+	if n < 0 {
+		n = int64(cap(d))
+	}
+	return d[:n], int64(cap(d)), true
 }
 
 // Clipped is t with its data's capacity cut to its elements: handed to a

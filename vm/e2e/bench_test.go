@@ -642,6 +642,24 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 	}
 }
 
+// interleaved runs every one of runs once per iteration of b, in turn,
+// each iteration starting one further on (so that each follows every
+// other as often), and returns the time each took in all.
+func interleaved(b *testing.B, runs []func()) []time.Duration {
+	times := make([]time.Duration, len(runs))
+	turn := 0
+	for b.Loop() {
+		for k := range runs {
+			i := (turn + k) % len(runs)
+			start := time.Now()
+			runs[i]()
+			times[i] += time.Since(start)
+		}
+		turn++
+	}
+	return times
+}
+
 // serveAll runs a document and releases its responses, as a server does
 // once it has written them: their groups' output buffers then hold later
 // groups' outputs (vm/lease.go).

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
@@ -474,17 +473,7 @@ func BenchmarkWorkloadFloor(b *testing.B) {
 				s.ideal()
 				floorRun()
 			}
-			times := make([]time.Duration, len(runs))
-			turn := 0
-			for b.Loop() {
-				for k := range runs {
-					i := (turn + k) % len(runs)
-					start := time.Now()
-					runs[i]()
-					times[i] += time.Since(start)
-				}
-				turn++
-			}
+			times := interleaved(b, runs)
 			perDoc := func(i int) float64 { return times[i].Seconds() * 1e6 / float64(b.N) }
 			b.ReportMetric(perDoc(0), "grouped-us/doc")
 			b.ReportMetric(perDoc(1), "ideal-us/doc")

@@ -187,17 +187,7 @@ func BenchmarkRelease(b *testing.B) {
 					run()
 				}
 			}
-			times := make([]time.Duration, len(runs))
-			turn := 0
-			for b.Loop() {
-				for k := range runs {
-					i := (turn + k) % len(runs)
-					start := time.Now()
-					runs[i]()
-					times[i] += time.Since(start)
-				}
-				turn++
-			}
+			times := interleaved(b, runs)
 			ratio := func(i, j int) float64 { return times[j].Seconds() / times[i].Seconds() }
 			b.ReportMetric(ratio(0, 1), "released/kept")
 			b.ReportMetric(ratio(0, 2), "released/ideal")
