@@ -220,7 +220,11 @@ func TestInspectRunStats(t *testing.T) {
 	if strings.Contains(got, "by input name") {
 		t.Errorf("inspect --stats reports calls by name for a run by port position:\n%s", got)
 	}
+	if strings.Contains(got, "held later groups' outputs") {
+		t.Errorf("inspect --stats reports outputs reused for a run that released no response:\n%s", got)
+	}
 	enc["own_groups"] = 7
+	enc["outputs_reused"] = 5
 	enc["call_by_name"] = "the session takes 3 input(s), the plan gives 2"
 	enc["scheduler"].(map[string]any)["runner_overlap"] = 0.25
 	own := filepath.Join(t.TempDir(), "own.json")
@@ -234,6 +238,7 @@ func TestInspectRunStats(t *testing.T) {
 	for _, want := range []string{
 		"7 groups run by the batches that brought them, not handed to the runner: it started during 25 % of admissions",
 		"groups handed to the session by input name, not by port position (a map per group): the session takes 3 input(s), the plan gives 2",
+		"5 groups' output buffers held later groups' outputs once their responses were released",
 	} {
 		if code != exitOK || !strings.Contains(got, want) {
 			t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
