@@ -392,7 +392,9 @@ func (e *Engine) putRun(r *run) {
 
 // reset empties a run whose outputs the caller has taken.
 func (r *run) reset() {
-	r.letGo() // a failed request's: its response took none
+	if len(r.leases) > 0 {
+		r.letGo() // a failed request's: its response took none
+	}
 	clear(r.vals)
 	r.ctx, r.outputs = nil, nil
 }
