@@ -691,8 +691,21 @@ func (rg *Ragged) findOutputs(m *ir.Module) {
 // request's: the first error fails it; per-item outputs go to Items, in
 // item order. An output on levels the workflow produced that do not count
 // one unit per item stays packed, with its companions, when the request
-// ran as one; split, it fails the request (run/extent).
+// ran as one; split, it fails the request (run/extent). The answer views
+// the parts' outputs: it takes over their leases (lease.go), so that
+// releasing it releases them.
 func (rg *Ragged) Join(resps []Response) Response {
+	out := rg.join(resps)
+	h := absorb(resps) // the answer views the parts' outputs
+	if out.Err != nil {
+		h.release()
+		return out
+	}
+	out.held = h
+	return out
+}
+
+func (rg *Ragged) join(resps []Response) Response {
 	for _, r := range resps {
 		if r.Err != nil {
 			return Response{ID: rg.id, Err: r.Err}

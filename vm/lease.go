@@ -69,6 +69,39 @@ func (h *held) release() {
 	}
 }
 
+// add keeps one more lease.
+func (h *held) add(l *lease) {
+	if h.one == nil {
+		h.one = l
+	} else {
+		h.more = append(h.more, l)
+	}
+}
+
+// absorb moves the leases of parts, the responses one request's answer is
+// made of (its items' plain requests), into one held for that answer
+// (nil where none holds any): the parts are never seen by the caller, and
+// their own Release does nothing after.
+func absorb(parts []Response) *held {
+	var h *held
+	for _, r := range parts {
+		p := r.held
+		if p == nil || !p.done.CompareAndSwap(false, true) {
+			continue
+		}
+		if h == nil {
+			h = new(held)
+		}
+		if p.one != nil {
+			h.add(p.one)
+		}
+		for _, l := range p.more {
+			h.add(l)
+		}
+	}
+	return h
+}
+
 // Release says that the caller reads the response's outputs no more, nor
 // those of any copy of it: the memory they view may then hold the outputs
 // of later requests. A server calls it once it has written the response.

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -9,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/ir"
@@ -197,4 +201,55 @@ func BenchmarkRelease(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// TestReleaseItems: a request given as items, answered from the plain
+// requests its items pack into, holds those parts' group outputs: kept,
+// its items stay as they were while other requests' buffers go round;
+// released (twice), the buffers of its groups are written again.
+func TestReleaseItems(t *testing.T) {
+	f := fixtures.Lookup("ocr_lines")
+	rng := rand.New(rand.NewPCG(7, 3))
+	var reqs []vm.Request
+	for i := range 24 {
+		var items []*backend.Tensor
+		for range 1 + rng.IntN(4) {
+			items = append(items, ocrLine(rng, fixtures.OCRWidths[rng.IntN(len(fixtures.OCRWidths))], fixtures.OCRHeight))
+		}
+		reqs = append(reqs, vm.Request{ID: fmt.Sprint("ocr-", i), Items: map[string][]vm.Item{"line_images": vm.TensorItems(items...)}})
+	}
+	e := vmEngine.start(t, f, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
+	ctx := context.Background()
+	scores := func(r vm.Response) [][]float32 {
+		t.Helper()
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.ID, r.Err)
+		}
+		var out [][]float32
+		for _, it := range r.Items["line_scores"] {
+			out = append(out, slices.Clone(it.Tensor.Float32s()))
+		}
+		return out
+	}
+	reused := func() int64 { return e.Stats().Components[f.Component].OutputsReused }
+	first := runAll(ctx, e, reqs)
+	kept, want := first[0], scores(first[0])
+	for _, r := range first[1:] {
+		r.Release()
+		r.Release()
+	}
+	before := reused()
+	for range 4 {
+		for _, r := range runAll(ctx, e, reqs) {
+			scores(r)
+			r.Release()
+		}
+		if got := scores(kept); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s's items changed while its response was held", kept.ID)
+		}
+	}
+	if reused() <= before {
+		t.Errorf("no group's outputs were reused once items requests were released")
+	}
+	kept.Release()
 }
