@@ -338,9 +338,8 @@ func (g *grouper) putAdmission(sc *admission) {
 	g.admissions.Put(sc)
 }
 
-// result is a submission's outputs: its one share, with the lease of the
-// group outputs it views, or its chunks' merged (whose leases are never
-// let go of: see grouper.submit).
+// result is a submission's outputs, with the lease of the group outputs
+// they view: its one share, or its chunks' merged.
 func (sub *submission) result(g *grouper) (outputs, *lease, error) {
 	if sub.err != nil {
 		return nil, nil, sub.err
@@ -353,17 +352,18 @@ func (sub *submission) result(g *grouper) (outputs, *lease, error) {
 		return res.outs, res.lease, res.err
 	}
 	shares := make([]map[string]*backend.Tensor, len(sub.ps))
+	leases := make([]*lease, len(sub.ps))
 	for k, p := range sub.ps {
 		if p.res.err != nil {
 			return nil, nil, p.res.err
 		}
-		shares[k] = g.spec.outMap(p.res.outs)
+		shares[k], leases[k] = g.spec.outMap(p.res.outs), p.res.lease
 	}
 	merged, err := g.spec.merge(shares, g.copies)
 	if err != nil {
 		return nil, nil, err
 	}
-	return g.spec.outSlice(merged), nil, nil
+	return g.spec.outSlice(merged), g.spec.mergedLease(leases), nil
 }
 
 // results binds an invoke's outputs to the values its step defines, each

@@ -199,8 +199,6 @@ func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env valu
 // submit runs an item: alone when it fits every budget (queued with l's
 // entry), else split into chunks across invocations; an item no split can
 // fit is refused at once. reuse reports whether l may be pooled again.
-// Chunks' merged outputs may pass a chunk's view through (a broadcast
-// output), so their groups' leases are never let go of.
 func (g *grouper) submit(ctx context.Context, it *item, l *lone) (s share, reuse bool) {
 	if it.empty() {
 		outs, err := g.answerEmpty(it)
@@ -213,11 +211,11 @@ func (g *grouper) submit(ctx context.Context, it *item, l *lone) (s share, reuse
 	if err != nil {
 		return share{err: err}, true
 	}
-	merged, err := g.submitChunks(ctx, chunks)
+	merged, lease, err := g.submitChunks(ctx, chunks)
 	if err != nil {
 		return share{err: err}, false
 	}
-	return share{outs: g.spec.outSlice(merged)}, false
+	return share{outs: g.spec.outSlice(merged), lease: lease}, false
 }
 
 // answerEmpty answers an item of zero units (a request with no image, no
@@ -257,13 +255,8 @@ func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, re
 	return p.waitShare()
 }
 
-// wait blocks until the item's share is ready or its request is cancelled.
-func (p *pending) wait() (outputs, error) {
-	s, _ := p.waitShare()
-	return s.outs, s.err
-}
-
-// waitShare is wait, reporting whether the share was received (false: the
+// waitShare blocks until the item's share is ready or its request is
+// cancelled, reporting whether the share was received (false: the
 // request was cancelled first, and a runner may still answer it).
 func (p *pending) waitShare() (share, bool) {
 	cancelled := p.ctx.Done()

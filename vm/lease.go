@@ -1,9 +1,11 @@
 package vm
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/plan"
 )
 
 // Outputs given back.
@@ -25,6 +27,10 @@ type lease struct {
 	rec   backend.Recycler
 	stats *counter
 	outs  []*backend.Tensor
+	// parts, where set, are the leases of a request's chunks (one item
+	// split across groups): the merged outputs may view any of them, so
+	// letting go of the request's share lets go of them all.
+	parts []*lease
 }
 
 // newLease is the lease of a group's outputs (by plan output) for its n
@@ -43,12 +49,54 @@ func newLease(rec backend.Recycler, stats *counter, outs outputs, n int) *lease 
 	return l
 }
 
+// compose is the lease of a request's share merged from its chunks'
+// shares (leases: theirs, nil where a chunk holds none), nil where none
+// holds any.
+func compose(leases []*lease) *lease {
+	var parts []*lease
+	for _, l := range leases {
+		if l != nil {
+			parts = append(parts, l)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return parts[0]
+	}
+	l := &lease{parts: parts}
+	l.refs.Store(1)
+	return l
+}
+
+// mergedLease is the lease a request's share merged from its chunks'
+// shares holds: none where the merge copied every output (the chunks'
+// leases are let go of at once), all of the chunks' where a broadcast
+// output passes one chunk's through.
+func (s *componentSpec) mergedLease(leases []*lease) *lease {
+	if !slices.ContainsFunc(s.gp.Outputs, func(o plan.Port) bool { return o.Split == plan.SplitBroadcast }) {
+		for _, l := range leases {
+			l.drop()
+		}
+		return nil
+	}
+	return compose(leases)
+}
+
 // drop is one request letting go of the group's outputs.
 func (l *lease) drop() {
-	if l != nil && l.refs.Add(-1) == 0 {
-		l.rec.Recycle(l.outs)
-		l.stats.reused()
+	if l == nil || l.refs.Add(-1) != 0 {
+		return
 	}
+	if l.parts != nil {
+		for _, p := range l.parts {
+			p.drop()
+		}
+		return
+	}
+	l.rec.Recycle(l.outs)
+	l.stats.reused()
 }
 
 // held is what a response holds of its groups' outputs: the leases of

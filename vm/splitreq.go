@@ -129,25 +129,31 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 }
 
 // submitChunks runs the chunks (each may join a group of its own) and
-// concatenates their shares in order.
-func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*backend.Tensor, error) {
+// concatenates their shares in order, with the lease of the group outputs
+// the merged ones may view.
+func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*backend.Tensor, *lease, error) {
 	now := time.Now()
 	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
 		ps[i] = &pending{ctx: ctx, it: c, done: make(chan share, 1), queued: now}
 	}
 	if err := g.enqueue(ps...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	shares := make([]map[string]*backend.Tensor, len(chunks))
+	leases := make([]*lease, len(chunks))
 	for i, p := range ps {
-		s, err := p.wait()
-		if err != nil {
-			return nil, err
+		s, _ := p.waitShare()
+		if s.err != nil {
+			return nil, nil, s.err
 		}
-		shares[i] = g.spec.outMap(s)
+		shares[i], leases[i] = g.spec.outMap(s.outs), s.lease
 	}
-	return g.spec.merge(shares, g.copies)
+	merged, err := g.spec.merge(shares, g.copies)
+	if err != nil {
+		return nil, nil, err
+	}
+	return merged, g.spec.mergedLease(leases), nil
 }
 
 // merge concatenates chunk shares: packed payloads and lengths along axis

@@ -253,3 +253,51 @@ func TestReleaseItems(t *testing.T) {
 	}
 	kept.Release()
 }
+
+// TestReleaseSplitRequest: a request over a budget runs as chunks in
+// several groups, whose shares are merged by copy (the image encoder has
+// no broadcast output): the chunks' group outputs are given back as soon
+// as they are merged, and the merged outputs, kept, stay as they were
+// while other requests' buffers go round.
+func TestReleaseSplitRequest(t *testing.T) {
+	f := fixtures.Lookup("image_padded")
+	rng := rand.New(rand.NewPCG(6, 6))
+	big := fixtures.ImagePadded(rng, "20 images", 20) // over the 16-image budget
+	other := fixtures.ImagePadded(rng, "20 others", 20)
+	e := vmEngine.start(t, f, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
+	ctx := context.Background()
+	embeddings := func(r vm.Response) []float32 {
+		t.Helper()
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.ID, r.Err)
+		}
+		return slices.Clone(r.Outputs.Get("embeddings").Float32s())
+	}
+	reused := func() int64 { return e.Stats().Components[f.Component].OutputsReused }
+	for _, run := range []struct {
+		name string
+		run  func(vm.Request) vm.Response
+	}{
+		{"Run", func(r vm.Request) vm.Response { return e.Run(ctx, r) }},
+		{"RunAll", func(r vm.Request) vm.Response { return runAll(ctx, e, []vm.Request{r})[0] }},
+	} {
+		kept := run.run(big)
+		want := embeddings(kept)
+		before := reused()
+		for range 4 {
+			r := run.run(other) // other values, written over buffers given back
+			embeddings(r)
+			r.Release()
+			if got := embeddings(kept); !slices.Equal(got, want) {
+				t.Fatalf("%s: the split request's outputs changed while its response was held", run.name)
+			}
+		}
+		if reused() <= before {
+			t.Errorf("%s: no group's outputs were reused once split requests were released", run.name)
+		}
+		kept.Release()
+	}
+	if n := e.Stats().Components[f.Component].Invocations; n < 2 {
+		t.Fatalf("the request over a budget ran in %d invocation(s)", n)
+	}
+}
