@@ -142,7 +142,7 @@ func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, pro
 		return nil, grpcError(err)
 	}
 	resp := g.s.infer(ctx, md, protocol, req, timeout)
-	keep(ctx, resp) // released at the call's end (release.go)
+	defer keep(ctx, resp) // released at the call's end (release.go)
 	if resp.Err != nil {
 		return nil, grpcError(resp.Err)
 	}

@@ -39,7 +39,8 @@ type heldResponse struct {
 	done bool
 }
 
-// keep makes resp the call's response, released at the call's end; a
+// keep makes resp the call's response, released at the call's end (or at
+// once where the call has ended, once its handler is done with it); a
 // call without a heldResponse (a stream's) keeps nothing.
 func keep(ctx context.Context, resp vm.Response) {
 	h, _ := ctx.Value(heldKey{}).(*heldResponse)

@@ -151,8 +151,10 @@ func absorb(parts []Response) *held {
 }
 
 // Release says that the caller reads the response's outputs no more, nor
-// those of any copy of it: the memory they view may then hold the outputs
-// of later requests. A server calls it once it has written the response.
+// those of any copy of it, nor anything made from them without a copy
+// (a view, Engine.Compact's reslice): the memory they view may then hold
+// the outputs of later requests. A server calls it once it has written
+// the response.
 // Releasing a response (or a copy of it) again does nothing; a response
 // never released stays valid.
 func (r Response) Release() { r.held.release() }
