@@ -127,22 +127,32 @@ func paramValue(p *oippb.InferParameter) any {
 }
 
 func (g *grpcService) ModelInfer(ctx context.Context, r *oippb.ModelInferRequest) (*oippb.ModelInferResponse, error) {
-	return g.infer(ctx, r, "grpc")
+	out, resp, err := g.infer(ctx, r, "grpc")
+	keep(ctx, resp) // released at the call's end (release.go)
+	return out, err
 }
 
-// infer answers one request, or fails with its status.
-func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, protocol string) (*oippb.ModelInferResponse, error) {
+// infer answers one request, or fails with its status. Its message views
+// the engine's response (returned too), which the caller releases once
+// the message is sent.
+func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, protocol string) (*oippb.ModelInferResponse, vm.Response, error) {
 	md, err := g.model(r.ModelName, r.ModelVersion)
 	if err != nil {
-		return nil, err
+		return nil, vm.Response{}, err
 	}
 	req, timeout, err := decodeGRPC(md, r)
 	if err != nil {
 		g.s.refused(md, protocol, err)
-		return nil, grpcError(err)
+		return nil, vm.Response{}, grpcError(err)
 	}
 	resp := g.s.infer(ctx, md, protocol, req, timeout)
-	defer keep(ctx, resp) // released at the call's end (release.go)
+	out, err := message(md, r, resp)
+	return out, resp, err
+}
+
+// message is the ModelInferResponse of r's engine response, or the status
+// it failed with.
+func message(md *Model, r *oippb.ModelInferRequest, resp vm.Response) (*oippb.ModelInferResponse, error) {
 	if resp.Err != nil {
 		return nil, grpcError(resp.Err)
 	}
@@ -214,13 +224,16 @@ func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStream
 		sendErr error
 	)
 	answer := func(r *oippb.ModelInferRequest) {
-		resp := g.streamAnswer(ctx, r)
+		msg, resp := g.streamAnswer(ctx, r)
+		// Send encodes the message before it returns, so the outputs it
+		// views are released then (release.go).
+		defer resp.Release()
 		sendMu.Lock()
 		defer sendMu.Unlock()
 		if sendErr != nil {
 			return
 		}
-		if sendErr = st.Send(resp); sendErr != nil {
+		if sendErr = st.Send(msg); sendErr != nil {
 			cancel() // the client is gone: its other requests need no answer
 		}
 	}
@@ -277,16 +290,17 @@ func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStream
 	}
 }
 
-// streamAnswer is a stream's answer to one request.
-func (g *grpcService) streamAnswer(ctx context.Context, r *oippb.ModelInferRequest) *oippb.ModelStreamInferResponse {
-	out, err := g.infer(ctx, r, "grpc_stream")
+// streamAnswer is a stream's answer to one request, and the engine
+// response it views.
+func (g *grpcService) streamAnswer(ctx context.Context, r *oippb.ModelInferRequest) (*oippb.ModelStreamInferResponse, vm.Response) {
+	out, resp, err := g.infer(ctx, r, "grpc_stream")
 	if err != nil {
 		return &oippb.ModelStreamInferResponse{
 			ErrorMessage:  status.Convert(err).Message(),
 			InferResponse: &oippb.ModelInferResponse{ModelName: r.ModelName, ModelVersion: r.ModelVersion, Id: r.Id},
-		}
+		}, resp
 	}
-	return &oippb.ModelStreamInferResponse{InferResponse: out}
+	return &oippb.ModelStreamInferResponse{InferResponse: out}, resp
 }
 
 func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duration, error) {

@@ -20,10 +20,13 @@ import (
 // aliases it), and grpc-go may read a message after the handler returns
 // it, stats handlers even after it is sent: a unary call's response is
 // released at the call's end (releaseAtEnd, a stats handler), when
-// nothing reads it any more. A stream's responses are not released (its
-// end may be hours away, and holding every response until then would
-// keep what the collector could free): their buffers are left to the
-// collector, as a response never released always is.
+// nothing reads it any more. A stream's messages are sent by the handler
+// itself, and Send encodes a message (copying the outputs' memory into
+// the frame it writes) and tells the stats handlers of it before it
+// returns: each is released as its Send returns (ModelStreamInfer). A
+// stream's end may be hours away: holding its responses until then, as a
+// unary call's are, would keep every buffer they view. (grpc.EnableTracing,
+// whose traces would read messages later, stays off: genaic never sets it.)
 
 // releaseAtEnd releases the engine response of every ModelInfer call
 // when the call ends.
@@ -41,7 +44,7 @@ type heldResponse struct {
 
 // keep makes resp the call's response, released at the call's end (or at
 // once where the call has ended, once its handler is done with it); a
-// call without a heldResponse (a stream's) keeps nothing.
+// call without a heldResponse keeps nothing.
 func keep(ctx context.Context, resp vm.Response) {
 	h, _ := ctx.Value(heldKey{}).(*heldResponse)
 	if h == nil {

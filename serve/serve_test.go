@@ -387,13 +387,13 @@ func grpcOutputs(r *oippb.ModelInferResponse) (map[string]*backend.Tensor, error
 	return out, nil
 }
 
-func grpcClient(t testing.TB, s *Server) oippb.GRPCInferenceServiceClient {
+func grpcClient(t testing.TB, s *Server, opts ...grpc.ServerOption) oippb.GRPCInferenceServiceClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := s.NewGRPCServer()
+	g := s.NewGRPCServer(opts...)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

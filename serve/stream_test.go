@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 
@@ -79,23 +80,39 @@ func streamGoroutinesGone(t *testing.T) {
 	t.Errorf("a goroutine of an ended stream is still there:\n%s", left)
 }
 
+// slowSend waits a little before it sends each message.
+type slowSend struct{ grpc.ServerStream }
+
+func (s slowSend) SendMsg(m any) error {
+	time.Sleep(time.Millisecond)
+	return s.ServerStream.SendMsg(m)
+}
+
 // TestStreamInfer: one stream carries 120 requests of the image package
 // (raw and typed contents alternating) and three bad ones; each is
 // answered once, by id: the good ones as the solo engine answers them, the
 // bad ones with the rule's message while the stream goes on; the stream
 // ends cleanly once the client has closed its side, and the requests are
-// counted under grpc_stream. (That a stream's requests group is shown by
+// counted under grpc_stream; the groups' output buffers are written again
+// once their answers are sent. (That a stream's requests group is shown by
 // TestStreamBackpressure, where they wait behind a held worker.)
 func TestStreamInfer(t *testing.T) {
 	s := newServer(t, Config{Repo: repo(t, "image_padded"), Defaults: ModelConfig{MaxDelay: delay(20 * time.Millisecond)}})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	c := grpcClient(t, s)
+	// Each message waits a little before it is encoded, so that a
+	// response released before its Send returned would have its buffers
+	// written by later groups while its message still views them.
+	c := grpcClient(t, s, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		return h(srv, slowSend{ss})
+	}))
 	reqs, err := readRequests(s.model("image_padded").Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := solo(t, s, "image_padded", engine.Options{})
+	reused := func() int64 { return s.Engine("image_padded").Stats().Components["encoder"].OutputsReused }
+	reusedBefore := reused()
 	const good = 120
 	var send []*oippb.ModelInferRequest
 	want := map[string]vm.Request{}
@@ -155,6 +172,11 @@ func TestStreamInfer(t *testing.T) {
 		case len(a.InferResponse.Outputs) != 0:
 			t.Errorf("%s failed but has outputs", id)
 		}
+	}
+	// Every answer was right while the groups' buffers were written
+	// again, each response released as its message was sent.
+	if n := reused(); n <= reusedBefore {
+		t.Errorf("no group's output buffers were reused after their answers were sent (%d, %d before the stream)", n, reusedBefore)
 	}
 	streamGoroutinesGone(t)
 	// The unknown model's request is counted nowhere: it names no model.
