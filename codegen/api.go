@@ -117,7 +117,7 @@ func (g *gen) requests(f *jen.File) {
 		jen.If(jen.Err().Op(":=").Qual(genrtPath, "Unexpected").Call(jen.Id("r").Dot("Inputs"), jen.Id("inputNames").Op("...")), jen.Err().Op("!=").Nil()).Block(fail()),
 		jen.List(jen.Id("resp"), jen.Err()).Op(":=").Add(ex()).Dot("run").Call(jen.Id("ctx"), jen.Id("req")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(fail()),
-		jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Outputs").Op(":").Id("resp").Dot("outputs").Call())),
+		jen.Return(jen.Id("resp").Dot("held").Dot("Respond").Call(jen.Id("r").Dot("ID"), jen.Id("resp").Dot("outputs").Call())),
 	)
 	g.check(f)
 	g.runItems(f)
@@ -178,7 +178,12 @@ func (g *gen) types(f *jen.File) {
 		vals = append(vals, jen.Id("r").Dot(field))
 	}
 	fields = append(fields, g.itemsOutputFields()...)
+	fields = append(fields, jen.Line())
+	fields = append(fields, comments(8, "held holds the group outputs the response's tensors view.")...)
+	fields = append(fields, jen.Id("held").Qual(vmPath, "Holding"))
 	f.Type().Id("Response").Struct(fields...)
+	doc(f, "Release says that the response's tensors, and anything made from them without a copy, are read no more: the engine may then write later requests' outputs into the memory they view. Releasing again does nothing; a response never released stays valid.")
+	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("Release").Params().Block(jen.Id("r").Dot("held").Dot("Release").Call())
 	doc(f, "outputNames are the workflow's outputs, as the VM's responses name them.")
 	f.Var().Id("outputNames").Op("=").Qual(vmPath, "NewOutputNames").Call(names...)
 	doc(f, "outputs returns the emitted outputs by name, as the VM's responses hold them.")

@@ -1,8 +1,8 @@
 // Package codegen writes executors: Go packages that run the workflow of a
 // compiled plan as straight-line Go, with typed request and response
 // structs, on the VM's runtime (DESIGN §7). An executor embeds its plan and
-// calls vm.Engine.Invoke for every invoke, so grouping, admission and
-// splitting are the VM's own; what it leaves out is the interpretation of
+// calls vm.Engine.InvokeHolding for every invoke, so grouping, admission
+// and splitting are the VM's own; what it leaves out is the interpretation of
 // the workflow at run time.
 //
 // The output is deterministic and gofmt-clean, and its header names the
@@ -149,7 +149,7 @@ func newGen(f *plan.File, m *ir.Module, cfg Config) *gen {
 			g.optional[i.Name] = true
 		}
 	}
-	out := newNamer()
+	out := newNamer("Release") // Response's method
 	for _, o := range m.Outputs {
 		g.outFields[o.Name] = out.claim(identifier(o.Name, true))
 	}

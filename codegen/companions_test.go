@@ -18,7 +18,7 @@ func TestUngroupedInvokePassesCompanions(t *testing.T) {
 		src += string(f.Data)
 	}
 	// The call runs to the line that checks its error.
-	call := regexp.MustCompile(`(?s)Invoke\(ctx, \d+, "audio_preprocess", .*?\n\s*if err != nil`).FindString(src)
+	call := regexp.MustCompile(`(?s)InvokeHolding\(ctx, \d+, "audio_preprocess", .*?\n\s*if err != nil`).FindString(src)
 	if call == "" {
 		t.Fatalf("no invoke of audio_preprocess in the generated executor")
 	}

@@ -173,7 +173,10 @@ func (g *gen) runItems(f *jen.File) {
 			out[jen.Id(items)] = jen.Qual(vmPath, "Tensors").Call(jen.Id("resp").Dot("Items").Index(jen.Lit(o.Name)))
 		}
 	}
-	body = append(body, jen.Return(jen.Op("&").Id("Response").Values(out), jen.Nil()))
+	body = append(body,
+		jen.Id("typed").Op(":=").Op("&").Id("Response").Values(out),
+		jen.Id("typed").Dot("held").Dot("Take").Call(jen.Id("resp")),
+		jen.Return(jen.Id("typed"), jen.Nil()))
 	doc(f, "hasItems reports whether a request gives an input as items.")
 	f.Func().Params(jen.Id("req").Op("*").Id("Request")).Id("hasItems").Params().Bool().Block(jen.Return(anyItems))
 	doc(f, "runItems runs a request that gives inputs as items: by input name, as RunRequest takes it, which packs the items, derives their companions, and answers per item.")

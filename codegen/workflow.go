@@ -71,8 +71,11 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 	// Its callers count the request while it runs (Begin and End, or
 	// vm.Engine.RunBatchWith), so that a group may wait for it to arrive
 	// rather than judge from arrival rates.
+	// A request that fails lets go of the group outputs it holds.
 	stmts := []jen.Code{
 		jen.Id("resp").Op(":=").Op("&").Id("Response").Values(),
+		jen.Comment("A failed request's outputs are read no more."),
+		jen.Defer().Func().Params().Block(jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("resp").Dot("Release").Call())).Call(),
 	}
 	if len(defs) > 0 {
 		stmts = append(stmts, jen.Var().Defs(defs...))
@@ -85,7 +88,7 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 	}
 	out = append(out, jen.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("run").
 		Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
-		Params(jen.Op("*").Id("Response"), jen.Error()).Block(stmts...))
+		Params(jen.Id("_").Op("*").Id("Response"), jen.Err().Error()).Block(stmts...))
 	return out
 }
 
@@ -266,7 +269,10 @@ func (p *pass) invoke(s *ir.Step) ([]jen.Code, error) {
 	}
 	// The step's location in the plan's IR locates the errors of this
 	// invoke, as the interpreter locates them.
-	call := jen.Id("ex").Dot("engine").Dot("Invoke").Call(jen.Id("ctx"), jen.Lit(int(s.Loc)), jen.Lit(comp), tensors(args), values)
+	// The response holds the group outputs the results view, until its
+	// caller releases it.
+	call := jen.Id("ex").Dot("engine").Dot("InvokeHolding").Call(jen.Id("ctx"), jen.Lit(int(s.Loc)), jen.Lit(comp), tensors(args), values,
+		jen.Op("&").Id("resp").Dot("held"))
 	p.checked = false
 	if len(s.Results) == 0 {
 		return append(code, jen.If(jen.List(jen.Id("_"), jen.Err()).Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(retErr())), nil

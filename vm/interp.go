@@ -236,6 +236,28 @@ func (e *Engine) Invoke(ctx context.Context, step ir.Loc, component string, args
 	return e.invokeAt(ctx, step, component, args, valueMap(values))
 }
 
+// InvokeHolding is Invoke for a caller that says when the outputs are
+// read no more: the group outputs they view are held by into (where not
+// nil), whose Release (or that of the Response it makes) lets the engine
+// write later groups' outputs into them. Generated executors call it.
+func (e *Engine) InvokeHolding(ctx context.Context, step ir.Loc, component string, args, values map[string]*backend.Tensor, into *Holding) (map[string]*backend.Tensor, error) {
+	if !e.openEnded.Load() {
+		e.openEnded.Store(true)
+	}
+	g := e.groupers[component]
+	if g == nil || into == nil {
+		return e.invokeAt(ctx, step, component, args, valueMap(values))
+	}
+	outs, l, err := g.runAlone(ctx, g.spec.args(args), valueMap(values))
+	if err != nil {
+		return nil, backend.Located(err, e.m.Location(step))
+	}
+	if l != nil {
+		into.h.add(l)
+	}
+	return g.spec.outMap(outs), nil
+}
+
 // invokeAt is Invoke for the interpreter, whose requests the engine counts.
 func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, error) {
 	outs, err := e.invoke(ctx, component, args, env)

@@ -133,21 +133,31 @@ func (h *held) add(l *lease) {
 func absorb(parts []Response) *held {
 	var h *held
 	for _, r := range parts {
-		p := r.held
-		if p == nil || !p.done.CompareAndSwap(false, true) {
+		if r.held == nil {
 			continue
 		}
 		if h == nil {
 			h = new(held)
 		}
-		if p.one != nil {
-			h.add(p.one)
-		}
-		for _, l := range p.more {
-			h.add(l)
-		}
+		h.take(r.held)
+	}
+	if h != nil && h.one == nil {
+		return nil // every part was released before
 	}
 	return h
+}
+
+// take moves p's leases into h, unless p was released or taken before.
+func (h *held) take(p *held) {
+	if p == nil || p == h || !p.done.CompareAndSwap(false, true) {
+		return
+	}
+	if p.one != nil {
+		h.add(p.one)
+	}
+	for _, l := range p.more {
+		h.add(l)
+	}
 }
 
 // Release says that the caller reads the response's outputs no more, nor
@@ -158,6 +168,29 @@ func absorb(parts []Response) *held {
 // Releasing a response (or a copy of it) again does nothing; a response
 // never released stays valid.
 func (r Response) Release() { r.held.release() }
+
+// Holding is what a request run outside the interpreter (a generated
+// executor's) holds of its groups' output buffers: each InvokeHolding
+// adds its share's, and Take a response's. Release lets go of them, once;
+// Respond makes a Response that holds them instead, for a caller that
+// releases that.
+// A Holding is one request's, used by one goroutine at a time, and not
+// copied once used.
+type Holding struct{ h held }
+
+// Release says that the outputs of the request's invocations, and
+// everything made from them without a copy, are read no more (as
+// Response.Release does for a response). Releasing again does nothing.
+func (h *Holding) Release() { h.h.release() }
+
+// Respond is the request's response, holding what h holds: releasing
+// either releases both.
+func (h *Holding) Respond(id string, outs Outputs) Response {
+	return Response{ID: id, Outputs: outs, held: &h.h}
+}
+
+// Take moves what r holds into h: r's own Release does nothing after.
+func (h *Holding) Take(r Response) { h.h.take(r.held) }
 
 // hold keeps the lease of a share the run took.
 func (r *run) hold(l *lease) {

@@ -5,10 +5,11 @@
 // word for word.
 //
 // A generated executor runs its workflow as straight-line Go; every invoke
-// goes through vm.Engine.Invoke, so admission, grouping and splitting are
-// the VM's own. This package holds the few pieces of the interpreter that
-// straight-line code still needs (a branch key, a loop's continue test) so
-// that an executor and the VM answer every request alike.
+// goes through vm.Engine.InvokeHolding, so admission, grouping and
+// splitting are the VM's own. This package holds the few pieces of the
+// interpreter that straight-line code still needs (a branch key, a loop's
+// continue test) so that an executor and the VM answer every request
+// alike.
 package genrt
 
 import (

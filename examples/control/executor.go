@@ -172,6 +172,17 @@ type Response struct {
 	// the request's items, when the request gave its input as items;
 	// Scaled and the companions of its levels are then nil.
 	ScaledItems []*backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -269,7 +280,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -370,7 +381,7 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	return &Response{
+	typed := &Response{
 		ItemOffsets: resp.Outputs.Get("item_offsets"),
 		ItemOwner:   resp.Outputs.Get("item_owner"),
 		Merged:      resp.Outputs.Get("merged"),
@@ -378,13 +389,21 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		Scaled:      resp.Outputs.Get("scaled"),
 		ScaledItems: vm.Tensors(resp.Items["scaled"]),
 		Y:           resp.Outputs.Get("y"),
-	}, nil
+	}
+	typed.held.Take(resp)
+	return typed, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		mode        = req.Mode
 		x           = req.X
@@ -422,7 +441,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	case "0":
 		// invoke double (inference_metadata.yaml:144:11,
 		// pipeline.workflow.steps[0].cases.0)
-		outs, err := ex.engine.Invoke(ctx, 173, "double", map[string]*backend.Tensor{"a": x}, nil)
+		outs, err := ex.engine.InvokeHolding(ctx, 173, "double", map[string]*backend.Tensor{"a": x}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -438,10 +457,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		if bias == nil {
 			return nil, genrt.NoValue("bias")
 		}
-		outs2, err := ex.engine.Invoke(ctx, 178, "add", map[string]*backend.Tensor{
+		outs2, err := ex.engine.InvokeHolding(ctx, 178, "add", map[string]*backend.Tensor{
 			"a": x,
 			"b": bias,
-		}, nil)
+		}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -452,7 +471,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	default:
 		// invoke double (inference_metadata.yaml:149:9,
 		// pipeline.workflow.steps[0].default)
-		outs3, err := ex.engine.Invoke(ctx, 183, "double", map[string]*backend.Tensor{"a": x}, nil)
+		outs3, err := ex.engine.InvokeHolding(ctx, 183, "double", map[string]*backend.Tensor{"a": x}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -480,10 +499,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, backend.ContextError(err)
 		}
-		outs4, err := ex.engine.Invoke(ctx, 194, "add", map[string]*backend.Tensor{
+		outs4, err := ex.engine.InvokeHolding(ctx, 194, "add", map[string]*backend.Tensor{
 			"a": x,
 			"b": hint,
-		}, nil)
+		}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -497,7 +516,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, backend.ContextError(err)
 		}
-		outs5, err := ex.engine.Invoke(ctx, 199, "double", map[string]*backend.Tensor{"a": x}, nil)
+		outs5, err := ex.engine.InvokeHolding(ctx, 199, "double", map[string]*backend.Tensor{"a": x}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -520,7 +539,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs6, err := ex.engine.Invoke(ctx, 209, "double", map[string]*backend.Tensor{"a": chosen}, nil)
+	outs6, err := ex.engine.InvokeHolding(ctx, 209, "double", map[string]*backend.Tensor{"a": chosen}, nil, &resp.held)
 	if err != nil {
 		return nil, err
 	}
@@ -534,10 +553,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, backend.ContextError(err)
 		}
-		outs7, err := ex.engine.Invoke(ctx, 214, "add", map[string]*backend.Tensor{
+		outs7, err := ex.engine.InvokeHolding(ctx, 214, "add", map[string]*backend.Tensor{
 			"a": acc,
 			"b": primed,
-		}, nil)
+		}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -550,10 +569,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, backend.ContextError(err)
 		}
-		outs8, err := ex.engine.Invoke(ctx, 219, "step", map[string]*backend.Tensor{
+		outs8, err := ex.engine.InvokeHolding(ctx, 219, "step", map[string]*backend.Tensor{
 			"a": summed,
 			"n": i,
-		}, nil)
+		}, nil, &resp.held)
 		if err != nil {
 			return nil, err
 		}
@@ -588,10 +607,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 
 	// invoke scale (inference_metadata.yaml:174:9,
 	// pipeline.workflow.steps[5])
-	outs9, err := ex.engine.Invoke(ctx, 237, "scale", map[string]*backend.Tensor{"items": items}, map[string]*backend.Tensor{
+	outs9, err := ex.engine.InvokeHolding(ctx, 237, "scale", map[string]*backend.Tensor{"items": items}, map[string]*backend.Tensor{
 		"item_offsets": itemOffsets,
 		"item_owner":   itemOwner,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}

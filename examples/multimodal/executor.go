@@ -230,6 +230,17 @@ type Response struct {
 	// the request's items, when the request gave its input as items;
 	// SegEmb and the companions of its levels are then nil.
 	SegEmbItems []*backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -333,7 +344,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -495,7 +506,7 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	return &Response{
+	typed := &Response{
 		ClipEmb:       resp.Outputs.Get("clip_emb"),
 		ClipEmbItems:  vm.Tensors(resp.Items["clip_emb"]),
 		ClipOff:       resp.Outputs.Get("clip_off"),
@@ -508,13 +519,21 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		SegEmbItems:   vm.Tensors(resp.Items["seg_emb"]),
 		SegOff:        resp.Outputs.Get("seg_off"),
 		SegOwn:        resp.Outputs.Get("seg_own"),
-	}, nil
+	}
+	typed.held.Take(resp)
+	return typed, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		px       = req.Px
 		pxLen    = req.PxLen
@@ -538,13 +557,13 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 231, "image", map[string]*backend.Tensor{
+	outs, err := ex.engine.InvokeHolding(ctx, 231, "image", map[string]*backend.Tensor{
 		"px":     px,
 		"px_len": pxLen,
 	}, map[string]*backend.Tensor{
 		"img_off": imgOff,
 		"img_own": imgOwn,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}
@@ -556,14 +575,14 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs2, err := ex.engine.Invoke(ctx, 236, "video", map[string]*backend.Tensor{
+	outs2, err := ex.engine.InvokeHolding(ctx, 236, "video", map[string]*backend.Tensor{
 		"frame_off": frameOff,
 		"frames":    frames,
 	}, map[string]*backend.Tensor{
 		"clip_off":  clipOff,
 		"clip_own":  clipOwn,
 		"frame_own": frameOwn,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}
@@ -575,14 +594,14 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs3, err := ex.engine.Invoke(ctx, 241, "text", map[string]*backend.Tensor{
+	outs3, err := ex.engine.InvokeHolding(ctx, 241, "text", map[string]*backend.Tensor{
 		"tok_off": tokOff,
 		"tokens":  tokens,
 	}, map[string]*backend.Tensor{
 		"seg_off": segOff,
 		"seg_own": segOwn,
 		"tok_own": tokOwn,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}

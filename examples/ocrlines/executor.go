@@ -144,6 +144,17 @@ type Response struct {
 	// order of the request's items, when the request gave its input as
 	// items; LineScores and the companions of its levels are then nil.
 	LineScoresItems []*backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -237,7 +248,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -303,18 +314,26 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	return &Response{
+	typed := &Response{
 		LineOffsets:     resp.Outputs.Get("line_offsets"),
 		LineOwner:       resp.Outputs.Get("line_owner"),
 		LineScores:      resp.Outputs.Get("line_scores"),
 		LineScoresItems: vm.Tensors(resp.Items["line_scores"]),
-	}, nil
+	}
+	typed.held.Take(resp)
+	return typed, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		lineImages  = req.LineImages
 		lineWidths  = req.LineWidths
@@ -327,12 +346,12 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 92, "recognizer", map[string]*backend.Tensor{
+	outs, err := ex.engine.InvokeHolding(ctx, 92, "recognizer", map[string]*backend.Tensor{
 		"line_images":  lineImages,
 		"line_offsets": lineOffsets,
 		"line_owner":   lineOwner,
 		"line_widths":  lineWidths,
-	}, nil)
+	}, nil, &resp.held)
 	if err != nil {
 		return nil, err
 	}

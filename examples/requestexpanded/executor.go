@@ -119,6 +119,17 @@ type Response struct {
 	// Noise is workflow output `noise`: float32 [expanded_rows,
 	// channels], request_expanded on axis 0 (2 rows per request).
 	Noise *backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -207,7 +218,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -231,8 +242,14 @@ func (ex *Executor) check(req *Request) error {
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		latents       = req.Latents
 		guidanceScale = req.GuidanceScale
@@ -244,10 +261,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 54, "denoiser", map[string]*backend.Tensor{
+	outs, err := ex.engine.InvokeHolding(ctx, 54, "denoiser", map[string]*backend.Tensor{
 		"guidance_scale": guidanceScale,
 		"latents":        latents,
-	}, nil)
+	}, nil, &resp.held)
 	if err != nil {
 		return nil, err
 	}

@@ -110,6 +110,17 @@ type Response struct {
 	// Scores is workflow output `scores`: float32 [batch, width],
 	// request_aligned on axis 0 (one row per request).
 	Scores *backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -195,7 +206,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -213,8 +224,14 @@ func (ex *Executor) check(req *Request) error {
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		features   = req.Features
 		stepScores *backend.Tensor
@@ -224,7 +241,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 28, "scorer", map[string]*backend.Tensor{"features": features}, nil)
+	outs, err := ex.engine.InvokeHolding(ctx, 28, "scorer", map[string]*backend.Tensor{"features": features}, nil, &resp.held)
 	if err != nil {
 		return nil, err
 	}

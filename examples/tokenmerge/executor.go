@@ -159,6 +159,17 @@ type Response struct {
 	// produces its levels: where they count other units than the items,
 	// the output stays packed instead.
 	MergedItems []*backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -253,7 +264,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -328,20 +339,28 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	return &Response{
+	typed := &Response{
 		Merged:         resp.Outputs.Get("merged"),
 		MergedItems:    vm.Tensors(resp.Items["merged"]),
 		MergedOffsets:  resp.Outputs.Get("merged_offsets"),
 		MergedOwner:    resp.Outputs.Get("merged_owner"),
 		SegmentOffsets: resp.Outputs.Get("segment_offsets"),
 		SegmentOwner:   resp.Outputs.Get("segment_owner"),
-	}, nil
+	}
+	typed.held.Take(resp)
+	return typed, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		tokens         = req.Tokens
 		tokenOffsets   = req.TokenOffsets
@@ -357,12 +376,12 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 118, "merger", map[string]*backend.Tensor{
+	outs, err := ex.engine.InvokeHolding(ctx, 118, "merger", map[string]*backend.Tensor{
 		"segment_offsets": segmentOffsets,
 		"segment_owner":   segmentOwner,
 		"token_offsets":   tokenOffsets,
 		"tokens":          tokens,
-	}, map[string]*backend.Tensor{"token_owner": tokenOwner})
+	}, map[string]*backend.Tensor{"token_owner": tokenOwner}, &resp.held)
 	if err != nil {
 		return nil, err
 	}

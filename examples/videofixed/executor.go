@@ -140,6 +140,17 @@ type Response struct {
 	// input as items; ClipEmbeddings and the companions of its levels
 	// are then nil.
 	ClipEmbeddingsItems []*backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -232,7 +243,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -289,18 +300,26 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	return &Response{
+	typed := &Response{
 		ClipEmbeddings:      resp.Outputs.Get("clip_embeddings"),
 		ClipEmbeddingsItems: vm.Tensors(resp.Items["clip_embeddings"]),
 		ClipOffsets:         resp.Outputs.Get("clip_offsets"),
 		ClipOwner:           resp.Outputs.Get("clip_owner"),
-	}, nil
+	}
+	typed.held.Take(resp)
+	return typed, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		pixelValues     = req.PixelValues
 		clipOffsets     = req.ClipOffsets
@@ -312,10 +331,10 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 74, "clip_encoder", map[string]*backend.Tensor{"pixel_values": pixelValues}, map[string]*backend.Tensor{
+	outs, err := ex.engine.InvokeHolding(ctx, 74, "clip_encoder", map[string]*backend.Tensor{"pixel_values": pixelValues}, map[string]*backend.Tensor{
 		"clip_offsets": clipOffsets,
 		"clip_owner":   clipOwner,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}

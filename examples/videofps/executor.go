@@ -154,6 +154,17 @@ type Response struct {
 	// are then nil. The workflow produces its levels: where they count
 	// other units than the items, the output stays packed instead.
 	ClipEmbeddingsItems []*backend.Tensor
+
+	// held holds the group outputs the response's tensors view.
+	held vm.Holding
+}
+
+// Release says that the response's tensors, and anything made from them
+// without a copy, are read no more: the engine may then write later
+// requests' outputs into the memory they view. Releasing again does nothing;
+// a response never released stays valid.
+func (r *Response) Release() {
+	r.held.Release()
 }
 
 // outputNames are the workflow's outputs, as the VM's responses name them.
@@ -249,7 +260,7 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	if err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	return vm.Response{ID: r.ID, Outputs: resp.outputs()}
+	return resp.held.Respond(r.ID, resp.outputs())
 }
 
 // check checks a request's inputs as the VM does before it runs the
@@ -333,18 +344,26 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	return &Response{
+	typed := &Response{
 		ClipEmbeddings:      resp.Outputs.Get("clip_embeddings"),
 		ClipEmbeddingsItems: vm.Tensors(resp.Items["clip_embeddings"]),
 		VideoClipOffsets:    resp.Outputs.Get("video.clip_offsets"),
 		VideoClipOwner:      resp.Outputs.Get("video.clip_owner"),
-	}, nil
+	}
+	typed.held.Take(resp)
+	return typed, nil
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
+func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
+	// A failed request's outputs are read no more.
+	defer func() {
+		if err != nil {
+			resp.Release()
+		}
+	}()
 	var (
 		video             = req.Video
 		videoByteOffsets  = req.VideoByteOffsets
@@ -364,7 +383,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.Invoke(ctx, 147, "video_preprocess", map[string]*backend.Tensor{
+	outs, err := ex.engine.InvokeHolding(ctx, 147, "video_preprocess", map[string]*backend.Tensor{
 		"byte_offsets": videoByteOffsets,
 		"clip_frames":  videoClipFrames,
 		"encoded":      video,
@@ -372,7 +391,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	}, map[string]*backend.Tensor{
 		"video_byte_owner": videoByteOwner,
 		"video_frame_clip": videoFrameClip,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}
@@ -397,14 +416,14 @@ func (ex *Executor) run(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs2, err := ex.engine.Invoke(ctx, 158, "frame_encoder", map[string]*backend.Tensor{
+	outs2, err := ex.engine.InvokeHolding(ctx, 158, "frame_encoder", map[string]*backend.Tensor{
 		"frame_offsets": videoFrameOffsets,
 		"frame_owner":   videoFrameOwner,
 		"pixels":        videoPixels,
 	}, map[string]*backend.Tensor{
 		"video.clip_offsets": videoClipOffsets,
 		"video.clip_owner":   videoClipOwner,
-	})
+	}, &resp.held)
 	if err != nil {
 		return nil, err
 	}

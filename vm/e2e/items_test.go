@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,6 +339,33 @@ func TestTypedItems(t *testing.T) {
 	if d := fixtures.Diff(plain.LineScores.View(0, 1), &backend.Tensor{DType: "float32", Shape: []int64{1, 4}, Data: alone[0].Data}, tolerance); d != "" {
 		t.Errorf("plain request: %s", d)
 	}
+	// A typed response holds its groups' outputs until it is released
+	// (vm.Holding): kept, its scores stay while released responses'
+	// buffers are written again.
+	var want [][]float32
+	for _, sc := range resp.LineScoresItems {
+		want = append(want, slices.Clone(sc.Float32s()))
+	}
+	plain.Release()
+	reused := func() int64 { return ex.Stats().Components[f.Component].OutputsReused }
+	before := reused()
+	for range 4 {
+		r, err := ex.Run(context.Background(), &ocrlines.Request{LineImagesItems: lines[1:]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+		r.Release()
+	}
+	for i, sc := range resp.LineScoresItems {
+		if !slices.Equal(sc.Float32s(), want[i]) {
+			t.Fatalf("line %d's scores changed while its response was held", i)
+		}
+	}
+	if n := reused(); n <= before {
+		t.Errorf("no group's outputs were written again once typed responses were released (%d, %d before)", n, before)
+	}
+	resp.Release()
 }
 
 // TestOCRRequestsDocument runs the committed requests document of

@@ -44,12 +44,18 @@ func snapshot(resps []vm.Response, name string) [][]float32 {
 // outputs only once every response that views them is released
 // (vm/lease.go). Responses kept stay as they were however many documents
 // run after them, a response released twice (itself and a copy) counts
-// once, and released responses' buffers are written again.
+// once, and released responses' buffers are written again; on the VM and
+// on a generated executor (whose responses hold what its invocations took,
+// vm.Holding).
 func TestReleaseRecycles(t *testing.T) {
+	forEachEngine(t, testReleaseRecycles)
+}
+
+func testReleaseRecycles(t *testing.T, ek engineKind) {
 	w := workloads[0] // text_packed/short: groups of some twenty requests
 	fx := fixtures.Lookup(w.pkg)
 	reqs := readDocument(t, w.pkg, w.doc)
-	e := vmEngine.start(t, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
+	e := ek.start(t, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
 	ctx := context.Background()
 	check := func(resps []vm.Response) {
 		t.Helper()
@@ -206,8 +212,13 @@ func BenchmarkRelease(b *testing.B) {
 // TestReleaseItems: a request given as items, answered from the plain
 // requests its items pack into, holds those parts' group outputs: kept,
 // its items stay as they were while other requests' buffers go round;
-// released (twice), the buffers of its groups are written again.
+// released (twice), the buffers of its groups are written again; on the
+// VM and on a generated executor.
 func TestReleaseItems(t *testing.T) {
+	forEachEngine(t, testReleaseItems)
+}
+
+func testReleaseItems(t *testing.T, ek engineKind) {
 	f := fixtures.Lookup("ocr_lines")
 	rng := rand.New(rand.NewPCG(7, 3))
 	var reqs []vm.Request
@@ -218,7 +229,7 @@ func TestReleaseItems(t *testing.T) {
 		}
 		reqs = append(reqs, vm.Request{ID: fmt.Sprint("ocr-", i), Items: map[string][]vm.Item{"line_images": vm.TensorItems(items...)}})
 	}
-	e := vmEngine.start(t, f, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
+	e := ek.start(t, f, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
 	ctx := context.Background()
 	scores := func(r vm.Response) [][]float32 {
 		t.Helper()
