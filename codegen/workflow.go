@@ -70,8 +70,8 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 	}
 	// Its callers count the request while it runs (Begin and End, or
 	// vm.Engine.RunBatchWith), so that a group may wait for it to arrive
-	// rather than judge from arrival rates.
-	// A request that fails lets go of the group outputs it holds.
+	// rather than judge from arrival rates. A request that fails lets go
+	// of the group outputs it holds (its result err is named for that).
 	stmts := []jen.Code{
 		jen.Id("resp").Op(":=").Op("&").Id("Response").Values(),
 		jen.Comment("A failed request's outputs are read no more."),
