@@ -279,8 +279,41 @@ func (t *Tensor) Views(spans [][2]int64) []*Tensor {
 
 // AppendViews is Views appending the views to dst.
 func (t *Tensor) AppendViews(dst []*Tensor, spans [][2]int64) []*Tensor {
+	return t.appendViews(make([]view, len(spans)), dst, spans)
+}
+
+// ViewRoom is room for views that is written again: Append takes the
+// views it hands out from it rather than allocating them, until Reset,
+// which its owner calls once none of them is read any more (a group's
+// share views, once every request viewing them is released).
+type ViewRoom struct {
+	vs []view
+	n  int // handed out since the last Reset
+}
+
+// Append is AppendViews with the views taken from r.
+func (r *ViewRoom) Append(t *Tensor, dst []*Tensor, spans [][2]int64) []*Tensor {
+	if len(r.vs)-r.n < len(spans) {
+		// A larger array; the views handed out so far stay in the old one.
+		r.vs, r.n = make([]view, max(2*len(r.vs), len(spans))), 0
+	}
+	vs := r.vs[r.n : r.n+len(spans) : r.n+len(spans)]
+	r.n += len(spans)
+	return t.appendViews(vs, dst, spans)
+}
+
+// Reset makes every view r handed out free again, dropping what they
+// viewed.
+func (r *ViewRoom) Reset() {
+	clear(r.vs[:r.n])
+	r.n = 0
+}
+
+// appendViews makes vs (one per span) the views of t over spans and
+// appends them to dst.
+func (t *Tensor) appendViews(vs []view, dst []*Tensor, spans [][2]int64) []*Tensor {
 	inner := Elements(t.Shape[1:])
-	vs, out := make([]view, len(spans)), slices.Grow(dst, len(spans))[:len(dst)+len(spans)]
+	out := slices.Grow(dst, len(spans))[:len(dst)+len(spans)]
 	for i, sp := range spans {
 		v := &vs[i]
 		v.DType, v.Data = t.DType, sliceInto(&v.hdr, t.Data, sp[0]*inner, sp[1]*inner)

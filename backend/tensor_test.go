@@ -206,3 +206,39 @@ func TestProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestViewRoom: views appended from a room are the views AppendViews
+// makes; once reset, the room hands the same memory out again; when it
+// runs short it takes a larger array and the views it handed out before
+// stay as they were.
+func TestViewRoom(t *testing.T) {
+	x, err := NewTensor("float32", []int64{6, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x.Float32s() {
+		x.Float32s()[i] = float32(i)
+	}
+	spans := [][2]int64{{0, 2}, {2, 3}, {3, 6}}
+	var r ViewRoom
+	got := r.Append(x, nil, spans)
+	want := x.AppendViews(nil, spans)
+	for i := range want {
+		if !slices.Equal(got[i].Shape, want[i].Shape) || !slices.Equal(got[i].Float32s(), want[i].Float32s()) {
+			t.Fatalf("view %d: %v %v, want %v %v", i, got[i].Shape, got[i].Float32s(), want[i].Shape, want[i].Float32s())
+		}
+	}
+	first := got[0]
+	more := r.Append(x, nil, spans[:1]) // beyond the room: a larger array
+	if !slices.Equal(first.Float32s(), []float32{0, 1, 2, 3}) || !slices.Equal(more[0].Float32s(), first.Float32s()) {
+		t.Errorf("a view handed out before the room grew changed: %v", first.Float32s())
+	}
+	r.Reset()
+	if more[0].Data != nil {
+		t.Errorf("Reset left a view's data: %v", more[0].Data)
+	}
+	again := r.Append(x, nil, spans[1:2])
+	if again[0] != more[0] {
+		t.Errorf("a reset room handed out new memory")
+	}
+}

@@ -67,6 +67,7 @@ type grouper struct {
 	fillFull, fillStale bool
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
+	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
 	resp       *responder
 
 	wake chan struct{}  // something changed for an idle runner (cap 1)
@@ -234,7 +235,7 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 		return nil, err
 	}
 	hint, _ := g.sess.(backend.ShapeHinter)
-	shares, err := g.spec.split(grp, g.spec.emptyOutputs(grp, hint))
+	shares, err := g.spec.split(grp, g.spec.emptyOutputs(grp, hint), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -521,11 +522,9 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		d := time.Since(start)
 		g.sched.observe(len(items), grp.elements(), d)
 		g.stats.invoked(len(items), grp, peaks, d)
-		l = newLease(g.rec, g.stats, outs, len(items))
+		l = newLease(g.rec, g.stats, outs, len(items), &g.rooms)
 	}
-	shares, err := g.spec.split(grp, outs)
-	shares.lease = l
-	return shares, err
+	return g.spec.split(grp, outs, l)
 }
 
 // backendError names the component and the group size of a backend

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/genaic/genaic/backend"
@@ -31,15 +32,52 @@ type lease struct {
 	// split across groups): the merged outputs may view any of them, so
 	// letting go of the request's share lets go of them all.
 	parts []*lease
+	// room, where set, is the split room the lease is part of, put back
+	// into rooms once the last request lets go.
+	room  *splitRoom
+	rooms *sync.Pool
+}
+
+// splitRoom is what a group's split hands its requests, kept with the
+// lease of the group's outputs and used again once every request has let
+// go (a grouper's rooms): the lease itself, the requests' share slab and
+// their views. A group whose responses are released allocates none of
+// them again, which spares the collector its largest part of a group's
+// garbage (the views: 7.6 of the 22 KB the 64 images allocated a
+// document).
+type splitRoom struct {
+	lease lease
+	slab  []*backend.Tensor
+	views backend.ViewRoom
+}
+
+// room is the split room of the group a lease is of, or nil.
+func (l *lease) splitRoom() *splitRoom {
+	if l == nil {
+		return nil
+	}
+	return l.room
 }
 
 // newLease is the lease of a group's outputs (by plan output) for its n
-// requests, nil where the session takes none back.
-func newLease(rec backend.Recycler, stats *counter, outs outputs, n int) *lease {
+// requests, nil where the session takes none back; taken with a split
+// room from rooms where that is not nil.
+func newLease(rec backend.Recycler, stats *counter, outs outputs, n int, rooms *sync.Pool) *lease {
 	if rec == nil || n == 0 {
 		return nil
 	}
-	l := &lease{rec: rec, stats: stats, outs: make([]*backend.Tensor, 0, len(outs))}
+	var l *lease
+	if rooms != nil {
+		r, _ := rooms.Get().(*splitRoom)
+		if r == nil {
+			r = new(splitRoom)
+		}
+		l = &r.lease
+		l.room, l.rooms = r, rooms
+	} else {
+		l = new(lease)
+	}
+	l.rec, l.stats = rec, stats
 	for _, t := range outs {
 		if t != nil {
 			l.outs = append(l.outs, t)
@@ -97,6 +135,13 @@ func (l *lease) drop() {
 	}
 	l.rec.Recycle(l.outs)
 	l.stats.reused()
+	if r := l.room; r != nil {
+		clear(l.outs)
+		l.outs = l.outs[:0]
+		clear(r.slab)
+		r.views.Reset()
+		l.rooms.Put(r)
+	}
 }
 
 // held is what a response holds of its groups' outputs: the leases of

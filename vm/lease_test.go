@@ -37,7 +37,7 @@ func TestLeases(t *testing.T) {
 	out := func() outputs { t, _ := backend.NewTensor("float32", []int64{2}); return outputs{t, nil} }
 	stats := &counter{}
 
-	l := newLease(rec, stats, out(), 2)
+	l := newLease(rec, stats, out(), 2, nil)
 	a, b := &held{one: l}, &held{one: l}
 	a.release()
 	a.release()
@@ -51,7 +51,9 @@ func TestLeases(t *testing.T) {
 
 	rows := &componentSpec{gp: &plan.GroupPlan{Outputs: []plan.Port{{Name: "x", Split: plan.SplitRows}}}}
 	bcast := &componentSpec{gp: &plan.GroupPlan{Outputs: []plan.Port{{Name: "x", Split: plan.SplitRows}, {Name: "v", Split: plan.SplitBroadcast}}}}
-	chunks := func() []*lease { return []*lease{newLease(rec, stats, out(), 1), nil, newLease(rec, stats, out(), 1)} }
+	chunks := func() []*lease {
+		return []*lease{newLease(rec, stats, out(), 1, nil), nil, newLease(rec, stats, out(), 1, nil)}
+	}
 	if m := rows.mergedLease(chunks()); m != nil || rec.count() != 3 {
 		t.Errorf("merged by copies: lease %v, %d given back, want none held and both chunks' given back", m, rec.count())
 	}
@@ -63,7 +65,42 @@ func TestLeases(t *testing.T) {
 	if rec.count() != 5 {
 		t.Errorf("the merged share's release gave back %d outputs in all, want both chunks' (5)", rec.count())
 	}
-	if compose([]*lease{nil, nil}) != nil || newLease(nil, stats, out(), 3) != nil {
+	if compose([]*lease{nil, nil}) != nil || newLease(nil, stats, out(), 3, nil) != nil {
 		t.Errorf("a lease was made where no session takes outputs back")
+	}
+}
+
+// TestSplitRooms: a group's lease comes with a split room, whose share
+// slab and views go back to the grouper's rooms, cleared, only once every
+// request of the group has let go; the next group takes the same room.
+func TestSplitRooms(t *testing.T) {
+	rec := &givenBack{}
+	stats := &counter{}
+	var rooms sync.Pool
+	x, _ := backend.NewTensor("float32", []int64{4, 2})
+	l := newLease(rec, stats, outputs{x}, 2, &rooms)
+	r := l.splitRoom()
+	if r == nil || &r.lease != l {
+		t.Fatalf("a pooled lease is not its room's: %p, %v", l, r)
+	}
+	r.slab = append(r.slab[:0], x, x)
+	vs := r.views.Append(x, nil, [][2]int64{{0, 1}, {1, 4}})
+	a, b := &held{one: l}, &held{one: l}
+	a.release()
+	if r.slab[0] == nil || vs[1].Data == nil {
+		t.Fatalf("the room was emptied while a request still held the group's outputs")
+	}
+	if rooms.Get() != nil {
+		t.Fatalf("the room went back while a request still held the group's outputs")
+	}
+	b.release()
+	if r.slab[0] != nil || vs[1].Data != nil || len(l.outs) != 0 {
+		t.Errorf("the room went back holding the group's outputs: slab %v, view %v, outs %v", r.slab, vs[1].Data, l.outs)
+	}
+	// The pool may drop what it holds (a collection empties it, and so
+	// does the race detector now and then), so the next lease may have a
+	// new room; it has one.
+	if next := newLease(rec, stats, outputs{x}, 1, &rooms); next.splitRoom() == nil {
+		t.Errorf("the next group's lease has no room")
 	}
 }

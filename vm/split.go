@@ -62,7 +62,12 @@ func (sh shareSlab) put(i, k int, t *backend.Tensor) { sh.slab[i*sh.n+k] = t }
 
 // putViews hands item i the view of t over spans[i] as its output k.
 func (g *group) putViews(sh shareSlab, k int, t *backend.Tensor, spans [][2]int64) {
-	vs := t.AppendViews(g.scratch.tensors[:0], spans)
+	var vs []*backend.Tensor
+	if r := sh.lease.splitRoom(); r != nil {
+		vs = r.views.Append(t, g.scratch.tensors[:0], spans)
+	} else {
+		vs = t.AppendViews(g.scratch.tensors[:0], spans)
+	}
 	for i, v := range vs {
 		sh.put(i, k, v)
 	}
@@ -73,10 +78,17 @@ func (g *group) putViews(sh shareSlab, k int, t *backend.Tensor, spans [][2]int6
 // split hands each item its share of the group's outputs (§6 Split): row
 // and packed shares are views of the group's buffers, delivered offsets are
 // rebased, lengths are sliced, owner maps are derived per request. outs
-// holds the group's outputs by plan output.
-func (s *componentSpec) split(g *group, outs outputs) (shareSlab, error) {
+// holds the group's outputs by plan output, l is their lease (nil: none);
+// the shares and their views are cut from its split room where it has one.
+func (s *componentSpec) split(g *group, outs outputs, l *lease) (shareSlab, error) {
 	n := len(s.gp.Outputs)
-	shares := shareSlab{slab: make([]*backend.Tensor, len(g.items)*n), n: n}
+	shares := shareSlab{n: n, lease: l}
+	if r := l.splitRoom(); r != nil {
+		r.slab = slices.Grow(r.slab[:0], len(g.items)*n)[:len(g.items)*n]
+		shares.slab = r.slab
+	} else {
+		shares.slab = make([]*backend.Tensor, len(g.items)*n)
+	}
 	for k := range s.gp.Outputs {
 		if err := s.splitPort(g, k, &s.gp.Outputs[k], outs, shares); err != nil {
 			return shares, err
