@@ -51,7 +51,7 @@ type splitRoom struct {
 	views backend.ViewRoom
 }
 
-// room is the split room of the group a lease is of, or nil.
+// splitRoom is the split room of the group a lease is of, or nil.
 func (l *lease) splitRoom() *splitRoom {
 	if l == nil {
 		return nil
