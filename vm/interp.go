@@ -253,7 +253,7 @@ func (e *Engine) InvokeHolding(ctx context.Context, step ir.Loc, component strin
 		return nil, backend.Located(err, e.m.Location(step))
 	}
 	if l != nil {
-		into.h.add(l)
+		into.add(l)
 	}
 	return g.spec.outMap(outs), nil
 }

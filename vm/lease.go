@@ -218,10 +218,11 @@ func (r Response) Release() { r.held.release() }
 // executor's) holds of its groups' output buffers: each InvokeHolding
 // adds its share's, and Take a response's. Release lets go of them, once;
 // Respond makes a Response that holds them instead, for a caller that
-// releases that.
-// A Holding is one request's, used by one goroutine at a time, and not
-// copied once used.
-type Holding struct{ h held }
+// releases that. A Holding is one request's, filled by one goroutine at a
+// time; once filled, its copies share what it holds, as a Response's do,
+// so that releasing a copy too does nothing more (a struct that holds it,
+// a generated executor's Response, may be copied).
+type Holding struct{ h *held }
 
 // Release says that the outputs of the request's invocations, and
 // everything made from them without a copy, are read no more (as
@@ -231,11 +232,26 @@ func (h *Holding) Release() { h.h.release() }
 // Respond is the request's response, holding what h holds: releasing
 // either releases both.
 func (h *Holding) Respond(id string, outs Outputs) Response {
-	return Response{ID: id, Outputs: outs, held: &h.h}
+	return Response{ID: id, Outputs: outs, held: h.h}
 }
 
 // Take moves what r holds into h: r's own Release does nothing after.
-func (h *Holding) Take(r Response) { h.h.take(r.held) }
+func (h *Holding) Take(r Response) {
+	if r.held != nil {
+		h.record().take(r.held)
+	}
+}
+
+// add keeps one more lease.
+func (h *Holding) add(l *lease) { h.record().add(l) }
+
+// record is h's record of what it holds, made on first use.
+func (h *Holding) record() *held {
+	if h.h == nil {
+		h.h = new(held)
+	}
+	return h.h
+}
 
 // hold keeps the lease of a share the run took.
 func (r *run) hold(l *lease) {

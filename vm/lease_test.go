@@ -104,3 +104,33 @@ func TestSplitRooms(t *testing.T) {
 		t.Errorf("the next group's lease has no room")
 	}
 }
+
+// TestHoldingCopies: a Holding's copies share what it holds, as a
+// Response's do: a generated executor's Response copied and both copies
+// released lets go of its groups' outputs once, not once per copy, so the
+// group's other requests keep theirs.
+func TestHoldingCopies(t *testing.T) {
+	rec := &givenBack{}
+	x, _ := backend.NewTensor("float32", []int64{2})
+	l := newLease(rec, &counter{}, outputs{x}, 2, nil)
+	var h Holding
+	h.add(l)
+	c := h
+	h.Release()
+	c.Release()
+	resp := h.Respond("r", Outputs{})
+	resp.Release()
+	if rec.count() != 0 {
+		t.Fatalf("a request of a group of two, its Holding copied and every copy released, gave the group's outputs back")
+	}
+	other := &held{one: l}
+	other.release()
+	if rec.count() != 1 {
+		t.Errorf("given back %d outputs once both requests let go, want 1", rec.count())
+	}
+	var none Holding
+	none.Release()
+	if r := none.Respond("empty", Outputs{}); r.held != nil {
+		t.Errorf("an empty Holding's response holds something")
+	}
+}
