@@ -171,7 +171,9 @@ func (r *run) invoke(s *ir.Step) error {
 		}
 		args[a.Port] = t
 	}
-	outs, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r)
+	// A step bound by name goes back in a map that no response follows:
+	// its lease is never let go of.
+	outs, _, err := r.e.invokeAt(r.ctx, s.Loc, name, args, r)
 	if err != nil {
 		return err
 	}
@@ -226,14 +228,12 @@ func (r *run) layArgs(s *ir.Step, st site, args []*backend.Tensor) error {
 // splitting), else alone. values resolves the workflow-level names a
 // port's contract uses for its companions. step is the invoke step's
 // location in the plan's IR: a RunError that no port accounts for is
-// located there. Generated executors call it; their requests are not known
-// to the engine in advance, so groupers then judge from the measured
-// arrival rate whether to wait for more.
+// located there. Its caller's requests are not known to the engine in
+// advance, so groupers then judge from the measured arrival rate whether
+// to wait for more. The group outputs the results view are never written
+// again (see InvokeHolding).
 func (e *Engine) Invoke(ctx context.Context, step ir.Loc, component string, args, values map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
-	if !e.openEnded.Load() {
-		e.openEnded.Store(true)
-	}
-	return e.invokeAt(ctx, step, component, args, valueMap(values))
+	return e.InvokeHolding(ctx, step, component, args, values, nil)
 }
 
 // InvokeHolding is Invoke for a caller that says when the outputs are
@@ -244,47 +244,40 @@ func (e *Engine) InvokeHolding(ctx context.Context, step ir.Loc, component strin
 	if !e.openEnded.Load() {
 		e.openEnded.Store(true)
 	}
-	g := e.groupers[component]
-	if g == nil || into == nil {
-		return e.invokeAt(ctx, step, component, args, valueMap(values))
-	}
-	outs, l, err := g.runAlone(ctx, g.spec.args(args), valueMap(values))
-	if err != nil {
-		return nil, backend.Located(err, e.m.Location(step))
-	}
-	if l != nil {
+	outs, l, err := e.invokeAt(ctx, step, component, args, valueMap(values))
+	if l != nil && into != nil {
 		into.add(l)
 	}
-	return g.spec.outMap(outs), nil
+	return outs, err
 }
 
-// invokeAt is Invoke for the interpreter, whose requests the engine counts.
-func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, error) {
-	outs, err := e.invoke(ctx, component, args, env)
+// invokeAt is Invoke for the interpreter, whose requests the engine
+// counts: the outputs by port name, and the lease of the group outputs
+// they view (nil for none).
+func (e *Engine) invokeAt(ctx context.Context, step ir.Loc, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, *lease, error) {
+	outs, l, err := e.invoke(ctx, component, args, env)
 	if err != nil {
-		return nil, backend.Located(err, e.m.Location(step))
+		return nil, nil, backend.Located(err, e.m.Location(step))
 	}
-	return outs, nil
+	return outs, l, nil
 }
 
-func (e *Engine) invoke(ctx context.Context, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, error) {
+func (e *Engine) invoke(ctx context.Context, component string, args map[string]*backend.Tensor, env values) (map[string]*backend.Tensor, *lease, error) {
 	if _, ok := e.sessions[component]; !ok {
-		return nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
+		return nil, nil, runErr("run/unsupported", "component `%s` is not loaded by this engine", component)
 	}
 	if g := e.groupers[component]; g != nil {
-		// The outputs go back in a map (a generated executor's Invoke, or
-		// a step bound by name) that no response follows: their lease is
-		// never let go of.
-		outs, _, err := g.runAlone(ctx, g.spec.args(args), env)
+		outs, l, err := g.runAlone(ctx, g.spec.args(args), env)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return g.spec.outMap(outs), nil
+		return g.spec.outMap(outs), l, nil
 	}
 	if err := e.specs[component].checkLevels(args, env); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return e.solo(ctx, component, args)
+	outs, err := e.solo(ctx, component, args)
+	return outs, nil, err
 }
 
 // CheckInput checks one request input against its workflow input's
