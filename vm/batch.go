@@ -48,6 +48,7 @@ type batch struct {
 	// argument comes from and goes (the step's site).
 	args []*backend.Tensor
 	site site
+	recs *records // what its responses are answered in
 }
 
 // runBatch runs reqs in lockstep and writes their responses into out.
@@ -61,7 +62,23 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		}
 	}
 	b.block(e.m.Body)
-	var hs []held // the responses' leases, in one allocation
+	w := b.recs
+	// The records go back once the responses are all released only if
+	// every answered request can release (holds a lease); a window none of
+	// whose requests was answered gives them back at once.
+	handed, back := 0, true
+	for i, r := range b.runs {
+		switch {
+		case b.errs[i] != nil:
+		case len(r.leases) > 0:
+			handed++
+		default:
+			back = false
+		}
+	}
+	if !back {
+		w = nil
+	}
 	for i, req := range reqs {
 		if b.errs[i] != nil {
 			out[i] = Response{ID: req.ID, Err: failure(b.errs[i])}
@@ -69,12 +86,17 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		}
 		var h *held
 		if len(b.runs[i].leases) > 0 {
-			if hs == nil {
-				hs = make([]held, len(reqs))
-			}
-			h = &hs[i]
+			h = &b.recs.held[i]
+			h.recs = w
 		}
 		out[i] = e.response(req.ID, b.runs[i], h)
+	}
+	switch {
+	case w != nil && handed > 0:
+		w.live.Store(int64(handed))
+	case w != nil:
+		w.empty()
+		e.records.Put(w)
 	}
 	e.putBatch(b)
 }
@@ -92,11 +114,29 @@ func (e *Engine) getBatch(ctx context.Context, n int) *batch {
 	b.ctx, b.runs, b.errs = ctx, b.runs[:n], slices.Grow(b.errs[:0], n)[:n]
 	// The window's outputs are one slice, each run's a part: its response's.
 	k := len(e.outNames.list)
-	outs := make([]*backend.Tensor, n*k)
+	b.recs = e.getRecords(n, k)
+	outs := b.recs.outs
 	for i, r := range b.runs {
 		r.ctx, r.outputs = ctx, outs[i*k:(i+1)*k:(i+1)*k]
 	}
 	return b
+}
+
+// getRecords returns the records of a window of n requests answering k
+// outputs each, used again where a window's responses were all released.
+func (e *Engine) getRecords(n, k int) *records {
+	w, _ := e.records.Get().(*records)
+	if w == nil {
+		w = &records{pool: &e.records}
+	}
+	w.outs = slices.Grow(w.outs[:0], n*k)[:n*k] // emptied when given back
+	if len(w.held) < n {
+		// Not grown in place: a response of an earlier use may still
+		// name a record of the old ones (its release finds it used).
+		w.held = make([]held, n)
+	}
+	w.n = n
+	return w
 }
 
 // putBatch recycles a batch whose responses have been taken.
@@ -106,7 +146,7 @@ func (e *Engine) putBatch(b *batch) {
 	}
 	clear(b.errs)
 	clear(b.args)
-	b.ctx, b.site = nil, site{}
+	b.ctx, b.site, b.recs = nil, site{}, nil
 	e.batches.Put(b)
 }
 

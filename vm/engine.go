@@ -71,6 +71,7 @@ type Engine struct {
 	// goroutines RunAll runs requests on.
 	runs       sync.Pool
 	batches    sync.Pool // of *batch, for lockstep windows
+	records    sync.Pool // of *records, a lockstep window's responses' (lease.go)
 	goroutines *pool
 	// active counts the requests being run; announced those RunAll has
 	// promised and not started; openEnded is set once Run is called from
@@ -292,7 +293,8 @@ type Response struct {
 	// and their companions are not in Outputs.
 	Items map[string][]Item
 	Err   error
-	held  *held // the leases of the group outputs Outputs view (Release)
+	held  *held  // the leases of the group outputs Outputs view (Release)
+	use   uint64 // which of held's uses is this response's (lease.go)
 }
 
 // Run executes the workflow for one request. Many goroutines may call Run
@@ -381,7 +383,8 @@ func (e *Engine) newOutputs() []*backend.Tensor {
 // response holds a run's emitted outputs and the leases of the group
 // outputs they view, kept in h where h is not nil.
 func (e *Engine) response(id string, r *run, h *held) Response {
-	return Response{ID: id, Outputs: Outputs{names: e.outNames, vals: r.outputs}, held: r.heldBy(h)}
+	h = r.heldBy(h)
+	return Response{ID: id, Outputs: Outputs{names: e.outNames, vals: r.outputs}, held: h, use: h.use()}
 }
 
 // putRun recycles a run whose outputs the caller has taken.

@@ -698,7 +698,7 @@ func (rg *Ragged) Join(resps []Response) Response {
 	out := rg.join(resps)
 	h := absorb(resps) // the answer views the parts' outputs
 	if out.Err != nil {
-		h.release()
+		h.release(0)
 		return out
 	}
 	out.held = h

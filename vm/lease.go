@@ -146,19 +146,82 @@ func (l *lease) drop() {
 
 // held is what a response holds of its groups' outputs: the leases of
 // its request's shares, let go once. Most requests hold one (a workflow
-// of one grouped invoke), kept inline.
+// of one grouped invoke), kept inline. A lockstep window's records are
+// used again once all its responses are released (records, below): a
+// record counts its uses, and a response names the use it holds, so that
+// a copy of an earlier use's response released late lets go of nothing.
 type held struct {
-	done atomic.Bool
-	one  *lease
-	more []*lease
+	state atomic.Uint64 // the use << 1, | 1 once released or taken
+	one   *lease
+	more  []*lease
+	recs  *records // the window's records this is one of; nil: its own
 }
 
-func (h *held) release() {
-	if h != nil && h.done.CompareAndSwap(false, true) {
-		h.one.drop()
-		for _, l := range h.more {
-			l.drop()
-		}
+// use is the use of h a response made now holds (0 for a nil record, or
+// one never used again).
+func (h *held) use() uint64 {
+	if h == nil {
+		return 0
+	}
+	return h.state.Load() >> 1
+}
+
+// claim reports whether this is the first release (or take) of h's use.
+func (h *held) claim(use uint64) bool {
+	return h.state.CompareAndSwap(use<<1, use<<1|1)
+}
+
+// release lets go of h's leases, once for its use.
+func (h *held) release(use uint64) {
+	if h == nil || !h.claim(use) {
+		return
+	}
+	h.one.drop()
+	for _, l := range h.more {
+		l.drop()
+	}
+	if h.recs != nil {
+		h.recs.letGo()
+	}
+}
+
+// records are what a lockstep window hands its responses beside their
+// outputs: the table their Outputs are parts of and their held records,
+// one allocation each. Once every response of the window has been
+// released they go back to the engine's pool for a later window, so that
+// a caller that releases what it was answered leaves the collector none
+// of them (4.3 of the 13 KB the 64 images allocated a document). A window
+// gives them back only if each of its answered requests holds a record
+// (each can release); one that does not, or a record taken into another
+// response (a request given as items), keeps them from going back.
+type records struct {
+	outs []*backend.Tensor
+	held []held
+	n    int          // requests of the window using them
+	live atomic.Int64 // records handed out and not yet released
+	pool *sync.Pool
+}
+
+// letGo is one of the window's responses released: the last gives the
+// records back, emptied, each held record's use counted up.
+func (w *records) letGo() {
+	if w.live.Add(-1) != 0 {
+		return
+	}
+	w.empty()
+	w.pool.Put(w)
+}
+
+// empty clears what the records pointed to and counts every held record's
+// use up, so that no response handed out before can release it again.
+func (w *records) empty() {
+	clear(w.outs)
+	for i := range w.held[:w.n] {
+		h := &w.held[i]
+		h.one = nil
+		clear(h.more)
+		h.more = h.more[:0]
+		h.state.Store((h.state.Load()>>1 + 1) << 1)
 	}
 }
 
@@ -184,7 +247,7 @@ func absorb(parts []Response) *held {
 		if h == nil {
 			h = new(held)
 		}
-		h.take(r.held)
+		h.take(r.held, r.use)
 	}
 	if h != nil && h.one == nil {
 		return nil // every part was released before
@@ -192,9 +255,12 @@ func absorb(parts []Response) *held {
 	return h
 }
 
-// take moves p's leases into h, unless p was released or taken before.
-func (h *held) take(p *held) {
-	if p == nil || p == h || !p.done.CompareAndSwap(false, true) {
+// take moves the leases of p's use into h, unless it was released or
+// taken before. A window's record taken is never released: the response
+// that took it views the window's output table, so the window's records
+// are not used again.
+func (h *held) take(p *held, use uint64) {
+	if p == nil || p == h || !p.claim(use) {
 		return
 	}
 	if p.one != nil {
@@ -212,7 +278,7 @@ func (h *held) take(p *held) {
 // the response.
 // Releasing a response (or a copy of it) again does nothing; a response
 // never released stays valid.
-func (r Response) Release() { r.held.release() }
+func (r Response) Release() { r.held.release(r.use) }
 
 // Holding is what a request run outside the interpreter (a generated
 // executor's) holds of its groups' output buffers: each InvokeHolding
@@ -227,7 +293,7 @@ type Holding struct{ h *held }
 // Release says that the outputs of the request's invocations, and
 // everything made from them without a copy, are read no more (as
 // Response.Release does for a response). Releasing again does nothing.
-func (h *Holding) Release() { h.h.release() }
+func (h *Holding) Release() { h.h.release(0) }
 
 // Respond is the request's response, holding what h holds: releasing
 // either releases both.
@@ -238,7 +304,7 @@ func (h *Holding) Respond(id string, outs Outputs) Response {
 // Take moves what r holds into h: r's own Release does nothing after.
 func (h *Holding) Take(r Response) {
 	if r.held != nil {
-		h.record().take(r.held)
+		h.record().take(r.held, r.use)
 	}
 }
 
@@ -281,7 +347,7 @@ func (r *run) heldBy(h *held) *held {
 	}
 	h.one = r.leases[0]
 	if len(r.leases) > 1 {
-		h.more = append([]*lease(nil), r.leases[1:]...)
+		h.more = append(h.more[:0], r.leases[1:]...)
 	}
 	clear(r.leases)
 	r.leases = r.leases[:0]

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -39,12 +40,12 @@ func TestLeases(t *testing.T) {
 
 	l := newLease(rec, stats, out(), 2, nil)
 	a, b := &held{one: l}, &held{one: l}
-	a.release()
-	a.release()
+	a.release(0)
+	a.release(0)
 	if rec.count() != 0 {
 		t.Fatalf("a group of two gave its outputs back after one response was released (twice)")
 	}
-	b.release()
+	b.release(0)
 	if rec.count() != 1 || stats.s.OutputsReused != 1 {
 		t.Fatalf("given back %d outputs (%d counted) once both responses were released, want 1", rec.count(), stats.s.OutputsReused)
 	}
@@ -61,7 +62,7 @@ func TestLeases(t *testing.T) {
 	if m == nil || rec.count() != 3 {
 		t.Fatalf("merged with a broadcast output: lease %v, %d given back, want the chunks' held", m, rec.count())
 	}
-	(&held{one: m}).release()
+	(&held{one: m}).release(0)
 	if rec.count() != 5 {
 		t.Errorf("the merged share's release gave back %d outputs in all, want both chunks' (5)", rec.count())
 	}
@@ -86,14 +87,14 @@ func TestSplitRooms(t *testing.T) {
 	r.slab = append(r.slab[:0], x, x)
 	vs := r.views.Append(x, nil, [][2]int64{{0, 1}, {1, 4}})
 	a, b := &held{one: l}, &held{one: l}
-	a.release()
+	a.release(0)
 	if r.slab[0] == nil || vs[1].Data == nil {
 		t.Fatalf("the room was emptied while a request still held the group's outputs")
 	}
 	if rooms.Get() != nil {
 		t.Fatalf("the room went back while a request still held the group's outputs")
 	}
-	b.release()
+	b.release(0)
 	if r.slab[0] != nil || vs[1].Data != nil || len(l.outs) != 0 {
 		t.Errorf("the room went back holding the group's outputs: slab %v, view %v, outs %v", r.slab, vs[1].Data, l.outs)
 	}
@@ -124,7 +125,7 @@ func TestHoldingCopies(t *testing.T) {
 		t.Fatalf("a request of a group of two, its Holding copied and every copy released, gave the group's outputs back")
 	}
 	other := &held{one: l}
-	other.release()
+	other.release(0)
 	if rec.count() != 1 {
 		t.Errorf("given back %d outputs once both requests let go, want 1", rec.count())
 	}
@@ -132,5 +133,66 @@ func TestHoldingCopies(t *testing.T) {
 	none.Release()
 	if r := none.Respond("empty", Outputs{}); r.held != nil {
 		t.Errorf("an empty Holding's response holds something")
+	}
+}
+
+// TestRecords: a window's records are emptied and given back only once
+// every record handed out is released, each record then in its next use;
+// a response of the earlier use released again (a copy) releases nothing
+// of the next use's; and a record taken into another response (a request
+// given as items) keeps them from going back.
+func TestRecords(t *testing.T) {
+	rec := &givenBack{}
+	x, _ := backend.NewTensor("float32", []int64{2})
+	var e Engine
+	// hand answers a window of two requests in w, one group's.
+	hand := func(w *records) (*lease, Response, Response) {
+		l := newLease(rec, &counter{}, outputs{x}, 2, nil)
+		var rs [2]Response
+		for i := range rs {
+			h := &w.held[i]
+			h.one, h.recs = l, w
+			w.outs[i] = x
+			rs[i] = Response{ID: fmt.Sprint(i), held: h, use: h.use()}
+		}
+		w.live.Store(2)
+		return l, rs[0], rs[1]
+	}
+	w := e.getRecords(2, 1)
+	_, a, b := hand(w)
+	stale := a
+	a.Release()
+	if w.outs[0] == nil || w.held[0].one == nil {
+		t.Fatalf("a window's records were emptied while one of its responses was held")
+	}
+	b.Release()
+	if rec.count() != 1 || w.outs[0] != nil || w.held[0].one != nil {
+		t.Fatalf("both released: %d outputs given back (want 1), records emptied: %v", rec.count(), w.outs[0] == nil && w.held[0].one == nil)
+	}
+	// The next window answered in the same records (what the pool hands
+	// out, when it keeps them): the stale copy releases nothing of it.
+	l, c, _ := hand(w)
+	if c.use != a.use+1 {
+		t.Errorf("the records' next use is %d, want %d", c.use, a.use+1)
+	}
+	stale.Release()
+	if l.refs.Load() != 2 || w.held[0].state.Load()&1 != 0 {
+		t.Fatalf("a copy of the earlier use's response, released late, let go of the next use's (refs %d)", l.refs.Load())
+	}
+	c.Release()
+	if l.refs.Load() != 1 {
+		t.Errorf("the next use's response let go of %d shares, want 1", 2-l.refs.Load())
+	}
+
+	// A record taken into another response: the window's records are
+	// never emptied, though every response is released.
+	v := e.getRecords(2, 1)
+	_, p, q := hand(v)
+	var into Holding
+	into.Take(p)
+	q.Release()
+	into.Release()
+	if v.outs[0] == nil || v.live.Load() == 0 {
+		t.Errorf("a window one of whose records was taken was emptied for use again")
 	}
 }

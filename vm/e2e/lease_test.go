@@ -125,6 +125,66 @@ func testReleaseRecycles(t *testing.T, ek engineKind) {
 	kept.Release()
 }
 
+// TestReleasedLateCopies: once every response of a document run in
+// lockstep is released, its window's records (the responses' output table
+// and held records, vm/lease.go) answer a later window; a copy of an
+// earlier response released after that releases nothing of the later
+// one's, whose outputs stay as they were while it is held.
+func TestReleasedLateCopies(t *testing.T) {
+	w := workloads[0]
+	fx := fixtures.Lookup(w.pkg)
+	reqs := readDocument(t, w.pkg, w.doc)
+	e := vmEngine.start(t, fx, append([]genrt.Option{genrt.WithBackend(ir.ImplONNX, ortBackend(t))}, ways[1].opts...)...)
+	ctx := context.Background()
+	run := func() []vm.Response {
+		t.Helper()
+		resps := runAll(ctx, e, reqs)
+		for _, r := range resps {
+			if r.Err != nil {
+				t.Fatalf("%s: %v", r.ID, r.Err)
+			}
+		}
+		return resps
+	}
+	// record is the held record a response names (its identity only).
+	record := func(r vm.Response) uintptr { return reflect.ValueOf(r).FieldByName("held").Pointer() }
+	others := slices.Clone(reqs)
+	slices.Reverse(others)
+	usedAgain := false
+	for range 8 {
+		first := run()
+		copies := slices.Clone(first)
+		records := map[uintptr]bool{}
+		for _, r := range first {
+			records[record(r)] = true
+			r.Release()
+		}
+		second := run()
+		want := snapshot(second, w.output)
+		for _, r := range second {
+			usedAgain = usedAgain || records[record(r)]
+		}
+		for _, c := range copies {
+			c.Release() // late: the record may be second's now
+		}
+		for i, r := range second {
+			if i != 1 {
+				r.Release()
+			}
+		}
+		for range 2 {
+			serveAll(ctx, e, others) // other groups: other outputs
+		}
+		if d := second[1].Outputs.Get(w.output).Float32s(); !slices.Equal(d, want[1]) {
+			t.Fatalf("request %s's outputs changed while its response was held, after copies of an earlier document's responses were released", second[1].ID)
+		}
+		second[1].Release()
+	}
+	if !usedAgain {
+		t.Errorf("no window's records answered a later window once its responses were all released")
+	}
+}
+
 // TestReleaseConcurrent: callers of Run that each release their response
 // once they have read it (twice, a while apart), many at once, get the
 // outputs a document run in lockstep gave (to the rounding of groups
