@@ -95,7 +95,7 @@ func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, r
 	if limit <= 0 || limit > len(reqs) {
 		limit = len(reqs)
 	}
-	out := make([]Response, len(reqs))
+	out := responsesFor(len(reqs))
 	answer := func(i int, r Response) {
 		out[i] = r
 		if opts.Finished != nil {

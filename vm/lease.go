@@ -280,6 +280,36 @@ func (h *held) take(p *held, use uint64) {
 // never released stays valid.
 func (r Response) Release() { r.held.release(r.use) }
 
+// ReleaseAll releases every response of resps (Release) and gives the
+// slice itself back, emptied, for a later RunAll or RunBatch to answer
+// in: the caller reads neither resps nor anything it released after. A
+// caller that runs document after document in lockstep then leaves the
+// collector none of its answers (their outputs, views, records, and the
+// slice of them).
+func ReleaseAll(resps []Response) {
+	for _, r := range resps {
+		r.Release()
+	}
+	if cap(resps) == 0 {
+		return
+	}
+	resps = resps[:cap(resps)]
+	clear(resps)
+	responseSlices.Put(&resps)
+}
+
+// responseSlices holds the slices ReleaseAll gave back.
+var responseSlices sync.Pool // of *[]Response
+
+// responsesFor returns a slice of n empty responses, one given back where
+// one is long enough.
+func responsesFor(n int) []Response {
+	if p, _ := responseSlices.Get().(*[]Response); p != nil && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]Response, n)
+}
+
 // Holding is what a request run outside the interpreter (a generated
 // executor's) holds of its groups' output buffers: each InvokeHolding
 // adds its share's, and Take a response's. Release lets go of them, once;

@@ -1,7 +1,10 @@
 package vm
 
 import (
+	"context"
 	"fmt"
+	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 
@@ -194,5 +197,45 @@ func TestRecords(t *testing.T) {
 	into.Release()
 	if v.outs[0] == nil || v.live.Load() == 0 {
 		t.Errorf("a window one of whose records was taken was emptied for use again")
+	}
+}
+
+// TestReleaseAll: a document's responses released with ReleaseAll leave
+// their slice emptied (it holds nothing for the collector to keep), and a
+// later RunAll answers in it, each response its own request's.
+func TestReleaseAll(t *testing.T) {
+	e := imageEngine(t, Options{})
+	defer e.Close()
+	rng := rand.New(rand.NewSource(3))
+	doc := func(prefix string, n int) []Request {
+		reqs := make([]Request, n)
+		for i := range reqs {
+			reqs[i] = imageRequest(rng, fmt.Sprint(prefix, i), 1+rng.Intn(3))
+		}
+		return reqs
+	}
+	reused := false
+	// The pool may drop what it holds (the race detector does, at
+	// random), so the slice is given back a few times.
+	for round := range 8 {
+		reqs := doc(fmt.Sprint("d", round, "-"), 6)
+		resps := e.RunAll(context.Background(), reqs)
+		at := &resps[0]
+		ReleaseAll(resps)
+		if i := slices.IndexFunc(resps[:cap(resps)], func(r Response) bool { return r.ID != "" || r.held != nil }); i >= 0 {
+			t.Fatalf("a slice given back still holds response %d", i)
+		}
+		next := doc(fmt.Sprint("n", round, "-"), 4)
+		again := e.RunAll(context.Background(), next)
+		for i, r := range again {
+			if r.Err != nil || r.ID != next[i].ID || r.Outputs.Get("embeddings") == nil {
+				t.Fatalf("response %d of a document answered in a slice given back: %s, %v", i, r.ID, r.Err)
+			}
+		}
+		reused = reused || &again[0] == at
+		ReleaseAll(again)
+	}
+	if !reused {
+		t.Errorf("no RunAll answered in a slice ReleaseAll gave back")
 	}
 }
