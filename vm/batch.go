@@ -86,7 +86,7 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		}
 		var h *held
 		if len(b.runs[i].leases) > 0 {
-			h = &b.recs.held[i]
+			h = b.recs.record(i, len(reqs))
 			h.recs = w
 		}
 		out[i] = e.response(req.ID, b.runs[i], h)
@@ -130,13 +130,19 @@ func (e *Engine) getRecords(n, k int) *records {
 		w = &records{pool: &e.records}
 	}
 	w.outs = slices.Grow(w.outs[:0], n*k)[:n*k] // emptied when given back
+	w.n = n
+	return w
+}
+
+// record is the held record of request i of the window's n, the records
+// made on first use (a window whose requests hold no lease makes none).
+func (w *records) record(i, n int) *held {
 	if len(w.held) < n {
 		// Not grown in place: a response of an earlier use may still
 		// name a record of the old ones (its release finds it used).
 		w.held = make([]held, n)
 	}
-	w.n = n
-	return w
+	return &w.held[i]
 }
 
 // putBatch recycles a batch whose responses have been taken.

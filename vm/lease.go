@@ -216,7 +216,7 @@ func (w *records) letGo() {
 // use up, so that no response handed out before can release it again.
 func (w *records) empty() {
 	clear(w.outs)
-	for i := range w.held[:w.n] {
+	for i := range w.held[:min(w.n, len(w.held))] {
 		h := &w.held[i]
 		h.one = nil
 		clear(h.more)
@@ -285,18 +285,25 @@ func (r Response) Release() { r.held.release(r.use) }
 // in: the caller reads neither resps nor anything it released after. A
 // caller that runs document after document in lockstep then leaves the
 // collector none of its answers (their outputs, views, records, and the
-// slice of them).
+// slice of them). Calling it again at once on the same slice does
+// nothing; once a later RunAll may have been answered in the slice, it
+// would release that RunAll's responses.
 func ReleaseAll(resps []Response) {
+	if cap(resps) == 0 || resps[:1][0].use == releasedAll {
+		return
+	}
 	for _, r := range resps {
 		r.Release()
 	}
-	if cap(resps) == 0 {
-		return
-	}
 	resps = resps[:cap(resps)]
 	clear(resps)
+	resps[0].use = releasedAll
 	responseSlices.Put(&resps)
 }
+
+// releasedAll marks the first response of a slice ReleaseAll gave back: no
+// response's use is ever that (a record's fits in 63 bits).
+const releasedAll = ^uint64(0)
 
 // responseSlices holds the slices ReleaseAll gave back.
 var responseSlices sync.Pool // of *[]Response
@@ -305,7 +312,9 @@ var responseSlices sync.Pool // of *[]Response
 // one is long enough.
 func responsesFor(n int) []Response {
 	if p, _ := responseSlices.Get().(*[]Response); p != nil && cap(*p) >= n {
-		return (*p)[:n]
+		out := (*p)[:n]
+		out[:1][0].use = 0
+		return out
 	}
 	return make([]Response, n)
 }

@@ -153,7 +153,7 @@ func TestRecords(t *testing.T) {
 		l := newLease(rec, &counter{}, outputs{x}, 2, nil)
 		var rs [2]Response
 		for i := range rs {
-			h := &w.held[i]
+			h := w.record(i, len(rs))
 			h.one, h.recs = l, w
 			w.outs[i] = x
 			rs[i] = Response{ID: fmt.Sprint(i), held: h, use: h.use()}
@@ -237,5 +237,12 @@ func TestReleaseAll(t *testing.T) {
 	}
 	if !reused {
 		t.Errorf("no RunAll answered in a slice ReleaseAll gave back")
+	}
+	// Given back twice, a slice is given out once.
+	twice := e.RunAll(context.Background(), doc("t", 3))
+	ReleaseAll(twice)
+	ReleaseAll(twice)
+	if a, b := responsesFor(3), responsesFor(3); &a[0] == &b[0] {
+		t.Errorf("a slice released twice with ReleaseAll was handed to two callers")
 	}
 }
