@@ -376,7 +376,10 @@ func readDocument(b testing.TB, pkg, doc string) []vm.Request {
 // way further on, so that every way follows every other as often (a way
 // that leaves threads busy after its turn, a runner's responder still
 // polling, slows whatever comes next: RATIONALE, "A lockstep batch runs
-// its own groups where its runner would start too late"):
+// its own groups where its runner would start too late"), each way
+// collecting its own garbage in its turns (turns: on one shared heap, the
+// collections the ideal's fresh outputs start marked through the turns of
+// the ways after it):
 //
 //	solo       an engine with Solo: true, one invocation per request
 //	grouped    an engine that groups them, one runner (Workers: 1), with
@@ -483,22 +486,24 @@ func benchWorkload(b *testing.B, w workload) {
 	start := engines[1].Stats().Components[fx.Component]
 	start2 := engines[2].Stats().Components[fx.Component]
 	var idealORT time.Duration // the ideal's time in ONNX Runtime
+	tn := newTurns(b, len(times))
 	b.ResetTimer()
 	turn := 0
 	for b.Loop() {
 		for k := range len(times) {
 			i := (turn + k) % len(times)
-			start, inORT := time.Now(), backendTime(direct)
-			switch {
-			case i < len(engines):
-				serveAll(context.Background(), engines[i], reqs)
-			case i == idealAt:
-				ideal()
-				idealORT += backendTime(direct) - inORT
-			default:
-				s.reused()
-			}
-			times[i] += time.Since(start)
+			times[i] += tn.take(i, func() {
+				inORT := backendTime(direct)
+				switch {
+				case i < len(engines):
+					serveAll(context.Background(), engines[i], reqs)
+				case i == idealAt:
+					ideal()
+					idealORT += backendTime(direct) - inORT
+				default:
+					s.reused()
+				}
+			})
 		}
 		turn++
 	}
@@ -644,16 +649,16 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 
 // interleaved runs every one of runs once per iteration of b, in turn,
 // each iteration starting one further on (so that each follows every
-// other as often), and returns the time each took in all.
+// other as often), and returns the time each took in all, the collection
+// of its own garbage included (turns).
 func interleaved(b *testing.B, runs []func()) []time.Duration {
 	times := make([]time.Duration, len(runs))
+	tn := newTurns(b, len(runs))
 	turn := 0
 	for b.Loop() {
 		for k := range runs {
 			i := (turn + k) % len(runs)
-			start := time.Now()
-			runs[i]()
-			times[i] += time.Since(start)
+			times[i] += tn.take(i, runs[i])
 		}
 		turn++
 	}

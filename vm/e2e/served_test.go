@@ -101,13 +101,12 @@ func benchServed(b *testing.B, w workload, callers int) {
 	var calls, requests, handedOff int64 // of the served groups
 	var runTime [2]time.Duration         // of the served and the lockstep groups
 	var runCalls [2]int64
+	tn := newTurns(b, len(ways))
 	b.ResetTimer()
 	for b.Loop() {
 		for i, way := range ways {
 			before := e.Stats().Components[fx.Component]
-			start := time.Now()
-			way()
-			times[i] += time.Since(start)
+			times[i] += tn.take(i, way)
 			if i < 2 {
 				after := e.Stats().Components[fx.Component]
 				runTime[i] += after.RunTime - before.RunTime
