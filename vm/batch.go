@@ -86,7 +86,7 @@ func (e *Engine) runBatch(ctx context.Context, reqs []Request, out []Response) {
 		}
 		var h *held
 		if len(b.runs[i].leases) > 0 {
-			h = b.recs.record(i, len(reqs))
+			h = b.recs.record(i)
 			h.recs = w
 		}
 		out[i] = e.response(req.ID, b.runs[i], h)
@@ -134,13 +134,13 @@ func (e *Engine) getRecords(n, k int) *records {
 	return w
 }
 
-// record is the held record of request i of the window's n, the records
-// made on first use (a window whose requests hold no lease makes none).
-func (w *records) record(i, n int) *held {
-	if len(w.held) < n {
+// record is the held record of the window's request i, the records made
+// on first use (a window whose requests hold no lease makes none).
+func (w *records) record(i int) *held {
+	if len(w.held) < w.n {
 		// Not grown in place: a response of an earlier use may still
 		// name a record of the old ones (its release finds it used).
-		w.held = make([]held, n)
+		w.held = make([]held, w.n)
 	}
 	return &w.held[i]
 }

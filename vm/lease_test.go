@@ -153,7 +153,7 @@ func TestRecords(t *testing.T) {
 		l := newLease(rec, &counter{}, outputs{x}, 2, nil)
 		var rs [2]Response
 		for i := range rs {
-			h := w.record(i, len(rs))
+			h := w.record(i)
 			h.one, h.recs = l, w
 			w.outs[i] = x
 			rs[i] = Response{ID: fmt.Sprint(i), held: h, use: h.use()}

@@ -11,7 +11,7 @@ import (
 // Interleaved ways collect their own garbage.
 //
 // The benchmarks that interleave ways document by document (Workloads,
-// WorkloadFloor, Release) run them in one process, on one heap: a
+// WorkloadFloor, Release, Served) run them in one process, on one heap: a
 // collection that one way's garbage starts marks on through the turns
 // that follow it, so a way that allocates little pays for ways that
 // allocate much. The ideal's direct calls allocate their outputs afresh
