@@ -9,20 +9,21 @@ import (
 	"github.com/genaic/genaic/ir"
 )
 
-// CapacityPass checks batch_capacity (§3.1 r1–r9): known, well-classified uniform symbols and group-rooted, distinct, feasible budgets.
+// CapacityPass checks batch_capacity (§3.1 r1–r10): known, well-classified uniform symbols, group-rooted, distinct, feasible budgets, and outputs that split back per request.
 var CapacityPass = &Pass{
 	Name:     "capacity",
-	Doc:      "check batch_capacity (§3.1 r1–r9): known, well-classified uniform symbols and group-rooted, distinct, feasible budgets",
+	Doc:      "check batch_capacity (§3.1 r1–r10): known, well-classified uniform symbols, group-rooted, distinct, feasible budgets, and outputs that split back per request",
 	Kind:     Check,
-	Requires: []*Pass{SymbolsPass},
+	Requires: []*Pass{ScopesPass, SymbolsPass, BindingsPass},
 	Rules: []diag.Rule{
 		diag.CapacityUnknownSymbol, diag.CapacityUniformDuplicate, diag.CapacityUniformCount,
 		diag.CapacityPaddedAndPinned, diag.CapacityBudgetRoot, diag.CapacityBudgetDuplicate,
 		diag.CapacityLevelUnbudgeted, diag.CapacityFreeLiteral, diag.CapacityUnreconciled,
-		diag.CapacityBudgetTooSmall, diag.CapacityRowScope,
+		diag.CapacityBudgetTooSmall, diag.CapacityRowScope, diag.CapacitySharedOutput,
 	},
 	Run: func(c *Context) (any, error) {
 		syms := c.Result(SymbolsPass).(Symbols)
+		sc, bind := c.Result(ScopesPass).(*Scopes), c.Result(BindingsPass).(*Bindings)
 		for _, comp := range c.Module.Components {
 			if comp == nil || comp.Capacity == nil {
 				continue
@@ -34,6 +35,7 @@ var CapacityPass = &Pass{
 			capacityLiterals(c, f)
 			capacityFree(c, f)
 			capacityRowScope(c, f)
+			capacitySharedOutputs(c, f, sc, bind)
 		}
 		return nil, nil
 	},

@@ -13,7 +13,9 @@ import (
 func runCapacity(t *testing.T, m *ir.Module) []diag.Rule {
 	t.Helper()
 	var ds diag.List
-	c := &Context{Module: m, pass: CapacityPass, results: map[*Pass]any{SymbolsPass: buildSymbols(m, buildScopes(m))}, diags: &ds}
+	sc := buildScopes(m)
+	c := &Context{Module: m, pass: CapacityPass, diags: &ds,
+		results: map[*Pass]any{ScopesPass: sc, SymbolsPass: buildSymbols(m, sc), BindingsPass: buildBindings(m)}}
 	if _, err := runOne(CapacityPass, c); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/onnx/onnxpb"
+	"github.com/genaic/genaic/vm/jsonio"
 )
 
 // copyModels copies the models of a package folder (following links: the
@@ -267,4 +271,107 @@ func TestInitOddNames(t *testing.T) {
 		!strings.Contains(errOut, `text.onnx: graph input "words" has element type string; genaic declares tensors of float32`) {
 		t.Errorf("init of a string input: exit %d: %s", code, errOut)
 	}
+}
+
+// uncomment removes the comment marks of the lines of block (written as
+// init writes them, with their indentation) in doc, and fails when init no
+// longer writes it.
+func uncomment(t *testing.T, doc, block string) string {
+	t.Helper()
+	if !strings.Contains(doc, block) {
+		t.Fatalf("init no longer writes\n%s\nin\n%s", block, doc)
+	}
+	lines := strings.Split(block, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Replace(l, "# ", "", 1)
+	}
+	return strings.Replace(doc, block, strings.Join(lines, "\n"), 1)
+}
+
+// TestInitFollowedComments follows init's comments as a new author does:
+// uncomment batch_capacity and the packed layout of the first input, and
+// leave the output as written. check refuses the output, which grouped
+// would hand every request the whole group's rows (capacity/shared-output,
+// naming it); once its own commented layout is uncommented too, check
+// accepts the document and grouped equals solo.
+func TestInitFollowedComments(t *testing.T) {
+	dir, models := copyModels(t, "../../testdata/packages/text_packed")
+	if out, errOut, code := runCLI(t, "init", "-o", dir, models[0]); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, metadataName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [tokens], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout:
+              #   kind: token_packed
+              #   axis: 0
+              #   levels: [{ offsets: token_offsets, owner: token_owner }]`)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 {
+		t.Fatalf("check of the shared output: exit %d, %+v", code, rep.Files)
+	}
+	if d := rep.Files[0].Diagnostics[0]; d.Rule != "capacity/shared-output" || !strings.Contains(d.Message, "`segment_embeddings`") {
+		t.Errorf("check reported %s: %s; want capacity/shared-output naming segment_embeddings", d.Rule, d.Message)
+	}
+
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+    steps:`)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	reqs := filepath.Join(dir, "requests.json")
+	var rs []string
+	for i, n := range []int{2, 1, 3} {
+		ids, owner := make([]string, n), make([]string, n)
+		for j := range ids {
+			ids[j], owner[j] = fmt.Sprint(3*i+j+1), "0"
+		}
+		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"token_ids":{"dtype":"int64","shape":[%d],"data":[%s]},"token_offsets":{"dtype":"int64","shape":[2],"data":[0,%d]},"token_owner":{"dtype":"int64","shape":[%d],"data":[%s]}}}`,
+			i, n, strings.Join(ids, ","), n, n, strings.Join(owner, ",")))
+	}
+	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grouped := runResponses(t, dir, reqs, "--max-delay", "200ms")
+	solo := runResponses(t, dir, reqs, "--solo")
+	for i := range solo {
+		g, s := grouped[i].Outputs["segment_embeddings"], solo[i].Outputs["segment_embeddings"]
+		if !reflect.DeepEqual(g, s) || len(s.Shape) != 2 || s.Shape[0] != 1 {
+			t.Errorf("request %d: grouped %v, solo %v; want equal, one row each", i, g.Shape, s.Shape)
+		}
+	}
+}
+
+// runResponses runs the requests file through the package folder with
+// extra flags and returns its responses, failing on any failed request.
+func runResponses(t *testing.T, pkg, requests string, flags ...string) []struct {
+	ID      string                       `json:"id"`
+	Outputs map[string]jsonio.TensorJSON `json:"outputs"`
+} {
+	t.Helper()
+	out, errOut, code := runCLI(t, append([]string{"run", pkg, "--requests", requests}, flags...)...)
+	if code != exitOK {
+		t.Fatalf("run %v: exit %d\n%s", flags, code, errOut)
+	}
+	var doc struct {
+		Responses []struct {
+			ID      string                       `json:"id"`
+			Outputs map[string]jsonio.TensorJSON `json:"outputs"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Responses
 }

@@ -331,18 +331,13 @@ func initDocument(comps []*initComponent) string {
 			line(5, "# override): %s", strings.Join(c.constants, ", "))
 		}
 		line(5, "outputs:")
-		for i, p := range c.outputs {
+		for _, p := range c.outputs {
 			line(6, "%s:", yq(p.name))
 			line(7, "dtype: %s", p.dtype)
 			if p.hasShape {
 				line(7, "shape: %s", p.shapeYAML())
 			}
-			if i == 0 {
-				line(7, "# A grouped component's outputs say how they split back per request:")
-				line(7, "# the same batch_layout as the input they follow; a packed output's")
-				line(7, "# levels add extent: preserved (the input's units) or produced (the")
-				line(7, "# graph's own offsets/owner outputs).")
-			}
+			outputLayoutComment(line, c, p)
 		}
 	}
 	line(2, "steps:")
@@ -457,4 +452,25 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 	line(7, "# the lengths (int64, the axes outer to %s) must be an input of the", h.padded)
 	line(7, "# graph, or the model cannot mask the padding and check refuses it:")
 	line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
+}
+
+// outputLayoutComment shows, commented, the batch_layout that splits an
+// output back per request once the component groups: without one an
+// output is shared, every request would receive the whole group's rows,
+// and check refuses it (capacity/shared-output).
+func outputLayoutComment(line func(int, string, ...any), c *initComponent, p initPort) {
+	if len(p.dims) == 0 || p.dims[0].sym == "" {
+		return // a literal or rank-0 output is one value for any group
+	}
+	h := c.hints()
+	line(7, "# Once the component groups, say how this output splits back per")
+	line(7, "# request (left shared, each request would receive the whole group's")
+	line(7, "# rows, and check refuses it): with the input packed and one row per")
+	line(7, "# `%s`,", h.root)
+	line(7, "# batch_layout:")
+	line(7, "#   kind: token_packed")
+	line(7, "#   axis: 0")
+	line(7, "#   levels: [{ offsets: %s, owner: %s, extent: preserved }]", h.offsets, h.owner)
+	line(7, "# or, with one row per request:")
+	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }")
 }

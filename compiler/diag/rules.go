@@ -74,6 +74,7 @@ const (
 	CapacityUnreconciled     Rule = "capacity/unreconciled"
 	CapacityBudgetTooSmall   Rule = "capacity/budget-too-small"
 	CapacityRowScope         Rule = "capacity/row-scope"
+	CapacitySharedOutput     Rule = "capacity/shared-output"
 )
 
 // Emission: these ids are emission rules (§4 r8 and the emit rules).
@@ -135,7 +136,7 @@ var Rules = []Rule{
 	CapacityUnknownSymbol, CapacityUniformDuplicate, CapacityUniformCount,
 	CapacityPaddedAndPinned, CapacityBudgetRoot, CapacityBudgetDuplicate,
 	CapacityLevelUnbudgeted, CapacityFreeLiteral, CapacityUnreconciled,
-	CapacityBudgetTooSmall, CapacityRowScope,
+	CapacityBudgetTooSmall, CapacityRowScope, CapacitySharedOutput,
 	// Emission.
 	EmitUnpublishedCompanion, EmitCompanionOfUnemitted, EmitMalformedCompanion,
 	EmitServingShared, EmitTrimPadded, EmitRowAxis, EmitAxis, EmitAxisRequired,

@@ -1,0 +1,172 @@
+package passes
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
+)
+
+// groupDependent are the classes of a symbol whose extent the group
+// decides: a count of the group (packed positions, units, offsets, rows),
+// the longest item on a padded dimension, or a footprint a budget bounds.
+const groupDependent = counting | SymPadded | SymBudgeted
+
+// capacitySharedOutputs reports an output port of a grouped component
+// whose layout is shared (declared or by default) but whose shape names a
+// symbol the group decides (r10). A shared output is delivered whole to
+// every request of the group, so such a port would hand each request the
+// rows of all of them: grouped would differ from solo, silently. A symbol
+// only outputs name is the graph's to decide from the whole group's
+// inputs, so it counts as the group's too (a constant extent is written
+// as a literal, or listed in uniform_dimensions). A port that serves
+// another output's levels or padding is split as a companion, never
+// delivered whole, and is not judged here.
+func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindings) {
+	pl := &planner{sc: sc, comp: f.comp, serves: map[string]*plan.Serves{}, bind: bind}
+	pl.markCompanions(f.comp.Outputs, ir.SitePortOut)
+	for _, p := range contractPorts(f.comp, false) {
+		k := p.Contract
+		if k.Layout.Kind != ir.Shared || pl.serves[sideKey(ir.SitePortOut, p.Name)] != nil {
+			continue
+		}
+		for i, d := range k.Shape {
+			if !d.IsSym() || !f.groupDecides(d.Sym) {
+				continue
+			}
+			how := "is shared (the default when a port declares no batch_layout)"
+			if k.Layout.Loc != 0 {
+				how = "declares batch_layout shared"
+			}
+			c.ReportRelated(diag.CapacitySharedOutput, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
+				"output port `%s` of component `%s` %s, but axis %d is `%s`, %s: grouped, every request would receive the whole group's rows, not its own\n%s",
+				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.splitting(p, i))
+			break
+		}
+	}
+}
+
+// groupDecides reports whether the group, rather than one item, decides
+// the extent of a symbol of an output's shape.
+func (f *capacityFacts) groupDecides(sym string) bool {
+	if f.uniform[sym] {
+		return false
+	}
+	return f.Classes(sym)&groupDependent != 0 || !f.onInput(sym)
+}
+
+// onInput reports whether an input port's shape names sym.
+func (f *capacityFacts) onInput(sym string) bool {
+	for _, p := range contractPorts(f.comp, true) {
+		if p.Contract.Axis(sym) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// groupWord says why the group decides sym's extent, for messages.
+func (f *capacityFacts) groupWord(sym string) string {
+	if k, ok := f.Count(sym, false); ok {
+		return k.String() + ", which the group decides"
+	}
+	if pads := f.padded[sym]; len(pads) > 0 {
+		return fmt.Sprintf("padded on port `%s`, which a group pads to its longest item", pads[0].Port)
+	}
+	if f.budgeted[sym] {
+		return "a dimension a budget bounds, whose extent the group decides"
+	}
+	return "which no input port names (the graph decides it from the whole group's inputs)"
+}
+
+// splitting is the help line for shared output p, whose axis i the group
+// decides: the batch_layout that splits the port back per request, read
+// off the input port that counts the symbol, and a padding entry for each
+// padded symbol of its shape.
+func (f *capacityFacts) splitting(p *ir.Port, i int) string {
+	k := p.Contract
+	var decl []string
+	if layout := f.layoutFor(k, i); layout != "" {
+		decl = append(decl, layout)
+	}
+	for _, d := range k.Shape {
+		if d.IsSym() && len(f.padded[d.Sym]) > 0 {
+			decl = append(decl, fmt.Sprintf("padding: [{ dimension: %s, valid_lengths: %s }]", d.Sym, f.lengthsOf(d.Sym)))
+		}
+	}
+	if len(decl) > 0 {
+		return fmt.Sprintf("declare on port `%s`: %s", p.Name, strings.Join(decl, "; "))
+	}
+	return fmt.Sprintf("give port `%s` the batch_layout its rows follow: %s (or write an extent that is the same for every group as a literal)", p.Name, strings.Join(f.layoutsByRows(i), "; "))
+}
+
+// layoutsByRows lists, for an output axis no input names, the layouts
+// that split it by what its rows might be: one a unit of some level of a
+// packed input, or one a request.
+func (f *capacityFacts) layoutsByRows(i int) []string {
+	var out []string
+	if i == 0 {
+		for _, p := range f.payload {
+			lvs := p.Contract.Layout.Levels
+			for l := range lvs {
+				if units := f.UnitCount(p, l); units != "" {
+					out = append(out, fmt.Sprintf("with one row per `%s` of input `%s`, %s", units, p.Name, preservedLevels(lvs, l)))
+				}
+			}
+		}
+	}
+	return append(out, fmt.Sprintf("with one row per request, batch_layout: { kind: request_aligned, axis: %d }", i))
+}
+
+// layoutFor is the batch_layout that splits an output whose axis i is
+// counted by an input port's layout, or "" when no input port counts the
+// symbol there.
+func (f *capacityFacts) layoutFor(k *ir.Contract, i int) string {
+	sym := k.Shape[i].Sym
+	for _, n := range f.counts[sym] {
+		if !n.Input {
+			continue
+		}
+		in := f.comp.Input(n.Port)
+		switch {
+		case n.Kind == CountRows && n.Factor > 1:
+			return fmt.Sprintf("batch_layout: { kind: request_expanded, axis: %d, factor: %d }", i, n.Factor)
+		case n.Kind == CountRows:
+			return fmt.Sprintf("batch_layout: { kind: request_aligned, axis: %d }", i)
+		case i != 0:
+			// A packed output packs on axis 0: only a graph that puts the
+			// count there can split it.
+			continue
+		case n.Kind == CountPacked:
+			return preservedLevels(in.Contract.Layout.Levels, 0)
+		case n.Kind == CountUnits:
+			return preservedLevels(in.Contract.Layout.Levels, n.Level)
+		}
+	}
+	return ""
+}
+
+// preservedLevels spells a token_packed layout that keeps the input
+// levels from the one whose units it counts outward, each preserved.
+func preservedLevels(levels []ir.Level, from int) string {
+	var lv []string
+	for _, l := range levels[from:] {
+		lv = append(lv, fmt.Sprintf("{ offsets: %s, owner: %s, extent: preserved }", l.Offsets.Name, l.Owner.Name))
+	}
+	return "batch_layout: { kind: token_packed, axis: 0, levels: [" + strings.Join(lv, ", ") + "] }"
+}
+
+// lengthsOf is the valid_lengths the first input port padding sym names,
+// or a placeholder.
+func (f *capacityFacts) lengthsOf(sym string) string {
+	for _, p := range contractPorts(f.comp, true) {
+		for _, pd := range p.Contract.Padding {
+			if pd.Dim.Name == sym {
+				return pd.Lengths.Name
+			}
+		}
+	}
+	return "LENGTHS"
+}
