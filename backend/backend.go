@@ -91,6 +91,20 @@ type InputShaper interface {
 	InputShape(name string) []int64
 }
 
+// Keyer is implemented by sessions whose inputs decide extents of what
+// they make that one invocation cannot mix: an image adapter whose resize
+// keeps each image's aspect makes every image as wide as its aspect says,
+// and a pixels port that does not pad the width stacks images of one width
+// only. Key returns the key of an invocation of exactly these inputs ("" when
+// anything may share one), reading no more of them than it needs (an
+// image's header, not its pixels); it fails with run/input when the
+// inputs' own items already disagree. The runtime never puts two requests
+// of different keys in one invocation, and splits a request given as items
+// into one part per key (DESIGN §9).
+type Keyer interface {
+	Key(inputs map[string]*Tensor) (string, error)
+}
+
 // Timed is implemented by sessions that count the time their runs spent
 // in the backend's own work (for ONNX Runtime, inside its Run): what is
 // left of a component's run time is the runtime's. BackendTime is the sum

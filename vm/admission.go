@@ -88,7 +88,10 @@ func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, r
 			if req.Err != nil {
 				return Response{ID: req.ID, Err: Unreadable(req.Err)}
 			}
-			return run(ctx, req)
+			ctx, finish := WithPart(ctx, req)
+			resp := run(ctx, req)
+			finish(resp.Err)
+			return resp
 		}
 	}
 	limit := opts.Limit
@@ -102,7 +105,10 @@ func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, r
 			opts.Finished(i, r)
 		}
 	}
-	if e.lockstep && run == nil {
+	// The parts of a request its items split wait for each other at their
+	// admissions (parts.go), which a lockstep window, admitting one
+	// request after another on one goroutine, cannot do.
+	if e.lockstep && run == nil && !gated(reqs) {
 		e.runWindows(ctx, reqs, min(limit, e.opts.Queue), opts.Stop, out, opts.Finished)
 		return out
 	}

@@ -82,6 +82,7 @@ type Engine struct {
 	groupers          map[string]*grouper
 	grouperList       []*grouper        // the same, in the order loaded: a finished request tells each
 	sites             map[*ir.Step]site // the invoke steps of grouped components
+	keyed             []keyedStep       // the invoke steps whose sessions key their inputs
 	specs             map[string]*componentSpec
 	stats             map[string]*counter
 	copies            map[string]*Copies
@@ -118,6 +119,7 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 		}
 	}
 	e.sites = invokeSites(m, e.groupers, e.slots)
+	e.keyed = keyedSteps(m, e.specs)
 	return e, nil
 }
 
@@ -195,6 +197,7 @@ func (e *Engine) load(name, pkgDir string) error {
 	}
 	e.sessions[name] = sess
 	spec := newComponentSpec(comp, gp, e.m, e.slots)
+	spec.keyer, _ = sess.(backend.Keyer)
 	decline, err := spec.fixExtents(sess)
 	if err != nil {
 		return err // Open closes the sessions loaded so far, this one included
@@ -271,6 +274,9 @@ type Request struct {
 	// request with it at once and runs nothing for it, so that one bad
 	// request fails alone. An error that is no RunError is run/input.
 	Err error
+	// parts is the gate of the parts of a request its items split, where
+	// this is one (parts.go).
+	parts *partGate
 }
 
 // Unreadable is the error a request that could not be read is answered
@@ -306,7 +312,7 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 		e.openEnded.Store(true)
 	}
 	if len(req.Items) > 0 && req.Err == nil {
-		return RunItems(e.m, []Request{req}, func(reqs []Request) []Response { return e.runEach(ctx, reqs) })[0]
+		return e.RunItems([]Request{req}, func(reqs []Request) []Response { return e.runEach(ctx, reqs) })[0]
 	}
 	e.active.Add(1)
 	defer e.done(1)
@@ -403,9 +409,14 @@ func (r *run) reset() {
 }
 
 // exec runs one request's program.
-func (e *Engine) exec(ctx context.Context, req Request) Response {
+func (e *Engine) exec(ctx context.Context, req Request) (resp Response) {
 	if req.Err != nil {
 		return Response{ID: req.ID, Err: Unreadable(req.Err)}
+	}
+	if req.parts != nil {
+		var finish func(error)
+		ctx, finish = WithPart(ctx, req)
+		defer func() { finish(resp.Err) }()
 	}
 	r := e.getRun(ctx)
 	err := r.start(req)
@@ -415,7 +426,7 @@ func (e *Engine) exec(ctx context.Context, req Request) Response {
 	if err != nil {
 		r.letGo()
 	}
-	resp := e.response(req.ID, r, nil)
+	resp = e.response(req.ID, r, nil)
 	e.putRun(r)
 	if err != nil {
 		return Response{ID: req.ID, Err: failure(err)}

@@ -183,6 +183,16 @@ func (g *grouper) putLone(l *lone) {
 func (g *grouper) runAlone(ctx context.Context, args []*backend.Tensor, env values) (outputs, *lease, error) {
 	l := g.getLone()
 	it, err := g.spec.admitInto(l.slab.item(0), args, env)
+	if gate := gateOf(ctx); gate != nil {
+		if err == nil {
+			err = g.spec.refusal(it)
+		}
+		if err != nil {
+			gate.refused(err)
+		} else {
+			err = gate.admitted(ctx)
+		}
+	}
 	if err != nil {
 		g.putLone(l)
 		return nil, nil, err

@@ -276,6 +276,9 @@ func (e *Engine) invoke(ctx context.Context, component string, args map[string]*
 	if err := e.specs[component].checkLevels(args, env); err != nil {
 		return nil, nil, err
 	}
+	if err := e.specs[component].checkArgs(args); err != nil {
+		return nil, nil, err
+	}
 	outs, err := e.solo(ctx, component, args)
 	return outs, nil, err
 }

@@ -37,6 +37,9 @@ type item struct {
 	// same way.
 	pad       []int64
 	padInline [4]int64
+	// key is what the component's session says the item makes that one
+	// invocation cannot mix (backend.Keyer); "" where it says nothing.
+	key string
 	// isolated says that a floating-point input of the item holds NaN or
 	// an infinity: it runs in a group of its own (compatible), since a
 	// model that mixes positions (a pooling matrix product, attention)
@@ -174,6 +177,14 @@ type componentSpec struct {
 	// uniformAt and sharedAt are the positions of gp.Uniform's ports and
 	// of gp.SharedEqual among the inputs, found once.
 	uniformAt, sharedAt []int
+	// keyer is the component's session where it keys its invocations
+	// (backend.Keyer): an adapter whose images resize to their own width.
+	keyer backend.Keyer
+	// fixed holds, per input position, the extents the component's graph
+	// fixes (-1 where it leaves an axis dynamic; nil where the session does
+	// not say, or fixes none): a request whose extent differs on such an
+	// axis is refused at admission (checkFixed).
+	fixed [][]int64
 	// padTo holds, per input position, the extent the component's graph
 	// fixes for each of its padded axes (0 where the graph leaves it
 	// dynamic; nil for a port with none fixed): such an axis is padded to
@@ -200,6 +211,12 @@ func (s *componentSpec) fixExtents(sess backend.Session) (decline string, err er
 	}
 	for i, in := range s.gp.Inputs {
 		dims := shaper.InputShape(in.Name)
+		if slices.ContainsFunc(dims, func(d int64) bool { return d >= 0 }) {
+			if s.fixed == nil {
+				s.fixed = make([][]int64, len(s.gp.Inputs))
+			}
+			s.fixed[i] = dims
+		}
 		if s.gp.Grouped && (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && in.Axis < len(dims) && dims[in.Axis] >= 0 {
 			n, rows := dims[in.Axis], max(in.Factor, 1)
 			if n != rows {
@@ -454,6 +471,19 @@ func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env values) 
 	for k, u := range s.gp.Uniform {
 		it.uniform = append(it.uniform, it.ports[s.uniformAt[k]].t.Shape[u.Axis])
 	}
+	if s.keyer != nil {
+		byName := make(map[string]*backend.Tensor, len(args))
+		for i, t := range args {
+			if t != nil {
+				byName[s.gp.Inputs[i].Name] = t
+			}
+		}
+		key, err := s.keyer.Key(byName)
+		if err != nil {
+			return nil, err
+		}
+		it.key = key
+	}
 	for i := range it.ports {
 		if t := it.ports[i].t; t != nil && backend.HasNonFinite(t.DType, t.Data) {
 			it.isolated = true
@@ -472,11 +502,59 @@ func (s *componentSpec) admitPort(it *item, i int, in *plan.Port, args []*backen
 	if err := s.checkPort(i, in, t); err != nil {
 		return err
 	}
+	if err := s.checkFixed(i, t); err != nil {
+		return err
+	}
 	it.ports[i].t = t
 	if err := s.admitLevels(it, i, in, t, args, env); err != nil {
 		return err
 	}
 	return s.admitPadding(it, i, in, t, args, env)
+}
+
+// checkFixed refuses a request's tensor for input position i whose
+// extent differs from one the component's graph fixes: the caller's
+// mistake, told at admission rather than by the backend once a group
+// runs. Where the component groups, the axes whose extent is the group's
+// (the packed axis, the request axis) and the padded ones (padded to the
+// graph's extent, fixExtents) are not the request's to match.
+func (s *componentSpec) checkFixed(i int, t *backend.Tensor) error {
+	if i >= len(s.fixed) || s.fixed[i] == nil || t.Rank() != len(s.fixed[i]) {
+		return nil
+	}
+	in := &s.gp.Inputs[i]
+	for a, n := range s.fixed[i] {
+		if n < 0 || t.Shape[a] == n {
+			continue
+		}
+		if s.gp.Grouped {
+			switch {
+			case in.Role == plan.RolePacked && a == 0,
+				(in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && a == in.Axis,
+				slices.ContainsFunc(in.Padded, func(p plan.Pad) bool { return p.Axis == a }):
+				continue
+			}
+		}
+		return runErr("run/input", "component `%s` input port `%s` has extent %d on axis %d, but the component's graph fixes that axis at %d (the request is %s): send %d there",
+			s.comp.Name, in.Name, t.Shape[a], a, n, t, n)
+	}
+	return nil
+}
+
+// checkArgs is checkFixed for every argument of an invocation of an
+// ungrouped component, by port name.
+func (s *componentSpec) checkArgs(args map[string]*backend.Tensor) error {
+	if s.fixed == nil {
+		return nil
+	}
+	for i, in := range s.gp.Inputs {
+		if t := args[in.Name]; t != nil {
+			if err := s.checkFixed(i, t); err != nil {
+				return backend.Located(err, s.m.Location(s.comp.Input(in.Name).Loc))
+			}
+		}
+	}
+	return nil
 }
 
 // checkPort checks a payload tensor's rank and, for row layouts, that the
@@ -603,11 +681,15 @@ func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.
 }
 
 // compatible reports whether it may join a group whose first item is head:
-// equal uniform extents and equal shared inputs (§3.4). An isolated item
-// joins no other.
+// equal uniform extents and equal shared inputs (§3.4), and the same key
+// where the session keys its invocations (§9). An isolated item joins no
+// other.
 func (s *componentSpec) compatible(head, it *item) bool {
 	if head.isolated || it.isolated {
 		return head == it
+	}
+	if head.key != it.key {
+		return false
 	}
 	for i := range head.uniform {
 		if head.uniform[i] != it.uniform[i] {

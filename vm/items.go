@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +28,10 @@ import (
 //
 // Items whose other (unpadded) extents differ cannot share one tensor: the
 // request is split into one request per extent, each grouped on its own,
-// and their results are reassembled in item order. Every workflow output
+// and their results are reassembled in item order. The same holds for
+// items a component that reads them makes into different extents, which
+// its session's key says (backend.Keyer, Engine.PackItems); the parts wait
+// for each other at their admissions (parts.go). Every workflow output
 // must then be per item. A request may give several inputs as items; they
 // split only alike (item i of each in the same part), else the request is
 // refused (run/input).
@@ -139,14 +143,93 @@ func PackItems(m *ir.Module, req Request) ([]Request, *Ragged, error) {
 	if len(req.Items) == 0 {
 		return []Request{req}, nil, nil
 	}
-	rg, err := packItems(m, req)
+	rg, err := packItems(m, req, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	return rg.Requests(), rg, nil
 }
 
-func packItems(m *ir.Module, req Request) (*Ragged, error) {
+// keyedStep is an invoke step of a component whose session keys its
+// invocations (backend.Keyer).
+type keyedStep struct {
+	step  *ir.Step
+	keyer backend.Keyer
+}
+
+func keyedSteps(m *ir.Module, specs map[string]*componentSpec) []keyedStep {
+	var out []keyedStep
+	m.Body.Walk(func(s *ir.Step) bool {
+		if sp := specs[s.Component.Name]; s.Op == ir.OpInvoke && sp != nil && sp.keyer != nil {
+			out = append(out, keyedStep{s, sp.keyer})
+		}
+		return true
+	})
+	return out
+}
+
+// producedKey keys top-level item i of items input in by what the
+// components that read the input make of it (backend.Keyer: the width an
+// image resizes to): the item is packed alone, and each keyed invoke that
+// binds the input is given its arguments from that item, its derived
+// companions and the request's other inputs. "" when nothing keys it.
+type producedKey func(req Request, in *itemsInput, i int) (string, error)
+
+// producedKey is the engine's: its keyed invoke steps, asked in turn.
+func (e *Engine) producedKey(req Request, in *itemsInput, i int) (string, error) {
+	var keys []string
+	var vals map[string]*backend.Tensor
+	for _, k := range e.keyed {
+		if !slices.ContainsFunc(k.step.Args, func(a ir.Arg) bool { return a.Value.Name == in.name }) {
+			continue
+		}
+		if vals == nil {
+			p, err := in.pack(req.Items[in.name], []int{i}, true)
+			if err != nil {
+				return "", err
+			}
+			vals = make(map[string]*backend.Tensor, len(req.Inputs)+len(p.companions)+1)
+			maps.Copy(vals, req.Inputs)
+			maps.Copy(vals, p.companions)
+			vals[in.name] = p.value
+		}
+		args := map[string]*backend.Tensor{}
+		for _, a := range k.step.Args {
+			if t := vals[a.Value.Name]; t != nil {
+				args[a.Port] = t
+			}
+		}
+		key, err := k.keyer.Key(args)
+		if err != nil {
+			return "", runErr(backend.RunInput, "workflow input `%s` item %d, as component `%s` reads it: %s", in.name, i, k.step.Component.Name, AsRunError(err).Message)
+		}
+		if key != "" {
+			keys = append(keys, key)
+		}
+	}
+	return strings.Join(keys, "; "), nil
+}
+
+// PackItems is PackItems of the engine's workflow that also keys items by
+// what its components make of them (producedKey): byte items whose images
+// resize to different widths run as separate parts, as tensor items of
+// different extents do.
+func (e *Engine) PackItems(req Request) ([]Request, *Ragged, error) {
+	if len(req.Items) == 0 {
+		return []Request{req}, nil, nil
+	}
+	var key producedKey
+	if len(e.keyed) > 0 {
+		key = e.producedKey
+	}
+	rg, err := packItems(e.m, req, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rg.Requests(), rg, nil
+}
+
+func packItems(m *ir.Module, req Request, produced producedKey) (*Ragged, error) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range req.Items {
 			if !yield(n) {
@@ -185,6 +268,13 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 			if k == "" {
 				empty = append(empty, i)
 				continue
+			}
+			if produced != nil {
+				pk, err := produced(req, in, i)
+				if err != nil {
+					return nil, err
+				}
+				k = joinKey(k, pk)
 			}
 			if _, ok := keys[k]; !ok {
 				order = append(order, k)
@@ -294,6 +384,10 @@ func packItems(m *ir.Module, req Request) (*Ragged, error) {
 		}
 		rg.parts = append(rg.parts, packedRequest{req: Request{ID: req.ID, Inputs: in}, items: sel})
 	}
+	gate := newPartGate(len(rg.parts))
+	for i := range rg.parts {
+		rg.parts[i].req.parts = gate
+	}
 	return rg, nil
 }
 
@@ -382,6 +476,11 @@ func (in *itemsInput) leaves(it Item, at string, depth int, visit func(t *backen
 // check validates one leaf against the contract.
 func (in *itemsInput) check(t *backend.Tensor, at string) error {
 	rank := in.leafRank()
+	if d, _ := ir.LookupDType(in.c.DType); t.Rank() == in.c.Rank && in.levels == 1 && d.Name == "uint8" {
+		return runErr(backend.RunInput, "workflow input `%s` packs bytes with one ownership level, so each of its items would be one byte, not an encoded image, clip or frame; "+
+			"to send encoded media as items, give the input a second level (bytes → items, items → request), such as levels: [{ offsets: %s, owner: %s }, { offsets: ITEM_ROWS, owner: ITEM_ROW_OWNER }], or send the bytes as one tensor with `%s`",
+			in.name, in.offsets[0], in.owners[0], in.offsets[0])
+	}
 	if t.Rank() != rank {
 		return runErr(backend.RunInput, "workflow input `%s` item %s has rank %d, but each item of this input is of rank %d (the contract's %d axes %s)",
 			in.name, at, t.Rank(), rank, in.c.Rank, map[bool]string{true: "less the packed one", false: "with its rows on axis 0"}[in.nested])
@@ -439,6 +538,19 @@ func (in *itemsInput) key(it Item, i int) (string, error) {
 		return nil
 	})
 	return key, err
+}
+
+// joinKey is an item's key of its own extents and of what components make
+// of it, as messages show it: the latter alone where the item's own
+// extents are none (encoded bytes).
+func joinKey(own, produced string) string {
+	switch {
+	case produced == "":
+		return own
+	case own == "[]":
+		return produced
+	}
+	return own + " " + produced
 }
 
 // packed is an input packed from its items, with the companions derived.
@@ -815,13 +927,13 @@ func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Req
 	return node(levels-1, 0), nil
 }
 
-// RunItems runs requests of a workflow, some of which may carry items,
+// RunItems runs requests of the workflow, some of which may carry items,
 // with runAll, which runs plain requests concurrently and answers them in
-// order: each request with items is packed (PackItems), every plain
+// order: each request with items is packed (Engine.PackItems), every plain
 // request runs in one call so that they all may meet in groups, and the
 // responses of a request's parts are joined. A request that cannot be
 // packed is answered with its error.
-func RunItems(m *ir.Module, reqs []Request, runAll func([]Request) []Response) []Response {
+func (e *Engine) RunItems(reqs []Request, runAll func([]Request) []Response) []Response {
 	if !slices.ContainsFunc(reqs, func(r Request) bool { return len(r.Items) > 0 && r.Err == nil }) {
 		return runAll(reqs)
 	}
@@ -838,7 +950,7 @@ func RunItems(m *ir.Module, reqs []Request, runAll func([]Request) []Response) [
 			plain = append(plain, r)
 			continue
 		}
-		subs, rg, err := PackItems(m, r)
+		subs, rg, err := e.PackItems(r)
 		if err != nil {
 			out[i] = Response{ID: r.ID, Err: err}
 			parts[i] = part{lo: -1}
@@ -888,7 +1000,7 @@ func (e *Engine) runBatchItems(ctx context.Context, reqs []Request, opts BatchOp
 		var rg *Ragged
 		if len(r.Items) > 0 && r.Err == nil {
 			var err error
-			if subs, rg, err = PackItems(e.m, r); err != nil {
+			if subs, rg, err = e.PackItems(r); err != nil {
 				out[i] = Response{ID: r.ID, Err: err}
 				if opts.Finished != nil {
 					opts.Finished(i, out[i])

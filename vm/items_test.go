@@ -2,6 +2,7 @@ package vm
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -178,5 +179,18 @@ func TestJoinProducedLevels(t *testing.T) {
 		"segment_offsets": vec(0, 3), "segment_owner": vec(0, 0, 0)})}})
 	if bad.Err != nil || bad.Items["merged"] != nil || bad.Outputs.Get("merged") == nil || bad.Outputs.Get("merged_offsets") == nil || bad.Outputs.Get("segment_offsets") == nil {
 		t.Fatalf("packed: %v, items %v, outputs %v", bad.Err, bad.Items, bad.Outputs)
+	}
+}
+
+// Encoded media given as items of a byte input of one level (image_patches'
+// png: bytes → request) would be single bytes: the request is refused with
+// a message that says a second level is what byte items need, naming the
+// input's offsets, rather than a rank mismatch.
+func TestByteItemsNeedTwoLevels(t *testing.T) {
+	m := compilePlan(t, "../testdata/packages/image_patches").IR
+	_, _, err := PackItems(m, Request{ID: "r", Items: map[string][]Item{"png": ByteItems([]byte("\x89PNG...."), []byte("\x89PNG..."))}})
+	re := AsRunError(err)
+	if re == nil || re.Rule != backend.RunInput || !strings.Contains(re.Message, "second level") || !strings.Contains(re.Message, "png_offsets") || strings.Contains(re.Message, "rank") {
+		t.Errorf("byte items of a one-level input: %v; want run/input asking for a second level", err)
 	}
 }

@@ -96,6 +96,16 @@ func (s *componentSpec) chunk(it *item) ([]*item, error) {
 	return chunks, nil
 }
 
+// refusal is why submit would refuse an admitted item at once (one of
+// its units alone exceeds a budget), or nil.
+func (s *componentSpec) refusal(it *item) error {
+	if it.empty() || s.overBudget(it) < 0 {
+		return nil
+	}
+	_, err := s.chunk(it)
+	return err
+}
+
 func (s *componentSpec) budgetError(i int, it *item) error {
 	b := s.gp.Budgets[i]
 	return runErr("run/budget", "an item of this request has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
@@ -107,7 +117,7 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 	at := s.at(port)
 	levels := it.ports[at].levels
 	sub := newItem(len(it.ports))
-	sub.uniform, sub.isolated = it.uniform, it.isolated
+	sub.uniform, sub.isolated, sub.key = it.uniform, it.isolated, it.key
 	subLevels := make([][]int64, len(levels))
 	subLevels[len(levels)-1] = []int64{0, b - a}
 	lo, hi := a, b

@@ -19,11 +19,15 @@ type BatchFunc func(ctx context.Context, reqs []vm.Request) []vm.Response
 // packed into the plain requests vm.PackItems makes, which run at once
 // with run, and joined into its response.
 func RunItems(ctx context.Context, e *vm.Engine, req vm.Request, run RunFunc) vm.Response {
-	return vm.RunItems(e.Module(), []vm.Request{req}, func(reqs []vm.Request) []vm.Response {
+	return e.RunItems([]vm.Request{req}, func(reqs []vm.Request) []vm.Response {
 		out := make([]vm.Response, len(reqs))
 		var wg sync.WaitGroup
 		for i := range reqs {
-			wg.Go(func() { out[i] = run(ctx, reqs[i]) })
+			wg.Go(func() {
+				ctx, finish := vm.WithPart(ctx, reqs[i])
+				out[i] = run(ctx, reqs[i])
+				finish(out[i].Err)
+			})
 		}
 		wg.Wait()
 		return out

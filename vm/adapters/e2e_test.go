@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -225,11 +226,11 @@ func TestEndToEndConcurrent(t *testing.T) {
 }
 
 // A corrupt image fails its own request, naming the image; the requests
-// beside it succeed. (Only where the adapter runs one request per
-// invocation: a session returns one error for a whole group, so in
-// image_grouped.yaml a corrupt image fails every request of its group.)
+// beside it succeed. Where the adapter groups (image_grouped.yaml), the
+// image's header is read at admission (the adapter's key), so the request
+// fails there, before it can join a group.
 func TestEndToEndCorruptImageFailsOneRequest(t *testing.T) {
-	for _, doc := range docs[:1] {
+	for _, doc := range docs {
 		t.Run(filepath.Base(doc), func(t *testing.T) {
 			e, _ := open(t, doc, false)
 			rows := strings.Contains(doc, "grouped")
@@ -322,5 +323,148 @@ func TestEndToEndByteItems(t *testing.T) {
 			"image.offsets": {DType: "int64", Shape: []int64{2}, Data: []int64{0, n}},
 			"image.owner":   {DType: "int64", Shape: []int64{n}, Data: make([]int64, n)},
 		})})
+	}
+}
+
+// solid encodes an h×w image of one colour as PNG.
+func solid(t *testing.T, c color.NRGBA, h, w int) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// aspects are image sizes (height, width) whose resize to a height of 4
+// makes widths 2, 4, 8 and 6.
+var aspects = [][2]int{{8, 4}, {4, 4}, {2, 4}, {6, 9}}
+
+// widthPictures draws n requests of one solid image each, of the aspects
+// above.
+func widthPictures(t *testing.T, rng *rand.Rand, n int) []pictures {
+	var out []pictures
+	for range n {
+		c := color.NRGBA{R: uint8(rng.Intn(256)), G: uint8(rng.Intn(256)), B: uint8(rng.Intn(256)), A: 255}
+		a := aspects[rng.Intn(len(aspects))]
+		out = append(out, pictures{colours: []color.NRGBA{c}, encoded: [][]byte{solid(t, c, a[0], a[1])}})
+	}
+	return out
+}
+
+// TestEndToEndWidthsGroupByKey: a grouped adapter whose resize keeps each
+// image's aspect (image_widths.yaml) groups by the width its images make,
+// read from their headers at admission: concurrent requests of four
+// widths all succeed, grouped equal to solo, with groups of more than one
+// request and no group failed and run again.
+func TestEndToEndWidthsGroupByKey(t *testing.T) {
+	doc := "testdata/image_widths.yaml"
+	pics := widthPictures(t, rand.New(rand.NewSource(5)), 32)
+	var reqs []vm.Request
+	for i, p := range pics {
+		reqs = append(reqs, p.request(fmt.Sprint("r", i), true))
+	}
+	var answers [2][]vm.Response
+	for k, solo := range []bool{false, true} {
+		e, _ := open(t, doc, solo)
+		answers[k] = e.RunAll(context.Background(), reqs)
+		for i, r := range answers[k] {
+			check(t, pics[i], r)
+		}
+		st := e.Stats().Components["image_preprocess"]
+		if st.Regrouped != 0 {
+			t.Errorf("solo=%v: %d adapter groups failed and ran again; want none", solo, st.Regrouped)
+		}
+		if !solo && st.MaxGroupRequests < 2 {
+			t.Errorf("the adapter formed no group of two requests (group sizes %v)", st.GroupSizes)
+		}
+	}
+	for i := range reqs {
+		g, s := answers[0][i].Outputs.Get("embeddings"), answers[1][i].Outputs.Get("embeddings")
+		if !reflect.DeepEqual(g.Float32s(), s.Float32s()) {
+			t.Errorf("request %d: grouped %v, solo %v", i, g.Float32s(), s.Float32s())
+		}
+	}
+}
+
+// TestEndToEndWidthsItems: a request's byte items whose images make
+// different widths run as one part per width, each item answered as it is
+// alone; a request that packs such images into one tensor itself fails at
+// admission, naming the image and the widths, and costs no invocation.
+func TestEndToEndWidthsItems(t *testing.T) {
+	doc := "testdata/image_widths.yaml"
+	e, _ := open(t, doc, false)
+	rng := rand.New(rand.NewSource(9))
+	pics := widthPictures(t, rng, 5)
+	var all pictures
+	for _, p := range pics {
+		all.colours = append(all.colours, p.colours...)
+		all.encoded = append(all.encoded, p.encoded...)
+	}
+	r := e.Run(context.Background(), vm.Request{ID: "mixed", Items: map[string][]vm.Item{"encoded_images": vm.ByteItems(all.encoded...)}})
+	if r.Err != nil {
+		t.Fatalf("items of mixed widths: %v", r.Err)
+	}
+	its := r.Items["embeddings"]
+	if len(its) != len(all.encoded) {
+		t.Fatalf("%d embeddings for %d images", len(its), len(all.encoded))
+	}
+	for i, p := range pics {
+		alone := e.Run(context.Background(), p.request("alone", true))
+		if alone.Err != nil || !reflect.DeepEqual(its[i].Tensor.Float32s(), alone.Outputs.Get("embeddings").Float32s()) {
+			t.Errorf("item %d: %v, alone %v (%v)", i, its[i].Tensor.Float32s(), alone.Outputs.Get("embeddings"), alone.Err)
+		}
+	}
+
+	before := e.Stats().Components["image_preprocess"].Invocations
+	wide, narrow := pictures{colours: pics[0].colours, encoded: [][]byte{solid(t, pics[0].colours[0], 2, 4)}}, solid(t, pics[0].colours[0], 8, 4)
+	wide.encoded = append(wide.encoded, narrow)
+	wide.colours = append(wide.colours, pics[0].colours[0])
+	bad := e.Run(context.Background(), wide.request("packed", true))
+	var re *backend.RunError
+	if !errors.As(bad.Err, &re) || re.Rule != "run/input" || !strings.Contains(re.Message, "image 1") ||
+		!strings.Contains(re.Message, "width 2") || !strings.Contains(re.Message, "width 8") || !strings.Contains(re.Message, "as items") {
+		t.Errorf("images of two widths in one tensor: %v; want run/input naming image 1, both widths and items", bad.Err)
+	}
+	if after := e.Stats().Components["image_preprocess"].Invocations; after != before {
+		t.Errorf("the refused request cost %d adapter invocations", after-before)
+	}
+}
+
+// TestEndToEndRefusedPartSpendsNothing: a request whose items run as two
+// parts (two widths), one of them an image too wide for the encoder's
+// budget on its own, fails run/budget without its other part reaching the
+// encoder: no invocation is spent on a request that fails, whether it runs
+// alone or among others, and the requests beside it are answered.
+func TestEndToEndRefusedPartSpendsNothing(t *testing.T) {
+	doc := "testdata/image_widths.yaml"
+	e, _ := open(t, doc, false)
+	c := color.NRGBA{R: 40, G: 80, B: 120, A: 255}
+	narrow, wide := solid(t, c, 4, 4), solid(t, c, 2, 40) // widths 4 and 80 once resized
+	mixed := vm.Request{ID: "mixed", Items: map[string][]vm.Item{"encoded_images": vm.ByteItems(narrow, wide, narrow)}}
+	fine := pictures{colours: []color.NRGBA{c}, encoded: [][]byte{narrow}}
+	refused := func(r vm.Response) {
+		t.Helper()
+		var re *backend.RunError
+		if !errors.As(r.Err, &re) || re.Rule != "run/budget" {
+			t.Errorf("%s: %v, want run/budget", r.ID, r.Err)
+		}
+	}
+	encoder := func() int64 { return e.Stats().Components["encoder"].Invocations }
+	before := encoder()
+	refused(e.Run(context.Background(), mixed))
+	if n := encoder() - before; n != 0 {
+		t.Errorf("the refused request alone cost %d encoder invocations", n)
+	}
+	resps := e.RunAll(context.Background(), []vm.Request{fine.request("a", true), mixed, fine.request("b", true)})
+	check(t, fine, resps[0])
+	check(t, fine, resps[2])
+	refused(resps[1])
+	if got := e.Stats().Components["encoder"].Requests; got != 2 {
+		t.Errorf("the encoder answered %d requests; want the 2 that succeed", got)
 	}
 }

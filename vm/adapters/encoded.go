@@ -294,11 +294,17 @@ func (s *encoded) rows(inputs map[string]*backend.Tensor, n int) ([]int64, error
 func (s *encoded) each(ctx context.Context, data []byte, offs, rows []int64, f func(i int, b []byte) error) error {
 	return s.parallel(ctx, len(offs)-1, func(i int) error {
 		if err := f(i, data[offs[i]:offs[i+1]]); err != nil {
-			return fail("run/input", "%s %d%s of input port `%s` of adapter `%s` (bytes %d to %d) %v",
-				s.k.item, i, rowOf(s.k.item, rows, i), s.in.port, s.comp.Name, offs[i], offs[i+1], err)
+			return s.itemError(i, offs, rows, err)
 		}
 		return nil
 	})
+}
+
+// itemError is run/input for item i of an invocation: it names the item,
+// its row and its bytes, then says what is wrong with it.
+func (s *encoded) itemError(i int, offs, rows []int64, err error) error {
+	return fail("run/input", "%s %d%s of input port `%s` of adapter `%s` (bytes %d to %d) %v",
+		s.k.item, i, rowOf(s.k.item, rows, i), s.in.port, s.comp.Name, offs[i], offs[i+1], err)
 }
 
 // parallel calls f on 0 to n-1, Backend.Workers at once, and returns the

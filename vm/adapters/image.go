@@ -51,24 +51,34 @@ func bytesText(parts []string) string {
 	return out
 }
 
-// decodeImage decodes one encoded image to 3-channel RGB planes in
-// [0, 255]. want is the format decode demands ("" for any).
-func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
+// decodeHeader reads an encoded image's header: its format and size,
+// checked as decodeImage checks them before it decodes any pixel.
+func decodeHeader(data []byte, want string, maxPixels int64) (image.Config, string, error) {
 	if len(data) == 0 {
-		return nil, fmt.Errorf("is empty (0 bytes); an image is a PNG, JPEG or GIF encoding")
+		return image.Config{}, "", fmt.Errorf("is empty (0 bytes); an image is a PNG, JPEG or GIF encoding")
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("is not a PNG, JPEG or GIF image (%v); read %s", err, sniff(data))
+		return cfg, "", fmt.Errorf("is not a PNG, JPEG or GIF image (%v); read %s", err, sniff(data))
 	}
 	if want != "" && format != want {
-		return nil, fmt.Errorf("is a %s image, but the decode transform asks for format %s", format, want)
+		return cfg, "", fmt.Errorf("is a %s image, but the decode transform asks for format %s", format, want)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, fmt.Errorf("is a %s image of %d×%d pixels; an image has at least one pixel", format, cfg.Width, cfg.Height)
+		return cfg, "", fmt.Errorf("is a %s image of %d×%d pixels; an image has at least one pixel", format, cfg.Width, cfg.Height)
 	}
 	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
-		return nil, fmt.Errorf("is a %s image of %d×%d pixels, more than the %d pixels this adapter decodes", format, cfg.Width, cfg.Height, maxPixels)
+		return cfg, "", fmt.Errorf("is a %s image of %d×%d pixels, more than the %d pixels this adapter decodes", format, cfg.Width, cfg.Height, maxPixels)
+	}
+	return cfg, format, nil
+}
+
+// decodeImage decodes one encoded image to 3-channel RGB planes in
+// [0, 255]. want is the format decode demands ("" for any).
+func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
+	cfg, format, err := decodeHeader(data, want, maxPixels)
+	if err != nil {
+		return nil, err
 	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {

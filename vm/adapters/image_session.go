@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -238,6 +239,69 @@ func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPo
 	return px, nil
 }
 
+// Key implements backend.Keyer: the extents the invocation's images make
+// that the ports neither fix nor pad (a keep-aspect resize's width, a
+// stacked sequence's unit count), read from each image's header. An image
+// whose header the program refuses, or whose extent contradicts a port's
+// fixed one, fails here, before any group holds it; so do images of one
+// invocation that would make different keys.
+func (s *imageSession) Key(inputs map[string]*backend.Tensor) (string, error) {
+	data, offs, rows, err := s.items(inputs, nil)
+	if err != nil {
+		return "", err
+	}
+	key := ""
+	for i := 0; i+1 < len(offs); i++ {
+		ext, err := s.prog.extents(data[offs[i]:offs[i+1]], s.b.maxPixels(), s.keep)
+		if err != nil {
+			return "", s.itemError(i, offs, rows, err)
+		}
+		k, err := s.keyOf(ext)
+		if err != nil {
+			return "", s.itemError(i, offs, rows, err)
+		}
+		if i == 0 {
+			key = k
+			continue
+		}
+		if k != key {
+			return "", s.itemError(i, offs, rows, fmt.Errorf("makes %s after preprocessing.image, but %s 0 makes %s, and the adapter's output ports pad neither, so the two cannot share an invocation; "+
+				"send the %ss as items (a request's items of different extents run apart), resize them to one size (resize with height and width), or pad the dimension with valid_lengths where the model reads them",
+				k, s.k.item, key, s.k.item))
+		}
+	}
+	return key, nil
+}
+
+// keyOf is the key of an image of extents ext (one per kept value, as
+// extents returns them): each pixels port's height and width where the
+// program leaves them to the image and the port does not pad them, and
+// each stacked, unpadded sequence port's unit count. An extent that
+// contradicts a fixed one of a port is an error.
+func (s *imageSession) keyOf(ext []extent) (string, error) {
+	var parts []string
+	for i, px := range s.pixels {
+		e := ext[i]
+		got := [3]int64{int64(e.c), int64(e.h), int64(e.w)}
+		static := [3]int{px.static.c, px.static.h, px.static.w}
+		for d := range 3 {
+			switch {
+			case px.fixed[d] >= 0 && got[d] != px.fixed[d]:
+				return "", fmt.Errorf("is %s after preprocessing.image, but output port `%s` of adapter `%s` fixes %s (axis %d) at %d",
+					e.dims(), px.name, s.comp.Name, dimNames[d], px.axes[d], px.fixed[d])
+			case !px.padded[d] && static[d] < 0:
+				parts = append(parts, fmt.Sprintf("%s %d of `%s`", dimNames[d], got[d], px.name))
+			}
+		}
+	}
+	for j, sp := range s.seqs {
+		if !sp.packed && sp.lengths == "" {
+			parts = append(parts, fmt.Sprintf("%d %s of `%s`", ext[len(s.pixels)+j].units, unitName(sp), sp.name))
+		}
+	}
+	return strings.Join(parts, ", "), nil
+}
+
 // Run implements backend.Session: it splits the encoded bytes into images, runs
 // the program on each, and fills every output port.
 func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
@@ -323,7 +387,7 @@ func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*bac
 			case px.padded[d]:
 				ext[d] = max(ext[d], got[d])
 			case i > 0 && got[d] != ext[d]:
-				return nil, fail("run/input", "image %d is %s after preprocessing.image, but image 0 is %s, and output port `%s` of adapter `%s` does not pad %s; resize the images to one size, or pad `%s` with valid_lengths",
+				return nil, fail("run/input", "image %d is %s after preprocessing.image, but image 0 is %s, and output port `%s` of adapter `%s` does not pad %s; send the images as items (a request's items of different extents run apart), resize them to one size (resize with height and width), or pad `%s` with valid_lengths where the model reads them",
 					i, p.dims(), items[0].dims(), px.name, s.comp.Name, dimNames[d], dimNames[d])
 			default:
 				ext[d] = got[d]

@@ -19,8 +19,27 @@ type imageOp struct {
 	// makes of an input of h×w, so that run can refuse a result too large.
 	dims func(h, w int) (int, int)
 	// refuse, for an op that takes only some inputs, says why it does not
-	// take one.
-	refuse func(*planar) error
+	// take one of h×w.
+	refuse func(h, w int) error
+	// size, for every op but decode, is the extent of what apply makes of
+	// an input of the given extent, without its pixels.
+	size func(extent) extent
+}
+
+// extent is an image's size without its pixels (planar's c, h and w), and
+// after tile or patchify the count of its units.
+type extent struct{ c, h, w, units int }
+
+func (e extent) dims() string {
+	return fmt.Sprintf("%d×%d×%d (channels×height×width)", e.c, e.h, e.w)
+}
+
+func extentOf(p *planar) extent {
+	e := extent{c: p.c, h: p.h, w: p.w}
+	if p.seq != nil {
+		e.units = p.seq.units
+	}
+	return e
 }
 
 // imageProgram is a compiled preprocessing.image program.
@@ -57,13 +76,35 @@ func shapeOf(s preprocess.Shape) shape { return shape{c: s.C, h: s.H, w: s.W} }
 
 // imageOpOf pairs a compiled op with its kernel (none for decode).
 func imageOpOf(op *preprocess.Op) imageOp {
-	x := imageOp{op: op.Name, in: op.In, out: op.Out, dims: op.Size}
+	x := imageOp{op: op.Name, in: op.In, out: op.Out, dims: op.Size, size: func(e extent) extent { return e }}
 	if k := imageKernels[op.Name]; k != nil {
 		x.apply = k(op)
 	}
-	if op.Name == "patchify" {
+	switch op.Name {
+	case "convert_color":
+		mode, _ := op.Word("mode")
+		x.size = func(e extent) extent {
+			e.c = 3
+			if mode == "L" {
+				e.c = 1
+			}
+			return e
+		}
+	case "resize", "center_crop":
+		x.size = func(e extent) extent { e.h, e.w = op.Size(e.h, e.w); return e }
+	case "tile":
+		t := op.Tile()
+		x.size = func(e extent) extent {
+			n := t.Tiles(e.h, e.w)
+			return extent{c: e.c, h: n * t.Size, w: t.Size, units: n}
+		}
+	case "patchify":
 		size := op.Ints("patch_size")
-		x.refuse = func(p *planar) error { return patchRefusal(p, size, op.Index) }
+		x.refuse = func(h, w int) error { return patchRefusal(h, w, size, op.Index) }
+		x.size = func(e extent) extent {
+			n := (e.h / size) * (e.w / size)
+			return extent{c: 1, h: n, w: e.c * size * size, units: n}
+		}
 	}
 	return x
 }
@@ -133,6 +174,52 @@ func (p *imageProgram) plan(keep []string) {
 	}
 }
 
+// extents reads one image's header and returns the extents of the values
+// keep names, in order, as run would make them, without decoding a pixel:
+// what run refuses for its size (maxPixels, patchify's multiples), it
+// refuses too. TestExtentsAgreeWithRun keeps the two alike.
+func (p *imageProgram) extents(data []byte, maxPixels int64, keep []string) ([]extent, error) {
+	env := map[string]extent{}
+	for i, op := range p.ops {
+		in := env[op.in]
+		if op.apply == nil {
+			cfg, _, err := decodeHeader(data, p.format, maxPixels)
+			if err != nil {
+				return nil, err
+			}
+			env[op.out] = extent{c: 3, h: cfg.Height, w: cfg.Width}
+			continue
+		}
+		if err := p.admits(i, in.h, in.w, maxPixels); err != nil {
+			return nil, err
+		}
+		if op.refuse != nil {
+			if err := op.refuse(in.h, in.w); err != nil {
+				return nil, err
+			}
+		}
+		env[op.out] = op.size(in)
+	}
+	out := make([]extent, len(keep))
+	for i, k := range keep {
+		out[i] = env[k]
+	}
+	return out, nil
+}
+
+// admits refuses an input of h×w to op i whose result would exceed
+// maxPixels.
+func (p *imageProgram) admits(i, h, w int, maxPixels int64) error {
+	op := p.ops[i]
+	if op.dims == nil {
+		return nil
+	}
+	if oh, ow := op.dims(h, w); int64(oh)*int64(ow) > maxPixels {
+		return fmt.Errorf("is %d×%d pixels (height×width) before transform %d (%s), which would make it %d×%d, more than the %d pixels this adapter holds", h, w, i, op.op, oh, ow, maxPixels)
+	}
+	return nil
+}
+
 // run decodes one image and runs the program on it, returning the values
 // keep names, in order. No value may exceed maxPixels.
 func (p *imageProgram) run(data []byte, maxPixels int64, keep []string) ([]*planar, error) {
@@ -146,13 +233,13 @@ func (p *imageProgram) run(data []byte, maxPixels int64, keep []string) ([]*plan
 			}
 			env[op.out] = img
 		case op.dims != nil:
-			if h, w := op.dims(in.h, in.w); int64(h)*int64(w) > maxPixels {
-				return nil, fmt.Errorf("is %d×%d pixels (height×width) before transform %d (%s), which would make it %d×%d, more than the %d pixels this adapter holds", in.h, in.w, i, op.op, h, w, maxPixels)
+			if err := p.admits(i, in.h, in.w, maxPixels); err != nil {
+				return nil, err
 			}
 			fallthrough
 		default:
 			if op.refuse != nil {
-				if err := op.refuse(in); err != nil {
+				if err := op.refuse(in.h, in.w); err != nil {
 					return nil, err
 				}
 			}

@@ -99,9 +99,9 @@ func patchify(p *planar, size int) *planar {
 }
 
 // patchRefusal says why an image cannot be patchified, or nil.
-func patchRefusal(p *planar, size, index int) error {
-	if p.h%size != 0 || p.w%size != 0 {
-		return fmt.Errorf("is %d×%d pixels (height×width) at transform %d (patchify), not a multiple of patch_size %d; resize it to multiples of %d first (resize with height and width)", p.h, p.w, index, size, size)
+func patchRefusal(h, w, size, index int) error {
+	if h%size != 0 || w%size != 0 {
+		return fmt.Errorf("is %d×%d pixels (height×width) at transform %d (patchify), not a multiple of patch_size %d; resize it to multiples of %d first (resize with height and width)", h, w, index, size, size)
 	}
 	return nil
 }

@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/internal/testenv"
@@ -175,5 +179,50 @@ func TestFixedPackedAxisRefused(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "`token_owner`") {
 		t.Errorf("the owners companion was reported too: %v", err)
+	}
+}
+
+// TestWrongFixedExtent: an extent the graph fixes and the contract leaves
+// symbolic, sent wrong, is the caller's mistake: the request fails at
+// admission with run/input naming the port, the axis and the graph's
+// extent, no invocation runs for it, and the requests beside it are
+// answered. image_padded's graph fixes the features of its patches at 8
+// (a grouped component); the solo scorer is checked in front of its one
+// call, with its graph's rows fixed at 1.
+func TestWrongFixedExtent(t *testing.T) {
+	wrong := func(t *testing.T, r vm.Response, port string, axis, fixed int) {
+		t.Helper()
+		var re *backend.RunError
+		if !errors.As(r.Err, &re) || re.Rule != backend.RunInput || !strings.Contains(re.Message, "`"+port+"`") ||
+			!strings.Contains(re.Message, fmt.Sprintf("axis %d", axis)) || !strings.Contains(re.Message, fmt.Sprintf("fixes that axis at %d", fixed)) {
+			t.Errorf("%s: %v; want run/input naming `%s`, axis %d and %d", r.ID, r.Err, port, axis, fixed)
+		}
+	}
+	f := fixtures.Lookup("image_padded")
+	forEachEngine(t, func(t *testing.T, e engineKind) {
+		r := e.start(t, f, genrt.WithMaxDelay(groupDelay))
+		rng := rand.New(rand.NewPCG(4, 4))
+		reqs := []vm.Request{fixtures.ImagePadded(rng, "a", 2), fixtures.ImagePadded(rng, "bad", 2), fixtures.ImagePadded(rng, "b", 1)}
+		bad := reqs[1]
+		bad.Inputs = maps.Clone(bad.Inputs)
+		px := bad.Inputs["pixel_patches"]
+		shape := []int64{px.Shape[0], px.Shape[1], 5}
+		bad.Inputs["pixel_patches"] = fixtures.F32(shape, make([]float32, backend.Elements(shape)))
+		got := runAll(context.Background(), r, []vm.Request{reqs[0], bad, reqs[2]})
+		mustSucceed(t, []vm.Response{got[0], got[2]})
+		wrong(t, got[1], "pixel_patches", 2, 8)
+		if s := r.Stats().Components["encoder"]; s.Requests != 2 || s.Regrouped != 0 {
+			t.Errorf("the encoder answered %d requests (%d groups regrouped); want the 2 good ones", s.Requests, s.Regrouped)
+		}
+	})
+
+	solo := fixtures.Lookup("solo")
+	fixed := fixedEngine(t, solo, "batch", 1)
+	one, three := fixtures.Solo(rand.New(rand.NewPCG(2, 2)), "one", 1), fixtures.Solo(rand.New(rand.NewPCG(3, 3)), "three", 3)
+	got := fixed.RunAll(context.Background(), []vm.Request{one, three})
+	mustSucceed(t, got[:1])
+	wrong(t, got[1], "features", 0, 1)
+	if n := fixed.Stats().Components["scorer"].Invocations; n != 1 {
+		t.Errorf("%d scorer invocations; want the good request's one", n)
 	}
 }
