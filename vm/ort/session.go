@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -178,9 +179,14 @@ func (s *session) execute(ctx context.Context, c *call) error {
 	if err := s.invokeCall(ctx, c); err != nil {
 		return s.explain(err)
 	}
-	for i, sv := range c.scratch {
-		if sv != nil {
-			c.bufs[i].CopyElems(0, sv.buf, 0, sv.buf.Len())
+	for i, buf := range c.bufs {
+		switch {
+		case c.scratch[i] != nil:
+			buf.CopyElems(0, c.scratch[i].buf, 0, c.scratch[i].buf.Len())
+		case buf != nil && len(buf.Shape) == 0:
+			if err := readScalar(c.outs[i], buf); err != nil {
+				return fmt.Errorf("output `%s`: %w", s.outputs[i].info.Name, err)
+			}
 		}
 	}
 	return nil
@@ -483,7 +489,7 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 	start := time.Now()
 	defer func() { s.inORT.Add(int64(time.Since(start))) }()
 	if ctx.Done() == nil {
-		return s.ort.Run(ins, outs)
+		return forgetNil(outs, s.ort.Run(ins, outs))
 	}
 	opts, err := ortgo.NewRunOptions()
 	if err != nil {
@@ -494,7 +500,7 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 		defer close(terminated)
 		opts.Terminate()
 	})
-	err = s.ort.RunWithOptions(ins, outs, opts)
+	err = forgetNil(outs, s.ort.RunWithOptions(ins, outs, opts))
 	if !stop() {
 		<-terminated // Terminate is running: let it finish before Destroy
 	}
@@ -505,12 +511,35 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 	return err
 }
 
-// explain adds what genaic knows to a failed run: onnxruntime_go cannot
-// hold a rank-0 output, and says only "invalid tensor shape".
+// forgetNil returns a run's error, first clearing, where the run failed,
+// the outputs onnxruntime_go left as a nil pointer in a non-nil Value: an
+// output ONNX Runtime allocated and onnxruntime_go failed to convert (a
+// scalar it cannot hold). Dropping the call's outputs then never destroys
+// one.
+func forgetNil(outs []ortgo.Value, err error) error {
+	if err == nil {
+		return nil
+	}
+	for i, v := range outs {
+		if rv := reflect.ValueOf(v); v != nil && rv.Kind() == reflect.Pointer && rv.IsNil() {
+			outs[i] = nil
+		}
+	}
+	return err
+}
+
+// explain adds what genaic knows to a failed run: onnxruntime_go v1.27.0
+// cannot hold a rank-0 output that ONNX Runtime allocated, and says only
+// that a shape has no dimensions. The session makes a scalar output's value
+// before the run wherever it plans the output as one (planShape), which a
+// contract of a positive rank, or an earlier refusal, rules out.
 func (s *session) explain(err error) error {
+	if !errors.Is(err, ortgo.ZeroShapeLengthError) {
+		return err
+	}
 	for i := range s.outputs {
-		if o := s.outputs[i].info; len(o.Dimensions) == 0 && o.OrtValueType == ortgo.ONNXTypeTensor {
-			return fmt.Errorf("%w (graph output `%s` may be a scalar: onnxruntime_go v1.27.0 cannot return rank-0 outputs, so give it shape [1] inside the graph)", err, o.Name)
+		if o := &s.outputs[i]; len(o.info.Dimensions) == 0 && o.info.OrtValueType == ortgo.ONNXTypeTensor && (o.plan == nil || o.missed.Load()) {
+			return fmt.Errorf("%w (graph output `%s` is a scalar, which onnxruntime_go v1.27.0 returns only into a value made before the run: declare its port with shape [])", err, o.info.Name)
 		}
 	}
 	return err
