@@ -285,7 +285,11 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 			writeError(w, err)
 			return
 		}
-		tensors[i], outs[i] = t, binaryOutput{name: n, datatype: Datatype(t.DType), shape: t.Shape, extents: extents, size: -1}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int64{} // a scalar's: the protocol's shape is a list, never null
+		}
+		tensors[i], outs[i] = t, binaryOutput{name: n, datatype: Datatype(t.DType), shape: shape, extents: extents, size: -1}
 		bin, ok := binaryOut[n]
 		if !ok {
 			bin = binaryOut[""]

@@ -349,6 +349,9 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 	sub := submission{ps: make([]*pending, len(chunks))}
 	for k, c := range chunks {
 		sub.ps[k] = &pending{ctx: b.ctx, it: c, batch: wg, queued: now}
+		if k > 0 {
+			sub.ps[k].first = sub.ps[0]
+		}
 	}
 	return sub, nil
 }

@@ -78,6 +78,11 @@ type pending struct {
 	ctx    context.Context
 	it     *item
 	queued time.Time
+	// first is the entry of the first chunk of the request p is a later
+	// chunk of (a request split across invocations, splitreq.go); nil
+	// for a request's first or only item. It tells a group's requests
+	// apart (oneRequest).
+	first *pending
 	// An item is answered on done, or, for one of a batch run in lockstep,
 	// into res with batch.Done.
 	done  chan share
@@ -447,10 +452,12 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool
 	}
 	g.stats.waited(now, batch)
 	shares, err := g.invoke(a, batch, now)
-	if err != nil && len(batch) > 1 {
-		// The backend failed the group. Run each request alone, so that
-		// only the one whose item fails hears about it (§6: an error fails
-		// the request that owns the bad item, never its neighbours).
+	if err != nil && !oneRequest(batch) {
+		// The backend failed a group of several requests. Run each item
+		// alone, so that only the request whose item fails hears about it
+		// (§6: an error fails the request that owns the bad item, never
+		// its neighbours). A group of one request's items is not run
+		// again: its failure is that request's error, once.
 		g.stats.regroup()
 		for _, p := range batch {
 			one, err := g.invoke(a, []*pending{p}, time.Now())
@@ -481,6 +488,24 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool
 		g.resp.nudge()
 	}
 	return handoff
+}
+
+// oneRequest reports whether every item of a group belongs to one request.
+func oneRequest(batch []*pending) bool {
+	for _, p := range batch[1:] {
+		if p.request() != batch[0].request() {
+			return false
+		}
+	}
+	return true
+}
+
+// request is the entry that stands for p's request: its first chunk's.
+func (p *pending) request() *pending {
+	if p.first != nil {
+		return p.first
+	}
+	return p
 }
 
 // dropCancelled answers the items whose request was cancelled before their

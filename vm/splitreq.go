@@ -146,6 +146,9 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
 		ps[i] = &pending{ctx: ctx, it: c, done: make(chan share, 1), queued: now}
+		if i > 0 {
+			ps[i].first = ps[0]
+		}
 	}
 	if err := g.enqueue(ps...); err != nil {
 		return nil, nil, err

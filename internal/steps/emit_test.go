@@ -18,6 +18,7 @@ func TestEmitModes(t *testing.T) {
 	yes := &backend.Tensor{DType: "bool", Shape: []int64{1}, Data: []bool{true}}
 	no := &backend.Tensor{DType: "bool", Shape: []int64{1}, Data: []bool{false}}
 	two := &backend.Tensor{DType: "int64", Shape: []int64{1}, Data: []int64{2}}
+	scalar := &backend.Tensor{DType: "int64", Shape: []int64{}, Data: []int64{160}}
 	tests := []struct {
 		name        string
 		prev, value *backend.Tensor
@@ -28,6 +29,9 @@ func TestEmitModes(t *testing.T) {
 		rule        string
 	}{
 		{"replace", b, a, "replace", -1, nil, nil, a, ""},
+		{"replace a scalar", nil, scalar, "replace", -1, nil, nil, scalar, ""},
+		{"append a scalar", nil, scalar, "append", -1, nil, nil, nil, "run/input"},
+		{"trim a scalar", nil, scalar, "replace", -1, nil, two, nil, "run/input"},
 		{"append on the final axis", a, b, "append", -1, nil, nil, f32([]int64{1, 5}, 1, 2, 3, 4, 5), ""},
 		{"first append", nil, b, "append", -1, nil, nil, b, ""},
 		{"append on axis 0", f32([]int64{1, 2}, 1, 2), b, "append", 0, nil, nil, f32([]int64{2, 2}, 1, 2, 4, 5), ""},

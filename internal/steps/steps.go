@@ -106,13 +106,18 @@ func Continue(t *backend.Tensor) (bool, error) {
 // true scalar for the emit to happen; validLength, when given, keeps only
 // the first n entries of the emitted value along axis; mode replace sets
 // the output, append concatenates along axis. axis < 0 means the value's
-// final axis, the growth axis a default append meant (§6.1).
+// final axis, the growth axis a default append meant (§6.1). A replace
+// emit without valid_length reads no axis, so it sets an output of any
+// rank, a scalar's included.
 func Emit(output string, prev, value *backend.Tensor, mode string, axis int64, when, validLength *backend.Tensor) (*backend.Tensor, error) {
 	if when != nil {
 		emit, err := Continue(when)
 		if err != nil || !emit {
 			return prev, err
 		}
+	}
+	if mode == "replace" && validLength == nil {
+		return value, nil
 	}
 	if axis < 0 {
 		axis = int64(value.Rank() - 1)

@@ -156,6 +156,12 @@ var generators = map[string]generator{
 	"solo": func(rng *rand.Rand, _ int) map[string]testmodels.Tensor {
 		return map[string]testmodels.Tensor{"features": uniform(rng, int64(1+rng.IntN(3)), 4)}
 	},
+	"sample_rate": func(rng *rand.Rand, _ int) map[string]testmodels.Tensor {
+		return map[string]testmodels.Tensor{
+			"audio": uniform(rng, int64(1+rng.IntN(4)), 4),
+			"sr":    testmodels.Int64([]int64{}, []int64{[]int64{8000, 16000}[rng.IntN(2)]}),
+		}
+	},
 }
 
 // counts returns edge on trial 0 and otherwise n values in [lo, hi].

@@ -103,6 +103,7 @@ func Models() []*Model {
 		imagePatches(),
 		imageTiles(),
 		videoFPS(),
+		sampleRate(),
 	}
 }
 

@@ -654,10 +654,16 @@ func rebased(offs []int64) []int64 {
 // guidanceRequests are the requests of the request_expanded tests: three
 // at guidance scale 1.5, two at 0.5, one at 2.5.
 func guidanceRequests() []vm.Request {
-	rng := rand.New(rand.NewPCG(27, 27))
-	var reqs []vm.Request
-	for i, scale := range []float32{1.5, 0.5, 1.5, 2.5, 0.5, 1.5} {
-		reqs = append(reqs, fixtures.Guidance(scale)(rng, fmt.Sprintf("r%d@%g", i, scale), 1))
+	return sharedRequests(27, fixtures.Guidance, 1.5, 0.5, 1.5, 2.5, 0.5, 1.5)
+}
+
+// sharedRequests draws one request of one item per value of a shared
+// input, in order, each made by gen at its value and named after it.
+func sharedRequests[V any](seed uint64, gen func(V) fixtures.Gen, values ...V) []vm.Request {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	reqs := make([]vm.Request, len(values))
+	for i, v := range values {
+		reqs[i] = gen(v)(rng, fmt.Sprintf("r%d@%v", i, v), 1)
 	}
 	return reqs
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/genaic/genaic/examples/multimodal"
 	"github.com/genaic/genaic/examples/ocrlines"
 	"github.com/genaic/genaic/examples/requestexpanded"
+	"github.com/genaic/genaic/examples/samplerate"
 	"github.com/genaic/genaic/examples/solo"
 	"github.com/genaic/genaic/examples/text"
 	"github.com/genaic/genaic/examples/textpacked"
@@ -105,7 +106,7 @@ var executors = map[string]opener{
 	"imagetiles": generated(imagetiles.New), "videofps": generated(videofps.New),
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
-	"timemajor": generated(timemajor.New),
+	"timemajor": generated(timemajor.New), "samplerate": generated(samplerate.New),
 	"ocrlines":  generated(ocrlines.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }

@@ -106,10 +106,12 @@ type cachedValue struct {
 }
 
 // keyOf returns a tensor's cache key, or false when it is not cached: a
-// rank beyond maxCachedRank or more than maxCachedBytes.
+// rank beyond maxCachedRank, more than maxCachedBytes, or a scalar, whose
+// value holds a copy of its element rather than reading its buffer
+// (scalarValue).
 func keyOf(t *backend.Tensor) (valueKey, bool) {
 	sh, ok := shapeOf(t.Shape)
-	if !ok || t.Bytes() > maxCachedBytes {
+	if !ok || t.Bytes() > maxCachedBytes || len(t.Shape) == 0 {
 		return valueKey{}, false
 	}
 	return valueKey{addr: dataAddr(t.Data), shape: sh}, true

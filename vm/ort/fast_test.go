@@ -217,7 +217,9 @@ func TestPlanOutputs(t *testing.T) {
 		{"no contract shape", []int64{-1, 4}, &ir.Contract{DType: "float32", Rank: 2}, nil},
 		{"rank disagrees", []int64{-1, 4}, contract("float32", "n"), nil},
 		{"all static", []int64{2, 4}, nil, []dimSource{{size: 2, in: -1}, {size: 4, in: -1}}},
-		{"scalar", []int64{}, nil, nil},
+		{"scalar", []int64{}, nil, []dimSource{}},
+		{"declared scalar", []int64{}, contract("float32"), []dimSource{}},
+		{"ranked contract", []int64{}, &ir.Contract{DType: "float32", Rank: 2}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -386,22 +386,7 @@ func TestDTypes(t *testing.T) {
 	newBackend(t, Options{})
 	for _, dtype := range []string{"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool", "float16", "bfloat16"} {
 		t.Run(dtype, func(t *testing.T) {
-			in, err := backend.NewTensor(dtype, []int64{2, 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			fill(in.Data)
-			v, err := ortValue(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer v.Destroy()
-			if got, _ := dtypeName(ortgo.TensorElementDataType(v.DataType())); got != dtype {
-				t.Errorf("the ORT value holds %s, want %s", got, dtype)
-			}
-			if got := []int64(v.GetShape()); !reflect.DeepEqual(got, in.Shape) {
-				t.Errorf("the ORT value has shape %v, want %v", got, in.Shape)
-			}
+			in, v := valueOf(t, dtype, []int64{2, 3})
 			if d, ok := valueData(v); !ok || reflect.ValueOf(d).Pointer() != reflect.ValueOf(in.Data).Pointer() {
 				t.Errorf("the ORT value does not wrap the caller's slice in place")
 			}
@@ -414,6 +399,52 @@ func TestDTypes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScalarDTypes round-trips a scalar of every dtype onnxruntime_go
+// makes rank-0 values of: its ORT value holds the element as that dtype,
+// with no extents, and the element read back from it is the one put in.
+func TestScalarDTypes(t *testing.T) {
+	newBackend(t, Options{})
+	for _, dtype := range []string{"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool"} {
+		t.Run(dtype, func(t *testing.T) {
+			in, v := valueOf(t, dtype, nil)
+			out, err := backend.NewTensor(dtype, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := readScalar(v, out); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(out.Data, in.Data) {
+				t.Errorf("read back %v, want %v", out.Data, in.Data)
+			}
+		})
+	}
+}
+
+// valueOf makes a host tensor of dtype and shape, filled (fill), and its
+// ORT value, destroyed when the test ends, failing the test unless the
+// value holds that dtype and shape.
+func valueOf(t *testing.T, dtype string, shape []int64) (*backend.Tensor, ortgo.Value) {
+	t.Helper()
+	in, err := backend.NewTensor(dtype, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(in.Data)
+	v, err := ortValue(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Destroy() })
+	if got, _ := dtypeName(ortgo.TensorElementDataType(v.DataType())); got != dtype {
+		t.Errorf("the ORT value holds %s, want %s", got, dtype)
+	}
+	if got := []int64(v.GetShape()); len(got) != len(shape) || len(got) > 0 && !reflect.DeepEqual(got, in.Shape) {
+		t.Errorf("the ORT value has shape %v, want %v", got, shape)
+	}
+	return in, v
 }
 
 // valueData returns the Go memory an ORT value was made over: the slice
@@ -451,7 +482,8 @@ func TestValueErrors(t *testing.T) {
 		t    *backend.Tensor
 		want string
 	}{
-		{"scalar", &backend.Tensor{DType: "float32", Shape: nil, Data: []float32{1}}, "scalar (rank 0)"},
+		{"float16 scalar", &backend.Tensor{DType: "float16", Shape: nil, Data: []uint16{0x3c00}}, "a rank-0 float16 cannot be passed"},
+		{"bfloat16 scalar", &backend.Tensor{DType: "bfloat16", Shape: nil, Data: []uint16{0x3f80}}, "a rank-0 bfloat16 cannot be passed"},
 		{"go type", &backend.Tensor{DType: "float32", Shape: []int64{2}, Data: []float64{1, 2}}, "must carry its data as []float32, but it holds []float64"},
 		{"unknown dtype", &backend.Tensor{DType: "float8e4m3fn", Shape: []int64{2}, Data: []uint8{1, 2}}, `dtype "float8e4m3fn" is not one the onnxruntime backend passes`},
 		{"not a slice", &backend.Tensor{DType: "float32", Shape: []int64{2}, Data: "ab"}, "Go type string"},

@@ -26,7 +26,9 @@ type inPort struct {
 type outPort struct {
 	info  ortgo.InputOutputInfo
 	dtype string
-	plan  []dimSource // nil: some extent is known only once the graph has run
+	// plan is nil where some extent is known only once the graph has run,
+	// and empty (not nil) for a scalar.
+	plan []dimSource
 	// missed is set when ONNX Runtime refused a predicted shape: the
 	// output is then allocated by ONNX Runtime, as an unplanned one.
 	missed atomic.Bool
@@ -127,8 +129,13 @@ func withUnits(syms map[string]dimSource, c *ir.Contract, comp *ir.Component, in
 }
 
 // planShape returns the sources of an output's extents, or nil when one
-// of them is unknown before the run (or the rank is 0, which onnxruntime_go
-// cannot hold).
+// of them is unknown before the run. An output of no extents (the graph's
+// are none, and the contract declares no rank above 0) is planned as a
+// scalar, with an empty plan: onnxruntime_go v1.27.0 returns a rank-0
+// output only in a value made for it before the run (scalarValue). A graph
+// output whose rank the graph leaves open may read as no extents too: a
+// prediction of rank 0 that turns out wrong is refused by ONNX Runtime and
+// not made again (outPort.missed).
 func planShape(dims []int64, c *ir.Contract, syms map[string]dimSource) []dimSource {
 	var shape []ir.Dim
 	if c != nil && rankAgrees(dims, c) {
@@ -136,7 +143,10 @@ func planShape(dims []int64, c *ir.Contract, syms map[string]dimSource) []dimSou
 	}
 	rank := max(len(dims), len(shape))
 	if rank == 0 {
-		return nil
+		if c != nil && c.Rank > 0 {
+			return nil
+		}
+		return []dimSource{}
 	}
 	plan := make([]dimSource, rank)
 	for i := range plan {

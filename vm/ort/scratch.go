@@ -54,10 +54,11 @@ type scratchOutputs struct {
 
 // scratchKeyOf is the key of output out for buf, the call's output
 // buffer, or false when buf is larger than most bytes (or of too high a
-// rank) for a scratch value.
+// rank) for a scratch value, or a scalar, whose value holds its own
+// element (scalarValue) and is read back into buf directly.
 func scratchKeyOf(out int, buf *backend.Tensor, most int64) (scratchKey, bool) {
 	sh, ok := shapeOf(buf.Shape)
-	if !ok || buf.Bytes() > most {
+	if !ok || buf.Bytes() > most || len(buf.Shape) == 0 {
 		return scratchKey{}, false
 	}
 	return scratchKey{out: out, shape: sh}, true

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type session struct {
 	ort *ortgo.DynamicAdvancedSession // nil once closed
 	// inORT sums the time runs spent in ONNX Runtime's Run (ns).
 	inORT atomic.Int64
+	// runs counts the calls into ONNX Runtime's Run, failed ones included:
+	// what tests read to see that a failing call runs the graph once.
+	runs atomic.Int64
 }
 
 var _ backend.Timed = (*session)(nil)
@@ -175,9 +179,14 @@ func (s *session) execute(ctx context.Context, c *call) error {
 	if err := s.invokeCall(ctx, c); err != nil {
 		return s.explain(err)
 	}
-	for i, sv := range c.scratch {
-		if sv != nil {
-			c.bufs[i].CopyElems(0, sv.buf, 0, sv.buf.Len())
+	for i, buf := range c.bufs {
+		switch {
+		case c.scratch[i] != nil:
+			buf.CopyElems(0, c.scratch[i].buf, 0, c.scratch[i].buf.Len())
+		case buf != nil && len(buf.Shape) == 0:
+			if err := readScalar(c.outs[i], buf); err != nil {
+				return fmt.Errorf("output `%s`: %w", s.outputs[i].info.Name, err)
+			}
 		}
 	}
 	return nil
@@ -280,15 +289,16 @@ func (s *session) provide(c *call) error {
 	return nil
 }
 
-// invokeCall runs the graph on a call's values. When the run fails with
-// outputs provided, a prediction may be what ONNX Runtime refused (it
-// checks a provided output's shape against the one it computes): the run
-// is repeated with every output allocated by ONNX Runtime, and the outputs
-// whose shape differs from the prediction are never predicted again. An
-// error that was not the prediction's fails the second run as well.
+// invokeCall runs the graph on a call's values. When ONNX Runtime refuses
+// an output provided at a predicted shape (it checks a provided output's
+// shape against the one it computes), the run is repeated with every
+// output allocated by ONNX Runtime, and the outputs whose shape differs
+// from the prediction are never predicted again. Any other failure is the
+// call's error after one run: the graph failed on its inputs, and running
+// it again would only fail (and have ONNX Runtime log the failure) twice.
 func (s *session) invokeCall(ctx context.Context, c *call) error {
 	err := s.invoke(ctx, c.ins, c.outs)
-	if err == nil || !slices.ContainsFunc(c.bufs, func(b *backend.Tensor) bool { return b != nil }) || ctx.Err() != nil {
+	if err == nil || !slices.ContainsFunc(c.bufs, func(b *backend.Tensor) bool { return b != nil }) || ctx.Err() != nil || !outputRefused(err) {
 		return err
 	}
 	guess := slices.Clone(c.bufs)
@@ -299,6 +309,18 @@ func (s *session) invokeCall(ctx context.Context, c *call) error {
 	}
 	s.learn(guess, c.outs)
 	return nil
+}
+
+// outputRefusals are how ONNX Runtime's errors say that an output the
+// caller provided has another shape than the run computes: in the
+// releases this backend is built against, and in those before them.
+var outputRefusals = []string{"OrtValue provided for output", "OrtValue shape verification failed"}
+
+// outputRefused reports whether a failed run's error is ONNX Runtime
+// refusing a provided output.
+func outputRefused(err error) bool {
+	msg := err.Error()
+	return slices.ContainsFunc(outputRefusals, func(p string) bool { return strings.Contains(msg, p) })
 }
 
 // learn marks the outputs whose predicted shape (guess) differs from the
@@ -463,10 +485,11 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 	if s.ort == nil {
 		return errors.New("the session is closed")
 	}
+	s.runs.Add(1)
 	start := time.Now()
 	defer func() { s.inORT.Add(int64(time.Since(start))) }()
 	if ctx.Done() == nil {
-		return s.ort.Run(ins, outs)
+		return forgetNil(outs, s.ort.Run(ins, outs))
 	}
 	opts, err := ortgo.NewRunOptions()
 	if err != nil {
@@ -477,7 +500,7 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 		defer close(terminated)
 		opts.Terminate()
 	})
-	err = s.ort.RunWithOptions(ins, outs, opts)
+	err = forgetNil(outs, s.ort.RunWithOptions(ins, outs, opts))
 	if !stop() {
 		<-terminated // Terminate is running: let it finish before Destroy
 	}
@@ -488,12 +511,35 @@ func (s *session) invoke(ctx context.Context, ins, outs []ortgo.Value) error {
 	return err
 }
 
-// explain adds what genaic knows to a failed run: onnxruntime_go cannot
-// hold a rank-0 output, and says only "invalid tensor shape".
+// forgetNil returns a run's error, first clearing, where the run failed,
+// the outputs onnxruntime_go left as a nil pointer in a non-nil Value: an
+// output ONNX Runtime allocated and onnxruntime_go failed to convert (a
+// scalar it cannot hold). Dropping the call's outputs then never destroys
+// one.
+func forgetNil(outs []ortgo.Value, err error) error {
+	if err == nil {
+		return nil
+	}
+	for i, v := range outs {
+		if rv := reflect.ValueOf(v); v != nil && rv.Kind() == reflect.Pointer && rv.IsNil() {
+			outs[i] = nil
+		}
+	}
+	return err
+}
+
+// explain adds what genaic knows to a failed run: onnxruntime_go v1.27.0
+// cannot hold a rank-0 output that ONNX Runtime allocated, and says only
+// that a shape has no dimensions. The session makes a scalar output's value
+// before the run wherever it plans the output as one (planShape), which a
+// contract of a positive rank, or an earlier refusal, rules out.
 func (s *session) explain(err error) error {
+	if !errors.Is(err, ortgo.ZeroShapeLengthError) {
+		return err
+	}
 	for i := range s.outputs {
-		if o := s.outputs[i].info; len(o.Dimensions) == 0 && o.OrtValueType == ortgo.ONNXTypeTensor {
-			return fmt.Errorf("%w (graph output `%s` may be a scalar: onnxruntime_go v1.27.0 cannot return rank-0 outputs, so give it shape [1] inside the graph)", err, o.Name)
+		if o := &s.outputs[i]; len(o.info.Dimensions) == 0 && o.info.OrtValueType == ortgo.ONNXTypeTensor && (o.plan == nil || o.missed.Load()) {
+			return fmt.Errorf("%w (graph output `%s` is a scalar, which onnxruntime_go v1.27.0 returns only into a value made before the run: declare its port with shape [])", err, o.info.Name)
 		}
 	}
 	return err

@@ -22,15 +22,11 @@ func ortValue(t *backend.Tensor) (ortgo.Value, error) {
 	return newValue(t)
 }
 
-// checkData demands a non-scalar tensor whose data is the Go slice type
-// of its dtype and holds exactly its shape's element count. It runs on
-// every input of every call: a sound tensor costs one type switch
-// (backend's Problem); only a faulty one is examined for a message in
-// this backend's terms.
+// checkData demands a tensor whose data is the Go slice type of its dtype
+// and holds exactly its shape's element count. It runs on every input of
+// every call: a sound tensor costs one type switch (backend's Problem);
+// only a faulty one is examined for a message in this backend's terms.
 func checkData(t *backend.Tensor) error {
-	if len(t.Shape) == 0 {
-		return fmt.Errorf("got a scalar (rank 0) %s, which onnxruntime_go v1.27.0 cannot pass to ONNX Runtime: give the graph input shape [1] and reshape inside the graph", t.DType)
-	}
 	msg := t.Problem()
 	if msg == "" {
 		return nil
@@ -55,8 +51,11 @@ func explainData(t *backend.Tensor) error {
 // newValue wraps a checked host tensor's slice as an ORT tensor without
 // copying: onnxruntime_go's NewTensor hands the slice's address to ONNX
 // Runtime (CreateTensorWithDataAsOrtValue), which reads, or for an output
-// writes, it in place.
+// writes, it in place. A rank-0 tensor is the exception (scalarValue).
 func newValue(t *backend.Tensor) (ortgo.Value, error) {
+	if len(t.Shape) == 0 {
+		return scalarValue(t)
+	}
 	shape := ortgo.Shape(t.Shape)
 	switch d := t.Data.(type) {
 	case []float32:
@@ -83,6 +82,79 @@ func newValue(t *backend.Tensor) (ortgo.Value, error) {
 		return uint16Value(t.DType, shape, d)
 	}
 	return nil, fmt.Errorf("%s has data of Go type %T, which the onnxruntime backend does not pass", t, t.Data)
+}
+
+// scalarValue makes a rank-0 ORT value holding a copy of a checked host
+// tensor's one element. onnxruntime_go v1.27.0 makes rank-0 values only as
+// Scalars (NewTensor refuses an empty shape), and a Scalar owns its
+// element: ONNX Runtime reads, or for an output writes, the Scalar's
+// memory, not the tensor's. So such a value is never cached (keyOf), since
+// what a caller writes into the tensor's buffer later would not reach it,
+// and an output written into one is copied back into its tensor after the
+// run (readScalar). Scalars exist only of Go element types: a float16 or
+// bfloat16 scalar cannot be made.
+func scalarValue(t *backend.Tensor) (ortgo.Value, error) {
+	switch d := t.Data.(type) {
+	case []float32:
+		return scalarOf(d)
+	case []float64:
+		return scalarOf(d)
+	case []int64:
+		return scalarOf(d)
+	case []int32:
+		return scalarOf(d)
+	case []int16:
+		return scalarOf(d)
+	case []int8:
+		return scalarOf(d)
+	case []uint8:
+		return scalarOf(d)
+	case []uint32:
+		return scalarOf(d)
+	case []uint64:
+		return scalarOf(d)
+	case []bool:
+		return scalarOf(d)
+	case []uint16:
+		if t.DType == "uint16" {
+			return scalarOf(d)
+		}
+		return nil, fmt.Errorf("a rank-0 %s cannot be passed: onnxruntime_go v1.27.0 makes rank-0 values only of Go element types, and %s has none", t.DType, t.DType)
+	}
+	return nil, fmt.Errorf("%s has data of Go type %T, which the onnxruntime backend does not pass", t, t.Data)
+}
+
+// scalarOf makes a Scalar holding d's one element.
+func scalarOf[T ortgo.TensorData](d []T) (ortgo.Value, error) {
+	v, err := ortgo.NewScalar(d[0])
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// readScalar copies the element ONNX Runtime wrote into a Scalar made by
+// scalarValue back into the tensor it was made for.
+func readScalar(v ortgo.Value, t *backend.Tensor) error {
+	if scalarInto[float32](v, t.Data) || scalarInto[float64](v, t.Data) || scalarInto[int64](v, t.Data) ||
+		scalarInto[int32](v, t.Data) || scalarInto[int16](v, t.Data) || scalarInto[int8](v, t.Data) ||
+		scalarInto[uint8](v, t.Data) || scalarInto[uint16](v, t.Data) || scalarInto[uint32](v, t.Data) ||
+		scalarInto[uint64](v, t.Data) || scalarInto[bool](v, t.Data) {
+		return nil
+	}
+	return fmt.Errorf("%s cannot take the element of a %T", t, v)
+}
+
+// scalarInto copies v's element into data's first when v is a Scalar of
+// data's element type, and reports whether it was.
+func scalarInto[T ortgo.TensorData](v ortgo.Value, data any) bool {
+	s, ok := v.(*ortgo.Scalar[T])
+	d, same := data.([]T)
+	if !ok || !same || len(d) == 0 {
+		return false
+	}
+	d[0] = s.GetData()
+	return true
 }
 
 // uint16Value wraps 16-bit data: uint16 itself, or the raw bits of

@@ -165,6 +165,13 @@
 //	     line_scores[i] = Σ_{w<L} tanh(c[i,w]·W + b) / max(L, 1),
 //	     L = clamp(line_widths[i], 0, width)
 //
+// sample_rate/vad.onnx (component vad; shaped as Silero VAD is: rows of
+// audio request_aligned, and the sample rate a rank-0 int64, shared):
+//
+//	in   audio [batch, samples=4] f32, sr [] i64 (rank 0, shared)
+//	out  speech [batch, hidden=4] f32, speech[r] = audio[r]·W + b + (sr / 8192)·V
+//	     hop [] i64 (rank 0, shared), hop = sr / 100 (integer division)
+//
 // The solo scorer's rows are deliberately dependent: grouping two requests
 // into one call would change both results.
 package main
