@@ -551,6 +551,7 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 	} else {
 		outs, err = g.call.run(g.spec, a, grp)
 		if err != nil {
+			g.stats.fail()
 			return shareSlab{}, backendError(g.spec.comp.Name, len(items), err)
 		}
 		a.release(outs)

@@ -306,6 +306,7 @@ func (e *Engine) solo(ctx context.Context, name string, args map[string]*backend
 	// A Go binding is handed a map of its own: the caller's may be reused.
 	outs, err := e.sessions[name].Run(ctx, maps.Clone(args), spec.outputNames())
 	if err != nil {
+		e.stats[name].fail()
 		return nil, backendError(name, 1, err)
 	}
 	e.stats[name].invoked(1, nil, nil, 0)

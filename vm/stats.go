@@ -19,6 +19,11 @@ type ComponentStats struct {
 	PaddingOverhead  float64          `json:"padding_overhead"`
 	BudgetPeaks      []BudgetPeak     `json:"budget_peaks"`
 	Declines         map[string]int64 `json:"declines,omitempty"`
+	// Failed counts the calls the backend failed (not counted in
+	// Invocations); a group of several requests that fails is then run
+	// again one request at a time (Regrouped), and each of those calls
+	// that fails counts too.
+	Failed int64 `json:"failed"`
 	// Regrouped counts groups the backend failed that were then run one
 	// request at a time, so that only the failing request failed.
 	Regrouped int64 `json:"regrouped,omitempty"`
@@ -181,6 +186,12 @@ func (c *counter) decline(reason string) {
 	c.s.Declines[reason]++
 }
 
+func (c *counter) fail() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Failed++
+}
+
 func (c *counter) regroup() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -263,7 +274,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Failed: s.Failed, Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {
