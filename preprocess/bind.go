@@ -12,12 +12,13 @@ import (
 // Content roles an adapter fills (DESIGN §3.2, §4).
 var (
 	companionRoles = []string{"pack_offsets", "pack_owner", "valid_lengths", "frame_lengths", "sample_lengths", "grid"}
-	// dataRanks gives, per modality, the ranks a port filled with program
-	// data may have: one item or stacked items, or for audio, samples or
-	// frames packed or stacked.
+	// dataRanks gives, per visual modality, the ranks a port filled with
+	// program data may have: one item or stacked items. An audio port has
+	// the rank of one clip's value (Shape.AudioRank) packed (token_packed),
+	// or one more stacked (any other layout).
 	dataRoles = map[string][]string{"image": {"pixels", "patches", "tiles"}, "video": {"pixels", "pixel_values"},
 		"audio": {"waveform", "samples", "audio", "frames", "features"}}
-	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}, "audio": {1, 2, 3}}
+	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}}
 	// seqRanks are the ranks of a port of tiles or patches: packed
 	// ([tiles, c, h, w], [patches, features]) or stacked per image.
 	seqRanks = map[Seq][]int{SeqTiles: {4, 5}, SeqPatches: {2, 3}}
@@ -103,9 +104,15 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 			continue
 		}
 		probs = append(probs, dtypeProblem(p, port, o, adapter, "float32")...)
+		s := p.Shapes[p.Source(o)]
 		want := dataRanks[p.Modality]
-		if seq := p.Shapes[p.Source(o)].Seq; seq != NoSeq {
-			want = seqRanks[seq]
+		switch {
+		case s.Seq != NoSeq:
+			want = seqRanks[s.Seq]
+		case p.Modality == "audio" && port.Contract != nil && port.Contract.Layout.Kind == ir.TokenPacked:
+			want = []int{s.AudioRank()}
+		case p.Modality == "audio":
+			want = []int{s.AudioRank() + 1}
 		}
 		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(want, c.Rank) {
 			probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` has rank %d, but it receives %s `%s` of preprocessing.%s, which the adapter lays out at rank %s",
@@ -118,16 +125,23 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 }
 
 // unitProblem checks the trailing axes of a port that receives frames,
-// features, tiles or patches against what the program makes of each:
-// the window or mel bands of a frame, the channels and sides of a tile,
-// the values of a patch.
+// features, windows, tiles or patches against what the program makes of
+// each: the window or mel bands of a frame, the rows and values of a
+// window, the channels and sides of a tile, the values of a patch; and
+// the axis of a stacked audio port that holds each clip's frames or
+// windows against the count the program fixes.
 func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component) []Problem {
 	c, s := port.Contract, p.Shapes[p.Source(o)]
+	if prob := unitsProblem(p, port, o, adapter); prob != nil {
+		return prob
+	}
 	var unit []int
 	var what []string
 	switch {
+	case s.Row > 0:
+		unit, what = s.Unit(), []string{"the rows of each window (its window)", "the values of each row of a window (the frame's window, or n_mels)"}
 	case s.Framed:
-		unit, what = []int{s.Window}, []string{"the values of each frame (its window, or n_mels)"}
+		unit, what = s.Unit(), []string{"the values of each frame (its window, or n_mels)"}
 	case s.Seq == SeqPatches:
 		unit, what = []int{s.Features}, []string{"the values of each patch"}
 	case s.Seq == SeqTiles:
@@ -142,6 +156,21 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 			return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.%s makes %s of `%s` %d\nmake the two agree",
 				port.Name, adapter.Name, axis, d.Size, p.Modality, what[i], p.Source(o), u)}
 		}
+	}
+	return nil
+}
+
+// unitsProblem checks axis 1 of a stacked audio port, each clip's
+// samples, frames or windows, against the count the program fixes
+// (pad_or_trim), where both are fixed.
+func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component) []Problem {
+	c, s := port.Contract, p.Shapes[p.Source(o)]
+	if p.Modality != "audio" || s.Units == 0 || c.Rank != s.AudioRank()+1 || !c.HasShape || len(c.Shape) != c.Rank {
+		return nil
+	}
+	if d := c.Shape[1]; !d.IsSym() && d.Size != int64(s.Units) {
+		return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis 1 at %d, but preprocessing.audio makes %d %s of each clip in `%s`\nmake the two agree",
+			port.Name, adapter.Name, d.Size, s.Units, s.UnitWord(), p.Source(o))}
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ type arg struct {
 	num  float64
 	word string
 	nums []float64
+	flag bool
 }
 
 // Int returns an Int parameter, and whether it was written.
@@ -54,6 +55,12 @@ func (o *Op) Number(name string) (float64, bool) {
 func (o *Op) Word(name string) (string, bool) {
 	a, ok := o.args[name]
 	return a.word, ok
+}
+
+// Bool returns a Bool parameter, and whether it was written.
+func (o *Op) Bool(name string) (bool, bool) {
+	a, ok := o.args[name]
+	return a.flag, ok
 }
 
 // Numbers returns a Numbers parameter, nil when absent.
@@ -234,6 +241,12 @@ func (p *Param) parse(x ir.Param) (arg, error) {
 			return arg{}, fmt.Errorf("`%s` is %q\nwrite one of %s", p.Name, paramText(x), strings.Join(sortedKeys(p.Words), ", "))
 		}
 		return arg{word: w}, nil
+	case Bool:
+		b, err := strconv.ParseBool(strings.ToLower(x.Text))
+		if x.Kind != ir.ParamBool || err != nil {
+			return arg{}, wrong
+		}
+		return arg{flag: b}, nil
 	}
 	return p.parseNumbers(x, wrong)
 }

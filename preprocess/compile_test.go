@@ -42,7 +42,7 @@ func decode() ir.Transform { return tf("decode", "", "d") }
 
 func TestTableRows(t *testing.T) {
 	schema := []string{"decode", "convert_color", "resize", "center_crop", "rescale", "normalize", "tile", "patchify",
-		"sample_frames", "pad_frames", "resample", "frame", "mel_spectrogram", "log"}
+		"sample_frames", "pad_frames", "resample", "frame", "mel_spectrogram", "log", "log10", "affine", "pad_or_trim"}
 	for _, name := range schema {
 		d := Lookup(name)
 		if d == nil {
@@ -60,7 +60,7 @@ func TestTableRows(t *testing.T) {
 	if len(Ops) != len(schema) {
 		t.Errorf("the table has %d rows, the schema %d ops", len(Ops), len(schema))
 	}
-	if got := strings.Join(Runs("audio"), ","); got != "decode,resample,frame,mel_spectrogram,log" {
+	if got := strings.Join(Runs("audio"), ","); got != "decode,resample,frame,mel_spectrogram,log,log10,affine,pad_or_trim" {
 		t.Errorf("the audio adapter runs %s", got)
 	}
 }
@@ -187,7 +187,7 @@ func TestCompileMel(t *testing.T) {
 	if len(probs) > 0 {
 		t.Fatalf("unexpected problems: %v", probs)
 	}
-	want := Mel{SampleRate: 16000, NFFT: 400, Hop: 100, Win: 400, NMels: 128, FMax: 8000, Power: 2, Norm: true, Reflect: true}
+	want := Mel{SampleRate: 16000, NFFT: 400, Hop: 100, Win: 400, NMels: 128, FMax: 8000, Power: 2, Norm: true, Reflect: true, Center: true}
 	if got := p.Ops[1].Mel(); got != want {
 		t.Errorf("defaults: got %+v, want %+v", got, want)
 	}
@@ -328,7 +328,8 @@ func TestCompileUnitAxes(t *testing.T) {
 		prog := &ir.Program{Modality: "audio", Transforms: []ir.Transform{decode(), tf("mel_spectrogram", "d", "m", integer("sample_rate", "16000"), integer("n_fft", "400"), integer("n_mels", "80"))},
 			Outputs: []ir.ProgramOutput{{Name: "features", Source: "m", Content: "features", Loc: 5}}}
 		comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1",
-			Outputs: []*ir.Port{{Name: "features", Contract: &ir.Contract{DType: "float32", Rank: 2, HasShape: true, Shape: []ir.Dim{{Sym: "frames"}, {Size: bands}}}, Loc: 9}}}
+			Outputs: []*ir.Port{{Name: "features", Contract: &ir.Contract{DType: "float32", Rank: 2, HasShape: true, Shape: []ir.Dim{{Sym: "frames"}, {Size: bands}},
+				Layout: ir.Layout{Kind: ir.TokenPacked}}, Loc: 9}}}
 		_, probs := Compile(prog, comp, nil)
 		return probs
 	}
@@ -342,5 +343,185 @@ func TestCompileUnitAxes(t *testing.T) {
 	comp.Outputs[0].Contract = &ir.Contract{DType: "float32", Rank: 4, HasShape: true, Shape: []ir.Dim{{Sym: "tiles"}, {Size: 3}, {Size: 224}, {Size: 336}}}
 	if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) != 1 || !strings.Contains(probs[0].Message, "makes the height of each tile of `t` 336") {
 		t.Errorf("tiles of 224: %v", probs)
+	}
+}
+
+// audioPort compiles an audio program whose last value a port of shape
+// dims binds (integers fixed, strings symbols), token_packed when packed.
+func audioPort(ts []ir.Transform, packed bool, dims ...any) (*Program, []Problem) {
+	shape := make([]ir.Dim, len(dims))
+	for i, d := range dims {
+		if n, ok := d.(int); ok {
+			shape[i] = ir.Dim{Size: int64(n)}
+		} else {
+			shape[i] = ir.Dim{Sym: d.(string)}
+		}
+	}
+	c := &ir.Contract{DType: "float32", Rank: len(shape), HasShape: true, Shape: shape}
+	if packed {
+		c.Layout = ir.Layout{Kind: ir.TokenPacked}
+	}
+	prog := &ir.Program{Modality: "audio", Transforms: ts,
+		Outputs: []ir.ProgramOutput{{Name: "features", Source: ts[len(ts)-1].Outputs[0], Content: "features", Loc: 5}}}
+	comp := &ir.Component{Name: "pre", Impl: ir.ImplAdapter, ABI: ABI("audio"), Version: "1",
+		Outputs: []*ir.Port{{Name: "features", Contract: c, Loc: 9}}}
+	return Compile(prog, comp, nil)
+}
+
+func float(key, text string) ir.Param { return scalar(key, ir.ParamFloat, text) }
+
+func boolean(key, text string) ir.Param { return scalar(key, ir.ParamBool, text) }
+
+// whisper is Whisper's front end: 30 s of samples, 3000 frames of 80
+// log10 bands.
+func whisper() []ir.Transform {
+	return []ir.Transform{decode(),
+		tf("pad_or_trim", "d", "p", integer("length", "480000")),
+		tf("mel_spectrogram", "p", "m", integer("sample_rate", "16000"), integer("n_fft", "400"), integer("hop_length", "160"), integer("n_mels", "80")),
+		tf("pad_or_trim", "m", "t", integer("length", "3000")),
+		tf("log10", "t", "l", float("floor", "1e-10"), float("dynamic_range", "8")),
+		tf("affine", "l", "x", float("scale", "0.25"), float("offset", "1")),
+	}
+}
+
+// wakeword is openWakeWord's: int16-range samples, uncentred frames of 32
+// bands in decibels over 10 plus 2, in windows of 76 frames every 8.
+func wakeword() []ir.Transform {
+	return []ir.Transform{decode(),
+		tf("affine", "d", "s", integer("scale", "32768")),
+		tf("mel_spectrogram", "s", "m", integer("sample_rate", "16000"), integer("n_fft", "512"), integer("win_length", "400"), integer("hop_length", "160"),
+			integer("n_mels", "32"), integer("f_min", "60"), integer("f_max", "3800"), boolean("center", "false")),
+		tf("log10", "m", "l", float("floor", "1e-10"), float("dynamic_range", "8")),
+		tf("affine", "l", "a", float("offset", "2")),
+		tf("frame", "a", "w", integer("window", "76"), integer("hop", "8"), scalar("partial", ir.ParamString, "drop")),
+	}
+}
+
+// The Whisper and openWakeWord programs compile to the shapes their
+// models read, and ports of other ranks, bands, window rows or a frame
+// count other than the one pad_or_trim fixes are refused at check time.
+func TestCompileAudioFrontEnds(t *testing.T) {
+	p, probs := audioPort(whisper(), false, "clips", 3000, 80)
+	if len(probs) > 0 {
+		t.Fatalf("whisper: %v", probs)
+	}
+	for name, want := range map[string]Shape{"p": {Units: 480000}, "m": {Framed: true, Window: 80, Units: 3001}, "x": {Framed: true, Window: 80, Units: 3000}} {
+		if got := p.Shapes[name]; got != want {
+			t.Errorf("whisper `%s`: %+v, want %+v", name, got, want)
+		}
+	}
+	if m := p.Ops[2].Mel(); !m.Center || !m.Reflect {
+		t.Errorf("whisper's frames are centred with reflect padding: %+v", m)
+	}
+	if s, o := p.Ops[5].Affine(); s != 0.25 || o != 1 {
+		t.Errorf("(x + 4)/4 is x·%g + %g", s, o)
+	}
+	p, probs = audioPort(wakeword(), true, "windows", 76, 32)
+	if len(probs) > 0 {
+		t.Fatalf("wakeword: %v", probs)
+	}
+	if got := p.Shapes["w"]; got != (Shape{Framed: true, Window: 76, Row: 32}) {
+		t.Errorf("wakeword windows: %+v", got)
+	}
+	if m := p.Ops[2].Mel(); m.Center || m.Win != 400 || m.NFFT != 512 {
+		t.Errorf("wakeword's frames: %+v", m)
+	}
+	if f := p.Ops[5].Framing(); f != (Framing{Window: 76, Hop: 8, Drop: true}) {
+		t.Errorf("wakeword's windows: %+v", f)
+	}
+	if s, o := p.Ops[4].Affine(); s != 1 || o != 2 {
+		t.Errorf("an affine of offset alone is x·%g + %g", s, o)
+	}
+	for _, c := range []struct {
+		name   string
+		ts     []ir.Transform
+		packed bool
+		dims   []any
+		frag   string
+	}{
+		{"whisper frames", whisper(), false, []any{"clips", 3001, 80}, "fixes axis 1 at 3001, but preprocessing.audio makes 3000 frames of each clip in `x`"},
+		{"whisper bands", whisper(), false, []any{"clips", 3000, 128}, "fixes axis 2 at 128"},
+		{"whisper packed rank", whisper(), true, []any{"clips", 3000, 80}, "lays out at rank 2"},
+		{"wakeword rank", wakeword(), true, []any{"windows", 76}, "lays out at rank 3"},
+		{"wakeword stacked rank", wakeword(), false, []any{"clips", 76, 32}, "lays out at rank 4"},
+		{"wakeword rows", wakeword(), true, []any{"windows", 70, 32}, "makes the rows of each window (its window) of `w` 76"},
+		{"wakeword bands", wakeword(), false, []any{"clips", "windows", 76, 40}, "makes the values of each row of a window (the frame's window, or n_mels) of `w` 32"},
+	} {
+		_, probs := audioPort(c.ts, c.packed, c.dims...)
+		if len(probs) != 1 || probs[0].Loc != 9 || !strings.Contains(probs[0].Message, c.frag) {
+			t.Errorf("%s: want one problem at the port mentioning %q, got %v", c.name, c.frag, probs)
+		}
+	}
+}
+
+// Each refusal of the new audio ops' parameters is a preprocess/op
+// problem, at the parameter where one is at fault.
+func TestCompileAudioOpsRefuse(t *testing.T) {
+	mel := func(ps ...ir.Param) ir.Transform {
+		return tf("mel_spectrogram", "d", "m", append([]ir.Param{integer("sample_rate", "16000"), integer("n_fft", "512")}, ps...)...)
+	}
+	for _, c := range []struct {
+		name string
+		ts   []ir.Transform
+		loc  ir.Loc
+		frag string
+	}{
+		{"center word", []ir.Transform{decode(), mel(scalar("center", ir.ParamString, "no"))}, 7, "`center` must be true or false, read the string"},
+		{"pad uncentred", []ir.Transform{decode(), mel(boolean("center", "false"), scalar("pad_mode", ir.ParamString, "constant"))}, 7, "nothing is padded"},
+		{"uncentred too short", []ir.Transform{decode(), tf("pad_or_trim", "d", "p", integer("length", "400")), tf("mel_spectrogram", "p", "m", integer("sample_rate", "16000"), integer("n_fft", "512"), boolean("center", "false"))}, 7, "each clip has 400 samples here"},
+		{"affine of nothing", []ir.Transform{decode(), tf("affine", "d", "a")}, 3, "neither `scale` nor `offset`"},
+		{"affine zero", []ir.Transform{decode(), tf("affine", "d", "a", integer("scale", "0"))}, 7, "`scale` is 0"},
+		{"affine range", []ir.Transform{decode(), tf("affine", "d", "a", float("offset", "1e39"))}, 7, "outside the float32 range"},
+		{"affine word", []ir.Transform{decode(), tf("affine", "d", "a", scalar("scale", ir.ParamString, "x"))}, 7, "`scale` must be a finite number"},
+		{"log10 base", []ir.Transform{decode(), tf("log10", "d", "l", integer("base", "2"))}, 7, "takes no parameter `base`; it takes offset, floor, dynamic_range"},
+		{"log10 floor", []ir.Transform{decode(), tf("log10", "d", "l", float("floor", "0"))}, 7, "positive number"},
+		{"length", []ir.Transform{decode(), tf("pad_or_trim", "d", "p", integer("length", "0"))}, 7, "positive integer"},
+		{"no length", []ir.Transform{decode(), tf("pad_or_trim", "d", "p")}, 3, "has no `length`"},
+		{"partial word", []ir.Transform{decode(), tf("frame", "d", "f", integer("window", "4"), scalar("partial", ir.ParamString, "keep"))}, 7, "write one of drop, pad"},
+		{"frame windows", []ir.Transform{decode(), tf("frame", "d", "f", integer("window", "4")), tf("frame", "f", "w", integer("window", "2")), tf("frame", "w", "x", integer("window", "2"))}, 3, "reads windows that frame has already made"},
+		{"no whole window", []ir.Transform{decode(), tf("pad_or_trim", "d", "p", integer("length", "1000")), tf("mel_spectrogram", "p", "m", integer("sample_rate", "16000"), integer("n_fft", "512")), tf("frame", "m", "w", integer("window", "76"), scalar("partial", ir.ParamString, "drop"))}, 7, "each clip has 8 frames here"},
+	} {
+		_, probs := audio(c.ts...)
+		if len(probs) != 1 || probs[0].Rule != RuleOp || probs[0].Loc != c.loc || !strings.Contains(probs[0].Error(), c.frag) {
+			t.Errorf("%s: want one preprocess/op problem at #%d mentioning %q, got %v", c.name, c.loc, c.frag, probs)
+		}
+	}
+}
+
+// Mel.Frames and Framing.Count equal the frames and windows counted one
+// by one: every start, hop apart, of a frame whose window lies within the
+// (padded) clip, or for a padded framing, that starts within it.
+func TestFrameCounts(t *testing.T) {
+	for n := range 40 {
+		for _, nfft := range []int{2, 3, 8, 9} {
+			for hop := 1; hop <= 5; hop++ {
+				for _, center := range []bool{true, false} {
+					m := Mel{NFFT: nfft, Hop: hop, Center: center}
+					padded, want := n, 0
+					if center {
+						padded = n + 2*(nfft/2)
+					}
+					for lo := 0; n > 0 && lo+nfft <= padded; lo += hop {
+						want++
+					}
+					if got := m.Frames(n); got != want {
+						t.Fatalf("%d samples, n_fft %d, hop %d, center %v: %d frames, counted %d", n, nfft, hop, center, got, want)
+					}
+				}
+				for _, drop := range []bool{true, false} {
+					f := Framing{Window: nfft, Hop: hop, Drop: drop}
+					want := 0
+					for lo := 0; lo < n; lo += hop {
+						if lo+nfft > n && (drop || lo > 0 && lo-hop+nfft >= n) {
+							break
+						}
+						want++
+					}
+					if got := f.Count(n); got != want {
+						t.Fatalf("%d units, window %d, hop %d, drop %v: %d windows, counted %d", n, nfft, hop, drop, got, want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -14,9 +14,10 @@ const (
 	Number                  // a finite integer or float
 	Word                    // a string, one of the parameter's Words
 	Numbers                 // a list of finite numbers
+	Bool                    // true or false
 )
 
-var typeWords = map[Type]string{Int: "an integer", Number: "a finite number", Word: "a word", Numbers: "a list of finite numbers"}
+var typeWords = map[Type]string{Int: "an integer", Number: "a finite number", Word: "a word", Numbers: "a list of finite numbers", Bool: "true or false"}
 
 func (t Type) String() string { return typeWords[t] }
 
@@ -77,6 +78,7 @@ var (
 	melNorms     = map[string]string{"slaney": "slaney", "none": "none"}
 	padModes     = map[string]string{"reflect": "reflect", "constant": "constant"}
 	thumbnails   = map[string]string{"none": "none", "first": "first", "last": "last"}
+	partials     = map[string]string{"pad": "pad", "drop": "drop"}
 )
 
 // containers are video file formats, named so that decode can say why it
@@ -97,6 +99,15 @@ func formats() map[string]string {
 func positive(name string) Param { return Param{Name: name, Type: Int, Positive: true} }
 
 func required(p Param) Param { p.Required = true; return p }
+
+// logParams are the parameters of log; log10 takes them but base.
+func logParams(base bool) []Param {
+	ps := []Param{{Name: "offset", Type: Number}, {Name: "floor", Type: Number, Positive: true}}
+	if base {
+		ps = append(ps, Param{Name: "base", Type: Number, Positive: true})
+	}
+	return append(ps, Param{Name: "dynamic_range", Type: Number, Positive: true})
+}
 
 // Ops is the op table: every op of the schema, in the order the schema
 // lists them.
@@ -125,17 +136,22 @@ var Ops = []*OpDef{
 		Params: []Param{required(positive("target_length")), {Name: "pad_value", Type: Number}}, shape: padShape},
 	{Name: "resample", Doc: "samples → samples at sample_rate, by scipy's resample_poly filter (Kaiser β=5, 20·max(up, down)+1 taps)", Modalities: []string{"audio"}, Runs: []string{"audio"},
 		Params: []Param{required(positive("sample_rate"))}, shape: resampleShape},
-	{Name: "frame", Doc: "samples → windows of window samples every hop (default window), the last zero-padded", Modalities: []string{"audio"}, Runs: []string{"audio"},
-		Params: []Param{required(positive("window")), positive("hop")}, shape: frameShape},
-	{Name: "mel_spectrogram", Doc: "samples → [frames, n_mels]: centred STFT frames of a periodic Hann window, |X|^power, mel filter bank", Modalities: []string{"audio"}, Runs: []string{"audio"},
+	{Name: "frame", Doc: "samples → windows of window samples every hop (default window); frames or features → windows of window rows every hop rows; the last window zero-padded, or with partial: drop, only whole windows", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{required(positive("window")), positive("hop"), {Name: "partial", Type: Word, Words: partials}}, shape: frameShape},
+	{Name: "mel_spectrogram", Doc: "samples → [frames, n_mels]: STFT frames of a periodic Hann window (centred, or with center: false from the first sample), |X|^power, mel filter bank", Modalities: []string{"audio"}, Runs: []string{"audio"},
 		Params: []Param{required(positive("sample_rate")), required(positive("n_fft")), positive("hop_length"), positive("win_length"), positive("n_mels"),
 			{Name: "f_min", Type: Number}, {Name: "f_max", Type: Number, Positive: true}, {Name: "power", Type: Number, Positive: true},
-			{Name: "mel_scale", Type: Word, Words: melScales}, {Name: "norm", Type: Word, Words: melNorms}, {Name: "pad_mode", Type: Word, Words: padModes}},
+			{Name: "mel_scale", Type: Word, Words: melScales}, {Name: "norm", Type: Word, Words: melNorms}, {Name: "pad_mode", Type: Word, Words: padModes},
+			{Name: "center", Type: Bool}},
 		shape: melShape},
 	{Name: "log", Doc: "x → log_base(max(x + offset, floor)), then at least its clip's maximum - dynamic_range", Modalities: []string{"audio"}, Runs: []string{"audio"},
-		Params: []Param{{Name: "offset", Type: Number}, {Name: "floor", Type: Number, Positive: true}, {Name: "base", Type: Number, Positive: true},
-			{Name: "dynamic_range", Type: Number, Positive: true}},
-		shape: logShape},
+		Params: logParams(true), shape: logShape},
+	{Name: "log10", Doc: "log with base 10", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: logParams(false), shape: logShape},
+	{Name: "affine", Doc: "x → x·scale + offset (scale 1, offset 0 by default), on samples, frames, features or windows", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{{Name: "scale", Type: Number}, {Name: "offset", Type: Number}}, shape: affineShape},
+	{Name: "pad_or_trim", Doc: "samples, frames or windows → exactly length of them: the end cut off, or zeros appended (padded frames and windows hold no valid values)", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{required(positive("length"))}, shape: padOrTrimShape},
 }
 
 // Lookup returns the table's row of an op, or nil.

@@ -10,9 +10,14 @@ import (
 
 // Shape is what compile time knows of a program value. An image, or each
 // frame of a video clip, has C channels and, when the program fixes them,
-// H×W pixels (-1 otherwise). An audio value is samples, or after `frame`,
-// frames of Window samples. A clip pad_frames has padded holds Target
+// H×W pixels (-1 otherwise). A clip pad_frames has padded holds Target
 // frames.
+//
+// An audio value is samples; after `frame` of samples or
+// `mel_spectrogram`, frames of Window values each (samples or mel bands);
+// after `frame` of frames, windows of Window rows of Row values each.
+// Units is the extent of its first axis (samples, frames or windows) where
+// the program fixes it (pad_or_trim, and what follows it), else 0.
 //
 // After `tile` an image is a sequence of tiles (Seq SeqTiles), each C×H×W;
 // after `patchify` a sequence of patches (Seq SeqPatches) of Features
@@ -21,10 +26,36 @@ type Shape struct {
 	C, H, W  int
 	Framed   bool
 	Window   int
+	Row      int
+	Units    int
 	Padded   bool
 	Target   int
 	Seq      Seq
 	Features int
+}
+
+// AudioRank is the rank of one clip's audio value: 1 for samples, 2 for
+// frames, 3 for windows of rows.
+func (s Shape) AudioRank() int {
+	switch {
+	case s.Row > 0:
+		return 3
+	case s.Framed:
+		return 2
+	}
+	return 1
+}
+
+// Unit is the extents of each unit of an audio value past its first axis:
+// none for samples, [Window] for frames, [Window, Row] for windows.
+func (s Shape) Unit() []int {
+	switch {
+	case s.Row > 0:
+		return []int{s.Window, s.Row}
+	case s.Framed:
+		return []int{s.Window}
+	}
+	return nil
 }
 
 // Seq says what sequence an image has become.
@@ -229,7 +260,9 @@ func resampleShape(_ *Op, in Shape) (Shape, error) {
 	if in.Framed {
 		return in, fmt.Errorf("reads framed audio or features\nresample the samples, before frame or mel_spectrogram")
 	}
-	return in, nil
+	// The clip's length after resampling depends on its rate, known only
+	// when it is decoded.
+	return Shape{}, nil
 }
 
 // Bounds of mel_spectrogram, so that a program cannot ask the adapter for
@@ -243,14 +276,15 @@ const (
 type Mel struct {
 	SampleRate, NFFT, Hop, Win, NMels int
 	FMin, FMax, Power                 float64
-	HTK, Norm, Reflect                bool
+	HTK, Norm, Reflect, Center        bool
 }
 
 // Mel returns the parameters of a mel_spectrogram op, defaults filled in:
 // hop_length n_fft/4 (at least 1), win_length n_fft, n_mels 128, f_min 0,
-// f_max sample_rate/2, power 2, Slaney scale and norm, reflect padding.
+// f_max sample_rate/2, power 2, Slaney scale and norm, centred frames with
+// reflect padding.
 func (o *Op) Mel() Mel {
-	m := Mel{SampleRate: o.Ints("sample_rate"), NFFT: o.Ints("n_fft"), NMels: 128, Power: 2, Norm: true, Reflect: true}
+	m := Mel{SampleRate: o.Ints("sample_rate"), NFFT: o.Ints("n_fft"), NMels: 128, Power: 2, Norm: true, Reflect: true, Center: true}
 	m.Hop, m.Win = max(1, m.NFFT/4), m.NFFT
 	m.FMax = float64(m.SampleRate) / 2
 	if v, ok := o.Int("hop_length"); ok {
@@ -279,12 +313,33 @@ func (o *Op) Mel() Mel {
 	if w, ok := o.Word("pad_mode"); ok {
 		m.Reflect = w == "reflect"
 	}
+	if v, ok := o.Bool("center"); ok {
+		m.Center = v
+	}
 	return m
+}
+
+// Frames is how many frames a clip of n samples makes, one every hop
+// samples: centred, of the clip padded by n_fft/2 on both sides,
+// 1 + n/hop (none for an empty clip); uncentred, those of n_fft samples
+// that lie within the clip, 1 + (n - n_fft)/hop (none for a clip shorter
+// than n_fft).
+func (m Mel) Frames(n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case m.Center:
+		return 1 + (n+2*(m.NFFT/2)-m.NFFT)/m.Hop
+	case n < m.NFFT:
+		return 0
+	}
+	return 1 + (n-m.NFFT)/m.Hop
 }
 
 func melShape(op *Op, in Shape) (Shape, error) {
 	m := op.Mel()
 	nyquist := float64(m.SampleRate) / 2
+	_, padMode := op.Word("pad_mode")
 	switch {
 	case in.Framed:
 		return in, fmt.Errorf("reads framed audio or features\ncompute the mel spectrogram of the samples, not after frame or mel_spectrogram")
@@ -302,8 +357,16 @@ func melShape(op *Op, in Shape) (Shape, error) {
 		return in, errParam("f_min", "`f_min` is %g Hz, not below f_max (%g Hz); the mel bands span f_min..f_max", m.FMin, m.FMax)
 	case m.Power > 16:
 		return in, errParam("power", "`power` is %g; the spectrum is raised to power 1 (magnitude) or 2 (power), at most 16", m.Power)
+	case padMode && !m.Center:
+		return in, errParam("pad_mode", "`pad_mode` is given, but center is false: uncentred frames start at the clip's first sample and nothing is padded\nremove pad_mode, or centre the frames")
 	}
-	return Shape{Framed: true, Window: m.NMels}, nil
+	out := Shape{Framed: true, Window: m.NMels}
+	if in.Units > 0 {
+		if out.Units = m.Frames(in.Units); out.Units == 0 {
+			return in, errParam("n_fft", "`n_fft` is %d, but each clip has %d samples here (pad_or_trim fixes its length), so no uncentred frame fits\npad the clips to at least n_fft samples, or centre the frames", m.NFFT, in.Units)
+		}
+	}
+	return out, nil
 }
 
 func logShape(op *Op, in Shape) (Shape, error) {
@@ -313,11 +376,97 @@ func logShape(op *Op, in Shape) (Shape, error) {
 	return in, nil
 }
 
-func frameShape(op *Op, in Shape) (Shape, error) {
-	if in.Framed {
-		return in, fmt.Errorf("reads a value that is already framed\nframe once")
+func affineShape(op *Op, in Shape) (Shape, error) {
+	scale, hasScale := op.Number("scale")
+	offset, hasOffset := op.Number("offset")
+	switch {
+	case !hasScale && !hasOffset:
+		return in, fmt.Errorf("has neither `scale` nor `offset`, so it changes nothing\nwrite scale, offset or both (x·scale + offset), or remove it")
+	case hasScale && scale == 0:
+		return in, errParam("scale", "`scale` is 0, which turns every value into the offset\nwrite the factor the values are multiplied by")
+	case math.Abs(scale) > math.MaxFloat32:
+		return in, errParam("scale", "`scale` is %g, outside the float32 range the values hold", scale)
+	case math.Abs(offset) > math.MaxFloat32:
+		return in, errParam("offset", "`offset` is %g, outside the float32 range the values hold", offset)
 	}
-	return Shape{Framed: true, Window: op.Ints("window")}, nil
+	return in, nil
+}
+
+// Affine returns an affine op's scale (1 when absent) and offset.
+func (o *Op) Affine() (scale, offset float64) {
+	scale, ok := o.Number("scale")
+	if !ok {
+		scale = 1
+	}
+	offset, _ = o.Number("offset")
+	return scale, offset
+}
+
+func padOrTrimShape(op *Op, in Shape) (Shape, error) {
+	in.Units = op.Ints("length")
+	return in, nil
+}
+
+// Framing is a frame op's parameters, defaults filled in.
+type Framing struct {
+	Window, Hop int
+	Drop        bool // a partial window is dropped, not zero-padded
+}
+
+// Framing returns a frame op's parameters: hop window, the last window
+// zero-padded, by default.
+func (o *Op) Framing() Framing {
+	f := Framing{Window: o.Ints("window")}
+	f.Hop = f.Window
+	if v, ok := o.Int("hop"); ok {
+		f.Hop = v
+	}
+	w, _ := o.Word("partial")
+	f.Drop = w == "drop"
+	return f
+}
+
+// Count is how many windows n units make, one every hop units: padded,
+// up to the first that reaches the end, 1 + ceil(max(n - window, 0)/hop),
+// but none that would start past the end where hop exceeds window (none
+// when n is 0); dropped, the whole windows, 1 + (n - window)/hop (none
+// when n is less than window).
+func (f Framing) Count(n int) int {
+	switch {
+	case n == 0 || f.Drop && n < f.Window:
+		return 0
+	case f.Drop:
+		return 1 + (n-f.Window)/f.Hop
+	}
+	return min(1+(max(n-f.Window, 0)+f.Hop-1)/f.Hop, (n+f.Hop-1)/f.Hop)
+}
+
+func frameShape(op *Op, in Shape) (Shape, error) {
+	f := op.Framing()
+	if in.Row > 0 {
+		return in, fmt.Errorf("reads windows that frame has already made\nframe the samples, or the frames or features, once")
+	}
+	out := Shape{Framed: true, Window: f.Window}
+	if in.Framed {
+		out.Row = in.Window
+	}
+	if in.Units > 0 {
+		if out.Units = f.Count(in.Units); out.Units == 0 {
+			return in, errParam("window", "`window` is %d, but each clip has %d %s here (pad_or_trim fixes its length), so partial: drop keeps no window\nshorten the window, or pad the last window", f.Window, in.Units, in.UnitWord())
+		}
+	}
+	return out, nil
+}
+
+// UnitWord names the units of an audio value's first axis.
+func (s Shape) UnitWord() string {
+	switch {
+	case s.Row > 0:
+		return "windows"
+	case s.Framed:
+		return "frames"
+	}
+	return "samples"
 }
 
 // seqReads refuses an op that reads a sequence of tiles or patches but

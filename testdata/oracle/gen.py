@@ -14,7 +14,26 @@ and resample_poly, not from genaic's kernels:
   scipy's periodic Hann window of win_length centred in n_fft, numpy's
   rfft, |X|**power, and the mel filter bank of librosa.filters.mel (Slaney
   or HTK scale, Slaney area normalization or none), in float64;
+- mel spectrogram, uncentred (center false): frames of n_fft samples that
+  lie within the clip, one every hop_length, nothing padded;
 - log: log_base(max(x + offset, floor)), raised to max - dynamic_range;
+- Whisper's log-mel, written from the recipe of whisper/audio.py:
+  pad_or_trim(audio, N_SAMPLES = 480000), torch.stft(audio, 400, 160,
+  window=hann_window(400)) (centred, reflect padding), the last frame
+  dropped (stft[..., :-1]), |X|**2, the 80 Slaney bands of
+  librosa.filters.mel(sr=16000, n_fft=400, n_mels=80),
+  log10(clamp(mel, 1e-10)), raised to its maximum - 8, then (x + 4)/4;
+  the features as [frames, bands] (Whisper's [bands, frames] transposed);
+- openWakeWord's embedding-model input, written from AudioFeatures'
+  _get_melspectrogram and _get_embeddings (openwakeword/utils.py) and the
+  torchlibrosa melspectrogram its notebook exports to ONNX: the int16
+  samples as floats (x·32768), Spectrogram(n_fft=512, hop_length=160,
+  win_length=400, center=False) (a periodic Hann window of 400 centred in
+  512, power 2), LogmelFilterBank(sr=16000, n_fft=512, n_mels=32, fmin=60,
+  fmax=3800) with its defaults (Slaney bands; power_to_db with ref 1,
+  amin 1e-10, top_db 80: 10·log10(max(mel, 1e-10)) raised to its maximum
+  - 80), then spec/10 + 2, and the windows spec[i:i+76] for i in
+  range(0, frames, 8), those shorter than 76 frames dropped;
 - resample: scipy.signal.resample_poly(x, up, down) with its defaults;
 - patchify: numpy's reshape and transpose of a c×h×w image into
   (h/p·w/p) rows of c·p·p values, row-major over the grid;
@@ -26,8 +45,12 @@ and resample_poly, not from genaic's kernels:
   with zeros at the centre), cut row-major with numpy.
 
 Every input is a 16-bit PCM WAV, so both sides read the same samples
-(int / 32768). The outputs are float32 .npy files.
+(int / 32768). The outputs are float32 .npy files; the front ends'
+features and the 30.5 s clip are gzip-compressed (.gz, with no timestamp,
+so that the files are reproducible).
 """
+import gzip
+import io
 import json
 import math
 import os
@@ -43,14 +66,32 @@ IMAGE_OUT = os.path.join(HERE, "image")
 
 def write_wav(path, rate, x):
     """x: float samples in [-1, 1), written as 16-bit PCM (int = x·32768,
-    saturated)."""
+    saturated), gzip-compressed where path ends in .gz."""
     pcm = np.clip(np.round(x * 32768), -32768, 32767).astype("<i2")
     data = pcm.tobytes()
-    with open(path, "wb") as f:
-        f.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE")
-        f.write(b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16))
-        f.write(b"data" + struct.pack("<I", len(data)) + data)
+    wav = (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE" +
+           b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) +
+           b"data" + struct.pack("<I", len(data)) + data)
+    write_bytes(path, wav)
     return pcm.astype(np.float64) / 32768
+
+
+def write_bytes(path, data):
+    """Writes data, gzip-compressed with no timestamp where path ends in .gz."""
+    if path.endswith(".gz"):
+        buf = io.BytesIO()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as z:
+            z.write(data)
+        data = buf.getvalue()
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def save(path, x):
+    """Saves x as a float32 .npy, gzip-compressed where path ends in .gz."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(x).astype("<f4"))
+    write_bytes(path, buf.getvalue())
 
 
 def signals(rate, scale=1.0):
@@ -120,20 +161,23 @@ def mel_bank(sr, n_fft, n_mels, fmin, fmax, htk, norm):
     return weights
 
 
-def mel_spectrogram(x, c):
-    sr, n_fft = c["sample_rate"], c["n_fft"]
-    hop = c.get("hop_length", n_fft // 4)
-    win = c.get("win_length", n_fft)
-    if len(x) == 0:
-        return np.zeros((0, c["n_mels"]))
+def stft_power(x, n_fft, hop, win, power=2.0, center=True, pad_mode="reflect"):
+    """|STFT|**power, [frames, n_fft//2 + 1]: frames of a periodic Hann
+    window of win samples centred in n_fft, one every hop samples, of the
+    clip padded by n_fft//2 on both sides (center) or of the clip itself."""
     window = np.zeros(n_fft)
     left = (n_fft - win) // 2
     window[left : left + win] = scipy.signal.get_window("hann", win, fftbins=True)
-    mode = c.get("pad_mode", "reflect")
-    xp = np.pad(x, n_fft // 2, mode=mode)
-    frames = 1 + (len(xp) - n_fft) // hop
+    xp = np.pad(x, n_fft // 2, mode=pad_mode) if center else x
+    frames = 1 + (len(xp) - n_fft) // hop if len(x) and len(xp) >= n_fft else 0
     idx = np.arange(n_fft)[None, :] + hop * np.arange(frames)[:, None]
-    spec = np.abs(np.fft.rfft(xp[idx] * window, axis=1)) ** c.get("power", 2.0)
+    return np.abs(np.fft.rfft(xp[idx] * window, axis=1)) ** power
+
+
+def mel_spectrogram(x, c):
+    sr, n_fft = c["sample_rate"], c["n_fft"]
+    spec = stft_power(x, n_fft, c.get("hop_length", n_fft // 4), c.get("win_length", n_fft), c.get("power", 2.0),
+                      c.get("center", True), c.get("pad_mode", "reflect"))
     bank = mel_bank(sr, n_fft, c["n_mels"], c.get("f_min", 0.0), c.get("f_max", sr / 2),
                     c.get("mel_scale", "slaney") == "htk", c.get("norm", "slaney") == "slaney")
     return spec @ bank.T
@@ -158,7 +202,63 @@ MEL_CONFIGS = {
                  "f_min": 20.0, "f_max": 7600.0, "power": 1.0, "mel_scale": "htk", "norm": "none",
                  "pad_mode": "constant"},
                 {"offset": 1e-6}),
+    # Uncentred frames, as openWakeWord's melspectrogram model computes
+    # them: 25 ms windows in 512-sample FFTs every 10 ms, 32 bands from 60
+    # to 3800 Hz.
+    "uncentred": ({"sample_rate": 16000, "n_fft": 512, "win_length": 400, "hop_length": 160, "n_mels": 32,
+                   "f_min": 60.0, "f_max": 3800.0, "center": False},
+                  {"base": 10, "floor": 1e-10, "dynamic_range": 8.0}),
 }
+
+# Whisper's N_SAMPLES (30 s at 16 kHz) and N_FRAMES.
+WHISPER_SAMPLES, WHISPER_FRAMES = 480000, 3000
+
+
+def pad_or_trim(x, length):
+    """whisper.audio.pad_or_trim on the last axis: the first length
+    values, zeros appended."""
+    return np.pad(x[:length], (0, max(0, length - len(x))))
+
+
+def whisper_log_mel(audio):
+    """whisper.audio.log_mel_spectrogram(pad_or_trim(audio)), as
+    [frames, bands]."""
+    audio = pad_or_trim(audio, WHISPER_SAMPLES)
+    magnitudes = stft_power(audio, 400, 160, 400)[:-1]  # stft[..., :-1].abs() ** 2
+    mel_spec = magnitudes @ mel_bank(16000, 400, 80, 0.0, 8000.0, htk=False, norm=True).T
+    log_spec = np.log10(np.maximum(mel_spec, 1e-10))
+    log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
+    return (log_spec + 4.0) / 4.0
+
+
+def wakeword_windows(x):
+    """openWakeWord's embedding-model input of a clip, [windows, 76, 32]."""
+    audio = x * 32768  # the int16 samples as float32
+    mel = stft_power(audio, 512, 160, 400, center=False) @ mel_bank(16000, 512, 32, 60.0, 3800.0, htk=False, norm=True).T
+    log_spec = 10.0 * np.log10(np.maximum(mel, 1e-10))
+    if log_spec.size:
+        log_spec = np.maximum(log_spec, log_spec.max() - 80.0)
+    spec = log_spec / 10 + 2
+    windows = [spec[i:i + 76] for i in range(0, spec.shape[0], 8)]
+    return np.array([w for w in windows if w.shape[0] == 76]).reshape(-1, 76, 32)
+
+
+def front_end_clips():
+    """The clips of the front-end oracles: the test clips at 16 kHz four
+    times as long (openWakeWord's windows need 12512 samples), 1 s of
+    silence, and for
+    Whisper a clip of 30.5 s, silent but for speech-like noise and a chirp
+    around the 30 s it keeps."""
+    clips = signals(16000, 4.0)
+    clips["silence"] = np.zeros(16000)
+    sig = signals(16000)
+    long = np.zeros(int(30.5 * 16000))
+    at = WHISPER_SAMPLES - len(sig["speech"]) // 2
+    long[at:at + len(sig["speech"])] = sig["speech"]
+    long[-len(sig["chirp"]):] += sig["chirp"]
+    clips["long"] = long
+    return clips
+
 
 RESAMPLES = [(44100, 16000), (48000, 16000), (8000, 16000), (22050, 16000), (16000, 44100)]
 
@@ -177,6 +277,18 @@ def main():
             np.save(os.path.join(OUT, base + "_log.npy"), lm.astype("<f4"))
             index["mel"].append({"wav": wav, "config": cname, "mel_params": mc, "log_params": lc,
                                  "mel": base + "_mel.npy", "log": base + "_log.npy"})
+    index["whisper"], index["wakeword"] = [], []
+    for name, x in front_end_clips().items():
+        wav = f"fe_{name}_16000.wav" + (".gz" if name == "long" else "")
+        x = write_wav(os.path.join(OUT, wav), 16000, x)
+        if name in ("chirp", "speech", "silence", "long"):
+            out = f"fe_{name}_whisper.npy.gz"
+            save(os.path.join(OUT, out), whisper_log_mel(x))
+            index["whisper"].append({"wav": wav, "features": out})
+        if name != "long":
+            out = f"fe_{name}_wakeword.npy.gz"
+            save(os.path.join(OUT, out), wakeword_windows(x))
+            index["wakeword"].append({"wav": wav, "windows": out})
     for src, dst in RESAMPLES:
         for name in ("chirp", "speech"):
             x = signals(src, 0.25)[name]

@@ -188,8 +188,10 @@ type Backend struct {
 	// clip too (frames × height × width). 0 means DefaultMaxPixels.
 	MaxPixels int64
 	// MaxSamples bounds the values of one audio clip: its samples, and the
-	// frames×window values `frame` makes of them. A larger clip fails its
-	// request with run/input. 0 means DefaultMaxSamples.
+	// values each transform makes of them (the frames or windows of
+	// `frame`, the features of `mel_spectrogram`, the length of
+	// `pad_or_trim`), each checked before it is allocated. A larger clip
+	// fails its request with run/input. 0 means DefaultMaxSamples.
 	MaxSamples int64
 	// Workers bounds how many items (images, frames, clips) of one
 	// invocation are processed at once; 0 means GOMAXPROCS.

@@ -4,28 +4,48 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/genaic/genaic/preprocess"
 )
 
-// signal is one audio clip: mono samples, or after `frame`, frames of a
-// fixed window with the valid samples of each.
+// signal is one audio clip: mono samples, or after `frame` or
+// `mel_spectrogram`, frames of a fixed window with the valid values of
+// each, or after `frame` of frames, windows of window rows of row values
+// each with the valid rows of each.
 type signal struct {
 	rate    int
 	samples []float32 // unframed
 	framed  bool
 	window  int
+	row     int // windows: the values of each row; 0 for samples and frames
 	frames  int
-	data    []float32 // framed: frames×window, row-major
-	valid   []int64   // framed: the valid samples of each frame
+	data    []float32 // framed: frames×window (×row), row-major
+	valid   []int64   // framed: the valid samples, bands or rows of each frame
 }
 
-// units is the clip's extent on its first axis: samples, or frames.
+// units is the clip's extent on its first axis: samples, frames or
+// windows.
 func (s *signal) units() int {
 	if s.framed {
 		return s.frames
 	}
 	return len(s.samples)
+}
+
+// unitWord names the clip's units.
+func (s *signal) unitWord() string { return preprocess.Shape{Framed: s.framed, Row: s.row}.UnitWord() }
+
+// width is the values of each unit: 1 for a sample, window for a frame,
+// window×row for a window of rows.
+func (s *signal) width() int {
+	switch {
+	case s.row > 0:
+		return s.window * s.row
+	case s.framed:
+		return s.window
+	}
+	return 1
 }
 
 // values is the clip's payload.
@@ -34,6 +54,18 @@ func (s *signal) values() []float32 {
 		return s.data
 	}
 	return s.samples
+}
+
+// withValues is the clip with its payload replaced by vals, of as many
+// values.
+func (s *signal) withValues(vals []float32) *signal {
+	out := *s
+	if s.framed {
+		out.data = vals
+	} else {
+		out.samples = vals
+	}
+	return &out
 }
 
 // WAV format tags.
@@ -143,31 +175,62 @@ func sampleReader(format, bits int) (func([]byte) float64, error) {
 	return nil, fmt.Errorf("is a WAV file of format %d with %d-bit samples; the audio adapter reads PCM (format 1) of 8, 16, 24 or 32 bits and IEEE float (format 3) of 32 or 64 bits", format, bits)
 }
 
-// frameSignal cuts samples into windows of window samples every hop
-// samples, enough to cover every sample: a clip of n > 0 samples makes
-// 1 + ceil(max(n - window, 0) / hop) frames, the last zero-padded past the
-// end, and each frame records its valid samples.
-func frameSignal(s *signal, window, hop int) *signal {
-	n := len(s.samples)
-	frames := 0
-	if n > 0 {
-		frames = 1 + (max(n-window, 0)+hop-1)/hop
+// frameSignal cuts a clip's samples, or its frames as rows, into windows
+// of f.Window every f.Hop, f.Count of them: the last zero-padded past the
+// end, or only whole windows. Each window records its valid samples or
+// rows.
+func frameSignal(s *signal, f preprocess.Framing) *signal {
+	n, width, src := s.units(), s.width(), s.values()
+	windows := f.Count(n)
+	out := &signal{rate: s.rate, framed: true, window: f.Window, frames: windows,
+		data: make([]float32, windows*f.Window*width), valid: make([]int64, windows)}
+	if s.framed {
+		out.row = s.window
 	}
-	out := &signal{rate: s.rate, framed: true, window: window, frames: frames,
-		data: make([]float32, frames*window), valid: make([]int64, frames)}
-	for f := range frames {
-		lo := f * hop
-		hi := min(lo+window, n)
-		copy(out.data[f*window:], s.samples[lo:hi])
-		out.valid[f] = int64(hi - lo)
+	for w := range windows {
+		lo := w * f.Hop
+		hi := min(lo+f.Window, n)
+		copy(out.data[w*f.Window*width:], src[lo*width:hi*width])
+		out.valid[w] = int64(hi - lo)
 	}
 	return out
 }
 
-// audioShape is what Load knows of an audio value.
-type audioShape struct {
-	framed bool
-	window int
+// padOrTrim gives a clip exactly length samples, frames or windows: the
+// first length of them, then zeros. A padded frame or window has no valid
+// values.
+func padOrTrim(s *signal, length int) *signal {
+	vals := make([]float32, length*s.width())
+	copy(vals, s.values())
+	out := s.withValues(vals)
+	if s.framed {
+		out.frames = length
+		out.valid = make([]int64, length)
+		copy(out.valid, s.valid)
+	}
+	return out
+}
+
+// affine maps every value x of a clip to x·scale + offset, rounded once to
+// float32.
+func affine(s *signal, scale, offset float64) *signal {
+	in := s.values()
+	vals := make([]float32, len(in))
+	for i, v := range in {
+		vals[i] = float32(float64(v)*scale + offset)
+	}
+	return s.withValues(vals)
+}
+
+// product is a·b·c, or math.MaxInt64 when it exceeds it, for the bounds
+// that are checked before anything is allocated.
+func product(a, b, c int64) int64 {
+	hi, ab := bits.Mul64(uint64(a), uint64(b))
+	hi2, abc := bits.Mul64(ab, uint64(c))
+	if hi != 0 || hi2 != 0 || abc > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(abc)
 }
 
 // audioOp is one compiled audio transform.
@@ -175,8 +238,8 @@ type audioOp struct {
 	op      string
 	in, out string
 	apply   func(*signal) (*signal, error) // nil for decode
-	// values, for an op that makes more values than it reads, is how many
-	// it makes of a clip.
+	// values, for an op that may make more values than it reads, is how
+	// many it makes of a clip.
 	values func(x *signal) int64
 	// work, for mel_spectrogram, is how many windowed samples its
 	// transforms read of a clip (frames × n_fft).
@@ -190,38 +253,37 @@ const workFactor = 4
 // audioProgram is a compiled preprocessing.audio program.
 type audioProgram struct {
 	ops    []audioOp
-	shapes map[string]audioShape
+	shapes map[string]preprocess.Shape
 	last   string
 }
 
 // compileAudio builds the audio program the adapter runs from the compiled
 // program, with the adapter's kernels.
 func compileAudio(cp *preprocess.Program) *audioProgram {
-	p := &audioProgram{shapes: map[string]audioShape{}, last: cp.Last}
+	p := &audioProgram{shapes: cp.Shapes, last: cp.Last}
 	for _, op := range cp.Ops {
 		x := audioOp{op: op.Name, in: op.In, out: op.Out}
 		if k := audioKernels[op.Name]; k != nil {
 			x.apply, x.values = k(op)
 		}
 		if op.Name == "mel_spectrogram" {
-			b := op.Mel()
-			x.work = func(s *signal) int64 {
-				return int64(melFrameCount(b, len(s.samples))) * int64(b.NFFT)
-			}
+			m := op.Mel()
+			x.work = func(s *signal) int64 { return int64(m.Frames(len(s.samples))) * int64(m.NFFT) }
 		}
 		p.ops = append(p.ops, x)
-	}
-	for name, s := range cp.Shapes {
-		p.shapes[name] = audioShape{framed: s.Framed, window: s.Window}
 	}
 	return p
 }
 
-// audioKernels makes the kernel of each op the audio adapter runs on one
-// clip (decode aside), and for an op that makes more values than it reads,
-// how many it makes of a clip, so that run refuses a clip too large before
-// the kernel allocates.
-var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64){
+// audioKernel makes the kernel of an op from its parsed parameters, and
+// for an op that may make more values than it reads, how many it makes of
+// a clip, so that run refuses a clip too large before the kernel
+// allocates.
+type audioKernel func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64)
+
+// audioKernels are the kernels of the ops the audio adapter runs on one
+// clip, decode aside.
+var audioKernels = map[string]audioKernel{
 	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
 		rate := op.Ints("sample_rate")
 		return func(x *signal) (*signal, error) { return resamplePoly(x, rate, op.Index) }, func(x *signal) int64 {
@@ -233,29 +295,34 @@ var audioKernels = map[string]func(op *preprocess.Op) (func(*signal) (*signal, e
 		}
 	},
 	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
-		window := op.Ints("window")
-		hop, ok := op.Int("hop")
-		if !ok {
-			hop = window
-		}
-		return func(x *signal) (*signal, error) { return frameSignal(x, window, hop), nil }, func(x *signal) int64 {
-			n := len(x.samples)
-			if n == 0 {
-				return 0
-			}
-			return int64(1+(max(n-window, 0)+hop-1)/hop) * int64(window)
+		f := op.Framing()
+		return func(x *signal) (*signal, error) { return frameSignal(x, f), nil }, func(x *signal) int64 {
+			return product(int64(f.Count(x.units())), int64(f.Window), int64(x.width()))
 		}
 	},
 	"mel_spectrogram": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
 		b := newMelBank(op.Mel())
 		return func(x *signal) (*signal, error) { return b.melSpectrogram(x, op.Index) }, func(x *signal) int64 {
-			return int64(b.melFrames(len(x.samples))) * int64(b.NMels)
+			return int64(b.Frames(len(x.samples))) * int64(b.NMels)
 		}
 	},
-	"log": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
-		l := newLog(op)
-		return func(x *signal) (*signal, error) { return l.apply(x), nil }, nil
+	"log":   logKernel,
+	"log10": logKernel,
+	"affine": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+		scale, offset := op.Affine()
+		return func(x *signal) (*signal, error) { return affine(x, scale, offset), nil }, nil
 	},
+	"pad_or_trim": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+		length := op.Ints("length")
+		return func(x *signal) (*signal, error) { return padOrTrim(x, length), nil }, func(x *signal) int64 {
+			return product(int64(length), int64(x.width()), 1)
+		}
+	},
+}
+
+func logKernel(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+	l := newLog(op)
+	return func(x *signal) (*signal, error) { return l.apply(x), nil }, nil
 }
 
 // run decodes one clip and runs the program on it, returning the values
@@ -277,7 +344,7 @@ func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*sign
 		}
 		if op.values != nil {
 			if v := op.values(in); v > maxValues {
-				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) makes %d values, more than the %d this adapter holds", len(in.samples), i, op.op, v, maxValues)
+				return nil, fmt.Errorf("holds %d %s before transform %d (%s), which would make %d values of them, more than the %d this adapter holds", in.units(), in.unitWord(), i, op.op, v, maxValues)
 			}
 		}
 		if op.work != nil {

@@ -16,7 +16,7 @@ var dataRoles = []string{"waveform", "samples", "audio", "frames", "features"}
 // audioPort is an output port filled with clips.
 type audioPort struct {
 	name, source string
-	static       audioShape
+	static       preprocess.Shape
 	packed       bool
 	levels       int // packed: 1 (units→rows) or 2 (units→clips, clips→rows)
 	rank         int
@@ -113,11 +113,8 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	if err != nil {
 		return nil, err
 	}
-	itemRank := 1
-	what := "samples [samples]"
-	if static.framed {
-		itemRank, what = 2, "frames [frames, window]"
-	}
+	itemRank := static.AudioRank()
+	what := map[int]string{1: "samples [samples]", 2: "frames [frames, window]", 3: "windows [windows, window, row]"}[itemRank]
 	ap := &audioPort{name: port.Name, source: source, static: static, layout: c.Layout.Kind, rank: c.Rank,
 		fixedUnits: -1, lengths: map[int]string{}, contract: c}
 	ap.packed = ap.layout == ir.TokenPacked
@@ -139,10 +136,15 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	case ap.packed && (ap.levels < 1 || ap.levels > 2):
 		return nil, unsupported("output port `%s` of adapter `%s` declares %d ownership levels; the audio adapter produces one (units→rows) or two (units→clips, clips→rows)", port.Name, comp.Name, ap.levels)
 	}
+	// The axis after the units (samples, frames or windows): a frame's
+	// samples or bands, or a window's rows.
+	windowAxis := ap.rank - itemRank + 1
 	if c.HasShape && len(c.Shape) == ap.rank {
-		if d := c.Shape[ap.rank-1]; static.framed && !d.IsSym() && d.Size != int64(static.window) {
-			return nil, unsupported("output port `%s` of adapter `%s` fixes the window axis %d at %d, but preprocessing.audio frames `%s` with window %d; make the two agree",
-				port.Name, comp.Name, ap.rank-1, d.Size, source, static.window)
+		for i, u := range static.Unit() {
+			if d := c.Shape[windowAxis+i]; !d.IsSym() && d.Size != int64(u) {
+				return nil, unsupported("output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.audio makes it %d in `%s`; make the two agree",
+					port.Name, comp.Name, windowAxis+i, d.Size, u, source)
+			}
 		}
 		if d := c.Shape[min(1, ap.rank-1)]; !ap.packed && !d.IsSym() {
 			ap.fixedUnits = d.Size
@@ -150,9 +152,8 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	}
 	for _, pad := range c.Padding {
 		axis := c.Axis(pad.Dim.Name)
-		windowAxis := static.framed && axis == ap.rank-1
-		if !windowAxis && (ap.packed || axis != 1) {
-			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the audio adapter pads the samples or frames of stacked clips (axis 1) and the window of frames", port.Name, comp.Name, pad.Dim.Name, axis)
+		if !(static.Framed && axis == windowAxis) && (ap.packed || axis != 1) {
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the audio adapter pads the samples, frames or windows of stacked clips (axis 1) and the window of frames or of rows", port.Name, comp.Name, pad.Dim.Name, axis)
 		}
 		ap.lengths[axis] = pad.Lengths.Name
 	}
@@ -208,10 +209,7 @@ func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out ma
 		payload = append(payload, x.values()...)
 		valid = append(valid, x.valid...)
 	}
-	shape := []int64{units[len(units)-1]}
-	if ap.static.framed {
-		shape = append(shape, int64(ap.static.window))
-	}
+	shape := append([]int64{units[len(units)-1]}, unitShape(ap)...)
 	if payload == nil {
 		payload = []float32{}
 	}
@@ -247,20 +245,20 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 		switch {
 		case ap.fixedUnits >= 0 && u != ap.fixedUnits:
 			return fail("run/input", "clip %d holds %d %s after preprocessing.audio, but output port `%s` of adapter `%s` fixes axis 1 at %d",
-				i, u, unitWord(ap), ap.name, s.comp.Name, ap.fixedUnits)
+				i, u, ap.static.UnitWord(), ap.name, s.comp.Name, ap.fixedUnits)
 		case !padded && i > 0 && u != int64(items[0].units()):
 			return fail("run/input", "clip %d holds %d %s after preprocessing.audio, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad axis 1; pad it with valid_lengths, or pack the clips (token_packed)",
-				i, u, unitWord(ap), items[0].units(), ap.name, s.comp.Name)
+				i, u, ap.static.UnitWord(), items[0].units(), ap.name, s.comp.Name)
 		}
 		longest = max(longest, u)
 	}
 	n := int64(len(items))
+	unit := unitShape(ap)
 	width := int64(1)
-	shape := []int64{n, longest}
-	if ap.static.framed {
-		width = int64(ap.static.window)
-		shape = append(shape, width)
+	for _, u := range unit {
+		width *= u
 	}
+	shape := append([]int64{n, longest}, unit...)
 	t, err := backend.NewTensor("float32", shape)
 	if err != nil {
 		return err
@@ -287,9 +285,12 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 	return nil
 }
 
-func unitWord(ap *audioPort) string {
-	if ap.static.framed {
-		return "frames"
+// unitShape is the extents of each sample, frame or window of a port's
+// clips past its units axis.
+func unitShape(ap *audioPort) []int64 {
+	var out []int64
+	for _, u := range ap.static.Unit() {
+		out = append(out, int64(u))
 	}
-	return "samples"
+	return out
 }

@@ -34,7 +34,8 @@ func op(name, in, out string, params ...string) ir.Transform {
 }
 
 // irParam builds a parameter as the front end lowers it: "[a, b]" is a list,
-// and a scalar's kind is what YAML would read in its text.
+// and a scalar's kind is what YAML would read in its text (true and false
+// are booleans).
 func irParam(key, text string) ir.Param {
 	if inner, ok := strings.CutPrefix(text, "["); ok {
 		p := ir.Param{Key: key, Kind: ir.ParamList}
@@ -46,7 +47,9 @@ func irParam(key, text string) ir.Param {
 		return p
 	}
 	kind := ir.ParamString
-	if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+	if text == "true" || text == "false" {
+		kind = ir.ParamBool
+	} else if _, err := strconv.ParseInt(text, 10, 64); err == nil {
 		kind = ir.ParamInt
 	} else if _, err := strconv.ParseFloat(text, 64); err == nil {
 		kind = ir.ParamFloat

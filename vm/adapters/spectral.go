@@ -11,7 +11,7 @@ import (
 )
 
 // melBank is a compiled mel_spectrogram: its window, padded to n_fft and
-// centred, and its filter bank of n_mels bands over the n_fft/2+1 bins.
+// centred in it, and its filter bank of n_mels bands over the n_fft/2+1 bins.
 type melBank struct {
 	preprocess.Mel
 	window []float64
@@ -93,17 +93,6 @@ func slaneyHz(m float64) float64 {
 func htkMel(f float64) float64 { return 2595 * math.Log10(1+f/700) }
 func htkHz(m float64) float64  { return 700 * (math.Pow(10, m/2595) - 1) }
 
-// melFrames is how many frames a clip of n samples makes: centred frames,
-// one every hop samples, of a signal padded by n_fft/2 on both sides.
-func (b *melBank) melFrames(n int) int { return melFrameCount(b.Mel, n) }
-
-func melFrameCount(m preprocess.Mel, n int) int {
-	if n == 0 {
-		return 0
-	}
-	return 1 + (n+2*(m.NFFT/2)-m.NFFT)/m.Hop
-}
-
 // melSpectrogram computes the clip's [frames, n_mels] mel spectrogram.
 func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
 	if x.rate != b.SampleRate {
@@ -111,13 +100,16 @@ func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
 			x.rate, index, b.SampleRate, b.SampleRate, b.SampleRate)
 	}
 	n := len(x.samples)
-	frames := b.melFrames(n)
+	frames := b.Frames(n)
 	out := &signal{rate: x.rate, framed: true, window: b.NMels, frames: frames,
 		data: make([]float32, frames*b.NMels), valid: make([]int64, frames)}
 	if frames == 0 {
 		return out, nil
 	}
-	pad := b.NFFT / 2
+	pad := 0 // uncentred frames start at the first sample
+	if b.Center {
+		pad = b.NFFT / 2
+	}
 	at := func(j int) float64 { // sample j of the padded signal
 		i := j - pad
 		if i >= 0 && i < n {
@@ -194,6 +186,9 @@ func newLog(op *preprocess.Op) *logOf {
 		l.floor = v
 	}
 	l.base, _ = op.Number("base")
+	if op.Name == "log10" {
+		l.base = 10
+	}
 	l.dynamicRange, _ = op.Number("dynamic_range")
 	return l
 }
@@ -223,13 +218,7 @@ func (l *logOf) apply(x *signal) *signal {
 			vals[i] = max(v, least)
 		}
 	}
-	out := *x
-	if x.framed {
-		out.data = vals
-	} else {
-		out.samples = vals
-	}
-	return &out
+	return x.withValues(vals)
 }
 
 // maxResampleRatio bounds up and down of a rate conversion, reduced, and so
