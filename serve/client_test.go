@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -9,16 +10,16 @@ import (
 	"github.com/genaic/genaic/vm"
 )
 
-// TestClientEncoding: every request of the packages' requests.json (packed
-// tensors, and ocr_lines' items), encoded as a client sends it (EncodeHTTP
-// with binary tensors and with JSON, EncodeGRPC), is read back by the
-// server's own decoders as the same request, binary outputs asked for
-// exactly when the inputs were binary; so are items of any shapes, nested
-// ones among them; items no OIP tensor holds are refused.
+// TestClientEncoding: every request of the example packages'
+// requests.json (packed tensors, encoded media, ocr_lines' items), encoded
+// as a client sends it (EncodeHTTP with binary tensors and with JSON,
+// EncodeGRPC), is read back by the server's own decoders as the same
+// request, binary outputs asked for exactly when the inputs were binary;
+// so are items of any shapes, nested ones among them; items no OIP tensor
+// holds are refused.
 func TestClientEncoding(t *testing.T) {
-	models := []string{"image_padded", "ocr_lines", "text_packed", "text_padded"}
-	s := newServer(t, Config{Repo: repo(t, models...), NoWarmup: true})
-	for _, model := range models {
+	s := newServer(t, Config{Repo: filepath.Join("..", "testdata", "packages"), NoWarmup: true})
+	for _, model := range s.Models() {
 		md := s.model(model)
 		reqs, err := readRequests(md.Dir)
 		if err != nil {
