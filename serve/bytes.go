@@ -15,8 +15,9 @@ import (
 // each element one item's bytes; it becomes the request's items
 // (vm.ByteItems), and the runtime derives the offsets and owners.
 
-// checkBytes refuses a BYTES tensor for an input that is not uint8.
-func (md *Model) checkBytes(name string, shape []int64) error {
+// checkBytes refuses a BYTES tensor for an input that is not uint8, and
+// one with an items parameter: its elements are its items already.
+func (md *Model) checkBytes(name string, shape []int64, items bool) error {
 	want, ok := md.known[name]
 	if !ok {
 		return inputErr("model %s has no input `%s` (its inputs: %s)", md.Name, name, md.inputNames())
@@ -26,6 +27,9 @@ func (md *Model) checkBytes(name string, shape []int64) error {
 	}
 	if len(shape) != 1 || shape[0] < 1 {
 		return inputErr("BYTES input `%s` has shape %v; give shape [n], n ≥ 1, one element per encoded item", name, shape)
+	}
+	if items {
+		return inputErr("BYTES input `%s` has parameter `items`: each element of a BYTES tensor is one encoded item already; leave the parameter out", name)
 	}
 	return nil
 }
@@ -82,9 +86,21 @@ func (md *Model) addBytes(req *vm.Request, name string, bs [][]byte) error {
 			c = in.Contract
 		}
 	}
-	if c == nil || c.Layout.Kind != ir.TokenPacked || c.Rank != 1 {
+	if !takesBytes(c) {
 		return inputErr("input `%s` of model %s is no packed media input (token_packed uint8, shape [bytes]); send it as UINT8", name, md.Name)
 	}
+	return putBytes(req, name, c, bs)
+}
+
+// takesBytes reports whether an input of contract c may come as BYTES: a
+// uint8 vector packed on one or two ownership levels.
+func takesBytes(c *ir.Contract) bool {
+	return c != nil && c.DType == "uint8" && c.Layout.Kind == ir.TokenPacked && c.Rank == 1 && (len(c.Layout.Levels) == 1 || len(c.Layout.Levels) == 2)
+}
+
+// putBytes puts encoded items into a request as the input name of
+// contract c (takesBytes) takes them.
+func putBytes(req *vm.Request, name string, c *ir.Contract, bs [][]byte) error {
 	switch len(c.Layout.Levels) {
 	case 2:
 		if req.Items == nil {
@@ -94,7 +110,7 @@ func (md *Model) addBytes(req *vm.Request, name string, bs [][]byte) error {
 		return nil
 	case 1:
 		if len(bs) != 1 {
-			return inputErr("input `%s` of model %s takes one encoded item per request (its contract has one ownership level, bytes → request); the request sends %d: send shape [1], or one request per item", name, md.Name, len(bs))
+			return inputErr("input `%s` takes one encoded item per request (its contract has one ownership level, bytes → request); the request sends %d: send shape [1], or one request per item", name, len(bs))
 		}
 		l := c.Layout.Levels[0]
 		for _, comp := range []string{l.Offsets.Name, l.Owner.Name} {
@@ -112,5 +128,5 @@ func (md *Model) addBytes(req *vm.Request, name string, bs [][]byte) error {
 		}
 		return nil
 	}
-	return inputErr("input `%s` of model %s has %d ownership levels; BYTES takes inputs of one or two", name, md.Name, len(c.Layout.Levels))
+	return inputErr("input `%s` has %d ownership levels; BYTES takes inputs of one or two", name, len(c.Layout.Levels))
 }

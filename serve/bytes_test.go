@@ -95,7 +95,8 @@ func TestBytesMedia(t *testing.T) {
 
 	// Two images where the input takes one per request, a count that
 	// disagrees with the shape, a length past the data, BYTES with the
-	// derived offsets also given: run/input for that request.
+	// derived offsets also given, BYTES with an items parameter: run/input
+	// for that request.
 	two := binary.LittleEndian.AppendUint32(nil, 1)
 	two = append(two, 'a')
 	two = binary.LittleEndian.AppendUint32(two, 1)
@@ -109,6 +110,7 @@ func TestBytesMedia(t *testing.T) {
 		{`{"inputs":[{"name":"png","datatype":"BYTES","shape":[1,1],"data":["abc"]}]}`, nil},
 		{`{"inputs":[{"name":"png","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":5}}]}`, []byte{9, 0, 0, 0, 1}},
 		{`{"inputs":[{"name":"png","datatype":"BYTES","shape":[1],"data":["abc"]},{"name":"png_offsets","datatype":"INT64","shape":[2],"data":[0,3]}]}`, nil},
+		{`{"inputs":[{"name":"png","datatype":"BYTES","shape":[1],"parameters":{"items":[3]},"data":["abc"]}]}`, nil},
 	} {
 		hlen := 0
 		if c.bin != nil {
@@ -117,6 +119,71 @@ func TestBytesMedia(t *testing.T) {
 		a := post(http.DefaultClient, hs.URL+"/v2/models/image_patches/infer", append([]byte(c.body), c.bin...), hlen)
 		if a.status != http.StatusBadRequest || a.rule != backend.RunInput {
 			t.Errorf("bad request %d: %d %s %v, want 400 run/input", i, a.status, a.rule, a.err)
+		}
+	}
+}
+
+// TestBytesItems: the frames of a clip sent as one BYTES tensor to
+// video_fps, whose media input has two ownership levels (bytes → frames →
+// clips), with their times, over HTTP (binary) and gRPC (bytes_contents
+// and raw contents), are answered as the VM answers the same frames given
+// as items, as a requests document gives them.
+func TestBytesItems(t *testing.T) {
+	s := newServer(t, Config{Repo: repo(t, "video_fps"), NoWarmup: true})
+	md := s.model("video_fps")
+	ref, err := engine.Open(md.plan, md.Dir, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	gc := grpcClient(t, s)
+	frames := [][]byte{pngOf(t, 3, 2, 5), pngOf(t, 4, 4, 9), pngOf(t, 2, 5, 77)}
+	times := &backend.Tensor{DType: "float64", Shape: []int64{3}, Data: []float64{0, 0.4, 0.9}}
+	resp := ref.Run(context.Background(), vm.Request{ID: "ref", Inputs: map[string]*backend.Tensor{"video_times": times},
+		Items: map[string][]vm.Item{"video": vm.ByteItems(frames...)}})
+	if resp.Err != nil || resp.Outputs.Get("clip_embeddings") == nil {
+		t.Fatalf("reference: %v", resp.Err)
+	}
+	var blob []byte
+	for _, f := range frames {
+		blob = binary.LittleEndian.AppendUint32(blob, uint32(len(f)))
+		blob = append(blob, f...)
+	}
+	tb := toBytes(times)
+	hb, _ := json.Marshal(map[string]any{"inputs": []any{
+		map[string]any{"name": "video", "datatype": "BYTES", "shape": []int{3}, "parameters": map[string]any{"binary_data_size": len(blob)}},
+		map[string]any{"name": "video_times", "datatype": "FP64", "shape": []int{3}, "parameters": map[string]any{"binary_data_size": len(tb)}},
+	}})
+	a := post(http.DefaultClient, hs.URL+"/v2/models/video_fps/infer", append(append(hb, blob...), tb...), len(hb))
+	if a.err != nil || a.status != http.StatusOK {
+		t.Fatalf("HTTP: %d %s %v %s", a.status, a.rule, a.err, a.message)
+	}
+	if err := same(a.outputs, resp.Outputs.Map()); err != nil {
+		t.Errorf("HTTP: %v", err)
+	}
+	for _, raw := range []bool{false, true} {
+		g := &oippb.ModelInferRequest{ModelName: "video_fps", Inputs: []*oippb.ModelInferRequest_InferInputTensor{
+			{Name: "video", Datatype: "BYTES", Shape: []int64{3}}, {Name: "video_times", Datatype: "FP64", Shape: []int64{3}}}}
+		if raw {
+			g.RawInputContents = [][]byte{blob, tb}
+		} else {
+			g.Inputs[0].Contents = &oippb.InferTensorContents{BytesContents: frames}
+			g.Inputs[1].Contents = &oippb.InferTensorContents{Fp64Contents: times.Data.([]float64)}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		gr, err := gc.ModelInfer(ctx, g)
+		cancel()
+		if err != nil {
+			t.Fatalf("gRPC raw %v: %v", raw, err)
+		}
+		got, err := DecodeGRPC(gr)
+		if err == nil {
+			err = sameAnswer(got.Outputs.Map(), got.Items, resp)
+		}
+		if err != nil {
+			t.Errorf("gRPC raw %v: %v", raw, err)
 		}
 	}
 }

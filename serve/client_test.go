@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -9,16 +10,16 @@ import (
 	"github.com/genaic/genaic/vm"
 )
 
-// TestClientEncoding: every request of the packages' requests.json (packed
-// tensors, and ocr_lines' items), encoded as a client sends it
-// (EncodeHTTP with binary tensors and with JSON, EncodeGRPC), is read back
-// by the server's own decoders as the same request, binary outputs asked
-// for exactly when the inputs were binary; items the items form cannot
-// carry are refused.
+// TestClientEncoding: every request of the example packages'
+// requests.json (packed tensors, encoded media, ocr_lines' items), encoded
+// as a client sends it (EncodeHTTP with binary tensors and with JSON,
+// EncodeGRPC), is read back by the server's own decoders as the same
+// request, binary outputs asked for exactly when the inputs were binary;
+// so are items of any shapes, nested ones among them; items no OIP tensor
+// holds are refused.
 func TestClientEncoding(t *testing.T) {
-	models := []string{"image_padded", "ocr_lines", "text_packed", "text_padded"}
-	s := newServer(t, Config{Repo: repo(t, models...), NoWarmup: true})
-	for _, model := range models {
+	s := newServer(t, Config{Repo: filepath.Join("..", "testdata", "packages"), NoWarmup: true})
+	for _, model := range s.Models() {
 		md := s.model(model)
 		reqs, err := readRequests(md.Dir)
 		if err != nil {
@@ -58,14 +59,49 @@ func TestClientEncoding(t *testing.T) {
 			}
 		}
 	}
+	// Items of any shapes go in the shapes form, and come back the same;
+	// items no OIP tensor can hold are refused.
+	md := s.model("ocr_lines")
 	f32 := func(shape ...int64) *backend.Tensor {
 		x, _ := backend.NewTensor("float32", shape)
+		for i := range x.Float32s() {
+			x.Float32s()[i] = float32(i) / 7
+		}
 		return x
 	}
 	for what, items := range map[string][]vm.Item{
 		"items that differ beyond their first axis": vm.TensorItems(f32(2, 8), f32(3, 4)),
-		"nested items":  {{Items: vm.TensorItems(f32(2, 8))}},
-		"a scalar item": vm.TensorItems(f32()),
+		"nested items":  {{Items: vm.TensorItems(f32(2, 8), f32(3))}, {Items: []vm.Item{}}, {Tensor: f32(1, 8)}},
+		"a scalar item": vm.TensorItems(f32(), f32(2)),
+	} {
+		r := vm.Request{ID: "x", Items: map[string][]vm.Item{"line_images": items}}
+		body, hlen, err := EncodeHTTP(r, true)
+		if err != nil {
+			t.Fatalf("EncodeHTTP refused %s: %v", what, err)
+		}
+		got, _, _, _, err := s.decodeHTTP(md, strconv.Itoa(hlen), body)
+		if err == nil {
+			err = sameRequest(got, r)
+		}
+		if err != nil {
+			t.Errorf("%s (HTTP): %v", what, err)
+		}
+		m, err := EncodeGRPC("ocr_lines", r)
+		if err != nil {
+			t.Fatalf("EncodeGRPC refused %s: %v", what, err)
+		}
+		if got, _, err = decodeGRPC(md, m); err == nil {
+			err = sameRequest(got, r)
+		}
+		if err != nil {
+			t.Errorf("%s (gRPC): %v", what, err)
+		}
+	}
+	i64, _ := backend.NewTensor("int64", []int64{2})
+	for what, items := range map[string][]vm.Item{
+		"items of two dtypes": vm.TensorItems(f32(2), i64),
+		"units of no items":   {{Items: []vm.Item{}}},
+		"items nested 3 deep": {{Items: []vm.Item{{Items: vm.TensorItems(f32(1))}}}},
 	} {
 		r := vm.Request{ID: "x", Items: map[string][]vm.Item{"line_images": items}}
 		if _, _, err := EncodeHTTP(r, true); err == nil {
@@ -87,14 +123,31 @@ func sameRequest(got, want vm.Request) error {
 		return fmt.Errorf("items of %v, want %v", sortedKeys(got.Items), sortedKeys(want.Items))
 	}
 	for name, items := range want.Items {
-		if len(got.Items[name]) != len(items) {
-			return fmt.Errorf("input %s: %d items, want %d", name, len(got.Items[name]), len(items))
+		if err := sameItems(got.Items[name], items); err != nil {
+			return fmt.Errorf("input %s: %v", name, err)
 		}
-		for i, it := range items {
-			g := got.Items[name][i]
-			if err := same(map[string]*backend.Tensor{name: g.Tensor}, map[string]*backend.Tensor{name: it.Tensor}); err != nil {
-				return fmt.Errorf("item %d: %v", i, err)
+	}
+	return nil
+}
+
+// sameItems compares items, nested ones included.
+func sameItems(got, want []vm.Item) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d items, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if (g.Tensor == nil) != (w.Tensor == nil) {
+			return fmt.Errorf("item %d is %v, want %v", i, g, w)
+		}
+		if w.Tensor == nil {
+			if err := sameItems(g.Items, w.Items); err != nil {
+				return fmt.Errorf("unit %d: %v", i, err)
 			}
+			continue
+		}
+		if err := same(map[string]*backend.Tensor{"": g.Tensor}, map[string]*backend.Tensor{"": w.Tensor}); err != nil {
+			return fmt.Errorf("item %d: %v", i, err)
 		}
 	}
 	return nil

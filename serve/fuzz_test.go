@@ -13,12 +13,14 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/serve/oippb"
+	"github.com/genaic/genaic/vm"
 	"google.golang.org/protobuf/proto"
 )
 
 // FuzzDecodeHTTP feeds the HTTP inference decoder hostile bodies and
 // binary-length headers: it must refuse them with an error, never panic,
-// and whatever it accepts holds tensors whose data matches their shape;
+// and whatever it accepts holds tensors (items too) whose data matches
+// their shape;
 // decoding the JSON with the inputs' data split off (httpsplit.go) or
 // whole decodes the same request, or fails both ways.
 func FuzzDecodeHTTP(f *testing.F) {
@@ -40,6 +42,10 @@ func FuzzDecodeHTTP(f *testing.F) {
 		{"", `{"ID":"é","Parameters":{"timeout":250,"p":[1,{"q":null}],"b":true},"inputs":[{"name":"image_owner","shape":[1],"datatype":"INT64","data":[0],"x":{"y":[]}}],"outputs":[{"name":"embeddings","parameters":{"binary_data":false}},{"name":"image_owner"}]}`},
 		{"", `{"inputs":[{"name":"image_owner","shape":[1.0],"datatype":"INT64","data":[0]}],"outputs":[]}`},
 		{"", `{"inputs":[{"name":"image_owner","shape":[1],"datatype":"INT64","data":[0],"name":"patch_lengths"}]}`},
+		// The items form: extents, shapes (units among them), shapes as JSON text.
+		{"", `{"inputs":[{"name":"pixel_patches","shape":[2,8],"datatype":"FP32","parameters":{"items":[1,1]},"data":[0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1]}]}`},
+		{"", `{"inputs":[{"name":"pixel_patches","shape":[16],"datatype":"FP32","parameters":{"items":[[1,8],{"items":[[1,8],[0,8]]},{"items":[]},[]]},"data":[0,0,0,0,0,0,0,0,1,1,1,1,1,1,1]}]}`},
+		{"", `{"inputs":[{"name":"pixel_patches","shape":[16],"datatype":"FP32","parameters":{"items":"[[2,8]]"},"data":[0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1]}]}`},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.hlen, []byte(sd.body))
@@ -59,12 +65,32 @@ func FuzzDecodeHTTP(f *testing.F) {
 		if !reflect.DeepEqual(req, wreq) || !slices.Equal(asked, wasked) || !maps.Equal(binaryOut, wbinaryOut) || timeout != wtimeout {
 			t.Fatalf("split: %+v %v %v %v; whole: %+v %v %v %v", req, asked, binaryOut, timeout, wreq, wasked, wbinaryOut, wtimeout)
 		}
-		for name, tn := range req.Inputs {
-			if n := backend.DataLen(tn.Data); n != tn.Len() {
-				t.Fatalf("accepted input %s of shape %v with %d elements", name, tn.Shape, n)
+		checkData(t, req)
+	})
+}
+
+// checkData fails the test where an accepted request's tensors, its
+// items' among them, hold other than their shapes' elements.
+func checkData(t *testing.T, req vm.Request) {
+	t.Helper()
+	for name, tn := range req.Inputs {
+		if n := backend.DataLen(tn.Data); n != tn.Len() {
+			t.Fatalf("accepted input %s of shape %v with %d elements", name, tn.Shape, n)
+		}
+	}
+	var walk func(name string, items []vm.Item)
+	walk = func(name string, items []vm.Item) {
+		for _, it := range items {
+			if it.Tensor == nil {
+				walk(name, it.Items)
+			} else if n := backend.DataLen(it.Tensor.Data); n != it.Tensor.Len() {
+				t.Fatalf("accepted an item of input %s of shape %v with %d elements", name, it.Tensor.Shape, n)
 			}
 		}
-	})
+	}
+	for name, items := range req.Items {
+		walk(name, items)
+	}
 }
 
 // FuzzDecodeGRPC does the same for gRPC requests, from their wire bytes.
@@ -80,6 +106,13 @@ func FuzzDecodeGRPC(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	seed = &oippb.ModelInferRequest{ModelName: "image_padded", Inputs: []*oippb.ModelInferRequest_InferInputTensor{
+		{Name: "pixel_patches", Datatype: "FP32", Shape: []int64{16}, Parameters: itemsParams(itemsLayout{shapes: []itemShape{{shape: []int64{1, 8}}, {unit: true, items: []itemShape{{shape: []int64{1, 8}}}}}})},
+	}, RawInputContents: [][]byte{make([]byte, 64)}}
+	if b, err = proto.Marshal(seed); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, wire []byte) {
 		var r oippb.ModelInferRequest
 		if proto.Unmarshal(wire, &r) != nil {
@@ -89,11 +122,7 @@ func FuzzDecodeGRPC(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for name, tn := range req.Inputs {
-			if n := backend.DataLen(tn.Data); n != tn.Len() {
-				t.Fatalf("accepted input %s of shape %v with %d elements", name, tn.Shape, n)
-			}
-		}
+		checkData(t, req)
 	})
 }
 

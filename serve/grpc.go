@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -96,11 +97,23 @@ func (g *grpcService) ModelMetadata(_ context.Context, r *oippb.ModelMetadataReq
 	conv := func(ts []tensorMeta) []*oippb.ModelMetadataResponse_TensorMetadata {
 		var out []*oippb.ModelMetadataResponse_TensorMetadata
 		for _, t := range ts {
-			out = append(out, &oippb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape})
+			tm := &oippb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape}
+			for k, v := range t.Parameters {
+				if tm.Parameters == nil {
+					tm.Parameters = map[string]*oippb.InferParameter{}
+				}
+				tm.Parameters[k] = inferParam(v)
+			}
+			out = append(out, tm)
 		}
 		return out
 	}
 	return &oippb.ModelMetadataResponse{Name: md.Name, Versions: []string{Version}, Platform: "genaic", Inputs: conv(md.inputs), Outputs: conv(md.outputs)}, nil
+}
+
+// itemsParams are the gRPC parameters of a tensor in the items form.
+func itemsParams(l itemsLayout) map[string]*oippb.InferParameter {
+	return map[string]*oippb.InferParameter{itemsParam: inferParam(l.grpcValue())}
 }
 
 // grpcError is the status of a failed request: the rule's code, and the
@@ -108,6 +121,18 @@ func (g *grpcService) ModelMetadata(_ context.Context, r *oippb.ModelMetadataReq
 func grpcError(err error) error {
 	re := asRun(err)
 	return status.Error(grpcCode(re.Rule), re.Error())
+}
+
+// inferParam is a metadata parameter's value as gRPC carries it: a bool,
+// an int64 or a string.
+func inferParam(v any) *oippb.InferParameter {
+	switch x := v.(type) {
+	case bool:
+		return &oippb.InferParameter{ParameterChoice: &oippb.InferParameter_BoolParam{BoolParam: x}}
+	case int64:
+		return &oippb.InferParameter{ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: x}}
+	}
+	return &oippb.InferParameter{ParameterChoice: &oippb.InferParameter_StringParam{StringParam: fmt.Sprint(v)}}
 }
 
 func paramValue(p *oippb.InferParameter) any {
@@ -166,13 +191,13 @@ func message(md *Model, r *oippb.ModelInferRequest, resp vm.Response) (*oippb.Mo
 	}
 	out := &oippb.ModelInferResponse{ModelName: md.Name, ModelVersion: Version, Id: r.Id}
 	for _, n := range names {
-		t, extents, err := output(resp, n)
+		t, items, err := output(resp, n)
 		if err != nil {
 			return nil, grpcError(err)
 		}
 		ot := &oippb.ModelInferResponse_InferOutputTensor{Name: n, Datatype: Datatype(t.DType), Shape: t.Shape}
-		if extents != nil {
-			ot.Parameters = map[string]*oippb.InferParameter{itemsParam: {ParameterChoice: &oippb.InferParameter_StringParam{StringParam: extentsString(extents)}}}
+		if items.isSet() {
+			ot.Parameters = itemsParams(items)
 		}
 		out.Outputs = append(out.Outputs, ot)
 		out.RawOutputContents = append(out.RawOutputContents, toBytes(t))
@@ -311,7 +336,7 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 	}
 	for i, in := range r.Inputs {
 		if in.Datatype == "BYTES" {
-			if err := md.checkBytes(in.Name, in.Shape); err != nil {
+			if err := md.checkBytes(in.Name, in.Shape, in.Parameters[itemsParam] != nil); err != nil {
 				return req, 0, err
 			}
 			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
@@ -354,7 +379,7 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 			return req, 0, err
 		}
 		if p := in.Parameters[itemsParam]; p != nil {
-			if err := addItems(&req, in.Name, t, paramValue(p)); err != nil {
+			if err := addItems(&req.Items, in.Name, t, paramValue(p)); err != nil {
 				return req, 0, err
 			}
 			continue

@@ -195,7 +195,8 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 	req.Inputs = map[string]*backend.Tensor{}
 	for _, in := range jr.Inputs {
 		if in.Datatype == "BYTES" {
-			if err := md.checkBytes(in.Name, in.Shape); err != nil {
+			_, items := in.Parameters[itemsParam]
+			if err := md.checkBytes(in.Name, in.Shape, items); err != nil {
 				return req, nil, nil, 0, err
 			}
 			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
@@ -243,7 +244,7 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 			return req, nil, nil, 0, err
 		}
 		if v, ok := in.Parameters[itemsParam]; ok {
-			if err := addItems(&req, in.Name, t, v); err != nil {
+			if err := addItems(&req.Items, in.Name, t, v); err != nil {
 				return req, nil, nil, 0, err
 			}
 			continue
@@ -280,7 +281,7 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 	tensors := make([]*backend.Tensor, len(names))
 	var blobs [][]byte
 	for i, n := range names {
-		t, extents, err := output(resp, n)
+		t, items, err := output(resp, n)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -289,7 +290,7 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		if shape == nil {
 			shape = []int64{} // a scalar's: the protocol's shape is a list, never null
 		}
-		tensors[i], outs[i] = t, binaryOutput{name: n, datatype: Datatype(t.DType), shape: shape, extents: extents, size: -1}
+		tensors[i], outs[i] = t, binaryOutput{name: n, datatype: Datatype(t.DType), shape: shape, items: items, size: -1}
 		bin, ok := binaryOut[n]
 		if !ok {
 			bin = binaryOut[""]
@@ -311,8 +312,8 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}
 		for i, o := range outs {
 			ot := jsonDataTensor{Name: o.name, Shape: o.shape, Datatype: o.datatype}
-			if o.extents != nil {
-				ot.Parameters = map[string]any{itemsParam: o.extents}
+			if o.items.isSet() {
+				ot.Parameters = map[string]any{itemsParam: o.items.httpValue()}
 			}
 			if o.size >= 0 {
 				if ot.Parameters == nil {

@@ -13,8 +13,8 @@ import "strconv"
 type binaryOutput struct {
 	name, datatype string
 	shape          []int64
-	extents        []int64 // the items form's extents, or nil
-	size           int     // bytes of binary data (-1: it goes as JSON)
+	items          itemsLayout // where its items lie, for a per-item output
+	size           int         // bytes of binary data (-1: it goes as JSON)
 }
 
 // appendEnvelope appends the JSON part of an answer whose outputs all go
@@ -57,9 +57,9 @@ func appendEnvelope(b []byte, model, version, id string, outs []binaryOutput) ([
 		b = append(b, o.datatype...)
 		b = append(b, `","parameters":{"binary_data_size":`...)
 		b = strconv.AppendInt(b, int64(o.size), 10)
-		if o.extents != nil {
+		if o.items.isSet() {
 			b = append(b, `,"items":`...)
-			b = appendInts(b, o.extents)
+			b = o.items.appendJSON(b)
 		}
 		b = append(b, "}}"...)
 	}

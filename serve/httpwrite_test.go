@@ -16,8 +16,8 @@ import (
 
 // FuzzEnvelope: wherever appendEnvelope writes an answer's JSON part, it
 // writes the bytes json.Marshal writes of the response writeHTTP would
-// otherwise build (outputs with binary_data_size, and items where given);
-// where it declines, a string needed escaping.
+// otherwise build (outputs with binary_data_size, and items where given,
+// as extents or as shapes); where it declines, a string needed escaping.
 func FuzzEnvelope(f *testing.F) {
 	f.Add("text_packed", "req-1", "segment_embeddings", "FP32", int64(3), int64(128), uint16(1536), true, false)
 	f.Add("m", "", "out", "INT64", int64(0), int64(-1), uint16(0), false, true)
@@ -28,12 +28,20 @@ func FuzzEnvelope(f *testing.F) {
 		if scalar {
 			shape = nil
 		}
-		var extents []int64
-		if items {
-			extents = []int64{d1, d0}
+		// An output in the items form: extents, or (scalar) every item's
+		// shape, a unit of nested items among them.
+		var layout itemsLayout
+		var value any
+		switch {
+		case items && !scalar:
+			layout.extents = []int64{d1, d0}
+			value = layout.extents
+		case items:
+			layout.shapes = []itemShape{{shape: []int64{d0, d1}}, {unit: true, items: []itemShape{{shape: []int64{d1}}, {shape: nil}}}, {unit: true}}
+			value = []any{[]int64{d0, d1}, map[string]any{"items": []any{[]int64{d1}, []int64{}}}, map[string]any{"items": []any{}}}
 		}
 		outs := []binaryOutput{
-			{name: name, datatype: datatype, shape: shape, extents: extents, size: int(size)},
+			{name: name, datatype: datatype, shape: shape, items: layout, size: int(size)},
 			{name: name + "_b", datatype: "INT64", shape: []int64{d0}, size: 8},
 		}
 		got, ok := appendEnvelope([]byte("prefix"), model, Version, id, outs)
@@ -49,8 +57,8 @@ func FuzzEnvelope(f *testing.F) {
 		resp := jsonResponse{ModelName: model, ModelVersion: Version, ID: id, Outputs: []jsonDataTensor{}}
 		for _, o := range outs {
 			ot := jsonDataTensor{Name: o.name, Shape: o.shape, Datatype: o.datatype, Parameters: map[string]any{"binary_data_size": o.size}}
-			if o.extents != nil {
-				ot.Parameters[itemsParam] = o.extents
+			if o.items.isSet() {
+				ot.Parameters[itemsParam] = value
 			}
 			resp.Outputs = append(resp.Outputs, ot)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -55,6 +56,78 @@ func meta(name string, c *ir.Contract, fixed map[string]int64) tensorMeta {
 		tm.Shape = append(tm.Shape, n)
 	}
 	return tm
+}
+
+// fromRequest reports whether requests bring a workflow input's value:
+// its source is request or application (DESIGN §6; an application's
+// value reaches the workflow through its requests). Literal and artifact
+// inputs come from the package.
+func fromRequest(in *ir.Input) bool {
+	switch in.Source {
+	case "", "request", "application":
+		return true
+	}
+	return false
+}
+
+// The parameters of an input's metadata (docs/serve.md) that tell a
+// client how it may come beyond its datatype and shape; itemsParam says
+// that the input takes the items form, its value the contract's ownership
+// levels (2: units of items may nest).
+const (
+	// paramBytes: the input takes BYTES, one encoded item per element.
+	paramBytes = "bytes"
+	// paramCompanion: the input is a companion (offsets, owners, valid
+	// lengths) the runtime derives when the inputs it names (comma-
+	// separated) come in the items form or as BYTES.
+	paramCompanion = "companion_of"
+)
+
+// inputParams returns the metadata parameters of a workflow's inputs, by
+// name: which take the items form and BYTES, and which are companions.
+func inputParams(m *ir.Module) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	set := func(name, key string, v any) {
+		if out[name] == nil {
+			out[name] = map[string]any{}
+		}
+		out[name][key] = v
+	}
+	companionOf := map[string][]string{}
+	for _, in := range m.Inputs {
+		c := in.Contract
+		if !fromRequest(in) || c == nil || c.Layout.Kind != ir.TokenPacked || len(c.Layout.Levels) == 0 {
+			continue
+		}
+		set(in.Name, itemsParam, int64(len(c.Layout.Levels)))
+		if takesBytes(c) {
+			set(in.Name, paramBytes, true)
+		}
+		for _, comp := range companions(c) {
+			if !slices.Contains(companionOf[comp], in.Name) {
+				companionOf[comp] = append(companionOf[comp], in.Name)
+			}
+		}
+	}
+	for _, in := range m.Inputs {
+		if of := companionOf[in.Name]; of != nil {
+			set(in.Name, paramCompanion, strings.Join(of, ","))
+		}
+	}
+	return out
+}
+
+// companions are the names of a packed contract's companions: its
+// levels' offsets and owners and its padded dimensions' valid lengths.
+func companions(c *ir.Contract) []string {
+	var out []string
+	for _, l := range c.Layout.Levels {
+		out = append(out, l.Offsets.Name, l.Owner.Name)
+	}
+	for _, p := range c.Padding {
+		out = append(out, p.Lengths.Name)
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
 func readRequests(dir string) ([]vm.Request, error) {

@@ -140,7 +140,7 @@ type httpAnswer struct {
 	rule    string
 	message string // an error's
 	outputs map[string]*backend.Tensor
-	items   map[string][]int64 // the outputs' items parameters
+	items   map[string][]vm.Item // the outputs in the items form, cut into their items
 	err     error
 }
 
@@ -161,59 +161,16 @@ func post(c *http.Client, url string, body []byte, hlen int) httpAnswer {
 		return httpAnswer{err: err}
 	}
 	a := httpAnswer{status: resp.StatusCode, retry: resp.Header.Get("Retry-After")}
-	header := b
-	if h := resp.Header.Get(HeaderLength); h != "" {
-		n, _ := strconv.Atoi(h)
-		header = b[:n]
-		b = b[n:]
-	} else {
-		b = nil
-	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error, Rule string }
-		if err := json.Unmarshal(header, &e); err != nil {
-			a.err = fmt.Errorf("error body %q: %v", header, err)
+		if err := json.Unmarshal(b, &e); err != nil {
+			a.err = fmt.Errorf("error body %q: %v", b, err)
 		}
 		a.rule, a.message = e.Rule, e.Error
 		return a
 	}
-	var r struct {
-		Outputs []jsonTensor `json:"outputs"`
-	}
-	if err := json.Unmarshal(header, &r); err != nil {
-		a.err = err
-		return a
-	}
-	a.outputs = map[string]*backend.Tensor{}
-	for _, o := range r.Outputs {
-		dt, err := dtypeOf(o.Name, o.Datatype)
-		if err != nil {
-			a.err = err
-			return a
-		}
-		var t *backend.Tensor
-		if v, ok := o.Parameters["binary_data_size"]; ok {
-			n := int(v.(float64))
-			t, err = fromBytes(o.Name, dt, o.Shape, b[:n])
-			b = b[n:]
-		} else {
-			t, err = fromJSON(o.Name, dt, o.Shape, o.Data)
-		}
-		if err != nil {
-			a.err = err
-			return a
-		}
-		a.outputs[o.Name] = t
-		if v, ok := o.Parameters["items"]; ok {
-			if a.items == nil {
-				a.items = map[string][]int64{}
-			}
-			if a.items[o.Name], err = parseExtents(o.Name, v); err != nil {
-				a.err = err
-				return a
-			}
-		}
-	}
+	r, err := DecodeHTTP(resp.Header.Get(HeaderLength), b)
+	a.outputs, a.items, a.err = r.Outputs.Map(), r.Items, err
 	return a
 }
 

@@ -79,6 +79,9 @@ type tensorMeta struct {
 	Name     string  `json:"name"`
 	Datatype string  `json:"datatype"`
 	Shape    []int64 `json:"shape"`
+	// Parameters say how an input may come beyond its datatype and
+	// shape (inputParams).
+	Parameters map[string]any `json:"parameters,omitempty"`
 }
 
 // Server serves the models of a repository.
@@ -303,11 +306,14 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	}
 	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay}
 	fixed := graphExtents(f.IR, dir)
+	params := inputParams(f.IR)
 	for _, in := range f.IR.Inputs {
-		if in.Source != "request" && !in.ExternallySuppliable {
+		if !fromRequest(in) && !in.ExternallySuppliable {
 			continue
 		}
-		md.inputs = append(md.inputs, meta(in.Name, in.Contract, fixed))
+		tm := meta(in.Name, in.Contract, fixed)
+		tm.Parameters = params[in.Name]
+		md.inputs = append(md.inputs, tm)
 		md.known[in.Name] = in.Contract.DType
 	}
 	for _, out := range f.IR.Outputs {

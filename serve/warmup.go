@@ -112,27 +112,32 @@ func graphExtents(m *ir.Module, dir string) map[string]int64 {
 // fixes for it (fixed) or 1, a request_expanded axis its factor; a
 // token_packed input is one item
 // (vm.Request.Items), so that the runtime derives its companions (offsets
-// [0,1], owner zeros, valid lengths the extent). Optional inputs and
-// inputs of other sources are left out.
+// [0,1], owner zeros, valid lengths the extent); an input of encoded
+// media for a built-in adapter is one item of valid media (warmMedia).
+// Optional inputs and inputs requests do not bring are left out.
 func synthRequest(m *ir.Module, fixed map[string]int64) (vm.Request, error) {
 	req := vm.Request{ID: "warm-up", Inputs: map[string]*backend.Tensor{}, Items: map[string][]vm.Item{}}
+	media, err := warmMedia(m)
+	if err != nil {
+		return req, err
+	}
 	derived := map[string]bool{}
 	for _, in := range m.Inputs {
-		c := in.Contract
-		if in.Source != "request" || c == nil || c.Layout.Kind != ir.TokenPacked {
-			continue
-		}
-		for _, l := range c.Layout.Levels {
-			derived[l.Offsets.Name] = true
-			derived[l.Owner.Name] = true
-		}
-		for _, p := range c.Padding {
-			derived[p.Lengths.Name] = true
+		if c := in.Contract; fromRequest(in) && c != nil && c.Layout.Kind == ir.TokenPacked {
+			for _, comp := range companions(c) {
+				derived[comp] = true
+			}
 		}
 	}
 	for _, in := range m.Inputs {
 		c := in.Contract
-		if in.Source != "request" || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
+		if !fromRequest(in) || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
+			continue
+		}
+		if b := media[in.Name]; b != nil {
+			if err := putBytes(&req, in.Name, c, [][]byte{b}); err != nil {
+				return req, err
+			}
 			continue
 		}
 		if c == nil || c.DType == "" || !c.HasShape {

@@ -1,8 +1,13 @@
 package serve
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -38,34 +43,103 @@ outer:
 	}
 }
 
-// TestWarmupWithoutRequests: packages copied without requests.json are
-// warmed with a request synthesized from their contracts (a packed input
-// as one item, a feature width the graph fixes, a request_expanded
-// factor): every component has run before the first client request. An
-// adapter package, whose synthesized media cannot decode, turns ready
-// all the same.
-func TestWarmupWithoutRequests(t *testing.T) {
-	dir := t.TempDir()
-	warmed := []string{"image_padded", "ocr_lines", "request_expanded", "video_frames"}
-	for _, n := range append(warmed, "image_patches") {
-		copyPackage(t, dir, n, "requests.json")
+// warnings is a logger for a server and the warnings it logged.
+func warnings() (*slog.Logger, func() []string) {
+	var mu sync.Mutex
+	var b bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &b}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return log, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		if b.Len() == 0 {
+			return nil
+		}
+		return strings.Split(strings.TrimSpace(b.String()), "\n")
 	}
-	s := newServer(t, Config{Repo: dir})
-	if !s.Ready() {
-		t.Fatal("the server is not ready after New")
-	}
-	for _, n := range warmed {
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// coldComponents lists the components of a server's models that never
+// ran.
+func coldComponents(s *Server) []string {
+	var cold []string
+	for _, n := range s.Models() {
 		st := s.Engine(n).Stats()
 		if len(st.Components) == 0 {
-			t.Fatalf("%s: no components in stats", n)
+			cold = append(cold, n+": (no components in stats)")
 		}
 		for comp, cs := range st.Components {
 			if cs.Invocations == 0 {
-				t.Errorf("%s: component %s was not warmed up (0 invocations)", n, comp)
+				cold = append(cold, n+"."+comp)
 			}
 		}
 	}
+	return cold
+}
+
+// TestWarmupWithoutRequests: packages copied without requests.json are
+// warmed with a request synthesized from their contracts (a packed input
+// as one item, a feature width the graph fixes, a request_expanded
+// factor, an application's input, and for the adapter packages an image,
+// a WAV clip, a clip of frames their programs take): every component has
+// run before the first client request, and nothing is logged as a
+// warning.
+func TestWarmupWithoutRequests(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	ents, err := os.ReadDir(filepath.Join("..", "testdata", "packages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		names = append(names, e.Name())
+		copyPackage(t, dir, e.Name(), "requests.json", "requests64.json", "requests_long.json")
+	}
+	copyPackage(t, filepath.Join(dir, "app"), "ocr_lines", "requests.json")
+	if err := os.Rename(filepath.Join(dir, "app", "ocr_lines"), filepath.Join(dir, "ocr_app")); err != nil {
+		t.Fatal(err)
+	}
+	fromApplication(t, filepath.Join(dir, "ocr_app"), "line_images")
+	log, warned := warnings()
+	s := newServer(t, Config{Repo: dir, Logger: log})
+	if !s.Ready() {
+		t.Fatal("the server is not ready after New")
+	}
+	if len(s.Models()) != len(names)+1 {
+		t.Fatalf("serving %v, want %v and ocr_app", s.Models(), names)
+	}
+	if cold := coldComponents(s); len(cold) > 0 {
+		t.Errorf("components not warmed up (0 invocations): %v", cold)
+	}
+	if w := warned(); len(w) > 0 {
+		t.Errorf("warm-up logged warnings:\n%s", strings.Join(w, "\n"))
+	}
 	if a, _ := s.Counts(); a != 0 {
 		t.Errorf("warm-up counted as %d client requests", a)
+	}
+}
+
+// TestWarmupRepository: serving the example packages as they are, each
+// warmed with the first request of its requests.json, runs every
+// component and logs no warning.
+func TestWarmupRepository(t *testing.T) {
+	log, warned := warnings()
+	s := newServer(t, Config{Repo: filepath.Join("..", "testdata", "packages"), Logger: log})
+	if cold := coldComponents(s); len(cold) > 0 {
+		t.Errorf("components not warmed up (0 invocations): %v", cold)
+	}
+	if w := warned(); len(w) > 0 {
+		t.Errorf("warm-up logged warnings:\n%s", strings.Join(w, "\n"))
 	}
 }

@@ -2230,7 +2230,11 @@ type ModelMetadataResponse_TensorMetadata struct {
 	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Datatype string                 `protobuf:"bytes,2,opt,name=datatype,proto3" json:"datatype,omitempty"`
 	// -1 marks a dimension of variable size.
-	Shape         []int64 `protobuf:"varint,3,rep,packed,name=shape,proto3" json:"shape,omitempty"`
+	Shape []int64 `protobuf:"varint,3,rep,packed,name=shape,proto3" json:"shape,omitempty"`
+	// What the tensor takes beyond its datatype and shape (genaic: which
+	// inputs take the items form, BYTES, or are derived from another), as
+	// MLServer's extension of the protocol numbers it.
+	Parameters    map[string]*InferParameter `protobuf:"bytes,4,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2286,6 +2290,13 @@ func (x *ModelMetadataResponse_TensorMetadata) GetShape() []int64 {
 	return nil
 }
 
+func (x *ModelMetadataResponse_TensorMetadata) GetParameters() map[string]*InferParameter {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
 type ModelInferRequest_InferInputTensor struct {
 	state      protoimpl.MessageState     `protogen:"open.v1"`
 	Name       string                     `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2300,7 +2311,7 @@ type ModelInferRequest_InferInputTensor struct {
 
 func (x *ModelInferRequest_InferInputTensor) Reset() {
 	*x = ModelInferRequest_InferInputTensor{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[35]
+	mi := &file_grpc_predict_v2_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2323,7 @@ func (x *ModelInferRequest_InferInputTensor) String() string {
 func (*ModelInferRequest_InferInputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferInputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[35]
+	mi := &file_grpc_predict_v2_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2384,7 @@ type ModelInferRequest_InferRequestedOutputTensor struct {
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) Reset() {
 	*x = ModelInferRequest_InferRequestedOutputTensor{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[36]
+	mi := &file_grpc_predict_v2_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2396,7 @@ func (x *ModelInferRequest_InferRequestedOutputTensor) String() string {
 func (*ModelInferRequest_InferRequestedOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[36]
+	mi := &file_grpc_predict_v2_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2439,7 @@ type ModelInferResponse_InferOutputTensor struct {
 
 func (x *ModelInferResponse_InferOutputTensor) Reset() {
 	*x = ModelInferResponse_InferOutputTensor{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[40]
+	mi := &file_grpc_predict_v2_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2451,7 @@ func (x *ModelInferResponse_InferOutputTensor) String() string {
 func (*ModelInferResponse_InferOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferResponse_InferOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[40]
+	mi := &file_grpc_predict_v2_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2515,7 @@ type RepositoryIndexResponse_ModelIndex struct {
 
 func (x *RepositoryIndexResponse_ModelIndex) Reset() {
 	*x = RepositoryIndexResponse_ModelIndex{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[43]
+	mi := &file_grpc_predict_v2_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2516,7 +2527,7 @@ func (x *RepositoryIndexResponse_ModelIndex) String() string {
 func (*RepositoryIndexResponse_ModelIndex) ProtoMessage() {}
 
 func (x *RepositoryIndexResponse_ModelIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[43]
+	mi := &file_grpc_predict_v2_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,17 +2596,23 @@ const file_grpc_predict_v2_proto_rawDesc = "" +
 	"extensions\"D\n" +
 	"\x14ModelMetadataRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion\"\xcf\x02\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\"\x8b\x04\n" +
 	"\x15ModelMetadataResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bversions\x18\x02 \x03(\tR\bversions\x12\x1a\n" +
 	"\bplatform\x18\x03 \x01(\tR\bplatform\x12G\n" +
 	"\x06inputs\x18\x04 \x03(\v2/.inference.ModelMetadataResponse.TensorMetadataR\x06inputs\x12I\n" +
-	"\aoutputs\x18\x05 \x03(\v2/.inference.ModelMetadataResponse.TensorMetadataR\aoutputs\x1aV\n" +
+	"\aoutputs\x18\x05 \x03(\v2/.inference.ModelMetadataResponse.TensorMetadataR\aoutputs\x1a\x91\x02\n" +
 	"\x0eTensorMetadata\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bdatatype\x18\x02 \x01(\tR\bdatatype\x12\x14\n" +
-	"\x05shape\x18\x03 \x03(\x03R\x05shape\"\x9d\b\n" +
+	"\x05shape\x18\x03 \x03(\x03R\x05shape\x12_\n" +
+	"\n" +
+	"parameters\x18\x04 \x03(\v2?.inference.ModelMetadataResponse.TensorMetadata.ParametersEntryR\n" +
+	"parameters\x1aX\n" +
+	"\x0fParametersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.inference.InferParameterR\x05value:\x028\x01\"\x9d\b\n" +
 	"\x11ModelInferRequest\x12\x1d\n" +
 	"\n" +
 	"model_name\x18\x01 \x01(\tR\tmodelName\x12#\n" +
@@ -2825,64 +2842,65 @@ func file_grpc_predict_v2_proto_rawDescGZIP() []byte {
 }
 
 var file_grpc_predict_v2_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_grpc_predict_v2_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_grpc_predict_v2_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_grpc_predict_v2_proto_goTypes = []any{
-	(DataType)(0),                                        // 0: inference.DataType
-	(*ServerLiveRequest)(nil),                            // 1: inference.ServerLiveRequest
-	(*ServerLiveResponse)(nil),                           // 2: inference.ServerLiveResponse
-	(*ServerReadyRequest)(nil),                           // 3: inference.ServerReadyRequest
-	(*ServerReadyResponse)(nil),                          // 4: inference.ServerReadyResponse
-	(*ModelReadyRequest)(nil),                            // 5: inference.ModelReadyRequest
-	(*ModelReadyResponse)(nil),                           // 6: inference.ModelReadyResponse
-	(*ServerMetadataRequest)(nil),                        // 7: inference.ServerMetadataRequest
-	(*ServerMetadataResponse)(nil),                       // 8: inference.ServerMetadataResponse
-	(*ModelMetadataRequest)(nil),                         // 9: inference.ModelMetadataRequest
-	(*ModelMetadataResponse)(nil),                        // 10: inference.ModelMetadataResponse
-	(*ModelInferRequest)(nil),                            // 11: inference.ModelInferRequest
-	(*ModelInferResponse)(nil),                           // 12: inference.ModelInferResponse
-	(*InferParameter)(nil),                               // 13: inference.InferParameter
-	(*InferTensorContents)(nil),                          // 14: inference.InferTensorContents
-	(*ModelStreamInferResponse)(nil),                     // 15: inference.ModelStreamInferResponse
-	(*ModelStatisticsRequest)(nil),                       // 16: inference.ModelStatisticsRequest
-	(*ModelStatisticsResponse)(nil),                      // 17: inference.ModelStatisticsResponse
-	(*StatisticDuration)(nil),                            // 18: inference.StatisticDuration
-	(*ModelStatistics)(nil),                              // 19: inference.ModelStatistics
-	(*InferStatistics)(nil),                              // 20: inference.InferStatistics
-	(*InferBatchStatistics)(nil),                         // 21: inference.InferBatchStatistics
-	(*ModelConfigRequest)(nil),                           // 22: inference.ModelConfigRequest
-	(*ModelConfigResponse)(nil),                          // 23: inference.ModelConfigResponse
-	(*ModelInput)(nil),                                   // 24: inference.ModelInput
-	(*ModelOutput)(nil),                                  // 25: inference.ModelOutput
-	(*ModelDynamicBatching)(nil),                         // 26: inference.ModelDynamicBatching
-	(*ModelConfig)(nil),                                  // 27: inference.ModelConfig
-	(*RepositoryIndexRequest)(nil),                       // 28: inference.RepositoryIndexRequest
-	(*RepositoryIndexResponse)(nil),                      // 29: inference.RepositoryIndexResponse
-	(*ModelRepositoryParameter)(nil),                     // 30: inference.ModelRepositoryParameter
-	(*RepositoryModelLoadRequest)(nil),                   // 31: inference.RepositoryModelLoadRequest
-	(*RepositoryModelLoadResponse)(nil),                  // 32: inference.RepositoryModelLoadResponse
-	(*RepositoryModelUnloadRequest)(nil),                 // 33: inference.RepositoryModelUnloadRequest
-	(*RepositoryModelUnloadResponse)(nil),                // 34: inference.RepositoryModelUnloadResponse
-	(*ModelMetadataResponse_TensorMetadata)(nil),         // 35: inference.ModelMetadataResponse.TensorMetadata
-	(*ModelInferRequest_InferInputTensor)(nil),           // 36: inference.ModelInferRequest.InferInputTensor
-	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 37: inference.ModelInferRequest.InferRequestedOutputTensor
-	nil, // 38: inference.ModelInferRequest.ParametersEntry
-	nil, // 39: inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	nil, // 40: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	(*ModelInferResponse_InferOutputTensor)(nil), // 41: inference.ModelInferResponse.InferOutputTensor
-	nil, // 42: inference.ModelInferResponse.ParametersEntry
-	nil, // 43: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	(*RepositoryIndexResponse_ModelIndex)(nil), // 44: inference.RepositoryIndexResponse.ModelIndex
-	nil, // 45: inference.RepositoryModelLoadRequest.ParametersEntry
-	nil, // 46: inference.RepositoryModelUnloadRequest.ParametersEntry
+	(DataType)(0),                                // 0: inference.DataType
+	(*ServerLiveRequest)(nil),                    // 1: inference.ServerLiveRequest
+	(*ServerLiveResponse)(nil),                   // 2: inference.ServerLiveResponse
+	(*ServerReadyRequest)(nil),                   // 3: inference.ServerReadyRequest
+	(*ServerReadyResponse)(nil),                  // 4: inference.ServerReadyResponse
+	(*ModelReadyRequest)(nil),                    // 5: inference.ModelReadyRequest
+	(*ModelReadyResponse)(nil),                   // 6: inference.ModelReadyResponse
+	(*ServerMetadataRequest)(nil),                // 7: inference.ServerMetadataRequest
+	(*ServerMetadataResponse)(nil),               // 8: inference.ServerMetadataResponse
+	(*ModelMetadataRequest)(nil),                 // 9: inference.ModelMetadataRequest
+	(*ModelMetadataResponse)(nil),                // 10: inference.ModelMetadataResponse
+	(*ModelInferRequest)(nil),                    // 11: inference.ModelInferRequest
+	(*ModelInferResponse)(nil),                   // 12: inference.ModelInferResponse
+	(*InferParameter)(nil),                       // 13: inference.InferParameter
+	(*InferTensorContents)(nil),                  // 14: inference.InferTensorContents
+	(*ModelStreamInferResponse)(nil),             // 15: inference.ModelStreamInferResponse
+	(*ModelStatisticsRequest)(nil),               // 16: inference.ModelStatisticsRequest
+	(*ModelStatisticsResponse)(nil),              // 17: inference.ModelStatisticsResponse
+	(*StatisticDuration)(nil),                    // 18: inference.StatisticDuration
+	(*ModelStatistics)(nil),                      // 19: inference.ModelStatistics
+	(*InferStatistics)(nil),                      // 20: inference.InferStatistics
+	(*InferBatchStatistics)(nil),                 // 21: inference.InferBatchStatistics
+	(*ModelConfigRequest)(nil),                   // 22: inference.ModelConfigRequest
+	(*ModelConfigResponse)(nil),                  // 23: inference.ModelConfigResponse
+	(*ModelInput)(nil),                           // 24: inference.ModelInput
+	(*ModelOutput)(nil),                          // 25: inference.ModelOutput
+	(*ModelDynamicBatching)(nil),                 // 26: inference.ModelDynamicBatching
+	(*ModelConfig)(nil),                          // 27: inference.ModelConfig
+	(*RepositoryIndexRequest)(nil),               // 28: inference.RepositoryIndexRequest
+	(*RepositoryIndexResponse)(nil),              // 29: inference.RepositoryIndexResponse
+	(*ModelRepositoryParameter)(nil),             // 30: inference.ModelRepositoryParameter
+	(*RepositoryModelLoadRequest)(nil),           // 31: inference.RepositoryModelLoadRequest
+	(*RepositoryModelLoadResponse)(nil),          // 32: inference.RepositoryModelLoadResponse
+	(*RepositoryModelUnloadRequest)(nil),         // 33: inference.RepositoryModelUnloadRequest
+	(*RepositoryModelUnloadResponse)(nil),        // 34: inference.RepositoryModelUnloadResponse
+	(*ModelMetadataResponse_TensorMetadata)(nil), // 35: inference.ModelMetadataResponse.TensorMetadata
+	nil, // 36: inference.ModelMetadataResponse.TensorMetadata.ParametersEntry
+	(*ModelInferRequest_InferInputTensor)(nil),           // 37: inference.ModelInferRequest.InferInputTensor
+	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 38: inference.ModelInferRequest.InferRequestedOutputTensor
+	nil, // 39: inference.ModelInferRequest.ParametersEntry
+	nil, // 40: inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	nil, // 41: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	(*ModelInferResponse_InferOutputTensor)(nil), // 42: inference.ModelInferResponse.InferOutputTensor
+	nil, // 43: inference.ModelInferResponse.ParametersEntry
+	nil, // 44: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	(*RepositoryIndexResponse_ModelIndex)(nil), // 45: inference.RepositoryIndexResponse.ModelIndex
+	nil, // 46: inference.RepositoryModelLoadRequest.ParametersEntry
+	nil, // 47: inference.RepositoryModelUnloadRequest.ParametersEntry
 }
 var file_grpc_predict_v2_proto_depIdxs = []int32{
 	35, // 0: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
 	35, // 1: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	38, // 2: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
-	36, // 3: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
-	37, // 4: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
-	42, // 5: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
-	41, // 6: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
+	39, // 2: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
+	37, // 3: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
+	38, // 4: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
+	43, // 5: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
+	42, // 6: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
 	12, // 7: inference.ModelStreamInferResponse.infer_response:type_name -> inference.ModelInferResponse
 	19, // 8: inference.ModelStatisticsResponse.model_stats:type_name -> inference.ModelStatistics
 	20, // 9: inference.ModelStatistics.inference_stats:type_name -> inference.InferStatistics
@@ -2904,50 +2922,52 @@ var file_grpc_predict_v2_proto_depIdxs = []int32{
 	24, // 25: inference.ModelConfig.input:type_name -> inference.ModelInput
 	25, // 26: inference.ModelConfig.output:type_name -> inference.ModelOutput
 	26, // 27: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
-	44, // 28: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
-	45, // 29: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
-	46, // 30: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
-	39, // 31: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	14, // 32: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
-	40, // 33: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	13, // 34: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
-	13, // 35: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	13, // 36: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	43, // 37: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	14, // 38: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
-	13, // 39: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
-	13, // 40: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	30, // 41: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
-	30, // 42: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
-	1,  // 43: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
-	3,  // 44: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
-	5,  // 45: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
-	7,  // 46: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
-	9,  // 47: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
-	11, // 48: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
-	11, // 49: inference.GRPCInferenceService.ModelStreamInfer:input_type -> inference.ModelInferRequest
-	16, // 50: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
-	22, // 51: inference.GRPCInferenceService.ModelConfig:input_type -> inference.ModelConfigRequest
-	28, // 52: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
-	31, // 53: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
-	33, // 54: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
-	2,  // 55: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
-	4,  // 56: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
-	6,  // 57: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
-	8,  // 58: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
-	10, // 59: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
-	12, // 60: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
-	15, // 61: inference.GRPCInferenceService.ModelStreamInfer:output_type -> inference.ModelStreamInferResponse
-	17, // 62: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
-	23, // 63: inference.GRPCInferenceService.ModelConfig:output_type -> inference.ModelConfigResponse
-	29, // 64: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
-	32, // 65: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
-	34, // 66: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
-	55, // [55:67] is the sub-list for method output_type
-	43, // [43:55] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	45, // 28: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
+	46, // 29: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
+	47, // 30: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
+	36, // 31: inference.ModelMetadataResponse.TensorMetadata.parameters:type_name -> inference.ModelMetadataResponse.TensorMetadata.ParametersEntry
+	13, // 32: inference.ModelMetadataResponse.TensorMetadata.ParametersEntry.value:type_name -> inference.InferParameter
+	40, // 33: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	14, // 34: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
+	41, // 35: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	13, // 36: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
+	13, // 37: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	13, // 38: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	44, // 39: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	14, // 40: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
+	13, // 41: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
+	13, // 42: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	30, // 43: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	30, // 44: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	1,  // 45: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
+	3,  // 46: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
+	5,  // 47: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
+	7,  // 48: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
+	9,  // 49: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
+	11, // 50: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
+	11, // 51: inference.GRPCInferenceService.ModelStreamInfer:input_type -> inference.ModelInferRequest
+	16, // 52: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
+	22, // 53: inference.GRPCInferenceService.ModelConfig:input_type -> inference.ModelConfigRequest
+	28, // 54: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
+	31, // 55: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
+	33, // 56: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
+	2,  // 57: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
+	4,  // 58: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
+	6,  // 59: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
+	8,  // 60: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
+	10, // 61: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
+	12, // 62: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
+	15, // 63: inference.GRPCInferenceService.ModelStreamInfer:output_type -> inference.ModelStreamInferResponse
+	17, // 64: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
+	23, // 65: inference.GRPCInferenceService.ModelConfig:output_type -> inference.ModelConfigResponse
+	29, // 66: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
+	32, // 67: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
+	34, // 68: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
+	57, // [57:69] is the sub-list for method output_type
+	45, // [45:57] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_grpc_predict_v2_proto_init() }
@@ -2974,7 +2994,7 @@ func file_grpc_predict_v2_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_grpc_predict_v2_proto_rawDesc), len(file_grpc_predict_v2_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
