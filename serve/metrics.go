@@ -147,6 +147,7 @@ var (
 	descBudget      = prometheus.NewDesc("genaic_budget_max_total", "A budget's max_total.", []string{"model", "component", "budget"}, nil)
 	descDeclines    = prometheus.NewDesc("genaic_declines_total", "Invocations run one request at a time because grouping was declined, by reason.", []string{"model", "component", "reason"}, nil)
 	descRegrouped   = prometheus.NewDesc("genaic_regrouped_total", "Failed groups rerun one request at a time.", []string{"model", "component"}, nil)
+	descFailed      = prometheus.NewDesc("genaic_failed_calls_total", "Calls the backend failed (not counted in genaic_invocations_total).", []string{"model", "component"}, nil)
 	descInline      = prometheus.NewDesc("genaic_inline_requests_total", "Requests a lone caller ran on its own goroutine, without a handoff to a runner.", []string{"model", "component"}, nil)
 	descPadding     = prometheus.NewDesc("genaic_padding_overhead_ratio", "Padded elements beyond the real ones, per real element, since start.", []string{"model", "component"}, nil)
 	descCopied      = prometheus.NewDesc("genaic_copied_bytes_total", "Bytes copied assembling and splitting groups.", []string{"model", "component"}, nil)
@@ -177,7 +178,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated, descReused} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated, descReused} {
 		ch <- d
 	}
 }
@@ -202,6 +203,7 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(cs.Requests), lv...)
 		ch <- prometheus.MustNewConstMetric(descMaxGroup, prometheus.GaugeValue, float64(cs.MaxGroupRequests), lv...)
 		ch <- prometheus.MustNewConstMetric(descRegrouped, prometheus.CounterValue, float64(cs.Regrouped), lv...)
+		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(cs.Failed), lv...)
 		ch <- prometheus.MustNewConstMetric(descInline, prometheus.CounterValue, float64(cs.Inline), lv...)
 		ch <- prometheus.MustNewConstMetric(descPadding, prometheus.GaugeValue, cs.PaddingOverhead, lv...)
 		ch <- prometheus.MustNewConstMetric(descCopied, prometheus.CounterValue, float64(cs.CopiedBytes), lv...)

@@ -15,11 +15,12 @@ import (
 // TestSchedulerMetrics: the scheduler's decisions reach /metrics: its fit
 // in seconds once it has one (and no fit is exported before), its cap, the
 // items it kept out for their padding, the groups batches ran on their
-// own goroutine and, with several worker slots, the two ways' measured
-// times (absent before), per component.
+// own goroutine, the calls the backend failed and the groups run again
+// and, with several worker slots, the two ways' measured times (absent
+// before), per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Components: map[string]vm.ComponentStats{
-		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
+		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, Failed: 3, Regrouped: 1, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -37,6 +38,9 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_own_groups_total{component="encoder",model="m"}`:                 5,
 		`genaic_handed_off_groups_total{component="encoder",model="m"}`:          9,
 		`genaic_isolated_requests_total{component="encoder",model="m"}`:          2,
+		`genaic_failed_calls_total{component="encoder",model="m"}`:               3,
+		`genaic_regrouped_total{component="encoder",model="m"}`:                  1,
+		`genaic_failed_calls_total{component="text",model="m"}`:                  0,
 		`genaic_batch_item_seconds{component="encoder",model="m",way="runners"}`: 3e-6,
 		`genaic_batch_item_seconds{component="encoder",model="m",way="own"}`:     1.5e-6,
 		`genaic_backend_seconds_total{component="encoder",model="m"}`:            0.25,

@@ -643,6 +643,11 @@ func TestBadRequests(t *testing.T) {
 		{`{"inputs":[{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1.5]}]}`, 0, 400, "element 0"},
 		{`{"inputs":[{"name":"patch_lengths","shape":[1],"datatype":"BYTES","data":["a"]}]}`, 0, 400, "BYTES"},
 		{`{"inputs":[` + strings.Repeat(" ", 1<<16) + `]}`, 0, 413, "larger than"},
+		// The graph fixes the patches' features at 8: 5 is the caller's
+		// mistake, told at admission, not a server error.
+		{`{"inputs":[{"name":"pixel_patches","shape":[1,1,5],"datatype":"FP32","data":[1,2,3,4,5]},{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1]},` +
+			`{"name":"image_offsets","shape":[2],"datatype":"INT64","data":[0,1]},{"name":"image_owner","shape":[1],"datatype":"INT64","data":[0]}]}`, 0, 400,
+			"input port `pixel_patches` has extent 5 on axis 2, but the component's graph fixes that axis at 8"},
 	}
 	for _, c := range cases {
 		resp, err := http.Post(url, "application/json", strings.NewReader(c.body))
