@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,7 +16,8 @@ var (
 	// dataRanks gives, per visual modality, the ranks a port filled with
 	// program data may have: one item or stacked items. An audio port has
 	// the rank of one clip's value (Shape.AudioRank) packed (token_packed),
-	// or one more stacked (any other layout).
+	// or one more stacked (any other layout), and may add trailing axes
+	// fixed at 1 (TrailingOnes).
 	dataRoles = map[string][]string{"image": {"pixels", "patches", "tiles"}, "video": {"pixels", "pixel_values"},
 		"audio": {"waveform", "samples", "audio", "frames", "features"}}
 	dataRanks = map[string][]int{"image": {3, 4}, "video": {4, 5}}
@@ -104,24 +106,71 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 			continue
 		}
 		probs = append(probs, dtypeProblem(p, port, o, adapter, "float32")...)
-		s := p.Shapes[p.Source(o)]
+		s, c := p.Shapes[p.Source(o)], port.Contract
 		want := dataRanks[p.Modality]
 		switch {
 		case s.Seq != NoSeq:
 			want = seqRanks[s.Seq]
-		case p.Modality == "audio" && port.Contract != nil && port.Contract.Layout.Kind == ir.TokenPacked:
-			want = []int{s.AudioRank()}
 		case p.Modality == "audio":
-			want = []int{s.AudioRank() + 1}
+			want = []int{AudioPortRank(s, c)}
 		}
-		if c := port.Contract; c != nil && c.Rank >= 0 && !slices.Contains(want, c.Rank) {
+		if c == nil {
+			continue
+		}
+		ones := 0
+		if p.Modality == "audio" {
+			var err error
+			if ones, err = TrailingOnes(c, want[0]); err != nil {
+				probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` has rank %d, but it receives %s `%s` of preprocessing.audio, which the adapter lays out at rank %d; %v",
+					port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), want[0], err))
+				continue
+			}
+			want[0] += ones
+		}
+		if c.Rank >= 0 && !slices.Contains(want, c.Rank) {
 			probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` has rank %d, but it receives %s `%s` of preprocessing.%s, which the adapter lays out at rank %s",
 				port.Name, adapter.Name, c.Rank, o.Content, p.Source(o), p.Modality, ranks(want)))
-		} else if c != nil {
-			probs = append(probs, unitProblem(p, port, o, adapter)...)
+			continue
 		}
+		probs = append(probs, unitProblem(p, port, o, adapter, ones)...)
 	}
 	return probs
+}
+
+// AudioPortRank is the rank at which the audio adapter lays out a value of
+// shape s on a port of contract c: one clip's rank packed (token_packed),
+// one more stacked.
+func AudioPortRank(s Shape, c *ir.Contract) int {
+	if c != nil && c.Layout.Kind == ir.TokenPacked {
+		return s.AudioRank()
+	}
+	return s.AudioRank() + 1
+}
+
+// TrailingOnes is how many axes the audio port of contract c declares past
+// base, the rank the adapter lays its clips out at. Such axes must be
+// fixed at 1: the adapter adds them to the tensor's shape, a reshape that
+// moves no value, for a model that reads its input with trailing axes of
+// extent 1 (openWakeWord's embedding model reads windows as
+// [windows, 76, 32, 1]). The error names the first axis past base that is
+// not a literal 1.
+func TrailingOnes(c *ir.Contract, base int) (int, error) {
+	if c.Rank <= base {
+		return 0, nil
+	}
+	if !c.HasShape || len(c.Shape) != c.Rank {
+		return 0, fmt.Errorf("the axes past it may only be fixed at 1, so declare the port's shape")
+	}
+	for axis := base; axis < c.Rank; axis++ {
+		if d := c.Shape[axis]; d.IsSym() || d.Size != 1 {
+			what := strconv.FormatInt(d.Size, 10)
+			if d.IsSym() {
+				what = "`" + d.Sym + "`"
+			}
+			return 0, fmt.Errorf("axes past it may only be trailing axes fixed at 1 (a reshape that moves no value), but axis %d is %s", axis, what)
+		}
+	}
+	return c.Rank - base, nil
 }
 
 // unitProblem checks the trailing axes of a port that receives frames,
@@ -130,9 +179,16 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 // window, the channels and sides of a tile, the values of a patch; and
 // the axis of a stacked audio port that holds each clip's frames or
 // windows against the count the program fixes.
-func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component) []Problem {
+//
+// ones trailing axes of extent 1 (TrailingOnes) are left out: the unit
+// axes are those before them.
+func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, ones int) []Problem {
 	c, s := port.Contract, p.Shapes[p.Source(o)]
-	if prob := unitsProblem(p, port, o, adapter); prob != nil {
+	if !c.HasShape || len(c.Shape) < ones {
+		return nil
+	}
+	shape := c.Shape[:len(c.Shape)-ones]
+	if prob := unitsProblem(p, port, o, adapter, shape); prob != nil {
 		return prob
 	}
 	var unit []int
@@ -147,12 +203,12 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 	case s.Seq == SeqTiles:
 		unit, what = []int{s.C, s.H, s.W}, []string{"the channels of each tile", "the height of each tile", "the width of each tile"}
 	}
-	if !c.HasShape || len(c.Shape) < len(unit) {
+	if len(shape) < len(unit) {
 		return nil
 	}
 	for i, u := range unit {
-		axis := len(c.Shape) - len(unit) + i
-		if d := c.Shape[axis]; !d.IsSym() && u > 0 && d.Size != int64(u) {
+		axis := len(shape) - len(unit) + i
+		if d := shape[axis]; !d.IsSym() && u > 0 && d.Size != int64(u) {
 			return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.%s makes %s of `%s` %d\nmake the two agree",
 				port.Name, adapter.Name, axis, d.Size, p.Modality, what[i], p.Source(o), u)}
 		}
@@ -162,13 +218,14 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 
 // unitsProblem checks axis 1 of a stacked audio port, each clip's
 // samples, frames or windows, against the count the program fixes
-// (pad_or_trim), where both are fixed.
-func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component) []Problem {
-	c, s := port.Contract, p.Shapes[p.Source(o)]
-	if p.Modality != "audio" || s.Units == 0 || c.Rank != s.AudioRank()+1 || !c.HasShape || len(c.Shape) != c.Rank {
+// (pad_or_trim), where both are fixed. shape is the port's shape less its
+// trailing axes of extent 1.
+func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, shape []ir.Dim) []Problem {
+	s := p.Shapes[p.Source(o)]
+	if p.Modality != "audio" || s.Units == 0 || len(shape) != s.AudioRank()+1 {
 		return nil
 	}
-	if d := c.Shape[1]; !d.IsSym() && d.Size != int64(s.Units) {
+	if d := shape[1]; !d.IsSym() && d.Size != int64(s.Units) {
 		return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis 1 at %d, but preprocessing.audio makes %d %s of each clip in `%s`\nmake the two agree",
 			port.Name, adapter.Name, d.Size, s.Units, s.UnitWord(), p.Source(o))}
 	}

@@ -432,6 +432,15 @@ func TestCompileAudioFrontEnds(t *testing.T) {
 	if s, o := p.Ops[4].Affine(); s != 1 || o != 2 {
 		t.Errorf("an affine of offset alone is x·%g + %g", s, o)
 	}
+	// The embedding model reads the windows with a trailing axis of 1.
+	for _, dims := range [][]any{{"windows", 76, 32, 1}, {"windows", 76, 32, 1, 1}} {
+		if _, probs := audioPort(wakeword(), true, dims...); len(probs) > 0 {
+			t.Errorf("wakeword %v: %v", dims, probs)
+		}
+	}
+	if _, probs := audioPort(whisper(), false, "clips", 3000, 80, 1); len(probs) > 0 {
+		t.Errorf("whisper with a trailing one: %v", probs)
+	}
 	for _, c := range []struct {
 		name   string
 		ts     []ir.Transform
@@ -446,6 +455,11 @@ func TestCompileAudioFrontEnds(t *testing.T) {
 		{"wakeword stacked rank", wakeword(), false, []any{"clips", 76, 32}, "lays out at rank 4"},
 		{"wakeword rows", wakeword(), true, []any{"windows", 70, 32}, "makes the rows of each window (its window) of `w` 76"},
 		{"wakeword bands", wakeword(), false, []any{"clips", "windows", 76, 40}, "makes the values of each row of a window (the frame's window, or n_mels) of `w` 32"},
+		{"wakeword trailing 2", wakeword(), true, []any{"windows", 76, 32, 2}, "lays out at rank 3; axes past it may only be trailing axes fixed at 1 (a reshape that moves no value), but axis 3 is 2"},
+		{"wakeword trailing symbol", wakeword(), true, []any{"windows", 76, 32, 1, "c"}, "but axis 4 is `c`"},
+		{"wakeword rows before a one", wakeword(), true, []any{"windows", 70, 32, 1}, "fixes axis 1 at 70, but preprocessing.audio makes the rows of each window (its window) of `w` 76"},
+		{"whisper frames before a one", whisper(), false, []any{"clips", 3001, 80, 1}, "fixes axis 1 at 3001, but preprocessing.audio makes 3000 frames"},
+		{"whisper bands before a one", whisper(), false, []any{"clips", 3000, 128, 1}, "fixes axis 2 at 128"},
 	} {
 		_, probs := audioPort(c.ts, c.packed, c.dims...)
 		if len(probs) != 1 || probs[0].Loc != 9 || !strings.Contains(probs[0].Message, c.frag) {

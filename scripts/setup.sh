@@ -219,11 +219,14 @@ if [[ -z "${GENAIC_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null 2>&1 && !
 	command -v chromium >/dev/null 2>&1 || die "apt-get installed chromium but no 'chromium' is on PATH; $chromium_help"
 fi
 
-# The real-model guard's package (testdata/packages/wakeword) runs the cached
-# embedding model; link it in, so that the package's artifact path is
-# inside its folder. The link is ignored by git.
-link="testdata/packages/wakeword/embedding_model.onnx"
-if [[ "$(readlink -- "$link" 2>/dev/null)" != "../../../.cache/models/embedding_model.onnx" ]]; then
-	ln -sfn -- "../../../.cache/models/embedding_model.onnx" "$link"
-	echo "setup: linked $link"
-fi
+# The packages that run the cached embedding model (the real-model guard,
+# testdata/packages/wakeword, and openWakeWord from WAV,
+# testdata/packages/wakeword_audio) link it in, so that each package's
+# artifact path is inside its folder. The links are ignored by git.
+for pkg in wakeword wakeword_audio; do
+	link="testdata/packages/$pkg/embedding_model.onnx"
+	if [[ "$(readlink -- "$link" 2>/dev/null)" != "../../../.cache/models/embedding_model.onnx" ]]; then
+		ln -sfn -- "../../../.cache/models/embedding_model.onnx" "$link"
+		echo "setup: linked $link"
+	fi
+done

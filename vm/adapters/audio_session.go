@@ -20,6 +20,7 @@ type audioPort struct {
 	packed       bool
 	levels       int // packed: 1 (units→rows) or 2 (units→clips, clips→rows)
 	rank         int
+	ones         int // trailing axes of extent 1 past the clips' layout
 	layout       ir.LayoutKind
 	fixedUnits   int64          // stacked: a fixed extent of axis 1, else -1
 	lengths      map[int]string // padded axis → its lengths port
@@ -118,11 +119,14 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	ap := &audioPort{name: port.Name, source: source, static: static, layout: c.Layout.Kind, rank: c.Rank,
 		fixedUnits: -1, lengths: map[int]string{}, contract: c}
 	ap.packed = ap.layout == ir.TokenPacked
-	want := itemRank + 1
+	want := preprocess.AudioPortRank(static, c)
 	if ap.packed {
-		want = itemRank
 		ap.levels = len(c.Layout.Levels)
 	}
+	if ap.ones, err = preprocess.TrailingOnes(c, want); err != nil {
+		return nil, unsupported("output port `%s` of adapter `%s` has rank %d, but `%s` holds %s, which the adapter lays out at rank %d; %v", port.Name, comp.Name, ap.rank, source, what, want, err)
+	}
+	want += ap.ones
 	if ap.rank < 0 {
 		ap.rank = want
 	}
@@ -138,7 +142,7 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	}
 	// The axis after the units (samples, frames or windows): a frame's
 	// samples or bands, or a window's rows.
-	windowAxis := ap.rank - itemRank + 1
+	windowAxis := ap.rank - ap.ones - itemRank + 1
 	if c.HasShape && len(c.Shape) == ap.rank {
 		for i, u := range static.Unit() {
 			if d := c.Shape[windowAxis+i]; !d.IsSym() && d.Size != int64(u) {
@@ -286,11 +290,15 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 }
 
 // unitShape is the extents of each sample, frame or window of a port's
-// clips past its units axis.
+// clips past its units axis, then the port's trailing axes of extent 1,
+// which lay out the same values.
 func unitShape(ap *audioPort) []int64 {
 	var out []int64
 	for _, u := range ap.static.Unit() {
 		out = append(out, int64(u))
+	}
+	for range ap.ones {
+		out = append(out, 1)
 	}
 	return out
 }

@@ -115,14 +115,15 @@ func TestWakewordFrontEnd(t *testing.T) {
 }
 
 // The programs docs/preprocessing.md shows for Whisper and openWakeWord are
-// those the tests above run: each document's transforms appear there
-// verbatim.
+// those the tests above run, and the one testdata/packages/wakeword_audio
+// runs (vm/e2e compares it with openWakeWord's own front end): each
+// document's transforms appear there verbatim.
 func TestFrontEndProgramsDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/preprocessing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"testdata/whisper_frontend.yaml", "testdata/wakeword_frontend.yaml"} {
+	for _, path := range []string{"testdata/whisper_frontend.yaml", "testdata/wakeword_frontend.yaml", "../../testdata/packages/wakeword_audio/inference_metadata.yaml"} {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

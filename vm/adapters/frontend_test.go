@@ -94,6 +94,52 @@ func TestWindowsStacked(t *testing.T) {
 	}
 }
 
+// A data port may declare trailing axes fixed at 1 past the layout of its
+// clips (openWakeWord's embedding model reads [windows, 76, 32, 1]): the
+// tensor has them in its shape and holds the values, and the companions,
+// of the port without them, packed or stacked. An axis past the layout
+// that is not a literal 1 is refused at Load, as at check time.
+func TestTrailingOnes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 9))
+	in := request(wav(16000, wavPCM, 16, mono(noise(rng, 17)...)), wav(16000, wavPCM, 16, mono(noise(rng, 60)...)))
+	outs := []string{"frames", "frame_offsets", "frame_owner", "clip_offsets", "clip_owner", "frame_valid"}
+	want := run(t, windowsFixture(melRows()).load(t), in, outs...)
+	withOnes := func(extra ...ir.Dim) *fixture {
+		f := windowsFixture(melRows())
+		c := f.comp.Outputs[0].Contract
+		c.Shape = append(c.Shape, extra...)
+		c.Rank = len(c.Shape)
+		return f
+	}
+	got := run(t, withOnes(ir.Dim{Size: 1}, ir.Dim{Size: 1}).load(t), in, outs...)
+	wantShape(t, "frames", got["frames"], 5, 3, 4, 1, 1)
+	for _, name := range outs {
+		if a, b := got[name], want[name]; name != "frames" && !slices.Equal(a.Shape, b.Shape) || !slices.Equal(a.Float32s(), b.Float32s()) || !slices.Equal(a.Int64s(), b.Int64s()) {
+			t.Errorf("%s with trailing ones %v, without %v", name, a, b)
+		}
+	}
+	f := audioFixture([]ir.Transform{op("decode", "", "a")})
+	f.comp.Outputs = []*ir.Port{{Name: "samples", Contract: contract("float32", dims("clips", 3, 1))}}
+	f.prog.Outputs = []ir.ProgramOutput{{Name: "samples", Source: "a", Content: "waveform"}}
+	stacked := run(t, f.load(t), request(wav(8000, wavPCM, 16, mono(0.5, 0.25, -1)), wav(8000, wavPCM, 16, mono(-0.5, 0.5, -0.25))), "samples")
+	wantShape(t, "samples", stacked["samples"], 2, 3, 1)
+	if got := stacked["samples"].Float32s(); !slices.Equal(got, []float32{0.5, 0.25, -1, -0.5, 0.5, -0.25}) {
+		t.Errorf("stacked samples with a trailing one: %v", got)
+	}
+	for _, c := range []struct {
+		extra []ir.Dim
+		frag  string
+	}{
+		{[]ir.Dim{{Size: 2}}, "axis 3 is 2"},
+		{[]ir.Dim{{Size: 1}, {Sym: "c"}}, "axis 4 is `c`"},
+		{[]ir.Dim{{Size: 0}}, "axis 3 is 0"},
+	} {
+		f := withOnes(c.extra...)
+		_, err := New(f.m).Load(f.comp, "")
+		wantRunError(t, err, "run/unsupported", "output port `frames` of adapter `pre` has rank", "lays out at rank 3", "trailing axes fixed at 1", c.frag)
+	}
+}
+
 // affine maps each sample to x·scale + offset, and pad_or_trim keeps the
 // first length samples or frames, zeros after them; a padded frame has no
 // valid values.

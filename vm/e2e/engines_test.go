@@ -44,6 +44,7 @@ import (
 	"github.com/genaic/genaic/examples/videoframes"
 	"github.com/genaic/genaic/examples/vmcontrol"
 	"github.com/genaic/genaic/examples/wakeword"
+	"github.com/genaic/genaic/examples/wakewordaudio"
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
@@ -106,7 +107,7 @@ var executors = map[string]opener{
 	"imagetiles": generated(imagetiles.New), "videofps": generated(videofps.New),
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
-	"timemajor": generated(timemajor.New), "samplerate": generated(samplerate.New),
+	"timemajor": generated(timemajor.New), "samplerate": generated(samplerate.New), "wakewordaudio": generated(wakewordaudio.New),
 	"ocrlines":  generated(ocrlines.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }

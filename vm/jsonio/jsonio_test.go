@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,5 +165,31 @@ func TestInlineDataReadInOnePass(t *testing.T) {
 	}
 	if d, ok := reqs[0].Inputs["x"].Data.([]float32); !ok || len(d) != 0 {
 		t.Errorf("data null of shape [0] came back as %T %v, want an empty []float32", reqs[0].Inputs["x"].Data, reqs[0].Inputs["x"].Data)
+	}
+}
+
+// TestBytesAsBase64: a uint8 tensor's data may be a base64 string (the
+// form encoded media take in a requests document), as a tensor and as an
+// item; a string of another length than the shape's, or on another
+// dtype, fails the request alone.
+func TestBytesAsBase64(t *testing.T) {
+	reqs, err := ReadRequests(strings.NewReader(`{"requests":[
+		{"id":"tensor","inputs":{"x":{"dtype":"uint8","shape":[4],"data":"UklGRg=="}}},
+		{"id":"items","inputs":{"x":{"items":[{"dtype":"uint8","shape":[3],"data":"AAH/"}]}}},
+		{"id":"short","inputs":{"x":{"dtype":"uint8","shape":[5],"data":"UklGRg=="}}},
+		{"id":"float","inputs":{"x":{"dtype":"float32","shape":[1],"data":"AAAAAA=="}}}]}`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reqs[0]; r.Err != nil || string(r.Inputs["x"].Data.([]uint8)) != "RIFF" {
+		t.Errorf("tensor: %v %v", r.Err, r.Inputs["x"])
+	}
+	if r := reqs[1]; r.Err != nil || len(r.Items["x"]) != 1 || !slices.Equal(r.Items["x"][0].Tensor.Data.([]uint8), []uint8{0, 1, 255}) {
+		t.Errorf("items: %v %v", r.Err, r.Items["x"])
+	}
+	for _, r := range reqs[2:] {
+		if r.Err == nil {
+			t.Errorf("%s: read as %v", r.ID, r.Inputs["x"])
+		}
 	}
 }
