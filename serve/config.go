@@ -17,9 +17,12 @@ type ModelConfig struct {
 	// Queue bounds each component's queue (items); beyond it a request
 	// fails at once with run/queue-full.
 	Queue int `yaml:"queue"`
-	// Workers is how many groups of one component form and run at once.
+	// Workers is how many groups of one component form and run at once,
+	// and Threads ONNX Runtime's intra-op thread count; both 0 (the
+	// default) plans them on the machine at load (engine.PlanExecution),
+	// with the package's warm-up requests. One of them 0 alone means 1
+	// worker, or ONNX Runtime's default threads.
 	Workers int `yaml:"workers"`
-	// Threads is ONNX Runtime's intra-op thread count (0: its default).
 	Threads int `yaml:"threads"`
 	// Provider is the execution provider (cpu, cuda, tensorrt, ...).
 	Provider string `yaml:"provider"`
@@ -52,7 +55,7 @@ func (c ModelConfig) check(where string) error {
 	case c.Queue < 0:
 		return fmt.Errorf("%s: queue %d: a component's queue holds at least 1 item", where, c.Queue)
 	case c.Workers < 0:
-		return fmt.Errorf("%s: workers %d: at least 1 group of a component must be able to run", where, c.Workers)
+		return fmt.Errorf("%s: workers %d: want 0 (planned) or more groups of a component that may run at once", where, c.Workers)
 	case c.Threads < 0:
 		return fmt.Errorf("%s: threads %d: want 0 (ONNX Runtime's default) or more", where, c.Threads)
 	}
@@ -61,7 +64,7 @@ func (c ModelConfig) check(where string) error {
 
 // File is the --config document:
 //
-//	defaults: { max_delay: 5ms, queue: 1024, workers: 1, threads: 0, provider: cpu }
+//	defaults: { max_delay: 5ms, queue: 1024, workers: 0, threads: 0, provider: cpu }
 //	models:
 //	  image_padded: { max_delay: 10ms, queue: 256 }
 type File struct {

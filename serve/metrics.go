@@ -148,6 +148,8 @@ var (
 	descDeclines    = prometheus.NewDesc("genaic_declines_total", "Invocations run one request at a time because grouping was declined, by reason.", []string{"model", "component", "reason"}, nil)
 	descRegrouped   = prometheus.NewDesc("genaic_regrouped_total", "Failed groups rerun one request at a time.", []string{"model", "component"}, nil)
 	descFailed      = prometheus.NewDesc("genaic_failed_calls_total", "Calls the backend failed (not counted in genaic_invocations_total).", []string{"model", "component"}, nil)
+	descSlots       = prometheus.NewDesc("genaic_execution_slots", "Groups of one component that run at once (planned on the machine at load, or configured).", []string{"model"}, nil)
+	descThreads     = prometheus.NewDesc("genaic_execution_threads", "Threads each run computes on (ONNX Runtime's intra-op threads; 0: its default).", []string{"model"}, nil)
 	descInline      = prometheus.NewDesc("genaic_inline_requests_total", "Requests a lone caller ran on its own goroutine, without a handoff to a runner.", []string{"model", "component"}, nil)
 	descPadding     = prometheus.NewDesc("genaic_padding_overhead_ratio", "Padded elements beyond the real ones, per real element, since start.", []string{"model", "component"}, nil)
 	descCopied      = prometheus.NewDesc("genaic_copied_bytes_total", "Bytes copied assembling and splitting groups.", []string{"model", "component"}, nil)
@@ -178,7 +180,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated, descReused} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated, descReused} {
 		ch <- d
 	}
 }
@@ -196,6 +198,10 @@ func (c *StatsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
+	if x := s.Execution; x != nil {
+		ch <- prometheus.MustNewConstMetric(descSlots, prometheus.GaugeValue, float64(x.Slots), model)
+		ch <- prometheus.MustNewConstMetric(descThreads, prometheus.GaugeValue, float64(x.Threads), model)
+	}
 	for _, name := range s.Names() {
 		cs := s.Components[name]
 		lv := []string{model, name}

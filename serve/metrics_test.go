@@ -15,11 +15,11 @@ import (
 // TestSchedulerMetrics: the scheduler's decisions reach /metrics: its fit
 // in seconds once it has one (and no fit is exported before), its cap, the
 // items it kept out for their padding, the groups batches ran on their
-// own goroutine, the calls the backend failed and the groups run again
-// and, with several worker slots, the two ways' measured times (absent
+// own goroutine, the calls the backend failed and the groups run again,
+// the execution planned (slots and threads) and, with several worker slots, the two ways' measured times (absent
 // before), per component.
 func TestSchedulerMetrics(t *testing.T) {
-	stats := vm.Stats{Components: map[string]vm.ComponentStats{
+	stats := vm.Stats{Execution: &vm.Execution{Slots: 4, Threads: 2, Planned: true}, Components: map[string]vm.ComponentStats{
 		"encoder": {OwnGroups: 5, HandedOff: 9, Isolated: 2, Failed: 3, Regrouped: 1, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}

@@ -58,6 +58,19 @@ func repo(t testing.TB, names ...string) string {
 
 func newServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
+	// Planning the execution measures every model for a while at load:
+	// the tests that do not test it run one worker (TestPlannedAtLoad
+	// plans).
+	if cfg.Defaults.Workers == 0 && cfg.Defaults.Threads == 0 {
+		cfg.Defaults.Workers = 1
+	}
+	return newPlannedServer(t, cfg)
+}
+
+// newPlannedServer is newServer with the execution left as cfg says
+// (planned at load where it leaves workers and threads 0).
+func newPlannedServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -300,6 +300,10 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	} else {
 		opts.MaxDelay = 5 * time.Millisecond
 	}
+	opts.Execution = &vm.Execution{Slots: max(c.Workers, 1), Threads: c.Threads}
+	if c.Workers == 0 && c.Threads == 0 && !s.cfg.NoWarmup {
+		opts = s.planned(name, f, dir, opts)
+	}
 	eng, err := engine.Open(f, dir, opts)
 	if err != nil {
 		return nil, err
@@ -320,9 +324,37 @@ func (s *Server) load(name, dir string) (*Model, error) {
 		md.outputs = append(md.outputs, meta(out.Name, out.Contract, fixed))
 	}
 	s.log.Info("model loaded", "model", name, "dir", dir, "components", len(f.IR.Components),
-		"max_delay", opts.MaxDelay.String(), "queue", c.Queue, "workers", c.Workers, "elapsed", time.Since(start).String())
+		"max_delay", opts.MaxDelay.String(), "queue", c.Queue, "execution", opts.Execution.String(), "elapsed", time.Since(start).String())
 	return md, nil
 }
+
+// planned returns opts with the execution planned on this machine
+// (engine.PlanExecution) with the package's warm-up requests: those of
+// its requests.json, or, when they cannot plan, the request warm-up
+// synthesizes. Where neither can, the model runs one worker on ONNX
+// Runtime's default threads, and the log says why.
+func (s *Server) planned(name string, f *plan.File, dir string, opts engine.Options) engine.Options {
+	var tries [][]vm.Request
+	if reqs, err := readRequests(dir); err == nil && len(reqs) > 0 {
+		tries = append(tries, reqs[:min(len(reqs), maxPlanRequests)])
+	}
+	if req, err := synthRequest(f.IR, graphExtents(f.IR, dir)); err == nil {
+		tries = append(tries, []vm.Request{req})
+	}
+	err := errors.New("no warm-up request: the package has no requests.json, and none can be synthesized")
+	for _, reqs := range tries {
+		var x *vm.Execution
+		if x, err = engine.PlanExecution(context.Background(), f, dir, opts, reqs, engine.PlanOptions{}); err == nil {
+			return engine.Apply(opts, x)
+		}
+	}
+	s.log.Warn("execution not planned: one worker on ONNX Runtime's default threads", "model", name, "error", fmt.Sprint(err))
+	return opts
+}
+
+// maxPlanRequests bounds the requests of a package's requests.json that
+// plan its execution: enough for groups of every size.
+const maxPlanRequests = 256
 
 func openFile(dir, name string) (*os.File, error) {
 	f, _, err := safefile.Open(filepath.Join(dir, name))

@@ -37,6 +37,9 @@ type Options struct {
 	// Observer, when set, is told of every queue wait and invocation as it
 	// happens (a server's histograms); Stats summarises the same events.
 	Observer Observer
+	// Execution, when set, is how Workers and the backends' threads were
+	// chosen (engine.PlanExecution): Stats reports it.
+	Execution *Execution
 }
 
 // Observer receives the events Stats counts, one by one. Its methods are
@@ -235,7 +238,7 @@ func (e *Engine) Close() error {
 
 // Stats returns what every component did so far.
 func (e *Engine) Stats() Stats {
-	out := Stats{Components: map[string]ComponentStats{}}
+	out := Stats{Components: map[string]ComponentStats{}, Execution: e.opts.Execution}
 	for name, s := range e.stats {
 		cs := s.snapshot(e.copies[name].Bytes())
 		if t, ok := e.sessions[name].(backend.Timed); ok {

@@ -292,6 +292,9 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 // Stats is what the engine did, per component.
 type Stats struct {
 	Components map[string]ComponentStats `json:"components"`
+	// Execution is how the engine divides the machine among its groups,
+	// where its opener said (Options.Execution).
+	Execution *Execution `json:"execution,omitempty"`
 }
 
 // Names returns the component names in order.

@@ -49,12 +49,34 @@ type benchJSON struct {
 		ArrivalGapUS    float64 `json:"arrival_gap_us"`
 		ArrivalCV       float64 `json:"arrival_cv"`
 		Failed          int     `json:"failed"`
+		Execution       *struct {
+			Slots, Threads, Cores int
+			Planned               bool
+			Tried                 []triedJSON
+		} `json:"execution"`
 	} `json:"modes"`
 }
 
+// triedJSON is a way of dividing the cores a plan tried.
+type triedJSON struct {
+	Slots, Threads    int
+	RequestsPerSecond float64 `json:"requests_per_second"`
+}
+
 // bench runs genaic bench --json and decodes its report; it fails the test
-// unless the command exits 0.
+// unless the command exits 0. Planning the execution measures each mode
+// for a while first: where args leave workers and threads unset, bench
+// runs one worker (TestBenchJSON plans, with benchPlanned).
 func bench(t *testing.T, args ...string) benchJSON {
+	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--workers" || a == "--threads" || a == "--url" || a == "--grpc" }) {
+		args = append([]string{"--workers", "1"}, args...)
+	}
+	return benchPlanned(t, args...)
+}
+
+// benchPlanned is bench with the execution left as args say.
+func benchPlanned(t *testing.T, args ...string) benchJSON {
 	t.Helper()
 	out, errOut, code := runCLI(t, append([]string{"bench", "--json"}, args...)...)
 	if code != exitOK {
@@ -68,11 +90,26 @@ func bench(t *testing.T, args ...string) benchJSON {
 }
 
 // TestBenchJSON: the three modes, each with throughput, latency
-// percentiles in order, the group-size histogram of the component, and
-// every request of every timed round accounted for.
+// percentiles in order, the group-size histogram of the component, every
+// request of every timed round accounted for, and the execution planned
+// for it on this machine (every way of dividing the cores tried, the one
+// chosen among them); with --workers the execution is as configured.
 func TestBenchJSON(t *testing.T) {
 	reqs := filepath.Join(imagePkg, "requests64.json")
-	rep := bench(t, imagePkg, "--requests", reqs, "--rounds", "2", "--round-time", "0", "--concurrency", "16")
+	rep := benchPlanned(t, imagePkg, "--requests", reqs, "--rounds", "2", "--round-time", "0", "--concurrency", "16")
+	for _, m := range rep.Modes {
+		x := m.Execution
+		if x == nil || !x.Planned || x.Cores != runtime.NumCPU() || len(x.Tried) == 0 ||
+			!slices.ContainsFunc(x.Tried, func(c triedJSON) bool { return c.Slots == x.Slots && c.Threads == x.Threads && c.RequestsPerSecond > 0 }) {
+			t.Errorf("%s: execution %+v; want one planned on %d cores among those tried", m.Name, x, runtime.NumCPU())
+		}
+	}
+	configured := bench(t, imagePkg, "--requests", reqs, "--rounds", "1", "--round-time", "0", "--concurrency", "16", "--threads", "1")
+	for _, m := range configured.Modes {
+		if x := m.Execution; x == nil || x.Planned || x.Slots != 1 || x.Threads != 1 {
+			t.Errorf("%s with --threads 1: execution %+v; want 1 slot × 1 thread, as configured", m.Name, x)
+		}
+	}
 	if rep.Requests != 64 || rep.Loop != "closed" {
 		t.Errorf("requests %d, loop %q; want 64, closed", rep.Requests, rep.Loop)
 	}

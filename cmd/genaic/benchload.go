@@ -24,6 +24,9 @@ type bencher struct {
 	modes  []benchMode
 	reqs   []vm.Request
 	items  []int64 // per request, as itemCounts counts them
+	// plans holds each mode's planned execution, by mode name, where the
+	// flags leave it to be planned.
+	plans map[string]*vm.Execution
 }
 
 // sweep measures every mode at every concurrency level. Sequential does
@@ -150,11 +153,42 @@ func (b *bencher) open(m benchMode) (target, error) {
 	if m.remote != nil {
 		return m.remote(b)
 	}
-	eng, err := engine.Open(b.f, b.pkgDir, b.flags.options(m.solo))
+	opts := b.flags.options(m.solo)
+	if b.flags.planned() {
+		x, err := b.plan(m, opts)
+		if err != nil {
+			return nil, err
+		}
+		opts = engine.Apply(opts, x)
+	}
+	eng, err := engine.Open(b.f, b.pkgDir, opts)
 	if err != nil {
 		return nil, err
 	}
 	return engineTarget{eng, b.reqs}, nil
+}
+
+// plan is a mode's execution planned on this machine with the document's
+// requests, once per mode: each mode gets the division of the cores that
+// serves it best (sequential with its one client), so that the modes are
+// compared at their best.
+func (b *bencher) plan(m benchMode, opts engine.Options) (*vm.Execution, error) {
+	if x := b.plans[m.name]; x != nil {
+		return x, nil
+	}
+	po := engine.PlanOptions{}
+	if m.sequential {
+		po.Clients = 1
+	}
+	x, err := engine.PlanExecution(context.Background(), b.f, b.pkgDir, opts, b.reqs, po)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: %w", m.name, err)
+	}
+	if b.plans == nil {
+		b.plans = map[string]*vm.Execution{}
+	}
+	b.plans[m.name] = x
+	return x, nil
 }
 
 func clients(m benchMode, c int) int {

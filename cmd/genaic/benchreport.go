@@ -32,7 +32,10 @@ type modeResult struct {
 	VsOneAtATime float64                `json:"vs_one_at_a_time,omitempty"`
 	Latency      latencyMS              `json:"latency_ms"`
 	Groups       map[string]groupReport `json:"groups"`
-	Requests     int                    `json:"requests"` // sent over the timed rounds
+	// Execution is how the mode's engine divided the machine (planned, or
+	// as the flags said); nil for a server.
+	Execution *vm.Execution `json:"execution,omitempty"`
+	Requests  int           `json:"requests"` // sent over the timed rounds
 	// PeakInFlight is the most requests in flight at once in any timed
 	// round: the concurrency the load reached (below Concurrency where
 	// the rounds send each request of a short document once).
@@ -78,7 +81,7 @@ type groupReport struct {
 
 // summarize folds a mode's rounds into medians, spreads and percentiles.
 func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResult {
-	m := modeResult{Name: name, Concurrency: c, Rounds: len(runs), Groups: map[string]groupReport{}}
+	m := modeResult{Name: name, Concurrency: c, Rounds: len(runs), Groups: map[string]groupReport{}, Execution: stats.Execution}
 	var rps, ips, gaps, cvs []float64
 	var lat []time.Duration
 	var server *serverTimes
@@ -266,6 +269,9 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			}
 			fmt.Fprintf(w, "  %s: %d invocations, %.1f requests each, padding overhead %.2f%s%s\n",
 				name, g.Invocations, g.MeanSize, g.PaddingOverhead, sizes, times)
+		}
+		if r.Execution != nil {
+			fmt.Fprintf(w, "  execution: %s\n", r.Execution)
 		}
 		if r.ServerRequestMS > 0 {
 			fmt.Fprintf(w, "  the server: %.3f ms per request on average, decoded to answered (the client saw a mean of %.3f ms)\n", r.ServerRequestMS, r.Latency.Mean)

@@ -29,10 +29,10 @@ type engineFlags struct {
 
 func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc string) {
 	fs.DurationVar(&ef.maxDelay, "max-delay", delay, delayDoc)
-	fs.IntVar(&ef.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default)")
+	fs.IntVar(&ef.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default, or planned with --workers 0 where the command plans)")
 	fs.StringVar(&ef.provider, "provider", "cpu", "the execution provider ONNX Runtime runs on: cpu, cuda, tensorrt, openvino, coreml or directml (one the library lacks declines grouping, saying why)")
 	fs.IntVar(&ef.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
-	fs.IntVar(&ef.workers, "workers", 1, "how many groups of one component may be formed and run at once")
+	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: 1, or, with --threads 0 where the command plans (bench, serve), planned: the machine's cores divided between workers and threads as measured on the requests)")
 	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
 	fs.Var(&ef.decline, "decline", "COMPONENT[/OPCLASS[/PROVIDER]]=REASON: decline grouped execution where the key matches (* matches anything; repeatable); such components run one request per invocation and the decline is counted")
 }
@@ -49,8 +49,8 @@ func (ef *engineFlags) valid(e *env) bool {
 		e.errorf("--threads %d: want 0 (ONNX Runtime's default) to %d (4 per CPU of this machine)", ef.threads, maxThreads())
 	case ef.queue < 1:
 		e.errorf("--queue %d: a component's queue holds at least 1 item", ef.queue)
-	case ef.workers < 1:
-		e.errorf("--workers %d: at least 1 group of a component must be able to run", ef.workers)
+	case ef.workers < 0:
+		e.errorf("--workers %d: want 0 (planned, or 1) or more groups of a component that may run at once", ef.workers)
 	case ef.maxDelay < 0:
 		e.errorf("--max-delay %v: a wait cannot be negative", ef.maxDelay)
 	default:
@@ -84,10 +84,15 @@ func (ef *engineFlags) validPlan(e *env, f *plan.File) bool {
 	return ok
 }
 
+// planned reports whether the flags leave the execution (workers and
+// threads) to be planned on this machine, where the command plans.
+func (ef *engineFlags) planned() bool { return ef.workers == 0 && ef.threads == 0 }
+
 // options returns the engine options the flags say, solo or grouped.
 func (ef *engineFlags) options(solo bool) engine.Options {
 	return engine.Options{
-		Options:  vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: ef.workers, Declines: backend.Declines(ef.decline)},
+		Options: vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: ef.workers, Declines: backend.Declines(ef.decline),
+			Execution: &vm.Execution{Slots: max(ef.workers, 1), Threads: ef.threads}},
 		Backends: ef.backends,
 		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads},
 	}

@@ -163,6 +163,9 @@ func htmlStats(s *vm.Stats) *view.RunStats {
 // measured and what its scheduler decided.
 func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 	fmt.Fprintf(w, "\nwhat the running engine measured and decided\n")
+	if s.Execution != nil {
+		fmt.Fprintf(w, "  execution: %s\n", s.Execution)
+	}
 	for _, g := range f.Components {
 		cs, ok := s.Components[g.Component]
 		if !ok || g == nil {

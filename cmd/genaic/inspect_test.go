@@ -199,7 +199,7 @@ func TestInspectRunStats(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"what the running engine measured and decided", "component encoder: 1 invocations for 3 requests, largest group 3", "group sizes: 1×3", "padding: ", "ms of it inside the backend ("} {
+	for _, want := range []string{"what the running engine measured and decided", "component encoder: 1 invocations for 3 requests, largest group 3", "group sizes: 1×3", "padding: ", "ms of it inside the backend (", "execution: 1 slot × the backend's default threads, as configured"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("inspect --stats lacks %q:\n%s", want, got)
 		}

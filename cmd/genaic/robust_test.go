@@ -135,7 +135,7 @@ func TestFlagLimits(t *testing.T) {
 		{[]string{"--threads", "100000"}, "--threads"},
 		{[]string{"--threads", "-1"}, "--threads"},
 		{[]string{"--queue", "0"}, "--queue"},
-		{[]string{"--workers", "0"}, "--workers"},
+		{[]string{"--workers", "-1"}, "--workers"},
 		{[]string{"--max-delay", "-1ms"}, "--max-delay"},
 		{[]string{"--concurrency", "-3"}, "--concurrency"},
 		{[]string{"--decline", "nosuch=slow"}, "encoder"},

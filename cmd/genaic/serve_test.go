@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,11 @@ type serveProcess struct {
 
 func startServe(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
+	// Planning the execution measures every model for a while at load:
+	// a test that does not say runs one worker.
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--workers") || strings.HasPrefix(a, "--threads") }) {
+		args = append([]string{"--workers", "1"}, args...)
+	}
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--log-format", "json", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	pipe, err := cmd.StderrPipe()
