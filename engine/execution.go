@@ -32,12 +32,16 @@ type PlanOptions struct {
 	// loop; 8 per core, at least 64, when 0): enough to keep every slot
 	// of the widest candidate busy with full groups.
 	Clients int
-	// Round is how long each round of a candidate runs (100 ms when 0),
-	// and Rounds how many rounds each candidate runs, the candidates
-	// taking turns (3 when 0): the median round decides.
+	// Round is the least each round of a candidate runs (100 ms when 0;
+	// longer where the requests are slow, see PlanExecution), and Rounds
+	// how many rounds each candidate runs, the candidates taking turns (3
+	// when 0): the median round decides.
 	Round  time.Duration
 	Rounds int
 }
+
+// maxPlanRound bounds a round of the slowest workloads.
+const maxPlanRound = time.Second
 
 // plannedMargin is how close to the best a candidate with fewer slots
 // (wider runs: lower latency, one session's memory) may stay and still be
@@ -78,20 +82,27 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			}
 		}
 	}()
+	// A round lasts po.Round, or long enough for every client to be
+	// answered about twice at the slowest warm rate: a round of a slow
+	// workload that ends while most of its requests are in flight says
+	// more about where they were than how fast they go.
+	round := po.Round
 	for i, c := range cands {
 		e, err := Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: c.Slots, Threads: c.Threads}))
 		if err != nil {
 			return nil, err
 		}
 		engines[i] = e
-		if _, err := serveFor(ctx, e, reqs, po.Clients, 0); err != nil { // warm: sessions, pools
+		rps, err := serveFor(ctx, e, reqs, po.Clients, 0) // warm: sessions, pools
+		if err != nil {
 			return nil, err
 		}
+		round = max(round, min(time.Duration(2*float64(po.Clients)/rps*float64(time.Second)), maxPlanRound))
 	}
 	rates := make([][]float64, len(cands))
 	for range po.Rounds {
 		for i, e := range engines {
-			rps, err := serveFor(ctx, e, reqs, po.Clients, po.Round)
+			rps, err := serveFor(ctx, e, reqs, po.Clients, round)
 			if err != nil {
 				return nil, err
 			}
