@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/codegen/genrt"
+	"github.com/genaic/genaic/vm"
 )
 
 // BenchmarkServed runs a workload as a server meets it: C callers that
@@ -48,41 +49,8 @@ func benchServed(b *testing.B, w workload, callers int) {
 	solo := s.engine(b, genrt.WithSolo())
 	mustRun(b, solo, reqs)
 
-	// The callers live as long as the benchmark, as a server's
-	// connections do; a round hands them servedDocs documents' requests
-	// for target, the engine it serves them on.
-	var target Runner
-	var next atomic.Int64
-	var round sync.WaitGroup
-	start := make(chan struct{})
-	defer close(start)
-	total := int64(servedDocs * len(reqs))
-	for range callers {
-		go func() {
-			for range start {
-				for i := next.Add(1) - 1; i < total; i = next.Add(1) - 1 {
-					r := target.Run(context.Background(), reqs[i%int64(len(reqs))])
-					if r.Err != nil {
-						b.Error(r.Err)
-					}
-					r.Release() // as a server does once it has written it
-				}
-				round.Done()
-			}
-		}()
-	}
-	serve := func(on Runner) func() {
-		return func() {
-			target = on
-			next.Store(0)
-			round.Add(callers)
-			for range callers {
-				start <- struct{}{}
-			}
-			round.Wait()
-		}
-	}
-	served, servedSolo := serve(e), serve(solo)
+	cs := newCallers(b, callers, reqs)
+	served, servedSolo := cs.serve(e), cs.serve(solo)
 	lockstep := func() {
 		for range servedDocs {
 			serveAll(context.Background(), e, reqs)
@@ -131,4 +99,53 @@ func benchServed(b *testing.B, w workload, callers int) {
 	b.ReportMetric(runTime[0].Seconds()*1e6/float64(max(runCalls[0], 1)), "served-us/group")
 	b.ReportMetric(runTime[1].Seconds()*1e6/float64(max(runCalls[1], 1)), "lockstep-us/group")
 	b.ReportMetric(0, "ns/op") // the sum of four ways means nothing
+}
+
+// callers are goroutines that send requests through Run as a server's
+// connections do, each its next request as soon as its last is answered.
+// They live as long as the benchmark; a round hands them servedDocs
+// documents' requests for the engine it serves them on.
+type callers struct {
+	b      *testing.B
+	n      int
+	reqs   []vm.Request
+	target Runner
+	next   atomic.Int64
+	round  sync.WaitGroup
+	start  chan struct{}
+}
+
+func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
+	c := &callers{b: b, n: n, reqs: reqs, start: make(chan struct{})}
+	b.Cleanup(func() { close(c.start) })
+	total := int64(servedDocs * len(reqs))
+	for range n {
+		go func() {
+			for range c.start {
+				for i := c.next.Add(1) - 1; i < total; i = c.next.Add(1) - 1 {
+					r := c.target.Run(context.Background(), reqs[i%int64(len(reqs))])
+					if r.Err != nil {
+						b.Error(r.Err)
+					}
+					r.Release() // as a server does once it has written it
+				}
+				c.round.Done()
+			}
+		}()
+	}
+	return c
+}
+
+// serve returns a round of the callers on engine on: servedDocs
+// documents' requests, answered.
+func (c *callers) serve(on Runner) func() {
+	return func() {
+		c.target = on
+		c.next.Store(0)
+		c.round.Add(c.n)
+		for range c.n {
+			c.start <- struct{}{}
+		}
+		c.round.Wait()
+	}
 }
