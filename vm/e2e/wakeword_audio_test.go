@@ -1,23 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/internal/fixtures"
-	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/vm"
-	"github.com/genaic/genaic/vm/jsonio"
 )
 
 // testdata/packages/wakeword_audio end to end: WAV clips through the
@@ -137,91 +131,24 @@ func requestsFileClips() (ids []string, clips [][]frontEndClip) {
 	}
 }
 
-// writeRequestsFile writes the requests document of requestsFileClips:
-// each request's clips as items of its wav input, each a uint8 tensor
-// whose data is a base64 string.
-func writeRequestsFile(path string) error {
-	type tensor struct {
-		DType string  `json:"dtype"`
-		Shape []int64 `json:"shape"`
-		Data  []byte  `json:"data"`
-	}
-	type items struct {
-		Items []tensor `json:"items"`
-	}
-	type request struct {
-		ID     string           `json:"id"`
-		Inputs map[string]items `json:"inputs"`
-	}
-	var doc struct {
-		Requests []request `json:"requests"`
-	}
-	ids, clips := requestsFileClips()
-	for i, id := range ids {
-		var wavs []tensor
-		for _, c := range clips[i] {
-			wavs = append(wavs, tensor{"uint8", []int64{int64(len(c.wav))}, c.wav})
-		}
-		doc.Requests = append(doc.Requests, request{id, map[string]items{"wav": {wavs}}})
-	}
-	b, err := json.MarshalIndent(doc, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
 // TestWakewordAudioRequestsFile: the package's requests.json (rewritten by
 // GENAIC_UPDATE=1) holds the WAV clips of requestsFileClips as base64
 // items, as `genaic run` reads it, and its requests run on both engines
 // to each clip's openWakeWord embeddings, delivered per clip as items.
 func TestWakewordAudioRequestsFile(t *testing.T) {
-	dir := filepath.Join(testenv.Root(t), wakewordAudio)
-	path := filepath.Join(dir, "requests.json")
-	if os.Getenv("GENAIC_UPDATE") == "1" {
-		if err := writeRequestsFile(path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	reqs, err := jsonio.ReadRequests(file, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ids, clips := requestsFileClips()
-	if len(reqs) != len(ids) {
-		t.Fatalf("%s holds %d requests, want %d (GENAIC_UPDATE=1 rewrites it)", path, len(reqs), len(ids))
-	}
-	for i, r := range reqs {
-		items := r.Items["wav"]
-		same := r.Err == nil && r.ID == ids[i] && len(items) == len(clips[i])
-		for k := 0; same && k < len(items); k++ {
-			same = bytes.Equal(items[k].Tensor.Data.([]uint8), clips[i][k].wav)
-		}
-		if !same {
-			t.Fatalf("%s: request %d is not %s with the clips of requestsFileClips (GENAIC_UPDATE=1 rewrites it): %v", path, i, ids[i], r.Err)
-		}
-	}
+	wavs := make([][][]byte, len(clips))
+	want := make([][]*backend.Tensor, len(clips))
 	ref := newWakewordReference(t)
+	for i, cs := range clips {
+		for _, c := range cs {
+			wavs[i] = append(wavs[i], c.wav)
+			want[i] = append(want[i], ref.embeddings(t, c.samples))
+		}
+	}
+	reqs := itemsFile(t, wakewordAudio, "wav", ids, wavs)
 	forEachEngine(t, func(t *testing.T, e engineKind) {
 		r := e.start(t, fixtures.Lookup("wakeword_audio"), genrt.WithMaxDelay(200*time.Millisecond))
-		for i, resp := range runAll(context.Background(), r, reqs) {
-			if resp.Err != nil {
-				t.Fatalf("%s: %v", resp.ID, resp.Err)
-			}
-			got := resp.Items["embeddings"]
-			if len(got) != len(clips[i]) {
-				t.Fatalf("%s: %d items of embeddings for %d clips", resp.ID, len(got), len(clips[i]))
-			}
-			for k, c := range clips[i] {
-				if d := fixtures.Diff(got[k].Tensor, ref.embeddings(t, c.samples), embeddingTolerance); d != "" {
-					t.Errorf("%s clip %d (%s): %s", resp.ID, k, c.name, d)
-				}
-			}
-		}
+		checkItemOutputs(t, runAll(context.Background(), r, reqs), "embeddings", want, embeddingTolerance)
 	})
 }

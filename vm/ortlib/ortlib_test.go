@@ -319,7 +319,7 @@ func TestCachedArtifactsPresent(t *testing.T) {
 		t.Fatalf("%v\n%s", err, fixCache)
 	}
 
-	for _, name := range []string{"embedding_model.onnx", "melspectrogram.onnx"} {
+	for _, name := range []string{"embedding_model.onnx", "melspectrogram.onnx", "ch_PP-OCRv4_rec_infer.onnx"} {
 		p, err := Model(name)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, fixCache)
