@@ -401,3 +401,34 @@ func TestBenchClientsOutnumberDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestLeastRound: a closed loop's round lasts --round-time, or long enough
+// for every client to be answered about twice at the warm-up's rate, up
+// to maxRoundTime; --round-time 0, the open loop and a warm-up that
+// answered nothing keep --round-time.
+func TestLeastRound(t *testing.T) {
+	b := &bencher{flags: benchFlags{roundTime: 100 * time.Millisecond}}
+	warm := func(ok int, d time.Duration) roundResult { return roundResult{ok: ok, elapsed: d} }
+	for _, c := range []struct {
+		w       roundResult
+		clients int
+		want    time.Duration
+	}{
+		{warm(10000, time.Second), 64, 100 * time.Millisecond}, // fast: 12.8 ms would do
+		{warm(400, time.Second), 64, 320 * time.Millisecond},   // 2·64/400 s
+		{warm(1, 10*time.Second), 64, maxRoundTime},            // capped
+		{warm(0, time.Second), 64, 100 * time.Millisecond},     // nothing answered
+	} {
+		if got := b.leastRound(c.w, c.clients); got != c.want {
+			t.Errorf("%d answered in %v by %d clients: %v, want %v", c.w.ok, c.w.elapsed, c.clients, got, c.want)
+		}
+	}
+	b.flags.rate = 50
+	if got := b.leastRound(warm(400, time.Second), 64); got != 100*time.Millisecond {
+		t.Errorf("open loop: %v, want --round-time", got)
+	}
+	b.flags.rate, b.flags.roundTime = 0, 0
+	if got := b.leastRound(warm(400, time.Second), 64); got != 0 {
+		t.Errorf("--round-time 0: %v, want 0 (each request once)", got)
+	}
+}

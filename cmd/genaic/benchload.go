@@ -122,6 +122,7 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 			}
 		}
 	}()
+	least := make([]time.Duration, len(ways))
 	for i, w := range ways {
 		t, err := b.open(w.mode)
 		if err != nil {
@@ -129,20 +130,22 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 		}
 		targets[i] = t
 		runtime.GOMAXPROCS(w.procs)
+		least[i] = b.flags.roundTime
 		for range b.flags.warmup {
-			b.round(t, clients(w.mode, c), uint64(i))
+			least[i] = b.leastRound(b.round(t, clients(w.mode, c), uint64(i), b.flags.roundTime), clients(w.mode, c))
 		}
 	}
 	runs := make([][]roundResult, len(ways))
 	for r := range b.flags.rounds {
 		for i, w := range ways {
 			runtime.GOMAXPROCS(w.procs)
-			runs[i] = append(runs[i], b.round(targets[i], clients(w.mode, c), uint64(r*len(ways)+i)))
+			runs[i] = append(runs[i], b.round(targets[i], clients(w.mode, c), uint64(r*len(ways)+i), least[i]))
 		}
 	}
 	out := make([]modeResult, len(ways))
 	for i, w := range ways {
 		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], targets[i].snapshot().stats)
+		out[i].RoundMS = float64(least[i]) / float64(time.Millisecond)
 	}
 	setRatios(out)
 	return out, nil
@@ -244,17 +247,34 @@ type groupDelta struct {
 	sizes                 map[int]int64
 }
 
+// leastRound is how long a closed loop's timed round of c clients runs
+// at least: --round-time, or, where the warm-up round w served so slowly
+// that such a round would end with most of its requests in flight, long
+// enough for every client to be answered about twice (up to
+// maxRoundTime). A round's throughput counts the requests answered; a
+// round no longer than a request says more about where the requests
+// were when it ended than how fast they go. --round-time 0 and the open
+// loop keep what they say.
+func (b *bencher) leastRound(w roundResult, c int) time.Duration {
+	d := b.flags.roundTime
+	if d == 0 || b.flags.rate > 0 || w.ok == 0 {
+		return d
+	}
+	rps := float64(w.ok) / w.elapsed.Seconds()
+	return max(d, min(time.Duration(2*float64(c)/rps*float64(time.Second)), maxRoundTime))
+}
+
 // round sends every request of the document, in the closed loop of c
 // clients or, with --rate, in the open loop, and measures it: once, and
-// again from the first while the round has run less than --round-time, so
-// that a small document on a fast model still gives a round long enough
-// to measure.
-func (b *bencher) round(t target, c int, seed uint64) roundResult {
+// again from the first while the round has run less than least, so that
+// a small document on a fast model still gives a round long enough to
+// measure.
+func (b *bencher) round(t target, c int, seed uint64, least time.Duration) roundResult {
 	before := t.snapshot()
 	rec := newRecorder(len(b.reqs))
 	start := time.Now()
 	more := func(i int64) bool {
-		return i < int64(len(b.reqs)) || time.Since(start) < b.flags.roundTime
+		return i < int64(len(b.reqs)) || time.Since(start) < least
 	}
 	if b.flags.rate > 0 {
 		b.openLoop(t, c, rand.New(rand.NewPCG(seed, 0xbe4c)), rec, more)

@@ -17,6 +17,9 @@ import (
 type modeResult struct {
 	Name        string `json:"name"`
 	Concurrency int    `json:"concurrency"`
+	// RoundMS is the least a timed round ran: --round-time, or longer for
+	// a mode that serves too slowly for such a round (leastRound).
+	RoundMS float64 `json:"round_ms"`
 	// Procs is the Go processor count (GOMAXPROCS) the mode ran under.
 	Procs             int     `json:"procs"`
 	Rounds            int     `json:"rounds"`
@@ -272,6 +275,9 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 		}
 		if r.Execution != nil {
 			fmt.Fprintf(w, "  execution: %s\n", r.Execution)
+		}
+		if least := time.Duration(r.RoundMS * float64(time.Millisecond)); least > b.flags.roundTime {
+			fmt.Fprintf(w, "  rounds of at least %v, longer than --round-time: every client answered about twice at the warm-up's rate\n", least.Round(time.Millisecond))
 		}
 		if r.ServerRequestMS > 0 {
 			fmt.Fprintf(w, "  the server: %.3f ms per request on average, decoded to answered (the client saw a mean of %.3f ms)\n", r.ServerRequestMS, r.Latency.Mean)
