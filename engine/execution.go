@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -33,15 +35,71 @@ type PlanOptions struct {
 	// of the widest candidate busy with full groups.
 	Clients int
 	// Round is the least each round of a candidate runs (100 ms when 0;
-	// longer where the requests are slow, see PlanExecution), and Rounds
+	// longer where the requests are slow, within planBudget for all the
+	// rounds of all the ways, see PlanExecution), and Rounds
 	// how many rounds each candidate runs, the candidates taking turns (3
 	// when 0): the median round decides.
 	Round  time.Duration
 	Rounds int
 }
 
-// maxPlanRound bounds a round of the slowest workloads.
-const maxPlanRound = time.Second
+// planBudget bounds the time the timed rounds of a plan take, all ways
+// together, where the requests are slow enough to want longer rounds.
+const planBudget = 3 * time.Second
+
+// planTogetherBytes is the most model bytes a package may hold for its
+// ways to be measured side by side, a session of each open at once (a
+// variable, so that a test can take the other branch).
+var planTogetherBytes int64 = 256 << 20
+
+// measureAlone opens one way's engine, warms it and times its rounds,
+// closing it before it returns.
+func measureAlone(ctx context.Context, open func(candidate) (*vm.Engine, error), c candidate, warm, reqs []vm.Request,
+	po PlanOptions, roundFor func(float64) time.Duration, rates *[]float64) error {
+	e, err := open(c)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	rps, err := warmUp(ctx, e, warm, reqs, po)
+	if err != nil {
+		return err
+	}
+	round := roundFor(rps)
+	for range po.Rounds {
+		rps, err := serveFor(ctx, e, reqs, po.Clients, round)
+		if err != nil {
+			return err
+		}
+		*rates = append(*rates, rps)
+	}
+	return nil
+}
+
+// warmUp serves the warm requests once (sessions, pools and the first
+// calls' costs), then reqs for one round of po.Round, whose rate it
+// returns: what a round's length is judged from.
+func warmUp(ctx context.Context, e *vm.Engine, warm, reqs []vm.Request, po PlanOptions) (float64, error) {
+	if _, err := serveFor(ctx, e, warm, po.Clients, 0); err != nil {
+		return 0, err
+	}
+	return serveFor(ctx, e, reqs, po.Clients, po.Round)
+}
+
+// artifactBytes is the size of the package's ONNX models, as their files
+// say (a file that cannot be read counts nothing: Open will say why).
+func artifactBytes(f *plan.File, pkgDir string) int64 {
+	var n int64
+	for _, c := range f.IR.Components {
+		if c.Impl != ir.ImplONNX || c.Artifact == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(pkgDir, c.Artifact)); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
 
 // plannedMargin is how close to the best a candidate with fewer slots
 // (wider runs: lower latency, one session's memory) may stay and still be
@@ -55,7 +113,10 @@ const plannedMargin = 0.97
 // is opened per way with opts, the requests are served by a closed loop of
 // callers in rounds taken in turn, and the way whose median round served
 // the most requests per second wins, the one with fewer slots where two
-// are within plannedMargin. The returned Execution says the choice and
+// are within plannedMargin. The timed rounds of all the ways together
+// take at most planBudget where slow requests want long rounds; where the
+// package's models are large, the ways are measured one after another,
+// each engine closed before the next opens. The returned Execution says the choice and
 // what each way served; Apply puts it into options.
 //
 // A workflow that invokes no ONNX component has no threads to divide: its
@@ -74,39 +135,60 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
 	cands := candidates(po.Cores)
-	engines := make([]*vm.Engine, len(cands))
-	defer func() {
-		for _, e := range engines {
-			if e != nil {
-				e.Close()
-			}
-		}
-	}()
+	// The ways take turns, each engine open throughout, unless the models
+	// are so large that holding a session per way would crowd the memory
+	// a server needs: then one way at a time, each closed before the next.
+	together := artifactBytes(f, pkgDir) <= planTogetherBytes
+	open := func(c candidate) (*vm.Engine, error) {
+		return Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: c.Slots, Threads: c.Threads}))
+	}
 	// A round lasts po.Round, or long enough for every client to be
-	// answered about twice at the slowest warm rate: a round of a slow
+	// answered about twice at the rate of a first round (a round of a slow
 	// workload that ends while most of its requests are in flight says
-	// more about where they were than how fast they go.
-	round := po.Round
-	for i, c := range cands {
-		e, err := Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: c.Slots, Threads: c.Threads}))
-		if err != nil {
-			return nil, err
-		}
-		engines[i] = e
-		rps, err := serveFor(ctx, e, reqs, po.Clients, 0) // warm: sessions, pools
-		if err != nil {
-			return nil, err
-		}
-		round = max(round, min(time.Duration(2*float64(po.Clients)/rps*float64(time.Second)), maxPlanRound))
+	// more about where they were than how fast they go), within the plan's
+	// budget.
+	warm := reqs[:min(len(reqs), 2*po.Clients)]
+	roundFor := func(rps float64) time.Duration {
+		most := max(po.Round, planBudget/time.Duration(len(cands)*po.Rounds))
+		return min(max(po.Round, time.Duration(2*float64(po.Clients)/rps*float64(time.Second))), most)
 	}
 	rates := make([][]float64, len(cands))
-	for range po.Rounds {
-		for i, e := range engines {
-			rps, err := serveFor(ctx, e, reqs, po.Clients, round)
+	if together {
+		engines := make([]*vm.Engine, len(cands))
+		defer func() {
+			for _, e := range engines {
+				if e != nil {
+					e.Close()
+				}
+			}
+		}()
+		round := po.Round
+		for i, c := range cands {
+			e, err := open(c)
 			if err != nil {
 				return nil, err
 			}
-			rates[i] = append(rates[i], rps)
+			engines[i] = e
+			rps, err := warmUp(ctx, e, warm, reqs, po)
+			if err != nil {
+				return nil, err
+			}
+			round = max(round, roundFor(rps))
+		}
+		for range po.Rounds {
+			for i, e := range engines {
+				rps, err := serveFor(ctx, e, reqs, po.Clients, round)
+				if err != nil {
+					return nil, err
+				}
+				rates[i] = append(rates[i], rps)
+			}
+		}
+	} else {
+		for i, c := range cands {
+			if err := measureAlone(ctx, open, c, warm, reqs, po, roundFor, &rates[i]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for i := range cands {
@@ -170,23 +252,33 @@ type candidate = vm.Candidate
 
 // serveFor serves reqs on e from a closed loop of clients, each sending
 // its next request (the document's, in turn) as soon as its last is
-// answered: every request once, and again while d has not passed. It
-// returns the requests served per second; a request that fails is an
-// error.
+// answered: with d 0, every request once; else for d, the requests still
+// running then cancelled (and uncounted), so that a round of a slow
+// workload ends with d rather than with the last request in flight. It returns the requests answered per second; a request that
+// fails for another reason is an error.
 func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int, d time.Duration) (float64, error) {
+	rctx := ctx
+	if d > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	var next, served atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(reqs)) || time.Since(start) < d; i = next.Add(1) - 1 {
-				if ctx.Err() != nil || failed.Load() != nil {
+			for i := next.Add(1) - 1; d == 0 && i < int64(len(reqs)) || d > 0 && rctx.Err() == nil; i = next.Add(1) - 1 {
+				if failed.Load() != nil {
 					return
 				}
-				r := e.Run(ctx, reqs[i%int64(len(reqs))])
+				r := e.Run(rctx, reqs[i%int64(len(reqs))])
 				r.Release()
 				if r.Err != nil {
+					if rctx.Err() != nil {
+						return // the round's end, or the caller's
+					}
 					err := fmt.Errorf("planning the execution: request %s failed: %w", r.ID, r.Err)
 					failed.CompareAndSwap(nil, &err)
 					return

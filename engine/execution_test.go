@@ -109,6 +109,14 @@ func TestPlanExecution(t *testing.T) {
 		t.Errorf("planning with a failing request: %v", err)
 	}
 
+	// Large models: the ways one after another, each measured.
+	defer func(n int64) { planTogetherBytes = n }(planTogetherBytes)
+	planTogetherBytes = 0
+	alone, err := PlanExecution(context.Background(), f, dir, Options{}, reqs, po)
+	if err != nil || len(alone.Tried) != 2 || slices.ContainsFunc(alone.Tried, func(c vm.Candidate) bool { return c.RequestsPerSecond <= 0 }) {
+		t.Errorf("ways measured one at a time: %+v, %v", alone, err)
+	}
+
 	goOnly, gdir := compile(t, "vm/adapters/testdata/image_grouped.yaml")
 	x, err = PlanExecution(context.Background(), goOnly, gdir, Options{}, nil, po)
 	if err != nil || x.Slots != 1 || x.Threads != 0 || len(x.Tried) != 0 {
