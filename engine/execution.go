@@ -52,30 +52,6 @@ const planBudget = 3 * time.Second
 // variable, so that a test can take the other branch).
 var planTogetherBytes int64 = 256 << 20
 
-// measureAlone opens one way's engine, warms it and times its rounds,
-// closing it before it returns.
-func measureAlone(ctx context.Context, open func(candidate) (*vm.Engine, error), c candidate, warm, reqs []vm.Request,
-	po PlanOptions, roundFor func(float64) time.Duration, rates *[]float64) error {
-	e, err := open(c)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	rps, err := warmUp(ctx, e, warm, reqs, po)
-	if err != nil {
-		return err
-	}
-	round := roundFor(rps)
-	for range po.Rounds {
-		rps, err := serveFor(ctx, e, reqs, po.Clients, round)
-		if err != nil {
-			return err
-		}
-		*rates = append(*rates, rps)
-	}
-	return nil
-}
-
 // warmUp serves the warm requests once (sessions, pools and the first
 // calls' costs), then reqs for one round of po.Round, whose rate it
 // returns: what a round's length is judged from.
@@ -116,8 +92,8 @@ const plannedMargin = 0.97
 // are within plannedMargin. The timed rounds of all the ways together
 // take at most planBudget where slow requests want long rounds; where the
 // package's models are large, the ways are measured one after another,
-// each engine closed before the next opens. The returned Execution says the choice and
-// what each way served; Apply puts it into options.
+// each engine closed before the next opens. The returned Execution says
+// the choice and what each way served; Apply puts it into options.
 //
 // A workflow that invokes no ONNX component has no threads to divide: its
 // execution is one slot, planned without measuring anything. Planning
@@ -135,69 +111,89 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
 	cands := candidates(po.Cores)
-	// The ways take turns, each engine open throughout, unless the models
-	// are so large that holding a session per way would crowd the memory
-	// a server needs: then one way at a time, each closed before the next.
-	together := artifactBytes(f, pkgDir) <= planTogetherBytes
-	open := func(c candidate) (*vm.Engine, error) {
-		return Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: c.Slots, Threads: c.Threads}))
-	}
 	// A round lasts po.Round, or long enough for every client to be
 	// answered about twice at the rate of a first round (a round of a slow
 	// workload that ends while most of its requests are in flight says
 	// more about where they were than how fast they go), within the plan's
 	// budget.
 	warm := reqs[:min(len(reqs), 2*po.Clients)]
-	roundFor := func(rps float64) time.Duration {
-		most := max(po.Round, planBudget/time.Duration(len(cands)*po.Rounds))
-		return min(max(po.Round, time.Duration(2*float64(po.Clients)/rps*float64(time.Second))), most)
+	most := max(po.Round, planBudget/time.Duration(len(cands)*po.Rounds))
+	ways := make([]way, len(cands))
+	defer func() {
+		for _, w := range ways {
+			w.close()
+		}
+	}()
+	start := func(i int) error {
+		e, err := Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: cands[i].Slots, Threads: cands[i].Threads}))
+		if err != nil {
+			return err
+		}
+		ways[i].e = e
+		rps, err := warmUp(ctx, e, warm, reqs, po)
+		if err != nil {
+			return err
+		}
+		ways[i].round = min(max(po.Round, time.Duration(2*float64(po.Clients)/max(rps, 1)*float64(time.Second))), most)
+		return nil
 	}
-	rates := make([][]float64, len(cands))
-	if together {
-		engines := make([]*vm.Engine, len(cands))
-		defer func() {
-			for _, e := range engines {
-				if e != nil {
-					e.Close()
-				}
-			}
-		}()
-		round := po.Round
-		for i, c := range cands {
-			e, err := open(c)
-			if err != nil {
+	timed := func(i int) error {
+		rps, err := serveFor(ctx, ways[i].e, reqs, po.Clients, ways[i].round)
+		ways[i].rates = append(ways[i].rates, rps)
+		return err
+	}
+	// The ways take turns, each engine open throughout, unless the models
+	// are so large that holding a session per way would crowd the memory
+	// a server needs: then one way at a time, each closed before the next.
+	if artifactBytes(f, pkgDir) <= planTogetherBytes {
+		for i := range ways {
+			if err := start(i); err != nil {
 				return nil, err
 			}
-			engines[i] = e
-			rps, err := warmUp(ctx, e, warm, reqs, po)
-			if err != nil {
-				return nil, err
-			}
-			round = max(round, roundFor(rps))
 		}
 		for range po.Rounds {
-			for i, e := range engines {
-				rps, err := serveFor(ctx, e, reqs, po.Clients, round)
-				if err != nil {
+			for i := range ways {
+				if err := timed(i); err != nil {
 					return nil, err
 				}
-				rates[i] = append(rates[i], rps)
 			}
 		}
 	} else {
-		for i, c := range cands {
-			if err := measureAlone(ctx, open, c, warm, reqs, po, roundFor, &rates[i]); err != nil {
+		for i := range ways {
+			if err := start(i); err != nil {
 				return nil, err
 			}
+			for range po.Rounds {
+				if err := timed(i); err != nil {
+					return nil, err
+				}
+			}
+			ways[i].close()
 		}
 	}
-	for i := range cands {
-		slices.Sort(rates[i])
-		cands[i].RequestsPerSecond = rates[i][len(rates[i])/2]
+	for i, w := range ways {
+		slices.Sort(w.rates)
+		cands[i].RequestsPerSecond = w.rates[len(w.rates)/2]
 	}
 	c := cands[choose(cands)]
 	x.Slots, x.Threads, x.Tried = c.Slots, c.Threads, cands
 	return x, nil
+}
+
+// way is one candidate being measured: its engine, the length of its
+// rounds and what they served.
+type way struct {
+	e     *vm.Engine
+	round time.Duration
+	rates []float64
+}
+
+// close closes the way's engine, once.
+func (w *way) close() {
+	if w.e != nil {
+		w.e.Close()
+		w.e = nil
+	}
 }
 
 // choose is the candidate (of cands, fewest slots first) that served the

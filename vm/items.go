@@ -168,14 +168,14 @@ func keyedSteps(m *ir.Module, specs map[string]*componentSpec) []keyedStep {
 	return out
 }
 
-// producedKey keys top-level item i of items input in by what the
+// itemKeyer keys top-level item i of items input in by what the
 // components that read the input make of it (backend.Keyer: the width an
-// image resizes to): the item is packed alone, and each keyed invoke that
-// binds the input is given its arguments from that item, its derived
-// companions and the request's other inputs. "" when nothing keys it.
-type producedKey func(req Request, in *itemsInput, i int) (string, error)
+// image resizes to). "" when nothing keys it.
+type itemKeyer func(req Request, in *itemsInput, i int) (string, error)
 
-// producedKey is the engine's: its keyed invoke steps, asked in turn.
+// producedKey is the engine's itemKeyer: the item is packed alone, and
+// each keyed invoke step that binds the input is given its arguments from
+// that item, its derived companions and the request's other inputs.
 func (e *Engine) producedKey(req Request, in *itemsInput, i int) (string, error) {
 	var keys []string
 	var vals map[string]*backend.Tensor
@@ -218,7 +218,7 @@ func (e *Engine) PackItems(req Request) ([]Request, *Ragged, error) {
 	if len(req.Items) == 0 {
 		return []Request{req}, nil, nil
 	}
-	var key producedKey
+	var key itemKeyer
 	if len(e.keyed) > 0 {
 		key = e.producedKey
 	}
@@ -229,7 +229,7 @@ func (e *Engine) PackItems(req Request) ([]Request, *Ragged, error) {
 	return rg.Requests(), rg, nil
 }
 
-func packItems(m *ir.Module, req Request, produced producedKey) (*Ragged, error) {
+func packItems(m *ir.Module, req Request, produced itemKeyer) (*Ragged, error) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range req.Items {
 			if !yield(n) {
