@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
@@ -111,6 +113,21 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
 	cands := candidates(po.Cores)
+	// Which grouped components serve more apart is measured once per
+	// thread count, before the ways are: each way then runs them so.
+	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
+		apart := map[int][]string{}
+		for i, c := range cands {
+			if _, ok := apart[c.Threads]; !ok {
+				names, err := groupingLoses(ctx, f, pkgDir, opts, reqs, grouped, c.Threads)
+				if err != nil {
+					return nil, err
+				}
+				apart[c.Threads] = names
+			}
+			cands[i].Ungrouped = apart[c.Threads]
+		}
+	}
 	// A round lasts po.Round, or long enough for every client to be
 	// answered about twice at the rate of a first round (a round of a slow
 	// workload that ends while most of its requests are in flight says
@@ -125,7 +142,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 		}
 	}()
 	start := func(i int) error {
-		e, err := Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: cands[i].Slots, Threads: cands[i].Threads}))
+		e, err := Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: cands[i].Slots, Threads: cands[i].Threads, Ungrouped: cands[i].Ungrouped}))
 		if err != nil {
 			return err
 		}
@@ -176,8 +193,19 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 		cands[i].RequestsPerSecond = w.rates[len(w.rates)/2]
 	}
 	c := cands[choose(cands)]
-	x.Slots, x.Threads, x.Tried = c.Slots, c.Threads, cands
+	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
 	return x, nil
+}
+
+// groupedComponents are the components the plan groups.
+func groupedComponents(f *plan.File) []string {
+	var out []string
+	for _, g := range f.Components {
+		if g.Grouped {
+			out = append(out, g.Component)
+		}
+	}
+	return out
 }
 
 // way is one candidate being measured: its engine, the length of its
@@ -211,8 +239,21 @@ func choose(cands []candidate) int {
 // x reported in the engine's stats.
 func Apply(opts Options, x *vm.Execution) Options {
 	opts.Workers, opts.Config.IntraOpThreads, opts.Execution = x.Slots, x.Threads, x
+	if len(x.Ungrouped) > 0 {
+		declines := maps.Clone(opts.Declines)
+		if declines == nil {
+			declines = backend.Declines{}
+		}
+		for _, name := range x.Ungrouped {
+			declines[backend.ReadinessKey{Component: name}] = ungroupedReason
+		}
+		opts.Declines = declines
+	}
 	return opts
 }
+
+// ungroupedReason is the decline a planned ungrouped component reports.
+const ungroupedReason = "planned: its requests served more run one per invocation than grouped"
 
 func (po PlanOptions) withDefaults() PlanOptions {
 	if po.Cores <= 0 {
@@ -291,4 +332,135 @@ func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int,
 		return 0, err
 	}
 	return float64(served.Load()) / time.Since(start).Seconds(), nil
+}
+
+// groupingLoses returns the grouped components (of grouped) whose requests
+// cost more grouped than run one per invocation, on one slot of threads
+// intra-op threads: grouping pays only where one invocation of a group
+// costs less than its items' invocations, and a model whose cost per item
+// grows with its batch (a convolutional recognizer on one thread) serves
+// more apart. Each component's run time per request is measured on two
+// engines, grouped and apart, that serve the same burst of the package's
+// requests in lockstep, by turns, the median of groupingRounds deciding;
+// the burst repeats the requests until it holds groupingLeast and takes
+// groupingBurst (at most groupingMost requests), so that groups reach the
+// sizes a busy server forms.
+func groupingLoses(ctx context.Context, f *plan.File, pkgDir string, opts Options, reqs []vm.Request, grouped []string, threads int) ([]string, error) {
+	execs := [2]*vm.Execution{{Slots: 1, Threads: threads}, {Slots: 1, Threads: threads, Ungrouped: grouped}}
+	var engines [2]*vm.Engine // grouped, apart
+	defer func() {
+		for _, e := range engines {
+			if e != nil {
+				e.Close()
+			}
+		}
+	}()
+	open := func(i int) (err error) {
+		engines[i], err = Open(f, pkgDir, Apply(opts, execs[i]))
+		return err
+	}
+	perRequest := [2]map[string][]float64{{}, {}}
+	timed := func(i int, burst []vm.Request) error {
+		e := engines[i]
+		before := e.Stats()
+		if _, err := runBurst(ctx, e, burst); err != nil {
+			return err
+		}
+		after := e.Stats()
+		for _, name := range grouped {
+			b, a := before.Components[name], after.Components[name]
+			if n := a.Requests - b.Requests; n > 0 {
+				perRequest[i][name] = append(perRequest[i][name], float64(a.RunTime-b.RunTime)/float64(n))
+			}
+		}
+		return nil
+	}
+	if err := open(0); err != nil {
+		return nil, err
+	}
+	burst := reqs
+	for {
+		d, err := runBurst(ctx, engines[0], burst)
+		if err != nil {
+			return nil, err
+		}
+		if d >= groupingBurst && len(burst) >= groupingLeast || len(burst) >= groupingMost {
+			break
+		}
+		burst = slices.Concat(burst, burst)[:min(2*len(burst), groupingMost)]
+	}
+	// The two engines take turns, unless the models are so large that a
+	// second session would crowd a server's memory: then one after the
+	// other, the first closed before the second opens.
+	if artifactBytes(f, pkgDir) <= planTogetherBytes {
+		if err := open(1); err != nil {
+			return nil, err
+		}
+		if _, err := runBurst(ctx, engines[1], burst); err != nil {
+			return nil, err
+		}
+		for range groupingRounds {
+			for i := range engines {
+				if err := timed(i, burst); err != nil {
+					return nil, err
+				}
+			}
+		}
+	} else {
+		for i := range engines {
+			if i > 0 {
+				engines[i-1].Close()
+				engines[i-1] = nil
+				if err := open(i); err != nil {
+					return nil, err
+				}
+				if _, err := runBurst(ctx, engines[i], burst); err != nil {
+					return nil, err
+				}
+			}
+			for range groupingRounds {
+				if err := timed(i, burst); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	var loses []string
+	for _, name := range grouped {
+		g, a := perRequest[0][name], perRequest[1][name]
+		if len(g) > 0 && len(a) > 0 && median(g) > median(a) {
+			loses = append(loses, name)
+		}
+	}
+	return loses, nil
+}
+
+// How groupingLoses measures: a burst of groupingLeast to groupingMost
+// requests lasting groupingBurst or more, served groupingRounds times by
+// each engine.
+const (
+	groupingBurst  = 20 * time.Millisecond
+	groupingLeast  = 16
+	groupingMost   = 64
+	groupingRounds = 3
+)
+
+// runBurst serves reqs on e in lockstep and returns how long it took; a
+// request that fails is an error.
+func runBurst(ctx context.Context, e *vm.Engine, reqs []vm.Request) (time.Duration, error) {
+	start := time.Now()
+	resps := e.RunAll(ctx, reqs)
+	d := time.Since(start)
+	defer vm.ReleaseAll(resps)
+	for _, r := range resps {
+		if r.Err != nil {
+			return 0, fmt.Errorf("planning the execution: request %s failed: %w", r.ID, r.Err)
+		}
+	}
+	return d, ctx.Err()
+}
+
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

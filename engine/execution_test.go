@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
 )
@@ -64,14 +66,7 @@ func TestChoose(t *testing.T) {
 // fails the plan.
 func TestPlanExecution(t *testing.T) {
 	f, dir := compile(t, "testdata/packages/text_packed")
-	b, err := os.ReadFile(dir + "/requests.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, err := jsonio.ReadRequests(strings.NewReader(string(b)), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reqs := readRequests(t, dir)
 	po := PlanOptions{Cores: 2, Clients: 8, Round: 20 * time.Millisecond, Rounds: 2}
 	x, err := PlanExecution(context.Background(), f, dir, Options{}, reqs, po)
 	if err != nil {
@@ -122,4 +117,86 @@ func TestPlanExecution(t *testing.T) {
 	if err != nil || x.Slots != 1 || x.Threads != 0 || len(x.Tried) != 0 {
 		t.Errorf("a workflow without ONNX components: %+v, %v; want one slot, nothing measured", x, err)
 	}
+}
+
+// TestGroupingLoses: a component whose cost per item grows with its group
+// (each call here sleeps in proportion to the square of its images) is
+// planned apart, at every thread count, and the engine Apply makes runs
+// it one request per invocation, saying why; one whose call costs the
+// same whatever it holds stays grouped.
+func TestGroupingLoses(t *testing.T) {
+	f, dir := compile(t, "testdata/packages/image_padded")
+	reqs := readRequests(t, dir)
+	encoder := func(perCall func(images int64) time.Duration) backend.Func {
+		return func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+			x := in["pixel_patches"]
+			time.Sleep(perCall(x.Shape[0]))
+			out := make([]float32, x.Shape[0]*x.Shape[2])
+			return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{x.Shape[0], x.Shape[2]}, Data: out}}, nil
+		}
+	}
+	optsWith := func(fn backend.Func) Options {
+		b := &backend.Bindings{}
+		b.Register("encoder", fn)
+		return Options{Backends: map[ir.ImplKind]string{ir.ImplONNX: "go"}, Config: Config{Bindings: b}}
+	}
+	quadratic := optsWith(encoder(func(n int64) time.Duration { return time.Duration(n*n) * 200 * time.Microsecond }))
+	fixed := optsWith(encoder(func(int64) time.Duration { return 2 * time.Millisecond }))
+	ctx := context.Background()
+
+	if got, err := groupingLoses(ctx, f, dir, quadratic, reqs, []string{"encoder"}, 1); err != nil || !slices.Equal(got, []string{"encoder"}) {
+		t.Errorf("a cost that grows with the group: %v, %v; want the encoder apart", got, err)
+	}
+	if got, err := groupingLoses(ctx, f, dir, fixed, reqs, []string{"encoder"}, 1); err != nil || len(got) != 0 {
+		t.Errorf("a cost per call: %v, %v; want it grouped", got, err)
+	}
+	func() { // large models: the two engines one after the other
+		defer func(n int64) { planTogetherBytes = n }(planTogetherBytes)
+		planTogetherBytes = -1
+		if got, err := groupingLoses(ctx, f, dir, quadratic, reqs, []string{"encoder"}, 1); err != nil || !slices.Equal(got, []string{"encoder"}) {
+			t.Errorf("engines one after the other: %v, %v; want the encoder apart", got, err)
+		}
+	}()
+
+	po := PlanOptions{Cores: 2, Clients: 8, Round: 20 * time.Millisecond, Rounds: 1}
+	x, err := PlanExecution(ctx, f, dir, quadratic, reqs, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x.Ungrouped, []string{"encoder"}) || !strings.Contains(x.String(), "one request per invocation of encoder") {
+		t.Fatalf("planned %v (%+v), want the encoder apart", x, x)
+	}
+	for _, c := range x.Tried {
+		if !slices.Equal(c.Ungrouped, []string{"encoder"}) {
+			t.Errorf("way %v grouped the encoder", c)
+		}
+	}
+	e, err := Open(f, dir, Apply(quadratic, x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, r := range e.RunAll(ctx, reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	cs := e.Stats().Components["encoder"]
+	said := slices.ContainsFunc(slices.Collect(maps.Keys(cs.Declines)), func(why string) bool { return strings.HasSuffix(why, ungroupedReason) })
+	if cs.MaxGroupRequests != 1 || !said {
+		t.Errorf("the planned engine grouped the encoder: max group %d, declines %v", cs.MaxGroupRequests, cs.Declines)
+	}
+}
+
+func readRequests(t *testing.T, dir string) []vm.Request {
+	t.Helper()
+	b, err := os.ReadFile(dir + "/requests.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := jsonio.ReadRequests(strings.NewReader(string(b)), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reqs
 }

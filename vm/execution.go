@@ -11,22 +11,38 @@ import (
 // backend's default). Planned says it was measured on this machine
 // (engine.PlanExecution), which Tried records: what each way of dividing
 // the cores served of the package's own requests. The engine reports it
-// in its stats; it changes nothing by itself.
+// in its stats; it changes nothing by itself. Ungrouped names the grouped
+// components the plan runs one request per invocation, because running
+// their items apart served more than grouping them (engine.Apply declines
+// their grouping, saying so).
 type Execution struct {
-	Slots   int         `json:"slots"`
-	Threads int         `json:"threads"`
-	Cores   int         `json:"cores,omitempty"`
-	Planned bool        `json:"planned,omitempty"`
-	Tried   []Candidate `json:"tried,omitempty"`
+	Slots     int         `json:"slots"`
+	Threads   int         `json:"threads"`
+	Cores     int         `json:"cores,omitempty"`
+	Planned   bool        `json:"planned,omitempty"`
+	Ungrouped []string    `json:"ungrouped,omitempty"`
+	Tried     []Candidate `json:"tried,omitempty"`
 }
 
-// Candidate is one way of dividing the cores a plan tried, and the
-// requests per second the package's requests were served at that way
-// (the median of its rounds).
+// Candidate is one way of dividing the cores a plan tried, the grouped
+// components it runs one request per invocation at its thread count
+// (grouped, they served less there), and the requests per second the
+// package's requests were served at that way (the median of its rounds).
 type Candidate struct {
-	Slots             int     `json:"slots"`
-	Threads           int     `json:"threads"`
-	RequestsPerSecond float64 `json:"requests_per_second"`
+	Slots             int      `json:"slots"`
+	Threads           int      `json:"threads"`
+	Ungrouped         []string `json:"ungrouped,omitempty"`
+	RequestsPerSecond float64  `json:"requests_per_second"`
+}
+
+// String is the way in a few characters: "2×1", or "2×1 (recognizer
+// apart)" where it runs a grouped component one request per invocation.
+func (c Candidate) String() string {
+	s := fmt.Sprintf("%d×%d", c.Slots, c.Threads)
+	if len(c.Ungrouped) > 0 {
+		s += fmt.Sprintf(" (%s apart)", strings.Join(c.Ungrouped, ", "))
+	}
+	return s
 }
 
 // String says the execution in a line: "2 slots × 1 thread, planned on 2
@@ -40,12 +56,15 @@ func (x *Execution) String() string {
 		threads = "the backend's default"
 	}
 	s := fmt.Sprintf("%d %s × %s %s", x.Slots, plural(x.Slots, "slot"), threads, plural(x.Threads, "thread"))
+	if len(x.Ungrouped) > 0 {
+		s += fmt.Sprintf(", one request per invocation of %s", strings.Join(x.Ungrouped, ", "))
+	}
 	if !x.Planned {
 		return s + ", as configured"
 	}
 	var tried []string
 	for _, c := range x.Tried {
-		tried = append(tried, fmt.Sprintf("%d×%d: %.0f req/s", c.Slots, c.Threads, c.RequestsPerSecond))
+		tried = append(tried, fmt.Sprintf("%s: %.0f req/s", c, c.RequestsPerSecond))
 	}
 	return fmt.Sprintf("%s, planned on %d cores (%s)", s, x.Cores, strings.Join(tried, ", "))
 }

@@ -88,6 +88,14 @@ func WithDecline(key backend.ReadinessKey, reason string) Option {
 	}
 }
 
+// WithExecution runs as x says (engine.PlanExecution's choice, or one made
+// by hand): its slots, its ONNX Runtime intra-op threads, its ungrouped
+// components. It sets the threads of the backend configuration, so it goes
+// after WithBackendConfig.
+func WithExecution(x *vm.Execution) Option {
+	return func(o *engine.Options) { *o = engine.Apply(*o, x) }
+}
+
 // Open decodes an executor's embedded plan, checks it against the package
 // folder (the metadata document and every artifact must be the files the
 // executor was generated from) and opens it with engine.Open, as `genaic
