@@ -32,37 +32,32 @@ import (
 type PlanOptions struct {
 	// Cores is how many cores to divide (the process's CPUs when 0).
 	Cores int
-	// Clients is how many callers send the requests at once (a closed
-	// loop; 8 per core, at least 64, when 0): enough to keep every slot
-	// of the widest candidate busy with full groups.
+	// Clients is the most callers that send the requests at once (a
+	// closed loop; 8 per core, at least 64, when 0): enough to keep every
+	// slot of the widest candidate busy with full groups (fewer where
+	// requests are slow, see PlanExecution).
 	Clients int
-	// Round is the least each round of a candidate runs (100 ms when 0;
-	// longer where the requests are slow, within planBudget for all the
-	// rounds of all the ways, see PlanExecution), and Rounds
-	// how many rounds each candidate runs, the candidates taking turns (3
-	// when 0): the median round decides.
+	// Round is how long each round of a candidate sends requests (100 ms
+	// when 0; the answers in flight then are waited for and counted), and
+	// Rounds how many rounds each candidate runs, the candidates taking
+	// turns (3 when 0, fewer once the rounds have taken planBudget): the
+	// median round decides.
 	Round  time.Duration
 	Rounds int
 }
 
-// planBudget bounds the time the timed rounds of a plan take, all ways
-// together, where the requests are slow enough to want longer rounds.
-const planBudget = 3 * time.Second
+// planBudget is how long the timed rounds of a plan may take, all ways
+// together, before no way starts another (every way runs one); planDrain
+// is about how long the answers still in flight at a round's end may take.
+const (
+	planBudget = 3 * time.Second
+	planDrain  = time.Second
+)
 
 // planTogetherBytes is the most model bytes a package may hold for its
 // ways to be measured side by side, a session of each open at once (a
 // variable, so that a test can take the other branch).
 var planTogetherBytes int64 = 256 << 20
-
-// warmUp serves the warm requests once (sessions, pools and the first
-// calls' costs), then reqs for one round of po.Round, whose rate it
-// returns: what a round's length is judged from.
-func warmUp(ctx context.Context, e *vm.Engine, warm, reqs []vm.Request, po PlanOptions) (float64, error) {
-	if _, err := serveFor(ctx, e, warm, po.Clients, 0); err != nil {
-		return 0, err
-	}
-	return serveFor(ctx, e, reqs, po.Clients, po.Round)
-}
 
 // artifactBytes is the size of the package's ONNX models, as their files
 // say (a file that cannot be read counts nothing: Open will say why).
@@ -87,15 +82,16 @@ const plannedMargin = 0.97
 // PlanExecution measures, on this machine, each way of dividing its cores
 // between the slots that run groups at once and the threads each run
 // computes on: for threads 1, 2, 4, ... up to the cores (and the cores
-// themselves), that many threads per run on cores/threads slots. An engine
-// is opened per way with opts, the requests are served by a closed loop of
-// callers in rounds taken in turn, and the way whose median round served
-// the most requests per second wins, the one with fewer slots where two
-// are within plannedMargin. The timed rounds of all the ways together
-// take at most planBudget where slow requests want long rounds; where the
-// package's models are large, the ways are measured one after another,
-// each engine closed before the next opens. The returned Execution says
-// the choice and what each way served; Apply puts it into options.
+// themselves), that many threads per run on cores/threads slots, each
+// grouped component run apart at the thread counts where grouping it
+// costs more per request (groupingLoses). An engine is opened per way
+// with opts, the requests are served by a closed loop of callers in
+// rounds taken in turn, and the way whose median round served the most
+// requests per second wins, the one with fewer slots where two are within
+// plannedMargin. Where the package's models are large, the ways are
+// measured one after another, each engine closed before the next opens.
+// The returned Execution says the choice and what each way served; Apply
+// puts it into options.
 //
 // A workflow that invokes no ONNX component has no threads to divide: its
 // execution is one slot, planned without measuring anything. Planning
@@ -128,13 +124,17 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			cands[i].Ungrouped = apart[c.Threads]
 		}
 	}
-	// A round lasts po.Round, or long enough for every client to be
-	// answered about twice at the rate of a first round (a round of a slow
-	// workload that ends while most of its requests are in flight says
-	// more about where they were than how fast they go), within the plan's
-	// budget.
+	// A round sends the requests from a closed loop of callers for
+	// po.Round, then waits for the answers still to come and counts them
+	// too, over the whole time: a round cut at its end would lose the work
+	// of the groups in flight, the more of it the larger a way's groups and
+	// the slower its requests. Where requests are slow that wait is long
+	// (a request of every caller is in flight), so the callers are as many
+	// as answer in about planDrain at the rate of the first way's warm-up
+	// (at least two per core, at most po.Clients); and once the rounds have
+	// taken planBudget, no way starts another.
 	warm := reqs[:min(len(reqs), 2*po.Clients)]
-	most := max(po.Round, planBudget/time.Duration(len(cands)*po.Rounds))
+	clients := 0
 	ways := make([]way, len(cands))
 	defer func() {
 		for _, w := range ways {
@@ -147,28 +147,35 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			return err
 		}
 		ways[i].e = e
-		rps, err := warmUp(ctx, e, warm, reqs, po)
+		rps, err := serveFor(ctx, e, warm, po.Clients, 0)
 		if err != nil {
 			return err
 		}
-		ways[i].round = min(max(po.Round, time.Duration(2*float64(po.Clients)/max(rps, 1)*float64(time.Second))), most)
+		if clients == 0 {
+			clients = min(po.Clients, max(2*po.Cores, int(rps*planDrain.Seconds())))
+		}
 		return nil
 	}
 	timed := func(i int) error {
-		rps, err := serveFor(ctx, ways[i].e, reqs, po.Clients, ways[i].round)
+		rps, err := serveFor(ctx, ways[i].e, reqs, clients, po.Round)
 		ways[i].rates = append(ways[i].rates, rps)
 		return err
 	}
 	// The ways take turns, each engine open throughout, unless the models
 	// are so large that holding a session per way would crowd the memory
 	// a server needs: then one way at a time, each closed before the next.
+	began := time.Now()
+	more := func(round int, share time.Duration) bool {
+		return round == 0 || time.Since(began) < share
+	}
 	if artifactBytes(f, pkgDir) <= planTogetherBytes {
 		for i := range ways {
 			if err := start(i); err != nil {
 				return nil, err
 			}
 		}
-		for range po.Rounds {
+		began = time.Now()
+		for r := 0; r < po.Rounds && more(r, planBudget); r++ {
 			for i := range ways {
 				if err := timed(i); err != nil {
 					return nil, err
@@ -180,7 +187,8 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			if err := start(i); err != nil {
 				return nil, err
 			}
-			for range po.Rounds {
+			began = time.Now()
+			for r := 0; r < po.Rounds && more(r, planBudget/time.Duration(len(ways))); r++ {
 				if err := timed(i); err != nil {
 					return nil, err
 				}
@@ -208,11 +216,10 @@ func groupedComponents(f *plan.File) []string {
 	return out
 }
 
-// way is one candidate being measured: its engine, the length of its
-// rounds and what they served.
+// way is one candidate being measured: its engine and what its rounds
+// served.
 type way struct {
 	e     *vm.Engine
-	round time.Duration
 	rates []float64
 }
 
@@ -289,32 +296,28 @@ type candidate = vm.Candidate
 
 // serveFor serves reqs on e from a closed loop of clients, each sending
 // its next request (the document's, in turn) as soon as its last is
-// answered: with d 0, every request once; else for d, the requests still
-// running then cancelled (and uncounted), so that a round of a slow
-// workload ends with d rather than with the last request in flight. It returns the requests answered per second; a request that
-// fails for another reason is an error.
+// answered: with d 0, every request once; else for d, and then every
+// request still in flight is waited for and counted. It returns the
+// requests answered per second; a request that fails is an error.
 func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int, d time.Duration) (float64, error) {
-	rctx := ctx
-	if d > 0 {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
 	var next, served atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
+	sending := func(i int64) bool {
+		if d == 0 {
+			return i < int64(len(reqs))
+		}
+		return time.Since(start) < d
+	}
 	for range clients {
 		wg.Go(func() {
-			for i := next.Add(1) - 1; d == 0 && i < int64(len(reqs)) || d > 0 && rctx.Err() == nil; i = next.Add(1) - 1 {
-				if failed.Load() != nil {
-					return
-				}
-				r := e.Run(rctx, reqs[i%int64(len(reqs))])
+			for i := next.Add(1) - 1; sending(i) && ctx.Err() == nil && failed.Load() == nil; i = next.Add(1) - 1 {
+				r := e.Run(ctx, reqs[i%int64(len(reqs))])
 				r.Release()
 				if r.Err != nil {
-					if rctx.Err() != nil {
-						return // the round's end, or the caller's
+					if ctx.Err() != nil {
+						return
 					}
 					err := fmt.Errorf("planning the execution: request %s failed: %w", r.ID, r.Err)
 					failed.CompareAndSwap(nil, &err)
