@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,9 +25,9 @@ import (
 // assemble by hand on this machine, each measured in turn with the others
 // (turns):
 //
-//	served        callersBest callers sending the document through Run on
-//	              an engine whose execution is planned as genaic serve
-//	              plans it (engine.PlanExecution with the document)
+//	servedC       C callers (servedCallers) sending the document through
+//	              Run on one engine whose execution is planned as genaic
+//	              serve plans it (engine.PlanExecution with the document)
 //	batched P×T   the document as budget-sized FIFO batches (the ideal of
 //	              BenchmarkWorkloads), on P sessions of T ONNX Runtime
 //	              threads each, P·T the cores, each session taking the
@@ -34,8 +35,9 @@ import (
 //	single P×T    the same with one request per call
 //
 // for P = 1, 2, 4, ... and the cores. The fastest strategy is the
-// reference: it reports served/best, the items per second of each way,
-// and the planned slots and threads. Beside the synthetic workloads it
+// reference: it reports servedC/best, and servedC/single against the
+// fastest of one request per call (one-at-a-time at its best), the items
+// per second of each way, and the planned slots and threads. Beside the synthetic workloads it
 // runs two real models with requests of mixed sizes (fewer of them, each
 // costing milliseconds): openWakeWord's speech embedding (32 requests of 1
 // to 4 mel windows) and PaddleOCR's PP-OCRv4 recognizer (16 requests of 1
@@ -172,9 +174,10 @@ func concat(b *testing.B, xs []*backend.Tensor) *backend.Tensor {
 	return out
 }
 
-// callersBest is how many callers serve a workload: genaic bench's
-// default concurrency.
-const callersBest = 64
+// servedCallers are the numbers of callers that serve a workload, each a
+// way of its own: a server's light and heavy load (64 is genaic bench's
+// default concurrency).
+var servedCallers = []int{16, 64}
 
 // strategy is one hand-assembled way of running a document: its calls'
 // inputs on slots sessions, each taking the next call as it frees up.
@@ -236,21 +239,32 @@ func benchBest(b *testing.B, c bestCase) {
 	e := vmEngine.start(b, fx, genrt.WithMaxDelay(genrt.DefaultMaxDelay),
 		genrt.WithBackendConfig(engine.Config{InterOpThreads: 1}), genrt.WithExecution(x))
 	mustRun(b, e, reqs)
-	ways = append(ways, newCallers(b, callersBest, reqs).serve(e))
-	names = append(names, "served")
+	for _, n := range servedCallers {
+		ways = append(ways, newCallers(b, n, reqs).serve(e))
+		names = append(names, fmt.Sprintf("served%d", n))
+	}
 	for _, way := range ways {
 		way() // warm up
 	}
 	times := interleaved(b, ways)
 	rate := func(i int) float64 { return float64(items*servedDocs) * float64(b.N) / times[i].Seconds() }
-	best := 0.0
+	var best, single float64
 	for i, name := range names {
 		b.ReportMetric(rate(i), name+"-items/s")
-		if name != "served" {
+		switch {
+		case strings.HasPrefix(name, "single"):
+			single = max(single, rate(i))
+			fallthrough
+		case strings.HasPrefix(name, "batched"):
 			best = max(best, rate(i))
 		}
 	}
-	b.ReportMetric(rate(len(ways)-1)/best, "served/best")
+	for i, name := range names {
+		if strings.HasPrefix(name, "served") {
+			b.ReportMetric(rate(i)/best, name+"/best")
+			b.ReportMetric(rate(i)/single, name+"/single")
+		}
+	}
 	b.ReportMetric(float64(x.Slots), "planned-slots")
 	b.ReportMetric(float64(x.Threads), "planned-threads")
 	b.ReportMetric(0, "ns/op") // the sum of the ways means nothing
