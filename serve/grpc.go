@@ -189,7 +189,8 @@ func message(md *Model, r *oippb.ModelInferRequest, resp vm.Response) (*oippb.Mo
 	if err != nil {
 		return nil, grpcError(err)
 	}
-	out := &oippb.ModelInferResponse{ModelName: md.Name, ModelVersion: Version, Id: r.Id}
+	out := &oippb.ModelInferResponse{ModelName: md.Name, ModelVersion: Version, Id: r.Id,
+		Outputs: make([]*oippb.ModelInferResponse_InferOutputTensor, 0, len(names)), RawOutputContents: make([][]byte, 0, len(names))}
 	for _, n := range names {
 		t, items, err := output(resp, n)
 		if err != nil {
@@ -329,7 +330,7 @@ func (g *grpcService) streamAnswer(ctx context.Context, r *oippb.ModelInferReque
 }
 
 func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duration, error) {
-	req := vm.Request{ID: r.Id, Inputs: map[string]*backend.Tensor{}}
+	req := vm.Request{ID: r.Id, Inputs: make(map[string]*backend.Tensor, len(r.Inputs))}
 	raw := r.RawInputContents
 	if len(raw) > 0 && len(raw) != len(r.Inputs) {
 		return req, 0, inputErr("raw_input_contents holds %d entries for %d inputs: give one per input, or none", len(raw), len(r.Inputs))

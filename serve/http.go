@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -150,7 +152,8 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+	hlen := r.Header.Get(HeaderLength)
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes), r.ContentLength, s.cfg.MaxRequestBytes, hlen)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -160,7 +163,7 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 		writeError(w, inputErr("reading the request: %v", err))
 		return
 	}
-	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, r.Header.Get(HeaderLength), body)
+	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, hlen, body)
 	if err != nil {
 		s.refused(md, "http", err)
 		writeError(w, err)
@@ -173,6 +176,30 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 	}
 	s.writeHTTP(w, md, resp, asked, binaryOut)
 	resp.Release() // written: the writer copied it (release.go)
+}
+
+// readBody reads a request's body of size bytes (-1: not known) into a
+// buffer of its own, placed so that the binary data that follows a JSON
+// header of hlen bytes (the HeaderLength header) starts on an 8-byte
+// boundary: the inputs' tensors then view the body instead of copying it
+// (fromBytes). The buffer is the request's alone, never pooled, and is
+// not written once read: it lives as long as a tensor viewing it.
+func readBody(r io.Reader, size, limit int64, hlen string) ([]byte, error) {
+	if size < 0 || size > limit {
+		return io.ReadAll(r) // the limit's reader says where it is passed
+	}
+	pad := int64(0)
+	if n, err := strconv.ParseInt(hlen, 10, 64); err == nil && n >= 0 {
+		pad = (8 - n%8) % 8
+	}
+	// Words, not bytes: their memory is 8-byte aligned whatever its size.
+	words := make([]uint64, (pad+size+7)/8)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
+	body := buf[pad : pad+size : pad+size]
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // decodeHTTP reads an inference request: its JSON, and the binary data of
@@ -192,7 +219,7 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		return req, nil, nil, 0, inputErr("the request is no inference request JSON ({\"inputs\":[{\"name\",\"shape\",\"datatype\",\"data\"}]}): %v", err)
 	}
 	req.ID = jr.ID
-	req.Inputs = map[string]*backend.Tensor{}
+	req.Inputs = make(map[string]*backend.Tensor, len(jr.Inputs))
 	for _, in := range jr.Inputs {
 		if in.Datatype == "BYTES" {
 			_, items := in.Parameters[itemsParam]
@@ -301,12 +328,16 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 			blobs = append(blobs, b)
 		}
 	}
-	// Where every output goes as binary data, appendEnvelope writes the
-	// JSON part; otherwise (or where a string needs escaping)
-	// encoding/json does.
-	b, ok := []byte(nil), false
+	// The answer is encoded once, into a buffer reused from answer to
+	// answer, and written with one Write, which keeps none of it. Where
+	// every output goes as binary data, appendEnvelope writes the JSON
+	// part; otherwise (or where a string needs escaping) encoding/json
+	// does.
+	buf := answerBuffers.Get().(*[]byte)
+	defer putAnswerBuffer(buf)
+	b, ok := (*buf)[:0], false
 	if len(blobs) == len(outs) {
-		b, ok = appendEnvelope(make([]byte, 0, 128+96*len(outs)), md.Name, Version, resp.ID, outs)
+		b, ok = appendEnvelope(b, md.Name, Version, resp.ID, outs)
 	}
 	if !ok {
 		out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}
@@ -326,20 +357,44 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 			}
 			out.Outputs = append(out.Outputs, ot)
 		}
-		if b, err = json.Marshal(out); err != nil {
+		j, err := json.Marshal(out)
+		if err != nil {
 			writeError(w, backend.Errorf(backend.RunBackend, "encoding the response: %v", err))
 			return
 		}
+		b = append(b, j...)
 	}
+	h := w.Header()
 	if len(blobs) == 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
-		return
+		h["Content-Type"] = contentJSON
+	} else {
+		h["Content-Type"] = contentBinary
+		h[HeaderLength] = []string{strconv.Itoa(len(b))}
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set(HeaderLength, strconv.Itoa(len(b)))
-	w.Write(b)
 	for _, blob := range blobs {
-		w.Write(blob)
+		b = append(b, blob...)
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.Write(b)
+	*buf = b
+}
+
+// The Content-Type values of answers, set as the header's values as they
+// stand (net/http only reads them).
+var (
+	contentJSON   = []string{"application/json"}
+	contentBinary = []string{"application/octet-stream"}
+)
+
+// answerBuffers hold the buffers answers are encoded into.
+var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer bounds the buffers kept for reuse: a rare large answer's
+// is left to the collector rather than held for small ones.
+const maxPooledAnswer = 1 << 20
+
+func putAnswerBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledAnswer {
+		answerBuffers.Put(buf)
 	}
 }

@@ -183,7 +183,7 @@ func (p *fixedParser) list(each func() bool) (null, ok bool) {
 
 // shape reads a list of integers as encoding/json reads them into int64s.
 func (p *fixedParser) shape() ([]int64, bool) {
-	dims := []int64{}
+	dims := make([]int64, 0, 4) // one allocation for the usual ranks
 	null, ok := p.list(func() bool {
 		text, ok := p.number()
 		if !ok {
@@ -241,15 +241,33 @@ func (p *fixedParser) params() (map[string]any, bool) {
 			}
 			v = f
 		}
-		m[string(key)] = v
+		m[paramKey(key)] = v
 		return true
 	})
 	return m, ok
 }
 
+// paramKey is a parameter's key as a string: the protocol's keys, which
+// nearly every request carries, without a string made for each.
+func paramKey(key []byte) string {
+	switch string(key) {
+	case "binary_data_size":
+		return "binary_data_size"
+	case "binary_data":
+		return "binary_data"
+	case "binary_data_output":
+		return "binary_data_output"
+	case itemsParam:
+		return itemsParam
+	case "timeout":
+		return "timeout"
+	}
+	return string(key)
+}
+
 // inputs reads the inputs' list.
 func (p *fixedParser) inputs() ([]jsonTensor, bool) {
-	ins := []jsonTensor{}
+	ins := make([]jsonTensor, 0, 8) // one allocation for the usual requests
 	null, ok := p.list(func() bool {
 		var in jsonTensor
 		ok := p.fields([]string{"name", "shape", "datatype", "parameters", "data"}, func(field int) bool {

@@ -151,7 +151,7 @@ var testHookAdmitted func(md *Model)
 
 // refused counts a request that failed before it was decoded.
 func (s *Server) refused(md *Model, protocol string, err error) {
-	s.m.requests.WithLabelValues(md.Name, protocol).Inc()
+	md.met.counted(protocol)
 	s.m.errors.WithLabelValues(md.Name, asRun(err).Rule).Inc()
 	md.stats.answered(true, 0)
 }
@@ -160,10 +160,10 @@ func (s *Server) refused(md *Model, protocol string, err error) {
 // counting it, and returns its response.
 func (s *Server) infer(ctx context.Context, md *Model, protocol string, req vm.Request, timeout time.Duration) vm.Response {
 	start := time.Now()
-	s.m.requests.WithLabelValues(md.Name, protocol).Inc()
+	md.met.counted(protocol)
 	resp := s.admit(ctx, md, req, timeout)
 	took := time.Since(start)
-	s.m.latency.WithLabelValues(md.Name).Observe(took.Seconds())
+	md.met.latency.Observe(took.Seconds())
 	md.stats.answered(resp.Err != nil, took)
 	if resp.Err != nil {
 		re := vm.AsRunError(resp.Err)
@@ -195,9 +195,8 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout t
 	if testHookAdmitted != nil {
 		testHookAdmitted(md)
 	}
-	depth := s.m.depth.WithLabelValues(md.Name)
-	depth.Inc()
-	defer depth.Dec()
+	md.met.depth.Inc()
+	defer md.met.depth.Dec()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -23,6 +23,38 @@ type metrics struct {
 	*EngineMetrics
 }
 
+// protocols are the fronts a request comes by, as the requests counter
+// labels them.
+var protocols = []string{"http", "grpc", "grpc_stream"}
+
+// modelMetrics are one model's series of the per-request metrics, looked
+// up by their labels once, at load, instead of on every request.
+type modelMetrics struct {
+	model    string
+	all      *prometheus.CounterVec
+	requests map[string]prometheus.Counter // by protocol
+	latency  prometheus.Observer
+	depth    prometheus.Gauge
+}
+
+func (m *metrics) of(model string) *modelMetrics {
+	mm := &modelMetrics{model: model, all: m.requests, requests: map[string]prometheus.Counter{},
+		latency: m.latency.WithLabelValues(model), depth: m.depth.WithLabelValues(model)}
+	for _, p := range protocols {
+		mm.requests[p] = m.requests.WithLabelValues(model, p)
+	}
+	return mm
+}
+
+// counted counts a request of a protocol.
+func (mm *modelMetrics) counted(protocol string) {
+	if c, ok := mm.requests[protocol]; ok {
+		c.Inc()
+		return
+	}
+	mm.all.WithLabelValues(mm.model, protocol).Inc()
+}
+
 // EngineMetrics are the histograms engines feed as they run (through
 // vm.Options.Observer): queue wait, invocation time, group size and padded
 // footprint, by model and component.
@@ -74,25 +106,48 @@ func NewEngineMetrics(reg prometheus.Registerer) *EngineMetrics {
 }
 
 // Observer returns the vm.Observer that feeds one model's histograms.
-func (m *EngineMetrics) Observer(model string) vm.Observer { return observer{m: m, model: model} }
+func (m *EngineMetrics) Observer(model string) vm.Observer {
+	return observer{m: m, model: model, series: &sync.Map{}}
+}
 
 // observer feeds one model's histograms from its engine (vm.Observer).
 type observer struct {
 	m     *EngineMetrics
 	model string
+	// series holds each component's componentSeries: resolved once,
+	// since the engine observes every item and every invocation.
+	series *sync.Map
+}
+
+// componentSeries are one component's series of the engine histograms.
+type componentSeries struct{ queueWait, invoke, groupSize, footprint prometheus.Observer }
+
+func (o observer) of(component string) *componentSeries {
+	if c, ok := o.series.Load(component); ok {
+		return c.(*componentSeries)
+	}
+	c := &componentSeries{
+		queueWait: o.m.queueWait.WithLabelValues(o.model, component),
+		invoke:    o.m.invoke.WithLabelValues(o.model, component),
+		groupSize: o.m.groupSize.WithLabelValues(o.model, component),
+		footprint: o.m.footprint.WithLabelValues(o.model, component),
+	}
+	got, _ := o.series.LoadOrStore(component, c)
+	return got.(*componentSeries)
 }
 
 func (o observer) QueueWait(component string, d time.Duration) {
-	o.m.queueWait.WithLabelValues(o.model, component).Observe(d.Seconds())
+	o.of(component).queueWait.Observe(d.Seconds())
 }
 
 func (o observer) Invoked(component string, requests int, footprint, _ int64, d time.Duration) {
-	o.m.groupSize.WithLabelValues(o.model, component).Observe(float64(requests))
+	c := o.of(component)
+	c.groupSize.Observe(float64(requests))
 	if d > 0 {
-		o.m.invoke.WithLabelValues(o.model, component).Observe(d.Seconds())
+		c.invoke.Observe(d.Seconds())
 	}
 	if footprint > 0 {
-		o.m.footprint.WithLabelValues(o.model, component).Observe(float64(footprint))
+		c.footprint.Observe(float64(footprint))
 	}
 }
 

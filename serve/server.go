@@ -70,6 +70,8 @@ type Model struct {
 	// configuration.
 	stats    *inferStats
 	maxDelay time.Duration
+	// met are the model's series of the per-request metrics.
+	met *modelMetrics
 	// inflight counts the model's requests admitted and not yet
 	// answered, so that an unload can wait for them.
 	inflight sync.WaitGroup
@@ -181,7 +183,7 @@ func (s *Server) start(md *Model) {
 		return vm.Stats{}
 	})
 	s.m.ready.WithLabelValues(md.Name).Set(1)
-	s.m.depth.WithLabelValues(md.Name).Set(0)
+	md.met.depth.Set(0)
 }
 
 // registry is the models served at one moment, by name and in order.
@@ -308,7 +310,7 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay}
+	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay, met: s.m.of(name)}
 	fixed := graphExtents(f.IR, dir)
 	params := inputParams(f.IR)
 	for _, in := range f.IR.Inputs {

@@ -119,7 +119,13 @@ func memoryOf[E float32 | float64 | int64 | int32 | int16 | int8 | uint64 | uint
 }
 
 // fromBytes reads a tensor from little-endian bytes (the binary tensor
-// extension, gRPC raw contents).
+// extension, gRPC raw contents). Where the host is little-endian too and
+// b lies on a boundary of the element's size, the tensor is a view of b,
+// not a copy (viewBytes): b must then stay unwritten for as long as the
+// tensor is read, which the callers' buffers are (a request body or a
+// message read for this request alone, never pooled: a runner may still
+// read a cancelled request's inputs after Run has returned). Otherwise,
+// and for booleans, the elements are copied. shape is kept, not copied.
 func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, error) {
 	n, err := elements(name, shape, int64(len(b))+1)
 	if err != nil {
@@ -127,6 +133,9 @@ func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, er
 	}
 	if n*size(dtype) != int64(len(b)) {
 		return nil, inputErr("input `%s` (%s%v) needs %d bytes, the request gives %d", name, Datatype(dtype), shape, n*size(dtype), len(b))
+	}
+	if data, ok := viewBytes(dtype, b, int(n)); ok {
+		return &backend.Tensor{DType: dtype, Shape: shape, Data: data}, nil
 	}
 	t, err := backend.NewTensor(dtype, shape)
 	if err != nil {
@@ -146,6 +155,51 @@ func fromBytes(name, dtype string, shape []int64, b []byte) (*backend.Tensor, er
 		return nil, inputErr("input `%s`: %v", name, err)
 	}
 	return t, nil
+}
+
+// viewBytes returns b as the n elements of dtype's host slice, sharing
+// its memory (its capacity is n: appending to it cannot reach what
+// follows b), where that is b's meaning: the host is little-endian and b
+// starts on a boundary of the element's size, so that the pointer
+// conversion is valid (checkptr, under -race, refuses a misaligned one).
+// ok is false otherwise, and for booleans, whose Go representation only
+// admits 0 and 1.
+func viewBytes(dtype string, b []byte, n int) (any, bool) {
+	if !hostLittleEndian || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size(dtype)) != 0 {
+		return nil, false
+	}
+	switch dtype {
+	case "float32":
+		return viewOf[float32](b, n), true
+	case "float64":
+		return viewOf[float64](b, n), true
+	case "int64":
+		return viewOf[int64](b, n), true
+	case "int32":
+		return viewOf[int32](b, n), true
+	case "int16":
+		return viewOf[int16](b, n), true
+	case "int8":
+		return viewOf[int8](b, n), true
+	case "uint64":
+		return viewOf[uint64](b, n), true
+	case "uint32":
+		return viewOf[uint32](b, n), true
+	case "uint16", "float16", "bfloat16":
+		return viewOf[uint16](b, n), true
+	case "uint8":
+		return b[:n:n], true
+	}
+	return nil, false
+}
+
+// viewOf is b's memory as n elements of E; b holds n*sizeof(E) bytes at
+// an address aligned for E.
+func viewOf[E float32 | float64 | int64 | int32 | int16 | int8 | uint64 | uint32 | uint16](b []byte, n int) []E {
+	if n == 0 {
+		return []E{}
+	}
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
 // toBytes returns a tensor's elements as little-endian bytes. Where the
@@ -385,35 +439,33 @@ func toBF16(f float32) uint16 {
 	return uint16(b >> 16)
 }
 
-// fromContents reads a gRPC input's typed contents.
+// fromContents reads a gRPC input's typed contents. Contents of the
+// tensor's own element type become its data as they are, not copied: the
+// message is decoded for this request alone and not read again.
 func fromContents(name, dtype string, shape []int64, c *oippb.InferTensorContents) (*backend.Tensor, error) {
 	if c == nil {
 		c = &oippb.InferTensorContents{}
 	}
 	var have int
+	var same any // contents of dtype's host type, taken as they are
 	var fill func(t *backend.Tensor) error
 	switch dtype {
 	case "bool":
-		have = len(c.BoolContents)
-		fill = func(t *backend.Tensor) error { copy(t.Data.([]bool), c.BoolContents); return nil }
+		have, same = len(c.BoolContents), c.BoolContents
 	case "int8", "int16", "int32":
 		have = len(c.IntContents)
 		fill = func(t *backend.Tensor) error { return narrow(t, c.IntContents) }
 	case "int64":
-		have = len(c.Int64Contents)
-		fill = func(t *backend.Tensor) error { copy(t.Data.([]int64), c.Int64Contents); return nil }
+		have, same = len(c.Int64Contents), c.Int64Contents
 	case "uint8", "uint16", "uint32":
 		have = len(c.UintContents)
 		fill = func(t *backend.Tensor) error { return narrow(t, c.UintContents) }
 	case "uint64":
-		have = len(c.Uint64Contents)
-		fill = func(t *backend.Tensor) error { copy(t.Data.([]uint64), c.Uint64Contents); return nil }
+		have, same = len(c.Uint64Contents), c.Uint64Contents
 	case "float32":
-		have = len(c.Fp32Contents)
-		fill = func(t *backend.Tensor) error { copy(t.Data.([]float32), c.Fp32Contents); return nil }
+		have, same = len(c.Fp32Contents), c.Fp32Contents
 	case "float64":
-		have = len(c.Fp64Contents)
-		fill = func(t *backend.Tensor) error { copy(t.Data.([]float64), c.Fp64Contents); return nil }
+		have, same = len(c.Fp64Contents), c.Fp64Contents
 	default:
 		return nil, inputErr("input `%s` is %s, which has no typed contents field: send it in raw_input_contents", name, Datatype(dtype))
 	}
@@ -424,9 +476,15 @@ func fromContents(name, dtype string, shape []int64, c *oippb.InferTensorContent
 	if n != int64(have) {
 		return nil, inputErr("input `%s` has shape %v (%d elements) but its contents hold %d", name, shape, n, have)
 	}
+	if fill == nil && have > 0 { // an empty tensor gets an empty slice of its own, never nil
+		return &backend.Tensor{DType: dtype, Shape: shape, Data: same}, nil
+	}
 	t, err := backend.NewTensor(dtype, shape)
 	if err != nil {
 		return nil, inputErr("input `%s`: %v", name, err)
+	}
+	if fill == nil {
+		return t, nil
 	}
 	if err := fill(t); err != nil {
 		return nil, inputErr("input `%s`: %v", name, err)
