@@ -122,9 +122,9 @@ func (p *Policy) Len() int { return len(p.queue) }
 // it is valid until the queue next changes.
 func (p *Policy) Queue() []*Entry { return p.queue }
 
-// Push queues items at the end, in order.
-func (p *Policy) Push(es ...*Entry) {
-	p.queue = append(p.queue, es...)
+// Push queues an item at the end.
+func (p *Policy) Push(e *Entry) {
+	p.queue = append(p.queue, e)
 	p.sorted = false
 }
 

@@ -190,14 +190,17 @@ func TestCompatibleByKey(t *testing.T) {
 	head := keyed("a", []int64{8}, false)
 	queue := []*Entry{head, keyed("b", []int64{8}, false), keyed("a", []int64{9}, false), keyed("a", []int64{8}, true),
 		keyed("a", []int64{8}, false), keyed("a", nil, false), keyed("a", []int64{8}, false)}
-	p.Push(queue...)
+	for _, e := range queue {
+		p.Push(e)
+	}
 	group, wait := p.Next(now, Outlook{}, nil)
 	if wait != 0 || len(group) != 3 || group[0] != head || group[1] != queue[4] || group[2] != queue[6] {
 		t.Fatalf("group %v (wait %v), want the head and the two items keyed alike", group, wait)
 	}
 	p = imagePolicy(0)
 	alone := keyed("a", []int64{8}, true)
-	p.Push(alone, keyed("a", []int64{8}, false))
+	p.Push(alone)
+	p.Push(keyed("a", []int64{8}, false))
 	if group, _ := p.Next(now, Outlook{}, nil); len(group) != 1 || group[0] != alone {
 		t.Errorf("an item alone was grouped: %d items", len(group))
 	}
@@ -321,7 +324,9 @@ func TestSortBurstOrdersOneArrivalByExtent(t *testing.T) {
 		return q
 	}
 	q := burst(func(int) time.Time { return now })
-	p.Push(q...)
+	for _, e := range q {
+		p.Push(e)
+	}
 	p.sortBurst()
 	if got, want := patchesOf(p.Queue()), []int64{1, 2, 2, 6, 6, 9}; !p.sorted || !slices.Equal(got, want) {
 		t.Fatalf("a burst sorted to extents %v (sorted %v), want %v", got, p.sorted, want)
@@ -335,7 +340,9 @@ func TestSortBurstOrdersOneArrivalByExtent(t *testing.T) {
 		t.Errorf("a sorted burst formed %v, want the items of 1 and 2 patches, in queue order", f.chosen)
 	}
 	p.Drop(func(*Entry) bool { return true })
-	p.Push(burst(func(i int) time.Time { return now.Add(time.Duration(i/3) * time.Millisecond) })...)
+	for _, e := range burst(func(i int) time.Time { return now.Add(time.Duration(i/3) * time.Millisecond) }) {
+		p.Push(e)
+	}
 	before := slices.Clone(p.Queue())
 	p.sortBurst()
 	if p.sorted || !slices.Equal(p.Queue(), before) {
@@ -348,7 +355,9 @@ func TestSortBurstOrdersOneArrivalByExtent(t *testing.T) {
 		long[i] = image(1+rng.Int63n(9), now)
 	}
 	p.Drop(func(*Entry) bool { return true })
-	p.Push(long...)
+	for _, e := range long {
+		p.Push(e)
+	}
 	p.sortBurst()
 	pos := map[*Entry]int{}
 	for i, e := range long {

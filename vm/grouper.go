@@ -80,8 +80,11 @@ type pending struct {
 // hold makes p the entry of item it of spec, queued at t: what admission
 // computed of the item, for the policy.
 func (p *pending) hold(spec *componentSpec, it *item, t time.Time) {
+	// Field by field: a literal naming p would be built aside and copied.
 	p.it = it
-	p.e = sched.Entry{Key: entryKey(it), Terms: spec.terms(it), Pad: spec.padParts(it), Queued: t, Owner: p}
+	p.e.Key = entryKey(it)
+	p.e.Terms, p.e.Pad = spec.terms(it), spec.padParts(it)
+	p.e.Queued, p.e.Owner = t, p
 }
 
 // answer hands an item its share.

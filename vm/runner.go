@@ -170,7 +170,7 @@ func (g *grouper) answerCancelled() {
 	var ctx context.Context
 	var batch *sync.WaitGroup
 	var err error
-	g.pol.Drop(func(e *sched.Entry) bool {
+	cancelled := func(e *sched.Entry) bool {
 		p := e.Owner.(*pending)
 		if p.batch == nil || p.batch != batch {
 			if p.ctx != ctx {
@@ -178,10 +178,18 @@ func (g *grouper) answerCancelled() {
 			}
 			batch = p.batch
 		}
-		if err == nil {
+		return err != nil
+	}
+	// The queue is scanned here, where the test inlines, and rewritten
+	// only when an item leaves it.
+	if !slices.ContainsFunc(g.pol.Queue(), cancelled) {
+		return
+	}
+	g.pol.Drop(func(e *sched.Entry) bool {
+		if !cancelled(e) {
 			return false
 		}
-		p.answer(share{err: backend.ContextError(err)})
+		e.Owner.(*pending).answer(share{err: backend.ContextError(err)})
 		return true
 	})
 }
