@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/sched"
 )
 
 // arena keeps one runner's group input buffers from one group to the next,
@@ -29,13 +30,14 @@ type arena struct {
 	views []*backend.Tensor
 
 	grp   group
-	batch []*pending // the group's items as taken from the queue
+	batch []*pending     // the group's items as taken from the queue
+	ents  []*sched.Entry // and as the policy took them
 	items []*item
 	// ints are the int64 vectors handed out for the group being
 	// assembled, in order; used counts them.
 	ints  [][]int64
 	used  int
-	sum   budgetSum
+	sum   sched.Sum
 	peaks []int64
 	call  callRoom
 }
@@ -104,19 +106,20 @@ func (a *arena) forget() {
 	a.emptyGroup()
 }
 
-// footprints measures every budget on items (§3.5), into the arena's sums.
-func (a *arena) footprints(spec *componentSpec, items []*item) []int64 {
-	if a.sum.vals == nil {
-		a.sum, a.peaks = newBudgetSum(spec), make([]int64, len(spec.gp.Budgets))
+// footprints measures every budget on items (§3.5), into the arena's sums,
+// and returns the first budget the group exceeds (-1: none).
+func (a *arena) footprints(spec *componentSpec, items []*item) (peaks []int64, over int) {
+	if a.peaks == nil {
+		a.sum, a.peaks = spec.budgets.Sum(), make([]int64, spec.budgets.Len())
 	}
-	a.sum.clear()
+	a.sum.Clear()
 	for _, it := range items {
-		a.sum.add(it)
+		a.sum.Add(spec.terms(it))
 	}
 	for i := range a.peaks {
-		a.peaks[i] = a.sum.total(i)
+		a.peaks[i] = a.sum.Total(i)
 	}
-	return a.peaks
+	return a.peaks, a.sum.Over()
 }
 
 // tensor returns a tensor of dtype and shape over port's buffer, grown

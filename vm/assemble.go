@@ -67,12 +67,6 @@ func (g *group) spans() [][2]int64 {
 	return sp
 }
 
-// groupElements is what a group's payload inputs hold: as assembled, and
-// as the items brought them.
-type groupElements struct{ padded, real int64 }
-
-func (g *group) elements() groupElements { return groupElements{padded: g.elems, real: g.realElems} }
-
 // assemble builds one invocation from compatible items (§6 Assembly):
 // packed ports are concatenated and their companions recomputed, padded
 // dimensions are allocated at the group's maximum with zero fill, rows are

@@ -338,7 +338,8 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 		return submission{outs: outs, err: err}, nil
 	}
 	if g.spec.overBudget(it) < 0 {
-		*one = pending{ctx: b.ctx, it: it, batch: wg, queued: now}
+		*one = pending{ctx: b.ctx, batch: wg}
+		one.hold(g.spec, it, now)
 		slot[0] = one
 		return submission{ps: slot}, nil
 	}
@@ -348,7 +349,8 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 	}
 	sub := submission{ps: make([]*pending, len(chunks))}
 	for k, c := range chunks {
-		sub.ps[k] = &pending{ctx: b.ctx, it: c, batch: wg, queued: now}
+		sub.ps[k] = &pending{ctx: b.ctx, batch: wg}
+		sub.ps[k].hold(g.spec, c, now)
 		if k > 0 {
 			sub.ps[k].first = sub.ps[0]
 		}

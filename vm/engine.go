@@ -245,14 +245,7 @@ func (e *Engine) Stats() Stats {
 			cs.BackendTime = t.BackendTime()
 		}
 		if g := e.groupers[name]; g != nil {
-			kept := cs.Scheduler.KeptForPadding
-			cs.Scheduler = g.sched.snapshot()
-			cs.Scheduler.KeptForPadding = kept
-			g.mu.Lock()
-			cs.Scheduler.RunnerOverlap = g.overlap
-			cs.Scheduler.RunnerExploreEvery = g.exploreEvery
-			cs.Scheduler.RunnersBatchNS, cs.Scheduler.OwnBatchNS = g.side.runners.perItem(), g.side.own.perItem()
-			g.mu.Unlock()
+			cs.Scheduler = g.schedulerStats()
 			cs.CallByName = g.call.byName
 		}
 		out.Components[name] = cs

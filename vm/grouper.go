@@ -9,47 +9,40 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/sched"
 )
 
 // grouper runs one grouped component (§6 Group formation) as continuous
-// batching does, with N runners: a free runner forms the next group from
-// the queue and runs it. While every runner is busy, waiting items simply
-// accumulate, so the next group is already full when a runner frees up;
-// a free runner closes a group at once unless waiting can still help it
-// grow (see closing.go). Items join FIFO under the
-// compatibility key and the budgets, padding-aware where ports are padded,
-// and within the group size the scheduler has found to pay (sched.go).
-// Each runner reuses its own input buffers (arena.go) from group to group.
+// batching does, with N runners: a free runner asks the component's policy
+// (package sched) for the next group from the queue and runs it. While
+// every runner is busy, waiting items simply accumulate, so the next group
+// is already full when a runner frees up; the policy closes a group at
+// once unless waiting can still help it grow. Each runner reuses its own
+// input buffers (arena.go) from group to group.
 type grouper struct {
-	spec     *componentSpec
-	sess     backend.Session
-	call     *sessionCall     // how groups are handed to sess
-	rec      backend.Recycler // takes groups' outputs back (lease.go); nil: none
-	e        *Engine          // arrival hints: how many requests may still come
-	maxDelay time.Duration
-	solo     bool // every invocation carries exactly one item
-	stats    *counter
-	copies   *Copies
-	sched    *scheduler
-	lones    sync.Pool // of *lone
+	spec   *componentSpec
+	sess   backend.Session
+	call   *sessionCall     // how groups are handed to sess
+	rec    backend.Recycler // takes groups' outputs back (lease.go); nil: none
+	e      *Engine          // arrival hints: how many requests may still come
+	solo   bool             // every invocation carries exactly one item
+	stats  *counter
+	copies *Copies
+	lones  sync.Pool // of *lone
 
-	mu       sync.Mutex
-	queue    []*pending // waiting items, oldest first
-	limit    int        // the most items queue may hold
-	idle     int        // runners waiting for a group
-	inFlight int        // items handed to runners and not yet answered
+	mu sync.Mutex
+	// pol holds the waiting items and decides the groups; it is read and
+	// changed under mu only (its cost model has a lock of its own).
+	pol      *sched.Policy
+	limit    int // the most items the queue may hold
+	idle     int // runners waiting for a group
+	inFlight int // items handed to runners and not yet answered
 	// workers bounds the groups run at once: running by the runners,
 	// inline by lone callers that run their own item (inline.go).
 	workers, running, inline int
 	spares                   []*arena // for inline runs
 	closed                   bool
-	arrivals                 arrivals
-	forming                  *formation // reused for every group formed
-	promised                 int        // items a lockstep batch is admitting now
-	// sorted says the queue holds one burst in order of its items' padded
-	// extents (sortBurst), until the next arrival: groups take them in
-	// queue order.
-	sorted bool
+	promised                 int // items a lockstep batch is admitting now
 	// selfRun counts the lockstep batches running their own groups now;
 	// runnerGroups and overlap are what decides it, and exploreEvery and
 	// untilExplore when a batch measures anyway (selfrun.go).
@@ -58,13 +51,6 @@ type grouper struct {
 	overlap                    float64
 	exploreEvery, untilExplore int
 	side                       sideBySide // with several worker slots
-	// fillable's scan of the queue: its sums, how far it got, how many
-	// full groups it still needs, whether it found them, and whether
-	// items left the queue since (so that it starts over).
-	fill                budgetSum
-	held                budgetSum // holdsGroup's sums
-	fillScan, fillNeed  int
-	fillFull, fillStale bool
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
 	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
@@ -75,9 +61,10 @@ type grouper struct {
 }
 
 type pending struct {
-	ctx    context.Context
-	it     *item
-	queued time.Time
+	// e is what the policy knows of the item; its Owner is the entry.
+	e   sched.Entry
+	ctx context.Context
+	it  *item
 	// first is the entry of the first chunk of the request p is a later
 	// chunk of (a request split across invocations, splitreq.go); nil
 	// for a request's first or only item. It tells a group's requests
@@ -88,6 +75,16 @@ type pending struct {
 	done  chan share
 	batch *sync.WaitGroup
 	res   share
+}
+
+// hold makes p the entry of item it of spec, queued at t: what admission
+// computed of the item, for the policy.
+func (p *pending) hold(spec *componentSpec, it *item, t time.Time) {
+	// Field by field: a literal naming p would be built aside and copied.
+	p.it = it
+	p.e.Key = entryKey(it)
+	p.e.Terms, p.e.Pad = spec.terms(it), spec.padParts(it)
+	p.e.Queued, p.e.Owner = t, p
 }
 
 // answer hands an item its share.
@@ -131,13 +128,14 @@ func (e *QueueFullError) Error() string {
 
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
-	g := &grouper{spec: spec, sess: sess, call: newSessionCall(spec, sess), e: e, maxDelay: o.MaxDelay, solo: o.Solo, stats: stats, copies: copies,
-		limit: o.Queue, wake: make(chan struct{}, 1), sched: newScheduler(), workers: max(o.Workers, 1),
+	g := &grouper{spec: spec, sess: sess, call: newSessionCall(spec, sess), e: e, solo: o.Solo, stats: stats, copies: copies,
+		limit: o.Queue, wake: make(chan struct{}, 1), workers: max(o.Workers, 1),
 		overlap: 1, exploreEvery: selfRunExplore, untilExplore: selfRunExplore} // runners help until batches show otherwise (selfrun.go)
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
+	g.pol = sched.New(spec.budgets, spec.padLayout, g.solo, o.MaxDelay)
 	if rec, ok := sess.(backend.Recycler); ok && g.call.ports != nil {
 		g.rec = rec
 	}
@@ -261,7 +259,8 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 // share; reuse reports whether l may be pooled again.
 func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, reuse bool) {
 	p := &l.p
-	p.ctx, p.it, p.queued = ctx, it, time.Now()
+	p.ctx = ctx
+	p.hold(g.spec, it, time.Now())
 	if a := g.tryInline(p); a != nil {
 		l.ps[0] = p
 		g.runInline(a, l.ps[:])
@@ -299,7 +298,7 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	// idle runner can only close a full group, so it is woken once the
 	// queue holds one (or by the promise's end), not for every item of a
 	// burst.
-	wake := g.idle > 0 && !g.runnersQuiet() && (g.promised == 0 || g.fillable())
+	wake := g.idle > 0 && !g.runnersQuiet() && (g.promised == 0 || g.pol.Filled())
 	g.mu.Unlock()
 	if wake {
 		g.poke()
@@ -312,10 +311,16 @@ func (g *grouper) queueUp(ps []*pending) error {
 	if err := g.queueRefusal(ps); err != nil {
 		return err
 	}
-	g.arrivals.arrived(ps[0].queued, len(g.queue)+g.inFlight > 0)
-	g.queue = append(g.queue, ps...)
-	g.sorted = false
+	g.pol.Arrivals.Arrived(ps[0].e.Queued, g.pol.Len()+g.inFlight > 0)
+	g.push(ps)
 	return nil
+}
+
+// push queues ps's entries, under the lock.
+func (g *grouper) push(ps []*pending) {
+	for _, p := range ps {
+		g.pol.Push(&p.e)
+	}
 }
 
 // queueRefusal says, under the lock, why ps cannot join the queue: the grouper
@@ -324,7 +329,7 @@ func (g *grouper) queueRefusal(ps []*pending) error {
 	switch {
 	case g.closed:
 		return closedError()
-	case len(g.queue)+len(ps) > g.limit:
+	case g.pol.Len()+len(ps) > g.limit:
 		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
 		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
 	}
@@ -341,7 +346,7 @@ func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 	defer g.mu.Unlock()
 	// The burst's items arrive at one time, so that after the first each
 	// is recorded as an arrival of no gap that finds items waiting: all
-	// of them at once, after the loop (arrivals.arrivedAgain). The wait
+	// of them at once, after the loop (sched.Arrivals.ArrivedAgain). The wait
 	// group is counted up once too.
 	queued, again := 0, 0
 	for i := range subs {
@@ -354,7 +359,7 @@ func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 				sub.err = err
 				continue
 			}
-			g.queue = append(g.queue, sub.ps...)
+			g.push(sub.ps)
 			again++
 		} else if err := g.queueUp(sub.ps); err != nil {
 			sub.err = err
@@ -362,7 +367,7 @@ func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 		}
 		queued += len(sub.ps)
 	}
-	g.arrivals.arrivedAgain(again)
+	g.pol.Arrivals.ArrivedAgain(again)
 	wg.Add(queued)
 	g.promised -= live
 }
@@ -403,7 +408,7 @@ func (g *grouper) unlockWaking() {
 // runnerWanted reports, under the lock, whether items wait and a runner
 // is idle: whether something that may let a group close should wake one.
 func (g *grouper) runnerWanted() bool {
-	return len(g.queue) > 0 && g.idle > 0 && !g.runnersQuiet()
+	return g.pol.Len() > 0 && g.idle > 0 && !g.runnersQuiet()
 }
 
 // poke wakes an idle runner without blocking.
@@ -537,11 +542,10 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 	if err != nil {
 		return shareSlab{}, err
 	}
-	peaks := a.footprints(g.spec, items)
-	for i, b := range g.spec.gp.Budgets {
-		if peaks[i] > b.MaxTotal {
-			return shareSlab{}, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[i], b.Dimensions, b.MaxTotal)
-		}
+	peaks, over := a.footprints(g.spec, items)
+	if over >= 0 {
+		b := g.spec.gp.Budgets[over]
+		return shareSlab{}, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[over], b.Dimensions, b.MaxTotal)
 	}
 	var outs outputs
 	var l *lease
@@ -556,7 +560,7 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		}
 		a.release(outs)
 		d := time.Since(start)
-		g.sched.observe(len(items), grp.elements(), d)
+		g.pol.Cost.Observe(len(items), grp.elems, grp.realElems, d)
 		g.stats.invoked(len(items), grp, peaks, d)
 		l = newLease(g.rec, g.stats, outs, len(items), &g.rooms)
 	}

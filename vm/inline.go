@@ -18,10 +18,11 @@ import "time"
 func (g *grouper) tryInline(p *pending) *arena {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed || len(g.queue) > 0 || g.running+g.inline >= g.workers || !g.lone() {
+	// This request is running and not yet counted here: one arriving.
+	if g.closed || g.pol.Len() > 0 || g.running+g.inline >= g.workers || !g.pol.Lone(g.outlook(1)) {
 		return nil
 	}
-	g.arrivals.arrived(p.queued, g.inFlight > 0)
+	g.pol.Arrivals.Arrived(p.e.Queued, g.inFlight > 0)
 	g.inline++
 	g.inFlight++
 	g.wg.Add(1) // close waits for inline runs as for runners
@@ -38,28 +39,6 @@ func (g *grouper) spareArena() *arena {
 		return a
 	}
 	return newArena(len(g.spec.gp.Inputs))
-}
-
-// lone reports whether a group of one item arriving now would close at
-// once, as worthWaiting (closing.go) decides: the grouper runs one item
-// per invocation or never waits; or no request the engine knows of may
-// still bring an item and either the callers are not an open stream or
-// the stream is a lone caller's (its items seldom find others waiting).
-func (g *grouper) lone() bool {
-	switch {
-	case g.solo:
-		return true
-	case g.promised > 0:
-		return false
-	case g.maxDelay <= 0:
-		return true
-	}
-	e := g.e
-	// This request is active and not yet counted here.
-	if e.announced.Load() > 0 || e.active.Load() > int64(len(g.queue)+g.inFlight+1) {
-		return false
-	}
-	return !e.openEnded.Load() || g.arrivals.seen >= 2 && g.arrivals.overlap < 0.5
 }
 
 // runInline runs p alone on the caller's goroutine in a, answering it,

@@ -8,6 +8,7 @@ import (
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/sched"
 )
 
 // item is one request's share of a grouped invocation: its payload per
@@ -29,16 +30,17 @@ type item struct {
 	}
 	uniformInline [2]int64
 	// terms caches the item's part of every budget term (componentSpec.
-	// terms), computed on first use: forming groups reads it for every
-	// candidate, several times.
+	// terms), computed on first use: admission checks it, and the policy
+	// reads it for every candidate, several times.
 	terms       []int64
 	termsInline [4]int64
-	// pad caches the item's part of the padding sums (padSum.parts) the
+	// pad caches the item's padded parts (componentSpec.padParts) the
 	// same way.
 	pad       []int64
 	padInline [4]int64
-	// key is what the component's session says the item makes that one
-	// invocation cannot mix (backend.Keyer); "" where it says nothing.
+	// key is what one invocation cannot mix of the item beside its uniform
+	// extents: what the component's session keys (backend.Keyer) and the
+	// values of its shared inputs (sharedKey); "" where there is neither.
 	key string
 	// isolated says that a floating-point input of the item holds NaN or
 	// an infinity: it runs in a group of its own (compatible), since a
@@ -161,11 +163,13 @@ type componentSpec struct {
 	gp   *plan.GroupPlan
 	m    *ir.Module // for the locations of the component's ports
 	pads []padPort  // the payload inputs with padded axes
+	// padLayout is where each of pads lies in an item's padded parts.
+	padLayout sched.Pads
 	// index maps an input port's name to its position in gp.Inputs.
 	index map[string]int
-	// budgets holds, per budget, where its terms lie in termInfo and in
-	// an item's terms, and its limit.
-	budgets  []budgetSpan
+	// budgets are the component's budgets, whose terms termInfo computes
+	// of an item, in the same order.
+	budgets  *sched.Budgets
 	termInfo []termInfo
 	// refs holds, per input port, where its companions come from (refAt).
 	refs []portRefs
@@ -309,13 +313,6 @@ func newTermInfo(t plan.Term, port int) termInfo {
 	return ti
 }
 
-// budgetSpan is one budget's terms, [lo, hi) in termInfo and in an
-// item's terms, and its max_total.
-type budgetSpan struct {
-	lo, hi int
-	limit  int64
-}
-
 // portRefs locates one input port's companions: per level its offsets and
 // owner, per padding entry its lengths.
 type portRefs struct {
@@ -350,12 +347,15 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module, sl *
 	for _, name := range gp.SharedEqual {
 		s.sharedAt = append(s.sharedAt, s.at(name))
 	}
+	s.budgets = &sched.Budgets{}
 	for _, b := range gp.Budgets {
-		lo := len(s.termInfo)
-		for _, t := range b.Terms {
-			s.termInfo = append(s.termInfo, newTermInfo(t, s.at(t.Port)))
+		largest := make([]bool, len(b.Terms))
+		for j, t := range b.Terms {
+			ti := newTermInfo(t, s.at(t.Port))
+			s.termInfo = append(s.termInfo, ti)
+			largest[j] = ti.kind == termPadded
 		}
-		s.budgets = append(s.budgets, budgetSpan{lo: lo, hi: len(s.termInfo), limit: b.MaxTotal})
+		s.budgets.Add(b.MaxTotal, largest...)
 	}
 	s.refs = make([]portRefs, len(gp.Inputs))
 	for i, in := range gp.Inputs {
@@ -377,6 +377,11 @@ func newComponentSpec(comp *ir.Component, gp *plan.GroupPlan, m *ir.Module, sl *
 		}
 		s.pads = append(s.pads, p)
 	}
+	axes := make([]int, len(s.pads))
+	for k, p := range s.pads {
+		axes[k] = len(p.axes)
+	}
+	s.padLayout = sched.NewPads(axes...)
 	return s
 }
 
@@ -483,6 +488,9 @@ func (s *componentSpec) admitInto(it *item, args []*backend.Tensor, env values) 
 			return nil, err
 		}
 		it.key = key
+	}
+	if len(s.sharedAt) > 0 {
+		it.key = s.sharedKey(it)
 	}
 	for i := range it.ports {
 		if t := it.ports[i].t; t != nil && backend.HasNonFinite(t.DType, t.Data) {
@@ -680,28 +688,21 @@ func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.
 	return nil
 }
 
-// compatible reports whether it may join a group whose first item is head:
-// equal uniform extents and equal shared inputs (§3.4), and the same key
-// where the session keys its invocations (§9). An isolated item joins no
-// other.
-func (s *componentSpec) compatible(head, it *item) bool {
-	if head.isolated || it.isolated {
-		return head == it
-	}
-	if head.key != it.key {
-		return false
-	}
-	for i := range head.uniform {
-		if head.uniform[i] != it.uniform[i] {
-			return false
-		}
-	}
+// sharedKey is the item's key with its shared inputs' values: items of
+// a group bring equal values there (§3.4), so equal values must give equal
+// keys and different values different ones. A value is written with its
+// dtype, its shape and its elements in Go syntax, which tells apart any
+// two that differ (floats in their shortest exact form).
+func (s *componentSpec) sharedKey(it *item) string {
+	b := fmt.Appendf(nil, "%d:%s", len(it.key), it.key)
 	for _, i := range s.sharedAt {
-		if !equalTensor(head.ports[i].t, it.ports[i].t) {
-			return false
+		if t := it.ports[i].t; t != nil {
+			b = fmt.Appendf(b, "%s%v%#v;", t.DType, t.Shape, t.Data)
+		} else {
+			b = append(b, "nil;"...)
 		}
 	}
-	return true
+	return string(b)
 }
 
 func equalTensor(a, b *backend.Tensor) bool {
@@ -712,4 +713,98 @@ func equalTensor(a, b *backend.Tensor) bool {
 		return false
 	}
 	return reflect.DeepEqual(a.Data, b.Data)
+}
+
+// entryKey is what says which items may share an invocation (§3.4, §9):
+// equal uniform extents and an equal key; an isolated item joins no other.
+func entryKey(it *item) sched.Key {
+	return sched.Key{Name: it.key, Dims: it.uniform, Alone: it.isolated}
+}
+
+// of is one item's part of the budget term: its packed extent, its units
+// of a level, its rows, or its extent on a padded or pinned axis.
+func (t *termInfo) of(it *item) int64 {
+	if t.kind == termRows {
+		return max(t.factor, 1) // one request: one row, or factor rows when expanded
+	}
+	if t.port < 0 {
+		return 0
+	}
+	switch p := it.ports[t.port].t; t.kind {
+	case termPacked:
+		if p != nil {
+			return p.Shape[0]
+		}
+	case termUnits:
+		if offs := it.ports[t.port].levels; t.level-1 < len(offs) && t.level >= 1 {
+			return int64(len(offs[t.level-1]) - 1)
+		}
+	case termPadded:
+		if p != nil && t.axis < p.Rank() {
+			return max(p.Shape[t.axis], t.fixed)
+		}
+	}
+	return 0
+}
+
+// padPort is a payload input port with padded axes.
+type padPort struct {
+	name  string
+	at    int // its position in the GroupPlan's inputs
+	axes  []int
+	fixed []int64 // per padded axis: the extent the graph fixes, or 0
+}
+
+// padParts returns the item's padded parts (sched.Entry.Pad), per padded
+// port in turn: its rows (extent on axis 0), the product of its axes other
+// than 0 and the padded ones (inner), its own element count, then its
+// extent on each padded axis (0 where its rank stops short). An item never
+// changes once admitted, and the policy reads these for every candidate of
+// every group that might take it, so they are computed once, like its
+// budget terms.
+func (s *componentSpec) padParts(it *item) []int64 {
+	if it.pad == nil && len(s.pads) > 0 {
+		v := it.padInline[:0]
+		for _, p := range s.pads {
+			t := it.ports[p.at].t.Shape
+			own := backend.Elements(t)
+			if p.fixed != nil {
+				// Padded to what the graph fixes alone too: that padding
+				// is the item's own, not the group's.
+				for j, a := range p.axes {
+					if a < len(t) && p.fixed[j] > t[a] && t[a] > 0 {
+						own = own / t[a] * p.fixed[j]
+					}
+				}
+			}
+			v = append(v, t[0], p.inner(t), own)
+			for j, a := range p.axes {
+				var e int64
+				if a < len(t) {
+					e = t[a]
+				}
+				if p.fixed != nil {
+					e = max(e, p.fixed[j])
+				}
+				v = append(v, e)
+			}
+		}
+		it.pad = v
+	}
+	return it.pad
+}
+
+// padParts writes sched.PadLead parts before a port's extents: rows,
+// inner and own.
+var _ = [1]struct{}{}[sched.PadLead-3]
+
+// inner is the product of a shape's axes other than 0 and the padded ones.
+func (p *padPort) inner(shape []int64) int64 {
+	inner := int64(1)
+	for a := 1; a < len(shape); a++ {
+		if !slices.Contains(p.axes, a) {
+			inner *= shape[a]
+		}
+	}
+	return inner
 }

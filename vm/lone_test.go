@@ -32,7 +32,7 @@ func TestCancelledRequestKeepsItsEntry(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			g.mu.Lock()
-			q := len(g.queue)
+			q := g.pol.Len()
 			g.mu.Unlock()
 			if q == n {
 				return

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/genaic/genaic/sched"
 )
 
 // A lockstep batch runs its own groups where waking a runner does not pay.
@@ -179,7 +181,7 @@ func (g *grouper) batchEnded(own bool, items int, d time.Duration) {
 func (g *grouper) startBatch() (self bool, idleAt int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed || len(g.queue) > 0 || g.running+g.inline > 0 {
+	if g.closed || g.pol.Len() > 0 || g.running+g.inline > 0 {
 		return false, -1
 	}
 	switch {
@@ -247,7 +249,7 @@ func (g *grouper) runOwn() {
 		// the group should still wait (a request of another caller may
 		// join it): the runners see to it then.
 		now := time.Now()
-		batch, _, _ := g.take(now, a.batch)
+		batch, _, _ := g.take(now, a)
 		if batch == nil {
 			break
 		}
@@ -269,12 +271,7 @@ func (g *grouper) runOwn() {
 func (g *grouper) abandon(wg *sync.WaitGroup, promised int, self bool) {
 	g.mu.Lock()
 	g.promised -= promised
-	if n := len(g.queue); n > 0 {
-		g.queue = slices.DeleteFunc(g.queue, func(p *pending) bool { return p.batch == wg })
-		if len(g.queue) < n {
-			g.fillStale = true
-		}
-	}
+	g.pol.Drop(func(e *sched.Entry) bool { return e.Owner.(*pending).batch == wg })
 	if self {
 		g.selfRun--
 		g.wg.Done()

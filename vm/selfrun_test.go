@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/sched"
 )
 
 // TestSelfRunFollowsTheMeasuredOverlap: a lockstep batch at an idle
@@ -293,7 +294,7 @@ func TestEnqueueOwnKeepsTheQueueLimit(t *testing.T) {
 	now := time.Now()
 	item := func() []*pending { return []*pending{paddedItem(t, g, 4, now)} }
 	g.mu.Lock()
-	g.queue = item() // another caller's
+	g.push(item()) // another caller's
 	g.promised = 4
 	g.mu.Unlock()
 	failed := errors.New("its admission failed")
@@ -301,8 +302,8 @@ func TestEnqueueOwnKeepsTheQueueLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	g.enqueueOwn(subs, 4, &wg)
 	g.mu.Lock()
-	queued, promised := len(g.queue), g.promised
-	g.queue = nil // never run: their requests are this test's
+	queued, promised := g.pol.Len(), g.promised
+	g.pol.Drop(func(*sched.Entry) bool { return true }) // never run: their requests are this test's
 	g.mu.Unlock()
 	if queued != 3 || promised != 0 {
 		t.Errorf("queue holds %d items, %d promised; want 3 (the limit) and 0", queued, promised)

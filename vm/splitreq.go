@@ -39,29 +39,7 @@ func (s *componentSpec) splittable() (string, bool) {
 }
 
 // overBudget returns the first budget it alone exceeds, or -1.
-func (s *componentSpec) overBudget(it *item) int {
-	for i, b := range s.budgets {
-		if s.alone(i, it) > b.limit {
-			return i
-		}
-	}
-	return -1
-}
-
-// alone is the footprint of it alone on budget i.
-func (s *componentSpec) alone(i int, it *item) int64 {
-	b := s.budgets[i]
-	return product(s.terms(it)[b.lo:b.hi])
-}
-
-// product multiplies vs (1 for none).
-func product(vs []int64) int64 {
-	total := int64(1)
-	for _, v := range vs {
-		total *= v
-	}
-	return total
-}
+func (s *componentSpec) overBudget(it *item) int { return s.budgets.Over(s.terms(it)) }
 
 // chunk splits an item that exceeds a budget into the fewest runs of
 // consecutive outermost units that each fit every budget. An item that
@@ -109,7 +87,7 @@ func (s *componentSpec) refusal(it *item) error {
 func (s *componentSpec) budgetError(i int, it *item) error {
 	b := s.gp.Budgets[i]
 	return runErr("run/budget", "an item of this request has footprint %d on budget %v of component `%s`, above its max_total %d; it can never be grouped",
-		s.alone(i, it), b.Dimensions, s.comp.Name, b.MaxTotal)
+		s.budgets.Footprint(i, s.terms(it)), b.Dimensions, s.comp.Name, b.MaxTotal)
 }
 
 // subItem is the part of it made of outermost units [a, b) of port.
@@ -145,7 +123,8 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 	now := time.Now()
 	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
-		ps[i] = &pending{ctx: ctx, it: c, done: make(chan share, 1), queued: now}
+		ps[i] = &pending{ctx: ctx, done: make(chan share, 1)}
+		ps[i].hold(g.spec, c, now)
 		if i > 0 {
 			ps[i].first = ps[0]
 		}

@@ -141,7 +141,6 @@ type counter struct {
 	padded, real int64
 	wait, run    recent[time.Duration]
 	groupPadding recent[float64]
-	kept         int64
 	// name is the component's, obs the engine's observer (nil: none).
 	name string
 	obs  Observer
@@ -152,13 +151,13 @@ type counter struct {
 func (c *counter) waited(now time.Time, batch []*pending) {
 	if c.obs != nil {
 		for _, p := range batch {
-			c.obs.QueueWait(c.name, now.Sub(p.queued))
+			c.obs.QueueWait(c.name, now.Sub(p.e.Queued))
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range batch {
-		c.wait.add(now.Sub(p.queued))
+		c.wait.add(now.Sub(p.e.Queued))
 	}
 }
 
@@ -260,13 +259,6 @@ func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration
 	}
 }
 
-// keptForPadding counts an item the scheduler kept out of a group.
-func (c *counter) keptForPadding() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.kept++
-}
-
 // snapshot copies the stats for a reader.
 func (c *counter) snapshot(copied int64) ComponentStats {
 	c.mu.Lock()
@@ -276,7 +268,6 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
 		Failed: s.Failed, Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
-	out.Scheduler.KeptForPadding = c.kept
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v
 	}
@@ -305,4 +296,50 @@ func (s Stats) Names() []string {
 	}
 	sort.Strings(ns)
 	return ns
+}
+
+// SchedulerStats is what a component's scheduler has learned and decided.
+type SchedulerStats struct {
+	// FixedNS and PerElementNS are the fit of invocation time on the
+	// elements a group materializes: t = fixed + per_element × elements.
+	FixedNS      float64 `json:"fixed_ns"`
+	PerElementNS float64 `json:"per_element_ns"`
+	Fitted       bool    `json:"fitted"`
+	// Cap is the group size above which groups stop paying (0: none).
+	Cap int `json:"cap,omitempty"`
+	// PerElementBySize is the mean time per real element (ns) by group
+	// size class, keyed by the largest size of the class.
+	PerElementBySize map[int]float64 `json:"per_element_by_size,omitempty"`
+	// KeptForPadding counts the times an item was kept out of a group
+	// because the padding it would add costs more than its own invocation.
+	KeptForPadding int64 `json:"kept_for_padding,omitempty"`
+	// RunnerOverlap is the measured share of lockstep batches, of those
+	// that found the component idle and woke its runner, during whose
+	// admission the runner started a group; below one half, batches run
+	// their own groups (ComponentStats.OwnGroups; vm/selfrun.go).
+	RunnerOverlap float64 `json:"runner_overlap"`
+	// RunnerExploreEvery is how many such batches pass, while they run
+	// their own groups, between two that wake the runner to measure again.
+	RunnerExploreEvery int `json:"runner_explore_every,omitempty"`
+	// RunnersBatchNS and OwnBatchNS are, with several worker slots, the
+	// median time per item (ns) of the last lockstep batches that found
+	// the component idle and handed their groups to the runners, and of
+	// those that ran their own; a batch takes the clearly faster way
+	// (vm/selfrun.go).
+	RunnersBatchNS float64 `json:"runners_batch_ns_per_item,omitempty"`
+	OwnBatchNS     float64 `json:"own_batch_ns_per_item,omitempty"`
+}
+
+// schedulerStats is what g's policy and its lockstep batches have learned
+// and decided.
+func (g *grouper) schedulerStats() SchedulerStats {
+	c := g.pol.Cost.Snapshot()
+	out := SchedulerStats{FixedNS: c.FixedNS, PerElementNS: c.PerElementNS, Fitted: c.Fitted, Cap: c.Cap, PerElementBySize: c.PerElementBySize}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out.KeptForPadding = g.pol.KeptForPadding()
+	out.RunnerOverlap = g.overlap
+	out.RunnerExploreEvery = g.exploreEvery
+	out.RunnersBatchNS, out.OwnBatchNS = g.side.runners.perItem(), g.side.own.perItem()
+	return out
 }

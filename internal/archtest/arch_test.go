@@ -107,3 +107,15 @@ func TestBackendsImportTheSeam(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedImportsOnlyStandardLibrary: the scheduling policy knows items
+// only by what admission computed of them, so it needs nothing of the
+// runtime; the VM imports it, never the other way.
+func TestSchedImportsOnlyStandardLibrary(t *testing.T) {
+	deps := goList(t, nil, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./sched")
+	for _, d := range deps {
+		if d != "github.com/genaic/genaic/sched" {
+			t.Errorf("sched depends on %s; it imports only the standard library", d)
+		}
+	}
+}

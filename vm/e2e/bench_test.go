@@ -427,7 +427,7 @@ var ways = []struct {
 // its warm-up are: an engine's first documents find its grouper still
 // learning what pays (whether a batch hands its groups to the runner,
 // vm/selfrun.go, which takes a few batches that each wait for a thread's
-// wake; the scheduler's fit of invocation time, sched.go).
+// wake; the scheduler's fit of invocation time, sched/cost.go).
 const warmupDocs = 8
 
 // bench is what a workload's benchmarks start from: its fixture and

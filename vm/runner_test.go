@@ -3,7 +3,6 @@ package vm
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -81,94 +80,9 @@ func paddedItem(t *testing.T, g *grouper, patches int64, queued time.Time) *pend
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pending{ctx: context.Background(), it: it, done: make(chan share, 1), queued: queued}
-}
-
-// paddingCostlyGrouper returns the image encoder's grouper (max delay 1 s)
-// with a scheduler that has measured a run time mostly per element: 1 µs
-// a call and 100 ns an element, so that padding costs more than a call
-// saves.
-func paddingCostlyGrouper(t *testing.T) *grouper {
-	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second}, nil)
-	t.Cleanup(func() { e.Close() })
-	g := e.groupers["encoder"]
-	for _, elements := range []int64{100, 400, 1600, 3200, 800, 200, 6400, 50, 1000, 2500} {
-		g.sched.observe(1, groupElements{padded: elements, real: elements}, time.Duration(1000+100*elements))
-	}
-	return g
-}
-
-// TestFormationIsPaddingAware: among waiting items, a group takes those
-// whose padded extents are like its oldest item's, leaving the others for
-// a group of their own; an item past its delay bound is never passed over.
-func TestFormationIsPaddingAware(t *testing.T) {
-	g := paddingCostlyGrouper(t)
-	now := time.Now()
-	var queue []*pending
-	for i, patches := range []int64{2, 60, 2, 60, 2, 60, 2, 60} {
-		queue = append(queue, paddedItem(t, g, patches, now.Add(time.Duration(i)*time.Microsecond)))
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.queue = queue
-	f := g.form(now.Add(time.Millisecond))
-	var extents []int64
-	for _, i := range f.chosen {
-		extents = append(extents, queue[i].it.ports[0].t.Shape[1])
-	}
-	for _, x := range extents {
-		if x != 2 {
-			t.Fatalf("the group of an item of 2 patches took extents %v; the items of 60 patches belong together", extents)
-		}
-	}
-	if len(extents) != 4 {
-		t.Errorf("the group took %v, want the four items of 2 patches", extents)
-	}
-	// The same queue once the items of 60 patches have waited past the
-	// delay: they are taken first, whatever they cost in padding.
-	f = g.form(now.Add(2 * time.Second))
-	late := 0
-	for _, i := range f.chosen {
-		if queue[i].it.ports[0].t.Shape[1] == 60 {
-			late++
-		}
-	}
-	if late == 0 {
-		t.Errorf("items past their delay bound were passed over: %v", f.chosen)
-	}
-}
-
-// TestPromisedGroupClosesOnceTheQueueHoldsOne: while a lockstep batch is
-// still admitting, a free runner runs a group as soon as the queue holds
-// a full group's worth, even when the group it forms is not full (here
-// padding keeps the larger items out of the first one), so that groups
-// run beside the rest of the admission instead of after it. With less
-// queued, it waits for the batch.
-func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
-	g := paddingCostlyGrouper(t)
-	now := time.Now()
-	queue := []*pending{paddedItem(t, g, 2, now)}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.promised = 1000
-	g.queue = append([]*pending(nil), queue...)
-	g.fillStale = true
-	if batch, wait, _ := g.take(now, nil); batch != nil || wait != promisedWait {
-		t.Fatalf("one queued item of a batch still admitting ran as a group of %d (wait %v)", len(batch), wait)
-	}
-	for range 400 {
-		queue = append(queue, paddedItem(t, g, 60, now))
-	}
-	head := queue[0]
-	g.queue = queue
-	g.fillStale = true
-	batch, wait, _ := g.take(now, nil)
-	if batch == nil {
-		t.Fatalf("with %d items queued, the runner waits %v for more of the batch", len(queue), wait)
-	}
-	if len(batch) != 1 || batch[0] != head {
-		t.Errorf("took %d items; want the oldest alone (padding keeps the others out)", len(batch))
-	}
+	p := &pending{ctx: context.Background(), done: make(chan share, 1)}
+	p.hold(g.spec, it, queued)
+	return p
 }
 
 // TestAFinishedRequestClosesTheGroupWaitingForIt: a group waits while a
@@ -324,7 +238,7 @@ func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
 				t.Errorf("the group did not run on the caller's goroutine (lone %v): %+v", lone, s)
 			}
 			g.mu.Lock()
-			left, promised := len(g.queue), g.promised
+			left, promised := g.pol.Len(), g.promised
 			g.mu.Unlock()
 			if left != 0 || promised != 0 {
 				t.Errorf("after the panic the queue holds %d items no one waits for, %d promised", left, promised)
@@ -337,30 +251,44 @@ func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
 	}
 }
 
-// TestArrivedAgainIsRepeatedArrivals: a burst's items after its first are
-// recorded at once, as that many arrivals at the first's time would be,
-// from a new stream and from one with a history.
-func TestArrivedAgainIsRepeatedArrivals(t *testing.T) {
-	start := time.Unix(0, 0)
-	for _, history := range []int{0, 1, 3} {
-		for _, k := range []int{0, 1, 5} {
-			var one, many arrivals
-			for i := range history {
-				at := start.Add(time.Duration(i) * time.Millisecond)
-				one.arrived(at, i%2 == 0)
-				many.arrived(at, i%2 == 0)
-			}
-			at := start.Add(time.Duration(history) * time.Millisecond)
-			one.arrived(at, false)
-			many.arrived(at, false)
-			for range k {
-				one.arrived(at, true)
-			}
-			many.arrivedAgain(k)
-			if one.seen != many.seen || one.lastGap != many.lastGap || !one.last.Equal(many.last) ||
-				math.Abs(one.mean-many.mean) > 1e-6*max(1, one.mean) || math.Abs(one.overlap-many.overlap) > 1e-12 {
-				t.Errorf("history %d, %d more: %+v, want %+v", history, k, many, one)
-			}
-		}
+// TestSortedBurstGroupsLikeExtents: a lockstep batch that runs its own
+// groups sorts its burst, so that its groups hold images of like extents.
+// After one image of 5 patches come images of 4 and 6 patches in turn:
+// ranked against the oldest image, a 4 and a 6 add the same padding, and
+// the group of 16 images (the budget) would take both kinds; sorted, the
+// 4s fill one group, the 5 and the 6s the next. Every result still equals
+// its solo run.
+func TestSortedBurstGroupsLikeExtents(t *testing.T) {
+	for _, self := range []bool{true, false} {
+		t.Run(fmt.Sprintf("self=%v", self), func(t *testing.T) { testSortedBurst(t, self) })
+	}
+}
+
+// testSortedBurst is TestSortedBurstGroupsLikeExtents with the batch
+// running its own groups (self) or its runner running them while the
+// batch admits.
+func testSortedBurst(t *testing.T, self bool) {
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Hour}, nil)
+	defer e.Close()
+	solo := imageEngine(t, Options{Solo: true})
+	if self {
+		g := e.groupers["encoder"]
+		g.mu.Lock()
+		g.overlap = 0 // a woken runner starts too late: batches run their own groups
+		g.mu.Unlock()
+	}
+	reqs := []Request{paddedRequest("first", 5)}
+	for i := range 32 {
+		reqs = append(reqs, paddedRequest(fmt.Sprint(i), 4+2*int64(i%2)))
+	}
+	checkEmbeddingsAsSolo(t, reqs, e.RunAll(context.Background(), reqs), solo.RunAll(context.Background(), reqs))
+	s := e.Stats().Components["encoder"]
+	if own := s.OwnGroups > 0; own != self {
+		t.Fatalf("the batch ran %d groups of its own, want them all or none (self %v)", s.OwnGroups, self)
+	}
+	// Sorted, only the image of 5 patches is padded (by one patch);
+	// ranked, eight images of 4 patches are padded by two in each group.
+	if s.PaddingOverhead > 0.01 {
+		t.Errorf("padding overhead %.3f over groups %v: the burst's groups mix extents", s.PaddingOverhead, s.GroupSizes)
 	}
 }

@@ -1,4 +1,4 @@
-package vm
+package sched
 
 import (
 	"math"
@@ -7,105 +7,105 @@ import (
 	"time"
 )
 
-// TestSchedulerFit: invocation times of 20 µs + 3 ns per element are
+// TestCostFit: invocation times of 20 µs + 3 ns per element are
 // recovered, and an item joins a group only while the padding it adds
 // costs less than the invocation it saves.
-func TestSchedulerFit(t *testing.T) {
-	s := newScheduler()
-	if !s.pays(1 << 40) {
+func TestCostFit(t *testing.T) {
+	s := &Cost{}
+	if !pays(s, 1<<40) {
 		t.Error("with nothing measured, the scheduler refused an item")
 	}
 	for _, n := range []int64{100, 900, 5000, 20000, 300, 12000, 7000, 60, 40000, 2500} {
-		s.observe(1, groupElements{padded: n, real: n}, time.Duration(20000+3*n))
+		s.Observe(1, n, n, time.Duration(20000+3*n))
 	}
 	a, c, ok := s.fit()
 	if !ok || math.Abs(a-20000) > 1 || math.Abs(c-3) > 1e-3 {
 		t.Fatalf("fit a=%v c=%v ok=%v, want 20000 and 3", a, c, ok)
 	}
-	if !s.pays(6000) || s.pays(7000) {
-		t.Errorf("pays(6000)=%v pays(7000)=%v: 3 ns × waste against a 20 µs call", s.pays(6000), s.pays(7000))
+	if !pays(s, 6000) || pays(s, 7000) {
+		t.Errorf("pays(6000)=%v pays(7000)=%v: 3 ns × waste against a 20 µs call", pays(s, 6000), pays(s, 7000))
 	}
-	if !s.pays(0) {
+	if !pays(s, 0) {
 		t.Error("an item that adds no padding was refused")
 	}
 }
 
-// TestSchedulerFitWithoutFixedCost: times whose line through the groups
+// TestCostFitWithoutFixedCost: times whose line through the groups
 // seen has no positive fixed cost (groups too alike in size for the noise
 // in their times) are no fit: an item that adds padding is not refused on
 // their word.
-func TestSchedulerFitWithoutFixedCost(t *testing.T) {
-	s := newScheduler()
+func TestCostFitWithoutFixedCost(t *testing.T) {
+	s := &Cost{}
 	for i, n := range []int64{1000, 1010, 990, 1005, 995, 1000, 1010, 990, 1005, 995} {
 		// Times that rise steeply over a narrow range of sizes: 3 µs per
 		// element and an intercept of -2 ms.
 		d := 3000*n - 2_000_000 + int64(i%2)*20_000
-		s.observe(4, groupElements{padded: n, real: n}, time.Duration(d))
+		s.Observe(4, n, n, time.Duration(d))
 	}
 	if a, c, ok := s.fit(); ok {
 		t.Errorf("fit a=%v c=%v accepted", a, c)
 	}
-	if !s.pays(10) {
+	if !pays(s, 10) {
 		t.Error("an item adding 10 padding elements was refused on a fit with no fixed cost")
 	}
-	if s.snapshot().Fitted {
+	if s.Snapshot().Fitted {
 		t.Error("the stats call a fit with no fixed cost fitted")
 	}
 }
 
-// TestSchedulerCap: groups of up to 4 items run fastest per element and
+// TestCostCap: groups of up to 4 items run fastest per element and
 // larger ones slower, so groups are capped at 4; where larger groups keep
-// paying there is no cap, and every schedExplore-th group is formed
+// paying there is no cap, and every costExplore-th group is formed
 // without one.
-func TestSchedulerCap(t *testing.T) {
-	s := newScheduler()
+func TestCostCap(t *testing.T) {
+	s := &Cost{}
 	perElement := map[int]int64{1: 10, 2: 6, 4: 5, 8: 9, 16: 12}
-	for range schedMinClass {
+	for range costMinClass {
 		for size, ns := range perElement {
-			s.observe(size, groupElements{padded: 1000, real: 1000}, time.Duration(ns*1000))
+			s.Observe(size, 1000, 1000, time.Duration(ns*1000))
 		}
 	}
-	if got := s.snapshot().Cap; got != 4 {
-		t.Errorf("cap %d, want 4 (per element: %v)", got, s.snapshot().PerElementBySize)
+	if got := s.Snapshot().Cap; got != 4 {
+		t.Errorf("cap %d, want 4 (per element: %v)", got, s.Snapshot().PerElementBySize)
 	}
 	capped := 0
-	for range schedExplore {
-		if s.limit() == 4 {
+	for range costExplore {
+		if s.Limit() == 4 {
 			capped++
 		}
 	}
-	if capped != schedExplore-1 {
-		t.Errorf("%d of %d groups capped, want all but one", capped, schedExplore)
+	if capped != costExplore-1 {
+		t.Errorf("%d of %d groups capped, want all but one", capped, costExplore)
 	}
-	paying := newScheduler()
-	for range schedMinClass {
+	paying := &Cost{}
+	for range costMinClass {
 		for size := 1; size <= 16; size *= 2 {
-			paying.observe(size, groupElements{padded: 1000, real: 1000}, time.Duration(20000/size))
+			paying.Observe(size, 1000, 1000, time.Duration(20000/size))
 		}
 	}
-	if got := paying.snapshot().Cap; got != 0 {
+	if got := paying.Snapshot().Cap; got != 0 {
 		t.Errorf("larger groups keep paying, yet cap %d", got)
 	}
 }
 
-// TestSchedulerCapIgnoresNoise: invocation times vary from call to call.
+// TestCostCapIgnoresNoise: invocation times vary from call to call.
 // Where time per element is the same for groups of 16 and of 32 (a model
 // saturated at 16), ±30 % noise on every call must not cap groups at 16,
 // not even for a while: each such stretch would cost an invocation per 32
 // items for nothing. Where groups of 32 cost 1.6 times as much per element
 // under the same noise, they are capped.
-func TestSchedulerCapIgnoresNoise(t *testing.T) {
+func TestCostCapIgnoresNoise(t *testing.T) {
 	stream := func(perElement32 float64) (capped int) {
 		rng := rand.New(rand.NewPCG(7, 11))
-		s := newScheduler()
+		s := &Cost{}
 		for i := range 4000 {
 			size, per := 16, 1000.0
 			if i%3 != 0 {
 				size, per = 24, perElement32
 			}
 			noisy := per * (0.7 + 0.6*rng.Float64())
-			s.observe(size, groupElements{padded: 1000, real: 1000}, time.Duration(noisy*1000))
-			if s.snapshot().Cap != 0 {
+			s.Observe(size, 1000, 1000, time.Duration(noisy*1000))
+			if s.Snapshot().Cap != 0 {
 				capped++
 			}
 		}
@@ -120,9 +120,13 @@ func TestSchedulerCapIgnoresNoise(t *testing.T) {
 }
 
 func TestSizeClass(t *testing.T) {
-	for n, want := range map[int]int{1: 0, 2: 1, 3: 2, 4: 2, 5: 3, 8: 3, 9: 4, 1 << 20: schedClasses - 1} {
+	for n, want := range map[int]int{1: 0, 2: 1, 3: 2, 4: 2, 5: 3, 8: 3, 9: 4, 1 << 20: costClasses - 1} {
 		if got := sizeClass(n); got != want {
 			t.Errorf("sizeClass(%d) = %d, want %d", n, got, want)
 		}
 	}
 }
+
+// pays reports whether an item that adds waste padding elements to a group
+// costs less than the invocation it saves, as formation judges it.
+func pays(s *Cost, waste int64) bool { return paysWithin(waste, s.Payable()) }
