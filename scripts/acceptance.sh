@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 11's acceptance figures, measured as the issue asks: on one ONNX
-# Runtime thread, every way of running a workload interleaved in one run,
-# repeated, and reported as medians with their spread.
+# Issues 11's and 44's acceptance figures, measured as the issues ask:
+# every way of running a workload interleaved in one run, repeated, and
+# reported as medians with their spread.
 #
 #   scripts/acceptance.sh build DIR
 #       builds this checkout's benchmark binaries (vm/e2e, vm, vm/ort
@@ -15,8 +15,9 @@
 #       models/ folders (make setup's; GENAIC_CACHE names where they are).
 #   scripts/acceptance.sh table FILE
 #       the medians [min–max] per build, benchmark and figure of run's
-#       output (go run ./scripts/benchtable), then issue 11's acceptance
-#       checks per build, met or SHORT with their medians. Needs Go.
+#       output (go run ./scripts/benchtable), then issues 11's and 44's
+#       acceptance checks per build, met or SHORT with their medians.
+#       Needs Go.
 #   scripts/acceptance.sh pack OUT DIR...
 #       puts DIRs' binaries (each under OUT/builds/ by its folder's name)
 #       and the cache's ONNX Runtime library and models (OUT/cache),
@@ -62,7 +63,10 @@
 # work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
 # through genaic against a direct onnxruntime_go Run), and genaic bench on
 # the README's example at 1 and 16 clients (under all processors and one
-# fewer, where the machine has several).
+# fewer, where the machine has several); then issue 44's: BenchmarkBest
+# (served callers at planned defaults against the best hand-assembled
+# strategy, synthetic and real models) and genaic bench at its defaults on
+# the two real models (ocr_rec, wakeword_audio).
 set -euo pipefail
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -120,6 +124,15 @@ round() {
 		measure "$name" "$root/vm/ort" "$dir/ort.test" -test.run '^$' -test.bench 'RunVsDirect/image16$' -test.benchtime 20000x
 	[ ! -e "$dir/genaic" ] ||
 		measure "$name" "$root" "$dir/genaic" bench "$pkg" --requests "$pkg/requests.json" --concurrency 1,16 --json $(procs "$dir/genaic")
+	[ ! -e "$dir/e2e.test" ] ||
+		measure "$name" "$root/vm/e2e" "$dir/e2e.test" -test.run '^$' -test.bench 'Best' -test.benchtime 3x
+	local real
+	for real in ocr_rec wakeword_audio; do
+		[ ! -e "$dir/genaic" ] ||
+			measure "$name" "$root" "$dir/genaic" bench "$root/testdata/packages/$real" \
+				--requests "$root/testdata/packages/$real/requests.json" --json |
+			sed "s/^\([^\t]*\t\){/\1{\"package\":\"$real\",/"
+	done
 }
 
 # procs is the --procs flag of a round's genaic bench: every mode under

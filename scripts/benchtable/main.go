@@ -9,8 +9,10 @@
 // the same (a line without one belongs to the build "-"). A figure that
 // is zero in every run (the "ns/op 0" of a benchmark whose time means
 // nothing) is left out. With two builds or more, the last columns are the
-// ratio of each later build's median to the first's. Last, each of issue
-// 11's acceptance checks per build: met or short, with the medians.
+// ratio of each later build's median to the first's. Last, each of issues
+// 11's and 44's acceptance checks per build: met or short, with the
+// medians. A bench document's "package" (acceptance.sh adds it for the
+// real models) puts pkg=NAME into its benchmarks' names.
 package main
 
 import (
@@ -131,7 +133,10 @@ func (t *table) benchLine(build, line string) {
 // benchDocument reads what genaic bench --json prints.
 func (t *table) benchDocument(build, line string) error {
 	var doc struct {
-		Modes []struct {
+		// Package, where acceptance.sh adds it, names the package a
+		// document measured beside the README example's.
+		Package string `json:"package"`
+		Modes   []struct {
 			Name        string  `json:"name"`
 			Concurrency int     `json:"concurrency"`
 			Procs       int     `json:"procs"`
@@ -157,6 +162,9 @@ func (t *table) benchDocument(build, line string) error {
 	}
 	for _, m := range doc.Modes {
 		bench := fmt.Sprintf("GenaicBench/%s/clients=%d", m.Name, m.Concurrency)
+		if doc.Package != "" {
+			bench = fmt.Sprintf("GenaicBench/%s/pkg=%s/clients=%d", m.Name, doc.Package, m.Concurrency)
+		}
 		if len(procs) > 1 {
 			bench += fmt.Sprintf("/procs=%d", m.Procs)
 		}
