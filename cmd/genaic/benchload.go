@@ -108,8 +108,9 @@ func (t engineTarget) snapshot() snapshot { return snapshot{stats: t.eng.Stats()
 func (t engineTarget) close()             { t.eng.Close() }
 
 // level opens a target per mode and processor count, warms each up, then
-// runs the timed rounds with the ways taking turns, so that a drift of
-// the machine's state touches every way alike. The process's GOMAXPROCS
+// runs the timed rounds with the ways taking turns, each round starting
+// one way further on, so that a drift of the machine's state touches
+// every way alike. The process's GOMAXPROCS
 // is set for each way's rounds and restored at the end.
 func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 	ways := b.ways(modes)
@@ -137,7 +138,12 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 	}
 	runs := make([][]roundResult, len(ways))
 	for r := range b.flags.rounds {
-		for i, w := range ways {
+		// Each round starts one way further on, so that every way follows
+		// every other as often: a way runs slower after one that leaves
+		// garbage to collect or threads spinning.
+		for k := range ways {
+			i := (r + k) % len(ways)
+			w := ways[i]
 			runtime.GOMAXPROCS(w.procs)
 			runs[i] = append(runs[i], b.round(targets[i], clients(w.mode, c), uint64(r*len(ways)+i), least[i]))
 		}
