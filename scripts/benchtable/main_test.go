@@ -229,8 +229,8 @@ func TestAcceptance(t *testing.T) {
 		"head\tBenchmarkWorkloads/text_padded/long-2  100  0.3 grouped-padding  0.2 fifo-padding",
 		`head	{"modes":[{"name":"grouped","concurrency":16,"procs":1,"vs_one_at_a_time":1.5},{"name":"grouped","concurrency":16,"procs":2,"vs_one_at_a_time":0.9}]}`,
 		`head	{"package":"ocr_rec","modes":[{"name":"grouped","concurrency":64,"procs":2,"vs_one_at_a_time":0.97},{"name":"one-at-a-time","concurrency":64,"procs":2,"vs_one_at_a_time":1}]}`,
-		"head\tBenchmarkBest/text_packed/short-2  3  0.93 served16/best  0.95 served64/best  1.9 served16/single",
-		"head\tBenchmarkBest/ocr_rec/mixed-2  3  0.8 served16/best  0.97 served64/best  0.99 served16/single",
+		"head\tBenchmarkBest/text_packed/short-2  3  0.93 served16/best  0.95 served64/best  1.9 served16/solo",
+		"head\tBenchmarkBest/ocr_rec/mixed-2  3  0.8 served16/best  0.97 served64/best  0.99 served16/solo",
 	}, "\n")
 	tb := newTable()
 	if err := tb.read(strings.NewReader(in)); err != nil {

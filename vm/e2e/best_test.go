@@ -28,6 +28,8 @@ import (
 //	servedC       C callers (servedCallers) sending the document through
 //	              Run on one engine whose execution is planned as genaic
 //	              serve plans it (engine.PlanExecution with the document)
+//	soloC         the same callers on an engine that runs one request per
+//	              invocation (Solo), at the execution planned for it
 //	batched P×T   the document as budget-sized FIFO batches (the ideal of
 //	              BenchmarkWorkloads), on P sessions of T ONNX Runtime
 //	              threads each, P·T the cores, each session taking the
@@ -35,9 +37,11 @@ import (
 //	single P×T    the same with one request per call
 //
 // for P = 1, 2, 4, ... and the cores. The fastest strategy is the
-// reference: it reports servedC/best, and servedC/single against the
-// fastest of one request per call (one-at-a-time at its best), the items
-// per second of each way, and the planned slots and threads. Beside the synthetic workloads it
+// reference: it reports servedC/best, servedC/solo against the engine
+// run one request per invocation (one-at-a-time, as genaic bench
+// compares), servedC/single against the fastest hand strategy of one
+// request per call, the items per second of each way, and the grouped
+// engine's planned slots and threads. Beside the synthetic workloads it
 // runs two real models with requests of mixed sizes (fewer of them, each
 // costing milliseconds): openWakeWord's speech embedding (32 requests of 1
 // to 4 mel windows) and PaddleOCR's PP-OCRv4 recognizer (16 requests of 1
@@ -232,16 +236,28 @@ func benchBest(b *testing.B, c bestCase) {
 	}
 
 	f, dir := fixtures.Compile(b, fx)
-	x, err := engine.PlanExecution(context.Background(), f, dir, engine.Options{}, reqs, engine.PlanOptions{Cores: cores})
-	if err != nil {
-		b.Fatal(err)
+	// The grouped engine and the one-at-a-time engine (Solo), each at the
+	// execution planned for it, as genaic bench compares its modes.
+	var x *vm.Execution
+	var engines [2]Runner
+	for k, solo := range []bool{false, true} {
+		px, err := engine.PlanExecution(context.Background(), f, dir, engine.Options{Options: vm.Options{Solo: solo}}, reqs, engine.PlanOptions{Cores: cores})
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := []genrt.Option{genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithBackendConfig(engine.Config{InterOpThreads: 1}), genrt.WithExecution(px)}
+		if solo {
+			opts = append(opts, genrt.WithSolo())
+		} else {
+			x = px
+		}
+		engines[k] = vmEngine.start(b, fx, opts...)
+		mustRun(b, engines[k], reqs)
 	}
-	e := vmEngine.start(b, fx, genrt.WithMaxDelay(genrt.DefaultMaxDelay),
-		genrt.WithBackendConfig(engine.Config{InterOpThreads: 1}), genrt.WithExecution(x))
-	mustRun(b, e, reqs)
 	for _, n := range servedCallers {
-		ways = append(ways, newCallers(b, n, reqs).serve(e))
-		names = append(names, fmt.Sprintf("served%d", n))
+		cs := newCallers(b, n, reqs)
+		ways = append(ways, cs.serve(engines[0]), cs.serve(engines[1]))
+		names = append(names, fmt.Sprintf("served%d", n), fmt.Sprintf("solo%d", n))
 	}
 	for _, way := range ways {
 		way() // warm up
@@ -263,6 +279,7 @@ func benchBest(b *testing.B, c bestCase) {
 		if strings.HasPrefix(name, "served") {
 			b.ReportMetric(rate(i)/best, name+"/best")
 			b.ReportMetric(rate(i)/single, name+"/single")
+			b.ReportMetric(rate(i)/rate(i+1), name+"/solo") // the solo way follows
 		}
 	}
 	b.ReportMetric(float64(x.Slots), "planned-slots")
