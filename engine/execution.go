@@ -337,12 +337,14 @@ func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int,
 	return float64(served.Load()) / time.Since(start).Seconds(), nil
 }
 
-// groupingLoses returns the grouped components (of grouped) whose requests
-// cost more grouped than run one per invocation, on one slot of threads
-// intra-op threads: grouping pays only where one invocation of a group
-// costs less than its items' invocations, and a model whose cost per item
-// grows with its batch (a convolutional recognizer on one thread) serves
-// more apart. Each component's run time per request is measured on two
+// groupingLoses returns the grouped components (of grouped) that do not
+// clearly cost less per request grouped than run one per invocation, on
+// one slot of threads intra-op threads: grouping pays only where one
+// invocation of a group costs less than its items' invocations, and a
+// model whose cost per item grows with its batch (a convolutional
+// recognizer on one thread) serves more apart; a component stays grouped
+// only where a grouped request costs at most groupingGain of one run
+// apart. Each component's run time per request is measured on two
 // engines, grouped and apart, that serve the same burst of the package's
 // requests in lockstep, by turns, the median of their rounds deciding;
 // the burst repeats the requests until it holds groupingLeast and takes
@@ -433,7 +435,7 @@ func groupingLoses(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	var loses []string
 	for _, name := range grouped {
 		g, a := perRequest[0][name], perRequest[1][name]
-		if len(g) > 0 && len(a) > 0 && median(g) > median(a) {
+		if len(g) > 0 && len(a) > 0 && median(g) > groupingGain*median(a) {
 			loses = append(loses, name)
 		}
 	}
@@ -450,6 +452,12 @@ const (
 	groupingMost   = 64
 	groupingRounds = 3
 	groupingBudget = time.Second
+	// groupingGain is the most a grouped request may cost, against one run
+	// apart, for its component to stay grouped: a group that saves less
+	// than that per request is not worth what it costs the requests in it
+	// at a lighter load (the wait for it to fill, the slots it leaves
+	// idle), and within it the two measures trade places from run to run.
+	groupingGain = 0.95
 )
 
 // runBurst serves reqs on e in lockstep and returns how long it took; a
