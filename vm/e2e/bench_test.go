@@ -237,14 +237,15 @@ func (w workload) items(r vm.Request) int64 {
 }
 
 // batches splits reqs in order into the groups a FIFO grouper forms: a
-// group closes when the next request would exceed a budget.
-func (w workload) batches(budgets []plan.Budget, reqs []vm.Request) [][]vm.Request {
+// group closes when the next request would exceed a budget, or when it
+// holds most requests (0: no such bound).
+func (w workload) batches(budgets []plan.Budget, reqs []vm.Request, most int) [][]vm.Request {
 	var out [][]vm.Request
 	var cur []vm.Request
 	acc := map[string]int64{}
 	for _, r := range reqs {
 		next := w.add(acc, r)
-		if len(cur) > 0 && !fits(budgets, next) {
+		if len(cur) > 0 && (!fits(budgets, next) || len(cur) == most) {
 			out = append(out, cur)
 			cur, next = nil, w.add(map[string]int64{}, r)
 		}
@@ -627,7 +628,7 @@ func backendTime(s backend.Session) time.Duration {
 // idealInputs assembles the FIFO batches under the component's budgets.
 func idealInputs(b testing.TB, w workload, gp *plan.GroupPlan, reqs []vm.Request) []map[string]*backend.Tensor {
 	var inputs []map[string]*backend.Tensor
-	for _, batch := range w.batches(gp.Budgets, reqs) {
+	for _, batch := range w.batches(gp.Budgets, reqs, 0) {
 		inputs = append(inputs, w.assemble(batch))
 	}
 	b.Logf("%s: %d requests, %d budget-sized batches for the ideal", w.name, len(reqs), len(inputs))
@@ -726,7 +727,7 @@ func TestWorkloadBatches(t *testing.T) {
 		s := session(t, fx, fx.Component, be)
 		reqs := readDocument(t, w.pkg, w.doc)
 		seen := 0
-		for _, batch := range w.batches(gp.Budgets, reqs) {
+		for _, batch := range w.batches(gp.Budgets, reqs, 0) {
 			acc := map[string]int64{}
 			for _, r := range batch {
 				acc = w.add(acc, r)
