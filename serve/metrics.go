@@ -229,13 +229,11 @@ var (
 		"Groups whose output buffers went back to the session for a later group's outputs, every response viewing them written and released.", []string{"model", "component"}, nil)
 	descBatchWay = prometheus.NewDesc("genaic_batch_item_seconds",
 		"With several worker slots: the median time per request of the last batches that found the component idle, by the way they took (runners: groups handed to the runners; own: run on the batch's goroutine); absent until measured.", []string{"model", "component", "way"}, nil)
-	descHanded = prometheus.NewDesc("genaic_handed_off_groups_total",
-		"Groups whose callers the responder answered while the runner went on to the next group, which was already waiting.", []string{"model", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descHanded, descIsolated, descReused} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descIsolated, descReused} {
 		ch <- d
 	}
 }
@@ -284,7 +282,6 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 				ch <- prometheus.MustNewConstMetric(descBatchWay, prometheus.GaugeValue, ns/1e9, model, name, way)
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(descHanded, prometheus.CounterValue, float64(cs.HandedOff), lv...)
 		ch <- prometheus.MustNewConstMetric(descIsolated, prometheus.CounterValue, float64(cs.Isolated), lv...)
 		ch <- prometheus.MustNewConstMetric(descReused, prometheus.CounterValue, float64(cs.OutputsReused), lv...)
 		buckets := map[float64]uint64{}

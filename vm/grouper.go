@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/genaic/genaic/backend"
@@ -54,7 +55,6 @@ type grouper struct {
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
 	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
-	resp       *responder
 
 	wake chan struct{}  // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup // the runners and the inline runs, which close waits for
@@ -75,7 +75,20 @@ type pending struct {
 	done  chan share
 	batch *sync.WaitGroup
 	res   share
+	// leads says a lone caller's entry may take its group's answers to
+	// the group's other callers (answerGroup); lead is whether it does:
+	// the slot that ran the group sets it leading before the answer goes
+	// out, a caller that stops waiting sets it gone, whichever is first.
+	leads bool
+	lead  atomic.Int32
 }
+
+// The states of pending.lead.
+const (
+	waiting int32 = iota
+	leading
+	gone
+)
 
 // hold makes p the entry of item it of spec, queued at t: what admission
 // computed of the item, for the policy.
@@ -101,6 +114,34 @@ type share struct {
 	outs  outputs
 	err   error
 	lease *lease // of the group outputs outs views (lease.go); nil: none
+	// fan holds the answers to the other callers of the group, for the
+	// caller that receives this share to give (answerGroup); nil: none.
+	fan *fan
+}
+
+// fan is the answers a group's leading caller gives to its other callers.
+type fan struct{ answers []answer }
+
+type answer struct {
+	p *pending
+	s share
+}
+
+var fans = sync.Pool{New: func() any { return new(fan) }}
+
+// received is s, received by p's caller, once the answers it carries to
+// the other callers of its group are given.
+func (p *pending) received(s share) share {
+	if f := s.fan; f != nil {
+		for i := range f.answers {
+			f.answers[i].p.answer(f.answers[i].s)
+			f.answers[i] = answer{}
+		}
+		f.answers = f.answers[:0]
+		fans.Put(f)
+		s.fan = nil
+	}
+	return s
 }
 
 // ErrClosed is what a request submitted to an engine that was closed
@@ -139,7 +180,6 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 	if rec, ok := sess.(backend.Recycler); ok && g.call.ports != nil {
 		g.rec = rec
 	}
-	g.resp = newResponder()
 	g.wg.Add(g.workers)
 	for range g.workers {
 		go g.runner(newArena(len(spec.gp.Inputs)))
@@ -259,7 +299,7 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 // share; reuse reports whether l may be pooled again.
 func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, reuse bool) {
 	p := &l.p
-	p.ctx = ctx
+	p.ctx, p.leads = ctx, true
 	p.hold(g.spec, it, time.Now())
 	if a := g.tryInline(p); a != nil {
 		l.ps[0] = p
@@ -276,12 +316,17 @@ func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, re
 func (p *pending) waitShare() (share, bool) {
 	cancelled := p.ctx.Done()
 	if cancelled == nil { // a context that is never cancelled
-		return <-p.done, true
+		return p.received(<-p.done), true
 	}
 	select {
 	case s := <-p.done:
-		return s, true
+		return p.received(s), true
 	case <-cancelled:
+		if !p.lead.CompareAndSwap(waiting, gone) {
+			// A slot made p its group's leader just now: the share, and
+			// the other callers' answers with it, are on their way.
+			return p.received(<-p.done), true
+		}
 		return share{err: backend.ContextError(p.ctx.Err())}, false
 	}
 }
@@ -427,7 +472,6 @@ func (g *grouper) close() {
 	g.mu.Unlock()
 	g.poke()
 	g.wg.Wait()
-	g.resp.close()
 }
 
 // run assembles, checks, invokes and splits one group, formed at now,
@@ -435,9 +479,8 @@ func (g *grouper) close() {
 // group's requests. The group's claim ends with its invocation (or here,
 // when there is none): release gives its worker slot back before the
 // answers, so that a caller's next request never finds the group still
-// counted in flight. Where mayHandOff and the next group already waits
-// (handsOff), the callers' answers go to the responder; handedOff says so.
-func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool, giveBack func()) (handedOff bool) {
+// counted in flight.
+func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack func()) {
 	// A backend that panics unwinds through here: the slot is given back
 	// all the same, once, so that a caller that recovers (or a Close
 	// deferred above the panic) finds the engine serving rather than
@@ -476,23 +519,47 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, mayHandOff bool
 		return
 	}
 	release()
-	handoff := mayHandOff && g.handsOff(batch)
+	answerGroup(batch, shares, err)
+}
+
+// answerGroup answers the items of a group: a lockstep batch's at once
+// (they wake no goroutine but their batch's, once), the callers' through
+// the first of them still waiting that may lead, which gives the others
+// their answers (share.fan) as soon as it wakes. A group so costs the
+// slot that ran it one caller's wake, whatever its size, and the other
+// wakes are spent on the leader's goroutine while the slot runs the next
+// group.
+func answerGroup(batch []*pending, shares shareSlab, err error) {
+	var f *fan
+	lead := -1
 	for i, p := range batch {
 		s := share{err: err}
 		if err == nil {
 			s.outs, s.lease = shares.of(i), shares.lease
 		}
-		if handoff && isCaller(p) {
-			g.resp.hand(p, s)
-		} else {
+		switch {
+		case lead < 0 && p.leads && p.lead.CompareAndSwap(waiting, leading):
+			lead, f = i, fans.Get().(*fan)
+			f.answers = append(f.answers, answer{p, s})
+		case lead >= 0 && isCaller(p):
+			f.answers = append(f.answers, answer{p, s})
+		default:
 			p.answer(s)
 		}
 	}
-	if handoff {
-		g.stats.handedOff()
-		g.resp.nudge()
+	if f == nil {
+		return
 	}
-	return handoff
+	first := f.answers[0]
+	if len(f.answers) > 1 {
+		first.s.fan = f
+		copy(f.answers, f.answers[1:])
+		f.answers = f.answers[:len(f.answers)-1]
+	} else {
+		f.answers = f.answers[:0]
+		fans.Put(f)
+	}
+	first.p.answer(first.s)
 }
 
 // oneRequest reports whether every item of a group belongs to one request.

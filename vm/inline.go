@@ -46,7 +46,7 @@ func (g *grouper) spareArena() *arena {
 func (g *grouper) runInline(a *arena, group []*pending) {
 	defer g.wg.Done()
 	g.stats.ranInline()
-	g.run(a, group, time.Now(), false, func() {
+	g.run(a, group, time.Now(), func() {
 		g.mu.Lock()
 		g.inline--
 		g.inFlight--

@@ -47,7 +47,7 @@ func TestFailedGroupRunsAgainOnlyForOthers(t *testing.T) {
 			if tc.oneReq {
 				bad.first = good // the request's second chunk
 			}
-			g.run(newArena(len(g.spec.gp.Inputs)), []*pending{good, bad}, time.Now(), false, func() {})
+			g.run(newArena(len(g.spec.gp.Inputs)), []*pending{good, bad}, time.Now(), func() {})
 			for i, p := range []*pending{good, bad} {
 				s := <-p.done
 				if (s.err != nil) != tc.failed[i] {

@@ -20,9 +20,9 @@ import (
 // (under the grouper's lock, so runners never take one item twice), runs
 // it, and looks again; with nothing worth running yet it waits for an
 // arrival, a timer, or the end of a promise. Forming on the runner that
-// will run the group saves a goroutine handoff per group. Where the next
-// group already waits, the runner hands its callers' answers to the
-// responder (responder.go) instead of yielding to them.
+// will run the group saves a goroutine handoff per group. After a group
+// of callers, it yields to the callers it answered (their next requests
+// may join the next group) unless the next group already waits.
 func (g *grouper) runner(a *arena) {
 	defer g.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -39,7 +39,7 @@ func (g *grouper) runner(a *arena) {
 			// Read before the answers: an answered item of a lockstep batch
 			// is its batch's again, to reuse.
 			callers := slices.ContainsFunc(batch, isCaller)
-			if handedOff := g.runTaken(a, batch, now, true); callers && !handedOff {
+			if g.runTaken(a, batch, now); callers && !g.nextWaits() {
 				// The callers just answered are runnable, most of them on
 				// this processor, behind this runner: let them run (and
 				// send their next requests) before the next group forms.
@@ -65,11 +65,10 @@ func (g *grouper) runner(a *arena) {
 
 // runTaken runs a group next or take handed out (a worker slot counted in
 // running), gives the slot back and keeps batch's storage in a for the
-// next group. It reports whether the callers' answers went to the
-// responder (only where mayHandOff: a runner's group).
-func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time, mayHandOff bool) (handedOff bool) {
+// next group.
+func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time) {
 	n := len(batch)
-	handedOff = g.run(a, batch, now, mayHandOff, func() {
+	g.run(a, batch, now, func() {
 		g.mu.Lock()
 		g.inFlight -= n
 		g.running--
@@ -77,7 +76,6 @@ func (g *grouper) runTaken(a *arena, batch []*pending, now time.Time, mayHandOff
 	})
 	clear(batch)
 	a.batch = batch[:0]
-	return handedOff
 }
 
 // next forms the group a free runner runs now (in a's storage), or
@@ -103,13 +101,11 @@ func (g *grouper) next(now time.Time, wasIdle bool, a *arena) (batch []*pending,
 	return batch, wait, ok
 }
 
-// handsOff reports whether the runner of batch, invoked, hands its
-// callers' answers to the responder: batch has callers (a lockstep
-// batch's items are answered without a wake), the queue already holds the
-// next group (the callers' next requests cannot make it fuller, so the
-// runner need not yield to them), and another processor can answer them.
-func (g *grouper) handsOff(batch []*pending) bool {
-	if !slices.ContainsFunc(batch, isCaller) || runtime.GOMAXPROCS(0) < 2 {
+// nextWaits reports whether the next group already waits and another
+// processor can run the callers just answered: their next requests cannot
+// make it fuller, so the runner goes on to it rather than yielding.
+func (g *grouper) nextWaits() bool {
+	if runtime.GOMAXPROCS(0) < 2 {
 		return false
 	}
 	g.mu.Lock()

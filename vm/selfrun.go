@@ -257,7 +257,7 @@ func (g *grouper) runOwn() {
 		g.mu.Unlock()
 		locked = false
 		g.stats.ranOwn()
-		g.runTaken(a, batch, now, false)
+		g.runTaken(a, batch, now)
 		g.mu.Lock()
 		locked = true
 	}

@@ -34,10 +34,6 @@ type ComponentStats struct {
 	// own goroutine, where waking a runner was measured not to pay
 	// (selfrun.go).
 	OwnGroups int64 `json:"own_groups,omitempty"`
-	// HandedOff counts the groups whose runner handed its callers' answers
-	// to the component's responder and went on to the next group, which
-	// was already waiting (responder.go).
-	HandedOff int64 `json:"handed_off,omitempty"`
 	// Isolated counts the requests run in a group of their own because a
 	// floating-point input held NaN or an infinity, which a model that
 	// mixes positions would spread to the other items of its invocation.
@@ -221,12 +217,6 @@ func (c *counter) isolate() {
 	c.s.Isolated++
 }
 
-func (c *counter) handedOff() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.s.HandedOff++
-}
-
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
 	if c.obs != nil {
 		var footprint, real int64
@@ -266,7 +256,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Failed: s.Failed, Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, HandedOff: s.HandedOff, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Failed: s.Failed, Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v

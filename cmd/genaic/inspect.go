@@ -211,9 +211,6 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if cs.CallByName != "" {
 			fmt.Fprintf(w, "    groups handed to the session by input name, not by port position (a map per group): %s\n", cs.CallByName)
 		}
-		if cs.HandedOff > 0 {
-			fmt.Fprintf(w, "    %d groups answered by the responder: the next group was already waiting, so the runner went on to it\n", cs.HandedOff)
-		}
 		for reason, n := range cs.Declines {
 			fmt.Fprintf(w, "    grouping declined %d times: %s\n", n, reason)
 		}

@@ -21,9 +21,8 @@ import (
 // in lockstep (RunAll), and by the ideal's direct calls
 // (BenchmarkWorkloads). It reports served/ideal, served/solo (grouping
 // must pay where a server's callers meet it too) and lockstep/ideal, the
-// requests per invocation when served, the share of served groups the
-// runner handed to the responder (vm/responder.go), and a group's mean
-// time from its formation to its outputs, served and in lockstep.
+// requests per invocation when served, and a group's mean time from its
+// formation to its outputs, served and in lockstep.
 //
 //	go test ./vm/e2e -run '^$' -bench Served -benchtime 30x -count 3
 func BenchmarkServed(b *testing.B) {
@@ -66,8 +65,8 @@ func benchServed(b *testing.B, w workload, callers int) {
 	ideal()
 	ways := []func(){served, lockstep, ideal, servedSolo}
 	times := make([]time.Duration, len(ways))
-	var calls, requests, handedOff int64 // of the served groups
-	var runTime [2]time.Duration         // of the served and the lockstep groups
+	var calls, requests int64    // of the served groups
+	var runTime [2]time.Duration // of the served and the lockstep groups
 	var runCalls [2]int64
 	tn := newTurns(b, len(ways))
 	b.ResetTimer()
@@ -84,7 +83,6 @@ func benchServed(b *testing.B, w workload, callers int) {
 				after := e.Stats().Components[fx.Component]
 				calls += after.Invocations - before.Invocations
 				requests += after.Requests - before.Requests
-				handedOff += after.HandedOff - before.HandedOff
 			}
 		}
 	}
@@ -92,7 +90,6 @@ func benchServed(b *testing.B, w workload, callers int) {
 	b.ReportMetric(times[3].Seconds()/times[0].Seconds(), "served/solo")
 	b.ReportMetric(times[2].Seconds()/times[1].Seconds(), "lockstep/ideal")
 	b.ReportMetric(float64(requests)/float64(max(calls, 1)), "requests/call")
-	b.ReportMetric(float64(handedOff)/float64(max(calls, 1)), "handed-off-share")
 	// A group's time from its formation to its outputs (assembly and
 	// invocation, the stats' run time), served and in lockstep: what work
 	// beside it on the machine costs it.
