@@ -181,11 +181,7 @@ func message(md *Model, r *oippb.ModelInferRequest, resp vm.Response) (*oippb.Mo
 	if resp.Err != nil {
 		return nil, grpcError(resp.Err)
 	}
-	var asked []string
-	for _, o := range r.Outputs {
-		asked = append(asked, o.Name)
-	}
-	names, err := md.outputOrder(resp, asked)
+	names, err := md.outputOrder(resp, asked(r))
 	if err != nil {
 		return nil, grpcError(err)
 	}
@@ -387,6 +383,9 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		}
 		req.Inputs[in.Name] = t
 	}
+	if err := md.checkAsked(asked(r)); err != nil {
+		return req, 0, err
+	}
 	var timeout time.Duration
 	if p := r.Parameters["timeout"]; p != nil {
 		var err error
@@ -395,4 +394,13 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		}
 	}
 	return req, timeout, nil
+}
+
+// asked is the names of the outputs r asks for, in its order.
+func asked(r *oippb.ModelInferRequest) []string {
+	names := make([]string, len(r.Outputs))
+	for i, o := range r.Outputs {
+		names[i] = o.Name
+	}
+	return names
 }

@@ -287,9 +287,14 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 	}
 	binaryAll, _ := jr.Parameters["binary_data_output"].(bool)
 	binaryOut := map[string]bool{"": binaryAll}
-	var asked []string
+	asked := make([]string, len(jr.Outputs))
+	for i, o := range jr.Outputs {
+		asked[i] = o.Name
+	}
+	if err := md.checkAsked(asked); err != nil {
+		return req, nil, nil, 0, err
+	}
 	for _, o := range jr.Outputs {
-		asked = append(asked, o.Name)
 		b, ok := o.Parameters["binary_data"].(bool)
 		binaryOut[o.Name] = binaryAll || (ok && b)
 	}
