@@ -26,7 +26,7 @@ type grpcService struct {
 // registered, taking messages up to the server's request size limit.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(1 << 30),
-		grpc.StatsHandler(releaseAtEnd{})}, opts...)
+		grpc.StatsHandler(releaseAtEnd{})}, append(s.grpcConnOptions(), opts...)...)
 	g := grpc.NewServer(opts...)
 	oippb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
 	return g

@@ -1,11 +1,19 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
@@ -79,5 +87,144 @@ func TestRepeatedOutputs(t *testing.T) {
 	resp, err := gc.ModelInfer(context.Background(), g)
 	if err != nil || len(resp.Outputs) != 1 {
 		t.Errorf("gRPC, the output once: %v, want it once", err)
+	}
+}
+
+// patience bounds how long a test waits for a server to close a connection
+// its timeouts should close: far beyond the short timeouts the tests
+// configure, so that only a connection left open fails.
+const patience = time.Minute
+
+// serveHTTP serves s's HTTP front as genaic serve does (NewHTTPServer) on
+// a local port.
+func serveHTTP(t *testing.T, s *Server) (string, *http.Server) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.NewHTTPServer()
+	go hs.Serve(lis)
+	t.Cleanup(func() { hs.Close() })
+	return lis.Addr().String(), hs
+}
+
+// dial opens a raw connection and writes what a client sends first.
+func dial(t *testing.T, addr, send string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, send); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// closedByServer reads c until the server closes it and returns what it
+// read; a connection still open after patience fails the test.
+func closedByServer(t *testing.T, what string, c io.Reader) string {
+	t.Helper()
+	if conn, ok := c.(net.Conn); ok {
+		conn.SetReadDeadline(time.Now().Add(patience))
+	}
+	b, err := io.ReadAll(c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("%s: the connection is still open after %v", what, patience)
+	}
+	return string(b)
+}
+
+// TestSlowClients: a client trickling a body is answered 408 and cut off
+// after the body timeout, and cannot hold a drain; one that never finishes
+// its headers, or leaves its keep-alive connection idle, loses the
+// connection; a Content-Length over the limit is answered 413 without a
+// byte of the body read; a gRPC connection that never sends the HTTP/2
+// preface is closed. The refused bodies are counted.
+func TestSlowClients(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	s := newServer(t, Config{Repo: repo(t, "image_padded"), MaxRequestBytes: 1 << 16,
+		HeaderTimeout: timeout, BodyTimeout: timeout, IdleTimeout: timeout, HandshakeTimeout: timeout})
+	addr, hs := serveHTTP(t, s)
+	infer := "POST /v2/models/image_padded/infer HTTP/1.1\r\nHost: genaic\r\n"
+
+	trickle := func() (net.Conn, chan struct{}) {
+		c := dial(t, addr, infer+"Content-Length: 1000\r\n\r\n{")
+		stop := make(chan struct{})
+		go func() {
+			tick := time.NewTicker(timeout / 4)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := c.Write([]byte(" ")); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		return c, stop
+	}
+	c, stop := trickle()
+	got := closedByServer(t, "a trickled body", c)
+	close(stop)
+	if !strings.HasPrefix(got, "HTTP/1.1 408") || !strings.Contains(got, "did not arrive within") {
+		t.Errorf("a trickled body: answered %q, want 408", got)
+	}
+
+	got = closedByServer(t, "headers never finished", dial(t, addr, "POST /v2/health/live HTTP/1.1\r\nHost: genaic\r\n"))
+	if strings.Contains(got, "200 OK") {
+		t.Errorf("headers never finished: answered %q", got)
+	}
+
+	c = dial(t, addr, "GET /v2/health/live HTTP/1.1\r\nHost: genaic\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("a keep-alive request: %v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	c.SetReadDeadline(time.Now().Add(patience))
+	if _, err := br.ReadByte(); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("an idle keep-alive connection is still open after %v", patience)
+	}
+
+	// No body follows the headers: a server that read it before
+	// answering would answer 408, after the body timeout.
+	got = closedByServer(t, "an oversized Content-Length", dial(t, addr, infer+fmt.Sprintf("Content-Length: %d\r\n\r\n", 1<<20)))
+	if !strings.HasPrefix(got, "HTTP/1.1 413") || !strings.Contains(got, "larger than the server takes") {
+		t.Errorf("an oversized Content-Length: answered %q, want 413", got)
+	}
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.NewGRPCServer()
+	go g.Serve(lis)
+	defer g.Stop()
+	closedByServer(t, "a gRPC connection without the HTTP/2 preface", dial(t, lis.Addr().String(), ""))
+
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	text := scrape(t, ts.URL)
+	if n := metric(t, text, `genaic_refused_bodies_total{reason="too_large"}`); n != 1 {
+		t.Errorf("genaic_refused_bodies_total too_large = %v, want 1", n)
+	}
+	if n := metric(t, text, `genaic_refused_bodies_total{reason="timeout"}`); n != 1 {
+		t.Errorf("genaic_refused_bodies_total timeout = %v, want 1", n)
+	}
+
+	// A trickled body holds a drain no longer than the body timeout.
+	c, stop = trickle()
+	defer close(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Errorf("shutting down with a client trickling a body: %v", err)
 	}
 }

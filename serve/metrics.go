@@ -20,6 +20,9 @@ type metrics struct {
 	depth    *prometheus.GaugeVec
 	ready    *prometheus.GaugeVec
 	control  *prometheus.CounterVec
+	// refusedBodies counts HTTP bodies refused unread or cut off, by
+	// reason (too_large, timeout).
+	refusedBodies *prometheus.CounterVec
 	*EngineMetrics
 }
 
@@ -82,8 +85,10 @@ func newMetrics() *metrics {
 		Help: "1 when the model is loaded, warmed up and accepting requests."}, []string{"model"})
 	m.control = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_model_control_total",
 		Help: "Loads and unloads asked through the repository extension, by model, action (load, reload, unload) and result (ok, failed)."}, []string{"model", "action", "result"})
+	m.refusedBodies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_refused_bodies_total",
+		Help: "HTTP request bodies refused, by reason: too_large (over the request size limit, 413) or timeout (not arrived within the body timeout, 408)."}, []string{"reason"})
 	m.EngineMetrics = NewEngineMetrics(m.reg)
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready, m.control)
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready, m.control, m.refusedBodies)
 	return m
 }
 

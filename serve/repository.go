@@ -301,7 +301,12 @@ func (s *Server) repositoryRoutes(mux *http.ServeMux) {
 		var body struct {
 			Ready bool `json:"ready"`
 		}
-		if b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)); err != nil || len(b) > 0 && json.Unmarshal(b, &body) != nil {
+		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if errors.Is(err, errBodyTimeout) {
+			s.bodyFailed(w, err)
+			return
+		}
+		if err != nil || len(b) > 0 && json.Unmarshal(b, &body) != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": `the request body is not {"ready": BOOL}`})
 			return
 		}
@@ -315,6 +320,10 @@ func (s *Server) repositoryRoutes(mux *http.ServeMux) {
 	for verb, do := range map[string]func(string) error{"load": s.LoadModel, "unload": s.UnloadModel} {
 		mux.HandleFunc("POST /v2/repository/models/{model}/"+verb, func(w http.ResponseWriter, r *http.Request) {
 			err := repositoryParams(r)
+			if errors.Is(err, errBodyTimeout) {
+				s.bodyFailed(w, err)
+				return
+			}
 			if err == nil {
 				err = do(r.PathValue("model"))
 			}

@@ -41,6 +41,12 @@ type Config struct {
 	// MaxRequestBytes bounds an inference request's body (HTTP) or
 	// message (gRPC); 0 means 64 MiB.
 	MaxRequestBytes int64
+	// HeaderTimeout bounds how long an HTTP request's headers may take to
+	// arrive, BodyTimeout its body once they have, and IdleTimeout how
+	// long an HTTP keep-alive or gRPC connection may wait for its next
+	// request; HandshakeTimeout bounds a gRPC connection's handshake (the
+	// client's HTTP/2 preface). 0 means the Default of each (conn.go).
+	HeaderTimeout, BodyTimeout, IdleTimeout, HandshakeTimeout time.Duration
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// Use and Bindings give backends of one's own (tests, embedders):
@@ -130,6 +136,9 @@ func New(cfg Config) (*Server, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.timeouts(); err != nil {
+		return nil, err
 	}
 	switch cfg.ModelControl {
 	case "", "none", "explicit":
