@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/genaic/genaic/backend"
@@ -22,13 +24,17 @@ type grpcService struct {
 	s *Server
 }
 
-// NewGRPCServer returns a gRPC server with the inference service
-// registered, taking messages up to the server's request size limit.
+// NewGRPCServer returns a gRPC server with the inference service, the
+// standard health service (grpc.health.v1: the server as "", each model
+// by its name) and server reflection registered, taking messages up to
+// the server's request size limit.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(1 << 30),
 		grpc.StatsHandler(releaseAtEnd{})}, append(s.grpcConnOptions(), opts...)...)
 	g := grpc.NewServer(opts...)
 	oippb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
 	return g
 }
 

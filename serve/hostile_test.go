@@ -99,10 +99,7 @@ const patience = time.Minute
 // a local port.
 func serveHTTP(t *testing.T, s *Server) (string, *http.Server) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := localListener(t)
 	hs := s.NewHTTPServer()
 	go hs.Serve(lis)
 	t.Cleanup(func() { hs.Close() })
@@ -200,10 +197,7 @@ func TestSlowClients(t *testing.T) {
 		t.Errorf("an oversized Content-Length: answered %q, want 413", got)
 	}
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := localListener(t)
 	g := s.NewGRPCServer()
 	go g.Serve(lis)
 	defer g.Stop()

@@ -197,6 +197,8 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout t
 	}
 	md.met.depth.Inc()
 	defer md.met.depth.Dec()
+	md.stats.pending.Add(1)
+	defer md.stats.pending.Add(-1)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

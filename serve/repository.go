@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/genaic/genaic/backend"
@@ -181,6 +182,7 @@ func (s *Server) loadModel(name string) error {
 	s.start(md)
 	old := s.model(name)
 	s.reg.Store(s.reg.Load().with(md))
+	s.syncHealth()
 	s.setReason(name, "")
 	if old != nil {
 		s.retire(old)
@@ -203,6 +205,8 @@ func (s *Server) UnloadModel(name string) error {
 	}
 	s.retire(md)
 	s.reg.Store(s.reg.Load().without(name))
+	s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.syncHealth()
 	s.setReason(name, "unloaded")
 	s.counted(name, "unload", nil)
 	s.log.Info("model unloaded", "model", name)

@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--no-warmup] [--model-control none|explicit]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -30,7 +30,7 @@ func runServe(e *env, args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
 		httpAddr, grpcAddr, config, logFormat, name string
-		modelControl                                string
+		modelControl, metricsNames                  string
 		maxBytes                                    int64
 		drain                                       time.Duration
 		timeouts                                    [4]time.Duration
@@ -41,6 +41,7 @@ func runServe(e *env, args []string) int {
 	fs.StringVar(&grpcAddr, "grpc", ":8001", "gRPC address (GRPCInferenceService); empty: none")
 	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider}, models: {NAME: {...}}}; its values win over the flags")
 	fs.StringVar(&name, "model-name", "", "when REPO is one package, the model's name (default: its folder's name)")
+	fs.StringVar(&metricsNames, "metrics-names", "genaic", "genaic: /metrics has genaic's own names; triton: Triton's nv_inference_* metrics too, for dashboards built for Triton")
 	fs.StringVar(&logFormat, "log-format", "text", "structured log format on standard error: text or json")
 	fs.Int64Var(&maxBytes, "max-request-bytes", 64<<20, "the largest inference request body (HTTP) or message (gRPC) taken")
 	timeoutFlags := []struct {
@@ -97,7 +98,7 @@ func runServe(e *env, args []string) int {
 	}
 	log := slog.New(handler)
 	delay := ef.maxDelay
-	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl,
+	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl, MetricsNames: metricsNames,
 		HeaderTimeout: timeouts[0], BodyTimeout: timeouts[1], IdleTimeout: timeouts[2], HandshakeTimeout: timeouts[3],
 		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
 	if config != "" {
@@ -114,7 +115,9 @@ func runServe(e *env, args []string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	srv, err := serve.New(cfg)
+	// The fronts listen before the models load, so that health answers
+	// from the start: live, and not ready until every model is.
+	srv, err := serve.Open(cfg)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -160,14 +163,32 @@ func runServe(e *env, args []string) int {
 			}
 		}()
 	}
-	log.Info("ready", "models", srv.Models())
+	started := make(chan error, 1)
+	go func() { started <- srv.Start() }()
 	code := exitOK
+	var sig os.Signal
 	select {
-	case sig := <-sigs:
-		log.Info("draining: accepting no new connections or requests; finishing those accepted (a second signal exits at once)", "signal", sig.String())
+	case err := <-started:
+		if err != nil {
+			e.errorf("%v", err)
+			code = exitUsage
+			break
+		}
+		log.Info("ready", "models", srv.Models())
+		select {
+		case sig = <-sigs:
+		case err := <-failed:
+			log.Error("listener failed; draining", "error", err.Error())
+			code = exitUsage
+		}
+	case sig = <-sigs:
+		// Close, below, waits for the loading to end.
 	case err := <-failed:
 		log.Error("listener failed; draining", "error", err.Error())
 		code = exitUsage
+	}
+	if sig != nil {
+		log.Info("draining: accepting no new connections or requests; finishing those accepted (a second signal exits at once)", "signal", sig.String())
 	}
 	go func() {
 		sig := <-sigs
