@@ -9,7 +9,7 @@ DEMO_PKG ?= testdata/packages/image_padded
 CACHE    := $(CURDIR)/.cache
 
 .DEFAULT_GOAL := build
-.PHONY: setup build lint test demo bench count clean-cache
+.PHONY: setup build lint test demo bench count soak clean-cache
 
 setup:
 	@bash scripts/setup.sh
@@ -28,7 +28,7 @@ lint:
 
 # Tests, benchmarks and the demo find the cache through GENAIC_CACHE
 # (vm/ortlib).
-test demo bench count: export GENAIC_CACHE := $(CACHE)
+test demo bench count soak: export GENAIC_CACHE := $(CACHE)
 
 # The fuzz steps run a count of inputs each (-fuzztime Nx), not a duration:
 # with a duration, Go 1.26's fuzzing coordinator can report its own end as
@@ -60,6 +60,13 @@ test: setup lint
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzDecodeFixed$$' -fuzztime 10000x -fuzzminimizetime 100x
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime 10000x -fuzzminimizetime 100x
 	$(GO) test ./serve -run '^$$' -fuzz '^FuzzRepository$$' -fuzztime 2000x -fuzzminimizetime 100x
+
+# The soak (serve.TestSoak): mixed good and hostile HTTP/gRPC traffic
+# against a -race server with load/unload churn, for SOAK (default 10m;
+# `make soak SOAK=30s` shows it works).
+SOAK ?= 10m
+soak: setup
+	GENAIC_SOAK=$(SOAK) $(GO) test -race ./serve -run '^TestSoak$$' -count=1 -v -timeout 0
 
 demo: setup
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic

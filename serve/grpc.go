@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/genaic/genaic/backend"
@@ -22,13 +24,17 @@ type grpcService struct {
 	s *Server
 }
 
-// NewGRPCServer returns a gRPC server with the inference service
-// registered, taking messages up to the server's request size limit.
+// NewGRPCServer returns a gRPC server with the inference service, the
+// standard health service (grpc.health.v1: the server as "", each model
+// by its name) and server reflection registered, taking messages up to
+// the server's request size limit.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(1 << 30),
-		grpc.StatsHandler(releaseAtEnd{})}, opts...)
+		grpc.StatsHandler(releaseAtEnd{})}, append(s.grpcConnOptions(), opts...)...)
 	g := grpc.NewServer(opts...)
 	oippb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
 	return g
 }
 
@@ -181,11 +187,7 @@ func message(md *Model, r *oippb.ModelInferRequest, resp vm.Response) (*oippb.Mo
 	if resp.Err != nil {
 		return nil, grpcError(resp.Err)
 	}
-	var asked []string
-	for _, o := range r.Outputs {
-		asked = append(asked, o.Name)
-	}
-	names, err := md.outputOrder(resp, asked)
+	names, err := md.outputOrder(resp, asked(r))
 	if err != nil {
 		return nil, grpcError(err)
 	}
@@ -387,6 +389,9 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		}
 		req.Inputs[in.Name] = t
 	}
+	if err := md.checkAsked(asked(r)); err != nil {
+		return req, 0, err
+	}
 	var timeout time.Duration
 	if p := r.Parameters["timeout"]; p != nil {
 		var err error
@@ -395,4 +400,13 @@ func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duratio
 		}
 	}
 	return req, timeout, nil
+}
+
+// asked is the names of the outputs r asks for, in its order.
+func asked(r *oippb.ModelInferRequest) []string {
+	names := make([]string, len(r.Outputs))
+	for i, o := range r.Outputs {
+		names[i] = o.Name
+	}
+	return names
 }

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -105,7 +104,7 @@ func (s *Server) Handler() http.Handler {
 		}))
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
-	return mux
+	return s.bounded(mux)
 }
 
 func (s *Server) withModel(h func(http.ResponseWriter, *http.Request, *Model)) http.HandlerFunc {
@@ -155,12 +154,7 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 	hlen := r.Header.Get(HeaderLength)
 	body, err := readBody(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes), r.ContentLength, s.cfg.MaxRequestBytes, hlen)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than the server takes (%d bytes); send fewer items per request", mbe.Limit), "rule": backend.RunInput})
-			return
-		}
-		writeError(w, inputErr("reading the request: %v", err))
+		s.bodyFailed(w, err)
 		return
 	}
 	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, hlen, body)
@@ -287,9 +281,14 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 	}
 	binaryAll, _ := jr.Parameters["binary_data_output"].(bool)
 	binaryOut := map[string]bool{"": binaryAll}
-	var asked []string
+	asked := make([]string, len(jr.Outputs))
+	for i, o := range jr.Outputs {
+		asked[i] = o.Name
+	}
+	if err := md.checkAsked(asked); err != nil {
+		return req, nil, nil, 0, err
+	}
 	for _, o := range jr.Outputs {
-		asked = append(asked, o.Name)
 		b, ok := o.Parameters["binary_data"].(bool)
 		binaryOut[o.Name] = binaryAll || (ok && b)
 	}

@@ -197,6 +197,8 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout t
 	}
 	md.met.depth.Inc()
 	defer md.met.depth.Dec()
+	md.stats.pending.Add(1)
+	defer md.stats.pending.Add(-1)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -266,9 +268,27 @@ func names(ts []tensorMeta) string {
 	return fmt.Sprint(ns)
 }
 
+// checkAsked refuses, before the request runs, outputs a request asks
+// for that the model does not have or that it names more than once: each
+// output is answered once, so a request asks for at most as many outputs
+// as the model has, and the loop stops at the first name past them.
+func (md *Model) checkAsked(asked []string) error {
+	seen := make(map[string]bool, min(len(asked), len(md.outputs)))
+	for _, n := range asked {
+		if !slices.ContainsFunc(md.outputs, func(o tensorMeta) bool { return o.Name == n }) {
+			return inputErr("model %s has no output `%s` (its outputs: %s)", md.Name, n, md.outputNames())
+		}
+		if seen[n] {
+			return inputErr("output `%s` is asked for more than once: name each output once", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
 // outputOrder returns the names of the outputs to answer with: those
-// asked for, in their order, or every output the response holds in the
-// workflow's order.
+// asked for (checkAsked), in their order, or every output the response
+// holds in the workflow's order.
 func (md *Model) outputOrder(resp vm.Response, asked []string) ([]string, error) {
 	if len(asked) > 0 {
 		for _, n := range asked {

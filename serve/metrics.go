@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/genaic/genaic/vm"
 )
@@ -20,6 +21,9 @@ type metrics struct {
 	depth    *prometheus.GaugeVec
 	ready    *prometheus.GaugeVec
 	control  *prometheus.CounterVec
+	// refusedBodies counts HTTP bodies refused unread or cut off, by
+	// reason (too_large, timeout).
+	refusedBodies *prometheus.CounterVec
 	*EngineMetrics
 }
 
@@ -56,12 +60,12 @@ func (mm *modelMetrics) counted(protocol string) {
 }
 
 // EngineMetrics are the histograms engines feed as they run (through
-// vm.Options.Observer): queue wait, invocation time, group size and padded
-// footprint, by model and component.
+// vm.Options.Observer): queue wait, invocation time and padded footprint,
+// by model and component. (Group sizes are the StatsCollector's
+// genaic_component_group_size.)
 type EngineMetrics struct {
 	queueWait *prometheus.HistogramVec
 	invoke    *prometheus.HistogramVec
-	groupSize *prometheus.HistogramVec
 	footprint *prometheus.HistogramVec
 }
 
@@ -82,8 +86,11 @@ func newMetrics() *metrics {
 		Help: "1 when the model is loaded, warmed up and accepting requests."}, []string{"model"})
 	m.control = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_model_control_total",
 		Help: "Loads and unloads asked through the repository extension, by model, action (load, reload, unload) and result (ok, failed)."}, []string{"model", "action", "result"})
+	m.refusedBodies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "genaic_refused_bodies_total",
+		Help: "HTTP request bodies refused, by reason: too_large (over the request size limit, 413) or timeout (not arrived within the body timeout, 408)."}, []string{"reason"})
 	m.EngineMetrics = NewEngineMetrics(m.reg)
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready, m.control)
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.depth, m.ready, m.control, m.refusedBodies,
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	return m
 }
 
@@ -97,11 +104,9 @@ func NewEngineMetrics(reg prometheus.Registerer) *EngineMetrics {
 		Help: "How long an item waited at a component for its group.", Buckets: latencyBuckets}, []string{"model", "component"})
 	m.invoke = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_invocation_seconds",
 		Help: "How long a component's grouped invocation took, from assembly to split.", Buckets: latencyBuckets}, []string{"model", "component"})
-	m.groupSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_group_requests",
-		Help: "Requests per invocation of a component (the group size).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}, []string{"model", "component"})
 	m.footprint = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "genaic_group_padded_elements",
 		Help: "Elements of a group's payload inputs as assembled, padding included (the padded footprint).", Buckets: prometheus.ExponentialBuckets(16, 4, 12)}, []string{"model", "component"})
-	reg.MustRegister(m.queueWait, m.invoke, m.groupSize, m.footprint)
+	reg.MustRegister(m.queueWait, m.invoke, m.footprint)
 	return m
 }
 
@@ -120,7 +125,7 @@ type observer struct {
 }
 
 // componentSeries are one component's series of the engine histograms.
-type componentSeries struct{ queueWait, invoke, groupSize, footprint prometheus.Observer }
+type componentSeries struct{ queueWait, invoke, footprint prometheus.Observer }
 
 func (o observer) of(component string) *componentSeries {
 	if c, ok := o.series.Load(component); ok {
@@ -129,7 +134,6 @@ func (o observer) of(component string) *componentSeries {
 	c := &componentSeries{
 		queueWait: o.m.queueWait.WithLabelValues(o.model, component),
 		invoke:    o.m.invoke.WithLabelValues(o.model, component),
-		groupSize: o.m.groupSize.WithLabelValues(o.model, component),
 		footprint: o.m.footprint.WithLabelValues(o.model, component),
 	}
 	got, _ := o.series.LoadOrStore(component, c)
@@ -140,9 +144,8 @@ func (o observer) QueueWait(component string, d time.Duration) {
 	o.of(component).queueWait.Observe(d.Seconds())
 }
 
-func (o observer) Invoked(component string, requests int, footprint, _ int64, d time.Duration) {
+func (o observer) Invoked(component string, _ int, footprint, _ int64, d time.Duration) {
 	c := o.of(component)
-	c.groupSize.Observe(float64(requests))
 	if d > 0 {
 		c.invoke.Observe(d.Seconds())
 	}
@@ -199,7 +202,7 @@ var (
 	descGroups      = prometheus.NewDesc("genaic_component_group_size", "Distribution of requests per invocation since start (cumulative buckets).", []string{"model", "component"}, nil)
 	descMaxGroup    = prometheus.NewDesc("genaic_component_max_group_requests", "The largest group a component ran.", []string{"model", "component"}, nil)
 	descPeak        = prometheus.NewDesc("genaic_budget_peak", "The largest footprint a group reached on a budget.", []string{"model", "component", "budget"}, nil)
-	descBudget      = prometheus.NewDesc("genaic_budget_max_total", "A budget's max_total.", []string{"model", "component", "budget"}, nil)
+	descBudget      = prometheus.NewDesc("genaic_budget_limit", "A budget's max_total: the largest footprint a group may reach on it.", []string{"model", "component", "budget"}, nil)
 	descDeclines    = prometheus.NewDesc("genaic_declines_total", "Invocations run one request at a time because grouping was declined, by reason.", []string{"model", "component", "reason"}, nil)
 	descRegrouped   = prometheus.NewDesc("genaic_regrouped_total", "Failed groups rerun one request at a time.", []string{"model", "component"}, nil)
 	descFailed      = prometheus.NewDesc("genaic_failed_calls_total", "Calls the backend failed (not counted in genaic_invocations_total).", []string{"model", "component"}, nil)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/genaic/genaic/backend"
@@ -181,6 +182,7 @@ func (s *Server) loadModel(name string) error {
 	s.start(md)
 	old := s.model(name)
 	s.reg.Store(s.reg.Load().with(md))
+	s.syncHealth()
 	s.setReason(name, "")
 	if old != nil {
 		s.retire(old)
@@ -203,6 +205,8 @@ func (s *Server) UnloadModel(name string) error {
 	}
 	s.retire(md)
 	s.reg.Store(s.reg.Load().without(name))
+	s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.syncHealth()
 	s.setReason(name, "unloaded")
 	s.counted(name, "unload", nil)
 	s.log.Info("model unloaded", "model", name)
@@ -301,7 +305,12 @@ func (s *Server) repositoryRoutes(mux *http.ServeMux) {
 		var body struct {
 			Ready bool `json:"ready"`
 		}
-		if b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)); err != nil || len(b) > 0 && json.Unmarshal(b, &body) != nil {
+		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if errors.Is(err, errBodyTimeout) {
+			s.bodyFailed(w, err)
+			return
+		}
+		if err != nil || len(b) > 0 && json.Unmarshal(b, &body) != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": `the request body is not {"ready": BOOL}`})
 			return
 		}
@@ -315,6 +324,10 @@ func (s *Server) repositoryRoutes(mux *http.ServeMux) {
 	for verb, do := range map[string]func(string) error{"load": s.LoadModel, "unload": s.UnloadModel} {
 		mux.HandleFunc("POST /v2/repository/models/{model}/"+verb, func(w http.ResponseWriter, r *http.Request) {
 			err := repositoryParams(r)
+			if errors.Is(err, errBodyTimeout) {
+				s.bodyFailed(w, err)
+				return
+			}
 			if err == nil {
 				err = do(r.PathValue("model"))
 			}

@@ -306,7 +306,7 @@ func TestHTTPLoad(t *testing.T) {
 	if n := metric(t, text, `genaic_requests_total{model="text_packed",protocol="http"}`); n != clients*each {
 		t.Errorf("genaic_requests_total counts %v requests, want %d", n, clients*each)
 	}
-	if n := metric(t, text, `genaic_group_requests_count{component="text_encoder",model="text_packed"}`); !(n >= 1) {
+	if n := metric(t, text, `genaic_component_group_size_count{component="text_encoder",model="text_packed"}`); !(n >= 1) {
 		t.Errorf("no group-size histogram observations: %v", n)
 	}
 	if d := metric(t, text, `genaic_queue_depth{model="text_packed"}`); d != 0 {
@@ -359,10 +359,14 @@ func grpcOutputs(r *oippb.ModelInferResponse) (map[string]*backend.Tensor, error
 
 func grpcClient(t testing.TB, s *Server, opts ...grpc.ServerOption) oippb.GRPCInferenceServiceClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return oippb.NewGRPCInferenceServiceClient(grpcConn(t, s, opts...))
+}
+
+// grpcConn serves s's gRPC front on a local port and returns a client
+// connection to it.
+func grpcConn(t testing.TB, s *Server, opts ...grpc.ServerOption) *grpc.ClientConn {
+	t.Helper()
+	lis := localListener(t)
 	g := s.NewGRPCServer(opts...)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
@@ -371,7 +375,28 @@ func grpcClient(t testing.TB, s *Server, opts ...grpc.ServerOption) oippb.GRPCIn
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return oippb.NewGRPCInferenceServiceClient(conn)
+	return conn
+}
+
+// localListener listens on a free local port.
+func localListener(t testing.TB) net.Listener {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lis
+}
+
+// statusOf is the status a GET of url is answered with.
+func statusOf(t testing.TB, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestGRPCLoad: bursts of 200 concurrent gRPC clients on the image package,
@@ -819,15 +844,15 @@ func TestEmbeddedExecutor(t *testing.T) {
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	text := rec.Body.String()
 	inv := metric(t, text, `genaic_component_invocations_total{component="encoder",model="images"}`)
-	obs := metric(t, text, `genaic_group_requests_count{component="encoder",model="images"}`)
+	// Two paths count the same invocations: the stats read at scrape
+	// time, the observer's histogram as the groups ran.
+	obs := metric(t, text, `genaic_invocation_seconds_count{component="encoder",model="images"}`)
 	if !(inv >= 1) || inv != obs {
 		t.Errorf("the stats count %v invocations, the histogram %v:\n%s", inv, obs, text)
 	}
-	// Two paths count the same requests: the stats read at scrape time,
-	// the observer's histogram as the groups ran.
 	n := metric(t, text, `genaic_component_requests_total{component="encoder",model="images"}`)
-	if sum := metric(t, text, `genaic_group_requests_sum{component="encoder",model="images"}`); !(n >= 1) || n > float64(len(reqs)) || n != sum {
-		t.Errorf("requests_total %v, group_requests_sum %v, for %d requests", n, sum, len(reqs))
+	if sum := metric(t, text, `genaic_component_group_size_sum{component="encoder",model="images"}`); !(n >= 1) || n > float64(len(reqs)) || n != sum {
+		t.Errorf("requests_total %v, group_size_sum %v, for %d requests", n, sum, len(reqs))
 	}
 	// One caller's requests, one after another, run on its goroutine (once
 	// they show a lone caller).
@@ -857,14 +882,7 @@ func TestDrainAndClose(t *testing.T) {
 	reqs, _ := readRequests(s.model("image_padded").Dir)
 	body, _ := oipJSON(t, reqs[0], nil, false)
 	url := ts.URL + "/v2/models/image_padded/infer"
-	status := func(path string) int {
-		resp, err := http.Get(ts.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	status := func(path string) int { return statusOf(t, ts.URL+path) }
 	if status("/v2/health/ready") != 200 || status("/v2/models/image_padded/ready") != 200 {
 		t.Fatalf("not ready after New")
 	}

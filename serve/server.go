@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/safefile"
@@ -41,6 +44,12 @@ type Config struct {
 	// MaxRequestBytes bounds an inference request's body (HTTP) or
 	// message (gRPC); 0 means 64 MiB.
 	MaxRequestBytes int64
+	// HeaderTimeout bounds how long an HTTP request's headers may take to
+	// arrive, BodyTimeout its body once they have, and IdleTimeout how
+	// long an HTTP keep-alive or gRPC connection may wait for its next
+	// request; HandshakeTimeout bounds a gRPC connection's handshake (the
+	// client's HTTP/2 preface). 0 means the Default of each (conn.go).
+	HeaderTimeout, BodyTimeout, IdleTimeout, HandshakeTimeout time.Duration
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// Use and Bindings give backends of one's own (tests, embedders):
@@ -53,6 +62,9 @@ type Config struct {
 	// models (the repository extension, repository.go); "" or "none"
 	// serves the models found at start until the server stops.
 	ModelControl string
+	// MetricsNames is "genaic" (or "") for genaic's own metric names, or
+	// "triton" to export Triton's nv_inference_* metrics beside them.
+	MetricsNames string
 }
 
 // Model is one served package.
@@ -112,6 +124,13 @@ type Server struct {
 	// reasons says, under mu, why a model of the repository the server
 	// does not serve is unavailable (unloaded, or its load failed).
 	reasons map[string]string
+	// dirs are the packages Open found, by model name, which Start loads.
+	dirs map[string]string
+	// started is set once Start has loaded every package: the server is
+	// not ready before.
+	started atomic.Bool
+	// health is the gRPC health service's state (syncHealth).
+	health *health.Server
 	// wholeJSON decodes every HTTP request's JSON in one piece, data
 	// included (httpsplit.go): what tests compare the split decoding with.
 	wholeJSON bool
@@ -122,8 +141,22 @@ const Version = "1"
 
 // New loads every package of the repository (compiling it, or using its
 // plan.json when the plan is fresh), warms each up, and returns the
-// server ready.
+// server ready: Open, then Start.
 func New(cfg Config) (*Server, error) {
+	s, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open checks cfg and finds the repository's packages, and returns the
+// server with none loaded yet: its fronts may listen at once, answering
+// live, and not ready until Start has loaded every package.
+func Open(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 64 << 20
 	}
@@ -131,12 +164,21 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := cfg.timeouts(); err != nil {
+		return nil, err
+	}
 	switch cfg.ModelControl {
 	case "", "none", "explicit":
 	default:
 		return nil, fmt.Errorf("model control %q: use none (the models found at start) or explicit (clients load and unload them)", cfg.ModelControl)
 	}
-	s := &Server{cfg: cfg, log: log, m: newMetrics(), drained: make(chan struct{}), stats: &StatsCollector{}}
+	switch cfg.MetricsNames {
+	case "", "genaic", "triton":
+	default:
+		return nil, fmt.Errorf("metrics names %q: use genaic (genaic's own) or triton (Triton's nv_inference_* names too)", cfg.MetricsNames)
+	}
+	s := &Server{cfg: cfg, log: log, m: newMetrics(), drained: make(chan struct{}), stats: &StatsCollector{}, health: health.NewServer()}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.reg.Store(&registry{models: map[string]*Model{}})
 	dirs, err := packages(cfg.Repo, cfg.Name)
 	if isEmptyRepo(err) && cfg.ModelControl == "explicit" {
@@ -151,14 +193,27 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.m.reg.MustRegister(s.stats)
+	if cfg.MetricsNames == "triton" {
+		s.m.reg.MustRegister(tritonCollector{s})
+	}
+	s.dirs = dirs
+	return s, nil
+}
+
+// Start loads, warms up and serves every package Open found, and turns
+// the server ready. Where one fails to load, the server serves none and
+// Start says why.
+func (s *Server) Start() error {
+	s.loading.Lock()
+	defer s.loading.Unlock()
 	loaded := map[string]*Model{}
-	for name, dir := range dirs {
+	for name, dir := range s.dirs {
 		md, err := s.load(name, dir)
 		if err != nil {
 			for _, md := range loaded {
 				md.eng.Close()
 			}
-			return nil, fmt.Errorf("model %s (%s): %w", name, dir, err)
+			return fmt.Errorf("model %s (%s): %w", name, dir, err)
 		}
 		loaded[name] = md
 	}
@@ -166,7 +221,25 @@ func New(cfg Config) (*Server, error) {
 		s.start(loaded[name])
 		s.reg.Store(s.reg.Load().with(loaded[name]))
 	}
-	return s, nil
+	s.started.Store(true)
+	s.syncHealth()
+	return nil
+}
+
+// syncHealth sets the gRPC health service's statuses: the server's ("")
+// as Ready says, and each model's as its own readiness. Once draining,
+// the service answers NOT_SERVING for all (SetDraining).
+func (s *Server) syncHealth() {
+	status := func(ok bool) healthpb.HealthCheckResponse_ServingStatus {
+		if ok {
+			return healthpb.HealthCheckResponse_SERVING
+		}
+		return healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	s.health.SetServingStatus("", status(s.Ready()))
+	for _, md := range s.reg.Load().models {
+		s.health.SetServingStatus(md.Name, status(md.ready.Load()))
+	}
 }
 
 // start warms a loaded model up and makes it ready.
@@ -365,7 +438,7 @@ func openFile(dir, name string) (*os.File, error) {
 
 // Ready reports whether every model is ready and the server not draining.
 func (s *Server) Ready() bool {
-	if s.draining.Load() {
+	if s.draining.Load() || !s.started.Load() {
 		return false
 	}
 	for _, md := range s.reg.Load().models {
@@ -406,6 +479,7 @@ func (s *Server) Drain(ctx context.Context) error {
 func (s *Server) SetDraining() {
 	s.draining.Store(true)
 	s.drainOnce.Do(func() { close(s.drained) })
+	s.health.Shutdown() // NOT_SERVING for every service from now on
 	for _, name := range s.reg.Load().names {
 		s.m.ready.WithLabelValues(name).Set(0)
 	}

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/genaic/genaic/serve/oippb"
 	"github.com/genaic/genaic/vm"
 )
@@ -44,9 +46,11 @@ type inferStats struct {
 	serving                     atomic.Bool
 	success, fail, queue, infer durationStat
 	executions                  atomic.Uint64
-	last                        atomic.Int64 // ms since the epoch
-	mu                          sync.Mutex
-	batches                     map[int]*durationStat // by group size
+	// pending counts the requests admitted and not yet answered.
+	pending atomic.Int64
+	last    atomic.Int64 // ms since the epoch
+	mu      sync.Mutex
+	batches map[int]*durationStat // by group size
 }
 
 // durationStat is Triton's $duration_stat: a count and nanoseconds.
@@ -169,6 +173,55 @@ func (md *Model) modelStat() modelStatJSON {
 	st.mu.Unlock()
 	slices.SortFunc(ms.BatchStats, func(a, b batchStatJSON) int { return a.BatchSize - b.BatchSize })
 	return ms
+}
+
+// tritonCollector exports, with Config.MetricsNames "triton", the
+// statistics under the names of Triton's metrics, so that dashboards
+// built for Triton read a genaic server: per model and version, the
+// requests that succeeded and failed, the inferences and executions (as
+// the statistics count them), the cumulative request, queue and compute
+// durations in microseconds (request_duration of the successful requests,
+// as Triton's), and the requests pending.
+type tritonCollector struct{ s *Server }
+
+var (
+	tritonLabels      = []string{"model", "version"}
+	descTritonSuccess = prometheus.NewDesc("nv_inference_request_success", "Number of successful inference requests, all batch sizes.", tritonLabels, nil)
+	descTritonFailure = prometheus.NewDesc("nv_inference_request_failure", "Number of failed inference requests, all batch sizes.", tritonLabels, nil)
+	descTritonCount   = prometheus.NewDesc("nv_inference_count", "Number of inferences performed (a genaic request is one).", tritonLabels, nil)
+	descTritonExec    = prometheus.NewDesc("nv_inference_exec_count", "Number of model executions performed (a genaic component's invocations, summed over components).", tritonLabels, nil)
+	descTritonRequest = prometheus.NewDesc("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds.", tritonLabels, nil)
+	descTritonQueue   = prometheus.NewDesc("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds.", tritonLabels, nil)
+	descTritonCompute = prometheus.NewDesc("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds.", tritonLabels, nil)
+	descTritonPending = prometheus.NewDesc("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model.", tritonLabels, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c tritonCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTritonSuccess, descTritonFailure, descTritonCount, descTritonExec, descTritonRequest, descTritonQueue, descTritonCompute, descTritonPending} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c tritonCollector) Collect(ch chan<- prometheus.Metric) {
+	reg := c.s.reg.Load()
+	for _, name := range reg.names {
+		md := reg.models[name]
+		ms := md.modelStat()
+		st := ms.InferenceStats
+		counter := func(d *prometheus.Desc, v uint64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), md.Name, Version)
+		}
+		counter(descTritonSuccess, st.Success.Count)
+		counter(descTritonFailure, st.Fail.Count)
+		counter(descTritonCount, ms.InferenceCount)
+		counter(descTritonExec, ms.ExecutionCount)
+		counter(descTritonRequest, st.Success.NS/1000)
+		counter(descTritonQueue, st.Queue.NS/1000)
+		counter(descTritonCompute, st.ComputeInfer.NS/1000)
+		ch <- prometheus.MustNewConstMetric(descTritonPending, prometheus.GaugeValue, float64(md.stats.pending.Load()), md.Name, Version)
+	}
 }
 
 // tritonExtensions are the extensions of Triton's this server speaks,

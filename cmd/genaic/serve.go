@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup] [--model-control none|explicit]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -30,9 +30,10 @@ func runServe(e *env, args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
 		httpAddr, grpcAddr, config, logFormat, name string
-		modelControl                                string
+		modelControl, metricsNames                  string
 		maxBytes                                    int64
 		drain                                       time.Duration
+		timeouts                                    [4]time.Duration
 		noWarmup                                    bool
 		ef                                          engineFlags
 	)
@@ -40,8 +41,22 @@ func runServe(e *env, args []string) int {
 	fs.StringVar(&grpcAddr, "grpc", ":8001", "gRPC address (GRPCInferenceService); empty: none")
 	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider}, models: {NAME: {...}}}; its values win over the flags")
 	fs.StringVar(&name, "model-name", "", "when REPO is one package, the model's name (default: its folder's name)")
+	fs.StringVar(&metricsNames, "metrics-names", "genaic", "genaic: /metrics has genaic's own names; triton: Triton's nv_inference_* metrics too, for dashboards built for Triton")
 	fs.StringVar(&logFormat, "log-format", "text", "structured log format on standard error: text or json")
 	fs.Int64Var(&maxBytes, "max-request-bytes", 64<<20, "the largest inference request body (HTTP) or message (gRPC) taken")
+	timeoutFlags := []struct {
+		name  string
+		def   time.Duration
+		usage string
+	}{
+		{"header-timeout", serve.DefaultHeaderTimeout, "how long an HTTP client may take to send a request's headers before its connection is closed"},
+		{"body-timeout", serve.DefaultBodyTimeout, "how long an HTTP client may take to send a request's body once its headers are in: past it the request is answered 408 and its connection closed"},
+		{"idle-timeout", serve.DefaultIdleTimeout, "how long an HTTP keep-alive or gRPC connection may wait for its next request before it is closed"},
+		{"grpc-handshake-timeout", serve.DefaultHandshakeTimeout, "how long a gRPC connection may take to send the HTTP/2 preface before it is closed"},
+	}
+	for i, f := range timeoutFlags {
+		fs.DurationVar(&timeouts[i], f.name, f.def, f.usage+" (at most "+serve.MaxTimeout.String()+")")
+	}
 	fs.DurationVar(&drain, "drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long accepted requests may take to finish before the server exits anyway")
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up request (the package's first requests.json request) each model runs before it is ready")
 	fs.StringVar(&modelControl, "model-control", "none", "none: serve the repository's models found at start; explicit: clients may also load, reload and unload them (POST /v2/repository/models/NAME/load|unload, gRPC RepositoryModelLoad|Unload)")
@@ -61,6 +76,12 @@ func runServe(e *env, args []string) int {
 		e.errorf("--max-request-bytes %d: want a positive size", maxBytes)
 		return exitUsage
 	}
+	for i, f := range timeoutFlags {
+		if err := serve.CheckTimeout("--"+f.name, timeouts[i]); err != nil {
+			e.errorf("%v", err)
+			return exitUsage
+		}
+	}
 	if httpAddr == "" && grpcAddr == "" {
 		e.errorf("--http and --grpc are both empty: give at least one address to listen on")
 		return exitUsage
@@ -77,7 +98,8 @@ func runServe(e *env, args []string) int {
 	}
 	log := slog.New(handler)
 	delay := ef.maxDelay
-	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl,
+	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl, MetricsNames: metricsNames,
+		HeaderTimeout: timeouts[0], BodyTimeout: timeouts[1], IdleTimeout: timeouts[2], HandshakeTimeout: timeouts[3],
 		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)
@@ -93,7 +115,9 @@ func runServe(e *env, args []string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	srv, err := serve.New(cfg)
+	// The fronts listen before the models load, so that health answers
+	// from the start: live, and not ready until every model is.
+	srv, err := serve.Open(cfg)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -106,11 +130,10 @@ func runServe(e *env, args []string) int {
 			e.errorf("--http %v", err)
 			return exitUsage
 		}
-		// A client has 30 s to send a request's headers, and a keep-alive
-		// connection left idle for two minutes is closed: neither a slow
-		// nor an idle client holds a connection (a goroutine and its
-		// buffers) forever. Bodies are bounded by --max-request-bytes.
-		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+		// Neither a slow nor an idle client holds a connection (a
+		// goroutine and its buffers), or the drain, for longer than the
+		// timeouts.
+		hs = srv.NewHTTPServer()
 	}
 	gs := srv.NewGRPCServer()
 	if grpcAddr != "" {
@@ -140,14 +163,32 @@ func runServe(e *env, args []string) int {
 			}
 		}()
 	}
-	log.Info("ready", "models", srv.Models())
+	started := make(chan error, 1)
+	go func() { started <- srv.Start() }()
 	code := exitOK
+	var sig os.Signal
 	select {
-	case sig := <-sigs:
-		log.Info("draining: accepting no new connections or requests; finishing those accepted (a second signal exits at once)", "signal", sig.String())
+	case err := <-started:
+		if err != nil {
+			e.errorf("%v", err)
+			code = exitUsage
+			break
+		}
+		log.Info("ready", "models", srv.Models())
+		select {
+		case sig = <-sigs:
+		case err := <-failed:
+			log.Error("listener failed; draining", "error", err.Error())
+			code = exitUsage
+		}
+	case sig = <-sigs:
+		// Close, below, waits for the loading to end.
 	case err := <-failed:
 		log.Error("listener failed; draining", "error", err.Error())
 		code = exitUsage
+	}
+	if sig != nil {
+		log.Info("draining: accepting no new connections or requests; finishing those accepted (a second signal exits at once)", "signal", sig.String())
 	}
 	go func() {
 		sig := <-sigs

@@ -43,6 +43,13 @@ type serveProcess struct {
 
 func startServe(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
+	return startServeProbing(t, nil, args...)
+}
+
+// startServeProbing is startServe calling probe with the HTTP address as
+// soon as the server logs it, before it is ready.
+func startServeProbing(t *testing.T, probe func(addr string), args ...string) *serveProcess {
+	t.Helper()
 	// Planning the execution measures every model for a while at load:
 	// a test that does not say runs one worker.
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--workers") || strings.HasPrefix(a, "--threads") }) {
@@ -73,6 +80,9 @@ func startServe(t *testing.T, args ...string) *serveProcess {
 			case "listening":
 				if line["protocol"] == "http" {
 					p.http, _ = line["addr"].(string)
+					if probe != nil {
+						probe(p.http)
+					}
 				} else {
 					p.grpc, _ = line["addr"].(string)
 				}
@@ -360,5 +370,58 @@ func TestServeModelControl(t *testing.T) {
 	_, errOut, code := runCLI(t, "serve", "--model-control", "poll", "--http", "127.0.0.1:0", "--grpc", "", textPkg)
 	if code == exitOK || !strings.Contains(errOut, "explicit") {
 		t.Errorf("--model-control poll: exit %d, %q", code, errOut)
+	}
+}
+
+// TestServeLiveWhileLoading: genaic serve listens before it loads its
+// models: the listening lines come before the first model is loaded, and
+// a probe at that moment finds live 200 and, while the models still load,
+// ready 503.
+func TestServeLiveWhileLoading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs genaic as a process")
+	}
+	repo, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live, ready int
+	get := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("GET %s: %v", url, err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	p := startServeProbing(t, func(addr string) {
+		live, ready = get("http://"+addr+"/v2/health/live"), get("http://"+addr+"/v2/health/ready")
+	}, repo, "--no-warmup")
+	defer p.cmd.Process.Kill()
+	if live != 200 {
+		t.Errorf("live answered %d as the server began listening, want 200", live)
+	}
+	lines := p.log()
+	listening := slices.IndexFunc(lines, func(l map[string]any) bool { return l["msg"] == "listening" })
+	loaded := slices.IndexFunc(lines, func(l map[string]any) bool { return l["msg"] == "model loaded" })
+	if listening < 0 || loaded < 0 || listening > loaded {
+		t.Errorf("the log has listening at line %d and the first model loaded at %d: want listening first", listening, loaded)
+	}
+	loadedBefore := 0
+	for _, l := range lines {
+		if l["msg"] == "model loaded" {
+			loadedBefore++
+		}
+	}
+	switch {
+	case ready == 503:
+	case ready == 200:
+		t.Logf("every model (%d) was loaded before the probe: ready's 503 while loading is not seen here", loadedBefore)
+	default:
+		t.Errorf("ready answered %d while the models loaded, want 503", ready)
+	}
+	if got := get("http://" + p.http + "/v2/health/ready"); got != 200 {
+		t.Errorf("ready answered %d once the server said ready, want 200", got)
 	}
 }
