@@ -42,11 +42,18 @@ func TestGCTarget(t *testing.T) {
 
 // TestGCTunerFollowsLiveHeap: with a live heap of four times the
 // headroom the tuner lowers the target to Go's default after a
-// collection, and raises it again once that heap is dropped.
+// collection, and raises it again once that heap is dropped. The
+// headroom is taken well above what the process already holds live (the
+// package's other tests leave some), so that only the test's own heap
+// moves the target.
 func TestGCTunerFollowsLiveHeap(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
-	tu := &gcTuner{headroom: 16 << 20, most: 400}
+	runtime.GC()
+	held := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(held)
+	headroom := max(16<<20, 8*held[0].Value.Uint64())
+	tu := &gcTuner{headroom: headroom, most: 400}
 	tu.start()
 	defer tu.stop()
 	settles := func(want int) {
@@ -66,9 +73,9 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	live := make([][]byte, 64)
+	live := make([][]byte, 4*headroom>>20)
 	for i := range live {
-		live[i] = make([]byte, 1<<20) // 64 MiB in all, 4 × the headroom
+		live[i] = make([]byte, 1<<20) // 4 × the headroom in all
 	}
 	settles(100)
 	runtime.KeepAlive(live)
