@@ -77,8 +77,10 @@ func (e *Engine) RunBatchWith(ctx context.Context, reqs []Request, opts BatchOpt
 }
 
 // admit is RunBatch and RunBatchWith: run nil interprets each request,
-// in lockstep windows where the workflow allows.
+// in lockstep windows where the workflow allows. A batch's requests wait
+// for room in a full queue rather than fail (grouper.enqueue).
 func (e *Engine) admit(ctx context.Context, reqs []Request, opts BatchOptions, run RunFunc) []Response {
+	ctx = context.WithValue(ctx, waitsKey{}, true)
 	if hasItems(reqs) {
 		return e.runBatchItems(ctx, reqs, opts, run)
 	}

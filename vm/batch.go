@@ -266,7 +266,7 @@ func (b *batch) invoke(s *ir.Step) {
 		}
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
-			if err := g.enqueue(sub.ps...); err != nil {
+			if err := g.enqueue(true, sub.ps...); err != nil {
 				subs[i].err = err
 				wg.Add(-len(sub.ps))
 			}

@@ -56,6 +56,10 @@ type grouper struct {
 	admissions sync.Pool // of *admission, for batches run in lockstep
 	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
 
+	// room, while a batch's request waits for room in the full queue
+	// (awaitRoom), is closed once items leave it (freed); nil otherwise.
+	room chan struct{}
+
 	wake chan struct{}  // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup // the runners and the inline runs, which close waits for
 }
@@ -304,7 +308,7 @@ func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, re
 	if a := g.tryInline(p); a != nil {
 		l.ps[0] = p
 		g.runInline(a, l.ps[:])
-	} else if err := g.enqueue(p); err != nil {
+	} else if err := g.enqueue(waitsForRoom(ctx), p); err != nil {
 		return share{err: err}, true
 	}
 	return p.waitShare()
@@ -331,9 +335,20 @@ func (p *pending) waitShare() (share, bool) {
 	}
 }
 
-// enqueue adds p to the queue without blocking: a full queue is an error.
-func (g *grouper) enqueue(ps ...*pending) error {
+// enqueue adds ps, one request's items, to the queue. Where the queue
+// has no room for them a batch's request (wait: RunAll, RunBatch, a
+// lockstep batch) waits until it has, so that a batch job loses no
+// request to a busy queue; a server's caller fails run/queue-full at
+// once, and may retry later. Items that no queue of this limit could
+// ever hold all at once are refused whatever the caller (queueRefusal).
+func (g *grouper) enqueue(wait bool, ps ...*pending) error {
 	g.mu.Lock()
+	if wait {
+		if err := g.awaitRoom(ps[0].ctx, len(ps)); err != nil {
+			g.mu.Unlock()
+			return err
+		}
+	}
 	if err := g.queueUp(ps); err != nil {
 		g.mu.Unlock()
 		return err
@@ -342,8 +357,8 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	// runner looks again when it frees up. While items are promised, an
 	// idle runner can only close a full group, so it is woken once the
 	// queue holds one (or by the promise's end), not for every item of a
-	// burst.
-	wake := g.idle > 0 && !g.runnersQuiet() && (g.promised == 0 || g.pol.Filled())
+	// burst; or once the queue is full, when nothing more can join.
+	wake := g.idle > 0 && !g.runnersQuiet() && (g.promised == 0 || g.pol.Filled() || g.blocked())
 	g.mu.Unlock()
 	if wake {
 		g.poke()
@@ -351,10 +366,62 @@ func (g *grouper) enqueue(ps ...*pending) error {
 	return nil
 }
 
+// awaitRoom waits, under the lock (released while it waits), until the
+// queue has room for n more items, the grouper closes, or ctx ends.
+// Items too many for the queue are left to queueRefusal.
+func (g *grouper) awaitRoom(ctx context.Context, n int) error {
+	for !g.closed && n <= g.limit && g.pol.Len()+n > g.limit {
+		if g.room == nil {
+			g.room = make(chan struct{})
+		}
+		room := g.room
+		// An idle runner holding back for promised items must see that
+		// nothing more can join (blocked).
+		wake := g.idle > 0
+		g.mu.Unlock()
+		if wake {
+			g.poke()
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			g.mu.Lock()
+			return backend.ContextError(ctx.Err())
+		}
+		g.mu.Lock()
+	}
+	return nil
+}
+
+// blocked reports, under the lock, whether nothing more can join the
+// queue until items leave it: it holds its limit, or a request waits for
+// room. A group then has nothing to wait for.
+func (g *grouper) blocked() bool { return g.pol.Len() >= g.limit || g.room != nil }
+
+// freed tells, under the lock, the requests waiting for room that items
+// left the queue (or that the grouper closed).
+func (g *grouper) freed() {
+	if g.room != nil && (g.pol.Len() < g.limit || g.closed) {
+		close(g.room)
+		g.room = nil
+	}
+}
+
+// waitsKey marks the context of a batch's requests (Engine.admit): they
+// wait for room in a full queue.
+type waitsKey struct{}
+
+// waitsForRoom reports whether ctx is a batch request's.
+func waitsForRoom(ctx context.Context) bool { return ctx.Value(waitsKey{}) != nil }
+
 // queueUp is enqueue under the lock, without the wake.
 func (g *grouper) queueUp(ps []*pending) error {
 	if err := g.queueRefusal(ps); err != nil {
 		return err
+	}
+	if g.pol.Len()+len(ps) > g.limit {
+		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
+		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
 	}
 	g.pol.Arrivals.Arrived(ps[0].e.Queued, g.pol.Len()+g.inFlight > 0)
 	g.push(ps)
@@ -368,15 +435,15 @@ func (g *grouper) push(ps []*pending) {
 	}
 }
 
-// queueRefusal says, under the lock, why ps cannot join the queue: the grouper
-// is closed, or the queue would pass its limit.
+// queueRefusal says, under the lock, why ps can never join the queue:
+// the grouper is closed, or the items are more than the queue can hold at
+// once (run/budget: neither waiting nor retrying would help).
 func (g *grouper) queueRefusal(ps []*pending) error {
 	switch {
 	case g.closed:
 		return closedError()
-	case g.pol.Len()+len(ps) > g.limit:
-		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
-		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
+	case len(ps) > g.limit:
+		return runErr(backend.RunBudget, "the request's items at component `%s` split into %d groups, more than its queue holds at once (%d); raise the queue limit (--queue) or send the items in smaller requests", g.spec.comp.Name, len(ps), g.limit)
 	}
 	return nil
 }
@@ -385,7 +452,10 @@ func (g *grouper) queueRefusal(ps []*pending) error {
 // groups has admitted (subs, in request order), each request's as enqueue
 // would, and ends the batch's promise of live requests. Nothing forms a
 // group while such a batch admits, so queuing its items at the end
-// changes only the locking: once per batch, not twice per request.
+// changes only the locking: once per batch, not twice per request. The
+// queue may pass its limit here: the batch's window bounds its items, and
+// it runs them itself at once (runOwn), where waiting for room would
+// wait for itself.
 func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -399,17 +469,16 @@ func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
 		if sub.err != nil || len(sub.ps) == 0 {
 			continue
 		}
-		if queued > 0 {
-			if err := g.queueRefusal(sub.ps); err != nil {
-				sub.err = err
-				continue
-			}
-			g.push(sub.ps)
-			again++
-		} else if err := g.queueUp(sub.ps); err != nil {
+		if err := g.queueRefusal(sub.ps); err != nil {
 			sub.err = err
 			continue
 		}
+		if queued > 0 {
+			again++
+		} else {
+			g.pol.Arrivals.Arrived(sub.ps[0].e.Queued, g.pol.Len()+g.inFlight > 0)
+		}
+		g.push(sub.ps)
 		queued += len(sub.ps)
 	}
 	g.pol.Arrivals.ArrivedAgain(again)
@@ -469,6 +538,7 @@ func (g *grouper) poke() {
 func (g *grouper) close() {
 	g.mu.Lock()
 	g.closed = true
+	g.freed()
 	g.mu.Unlock()
 	g.poke()
 	g.wg.Wait()

@@ -134,6 +134,7 @@ func (g *grouper) take(now time.Time, a *arena) (batch []*pending, wait time.Dur
 	if group == nil {
 		return nil, wait, true
 	}
+	g.freed()
 	batch = a.batch[:0]
 	for _, e := range group {
 		batch = append(batch, e.Owner.(*pending))
@@ -151,10 +152,12 @@ func (g *grouper) take(now time.Time, a *arena) (batch []*pending, wait time.Dur
 // now, not yet counted.
 func (g *grouper) outlook(arriving int) sched.Outlook {
 	e := g.e
+	// Nothing is coming to a group while nothing can join the queue.
+	blocked := g.blocked()
 	return sched.Outlook{
 		Closed:    g.closed,
-		Promised:  g.promised > 0,
-		Coming:    e.announced.Load() > 0 || e.active.Load() > int64(g.pol.Len()+g.inFlight+arriving),
+		Promised:  g.promised > 0 && !blocked,
+		Coming:    !blocked && (e.announced.Load() > 0 || e.active.Load() > int64(g.pol.Len()+g.inFlight+arriving)),
 		OpenEnded: e.openEnded.Load(),
 	}
 }
@@ -188,4 +191,5 @@ func (g *grouper) answerCancelled() {
 		e.Owner.(*pending).answer(share{err: backend.ContextError(err)})
 		return true
 	})
+	g.freed()
 }

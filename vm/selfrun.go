@@ -272,6 +272,7 @@ func (g *grouper) abandon(wg *sync.WaitGroup, promised int, self bool) {
 	g.mu.Lock()
 	g.promised -= promised
 	g.pol.Drop(func(e *sched.Entry) bool { return e.Owner.(*pending).batch == wg })
+	g.freed()
 	if self {
 		g.selfRun--
 		g.wg.Done()

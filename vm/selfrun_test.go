@@ -281,13 +281,14 @@ func selfRunEqualsSolo(t *testing.T, workers int) {
 	}
 }
 
-// TestEnqueueOwnKeepsTheQueueLimit: a batch that runs its own groups
-// queues its requests' items at the end of its admission, all at once,
-// but each request as enqueue would: in order, while the queue has room,
-// and the first that does not fit fails run/queue-full, alone. A request
-// that failed its admission, or brought nothing to queue, is passed over;
-// the batch's promise ends.
-func TestEnqueueOwnKeepsTheQueueLimit(t *testing.T) {
+// TestEnqueueOwnQueuesTheWindow: a batch that runs its own groups queues
+// its requests' items at the end of its admission, all at once, past the
+// queue's limit if need be (it runs them itself at once: waiting for room
+// would wait for itself), but never a request whose items no queue of
+// that limit could hold (run/budget, alone). A request that failed its
+// admission, or brought nothing to queue, is passed over; the batch's
+// promise ends.
+func TestEnqueueOwnQueuesTheWindow(t *testing.T) {
 	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second, Queue: 3}, nil)
 	t.Cleanup(func() { e.Close() })
 	g := e.groupers["encoder"]
@@ -298,20 +299,21 @@ func TestEnqueueOwnKeepsTheQueueLimit(t *testing.T) {
 	g.promised = 4
 	g.mu.Unlock()
 	failed := errors.New("its admission failed")
-	subs := []submission{{ps: item()}, {err: failed}, {}, {ps: item()}, {ps: item()}}
+	tooMany := append(append(item(), item()...), append(item(), item()...)...)
+	subs := []submission{{ps: item()}, {err: failed}, {}, {ps: item()}, {ps: tooMany}, {ps: item()}}
 	var wg sync.WaitGroup
 	g.enqueueOwn(subs, 4, &wg)
 	g.mu.Lock()
 	queued, promised := g.pol.Len(), g.promised
 	g.pol.Drop(func(*sched.Entry) bool { return true }) // never run: their requests are this test's
 	g.mu.Unlock()
-	if queued != 3 || promised != 0 {
-		t.Errorf("queue holds %d items, %d promised; want 3 (the limit) and 0", queued, promised)
+	if queued != 4 || promised != 0 {
+		t.Errorf("queue holds %d items, %d promised; want 4 (the other caller's and the batch's three) and 0", queued, promised)
 	}
-	if subs[1].err != failed || subs[2].err != nil || subs[0].err != nil || subs[3].err != nil {
-		t.Errorf("errors of the queued or passed-over requests: %v, %v, %v, %v", subs[0].err, subs[1].err, subs[2].err, subs[3].err)
+	if subs[1].err != failed || subs[2].err != nil || subs[0].err != nil || subs[3].err != nil || subs[5].err != nil {
+		t.Errorf("errors of the queued or passed-over requests: %v, %v, %v, %v, %v", subs[0].err, subs[1].err, subs[2].err, subs[3].err, subs[5].err)
 	}
-	if ruleOf(subs[4].err) != backend.RunQueueFull {
-		t.Errorf("the request beyond the limit: %v, want run/queue-full", subs[4].err)
+	if ruleOf(subs[4].err) != backend.RunBudget {
+		t.Errorf("the request of more items than the queue holds: %v, want run/budget", subs[4].err)
 	}
 }

@@ -129,7 +129,7 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 			ps[i].first = ps[0]
 		}
 	}
-	if err := g.enqueue(ps...); err != nil {
+	if err := g.enqueue(waitsForRoom(ctx), ps...); err != nil {
 		return nil, nil, err
 	}
 	shares := make([]map[string]*backend.Tensor, len(chunks))
