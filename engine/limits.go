@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/vm/adapters"
 )
 
 // The limits of the engine's settings: the command line's flags and
@@ -27,6 +28,10 @@ const (
 	// request is always answered within it (and warm-up, which waits on
 	// every group it forms, ends).
 	MaxDelay = 10 * time.Second
+	// MaxMediaBytes bounds the memory budget of one request's decoded
+	// media (adapters.Backend.MaxMediaBytes), from 1 MiB.
+	MaxMediaBytes = 64 << 30
+	minMediaBytes = 1 << 20
 )
 
 // MaxThreads is the most ONNX Runtime intra-op threads a run takes: four
@@ -63,6 +68,14 @@ func CheckQueue(n int) error {
 func CheckMaxDelay(d time.Duration) error {
 	if d < 0 || d > MaxDelay {
 		return fmt.Errorf("want 0 to %v: how long a group waits for more items (a lone request waits all of it)", MaxDelay)
+	}
+	return nil
+}
+
+// CheckMaxMediaBytes: see CheckWorkers.
+func CheckMaxMediaBytes(n int64) error {
+	if n != 0 && (n < minMediaBytes || n > MaxMediaBytes) {
+		return fmt.Errorf("want 0 (the default, %d) or %d to %d bytes of decoded media per request", adapters.DefaultMaxMediaBytes, minMediaBytes, int64(MaxMediaBytes))
 	}
 	return nil
 }

@@ -27,6 +27,9 @@ type ModelConfig struct {
 	Threads int `yaml:"threads"`
 	// Provider is the execution provider (cpu, cuda, tensorrt, ...).
 	Provider string `yaml:"provider"`
+	// MaxMediaBytes is the memory one request's images may take decoded
+	// and preprocessed (engine.Config.MaxMediaBytes).
+	MaxMediaBytes int64 `yaml:"max_media_bytes"`
 }
 
 // Over returns c with the fields it leaves unset taken from d.
@@ -46,6 +49,9 @@ func (c ModelConfig) Over(d ModelConfig) ModelConfig {
 	if c.Provider == "" {
 		c.Provider = d.Provider
 	}
+	if c.MaxMediaBytes == 0 {
+		c.MaxMediaBytes = d.MaxMediaBytes
+	}
 	return c
 }
 
@@ -61,7 +67,8 @@ func (c ModelConfig) check(where string) error {
 		checks = append(checks, named("queue", c.Queue, engine.CheckQueue(c.Queue)))
 	}
 	checks = append(checks, named("workers", c.Workers, engine.CheckWorkers(c.Workers)),
-		named("threads", c.Threads, engine.CheckThreads(c.Threads)))
+		named("threads", c.Threads, engine.CheckThreads(c.Threads)),
+		named("max_media_bytes", c.MaxMediaBytes, engine.CheckMaxMediaBytes(c.MaxMediaBytes)))
 	for _, err := range checks {
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
@@ -110,7 +117,7 @@ func ParseConfig(path string, b []byte) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && err.Error() != "EOF" {
-		return nil, fmt.Errorf("config %s: %v (keys: defaults, models: {NAME: {max_delay, queue, workers, threads, provider}})", path, err)
+		return nil, fmt.Errorf("config %s: %v (keys: defaults, models: {NAME: {max_delay, queue, workers, threads, provider, max_media_bytes}})", path, err)
 	}
 	if err := f.Defaults.check("config " + path + ": defaults"); err != nil {
 		return nil, err

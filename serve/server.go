@@ -313,7 +313,7 @@ func (s *Server) load(name, dir string) (*Model, error) {
 		Options:  vm.Options{Queue: c.Queue, Workers: c.Workers, Declines: s.cfg.Declines, Observer: statsObserver{s.m.Observer(name), st}},
 		Backends: s.cfg.Backends,
 		Use:      s.cfg.Use,
-		Config:   engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings},
+		Config:   engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings, MaxMediaBytes: c.MaxMediaBytes},
 	}
 	if c.MaxDelay != nil {
 		opts.MaxDelay = *c.MaxDelay

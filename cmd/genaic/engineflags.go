@@ -11,6 +11,7 @@ import (
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/adapters"
 )
 
 // engineFlags are the options run and bench share: how the engine groups,
@@ -21,6 +22,7 @@ type engineFlags struct {
 	provider string
 	queue    int
 	workers  int
+	media    int64
 	backends backendNames
 	decline  declines
 }
@@ -31,6 +33,7 @@ func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc 
 	fs.StringVar(&ef.provider, "provider", "cpu", "the execution provider ONNX Runtime runs on: cpu, cuda, tensorrt, openvino, coreml or directml (one the library lacks declines grouping, saying why)")
 	fs.IntVar(&ef.queue, "queue", 1024, "the most items that may wait for one component; beyond it a request fails at once")
 	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: 1, or, with --threads 0 where the command plans (bench, serve), planned: the machine's cores divided between workers and threads as measured on the requests)")
+	fs.Int64Var(&ef.media, "max-media-bytes", 0, fmt.Sprintf("the memory one request's images may take decoded and preprocessed, read off their headers before decoding; beyond it the request fails with run/budget (0: %d)", adapters.DefaultMaxMediaBytes))
 	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
 	fs.Var(&ef.decline, "decline", "COMPONENT[/OPCLASS[/PROVIDER]]=REASON: decline grouped execution where the key matches (* matches anything; repeatable); such components run one request per invocation and the decline is counted")
 }
@@ -48,6 +51,7 @@ func (ef *engineFlags) valid(e *env) bool {
 		{"--queue", ef.queue, engine.CheckQueue(ef.queue)},
 		{"--workers", ef.workers, engine.CheckWorkers(ef.workers)},
 		{"--max-delay", ef.maxDelay, engine.CheckMaxDelay(ef.maxDelay)},
+		{"--max-media-bytes", ef.media, engine.CheckMaxMediaBytes(ef.media)},
 	} {
 		if c.err != nil {
 			e.errorf("%s %v: %v", c.flag, c.value, c.err)
@@ -83,7 +87,7 @@ func (ef *engineFlags) options(solo bool) engine.Options {
 		Options: vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: ef.workers, Declines: backend.Declines(ef.decline),
 			Execution: &vm.Execution{Slots: max(ef.workers, 1), Threads: ef.threads}},
 		Backends: ef.backends,
-		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads},
+		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads, MaxMediaBytes: ef.media},
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -34,6 +36,8 @@ func TestKnobLimitsFlagAndConfig(t *testing.T) {
 		{"--queue", "queue", "-1"},
 		{"--max-delay", "max_delay", "10000h"},
 		{"--max-delay", "max_delay", "-1ms"},
+		{"--max-media-bytes", "max_media_bytes", "100"},
+		{"--max-media-bytes", "max_media_bytes", fmt.Sprint(int64(engine.MaxMediaBytes) + 1)},
 	} {
 		name := c.flag + " " + c.value
 		// What each says after "NAME VALUE: ".
@@ -171,5 +175,47 @@ func TestInspectStatsURLBounded(t *testing.T) {
 	_, errOut, code := runCLI(t, "inspect", imagePkg, "--stats", srv.URL)
 	if code == exitOK || !strings.Contains(errOut, fmt.Sprintf("more than %d bytes", maxServerStatsBytes)) {
 		t.Errorf("exit %d, %s; want the answer refused for its size", code, errOut)
+	}
+}
+
+// TestRunMediaBudget: a request bringing a PNG of 5792×5792 zero pixels
+// (98 KB, under the pixel cap, some 900 MB decoded and tiled) fails
+// alone with run/budget, grouped and solo, while the request beside it
+// is answered.
+func TestRunMediaBudget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	reqs := []vm.Request{
+		fixtures.ImageTiles(rng, "ok", 2),
+		fixtures.EncodedRequest("bomb", "png", [][]byte{fixtures.ZeroPNG(5792, 5792)}),
+	}
+	var lines []string
+	for _, r := range reqs {
+		in := map[string]json.RawMessage{}
+		for name, x := range r.Inputs {
+			in[name] = tensorJSON(t, x)
+		}
+		b, err := json.Marshal(map[string]any{"id": r.ID, "inputs": in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	path := filepath.Join(t.TempDir(), "requests.json")
+	if err := os.WriteFile(path, []byte(`{"requests": [`+strings.Join(lines, ",\n")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range [][]string{nil, {"--solo"}} {
+		out, errOut, code := runCLI(t, append([]string{"run", "../../testdata/packages/image_tiles", "--requests", path}, mode...)...)
+		if code != exitDiags {
+			t.Fatalf("%v: exit %d: %s", mode, code, errOut)
+		}
+		for _, r := range decodeResponses(t, out).Responses {
+			switch {
+			case r.ID == "ok" && (r.Error != nil || len(r.Outputs) == 0):
+				t.Errorf("%v: ok: %+v", mode, r.Error)
+			case r.ID == "bomb" && (r.Error == nil || r.Error.Rule != "run/budget" || !strings.Contains(r.Error.Message, "--max-media-bytes")):
+				t.Errorf("%v: bomb: %+v; want run/budget", mode, r.Error)
+			}
+		}
 	}
 }

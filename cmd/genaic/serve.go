@@ -20,7 +20,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup] [--model-control none|explicit]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--drain-timeout D] [--log-format text|json] [--no-warmup] [--model-control none|explicit]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -80,7 +80,7 @@ func runServe(e *env, args []string) int {
 	delay := ef.maxDelay
 	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl,
 		Backends: ef.backends, Declines: backend.Declines(ef.decline),
-		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
+		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)
 		if err != nil {
