@@ -51,6 +51,10 @@ type Config struct {
 	LibraryPath string
 	// Bindings are the Go functions of binding components.
 	Bindings *backend.Bindings
+	// MaxMediaBytes is the memory one request's decoded media may take in
+	// the preprocessing adapters (adapters.Backend.MaxMediaBytes); 0 keeps
+	// their default.
+	MaxMediaBytes int64
 }
 
 // Factory makes a backend: Name is what Options.Backends and the command
@@ -83,7 +87,11 @@ func init() {
 				return ort.New(ort.Options{IntraOpThreads: c.IntraOpThreads, InterOpThreads: c.InterOpThreads, LibraryPath: c.LibraryPath, Provider: c.Provider})
 			}},
 		{Name: "preprocess", Kinds: []ir.ImplKind{ir.ImplAdapter}, Doc: "the built-in image, video and audio preprocessing adapters (DESIGN §9), run in Go",
-			New: func(m *ir.Module, _ Config) (backend.Backend, error) { return adapters.New(m), nil }},
+			New: func(m *ir.Module, c Config) (backend.Backend, error) {
+				b := adapters.New(m)
+				b.MaxMediaBytes = c.MaxMediaBytes
+				return b, nil
+			}},
 		{Name: "go", Kinds: []ir.ImplKind{ir.ImplBinding, ir.ImplONNX}, Doc: "Go functions the application registers (Config.Bindings), by component name",
 			New: func(_ *ir.Module, c Config) (backend.Backend, error) {
 				if c.Bindings == nil {

@@ -125,15 +125,38 @@ func HashFile(path string) (string, error) {
 // LooksLikePlan tells a plan file from a metadata document by content: a
 // JSON object with a "format" or "plan_version" key. A document never has
 // either (both would be schema/unknown-field), so a damaged or foreign plan
-// is refused as a plan rather than misread as a document.
+// is refused as a plan rather than misread as a document. The keys are
+// looked for in the object's tokens up to the first that does not read,
+// so a truncated plan (whose first keys are these) is still a plan.
 func LooksLikePlan(b []byte) bool {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(b, &probe) != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return false
 	}
-	_, format := probe["format"]
-	_, version := probe["plan_version"]
-	return format || version
+	depth, key := 1, true // key: the next token at depth 1 is a key
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				depth++
+				continue
+			}
+			if depth--; depth == 0 {
+				return false
+			}
+		case string:
+			if depth == 1 && key && (t == "format" || t == "plan_version") {
+				return true
+			}
+		}
+		if depth == 1 {
+			key = !key
+		}
+	}
 }
 
 // Decode reads a plan and checks that it is a genaic plan of this version
@@ -144,6 +167,9 @@ func Decode(name string, b []byte) (*File, error) {
 		PlanVersion *int   `json:"plan_version"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
+		if LooksLikePlan(b) {
+			return nil, fmt.Errorf("%s: the plan is damaged or truncated (%v); recompile it with `genaic compile PKG -o %s`", name, err, filepath.Base(name))
+		}
 		return nil, fmt.Errorf("%s is not a genaic plan: %v", name, err)
 	}
 	if probe.Format != Format || probe.PlanVersion == nil {

@@ -93,6 +93,7 @@ func (v *validator) file(f *File) {
 			v.fail("components", "component `%s` of the plan's IR has no GroupPlan", c.Name)
 		}
 	}
+	v.contracts()
 	arts := map[string]bool{}
 	for i, a := range f.Artifacts {
 		field := fmt.Sprintf("artifacts[%d]", i)
@@ -395,6 +396,72 @@ func (v *groupValidator) ref(field string, r Ref) {
 		}
 	default:
 		v.fail(field, "names neither a port nor a value")
+	}
+}
+
+// contracts checks that every name a contract of the workflow's inputs and
+// outputs and of the components' ports refers to resolves (a value's
+// contract is its producer's, checked there): each level's offsets and
+// owner, and each padding's lengths, to
+// a workflow-level name (or, on a component's port, to a port of that
+// component), and each padding's dimension to a symbol of the contract's
+// shape. A name that resolves nowhere would make the runtime read the
+// contract otherwise than it was compiled: a level without offsets is no
+// level, and a packed output would be answered whole instead of as items.
+func (v *validator) contracts() {
+	m := v.m
+	for i, in := range m.Inputs {
+		if in != nil {
+			v.contract(fmt.Sprintf("ir.inputs[%d] (`%s`).contract", i, in.Name), in.Contract, nil, false)
+		}
+	}
+	for i, o := range m.Outputs {
+		if o != nil {
+			v.contract(fmt.Sprintf("ir.outputs[%d] (`%s`).contract", i, o.Name), o.Contract, nil, true)
+		}
+	}
+	for i, c := range m.Components {
+		if c == nil {
+			continue
+		}
+		for side, ports := range map[string][]*ir.Port{"inputs": c.Inputs, "outputs": c.Outputs} {
+			for j, p := range ports {
+				if p != nil {
+					v.contract(fmt.Sprintf("ir.components[%d] (`%s`).%s[%d] (`%s`).contract", i, c.Name, side, j, p.Name), p.Contract, c, true)
+				}
+			}
+		}
+	}
+}
+
+// contract checks the names one contract refers to (contracts); c is the
+// component whose port it types, nil for a workflow-level one. Where
+// defined is false (a workflow input, whose companions the runtime makes
+// when the request does not bring them) a name need not resolve, but it
+// must be there.
+func (v *validator) contract(field string, k *ir.Contract, c *ir.Component, defined bool) {
+	if k == nil {
+		return
+	}
+	resolve := func(f string, r ir.Ref) {
+		switch {
+		case r.Name == "":
+			v.fail(f, "names nothing")
+		case !defined:
+		case c != nil && (c.Input(r.Name) != nil || c.Output(r.Name) != nil):
+		case !v.workflowName(r.Name):
+			v.fail(f, "`%s` resolves to nothing the IR defines", r.Name)
+		}
+	}
+	for i, l := range k.Layout.Levels {
+		resolve(fmt.Sprintf("%s.layout.levels[%d].offsets", field, i), l.Offsets)
+		resolve(fmt.Sprintf("%s.layout.levels[%d].owner", field, i), l.Owner)
+	}
+	for i, pad := range k.Padding {
+		resolve(fmt.Sprintf("%s.padding[%d].lengths", field, i), pad.Lengths)
+		if k.HasShape && k.Axis(pad.Dim.Name) < 0 {
+			v.fail(fmt.Sprintf("%s.padding[%d].dim", field, i), "`%s` is not a symbol of the contract's shape", pad.Dim.Name)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
@@ -26,6 +27,9 @@ type ModelConfig struct {
 	Threads int `yaml:"threads"`
 	// Provider is the execution provider (cpu, cuda, tensorrt, ...).
 	Provider string `yaml:"provider"`
+	// MaxMediaBytes is the memory one request's images may take decoded
+	// and preprocessed (engine.Config.MaxMediaBytes).
+	MaxMediaBytes int64 `yaml:"max_media_bytes"`
 }
 
 // Over returns c with the fields it leaves unset taken from d.
@@ -45,21 +49,40 @@ func (c ModelConfig) Over(d ModelConfig) ModelConfig {
 	if c.Provider == "" {
 		c.Provider = d.Provider
 	}
+	if c.MaxMediaBytes == 0 {
+		c.MaxMediaBytes = d.MaxMediaBytes
+	}
 	return c
 }
 
+// check refuses a setting beyond the limits the command line's flags have
+// (engine.CheckWorkers, ...), in the flags' words; 0 (unset) is always
+// taken.
 func (c ModelConfig) check(where string) error {
-	switch {
-	case c.MaxDelay != nil && *c.MaxDelay < 0:
-		return fmt.Errorf("%s: max_delay %v: a wait cannot be negative", where, *c.MaxDelay)
-	case c.Queue < 0:
-		return fmt.Errorf("%s: queue %d: a component's queue holds at least 1 item", where, c.Queue)
-	case c.Workers < 0:
-		return fmt.Errorf("%s: workers %d: want 0 (planned) or more groups of a component that may run at once", where, c.Workers)
-	case c.Threads < 0:
-		return fmt.Errorf("%s: threads %d: want 0 (ONNX Runtime's default) or more", where, c.Threads)
+	var checks []error
+	if c.MaxDelay != nil {
+		checks = append(checks, named("max_delay", *c.MaxDelay, engine.CheckMaxDelay(*c.MaxDelay)))
+	}
+	if c.Queue != 0 {
+		checks = append(checks, named("queue", c.Queue, engine.CheckQueue(c.Queue)))
+	}
+	checks = append(checks, named("workers", c.Workers, engine.CheckWorkers(c.Workers)),
+		named("threads", c.Threads, engine.CheckThreads(c.Threads)),
+		named("max_media_bytes", c.MaxMediaBytes, engine.CheckMaxMediaBytes(c.MaxMediaBytes)))
+	for _, err := range checks {
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
 	}
 	return nil
+}
+
+// named is err, when not nil, after the setting's name and value.
+func named(key string, value any, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %v: %w", key, value, err)
 }
 
 // File is the --config document:
@@ -94,7 +117,7 @@ func ParseConfig(path string, b []byte) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && err.Error() != "EOF" {
-		return nil, fmt.Errorf("config %s: %v (keys: defaults, models: {NAME: {max_delay, queue, workers, threads, provider}})", path, err)
+		return nil, fmt.Errorf("config %s: %v (keys: defaults, models: {NAME: {max_delay, queue, workers, threads, provider, max_media_bytes}})", path, err)
 	}
 	if err := f.Defaults.check("config " + path + ": defaults"); err != nil {
 		return nil, err

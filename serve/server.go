@@ -56,6 +56,13 @@ type Config struct {
 	// see engine.Options and engine.Config.
 	Use      map[ir.ImplKind]backend.Backend
 	Bindings *backend.Bindings
+	// Backends names the registered backend each implementation kind runs
+	// on (engine.Options.Backends; `serve --backend`).
+	Backends map[ir.ImplKind]string
+	// Declines decline grouped execution where a key matches (`serve
+	// --decline`); each names a component of a model served at start,
+	// or none (any).
+	Declines backend.Declines
 	// NoWarmup skips the warm-up invocation at load.
 	NoWarmup bool
 	// ModelControl is "explicit" to let clients load, reload and unload
@@ -207,6 +214,7 @@ func (s *Server) Start() error {
 	s.loading.Lock()
 	defer s.loading.Unlock()
 	loaded := map[string]*Model{}
+	var components []string
 	for name, dir := range s.dirs {
 		md, err := s.load(name, dir)
 		if err != nil {
@@ -216,6 +224,15 @@ func (s *Server) Start() error {
 			return fmt.Errorf("model %s (%s): %w", name, dir, err)
 		}
 		loaded[name] = md
+		for _, c := range md.plan.IR.Components {
+			components = append(components, c.Name)
+		}
+	}
+	if err := engine.CheckDeclines(s.cfg.Declines, components); err != nil && len(loaded) > 0 {
+		for _, md := range loaded {
+			md.eng.Close()
+		}
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(loaded)) {
 		s.start(loaded[name])
@@ -366,9 +383,10 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	c := s.cfg.Models[name].Over(s.cfg.Defaults)
 	st := &inferStats{}
 	opts := engine.Options{
-		Options: vm.Options{Queue: c.Queue, Workers: c.Workers, Observer: statsObserver{s.m.Observer(name), st}},
-		Use:     s.cfg.Use,
-		Config:  engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings},
+		Options:  vm.Options{Queue: c.Queue, Workers: c.Workers, Declines: s.cfg.Declines, Observer: statsObserver{s.m.Observer(name), st}},
+		Backends: s.cfg.Backends,
+		Use:      s.cfg.Use,
+		Config:   engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings, MaxMediaBytes: c.MaxMediaBytes},
 	}
 	if c.MaxDelay != nil {
 		opts.MaxDelay = *c.MaxDelay

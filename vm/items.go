@@ -201,7 +201,13 @@ func (e *Engine) producedKey(req Request, in *itemsInput, i int) (string, error)
 		}
 		key, err := k.keyer.Key(args)
 		if err != nil {
-			return "", runErr(backend.RunInput, "workflow input `%s` item %d, as component `%s` reads it: %s", in.name, i, k.step.Component.Name, AsRunError(err).Message)
+			// A budget refusal keeps its rule: the item is not wrong, only
+			// too big.
+			rule := backend.RunInput
+			if re := AsRunError(err); re.Rule == backend.RunBudget {
+				rule = re.Rule
+			}
+			return "", runErr(rule, "workflow input `%s` item %d, as component `%s` reads it: %s", in.name, i, k.step.Component.Name, AsRunError(err).Message)
 		}
 		if key != "" {
 			keys = append(keys, key)

@@ -148,6 +148,19 @@ const maxProcs = 1024
 // maxRoundTime bounds --round-time.
 const maxRoundTime = time.Minute
 
+// minRate bounds --rate from below: the open loop sends every request of
+// the document in each round, so a round lasts at least its requests
+// divided by the rate; slower than this, a run would not end.
+const minRate = 1.0
+
+// maxConcurrency bounds a --concurrency level: each client is a goroutine
+// with a request in flight.
+const maxConcurrency = 10000
+
+// maxTimeout bounds --timeout: how long one request may take against a
+// server.
+const maxTimeout = time.Hour
+
 // valid checks the flags bench adds to the engine's, saying what is wrong.
 func (bf *benchFlags) valid(e *env) bool {
 	switch {
@@ -157,14 +170,16 @@ func (bf *benchFlags) valid(e *env) bool {
 		e.errorf("--warmup %d: want 0 to %d untimed rounds", bf.warmup, maxRounds)
 	case bf.roundTime < 0 || bf.roundTime > maxRoundTime:
 		e.errorf("--round-time %v: want 0 to %v", bf.roundTime, maxRoundTime)
-	case bf.rate < 0:
-		e.errorf("--rate must be positive")
+	case bf.rate != 0 && !(bf.rate >= minRate): // NaN too
+		e.errorf("--rate %v: want at least %v request a second (or none: a closed loop)", bf.rate, minRate)
+	case slices.ContainsFunc(bf.levels, func(c int) bool { return c > maxConcurrency }):
+		e.errorf("--concurrency %v: want 1 to %d clients", []int(bf.levels), maxConcurrency)
 	case bf.arrivals != "poisson" && bf.arrivals != "fixed":
 		e.errorf("--arrivals is poisson or fixed, not %q", bf.arrivals)
 	case slices.ContainsFunc(bf.procs, func(p int) bool { return p > maxProcs }):
 		e.errorf("--procs %v: want 1 to %d processors", []int(bf.procs), maxProcs)
-	case bf.timeout <= 0:
-		e.errorf("--timeout %v: want a positive duration", bf.timeout)
+	case bf.timeout <= 0 || bf.timeout > maxTimeout:
+		e.errorf("--timeout %v: want a positive duration up to %v", bf.timeout, maxTimeout)
 	case bf.plot != "" && plotFormat(bf.plot) == "":
 		e.errorf("--plot %s: the file must end in .svg or .png", bf.plot)
 	default:

@@ -3,8 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/adapters"
 )
 
 // engineFlags are the options run and bench share: how the engine groups,
@@ -23,6 +22,7 @@ type engineFlags struct {
 	provider string
 	queue    int
 	workers  int
+	media    int64
 	backends backendNames
 	decline  declines
 }
@@ -33,55 +33,48 @@ func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc 
 	fs.StringVar(&ef.provider, "provider", "cpu", "the execution provider ONNX Runtime runs on: cpu, cuda, tensorrt, openvino, coreml or directml (one the library lacks declines grouping, saying why)")
 	fs.IntVar(&ef.queue, "queue", 1024, "the most items that may wait for one component; beyond it a served request fails at once (run/queue-full) and one of a run or bench waits")
 	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: 1, or, with --threads 0 where the command plans (bench, serve), planned: the machine's cores divided between workers and threads as measured on the requests)")
+	fs.Int64Var(&ef.media, "max-media-bytes", 0, fmt.Sprintf("the memory one request's images may take decoded and preprocessed, read off their headers before decoding; beyond it the request fails with run/budget (0: %d)", adapters.DefaultMaxMediaBytes))
 	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
 	fs.Var(&ef.decline, "decline", "COMPONENT[/OPCLASS[/PROVIDER]]=REASON: decline grouped execution where the key matches (* matches anything; repeatable); such components run one request per invocation and the decline is counted")
 }
 
-// maxThreads is the most intra-op threads --threads takes: four per CPU
-// (more only multiplies OS threads and memory, never speed).
-func maxThreads() int { return runtime.NumCPU() * 4 }
-
-// valid checks the numeric flags before anything is loaded, saying what is
-// wrong: a run never starts with values the engine would misread.
+// valid checks the numeric flags before anything is loaded, against the
+// limits `serve --config` checks too (engine.CheckWorkers, ...), saying
+// what is wrong: a run never starts with values the engine would misread.
 func (ef *engineFlags) valid(e *env) bool {
-	switch {
-	case ef.threads < 0 || ef.threads > maxThreads():
-		e.errorf("--threads %d: want 0 (ONNX Runtime's default) to %d (4 per CPU of this machine)", ef.threads, maxThreads())
-	case ef.queue < 1:
-		e.errorf("--queue %d: a component's queue holds at least 1 item", ef.queue)
-	case ef.workers < 0:
-		e.errorf("--workers %d: want 0 (planned, or 1) or more groups of a component that may run at once", ef.workers)
-	case ef.maxDelay < 0:
-		e.errorf("--max-delay %v: a wait cannot be negative", ef.maxDelay)
-	default:
-		return true
+	for _, c := range []struct {
+		flag  string
+		value any
+		err   error
+	}{
+		{"--threads", ef.threads, engine.CheckThreads(ef.threads)},
+		{"--queue", ef.queue, engine.CheckQueue(ef.queue)},
+		{"--workers", ef.workers, engine.CheckWorkers(ef.workers)},
+		{"--max-delay", ef.maxDelay, engine.CheckMaxDelay(ef.maxDelay)},
+		{"--max-media-bytes", ef.media, engine.CheckMaxMediaBytes(ef.media)},
+	} {
+		if c.err != nil {
+			e.errorf("%s %v: %v", c.flag, c.value, c.err)
+			return false
+		}
 	}
-	return false
+	return true
 }
 
 // validPlan checks the flags that name parts of the plan: each --decline
 // names a component of f, or * for any.
 func (ef *engineFlags) validPlan(e *env, f *plan.File) bool {
-	known := map[string]bool{}
 	var names []string
 	for _, c := range f.IR.Components {
-		known[c.Name] = true
 		names = append(names, c.Name)
 	}
-	sort.Strings(names)
-	keys := make([]backend.ReadinessKey, 0, len(ef.decline))
-	for k := range ef.decline {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	ok := true
-	for _, k := range keys {
-		if k.Component != "" && !known[k.Component] {
-			e.errorf("--decline %s: the plan has no component %q (its components: %s; * matches any)", k, k.Component, strings.Join(names, ", "))
-			ok = false
+	if err := engine.CheckDeclines(backend.Declines(ef.decline), names); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			e.errorf("%s", line)
 		}
+		return false
 	}
-	return ok
+	return true
 }
 
 // planned reports whether the flags leave the execution (workers and
@@ -94,7 +87,7 @@ func (ef *engineFlags) options(solo bool) engine.Options {
 		Options: vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: ef.workers, Declines: backend.Declines(ef.decline),
 			Execution: &vm.Execution{Slots: max(ef.workers, 1), Threads: ef.threads}},
 		Backends: ef.backends,
-		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads},
+		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads, MaxMediaBytes: ef.media},
 	}
 }
 

@@ -124,6 +124,10 @@ func readStats(path string) (*vm.Stats, error) {
 	return nil, fmt.Errorf("%s holds no stats; write them with `genaic run ... --stats --out FILE`", path)
 }
 
+// maxServerStatsBytes bounds a server's stats answer: the stats of one
+// model's engine, without outputs, are far smaller.
+const maxServerStatsBytes = 8 << 20
+
 // fetchStats reads a running server's stats: genaic serve answers
 // GET /v2/models/MODEL/genaic/stats with its engine's.
 func fetchStats(url string) ([]byte, error) {
@@ -133,14 +137,14 @@ func fetchStats(url string) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxStatsBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxServerStatsBytes+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %v", url, err)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("%s answers %s: %s", url, resp.Status, strings.TrimSpace(string(b[:min(len(b), 512)])))
-	case len(b) > maxStatsBytes:
-		return nil, fmt.Errorf("%s: more than %d bytes of stats", url, maxStatsBytes)
+	case len(b) > maxServerStatsBytes:
+		return nil, fmt.Errorf("%s answers more than %d bytes of stats; is it a genaic server's /v2/models/MODEL/genaic/stats?", url, maxServerStatsBytes)
 	}
 	return b, nil
 }

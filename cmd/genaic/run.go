@@ -183,7 +183,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 			return exitUsage
 		}
 	}
-	out, err := openOutput(e, outPath)
+	out, err := openOutput(e, outPath, dir == nil)
 	if err != nil {
 		return ioError(e, err)
 	}
@@ -212,11 +212,12 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	opts := vm.BatchOptions{Limit: rf.concurrency, Stop: stop}
 	if rf.format == "jsonl" {
 		written = true
-		if err := out.begin(); err != nil {
-			return ioError(e, err)
-		}
+		out.begin()
 		opts.Finished = func(_ int, r vm.Response) {
 			if !vm.NotStarted(r.Err) {
+				if dir != nil {
+					r = dir.settle(r)
+				}
 				out.emit(r, store)
 			}
 		}
@@ -224,6 +225,11 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	// Requests run under no deadline: a signal ends admission (stop), and
 	// what was admitted finishes.
 	resps := eng.RunBatch(context.Background(), reqs, opts)
+	if dir != nil {
+		for i := range resps {
+			resps[i] = dir.settle(resps[i])
+		}
+	}
 	var stats *vm.Stats
 	if rf.stats {
 		s := eng.Stats()
@@ -279,6 +285,7 @@ func interruptible(e *env) (stop <-chan struct{}, interrupted func() os.Signal, 
 		select {
 		case sig := <-sigs:
 			e.errorf("%v again: exiting without writing the responses", sig)
+			removeTemps()
 			os.Exit(exitInterrupted)
 		case <-done:
 		}

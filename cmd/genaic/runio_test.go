@@ -310,3 +310,75 @@ func TestSafeName(t *testing.T) {
 		seen[strings.ToLower(n)] = true
 	}
 }
+
+// TestRunOutDirLinks: links in --out-dir are never followed. A link named
+// like a request's folder fails that request alone, saying why, in the
+// responses and the exit code, while the other requests' outputs are
+// written; a link named responses.json is replaced by the responses,
+// and the file it pointed to, outside the folder, is left as it was; a
+// link named like an output file is replaced too.
+func TestRunOutDirLinks(t *testing.T) {
+	for _, format := range []string{"json", "jsonl"} {
+		ids := []string{"alice", "bob", "carol", "dave"}
+		reqs := requestsWithIDs(t, ids...)
+		dir := t.TempDir()
+		outside := t.TempDir()
+		victim := filepath.Join(outside, "precious.json")
+		if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(dir, "bob")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, filepath.Join(dir, "responses."+format)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "carol"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		want := inlineRun(t, reqs)
+		for name := range want["carol"] {
+			if err := os.Symlink(victim, filepath.Join(dir, "carol", safeName(name)+".npy")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, errOut, code := runCLI(t, "run", imagePkg, "--requests", reqs, "--out-dir", dir, "--format", format)
+		if code != exitDiags || !strings.Contains(errOut, "request bob") || strings.Count(errOut, "error") != 1 {
+			t.Errorf("%s: exit %d, %s; want bob alone failed", format, code, errOut)
+		}
+		if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+			t.Fatalf("%s: the file outside the folder holds %.100q (%v)", format, b, err)
+		}
+		if es, _ := os.ReadDir(outside); len(es) != 1 {
+			t.Errorf("%s: %d entries were written outside the folder, through the link", format, len(es)-1)
+		}
+		info, err := os.Lstat(filepath.Join(dir, "responses."+format))
+		if err != nil || !info.Mode().IsRegular() {
+			t.Fatalf("%s: responses.%s is %v (%v); want the responses in a file of its own", format, format, info, err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "responses."+format))
+		if format == "jsonl" {
+			b = []byte(`{"responses": [` + strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", ",") + `]}`)
+		}
+		rf := decodeResponses(t, string(b))
+		if len(rf.Responses) != len(ids) {
+			t.Fatalf("%s: %d responses, want %d", format, len(rf.Responses), len(ids))
+		}
+		for _, r := range rf.Responses {
+			switch {
+			case r.ID == "bob" && (r.Error == nil || !strings.Contains(r.Error.Message, "not a folder") || len(r.Outputs) != 0):
+				t.Errorf("%s: bob: %+v, outputs %v; want it failed for its folder", format, r.Error, r.Outputs)
+			case r.ID != "bob" && (r.Error != nil || len(r.Outputs) != len(want[r.ID])):
+				t.Errorf("%s: %s: %+v with %d outputs", format, r.ID, r.Error, len(r.Outputs))
+			case r.ID != "bob":
+				for name, tj := range r.Outputs {
+					info, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(tj.NPY)))
+					got, rerr := jsonio.ReadNPY(filepath.Join(dir, filepath.FromSlash(tj.NPY)))
+					if err != nil || !info.Mode().IsRegular() || rerr != nil || !reflect.DeepEqual(got.Data, want[r.ID][name].Data) {
+						t.Errorf("%s: %s %s: %v %v %v", format, r.ID, name, info, err, rerr)
+					}
+				}
+			}
+		}
+	}
+}

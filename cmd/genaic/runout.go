@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -19,11 +20,16 @@ import (
 
 // output is where run writes the responses: --out (or --out-dir's
 // responses file), opened before the run so that a run whose responses
-// could not be written never starts, or standard output.
+// could not be written never starts, or standard output. A file is
+// written as a temporary file beside it, renamed over it once the
+// responses are whole: until then an existing file keeps its contents,
+// whatever stops the run.
 type output struct {
-	w       io.Writer
-	file    *os.File
-	created bool // the file did not exist: remove it if nothing is written
+	w    io.Writer
+	file *os.File
+	// final is the path file is renamed to once written; "" where file is
+	// written in place (a device or a FIFO) or w is standard output.
+	final string
 
 	// Streaming (--format jsonl): one line per response, flushed.
 	mu  sync.Mutex
@@ -31,77 +37,129 @@ type output struct {
 	err error // the first error writing a line
 }
 
-// openOutput opens --out for writing without truncating it yet: an
-// existing file keeps its contents until the responses replace them.
-func openOutput(e *env, path string) (*output, error) {
+// openOutput opens a temporary file beside path for the responses, where
+// path is a regular file or missing; a device or FIFO is written in
+// place. follow says whether a symbolic link at path is followed (--out,
+// which the user names: the file it points to is replaced) or replaced
+// itself (a name run chose inside --out-dir, where a link could lead out
+// of the folder).
+func openOutput(e *env, path string, follow bool) (*output, error) {
 	if path == "" {
 		return &output{w: e.stdout}, nil
 	}
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
+	target := path
+	if follow {
+		if resolved, err := filepath.EvalSymlinks(path); err == nil {
+			target = resolved
+		}
+	}
+	info, err := os.Lstat(target)
+	switch {
+	case err == nil && info.IsDir():
 		return nil, fmt.Errorf("--out %s is a folder; give a file", path)
+	case err == nil && follow && !info.Mode().IsRegular():
+		file, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &output{w: file, file: file}, nil
+	case err == nil && info.Mode().IsRegular():
+		// An existing file run may not write is refused, as it was
+		// before the responses went through a temporary file.
+		file, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		file.Close()
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, err
 	}
-	created := false
-	file, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		file, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		created = err == nil
-	}
+	temps.Lock()
+	defer temps.Unlock()
+	file, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
 	if err != nil {
 		return nil, err
 	}
-	return &output{w: file, file: file, created: created}, nil
+	temps.paths[file.Name()] = true
+	return &output{w: file, file: file, final: target}, nil
 }
 
-// discard closes an output nothing was written to, removing the file it
-// created.
+// temps are the temporary files of outputs not yet renamed: a second
+// signal, which exits at once, removes them (removeTemps). The lock also
+// makes a rename and that removal exclusive.
+var temps = struct {
+	sync.Mutex
+	paths map[string]bool
+}{paths: map[string]bool{}}
+
+// removeTemps removes every temporary output file, before an exit that
+// writes no responses.
+func removeTemps() {
+	temps.Lock()
+	defer temps.Unlock()
+	for p := range temps.paths {
+		os.Remove(p)
+		delete(temps.paths, p)
+	}
+}
+
+// discard closes an output nothing was written to, removing its
+// temporary file.
 func (o *output) discard() {
 	if o.file == nil {
 		return
 	}
 	o.file.Close()
-	if o.created {
+	if o.final != "" {
+		temps.Lock()
+		defer temps.Unlock()
 		os.Remove(o.file.Name())
+		delete(temps.paths, o.file.Name())
 	}
 }
 
-// truncate empties the output's file, if it is a regular one.
-func (o *output) truncate() error {
-	if o.file == nil {
-		return nil
-	}
-	if info, err := o.file.Stat(); err == nil && info.Mode().IsRegular() {
-		return o.file.Truncate(0)
-	}
-	return nil
-}
-
-// close flushes w and closes the output's file, returning the first error.
+// close flushes w and closes the output's file, then, where nothing
+// failed, renames its temporary file over the final one; where something
+// did, the temporary file is removed. It returns the first error.
 func (o *output) close(err error, bw *bufio.Writer) error {
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	if o.file != nil {
-		if cerr := o.file.Close(); err == nil {
-			err = cerr
-		}
+	if o.file == nil {
+		return err
+	}
+	if o.final != "" && err == nil {
+		err = o.file.Sync()
+	}
+	if cerr := o.file.Close(); err == nil {
+		err = cerr
+	}
+	if o.final == "" {
+		return err
+	}
+	temps.Lock()
+	defer temps.Unlock()
+	tmp := o.file.Name()
+	delete(temps.paths, tmp)
+	if err == nil {
+		err = os.Rename(tmp, o.final)
+	}
+	if err != nil {
+		os.Remove(tmp)
 	}
 	return err
 }
 
 // write replaces the output's contents with the responses document.
 func (o *output) write(resps []vm.Response, stats *vm.Stats, store jsonio.Store) error {
-	if err := o.truncate(); err != nil {
-		return err
-	}
 	bw := bufio.NewWriter(o.w)
 	return o.close(jsonio.WriteResponsesWith(bw, resps, stats, store), bw)
 }
 
 // begin starts a stream of responses (--format jsonl), replacing the
 // output's contents.
-func (o *output) begin() error {
+func (o *output) begin() {
 	o.bw = bufio.NewWriter(o.w)
-	return o.truncate()
 }
 
 // emit writes one response as a line and flushes it. It may be called
@@ -144,6 +202,8 @@ type outDir struct {
 	outUsed map[string]bool
 	reqs    map[string]string // request id -> folder name
 	made    map[string]bool   // request folders made
+	stored  map[string]error  // files written (nil) or failed, by path
+	seq     int               // numbers temporary names
 }
 
 // indexNames are the responses files --out-dir writes itself.
@@ -173,7 +233,7 @@ func openOutDir(dir string, f *plan.File) (*outDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &outDir{path: dir, root: root, outputs: map[string]string{}, outUsed: map[string]bool{}, made: map[string]bool{}}
+	d := &outDir{path: dir, root: root, outputs: map[string]string{}, outUsed: map[string]bool{}, made: map[string]bool{}, stored: map[string]error{}}
 	for _, o := range f.IR.Outputs {
 		d.outputs[o.Name] = uniqueName(safeName(o.Name), d.outUsed)
 	}
@@ -196,8 +256,12 @@ func (d *outDir) name(reqs []vm.Request) {
 }
 
 // store writes one output of a response and returns its path relative to
-// the folder (jsonio.Store). Files of earlier runs with the same names
-// are replaced.
+// the folder (jsonio.Store). Each file is written whole under a temporary
+// name and renamed into place, replacing a file of an earlier run of the
+// same name (a link there is replaced, never followed); a request folder
+// that is anything but a folder (a link named like the request) is not
+// written into. The outcome is kept: asked again (settle, then the
+// responses document), the file is not written twice.
 func (d *outDir) store(id, output string, t *backend.Tensor) (string, error) {
 	req, ok := d.reqs[id]
 	if !ok {
@@ -212,27 +276,80 @@ func (d *outDir) store(id, output string, t *backend.Tensor) (string, error) {
 		file = uniqueName(safeName(output), d.outUsed)
 		d.outputs[output] = file
 	}
-	if !d.made[req] {
-		if err := d.root.Mkdir(req, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			d.mu.Unlock()
-			return "", err
-		}
-		d.made[req] = true
-	}
-	d.mu.Unlock()
 	rel := path.Join(req, file+".npy")
-	f, err := d.root.Create(rel)
+	if s, ok := d.stored[rel]; ok {
+		d.mu.Unlock()
+		return rel, s
+	}
+	err := d.folder(req)
+	d.seq++
+	tmp := path.Join(req, fmt.Sprintf(".%s.npy.%d.tmp", file, d.seq))
+	d.mu.Unlock()
+	if err == nil {
+		err = d.writeNPY(tmp, rel, t)
+	}
+	d.mu.Lock()
+	d.stored[rel] = err
+	d.mu.Unlock()
 	if err != nil {
 		return "", err
+	}
+	return rel, nil
+}
+
+// folder makes a request's folder, or checks that the one there is a
+// folder and not a link to one. Called with d.mu held.
+func (d *outDir) folder(req string) error {
+	if d.made[req] {
+		return nil
+	}
+	if err := d.root.Mkdir(req, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	info, err := d.root.Lstat(req)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a folder (%v); it is not followed or replaced", filepath.Join(d.path, req), info.Mode().Type())
+	}
+	d.made[req] = true
+	return nil
+}
+
+// writeNPY writes t to tmp (a name no file has: never a link followed),
+// then renames it to rel.
+func (d *outDir) writeNPY(tmp, rel string, t *backend.Tensor) error {
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
 	}
 	err = jsonio.WriteNPY(f, t)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return "", fmt.Errorf("%s: %v", path.Join(d.path, rel), err)
+	if err == nil {
+		err = d.root.Rename(tmp, rel)
 	}
-	return rel, nil
+	if err != nil {
+		d.root.Remove(tmp)
+		return fmt.Errorf("%s: %v", path.Join(d.path, rel), err)
+	}
+	return nil
+}
+
+// settle writes the outputs of a response that has them and returns it;
+// where one cannot be written, the response comes back failed with that
+// error in place of its outputs: one entry of the folder that cannot be
+// written fails its request alone.
+func (d *outDir) settle(r vm.Response) vm.Response {
+	if r.Err != nil {
+		return r
+	}
+	if _, err := jsonio.EncodeResponse(r, d.store); err != nil {
+		r.Err = fmt.Errorf("--out-dir: its outputs could not be written: %v", err)
+	}
+	return r
 }
 
 // maxNameLen bounds the file names made from ids.

@@ -13,13 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/serve"
 )
 
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -100,7 +101,8 @@ func runServe(e *env, args []string) int {
 	delay := ef.maxDelay
 	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl, MetricsNames: metricsNames,
 		HeaderTimeout: timeouts[0], BodyTimeout: timeouts[1], IdleTimeout: timeouts[2], HandshakeTimeout: timeouts[3],
-		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider}}
+		Backends: ef.backends, Declines: backend.Declines(ef.decline),
+		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)
 		if err != nil {

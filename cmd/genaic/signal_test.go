@@ -74,15 +74,19 @@ func slowRun(t *testing.T, extra ...string) (*exec.Cmd, *strings.Builder) {
 
 const slowRequests = 2000
 
-// waitForLine waits until the file at path holds a whole line: a response
-// streamed by --format jsonl. The limit only keeps a broken run from
-// hanging the test.
+// waitForLine waits until the responses file at path, or the temporary
+// file beside it that run writes until it renames it to path, holds a
+// whole line: a response streamed by --format jsonl. The limit only keeps
+// a broken run from hanging the test.
 func waitForLine(t *testing.T, path string, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), "\n") {
-			return
+		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp"))
+		for _, p := range append(temps, path) {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "\n") {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no response was streamed to %s within %v", path, limit)
@@ -216,20 +220,85 @@ func TestRunInterruptedJSONL(t *testing.T) {
 	checkInterruptMessage(t, stderr.String(), len(ids))
 }
 
-// TestRunSecondSignal: a second signal exits at once, with 130 (or, when
-// it comes after the responses were written, the run has ended with 130).
-// The signals are sent once a response streamed: the run is under way.
+// TestRunSecondSignal: a second signal exits at once, with 130, writing
+// no responses: the --out file there before keeps its contents, and the
+// temporary file the responses were going to is removed. The signals are
+// sent once the run is under way.
 func TestRunSecondSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs genaic as a process")
 	}
-	out := filepath.Join(t.TempDir(), "out.jsonl")
-	cmd, stderr := slowRun(t, "--format", "jsonl", "--out", out)
-	waitForLine(t, out, 2*time.Minute)
-	cmd.Process.Signal(os.Interrupt)
-	time.Sleep(10 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	if code := waitExit(t, cmd, time.Minute); code != exitInterrupted {
-		t.Errorf("exit %d, want %d: %s", code, exitInterrupted, stderr)
+	for _, format := range []string{"jsonl", "json"} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out."+format)
+		before := []byte("the results of an earlier run") // no line: waitForLine waits for the run's own
+		if err := os.WriteFile(out, before, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd, stderr := slowRun(t, "--format", format, "--out", out)
+		if format == "jsonl" {
+			waitForLine(t, out, 2*time.Minute)
+		} else {
+			waitForTemp(t, out, 2*time.Minute)
+		}
+		// The two signals are sent while the process is stopped, so that
+		// both arrive together, before the run can end: two kinds, for
+		// two of one kind pending would be one.
+		cmd.Process.Signal(syscall.SIGSTOP)
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Process.Signal(syscall.SIGCONT)
+		code := waitExit(t, cmd, time.Minute)
+		if code != exitInterrupted || !strings.Contains(stderr.String(), "again: exiting without writing") {
+			t.Errorf("%s: exit %d, want %d after a second signal: %s", format, code, exitInterrupted, stderr)
+		}
+		if b, err := os.ReadFile(out); err != nil || string(b) != string(before) {
+			t.Errorf("%s: --out holds %.200q (%v) after two signals; want its earlier contents", format, b, err)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 1 {
+			t.Errorf("%s: the folder holds %d entries after two signals; want --out alone", format, len(left))
+		}
+	}
+}
+
+// TestRemoveTemps: what a second signal does before it exits (removeTemps)
+// removes the temporary file of an output being written, and leaves the
+// file it was to replace as it was.
+func TestRemoveTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.json")
+	if err := os.WriteFile(path, []byte("earlier"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := openOutput(&env{}, path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.begin()
+	o.bw.WriteString("{\"responses\": [")
+	o.bw.Flush()
+	removeTemps()
+	if b, err := os.ReadFile(path); err != nil || string(b) != "earlier" {
+		t.Errorf("--out holds %q (%v); want its earlier contents", b, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("the folder holds %d entries; want the output alone", len(left))
+	}
+}
+
+// waitForTemp waits until run has opened the temporary file beside path,
+// and a while longer, so that the run is under way.
+func waitForTemp(t *testing.T, path string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")); len(temps) > 0 {
+			time.Sleep(500 * time.Millisecond)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run opened no temporary file beside %s within %v", path, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

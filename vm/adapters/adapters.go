@@ -176,6 +176,11 @@ const ABIVersion = "1"
 // when Backend.MaxPixels is 0: 32 Mi pixels, such as 8192 × 4096.
 const DefaultMaxPixels = 1 << 25
 
+// DefaultMaxMediaBytes bounds the memory one request's images take when
+// Backend.MaxMediaBytes is 0: 256 MiB, a 12-megapixel photo decoded and
+// resized.
+const DefaultMaxMediaBytes = 256 << 20
+
 // DefaultMaxSamples bounds the values of one audio clip when
 // Backend.MaxSamples is 0: 64 Mi values, about 70 minutes at 16 kHz.
 const DefaultMaxSamples = 1 << 26
@@ -189,6 +194,15 @@ type Backend struct {
 	// is decoded. It bounds the padding frames pad_frames adds to one video
 	// clip too (frames × height × width). 0 means DefaultMaxPixels.
 	MaxPixels int64
+	// MaxMediaBytes bounds the memory decoding one request's images (those
+	// of one row of an invocation) and running the program on them takes,
+	// read off their headers before any pixel is decoded: per image, the
+	// decoder's own image (width × height × 4 bytes, 8 for 16-bit
+	// channels) and every value the program makes as float32 (channels ×
+	// height × width × 4 bytes). A request beyond it fails with
+	// run/budget: at admission where the component groups, else before
+	// its invocation decodes anything. 0 means DefaultMaxMediaBytes.
+	MaxMediaBytes int64
 	// MaxSamples bounds the values of one audio clip: its samples, and the
 	// values each transform makes of them (the frames or windows of
 	// `frame`, the features of `mel_spectrogram`, the length of
@@ -261,6 +275,13 @@ func (b *Backend) maxPixels() int64 {
 		return b.MaxPixels
 	}
 	return DefaultMaxPixels
+}
+
+func (b *Backend) maxMediaBytes() int64 {
+	if b.MaxMediaBytes > 0 {
+		return b.MaxMediaBytes
+	}
+	return DefaultMaxMediaBytes
 }
 
 func (b *Backend) maxSamples() int64 {

@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"fmt"
+	"image/color"
 
 	"github.com/genaic/genaic/preprocess"
 )
@@ -179,32 +180,67 @@ func (p *imageProgram) plan(keep []string) {
 // what run refuses for its size (maxPixels, patchify's multiples), it
 // refuses too. TestExtentsAgreeWithRun keeps the two alike.
 func (p *imageProgram) extents(data []byte, maxPixels int64, keep []string) ([]extent, error) {
-	env := map[string]extent{}
-	for i, op := range p.ops {
-		in := env[op.in]
-		if op.apply == nil {
-			cfg, _, err := decodeHeader(data, p.format, maxPixels)
-			if err != nil {
-				return nil, err
-			}
-			env[op.out] = extent{c: 3, h: cfg.Height, w: cfg.Width}
-			continue
-		}
-		if err := p.admits(i, in.h, in.w, maxPixels); err != nil {
-			return nil, err
-		}
-		if op.refuse != nil {
-			if err := op.refuse(in.h, in.w); err != nil {
-				return nil, err
-			}
-		}
-		env[op.out] = op.size(in)
+	env, _, err := p.measure(data, maxPixels)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]extent, len(keep))
 	for i, k := range keep {
 		out[i] = env[k]
 	}
 	return out, nil
+}
+
+// footprint is the most memory run takes for one image, read off its
+// header without decoding a pixel (mediaBytes).
+func (p *imageProgram) footprint(data []byte, maxPixels int64) (int64, error) {
+	_, bytes, err := p.measure(data, maxPixels)
+	return bytes, err
+}
+
+// measure reads one image's header and returns the extent of every value
+// the program makes of it, and their memory: the decoder's image
+// (decodedBytes) and every value as float32, all counted as if alive at
+// once (run frees values no later op reads, so it holds less).
+func (p *imageProgram) measure(data []byte, maxPixels int64) (map[string]extent, int64, error) {
+	env := map[string]extent{}
+	var bytes int64
+	for i, op := range p.ops {
+		in := env[op.in]
+		if op.apply == nil {
+			cfg, _, err := decodeHeader(data, p.format, maxPixels)
+			if err != nil {
+				return nil, 0, err
+			}
+			env[op.out] = extent{c: 3, h: cfg.Height, w: cfg.Width}
+			bytes += int64(cfg.Width) * int64(cfg.Height) * decodedBytes(cfg.ColorModel)
+		} else {
+			if err := p.admits(i, in.h, in.w, maxPixels); err != nil {
+				return nil, 0, err
+			}
+			if op.refuse != nil {
+				if err := op.refuse(in.h, in.w); err != nil {
+					return nil, 0, err
+				}
+			}
+			env[op.out] = op.size(in)
+		}
+		e := env[op.out]
+		bytes += int64(e.c) * int64(e.h) * int64(e.w) * 4
+	}
+	return env, bytes, nil
+}
+
+// decodedBytes is what the decoder's own image holds per pixel at most,
+// by the colour model of the header: four 16-bit channels where the model
+// has 16 bits, four 8-bit ones otherwise (grey and paletted images take
+// less).
+func decodedBytes(m color.Model) int64 {
+	switch m {
+	case color.RGBA64Model, color.NRGBA64Model, color.Gray16Model, color.Alpha16Model:
+		return 8
+	}
+	return 4
 }
 
 // admits refuses an input of h×w to op i whose result would exceed

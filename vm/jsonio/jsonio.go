@@ -109,7 +109,7 @@ func ReadRequestsWith(r io.Reader, baseDir string, opts ReadOptions) ([]vm.Reque
 // "requests" field starts (a later one replaces an earlier one). An error
 // of f stops the walk and is returned as it is.
 func eachRequest(r io.Reader, list func(), f func(i int, rq *requestJSON) error) error {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(&squeezed{r: r})
 	dec.DisallowUnknownFields()
 	bad := func(err error) error {
 		return fmt.Errorf("requests: %v (want {\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]})", err)
@@ -150,6 +150,42 @@ func eachRequest(r io.Reader, list func(), f func(i int, rq *requestJSON) error)
 		return bad(err)
 	}
 	return nil
+}
+
+// squeezed reads r with each run of whitespace outside JSON strings cut
+// to one space, which means the same to a JSON decoder. encoding/json's
+// Decoder keeps the whitespace it peeks past in its buffer and scans it
+// again after every read: from a pipe, whose reads are small, a long run
+// of whitespace cost time quadratic in its length.
+type squeezed struct {
+	r                        io.Reader
+	inString, escaped, space bool
+}
+
+func (s *squeezed) Read(p []byte) (int, error) {
+	for {
+		n, err := s.r.Read(p)
+		m := 0
+		for _, c := range p[:n] {
+			switch {
+			case s.inString:
+				s.inString = s.escaped || c != '"'
+				s.escaped = !s.escaped && c == '\\'
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				if s.space {
+					continue
+				}
+				s.space, c = true, ' '
+			default:
+				s.space, s.inString = false, c == '"'
+			}
+			p[m] = c
+			m++
+		}
+		if m > 0 || err != nil || n == 0 {
+			return m, err
+		}
+	}
 }
 
 // errNull is what openValue reports for a JSON null.
