@@ -40,9 +40,10 @@ func (g *grouper) runner(a *arena) {
 			// is its batch's again, to reuse.
 			callers := slices.ContainsFunc(batch, isCaller)
 			if g.runTaken(a, batch, now); callers && !g.nextWaits() {
-				// The callers just answered are runnable, most of them on
-				// this processor, behind this runner: let them run (and
-				// send their next requests) before the next group forms.
+				// The group's leader, readied on this processor behind
+				// this runner, answers the other callers: let them run
+				// (and send their next requests) before the next group
+				// forms.
 				runtime.Gosched()
 			}
 		case wait > 0:
