@@ -27,8 +27,9 @@ type ModelConfig struct {
 	Threads int `yaml:"threads"`
 	// Provider is the execution provider (cpu, cuda, tensorrt, ...).
 	Provider string `yaml:"provider"`
-	// MaxMediaBytes is the memory one request's images may take decoded
-	// and preprocessed (engine.Config.MaxMediaBytes).
+	// MaxMediaBytes is the memory one request's media (images, video
+	// frames, audio clips) may take decoded and preprocessed
+	// (engine.Config.MaxMediaBytes).
 	MaxMediaBytes int64 `yaml:"max_media_bytes"`
 }
 

@@ -33,7 +33,7 @@ func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc 
 	fs.StringVar(&ef.provider, "provider", "cpu", "the execution provider ONNX Runtime runs on: cpu, cuda, tensorrt, openvino, coreml or directml (one the library lacks declines grouping, saying why)")
 	fs.IntVar(&ef.queue, "queue", 1024, "the most items that may wait for one component; beyond it a served request fails at once (run/queue-full) and one of genaic run waits for room")
 	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: 1, or, with --threads 0 where the command plans (bench, serve), planned: the machine's cores divided between workers and threads as measured on the requests)")
-	fs.Int64Var(&ef.media, "max-media-bytes", 0, fmt.Sprintf("the memory one request's images may take decoded and preprocessed, read off their headers before decoding; beyond it the request fails with run/budget (0: %d)", adapters.DefaultMaxMediaBytes))
+	fs.Int64Var(&ef.media, "max-media-bytes", 0, fmt.Sprintf("the memory one request's media (images, video frames, audio clips) may take decoded and preprocessed, read off their headers before decoding; beyond it the request fails with run/budget (0: %d)", adapters.DefaultMaxMediaBytes))
 	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
 	fs.Var(&ef.decline, "decline", "COMPONENT[/OPCLASS[/PROVIDER]]=REASON: decline grouped execution where the key matches (* matches anything; repeatable); such components run one request per invocation and the decline is counted")
 }

@@ -179,43 +179,46 @@ func TestInspectStatsURLBounded(t *testing.T) {
 	}
 }
 
-// TestRunMediaBudget: a request bringing a PNG of 5792×5792 zero pixels
-// (98 KB, under the pixel cap, some 900 MB decoded and tiled) fails
-// alone with run/budget, grouped and solo, while the request beside it
-// is answered.
+// TestRunMediaBudget: a request whose media would take more memory
+// decoded and preprocessed than one request's media may fails alone with
+// run/budget, grouped and solo, while the request beside it is answered:
+// a PNG of 5792×5792 zero pixels (98 KB, under the pixel cap, some 900 MB
+// decoded and tiled), a clip of five 2048×2048 zero PNG frames (320 MiB
+// decoded), and a WAV clip of 150,000 16-bit samples (300 KB, some 1.5 MB
+// decoded and preprocessed) under a 1 MiB budget.
 func TestRunMediaBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	reqs := []vm.Request{
-		fixtures.ImageTiles(rng, "ok", 2),
-		fixtures.EncodedRequest("bomb", "png", [][]byte{fixtures.ZeroPNG(5792, 5792)}),
-	}
-	var lines []string
-	for _, r := range reqs {
-		in := map[string]json.RawMessage{}
-		for name, x := range r.Inputs {
-			in[name] = tensorJSON(t, x)
-		}
-		b, err := json.Marshal(map[string]any{"id": r.ID, "inputs": in})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	path := filepath.Join(t.TempDir(), "requests.json")
-	if err := os.WriteFile(path, []byte(`{"requests": [`+strings.Join(lines, ",\n")+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, mode := range [][]string{nil, {"--solo"}} {
-		out, errOut, code := runCLI(t, append([]string{"run", "../../testdata/packages/image_tiles", "--requests", path}, mode...)...)
-		if code != exitDiags {
-			t.Fatalf("%v: exit %d: %s", mode, code, errOut)
-		}
-		for _, r := range decodeResponses(t, out).Responses {
-			switch {
-			case r.ID == "ok" && (r.Error != nil || len(r.Outputs) == 0):
-				t.Errorf("%v: ok: %+v", mode, r.Error)
-			case r.ID == "bomb" && (r.Error == nil || r.Error.Rule != "run/budget" || !strings.Contains(r.Error.Message, "--max-media-bytes")):
-				t.Errorf("%v: bomb: %+v; want run/budget", mode, r.Error)
+	frame := fixtures.ZeroPNG(2048, 2048)
+	for _, c := range []struct {
+		pkg     string
+		ok, big vm.Request
+		flags   []string
+	}{
+		{"image_tiles", fixtures.ImageTiles(rng, "ok", 2), fixtures.EncodedRequest("bomb", "png", [][]byte{fixtures.ZeroPNG(5792, 5792)}), nil},
+		{"video_fps", fixtures.VideoFPS(rng, "ok", 2), fixtures.VideoClip("bomb", [][]byte{frame, frame, frame, frame, frame}, 2), nil},
+		{"audio_mel", fixtures.AudioMel(rng, "ok", 2), fixtures.EncodedRequest("bomb", "wav", [][]byte{fixtures.WAV16(16000, make([]int16, 150000))}), []string{"--max-media-bytes", "1048576"}},
+	} {
+		path := filepath.Join(t.TempDir(), "requests.json")
+		writeRequestFile(t, path, c.ok, c.big)
+		for _, mode := range [][]string{nil, {"--solo"}} {
+			args := append(append([]string{"run", "../../testdata/packages/" + c.pkg, "--requests", path}, c.flags...), mode...)
+			out, errOut, code := runCLI(t, args...)
+			if code != exitDiags {
+				t.Errorf("%s %v: exit %d: %s", c.pkg, mode, code, errOut)
+				continue
+			}
+			got := 0
+			for _, r := range decodeResponses(t, out).Responses {
+				switch {
+				case r.ID == "ok" && (r.Error != nil || len(r.Outputs) == 0):
+					t.Errorf("%s %v: ok: %+v", c.pkg, mode, r.Error)
+				case r.ID == "bomb" && (r.Error == nil || r.Error.Rule != "run/budget" || !strings.Contains(r.Error.Message, "--max-media-bytes")):
+					t.Errorf("%s %v: bomb: %+v; want run/budget", c.pkg, mode, r.Error)
+				}
+				got++
+			}
+			if got != 2 {
+				t.Errorf("%s %v: %d responses, want 2", c.pkg, mode, got)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/vm"
 )
 
 const packagesDir = "../../testdata/packages"
@@ -62,19 +63,30 @@ func TestPackageRequests(t *testing.T) {
 func writeRequests(t *testing.T, f fixtures.Fixture, path string) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(43, uint64(len(f.Name))))
+	var reqs []vm.Request
+	for i, n := range slices.Compact([]int{1, min(2, f.MaxItems), f.MaxItems}) {
+		r := f.Gen(rng, fmt.Sprintf("%s-%d", f.Name, i), n)
+		if len(r.Items) > 0 {
+			t.Fatalf("%s: the generator gives items, which writeRequests does not write", f.Name)
+		}
+		reqs = append(reqs, r)
+	}
+	writeRequestFile(t, path, reqs...)
+}
+
+// writeRequestFile writes reqs (their inputs, not their items) to path as
+// a requests document, one request a line.
+func writeRequestFile(t *testing.T, path string, reqs ...vm.Request) {
+	t.Helper()
 	type request struct {
 		ID     string                     `json:"id"`
 		Inputs map[string]json.RawMessage `json:"inputs"`
 	}
 	var lines []byte
-	for i, n := range slices.Compact([]int{1, min(2, f.MaxItems), f.MaxItems}) {
-		r := f.Gen(rng, fmt.Sprintf("%s-%d", f.Name, i), n)
+	for _, r := range reqs {
 		rq := request{ID: r.ID, Inputs: map[string]json.RawMessage{}}
 		for name, x := range r.Inputs {
 			rq.Inputs[name] = tensorJSON(t, x)
-		}
-		if len(r.Items) > 0 {
-			t.Fatalf("%s: the generator gives items, which writeRequests does not write", f.Name)
 		}
 		b, err := json.Marshal(rq)
 		if err != nil {

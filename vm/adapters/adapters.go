@@ -176,9 +176,9 @@ const ABIVersion = "1"
 // when Backend.MaxPixels is 0: 32 Mi pixels, such as 8192 × 4096.
 const DefaultMaxPixels = 1 << 25
 
-// DefaultMaxMediaBytes bounds the memory one request's images take when
-// Backend.MaxMediaBytes is 0: 256 MiB, a 12-megapixel photo decoded and
-// resized.
+// DefaultMaxMediaBytes bounds the memory one request's media (images,
+// video frames, audio clips) take when Backend.MaxMediaBytes is 0:
+// 256 MiB, a 12-megapixel photo decoded and resized.
 const DefaultMaxMediaBytes = 256 << 20
 
 // DefaultMaxSamples bounds the values of one audio clip when
@@ -194,14 +194,18 @@ type Backend struct {
 	// is decoded. It bounds the padding frames pad_frames adds to one video
 	// clip too (frames × height × width). 0 means DefaultMaxPixels.
 	MaxPixels int64
-	// MaxMediaBytes bounds the memory decoding one request's images (those
-	// of one row of an invocation) and running the program on them takes,
-	// read off their headers before any pixel is decoded: per image, the
+	// MaxMediaBytes bounds the memory decoding one request's media (its
+	// items of one adapter, those of one row of an invocation) and running
+	// the program on them takes, read off their headers before anything is
+	// decoded. Per image, and per video frame the program keeps, the
 	// decoder's own image (width × height × 4 bytes, 8 for 16-bit
 	// channels) and every value the program makes as float32 (channels ×
-	// height × width × 4 bytes). A request beyond it fails with
-	// run/budget: at admission where the component groups, else before
-	// its invocation decodes anything. 0 means DefaultMaxMediaBytes.
+	// height × width × 4 bytes), with the padding frames pad_frames adds;
+	// per audio clip, its samples (as the WAV header's data chunk counts
+	// them) and every value the program makes as float32, with 8 bytes
+	// per frame for its valid count. A request beyond it fails with
+	// run/budget: at admission where the component groups, else before its
+	// invocation decodes anything. 0 means DefaultMaxMediaBytes.
 	MaxMediaBytes int64
 	// MaxSamples bounds the values of one audio clip: its samples, and the
 	// values each transform makes of them (the frames or windows of

@@ -33,19 +33,54 @@ func (s *signal) units() int {
 	return len(s.samples)
 }
 
+// width is the values of each unit (clipExtent.width).
+func (s *signal) width() int { return s.extent().width() }
+
+// extent is the clip's size without its values.
+func (s *signal) extent() clipExtent {
+	return clipExtent{rate: s.rate, framed: s.framed, window: s.window, row: s.row, units: s.units()}
+}
+
+// clipExtent is a clip's size without its values: what run checks before
+// a transform allocates, and what the media budget counts, read off a
+// WAV header without decoding a sample.
+type clipExtent struct {
+	rate   int
+	framed bool
+	window int
+	row    int
+	units  int // samples, frames or windows
+}
+
 // unitWord names the clip's units.
-func (s *signal) unitWord() string { return preprocess.Shape{Framed: s.framed, Row: s.row}.UnitWord() }
+func (e clipExtent) unitWord() string {
+	return preprocess.Shape{Framed: e.framed, Row: e.row}.UnitWord()
+}
 
 // width is the values of each unit: 1 for a sample, window for a frame,
 // window×row for a window of rows.
-func (s *signal) width() int {
+func (e clipExtent) width() int {
 	switch {
-	case s.row > 0:
-		return s.window * s.row
-	case s.framed:
-		return s.window
+	case e.row > 0:
+		return e.window * e.row
+	case e.framed:
+		return e.window
 	}
 	return 1
+}
+
+// values is how many values the clip holds.
+func (e clipExtent) values() int64 { return product(int64(e.units), int64(e.width()), 1) }
+
+// bytes is the memory the clip's values take as float32, with the valid
+// count (int64) of each frame or window. The extents it is asked of hold
+// at most a clip's maxValues values (admits), so it does not overflow.
+func (e clipExtent) bytes() int64 {
+	b := 4 * e.values()
+	if e.framed {
+		b += 8 * int64(e.units)
+	}
+	return b
 }
 
 // values is the clip's payload.
@@ -75,10 +110,46 @@ const (
 	wavExtensible = 0xFFFE
 )
 
+// wavHeader is what a WAV file's header says of its samples, checked: its
+// samples are a whole number of align-byte sample frames of pcm, each of
+// channels samples that sample reads.
+type wavHeader struct {
+	rate, channels, align, width int
+	sample                       func([]byte) float64
+	pcm                          []byte
+}
+
+// frames is how many samples the clip holds once mixed to mono.
+func (h *wavHeader) frames() int { return len(h.pcm) / h.align }
+
 // decodeWAV reads a RIFF/WAVE file of PCM (8-bit unsigned, 16-, 24- or
 // 32-bit signed) or IEEE float (32- or 64-bit) samples and mixes its
 // channels to mono by their mean, scaled to [-1, 1].
 func decodeWAV(data []byte) (*signal, error) {
+	h, err := readWAVHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	return h.decode(), nil
+}
+
+// decode mixes the clip's channels to mono by their mean.
+func (h *wavHeader) decode() *signal {
+	out := make([]float32, h.frames())
+	for i := range out {
+		sum := 0.0
+		for c := range h.channels {
+			at := i*h.align + c*h.width
+			sum += h.sample(h.pcm[at : at+h.width])
+		}
+		out[i] = float32(sum / float64(h.channels))
+	}
+	return &signal{rate: h.rate, samples: out}
+}
+
+// readWAVHeader reads and checks a WAV file's chunks without reading a
+// sample.
+func readWAVHeader(data []byte) (*wavHeader, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("is empty (0 bytes); a clip is a WAV (RIFF/WAVE) file")
 	}
@@ -140,17 +211,7 @@ func decodeWAV(data []byte) (*signal, error) {
 	if len(pcm)%align != 0 {
 		return nil, fmt.Errorf("is a WAV file whose data chunk holds %d bytes, not a whole number of %d-byte sample frames", len(pcm), align)
 	}
-	n, width := len(pcm)/align, bits/8
-	out := make([]float32, n)
-	for i := range n {
-		sum := 0.0
-		for c := range channels {
-			at := i*align + c*width
-			sum += sample(pcm[at : at+width])
-		}
-		out[i] = float32(sum / float64(channels))
-	}
-	return &signal{rate: rate, samples: out}, nil
+	return &wavHeader{rate: rate, channels: channels, align: align, width: bits / 8, sample: sample, pcm: pcm}, nil
 }
 
 // sampleReader returns the decoder of one sample of a WAV format.
@@ -238,12 +299,12 @@ type audioOp struct {
 	op      string
 	in, out string
 	apply   func(*signal) (*signal, error) // nil for decode
-	// values, for an op that may make more values than it reads, is how
-	// many it makes of a clip.
-	values func(x *signal) int64
+	// size, for an op that changes a clip's extent, is the extent it
+	// makes of a clip (nil: the clip's own).
+	size func(clipExtent) clipExtent
 	// work, for mel_spectrogram, is how many windowed samples its
 	// transforms read of a clip (frames × n_fft).
-	work func(x *signal) int64
+	work func(clipExtent) int64
 }
 
 // workFactor bounds the samples an op may read per clip (the STFT's
@@ -264,11 +325,11 @@ func compileAudio(cp *preprocess.Program) *audioProgram {
 	for _, op := range cp.Ops {
 		x := audioOp{op: op.Name, in: op.In, out: op.Out}
 		if k := audioKernels[op.Name]; k != nil {
-			x.apply, x.values = k(op)
+			x.apply, x.size = k(op)
 		}
 		if op.Name == "mel_spectrogram" {
 			m := op.Mel()
-			x.work = func(s *signal) int64 { return int64(m.Frames(len(s.samples))) * int64(m.NFFT) }
+			x.work = func(e clipExtent) int64 { return int64(m.Frames(e.units)) * int64(m.NFFT) }
 		}
 		p.ops = append(p.ops, x)
 	}
@@ -276,51 +337,56 @@ func compileAudio(cp *preprocess.Program) *audioProgram {
 }
 
 // audioKernel makes the kernel of an op from its parsed parameters, and
-// for an op that may make more values than it reads, how many it makes of
-// a clip, so that run refuses a clip too large before the kernel
-// allocates.
-type audioKernel func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64)
+// for an op that changes a clip's extent, the extent it makes of a clip,
+// so that run refuses a clip too large before the kernel allocates.
+type audioKernel func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent)
 
 // audioKernels are the kernels of the ops the audio adapter runs on one
 // clip, decode aside.
 var audioKernels = map[string]audioKernel{
-	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+	"resample": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 		rate := op.Ints("sample_rate")
-		return func(x *signal) (*signal, error) { return resamplePoly(x, rate, op.Index) }, func(x *signal) int64 {
-			if x.rate == rate {
-				return int64(len(x.samples))
+		return func(x *signal) (*signal, error) { return resamplePoly(x, rate, op.Index) }, func(e clipExtent) clipExtent {
+			if e.rate != rate {
+				up, down := resampleRatio(e.rate, rate)
+				e.units = int(min(resampledLength(e.units, up, down), math.MaxInt))
 			}
-			up, down := resampleRatio(x.rate, rate)
-			return resampledLength(len(x.samples), up, down)
+			e.rate = rate
+			return e
 		}
 	},
-	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+	"frame": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 		f := op.Framing()
-		return func(x *signal) (*signal, error) { return frameSignal(x, f), nil }, func(x *signal) int64 {
-			return product(int64(f.Count(x.units())), int64(f.Window), int64(x.width()))
+		return func(x *signal) (*signal, error) { return frameSignal(x, f), nil }, func(e clipExtent) clipExtent {
+			out := clipExtent{rate: e.rate, framed: true, window: f.Window, units: f.Count(e.units)}
+			if e.framed {
+				out.row = e.window
+			}
+			return out
 		}
 	},
-	"mel_spectrogram": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+	"mel_spectrogram": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 		b := newMelBank(op.Mel())
-		return func(x *signal) (*signal, error) { return b.melSpectrogram(x, op.Index) }, func(x *signal) int64 {
-			return int64(b.Frames(len(x.samples))) * int64(b.NMels)
+		return func(x *signal) (*signal, error) { return b.melSpectrogram(x, op.Index) }, func(e clipExtent) clipExtent {
+			return clipExtent{rate: e.rate, framed: true, window: b.NMels, units: b.Frames(e.units)}
 		}
 	},
 	"log":   logKernel,
 	"log10": logKernel,
-	"affine": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+	"affine": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 		scale, offset := op.Affine()
 		return func(x *signal) (*signal, error) { return affine(x, scale, offset), nil }, nil
 	},
-	"pad_or_trim": func(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+	"pad_or_trim": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 		length := op.Ints("length")
-		return func(x *signal) (*signal, error) { return padOrTrim(x, length), nil }, func(x *signal) int64 {
-			return product(int64(length), int64(x.width()), 1)
+		return func(x *signal) (*signal, error) { return padOrTrim(x, length), nil }, func(e clipExtent) clipExtent {
+			e.units = length
+			return e
 		}
 	},
 }
 
-func logKernel(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal) int64) {
+func logKernel(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 	l := newLog(op)
 	return func(x *signal) (*signal, error) { return l.apply(x), nil }, nil
 }
@@ -330,27 +396,17 @@ func logKernel(op *preprocess.Op) (func(*signal) (*signal, error), func(*signal)
 func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*signal, error) {
 	env := map[string]*signal{}
 	for i, op := range p.ops {
-		in := env[op.in]
 		if op.apply == nil {
-			x, err := decodeWAV(data)
+			h, err := readWAV(data, maxValues)
 			if err != nil {
 				return nil, err
 			}
-			if int64(len(x.samples)) > maxValues {
-				return nil, fmt.Errorf("holds %d samples, more than the %d this adapter holds", len(x.samples), maxValues)
-			}
-			env[op.out] = x
+			env[op.out] = h.decode()
 			continue
 		}
-		if op.values != nil {
-			if v := op.values(in); v > maxValues {
-				return nil, fmt.Errorf("holds %d %s before transform %d (%s), which would make %d values of them, more than the %d this adapter holds", in.units(), in.unitWord(), i, op.op, v, maxValues)
-			}
-		}
-		if op.work != nil {
-			if w := op.work(in); w > workFactor*maxValues {
-				return nil, fmt.Errorf("holds %d samples, which transform %d (%s) reads as %d windowed samples (frames × n_fft), more than the %d this adapter reads per clip; use a longer hop_length or shorter clips", len(in.samples), i, op.op, w, workFactor*maxValues)
-			}
+		in := env[op.in]
+		if _, err := p.admits(i, in.extent(), maxValues); err != nil {
+			return nil, err
 		}
 		x, err := op.apply(in)
 		if err != nil {
@@ -361,6 +417,67 @@ func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*sign
 	out := make([]*signal, len(keep))
 	for i, k := range keep {
 		out[i] = env[k]
+	}
+	return out, nil
+}
+
+// footprint is the most memory run takes for one clip, read off its WAV
+// header without decoding a sample: every value the program makes
+// (clipExtent.bytes), the decoded samples first, all counted as if alive
+// at once. What run refuses for its size, footprint refuses too.
+func (p *audioProgram) footprint(data []byte, maxValues int64) (int64, error) {
+	env := map[string]clipExtent{}
+	var bytes int64
+	for i, op := range p.ops {
+		var e clipExtent
+		if op.apply == nil {
+			h, err := readWAV(data, maxValues)
+			if err != nil {
+				return 0, err
+			}
+			e = clipExtent{rate: h.rate, units: h.frames()}
+		} else {
+			var err error
+			if e, err = p.admits(i, env[op.in], maxValues); err != nil {
+				return 0, err
+			}
+		}
+		env[op.out] = e
+		bytes += e.bytes()
+	}
+	return bytes, nil
+}
+
+// readWAV reads a clip's WAV header, refusing a clip of more than
+// maxValues samples.
+func readWAV(data []byte, maxValues int64) (*wavHeader, error) {
+	h, err := readWAVHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	if n := h.frames(); int64(n) > maxValues {
+		return nil, fmt.Errorf("holds %d samples, more than the %d this adapter holds", n, maxValues)
+	}
+	return h, nil
+}
+
+// admits returns the extent transform i makes of a clip of extent in, or
+// why run refuses it before the kernel allocates: the result would hold
+// more than maxValues values, or the transform would read more than
+// workFactor × maxValues windowed samples.
+func (p *audioProgram) admits(i int, in clipExtent, maxValues int64) (clipExtent, error) {
+	op := p.ops[i]
+	out := in
+	if op.size != nil {
+		out = op.size(in)
+		if v := out.values(); v > maxValues {
+			return out, fmt.Errorf("holds %d %s before transform %d (%s), which would make %d values of them, more than the %d this adapter holds", in.units, in.unitWord(), i, op.op, v, maxValues)
+		}
+	}
+	if op.work != nil {
+		if w := op.work(in); w > workFactor*maxValues {
+			return out, fmt.Errorf("holds %d samples, which transform %d (%s) reads as %d windowed samples (frames × n_fft), more than the %d this adapter reads per clip; use a longer hop_length or shorter clips", in.units, i, op.op, w, workFactor*maxValues)
+		}
 	}
 	return out, nil
 }

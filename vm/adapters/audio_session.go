@@ -164,11 +164,33 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	return ap, nil
 }
 
+// Key implements backend.Keyer for the media budget alone: every clip may
+// share an invocation, so the key is "", and a request whose clips would
+// take more memory decoded and preprocessed than one request's media may
+// is refused at admission, before any group holds it. Anything else wrong
+// with the clips is Run's to report.
+func (s *audioSession) Key(inputs map[string]*backend.Tensor) (string, error) {
+	data, offs, _, err := s.items(inputs, nil)
+	if err != nil {
+		return "", nil
+	}
+	return "", s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request", s.footprint)
+}
+
+// footprint is the memory decoding one clip and running the program on
+// it takes, read off its WAV header.
+func (s *audioSession) footprint(b []byte) (int64, error) {
+	return s.prog.footprint(b, s.b.maxSamples())
+}
+
 // Run implements backend.Session: it splits the encoded bytes into clips, runs
 // the program on each, and fills every output port.
 func (s *audioSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
 	data, offs, rows, err := s.items(inputs, outputs)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.rowsWithinBudget(data, offs, rows, s.footprint); err != nil {
 		return nil, err
 	}
 	n := len(offs) - 1

@@ -300,6 +300,54 @@ func (s *encoded) each(ctx context.Context, data []byte, offs, rows []int64, f f
 	})
 }
 
+// withinBudget is run/budget where the items offs[from:to] delimit,
+// whose says whose they are, would take more memory decoded and
+// preprocessed than one request's media may (Backend.MaxMediaBytes);
+// footprint reads each item's memory off its header, decoding nothing.
+// An item whose header is refused counts nothing here: decoding it fails
+// it, saying why.
+func (s *encoded) withinBudget(data []byte, offs []int64, from, to int64, whose string, footprint func([]byte) (int64, error)) error {
+	var total int64
+	for i := from; i < to; i++ {
+		if n, err := footprint(data[offs[i]:offs[i+1]]); err == nil {
+			total += n
+		}
+	}
+	return s.overBudget(total, to-from, s.k.item, whose)
+}
+
+// rowsWithinBudget is withinBudget for each row of an invocation: where
+// admission did not key the requests (one invocation per request), Run
+// checks the budget so, before any item is decoded.
+func (s *encoded) rowsWithinBudget(data []byte, offs, rows []int64, footprint func([]byte) (int64, error)) error {
+	for r := 0; r+1 < len(rows); r++ {
+		if err := s.withinBudget(data, offs, rows[r], rows[r+1], whoseRow(rows, r), footprint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// whoseRow names row r of an invocation of rows for a budget refusal: the
+// request itself when the invocation has one row.
+func whoseRow(rows []int64, r int) string {
+	if len(rows) > 2 {
+		return fmt.Sprintf("row %d", r)
+	}
+	return "this request"
+}
+
+// overBudget is run/budget when n items (of the word item) of whose would
+// take total bytes decoded and preprocessed, more than one request's media
+// may take (Backend.MaxMediaBytes); nil within it.
+func (s *encoded) overBudget(total, n int64, item, whose string) error {
+	if limit := s.b.maxMediaBytes(); total > limit {
+		return fail(backend.RunBudget, "the %d %s(s) of %s (input port `%s` of adapter `%s`) would take %d bytes decoded and preprocessed, more than the %d bytes one request's media may take (--max-media-bytes, max_media_bytes in serve --config); send smaller or fewer %ss",
+			n, item, whose, s.in.port, s.comp.Name, total, limit, item)
+	}
+	return nil
+}
+
 // itemError is run/input for item i of an invocation: it names the item,
 // its row and its bytes, then says what is wrong with it.
 func (s *encoded) itemError(i int, offs, rows []int64, err error) error {

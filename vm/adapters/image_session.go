@@ -270,29 +270,16 @@ func (s *imageSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 				k, s.k.item, key, s.k.item))
 		}
 	}
-	if err := s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request"); err != nil {
+	if err := s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request", s.footprint); err != nil {
 		return "", err
 	}
 	return key, nil
 }
 
-// withinBudget is run/budget where the images offs[from:to] delimit,
-// whose says whose they are, would take more memory decoded and
-// preprocessed than one request may (Backend.MaxMediaBytes); each
-// image's footprint is read off its header. An image whose header is
-// refused counts nothing here: decoding it fails it, saying why.
-func (s *imageSession) withinBudget(data []byte, offs []int64, from, to int64, whose string) error {
-	var total int64
-	for i := from; i < to; i++ {
-		if n, err := s.prog.footprint(data[offs[i]:offs[i+1]], s.b.maxPixels()); err == nil {
-			total += n
-		}
-	}
-	if limit := s.b.maxMediaBytes(); total > limit {
-		return fail(backend.RunBudget, "the %d %s(s) of %s (input port `%s` of adapter `%s`) would take %d bytes decoded and preprocessed, more than the %d bytes one request's media may take (--max-media-bytes); send smaller or fewer %ss",
-			to-from, s.k.item, whose, s.in.port, s.comp.Name, total, limit, s.k.item)
-	}
-	return nil
+// footprint is the memory decoding one image and running the program on
+// it takes, read off its header.
+func (s *imageSession) footprint(b []byte) (int64, error) {
+	return s.prog.footprint(b, s.b.maxPixels())
 }
 
 // keyOf is the key of an image of extents ext (one per kept value, as
@@ -332,16 +319,8 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 		return nil, err
 	}
 	n := len(offs) - 1
-	// Where admission did not key the requests (one invocation per
-	// request), the budget is checked here, before any image is decoded.
-	for r := 0; r+1 < len(rows); r++ {
-		whose := "this request"
-		if len(rows) > 2 {
-			whose = fmt.Sprintf("row %d", r)
-		}
-		if err := s.withinBudget(data, offs, rows[r], rows[r+1], whose); err != nil {
-			return nil, err
-		}
+	if err := s.rowsWithinBudget(data, offs, rows, s.footprint); err != nil {
+		return nil, err
 	}
 	imgs := make([][]*planar, n)
 	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {

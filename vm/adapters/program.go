@@ -25,6 +25,9 @@ type imageOp struct {
 	// size, for every op but decode, is the extent of what apply makes of
 	// an input of the given extent, without its pixels.
 	size func(extent) extent
+	// same: apply returns its input itself (a video program's temporal
+	// transforms, seen from one frame), so its value takes no memory.
+	same bool
 }
 
 // extent is an image's size without its pixels (planar's c, h and w), and
@@ -225,8 +228,9 @@ func (p *imageProgram) measure(data []byte, maxPixels int64) (map[string]extent,
 			}
 			env[op.out] = op.size(in)
 		}
-		e := env[op.out]
-		bytes += int64(e.c) * int64(e.h) * int64(e.w) * 4
+		if e := env[op.out]; !op.same {
+			bytes += int64(e.c) * int64(e.h) * int64(e.w) * 4
+		}
 	}
 	return env, bytes, nil
 }

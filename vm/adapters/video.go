@@ -63,7 +63,7 @@ func compileVideo(cp *preprocess.Program) *videoProgram {
 	for _, op := range cp.Ops {
 		x, tmp := imageOpOf(op), temporalOf(op)
 		if tmp.kind != "" {
-			x.apply = keepFrame
+			x.apply, x.same = keepFrame, true
 		}
 		fp.ops = append(fp.ops, x)
 		p.temporal = append(p.temporal, tmp)

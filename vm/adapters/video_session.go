@@ -292,13 +292,20 @@ type videoClip struct {
 
 func (c videoClip) total() int { return len(c.frames) + c.pad }
 
-// Run implements backend.Session: it splits the encoded bytes into frames and
-// the frames into clips, chooses each clip's frames, decodes and
-// transforms those, and fills every output port.
-func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
-	if err := s.checkOutputs(outputs); err != nil {
-		return nil, err
-	}
+// videoPlan is what Run decides of an invocation before it decodes a
+// frame: its bytes split into frames, the frames into clips and the clips
+// into rows, the track of each kept value of each clip, and the frames of
+// the invocation some kept value reads, in order.
+type videoPlan struct {
+	data              []byte
+	offs, clips, rows []int64
+	tracks            [][]track
+	need              []int
+}
+
+// plan splits an invocation into frames, clips and rows and chooses each
+// clip's frames, reading no frame's pixels.
+func (s *videoSession) plan(inputs map[string]*backend.Tensor) (*videoPlan, error) {
 	data, offs, err := s.split(inputs)
 	if err != nil {
 		return nil, err
@@ -351,7 +358,76 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 			}
 		}
 	}
-	frames, err := s.decodeFrames(ctx, data, offs, clips, rows, need)
+	return &videoPlan{data: data, offs: offs, clips: clips, rows: rows, tracks: tracks, need: need}, nil
+}
+
+// Key implements backend.Keyer for the media budget alone: every clip may
+// share an invocation, so the key is "", and a request whose frames would
+// take more memory decoded and preprocessed than one request's media may
+// is refused at admission, before any group holds it. Anything else wrong
+// with the frames is Run's to report.
+func (s *videoSession) Key(inputs map[string]*backend.Tensor) (string, error) {
+	p, err := s.plan(inputs)
+	if err != nil {
+		return "", nil
+	}
+	return "", s.withinBudget(p, 0, len(p.clips)-1, "this request")
+}
+
+// withinBudget is run/budget where clips [from, to) of an invocation,
+// whose says whose they are, would take more memory than one request's
+// media may (Backend.MaxMediaBytes), read off the headers of the frames
+// they keep: each kept frame decoded and run through the frame program
+// (imageProgram.footprint), and the padding frames pad_frames adds to each
+// kept value, as float32. A frame whose header is refused counts nothing
+// here: decoding it fails it, saying why.
+func (s *videoSession) withinBudget(p *videoPlan, from, to int, whose string) error {
+	var total, frames int64
+	envs := map[int]map[string]extent{}
+	for _, f := range p.need {
+		if f < int(p.clips[from]) || f >= int(p.clips[to]) {
+			continue
+		}
+		env, n, err := s.prog.frames.measure(p.data[p.offs[f]:p.offs[f+1]], s.b.maxPixels())
+		if err == nil {
+			envs[f], total = env, total+n
+		}
+		frames++
+	}
+	for c := from; c < to; c++ {
+		for i, tr := range p.tracks[c] {
+			if tr.pad == 0 || tr.real() == 0 {
+				continue
+			}
+			if env, ok := envs[int(p.clips[c])+tr.src[0]]; ok {
+				e := env[s.keep[i]]
+				total += int64(tr.pad) * int64(e.c) * int64(e.h) * int64(e.w) * 4
+			}
+		}
+	}
+	return s.overBudget(total, frames, s.k.item, whose)
+}
+
+// Run implements backend.Session: it splits the encoded bytes into frames and
+// the frames into clips, chooses each clip's frames, decodes and
+// transforms those, and fills every output port.
+func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
+	if err := s.checkOutputs(outputs); err != nil {
+		return nil, err
+	}
+	p, err := s.plan(inputs)
+	if err != nil {
+		return nil, err
+	}
+	// Where admission did not key the requests (one invocation per
+	// request), the budget is checked here, before any frame is decoded.
+	for r := 0; r+1 < len(p.rows); r++ {
+		if err := s.withinBudget(p, int(p.rows[r]), int(p.rows[r+1]), whoseRow(p.rows, r)); err != nil {
+			return nil, err
+		}
+	}
+	data, offs, clips, rows, tracks, nClips := p.data, p.offs, p.clips, p.rows, p.tracks, len(p.clips)-1
+	frames, err := s.decodeFrames(ctx, data, offs, clips, rows, p.need)
 	if err != nil {
 		return nil, err
 	}
