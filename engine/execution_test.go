@@ -59,9 +59,29 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// TestWorseLoad: of a way that groups and the same way apart, the one
+// whose worse load lost less to the other wins.
+func TestWorseLoad(t *testing.T) {
+	w := func(full, light float64) *way { return &way{rates: [][]float64{{full}, {light}}} }
+	for _, c := range []struct {
+		grouped, apart *way
+		wantApart      bool
+	}{
+		{w(300, 100), w(100, 100), false}, // grouping gains at full load, costs nothing at light
+		{w(300, 95), w(100, 100), false},  // it gains far more than it costs
+		{w(102, 90), w(100, 100), true},   // it gains little and costs more
+		{w(100, 100), w(110, 120), true},  // apart serves more at both loads
+	} {
+		if got := worseLoad(c.apart, c.grouped) > worseLoad(c.grouped, c.apart); got != c.wantApart {
+			t.Errorf("grouped %v, apart %v: apart chosen %v", c.grouped.rates, c.apart.rates, got)
+		}
+	}
+}
+
 // TestPlanExecution plans the text encoder on 2 cores with its requests:
-// both ways are tried and measured, the one chosen is one of them, and
-// Apply runs an engine that reports it. A workflow without an ONNX
+// both ways are tried and measured, the one that served most is measured
+// again at a light load beside itself with the encoder apart, the one
+// chosen is one of them, and Apply runs an engine that reports it. A workflow without an ONNX
 // component is one slot, planned without measuring; a request that fails
 // fails the plan.
 func TestPlanExecution(t *testing.T) {
@@ -72,13 +92,18 @@ func TestPlanExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !x.Planned || x.Cores != 2 || len(x.Tried) != 2 {
+	if !x.Planned || x.Cores != 2 || len(x.Tried) != 3 {
 		t.Fatalf("plan %+v", x)
 	}
 	for _, c := range x.Tried {
 		if c.RequestsPerSecond <= 0 {
 			t.Errorf("candidate %+v served nothing", c)
 		}
+	}
+	if light := slices.IndexFunc(x.Tried, func(c vm.Candidate) bool { return c.LightRequestsPerSecond > 0 }); light < 0 ||
+		x.Tried[2].LightRequestsPerSecond <= 0 || !slices.Equal(x.Tried[2].Ungrouped, []string{"text_encoder"}) ||
+		x.Tried[light].Slots != x.Tried[2].Slots || x.Tried[light].Threads != x.Tried[2].Threads {
+		t.Errorf("the way chosen at the full load is not measured beside itself apart at a light load: %+v", x.Tried)
 	}
 	if !slices.ContainsFunc(x.Tried, func(c vm.Candidate) bool { return c.Slots == x.Slots && c.Threads == x.Threads }) {
 		t.Errorf("chose %d×%d, which it did not try (%+v)", x.Slots, x.Threads, x.Tried)
@@ -108,7 +133,7 @@ func TestPlanExecution(t *testing.T) {
 	defer func(n int64) { planTogetherBytes = n }(planTogetherBytes)
 	planTogetherBytes = 0
 	alone, err := PlanExecution(context.Background(), f, dir, Options{}, reqs, po)
-	if err != nil || len(alone.Tried) != 2 || slices.ContainsFunc(alone.Tried, func(c vm.Candidate) bool { return c.RequestsPerSecond <= 0 }) {
+	if err != nil || len(alone.Tried) != 3 || slices.ContainsFunc(alone.Tried, func(c vm.Candidate) bool { return c.RequestsPerSecond <= 0 }) {
 		t.Errorf("ways measured one at a time: %+v, %v", alone, err)
 	}
 
