@@ -2,14 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 )
@@ -243,6 +246,101 @@ func inputLayouts(gp *plan.GroupPlan) []string {
 	return out
 }
 
+// headingAnchors are the anchors a markdown renderer gives the headings of
+// md: lower case, punctuation but - and _ dropped, spaces as -, and -1,
+// -2, ... on a repeat.
+func headingAnchors(md string) map[string]bool {
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	anchors := map[string]bool{}
+	inFence := false
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		a := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(text), ""), " ", "-")
+		name := a
+		for i := 1; anchors[name]; i++ {
+			name = fmt.Sprintf("%s-%d", a, i)
+		}
+		anchors[name] = true
+	}
+	return anchors
+}
+
+// TestAuthoringAnchors: every reference into docs/authoring.md names one
+// of its headings — those in the code (the plan's reasons, the views, the
+// passes' docs), in the other docs, and the guide's own links, within it
+// and into docs/rules.md — so that a reader who follows one lands on the
+// section it means.
+func TestAuthoringAnchors(t *testing.T) {
+	b, err := os.ReadFile(authoringGuide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := headingAnchors(string(b))
+	for _, want := range []string{"shared", "request_aligned", "request_expanded", "token_packed",
+		"token_packed-one-level", "token_packed-two-levels", "padding", "batch_capacity", "budgets-and-footprint"} {
+		if !anchors[want] {
+			t.Errorf("the guide has no section #%s", want)
+		}
+	}
+	check := func(where string, anchor string) {
+		if !anchors[anchor] {
+			t.Errorf("%s refers to docs/authoring.md#%s, which is no heading of the guide", where, anchor)
+		}
+	}
+	for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(string(b), -1) {
+		check("docs/authoring.md", m[1])
+	}
+	rules, err := os.ReadFile("../../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruleAnchors := headingAnchors(string(rules))
+	for _, m := range regexp.MustCompile(`\]\(rules\.md#([^)]+)\)`).FindAllStringSubmatch(string(b), -1) {
+		if !ruleAnchors[m[1]] {
+			t.Errorf("docs/authoring.md links to rules.md#%s, which is no heading of docs/rules.md", m[1])
+		}
+	}
+	ref := regexp.MustCompile(`authoring\.md#([A-Za-z0-9_-]+)`)
+	root := testenv.Root(t)
+	found := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(path); ext != ".go" && ext != ".md" {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, m := range ref.FindAllStringSubmatch(string(src), -1) {
+			found++
+			check(rel, m[1])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Error("nothing refers into docs/authoring.md: the plan's reasons should")
+	}
+}
+
 // TestFencedBlocks pins how the guide's blocks are read.
 func TestFencedBlocks(t *testing.T) {
 	bs, err := fencedBlocks("text\n```yaml example=a fixture=b fragment\nx: 1\n```\n```\nplain\n```\n")
@@ -269,5 +367,8 @@ func TestFencedBlocks(t *testing.T) {
 	}
 	if _, err := fencedBlocks("```yaml\nx: 1\n"); err == nil {
 		t.Error("an unclosed block is read without an error")
+	}
+	if a := headingAnchors("# Top\n## `token_packed`, one level\n```\n# not a heading\n```\n## Top\n"); !a["top"] || !a["token_packed-one-level"] || !a["top-1"] || a["not-a-heading"] {
+		t.Errorf("anchors %v", a)
 	}
 }
