@@ -12,7 +12,7 @@ import (
 // CapacityPass checks batch_capacity (§3.1 r1–r10): known, well-classified uniform symbols, group-rooted, distinct, feasible budgets, and outputs that split back per request.
 var CapacityPass = &Pass{
 	Name:     "capacity",
-	Doc:      "check batch_capacity (§3.1 r1–r10): known, well-classified uniform symbols, group-rooted, distinct, feasible budgets, and outputs that split back per request",
+	Doc:      "check batch_capacity (rules capacity/*; see docs/authoring.md#batch_capacity): known, well-classified uniform symbols, group-rooted, distinct, feasible budgets, and outputs that split back per request",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass, SymbolsPass, BindingsPass},
 	Rules: []diag.Rule{

@@ -82,7 +82,7 @@ func (r *ModelGraphs) Graph(component string) *onnx.Graph {
 // dtype genaic does not know are left to contract/dtype.
 var ModelsPass = &Pass{
 	Name:       "models",
-	Doc:        "check each ONNX component against its model (§3.8): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph, no grouped input's request axis fixed at other than one request's rows, nor its packed axis fixed",
+	Doc:        "check each ONNX component against its model (see docs/authoring.md#checked-against-its-models): every port a graph input or output of the same dtype, rank and fixed extents, every required graph input declared, every padded input's lengths taken by the graph, no grouped input's request axis fixed at other than one request's rows, nor its packed axis fixed",
 	Kind:       Check,
 	Requires:   []*Pass{ScopesPass, BindingsPass},
 	ResultType: reflect.TypeFor[*ModelGraphs](),

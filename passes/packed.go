@@ -19,7 +19,7 @@ import (
 // (wrong dtype, rank, layout, padding) takes part in no comparison at all.
 var PackedPass = &Pass{
 	Name:     "packed",
-	Doc:      "check token_packed layouts (§4 r1–r8): resolvable, well-typed companions on axis 0, one or two levels, extents on output levels, consistent pairs",
+	Doc:      "check token_packed layouts (rules packed/*; see docs/authoring.md#token_packed): resolvable, well-typed companions on axis 0, one or two levels, extents on output levels, consistent pairs",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass, BindingsPass},
 	Rules: []diag.Rule{

@@ -19,7 +19,7 @@ import (
 // packed/companion).
 var PaddingPass = &Pass{
 	Name:     "padding",
-	Doc:      "check padding (§3.2): resolvable int64 shared lengths companions shaped as the padded value's outer axes",
+	Doc:      "check padding (see docs/authoring.md#padding): resolvable int64 shared lengths companions shaped as the padded value's outer axes",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass, BindingsPass},
 	Rules: []diag.Rule{

@@ -89,9 +89,9 @@ func planComponent(sc *Scopes, bind *Bindings, syms *ComponentSymbols, comp *ir.
 	p := &planner{sc: sc, comp: comp, serves: map[string]*plan.Serves{}, bind: bind, syms: syms}
 	g := &plan.GroupPlan{Component: comp.Name, Grouped: comp.Capacity != nil}
 	if g.Grouped {
-		g.Why = "batch_capacity is declared: items from many requests may share one invocation (§3.1)"
+		g.Why = "batch_capacity is declared: items from many requests may share one invocation (see docs/authoring.md#batch_capacity)"
 	} else {
-		g.Why = "no batch_capacity: one request row per invocation, never grouped (§3.1)"
+		g.Why = "no batch_capacity: one request row per invocation, never grouped (see docs/authoring.md#batch_capacity)"
 	}
 	p.markCompanions(comp.Inputs, ir.SitePortIn)
 	p.markCompanions(comp.Outputs, ir.SitePortOut)
@@ -167,7 +167,11 @@ func (p *planner) input(port *ir.Port) (out plan.Port) {
 	c := port.Contract
 	if s := p.serves[sideKey(ir.SitePortIn, port.Name)]; s != nil {
 		out.Role, out.Serves = plan.RoleCompanion, s
-		out.Why = fmt.Sprintf("serves the %s of `%s`: recomputed for the group, never gathered (§3.3)", servesWhat(s), s.Port)
+		section := "token_packed"
+		if s.Role == "lengths" {
+			section = "padding"
+		}
+		out.Why = fmt.Sprintf("serves the %s of `%s`: recomputed for the group, never gathered (see docs/authoring.md#%s)", servesWhat(s), s.Port, section)
 		return out
 	}
 	if c == nil {
@@ -178,15 +182,15 @@ func (p *planner) input(port *ir.Port) (out plan.Port) {
 	defer p.soloWhy(&out)
 	switch c.Layout.Kind {
 	case ir.Shared:
-		out.Role, out.Why = plan.RoleBroadcast, "shared: passed once; co-batched items must bring equal values (§3.4)"
+		out.Role, out.Why = plan.RoleBroadcast, "shared: passed once; co-batched items must bring equal values (see docs/authoring.md#shared)"
 	case ir.RequestAligned:
-		out.Role, out.Why = plan.RoleRows, fmt.Sprintf("request_aligned on axis %d: each request's rows are stacked (§2.2)", c.Layout.Axis)
+		out.Role, out.Why = plan.RoleRows, fmt.Sprintf("request_aligned on axis %d: each request's rows are stacked (see docs/authoring.md#request_aligned)", c.Layout.Axis)
 	case ir.RequestExpanded:
 		out.Role = plan.RoleExpanded
-		out.Why = fmt.Sprintf("request_expanded on axis %d: %d contiguous rows per request are stacked (§2.2)", c.Layout.Axis, c.Layout.Factor)
+		out.Why = fmt.Sprintf("request_expanded on axis %d: %d contiguous rows per request are stacked (see docs/authoring.md#request_expanded)", c.Layout.Axis, c.Layout.Factor)
 	case ir.TokenPacked:
 		out.Role = plan.RolePacked
-		out.Why = fmt.Sprintf("token_packed on axis 0 with %d ownership level(s): items are concatenated and companions recomputed (§3.3)", len(c.Layout.Levels))
+		out.Why = fmt.Sprintf("token_packed on axis 0 with %d ownership level(s): items are concatenated and companions recomputed (see docs/authoring.md#token_packed)", len(c.Layout.Levels))
 	}
 	return out
 }
@@ -260,13 +264,13 @@ func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {
 		out.Serves = s
 		switch s.Role {
 		case "owner":
-			out.Split, out.Why = plan.SplitInternal, fmt.Sprintf("the level %d owner map of `%s` holds group positions: never delivered; a consumer derives it from rebased offsets (§3.3)", s.Level, s.Port)
+			out.Split, out.Why = plan.SplitInternal, fmt.Sprintf("the level %d owner map of `%s` holds group positions: never delivered; a consumer derives it from rebased offsets (see docs/authoring.md#what-each-request-gets-back)", s.Level, s.Port)
 		case "offsets":
 			out.Split, out.Delivery = plan.SplitCompanion, "rebased"
-			out.Why = fmt.Sprintf("the level %d offsets of `%s`: each request receives its own span rebased to start at 0 (§5)", s.Level, s.Port)
+			out.Why = fmt.Sprintf("the level %d offsets of `%s`: each request receives its own span rebased to start at 0 (see docs/authoring.md#what-each-request-gets-back)", s.Level, s.Port)
 		default:
 			out.Split, out.Delivery = plan.SplitCompanion, "sliced"
-			out.Why = fmt.Sprintf("the valid_lengths of `%s` on `%s`: each request receives the lengths of its own items (§3.2)", s.Port, s.Dimension)
+			out.Why = fmt.Sprintf("the valid_lengths of `%s` on `%s`: each request receives the lengths of its own items (see docs/authoring.md#what-each-request-gets-back)", s.Port, s.Dimension)
 		}
 		return out
 	}
@@ -285,7 +289,7 @@ func (p *planner) output(port *ir.Port, g *plan.GroupPlan) (out plan.Port) {
 		out.Split, out.Why = plan.SplitExpanded, fmt.Sprintf("request_expanded on axis %d: each request's %d rows, %s", c.Layout.Axis, c.Layout.Factor, delivered(c.Layout.Axis, "as a view"))
 	case ir.TokenPacked:
 		out.Split = plan.SplitPacked
-		out.Why = "token_packed: each request's span of the packed axis, as a view, split level by level (§3.3)"
+		out.Why = "token_packed: each request's span of the packed axis, as a view, split level by level (see docs/authoring.md#what-each-request-gets-back)"
 		for i := range out.Levels {
 			p.levelSource(&out.Levels[i], g)
 		}

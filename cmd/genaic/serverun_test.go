@@ -114,12 +114,21 @@ func flat(outs map[string]*backend.Tensor, items map[string][]vm.Item) map[strin
 // each response's outputs by id, flattened.
 func runAnswers(t *testing.T, pkg, reqs string) map[string]map[string]*backend.Tensor {
 	t.Helper()
-	out, errOut, code := runCLI(t, "run", pkg, "--requests", reqs)
+	answers, _ := runAnswersWith(t, pkg, reqs)
+	return answers
+}
+
+// runAnswersWith is runAnswers with extra flags for `genaic run`; it also
+// returns the stats the run printed (nil without --stats).
+func runAnswersWith(t *testing.T, pkg, reqs string, flags ...string) (map[string]map[string]*backend.Tensor, *vm.Stats) {
+	t.Helper()
+	out, errOut, code := runCLI(t, append([]string{"run", pkg, "--requests", reqs}, flags...)...)
 	if code != exitOK {
-		t.Fatalf("genaic run %s: exit %d: %s", pkg, code, errOut)
+		t.Fatalf("genaic run %s %v: exit %d: %s", pkg, flags, code, errOut)
 	}
 	answers := map[string]map[string]*backend.Tensor{}
-	for _, r := range decodeResponses(t, out).Responses {
+	rf := decodeResponses(t, out)
+	for _, r := range rf.Responses {
 		outs, items := map[string]*backend.Tensor{}, map[string][]vm.Item{}
 		for name, tj := range r.Outputs {
 			var err error
@@ -134,7 +143,7 @@ func runAnswers(t *testing.T, pkg, reqs string) map[string]map[string]*backend.T
 		}
 		answers[r.ID] = flat(outs, items)
 	}
-	return answers
+	return answers, rf.Stats
 }
 
 // sameAnswer compares an answer with run's, value by value: equal names,

@@ -115,7 +115,7 @@ func (t *textView) component(g *plan.GroupPlan) {
 		t.line(0, "")
 		t.line(1, "compatibility key")
 		t.line(2, "%s", compatibility(g))
-		t.line(2, "every other difference between items is padded with declared lengths or consumed by the packed axis (§3.4)")
+		t.line(2, "every other difference between items is padded with declared lengths or consumed by the packed axis (see docs/authoring.md#when-items-share-a-call)")
 		t.budgets(g)
 	}
 	t.ports("outputs", g, g.Outputs, false)
@@ -315,9 +315,9 @@ func orUnknown(s string) string {
 func padText(pad plan.Pad, input bool) string {
 	s := fmt.Sprintf("padded: `%s` (axis %d), lengths %s", pad.Dimension, pad.Axis, refText(pad.Lengths))
 	if input {
-		return s + ": allocated at the group maximum, each item copied into its prefix and the rest zero-filled (§3.2)"
+		return s + ": allocated at the group maximum, each item copied into its prefix and the rest zero-filled (see docs/authoring.md#padding)"
 	}
-	return s + ": each request receives its own rows and its lengths sliced (§3.2)"
+	return s + ": each request receives its own rows and its lengths sliced (see docs/authoring.md#padding)"
 }
 
 // refText names a companion: a port of the component, or a workflow value.
@@ -354,7 +354,7 @@ func (t *textView) budgets(g *plan.GroupPlan) {
 		t.line(1, "budgets: none declared")
 		return
 	}
-	t.line(1, "budgets (materialized footprint, §3.5)")
+	t.line(1, "budgets (materialized footprint; see docs/authoring.md#budgets-and-footprint)")
 	t.line(2, "each binds on its own; an item that alone exceeds one is refused at admission (run/budget)")
 	for _, b := range g.Budgets {
 		t.line(2, "%s ≤ %d", footprint(b), b.MaxTotal)

@@ -428,14 +428,14 @@ dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rul
 </figure>
 <h2 id="legend">Legend of the decisions</h2>
 <div class="legend">
-<div><span class="swatch role-packed"></span><b>packed</b>: input: items are concatenated on axis 0; ownership levels say which positions belong to whom, and their companions are recomputed for the group (§3.3)</div>
-<div><span class="swatch role-padded"></span><b>padded</b>: a dimension items may differ on is allocated at the group maximum, each item copied into its prefix, with declared valid lengths (§3.2)</div>
-<div><span class="swatch role-rows"></span><b>rows</b>: input: each request's rows are stacked on the request axis; output: each request receives its rows as a view (§2.2)</div>
+<div><span class="swatch role-packed"></span><b>packed</b>: input: items are concatenated on axis 0; ownership levels say which positions belong to whom, and their companions are recomputed for the group (see docs/authoring.md#token_packed)</div>
+<div><span class="swatch role-padded"></span><b>padded</b>: a dimension items may differ on is allocated at the group maximum, each item copied into its prefix, with declared valid lengths (see docs/authoring.md#padding)</div>
+<div><span class="swatch role-rows"></span><b>rows</b>: input: each request's rows are stacked on the request axis; output: each request receives its rows as a view (see docs/authoring.md#request_aligned)</div>
 <div><span class="swatch role-expanded"></span><b>expanded</b>: like rows, with a fixed factor of rows per request</div>
 <div><span class="swatch role-broadcast"></span><b>broadcast</b>: input: shared, passed once and equal across the group; output: the same value goes to every request</div>
-<div><span class="swatch role-companion"></span><b>companion</b>: serves another port's level (offsets, owner) or padding (lengths): recomputed for the group, never gathered; as an output, delivered rebased or sliced (§3.3)</div>
+<div><span class="swatch role-companion"></span><b>companion</b>: serves another port's level (offsets, owner) or padding (lengths): recomputed for the group, never gathered; as an output, delivered rebased or sliced (see docs/authoring.md#what-each-request-gets-back)</div>
 <div><span class="swatch role-internal"></span><b>internal</b>: output split: an owner map never delivered; each request's is derived from its rebased offsets</div>
-<div><b>solo</b>: no batch_capacity: one request row per invocation, never grouped (§3.1)</div>
+<div><b>solo</b>: no batch_capacity: one request row per invocation, never grouped (see docs/authoring.md#batch_capacity)</div>
 <div><b>budgets</b>: bars: the whole bar is <code>max_total</code>; orange, the smallest footprint one item can have; blue, the peak a run reached (with <code>--stats</code>)</div>
 </div>
 {{range .Components}}
@@ -450,7 +450,7 @@ dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rul
 {{if .Grouped}}
 <h3>compatibility key</h3>
 <p>{{.Compatibility}} <span class="rules">{{range .CompatRules}}<a href="#{{.Anchor}}" title="{{.Meaning}}">{{.ID}}</a>{{end}}</span></p>
-<h3>budgets (materialized footprint, §3.5)</h3>
+<h3>budgets (materialized footprint; see docs/authoring.md#budgets-and-footprint)</h3>
 {{if .Budgets}}<p class="why">each binds on its own; an item that alone exceeds one is refused at admission <span class="rules">{{range .BudgetRules}}<a href="#{{.Anchor}}" title="{{.Meaning}}">{{.ID}}</a>{{end}}</span></p>
 {{range .Budgets}}<div class="budget"><code>{{.Formula}}</code>{{if .Source}} <span class="src">{{.Source}}</span>{{end}}<br>
 <svg width="322" height="16" role="img" aria-label="budget {{.Formula}}"><rect class="bar-total" x="1" y="2" width="320" height="12" rx="2"/><rect class="bar-min" x="1" y="2" width="{{.MinW}}" height="12" rx="2"/>{{if .HasPeak}}<rect class="bar-peak{{if .Over}} over{{end}}" x="1" y="5" width="{{.PeakW}}" height="6"/>{{end}}</svg>
