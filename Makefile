@@ -95,7 +95,7 @@ demo: setup
 # The benchmark table (scripts/acceptance.sh): the shipped workloads
 # grouped, solo and as direct ONNX Runtime calls, the runtime's own cost,
 # one call through genaic against a direct one, and genaic bench on the
-# README's example, BENCH_ROUNDS rounds (about 8 s each on 2 cores), then
+# example of docs/benchmarks.md, BENCH_ROUNDS rounds (about 8 s each on 2 cores), then
 # medians [min–max]. To compare two builds, build each with
 # "scripts/acceptance.sh build DIR" and run them together.
 BENCH_ROUNDS ?= 5
