@@ -9,13 +9,21 @@ DEMO_PKG ?= testdata/packages/image_padded
 CACHE    := $(CURDIR)/.cache
 
 .DEFAULT_GOAL := build
-.PHONY: setup build lint test demo bench count soak clean-cache
+.PHONY: setup build install lint test demo bench count soak clean-cache
 
 setup:
 	@bash scripts/setup.sh
 
 build:
 	$(GO) build ./...
+
+# install: genaic into $(go env GOBIN), else $(go env GOPATH)/bin, told
+# where this checkout's cache is (vm/ortlib), so that it finds ONNX Runtime
+# from any folder without GENAIC_CACHE.
+install: setup
+	$(GO) install -ldflags='-X github.com/genaic/genaic/vm/ortlib.installedCache=$(CACHE)' ./cmd/genaic
+	@bin="$$($(GO) env GOBIN)"; bin="$${bin:-$$($(GO) env GOPATH)/bin}"; \
+	echo "installed $$bin/genaic (it finds ONNX Runtime in $(CACHE)); put $$bin on your PATH"
 
 lint:
 	@unformatted="$$(gofmt -l .)"; \
@@ -72,6 +80,7 @@ soak: setup
 	GENAIC_SOAK=$(SOAK) $(GO) test ./serve -run '^TestSoak$$' -count=1 -v -timeout 0
 
 demo: setup
+	@echo "== go build -o .cache/bin/genaic ./cmd/genaic (make install puts genaic on your PATH)"
 	@$(GO) build -o $(CACHE)/bin/genaic ./cmd/genaic
 	@echo "== genaic check -v $(DEMO_PKG)"
 	@$(CACHE)/bin/genaic check -v $(DEMO_PKG)
@@ -86,7 +95,7 @@ demo: setup
 # The benchmark table (scripts/acceptance.sh): the shipped workloads
 # grouped, solo and as direct ONNX Runtime calls, the runtime's own cost,
 # one call through genaic against a direct one, and genaic bench on the
-# README's example, BENCH_ROUNDS rounds (about 8 s each on 2 cores), then
+# example of docs/benchmarks.md, BENCH_ROUNDS rounds (about 8 s each on 2 cores), then
 # medians [min–max]. To compare two builds, build each with
 # "scripts/acceptance.sh build DIR" and run them together.
 BENCH_ROUNDS ?= 5

@@ -62,7 +62,7 @@
 # BenchmarkRuntimeOverhead (CPU per request on a backend that does no
 # work), BenchmarkRunVsDirect on the image batches (one ONNX Runtime call
 # through genaic against a direct onnxruntime_go Run), and genaic bench on
-# the README's example at 1 and 16 clients (under all processors and one
+# docs/benchmarks.md's example at 1 and 16 clients (under all processors and one
 # fewer, where the machine has several); then issue 44's: BenchmarkBest
 # (served callers at planned defaults against the best hand-assembled
 # strategy, synthetic and real models) and genaic bench at its defaults on

@@ -1,5 +1,5 @@
 // Command genaic compiles and runs ONNX model-package workflows with
-// cross-request batching. See README.md for the commands.
+// cross-request batching. See docs/cli.md for the commands.
 package main
 
 import (

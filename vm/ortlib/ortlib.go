@@ -29,6 +29,12 @@ const (
 	LibName = "libonnxruntime.so.1"
 )
 
+// installedCache is the .cache folder of the checkout a binary was built
+// from, set by "make install" with -ldflags -X: an installed genaic lives
+// outside any checkout, so walking up from it finds none. Empty in every
+// other build.
+var installedCache string
+
 // setupHint is the fix for anything missing from the cache.
 const setupHint = `run "make setup" in the genaic checkout`
 
@@ -78,7 +84,9 @@ func Model(name string) (string, error) {
 // when it is set; otherwise the .cache folder of the first genaic checkout (a
 // directory whose go.mod declares module github.com/genaic/genaic) found by
 // walking up from the current working directory, and then from the directory
-// of the running executable. The directory itself need not exist yet.
+// of the running executable; otherwise, for a binary "make install" built,
+// the cache of the checkout it was built from. The directory itself need not
+// exist yet.
 func CacheDir() (string, error) {
 	if c := os.Getenv(EnvCache); c != "" {
 		if abs, err := filepath.Abs(c); err == nil {
@@ -96,16 +104,20 @@ func CacheDir() (string, error) {
 		}
 		starts = append(starts, filepath.Dir(exe))
 	}
-	return cacheDirFrom(starts)
+	return cacheDirFrom(starts, installedCache)
 }
 
 // cacheDirFrom walks up from each start directory in turn and returns the
-// .cache folder of the first genaic checkout it meets.
-func cacheDirFrom(starts []string) (string, error) {
+// .cache folder of the first genaic checkout it meets, else installed when
+// it is set.
+func cacheDirFrom(starts []string, installed string) (string, error) {
 	for _, start := range starts {
 		if root, ok := findCheckout(start); ok {
 			return filepath.Join(root, ".cache"), nil
 		}
+	}
+	if installed != "" {
+		return installed, nil
 	}
 	return "", fmt.Errorf("cache directory not found: no genaic checkout (a go.mod with \"module %s\") at or above %s: %s, or set %s to its .cache folder",
 		ModulePath, strings.Join(starts, " or "), setupHint, EnvCache)

@@ -238,7 +238,7 @@ func TestCacheDirFromStarts(t *testing.T) {
 	writeFile(t, filepath.Join(repo, "bin", "keep"), nil)
 
 	// The working directory is outside any checkout, the executable inside one.
-	got, err := cacheDirFrom([]string{plain, filepath.Join(repo, "bin")})
+	got, err := cacheDirFrom([]string{plain, filepath.Join(repo, "bin")}, "")
 	if err != nil {
 		t.Fatalf("cacheDirFrom: %v", err)
 	}
@@ -246,8 +246,18 @@ func TestCacheDirFromStarts(t *testing.T) {
 		t.Errorf("cacheDirFrom = %q, want %q", got, want)
 	}
 
-	_, err = cacheDirFrom([]string{plain})
+	_, err = cacheDirFrom([]string{plain}, "")
 	wantErrContaining(t, err, `run "make setup"`, "GENAIC_CACHE", plain, "module github.com/genaic/genaic")
+
+	// An installed binary outside any checkout falls back on the cache of
+	// the checkout that built it; a checkout on the way still comes first.
+	installed := filepath.Join(dir, "built-from", ".cache")
+	if got, err := cacheDirFrom([]string{plain}, installed); err != nil || got != installed {
+		t.Errorf("cacheDirFrom(outside any checkout, installed) = %q, %v; want %q", got, err, installed)
+	}
+	if got, err := cacheDirFrom([]string{repo}, installed); err != nil || got != filepath.Join(repo, ".cache") {
+		t.Errorf("cacheDirFrom(inside a checkout, installed) = %q, %v; want the checkout's cache", got, err)
+	}
 }
 
 func TestModel(t *testing.T) {
