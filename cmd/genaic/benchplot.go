@@ -268,8 +268,8 @@ func grow(r vg.Rectangle, by vg.Length) vg.Rectangle {
 
 func clamp(v, lo, hi vg.Length) vg.Length { return min(max(v, lo), hi) }
 
-// segmentHits reports whether the segment a–b passes through r: the part
-// of the segment inside r's x range, clipped, meets r's y range.
+// segmentHits reports whether the segment a–b passes through r: clipped
+// to each of r's four sides in turn (Liang–Barsky), some of it remains.
 func segmentHits(a, b vg.Point, r vg.Rectangle) bool {
 	t0, t1 := 0.0, 1.0
 	clip := func(p, q float64) bool { // p·t ≤ q must hold

@@ -160,3 +160,28 @@ func TestBenchPlotLayout(t *testing.T) {
 		})
 	}
 }
+
+// TestSegmentHits: a segment through a box, ending in it, along its side
+// or passing beside it.
+func TestSegmentHits(t *testing.T) {
+	r := vg.Rectangle{Min: vg.Point{X: 10, Y: 10}, Max: vg.Point{X: 20, Y: 20}}
+	pt := func(x, y vg.Length) vg.Point { return vg.Point{X: x, Y: y} }
+	for _, tc := range []struct {
+		a, b vg.Point
+		want bool
+	}{
+		{pt(0, 0), pt(30, 30), true},   // across the diagonal
+		{pt(15, 0), pt(15, 30), true},  // vertical, through
+		{pt(0, 15), pt(12, 15), true},  // ends inside
+		{pt(0, 0), pt(30, 5), false},   // below
+		{pt(0, 30), pt(30, 21), false}, // above
+		{pt(0, 15), pt(15, 0), false},  // past the corner
+		{pt(0, 25), pt(25, 0), true},   // across the corner
+		{pt(21, 0), pt(21, 30), false}, // right of it
+		{pt(0, 0), pt(9, 9), false},    // stops short
+	} {
+		if got := segmentHits(tc.a, tc.b, r); got != tc.want {
+			t.Errorf("segment %v–%v through %v: %t, want %t", tc.a, tc.b, r, got, tc.want)
+		}
+	}
+}
