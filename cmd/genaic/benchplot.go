@@ -155,8 +155,8 @@ func (l *pointLabels) gap(k int) vg.Length {
 	return l.radius + 2 + vg.Length(k)*(e.Ascent+e.Descent)
 }
 
-// candidates are the boxes a label of size w×h may take on ring k around
-// pt, in order of preference: right, above right, above, below right,
+// candidates are the boxes a label of size w×h may take at distance d
+// from pt, in order of preference: right, above right, above, below right,
 // left, above left, below, below left.
 func candidates(pt vg.Point, w, h, d vg.Length) []vg.Rectangle {
 	diag := d * 0.7
@@ -192,7 +192,7 @@ func (l *pointLabels) Plot(c draw.Canvas, p *plot.Plot) {
 	var markers []vg.Rectangle
 	for _, pt := range l.pts {
 		q := at(pt)
-		markers = append(markers, vg.Rectangle{Min: vg.Point{X: q.X - l.radius, Y: q.Y - l.radius}, Max: vg.Point{X: q.X + l.radius, Y: q.Y + l.radius}})
+		markers = append(markers, grow(vg.Rectangle{Min: q, Max: q}, l.radius))
 	}
 	var segs [][2]vg.Point
 	for _, s := range l.lines {
