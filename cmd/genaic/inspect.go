@@ -72,12 +72,16 @@ func runInspect(e *env, args []string) int {
 		}
 		stats = s
 	}
-	f, code := inspectPlan(e, paths[0])
+	f, pkgDir, code := inspectPlan(e, paths[0])
 	if f == nil {
 		return code
 	}
-	if *format == "html" && stats != nil {
-		write = func(w io.Writer, f *plan.File) error { return view.WriteHTMLStats(w, f, htmlStats(stats)) }
+	if *format == "html" {
+		pg := view.Page{Name: packageName(pkgDir)}
+		if stats != nil {
+			pg.Stats = htmlStats(stats)
+		}
+		write = func(w io.Writer, f *plan.File) error { return view.WriteHTMLPage(w, f, pg) }
 	}
 	if err := write(e.stdout, f); err != nil {
 		return ioError(e, err)
@@ -238,34 +242,39 @@ func perSizeText(m map[int]float64) string {
 }
 
 // inspectPlan returns the plan at path: a plan file as it was written, or
-// a document or package folder compiled in memory. When it returns no
-// plan, it has reported why and returns the exit code.
-func inspectPlan(e *env, path string) (*plan.File, int) {
+// a document or package folder compiled in memory; and the package's
+// folder. When it returns no plan, it has reported why and returns the
+// exit code.
+func inspectPlan(e *env, path string) (*plan.File, string, int) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, ioError(e, err)
+		return nil, "", ioError(e, err)
 	}
 	if !st.IsDir() {
 		b, err := safefile.ReadFile(path, plan.MaxPlanBytes)
 		if err != nil {
-			return nil, ioError(e, err)
+			return nil, "", ioError(e, err)
 		}
 		if plan.LooksLikePlan(b) {
-			return loadPlanFile(e, path, b)
+			f, code := loadPlanFile(e, path, b)
+			if f == nil {
+				return nil, "", code
+			}
+			return f, f.PackageDir(path), code
 		}
 	}
 	d, err := passes.CheckPath(path, passes.Options{})
 	if err != nil {
-		return nil, ioError(e, err)
+		return nil, "", ioError(e, err)
 	}
 	if !d.Valid() {
 		renderDiags(e, d)
-		return nil, exitDiags
+		return nil, "", exitDiags
 	}
 	f, err := passes.BuildPlan(d, filepath.Dir(d.File))
 	if err != nil {
 		e.errorf("%v", err)
-		return nil, exitUsage
+		return nil, "", exitUsage
 	}
 	// Show what a plan file would hold: the same bytes decoded, so a
 	// document and its compiled plan inspect alike.
@@ -275,9 +284,18 @@ func inspectPlan(e *env, path string) (*plan.File, int) {
 	}
 	if err != nil {
 		e.errorf("%v", err)
-		return nil, exitUsage
+		return nil, "", exitUsage
 	}
-	return f, exitOK
+	return f, filepath.Dir(d.File), exitOK
+}
+
+// packageName is the name of the package in dir: its folder's, as genaic
+// serve names the model it serves.
+func packageName(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Base(dir)
 }
 
 // loadPlanFile decodes a plan file. A plan whose package

@@ -3,8 +3,11 @@ package view_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"html"
 	"io"
 	"os"
 	"os/exec"
@@ -23,9 +26,12 @@ import (
 
 // The HTML view is read back the way a person's browser reads it: headless
 // Chromium (Debian's package, installed by scripts/setup.sh) loads the page
-// of every example package and dumps the DOM it built, and the test counts
-// the SVG graph's nodes there against the module's own inputs, invoke
-// steps, values and outputs.
+// of every example package in a window 1400 px wide and dumps the DOM it
+// built, and the test counts the SVG graph's nodes there against the
+// module's own inputs, invoke steps, values and outputs. A script the test
+// adds to its copy of the page (the page itself has none) writes into the
+// DOM what the browser rendered: the title, the smallest font size of the
+// graph's text after the graph's scaling, and how wide the page grew.
 
 const fixChromium = `headless Chromium is missing: run "make setup" (scripts/setup.sh installs Debian's chromium package), or point GENAIC_CHROMIUM at a Chromium binary`
 
@@ -44,6 +50,9 @@ func chromium(t *testing.T) string {
 	t.Fatal(fixChromium)
 	return ""
 }
+
+// windowWidth is the browser window's width, in CSS pixels.
+const windowWidth = 1400
 
 // dumpDOM loads page in headless Chromium and returns the DOM it built.
 //
@@ -79,7 +88,7 @@ func runChromium(t *testing.T, bin, page string) (stdout, stderr string, err err
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
 		"--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page)
+		"--user-data-dir="+t.TempDir(), fmt.Sprintf("--window-size=%d,1000", windowWidth), "--dump-dom", "file://"+page)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -208,15 +217,80 @@ func TestHTMLInChromium(t *testing.T) {
 			f := *c.file
 			f.IR = c.mod
 			var b bytes.Buffer
-			if err := view.WriteHTML(&b, &f); err != nil {
+			if err := view.WriteHTMLPage(&b, &f, view.Page{Name: name}); err != nil {
 				t.Fatal(err)
+			}
+			text, ok := strings.CutSuffix(strings.TrimSpace(b.String()), "</html>")
+			if !ok {
+				t.Fatal("the HTML view does not end with </html>")
 			}
 			page := filepath.Join(dir, name+".html")
-			if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(page, []byte(text+measureScript+"</html>\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			checkGraphDOM(t, &f, parseGraph(t, dumpDOM(t, bin, page)))
+			dom := dumpDOM(t, bin, page)
+			checkGraphDOM(t, &f, parseGraph(t, dom))
+			checkRendered(t, name, dom)
 		})
+	}
+}
+
+// measureScript writes what Chromium rendered into the DOM, as JSON in a
+// <pre id="measure">: the text of the page's <title> and <h1>; the
+// smallest font size in the graph, in screen pixels (each text's computed
+// size times the scale its SVG is drawn at), and the text that has it; the
+// width the page's content spans and the window's.
+const measureScript = `<script>
+(function () {
+  var svg = document.querySelector('svg.graph'), least = Infinity, leastText = '';
+  svg.querySelectorAll('text, tspan').forEach(function (t) {
+    var px = parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+    if (px < least) { least = px; leastText = t.textContent; }
+  });
+  var out = {title: document.title, h1: document.querySelector('h1').textContent, leastFont: least, leastText: leastText,
+    pageWidth: document.documentElement.scrollWidth, windowWidth: window.innerWidth};
+  var pre = document.createElement('pre');
+  pre.id = 'measure';
+  pre.hidden = true;
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+`
+
+// minFontPx is the smallest font size, in screen pixels, the graph may
+// show: every label stays readable however many components the graph has.
+const minFontPx = 11
+
+// checkRendered checks what measureScript found: the page is titled by
+// the package's name, the graph's smallest text is drawn at minFontPx or
+// more (the graph is never shrunk to the window: a wider one scrolls in
+// its figure), and the page itself is no wider than the window.
+func checkRendered(t *testing.T, name, dom string) {
+	t.Helper()
+	_, rest, ok := strings.Cut(dom, `<pre id="measure" hidden="">`)
+	raw, _, ok2 := strings.Cut(rest, "</pre>")
+	if !ok || !ok2 {
+		t.Fatalf("the measuring script wrote nothing into the DOM:\n%.2000s", dom)
+	}
+	var got struct {
+		Title, H1              string
+		LeastFont              float64
+		LeastText              string
+		PageWidth, WindowWidth float64
+	}
+	if err := json.Unmarshal([]byte(html.UnescapeString(raw)), &got); err != nil {
+		t.Fatalf("the measuring script wrote %q: %v", raw, err)
+	}
+	if got.Title != name || got.H1 != name {
+		t.Errorf("the page is titled %q with the heading %q, want the package's name %q", got.Title, got.H1, name)
+	}
+	// A hair under: the browser's scale carries rounding.
+	if got.LeastFont < minFontPx-0.05 {
+		t.Errorf("in a window %d px wide the graph draws %q at %.1f px, want at least %d px", windowWidth, got.LeastText, got.LeastFont, minFontPx)
+	}
+	if got.WindowWidth != windowWidth || got.PageWidth > got.WindowWidth {
+		t.Errorf("in a window %g px wide (want %d) the page spans %g px: something other than the graph's figure overflows", got.WindowWidth, windowWidth, got.PageWidth)
 	}
 }
 
@@ -225,6 +299,7 @@ func checkGraphDOM(t *testing.T, f *plan.File, root *domNode) {
 	got := map[string][]string{}
 	names := map[string]bool{}
 	ports := map[string][]string{} // component → ports drawn, over its nodes
+	links := map[string]string{}   // component → the section its node links to
 	var edges [][2]string
 	root.walk(func(n *domNode) {
 		if n.name == "g" && n.attrs["data-node-kind"] != "" {
@@ -236,6 +311,9 @@ func checkGraphDOM(t *testing.T, f *plan.File, root *domNode) {
 				n.walk(func(k *domNode) {
 					if k.name == "g" && k.attrs["data-port"] != "" {
 						ps = append(ps, k.attrs["data-port"])
+					}
+					if k.name == "a" {
+						links[name] = k.attrs["href"]
 					}
 				})
 				slices.Sort(ps)
@@ -271,6 +349,10 @@ func checkGraphDOM(t *testing.T, f *plan.File, root *domNode) {
 		slices.Sort(ps)
 		if !slices.Equal(ports[g.Component], ps) {
 			t.Errorf("component %s is drawn with ports %q, want its plan's %q", g.Component, ports[g.Component], ps)
+		}
+		// The caption says each component links to its section.
+		if want := "#" + view.SectionID(g.Component); links[g.Component] != want {
+			t.Errorf("component %s links to %q, want its section %q", g.Component, links[g.Component], want)
 		}
 	}
 	if len(want["component"]) > 0 && len(edges) == 0 {

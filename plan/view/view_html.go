@@ -13,8 +13,10 @@ import (
 )
 
 // The HTML view is one self-contained page (inline CSS and SVG, no script,
-// no font or image from elsewhere): the workflow graph drawn as SVG (see
-// view_svg.go), a legend of the decisions, then one section per component
+// no font or image from elsewhere), titled by the package's name: the
+// workflow graph drawn as SVG (see view_svg.go) at its own size, never
+// shrunk below it, in a figure as wide as the window that scrolls sideways
+// when the graph is wider still; a legend of the decisions, then one section per component
 // with its ports in tables (inputs and outputs styled apart), the
 // compatibility key, each budget as a footprint formula and a bar, the
 // source line of every decision and links to the rules behind it, which a
@@ -155,23 +157,37 @@ func (h *htmlState) rules(rs ...diag.Rule) []htmlRule {
 	return out
 }
 
+// Page is what the HTML view shows besides the plan.
+type Page struct {
+	// Name titles the page: the package's name, which is its folder's (as
+	// genaic serve names the model). A plan does not record it; without
+	// it the page is titled by the source document.
+	Name string
+	// Stats is what a running engine measured (may be nil): invocations
+	// per component and each budget's peak.
+	Stats *RunStats
+}
+
 // WriteHTML writes the plan as a standalone HTML page; its module (which
 // may be nil) supplies the workflow graph, contracts and source lines.
-func WriteHTML(w io.Writer, f *plan.File) error { return WriteHTMLStats(w, f, nil) }
+func WriteHTML(w io.Writer, f *plan.File) error { return WriteHTMLPage(w, f, Page{}) }
 
-// WriteHTMLStats writes the HTML page with what a running engine measured
-// (may be nil): invocations per component and each budget's peak.
-func WriteHTMLStats(w io.Writer, f *plan.File, stats *RunStats) error {
-	h := &htmlState{tv: &textView{m: f.IR, f: f}, used: map[diag.Rule]bool{}, stats: stats}
+// WriteHTMLPage writes the HTML page of the plan with what pg adds.
+func WriteHTMLPage(w io.Writer, f *plan.File, pg Page) error {
+	h := &htmlState{tv: &textView{m: f.IR, f: f}, used: map[diag.Rule]bool{}, stats: pg.Stats}
 	n, k := len(plans(f)), groupedCount(f)
 	g := newSVGGraph(f)
+	title := pg.Name
+	if title == "" {
+		title = "plan of " + f.Source
+	}
 	page := htmlPage{
-		Title:   "plan of " + f.Source,
-		Schema:  fmt.Sprintf("%s, plan format %d", schemaText(f.SchemaVersion), f.PlanVersion),
+		Title:   title,
+		Schema:  fmt.Sprintf("plan of %s: %s, plan format %d", f.Source, schemaText(f.SchemaVersion), f.PlanVersion),
 		Summary: fmt.Sprintf("%d %s: %d grouped, %d solo", n, plural(n, "component"), k, n-k),
 		Graph:   g.svg(),
 		Caption: graphCaption(g),
-		Stats:   stats != nil,
+		Stats:   pg.Stats != nil,
 	}
 	for _, gp := range plans(f) {
 		page.Components = append(page.Components, h.component(gp))
@@ -366,14 +382,16 @@ var htmlTemplate = template.Must(template.New("plan").Parse(`<!DOCTYPE html>
 <title>{{.Title}}</title>
 <style>
 :root { --rows: #1a5fb4; --packed: #8e44ad; --padded: #c45500; --broadcast: #2e7d32; --companion: #6b6b6b; --expanded: #00838f; --internal: #9e9e9e; }
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #222; line-height: 1.45; }
+body { font-family: system-ui, sans-serif; margin: 2rem 1rem; color: #222; line-height: 1.45; }
+.column { max-width: 72rem; margin: 0 auto; }
 h1 { margin-bottom: 0.2rem; } .meta { color: #555; margin-top: 0; }
 h2 { margin-top: 2.5rem; border-bottom: 2px solid #ddd; padding-bottom: 0.2rem; }
 h3 { margin: 1.2rem 0 0.4rem; font-size: 1.05rem; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em; background: #f3f3f5; padding: 0 0.25em; border-radius: 3px; }
-figure { margin: 1rem 0; border: 1px solid #ddd; border-radius: 6px; background: #fcfcfd; overflow-x: auto; }
-figcaption { padding: 0.5rem 0.8rem; color: #444; font-size: 0.9rem; border-top: 1px solid #eee; }
-svg.graph { display: block; max-width: 100%; height: auto; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
+figure.graph { margin: 1rem 0; border: 1px solid #ddd; border-radius: 6px; background: #fcfcfd; }
+figure.graph .scroll { overflow-x: auto; border-bottom: 1px solid #eee; }
+figcaption { max-width: 72rem; margin: 0 auto; padding: 0.5rem 0.8rem; color: #444; font-size: 0.9rem; }
+svg.graph { display: block; margin: 0 auto; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
 svg.graph .edge path { fill: none; stroke: #8a8a8a; stroke-width: 1.3; }
 svg.graph .edge.dashed path { stroke-dasharray: 5 4; }
 svg.graph .edge.companion path { stroke: var(--companion); stroke-dasharray: 1.5 3; stroke-width: 1.6; }
@@ -389,7 +407,7 @@ svg.graph .node.component.solo rect { fill: #fafafa; }
 svg.graph .node.component.uninvoked rect { stroke-dasharray: 6 3; }
 svg.graph .node a:hover rect { stroke: #000; }
 svg.graph .sep { stroke: #c8d3e0; }
-svg.graph .port text { fill: #222; } svg.graph .port .badge { font-size: 10px; }
+svg.graph .port text { fill: #222; } svg.graph .port .badge { font-size: 11px; }
 svg.graph .port circle { fill: #888; }
 {{range $r := .RoleNames}}svg.graph .role-{{$r}} circle { fill: var(--{{$r}}); } svg.graph .role-{{$r}} .badge { fill: var(--{{$r}}); }
 {{end}}
@@ -412,7 +430,7 @@ tr.folded td.name { padding-left: 1.8rem; } tr.folded td.name::before { content:
 .why, .details, .src { color: #555; font-size: 0.9em; } .details { display: block; }
 .src { white-space: nowrap; font-family: ui-monospace, monospace; }
 .rules a, a.rule { font-size: 0.8em; font-family: ui-monospace, monospace; margin-right: 0.4em; color: #6a3d9a; }
-.ops code { margin-right: 0.2em; line-height: 1.8; }
+.ops code { line-height: 1.8; }
 .budget { margin: 0.6rem 0 1rem; } .budget svg { vertical-align: middle; margin-right: 0.6rem; }
 .bar-total { fill: #eceff3; stroke: #b8c2cc; } .bar-min { fill: #f0b37e; } .bar-peak { fill: var(--rows); } .bar-peak.over { fill: #c62828; }
 dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rules dd { margin-left: 1.5rem; color: #444; }
@@ -420,12 +438,15 @@ dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rul
 </style>
 </head>
 <body>
+<header class="column">
 <h1>{{.Title}}</h1>
 <p class="meta">{{.Schema}}; {{.Summary}}</p>
-<figure>
-{{.Graph}}
-<figcaption>{{.Caption}} Grouped components are drawn bold and blue, solo ones plain; each component lists its input ports on the left and its output ports on the right, with the decision for each; a companion is folded (↳) under the port it serves; dashed edges feed state cells or carry a branch's predicate; dotted edges join a workflow value to the port whose level or padding it serves. Select a component to read its decisions.</figcaption>
+</header>
+<figure class="graph">
+<div class="scroll">{{.Graph}}</div>
+<figcaption>{{.Caption}} Grouped components are drawn bold and blue, solo ones plain; each component lists its input ports on the left and its output ports on the right, with the decision for each; a companion is folded (↳) under the port it serves; dashed edges feed state cells or carry a branch's predicate; dotted edges join a workflow value to the port whose level or padding it serves. Each component links to its section below, which explains its decisions.</figcaption>
 </figure>
+<main class="column">
 <h2 id="legend">Legend of the decisions</h2>
 <div class="legend">
 <div><span class="swatch role-packed"></span><b>packed</b>: input: items are concatenated on axis 0; ownership levels say which positions belong to whom, and their companions are recomputed for the group (see docs/authoring.md#token_packed)</div>
@@ -444,7 +465,7 @@ dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rul
 <p class="why">{{.Why}}</p>
 {{if .Runs}}<p>runs: {{.Runs}}</p>{{end}}
 {{if .Declared}}<p class="src">declared at {{.Declared}}{{if .Invoked}}; invoked at {{range $i, $s := .Invoked}}{{if $i}}, {{end}}{{$s}}{{end}}{{end}}</p>{{end}}
-{{if .Ops}}<p class="ops">operators ({{len .Ops}}): {{range .Ops}}<code>{{.}}</code>{{end}}</p>{{end}}
+{{if .Ops}}<p class="ops">operators ({{len .Ops}}): {{range .Ops}}<code>{{.}}</code> {{end}}</p>{{end}}
 {{if .Run}}<p>measured: {{.Run.Invocations}} invocations for {{.Run.Requests}} requests, largest group {{.Run.MaxGroupRequests}}</p>{{end}}
 {{template "ports" .InputTable}}
 {{if .Grouped}}
@@ -464,6 +485,7 @@ dl.rules dt { font-family: ui-monospace, monospace; margin-top: 0.4rem; } dl.rul
 {{if .Rules}}<h2 id="rules">Rules referenced</h2>
 <dl class="rules">{{range .Rules}}<dt id="{{.Anchor}}">{{.ID}}</dt><dd>{{.Meaning}}</dd>
 {{end}}</dl>{{end}}
+</main>
 </body>
 </html>
 {{define "ports"}}{{if .Ports}}<table class="ports {{.Class}}">

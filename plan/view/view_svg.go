@@ -81,8 +81,7 @@ type svgGraph struct {
 // Sizes in pixels; text widths are estimated from a monospace advance.
 const (
 	charW      = 7.3 // 12px monospace: port names
-	subCharW   = 6.7 // 11px: the lines under a name
-	badgeCharW = 6.1 // 10px: a port's role
+	subCharW   = 6.7 // 11px: the lines under a name, a port's role
 	titleCharW = 8.0 // 13px bold: a node's name
 	portRow    = 18.0
 	nodeGapY   = 22.0
@@ -593,7 +592,7 @@ func (nd *svgNode) size() {
 	colW := func(ps []svgPort) float64 {
 		m := 0.0
 		for _, p := range ps {
-			m = max(m, textW(p.name, charW)+textW(" "+p.word, badgeCharW)+float64(boolInt(p.folded))*(14+2*charW))
+			m = max(m, textW(p.name, charW)+textW(" "+p.word, subCharW)+float64(boolInt(p.folded))*(14+2*charW))
 		}
 		return m
 	}

@@ -413,11 +413,21 @@ func TestHTMLView(t *testing.T) {
 	if strings.Contains(a.String(), `class="bar-peak`) {
 		t.Error("the HTML view draws a peak without stats")
 	}
+	// Given the package's name, the page is titled by it, escaped.
+	var named strings.Builder
+	if err := view.WriteHTMLPage(&named, f, view.Page{Name: "enc<pkg>"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<title>enc&lt;pkg&gt;</title>", "<h1>enc&lt;pkg&gt;</h1>", "plan of doc.yaml: schema_version v1.1"} {
+		if !strings.Contains(named.String(), want) {
+			t.Errorf("the HTML view given a name lacks %q", want)
+		}
+	}
 	// With a run's stats, each budget's peak is drawn against max_total;
 	// one over it (a plan changed since the run) is marked.
 	var c strings.Builder
-	if err := view.WriteHTMLStats(&c, f, &view.RunStats{Components: map[string]view.ComponentRun{"enc<1>": {Invocations: 2, Requests: 5, MaxGroupRequests: 3,
-		Peaks: []view.BudgetPeak{{Dimensions: []string{"images"}, Peak: 6}}}}}); err != nil {
+	if err := view.WriteHTMLPage(&c, f, view.Page{Stats: &view.RunStats{Components: map[string]view.ComponentRun{"enc<1>": {Invocations: 2, Requests: 5, MaxGroupRequests: 3,
+		Peaks: []view.BudgetPeak{{Dimensions: []string{"images"}, Peak: 6}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"peak in a run: 6 (150%)", `class="bar-peak over"`, "measured: 2 invocations for 5 requests, largest group 3"} {
@@ -454,6 +464,10 @@ func checkHTML(t *testing.T, f *plan.File) {
 		if strings.Contains(page, bad) {
 			t.Errorf("the HTML view is not self-contained: it holds %q", bad)
 		}
+	}
+	// With no script, the page can promise links, never a selection.
+	if strings.Contains(strings.ToLower(page), "select a") {
+		t.Error("the HTML view asks to select something, which a page without a script cannot do")
 	}
 	if n := strings.Count(page, "http://"); n != 1 || !strings.Contains(page, `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Errorf("the HTML view names %d http:// addresses, want only the SVG namespace", n)
