@@ -31,7 +31,7 @@ var ContractsPass = &Pass{
 // contractOwn checks one contract on its own.
 func contractOwn(c *Context, site string, k *ir.Contract) {
 	if _, ok := ir.LookupDType(k.DType); !ok && k.DType != "" {
-		c.ReportName(diag.ContractDType, k.DTypeLoc, k.DType, diag.DidYouMean(k.DType, dtypeSpellings()), "%s declares dtype `%s`, which genaic does not know\nuse one of %s",
+		c.ReportName(diag.ContractDType, k.DTypeLoc, k.DType, diag.DidYouMean(k.DType, ir.DTypeSpellings()), "%s declares dtype `%s`, which genaic does not know\nuse one of %s",
 			site, k.DType, strings.Join(ir.DTypeNames(), ", "))
 	}
 	if k.HasShape && k.RankLoc != 0 && k.Rank != len(k.Shape) {
@@ -54,18 +54,6 @@ func contractOwn(c *Context, site string, k *ir.Contract) {
 				site, l.Axis, l.Kind, rank, rank-1)
 		}
 	}
-}
-
-// dtypeSpellings are the dtype names a contract may write, canonical names
-// and their short forms alike.
-func dtypeSpellings() []string {
-	var out []string
-	for _, n := range ir.DTypeNames() {
-		for _, f := range strings.Fields(n) {
-			out = append(out, strings.Trim(f, "()"))
-		}
-	}
-	return out
 }
 
 // contractBindings checks every value an invoke binds to an input port

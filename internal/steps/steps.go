@@ -8,13 +8,25 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/compiler/diag"
 )
 
-// Missing is the error of a request that leaves out a required input.
-func Missing(input string) error {
-	return backend.Errorf("run/input", "the request has no value for workflow input `%s`", input)
+// Missing is the error of a request that leaves out a required input. It
+// lists the inputs the request does give (have, when the caller knows
+// them), and names the one that is likely the input misspelt.
+func Missing(input string, have ...string) error {
+	msg := fmt.Sprintf("the request has no value for workflow input `%s`", input)
+	if len(have) > 0 {
+		have = slices.Sorted(slices.Values(have))
+		msg += fmt.Sprintf(" (it gives %s)", "`"+strings.Join(have, "`, `")+"`")
+		if near := diag.Nearest(input, have); near != "" {
+			msg += fmt.Sprintf("; is `%s` it misspelt?", near)
+		}
+	}
+	return backend.Errorf("run/input", "%s", msg)
 }
 
 // NotLoaded is the error of a request that leaves out an input whose
