@@ -111,4 +111,3 @@ func TestExamplesTriggerTheirRules(t *testing.T) {
 		})
 	}
 }
-
