@@ -105,7 +105,7 @@ func (r *undefinedReads) report(c *Context) {
 		}
 		msg := fmt.Sprintf("%s reads `%s`, which is not visible here", r.where[i], u.Name)
 		near := diag.DidYouMean(u.Name, valueNames(c.Module))
-		fix := "declare it under `workflow.inputs`, or define it as a state cell or an invoke output before this step"
+		fix := "declare it under `workflow.inputs`\nor define it as a state cell, or an invoke output before this step"
 		_, isOutput := sc.outputs[u.Name]
 		_, isStep := sc.stepValues[u.Name]
 		switch {

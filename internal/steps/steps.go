@@ -23,7 +23,7 @@ func Missing(input string, have ...string) error {
 		have = slices.Sorted(slices.Values(have))
 		msg += fmt.Sprintf(" (it gives %s)", "`"+strings.Join(have, "`, `")+"`")
 		if near := diag.Nearest(input, have); near != "" {
-			msg += fmt.Sprintf("; is `%s` it misspelt?", near)
+			msg += fmt.Sprintf("; did you misspell it as `%s`?", near)
 		}
 	}
 	return backend.Errorf("run/input", "%s", msg)
