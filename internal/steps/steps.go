@@ -14,9 +14,11 @@ import (
 	"github.com/genaic/genaic/compiler/diag"
 )
 
-// Missing is the error of a request that leaves out a required input. It
-// lists the inputs the request does give (have, when the caller knows
-// them), and names the one that is likely the input misspelt.
+// Missing is the error of a request that leaves out a required input.
+// Given the names of the inputs the request does give (the VM knows them;
+// a generated executor's typed request has no others to list), it lists
+// them and names the one likely to be the input misspelt; the rule and
+// the first words are the same either way.
 func Missing(input string, have ...string) error {
 	msg := fmt.Sprintf("the request has no value for workflow input `%s`", input)
 	if len(have) > 0 {
