@@ -8,7 +8,12 @@ package docs
 import (
 	_ "embed"
 	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
+
+	"github.com/genaic/genaic/onnx"
 )
 
 //go:embed rules.md
@@ -96,4 +101,54 @@ func parse(md string) ([]Rule, error) {
 		}
 	}
 	return out, nil
+}
+
+// Graphs are the models an example describes in its comments, by
+// artifact: a check of the example reads them in place of model files.
+type Graphs map[string]*onnx.Graph
+
+// Graph returns the graph of artifact, or an error wrapping
+// fs.ErrNotExist when the example describes none.
+func (g Graphs) Graph(artifact string) (*onnx.Graph, error) {
+	if m, ok := g[artifact]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("open %s: %w", artifact, fs.ErrNotExist)
+}
+
+var graphLine = regexp.MustCompile(`(?m)^# graph (\S+): (.*)$`)
+var graphValue = regexp.MustCompile(`^(in|out) (\S+) (\S+) \[([^\]]*)\]$`)
+
+// Graphs reads the `# graph FILE: in NAME DTYPE [dims]; out ...` comments
+// of the example.
+func (r Rule) Graphs() (Graphs, error) {
+	gs := Graphs{}
+	types := map[string]int32{}
+	for n := int32(1); n < 24; n++ {
+		types[onnx.DTypeName(n)] = n
+	}
+	for _, m := range graphLine.FindAllStringSubmatch(r.Example, -1) {
+		g := &onnx.Graph{IRVersion: 8}
+		for _, part := range strings.Split(m[2], "; ") {
+			v := graphValue.FindStringSubmatch(part)
+			if v == nil || types[v[3]] == 0 {
+				return nil, fmt.Errorf("graph comment %q: cannot read %q", m[0], part)
+			}
+			val := onnx.Value{Name: v[2], ElemType: types[v[3]], HasShape: true}
+			for _, d := range strings.Split(v[4], ", ") {
+				if n, err := strconv.ParseInt(d, 10, 64); err == nil {
+					val.Dims = append(val.Dims, onnx.Dim{Value: n, Literal: true})
+				} else {
+					val.Dims = append(val.Dims, onnx.Dim{Param: d})
+				}
+			}
+			if v[1] == "in" {
+				g.Inputs = append(g.Inputs, val)
+			} else {
+				g.Outputs = append(g.Outputs, val)
+			}
+		}
+		gs[m[1]] = g
+	}
+	return gs, nil
 }

@@ -1,19 +1,15 @@
 package docs
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/internal/testenv"
-	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/passes"
 )
 
@@ -101,7 +97,7 @@ func TestExamplesTriggerTheirRules(t *testing.T) {
 			if r.ExampleLang != "yaml" {
 				t.Fatalf("the example is %q, want a yaml document", r.ExampleLang)
 			}
-			models, err := exampleGraphs(r.Example)
+			models, err := r.Graphs()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,49 +110,4 @@ func TestExamplesTriggerTheirRules(t *testing.T) {
 			}
 		})
 	}
-}
-
-// graphs are the models an example's comments describe.
-type graphs map[string]*onnx.Graph
-
-func (g graphs) Graph(artifact string) (*onnx.Graph, error) {
-	if m, ok := g[artifact]; ok {
-		return m, nil
-	}
-	return nil, fmt.Errorf("open %s: %w", artifact, fs.ErrNotExist)
-}
-
-var graphLine = regexp.MustCompile(`(?m)^# graph (\S+): (.*)$`)
-var graphValue = regexp.MustCompile(`^(in|out) (\S+) (\S+) \[([^\]]*)\]$`)
-
-func exampleGraphs(doc string) (graphs, error) {
-	gs := graphs{}
-	types := map[string]int32{}
-	for n := int32(1); n < 24; n++ {
-		types[onnx.DTypeName(n)] = n
-	}
-	for _, m := range graphLine.FindAllStringSubmatch(doc, -1) {
-		g := &onnx.Graph{IRVersion: 8}
-		for _, part := range strings.Split(m[2], "; ") {
-			v := graphValue.FindStringSubmatch(part)
-			if v == nil || types[v[3]] == 0 {
-				return nil, fmt.Errorf("graph comment %q: cannot read %q", m[0], part)
-			}
-			val := onnx.Value{Name: v[2], ElemType: types[v[3]], HasShape: true}
-			for _, d := range strings.Split(v[4], ", ") {
-				if n, err := strconv.ParseInt(d, 10, 64); err == nil {
-					val.Dims = append(val.Dims, onnx.Dim{Value: n, Literal: true})
-				} else {
-					val.Dims = append(val.Dims, onnx.Dim{Param: d})
-				}
-			}
-			if v[1] == "in" {
-				g.Inputs = append(g.Inputs, val)
-			} else {
-				g.Outputs = append(g.Outputs, val)
-			}
-		}
-		gs[m[1]] = g
-	}
-	return gs, nil
 }

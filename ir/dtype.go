@@ -1,5 +1,7 @@
 package ir
 
+import "strings"
+
 // DType is an element type in its canonical spelling.
 type DType struct {
 	Name string // canonical: float32, float16, bfloat16, float8e4m3fn, ..., int64, bool
@@ -54,4 +56,16 @@ func SameDType(a, b string) bool {
 		return da == db
 	}
 	return a == b
+}
+
+// DTypeSpellings returns the names DTypeNames shows, canonical and short
+// forms alike: the candidates of a "did you mean" for an unknown dtype.
+func DTypeSpellings() []string {
+	var out []string
+	for _, n := range DTypeNames() {
+		for _, f := range strings.Fields(n) {
+			out = append(out, strings.Trim(f, "()"))
+		}
+	}
+	return out
 }

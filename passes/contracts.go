@@ -31,7 +31,7 @@ var ContractsPass = &Pass{
 // contractOwn checks one contract on its own.
 func contractOwn(c *Context, site string, k *ir.Contract) {
 	if _, ok := ir.LookupDType(k.DType); !ok && k.DType != "" {
-		c.Report(diag.ContractDType, k.DTypeLoc, "%s declares dtype `%s`, which genaic does not know\nuse one of %s",
+		c.ReportName(diag.ContractDType, k.DTypeLoc, k.DType, diag.DidYouMean(k.DType, ir.DTypeSpellings()), "%s declares dtype `%s`, which genaic does not know\nuse one of %s",
 			site, k.DType, strings.Join(ir.DTypeNames(), ", "))
 	}
 	if k.HasShape && k.RankLoc != 0 && k.Rank != len(k.Shape) {
@@ -85,7 +85,8 @@ func contractBind(c *Context, id ir.ValueID, want *ir.Contract, site string, loc
 	}
 	got := v.Contract
 	var facts []string
-	if got.DType != "" && want.DType != "" && !ir.SameDType(got.DType, want.DType) {
+	// A dtype genaic does not know is contract/dtype's, on its own line.
+	if known(got.DType) && known(want.DType) && !ir.SameDType(got.DType, want.DType) {
 		facts = append(facts, fmt.Sprintf("dtype %s where %s wants %s", got.DType, site, want.DType))
 	}
 	if got.Rank >= 0 && want.Rank >= 0 && got.Rank != want.Rank {
@@ -103,6 +104,11 @@ func contractBind(c *Context, id ir.ValueID, want *ir.Contract, site string, loc
 	}
 	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` has %s\nbind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
+}
+
+func known(dtype string) bool {
+	_, ok := ir.LookupDType(dtype)
+	return ok
 }
 
 // shapeText writes a shape as a document would.

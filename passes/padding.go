@@ -126,6 +126,9 @@ func (p *paddingChecker) lengths(s *ir.Site, pad *ir.Padding, axis int) {
 	}
 	t, ok := p.sc.Lookup(s, ref.Name)
 	if !ok && (s.Kind != ir.SiteInput || p.bind.Read(s.Name)) {
+		if readUndefined(p.c.Module, ref.Name) {
+			return // ssa/undefined
+		}
 		p.c.ReportName(diag.PaddingUnresolved, loc, ref.Name, diag.DidYouMean(ref.Name, p.sc.Names(s)),
 			"%s names `%s` as the valid_lengths of dimension `%s`, which is not a declared value or port in that scope (%s)\ndeclare it there or name one that is",
 			s, ref.Name, pad.Dim.Name, packedScopeText(s))

@@ -51,6 +51,7 @@ type Order struct {
 // a defect is explained.
 var PassOrder = []Order{
 	{SSAPass, ContractsPass, "contracts compares only bindings to ports and outputs that exist, leaving the others to ssa/unknown-port and ssa/unknown-output"},
+	{SSAPass, PaddingPass, "padding/unresolved stays quiet about valid_lengths that a step also reads undefined, leaving the missing declaration to ssa/undefined"},
 	{PackedPass, PaddingPass, "padding leaves the padding of a level companion and of a packed dimension to packed/companion and packed/double-spelling"},
 	{PackedPass, CapacityPass, "capacity reads no unit count from a level whose owner and offsets share an extent, leaving that level to packed/companion"},
 	{PaddingPass, CapacityPass, "capacity does not call a dimension free when a padding entry meant for it names no axis, leaving that entry to padding/dimension"},

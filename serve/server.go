@@ -313,6 +313,11 @@ func keys[V any](m map[string]V) string {
 	return fmt.Sprint(ks)
 }
 
+// RepositoryPackages finds the packages of a repository folder as the
+// server does: the folder itself when it is a package, else each of its
+// subfolders that is one, by model (folder) name.
+func RepositoryPackages(repo string) (map[string]string, error) { return packages(repo, "") }
+
 // packages finds the packages of a repository by folder name.
 func packages(repo, name string) (map[string]string, error) {
 	if _, err := os.Stat(filepath.Join(repo, "inference_metadata.yaml")); err == nil {

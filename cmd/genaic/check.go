@@ -5,12 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/compiler"
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/passes"
+	"github.com/genaic/genaic/serve"
 )
 
 func init() {
@@ -45,7 +49,7 @@ func runCheck(e *env, args []string) int {
 	// JSON report) and makes the exit code 2.
 	var report checkReport
 	status := exitOK
-	for _, p := range paths {
+	for _, p := range repositoryPackages(paths) {
 		d, err := checkDocument(e, p, passes.Options{Check: *checkIR})
 		if err != nil {
 			report.Files = append(report.Files, checkFile{FileReport: diag.FileReport{Path: p, Diagnostics: []diag.Diagnostic{}}, Error: ioErrorText(err)})
@@ -70,6 +74,25 @@ func runCheck(e *env, args []string) int {
 		}
 	}
 	return status
+}
+
+// repositoryPackages replaces each path that is a repository folder (a
+// folder of packages, as serve takes) by its packages in name order; every
+// other path stays as given, and is reported as given when it is neither.
+func repositoryPackages(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		_, err := os.Stat(filepath.Join(p, compiler.MetadataFile))
+		dirs, rerr := serve.RepositoryPackages(p)
+		if p == stdinArg || err == nil || rerr != nil {
+			out = append(out, p)
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(dirs)) {
+			out = append(out, dirs[name])
+		}
+	}
+	return out
 }
 
 // checkReport is `genaic check --json`: diag.Report, whose entries add
@@ -174,7 +197,8 @@ func describe(e *env, r *compiler.Result) {
 		}
 	}
 	if opaque := doc.OpaqueSections(); len(opaque) > 0 {
-		fmt.Fprintf(e.stdout, "  not compiled (kept verbatim): %s\n", strings.Join(opaque, ", "))
+		fmt.Fprintf(e.stdout, "  not checked: %s (genaic checks and plans schema_version, pipeline and preprocessing; other sections are read as YAML and left to other tools)\n",
+			strings.Join(opaque, ", "))
 	}
 }
 

@@ -25,7 +25,7 @@ func runCompile(e *env, args []string) int {
 	c := commands["compile"]
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	emit := fs.String("emit", "", "print instead of writing a plan file: ir or plan")
-	output := fs.String("o", "", "where to write the plan (default: plan.json beside the metadata document)")
+	output := fs.String("o", "", "where to write the plan (default: plan.json beside the metadata document, where serve loads it while it is fresh)")
 	dump := fs.String("dump", "", "print the IR after the named pass (or all passes) to stderr")
 	checkIR := fs.Bool("check", false, "verify the IR after every pass (for genaic developers)")
 	locs := fs.Bool("locs", false, "with --emit ir: keep the source locations (#n references and the locs table)")

@@ -3,17 +3,19 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/docs"
+	"github.com/genaic/genaic/passes"
 )
 
 func init() {
 	register(command{
 		name:    "explain",
-		usage:   "explain [RULE]",
-		summary: "say what a rule id means, show a document that triggers it and how to fix it (no RULE: list the ids)",
+		usage:   "explain [-full] [RULE]",
+		summary: "say what a rule id means and how to fix it, then show where an example triggers it (no RULE: list the ids)",
 		run:     runExplain,
 	})
 }
@@ -21,6 +23,7 @@ func init() {
 func runExplain(e *env, args []string) int {
 	c := commands["explain"]
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	full := fs.Bool("full", false, "print the rule's whole example document, not only the lines that trigger it")
 	ids, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
@@ -48,7 +51,10 @@ func runExplain(e *env, args []string) int {
 	id := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(ids[0]), "error["), "]")
 	for _, r := range rules {
 		if r.ID == id {
-			explainRule(e, r)
+			if err := explainRule(e, r, *full); err != nil {
+				e.errorf("explain: %v", err)
+				return exitUsage
+			}
 			return exitOK
 		}
 	}
@@ -64,20 +70,71 @@ func runExplain(e *env, args []string) int {
 	return exitUsage
 }
 
-func explainRule(e *env, r docs.Rule) {
+// explainRule prints a rule's meaning and fix first, then its example:
+// for a document rule, the diagnostic `genaic check` reports on the
+// catalogue's example document, with the lines that trigger it (the whole
+// document with full, or when it is short); for a runtime rule, the
+// request it describes.
+func explainRule(e *env, r docs.Rule, full bool) error {
 	w := e.stdout
 	fmt.Fprintf(w, "%s (%s", r.ID, r.Family)
 	if r.Section != "" {
 		fmt.Fprintf(w, ", %s", r.Section)
 	}
-	fmt.Fprintf(w, ")\n\nFires when: %s\n\n", r.Meaning)
+	fmt.Fprintf(w, ")\nFires when: %s\nFix: %s\n\n", r.Meaning, r.Fix)
 	if r.ExampleLang == "text" {
 		fmt.Fprintf(w, "Example: %s\n", strings.TrimSpace(r.Example))
-	} else {
+		return nil
+	}
+	doc := strings.TrimLeft(r.Example, "\n")
+	if full || strings.Count(doc, "\n") <= shortExample {
 		fmt.Fprintf(w, "Example: `genaic check` reports %s for this document:\n\n", r.ID)
-		for _, line := range strings.Split(strings.TrimRight(r.Example, "\n"), "\n") {
-			fmt.Fprintf(w, "    %s\n", line)
+		writeIndented(w, doc)
+		if full {
+			return nil
+		}
+		fmt.Fprintf(w, "\nas:\n\n")
+	} else {
+		fmt.Fprintf(w, "Example: `genaic check` reports on the catalogue's example (`genaic explain -full %s` prints it whole):\n\n", r.ID)
+	}
+	d, err := exampleDiagnostic(r, doc)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	(diag.Renderer{Source: func(string) []byte { return []byte(doc) }}).Render(&b, diag.List{d})
+	writeIndented(w, b.String())
+	return nil
+}
+
+// shortExample is the most lines of an example document explain prints
+// whole, before its diagnostic, without -full.
+const shortExample = 3
+
+// exampleDiagnostic checks a rule's example document, with the graphs its
+// comments describe, and returns the first diagnostic of that rule.
+func exampleDiagnostic(r docs.Rule, doc string) (diag.Diagnostic, error) {
+	graphs, err := r.Graphs()
+	if err != nil {
+		return diag.Diagnostic{}, err
+	}
+	d, err := passes.CheckSource(exampleFile, []byte(doc), passes.Options{Models: graphs})
+	if err != nil {
+		return diag.Diagnostic{}, err
+	}
+	for _, x := range d.Diags() {
+		if string(x.Rule) == r.ID {
+			return x, nil
 		}
 	}
-	fmt.Fprintf(w, "\nFix: %s\n", r.Fix)
+	return diag.Diagnostic{}, fmt.Errorf("the catalogue's example of %s does not trigger it", r.ID)
+}
+
+// exampleFile is the name diagnostics give an example document.
+const exampleFile = "example.yaml"
+
+func writeIndented(w io.Writer, text string) {
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		fmt.Fprintf(w, "    %s\n", strings.TrimRight(line, " "))
+	}
 }

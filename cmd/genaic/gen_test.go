@@ -30,6 +30,21 @@ func TestGenWritesAndChecks(t *testing.T) {
 	if _, errOut, code := runCLI(t, "gen", "-check", "-p", "solo", "../../testdata/packages/./solo/", "-o", dir+"/"); code != exitOK {
 		t.Errorf("-check with the flags in another order and the paths spelled otherwise: exit %d: %s", code, errOut)
 	}
+	abs, err := filepath.Abs("../../testdata/packages/solo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "gen", "-check", abs, "-o", link, "-p", "solo"); code != exitOK {
+		t.Errorf("-check with an absolute package path and the folder through a link: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "gen", "-check", "../../testdata/packages/text", "-o", dir, "-p", "solo")
+	if code != exitDiags || !strings.Contains(errOut, "is stale: executor.go, plan.json differ") {
+		t.Errorf("-check against another package: exit %d: %s", code, errOut)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "plan.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,27 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/compiler/diag"
 )
 
 // Missing is the error of a request that leaves out a required input.
-func Missing(input string) error {
-	return backend.Errorf("run/input", "the request has no value for workflow input `%s`", input)
+// Given the names of the inputs the request does give (the VM knows them;
+// a generated executor's typed request has no others to list), it lists
+// them and names the one likely to be the input misspelt; the rule and
+// the first words are the same either way.
+func Missing(input string, have ...string) error {
+	msg := fmt.Sprintf("the request has no value for workflow input `%s`", input)
+	if len(have) > 0 {
+		have = slices.Sorted(slices.Values(have))
+		msg += fmt.Sprintf(" (it gives %s)", "`"+strings.Join(have, "`, `")+"`")
+		if near := diag.Nearest(input, have); near != "" {
+			msg += fmt.Sprintf("; did you misspell it as `%s`?", near)
+		}
+	}
+	return backend.Errorf("run/input", "%s", msg)
 }
 
 // NotLoaded is the error of a request that leaves out an input whose

@@ -102,7 +102,7 @@ func TestItemsMalformed(t *testing.T) {
 		{"bad item", `{"items":[{"dtype":"int64","shape":[2],"data":[1]}]}`, "item 0: data holds 1 elements"},
 		{"nested bad item", `{"items":[{"items":[{"dtype":"int64","shape":[1],"data":[1]},{"dtype":"nope","shape":[],"data":[]}]}]}`, "item 0.1: unknown dtype"},
 		{"unknown field", `{"items":[{"dtype":"int64","shape":[1],"data":[1],"extra":1}]}`, "unknown field"},
-		{"not a list", `{"items":{"dtype":"int64"}}`, "cannot unmarshal"},
+		{"not a list", `{"items":{"dtype":"int64"}}`, `field "items" cannot be an object`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := readItemsReq(t, `{"requests":[{"id":"r","inputs":{"x":`+c.input+`}}]}`, "")

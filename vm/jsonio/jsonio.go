@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/internal/jsondata"
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
@@ -225,7 +226,7 @@ func decodeRequest(id string, rq *requestJSON, baseDir string, opts ReadOptions)
 	for _, name := range slices.Sorted(maps.Keys(rq.Inputs)) {
 		t, items, err := decodeInput(rq.Inputs[name], baseDir, opts)
 		if err != nil {
-			req.Inputs, req.Items, req.Err = nil, nil, backend.Errorf(backend.RunInput, "request %q input %q: %v", id, name, err)
+			req.Inputs, req.Items, req.Err = nil, nil, backend.Errorf(backend.RunInput, "input `%s`: %v", name, err)
 			break
 		}
 		if items != nil {
@@ -257,6 +258,13 @@ func parseTensorJSON(raw json.RawMessage) (TensorJSON, error) {
 	dec.DisallowUnknownFields()
 	var tj TensorJSON
 	if err := dec.Decode(&tj); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			err = fmt.Errorf("is %s, not a tensor", typeErrKind(te.Value))
+		case errors.As(err, &te):
+			err = fmt.Errorf("field %q cannot be %s", te.Field, typeErrKind(te.Value))
+		}
 		return tj, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"}, {\"npy\": path} or {\"items\": [...]})", err)
 	}
 	if tj.Items != nil && (tj.DType != "" || tj.Shape != nil || tj.Data != nil || tj.NPY != "") {
@@ -272,7 +280,11 @@ func (tj TensorJSON) tensor(baseDir string, opts ReadOptions) (*backend.Tensor, 
 	}
 	d, ok := ir.LookupDType(tj.DType)
 	if !ok {
-		return nil, fmt.Errorf("unknown dtype %q", tj.DType)
+		msg := fmt.Sprintf("unknown dtype %q", tj.DType)
+		if near := diag.Nearest(tj.DType, ir.DTypeSpellings()); near != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return nil, errors.New(msg)
 	}
 	n, err := checkedElements(tj.Shape)
 	if err != nil {
@@ -308,7 +320,7 @@ func slowData(dtype string, shape []int64, n int64, raw []byte) (*backend.Tensor
 	}
 	ptr := reflect.New(reflect.TypeOf(empty.Data))
 	if err := json.Unmarshal(raw, ptr.Interface()); err != nil {
-		return nil, fmt.Errorf("data is not a flat list of %s: %v", dtype, err)
+		return nil, badData(dtype, reflect.TypeOf(empty.Data).Elem(), raw)
 	}
 	data := ptr.Elem()
 	if int64(data.Len()) != n {
@@ -318,6 +330,72 @@ func slowData(dtype string, shape []int64, n int64, raw []byte) (*backend.Tensor
 		data = reflect.ValueOf(empty.Data)
 	}
 	return &backend.Tensor{DType: dtype, Shape: append([]int64{}, shape...), Data: data.Interface()}, nil
+}
+
+// badData says what keeps raw, which encoding/json refused, from being
+// data of dtype (held as elements of type elem): not a list, or the first
+// element that is not a value of dtype (a number out of a float's range,
+// fractional or out of an integer's range, or no number at all). It names
+// elements by index, never by Go type.
+func badData(dtype string, elem reflect.Type, raw []byte) error {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return fmt.Errorf("data is not a flat list of %s values", dtype)
+	}
+	one := reflect.New(elem)
+	for i, e := range elems {
+		if json.Unmarshal(e, one.Interface()) == nil {
+			continue
+		}
+		var n json.Number
+		switch {
+		case dtype == "bool" || jsonKind(e) != "a number" || json.Unmarshal(e, &n) != nil:
+			return fmt.Errorf("data element %d is %s, not a %s", i, jsonKind(e), dtype)
+		case (strings.HasPrefix(dtype, "int") || strings.HasPrefix(dtype, "uint")) && !integral(n):
+			return fmt.Errorf("data element %d, %s, is not an integer, which %s holds", i, n, dtype)
+		}
+		return fmt.Errorf("data element %d, %s, is out of the range of %s", i, n, dtype)
+	}
+	return fmt.Errorf("data is not a flat list of %s values", dtype)
+}
+
+// integral reports whether n is a whole number, whatever its size.
+func integral(n json.Number) bool {
+	f, err := n.Float64()
+	return err == nil && f == math.Trunc(f)
+}
+
+// typeErrKind words the kind of value encoding/json names in a type
+// error ("object", "array", "number 1e39", ...).
+func typeErrKind(v string) string {
+	switch v {
+	case "object":
+		return "an object"
+	case "array":
+		return "a list"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + v
+}
+
+// jsonKind names the kind of a JSON value, for messages.
+func jsonKind(raw json.RawMessage) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0:
+		return "empty"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == '[':
+		return "a list"
+	case t[0] == '{':
+		return "an object"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	case t[0] == 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // maxElements bounds the tensors a request document or .npy file may
@@ -480,21 +558,12 @@ func openNPY(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
 	if baseDir == "" {
 		baseDir = "."
 	}
-	// The root confines the path, symbolic links included: a link that
-	// resolves outside baseDir is refused.
-	root, err := os.OpenRoot(baseDir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	fi, err := root.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf(".npy path %q: %v", name, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf(".npy path %q is not a regular file (%s)", name, fi.Mode().Type())
-	}
-	f, err := root.Open(p)
+	// The path is confined as written: relative, with no `..` that
+	// leaves baseDir. A symbolic link inside baseDir is followed wherever
+	// it points (a folder of data linked in, say): whoever placed it
+	// controls the folder, as they control the document. Only a regular
+	// file is read.
+	f, _, err := safefile.Open(filepath.Join(baseDir, p))
 	if err != nil {
 		return nil, fmt.Errorf(".npy path %q: %v", name, err)
 	}

@@ -75,11 +75,19 @@ func TestRequestsRefuseBadDocuments(t *testing.T) {
 func TestMalformedTensorFailsOnlyItsRequest(t *testing.T) {
 	bad := map[string]string{
 		`{"dtype":"float32","shape":[2,3,8],"data":[` + strings.Repeat("1,", 46) + `1]}`: "data holds 47 elements, shape [2 3 8] holds 48",
-		`{"dtype":"f33","shape":[1],"data":[1]}`:                                         `unknown dtype "f33"`,
-		`{"dtype":"int64","shape":[1],"data":[1.5]}`:                                     "not a flat list of int64",
+		`{"dtype":"f33","shape":[1],"data":[1]}`:                                         `unknown dtype "f33" (did you mean "fp32"?)`,
+		`{"dtype":"int64","shape":[1],"data":[1.5]}`:                                     "data element 0, 1.5, is not an integer, which int64 holds",
+		`{"dtype":"int64","shape":[2],"data":[1,1e30]}`:                                  "data element 1, 1e30, is out of the range of int64",
+		`{"dtype":"float32","shape":[2],"data":[1,1e39]}`:                                "data element 1, 1e39, is out of the range of float32",
+		`{"dtype":"uint8","shape":[1],"data":[300]}`:                                     "data element 0, 300, is out of the range of uint8",
+		`{"dtype":"float32","shape":[2],"data":[1,"2"]}`:                                 "data element 1 is a string, not a float32",
+		`{"dtype":"bool","shape":[1],"data":[1]}`:                                        "data element 0 is a number, not a bool",
+		`{"dtype":"float32","shape":[2],"data":{"a":1}}`:                                 "data is not a flat list of float32 values",
 		`{"npy":"missing.npy"}`:                                                          "no such file",
 		`{"dtype":"float32","shape":[3],"data":[1],"extra":1}`:                           "unknown field",
-		`5`: "cannot unmarshal",
+		`5`:                                  "is a number, not a tensor",
+		`{"dtype":"float32","shape":"2"}`:    `field "shape" cannot be a string`,
+		`{"dtype":"float32","shape":[1e39]}`: `field "shape" cannot be a number 1e39`,
 	}
 	for tensor, want := range bad {
 		doc := `{"requests":[{"id":"good","inputs":{"x":{"dtype":"int64","shape":[1],"data":[7]}}},` +
@@ -93,7 +101,7 @@ func TestMalformedTensorFailsOnlyItsRequest(t *testing.T) {
 			t.Errorf("%s: the good request: %+v", tensor, reqs[0])
 		}
 		var re *backend.RunError
-		if !errors.As(reqs[1].Err, &re) || re.Rule != backend.RunInput || !strings.Contains(re.Message, `input "x"`) || !strings.Contains(re.Message, want) {
+		if !errors.As(reqs[1].Err, &re) || re.Rule != backend.RunInput || !strings.HasPrefix(re.Message, "input `x`: ") || !strings.Contains(re.Message, want) || strings.Contains(re.Message, "Go value") {
 			t.Errorf("%s: the bad request's error %v, want run/input with %q", tensor, reqs[1].Err, want)
 		}
 	}

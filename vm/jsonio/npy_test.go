@@ -96,7 +96,7 @@ func TestNPYSizesCheckedBeforeReading(t *testing.T) {
 		"huge.npy": "above the limit",
 		"liar.npy": "payload bytes for shape [4]",
 		"fifo.npy": "not a regular file",
-		"zero.npy": "escapes",
+		"zero.npy": "not a regular file",
 	} {
 		start := time.Now()
 		err := readOne(t, dir, name, ReadOptions{})
@@ -120,10 +120,11 @@ func TestNPYSizesCheckedBeforeReading(t *testing.T) {
 	}
 }
 
-// TestNPYPathsConfined: .npy paths stay inside the requests folder: `..`
-// and symbolic links that resolve outside are refused, and an absolute
-// path is refused unless allowed, then taken as given (not joined under
-// the folder).
+// TestNPYPathsConfined: .npy paths stay inside the requests folder as
+// written: a `..` that leaves it is refused, and an absolute path is
+// refused unless allowed, then taken as given (not joined under the
+// folder). Symbolic links inside the folder are followed, to a file or
+// through a folder, wherever they point.
 func TestNPYPathsConfined(t *testing.T) {
 	outside := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "requests")
@@ -142,10 +143,16 @@ func TestNPYPathsConfined(t *testing.T) {
 	if err := os.Symlink(filepath.Join("sub", "x.npy"), filepath.Join(dir, "in.npy")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(outside, filepath.Join(dir, "linked")); err != nil {
+		t.Fatal(err)
+	}
 	for name, want := range map[string]string{
 		"../../etc/passwd":              "leaves the requests folder",
 		"sub/../../x.npy":               "leaves the requests folder",
-		"out.npy":                       "escapes",
+		"out.npy":                       "",
+		"linked/x.npy":                  "",
+		"linked/../../x.npy":            "leaves the requests folder",
+		"linked/none.npy":               "no such file",
 		filepath.Join(outside, "x.npy"): "is absolute",
 		"/etc/passwd":                   "is absolute",
 		"sub/x.npy":                     "",
