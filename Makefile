@@ -33,6 +33,7 @@ lint:
 		exit 1; \
 	fi
 	$(GO) vet ./... ./testdata/models/gen
+	@bash scripts/comment-figures
 
 # Tests, benchmarks and the demo find the cache through GENAIC_CACHE
 # (vm/ortlib).

@@ -13,139 +13,92 @@ func doc(f *jen.File, format string, args ...any) {
 	}
 }
 
-// api writes what every executor has: Executor, its options, New, Close,
-// Stats and Copies.
+// api writes Executor, Option and New: the Executor embeds genrt's, which
+// holds everything that does not depend on the workflow, so that no
+// executor repeats it.
 func (g *gen) api(f *jen.File) {
-	doc(f, "Executor runs the workflow for many concurrent requests; the items of concurrent requests meet in the groupers of grouped components. It is safe for concurrent use.")
-	f.Type().Id("Executor").Struct(jen.Id("engine").Op("*").Qual(vmPath, "Engine"))
-	doc(f, "Option configures New.")
+	doc(f, "Executor runs the workflow for many concurrent requests; the items of concurrent requests meet in the groupers of grouped components. Besides Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest, Stats, Close. It is safe for concurrent use.")
+	f.Type().Id("Executor").Struct(jen.Op("*").Qual(genrtPath, "Executor"))
+	doc(f, "Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay, WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).")
 	f.Type().Id("Option").Op("=").Qual(genrtPath, "Option")
-	// The options are the runtime's own, so that every executor spells them
-	// alike and none repeats their bodies.
-	options := []struct{ name, doc string }{
-		{"WithSolo", "WithSolo runs every invocation with exactly one request, as `genaic run --solo` does: the reference the grouped runs are compared with."},
-		{"WithMaxDelay", "WithMaxDelay sets how long a group waits for more items (default 5ms, as for `genaic run`)."},
-		{"WithQueue", "WithQueue bounds each grouped component's queue of waiting items (default 1024); a request that finds its queue full fails at once."},
-		{"WithWorkers", "WithWorkers lets several groups of one component be formed and run at once (default 1)."},
-		{"WithBackend", "WithBackend runs the components of one implementation kind on b: a *backend.Bindings for binding components, or a test double in place of ONNX Runtime."},
-		{"WithBackendNamed", "WithBackendNamed runs the components of one implementation kind on a registered backend, by name."},
-		{"WithBackendConfig", "WithBackendConfig configures the backends New makes: execution provider, ONNX Runtime thread counts and library path, Go bindings."},
-		{"WithDecline", "WithDecline declines grouped execution by component, operator class and execution provider, with a reason."},
-	}
-	var vars []jen.Code
-	for i, o := range options {
-		if i > 0 {
-			vars = append(vars, jen.Line())
-		}
-		for _, l := range wrap(1, o.doc) {
-			vars = append(vars, jen.Comment(l))
-		}
-		vars = append(vars, jen.Id(o.name).Op("=").Qual(genrtPath, o.name))
-	}
-	f.Var().Defs(vars...)
 	doc(f, "New opens the executor on the package folder packageDir: the folder holding %s and the artifacts the executor was generated from, which must not have changed since. ONNX Runtime is found as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of \"make setup\".", g.f.Source)
 	f.Func().Id("New").Params(jen.Id("packageDir").String(), jen.Id("opts").Op("...").Id("Option")).
 		Params(jen.Op("*").Id("Executor"), jen.Error()).Block(
-		jen.List(jen.Id("engine"), jen.Err()).Op(":=").Qual(genrtPath, "Open").Call(jen.Id("planJSON"), jen.Id("packageDir"), jen.Id("opts")),
+		jen.Id("ex").Op(":=").Op("&").Id("Executor").Values(),
+		jen.List(jen.Id("x"), jen.Err()).Op(":=").Qual(genrtPath, "NewExecutor").Call(jen.Id("planJSON"), jen.Id("packageDir"), jen.Id("opts"), jen.Id("ex").Dot("runRequest")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(jen.Op("&").Id("Executor").Values(jen.Id("engine").Op(":").Id("engine")), jen.Nil()),
+		jen.Id("ex").Dot("Executor").Op("=").Id("x"),
+		jen.Return(jen.Id("ex"), jen.Nil()),
 	)
-	doc(f, "Close stops the groupers, failing the requests that still wait, and releases the components.")
-	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Close").Params().Error().Block(
-		jen.Return(jen.Id("ex").Dot("engine").Dot("Close").Call()))
-	doc(f, "Stats returns what every component did so far: invocations, group sizes, padding, copies, queue waits.")
-	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Stats").Params().Qual(vmPath, "Stats").Block(
-		jen.Return(jen.Id("ex").Dot("engine").Dot("Stats").Call()))
-	doc(f, "Copies returns the host copies the groups of one component made so far, by reason (pack, pad, stack, companion, gather): splits are views, so a split never adds to them.")
-	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("Copies").Params(jen.Id("component").String()).Op("*").Qual(vmPath, "Copies").Block(
-		jen.Return(jen.Id("ex").Dot("engine").Dot("Copies").Call(jen.Id("component"))))
 }
 
-// requests writes Run, RunJSON and what turns a request of a requests
-// document into a typed one.
+// requests writes Request, Response, Run and what turns a request given
+// by input name into a typed one. Code that two workflows alike in their
+// inputs and outputs would repeat is spread apart by what differs.
 func (g *gen) requests(f *jen.File) {
+	g.requestType(f)
 	ex := func() *jen.Statement { return jen.Id("ex") }
 	recv := jen.Id("ex").Op("*").Id("Executor")
-	// begin counts a request as running until the function returns, so that
-	// a group may wait for it rather than judge from arrival rates.
-	begin := func() []jen.Code {
-		return []jen.Code{ex().Dot("engine").Dot("Begin").Call(), jen.Defer().Add(ex()).Dot("engine").Dot("End").Call()}
+	var checks []jen.Code
+	var fields []jen.Code
+	for _, in := range g.m.Inputs {
+		fields = append(fields, jen.Line().Id(g.inFields[in.Name]).Op(":").Id("r").Dot("Inputs").Index(jen.Lit(in.Name)))
+		c := jen.Dict{jen.Id("Name"): jen.Lit(in.Name)}
+		switch {
+		case in.Source == "literal" || in.Source == "artifact":
+			c[jen.Id("Unloaded")] = jen.Lit(in.Source)
+		case g.optional[in.Name]:
+			c[jen.Id("Optional")] = jen.True()
+		}
+		checks = append(checks, jen.Values(c))
 	}
+	doc(f, "inputs are the workflow's inputs, in the order the VM checks them: a request may supply no other.")
+	f.Var().Id("inputs").Op("=").Qual(genrtPath, "Inputs").ValuesFunc(func(gr *jen.Group) {
+		for _, c := range checks {
+			gr.Line().Add(c)
+		}
+		if len(checks) > 0 {
+			gr.Line()
+		}
+	})
+	g.check(f)
+	g.responseType(f)
 	doc(f, "Run executes the workflow for one request. Many goroutines may call it at once. A failed request returns an error; a *backend.RunError carries the rule and message `genaic run` reports.")
 	f.Func().Params(recv).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
-		Params(jen.Op("*").Id("Response"), jen.Error()).Block(append([]jen.Code{
-		jen.If(jen.Id("req").Op("==").Nil()).Block(jen.Id("req").Op("=").Op("&").Id("Request").Values()),
+		Params(jen.Op("*").Id("Response"), jen.Error()).Block(
 		g.runItemsCall(),
-		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-	}, append(begin(), jen.Return(ex().Dot("run").Call(jen.Id("ctx"), jen.Id("req"))))...)...,
+		jen.Return(jen.Qual(genrtPath, "Run").Call(jen.Id("ctx"), ex().Dot("Engine").Call(), jen.Id("req"), ex().Dot("check"), ex().Dot("run"))),
 	)
-	doc(f, "RunJSON runs the requests document of `genaic run` ({\"requests\":[{\"id\",\"inputs\":{NAME: TENSOR}}]}) with its requests concurrent, and returns the responses document `genaic run` writes without --stats. A request that fails is a response with an error; RunJSON itself fails only on a document it cannot read. Paths of .npy tensors are relative to the working directory.")
-	f.Func().Params(recv.Clone()).Id("RunJSON").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("requests").Index().Byte()).
-		Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Return(jen.Qual(genrtPath, "RunJSON").Call(jen.Id("ctx"), jen.Id("requests"), ex().Dot("RunAll"))))
-	doc(f, "RunAll runs requests given by input name concurrently, as vm.Engine.RunAll does: RunBatch with no limit, no stop and no report.")
-	f.Func().Params(recv.Clone()).Id("RunAll").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("reqs").Index().Qual(vmPath, "Request")).
-		Index().Qual(vmPath, "Response").Block(
-		jen.Return(ex().Dot("RunBatch").Call(jen.Id("ctx"), jen.Id("reqs"), jen.Qual(vmPath, "BatchOptions").Values())))
-	doc(f, "RunBatch runs requests given by input name concurrently, as vm.Engine.RunBatch does, and returns their responses in order: at most opts.Limit in flight (0: all), none started once opts.Stop closes (a request never started is answered with an error vm.NotStarted recognises, while those started finish), and opts.Finished told of each response as soon as it is known. The engine is told how many are coming, so that a group never waits for more than the batch holds. A request that gives items is packed into the plain requests its items make and answered once they all are.")
-	f.Func().Params(recv.Clone()).Id("RunBatch").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("reqs").Index().Qual(vmPath, "Request"), jen.Id("opts").Qual(vmPath, "BatchOptions")).
-		Index().Qual(vmPath, "Response").Block(
-		jen.Return(ex().Dot("engine").Dot("RunBatchWith").Call(jen.Id("ctx"), jen.Id("reqs"), jen.Id("opts"), ex().Dot("runRequest"))))
-	names := make([]jen.Code, len(g.m.Inputs))
-	fields := jen.Dict{}
-	for i, in := range g.m.Inputs {
-		names[i] = jen.Lit(in.Name)
-		fields[jen.Id(g.inFields[in.Name])] = jen.Id("r").Dot("Inputs").Index(jen.Lit(in.Name))
-	}
-	doc(f, "inputNames are the workflow's inputs: a request may supply no other.")
-	f.Var().Id("inputNames").Op("=").Index().String().Values(names...)
 	fail := func() jen.Code {
 		return jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Err").Op(":").Err()))
 	}
-	doc(f, "RunRequest runs one request given by input name, as vm.Engine.Run takes it (a request of a requests document, or of a table that drives the VM and executors alike): its inputs are checked in the order the VM checks them, then the names it supplies. A failed request is a response with an error.")
-	f.Func().Params(recv.Clone()).Id("RunRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
-		Qual(vmPath, "Response").Block(append([]jen.Code{
-		jen.If(jen.Len(jen.Id("r").Dot("Items")).Op(">").Lit(0)).Block(
-			jen.Return(jen.Qual(genrtPath, "RunItems").Call(jen.Id("ctx"), ex().Dot("engine"), jen.Id("r"), ex().Dot("RunRequest")))),
-	}, append(begin(), jen.Return(ex().Dot("runRequest").Call(jen.Id("ctx"), jen.Id("r"))))...)...,
-	)
 	doc(f, "runRequest runs one plain request given by input name, which its caller counts as running.")
 	f.Func().Params(recv.Clone()).Id("runRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
 		Qual(vmPath, "Response").Block(
-		jen.Id("req").Op(":=").Op("&").Id("Request").Values(fields),
+		jen.Id("req").Op(":=").Op("&").Id("Request").Values(append(fields, jen.Line())...),
 		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(fail()),
-		jen.If(jen.Err().Op(":=").Qual(genrtPath, "Unexpected").Call(jen.Id("r").Dot("Inputs"), jen.Id("inputNames").Op("...")), jen.Err().Op("!=").Nil()).Block(fail()),
+		jen.If(jen.Err().Op(":=").Id("inputs").Dot("Unexpected").Call(jen.Id("r").Dot("Inputs")), jen.Err().Op("!=").Nil()).Block(fail()),
 		jen.List(jen.Id("resp"), jen.Err()).Op(":=").Add(ex()).Dot("run").Call(jen.Id("ctx"), jen.Id("req")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(fail()),
 		jen.Return(jen.Id("resp").Dot("held").Dot("Respond").Call(jen.Id("r").Dot("ID"), jen.Id("resp").Dot("outputs").Call())),
 	)
-	g.check(f)
 	g.runItems(f)
 }
 
-// check writes the check of a request's inputs: present unless optional,
-// and each against its contract, in the workflow's order.
+// check writes the check of a request's inputs (genrt.Inputs.Check): its
+// fields in the workflow's order.
 func (g *gen) check(f *jen.File) {
-	var body []jen.Code
+	values := []jen.Code{jen.Id("ex").Dot("Engine").Call()}
 	for _, in := range g.m.Inputs {
-		field := jen.Id("req").Dot(g.inFields[in.Name])
-		contract := jen.If(jen.Err().Op(":=").Id("ex").Dot("engine").Dot("CheckInput").Call(jen.Lit(in.Name), field.Clone()), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
-		switch {
-		case in.Source == "literal" || in.Source == "artifact":
-			body = append(body, jen.If(field.Clone().Op("==").Nil()).Block(jen.Return(jen.Qual(genrtPath, "NotLoaded").Call(jen.Lit(in.Name), jen.Lit(in.Source)))), contract)
-		case g.optional[in.Name]:
-			body = append(body, jen.If(field.Clone().Op("!=").Nil()).Block(contract))
-		default:
-			body = append(body, jen.If(field.Clone().Op("==").Nil()).Block(jen.Return(jen.Qual(genrtPath, "Missing").Call(jen.Lit(in.Name)))), contract)
-		}
+		values = append(values, jen.Id("req").Dot(g.inFields[in.Name]))
 	}
-	body = append(body, jen.Return(jen.Nil()))
 	doc(f, "check checks a request's inputs as the VM does before it runs the workflow: each present unless it is optional, and each against its contract.")
-	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("check").Params(jen.Id("req").Op("*").Id("Request")).Error().Block(body...)
+	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("check").Params(jen.Id("req").Op("*").Id("Request")).Error().Block(
+		jen.Return(jen.Id("inputs").Dot("Check").Call(values...)))
 }
 
-// types writes Request and Response.
-func (g *gen) types(f *jen.File) {
+// requestType writes Request.
+func (g *gen) requestType(f *jen.File) {
 	doc(f, "Request is one request: a value for each workflow input. A nil field is an input the request leaves out.")
 	var fields []jen.Code
 	for i, in := range g.m.Inputs {
@@ -164,9 +117,12 @@ func (g *gen) types(f *jen.File) {
 	}
 	fields = append(fields, g.itemsInputFields()...)
 	f.Type().Id("Request").Struct(fields...)
+}
+
+// responseType writes Response and what turns it into the VM's outputs.
+func (g *gen) responseType(f *jen.File) {
 	doc(f, "Response is what a request's run emitted: a value for each workflow output the workflow emitted, nil for the others.")
-	fields = nil
-	var names, vals []jen.Code
+	var fields, names, vals []jen.Code
 	for i, o := range g.m.Outputs {
 		if i > 0 {
 			fields = append(fields, jen.Line())

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/examples/audio"
 	"github.com/genaic/genaic/examples/imagepadded"
 	"github.com/genaic/genaic/examples/videoframes"
@@ -24,9 +25,9 @@ type opener func(dir string, be backend.Backend) (runFunc, func() error, error)
 
 var benchExecutors = map[string]opener{
 	"imagepadded": func(dir string, be backend.Backend) (runFunc, func() error, error) {
-		opts := []imagepadded.Option{imagepadded.WithMaxDelay(0), imagepadded.WithBackendConfig(oneThread)}
+		opts := []imagepadded.Option{genrt.WithMaxDelay(0), genrt.WithBackendConfig(oneThread)}
 		if be != nil {
-			opts = append(opts, imagepadded.WithBackend(ir.ImplONNX, be))
+			opts = append(opts, genrt.WithBackend(ir.ImplONNX, be))
 		}
 		x, err := imagepadded.New(dir, opts...)
 		if err != nil {
@@ -39,7 +40,7 @@ var benchExecutors = map[string]opener{
 		}, x.Close, nil
 	},
 	"videoframes": func(dir string, _ backend.Backend) (runFunc, func() error, error) {
-		x, err := videoframes.New(dir, videoframes.WithMaxDelay(0), videoframes.WithBackendConfig(oneThread))
+		x, err := videoframes.New(dir, genrt.WithMaxDelay(0), genrt.WithBackendConfig(oneThread))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -51,7 +52,7 @@ var benchExecutors = map[string]opener{
 		}, x.Close, nil
 	},
 	"audio": func(dir string, _ backend.Backend) (runFunc, func() error, error) {
-		x, err := audio.New(dir, audio.WithMaxDelay(0), audio.WithBackendConfig(oneThread))
+		x, err := audio.New(dir, genrt.WithMaxDelay(0), genrt.WithBackendConfig(oneThread))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -179,7 +179,6 @@ func (g *gen) file() ([]byte, error) {
 	f.Comment("//go:embed " + PlanFile)
 	f.Var().Id("planJSON").Index().Byte()
 	g.api(f)
-	g.types(f)
 	g.requests(f)
 	body, err := g.workflow()
 	if err != nil {

@@ -277,6 +277,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/codegen/testdata/bindings"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/ir"
@@ -296,7 +297,7 @@ var (
 
 var open = map[string]func(dir string) (executor, error){
 {{range .Executors}}	"{{.Name}}": func(dir string) (executor, error) {
-		x, err := exec{{.Name}}.New(dir, exec{{.Name}}.WithSolo(), {{if .Bindings}}exec{{.Name}}.WithBackend(ir.ImplBinding, bindings.{{.Bindings}}()){{else}}exec{{.Name}}.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}){{end}})
+		x, err := exec{{.Name}}.New(dir, genrt.WithSolo(), {{if .Bindings}}genrt.WithBackend(ir.ImplBinding, bindings.{{.Bindings}}()){{else}}genrt.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}){{end}})
 		if err != nil {
 			return nil, err
 		}

@@ -146,8 +146,7 @@ func (g *gen) runItems(f *jen.File) {
 	}))
 	for _, in := range g.m.Inputs {
 		field := g.inFields[in.Name]
-		body = append(body, jen.If(jen.Id("req").Dot(field).Op("!=").Nil()).Block(
-			jen.Id("r").Dot("Inputs").Index(jen.Lit(in.Name)).Op("=").Id("req").Dot(field)))
+		body = append(body, genrtCall("Put", jen.Id("r").Dot("Inputs"), jen.Lit(in.Name), jen.Id("req").Dot(field)))
 		if items, ok := g.inItems[in.Name]; ok {
 			wrap := "TensorItems"
 			if byteItems(in) {
@@ -190,5 +189,5 @@ func (g *gen) runItemsCall() jen.Code {
 	if len(g.inItems) == 0 {
 		return jen.Null()
 	}
-	return jen.If(jen.Id("req").Dot("hasItems").Call()).Block(jen.Return(jen.Id("ex").Dot("runItems").Call(jen.Id("ctx"), jen.Id("req"))))
+	return jen.If(jen.Id("req").Op("!=").Nil().Op("&&").Id("req").Dot("hasItems").Call()).Block(jen.Return(jen.Id("ex").Dot("runItems").Call(jen.Id("ctx"), jen.Id("req"))))
 }

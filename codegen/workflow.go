@@ -13,7 +13,7 @@ import (
 
 // reserved are the identifiers the generated run function and its package
 // use; a workflow value never gets one of them as its local.
-var reserved = []string{"ex", "ctx", "req", "resp", "err", "r", "out", "planJSON", "inputNames", "outputNames",
+var reserved = []string{"ex", "ctx", "req", "resp", "err", "r", "out", "planJSON", "inputs", "outputNames",
 	"vm", "genrt", "ir", "ort", "context", "time", "embed"}
 
 // The workflow as straight-line Go. Every workflow-level name (input,
@@ -74,8 +74,7 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 	// of the group outputs it holds (its result err is named for that).
 	stmts := []jen.Code{
 		jen.Id("resp").Op(":=").Op("&").Id("Response").Values(),
-		jen.Comment("A failed request's outputs are read no more."),
-		jen.Defer().Func().Params().Block(jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("resp").Dot("Release").Call())).Call(),
+		jen.Defer().Add(genrtCall("ReleaseFailed", jen.Op("&").Err(), jen.Op("&").Id("resp").Dot("held"))),
 	}
 	if len(defs) > 0 {
 		stmts = append(stmts, jen.Var().Defs(defs...))
@@ -271,7 +270,7 @@ func (p *pass) invoke(s *ir.Step) ([]jen.Code, error) {
 	// invoke, as the interpreter locates them.
 	// The response holds the group outputs the results view, until its
 	// caller releases it.
-	call := jen.Id("ex").Dot("engine").Dot("InvokeHolding").Call(jen.Id("ctx"), jen.Lit(int(s.Loc)), jen.Lit(comp), tensors(args), values,
+	call := jen.Id("ex").Dot("Engine").Call().Dot("InvokeHolding").Call(jen.Id("ctx"), jen.Lit(int(s.Loc)), jen.Lit(comp), tensors(args), values,
 		jen.Op("&").Id("resp").Dot("held"))
 	p.checked = false
 	if len(s.Results) == 0 {

@@ -13,8 +13,8 @@ import (
 // An inference request's header has a fixed structure: an id, parameters,
 // the inputs' names, shapes, datatypes, parameters and data, the outputs
 // asked for. encoding/json decodes it through reflection, with a map per
-// parameters object, in about 15 µs for a binary text request's 700
-// bytes, more than the engine spends on the request. decodeFixed reads
+// parameters object, which for a small request with binary data costs
+// more than the engine spends on the request. decodeFixed reads
 // that structure directly and leaves only what is unusual to encoding/json:
 // anything it does not read exactly as encoding/json would (an escaped
 // string or key, a key given twice, a number a field cannot hold, a null

@@ -3,10 +3,10 @@ package serve
 import "strconv"
 
 // An answer whose outputs all go as binary data has a small JSON part:
-// names, shapes, datatypes and sizes. encoding/json took about 5 µs of the
-// 10 µs its writing cost a text request (reflection over the response,
-// a map of parameters per output, their keys sorted); appendEnvelope
-// writes the same bytes directly.
+// names, shapes, datatypes and sizes. encoding/json would spend most of
+// the answer's writing on it (reflection over the response, a map of
+// parameters per output, their keys sorted); appendEnvelope writes the
+// same bytes directly.
 
 // binaryOutput is what the JSON part says of one output sent as binary
 // data.

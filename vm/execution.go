@@ -48,7 +48,8 @@ func (c Candidate) String() string {
 }
 
 // String says the execution in a line: "2 slots × 1 thread, planned on 2
-// cores (1×2: 69000 req/s, 2×1: 154000 req/s)".
+// cores (1×2: A req/s, 2×1: B req/s)", with the throughput each candidate
+// reached.
 func (x *Execution) String() string {
 	if x == nil {
 		return ""

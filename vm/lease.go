@@ -42,9 +42,8 @@ type lease struct {
 // lease of the group's outputs and used again once every request has let
 // go (a grouper's rooms): the lease itself, the requests' share slab and
 // their views. A group whose responses are released allocates none of
-// them again, which spares the collector its largest part of a group's
-// garbage (the views: 7.6 of the 22 KB the 64 images allocated a
-// document).
+// them again, which spares the collector the largest part of a group's
+// garbage, its views.
 type splitRoom struct {
 	lease lease
 	slab  []*backend.Tensor
@@ -190,7 +189,7 @@ func (h *held) release(use uint64) {
 // one allocation each. Once every response of the window has been
 // released they go back to the engine's pool for a later window, so that
 // a caller that releases what it was answered leaves the collector none
-// of them (4.3 of the 13 KB the 64 images allocated a document). A window
+// of them. A window
 // gives them back only if each of its answered requests holds a record
 // (each can release); one that does not, or a record taken into another
 // response (a request given as items), keeps them from going back.

@@ -8,51 +8,29 @@ import (
 	"github.com/genaic/genaic/sched"
 )
 
-// A lockstep batch runs its own groups where waking a runner does not pay.
+// A lockstep batch runs its own groups where handing them to a runner does
+// not pay.
 //
-// A batch that arrives at an idle component promises the runner its items
-// and wakes it once a full group waits, so that the first groups run while
-// the rest are admitted. That overlap is the reason to hand the groups to
-// another goroutine; where the woken runner starts only after the
-// admission has ended (a thread's wake takes longer than the admission, as
-// on small virtual machines, where it costs 50 to 200 µs), there is none,
-// and the handoff costs a thread's wake each way, a processor spinning up
-// beside the invocations, and the batch's own goroutine idle meanwhile. So
-// each grouper measures, over the batches that found it idle, how often a
-// runner started a group before the batch's admission ended (overlap, an
-// exponentially weighted share); below one half, a batch that finds the
-// component idle with one worker slot wakes no runner and, once admitted,
-// forms and runs the groups itself, on the slot the runner would take.
-// Now and then a batch that would run its own groups wakes the runner
-// instead (explores), so that the share keeps being measured and a machine
-// whose wakes become cheap goes back. An explorer pays a thread's wake
-// (on the small machines, about what admitting a burst costs again), so
-// exploring backs off: the interval between explorers starts at
-// selfRunExplore batches, doubles with each measured batch whose runner
-// started late, up to selfRunExploreMax, and falls back to selfRunExplore
-// as soon as one started in time.
+// With one worker slot the handoff pays only through overlap: the runner
+// runs the first groups while the batch admits the rest. A grouper keeps,
+// over the batches that found it idle, an exponentially weighted share of
+// those whose runner started a group before their admission ended
+// (overlap); below one half, such a batch wakes no runner and runs its
+// groups itself, on the slot the runner would take. Every exploreEvery-th
+// one wakes the runner anyway, so that the share follows the machine; an
+// explorer pays a thread's wake, so the interval doubles (selfRunExplore
+// up to selfRunExploreMax) with each one whose runner started late and
+// falls back as soon as one started in time.
 //
-// With more than one worker slot the handoff buys more than that overlap:
-// invocations run side by side, which pays where an invocation is long
-// against a thread's wake and loses where it is short (on 2 cores, two
-// runners ran long text at 1.42 to 1.49 x one runner's throughput and the
-// 64-image workload, whose invocations take 20 µs, at 0.63 to 0.70 x).
-// So such a grouper measures both ways (sideBySide): the time per item of
-// the batches that found it idle and handed their groups to the runners,
-// and of those that ran their own (the median of each way's last
-// sideSamples), and a batch runs its own groups where that was clearly
-// the faster (sideMargin). The first sideWarmup such batches are not
-// measured (a new engine's first batches are slow whichever way they
-// take, and the way not taken keeps its samples long), the next ones take
-// each way in turn, in runs of sideRun batches, until both have
-// sideMinBatches, and after that every sideExplore-th choice starts a
-// run of the other way, so that both figures follow the machine. The first
-// batch of a run is not measured: the runners it wakes were parked while
-// the other way ran, and a way taken for a while finds them awake (timed
-// cold, the runners' batches looked half again slower than they are, and
-// short text's two runners fell behind one). (A batch running groups
-// beside its runners, on a slot none holds, was measured too: two
-// runners' throughput did not change.)
+// With several slots the runners also run invocations side by side, which
+// pays where invocations are long against a thread's wake and loses where
+// they are short, so the grouper times both ways per item (sideBySide) and
+// a batch runs its own groups only where that was clearly faster
+// (sideMargin). Both ways keep being sampled, in runs of sideRun batches,
+// one run of the way not taken every sideExplore choices. A sample that
+// times a cold start is not kept (a new engine's first sideWarmup
+// batches, the first batch of a run, whose runners were parked while the
+// other way ran): it would make its way look slower than it runs.
 
 const (
 	selfRunExplore    = 16
@@ -63,8 +41,8 @@ const (
 	sideSamples       = 4
 	sideRun           = 3
 	// sideExplore is how many choices pass between two runs of the way
-	// not taken: a run costs what that way loses for sideRun batches
-	// (long text's own groups took half again the runners' time).
+	// not taken: a run costs what that way loses for sideRun batches, so
+	// it is rare.
 	sideExplore = 64
 	// sideMargin is how much faster running their own groups must have
 	// been for batches to stop handing them to the runners, which the

@@ -31,8 +31,8 @@ type ComponentStats struct {
 	// sparing the handoffs to a runner and back (inline.go).
 	Inline int64 `json:"inline,omitempty"`
 	// OwnGroups counts the groups a lockstep batch formed and ran on its
-	// own goroutine, where waking a runner was measured not to pay
-	// (selfrun.go).
+	// own goroutine, where the grouper found that waking a runner does
+	// not pay (selfrun.go).
 	OwnGroups int64 `json:"own_groups,omitempty"`
 	// Isolated counts the requests run in a group of their own because a
 	// floating-point input held NaN or an infinity, which a model that

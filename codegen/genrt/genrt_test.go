@@ -176,3 +176,40 @@ func TestRunJSON(t *testing.T) {
 		t.Errorf("RunJSON read a document that is not a requests document")
 	}
 }
+
+// TestInputsCheck: a left-out input is skipped when optional, else fails
+// with the interpreter's rule, in the inputs' order; names a request
+// supplies beyond the inputs fail as Unexpected says.
+func TestInputsCheck(t *testing.T) {
+	ins := Inputs{{Name: "a", Optional: true}, {Name: "b", Unloaded: "literal"}, {Name: "c"}}
+	rule := func(err error) string {
+		var re *backend.RunError
+		if !errors.As(err, &re) {
+			return ""
+		}
+		return re.Rule + " " + re.Message
+	}
+	// No value is present, so no contract is checked and no engine is
+	// needed.
+	if got := rule(ins.Check(nil, nil, nil, nil)); !strings.HasPrefix(got, "run/unsupported") || !strings.Contains(got, "`b`") {
+		t.Errorf("an unloaded input left out: %q, want run/unsupported on b", got)
+	}
+	if got := rule(ins[2:].Check(nil, nil)); !strings.HasPrefix(got, "run/input") || !strings.Contains(got, "`c`") {
+		t.Errorf("a required input left out: %q, want run/input on c", got)
+	}
+	if err := ins[:1].Check(nil, nil); err != nil {
+		t.Errorf("an optional input left out: %v, want none", err)
+	}
+	if err := ins.Unexpected(map[string]*backend.Tensor{"a": nil, "c": nil}); err != nil {
+		t.Errorf("Unexpected of known names: %v", err)
+	}
+	if got := rule(ins.Unexpected(map[string]*backend.Tensor{"a": nil, "zz": nil, "d": nil})); !strings.Contains(got, "`d`") {
+		t.Errorf("Unexpected = %q, want the first unknown name, d", got)
+	}
+	m := map[string]*backend.Tensor{}
+	Put(m, "a", nil)
+	Put(m, "b", scalar([]int64{1}))
+	if _, ok := m["a"]; ok || m["b"] == nil {
+		t.Errorf("Put: %v, want b alone", m)
+	}
+}

@@ -19,79 +19,29 @@ import (
 var planJSON []byte
 
 // Executor runs the workflow for many concurrent requests; the items of
-// concurrent requests meet in the groupers of grouped components. It is safe
-// for concurrent use.
+// concurrent requests meet in the groupers of grouped components. Besides
+// Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest,
+// Stats, Close. It is safe for concurrent use.
 type Executor struct {
-	engine *vm.Engine
+	*genrt.Executor
 }
 
-// Option configures New.
+// Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay,
+// WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).
 type Option = genrt.Option
-
-var (
-	// WithSolo runs every invocation with exactly one request, as `genaic run
-	// --solo` does: the reference the grouped runs are compared with.
-	WithSolo = genrt.WithSolo
-
-	// WithMaxDelay sets how long a group waits for more items (default 5ms, as
-	// for `genaic run`).
-	WithMaxDelay = genrt.WithMaxDelay
-
-	// WithQueue bounds each grouped component's queue of waiting items (default
-	// 1024); a request that finds its queue full fails at once.
-	WithQueue = genrt.WithQueue
-
-	// WithWorkers lets several groups of one component be formed and run at
-	// once (default 1).
-	WithWorkers = genrt.WithWorkers
-
-	// WithBackend runs the components of one implementation kind on b: a
-	// *backend.Bindings for binding components, or a test double in place of
-	// ONNX Runtime.
-	WithBackend = genrt.WithBackend
-
-	// WithBackendNamed runs the components of one implementation kind on a
-	// registered backend, by name.
-	WithBackendNamed = genrt.WithBackendNamed
-
-	// WithBackendConfig configures the backends New makes: execution provider,
-	// ONNX Runtime thread counts and library path, Go bindings.
-	WithBackendConfig = genrt.WithBackendConfig
-
-	// WithDecline declines grouped execution by component, operator class and
-	// execution provider, with a reason.
-	WithDecline = genrt.WithDecline
-)
 
 // New opens the executor on the package folder packageDir: the folder
 // holding multimodal.yaml and the artifacts the executor was generated from,
 // which must not have changed since. ONNX Runtime is found as `genaic run`
 // finds it: $ONNXRUNTIME_LIB, else the cache of "make setup".
 func New(packageDir string, opts ...Option) (*Executor, error) {
-	engine, err := genrt.Open(planJSON, packageDir, opts)
+	ex := &Executor{}
+	x, err := genrt.NewExecutor(planJSON, packageDir, opts, ex.runRequest)
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{engine: engine}, nil
-}
-
-// Close stops the groupers, failing the requests that still wait, and
-// releases the components.
-func (ex *Executor) Close() error {
-	return ex.engine.Close()
-}
-
-// Stats returns what every component did so far: invocations, group sizes,
-// padding, copies, queue waits.
-func (ex *Executor) Stats() vm.Stats {
-	return ex.engine.Stats()
-}
-
-// Copies returns the host copies the groups of one component made so far, by
-// reason (pack, pad, stack, companion, gather): splits are views, so a split
-// never adds to them.
-func (ex *Executor) Copies(component string) *vm.Copies {
-	return ex.engine.Copies(component)
+	ex.Executor = x
+	return ex, nil
 }
 
 // Request is one request: a value for each workflow input. A nil field is an
@@ -179,6 +129,32 @@ type Request struct {
 	TokensItems []*backend.Tensor
 }
 
+// inputs are the workflow's inputs, in the order the VM checks them: a
+// request may supply no other.
+var inputs = genrt.Inputs{
+	{Name: "px"},
+	{Name: "px_len"},
+	{Name: "img_off"},
+	{Name: "img_own"},
+	{Name: "frames"},
+	{Name: "frame_off"},
+	{Name: "frame_own"},
+	{Name: "clip_off"},
+	{Name: "clip_own"},
+	{Name: "tokens"},
+	{Name: "tok_off"},
+	{Name: "tok_own"},
+	{Name: "seg_off"},
+	{Name: "seg_own"},
+}
+
+// check checks a request's inputs as the VM does before it runs the
+// workflow: each present unless it is optional, and each against its
+// contract.
+func (ex *Executor) check(req *Request) error {
+	return inputs.Check(ex.Engine(), req.Px, req.PxLen, req.ImgOff, req.ImgOwn, req.Frames, req.FrameOff, req.FrameOwn, req.ClipOff, req.ClipOwn, req.Tokens, req.TokOff, req.TokOwn, req.SegOff, req.SegOwn)
+}
+
 // Response is what a request's run emitted: a value for each workflow output
 // the workflow emitted, nil for the others.
 type Response struct {
@@ -256,88 +232,35 @@ func (r *Response) outputs() vm.Outputs {
 // once. A failed request returns an error; a *backend.RunError carries the
 // rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
-	if req == nil {
-		req = &Request{}
-	}
-	if req.hasItems() {
+	if req != nil && req.hasItems() {
 		return ex.runItems(ctx, req)
 	}
-	if err := ex.check(req); err != nil {
-		return nil, err
-	}
-	ex.engine.Begin()
-	defer ex.engine.End()
-	return ex.run(ctx, req)
-}
-
-// RunJSON runs the requests document of `genaic run`
-// ({"requests":[{"id","inputs":{NAME: TENSOR}}]}) with its requests
-// concurrent, and returns the responses document `genaic run` writes without
-// --stats. A request that fails is a response with an error; RunJSON itself
-// fails only on a document it cannot read. Paths of .npy tensors are
-// relative to the working directory.
-func (ex *Executor) RunJSON(ctx context.Context, requests []byte) ([]byte, error) {
-	return genrt.RunJSON(ctx, requests, ex.RunAll)
-}
-
-// RunAll runs requests given by input name concurrently, as vm.Engine.RunAll
-// does: RunBatch with no limit, no stop and no report.
-func (ex *Executor) RunAll(ctx context.Context, reqs []vm.Request) []vm.Response {
-	return ex.RunBatch(ctx, reqs, vm.BatchOptions{})
-}
-
-// RunBatch runs requests given by input name concurrently, as
-// vm.Engine.RunBatch does, and returns their responses in order: at most
-// opts.Limit in flight (0: all), none started once opts.Stop closes (a
-// request never started is answered with an error vm.NotStarted recognises,
-// while those started finish), and opts.Finished told of each response as
-// soon as it is known. The engine is told how many are coming, so that a
-// group never waits for more than the batch holds. A request that gives
-// items is packed into the plain requests its items make and answered once
-// they all are.
-func (ex *Executor) RunBatch(ctx context.Context, reqs []vm.Request, opts vm.BatchOptions) []vm.Response {
-	return ex.engine.RunBatchWith(ctx, reqs, opts, ex.runRequest)
-}
-
-// inputNames are the workflow's inputs: a request may supply no other.
-var inputNames = []string{"px", "px_len", "img_off", "img_own", "frames", "frame_off", "frame_own", "clip_off", "clip_own", "tokens", "tok_off", "tok_own", "seg_off", "seg_own"}
-
-// RunRequest runs one request given by input name, as vm.Engine.Run takes it
-// (a request of a requests document, or of a table that drives the VM and
-// executors alike): its inputs are checked in the order the VM checks them,
-// then the names it supplies. A failed request is a response with an error.
-func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
-	if len(r.Items) > 0 {
-		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
-	}
-	ex.engine.Begin()
-	defer ex.engine.End()
-	return ex.runRequest(ctx, r)
+	return genrt.Run(ctx, ex.Engine(), req, ex.check, ex.run)
 }
 
 // runRequest runs one plain request given by input name, which its caller
 // counts as running.
 func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	req := &Request{
-		ClipOff:  r.Inputs["clip_off"],
-		ClipOwn:  r.Inputs["clip_own"],
-		FrameOff: r.Inputs["frame_off"],
-		FrameOwn: r.Inputs["frame_own"],
-		Frames:   r.Inputs["frames"],
-		ImgOff:   r.Inputs["img_off"],
-		ImgOwn:   r.Inputs["img_own"],
 		Px:       r.Inputs["px"],
 		PxLen:    r.Inputs["px_len"],
-		SegOff:   r.Inputs["seg_off"],
-		SegOwn:   r.Inputs["seg_own"],
+		ImgOff:   r.Inputs["img_off"],
+		ImgOwn:   r.Inputs["img_own"],
+		Frames:   r.Inputs["frames"],
+		FrameOff: r.Inputs["frame_off"],
+		FrameOwn: r.Inputs["frame_own"],
+		ClipOff:  r.Inputs["clip_off"],
+		ClipOwn:  r.Inputs["clip_own"],
+		Tokens:   r.Inputs["tokens"],
 		TokOff:   r.Inputs["tok_off"],
 		TokOwn:   r.Inputs["tok_own"],
-		Tokens:   r.Inputs["tokens"],
+		SegOff:   r.Inputs["seg_off"],
+		SegOwn:   r.Inputs["seg_own"],
 	}
 	if err := ex.check(req); err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	if err := genrt.Unexpected(r.Inputs, inputNames...); err != nil {
+	if err := inputs.Unexpected(r.Inputs); err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
 	resp, err := ex.run(ctx, req)
@@ -345,97 +268,6 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 		return vm.Response{ID: r.ID, Err: err}
 	}
 	return resp.held.Respond(r.ID, resp.outputs())
-}
-
-// check checks a request's inputs as the VM does before it runs the
-// workflow: each present unless it is optional, and each against its
-// contract.
-func (ex *Executor) check(req *Request) error {
-	if req.Px == nil {
-		return genrt.Missing("px")
-	}
-	if err := ex.engine.CheckInput("px", req.Px); err != nil {
-		return err
-	}
-	if req.PxLen == nil {
-		return genrt.Missing("px_len")
-	}
-	if err := ex.engine.CheckInput("px_len", req.PxLen); err != nil {
-		return err
-	}
-	if req.ImgOff == nil {
-		return genrt.Missing("img_off")
-	}
-	if err := ex.engine.CheckInput("img_off", req.ImgOff); err != nil {
-		return err
-	}
-	if req.ImgOwn == nil {
-		return genrt.Missing("img_own")
-	}
-	if err := ex.engine.CheckInput("img_own", req.ImgOwn); err != nil {
-		return err
-	}
-	if req.Frames == nil {
-		return genrt.Missing("frames")
-	}
-	if err := ex.engine.CheckInput("frames", req.Frames); err != nil {
-		return err
-	}
-	if req.FrameOff == nil {
-		return genrt.Missing("frame_off")
-	}
-	if err := ex.engine.CheckInput("frame_off", req.FrameOff); err != nil {
-		return err
-	}
-	if req.FrameOwn == nil {
-		return genrt.Missing("frame_own")
-	}
-	if err := ex.engine.CheckInput("frame_own", req.FrameOwn); err != nil {
-		return err
-	}
-	if req.ClipOff == nil {
-		return genrt.Missing("clip_off")
-	}
-	if err := ex.engine.CheckInput("clip_off", req.ClipOff); err != nil {
-		return err
-	}
-	if req.ClipOwn == nil {
-		return genrt.Missing("clip_own")
-	}
-	if err := ex.engine.CheckInput("clip_own", req.ClipOwn); err != nil {
-		return err
-	}
-	if req.Tokens == nil {
-		return genrt.Missing("tokens")
-	}
-	if err := ex.engine.CheckInput("tokens", req.Tokens); err != nil {
-		return err
-	}
-	if req.TokOff == nil {
-		return genrt.Missing("tok_off")
-	}
-	if err := ex.engine.CheckInput("tok_off", req.TokOff); err != nil {
-		return err
-	}
-	if req.TokOwn == nil {
-		return genrt.Missing("tok_own")
-	}
-	if err := ex.engine.CheckInput("tok_own", req.TokOwn); err != nil {
-		return err
-	}
-	if req.SegOff == nil {
-		return genrt.Missing("seg_off")
-	}
-	if err := ex.engine.CheckInput("seg_off", req.SegOff); err != nil {
-		return err
-	}
-	if req.SegOwn == nil {
-		return genrt.Missing("seg_own")
-	}
-	if err := ex.engine.CheckInput("seg_own", req.SegOwn); err != nil {
-		return err
-	}
-	return nil
 }
 
 // hasItems reports whether a request gives an input as items.
@@ -451,57 +283,29 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 		Inputs: map[string]*backend.Tensor{},
 		Items:  map[string][]vm.Item{},
 	}
-	if req.Px != nil {
-		r.Inputs["px"] = req.Px
-	}
+	genrt.Put(r.Inputs, "px", req.Px)
 	if req.PxItems != nil {
 		r.Items["px"] = vm.TensorItems(req.PxItems...)
 	}
-	if req.PxLen != nil {
-		r.Inputs["px_len"] = req.PxLen
-	}
-	if req.ImgOff != nil {
-		r.Inputs["img_off"] = req.ImgOff
-	}
-	if req.ImgOwn != nil {
-		r.Inputs["img_own"] = req.ImgOwn
-	}
-	if req.Frames != nil {
-		r.Inputs["frames"] = req.Frames
-	}
+	genrt.Put(r.Inputs, "px_len", req.PxLen)
+	genrt.Put(r.Inputs, "img_off", req.ImgOff)
+	genrt.Put(r.Inputs, "img_own", req.ImgOwn)
+	genrt.Put(r.Inputs, "frames", req.Frames)
 	if req.FramesItems != nil {
 		r.Items["frames"] = vm.TensorItems(req.FramesItems...)
 	}
-	if req.FrameOff != nil {
-		r.Inputs["frame_off"] = req.FrameOff
-	}
-	if req.FrameOwn != nil {
-		r.Inputs["frame_own"] = req.FrameOwn
-	}
-	if req.ClipOff != nil {
-		r.Inputs["clip_off"] = req.ClipOff
-	}
-	if req.ClipOwn != nil {
-		r.Inputs["clip_own"] = req.ClipOwn
-	}
-	if req.Tokens != nil {
-		r.Inputs["tokens"] = req.Tokens
-	}
+	genrt.Put(r.Inputs, "frame_off", req.FrameOff)
+	genrt.Put(r.Inputs, "frame_own", req.FrameOwn)
+	genrt.Put(r.Inputs, "clip_off", req.ClipOff)
+	genrt.Put(r.Inputs, "clip_own", req.ClipOwn)
+	genrt.Put(r.Inputs, "tokens", req.Tokens)
 	if req.TokensItems != nil {
 		r.Items["tokens"] = vm.TensorItems(req.TokensItems...)
 	}
-	if req.TokOff != nil {
-		r.Inputs["tok_off"] = req.TokOff
-	}
-	if req.TokOwn != nil {
-		r.Inputs["tok_own"] = req.TokOwn
-	}
-	if req.SegOff != nil {
-		r.Inputs["seg_off"] = req.SegOff
-	}
-	if req.SegOwn != nil {
-		r.Inputs["seg_own"] = req.SegOwn
-	}
+	genrt.Put(r.Inputs, "tok_off", req.TokOff)
+	genrt.Put(r.Inputs, "tok_own", req.TokOwn)
+	genrt.Put(r.Inputs, "seg_off", req.SegOff)
+	genrt.Put(r.Inputs, "seg_own", req.SegOwn)
 	resp := ex.RunRequest(ctx, r)
 	if resp.Err != nil {
 		return nil, resp.Err
@@ -528,12 +332,7 @@ func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, erro
 // step's comment says where the document declares it.
 func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
-	// A failed request's outputs are read no more.
-	defer func() {
-		if err != nil {
-			resp.Release()
-		}
-	}()
+	defer genrt.ReleaseFailed(&err, &resp.held)
 	var (
 		px       = req.Px
 		pxLen    = req.PxLen
@@ -557,7 +356,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err err
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.InvokeHolding(ctx, 231, "image", map[string]*backend.Tensor{
+	outs, err := ex.Engine().InvokeHolding(ctx, 231, "image", map[string]*backend.Tensor{
 		"px":     px,
 		"px_len": pxLen,
 	}, map[string]*backend.Tensor{
@@ -575,7 +374,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err err
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs2, err := ex.engine.InvokeHolding(ctx, 236, "video", map[string]*backend.Tensor{
+	outs2, err := ex.Engine().InvokeHolding(ctx, 236, "video", map[string]*backend.Tensor{
 		"frame_off": frameOff,
 		"frames":    frames,
 	}, map[string]*backend.Tensor{
@@ -594,7 +393,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err err
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs3, err := ex.engine.InvokeHolding(ctx, 241, "text", map[string]*backend.Tensor{
+	outs3, err := ex.Engine().InvokeHolding(ctx, 241, "text", map[string]*backend.Tensor{
 		"tok_off": tokOff,
 		"tokens":  tokens,
 	}, map[string]*backend.Tensor{

@@ -19,49 +19,16 @@ import (
 var planJSON []byte
 
 // Executor runs the workflow for many concurrent requests; the items of
-// concurrent requests meet in the groupers of grouped components. It is safe
-// for concurrent use.
+// concurrent requests meet in the groupers of grouped components. Besides
+// Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest,
+// Stats, Close. It is safe for concurrent use.
 type Executor struct {
-	engine *vm.Engine
+	*genrt.Executor
 }
 
-// Option configures New.
+// Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay,
+// WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).
 type Option = genrt.Option
-
-var (
-	// WithSolo runs every invocation with exactly one request, as `genaic run
-	// --solo` does: the reference the grouped runs are compared with.
-	WithSolo = genrt.WithSolo
-
-	// WithMaxDelay sets how long a group waits for more items (default 5ms, as
-	// for `genaic run`).
-	WithMaxDelay = genrt.WithMaxDelay
-
-	// WithQueue bounds each grouped component's queue of waiting items (default
-	// 1024); a request that finds its queue full fails at once.
-	WithQueue = genrt.WithQueue
-
-	// WithWorkers lets several groups of one component be formed and run at
-	// once (default 1).
-	WithWorkers = genrt.WithWorkers
-
-	// WithBackend runs the components of one implementation kind on b: a
-	// *backend.Bindings for binding components, or a test double in place of
-	// ONNX Runtime.
-	WithBackend = genrt.WithBackend
-
-	// WithBackendNamed runs the components of one implementation kind on a
-	// registered backend, by name.
-	WithBackendNamed = genrt.WithBackendNamed
-
-	// WithBackendConfig configures the backends New makes: execution provider,
-	// ONNX Runtime thread counts and library path, Go bindings.
-	WithBackendConfig = genrt.WithBackendConfig
-
-	// WithDecline declines grouped execution by component, operator class and
-	// execution provider, with a reason.
-	WithDecline = genrt.WithDecline
-)
 
 // New opens the executor on the package folder packageDir: the folder
 // holding inference_metadata.yaml and the artifacts the executor was
@@ -69,30 +36,13 @@ var (
 // as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
 // setup".
 func New(packageDir string, opts ...Option) (*Executor, error) {
-	engine, err := genrt.Open(planJSON, packageDir, opts)
+	ex := &Executor{}
+	x, err := genrt.NewExecutor(planJSON, packageDir, opts, ex.runRequest)
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{engine: engine}, nil
-}
-
-// Close stops the groupers, failing the requests that still wait, and
-// releases the components.
-func (ex *Executor) Close() error {
-	return ex.engine.Close()
-}
-
-// Stats returns what every component did so far: invocations, group sizes,
-// padding, copies, queue waits.
-func (ex *Executor) Stats() vm.Stats {
-	return ex.engine.Stats()
-}
-
-// Copies returns the host copies the groups of one component made so far, by
-// reason (pack, pad, stack, companion, gather): splits are views, so a split
-// never adds to them.
-func (ex *Executor) Copies(component string) *vm.Copies {
-	return ex.engine.Copies(component)
+	ex.Executor = x
+	return ex, nil
 }
 
 // Request is one request: a value for each workflow input. A nil field is an
@@ -102,6 +52,19 @@ type Request struct {
 	// request_aligned on axis 1 (one row per request). It comes from the
 	// request.
 	Frames *backend.Tensor
+}
+
+// inputs are the workflow's inputs, in the order the VM checks them: a
+// request may supply no other.
+var inputs = genrt.Inputs{
+	{Name: "frames"},
+}
+
+// check checks a request's inputs as the VM does before it runs the
+// workflow: each present unless it is optional, and each against its
+// contract.
+func (ex *Executor) check(req *Request) error {
+	return inputs.Check(ex.Engine(), req.Frames)
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -140,70 +103,19 @@ func (r *Response) outputs() vm.Outputs {
 // once. A failed request returns an error; a *backend.RunError carries the
 // rule and message `genaic run` reports.
 func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
-	if req == nil {
-		req = &Request{}
-	}
-	if err := ex.check(req); err != nil {
-		return nil, err
-	}
-	ex.engine.Begin()
-	defer ex.engine.End()
-	return ex.run(ctx, req)
-}
-
-// RunJSON runs the requests document of `genaic run`
-// ({"requests":[{"id","inputs":{NAME: TENSOR}}]}) with its requests
-// concurrent, and returns the responses document `genaic run` writes without
-// --stats. A request that fails is a response with an error; RunJSON itself
-// fails only on a document it cannot read. Paths of .npy tensors are
-// relative to the working directory.
-func (ex *Executor) RunJSON(ctx context.Context, requests []byte) ([]byte, error) {
-	return genrt.RunJSON(ctx, requests, ex.RunAll)
-}
-
-// RunAll runs requests given by input name concurrently, as vm.Engine.RunAll
-// does: RunBatch with no limit, no stop and no report.
-func (ex *Executor) RunAll(ctx context.Context, reqs []vm.Request) []vm.Response {
-	return ex.RunBatch(ctx, reqs, vm.BatchOptions{})
-}
-
-// RunBatch runs requests given by input name concurrently, as
-// vm.Engine.RunBatch does, and returns their responses in order: at most
-// opts.Limit in flight (0: all), none started once opts.Stop closes (a
-// request never started is answered with an error vm.NotStarted recognises,
-// while those started finish), and opts.Finished told of each response as
-// soon as it is known. The engine is told how many are coming, so that a
-// group never waits for more than the batch holds. A request that gives
-// items is packed into the plain requests its items make and answered once
-// they all are.
-func (ex *Executor) RunBatch(ctx context.Context, reqs []vm.Request, opts vm.BatchOptions) []vm.Response {
-	return ex.engine.RunBatchWith(ctx, reqs, opts, ex.runRequest)
-}
-
-// inputNames are the workflow's inputs: a request may supply no other.
-var inputNames = []string{"frames"}
-
-// RunRequest runs one request given by input name, as vm.Engine.Run takes it
-// (a request of a requests document, or of a table that drives the VM and
-// executors alike): its inputs are checked in the order the VM checks them,
-// then the names it supplies. A failed request is a response with an error.
-func (ex *Executor) RunRequest(ctx context.Context, r vm.Request) vm.Response {
-	if len(r.Items) > 0 {
-		return genrt.RunItems(ctx, ex.engine, r, ex.RunRequest)
-	}
-	ex.engine.Begin()
-	defer ex.engine.End()
-	return ex.runRequest(ctx, r)
+	return genrt.Run(ctx, ex.Engine(), req, ex.check, ex.run)
 }
 
 // runRequest runs one plain request given by input name, which its caller
 // counts as running.
 func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
-	req := &Request{Frames: r.Inputs["frames"]}
+	req := &Request{
+		Frames: r.Inputs["frames"],
+	}
 	if err := ex.check(req); err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
-	if err := genrt.Unexpected(r.Inputs, inputNames...); err != nil {
+	if err := inputs.Unexpected(r.Inputs); err != nil {
 		return vm.Response{ID: r.ID, Err: err}
 	}
 	resp, err := ex.run(ctx, req)
@@ -213,29 +125,11 @@ func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
 	return resp.held.Respond(r.ID, resp.outputs())
 }
 
-// check checks a request's inputs as the VM does before it runs the
-// workflow: each present unless it is optional, and each against its
-// contract.
-func (ex *Executor) check(req *Request) error {
-	if req.Frames == nil {
-		return genrt.Missing("frames")
-	}
-	if err := ex.engine.CheckInput("frames", req.Frames); err != nil {
-		return err
-	}
-	return nil
-}
-
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
 func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
 	resp := &Response{}
-	// A failed request's outputs are read no more.
-	defer func() {
-		if err != nil {
-			resp.Release()
-		}
-	}()
+	defer genrt.ReleaseFailed(&err, &resp.held)
 	var (
 		frames     = req.Frames
 		stepStates *backend.Tensor
@@ -246,7 +140,7 @@ func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err err
 	if err := ctx.Err(); err != nil {
 		return nil, backend.ContextError(err)
 	}
-	outs, err := ex.engine.InvokeHolding(ctx, 53, "encoder", map[string]*backend.Tensor{"frames": frames}, nil, &resp.held)
+	outs, err := ex.Engine().InvokeHolding(ctx, 53, "encoder", map[string]*backend.Tensor{"frames": frames}, nil, &resp.held)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,11 @@
 // 11's and 44's acceptance checks per build: met or short, with the
 // medians. A bench document's "package" (acceptance.sh adds it for the
 // real models) puts pkg=NAME into its benchmarks' names.
+//
+//	go run ./scripts/benchtable -markdown FILE...
+//
+// prints the same medians as a Markdown table, without the acceptance
+// checks (scripts/perf-tables puts it into docs/perf.md).
 package main
 
 import (
@@ -29,12 +34,17 @@ import (
 
 func main() {
 	t := newTable()
-	if len(os.Args) < 2 {
+	args := os.Args[1:]
+	markdown := len(args) > 0 && args[0] == "-markdown"
+	if markdown {
+		args = args[1:]
+	}
+	if len(args) == 0 {
 		if err := t.read(os.Stdin); err != nil {
 			fail(err)
 		}
 	}
-	for _, name := range os.Args[1:] {
+	for _, name := range args {
 		f, err := os.Open(name)
 		if err != nil {
 			fail(err)
@@ -44,6 +54,12 @@ func main() {
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", name, err))
 		}
+	}
+	if markdown {
+		if err := t.writeMarkdown(os.Stdout); err != nil {
+			fail(err)
+		}
+		return
 	}
 	if err := t.write(os.Stdout); err != nil {
 		fail(err)
@@ -196,6 +212,32 @@ func median(vs []float64) float64 {
 
 func (t *table) write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range t.rows() {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+// writeMarkdown prints the rows of write as a Markdown table.
+func (t *table) writeMarkdown(w io.Writer) error {
+	rows := t.rows()
+	for i, row := range rows {
+		if _, err := fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | ")); err != nil {
+			return err
+		}
+		if i == 0 {
+			if _, err := fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(row))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rows are the table's header and, for every figure not zero in every
+// run, its median [min–max] and count per build, then each later build's
+// median over the first's.
+func (t *table) rows() [][]string {
 	head := []string{"benchmark", "figure"}
 	for _, b := range t.builds {
 		head = append(head, b+": median [min–max] n")
@@ -203,7 +245,7 @@ func (t *table) write(w io.Writer) error {
 	for _, b := range t.builds[min(1, len(t.builds)):] {
 		head = append(head, b+"/"+t.builds[0])
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	rows := [][]string{head}
 	for _, f := range t.figures {
 		byBuild := t.values[f]
 		if allZero(byBuild) {
@@ -227,9 +269,9 @@ func (t *table) write(w io.Writer) error {
 				row = append(row, "-")
 			}
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return rows
 }
 
 func allZero(byBuild map[string][]float64) bool {

@@ -64,6 +64,30 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestMarkdown: the Markdown table has the plain table's rows, a header
+// rule after the first, and every row as many cells as the header.
+func TestMarkdown(t *testing.T) {
+	tb := newTable()
+	in := "base\tBenchmarkW/a-2  1  2 x/s\nhead\tBenchmarkW/a-2  1  6 x/s\nbase\tBenchmarkW/b-2  1  1 y\n"
+	if err := tb.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := tb.writeMarkdown(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []string{
+		"| benchmark | figure | base: median [min–max] n | head: median [min–max] n | head/base |",
+		"| --- | --- | --- | --- | --- |",
+		"| W/a | x/s | 2 [2–2] 1 | 6 [6–6] 1 | 3.000 |",
+		"| W/b | y | 1 [1–1] 1 | - | - |",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("markdown:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+	}
+}
+
 func lineOf(s, sub string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, sub) {

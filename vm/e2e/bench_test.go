@@ -375,9 +375,9 @@ func readDocument(b testing.TB, pkg, doc string) []vm.Request {
 // runs the whole document five ways, one after another, so that the ratios
 // compare like with like on one machine state, each iteration starting one
 // way further on, so that every way follows every other as often (a way
-// that leaves threads busy after its turn, a runner's responder still
-// polling, slows whatever comes next: RATIONALE, "A lockstep batch runs
-// its own groups where its runner would start too late"), each way
+// that leaves threads busy after its turn slows whatever comes next:
+// RATIONALE, "A lockstep batch runs its own groups where its runner would
+// start too late"), each way
 // collecting its own garbage in its turns (turns: on one shared heap, the
 // collections the ideal's fresh outputs start marked through the turns of
 // the ways after it):

@@ -21,11 +21,8 @@ import (
 // It says whether overlapping the runtime's work with the invocations can
 // pay on a machine: a pipeline that assembles group k+1 while group k
 // runs gains the work it hides and loses what that work slows the call
-// by. On the 2-vCPU machines this project is built on, arithmetic and the
-// walk cost nothing, but allocation slows the call 1.6–2.0 × (the
-// collector) and a yielding goroutine 1.07–1.30 ×, and a pipelined batch
-// measured slower than a serial one (RATIONALE, "A runner assembles into
-// its own buffers; it does not pipeline").
+// by (RATIONALE, "A runner assembles into its own buffers; it does not
+// pipeline"; the figures are in docs/perf.md).
 //
 //	go test ./vm/e2e -run '^$' -bench Beside -benchtime 10x -count 3
 func BenchmarkBeside(b *testing.B) {

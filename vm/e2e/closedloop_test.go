@@ -22,19 +22,14 @@ import (
 //
 // The test runs on one Go processor, where every caller the runner
 // answers waits behind it: the interleaving is then the scheduler's, not
-// the machine's. On two processors it was judged by how the callers
-// happened to be placed and paced, and a loaded machine (make test runs
-// packages side by side) could starve them into running one at a time,
-// a whole round alone, as it should be then (64 of 384 requests alone in
-// 1 of 24 runs of two test packages beside a busy core; 2 of 18 runs
-// beside a busy core and another package failed it), while a runner that
-// did not yield was caught in only about half the runs. On one processor
-// the test sees 15 requests a group and under 1 % alone, quiet or beside
-// a busy core and another package; without the yield, 1.0 to 1.2 a group
-// and 82 % to 96 % alone. Under the race detector the run groups as well
-// (14.8 to 15.4 a group) and is judged too, but the detector's own
-// scheduling hides a missing yield: the plain run is the one that catches
-// it.
+// the machine's. On two processors the outcome depends on how the
+// callers happen to be placed and paced, and a loaded machine can starve
+// them into running one at a time, as it should then; on one processor a
+// runner that yields groups nearly every request and one that does not
+// groups almost none, whatever else the machine runs. Under the race
+// detector the run groups as well and is judged too, but the detector's
+// own scheduling hides a missing yield: the plain run is the one that
+// catches it.
 func TestClosedLoopCallersGroup(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	w := workloads[0]

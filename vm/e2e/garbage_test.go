@@ -16,8 +16,8 @@ var garbageSink [][]byte
 // that each first allocate (and drop) KB kilobytes in N objects, or write
 // as much into memory kept from the start (write: the same stores, no
 // garbage). extra-us/doc is what the garbage added to a document. It is
-// how an allocation a document is judged in time (RATIONALE, "A group's
-// split is written again too").
+// how an allocation a document is judged in time (RATIONALE, "Released
+// responses give their memory back").
 //
 //	go test ./vm/e2e -run '^$' -bench Garbage -benchtime 50x -count 3
 func BenchmarkGarbage(b *testing.B) {

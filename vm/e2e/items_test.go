@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/codegen/genrt"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/examples/ocrlines"
 	"github.com/genaic/genaic/internal/fixtures"
@@ -302,7 +303,7 @@ func TestItemsRefused(t *testing.T) {
 func TestTypedItems(t *testing.T) {
 	f := fixtures.Lookup("ocr_lines")
 	_, dir := fixtures.Compile(t, f)
-	ex, err := ocrlines.New(dir, ocrlines.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}), ocrlines.WithMaxDelay(groupDelay))
+	ex, err := ocrlines.New(dir, genrt.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}), genrt.WithMaxDelay(groupDelay))
 	if err != nil {
 		t.Fatalf("%v: %s", err, fixtures.FixSetup)
 	}
@@ -389,7 +390,7 @@ func TestOCRRequestsDocument(t *testing.T) {
 	if err := jsonio.WriteResponses(&vmDoc, runAll(context.Background(), s, reqs), nil); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := ocrlines.New(dir, ocrlines.WithSolo(), ocrlines.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}))
+	ex, err := ocrlines.New(dir, genrt.WithSolo(), genrt.WithBackendConfig(engine.Config{IntraOpThreads: 1, InterOpThreads: 1}))
 	if err != nil {
 		t.Fatalf("%v: %s", err, fixtures.FixSetup)
 	}

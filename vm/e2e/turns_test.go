@@ -14,10 +14,9 @@ import (
 // WorkloadFloor, Release, Served) run them in one process, on one heap: a
 // collection that one way's garbage starts marks on through the turns
 // that follow it, so a way that allocates little pays for ways that
-// allocate much. The ideal's direct calls allocate their outputs afresh
-// (79 KB a short-text document), the grouped engine, its responses
-// released, about 1.6 KB; the collector's work fell mostly in other ways'
-// turns. Each way is timed as if it ran alone, garbage and all: the
+// allocate much: the ideal's direct calls allocate their outputs afresh,
+// the grouped engine, its responses released, hardly anything, so the
+// collector's work would fall mostly in other ways' turns. Each way is timed as if it ran alone, garbage and all: the
 // collector is off while the ways take turns, each way's allocation is
 // counted, and a way whose garbage reaches what the collector lets the
 // heap grow between collections (its goal less the live heap, measured

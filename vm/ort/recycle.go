@@ -9,11 +9,9 @@ import "github.com/genaic/genaic/backend"
 // A predicted output is written by ONNX Runtime into a Go buffer that the
 // runtime splits into its requests' views. Fresh for every call, that
 // buffer costs an allocation the collector later sweeps, and memory not
-// in the cache for ONNX Runtime to write: on the short-text workload
-// (three calls of 25 to 30 KiB of outputs per document of 64 requests)
-// the engine's collector cycles and first writes into fresh pages took
-// more time than all of genaic's own work. So RunPorts, whose outputs
-// the runtime gives back once every request that read them is done
+// in the cache for ONNX Runtime to write; for small, frequent calls those
+// cost more than the rest of the runtime's own work. So RunPorts, whose
+// outputs the runtime gives back once every request that read them is done
 // (backend.Recycler; vm/lease.go), takes its buffers from those given
 // back where one is large enough, and makes new ones with room for a
 // group somewhat larger (outputRoom). Run's outputs are the caller's for
