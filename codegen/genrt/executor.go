@@ -116,7 +116,7 @@ func (ins Inputs) Check(e *vm.Engine, values ...*backend.Tensor) error {
 		case in.Optional:
 			continue
 		default:
-			return Missing(in.Name)
+			return Missing(in.Name, ins.present(values)...)
 		}
 		if err := e.CheckInput(in.Name, v); err != nil {
 			return err
@@ -143,6 +143,17 @@ func (ins Inputs) has(name string) bool {
 		}
 	}
 	return false
+}
+
+// present names the inputs a request's values give.
+func (ins Inputs) present(values []*backend.Tensor) []string {
+	var names []string
+	for i, in := range ins {
+		if values[i] != nil {
+			names = append(names, in.Name)
+		}
+	}
+	return names
 }
 
 func (ins Inputs) names() []string {

@@ -15,10 +15,9 @@ import (
 )
 
 // Missing is the error of a request that leaves out a required input.
-// Given the names of the inputs the request does give (the VM knows them;
-// a generated executor's typed request has no others to list), it lists
-// them and names the one likely to be the input misspelt; the rule and
-// the first words are the same either way.
+// Given the names of the inputs the request does give (the VM's request
+// map, a generated executor's typed fields that are set), it lists them
+// and names the one likely to be the input misspelt.
 func Missing(input string, have ...string) error {
 	msg := fmt.Sprintf("the request has no value for workflow input `%s`", input)
 	if len(have) > 0 {
