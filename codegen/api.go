@@ -13,88 +13,70 @@ func doc(f *jen.File, format string, args ...any) {
 	}
 }
 
-// api writes Executor, Option and New: the Executor embeds genrt's, which
-// holds everything that does not depend on the workflow, so that no
-// executor repeats it.
+// api writes Executor and Option: Executor is genrt's, for this
+// package's Request and Response, so that no executor repeats what does
+// not depend on its workflow.
 func (g *gen) api(f *jen.File) {
-	doc(f, "Executor runs the workflow for many concurrent requests; the items of concurrent requests meet in the groupers of grouped components. Besides Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest, Stats, Close. It is safe for concurrent use.")
-	f.Type().Id("Executor").Struct(jen.Op("*").Qual(genrtPath, "Executor"))
+	doc(f, "Executor runs the workflow for many concurrent requests; the items of concurrent requests meet in the groupers of grouped components. Its methods are genrt.Executor's: Run takes a Request, RunJSON the requests document of `genaic run`, RunBatch and RunRequest requests by input name; Stats, Close. It is safe for concurrent use.")
+	f.Type().Id("Executor").Op("=").Qual(genrtPath, "Executor").Types(jen.Id("Request"), jen.Id("Response"))
 	doc(f, "Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay, WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).")
 	f.Type().Id("Option").Op("=").Qual(genrtPath, "Option")
+}
+
+// requests writes Request, Response, New, and ports: the table that maps
+// Request and Response onto the workflow's inputs and outputs by name.
+func (g *gen) requests(f *jen.File) {
+	g.requestType(f)
+	g.responseType(f)
+	g.newFunc(f)
+	var ins, outs []jen.Code
+	for _, in := range g.m.Inputs {
+		e := []jen.Code{jen.Id("Name").Op(":").Lit(in.Name)}
+		switch {
+		case in.Source == "literal" || in.Source == "artifact":
+			e = append(e, jen.Id("Unloaded").Op(":").Lit(in.Source))
+		case g.optional[in.Name]:
+			e = append(e, jen.Id("Optional").Op(":").True())
+		}
+		e = append(e, jen.Id("Field").Op(":").Add(field("Request", jen.Op("**").Qual(backendPath, "Tensor"), jen.Op("&").Id("r").Dot(g.inFields[in.Name]))))
+		if items, ok := g.inItems[in.Name]; ok {
+			if byteItems(in) {
+				e = append(e, jen.Id("Bytes").Op(":").Add(field("Request", jen.Index().Index().Byte(), jen.Id("r").Dot(items))))
+			} else {
+				e = append(e, jen.Id("Tensors").Op(":").Add(field("Request", jen.Index().Op("*").Qual(backendPath, "Tensor"), jen.Id("r").Dot(items))))
+			}
+		}
+		ins = append(ins, jen.Line().Values(e...))
+	}
+	for _, o := range g.m.Outputs {
+		e := []jen.Code{jen.Id("Name").Op(":").Lit(o.Name), jen.Id("Field").Op(":").Add(field("Response", jen.Op("**").Qual(backendPath, "Tensor"), jen.Op("&").Id("r").Dot(g.outFields[o.Name])))}
+		if items, ok := g.outItems[o.Name]; ok {
+			e = append(e, jen.Id("Items").Op(":").Add(field("Response", jen.Op("*").Index().Op("*").Qual(backendPath, "Tensor"), jen.Op("&").Id("r").Dot(items))))
+		}
+		outs = append(outs, jen.Line().Values(e...))
+	}
+	doc(f, "ports are the workflow's inputs, in the order the VM checks them (a request may supply no other), its outputs, in the order the VM's responses hold them, and their fields.")
+	f.Var().Id("ports").Op("=").Qual(genrtPath, "Ports").Types(jen.Id("Request"), jen.Id("Response")).Values(
+		jen.Line().Id("In").Op(":").Index().Qual(genrtPath, "In").Types(jen.Id("Request")).Values(append(ins, jen.Line())...),
+		jen.Line().Id("Out").Op(":").Index().Qual(genrtPath, "Out").Types(jen.Id("Response")).Values(append(outs, jen.Line())...),
+		jen.Line().Id("Held").Op(":").Add(field("Response", jen.Op("*").Qual(vmPath, "Holding"), jen.Op("&").Id("r").Dot("held"))),
+		jen.Line().Id("Run").Op(":").Id("run"),
+		jen.Line(),
+	)
+}
+
+// newFunc writes New, which opens genrt's Executor on ports.
+func (g *gen) newFunc(f *jen.File) {
 	doc(f, "New opens the executor on the package folder packageDir: the folder holding %s and the artifacts the executor was generated from, which must not have changed since. ONNX Runtime is found as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of \"make setup\".", g.f.Source)
 	f.Func().Id("New").Params(jen.Id("packageDir").String(), jen.Id("opts").Op("...").Id("Option")).
 		Params(jen.Op("*").Id("Executor"), jen.Error()).Block(
-		jen.Id("ex").Op(":=").Op("&").Id("Executor").Values(),
-		jen.List(jen.Id("x"), jen.Err()).Op(":=").Qual(genrtPath, "NewExecutor").Call(jen.Id("planJSON"), jen.Id("packageDir"), jen.Id("opts"), jen.Id("ex").Dot("runRequest")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Id("ex").Dot("Executor").Op("=").Id("x"),
-		jen.Return(jen.Id("ex"), jen.Nil()),
-	)
+		jen.Return(genrtCall("New", jen.Id("planJSON"), jen.Id("packageDir"), jen.Id("opts"), jen.Op("&").Id("ports"))))
 }
 
-// requests writes Request, Response, Run and what turns a request given
-// by input name into a typed one. Code that two workflows alike in their
-// inputs and outputs would repeat is spread apart by what differs.
-func (g *gen) requests(f *jen.File) {
-	g.requestType(f)
-	ex := func() *jen.Statement { return jen.Id("ex") }
-	recv := jen.Id("ex").Op("*").Id("Executor")
-	var checks []jen.Code
-	var fields []jen.Code
-	for _, in := range g.m.Inputs {
-		fields = append(fields, jen.Line().Id(g.inFields[in.Name]).Op(":").Id("r").Dot("Inputs").Index(jen.Lit(in.Name)))
-		c := jen.Dict{jen.Id("Name"): jen.Lit(in.Name)}
-		switch {
-		case in.Source == "literal" || in.Source == "artifact":
-			c[jen.Id("Unloaded")] = jen.Lit(in.Source)
-		case g.optional[in.Name]:
-			c[jen.Id("Optional")] = jen.True()
-		}
-		checks = append(checks, jen.Values(c))
-	}
-	doc(f, "inputs are the workflow's inputs, in the order the VM checks them: a request may supply no other.")
-	f.Var().Id("inputs").Op("=").Qual(genrtPath, "Inputs").ValuesFunc(func(gr *jen.Group) {
-		for _, c := range checks {
-			gr.Line().Add(c)
-		}
-		if len(checks) > 0 {
-			gr.Line()
-		}
-	})
-	g.check(f)
-	g.responseType(f)
-	doc(f, "Run executes the workflow for one request. Many goroutines may call it at once. A failed request returns an error; a *backend.RunError carries the rule and message `genaic run` reports.")
-	f.Func().Params(recv).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
-		Params(jen.Op("*").Id("Response"), jen.Error()).Block(
-		g.runItemsCall(),
-		jen.Return(jen.Qual(genrtPath, "Run").Call(jen.Id("ctx"), ex().Dot("Engine").Call(), jen.Id("req"), ex().Dot("check"), ex().Dot("run"))),
-	)
-	fail := func() jen.Code {
-		return jen.Return(jen.Qual(vmPath, "Response").Values(jen.Id("ID").Op(":").Id("r").Dot("ID"), jen.Id("Err").Op(":").Err()))
-	}
-	doc(f, "runRequest runs one plain request given by input name, which its caller counts as running.")
-	f.Func().Params(recv.Clone()).Id("runRequest").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("r").Qual(vmPath, "Request")).
-		Qual(vmPath, "Response").Block(
-		jen.Id("req").Op(":=").Op("&").Id("Request").Values(append(fields, jen.Line())...),
-		jen.If(jen.Err().Op(":=").Add(ex()).Dot("check").Call(jen.Id("req")), jen.Err().Op("!=").Nil()).Block(fail()),
-		jen.If(jen.Err().Op(":=").Id("inputs").Dot("Unexpected").Call(jen.Id("r").Dot("Inputs")), jen.Err().Op("!=").Nil()).Block(fail()),
-		jen.List(jen.Id("resp"), jen.Err()).Op(":=").Add(ex()).Dot("run").Call(jen.Id("ctx"), jen.Id("req")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(fail()),
-		jen.Return(jen.Id("resp").Dot("held").Dot("Respond").Call(jen.Id("r").Dot("ID"), jen.Id("resp").Dot("outputs").Call())),
-	)
-	g.runItems(f)
-}
-
-// check writes the check of a request's inputs (genrt.Inputs.Check): its
-// fields in the workflow's order.
-func (g *gen) check(f *jen.File) {
-	values := []jen.Code{jen.Id("ex").Dot("Engine").Call()}
-	for _, in := range g.m.Inputs {
-		values = append(values, jen.Id("req").Dot(g.inFields[in.Name]))
-	}
-	doc(f, "check checks a request's inputs as the VM does before it runs the workflow: each present unless it is optional, and each against its contract.")
-	f.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("check").Params(jen.Id("req").Op("*").Id("Request")).Error().Block(
-		jen.Return(jen.Id("inputs").Dot("Check").Call(values...)))
+// field is an accessor of one field of typ, on one line (jen's Block
+// spreads a body over lines): func(r *typ) result { return expr }.
+func field(typ string, result, expr jen.Code) *jen.Statement {
+	return jen.Func().Params(jen.Id("r").Op("*").Id(typ)).Add(result).Op("{").Return(expr).Op("}")
 }
 
 // requestType writes Request.
@@ -119,10 +101,10 @@ func (g *gen) requestType(f *jen.File) {
 	f.Type().Id("Request").Struct(fields...)
 }
 
-// responseType writes Response and what turns it into the VM's outputs.
+// responseType writes Response and its Release.
 func (g *gen) responseType(f *jen.File) {
 	doc(f, "Response is what a request's run emitted: a value for each workflow output the workflow emitted, nil for the others.")
-	var fields, names, vals []jen.Code
+	var fields []jen.Code
 	for i, o := range g.m.Outputs {
 		if i > 0 {
 			fields = append(fields, jen.Line())
@@ -130,8 +112,6 @@ func (g *gen) responseType(f *jen.File) {
 		field := g.outFields[o.Name]
 		fields = append(fields, comments(8, fmt.Sprintf("%s is workflow output `%s`: %s.", field, o.Name, describe(o.Contract)))...)
 		fields = append(fields, jen.Id(field).Op("*").Qual(backendPath, "Tensor"))
-		names = append(names, jen.Lit(o.Name))
-		vals = append(vals, jen.Id("r").Dot(field))
 	}
 	fields = append(fields, g.itemsOutputFields()...)
 	fields = append(fields, jen.Line())
@@ -140,11 +120,6 @@ func (g *gen) responseType(f *jen.File) {
 	f.Type().Id("Response").Struct(fields...)
 	doc(f, "Release says that the response's tensors, and anything made from them without a copy, are read no more: the engine may then write later requests' outputs into the memory they view. Releasing again does nothing; a response never released stays valid.")
 	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("Release").Params().Block(jen.Id("r").Dot("held").Dot("Release").Call())
-	doc(f, "outputNames are the workflow's outputs, as the VM's responses name them.")
-	f.Var().Id("outputNames").Op("=").Qual(vmPath, "NewOutputNames").Call(names...)
-	doc(f, "outputs returns the emitted outputs by name, as the VM's responses hold them.")
-	f.Func().Params(jen.Id("r").Op("*").Id("Response")).Id("outputs").Params().Qual(vmPath, "Outputs").Block(
-		jen.Return(jen.Id("outputNames").Dot("Outputs").Call(jen.Index().Op("*").Qual(backendPath, "Tensor").Values(vals...))))
 }
 
 // source says where an input's value comes from.

@@ -13,7 +13,7 @@ import (
 
 // reserved are the identifiers the generated run function and its package
 // use; a workflow value never gets one of them as its local.
-var reserved = []string{"ex", "ctx", "req", "resp", "err", "r", "out", "planJSON", "inputs", "outputNames",
+var reserved = []string{"ex", "ctx", "req", "resp", "err", "r", "out", "planJSON", "ports", "run",
 	"vm", "genrt", "ir", "ort", "context", "time", "embed"}
 
 // The workflow as straight-line Go. Every workflow-level name (input,
@@ -85,8 +85,8 @@ func (g *gen) runFunc(p *pass, body []jen.Code) []jen.Code {
 	for _, l := range wrap(0, "run is the workflow, step by step, as the VM's interpreter runs it. Each step's comment says where the document declares it.") {
 		out = append(out, jen.Comment(l))
 	}
-	out = append(out, jen.Func().Params(jen.Id("ex").Op("*").Id("Executor")).Id("run").
-		Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Id("Request")).
+	out = append(out, jen.Func().Id("run").
+		Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("ex").Op("*").Id("Executor"), jen.Id("req").Op("*").Id("Request")).
 		Params(jen.Id("_").Op("*").Id("Response"), jen.Err().Error()).Block(stmts...))
 	return out
 }

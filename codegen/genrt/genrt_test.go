@@ -177,11 +177,27 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
-// TestInputsCheck: a left-out input is skipped when optional, else fails
-// with the interpreter's rule, in the inputs' order; names a request
-// supplies beyond the inputs fail as Unexpected says.
-func TestInputsCheck(t *testing.T) {
-	ins := Inputs{{Name: "a", Optional: true}, {Name: "b", Unloaded: "literal"}, {Name: "c"}}
+// request is a typed request of three inputs, as a generated executor's.
+type request struct{ A, B, C *backend.Tensor }
+
+// portsOf are ports of the inputs named by fields of request.
+func portsOf(ins ...In[request]) *Ports[request, struct{}] {
+	field := map[string]func(*request) **backend.Tensor{
+		"a": func(r *request) **backend.Tensor { return &r.A },
+		"b": func(r *request) **backend.Tensor { return &r.B },
+		"c": func(r *request) **backend.Tensor { return &r.C },
+	}
+	for i := range ins {
+		ins[i].Field = field[ins[i].Name]
+	}
+	return &Ports[request, struct{}]{In: ins}
+}
+
+// TestPortsCheck: a left-out input is skipped when optional, else fails
+// with the interpreter's rule, in the inputs' order, naming those the
+// request gives; names a request supplies beyond the inputs fail as
+// Unexpected says.
+func TestPortsCheck(t *testing.T) {
 	rule := func(err error) string {
 		var re *backend.RunError
 		if !errors.As(err, &re) {
@@ -189,27 +205,51 @@ func TestInputsCheck(t *testing.T) {
 		}
 		return re.Rule + " " + re.Message
 	}
-	// No value is present, so no contract is checked and no engine is
-	// needed.
-	if got := rule(ins.Check(nil, nil, nil, nil)); !strings.HasPrefix(got, "run/unsupported") || !strings.Contains(got, "`b`") {
+	// No value is checked against its contract, so no engine is needed.
+	x := newExecutor(nil, portsOf(In[request]{Name: "a", Optional: true}, In[request]{Name: "b", Unloaded: "literal"}, In[request]{Name: "c"}))
+	if got := rule(x.check(&request{})); !strings.HasPrefix(got, "run/unsupported") || !strings.Contains(got, "`b`") {
 		t.Errorf("an unloaded input left out: %q, want run/unsupported on b", got)
 	}
-	if got := rule(ins[2:].Check(nil, nil)); !strings.HasPrefix(got, "run/input") || !strings.Contains(got, "`c`") {
-		t.Errorf("a required input left out: %q, want run/input on c", got)
+	y := newExecutor(nil, portsOf(In[request]{Name: "c"}, In[request]{Name: "a"}))
+	if got := rule(y.check(&request{A: scalar([]int64{1})})); !strings.HasPrefix(got, "run/input") || !strings.Contains(got, "`c` (it gives `a`)") {
+		t.Errorf("a required input left out: %q, want run/input on c, giving a", got)
 	}
-	if err := ins[:1].Check(nil, nil); err != nil {
+	z := newExecutor(nil, portsOf(In[request]{Name: "a", Optional: true}))
+	if err := z.check(&request{}); err != nil {
 		t.Errorf("an optional input left out: %v, want none", err)
 	}
-	if err := ins.Unexpected(map[string]*backend.Tensor{"a": nil, "c": nil}); err != nil {
-		t.Errorf("Unexpected of known names: %v", err)
+	if err := x.unexpected(map[string]*backend.Tensor{"a": nil, "c": nil}); err != nil {
+		t.Errorf("unexpected of known names: %v", err)
 	}
-	if got := rule(ins.Unexpected(map[string]*backend.Tensor{"a": nil, "zz": nil, "d": nil})); !strings.Contains(got, "`d`") {
-		t.Errorf("Unexpected = %q, want the first unknown name, d", got)
+	if got := rule(x.unexpected(map[string]*backend.Tensor{"a": nil, "zz": nil, "d": nil})); !strings.Contains(got, "`d`") {
+		t.Errorf("unexpected = %q, want the first unknown name, d", got)
 	}
-	m := map[string]*backend.Tensor{}
-	Put(m, "a", nil)
-	Put(m, "b", scalar([]int64{1}))
-	if _, ok := m["a"]; ok || m["b"] == nil {
-		t.Errorf("Put: %v, want b alone", m)
+}
+
+// TestItemsOfPorts: an input's items field makes the request's items,
+// tensors or encoded bytes; a nil field gives none.
+func TestItemsOfPorts(t *testing.T) {
+	type itemsRequest struct {
+		T []*backend.Tensor
+		B [][]byte
+	}
+	tensors := In[itemsRequest]{Name: "t", Tensors: func(r *itemsRequest) []*backend.Tensor { return r.T }}
+	bytes := In[itemsRequest]{Name: "b", Bytes: func(r *itemsRequest) [][]byte { return r.B }}
+	plain := In[itemsRequest]{Name: "p"}
+	none := &itemsRequest{}
+	for _, in := range []In[itemsRequest]{tensors, bytes, plain} {
+		if in.hasItems(none) || in.items(none) != nil {
+			t.Errorf("%s: items of a request that gives none", in.Name)
+		}
+	}
+	given := &itemsRequest{T: []*backend.Tensor{scalar([]int64{1}), scalar([]int64{2})}, B: [][]byte{{1, 2, 3}}}
+	if its := tensors.items(given); !tensors.hasItems(given) || len(its) != 2 || its[1].Tensor != given.T[1] {
+		t.Errorf("tensor items = %+v", its)
+	}
+	if its := bytes.items(given); !bytes.hasItems(given) || len(its) != 1 || its[0].Tensor.DType != "uint8" || its[0].Tensor.Shape[0] != 3 {
+		t.Errorf("byte items = %+v", its)
+	}
+	if plain.hasItems(given) {
+		t.Errorf("an input with no items field gives items")
 	}
 }

@@ -19,31 +19,15 @@ import (
 var planJSON []byte
 
 // Executor runs the workflow for many concurrent requests; the items of
-// concurrent requests meet in the groupers of grouped components. Besides
-// Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest,
+// concurrent requests meet in the groupers of grouped components. Its
+// methods are genrt.Executor's: Run takes a Request, RunJSON the requests
+// document of `genaic run`, RunBatch and RunRequest requests by input name;
 // Stats, Close. It is safe for concurrent use.
-type Executor struct {
-	*genrt.Executor
-}
+type Executor = genrt.Executor[Request, Response]
 
 // Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay,
 // WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).
 type Option = genrt.Option
-
-// New opens the executor on the package folder packageDir: the folder
-// holding inference_metadata.yaml and the artifacts the executor was
-// generated from, which must not have changed since. ONNX Runtime is found
-// as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
-// setup".
-func New(packageDir string, opts ...Option) (*Executor, error) {
-	ex := &Executor{}
-	x, err := genrt.NewExecutor(planJSON, packageDir, opts, ex.runRequest)
-	if err != nil {
-		return nil, err
-	}
-	ex.Executor = x
-	return ex, nil
-}
 
 // Request is one request: a value for each workflow input. A nil field is an
 // input the request leaves out.
@@ -88,32 +72,6 @@ type Request struct {
 	// 1). The executor packs them on axis 0 and derives item_offsets,
 	// item_owner; leave Items and those companions nil.
 	ItemsItems []*backend.Tensor
-}
-
-// inputs are the workflow's inputs, in the order the VM checks them: a
-// request may supply no other.
-var inputs = genrt.Inputs{
-	{Name: "mode"},
-	{Name: "x"},
-	{Name: "level"},
-	{
-		Name:     "hint",
-		Unloaded: "literal",
-	},
-	{
-		Name:     "bias",
-		Optional: true,
-	},
-	{Name: "items"},
-	{Name: "item_offsets"},
-	{Name: "item_owner"},
-}
-
-// check checks a request's inputs as the VM does before it runs the
-// workflow: each present unless it is optional, and each against its
-// contract.
-func (ex *Executor) check(req *Request) error {
-	return inputs.Check(ex.Engine(), req.Mode, req.X, req.Level, req.Hint, req.Bias, req.Items, req.ItemOffsets, req.ItemOwner)
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -161,95 +119,44 @@ func (r *Response) Release() {
 	r.held.Release()
 }
 
-// outputNames are the workflow's outputs, as the VM's responses name them.
-var outputNames = vm.NewOutputNames("y", "merged", "picked", "scaled", "item_offsets", "item_owner")
-
-// outputs returns the emitted outputs by name, as the VM's responses hold
-// them.
-func (r *Response) outputs() vm.Outputs {
-	return outputNames.Outputs([]*backend.Tensor{r.Y, r.Merged, r.Picked, r.Scaled, r.ItemOffsets, r.ItemOwner})
+// New opens the executor on the package folder packageDir: the folder
+// holding inference_metadata.yaml and the artifacts the executor was
+// generated from, which must not have changed since. ONNX Runtime is found
+// as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
+// setup".
+func New(packageDir string, opts ...Option) (*Executor, error) {
+	return genrt.New(planJSON, packageDir, opts, &ports)
 }
 
-// Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *backend.RunError carries the
-// rule and message `genaic run` reports.
-func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
-	if req != nil && req.hasItems() {
-		return ex.runItems(ctx, req)
-	}
-	return genrt.Run(ctx, ex.Engine(), req, ex.check, ex.run)
-}
-
-// runRequest runs one plain request given by input name, which its caller
-// counts as running.
-func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
-	req := &Request{
-		Mode:        r.Inputs["mode"],
-		X:           r.Inputs["x"],
-		Level:       r.Inputs["level"],
-		Hint:        r.Inputs["hint"],
-		Bias:        r.Inputs["bias"],
-		Items:       r.Inputs["items"],
-		ItemOffsets: r.Inputs["item_offsets"],
-		ItemOwner:   r.Inputs["item_owner"],
-	}
-	if err := ex.check(req); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	if err := inputs.Unexpected(r.Inputs); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	resp, err := ex.run(ctx, req)
-	if err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	return resp.held.Respond(r.ID, resp.outputs())
-}
-
-// hasItems reports whether a request gives an input as items.
-func (req *Request) hasItems() bool {
-	return req.ItemsItems != nil
-}
-
-// runItems runs a request that gives inputs as items: by input name, as
-// RunRequest takes it, which packs the items, derives their companions, and
-// answers per item.
-func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
-	r := vm.Request{
-		Inputs: map[string]*backend.Tensor{},
-		Items:  map[string][]vm.Item{},
-	}
-	genrt.Put(r.Inputs, "mode", req.Mode)
-	genrt.Put(r.Inputs, "x", req.X)
-	genrt.Put(r.Inputs, "level", req.Level)
-	genrt.Put(r.Inputs, "hint", req.Hint)
-	genrt.Put(r.Inputs, "bias", req.Bias)
-	genrt.Put(r.Inputs, "items", req.Items)
-	if req.ItemsItems != nil {
-		r.Items["items"] = vm.TensorItems(req.ItemsItems...)
-	}
-	genrt.Put(r.Inputs, "item_offsets", req.ItemOffsets)
-	genrt.Put(r.Inputs, "item_owner", req.ItemOwner)
-	resp := ex.RunRequest(ctx, r)
-	if resp.Err != nil {
-		return nil, resp.Err
-	}
-	typed := &Response{
-		ItemOffsets: resp.Outputs.Get("item_offsets"),
-		ItemOwner:   resp.Outputs.Get("item_owner"),
-		Merged:      resp.Outputs.Get("merged"),
-		Picked:      resp.Outputs.Get("picked"),
-		Scaled:      resp.Outputs.Get("scaled"),
-		ScaledItems: vm.Tensors(resp.Items["scaled"]),
-		Y:           resp.Outputs.Get("y"),
-	}
-	typed.held.Take(resp)
-	return typed, nil
+// ports are the workflow's inputs, in the order the VM checks them (a
+// request may supply no other), its outputs, in the order the VM's responses
+// hold them, and their fields.
+var ports = genrt.Ports[Request, Response]{
+	In: []genrt.In[Request]{
+		{Name: "mode", Field: func(r *Request) **backend.Tensor { return &r.Mode }},
+		{Name: "x", Field: func(r *Request) **backend.Tensor { return &r.X }},
+		{Name: "level", Field: func(r *Request) **backend.Tensor { return &r.Level }},
+		{Name: "hint", Unloaded: "literal", Field: func(r *Request) **backend.Tensor { return &r.Hint }},
+		{Name: "bias", Optional: true, Field: func(r *Request) **backend.Tensor { return &r.Bias }},
+		{Name: "items", Field: func(r *Request) **backend.Tensor { return &r.Items }, Tensors: func(r *Request) []*backend.Tensor { return r.ItemsItems }},
+		{Name: "item_offsets", Field: func(r *Request) **backend.Tensor { return &r.ItemOffsets }},
+		{Name: "item_owner", Field: func(r *Request) **backend.Tensor { return &r.ItemOwner }},
+	},
+	Out: []genrt.Out[Response]{
+		{Name: "y", Field: func(r *Response) **backend.Tensor { return &r.Y }},
+		{Name: "merged", Field: func(r *Response) **backend.Tensor { return &r.Merged }},
+		{Name: "picked", Field: func(r *Response) **backend.Tensor { return &r.Picked }},
+		{Name: "scaled", Field: func(r *Response) **backend.Tensor { return &r.Scaled }, Items: func(r *Response) *[]*backend.Tensor { return &r.ScaledItems }},
+		{Name: "item_offsets", Field: func(r *Response) **backend.Tensor { return &r.ItemOffsets }},
+		{Name: "item_owner", Field: func(r *Response) **backend.Tensor { return &r.ItemOwner }},
+	},
+	Held: func(r *Response) *vm.Holding { return &r.held },
+	Run:  run,
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
+func run(ctx context.Context, ex *Executor, req *Request) (_ *Response, err error) {
 	resp := &Response{}
 	defer genrt.ReleaseFailed(&err, &resp.held)
 	var (

@@ -19,31 +19,15 @@ import (
 var planJSON []byte
 
 // Executor runs the workflow for many concurrent requests; the items of
-// concurrent requests meet in the groupers of grouped components. Besides
-// Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest,
+// concurrent requests meet in the groupers of grouped components. Its
+// methods are genrt.Executor's: Run takes a Request, RunJSON the requests
+// document of `genaic run`, RunBatch and RunRequest requests by input name;
 // Stats, Close. It is safe for concurrent use.
-type Executor struct {
-	*genrt.Executor
-}
+type Executor = genrt.Executor[Request, Response]
 
 // Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay,
 // WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).
 type Option = genrt.Option
-
-// New opens the executor on the package folder packageDir: the folder
-// holding inference_metadata.yaml and the artifacts the executor was
-// generated from, which must not have changed since. ONNX Runtime is found
-// as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
-// setup".
-func New(packageDir string, opts ...Option) (*Executor, error) {
-	ex := &Executor{}
-	x, err := genrt.NewExecutor(planJSON, packageDir, opts, ex.runRequest)
-	if err != nil {
-		return nil, err
-	}
-	ex.Executor = x
-	return ex, nil
-}
 
 // Request is one request: a value for each workflow input. A nil field is an
 // input the request leaves out.
@@ -73,22 +57,6 @@ type Request struct {
 	// image_offsets, image_owner, patch_lengths; leave PixelPatches and
 	// those companions nil.
 	PixelPatchesItems []*backend.Tensor
-}
-
-// inputs are the workflow's inputs, in the order the VM checks them: a
-// request may supply no other.
-var inputs = genrt.Inputs{
-	{Name: "pixel_patches"},
-	{Name: "patch_lengths"},
-	{Name: "image_offsets"},
-	{Name: "image_owner"},
-}
-
-// check checks a request's inputs as the VM does before it runs the
-// workflow: each present unless it is optional, and each against its
-// contract.
-func (ex *Executor) check(req *Request) error {
-	return inputs.Check(ex.Engine(), req.PixelPatches, req.PatchLengths, req.ImageOffsets, req.ImageOwner)
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -124,84 +92,37 @@ func (r *Response) Release() {
 	r.held.Release()
 }
 
-// outputNames are the workflow's outputs, as the VM's responses name them.
-var outputNames = vm.NewOutputNames("embeddings", "image_offsets", "image_owner")
-
-// outputs returns the emitted outputs by name, as the VM's responses hold
-// them.
-func (r *Response) outputs() vm.Outputs {
-	return outputNames.Outputs([]*backend.Tensor{r.Embeddings, r.ImageOffsets, r.ImageOwner})
+// New opens the executor on the package folder packageDir: the folder
+// holding inference_metadata.yaml and the artifacts the executor was
+// generated from, which must not have changed since. ONNX Runtime is found
+// as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
+// setup".
+func New(packageDir string, opts ...Option) (*Executor, error) {
+	return genrt.New(planJSON, packageDir, opts, &ports)
 }
 
-// Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *backend.RunError carries the
-// rule and message `genaic run` reports.
-func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
-	if req != nil && req.hasItems() {
-		return ex.runItems(ctx, req)
-	}
-	return genrt.Run(ctx, ex.Engine(), req, ex.check, ex.run)
-}
-
-// runRequest runs one plain request given by input name, which its caller
-// counts as running.
-func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
-	req := &Request{
-		PixelPatches: r.Inputs["pixel_patches"],
-		PatchLengths: r.Inputs["patch_lengths"],
-		ImageOffsets: r.Inputs["image_offsets"],
-		ImageOwner:   r.Inputs["image_owner"],
-	}
-	if err := ex.check(req); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	if err := inputs.Unexpected(r.Inputs); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	resp, err := ex.run(ctx, req)
-	if err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	return resp.held.Respond(r.ID, resp.outputs())
-}
-
-// hasItems reports whether a request gives an input as items.
-func (req *Request) hasItems() bool {
-	return req.PixelPatchesItems != nil
-}
-
-// runItems runs a request that gives inputs as items: by input name, as
-// RunRequest takes it, which packs the items, derives their companions, and
-// answers per item.
-func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
-	r := vm.Request{
-		Inputs: map[string]*backend.Tensor{},
-		Items:  map[string][]vm.Item{},
-	}
-	genrt.Put(r.Inputs, "pixel_patches", req.PixelPatches)
-	if req.PixelPatchesItems != nil {
-		r.Items["pixel_patches"] = vm.TensorItems(req.PixelPatchesItems...)
-	}
-	genrt.Put(r.Inputs, "patch_lengths", req.PatchLengths)
-	genrt.Put(r.Inputs, "image_offsets", req.ImageOffsets)
-	genrt.Put(r.Inputs, "image_owner", req.ImageOwner)
-	resp := ex.RunRequest(ctx, r)
-	if resp.Err != nil {
-		return nil, resp.Err
-	}
-	typed := &Response{
-		Embeddings:      resp.Outputs.Get("embeddings"),
-		EmbeddingsItems: vm.Tensors(resp.Items["embeddings"]),
-		ImageOffsets:    resp.Outputs.Get("image_offsets"),
-		ImageOwner:      resp.Outputs.Get("image_owner"),
-	}
-	typed.held.Take(resp)
-	return typed, nil
+// ports are the workflow's inputs, in the order the VM checks them (a
+// request may supply no other), its outputs, in the order the VM's responses
+// hold them, and their fields.
+var ports = genrt.Ports[Request, Response]{
+	In: []genrt.In[Request]{
+		{Name: "pixel_patches", Field: func(r *Request) **backend.Tensor { return &r.PixelPatches }, Tensors: func(r *Request) []*backend.Tensor { return r.PixelPatchesItems }},
+		{Name: "patch_lengths", Field: func(r *Request) **backend.Tensor { return &r.PatchLengths }},
+		{Name: "image_offsets", Field: func(r *Request) **backend.Tensor { return &r.ImageOffsets }},
+		{Name: "image_owner", Field: func(r *Request) **backend.Tensor { return &r.ImageOwner }},
+	},
+	Out: []genrt.Out[Response]{
+		{Name: "embeddings", Field: func(r *Response) **backend.Tensor { return &r.Embeddings }, Items: func(r *Response) *[]*backend.Tensor { return &r.EmbeddingsItems }},
+		{Name: "image_offsets", Field: func(r *Response) **backend.Tensor { return &r.ImageOffsets }},
+		{Name: "image_owner", Field: func(r *Response) **backend.Tensor { return &r.ImageOwner }},
+	},
+	Held: func(r *Response) *vm.Holding { return &r.held },
+	Run:  run,
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
+func run(ctx context.Context, ex *Executor, req *Request) (_ *Response, err error) {
 	resp := &Response{}
 	defer genrt.ReleaseFailed(&err, &resp.held)
 	var (

@@ -19,30 +19,15 @@ import (
 var planJSON []byte
 
 // Executor runs the workflow for many concurrent requests; the items of
-// concurrent requests meet in the groupers of grouped components. Besides
-// Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest,
+// concurrent requests meet in the groupers of grouped components. Its
+// methods are genrt.Executor's: Run takes a Request, RunJSON the requests
+// document of `genaic run`, RunBatch and RunRequest requests by input name;
 // Stats, Close. It is safe for concurrent use.
-type Executor struct {
-	*genrt.Executor
-}
+type Executor = genrt.Executor[Request, Response]
 
 // Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay,
 // WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).
 type Option = genrt.Option
-
-// New opens the executor on the package folder packageDir: the folder
-// holding multimodal.yaml and the artifacts the executor was generated from,
-// which must not have changed since. ONNX Runtime is found as `genaic run`
-// finds it: $ONNXRUNTIME_LIB, else the cache of "make setup".
-func New(packageDir string, opts ...Option) (*Executor, error) {
-	ex := &Executor{}
-	x, err := genrt.NewExecutor(planJSON, packageDir, opts, ex.runRequest)
-	if err != nil {
-		return nil, err
-	}
-	ex.Executor = x
-	return ex, nil
-}
 
 // Request is one request: a value for each workflow input. A nil field is an
 // input the request leaves out.
@@ -129,32 +114,6 @@ type Request struct {
 	TokensItems []*backend.Tensor
 }
 
-// inputs are the workflow's inputs, in the order the VM checks them: a
-// request may supply no other.
-var inputs = genrt.Inputs{
-	{Name: "px"},
-	{Name: "px_len"},
-	{Name: "img_off"},
-	{Name: "img_own"},
-	{Name: "frames"},
-	{Name: "frame_off"},
-	{Name: "frame_own"},
-	{Name: "clip_off"},
-	{Name: "clip_own"},
-	{Name: "tokens"},
-	{Name: "tok_off"},
-	{Name: "tok_own"},
-	{Name: "seg_off"},
-	{Name: "seg_own"},
-}
-
-// check checks a request's inputs as the VM does before it runs the
-// workflow: each present unless it is optional, and each against its
-// contract.
-func (ex *Executor) check(req *Request) error {
-	return inputs.Check(ex.Engine(), req.Px, req.PxLen, req.ImgOff, req.ImgOwn, req.Frames, req.FrameOff, req.FrameOwn, req.ClipOff, req.ClipOwn, req.Tokens, req.TokOff, req.TokOwn, req.SegOff, req.SegOwn)
-}
-
 // Response is what a request's run emitted: a value for each workflow output
 // the workflow emitted, nil for the others.
 type Response struct {
@@ -219,118 +178,52 @@ func (r *Response) Release() {
 	r.held.Release()
 }
 
-// outputNames are the workflow's outputs, as the VM's responses name them.
-var outputNames = vm.NewOutputNames("image_emb", "img_off", "img_own", "clip_emb", "clip_off", "clip_own", "seg_emb", "seg_off", "seg_own")
-
-// outputs returns the emitted outputs by name, as the VM's responses hold
-// them.
-func (r *Response) outputs() vm.Outputs {
-	return outputNames.Outputs([]*backend.Tensor{r.ImageEmb, r.ImgOff, r.ImgOwn, r.ClipEmb, r.ClipOff, r.ClipOwn, r.SegEmb, r.SegOff, r.SegOwn})
+// New opens the executor on the package folder packageDir: the folder
+// holding multimodal.yaml and the artifacts the executor was generated from,
+// which must not have changed since. ONNX Runtime is found as `genaic run`
+// finds it: $ONNXRUNTIME_LIB, else the cache of "make setup".
+func New(packageDir string, opts ...Option) (*Executor, error) {
+	return genrt.New(planJSON, packageDir, opts, &ports)
 }
 
-// Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *backend.RunError carries the
-// rule and message `genaic run` reports.
-func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
-	if req != nil && req.hasItems() {
-		return ex.runItems(ctx, req)
-	}
-	return genrt.Run(ctx, ex.Engine(), req, ex.check, ex.run)
-}
-
-// runRequest runs one plain request given by input name, which its caller
-// counts as running.
-func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
-	req := &Request{
-		Px:       r.Inputs["px"],
-		PxLen:    r.Inputs["px_len"],
-		ImgOff:   r.Inputs["img_off"],
-		ImgOwn:   r.Inputs["img_own"],
-		Frames:   r.Inputs["frames"],
-		FrameOff: r.Inputs["frame_off"],
-		FrameOwn: r.Inputs["frame_own"],
-		ClipOff:  r.Inputs["clip_off"],
-		ClipOwn:  r.Inputs["clip_own"],
-		Tokens:   r.Inputs["tokens"],
-		TokOff:   r.Inputs["tok_off"],
-		TokOwn:   r.Inputs["tok_own"],
-		SegOff:   r.Inputs["seg_off"],
-		SegOwn:   r.Inputs["seg_own"],
-	}
-	if err := ex.check(req); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	if err := inputs.Unexpected(r.Inputs); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	resp, err := ex.run(ctx, req)
-	if err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	return resp.held.Respond(r.ID, resp.outputs())
-}
-
-// hasItems reports whether a request gives an input as items.
-func (req *Request) hasItems() bool {
-	return req.PxItems != nil || req.FramesItems != nil || req.TokensItems != nil
-}
-
-// runItems runs a request that gives inputs as items: by input name, as
-// RunRequest takes it, which packs the items, derives their companions, and
-// answers per item.
-func (ex *Executor) runItems(ctx context.Context, req *Request) (*Response, error) {
-	r := vm.Request{
-		Inputs: map[string]*backend.Tensor{},
-		Items:  map[string][]vm.Item{},
-	}
-	genrt.Put(r.Inputs, "px", req.Px)
-	if req.PxItems != nil {
-		r.Items["px"] = vm.TensorItems(req.PxItems...)
-	}
-	genrt.Put(r.Inputs, "px_len", req.PxLen)
-	genrt.Put(r.Inputs, "img_off", req.ImgOff)
-	genrt.Put(r.Inputs, "img_own", req.ImgOwn)
-	genrt.Put(r.Inputs, "frames", req.Frames)
-	if req.FramesItems != nil {
-		r.Items["frames"] = vm.TensorItems(req.FramesItems...)
-	}
-	genrt.Put(r.Inputs, "frame_off", req.FrameOff)
-	genrt.Put(r.Inputs, "frame_own", req.FrameOwn)
-	genrt.Put(r.Inputs, "clip_off", req.ClipOff)
-	genrt.Put(r.Inputs, "clip_own", req.ClipOwn)
-	genrt.Put(r.Inputs, "tokens", req.Tokens)
-	if req.TokensItems != nil {
-		r.Items["tokens"] = vm.TensorItems(req.TokensItems...)
-	}
-	genrt.Put(r.Inputs, "tok_off", req.TokOff)
-	genrt.Put(r.Inputs, "tok_own", req.TokOwn)
-	genrt.Put(r.Inputs, "seg_off", req.SegOff)
-	genrt.Put(r.Inputs, "seg_own", req.SegOwn)
-	resp := ex.RunRequest(ctx, r)
-	if resp.Err != nil {
-		return nil, resp.Err
-	}
-	typed := &Response{
-		ClipEmb:       resp.Outputs.Get("clip_emb"),
-		ClipEmbItems:  vm.Tensors(resp.Items["clip_emb"]),
-		ClipOff:       resp.Outputs.Get("clip_off"),
-		ClipOwn:       resp.Outputs.Get("clip_own"),
-		ImageEmb:      resp.Outputs.Get("image_emb"),
-		ImageEmbItems: vm.Tensors(resp.Items["image_emb"]),
-		ImgOff:        resp.Outputs.Get("img_off"),
-		ImgOwn:        resp.Outputs.Get("img_own"),
-		SegEmb:        resp.Outputs.Get("seg_emb"),
-		SegEmbItems:   vm.Tensors(resp.Items["seg_emb"]),
-		SegOff:        resp.Outputs.Get("seg_off"),
-		SegOwn:        resp.Outputs.Get("seg_own"),
-	}
-	typed.held.Take(resp)
-	return typed, nil
+// ports are the workflow's inputs, in the order the VM checks them (a
+// request may supply no other), its outputs, in the order the VM's responses
+// hold them, and their fields.
+var ports = genrt.Ports[Request, Response]{
+	In: []genrt.In[Request]{
+		{Name: "px", Field: func(r *Request) **backend.Tensor { return &r.Px }, Tensors: func(r *Request) []*backend.Tensor { return r.PxItems }},
+		{Name: "px_len", Field: func(r *Request) **backend.Tensor { return &r.PxLen }},
+		{Name: "img_off", Field: func(r *Request) **backend.Tensor { return &r.ImgOff }},
+		{Name: "img_own", Field: func(r *Request) **backend.Tensor { return &r.ImgOwn }},
+		{Name: "frames", Field: func(r *Request) **backend.Tensor { return &r.Frames }, Tensors: func(r *Request) []*backend.Tensor { return r.FramesItems }},
+		{Name: "frame_off", Field: func(r *Request) **backend.Tensor { return &r.FrameOff }},
+		{Name: "frame_own", Field: func(r *Request) **backend.Tensor { return &r.FrameOwn }},
+		{Name: "clip_off", Field: func(r *Request) **backend.Tensor { return &r.ClipOff }},
+		{Name: "clip_own", Field: func(r *Request) **backend.Tensor { return &r.ClipOwn }},
+		{Name: "tokens", Field: func(r *Request) **backend.Tensor { return &r.Tokens }, Tensors: func(r *Request) []*backend.Tensor { return r.TokensItems }},
+		{Name: "tok_off", Field: func(r *Request) **backend.Tensor { return &r.TokOff }},
+		{Name: "tok_own", Field: func(r *Request) **backend.Tensor { return &r.TokOwn }},
+		{Name: "seg_off", Field: func(r *Request) **backend.Tensor { return &r.SegOff }},
+		{Name: "seg_own", Field: func(r *Request) **backend.Tensor { return &r.SegOwn }},
+	},
+	Out: []genrt.Out[Response]{
+		{Name: "image_emb", Field: func(r *Response) **backend.Tensor { return &r.ImageEmb }, Items: func(r *Response) *[]*backend.Tensor { return &r.ImageEmbItems }},
+		{Name: "img_off", Field: func(r *Response) **backend.Tensor { return &r.ImgOff }},
+		{Name: "img_own", Field: func(r *Response) **backend.Tensor { return &r.ImgOwn }},
+		{Name: "clip_emb", Field: func(r *Response) **backend.Tensor { return &r.ClipEmb }, Items: func(r *Response) *[]*backend.Tensor { return &r.ClipEmbItems }},
+		{Name: "clip_off", Field: func(r *Response) **backend.Tensor { return &r.ClipOff }},
+		{Name: "clip_own", Field: func(r *Response) **backend.Tensor { return &r.ClipOwn }},
+		{Name: "seg_emb", Field: func(r *Response) **backend.Tensor { return &r.SegEmb }, Items: func(r *Response) *[]*backend.Tensor { return &r.SegEmbItems }},
+		{Name: "seg_off", Field: func(r *Response) **backend.Tensor { return &r.SegOff }},
+		{Name: "seg_own", Field: func(r *Response) **backend.Tensor { return &r.SegOwn }},
+	},
+	Held: func(r *Response) *vm.Holding { return &r.held },
+	Run:  run,
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
+func run(ctx context.Context, ex *Executor, req *Request) (_ *Response, err error) {
 	resp := &Response{}
 	defer genrt.ReleaseFailed(&err, &resp.held)
 	var (

@@ -19,31 +19,15 @@ import (
 var planJSON []byte
 
 // Executor runs the workflow for many concurrent requests; the items of
-// concurrent requests meet in the groupers of grouped components. Besides
-// Run, its methods are genrt.Executor's: RunJSON, RunBatch, RunRequest,
+// concurrent requests meet in the groupers of grouped components. Its
+// methods are genrt.Executor's: Run takes a Request, RunJSON the requests
+// document of `genaic run`, RunBatch and RunRequest requests by input name;
 // Stats, Close. It is safe for concurrent use.
-type Executor struct {
-	*genrt.Executor
-}
+type Executor = genrt.Executor[Request, Response]
 
 // Option configures New: genrt's options (genrt.WithSolo, WithMaxDelay,
 // WithQueue, WithWorkers, WithBackend, WithBackendConfig, WithDecline, ...).
 type Option = genrt.Option
-
-// New opens the executor on the package folder packageDir: the folder
-// holding inference_metadata.yaml and the artifacts the executor was
-// generated from, which must not have changed since. ONNX Runtime is found
-// as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
-// setup".
-func New(packageDir string, opts ...Option) (*Executor, error) {
-	ex := &Executor{}
-	x, err := genrt.NewExecutor(planJSON, packageDir, opts, ex.runRequest)
-	if err != nil {
-		return nil, err
-	}
-	ex.Executor = x
-	return ex, nil
-}
 
 // Request is one request: a value for each workflow input. A nil field is an
 // input the request leaves out.
@@ -52,19 +36,6 @@ type Request struct {
 	// request_aligned on axis 1 (one row per request). It comes from the
 	// request.
 	Frames *backend.Tensor
-}
-
-// inputs are the workflow's inputs, in the order the VM checks them: a
-// request may supply no other.
-var inputs = genrt.Inputs{
-	{Name: "frames"},
-}
-
-// check checks a request's inputs as the VM does before it runs the
-// workflow: each present unless it is optional, and each against its
-// contract.
-func (ex *Executor) check(req *Request) error {
-	return inputs.Check(ex.Engine(), req.Frames)
 }
 
 // Response is what a request's run emitted: a value for each workflow output
@@ -90,44 +61,33 @@ func (r *Response) Release() {
 	r.held.Release()
 }
 
-// outputNames are the workflow's outputs, as the VM's responses name them.
-var outputNames = vm.NewOutputNames("states", "pooled")
-
-// outputs returns the emitted outputs by name, as the VM's responses hold
-// them.
-func (r *Response) outputs() vm.Outputs {
-	return outputNames.Outputs([]*backend.Tensor{r.States, r.Pooled})
+// New opens the executor on the package folder packageDir: the folder
+// holding inference_metadata.yaml and the artifacts the executor was
+// generated from, which must not have changed since. ONNX Runtime is found
+// as `genaic run` finds it: $ONNXRUNTIME_LIB, else the cache of "make
+// setup".
+func New(packageDir string, opts ...Option) (*Executor, error) {
+	return genrt.New(planJSON, packageDir, opts, &ports)
 }
 
-// Run executes the workflow for one request. Many goroutines may call it at
-// once. A failed request returns an error; a *backend.RunError carries the
-// rule and message `genaic run` reports.
-func (ex *Executor) Run(ctx context.Context, req *Request) (*Response, error) {
-	return genrt.Run(ctx, ex.Engine(), req, ex.check, ex.run)
-}
-
-// runRequest runs one plain request given by input name, which its caller
-// counts as running.
-func (ex *Executor) runRequest(ctx context.Context, r vm.Request) vm.Response {
-	req := &Request{
-		Frames: r.Inputs["frames"],
-	}
-	if err := ex.check(req); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	if err := inputs.Unexpected(r.Inputs); err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	resp, err := ex.run(ctx, req)
-	if err != nil {
-		return vm.Response{ID: r.ID, Err: err}
-	}
-	return resp.held.Respond(r.ID, resp.outputs())
+// ports are the workflow's inputs, in the order the VM checks them (a
+// request may supply no other), its outputs, in the order the VM's responses
+// hold them, and their fields.
+var ports = genrt.Ports[Request, Response]{
+	In: []genrt.In[Request]{
+		{Name: "frames", Field: func(r *Request) **backend.Tensor { return &r.Frames }},
+	},
+	Out: []genrt.Out[Response]{
+		{Name: "states", Field: func(r *Response) **backend.Tensor { return &r.States }},
+		{Name: "pooled", Field: func(r *Response) **backend.Tensor { return &r.Pooled }},
+	},
+	Held: func(r *Response) *vm.Holding { return &r.held },
+	Run:  run,
 }
 
 // run is the workflow, step by step, as the VM's interpreter runs it. Each
 // step's comment says where the document declares it.
-func (ex *Executor) run(ctx context.Context, req *Request) (_ *Response, err error) {
+func run(ctx context.Context, ex *Executor, req *Request) (_ *Response, err error) {
 	resp := &Response{}
 	defer genrt.ReleaseFailed(&err, &resp.held)
 	var (
