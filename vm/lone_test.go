@@ -6,8 +6,6 @@ import (
 	"math/rand"
 	"testing"
 	"time"
-
-	"github.com/genaic/genaic/backend"
 )
 
 // TestCancelledRequestKeepsItsEntry: a request run alone that is cancelled
@@ -17,12 +15,7 @@ import (
 // the item the running group still splits by, and hand it that group's
 // answer.
 func TestCancelledRequestKeepsItsEntry(t *testing.T) {
-	entered, proceed := make(chan struct{}, 4), make(chan struct{})
-	gated := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
-		entered <- struct{}{}
-		<-proceed
-		return maskedMean(ctx, in)
-	}
+	gated, entered, proceed := heldEncoder()
 	e := engineWith(t, gated, Options{Workers: 1}, nil)
 	defer e.Close()
 	solo := imageEngine(t, Options{Solo: true})
@@ -30,7 +23,7 @@ func TestCancelledRequestKeepsItsEntry(t *testing.T) {
 	g := e.groupers["encoder"]
 	queued := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a hang guard
 			g.mu.Lock()
 			q := g.pol.Len()
 			g.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,20 +32,16 @@ func TestRuntimeRulesOfRefusals(t *testing.T) {
 	rng := rand.New(rand.NewSource(21))
 
 	t.Run("queue-full", func(t *testing.T) {
-		e := engineWith(t, slowEncoder(50*time.Millisecond), Options{Queue: 1}, nil)
+		held, _, proceed := heldEncoder()
+		e := engineWith(t, held, Options{Queue: 1}, nil)
 		defer e.Close()
-		res := make([]Response, 8)
-		var wg sync.WaitGroup
-		for i := range res {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res[i] = e.Run(context.Background(), imageRequest(rand.New(rand.NewSource(int64(i))), fmt.Sprint(i), 1))
-			}()
+		var reqs []Request
+		for i := range 8 {
+			reqs = append(reqs, imageRequest(rand.New(rand.NewSource(int64(i))), fmt.Sprint(i), 1))
 		}
-		wg.Wait()
+		first, rest := runHeld(t, e, reqs, proceed)
 		full := 0
-		for _, r := range res {
+		for _, r := range append([]Response{first}, rest...) {
 			if r.Err == nil {
 				continue
 			}
@@ -84,15 +79,17 @@ func TestRuntimeRulesOfRefusals(t *testing.T) {
 	})
 
 	t.Run("deadline", func(t *testing.T) {
-		// The first request holds the only runner for 200ms; the second
-		// waits in the queue past its 20ms deadline.
-		e := engineWith(t, slowEncoder(200*time.Millisecond), Options{}, nil)
+		// The first request holds the only runner until the second has
+		// waited in the queue past its 20ms deadline.
+		held, entered, proceed := heldEncoder()
+		e := engineWith(t, held, Options{}, nil)
 		defer e.Close()
 		go e.Run(context.Background(), imageRequest(rng, "slow", 1))
-		time.Sleep(20 * time.Millisecond)
+		<-entered
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		r := e.Run(ctx, imageRequest(rng, "late", 1))
+		close(proceed)
 		if ruleOf(r.Err) != backend.RunDeadline || !errors.Is(r.Err, context.DeadlineExceeded) {
 			t.Errorf("past its deadline: %v (rule %s)", r.Err, ruleOf(r.Err))
 		}

@@ -109,11 +109,11 @@ func (p *serveProcess) log() []map[string]any {
 	return append([]map[string]any(nil), p.lines...)
 }
 
-// waitFor returns the last log line whose msg is msg, waiting up to 10 s
-// for it: the process's standard error is read as it comes, so a line
+// waitFor returns the last log line whose msg is msg, waiting up to a
+// minute (a hang guard) for it: the process's standard error is read as it comes, so a line
 // written before an answer the test already has may not be read yet.
 func (p *serveProcess) waitFor(msg string) map[string]any {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		if l := p.find(msg); l != nil || time.Now().After(deadline) {
 			return l
