@@ -160,9 +160,11 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 		if err := p.measure([]*way{ways[i], apart}, []int{1, lightShare}, planBudget/2); err != nil {
 			return nil, err
 		}
-		cands[i].LightRequestsPerSecond = ways[i].rate(1)
+		// Both report what they served side by side, the rates compared.
+		cands[i].RequestsPerSecond, cands[i].LightRequestsPerSecond = ways[i].rate(0), ways[i].rate(1)
 		apart.c.RequestsPerSecond, apart.c.LightRequestsPerSecond = apart.rate(0), apart.rate(1)
 		cands = append(cands, apart.c)
+		c = cands[i]
 		if worseLoad(apart, ways[i]) > worseLoad(ways[i], apart) {
 			c = apart.c
 		}

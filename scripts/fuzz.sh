@@ -9,10 +9,10 @@
 # testdata/fuzz), not from the inputs earlier runs found interesting: Go
 # keeps those in its build cache and runs every one of them again before
 # fuzzing, so a run that kept them would take longer each time. The
-# interesting inputs of this run go to a folder removed at the end, and are
-# not minimized (minimizing an input that is thrown away buys nothing). A
-# failing input is still written to the package's testdata/fuzz, where
-# "go test" runs it from then on.
+# interesting inputs of this run go to a folder removed at the end, and
+# minimizing is kept short (an input thrown away gains little from it). A
+# failing input is still written, minimized briefly, to the package's
+# testdata/fuzz, where "go test" runs it from then on.
 #
 # Usage: scripts/fuzz.sh [GO]   (GO defaults to "go")
 set -euo pipefail
@@ -54,6 +54,6 @@ while read -r pkg target inputs; do
 	echo "$GO test ./$pkg -run '^\$' -fuzz '^$target\$' -fuzztime ${inputs}x"
 	# -test.fuzzcachedir, after -args, replaces the build cache's folder
 	# that "go test" names for the target's interesting inputs.
-	"$GO" test "./$pkg" -run '^$' -fuzz "^$target\$" -fuzztime "${inputs}x" -fuzzminimizetime 0x \
+	"$GO" test "./$pkg" -run '^$' -fuzz "^$target\$" -fuzztime "${inputs}x" -fuzzminimizetime 10x \
 		-args -test.fuzzcachedir="$corpus/$pkg/$target"
 done <<<"$TARGETS"
