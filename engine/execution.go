@@ -90,15 +90,8 @@ const plannedMargin = 0.97
 // requests per second wins, the one with fewer slots where two are within
 // plannedMargin. Where the package's models are large, the ways are
 // measured one after another, each engine closed before the next opens.
-//
-// A way that still groups a component is then measured again, beside the
-// same way with every grouped component apart, both at the full load and
-// at a light one (a lightShare of the callers): a group pays for its
-// wait only where callers keep it full, and a server's load comes and
-// goes. Of the two, the way whose worse load lost less to the other
-// wins, so that grouping stays only where it does not cost the light
-// load more than it gains the full one. The returned Execution says the
-// choice and what each way served; Apply puts it into options.
+// The returned Execution says the choice and what each way served; Apply
+// puts it into options.
 //
 // A workflow that invokes no ONNX component has no threads to divide: its
 // execution is one slot, planned without measuring anything. Planning
@@ -115,14 +108,10 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// A queue cut short (a test of back-pressure) would refuse what the
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
-	var grouped []string
-	if !opts.Solo {
-		grouped = groupedComponents(f)
-	}
 	cands := candidates(po.Cores)
 	// Which grouped components serve more apart is measured once per
 	// thread count, before the ways are: each way then runs them so.
-	if len(grouped) > 0 {
+	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
 		apart := map[int][]string{}
 		for i, c := range cands {
 			if _, ok := apart[c.Threads]; !ok {
@@ -135,167 +124,85 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			cands[i].Ungrouped = apart[c.Threads]
 		}
 	}
-	p := &planner{ctx: ctx, f: f, pkgDir: pkgDir, opts: opts, reqs: reqs, po: po,
-		warm: reqs[:min(len(reqs), 2*po.Clients)], together: artifactBytes(f, pkgDir) <= planTogetherBytes}
-	ways := make([]*way, len(cands))
-	for i, c := range cands {
-		ways[i] = &way{c: c}
-	}
+	// A round sends the requests from a closed loop of callers for
+	// po.Round, then waits for the answers still to come and counts them
+	// too, over the whole time: a round cut at its end would lose the work
+	// of the groups in flight, the more of it the larger a way's groups and
+	// the slower its requests. Where requests are slow that wait is long
+	// (a request of every caller is in flight), so the callers are as many
+	// as answer in about planDrain at the rate of the first way's warm-up
+	// (at least two per core, at most po.Clients); and once the rounds have
+	// taken planBudget, no way starts another.
+	warm := reqs[:min(len(reqs), 2*po.Clients)]
+	clients := 0
+	ways := make([]way, len(cands))
 	defer func() {
 		for _, w := range ways {
 			w.close()
 		}
 	}()
-	if err := p.measure(ways, []int{1}, planBudget); err != nil {
-		return nil, err
-	}
-	for i, w := range ways {
-		cands[i].RequestsPerSecond = w.rate(0)
-	}
-	i := choose(cands)
-	c := cands[i]
-	if len(c.Ungrouped) < len(grouped) {
-		apart := &way{c: candidate{Slots: c.Slots, Threads: c.Threads, Ungrouped: grouped}}
-		ways = append(ways, apart)
-		if err := p.measure([]*way{ways[i], apart}, []int{1, lightShare}, planBudget/2); err != nil {
-			return nil, err
+	start := func(i int) error {
+		e, err := Open(f, pkgDir, Apply(opts, &vm.Execution{Slots: cands[i].Slots, Threads: cands[i].Threads, Ungrouped: cands[i].Ungrouped}))
+		if err != nil {
+			return err
 		}
-		// Both report what they served side by side, the rates compared.
-		cands[i].RequestsPerSecond, cands[i].LightRequestsPerSecond = ways[i].rate(0), ways[i].rate(1)
-		apart.c.RequestsPerSecond, apart.c.LightRequestsPerSecond = apart.rate(0), apart.rate(1)
-		cands = append(cands, apart.c)
-		c = cands[i]
-		if worseLoad(apart, ways[i]) > worseLoad(ways[i], apart) {
-			c = apart.c
+		ways[i].e = e
+		rps, err := serveFor(ctx, e, warm, po.Clients, 0)
+		if err != nil {
+			return err
 		}
-	}
-	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
-	return x, nil
-}
-
-// lightShare divides the callers of the full load into those of the light
-// load a way that groups is also measured at.
-const lightShare = 4
-
-// planner measures the ways of one PlanExecution.
-type planner struct {
-	ctx        context.Context
-	f          *plan.File
-	pkgDir     string
-	opts       Options
-	reqs, warm []vm.Request
-	po         PlanOptions
-	// together says the ways' engines are measured side by side, each
-	// open throughout; else one after another, each closed before the
-	// next opens (the models are too large to hold a session per way).
-	together bool
-	// clients is the callers of the full load: as many as answer in
-	// about planDrain at the rate of the first way's warm-up (at least
-	// two per core, at most po.Clients), so that a round's wait for the
-	// answers still in flight stays short where requests are slow.
-	clients int
-}
-
-// way is one candidate being measured: its engine and the rates of its
-// rounds, by load.
-type way struct {
-	c     candidate
-	e     *vm.Engine
-	rates [][]float64
-}
-
-// rate is the median of the way's rounds at load k.
-func (w *way) rate(k int) float64 { return median(w.rates[k]) }
-
-// close closes the way's engine, once.
-func (w *way) close() {
-	if w.e != nil {
-		w.e.Close()
-		w.e = nil
-	}
-}
-
-// open opens the way's engine, unless it is open, and warms it up.
-func (p *planner) open(w *way) error {
-	if w.e != nil {
-		return nil
-	}
-	e, err := Open(p.f, p.pkgDir, Apply(p.opts, &vm.Execution{Slots: w.c.Slots, Threads: w.c.Threads, Ungrouped: w.c.Ungrouped}))
-	if err != nil {
-		return err
-	}
-	w.e = e
-	rps, err := serveFor(p.ctx, e, p.warm, p.po.Clients, 0)
-	if err != nil {
-		return err
-	}
-	if p.clients == 0 {
-		p.clients = min(p.po.Clients, max(2*p.po.Cores, int(rps*planDrain.Seconds())))
-	}
-	return nil
-}
-
-// measure serves the requests on each of ws at each load (the full load's
-// callers divided by each of shares) for po.Round a round, in po.Rounds
-// rounds taken in turn, or fewer once they have taken budget (every way
-// runs one). A round counts the answers still in flight at its end too,
-// over the whole time: a round cut at its end would lose the work of the
-// groups in flight, the more of it the larger a way's groups and the
-// slower its requests.
-func (p *planner) measure(ws []*way, shares []int, budget time.Duration) error {
-	round := func(w *way) error {
-		for k, share := range shares {
-			rps, err := serveFor(p.ctx, w.e, p.reqs, max(1, p.clients/share), p.po.Round)
-			if err != nil {
-				return err
-			}
-			w.rates[k] = append(w.rates[k], rps)
+		if clients == 0 {
+			clients = min(po.Clients, max(2*po.Cores, int(rps*planDrain.Seconds())))
 		}
 		return nil
 	}
-	for _, w := range ws {
-		w.rates = make([][]float64, len(shares))
+	timed := func(i int) error {
+		rps, err := serveFor(ctx, ways[i].e, reqs, clients, po.Round)
+		ways[i].rates = append(ways[i].rates, rps)
+		return err
 	}
-	more := func(r int, began time.Time, budget time.Duration) bool {
-		return r < p.po.Rounds && (r == 0 || time.Since(began) < budget)
+	// The ways take turns, each engine open throughout, unless the models
+	// are so large that holding a session per way would crowd the memory
+	// a server needs: then one way at a time, each closed before the next.
+	began := time.Now()
+	more := func(round int, share time.Duration) bool {
+		return round == 0 || time.Since(began) < share
 	}
-	if p.together {
-		for _, w := range ws {
-			if err := p.open(w); err != nil {
-				return err
+	if artifactBytes(f, pkgDir) <= planTogetherBytes {
+		for i := range ways {
+			if err := start(i); err != nil {
+				return nil, err
 			}
 		}
-		for r, began := 0, time.Now(); more(r, began, budget); r++ {
-			for _, w := range ws {
-				if err := round(w); err != nil {
-					return err
+		began = time.Now()
+		for r := 0; r < po.Rounds && more(r, planBudget); r++ {
+			for i := range ways {
+				if err := timed(i); err != nil {
+					return nil, err
 				}
 			}
 		}
-		return nil
-	}
-	for _, w := range ws {
-		if err := p.open(w); err != nil {
-			return err
-		}
-		for r, began := 0, time.Now(); more(r, began, budget/time.Duration(len(ws))); r++ {
-			if err := round(w); err != nil {
-				return err
+	} else {
+		for i := range ways {
+			if err := start(i); err != nil {
+				return nil, err
 			}
+			began = time.Now()
+			for r := 0; r < po.Rounds && more(r, planBudget/time.Duration(len(ways))); r++ {
+				if err := timed(i); err != nil {
+					return nil, err
+				}
+			}
+			ways[i].close()
 		}
-		w.close()
 	}
-	return nil
-}
-
-// worseLoad is the least share, over the loads, of what a served there
-// of what the better of a and b served.
-func worseLoad(a, b *way) float64 {
-	least := 1.0
-	for k := range a.rates {
-		least = min(least, a.rate(k)/max(a.rate(k), b.rate(k)))
+	for i, w := range ways {
+		slices.Sort(w.rates)
+		cands[i].RequestsPerSecond = w.rates[len(w.rates)/2]
 	}
-	return least
+	c := cands[choose(cands)]
+	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
+	return x, nil
 }
 
 // groupedComponents are the components the plan groups.
@@ -307,6 +214,21 @@ func groupedComponents(f *plan.File) []string {
 		}
 	}
 	return out
+}
+
+// way is one candidate being measured: its engine and what its rounds
+// served.
+type way struct {
+	e     *vm.Engine
+	rates []float64
+}
+
+// close closes the way's engine, once.
+func (w *way) close() {
+	if w.e != nil {
+		w.e.Close()
+		w.e = nil
+	}
 }
 
 // choose is the candidate (of cands, fewest slots first) that served the

@@ -27,14 +27,12 @@ type Execution struct {
 // Candidate is one way of dividing the cores a plan tried, the grouped
 // components it runs one request per invocation at its thread count
 // (grouped, they served less there), and the requests per second the
-// package's requests were served at that way (the median of its rounds),
-// at the full load and, for the ways measured there too, at a light one.
+// package's requests were served at that way (the median of its rounds).
 type Candidate struct {
-	Slots                  int      `json:"slots"`
-	Threads                int      `json:"threads"`
-	Ungrouped              []string `json:"ungrouped,omitempty"`
-	RequestsPerSecond      float64  `json:"requests_per_second"`
-	LightRequestsPerSecond float64  `json:"light_requests_per_second,omitempty"`
+	Slots             int      `json:"slots"`
+	Threads           int      `json:"threads"`
+	Ungrouped         []string `json:"ungrouped,omitempty"`
+	RequestsPerSecond float64  `json:"requests_per_second"`
 }
 
 // String is the way in a few characters: "2×1", or "2×1 (recognizer
@@ -67,11 +65,7 @@ func (x *Execution) String() string {
 	}
 	var tried []string
 	for _, c := range x.Tried {
-		t := fmt.Sprintf("%s: %.0f req/s", c, c.RequestsPerSecond)
-		if c.LightRequestsPerSecond > 0 {
-			t += fmt.Sprintf(", %.0f at light load", c.LightRequestsPerSecond)
-		}
-		tried = append(tried, t)
+		tried = append(tried, fmt.Sprintf("%s: %.0f req/s", c, c.RequestsPerSecond))
 	}
 	return fmt.Sprintf("%s, planned on %d cores (%s)", s, x.Cores, strings.Join(tried, ", "))
 }
