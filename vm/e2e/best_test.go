@@ -46,7 +46,7 @@ import (
 // invocation (one-at-a-time, as genaic bench compares); servedC/single
 // against the fastest hand strategy of one request per call; the
 // requests a served invocation carries, the items per second of each
-// way, and the grouped engine's planned slots and threads. Beside the
+// way, and each engine's planned slots and threads. Beside the
 // synthetic workloads it runs two real models with requests of mixed
 // sizes (fewer of them, each costing milliseconds): openWakeWord's speech
 // embedding (32 requests of 1 to 4 mel windows) and PaddleOCR's PP-OCRv4
@@ -278,7 +278,7 @@ func benchBest(b *testing.B, c bestCase) {
 	f, dir := fixtures.Compile(b, fx)
 	// The grouped engine and the one-at-a-time engine (Solo), each at the
 	// execution planned for it, as genaic bench compares its modes.
-	var x *vm.Execution
+	var x, soloX *vm.Execution
 	var engines [2]Runner
 	for k, solo := range []bool{false, true} {
 		px, err := engine.PlanExecution(context.Background(), f, dir, engine.Options{Options: vm.Options{Solo: solo}}, reqs, engine.PlanOptions{Cores: cores})
@@ -288,6 +288,7 @@ func benchBest(b *testing.B, c bestCase) {
 		opts := []genrt.Option{genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithBackendConfig(engine.Config{InterOpThreads: 1}), genrt.WithExecution(px)}
 		if solo {
 			opts = append(opts, genrt.WithSolo())
+			soloX = px
 		} else {
 			x = px
 		}
@@ -352,5 +353,7 @@ func benchBest(b *testing.B, c bestCase) {
 	}
 	b.ReportMetric(float64(x.Slots), "planned-slots")
 	b.ReportMetric(float64(x.Threads), "planned-threads")
+	b.ReportMetric(float64(soloX.Slots), "solo-planned-slots")
+	b.ReportMetric(float64(soloX.Threads), "solo-planned-threads")
 	b.ReportMetric(0, "ns/op") // the sum of the ways means nothing
 }
