@@ -649,9 +649,11 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 }
 
 // interleaved runs every one of runs once per iteration of b, in turn,
-// each iteration starting one further on (so that each follows every
-// other as often), and returns the time each took in all, the collection
-// of its own garbage included (turns).
+// each iteration starting one further on (so that each runs first, and
+// last, as often as the others; within an iteration a way always follows
+// the same way, and what that way leaves behind weighs on its turn), and
+// returns the time each took in all, the collection of its own garbage
+// included (turns).
 func interleaved(b *testing.B, runs []func()) []time.Duration {
 	times := make([]time.Duration, len(runs))
 	tn := newTurns(b, len(runs))
