@@ -30,7 +30,7 @@ import (
 // exact shapes (§3.3, §3.2).
 func TestGroupedEqualsSolo(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineKind) {
-		for i, f := range fixtures.All {
+		for i, f := range e.among(fixtures.All) {
 			t.Run(f.Name, func(t *testing.T) {
 				reqs := f.Requests(uint64(100+i), 24)
 				rec := newRecorder(t, f)
@@ -343,7 +343,7 @@ func TestVideoFixedBesideFrames(t *testing.T) {
 // reference; each B's result equals its own reference.
 func TestNoCrossRequestLeakage(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineKind) {
-		for i, f := range packedFixtures() {
+		for i, f := range e.among(packedFixtures()) {
 			t.Run(f.Name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(60+i), 6))
 				gen := f.Gen
@@ -385,7 +385,7 @@ func TestNoCrossRequestLeakage(t *testing.T) {
 // recomputed companions, and no gather.
 func TestSplitsAreViews(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineKind) {
-		for i, f := range packedFixtures() {
+		for i, f := range e.among(packedFixtures()) {
 			t.Run(f.Name, func(t *testing.T) {
 				var reqs []vm.Request
 				rng := rand.New(rand.NewPCG(uint64(20+i), 20))

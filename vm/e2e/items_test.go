@@ -30,7 +30,7 @@ import (
 // come back as items, their companions left out.
 func TestItemsEqualCompanions(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineKind) {
-		for i, f := range packedFixtures() {
+		for i, f := range e.among(packedFixtures()) {
 			t.Run(f.Name, func(t *testing.T) {
 				p, _ := fixtures.Compile(t, f)
 				var reqs, items []vm.Request

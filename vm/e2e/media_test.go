@@ -32,8 +32,8 @@ func TestMediaFixturesRunTheirOp(t *testing.T) {
 		{"video_fps", "frame_offsets", wantFrames, 4},
 	} {
 		t.Run(c.fixture, func(t *testing.T) {
-			forEachEngine(t, func(t *testing.T, e engineKind) {
-				f := fixtures.Lookup(c.fixture)
+			f := fixtures.Lookup(c.fixture)
+			forEachEngineOf(t, []fixtures.Fixture{f}, func(t *testing.T, e engineKind) {
 				rec := newRecorder(t, f)
 				r := e.start(t, f, withRecorder(genrt.WithSolo(), rec)...)
 				seen := map[int64]bool{}

@@ -22,7 +22,7 @@ import (
 // is never invoked: the invocation count does not move.
 func TestItemCounts(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineKind) {
-		for i, f := range packedFixtures() {
+		for i, f := range e.among(packedFixtures()) {
 			t.Run(f.Name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(40+i), 4))
 				reqs := []vm.Request{
