@@ -648,22 +648,21 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 	}
 }
 
-// interleaved runs every one of runs once per iteration of b, in turn,
-// each iteration starting one further on (so that each runs first, and
-// last, as often as the others; within an iteration a way always follows
-// the same way, and what that way leaves behind weighs on its turn), and
-// returns the time each took in all, the collection of its own garbage
-// included (turns).
+// interleaved runs every one of runs once per iteration of b, in an order
+// drawn afresh each iteration (a seeded shuffle), and returns the time each
+// took in all, the collection of its own garbage included (turns). A way
+// pays for what the way before it leaves behind (another engine's threads
+// winding down, its caches); in a fixed order one way would always follow
+// the same way, so its ratio to another would carry that cost one way.
+// Shuffled, every way follows every other alike, on average.
 func interleaved(b *testing.B, runs []func()) []time.Duration {
 	times := make([]time.Duration, len(runs))
 	tn := newTurns(b, len(runs))
-	turn := 0
+	rng := rand.New(rand.NewPCG(uint64(len(runs)), 1))
 	for b.Loop() {
-		for k := range runs {
-			i := (turn + k) % len(runs)
+		for _, i := range rng.Perm(len(runs)) {
 			times[i] += tn.take(i, runs[i])
 		}
-		turn++
 	}
 	return times
 }

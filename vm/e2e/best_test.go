@@ -277,43 +277,51 @@ func benchBest(b *testing.B, c bestCase) {
 
 	f, dir := fixtures.Compile(b, fx)
 	// The grouped engine and the one-at-a-time engine (Solo), each at the
-	// execution planned for it, as genaic bench compares its modes.
+	// execution planned for it, as genaic bench compares its modes. Each
+	// number of callers has a grouped engine of its own, so that its groups
+	// are counted from that engine's stats outside the turns (a snapshot
+	// sorts the recent samples: taken within a turn, it would be timed).
 	var x, soloX *vm.Execution
-	var engines [2]Runner
-	for k, solo := range []bool{false, true} {
-		px, err := engine.PlanExecution(context.Background(), f, dir, engine.Options{Options: vm.Options{Solo: solo}}, reqs, engine.PlanOptions{Cores: cores})
+	var grouped []Runner
+	var solo Runner
+	for _, isSolo := range []bool{false, true} {
+		px, err := engine.PlanExecution(context.Background(), f, dir, engine.Options{Options: vm.Options{Solo: isSolo}}, reqs, engine.PlanOptions{Cores: cores})
 		if err != nil {
 			b.Fatal(err)
 		}
 		opts := []genrt.Option{genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithBackendConfig(engine.Config{InterOpThreads: 1}), genrt.WithExecution(px)}
-		if solo {
-			opts = append(opts, genrt.WithSolo())
-			soloX = px
-		} else {
-			x = px
+		if isSolo {
+			soloX, solo = px, vmEngine.start(b, fx, append(opts, genrt.WithSolo())...)
+			mustRun(b, solo, reqs)
+			continue
 		}
-		engines[k] = vmEngine.start(b, fx, opts...)
-		mustRun(b, engines[k], reqs)
+		x = px
+		for range servedCallers {
+			e := vmEngine.start(b, fx, opts...)
+			mustRun(b, e, reqs)
+			grouped = append(grouped, e)
+		}
 	}
-	// The grouped engine's invocations and the requests they carried, by
-	// way (served16, served64).
-	calls, carried := make([]int64, len(ways)+2*len(servedCallers)), make([]int64, len(ways)+2*len(servedCallers))
-	for _, n := range servedCallers {
-		serve, i := newCallers(b, n, reqs).serve, len(ways)
-		grouped := func() {
-			before := engines[0].Stats().Components[c.component]
-			serve(engines[0])()
-			after := engines[0].Stats().Components[c.component]
-			calls[i] += after.Invocations - before.Invocations
-			carried[i] += after.Requests - before.Requests
-		}
-		ways = append(ways, grouped, serve(engines[1]))
+	servedAt := len(ways) // served16, solo16, served64, solo64
+	for k, n := range servedCallers {
+		serve := newCallers(b, n, reqs).serve
+		ways = append(ways, serve(grouped[k]), serve(solo))
 		names = append(names, fmt.Sprintf("served%d", n), fmt.Sprintf("solo%d", n))
 	}
 	for _, way := range ways {
 		way() // warm up
 	}
+	before := make([]vm.ComponentStats, len(grouped))
+	for k, e := range grouped {
+		before[k] = e.Stats().Components[c.component]
+	}
 	times := interleaved(b, ways)
+	// The requests a served invocation carried, by number of callers.
+	perCall := make([]float64, len(grouped))
+	for k, e := range grouped {
+		after := e.Stats().Components[c.component]
+		perCall[k] = float64(after.Requests-before[k].Requests) / float64(max(after.Invocations-before[k].Invocations, 1))
+	}
 	rate := func(i int) float64 { return float64(items*servedDocs) * float64(b.N) / times[i].Seconds() }
 	var best, single float64
 	reach := map[int]float64{} // by callers
@@ -341,15 +349,13 @@ func benchBest(b *testing.B, c bestCase) {
 			}
 		}
 	}
-	for i, name := range names {
-		var n int
-		if sscanf(name, "served%d", &n) {
-			b.ReportMetric(rate(i)/best, name+"/best")
-			b.ReportMetric(rate(i)/reach[n], name+"/reach")
-			b.ReportMetric(rate(i)/single, name+"/single")
-			b.ReportMetric(rate(i)/rate(i+1), name+"/solo") // the solo way follows
-			b.ReportMetric(float64(carried[i])/float64(max(calls[i], 1)), name+"-reqs/call")
-		}
+	for k, n := range servedCallers {
+		i, name := servedAt+2*k, names[servedAt+2*k]
+		b.ReportMetric(rate(i)/best, name+"/best")
+		b.ReportMetric(rate(i)/reach[n], name+"/reach")
+		b.ReportMetric(rate(i)/single, name+"/single")
+		b.ReportMetric(rate(i)/rate(i+1), name+"/solo") // the solo way follows
+		b.ReportMetric(perCall[k], name+"-reqs/call")
 	}
 	b.ReportMetric(float64(x.Slots), "planned-slots")
 	b.ReportMetric(float64(x.Threads), "planned-threads")

@@ -447,7 +447,7 @@ func TestWorkloadFloor(t *testing.T) {
 }
 
 // BenchmarkWorkloadFloor times, document by document in turn (the order
-// rotated every iteration), the grouped engine, the ideal's direct calls
+// shuffled every iteration), the grouped engine, the ideal's direct calls
 // and the workload's floor, and reports floor/ideal (what any runtime can
 // reach on this machine), grouped/ideal and grouped/floor (what genaic's
 // generality costs).

@@ -236,7 +236,7 @@ func TestReleaseConcurrent(t *testing.T) {
 // responses are kept until the collector takes them (every group's
 // outputs in fresh buffers), with the ideal's direct calls with fresh
 // outputs and with outputs reused, document by document in turn (the
-// order rotated every iteration). It reports released/kept and each
+// order shuffled every iteration). It reports released/kept and each
 // grouped way against both ideals.
 //
 //	go test ./vm/e2e -run '^$' -bench Release -benchtime 100x -count 3
