@@ -354,7 +354,7 @@ func benchBest(b *testing.B, c bestCase) {
 		b.ReportMetric(rate(i)/best, name+"/best")
 		b.ReportMetric(rate(i)/reach[n], name+"/reach")
 		b.ReportMetric(rate(i)/single, name+"/single")
-		b.ReportMetric(rate(i)/rate(i+1), name+"/solo") // the solo way follows
+		b.ReportMetric(rate(i)/rate(i+1), name+"/solo") // soloN is the next way
 		b.ReportMetric(perCall[k], name+"-reqs/call")
 	}
 	b.ReportMetric(float64(x.Slots), "planned-slots")
