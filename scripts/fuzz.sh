@@ -43,7 +43,7 @@ serve         FuzzDecodeGRPC       3000
 serve         FuzzParseConfig      3000
 serve         FuzzJSONData         5000
 serve         FuzzDecodeFixed      10000
-serve         FuzzEnvelope         10000
+serve         FuzzAnswer           10000
 serve         FuzzRepository       2000
 "
 
