@@ -128,32 +128,42 @@ func (b *bencher) maxLevel() int {
 
 // httpTarget posts the requests to a server's infer endpoint.
 type httpTarget struct {
-	client  *http.Client
+	client  *http.Client // for readiness and metrics
 	url     string
 	metrics *metricsReader
-	bodies  [][]byte
-	hlens   []int
+	conns   *postConns // for the requests (benchhttp.go)
+	posts   [][]byte   // each request's POST, built once
 	ids     []string
 }
 
 func newHTTPTarget(b *bencher, binary bool) (target, error) {
 	rf := b.flags.remoteFlags
 	t := &httpTarget{
-		client: &http.Client{Timeout: rf.timeout, Transport: &http.Transport{
-			MaxIdleConns: b.maxLevel(), MaxIdleConnsPerHost: b.maxLevel(), IdleConnTimeout: time.Minute}},
+		client: &http.Client{Timeout: rf.timeout},
 		url:    rf.baseURL() + "/v2/models/" + rf.model,
-		bodies: make([][]byte, len(b.reqs)), hlens: make([]int, len(b.reqs)), ids: make([]string, len(b.reqs)),
+		posts:  make([][]byte, len(b.reqs)), ids: make([]string, len(b.reqs)),
 	}
 	t.metrics = newMetricsReader(t.client, rf.baseURL(), rf.model)
 	if err := t.ready(); err != nil {
 		return nil, err
 	}
+	infer, err := url.Parse(t.url + "/infer")
+	if err != nil {
+		return nil, fmt.Errorf("--url: %v", err)
+	}
+	if t.conns, err = newPostConns(rf.baseURL(), b.maxLevel(), rf.timeout); err != nil {
+		return nil, fmt.Errorf("--url: %v", err)
+	}
 	for i, r := range b.reqs {
-		var err error
-		if t.bodies[i], t.hlens[i], err = serve.EncodeHTTP(r, binary); err != nil {
+		body, hlen, err := serve.EncodeHTTP(r, binary)
+		if err != nil {
 			return nil, err
 		}
-		t.ids[i] = r.ID
+		headers := []string{"Content-Type", "application/json"}
+		if hlen > 0 {
+			headers = append(headers, serve.HeaderLength, strconv.Itoa(hlen))
+		}
+		t.posts[i], t.ids[i] = postRequest(infer.Host, infer.RequestURI(), body, headers...), r.ID
 	}
 	return t, nil
 }
@@ -173,30 +183,21 @@ func (t *httpTarget) ready() error {
 }
 
 func (t *httpTarget) run(i int) error {
-	req, err := http.NewRequest(http.MethodPost, t.url+"/infer", bytes.NewReader(t.bodies[i]))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if t.hlens[i] > 0 {
-		req.Header.Set(serve.HeaderLength, strconv.Itoa(t.hlens[i]))
-	}
-	resp, err := t.client.Do(req)
-	if err != nil {
+	status, body, err := t.conns.post(t.posts[i])
+	switch {
+	case err != nil:
 		return fmt.Errorf("request %s: %v", t.ids[i], err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("request %s: %s: %s", t.ids[i], resp.Status, errorText(resp.Body))
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return fmt.Errorf("request %s: the answer broke off: %v", t.ids[i], err)
+	case status != http.StatusOK:
+		return fmt.Errorf("request %s: %s: %s", t.ids[i], strings.TrimSpace(strconv.Itoa(status)+" "+http.StatusText(status)), errorText(bytes.NewReader(body)))
 	}
 	return nil
 }
 
 func (t *httpTarget) snapshot() snapshot { return t.metrics.read() }
-func (t *httpTarget) close()             { t.client.CloseIdleConnections() }
+func (t *httpTarget) close() {
+	t.conns.close()
+	t.client.CloseIdleConnections()
+}
 
 // errorText is an error answer's message: the protocol's {"error": ...},
 // or the start of whatever the body holds.
