@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -187,8 +186,7 @@ func readBody(r io.Reader, size, limit int64, hlen string) ([]byte, error) {
 		pad = (8 - n%8) % 8
 	}
 	// Words, not bytes: their memory is 8-byte aligned whatever its size.
-	words := make([]uint64, (pad+size+7)/8)
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
+	buf := memoryOf(make([]uint64, (pad+size+7)/8))
 	body := buf[pad : pad+size : pad+size]
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, err
