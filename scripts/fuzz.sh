@@ -40,10 +40,11 @@ vm/adapters   FuzzVideoRequest     8000
 vm/adapters   FuzzSampleByTime     20000
 serve         FuzzDecodeHTTP       3000
 serve         FuzzDecodeGRPC       3000
+serve         FuzzReadInferRequest 20000
 serve         FuzzParseConfig      3000
 serve         FuzzJSONData         5000
 serve         FuzzDecodeFixed      10000
-serve         FuzzEnvelope         10000
+serve         FuzzAnswer           10000
 serve         FuzzRepository       2000
 "
 

@@ -30,7 +30,7 @@ type grpcService struct {
 // the server's request size limit.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(1 << 30),
-		grpc.StatsHandler(releaseAtEnd{})}, append(s.grpcConnOptions(), opts...)...)
+		grpc.StatsHandler(releaseAtEnd{}), grpc.ForceServerCodecV2(newInferCodec())}, append(s.grpcConnOptions(), opts...)...)
 	g := grpc.NewServer(opts...)
 	oippb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
 	healthpb.RegisterHealthServer(g, s.health)

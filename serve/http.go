@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -187,8 +186,7 @@ func readBody(r io.Reader, size, limit int64, hlen string) ([]byte, error) {
 		pad = (8 - n%8) % 8
 	}
 	// Words, not bytes: their memory is 8-byte aligned whatever its size.
-	words := make([]uint64, (pad+size+7)/8)
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
+	buf := memoryOf(make([]uint64, (pad+size+7)/8))
 	body := buf[pad : pad+size : pad+size]
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, err
@@ -302,9 +300,8 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		return
 	}
 	// Every output is read once: its tensor, and its bytes where it goes
-	// as binary data.
-	outs := make([]binaryOutput, len(names))
-	tensors := make([]*backend.Tensor, len(names))
+	// as binary data or its values where it goes as JSON.
+	outs := make([]answerOutput, len(names))
 	var blobs [][]byte
 	for i, n := range names {
 		t, items, err := output(resp, n)
@@ -316,7 +313,7 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 		if shape == nil {
 			shape = []int64{} // a scalar's: the protocol's shape is a list, never null
 		}
-		tensors[i], outs[i] = t, binaryOutput{name: n, datatype: Datatype(t.DType), shape: shape, items: items, size: -1}
+		outs[i] = answerOutput{name: n, datatype: Datatype(t.DType), shape: shape, items: items, size: -1}
 		bin, ok := binaryOut[n]
 		if !ok {
 			bin = binaryOut[""]
@@ -325,38 +322,20 @@ func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, a
 			b := toBytes(t)
 			outs[i].size = len(b)
 			blobs = append(blobs, b)
+		} else if outs[i].data, err = jsonData(t); err != nil {
+			writeError(w, backend.Errorf(backend.RunBackend, "output `%s` %v", n, err))
+			return
 		}
 	}
 	// The answer is encoded once, into a buffer reused from answer to
-	// answer, and written with one Write, which keeps none of it. Where
-	// every output goes as binary data, appendEnvelope writes the JSON
-	// part; otherwise (or where a string needs escaping) encoding/json
-	// does.
+	// answer, and written with one Write, which keeps none of it.
+	// appendAnswer writes the JSON; where a string needs escaping (or a
+	// value is of a form it does not write), encoding/json does.
 	buf := answerBuffers.Get().(*[]byte)
 	defer putAnswerBuffer(buf)
-	b, ok := (*buf)[:0], false
-	if len(blobs) == len(outs) {
-		b, ok = appendEnvelope(b, md.Name, Version, resp.ID, outs)
-	}
+	b, ok := appendAnswer((*buf)[:0], md.Name, Version, resp.ID, outs)
 	if !ok {
-		out := jsonResponse{ModelName: md.Name, ModelVersion: Version, ID: resp.ID, Outputs: []jsonDataTensor{}}
-		for i, o := range outs {
-			ot := jsonDataTensor{Name: o.name, Shape: o.shape, Datatype: o.datatype}
-			if o.items.isSet() {
-				ot.Parameters = map[string]any{itemsParam: o.items.httpValue()}
-			}
-			if o.size >= 0 {
-				if ot.Parameters == nil {
-					ot.Parameters = map[string]any{}
-				}
-				ot.Parameters["binary_data_size"] = o.size
-			} else if ot.Data, err = jsonData(tensors[i]); err != nil {
-				writeError(w, backend.Errorf(backend.RunBackend, "output `%s` %v", o.name, err))
-				return
-			}
-			out.Outputs = append(out.Outputs, ot)
-		}
-		j, err := json.Marshal(out)
+		j, err := json.Marshal(jsonAnswer(md.Name, Version, resp.ID, outs))
 		if err != nil {
 			writeError(w, backend.Errorf(backend.RunBackend, "encoding the response: %v", err))
 			return

@@ -51,11 +51,20 @@ type fixedParser struct{ walker }
 // is encoding/json's business) whose keys name the fields of names,
 // matched as encoding/json matches them, regardless of case; read reads
 // the value of the field at its position. Other keys' values are skipped,
-// and must be JSON; a field given twice gives up.
+// and must be JSON; a field given twice gives up, and so does a key that
+// is not plain text (encoding/json would rewrite or refuse it).
 func (p *fixedParser) fields(names []string, read func(field int) bool) bool {
 	seen := 0
 	return p.members(func(key []byte) bool {
-		field := slices.IndexFunc(names, func(n string) bool { return bytes.EqualFold(key, []byte(n)) })
+		// The key as given, nearly always (plain, as names are); else as
+		// encoding/json matches it.
+		field := slices.Index(names, string(key))
+		if field < 0 {
+			if !plainText(key) {
+				return false
+			}
+			field = slices.IndexFunc(names, func(n string) bool { return bytes.EqualFold(key, []byte(n)) })
+		}
 		switch {
 		case field < 0:
 			return p.skipValid()
@@ -84,24 +93,17 @@ func (p *fixedParser) word() (any, bool) {
 	return nil, false
 }
 
-// members walks an object as the walker does, refusing a key that is not
-// valid UTF-8 or holds a control character (encoding/json would rewrite
-// or refuse it).
-func (p *fixedParser) members(member func(key []byte) bool) bool {
-	return p.walker.members(func(key []byte) bool {
-		return plainText(key) && member(key)
-	})
-}
-
 // plainText reports whether a string's text (no escape in it) reads as
 // itself: valid UTF-8 without control characters.
 func plainText(text []byte) bool {
+	ascii := true
 	for _, c := range text {
 		if c < 0x20 {
 			return false
 		}
+		ascii = ascii && c < utf8.RuneSelf
 	}
-	return utf8.Valid(text)
+	return ascii || utf8.Valid(text)
 }
 
 // null reads a null, reporting whether there was one.
@@ -126,18 +128,43 @@ func (p *fixedParser) skipValid() bool {
 // UTF-8 (encoding/json would rewrite or refuse the others), or a null
 // (the empty string).
 func (p *fixedParser) str() (string, bool) {
+	text, ok := p.plain()
+	return string(text), ok
+}
+
+// plain reads what str reads, returning its text (nil for a null).
+func (p *fixedParser) plain() ([]byte, bool) {
 	if p.null() {
-		return "", true
+		return nil, true
 	}
 	if !p.at('"') {
-		return "", false
+		return nil, false
 	}
 	text, escaped, ok := p.walker.str()
 	if !ok || escaped || !plainText(text) {
-		return "", false
+		return nil, false
 	}
-	return string(text), true
+	return text, true
 }
+
+// datatype reads a string as str does: one of the protocol's datatypes,
+// which every input names, without a string made for it.
+func (p *fixedParser) datatype() (string, bool) {
+	text, ok := p.plain()
+	if dt, known := datatypes[string(text)]; known {
+		return dt, ok
+	}
+	return string(text), ok
+}
+
+// datatypes are the protocol's datatypes, each its own value.
+var datatypes = func() map[string]string {
+	m := map[string]string{"BYTES": "BYTES"}
+	for dt := range oipTypes {
+		m[dt] = dt
+	}
+	return m
+}()
 
 // number reads a JSON number's text.
 func (p *fixedParser) number() ([]byte, bool) {
@@ -207,6 +234,13 @@ func (p *fixedParser) params() (map[string]any, bool) {
 	}
 	m := map[string]any{}
 	ok := p.members(func(key []byte) bool {
+		name, known := protocolKey(key)
+		if !known {
+			if !plainText(key) {
+				return false // encoding/json would rewrite or refuse it
+			}
+			name = string(key)
+		}
 		p.space()
 		if p.i == len(p.b) {
 			return false
@@ -226,10 +260,14 @@ func (p *fixedParser) params() (map[string]any, bool) {
 			}
 			v = w
 		case c == '[' || c == '{':
+			// A variable of its own: the one Unmarshal takes the address
+			// of lives on the heap.
+			var list any
 			start := p.i
-			if !p.skip() || json.Unmarshal(p.b[start:p.i], &v) != nil {
+			if !p.skip() || json.Unmarshal(p.b[start:p.i], &list) != nil {
 				return false
 			}
+			v = list
 		default:
 			text, ok := p.number()
 			if !ok {
@@ -241,28 +279,29 @@ func (p *fixedParser) params() (map[string]any, bool) {
 			}
 			v = f
 		}
-		m[paramKey(key)] = v
+		m[name] = v
 		return true
 	})
 	return m, ok
 }
 
-// paramKey is a parameter's key as a string: the protocol's keys, which
-// nearly every request carries, without a string made for each.
-func paramKey(key []byte) string {
+// protocolKey is a parameter's key as a string where it is one of the
+// protocol's keys, which nearly every request carries: without a string
+// made for each.
+func protocolKey(key []byte) (string, bool) {
 	switch string(key) {
 	case "binary_data_size":
-		return "binary_data_size"
+		return "binary_data_size", true
 	case "binary_data":
-		return "binary_data"
+		return "binary_data", true
 	case "binary_data_output":
-		return "binary_data_output"
+		return "binary_data_output", true
 	case itemsParam:
-		return itemsParam
+		return itemsParam, true
 	case "timeout":
-		return "timeout"
+		return "timeout", true
 	}
-	return string(key)
+	return "", false
 }
 
 // inputs reads the inputs' list.
@@ -278,7 +317,7 @@ func (p *fixedParser) inputs() ([]jsonTensor, bool) {
 			case 1:
 				in.Shape, ok = p.shape()
 			case 2:
-				in.Datatype, ok = p.str()
+				in.Datatype, ok = p.datatype()
 			case 3:
 				in.Parameters, ok = p.params()
 			default:

@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +159,34 @@ func FuzzDecodeFixed(f *testing.F) {
 			t.Fatalf("%q:\nfixed %+v\n json %+v", header, got, want)
 		}
 	})
+}
+
+// BenchmarkDecodeBinary decodes the text example's first request as
+// genaic bench sends it over HTTP (a JSON header, binary data after it),
+// from a body read as the server reads one: what a small request's
+// decoding costs the server.
+//
+//	go test ./serve -run '^$' -bench DecodeBinary -benchmem
+func BenchmarkDecodeBinary(b *testing.B) {
+	s := newServer(b, Config{Repo: repo(b, "text_packed"), NoWarmup: true})
+	md := s.model("text_packed")
+	reqs, err := readRequests(md.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, n, err := EncodeHTTP(reqs[0], true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hlen := strconv.Itoa(n)
+	body, err := readBody(bytes.NewReader(raw), int64(len(raw)), int64(len(raw)), hlen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, _, err := s.decodeHTTP(md, hlen, body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -37,8 +37,8 @@ import (
 //	grpc_stream  ModelStreamInfer: the clients' requests on one stream
 //
 // The requests are encoded once, before the rounds (serve.EncodeHTTP,
-// serve.EncodeGRPC); a round measures sending them and reading the
-// answers. Where --url names a genaic server, its /metrics tell each
+// serve.EncodeGRPC, the latter to its wire bytes: benchwire.go); a round
+// measures sending them and reading the answers. Where --url names a genaic server, its /metrics tell each
 // round's groups (invocations and requests per component) and the
 // server's own mean times (per request; per component the wait for a
 // group and the invocation); another server that answers Triton's
@@ -128,32 +128,42 @@ func (b *bencher) maxLevel() int {
 
 // httpTarget posts the requests to a server's infer endpoint.
 type httpTarget struct {
-	client  *http.Client
+	client  *http.Client // for readiness and metrics
 	url     string
 	metrics *metricsReader
-	bodies  [][]byte
-	hlens   []int
+	conns   *postConns // for the requests (benchhttp.go)
+	posts   [][]byte   // each request's POST, built once
 	ids     []string
 }
 
 func newHTTPTarget(b *bencher, binary bool) (target, error) {
 	rf := b.flags.remoteFlags
 	t := &httpTarget{
-		client: &http.Client{Timeout: rf.timeout, Transport: &http.Transport{
-			MaxIdleConns: b.maxLevel(), MaxIdleConnsPerHost: b.maxLevel(), IdleConnTimeout: time.Minute}},
+		client: &http.Client{Timeout: rf.timeout},
 		url:    rf.baseURL() + "/v2/models/" + rf.model,
-		bodies: make([][]byte, len(b.reqs)), hlens: make([]int, len(b.reqs)), ids: make([]string, len(b.reqs)),
+		posts:  make([][]byte, len(b.reqs)), ids: make([]string, len(b.reqs)),
 	}
 	t.metrics = newMetricsReader(t.client, rf.baseURL(), rf.model)
 	if err := t.ready(); err != nil {
 		return nil, err
 	}
+	infer, err := url.Parse(t.url + "/infer")
+	if err != nil {
+		return nil, fmt.Errorf("--url: %v", err)
+	}
+	if t.conns, err = newPostConns(rf.baseURL(), b.maxLevel(), rf.timeout); err != nil {
+		return nil, fmt.Errorf("--url: %v", err)
+	}
 	for i, r := range b.reqs {
-		var err error
-		if t.bodies[i], t.hlens[i], err = serve.EncodeHTTP(r, binary); err != nil {
+		body, hlen, err := serve.EncodeHTTP(r, binary)
+		if err != nil {
 			return nil, err
 		}
-		t.ids[i] = r.ID
+		headers := []string{"Content-Type", "application/json"}
+		if hlen > 0 {
+			headers = append(headers, serve.HeaderLength, strconv.Itoa(hlen))
+		}
+		t.posts[i], t.ids[i] = postRequest(infer.Host, infer.RequestURI(), body, headers...), r.ID
 	}
 	return t, nil
 }
@@ -173,30 +183,21 @@ func (t *httpTarget) ready() error {
 }
 
 func (t *httpTarget) run(i int) error {
-	req, err := http.NewRequest(http.MethodPost, t.url+"/infer", bytes.NewReader(t.bodies[i]))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if t.hlens[i] > 0 {
-		req.Header.Set(serve.HeaderLength, strconv.Itoa(t.hlens[i]))
-	}
-	resp, err := t.client.Do(req)
-	if err != nil {
+	status, body, err := t.conns.post(t.posts[i])
+	switch {
+	case err != nil:
 		return fmt.Errorf("request %s: %v", t.ids[i], err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("request %s: %s: %s", t.ids[i], resp.Status, errorText(resp.Body))
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return fmt.Errorf("request %s: the answer broke off: %v", t.ids[i], err)
+	case status != http.StatusOK:
+		return fmt.Errorf("request %s: %s: %s", t.ids[i], strings.TrimSpace(strconv.Itoa(status)+" "+http.StatusText(status)), errorText(bytes.NewReader(body)))
 	}
 	return nil
 }
 
 func (t *httpTarget) snapshot() snapshot { return t.metrics.read() }
-func (t *httpTarget) close()             { t.client.CloseIdleConnections() }
+func (t *httpTarget) close() {
+	t.conns.close()
+	t.client.CloseIdleConnections()
+}
 
 // errorText is an error answer's message: the protocol's {"error": ...},
 // or the start of whatever the body holds.
@@ -217,7 +218,7 @@ type grpcTarget struct {
 	conn    *grpc.ClientConn
 	client  oippb.GRPCInferenceServiceClient
 	timeout time.Duration
-	msgs    []*oippb.ModelInferRequest
+	msgs    []*wireRequest // encoded once (benchwire.go)
 	ids     []string
 	metrics *metricsReader
 	stream  *sharedStream // for grpc_stream
@@ -226,12 +227,12 @@ type grpcTarget struct {
 func newGRPCTarget(b *bencher, stream bool) (target, error) {
 	rf := b.flags.remoteFlags
 	conn, err := grpc.NewClient(rf.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30), grpc.ForceCodecV2(newWireCodec())))
 	if err != nil {
 		return nil, fmt.Errorf("--grpc: %v", err)
 	}
 	t := &grpcTarget{conn: conn, client: oippb.NewGRPCInferenceServiceClient(conn), timeout: rf.timeout,
-		msgs: make([]*oippb.ModelInferRequest, len(b.reqs)), ids: make([]string, len(b.reqs))}
+		msgs: make([]*wireRequest, len(b.reqs)), ids: make([]string, len(b.reqs))}
 	if rf.url != "" {
 		t.metrics = newMetricsReader(&http.Client{Timeout: rf.timeout}, rf.baseURL(), rf.model)
 	} else {
@@ -247,14 +248,19 @@ func newGRPCTarget(b *bencher, stream bool) (target, error) {
 		return nil, fmt.Errorf("--grpc %s: model %s: %v", rf.grpc, rf.model, err)
 	}
 	for i, r := range b.reqs {
-		if t.msgs[i], err = serve.EncodeGRPC(rf.model, r); err != nil {
+		m, err := serve.EncodeGRPC(rf.model, r)
+		if err == nil {
+			t.msgs[i], err = newWireRequest(m)
+		}
+		if err != nil {
 			conn.Close()
 			return nil, err
 		}
+		t.msgs[i] = t.msgs[i].withID(r.ID)
 		t.ids[i] = r.ID
 	}
 	if stream {
-		t.stream = &sharedStream{client: t.client, waiting: map[string]chan *oippb.ModelStreamInferResponse{}}
+		t.stream = &sharedStream{conn: conn, waiting: map[string]chan *streamAnswer{}}
 	}
 	return t, nil
 }
@@ -265,7 +271,7 @@ func (t *grpcTarget) run(i int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	defer cancel()
-	if _, err := t.client.ModelInfer(ctx, t.msgs[i]); err != nil {
+	if err := t.conn.Invoke(ctx, oippb.GRPCInferenceService_ModelInfer_FullMethodName, t.msgs[i], &unaryAnswer{}); err != nil {
 		s := status.Convert(err)
 		return fmt.Errorf("request %s: %s: %s", t.ids[i], s.Code(), s.Message())
 	}
@@ -287,18 +293,18 @@ func (t *grpcTarget) close() {
 // stream that breaks fails the requests waiting on it, and the next send
 // opens another.
 type sharedStream struct {
-	client oippb.GRPCInferenceServiceClient
-	mu     sync.Mutex // guards everything below, and Send
-	st     oippb.GRPCInferenceService_ModelStreamInferClient
+	conn   *grpc.ClientConn
+	mu     sync.Mutex // guards everything below, and SendMsg
+	st     grpc.ClientStream
 	cancel context.CancelFunc
 	// waiting maps the id of each request sent and not yet answered to
 	// its sender's channel.
-	waiting map[string]chan *oippb.ModelStreamInferResponse
+	waiting map[string]chan *streamAnswer
 	next    uint64
 }
 
-func (s *sharedStream) run(m *oippb.ModelInferRequest, id string, timeout time.Duration) error {
-	ch := make(chan *oippb.ModelStreamInferResponse, 1)
+func (s *sharedStream) run(m *wireRequest, id string, timeout time.Duration) error {
+	ch := make(chan *streamAnswer, 1)
 	s.mu.Lock()
 	if s.st == nil {
 		if err := s.open(); err != nil {
@@ -309,13 +315,9 @@ func (s *sharedStream) run(m *oippb.ModelInferRequest, id string, timeout time.D
 	s.next++
 	key := strconv.FormatUint(s.next, 10)
 	s.waiting[key] = ch
-	// The document's message is shared by every client sending it: its
-	// id is set and it is encoded under the lock (Send encodes before it
-	// returns). The stream-wide id tells the answers apart.
-	m.Id = key
-	err := s.st.Send(m)
-	m.Id = id
-	if err != nil {
+	// A stream-wide id in place of the document's tells the answers
+	// apart.
+	if err := s.st.SendMsg(m.withID(key)); err != nil {
 		delete(s.waiting, key)
 		s.mu.Unlock()
 		return fmt.Errorf("request %s: sending on the stream: %v", id, err)
@@ -328,8 +330,8 @@ func (s *sharedStream) run(m *oippb.ModelInferRequest, id string, timeout time.D
 		switch {
 		case a == nil:
 			return fmt.Errorf("request %s: the stream ended before its answer", id)
-		case a.ErrorMessage != "":
-			return fmt.Errorf("request %s: %s", id, a.ErrorMessage)
+		case a.errorMessage != "":
+			return fmt.Errorf("request %s: %s", id, a.errorMessage)
 		}
 		return nil
 	case <-timer.C:
@@ -343,7 +345,7 @@ func (s *sharedStream) run(m *oippb.ModelInferRequest, id string, timeout time.D
 // open starts a stream and its reader (under s.mu).
 func (s *sharedStream) open() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := s.client.ModelStreamInfer(ctx)
+	st, err := s.conn.NewStream(ctx, &oippb.GRPCInferenceService_ServiceDesc.Streams[0], oippb.GRPCInferenceService_ModelStreamInfer_FullMethodName)
 	if err != nil {
 		cancel()
 		return err
@@ -356,9 +358,10 @@ func (s *sharedStream) open() error {
 // read hands each answer of st to its sender; when st ends, it fails the
 // requests still waiting (a nil answer) and lets the next send open a
 // new stream.
-func (s *sharedStream) read(st oippb.GRPCInferenceService_ModelStreamInferClient) {
+func (s *sharedStream) read(st grpc.ClientStream) {
 	for {
-		a, err := st.Recv()
+		a := new(streamAnswer)
+		err := st.RecvMsg(a)
 		s.mu.Lock()
 		if err != nil {
 			if s.st == st {
@@ -372,7 +375,7 @@ func (s *sharedStream) read(st oippb.GRPCInferenceService_ModelStreamInferClient
 			s.mu.Unlock()
 			return
 		}
-		key := a.GetInferResponse().GetId()
+		key := a.id
 		ch := s.waiting[key]
 		delete(s.waiting, key)
 		s.mu.Unlock()
