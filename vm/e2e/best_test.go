@@ -278,34 +278,34 @@ func benchBest(b *testing.B, c bestCase) {
 	f, dir := fixtures.Compile(b, fx)
 	// The grouped engine and the one-at-a-time engine (Solo), each at the
 	// execution planned for it, as genaic bench compares its modes. Each
-	// number of callers has a grouped engine of its own, so that its groups
-	// are counted from that engine's stats outside the turns (a snapshot
-	// sorts the recent samples: taken within a turn, it would be timed).
+	// number of callers has engines of its own: the grouped one's groups
+	// are counted from its stats outside the turns (a snapshot sorts the
+	// recent samples: taken within a turn, it would be timed), and each
+	// engine serves as many turns as the other.
 	var x, soloX *vm.Execution
-	var grouped []Runner
-	var solo Runner
+	var grouped, solo []Runner
 	for _, isSolo := range []bool{false, true} {
 		px, err := engine.PlanExecution(context.Background(), f, dir, engine.Options{Options: vm.Options{Solo: isSolo}}, reqs, engine.PlanOptions{Cores: cores})
 		if err != nil {
 			b.Fatal(err)
 		}
 		opts := []genrt.Option{genrt.WithMaxDelay(genrt.DefaultMaxDelay), genrt.WithBackendConfig(engine.Config{InterOpThreads: 1}), genrt.WithExecution(px)}
+		opened := &grouped
 		if isSolo {
-			soloX, solo = px, vmEngine.start(b, fx, append(opts, genrt.WithSolo())...)
-			mustRun(b, solo, reqs)
-			continue
+			soloX, opened, opts = px, &solo, append(opts, genrt.WithSolo())
+		} else {
+			x = px
 		}
-		x = px
 		for range servedCallers {
 			e := vmEngine.start(b, fx, opts...)
 			mustRun(b, e, reqs)
-			grouped = append(grouped, e)
+			*opened = append(*opened, e)
 		}
 	}
 	servedAt := len(ways) // served16, solo16, served64, solo64
 	for k, n := range servedCallers {
 		serve := newCallers(b, n, reqs).serve
-		ways = append(ways, serve(grouped[k]), serve(solo))
+		ways = append(ways, serve(grouped[k]), serve(solo[k]))
 		names = append(names, fmt.Sprintf("served%d", n), fmt.Sprintf("solo%d", n))
 	}
 	for _, way := range ways {
