@@ -114,6 +114,9 @@ var executors = map[string]opener{
 type engineKind struct {
 	name string
 	open func(t testing.TB, fx fixtures.Fixture) opener
+	// committedOnly: the engine runs only the fixtures whose executor is
+	// committed.
+	committedOnly bool
 }
 
 // runs says whether the engine runs a fixture: the generated engine runs
@@ -121,7 +124,7 @@ type engineKind struct {
 // committed ones' code under other names (fixtures.Fixture.SameCode), are
 // built and checked against the VM by codegen's differential test.
 func (e engineKind) runs(fx fixtures.Fixture) bool {
-	return e.name != "generated" || fx.Committed()
+	return !e.committedOnly || fx.Committed()
 }
 
 // among is the fixtures of list the engine runs.
@@ -146,14 +149,14 @@ var engines = []engineKind{
 			}
 			return engine.Open(f, dir, o)
 		}
-	}},
+	}, false},
 	{"generated", func(t testing.TB, fx fixtures.Fixture) opener {
 		open := executors[fx.Exec]
 		if open == nil {
 			t.Fatalf("no executor of %s is linked into the tests: add examples/%s to executors", fx.Name, fx.Exec)
 		}
 		return open
-	}},
+	}, true},
 }
 
 // forEachEngine runs a test once per engine, as a subtest named after it.
