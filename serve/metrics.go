@@ -225,18 +225,16 @@ var (
 	descKept = prometheus.NewDesc("genaic_scheduler_kept_for_padding_total",
 		"Times an item was kept out of a group because the padding it would add costs more than its own invocation.", []string{"model", "component"}, nil)
 	descOwn = prometheus.NewDesc("genaic_own_groups_total",
-		"Groups a batch of requests ran on its own goroutine, where waking a runner was measured not to pay.", []string{"model", "component"}, nil)
+		"Groups a lockstep batch of requests ran on its own goroutine rather than handing them to a runner: with one worker slot, or where its groups run shorter than waking another thread costs.", []string{"model", "component"}, nil)
 	descIsolated = prometheus.NewDesc("genaic_isolated_requests_total",
 		"Requests run in a group of their own because an input held NaN or an infinity, which the model could spread to the other items of its invocation.", []string{"model", "component"}, nil)
 	descReused = prometheus.NewDesc("genaic_outputs_reused_groups_total",
 		"Groups whose output buffers went back to the session for a later group's outputs, every response viewing them written and released.", []string{"model", "component"}, nil)
-	descBatchWay = prometheus.NewDesc("genaic_batch_item_seconds",
-		"With several worker slots: the median time per request of the last batches that found the component idle, by the way they took (runners: groups handed to the runners; own: run on the batch's goroutine); absent until measured.", []string{"model", "component", "way"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descBatchWay, descIsolated, descReused} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descIsolated, descReused} {
 		ch <- d
 	}
 }
@@ -280,11 +278,6 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descCap, prometheus.GaugeValue, float64(sched.Cap), lv...)
 		ch <- prometheus.MustNewConstMetric(descKept, prometheus.CounterValue, float64(sched.KeptForPadding), lv...)
 		ch <- prometheus.MustNewConstMetric(descOwn, prometheus.CounterValue, float64(cs.OwnGroups), lv...)
-		for way, ns := range map[string]float64{"runners": sched.RunnersBatchNS, "own": sched.OwnBatchNS} {
-			if ns > 0 {
-				ch <- prometheus.MustNewConstMetric(descBatchWay, prometheus.GaugeValue, ns/1e9, model, name, way)
-			}
-		}
 		ch <- prometheus.MustNewConstMetric(descIsolated, prometheus.CounterValue, float64(cs.Isolated), lv...)
 		ch <- prometheus.MustNewConstMetric(descReused, prometheus.CounterValue, float64(cs.OutputsReused), lv...)
 		buckets := map[float64]uint64{}

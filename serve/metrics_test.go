@@ -20,7 +20,7 @@ import (
 // before), per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Execution: &vm.Execution{Slots: 4, Threads: 2, Planned: true}, Components: map[string]vm.ComponentStats{
-		"encoder": {OwnGroups: 5, Isolated: 2, Failed: 3, Regrouped: 1, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7, RunnersBatchNS: 3000, OwnBatchNS: 1500}},
+		"encoder": {OwnGroups: 5, Isolated: 2, Failed: 3, Regrouped: 1, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -40,8 +40,6 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_failed_calls_total{component="encoder",model="m"}`:               3,
 		`genaic_regrouped_total{component="encoder",model="m"}`:                  1,
 		`genaic_failed_calls_total{component="text",model="m"}`:                  0,
-		`genaic_batch_item_seconds{component="encoder",model="m",way="runners"}`: 3e-6,
-		`genaic_batch_item_seconds{component="encoder",model="m",way="own"}`:     1.5e-6,
 		`genaic_backend_seconds_total{component="encoder",model="m"}`:            0.25,
 	} {
 		if got := metric(t, text, sample); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) || math.IsNaN(got) {
@@ -51,7 +49,6 @@ func TestSchedulerMetrics(t *testing.T) {
 	for _, sample := range []string{
 		`genaic_scheduler_fixed_seconds{component="text",model="m"}`,
 		`genaic_scheduler_element_seconds{component="text",model="m"}`,
-		`genaic_batch_item_seconds{component="text",model="m",way="runners"}`,
 		`genaic_backend_seconds_total{component="text",model="m"}`,
 	} {
 		if got := metric(t, text, sample); !math.IsNaN(got) {

@@ -245,9 +245,7 @@ func (b *batch) invoke(s *ir.Step) {
 			live++
 		}
 	}
-	began := time.Now()
-	self, idleAt := g.startBatch()
-	own, idle := self, self || idleAt >= 0
+	self = g.startBatch()
 	g.promise(live)
 	promised = live
 	done := 0
@@ -284,14 +282,8 @@ func (b *batch) invoke(s *ir.Step) {
 	default:
 		g.promise(done - live) // requests cancelled before their admission
 		promised = 0
-		if idleAt >= 0 {
-			g.admitted(idleAt)
-		}
 	}
 	wg.Wait()
-	if idle {
-		g.batchEnded(own, live, time.Since(began))
-	}
 	b.each(func(i int, r *run) error {
 		outs, l, err := subs[i].result(g)
 		if err != nil {

@@ -45,13 +45,10 @@ type grouper struct {
 	closed                   bool
 	promised                 int // items a lockstep batch is admitting now
 	// selfRun counts the lockstep batches running their own groups now;
-	// runnerGroups and overlap are what decides it, and exploreEvery and
-	// untilExplore when a batch measures anyway (selfrun.go).
-	selfRun                    int
-	runnerGroups               int
-	overlap                    float64
-	exploreEvery, untilExplore int
-	side                       sideBySide // with several worker slots
+	// selfRunBelow is the rule's threshold (selfrun.go; 0: batches never
+	// do, which tests set to take the runners' path).
+	selfRun      int
+	selfRunBelow time.Duration
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
 	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
@@ -174,8 +171,7 @@ func (e *QueueFullError) Error() string {
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
 	g := &grouper{spec: spec, sess: sess, call: newSessionCall(spec, sess), e: e, solo: o.Solo, stats: stats, copies: copies,
-		limit: o.Queue, wake: make(chan struct{}, 1), workers: max(o.Workers, 1),
-		overlap: 1, exploreEvery: selfRunExplore, untilExplore: selfRunExplore} // runners help until batches show otherwise (selfrun.go)
+		limit: o.Queue, wake: make(chan struct{}, 1), workers: max(o.Workers, 1), selfRunBelow: selfRunBelow}
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))

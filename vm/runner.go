@@ -92,7 +92,6 @@ func (g *grouper) next(now time.Time, wasIdle bool, a *arena) (batch []*pending,
 	batch, wait, ok = g.take(now, a)
 	if batch != nil {
 		g.running++
-		g.runnerGroups++
 	}
 	if batch == nil && ok {
 		g.idle++

@@ -202,10 +202,9 @@ func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// One worker slot: the batch runs its groups itself, on its
+			// caller's goroutine (selfrun.go).
 			g := e.groupers["encoder"]
-			g.mu.Lock()
-			g.overlap = 0 // the batch runs its groups itself, on its caller's goroutine
-			g.mu.Unlock()
 			var reqs []Request
 			for i := range 40 { // 40 images: three groups of the 16-image budget
 				reqs = append(reqs, paddedRequest(fmt.Sprint(i), int64(1+i%3)))
@@ -271,10 +270,10 @@ func testSortedBurst(t *testing.T, self bool) {
 	e := engineWith(t, maskedMean, Options{MaxDelay: time.Hour}, nil)
 	defer e.Close()
 	solo := imageEngine(t, Options{Solo: true})
-	if self {
+	if !self {
 		g := e.groupers["encoder"]
 		g.mu.Lock()
-		g.overlap = 0 // a woken runner starts too late: batches run their own groups
+		g.selfRunBelow = 0 // batches hand their groups to the runner
 		g.mu.Unlock()
 	}
 	reqs := []Request{paddedRequest("first", 5)}

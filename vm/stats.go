@@ -303,21 +303,6 @@ type SchedulerStats struct {
 	// KeptForPadding counts the times an item was kept out of a group
 	// because the padding it would add costs more than its own invocation.
 	KeptForPadding int64 `json:"kept_for_padding,omitempty"`
-	// RunnerOverlap is the measured share of lockstep batches, of those
-	// that found the component idle and woke its runner, during whose
-	// admission the runner started a group; below one half, batches run
-	// their own groups (ComponentStats.OwnGroups; vm/selfrun.go).
-	RunnerOverlap float64 `json:"runner_overlap"`
-	// RunnerExploreEvery is how many such batches pass, while they run
-	// their own groups, between two that wake the runner to measure again.
-	RunnerExploreEvery int `json:"runner_explore_every,omitempty"`
-	// RunnersBatchNS and OwnBatchNS are, with several worker slots, the
-	// median time per item (ns) of the last lockstep batches that found
-	// the component idle and handed their groups to the runners, and of
-	// those that ran their own; a batch takes the clearly faster way
-	// (vm/selfrun.go).
-	RunnersBatchNS float64 `json:"runners_batch_ns_per_item,omitempty"`
-	OwnBatchNS     float64 `json:"own_batch_ns_per_item,omitempty"`
 }
 
 // schedulerStats is what g's policy and its lockstep batches have learned
@@ -328,8 +313,5 @@ func (g *grouper) schedulerStats() SchedulerStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out.KeptForPadding = g.pol.KeptForPadding()
-	out.RunnerOverlap = g.overlap
-	out.RunnerExploreEvery = g.exploreEvery
-	out.RunnersBatchNS, out.OwnBatchNS = g.side.runners.perItem(), g.side.own.perItem()
 	return out
 }

@@ -198,13 +198,8 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if sc.KeptForPadding > 0 {
 			fmt.Fprintf(w, "    %d times an item was kept out of a group because its padding would cost more than its own call\n", sc.KeptForPadding)
 		}
-		switch {
-		case sc.RunnersBatchNS > 0 || sc.OwnBatchNS > 0:
-			fmt.Fprintf(w, "    %d groups run by the batches that brought them: a batch took %.1f µs per request handing its groups to the runners, %.1f running its own (the faster way is taken; now and then a batch tries the other)\n",
-				cs.OwnGroups, sc.RunnersBatchNS/1000, sc.OwnBatchNS/1000)
-		case cs.OwnGroups > 0:
-			fmt.Fprintf(w, "    %d groups run by the batches that brought them, not handed to the runner: it started during %.0f %% of admissions (below half, handing over does not pay; one batch in %d still tries)\n",
-				cs.OwnGroups, 100*sc.RunnerOverlap, sc.RunnerExploreEvery)
+		if cs.OwnGroups > 0 {
+			fmt.Fprintf(w, "    groups run by the lockstep batches that brought them, not by a runner: %d (one worker slot, or groups shorter than waking another thread costs)\n", cs.OwnGroups)
 		}
 		if cs.Isolated > 0 {
 			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
