@@ -273,20 +273,32 @@ func interruptible(e *env) (stop <-chan struct{}, interrupted func() os.Signal, 
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	var got atomic.Value
 	done := make(chan struct{})
+	exitNow := func(sig os.Signal) {
+		e.errorf("%v again: exiting without writing the responses", sig)
+		removeTemps()
+		os.Exit(exitInterrupted)
+	}
 	go func() {
+		var sig os.Signal
 		select {
-		case sig := <-sigs:
-			got.Store(sig)
-			e.errorf("%v: admitting no more requests; finishing those started, then writing their responses (a second signal exits at once)", sig)
-			close(stopped)
+		case sig = <-sigs:
 		case <-done:
 			return
 		}
+		got.Store(sig)
+		// A second signal that came with the first exits before the run
+		// is told to stop: once told, it may end and write its responses
+		// before a later look at the signals.
 		select {
-		case sig := <-sigs:
-			e.errorf("%v again: exiting without writing the responses", sig)
-			removeTemps()
-			os.Exit(exitInterrupted)
+		case again := <-sigs:
+			exitNow(again)
+		default:
+		}
+		e.errorf("%v: admitting no more requests; finishing those started, then writing their responses (a second signal exits at once)", sig)
+		close(stopped)
+		select {
+		case again := <-sigs:
+			exitNow(again)
 		case <-done:
 		}
 	}()
