@@ -4,8 +4,10 @@
 // them once (Entry): their compatibility key, their part of every budget,
 // their padded parts and when they were queued; it never sees a tensor,
 // and it imports nothing of the runtime. The runtime (package vm) admits
-// items, queues them here, runs the groups this package forms, and reports
-// each run's time to the cost model (cost.go).
+// items and queues them in a component's Scheduler (scheduler.go: the
+// queue, this policy, and the execution slots that form and run the
+// groups), which hands each group to the runtime's Executor to run; the
+// runtime reports each run's time to the cost model (cost.go).
 //
 // This file is the policy, to be read top to bottom: the entries and the
 // queue; Next, which closes a group or says how long waiting may still
@@ -18,6 +20,7 @@
 package sched
 
 import (
+	"context"
 	"math"
 	"slices"
 	"time"
@@ -37,6 +40,10 @@ type Entry struct {
 	// Nil where no input is padded.
 	Pad    []int64
 	Queued time.Time
+	// Ctx is the context of the item's request (nil: never cancelled): an
+	// item whose request is cancelled while it waits leaves the queue
+	// (Scheduler).
+	Ctx context.Context
 	// Owner is the caller's own record of the item, handed back with its
 	// group; the policy never reads it.
 	Owner any

@@ -215,7 +215,7 @@ var (
 
 	// The scheduler's decisions: what it learned an invocation costs, the
 	// group size it caps at, the items it kept out for their padding, and
-	// the groups batches ran themselves (vm/selfrun.go).
+	// the groups batches ran themselves (sched.Scheduler).
 	descFixed = prometheus.NewDesc("genaic_scheduler_fixed_seconds",
 		"The fixed cost of an invocation the scheduler fitted (absent until it has a fit).", []string{"model", "component"}, nil)
 	descPerElement = prometheus.NewDesc("genaic_scheduler_element_seconds",

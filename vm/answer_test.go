@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/genaic/genaic/sched"
 )
 
 // TestServedCallersAnsweredThroughTheirGroup: callers that outnumber a
@@ -98,8 +100,8 @@ func TestLeaderCancelledAsItIsAnsweredGivesTheOthers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := range 200 {
-		lead := &pending{ctx: ctx, done: make(chan share, 1), leads: true}
-		others := []*pending{{ctx: ctx, done: make(chan share, 1)}, {ctx: ctx, done: make(chan share, 1)}}
+		lead := &pending{e: sched.Entry{Ctx: ctx}, done: make(chan share, 1), leads: true}
+		others := []*pending{{e: sched.Entry{Ctx: ctx}, done: make(chan share, 1)}, {e: sched.Entry{Ctx: ctx}, done: make(chan share, 1)}}
 		batch := append([]*pending{lead}, others...)
 		answerGroup(batch, shareSlab{}, fmt.Errorf("answer %d", i))
 		if _, received := lead.waitShare(); !received {

@@ -30,8 +30,7 @@ type arena struct {
 	views []*backend.Tensor
 
 	grp   group
-	batch []*pending     // the group's items as taken from the queue
-	ents  []*sched.Entry // and as the policy took them
+	batch []*pending // the group's items, as the scheduler formed it
 	items []*item
 	// ints are the int64 vectors handed out for the group being
 	// assembled, in order; used counts them.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/sched"
 )
 
 // Batch admission. When a workflow is straight-line (invokes and emits,
@@ -231,13 +232,13 @@ func (b *batch) invoke(s *ir.Step) {
 		if finished {
 			g.putAdmission(sc)
 		} else {
-			g.abandon(&wg, promised, self)
+			g.s.Abandon(promised, self, func(e *sched.Entry) bool { return e.Owner.(*pending).batch == &wg })
 		}
 	}()
 	// Each request's items are enqueued as soon as they are admitted, so
 	// that the first full group runs while the rest are admitted; the
 	// grouper is promised the others, so that it forms no partial group
-	// meanwhile. A batch that runs its own groups (selfrun.go) runs none
+	// meanwhile. A batch that runs its own groups (sched.Scheduler) runs none
 	// during its admission: it queues its items at the end, at once.
 	live := 0
 	for i := range b.runs {
@@ -245,8 +246,8 @@ func (b *batch) invoke(s *ir.Step) {
 			live++
 		}
 	}
-	self = g.startBatch()
-	g.promise(live)
+	self = g.s.StartBatch()
+	g.s.Promise(live)
 	promised = live
 	done := 0
 	// An item that fits whole (the usual case) is queued from the
@@ -264,12 +265,12 @@ func (b *batch) invoke(s *ir.Step) {
 		}
 		if err == nil && len(sub.ps) > 0 {
 			wg.Add(len(sub.ps))
-			if err := g.enqueue(true, sub.ps...); err != nil {
+			if err := g.enqueue(b.ctx, true, sub.ps...); err != nil {
 				subs[i].err = err
 				wg.Add(-len(sub.ps))
 			}
 		}
-		g.promise(-1)
+		g.s.Promise(-1)
 		promised--
 		done++
 		return err
@@ -277,10 +278,10 @@ func (b *batch) invoke(s *ir.Step) {
 	switch {
 	case self:
 		g.enqueueOwn(subs[:len(b.runs)], live, &wg)
-		promised, self = 0, false // runOwn sees to its claim
-		g.runOwn()
+		promised, self = 0, false // RunOwn sees to its claim
+		g.s.RunOwn()
 	default:
-		g.promise(done - live) // requests cancelled before their admission
+		g.s.Promise(done - live) // requests cancelled before their admission
 		promised = 0
 	}
 	wg.Wait()
@@ -330,7 +331,7 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 		return submission{outs: outs, err: err}, nil
 	}
 	if g.spec.overBudget(it) < 0 {
-		*one = pending{ctx: b.ctx, batch: wg}
+		*one = pending{e: sched.Entry{Ctx: b.ctx}, batch: wg}
 		one.hold(g.spec, it, now)
 		slot[0] = one
 		return submission{ps: slot}, nil
@@ -341,7 +342,7 @@ func (b *batch) admit(g *grouper, s *ir.Step, r *run, wg *sync.WaitGroup, now ti
 	}
 	sub := submission{ps: make([]*pending, len(chunks))}
 	for k, c := range chunks {
-		sub.ps[k] = &pending{ctx: b.ctx, batch: wg}
+		sub.ps[k] = &pending{e: sched.Entry{Ctx: b.ctx}, batch: wg}
 		sub.ps[k].hold(g.spec, c, now)
 		if k > 0 {
 			sub.ps[k].first = sub.ps[0]

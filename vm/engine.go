@@ -357,7 +357,7 @@ func (e *Engine) End() { e.done(1) }
 func (e *Engine) done(n int) {
 	e.active.Add(int64(-n))
 	for _, g := range e.grouperList {
-		g.requestDone()
+		g.s.RequestDone()
 	}
 }
 

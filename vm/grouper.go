@@ -25,47 +25,25 @@ type grouper struct {
 	sess   backend.Session
 	call   *sessionCall     // how groups are handed to sess
 	rec    backend.Recycler // takes groups' outputs back (lease.go); nil: none
-	e      *Engine          // arrival hints: how many requests may still come
 	solo   bool             // every invocation carries exactly one item
 	stats  *counter
 	copies *Copies
 	lones  sync.Pool // of *lone
-
-	mu sync.Mutex
-	// pol holds the waiting items and decides the groups; it is read and
-	// changed under mu only (its cost model has a lock of its own).
-	pol      *sched.Policy
-	limit    int // the most items the queue may hold
-	idle     int // runners waiting for a group
-	inFlight int // items handed to runners and not yet answered
-	// workers bounds the groups run at once: running by the runners,
-	// inline by lone callers that run their own item (inline.go).
-	workers, running, inline int
-	spares                   []*arena // for inline runs
-	closed                   bool
-	promised                 int // items a lockstep batch is admitting now
-	// selfRun counts the lockstep batches running their own groups now;
-	// selfRunBelow is the rule's threshold (selfrun.go; 0: batches never
-	// do, which tests set to take the runners' path).
-	selfRun      int
-	selfRunBelow time.Duration
+	// s queues the items, forms the groups and holds the execution slots
+	// that run them (package sched); cost is its policy's cost model,
+	// which every run reports to (it has a lock of its own).
+	s    *sched.Scheduler
+	cost *sched.Cost
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
 	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
-
-	// room, while a batch's request waits for room in the full queue
-	// (awaitRoom), is closed once items leave it (freed); nil otherwise.
-	room chan struct{}
-
-	wake chan struct{}  // something changed for an idle runner (cap 1)
-	wg   sync.WaitGroup // the runners and the inline runs, which close waits for
 }
 
 type pending struct {
-	// e is what the policy knows of the item; its Owner is the entry.
-	e   sched.Entry
-	ctx context.Context
-	it  *item
+	// e is what the policy knows of the item (its request's context
+	// too); its Owner is the entry.
+	e  sched.Entry
+	it *item
 	// first is the entry of the first chunk of the request p is a later
 	// chunk of (a request split across invocations, splitreq.go); nil
 	// for a request's first or only item. It tells a group's requests
@@ -170,22 +148,55 @@ func (e *QueueFullError) Error() string {
 
 func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.Readiness, stats *counter, copies *Copies) *grouper {
 	o := e.opts
-	g := &grouper{spec: spec, sess: sess, call: newSessionCall(spec, sess), e: e, solo: o.Solo, stats: stats, copies: copies,
-		limit: o.Queue, wake: make(chan struct{}, 1), workers: max(o.Workers, 1), selfRunBelow: selfRunBelow}
+	g := &grouper{spec: spec, sess: sess, call: newSessionCall(spec, sess), solo: o.Solo, stats: stats, copies: copies}
 	if !r.Ready {
 		g.solo = true
 		stats.decline(fmt.Sprintf("%s/%s: %s", r.Provider, r.OpClass, r.Reason))
 	}
-	g.pol = sched.New(spec.budgets, spec.padLayout, g.solo, o.MaxDelay)
 	if rec, ok := sess.(backend.Recycler); ok && g.call.ports != nil {
 		g.rec = rec
 	}
-	g.wg.Add(g.workers)
-	for range g.workers {
-		go g.runner(newArena(len(spec.gp.Inputs)))
-	}
+	pol := sched.New(spec.budgets, spec.padLayout, g.solo, o.MaxDelay)
+	g.cost = pol.Cost
+	g.s = sched.NewScheduler(pol, o.Queue, o.Workers, g, sched.Hints{Announced: &e.announced, Active: &e.active, OpenEnded: &e.openEnded})
 	return g
 }
+
+// NewSlot is a slot's storage: its arena (sched.Executor).
+func (g *grouper) NewSlot() any { return newArena(len(g.spec.gp.Inputs)) }
+
+// Run runs a group the scheduler formed, on a slot's arena
+// (sched.Executor).
+func (g *grouper) Run(slot any, group []*sched.Entry, formed time.Time, by sched.Way, release sched.Release) bool {
+	a := slot.(*arena)
+	batch := a.batch[:0]
+	for _, e := range group {
+		batch = append(batch, e.Owner.(*pending))
+	}
+	// Read before the answers: an answered item of a lockstep batch is
+	// its batch's again, to reuse.
+	callers := slices.ContainsFunc(batch, isCaller)
+	switch by {
+	case sched.Inline:
+		g.stats.ranInline()
+	case sched.ByBatch:
+		g.stats.ranOwn()
+	}
+	g.run(a, batch, formed, release)
+	clear(batch)
+	a.batch = batch[:0]
+	return callers
+}
+
+// Drop answers an item whose request was cancelled while it waited
+// (sched.Executor).
+func (g *grouper) Drop(e *sched.Entry, err error) {
+	e.Owner.(*pending).answer(share{err: backend.ContextError(err)})
+}
+
+// isCaller reports whether p is a caller's item (Run, Invoke), answered on
+// its channel, rather than a lockstep batch's.
+func isCaller(p *pending) bool { return p.batch == nil }
 
 // lone is what a request run alone (Run, a generated executor's Invoke)
 // holds at a grouped component while it waits: its item, with room for
@@ -198,7 +209,7 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 type lone struct {
 	slab *itemSlab
 	p    pending
-	ps   [1]*pending // the group of one an inline run takes
+	es   [1]*sched.Entry // the group of one an inline run takes
 }
 
 func (g *grouper) getLone() *lone {
@@ -216,7 +227,7 @@ func (g *grouper) putLone(l *lone) {
 	}
 	l.slab.clear()
 	l.p = pending{done: l.p.done}
-	l.ps[0] = nil
+	l.es[0] = nil
 	g.lones.Put(l)
 }
 
@@ -277,10 +288,7 @@ func (g *grouper) submit(ctx context.Context, it *item, l *lone) (s share, reuse
 // never depend on the items it could have been grouped with, it is counted
 // in no group, and no backend runs for it.
 func (g *grouper) answerEmpty(it *item) (outputs, error) {
-	g.mu.Lock()
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
+	if g.s.Closed() {
 		return nil, closedError()
 	}
 	grp, err := g.spec.assemble([]*item{it}, &Copies{}, nil)
@@ -299,12 +307,12 @@ func (g *grouper) answerEmpty(it *item) (outputs, error) {
 // share; reuse reports whether l may be pooled again.
 func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, reuse bool) {
 	p := &l.p
-	p.ctx, p.leads = ctx, true
+	p.e.Ctx, p.leads = ctx, true
 	p.hold(g.spec, it, time.Now())
-	if a := g.tryInline(p); a != nil {
-		l.ps[0] = p
-		g.runInline(a, l.ps[:])
-	} else if err := g.enqueue(waitsForRoom(ctx), p); err != nil {
+	if slot := g.s.InlineSlot(&p.e); slot != nil {
+		l.es[0] = &p.e
+		g.s.RunInline(slot, l.es[:])
+	} else if err := g.enqueue(ctx, waitsForRoom(ctx), p); err != nil {
 		return share{err: err}, true
 	}
 	return p.waitShare()
@@ -314,7 +322,7 @@ func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, re
 // cancelled, reporting whether the share was received (false: the
 // request was cancelled first, and a runner may still answer it).
 func (p *pending) waitShare() (share, bool) {
-	cancelled := p.ctx.Done()
+	cancelled := p.e.Ctx.Done()
 	if cancelled == nil { // a context that is never cancelled
 		return p.received(<-p.done), true
 	}
@@ -327,80 +335,49 @@ func (p *pending) waitShare() (share, bool) {
 			// the other callers' answers with it, are on their way.
 			return p.received(<-p.done), true
 		}
-		return share{err: backend.ContextError(p.ctx.Err())}, false
+		return share{err: backend.ContextError(p.e.Ctx.Err())}, false
 	}
 }
 
-// enqueue adds ps, one request's items, to the queue. Where the queue
-// has no room for them a batch's request (wait: RunAll, RunBatch, a
-// lockstep batch) waits until it has, so that a batch job loses no
-// request to a busy queue; a server's caller fails run/queue-full at
-// once, and may retry later. Items that no queue of this limit could
-// ever hold all at once are refused whatever the caller (queueRefusal).
-func (g *grouper) enqueue(wait bool, ps ...*pending) error {
-	g.mu.Lock()
-	if wait {
-		if err := g.awaitRoom(ps[0].ctx, len(ps)); err != nil {
-			g.mu.Unlock()
-			return err
+// enqueue queues ps, one request's items, in the scheduler
+// (sched.Scheduler.Enqueue: where wait, a request that finds the queue
+// full waits for room), and returns the error the request fails with
+// where they cannot join it.
+func (g *grouper) enqueue(ctx context.Context, wait bool, ps ...*pending) error {
+	var err error
+	if len(ps) == 1 {
+		err = g.s.Enqueue(ctx, wait, &ps[0].e)
+	} else {
+		es := make([]*sched.Entry, len(ps))
+		for i, p := range ps {
+			es[i] = &p.e
 		}
+		err = g.s.Enqueue(ctx, wait, es...)
 	}
-	if err := g.queueUp(ps); err != nil {
-		g.mu.Unlock()
-		return err
-	}
-	// While every runner is busy an arrival only joins the queue: the
-	// runner looks again when it frees up. While items are promised, an
-	// idle runner can only close a full group, so it is woken once the
-	// queue holds one (or by the promise's end), not for every item of a
-	// burst; or once the queue is full, when nothing more can join.
-	wake := g.idle > 0 && !g.runnersQuiet() && (g.promised == 0 || g.pol.Filled() || g.blocked())
-	g.mu.Unlock()
-	if wake {
-		g.poke()
-	}
-	return nil
+	return g.queueError(err)
 }
 
-// awaitRoom waits, under the lock (released while it waits), until the
-// queue has room for n more items, the grouper closes, or ctx ends.
-// Items too many for the queue are left to queueRefusal.
-func (g *grouper) awaitRoom(ctx context.Context, n int) error {
-	for !g.closed && n <= g.limit && g.pol.Len()+n > g.limit {
-		if g.room == nil {
-			g.room = make(chan struct{})
-		}
-		room := g.room
-		// An idle runner holding back for promised items must see that
-		// nothing more can join (blocked).
-		wake := g.idle > 0
-		g.mu.Unlock()
-		if wake {
-			g.poke()
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			g.mu.Lock()
-			return backend.ContextError(ctx.Err())
-		}
-		g.mu.Lock()
+// queueError is the run/* error of a request whose items the scheduler
+// did not queue: the engine was closed (run/closed), the queue is full
+// (run/queue-full: a server's caller may retry later), the items are
+// more than the queue can hold at once (run/budget: neither waiting nor
+// retrying would help), or the request's context ended while it waited
+// for room.
+func (g *grouper) queueError(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
-}
-
-// blocked reports, under the lock, whether nothing more can join the
-// queue until items leave it: it holds its limit, or a request waits for
-// room. A group then has nothing to wait for.
-func (g *grouper) blocked() bool { return g.pol.Len() >= g.limit || g.room != nil }
-
-// freed tells, under the lock, the requests waiting for room that items
-// left the queue (or that the grouper closed).
-func (g *grouper) freed() {
-	if g.room != nil && (g.pol.Len() < g.limit || g.closed) {
-		close(g.room)
-		g.room = nil
+	var qe *sched.QueueError
+	switch {
+	case !errors.As(err, &qe):
+		return backend.ContextError(err)
+	case qe.Refusal == sched.Closed:
+		return closedError()
+	case qe.Refusal == sched.TooMany:
+		return runErr(backend.RunBudget, "the request's items at component `%s` split into %d groups, more than its queue holds at once (%d); raise the queue limit (--queue) or send the items in smaller requests", g.spec.comp.Name, qe.Items, qe.Limit)
 	}
+	qf := &QueueFullError{Component: g.spec.comp.Name, Limit: qe.Limit}
+	return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
 }
 
 // waitsKey marks the context of a batch's requests (Engine.admit): they
@@ -410,135 +387,46 @@ type waitsKey struct{}
 // waitsForRoom reports whether ctx is a batch request's.
 func waitsForRoom(ctx context.Context) bool { return ctx.Value(waitsKey{}) != nil }
 
-// queueUp is enqueue under the lock, without the wake.
-func (g *grouper) queueUp(ps []*pending) error {
-	if err := g.queueRefusal(ps); err != nil {
-		return err
-	}
-	if g.pol.Len()+len(ps) > g.limit {
-		qf := &QueueFullError{Component: g.spec.comp.Name, Limit: g.limit}
-		return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
-	}
-	g.pol.Arrivals.Arrived(ps[0].e.Queued, g.pol.Len()+g.inFlight > 0)
-	g.push(ps)
-	return nil
-}
-
-// push queues ps's entries, under the lock.
-func (g *grouper) push(ps []*pending) {
-	for _, p := range ps {
-		g.pol.Push(&p.e)
-	}
-}
-
-// queueRefusal says, under the lock, why ps can never join the queue:
-// the grouper is closed, or the items are more than the queue can hold at
-// once (run/budget: neither waiting nor retrying would help).
-func (g *grouper) queueRefusal(ps []*pending) error {
-	switch {
-	case g.closed:
-		return closedError()
-	case len(ps) > g.limit:
-		return runErr(backend.RunBudget, "the request's items at component `%s` split into %d groups, more than its queue holds at once (%d); raise the queue limit (--queue) or send the items in smaller requests", g.spec.comp.Name, len(ps), g.limit)
-	}
-	return nil
-}
-
-// enqueueOwn queues, under one lock, the items a batch that runs its own
-// groups has admitted (subs, in request order), each request's as enqueue
-// would, and ends the batch's promise of live requests. Nothing forms a
-// group while such a batch admits, so queuing its items at the end
-// changes only the locking: once per batch, not twice per request. The
-// queue may pass its limit here: the batch's window bounds its items, and
-// it runs them itself at once (runOwn), where waiting for room would
-// wait for itself.
+// enqueueOwn queues the items a batch that runs its own groups has
+// admitted (subs, in request order) at once (sched.Scheduler.EnqueueBurst),
+// ending the batch's promise of live requests; a request refused gets its
+// error in its submission.
 func (g *grouper) enqueueOwn(subs []submission, live int, wg *sync.WaitGroup) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	// The burst's items arrive at one time, so that after the first each
-	// is recorded as an arrival of no gap that finds items waiting: all
-	// of them at once, after the loop (sched.Arrivals.ArrivedAgain). The wait
-	// group is counted up once too.
-	queued, again := 0, 0
-	for i := range subs {
+	var one [1]*sched.Entry
+	var es []*sched.Entry
+	items := func(i int) []*sched.Entry {
 		sub := &subs[i]
-		if sub.err != nil || len(sub.ps) == 0 {
-			continue
+		switch {
+		case sub.err != nil || len(sub.ps) == 0:
+			return nil
+		case len(sub.ps) == 1:
+			one[0] = &sub.ps[0].e
+			return one[:]
 		}
-		if err := g.queueRefusal(sub.ps); err != nil {
-			sub.err = err
-			continue
+		es = es[:0]
+		for _, p := range sub.ps {
+			es = append(es, &p.e)
 		}
-		if queued > 0 {
-			again++
-		} else {
-			g.pol.Arrivals.Arrived(sub.ps[0].e.Queued, g.pol.Len()+g.inFlight > 0)
-		}
-		g.push(sub.ps)
-		queued += len(sub.ps)
+		return es
 	}
-	g.pol.Arrivals.ArrivedAgain(again)
+	refused := func(i int, err error) { subs[i].err = g.queueError(err) }
+	// The wait group is counted up before the scheduler's lock is let go:
+	// no group of these items runs before.
+	queued := 0
+	for i := range subs {
+		if subs[i].err == nil {
+			queued += len(subs[i].ps)
+		}
+	}
 	wg.Add(queued)
-	g.promised -= live
-}
-
-// promise counts n more items (fewer, when negative) that a batch run in
-// lockstep is admitting: while items are promised, a group forms only
-// once the queue holds a full one, whatever the delay, since the others
-// are already on their way.
-func (g *grouper) promise(n int) {
-	g.mu.Lock()
-	g.promised += n
-	wake := g.promised == 0 && g.runnerWanted()
-	g.mu.Unlock()
-	if wake {
-		g.poke()
+	if n := g.s.EnqueueBurst(len(subs), items, refused, live); n < queued {
+		wg.Add(n - queued)
 	}
 }
 
-// requestDone wakes an idle runner when items wait: their group may have
-// been waiting for the request that just finished. With nothing queued
-// there is no group to close, and waking a runner would cost a thread's
-// wake for nothing, once per request.
-func (g *grouper) requestDone() {
-	g.mu.Lock()
-	g.unlockWaking()
-}
-
-// unlockWaking releases the lock and wakes an idle runner if items wait
-// for one (runnerWanted, read before the release).
-func (g *grouper) unlockWaking() {
-	wake := g.runnerWanted()
-	g.mu.Unlock()
-	if wake {
-		g.poke()
-	}
-}
-
-// runnerWanted reports, under the lock, whether items wait and a runner
-// is idle: whether something that may let a group close should wake one.
-func (g *grouper) runnerWanted() bool {
-	return g.pol.Len() > 0 && g.idle > 0 && !g.runnersQuiet()
-}
-
-// poke wakes an idle runner without blocking.
-func (g *grouper) poke() {
-	select {
-	case g.wake <- struct{}{}:
-	default:
-	}
-}
-
-// close stops accepting items, lets the runners take every queued item
-// at once, and waits until they have answered.
-func (g *grouper) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.freed()
-	g.mu.Unlock()
-	g.poke()
-	g.wg.Wait()
-}
+// close stops accepting items and waits until every queued item has been
+// run and answered.
+func (g *grouper) close() { g.s.Close() }
 
 // run assembles, checks, invokes and splits one group, formed at now,
 // then answers each item. Everything that fails here fails the whole
@@ -546,7 +434,7 @@ func (g *grouper) close() {
 // when there is none): release gives its worker slot back before the
 // answers, so that a caller's next request never finds the group still
 // counted in flight.
-func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack func()) {
+func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack sched.Release) {
 	// A backend that panics unwinds through here: the slot is given back
 	// all the same, once, so that a caller that recovers (or a Close
 	// deferred above the panic) finds the engine serving rather than
@@ -555,7 +443,7 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack func()
 	release := func() {
 		if !released {
 			released = true
-			giveBack()
+			giveBack.Done()
 		}
 	}
 	defer release()
@@ -650,12 +538,12 @@ func (p *pending) request() *pending {
 // group was invoked and returns the others: a cancelled request costs its
 // group nothing.
 func (g *grouper) dropCancelled(batch []*pending) []*pending {
-	if !slices.ContainsFunc(batch, func(p *pending) bool { return p.ctx.Err() != nil }) {
+	if !slices.ContainsFunc(batch, func(p *pending) bool { return p.e.Ctx.Err() != nil }) {
 		return batch
 	}
 	kept := batch[:0:0]
 	for _, p := range batch {
-		if err := p.ctx.Err(); err != nil {
+		if err := p.e.Ctx.Err(); err != nil {
 			p.answer(share{err: backend.ContextError(err)})
 			continue
 		}
@@ -693,7 +581,7 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		}
 		a.release(outs)
 		d := time.Since(start)
-		g.pol.Cost.Observe(len(items), grp.elems, grp.realElems, d)
+		g.cost.Observe(len(items), grp.elems, grp.realElems, d)
 		g.stats.invoked(len(items), grp, peaks, d)
 		l = newLease(g.rec, g.stats, outs, len(items), &g.rooms)
 	}

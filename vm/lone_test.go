@@ -24,9 +24,7 @@ func TestCancelledRequestKeepsItsEntry(t *testing.T) {
 	queued := func(n int) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a hang guard
-			g.mu.Lock()
-			q := g.pol.Len()
-			g.mu.Unlock()
+			q := g.s.Counts().Waiting
 			if q == n {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/sched"
 )
 
 // TestFailedGroupRunsAgainOnlyForOthers: when the backend fails a group,
@@ -47,7 +48,7 @@ func TestFailedGroupRunsAgainOnlyForOthers(t *testing.T) {
 			if tc.oneReq {
 				bad.first = good // the request's second chunk
 			}
-			g.run(newArena(len(g.spec.gp.Inputs)), []*pending{good, bad}, time.Now(), func() {})
+			g.run(newArena(len(g.spec.gp.Inputs)), []*pending{good, bad}, time.Now(), sched.Release{})
 			for i, p := range []*pending{good, bad} {
 				s := <-p.done
 				if (s.err != nil) != tc.failed[i] {

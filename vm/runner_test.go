@@ -13,6 +13,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/sched"
 )
 
 // TestRunAllClosesGroupsItself: RunAll announces its requests, so a group
@@ -80,7 +81,7 @@ func paddedItem(t *testing.T, g *grouper, patches int64, queued time.Time) *pend
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pending{ctx: context.Background(), done: make(chan share, 1)}
+	p := &pending{e: sched.Entry{Ctx: context.Background()}, done: make(chan share, 1)}
 	p.hold(g.spec, it, queued)
 	return p
 }
@@ -203,7 +204,7 @@ func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			// One worker slot: the batch runs its groups itself, on its
-			// caller's goroutine (selfrun.go).
+			// caller's goroutine (sched.Scheduler).
 			g := e.groupers["encoder"]
 			var reqs []Request
 			for i := range 40 { // 40 images: three groups of the 16-image budget
@@ -236,11 +237,8 @@ func TestABackendPanicLeavesNoSlotTaken(t *testing.T) {
 			if s := e.Stats().Components["encoder"]; lone && s.Inline != 1 || !lone && s.OwnGroups == 0 {
 				t.Errorf("the group did not run on the caller's goroutine (lone %v): %+v", lone, s)
 			}
-			g.mu.Lock()
-			left, promised := g.pol.Len(), g.promised
-			g.mu.Unlock()
-			if left != 0 || promised != 0 {
-				t.Errorf("after the panic the queue holds %d items no one waits for, %d promised", left, promised)
+			if c := g.s.Counts(); c.Waiting != 0 || c.Promised != 0 {
+				t.Errorf("after the panic the queue holds %d items no one waits for, %d promised", c.Waiting, c.Promised)
 			}
 			if p := within("the next run", run); p != nil {
 				t.Fatalf("the next run panicked: %v", p)
@@ -272,9 +270,9 @@ func testSortedBurst(t *testing.T, self bool) {
 	solo := imageEngine(t, Options{Solo: true})
 	if !self {
 		g := e.groupers["encoder"]
-		g.mu.Lock()
-		g.selfRunBelow = 0 // batches hand their groups to the runner
-		g.mu.Unlock()
+		g.s.Lock()
+		g.s.RunOwnBelow = 0 // batches hand their groups to the runner
+		g.s.Unlock()
 	}
 	reqs := []Request{paddedRequest("first", 5)}
 	for i := range 32 {

@@ -14,66 +14,6 @@ import (
 	"github.com/genaic/genaic/sched"
 )
 
-// TestSelfRunRule: a lockstep batch that finds the component idle runs
-// its own groups with one worker slot; with two, only once the groups are
-// measured to run shorter than selfRunBelow (none measured yet, or longer:
-// the runners run them side by side). A busy component's batch hands its
-// groups over, as a batch does where the rule is off (selfRunBelow 0).
-func TestSelfRunRule(t *testing.T) {
-	start := func(g *grouper) bool {
-		self := g.startBatch()
-		if self {
-			undoSelfRun(g)
-		}
-		return self
-	}
-	one := imageEngine(t, Options{MaxDelay: time.Millisecond})
-	g := one.groupers["encoder"]
-	if !start(g) {
-		t.Error("one slot, idle: the batch hands its groups to the runner")
-	}
-	g.mu.Lock()
-	g.running++ // a group runs
-	g.mu.Unlock()
-	if start(g) {
-		t.Error("one slot, busy: the batch runs its own groups")
-	}
-	g.mu.Lock()
-	g.running--
-	g.selfRunBelow = 0
-	g.mu.Unlock()
-	if start(g) {
-		t.Error("the rule off: the batch runs its own groups")
-	}
-
-	two := imageEngine(t, Options{MaxDelay: time.Millisecond, Workers: 2})
-	g = two.groupers["encoder"]
-	if start(g) {
-		t.Error("two slots, no group measured: the batch runs its own groups")
-	}
-	g.pol.Cost.Observe(4, 64, 64, 2*selfRunBelow)
-	if start(g) {
-		t.Error("two slots, groups measured long: the batch runs its own groups")
-	}
-	for range 64 { // the mean comes down to short runs
-		g.pol.Cost.Observe(4, 64, 64, selfRunBelow/10)
-	}
-	if run, _ := g.pol.Cost.ExpectedRun(); run >= selfRunBelow {
-		t.Fatalf("expected run %v after short runs", run)
-	}
-	if !start(g) {
-		t.Error("two slots, groups measured short: the batch hands them to the runners")
-	}
-}
-
-// undoSelfRun ends a self-run that startBatch began and no batch runs.
-func undoSelfRun(g *grouper) {
-	g.mu.Lock()
-	g.selfRun--
-	g.mu.Unlock()
-	g.wg.Done()
-}
-
 // TestSelfRunGroupsEqualSolo: batches that run their own groups, while
 // other callers send requests at the same component, answer every request
 // as solo does, never run more groups at once than the worker slots, and
@@ -99,7 +39,7 @@ func selfRunEqualsSolo(t *testing.T, workers int) {
 	// As measured where invocations are short against a thread's wake
 	// (with several slots; with one, batches at an idle component always
 	// run their own groups).
-	e.groupers["encoder"].pol.Cost.Observe(1, 1, 1, time.Microsecond)
+	e.groupers["encoder"].cost.Observe(1, 1, 1, time.Microsecond)
 	solo := imageEngine(t, Options{Solo: true})
 	rng := rand.New(rand.NewSource(21))
 	var batches [][]Request
@@ -145,33 +85,32 @@ func selfRunEqualsSolo(t *testing.T, workers int) {
 }
 
 // TestEnqueueOwnQueuesTheWindow: a batch that runs its own groups queues
-// its requests' items at the end of its admission, all at once, past the
-// queue's limit if need be (it runs them itself at once: waiting for room
-// would wait for itself), but never a request whose items no queue of
-// that limit could hold (run/budget, alone). A request that failed its
-// admission, or brought nothing to queue, is passed over; the batch's
-// promise ends.
+// its requests' items at the end of its admission, all at once, but never
+// a request whose items no queue of that limit could hold (run/budget, for
+// that request alone; sched's TestEnqueueBurst has the rest). A request
+// that failed its admission, or brought nothing to queue, is passed over;
+// the wait group counts the items queued.
 func TestEnqueueOwnQueuesTheWindow(t *testing.T) {
-	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second, Queue: 3}, nil)
+	e := engineWith(t, maskedMean, Options{MaxDelay: time.Second, Queue: 4}, nil)
 	t.Cleanup(func() { e.Close() })
 	g := e.groupers["encoder"]
 	now := time.Now()
 	item := func() []*pending { return []*pending{paddedItem(t, g, 4, now)} }
-	g.mu.Lock()
-	g.push(item()) // another caller's
-	g.promised = 4
-	g.mu.Unlock()
+	g.s.Promise(5) // one more than the batch's: the runner forms nothing meanwhile
 	failed := errors.New("its admission failed")
 	tooMany := append(append(item(), item()...), append(item(), item()...)...)
+	tooMany = append(tooMany, item()...)
 	subs := []submission{{ps: item()}, {err: failed}, {}, {ps: item()}, {ps: tooMany}, {ps: item()}}
 	var wg sync.WaitGroup
 	g.enqueueOwn(subs, 4, &wg)
-	g.mu.Lock()
-	queued, promised := g.pol.Len(), g.promised
-	g.pol.Drop(func(*sched.Entry) bool { return true }) // never run: their requests are this test's
-	g.mu.Unlock()
-	if queued != 4 || promised != 0 {
-		t.Errorf("queue holds %d items, %d promised; want 4 (the other caller's and the batch's three) and 0", queued, promised)
+	c := g.s.Counts()
+	g.s.Abandon(1, false, func(*sched.Entry) bool { return true }) // never run: their requests are this test's
+	for range 3 {
+		wg.Done() // panics below zero: the group counted more than the queued items
+	}
+	wg.Wait()
+	if c.Waiting != 3 || c.Promised != 1 {
+		t.Errorf("queue holds %d items, %d promised; want the batch's three and the other one", c.Waiting, c.Promised)
 	}
 	if subs[1].err != failed || subs[2].err != nil || subs[0].err != nil || subs[3].err != nil || subs[5].err != nil {
 		t.Errorf("errors of the queued or passed-over requests: %v, %v, %v, %v, %v", subs[0].err, subs[1].err, subs[2].err, subs[3].err, subs[5].err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/sched"
 )
 
 // A request whose items exceed a budget together, but not one by one, is
@@ -123,13 +124,13 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 	now := time.Now()
 	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
-		ps[i] = &pending{ctx: ctx, done: make(chan share, 1)}
+		ps[i] = &pending{e: sched.Entry{Ctx: ctx}, done: make(chan share, 1)}
 		ps[i].hold(g.spec, c, now)
 		if i > 0 {
 			ps[i].first = ps[0]
 		}
 	}
-	if err := g.enqueue(waitsForRoom(ctx), ps...); err != nil {
+	if err := g.enqueue(ctx, waitsForRoom(ctx), ps...); err != nil {
 		return nil, nil, err
 	}
 	shares := make([]map[string]*backend.Tensor, len(chunks))

@@ -28,11 +28,11 @@ type ComponentStats struct {
 	// request at a time, so that only the failing request failed.
 	Regrouped int64 `json:"regrouped,omitempty"`
 	// Inline counts the requests a lone caller ran on its own goroutine,
-	// sparing the handoffs to a runner and back (inline.go).
+	// sparing the handoffs to a runner and back (sched.Scheduler).
 	Inline int64 `json:"inline,omitempty"`
 	// OwnGroups counts the groups a lockstep batch formed and ran on its
-	// own goroutine, where the grouper found that waking a runner does
-	// not pay (selfrun.go).
+	// own goroutine, where waking a runner does not pay
+	// (sched.Scheduler).
 	OwnGroups int64 `json:"own_groups,omitempty"`
 	// Isolated counts the requests run in a group of their own because a
 	// floating-point input held NaN or an infinity, which a model that
@@ -308,10 +308,10 @@ type SchedulerStats struct {
 // schedulerStats is what g's policy and its lockstep batches have learned
 // and decided.
 func (g *grouper) schedulerStats() SchedulerStats {
-	c := g.pol.Cost.Snapshot()
+	c := g.cost.Snapshot()
 	out := SchedulerStats{FixedNS: c.FixedNS, PerElementNS: c.PerElementNS, Fitted: c.Fitted, Cap: c.Cap, PerElementBySize: c.PerElementBySize}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out.KeptForPadding = g.pol.KeptForPadding()
+	g.s.Lock()
+	defer g.s.Unlock()
+	out.KeptForPadding = g.s.Policy().KeptForPadding()
 	return out
 }

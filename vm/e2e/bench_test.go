@@ -402,9 +402,8 @@ func readDocument(b testing.TB, pkg, doc string) []vm.Request {
 // ONNX Runtime's own runs (backend.Timed: the gap between them is the
 // runtime's own work), the invocations per document of grouped and of the
 // ideal, the share of grouped's and of grouped2's invocations their
-// batches ran themselves (vm/selfrun.go: where a woken runner starts too
-// late to overlap admission, or, with two runners, where that was
-// measured faster than handing the groups over), and for padded inputs
+// batches ran themselves (sched.Scheduler: with one runner, or with two
+// where groups run shorter than a thread's wake), and for padded inputs
 // the padding overhead of the grouped engine's groups against the FIFO
 // batches'. ONNX Runtime runs on one thread.
 func BenchmarkWorkloads(b *testing.B) {
@@ -426,9 +425,8 @@ var ways = []struct {
 // warmupDocs is how many documents each way runs before the clock
 // starts. The figures are steady state's, as genaic bench's rounds after
 // its warm-up are: an engine's first documents find its grouper still
-// learning what pays (whether a batch hands its groups to the runner,
-// vm/selfrun.go, which takes a few batches that each wait for a thread's
-// wake; the scheduler's fit of invocation time, sched/cost.go).
+// learning what pays (the scheduler's fit of invocation time,
+// sched/cost.go, which also says whether a batch runs its own groups).
 const warmupDocs = 8
 
 // bench is what a workload's benchmarks start from: its fixture and
