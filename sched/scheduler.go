@@ -23,7 +23,7 @@ import (
 //   - a lockstep batch (StartBatch, RunOwn), on its own goroutine: a batch
 //     that finds the component idle runs the groups of its items itself,
 //     with one slot, or with several where a group is expected to run
-//     shorter than RunOwnBelow; longer groups go to the runners, which run
+//     shorter than runOwnBelow; longer groups go to the runners, which run
 //     them side by side.
 //
 // Whoever holds a slot forms a group the same way, under the scheduler's
@@ -96,27 +96,24 @@ type Hints struct {
 	OpenEnded         *atomic.Bool
 }
 
-// RunOwnBelow is the expected run below which a group of a lockstep batch
+// runOwnBelow is the expected run below which a group of a lockstep batch
 // costs less run on the batch's goroutine than handed to another slot's
 // thread: about the time it takes to wake a parked thread and hand it a
 // group's items.
-const RunOwnBelow = 50 * time.Microsecond
+const runOwnBelow = 50 * time.Microsecond
 
 // NewScheduler starts the scheduler of a component with policy pol,
 // whose queue holds at most limit items, with slots execution slots (a
 // runner each), running groups with exec.
 func NewScheduler(pol *Policy, limit, slots int, exec Executor, hints Hints) *Scheduler {
 	s := &Scheduler{exec: exec, hints: hints, pol: pol, limit: limit, slots: max(slots, 1),
-		RunOwnBelow: RunOwnBelow, wake: make(chan struct{}, 1)}
+		RunOwnBelow: runOwnBelow, wake: make(chan struct{}, 1)}
 	s.wg.Add(s.slots)
 	for range s.slots {
 		go s.runner(exec.NewSlot())
 	}
 	return s
 }
-
-// Slots is how many groups may run at once.
-func (s *Scheduler) Slots() int { return s.slots }
 
 // Counts is what a Scheduler holds at one moment: the items waiting, the
 // items a lockstep batch still promises, the groups running (on runners

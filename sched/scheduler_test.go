@@ -68,7 +68,7 @@ func undoOwn(s *Scheduler) {
 
 // TestRunOwnRule: a lockstep batch that finds the component idle runs its
 // own groups with one slot; with two, only once the groups are measured
-// to run shorter than RunOwnBelow (none measured yet, or longer: the
+// to run shorter than runOwnBelow (none measured yet, or longer: the
 // runners run them side by side). A busy component's batch hands its
 // groups over, as a batch does where the rule is off (RunOwnBelow 0).
 func TestRunOwnRule(t *testing.T) {
@@ -107,14 +107,14 @@ func TestRunOwnRule(t *testing.T) {
 		t.Error("two slots, no group measured: the batch runs its own groups")
 	}
 	cost := two.Policy().Cost
-	cost.Observe(4, 64, 64, 2*RunOwnBelow)
+	cost.Observe(4, 64, 64, 2*runOwnBelow)
 	if start(two) {
 		t.Error("two slots, groups measured long: the batch runs its own groups")
 	}
 	for range 64 { // the mean comes down to short runs
-		cost.Observe(4, 64, 64, RunOwnBelow/10)
+		cost.Observe(4, 64, 64, runOwnBelow/10)
 	}
-	if run, _ := cost.ExpectedRun(); run >= RunOwnBelow {
+	if run, _ := cost.ExpectedRun(); run >= runOwnBelow {
 		t.Fatalf("expected run %v after short runs", run)
 	}
 	if !start(two) {

@@ -13,13 +13,12 @@ import (
 	"github.com/genaic/genaic/sched"
 )
 
-// grouper runs one grouped component (§6 Group formation) as continuous
-// batching does, with N runners: a free runner asks the component's policy
-// (package sched) for the next group from the queue and runs it. While
-// every runner is busy, waiting items simply accumulate, so the next group
-// is already full when a runner frees up; the policy closes a group at
-// once unless waiting can still help it grow. Each runner reuses its own
-// input buffers (arena.go) from group to group.
+// grouper runs one grouped component (§6 Group formation): it admits the
+// requests' items and queues them in the component's scheduler
+// (sched.Scheduler), which forms the groups on its execution slots, as
+// continuous batching does, and hands each to the grouper to run
+// (sched.Executor: assemble, invoke, split, answer) on the slot's own
+// input buffers (arena.go), reused from group to group.
 type grouper struct {
 	spec   *componentSpec
 	sess   backend.Session
