@@ -86,9 +86,10 @@ const plannedMargin = 0.97
 // grouped component run apart at the thread counts where grouping it
 // costs more per request (groupingLoses). An engine is opened per way
 // with opts, the requests are served by a closed loop of callers in
-// rounds taken in turn, and the way whose median round served the most
-// requests per second wins, the one with fewer slots where two are within
-// plannedMargin. Where the package's models are large, the ways are
+// rounds taken in turn, at two loads (all the callers, and lightShare of
+// them), and the way that comes closest at both to the most any way
+// served there wins (choose), the one with fewer slots where two are
+// within plannedMargin. Where the package's models are large, the ways are
 // measured one after another, each engine closed before the next opens.
 // The returned Execution says the choice and what each way served; Apply
 // puts it into options.
@@ -156,10 +157,18 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 		}
 		return nil
 	}
+	// A server's load comes and goes: a way is measured with a few
+	// callers too, where a slot that waits for its callers' next
+	// requests idles unless another slot runs meanwhile.
 	timed := func(i int) error {
-		rps, err := serveFor(ctx, ways[i].e, reqs, clients, po.Round)
-		ways[i].rates = append(ways[i].rates, rps)
-		return err
+		for load, n := range loads(clients) {
+			rps, err := serveFor(ctx, ways[i].e, reqs, n, po.Round)
+			if err != nil {
+				return err
+			}
+			ways[i].rates[load] = append(ways[i].rates[load], rps)
+		}
+		return nil
 	}
 	// The ways take turns, each engine open throughout, unless the models
 	// are so large that holding a session per way would crowd the memory
@@ -197,8 +206,10 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 		}
 	}
 	for i, w := range ways {
-		slices.Sort(w.rates)
-		cands[i].RequestsPerSecond = w.rates[len(w.rates)/2]
+		cands[i].RequestsPerSecond = median(w.rates[0])
+		if n := loads(clients); len(n) > 1 {
+			cands[i].LightClients, cands[i].LightRequestsPerSecond = n[1], median(w.rates[1])
+		}
 	}
 	c := cands[choose(cands)]
 	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
@@ -220,7 +231,20 @@ func groupedComponents(f *plan.File) []string {
 // served.
 type way struct {
 	e     *vm.Engine
-	rates []float64
+	rates [2][]float64 // by load, as loads orders them
+}
+
+// lightShare is the part of the callers a way's light load has.
+const lightShare = 4
+
+// loads are the numbers of callers a way is measured with: all the
+// clients, then (where they are several) a light load of a lightShare of
+// them.
+func loads(clients int) []int {
+	if light := clients / lightShare; light >= 1 && light < clients {
+		return []int{clients, light}
+	}
+	return []int{clients}
 }
 
 // close closes the way's engine, once.
@@ -231,14 +255,32 @@ func (w *way) close() {
 	}
 }
 
-// choose is the candidate (of cands, fewest slots first) that served the
-// most, or the first that served within plannedMargin of it.
+// choose is the candidate (of cands, fewest slots first) whose worse
+// load came closest to the most any candidate served at that load, or
+// the first whose score is within plannedMargin of the best score: a way
+// that serves a full queue well but idles with a few callers (or the
+// reverse) loses to one that serves both nearly as well.
 func choose(cands []candidate) int {
+	var most [2]float64
+	for _, c := range cands {
+		most[0] = max(most[0], c.RequestsPerSecond)
+		most[1] = max(most[1], c.LightRequestsPerSecond)
+	}
+	score := func(c candidate) float64 {
+		s := 1.0
+		if most[0] > 0 {
+			s = c.RequestsPerSecond / most[0]
+		}
+		if most[1] > 0 {
+			s = min(s, c.LightRequestsPerSecond/most[1])
+		}
+		return s
+	}
 	best := 0.0
 	for _, c := range cands {
-		best = max(best, c.RequestsPerSecond)
+		best = max(best, score(c))
 	}
-	return slices.IndexFunc(cands, func(c candidate) bool { return c.RequestsPerSecond >= plannedMargin*best })
+	return slices.IndexFunc(cands, func(c candidate) bool { return score(c) >= plannedMargin*best })
 }
 
 // Apply returns opts running as x says: its slots as the workers of every

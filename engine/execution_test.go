@@ -34,27 +34,38 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
-// TestChoose: the candidate that served the most wins, unless one with
-// fewer slots served within the margin of it.
+// TestChoose: the candidate that came closest to the best at both loads
+// wins, unless one with fewer slots came within the margin of it.
 func TestChoose(t *testing.T) {
-	rates := func(rps ...float64) []candidate {
+	rates := func(rps, light []float64) []candidate {
 		out := make([]candidate, len(rps))
 		for i, r := range rps {
 			out[i] = candidate{Slots: 1 << i, RequestsPerSecond: r}
+			if light != nil {
+				out[i].LightClients, out[i].LightRequestsPerSecond = 16, light[i]
+			}
 		}
 		return out
 	}
 	for _, c := range []struct {
-		rps  []float64
-		want int
+		rps, light []float64
+		want       int
 	}{
-		{[]float64{100, 200, 150}, 1},
-		{[]float64{199, 200, 150}, 0}, // within the margin: fewer slots
-		{[]float64{150, 195, 200}, 1},
-		{[]float64{150, 180, 200}, 2},
+		{[]float64{100, 200, 150}, nil, 1},
+		{[]float64{199, 200, 150}, nil, 0}, // within the margin: fewer slots
+		{[]float64{150, 195, 200}, nil, 1},
+		{[]float64{150, 180, 200}, nil, 2},
+		{[]float64{0, 0}, nil, 0},
+		// One slot idles at the light load: two, nearly as good at full.
+		{[]float64{200, 190}, []float64{70, 100}, 1},
+		// Each best at one load: the better of the worse loads.
+		{[]float64{200, 150}, []float64{90, 100}, 0},
+		{[]float64{200, 170}, []float64{50, 100}, 1},
+		// Within the margin at both: fewer slots.
+		{[]float64{200, 199}, []float64{99, 100}, 0},
 	} {
-		if got := choose(rates(c.rps...)); got != c.want {
-			t.Errorf("%v: chose %d, want %d", c.rps, got, c.want)
+		if got := choose(rates(c.rps, c.light)); got != c.want {
+			t.Errorf("%v, light %v: chose %d, want %d", c.rps, c.light, got, c.want)
 		}
 	}
 }
@@ -76,8 +87,8 @@ func TestPlanExecution(t *testing.T) {
 		t.Fatalf("plan %+v", x)
 	}
 	for _, c := range x.Tried {
-		if c.RequestsPerSecond <= 0 {
-			t.Errorf("candidate %+v served nothing", c)
+		if c.RequestsPerSecond <= 0 || c.LightClients != 2 || c.LightRequestsPerSecond <= 0 {
+			t.Errorf("candidate %+v served nothing at a load, or not at 2 callers (a quarter of 8)", c)
 		}
 	}
 	if !slices.ContainsFunc(x.Tried, func(c vm.Candidate) bool { return c.Slots == x.Slots && c.Threads == x.Threads }) {

@@ -27,12 +27,16 @@ type Execution struct {
 // Candidate is one way of dividing the cores a plan tried, the grouped
 // components it runs one request per invocation at its thread count
 // (grouped, they served less there), and the requests per second the
-// package's requests were served at that way (the median of its rounds).
+// package's requests were served at that way (the median of its rounds):
+// by the plan's callers, and by its light load of LightClients callers
+// (none where the plan had one caller).
 type Candidate struct {
-	Slots             int      `json:"slots"`
-	Threads           int      `json:"threads"`
-	Ungrouped         []string `json:"ungrouped,omitempty"`
-	RequestsPerSecond float64  `json:"requests_per_second"`
+	Slots                  int      `json:"slots"`
+	Threads                int      `json:"threads"`
+	Ungrouped              []string `json:"ungrouped,omitempty"`
+	RequestsPerSecond      float64  `json:"requests_per_second"`
+	LightClients           int      `json:"light_clients,omitempty"`
+	LightRequestsPerSecond float64  `json:"light_requests_per_second,omitempty"`
 }
 
 // String is the way in a few characters: "2×1", or "2×1 (recognizer
@@ -46,8 +50,8 @@ func (c Candidate) String() string {
 }
 
 // String says the execution in a line: "2 slots × 1 thread, planned on 2
-// cores (1×2: A req/s, 2×1: B req/s)", with the throughput each candidate
-// reached.
+// cores (1×2: A req/s, a with 16 callers; 2×1: B req/s, b with 16
+// callers)", with the throughput each candidate reached at both loads.
 func (x *Execution) String() string {
 	if x == nil {
 		return ""
@@ -65,9 +69,13 @@ func (x *Execution) String() string {
 	}
 	var tried []string
 	for _, c := range x.Tried {
-		tried = append(tried, fmt.Sprintf("%s: %.0f req/s", c, c.RequestsPerSecond))
+		t := fmt.Sprintf("%s: %.0f req/s", c, c.RequestsPerSecond)
+		if c.LightClients > 0 {
+			t += fmt.Sprintf(", %.0f with %d callers", c.LightRequestsPerSecond, c.LightClients)
+		}
+		tried = append(tried, t)
 	}
-	return fmt.Sprintf("%s, planned on %d cores (%s)", s, x.Cores, strings.Join(tried, ", "))
+	return fmt.Sprintf("%s, planned on %d cores (%s)", s, x.Cores, strings.Join(tried, "; "))
 }
 
 func plural(n int, word string) string {
