@@ -237,6 +237,10 @@ func fromJSON(name, dtype string, shape []int64, raw json.RawMessage) (*backend.
 	return slowJSON(name, dtype, shape, raw)
 }
 
+// jsonSpace is the white space JSON allows between tokens (RFC 8259): not
+// Unicode's, whose vertical tab or form feed no JSON parser takes.
+const jsonSpace = " \t\n\r"
+
 // slowJSON is fromJSON with encoding/json, element by element, naming
 // what is wrong.
 func slowJSON(name, dtype string, shape []int64, raw json.RawMessage) (*backend.Tensor, error) {
@@ -265,7 +269,7 @@ func slowJSON(name, dtype string, shape []int64, raw json.RawMessage) (*backend.
 
 // flatten appends the leaves of nested JSON arrays to out.
 func flatten(raw json.RawMessage, out *[]json.RawMessage, depth int) error {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, jsonSpace)
 	if len(raw) == 0 || raw[0] != '[' {
 		if depth == 0 {
 			return fmt.Errorf("is no array")
