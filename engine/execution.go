@@ -126,7 +126,8 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 		}
 	}
 	// A round sends the requests from a closed loop of callers for
-	// po.Round, then waits for the answers still to come and counts them
+	// po.Round (and to the end of the pass over reqs under way: serveFor),
+	// then waits for the answers still to come and counts them
 	// too, over the whole time: a round cut at its end would lose the work
 	// of the groups in flight, the more of it the larger a way's groups and
 	// the slower its requests. Where requests are slow that wait is long
@@ -338,9 +339,13 @@ type candidate = vm.Candidate
 
 // serveFor serves reqs on e from a closed loop of clients, each sending
 // its next request (the document's, in turn) as soon as its last is
-// answered: with d 0, every request once; else for d, and then every
-// request still in flight is waited for and counted. It returns the
-// requests answered per second; a request that fails is an error.
+// answered: with d 0, every request once; else for d and on to the end
+// of the document's pass under way, and then every request still in
+// flight is waited for and counted. It returns the requests answered per
+// second; a request that fails is an error. Whole passes send every way
+// the same mix of requests: where they differ in cost (a few of a
+// model's slow requests in a round) a part of a pass would weigh on the
+// rate as much as the way does.
 func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int, d time.Duration) (float64, error) {
 	var next, served atomic.Int64
 	var failed atomic.Pointer[error]
@@ -350,7 +355,7 @@ func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int,
 		if d == 0 {
 			return i < int64(len(reqs))
 		}
-		return time.Since(start) < d
+		return i%int64(len(reqs)) != 0 || time.Since(start) < d
 	}
 	for range clients {
 		wg.Go(func() {
