@@ -144,6 +144,10 @@ func (s *Scheduler) Closed() bool {
 // Policy is the component's policy; read it under the lock only.
 func (s *Scheduler) Policy() *Policy { return s.pol }
 
+// Cost is the policy's cost model, which every run reports to; it has a
+// lock of its own.
+func (s *Scheduler) Cost() *Cost { return s.pol.Cost }
+
 // runner runs groups: when its slot is free it forms the next group
 // itself (under the lock, so runners never take one item twice), runs
 // it, and looks again; with nothing worth running yet it waits for an

@@ -106,7 +106,7 @@ func TestRunOwnRule(t *testing.T) {
 	if start(two) {
 		t.Error("two slots, no group measured: the batch runs its own groups")
 	}
-	cost := two.Policy().Cost
+	cost := two.Cost()
 	cost.Observe(4, 64, 64, 2*runOwnBelow)
 	if start(two) {
 		t.Error("two slots, groups measured long: the batch runs its own groups")

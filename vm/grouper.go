@@ -29,10 +29,8 @@ type grouper struct {
 	copies *Copies
 	lones  sync.Pool // of *lone
 	// s queues the items, forms the groups and holds the execution slots
-	// that run them (package sched); cost is its policy's cost model,
-	// which every run reports to (it has a lock of its own).
-	s    *sched.Scheduler
-	cost *sched.Cost
+	// that run them (package sched).
+	s *sched.Scheduler
 
 	admissions sync.Pool // of *admission, for batches run in lockstep
 	rooms      sync.Pool // of *splitRoom, for the groups whose leases ended
@@ -156,7 +154,6 @@ func newGrouper(e *Engine, spec *componentSpec, sess backend.Session, r backend.
 		g.rec = rec
 	}
 	pol := sched.New(spec.budgets, spec.padLayout, g.solo, o.MaxDelay)
-	g.cost = pol.Cost
 	g.s = sched.NewScheduler(pol, o.Queue, o.Workers, g, sched.Hints{Announced: &e.announced, Active: &e.active, OpenEnded: &e.openEnded})
 	return g
 }
@@ -580,7 +577,7 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		}
 		a.release(outs)
 		d := time.Since(start)
-		g.cost.Observe(len(items), grp.elems, grp.realElems, d)
+		g.s.Cost().Observe(len(items), grp.elems, grp.realElems, d)
 		g.stats.invoked(len(items), grp, peaks, d)
 		l = newLease(g.rec, g.stats, outs, len(items), &g.rooms)
 	}

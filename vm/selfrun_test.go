@@ -39,7 +39,7 @@ func selfRunEqualsSolo(t *testing.T, workers int) {
 	// As measured where invocations are short against a thread's wake
 	// (with several slots; with one, batches at an idle component always
 	// run their own groups).
-	e.groupers["encoder"].cost.Observe(1, 1, 1, time.Microsecond)
+	e.groupers["encoder"].s.Cost().Observe(1, 1, 1, time.Microsecond)
 	solo := imageEngine(t, Options{Solo: true})
 	rng := rand.New(rand.NewSource(21))
 	var batches [][]Request

@@ -308,7 +308,7 @@ type SchedulerStats struct {
 // schedulerStats is what g's policy and its lockstep batches have learned
 // and decided.
 func (g *grouper) schedulerStats() SchedulerStats {
-	c := g.cost.Snapshot()
+	c := g.s.Cost().Snapshot()
 	out := SchedulerStats{FixedNS: c.FixedNS, PerElementNS: c.PerElementNS, Fitted: c.Fitted, Cap: c.Cap, PerElementBySize: c.PerElementBySize}
 	g.s.Lock()
 	defer g.s.Unlock()
