@@ -86,6 +86,11 @@ type Outlook struct {
 	// OpenEnded: requests come from callers that never announce them (a
 	// server's), so that when the next comes is a guess (Arrivals).
 	OpenEnded bool
+	// Share, where more than one slot is free, is the items a group may
+	// close with while others are Coming: the free slots' fair share of
+	// what waits and what is coming, since the other free slots will run
+	// the rest side by side (0: wait for every item coming).
+	Share int
 }
 
 // Policy is a component's queue and the decisions taken on it. It is not
@@ -472,7 +477,8 @@ func (r rankedItem) at() int { return int(r & (1<<rankAtBits - 1)) }
 //   - no item can still arrive: every request the caller knows of is
 //     already waiting here (and a batch run in lockstep promises the items
 //     it is queuing, so the last group of a burst never waits out the
-//     delay);
+//     delay); or, where several slots are free, it holds its share of
+//     what waits and what is coming (Outlook.Share);
 //   - its oldest item has waited max_delay, the upper bound of every wait;
 //   - the next arrival, judged from the measured arrival rate, would come
 //     after a run of the group would end, or is overdue (the stream paused
@@ -487,6 +493,8 @@ func (p *Policy) worthWaiting(f *formation, now time.Time, o Outlook) time.Durat
 	left := p.maxDelay - now.Sub(f.head().Queued)
 	switch {
 	case left <= 0:
+		return 0
+	case o.Coming && o.Share > 0 && len(f.chosen) >= o.Share:
 		return 0
 	case o.Coming:
 		return left

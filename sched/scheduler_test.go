@@ -216,3 +216,41 @@ func TestEnqueueRefusals(t *testing.T) {
 		t.Errorf("after Close: %v, want Closed", err)
 	}
 }
+
+// TestFreeSlotsShareWhatIsComing: with two slots free, a group closes
+// once it holds its share of what waits and what is coming (half: the
+// other slot runs the rest side by side), rather than waiting for every
+// request coming, which would leave the other slot idle while it runs;
+// with one slot free, the group waits for every request coming.
+func TestFreeSlotsShareWhatIsComing(t *testing.T) {
+	f := &fakeExec{hold: make(chan struct{}), started: make(chan struct{}, 2)}
+	var announced, active atomic.Int64
+	var openEnded atomic.Bool
+	s := NewScheduler(imagePolicy(time.Hour), 16, 2, f, Hints{Announced: &announced, Active: &active, OpenEnded: &openEnded})
+	defer s.Close()
+	defer close(f.hold)
+	active.Store(8) // eight requests running, none here yet
+	arrive := func(n int) {
+		for range n {
+			if err := s.Enqueue(context.Background(), false, image(4, time.Now())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	started := func() {
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no group formed; groups %v, %+v", f.groups, s.Counts())
+		}
+	}
+	arrive(4)
+	started()
+	arrive(4)
+	started()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.groups) != 2 || len(f.groups[0]) != 4 || len(f.groups[1]) != 4 {
+		t.Errorf("groups of %v items, want 4 and 4", f.groups)
+	}
+}
