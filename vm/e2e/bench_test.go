@@ -647,16 +647,19 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 }
 
 // interleaved runs every one of runs once per iteration of b, in an order
-// drawn afresh each iteration (a seeded shuffle), and returns the time each
-// took in all, the collection of its own garbage included (turns). A way
-// pays for what the way before it leaves behind (another engine's threads
-// winding down, its caches); in a fixed order one way would always follow
-// the same way, so its ratio to another would carry that cost one way.
-// Shuffled, every way follows every other alike, on average.
+// drawn afresh each iteration, and returns the time each took in all, the
+// collection of its own garbage included (turns). A way pays for what the
+// way before it leaves behind (another engine's threads winding down, its
+// caches); in a fixed order one way would always follow the same way, so
+// its ratio to another would carry that cost one way. Shuffled, every way
+// follows every other alike, on average over runs: the shuffle is seeded
+// afresh each run, since a run of a few iterations (-benchtime 3x) drawn
+// from one seed would repeat the same orders, and their bias, run after
+// run.
 func interleaved(b *testing.B, runs []func()) []time.Duration {
 	times := make([]time.Duration, len(runs))
 	tn := newTurns(b, len(runs))
-	rng := rand.New(rand.NewPCG(uint64(len(runs)), 1))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(runs))))
 	for b.Loop() {
 		for _, i := range rng.Perm(len(runs)) {
 			times[i] += tn.take(i, runs[i])
