@@ -271,6 +271,29 @@ func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
 	}
 }
 
+// TestComingGroupClosesWithItsShare: while requests are coming, a group
+// waits for them (up to max_delay), unless the free slots share what
+// waits and what is coming: then it closes once it holds its share.
+func TestComingGroupClosesWithItsShare(t *testing.T) {
+	p := imagePolicy(time.Hour)
+	now := time.Now()
+	for range 3 {
+		p.Push(image(4, now))
+	}
+	for _, o := range []Outlook{{Coming: true}, {Coming: true, Share: 4}} {
+		if group, wait := p.Next(now, o, nil); group != nil || wait <= 0 {
+			t.Errorf("%+v, 3 queued: a group of %d formed (wait %v); want it to wait", o, len(group), wait)
+		}
+	}
+	p.Push(image(4, now))
+	if group, _ := p.Next(now, Outlook{Coming: true}, nil); group != nil {
+		t.Errorf("one slot free, items coming: a group of %d formed; want it to wait for them", len(group))
+	}
+	if group, _ := p.Next(now, Outlook{Coming: true, Share: 4}, nil); len(group) != 4 {
+		t.Errorf("a share of 4 queued: a group of %d formed, want 4", len(group))
+	}
+}
+
 // TestHoldsCountsFullGroups: Holds counts the full groups the queue holds
 // in queue order, as items join it and after items leave it: a group is
 // full where the next item does not fit a budget, where a budget is
