@@ -314,14 +314,6 @@ func (s *Scheduler) outlook(arriving int) Outlook {
 	return o
 }
 
-// closable reports, under the lock, whether an idle runner looking at
-// the queue now might close a group: nothing more is coming, or the
-// queue holds a free slot's share of what is.
-func (s *Scheduler) closable() bool {
-	o := s.outlook(0)
-	return !o.Coming || o.Share > 0 && s.pol.Len() >= o.Share
-}
-
 // dropCancelled removes, under the lock, the queued items whose request
 // was cancelled, answering them.
 func (s *Scheduler) dropCancelled() {
@@ -536,38 +528,21 @@ func (s *Scheduler) Enqueue(ctx context.Context, wait bool, es ...*Entry) error 
 			return err
 		}
 	}
-	first := s.pol.Len() == 0
 	if err := s.queueUp(es); err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	wake := s.idle > 0 && s.own == 0 && s.arrivalMatters(first)
+	// While every runner is busy an arrival only joins the queue: the
+	// runner looks again when it frees up. While items are promised, an
+	// idle runner can only close a full group, so it is woken once the
+	// queue holds one (or by the promise's end), not for every item of a
+	// burst; or once the queue is full, when nothing more can join.
+	wake := s.idle > 0 && s.own == 0 && (s.promised == 0 || s.pol.Filled() || s.blocked())
 	s.mu.Unlock()
 	if wake {
 		s.poke()
 	}
 	return nil
-}
-
-// arrivalMatters reports, under the lock, whether an idle runner should
-// look again at the queue that an arrival just joined (first: it was
-// empty). While every runner is busy an arrival only joins the queue: the
-// runner looks again when it frees up. An idle runner can close a group
-// only once nothing more is coming (the group would otherwise wait for
-// what is), or the queue holds a full group, or nothing more can join it;
-// while requests it waits for are on their way, it is woken once, by the
-// first arrival, to time the group's delay, not by each arrival until the
-// last. While items are promised it closes only a full group, so it is
-// woken once the queue holds one (or by the promise's end), not for every
-// item of a burst.
-func (s *Scheduler) arrivalMatters(first bool) bool {
-	switch {
-	case s.pol.Filled() || s.blocked():
-		return true
-	case s.promised > 0:
-		return false
-	}
-	return first || s.closable()
 }
 
 // awaitRoom waits, under the lock (released while it waits), until the
@@ -696,18 +671,13 @@ func (s *Scheduler) Promise(n int) {
 	}
 }
 
-// RequestDone wakes an idle runner when items wait and nothing more is
-// coming: their group may have been waiting for the request that just
-// finished. With nothing queued there is no group to close, and while
-// other requests are still on their way the group waits for them: waking
-// a runner then would cost a thread's wake for nothing, once per request.
+// RequestDone wakes an idle runner when items wait: their group may have
+// been waiting for the request that just finished. With nothing queued
+// there is no group to close, and waking a runner would cost a thread's
+// wake for nothing, once per request.
 func (s *Scheduler) RequestDone() {
 	s.mu.Lock()
-	wake := s.runnerWanted() && s.promised == 0 && s.closable()
-	s.mu.Unlock()
-	if wake {
-		s.poke()
-	}
+	s.unlockWaking()
 }
 
 // unlockWaking releases the lock and wakes an idle runner if items wait
