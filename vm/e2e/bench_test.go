@@ -657,12 +657,20 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 // from one seed would repeat the same orders, and their bias, run after
 // run.
 func interleaved(b *testing.B, runs []func()) []time.Duration {
+	return interleavedPasses(b, runs, 1)
+}
+
+// interleavedPasses is interleaved with passes shuffled passes over runs
+// per iteration of b.
+func interleavedPasses(b *testing.B, runs []func(), passes int) []time.Duration {
 	times := make([]time.Duration, len(runs))
 	tn := newTurns(b, len(runs))
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(runs))))
 	for b.Loop() {
-		for _, i := range rng.Perm(len(runs)) {
-			times[i] += tn.take(i, runs[i])
+		for range passes {
+			for _, i := range rng.Perm(len(runs)) {
+				times[i] += tn.take(i, runs[i])
+			}
 		}
 	}
 	return times
