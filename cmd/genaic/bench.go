@@ -65,7 +65,7 @@ func runBench(e *env, args []string) int {
 	bf := benchFlags{levels: levels{64}}
 	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run")
 	fs.BoolVar(&bf.allowAbs, "allow-abs", false, allowAbsHelp)
-	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, round by round")
+	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, in a fresh order each round")
 	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
 	fs.DurationVar(&bf.roundTime, "round-time", 100*time.Millisecond, "the least a round runs: it sends the document's requests again and again, in order, until this much time has passed and each was sent once (0: each once)")
 	fs.Var(&bf.levels, "concurrency", "clients in the closed loop (with --rate: the most requests in flight), or a list such as 1,4,16,64 to sweep")

@@ -108,10 +108,10 @@ func (t engineTarget) snapshot() snapshot { return snapshot{stats: t.eng.Stats()
 func (t engineTarget) close()             { t.eng.Close() }
 
 // level opens a target per mode and processor count, warms each up, then
-// runs the timed rounds with the ways taking turns, each round starting
-// one way further on, so that a drift of the machine's state touches
-// every way alike. The process's GOMAXPROCS
-// is set for each way's rounds and restored at the end.
+// runs the timed rounds with the ways taking turns, in an order drawn
+// afresh each round, so that a drift of the machine's state touches
+// every way alike. The process's GOMAXPROCS is set for each way's rounds
+// and restored at the end.
 func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 	ways := b.ways(modes)
 	targets := make([]target, len(ways))
@@ -137,12 +137,14 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 		}
 	}
 	runs := make([][]roundResult, len(ways))
+	// A way runs slower after one that leaves garbage to collect or threads
+	// spinning. Each round takes the ways in a fresh order, so that every
+	// way follows every other alike: rounds that only start one way further
+	// on keep each way behind the same one (grouped always behind
+	// sequential), and its ratio carries that one's leftovers.
+	order := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(ways))))
 	for r := range b.flags.rounds {
-		// Each round starts one way further on, so that every way follows
-		// every other as often: a way runs slower after one that leaves
-		// garbage to collect or threads spinning.
-		for k := range ways {
-			i := (r + k) % len(ways)
+		for _, i := range order.Perm(len(ways)) {
 			w := ways[i]
 			runtime.GOMAXPROCS(w.procs)
 			runs[i] = append(runs[i], b.round(targets[i], clients(w.mode, c), uint64(r*len(ways)+i), least[i]))
