@@ -660,8 +660,8 @@ func interleaved(b *testing.B, runs []func()) []time.Duration {
 	return interleavedPasses(b, runs, 1)
 }
 
-// interleavedPasses is interleaved with passes shuffled passes over runs
-// per iteration of b.
+// interleavedPasses is interleaved with several passes over runs per
+// iteration of b, each pass in an order of its own.
 func interleavedPasses(b *testing.B, runs []func(), passes int) []time.Duration {
 	times := make([]time.Duration, len(runs))
 	tn := newTurns(b, len(runs))
