@@ -59,6 +59,31 @@ func (t *table) writeAcceptance(w io.Writer) error {
 	return tw.Flush()
 }
 
+// writeVerdicts prints, as a Markdown table, the verdict of every check
+// the runs hold values for (scripts/perf-tables runs a few of the
+// benchmarks; a check with no runs is left out), with the build's name
+// where the runs come from several.
+func (t *table) writeVerdicts(w io.Writer) error {
+	if _, err := fmt.Fprint(w, "| issue | check | verdict | medians |\n| --- | --- | --- | --- |\n"); err != nil {
+		return err
+	}
+	for _, c := range checks {
+		for _, b := range t.builds {
+			verdict, medians, ran := strings.Cut(t.verdict(c, b), "\t")
+			if !ran {
+				continue
+			}
+			if len(t.builds) > 1 {
+				verdict = b + ": " + verdict
+			}
+			if _, err := fmt.Fprintf(w, "| %d | %s | %s | %s |\n", c.issue, c.what, verdict, medians); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (t *table) verdict(c check, build string) string {
 	var parts []string
 	met := true

@@ -17,7 +17,12 @@
 //	go run ./scripts/benchtable -markdown FILE...
 //
 // prints the same medians as a Markdown table, without the acceptance
-// checks (scripts/perf-tables puts it into docs/perf.md).
+// checks (scripts/perf-tables puts it into docs/perf.md), and
+//
+//	go run ./scripts/benchtable -verdicts FILE...
+//
+// prints the acceptance checks the runs have values for, as a Markdown
+// table.
 package main
 
 import (
@@ -35,9 +40,9 @@ import (
 func main() {
 	t := newTable()
 	args := os.Args[1:]
-	markdown := len(args) > 0 && args[0] == "-markdown"
-	if markdown {
-		args = args[1:]
+	mode := ""
+	if len(args) > 0 && (args[0] == "-markdown" || args[0] == "-verdicts") {
+		mode, args = args[0], args[1:]
 	}
 	if len(args) == 0 {
 		if err := t.read(os.Stdin); err != nil {
@@ -55,8 +60,14 @@ func main() {
 			fail(fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	if markdown {
+	switch mode {
+	case "-markdown":
 		if err := t.writeMarkdown(os.Stdout); err != nil {
+			fail(err)
+		}
+		return
+	case "-verdicts":
+		if err := t.writeVerdicts(os.Stdout); err != nil {
 			fail(err)
 		}
 		return

@@ -283,3 +283,45 @@ func TestAcceptance(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdicts: the Markdown verdicts hold a row per check the runs have
+// values for and none for the others; with several builds each verdict
+// names its build.
+func TestVerdicts(t *testing.T) {
+	one := strings.Join([]string{
+		"measured\tBenchmarkBest/text_packed/short-2  3  0.93 served16/best  0.85 served64/best",
+		"measured\tBenchmarkBest/text_packed/short-2  3  0.91 served16/best  0.87 served64/best",
+		"measured\tBenchmarkBest/text_packed/short-2  3  0.95 served16/best  0.80 served64/best",
+	}, "\n")
+	tb := newTable()
+	if err := tb.read(strings.NewReader(one)); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := tb.writeVerdicts(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"| issue | check | verdict | medians |",
+		"| --- | --- | --- | --- |",
+		"| 44 | served callers (16): >= 0.9 x the best hand strategy | met | text_packed/short 0.93 (want >= 0.9) |",
+		"| 44 | served callers (64): >= 0.9 x the best hand strategy | SHORT | text_packed/short 0.85 (want >= 0.9) |",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	two := newTable()
+	if err := two.read(strings.NewReader("base\tBenchmarkBest/x-2  3  0.8 served16/best\nhead\tBenchmarkBest/x-2  3  0.95 served16/best")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := two.writeVerdicts(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"| base: SHORT | x 0.8 (want >= 0.9) |", "| head: met | x 0.95 (want >= 0.9) |"} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("no row ending %q in:\n%s", row, out.String())
+		}
+	}
+}
