@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,15 +257,7 @@ func TestAcceptance(t *testing.T) {
 		"head\tBenchmarkBest/text_packed/short-2  3  0.93 served16/best  0.95 served64/best  1.9 served16/solo",
 		"head\tBenchmarkBest/ocr_rec/mixed-2  3  0.8 served16/best  0.97 served64/best  0.99 served16/solo",
 	}, "\n")
-	tb := newTable()
-	if err := tb.read(strings.NewReader(in)); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := tb.writeAcceptance(&out); err != nil {
-		t.Fatal(err)
-	}
-	got := out.String()
+	got := written(t, in, (*table).writeAcceptance)
 	for what, want := range map[string]string{
 		"short text: grouped >= 0.95 x ideal":             "met    0.96 (want >= 0.95)",
 		"short text: grouped >= 1.4 x one-at-a-time":      "met    2.1 (want >= 1.4)",
@@ -293,15 +286,7 @@ func TestVerdicts(t *testing.T) {
 		"measured\tBenchmarkBest/text_packed/short-2  3  0.91 served16/best  0.87 served64/best",
 		"measured\tBenchmarkBest/text_packed/short-2  3  0.95 served16/best  0.80 served64/best",
 	}, "\n")
-	tb := newTable()
-	if err := tb.read(strings.NewReader(one)); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := tb.writeVerdicts(&out); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(written(t, one, (*table).writeVerdicts)), "\n")
 	want := []string{
 		"| issue | check | verdict | medians |",
 		"| --- | --- | --- | --- |",
@@ -311,17 +296,24 @@ func TestVerdicts(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	two := newTable()
-	if err := two.read(strings.NewReader("base\tBenchmarkBest/x-2  3  0.8 served16/best\nhead\tBenchmarkBest/x-2  3  0.95 served16/best")); err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
-	if err := two.writeVerdicts(&out); err != nil {
-		t.Fatal(err)
-	}
+	two := written(t, "base\tBenchmarkBest/x-2  3  0.8 served16/best\nhead\tBenchmarkBest/x-2  3  0.95 served16/best", (*table).writeVerdicts)
 	for _, row := range []string{"| base: SHORT | x 0.8 (want >= 0.9) |", "| head: met | x 0.95 (want >= 0.9) |"} {
-		if !strings.Contains(out.String(), row) {
-			t.Errorf("no row ending %q in:\n%s", row, out.String())
+		if !strings.Contains(two, row) {
+			t.Errorf("no row ending %q in:\n%s", row, two)
 		}
 	}
+}
+
+// written is what write prints of the table read from in.
+func written(t *testing.T, in string, write func(*table, io.Writer) error) string {
+	t.Helper()
+	tb := newTable()
+	if err := tb.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := write(tb, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
