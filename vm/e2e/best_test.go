@@ -59,7 +59,7 @@ import (
 // served/best counts the served path's decoding and resizing against
 // it).
 //
-//	go test ./vm/e2e -run '^$' -bench Best -benchtime 10x -count 3
+//	go test ./vm/e2e -run '^$' -bench Best -benchtime 3x -count 5
 func BenchmarkBest(b *testing.B) {
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) { benchBest(b, syntheticBest(b, w)) })
