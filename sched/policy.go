@@ -86,10 +86,11 @@ type Outlook struct {
 	// OpenEnded: requests come from callers that never announce them (a
 	// server's), so that when the next comes is a guess (Arrivals).
 	OpenEnded bool
-	// Share, where more than one slot is free, is the items a group may
-	// close with while others are Coming: the free slots' fair share of
-	// what waits and what is coming, since the other free slots will run
-	// the rest side by side (0: wait for every item coming).
+	// Share, where groups run on several slots, is the most items a group
+	// holds: one slot's fair share of the items it is formed from, so that
+	// the other slots have theirs to run side by side (0: no bound but
+	// the budgets and the cost model's cap). A group that holds its share
+	// is full: it closes without waiting for the items still coming.
 	Share int
 }
 
@@ -185,7 +186,7 @@ func (p *Policy) Next(now time.Time, o Outlook, into []*Entry) (group []*Entry, 
 	if !p.sorted {
 		p.sortBurst()
 	}
-	f := p.form(now)
+	f := p.form(now, o.Share)
 	if !o.Closed && !promised {
 		if wait = p.worthWaiting(f, now, o); wait > 0 {
 			return nil, wait
@@ -232,10 +233,14 @@ type formation struct {
 }
 
 // form chooses the next group from the queue (which holds at least one
-// item) without taking it.
-func (p *Policy) form(now time.Time) *formation {
+// item) without taking it: at most share items (Outlook.Share; 0: any).
+func (p *Policy) form(now time.Time, share int) *formation {
 	f := &p.f
-	f.reset(p.queue, p.Cost.Limit())
+	limit := p.Cost.Limit()
+	if share > 0 && (limit == 0 || share < limit) {
+		limit = share
+	}
+	f.reset(p.queue, limit)
 	head := p.queue[0]
 	f.budgets.Add(head.Terms)
 	f.pad.add(head.Pad)
@@ -473,12 +478,12 @@ func (r rankedItem) at() int { return int(r & (1<<rankAtBits - 1)) }
 
 // A group closes when a runner is free and waiting cannot make it better:
 //
-//   - it is full: no budget, nor the cap, has room for more;
+//   - it is full: no budget, nor the cap, nor its share of the items
+//     (Outlook.Share) has room for more;
 //   - no item can still arrive: every request the caller knows of is
 //     already waiting here (and a batch run in lockstep promises the items
 //     it is queuing, so the last group of a burst never waits out the
-//     delay); or, where several slots are free, it holds its share of
-//     what waits and what is coming (Outlook.Share);
+//     delay);
 //   - its oldest item has waited max_delay, the upper bound of every wait;
 //   - the next arrival, judged from the measured arrival rate, would come
 //     after a run of the group would end, or is overdue (the stream paused
@@ -493,8 +498,6 @@ func (p *Policy) worthWaiting(f *formation, now time.Time, o Outlook) time.Durat
 	left := p.maxDelay - now.Sub(f.head().Queued)
 	switch {
 	case left <= 0:
-		return 0
-	case o.Coming && o.Share > 0 && len(f.chosen) >= o.Share:
 		return 0
 	case o.Coming:
 		return left

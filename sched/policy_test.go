@@ -216,7 +216,7 @@ func TestFormationIsPaddingAware(t *testing.T) {
 		p.Push(image(patches, now.Add(time.Duration(i)*time.Microsecond)))
 	}
 	queue := slices.Clone(p.Queue())
-	f := p.form(now.Add(time.Millisecond))
+	f := p.form(now.Add(time.Millisecond), 0)
 	var extents []int64
 	for _, i := range f.chosen {
 		extents = append(extents, queue[i].Terms[2])
@@ -229,7 +229,7 @@ func TestFormationIsPaddingAware(t *testing.T) {
 	}
 	// The same queue once the items of 60 patches have waited past the
 	// delay: they are taken first, whatever they cost in padding.
-	f = p.form(now.Add(2 * time.Second))
+	f = p.form(now.Add(2*time.Second), 0)
 	late := 0
 	for _, i := range f.chosen {
 		if queue[i].Terms[2] == 60 {
@@ -272,8 +272,8 @@ func TestPromisedGroupClosesOnceTheQueueHoldsOne(t *testing.T) {
 }
 
 // TestComingGroupClosesWithItsShare: while requests are coming, a group
-// waits for them (up to max_delay), unless the free slots share what
-// waits and what is coming: then it closes once it holds its share.
+// waits for them (up to max_delay), unless the slots share the items:
+// then it closes once it holds its share, and holds no more.
 func TestComingGroupClosesWithItsShare(t *testing.T) {
 	p := imagePolicy(time.Hour)
 	now := time.Now()
@@ -291,6 +291,12 @@ func TestComingGroupClosesWithItsShare(t *testing.T) {
 	}
 	if group, _ := p.Next(now, Outlook{Coming: true, Share: 4}, nil); len(group) != 4 {
 		t.Errorf("a share of 4 queued: a group of %d formed, want 4", len(group))
+	}
+	for range 6 {
+		p.Push(image(4, now))
+	}
+	if group, _ := p.Next(now, Outlook{Share: 4}, nil); len(group) != 4 || p.Len() != 2 {
+		t.Errorf("6 queued, a share of 4: a group of %d formed, %d left; want 4, 2 left", len(group), p.Len())
 	}
 }
 
@@ -359,7 +365,7 @@ func TestSortBurstOrdersOneArrivalByExtent(t *testing.T) {
 	}
 	// The padding a 6 would add to the 1 and 2s costs more than the call
 	// it saves (paddingCostly): the group stops at the 2s.
-	if f := p.form(now); !slices.Equal(f.chosen, []int{0, 1, 2}) {
+	if f := p.form(now, 0); !slices.Equal(f.chosen, []int{0, 1, 2}) {
 		t.Errorf("a sorted burst formed %v, want the items of 1 and 2 patches, in queue order", f.chosen)
 	}
 	p.Drop(func(*Entry) bool { return true })

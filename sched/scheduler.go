@@ -304,14 +304,28 @@ func (s *Scheduler) outlook(arriving int) Outlook {
 		Coming:    !blocked && (announced > 0 || coming > 0),
 		OpenEnded: s.hints.OpenEnded.Load(),
 	}
-	// Where several slots are free, one group waiting for every item
-	// coming would leave the others idle while it runs: each takes its
-	// share, and the callers they answer come back at different times.
-	if free := s.slots - s.running - s.inline; o.Coming && free > 1 {
-		all := int64(s.pol.Len()+arriving) + max(coming, 0) + announced
-		o.Share = int(min((all+int64(free)-1)/int64(free), 1<<30))
+	// A group takes one slot's share of the items it is formed from,
+	// leaving the other slots theirs, so that they run side by side rather
+	// than one after another. A server's callers come back once answered:
+	// the items go round, waiting, running on every slot and coming, and
+	// each slot takes its share of all of them, all the time. A group of
+	// more would leave the slot running next too few, and the callers of
+	// the two groups would come back out of step, group after group. A
+	// lockstep batch's requests are answered at its end: while items are
+	// coming, the free slots share what waits and what is coming.
+	switch free := s.slots - s.running - s.inline; {
+	case s.slots > 1 && o.OpenEnded:
+		all := int64(s.pol.Len()+arriving+s.inFlight) + max(coming, 0) + announced
+		o.Share = share(all, s.slots)
+	case o.Coming && free > 1:
+		o.Share = share(int64(s.pol.Len()+arriving)+max(coming, 0)+announced, free)
 	}
 	return o
+}
+
+// share is one of n slots' share of items: items/n, rounded up.
+func share(items int64, n int) int {
+	return int(min((items+int64(n)-1)/int64(n), 1<<30))
 }
 
 // dropCancelled removes, under the lock, the queued items whose request

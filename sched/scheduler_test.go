@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,5 +253,54 @@ func TestFreeSlotsShareWhatIsComing(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.groups) != 2 || len(f.groups[0]) != 4 || len(f.groups[1]) != 4 {
 		t.Errorf("groups of %v items, want 4 and 4", f.groups)
+	}
+}
+
+// TestServedSlotsKeepTheirShare: where callers come back once answered
+// (open-ended), a group holds at most its share of the items going round,
+// waiting, running or coming: with two slots, the 15 requests that come
+// while one slot runs a group of one make a group of 8, and the other 7
+// are left to the slot running that one. A group of all 15 would leave
+// the other slot one caller to run, and the two groups' callers would
+// come back out of step from then on.
+func TestServedSlotsKeepTheirShare(t *testing.T) {
+	f := &fakeExec{hold: make(chan struct{}), started: make(chan struct{}, 3)}
+	var announced, active atomic.Int64
+	var openEnded atomic.Bool
+	s := NewScheduler(imagePolicy(time.Hour), 64, 2, f, Hints{Announced: &announced, Active: &active, OpenEnded: &openEnded})
+	started := func() {
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no group formed; groups %v, %+v", f.groups, s.Counts())
+		}
+	}
+	enqueue := func() {
+		if err := s.Enqueue(context.Background(), false, image(4, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A request of the one caller the engine knows of runs at once.
+	active.Store(1)
+	enqueue()
+	started()
+	// Fifteen more callers, open-ended, while it runs.
+	openEnded.Store(true)
+	active.Store(16)
+	for range 15 {
+		enqueue()
+	}
+	started()
+	if c := s.Counts(); c.Waiting != 7 || c.Running != 2 {
+		t.Errorf("%+v once 15 arrived; want 7 waiting, 2 groups running", c)
+	}
+	close(f.hold)
+	s.Close()
+	var sizes []int
+	for _, g := range f.groups {
+		sizes = append(sizes, len(g))
+	}
+	if !slices.Equal(sizes, []int{1, 8, 7}) {
+		t.Errorf("groups of %v items, want 1, 8 and 7", sizes)
 	}
 }
