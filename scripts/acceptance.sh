@@ -18,6 +18,10 @@
 #       output (go run ./scripts/benchtable), then issues 11's and 44's
 #       acceptance checks per build, met or SHORT with their medians.
 #       Needs Go.
+#   scripts/acceptance.sh sockets DIR...
+#       the server's part of a round alone (genaic serve of two packages,
+#       grouped and one request per invocation, loaded over HTTP and a gRPC
+#       stream, and the same bench in process), once per DIR.
 #   scripts/acceptance.sh pack OUT DIR...
 #       puts DIRs' binaries (each under OUT/builds/ by its folder's name)
 #       and the cache's ONNX Runtime library and models (OUT/cache),
@@ -66,7 +70,9 @@
 # fewer, where the machine has several); then issue 44's: BenchmarkBest
 # (served callers at planned defaults against the best hand-assembled
 # strategy, synthetic and real models) and genaic bench at its defaults on
-# the two real models (ocr_rec, wakeword_audio).
+# the two real models (ocr_rec, wakeword_audio), and the server's checks
+# (sockets, below: genaic serve loaded by genaic bench over HTTP and a gRPC
+# stream).
 set -euo pipefail
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -131,8 +137,67 @@ round() {
 		[ ! -e "$dir/genaic" ] ||
 			measure "$name" "$root" "$dir/genaic" bench "$root/testdata/packages/$real" \
 				--requests "$root/testdata/packages/$real/requests.json" --json |
-			sed "s/^\([^\t]*\t\){/\1{\"package\":\"$real\",/"
+			packaged "$real"
 	done
+	[ ! -e "$dir/genaic" ] || sockets "$dir"
+}
+
+# packaged names the package of the genaic bench documents it passes on
+# (benchtable puts pkg=NAME into their benchmarks' names).
+packaged() { sed "s/^\([^\t]*\t\){/\1{\"package\":\"$1\",/"; }
+
+# sockets measures issue 44's checks of a server: genaic serve of the
+# short text and the 64-image packages, grouped and with every component
+# declined to one request per invocation (package NAME+one), loaded by
+# genaic bench over HTTP with binary tensors and over a gRPC stream at 16
+# and 64 clients, beside the same bench in process (its grouped mode is
+# what the server is held to).
+sockets() {
+	local dir=$1 name pkg reqs one pid
+	name=$(basename -- "$dir")
+	for pkg in text_packed:requests.json image_padded:requests64.json; do
+		reqs=$root/testdata/packages/${pkg%%:*}/${pkg#*:}
+		pkg=${pkg%%:*}
+		measure "$name" "$root" "$dir/genaic" bench "testdata/packages/$pkg" --requests "$reqs" \
+			--concurrency 16,64 --json | packaged "$pkg"
+		for one in "" +one; do
+			local flags=(--http "127.0.0.1:$httpPort" --grpc "127.0.0.1:$grpcPort")
+			[ -z "$one" ] || flags+=(--decline '*=one request per invocation')
+			"$dir/genaic" serve "$root/testdata/packages/$pkg" "${flags[@]}" 2>"$dir/serve.log" &
+			pid=$!
+			if ! ready "$httpPort"; then
+				kill "$pid" 2>/dev/null || true
+				cat "$dir/serve.log" >&2
+				echo "acceptance: genaic serve of $pkg never became ready" >&2
+				exit 1
+			fi
+			if ! measure "$name" "$root" "$dir/genaic" bench "testdata/packages/$pkg" --requests "$reqs" \
+				--url "http://127.0.0.1:$httpPort" --grpc "127.0.0.1:$grpcPort" --protocols http,grpc_stream \
+				--concurrency 16,64 --json | packaged "$pkg$one"; then
+				kill "$pid"
+				exit 1
+			fi
+			kill "$pid"
+			wait "$pid" || true
+		done
+	done
+}
+
+# The ports sockets serves on, on the loopback interface.
+httpPort=18080 grpcPort=18081
+
+# ready waits until the server on port answers /v2/health/ready with 200
+# (its models warmed up), for at most a minute.
+ready() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /v2/health/ready HTTP/1.0\r\n\r\n' >&3 &&
+			head -n 1 <&3 | grep -q ' 200') 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
 }
 
 # procs is the --procs flag of a round's genaic bench: every mode under
@@ -297,6 +362,13 @@ run) shift; run "$@" ;;
 pack) [ $# -ge 3 ] || usage; shift; pack "$@" ;;
 unpack) [ $# -eq 2 ] || usage; unpack "$2" ;;
 count) shift; count "$@" ;;
+sockets)
+	[ $# -ge 2 ] || usage
+	shift
+	for d in "$@"; do
+		sockets "$(cd -- "$d" && pwd)"
+	done
+	;;
 table)
 	[ $# -eq 2 ] || usage
 	file=$(cd -- "$(dirname -- "$2")" && pwd)/$(basename -- "$2")

@@ -9,16 +9,21 @@ import (
 )
 
 // An acceptance check of an issue: a figure's median per build against a
-// bound, or against another figure's median (of), on the machine the runs
-// came from. Where the runs hold no value for a check, it says so.
+// bound, or against another figure's median (of), or, as a ratio, against
+// the median of the same figure of another benchmark (vs), on the machine
+// the runs came from. Where the runs hold no value for a check, it says so.
 type check struct {
 	issue   int
 	what    string // the issue's words
 	bench   string // a benchmark name, or a prefix ending in "*" (every match must pass)
 	unit    string
 	atLeast bool    // the median must be >= bound (else <=)
-	bound   float64 // unless of is set
+	bound   float64 // unless of is set; with vs, the bound of the ratio
 	of      string  // a unit of the same benchmark whose median is the bound
+	// vs names the benchmark a matching one is compared with: the check
+	// is of the ratio of their medians (ok false: the benchmark is not
+	// one the check is of).
+	vs func(bench string) (ref string, ok bool)
 }
 
 var checks = []check{
@@ -39,6 +44,37 @@ var checks = []check{
 	{issue: 44, what: "served callers (64): >= 0.98 x one-at-a-time", bench: "Best/*", unit: "served64/solo", atLeast: true, bound: 0.98},
 	{issue: 44, what: "no-op backend served: runtime CPU per request <= 4 us", bench: "RuntimeOverhead/served", unit: "cpu-ns/request", bound: 4000},
 	{issue: 44, what: "real models, genaic bench defaults: grouped >= 0.98 x one-at-a-time", bench: "GenaicBench/grouped/pkg=*", unit: "vs-one-at-a-time", atLeast: true, bound: 0.98},
+	{issue: 44, what: "genaic serve, HTTP binary and gRPC stream: >= 0.8 x the same bench in process", bench: "GenaicBench/*", unit: "requests/s", atLeast: true, bound: 0.8, vs: inProcess},
+	{issue: 44, what: "genaic serve, HTTP binary and gRPC stream: grouped >= 1.8 x one request per invocation", bench: "GenaicBench/*", unit: "requests/s", atLeast: true, bound: 1.8, vs: perInvocation},
+}
+
+// oneTag marks the package of a server that declines grouping, one request
+// per invocation (scripts/acceptance.sh sockets).
+const oneTag = "+one"
+
+// served reports whether bench is one of genaic bench's runs against a
+// grouped server (its modes http and grpc_stream), and which mode.
+func served(bench string) (mode string, ok bool) {
+	for _, m := range []string{"/http/", "/grpc_stream/"} {
+		if strings.HasPrefix(bench, "GenaicBench"+m) && !strings.Contains(bench, oneTag+"/") {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// inProcess compares a grouped server's run with the grouped mode of the
+// same bench in process.
+func inProcess(bench string) (string, bool) {
+	mode, ok := served(bench)
+	return strings.Replace(bench, mode, "/grouped/", 1), ok
+}
+
+// perInvocation compares a grouped server's run with the same run against
+// the server that declines grouping.
+func perInvocation(bench string) (string, bool) {
+	_, ok := served(bench)
+	return strings.Replace(bench, "/clients=", oneTag+"/clients=", 1), ok
 }
 
 // writeAcceptance prints each check's verdict per build: the median, the
@@ -97,6 +133,14 @@ func (t *table) verdict(c check, build string) string {
 		}
 		m := median(slices.Clone(vs))
 		bound := c.bound
+		if c.vs != nil {
+			ref, ok := c.vs(f.bench)
+			of := t.values[figure{ref, c.unit}][build]
+			if !ok || len(of) == 0 {
+				continue
+			}
+			m /= median(slices.Clone(of))
+		}
 		if c.of != "" {
 			of := t.values[figure{f.bench, c.of}][build]
 			if len(of) == 0 {

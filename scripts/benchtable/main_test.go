@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -301,6 +302,36 @@ func TestVerdicts(t *testing.T) {
 		if !strings.Contains(two, row) {
 			t.Errorf("no row ending %q in:\n%s", row, two)
 		}
+	}
+}
+
+// TestServerVerdicts: the server's checks are ratios to other runs: of a
+// grouped server's modes to the same bench's grouped mode in process, and
+// to the same modes against a server that declines grouping (+one); runs
+// of a server that declines grouping are no subject of either.
+func TestServerVerdicts(t *testing.T) {
+	doc := func(pkg string, modes ...string) string {
+		return `measured	{"package":"` + pkg + `","modes":[` + strings.Join(modes, ",") + `]}`
+	}
+	mode := func(name string, rps int) string {
+		return fmt.Sprintf(`{"name":%q,"concurrency":16,"procs":2,"requests_per_second":%d}`, name, rps)
+	}
+	in := strings.Join([]string{
+		doc("text_packed", mode("grouped", 1000), mode("one-at-a-time", 400)),
+		doc("text_packed", mode("http", 500), mode("grpc_stream", 900)),
+		doc("text_packed+one", mode("http", 200), mode("grpc_stream", 600)),
+	}, "\n")
+	got := written(t, in, (*table).writeVerdicts)
+	for _, row := range []string{
+		"| genaic serve, HTTP binary and gRPC stream: >= 0.8 x the same bench in process | SHORT | http/pkg=text_packed/clients=16 0.5 (want >= 0.8); grpc_stream/pkg=text_packed/clients=16 0.9 (want >= 0.8) |",
+		"| genaic serve, HTTP binary and gRPC stream: grouped >= 1.8 x one request per invocation | SHORT | http/pkg=text_packed/clients=16 2.5 (want >= 1.8); grpc_stream/pkg=text_packed/clients=16 1.5 (want >= 1.8) |",
+	} {
+		if !strings.Contains(got, row) {
+			t.Errorf("no row ending %q in:\n%s", row, got)
+		}
+	}
+	if strings.Contains(got, "+one/clients") {
+		t.Errorf("a server that declines grouping was judged:\n%s", got)
 	}
 }
 
