@@ -36,7 +36,7 @@ func TestTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{
+	holds(t, got,
 		"2 [1–3] 3",
 		"6 [4–8] 3",
 		"vs-one-at-a-time",
@@ -44,11 +44,7 @@ func TestTable(t *testing.T) {
 		"GenaicBench/grouped/clients=16 ",
 		"GenaicBench/grouped/clients=8/procs=1",
 		"GenaicBench/grouped/clients=8/procs=2",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the table lacks %q:\n%s", want, got)
-		}
-	}
+	)
 	if strings.Contains(got, "ns/op") {
 		t.Errorf("a figure zero in every run is shown:\n%s", got)
 	}
@@ -298,11 +294,7 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	two := written(t, "base\tBenchmarkBest/x-2  3  0.8 served16/best\nhead\tBenchmarkBest/x-2  3  0.95 served16/best", (*table).writeVerdicts)
-	for _, row := range []string{"| base: SHORT | x 0.8 (want >= 0.9) |", "| head: met | x 0.95 (want >= 0.9) |"} {
-		if !strings.Contains(two, row) {
-			t.Errorf("no row ending %q in:\n%s", row, two)
-		}
-	}
+	holds(t, two, "| base: SHORT | x 0.8 (want >= 0.9) |", "| head: met | x 0.95 (want >= 0.9) |")
 }
 
 // TestServerVerdicts: the server's checks are ratios to other runs: of a
@@ -322,16 +314,22 @@ func TestServerVerdicts(t *testing.T) {
 		doc("text_packed+one", mode("http", 200), mode("grpc_stream", 600)),
 	}, "\n")
 	got := written(t, in, (*table).writeVerdicts)
-	for _, row := range []string{
+	holds(t, got,
 		"| genaic serve, HTTP binary and gRPC stream: >= 0.8 x the same bench in process | SHORT | http/pkg=text_packed/clients=16 0.5 (want >= 0.8); grpc_stream/pkg=text_packed/clients=16 0.9 (want >= 0.8) |",
 		"| genaic serve, HTTP binary and gRPC stream: grouped >= 1.8 x one request per invocation | SHORT | http/pkg=text_packed/clients=16 2.5 (want >= 1.8); grpc_stream/pkg=text_packed/clients=16 1.5 (want >= 1.8) |",
-	} {
-		if !strings.Contains(got, row) {
-			t.Errorf("no row ending %q in:\n%s", row, got)
-		}
-	}
+	)
 	if strings.Contains(got, "+one/clients") {
 		t.Errorf("a server that declines grouping was judged:\n%s", got)
+	}
+}
+
+// holds reports each of wants that got lacks.
+func holds(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("no %q in:\n%s", w, got)
+		}
 	}
 }
 
