@@ -601,7 +601,10 @@ func (in *itemsInput) pack(items []Item, sel []int, value bool) (*packed, error)
 	// padded axes may differ: the items were partitioned by the others).
 	rows := int64(0)
 	shape := append([]int64{0}, in.rowShape(leaves[0])...)
-	var rowExtents [][]int64 // per packed row, its own extents
+	// Per packed row, its own extents: only padded axes need them, and an
+	// unpadded input may pack a row per byte (an encoded file's).
+	var rowExtents [][]int64
+	padded := len(in.pads) > 0
 	for _, t := range leaves {
 		rs := in.rowShape(t)
 		for a, d := range rs {
@@ -614,8 +617,10 @@ func (in *itemsInput) pack(items []Item, sel []int, value bool) (*packed, error)
 		if !in.nested {
 			n = t.Shape[0]
 		}
-		for range n {
-			rowExtents = append(rowExtents, rs)
+		if padded {
+			for range n {
+				rowExtents = append(rowExtents, rs)
+			}
 		}
 		rows += n
 	}

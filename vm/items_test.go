@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -192,5 +193,30 @@ func TestByteItemsNeedTwoLevels(t *testing.T) {
 	re := AsRunError(err)
 	if re == nil || re.Rule != backend.RunInput || !strings.Contains(re.Message, "second level") || !strings.Contains(re.Message, "png_offsets") || strings.Contains(re.Message, "rank") {
 		t.Errorf("byte items of a one-level input: %v; want run/input asking for a second level", err)
+	}
+}
+
+// TestPackItemsAllocatesWhatItPacks: packing an unpadded input whose rows
+// are single elements (a long token list, an encoded file's bytes)
+// allocates about its packed value and companions, nothing per row: the
+// rows' own extents, which only padded inputs need, once took 24 bytes a
+// row and the slice's regrowth on top, more than the value itself.
+func TestPackItemsAllocatesWhatItPacks(t *testing.T) {
+	m := compilePlan(t, "../testdata/packages/text_packed").IR
+	const tokens = 1 << 20
+	ids := &backend.Tensor{DType: "int64", Shape: []int64{tokens}, Data: make([]int64, tokens)}
+	req := Request{Items: map[string][]Item{"token_ids": TensorItems(ids)}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	subs, _, err := PackItems(m, req)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The value and the owner companion, 8 bytes a token each, and at
+	// most as much again for the companions' working storage.
+	packed := subs[0].Inputs["token_ids"].Bytes() + subs[0].Inputs["token_owner"].Bytes()
+	if got := int64(after.TotalAlloc - before.TotalAlloc); got > 2*packed {
+		t.Errorf("packing %d tokens allocated %d bytes, want at most twice the %d it packs", tokens, got, packed)
 	}
 }
