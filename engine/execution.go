@@ -109,7 +109,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// A queue cut short (a test of back-pressure) would refuse what the
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
-	cands := candidates(po.Cores)
+	cands := Divisions(po.Cores)
 	// Which grouped components serve more apart is measured once per
 	// thread count, before the ways are: each way then runs them so.
 	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
@@ -321,9 +321,9 @@ func (po PlanOptions) withDefaults() PlanOptions {
 	return po
 }
 
-// candidates are the ways of dividing cores: threads 1, 2, 4, ... and the
+// Divisions are the ways of dividing cores: threads 1, 2, 4, ... and the
 // cores themselves, each on cores/threads slots, fewest slots first.
-func candidates(cores int) []candidate {
+func Divisions(cores int) []vm.Candidate {
 	var out []candidate
 	for t := 1; t <= cores; t *= 2 {
 		out = append(out, candidate{Slots: cores / t, Threads: t})

@@ -25,7 +25,7 @@ func TestCandidates(t *testing.T) {
 		16: {{1, 16}, {2, 8}, {4, 4}, {8, 2}, {16, 1}},
 	} {
 		var got [][2]int
-		for _, c := range candidates(cores) {
+		for _, c := range Divisions(cores) {
 			got = append(got, [2]int{c.Slots, c.Threads})
 		}
 		if !slices.Equal(got, want) {

@@ -22,7 +22,7 @@ func init() {
 		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
 			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] " +
 			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D]",
-		summary: "load-test the same requests grouped, one at a time and sequentially (or a server, with --url/--grpc): throughput, latency, groups",
+		summary: "load-test the same requests grouped, one at a time and sequentially, beside direct backend calls on the same batches (or a server, with --url/--grpc): throughput, latency, groups",
 		run:     runBench,
 	})
 }
@@ -32,6 +32,9 @@ type benchMode struct {
 	name       string
 	solo       bool
 	sequential bool // one client, whatever the concurrency level
+	// direct is the reference: the components called straight on their
+	// backends (benchdirect.go), no clients.
+	direct bool
 	// remote, for a mode that sends the requests to a server, makes its
 	// client (benchremote.go).
 	remote func(b *bencher) (target, error)
@@ -41,6 +44,7 @@ var benchModes = []benchMode{
 	{name: "grouped"},
 	{name: "one-at-a-time", solo: true},
 	{name: "sequential", solo: true, sequential: true},
+	{name: "direct", direct: true},
 }
 
 // benchFlags are the options of one bench run.

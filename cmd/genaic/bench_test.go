@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genaic/genaic/engine"
 )
 
 // benchJSON is the part of bench --json the tests read.
@@ -29,6 +32,7 @@ type benchJSON struct {
 		Concurrency       int     `json:"concurrency"`
 		Procs             int     `json:"procs"`
 		VsOneAtATime      float64 `json:"vs_one_at_a_time"`
+		VsDirect          float64 `json:"vs_direct"`
 		RequestsPerSecond float64 `json:"requests_per_second"`
 		ItemsPerSecond    float64 `json:"items_per_second"`
 		Latency           struct {
@@ -56,12 +60,23 @@ type benchJSON struct {
 			Planned               bool
 			Tried                 []triedJSON
 		} `json:"execution"`
+		Direct *struct {
+			directJSON
+			Tried []directJSON
+		} `json:"direct"`
 	} `json:"modes"`
 }
 
 // triedJSON is a way of dividing the cores a plan tried.
 type triedJSON struct {
 	Slots, Threads    int
+	RequestsPerSecond float64 `json:"requests_per_second"`
+}
+
+// directJSON is a strategy of the direct mode.
+type directJSON struct {
+	Calls             string
+	Sessions, Threads int
 	RequestsPerSecond float64 `json:"requests_per_second"`
 }
 
@@ -99,7 +114,12 @@ func benchPlanned(t *testing.T, args ...string) benchJSON {
 func TestBenchJSON(t *testing.T) {
 	reqs := filepath.Join(imagePkg, "requests64.json")
 	rep := benchPlanned(t, imagePkg, "--requests", reqs, "--rounds", "2", "--round-time", "0", "--concurrency", "16")
+	divisions := engine.Divisions(runtime.NumCPU())
 	for _, m := range rep.Modes {
+		if m.Name == "direct" {
+			checkDirect(t, m.Direct, len(divisions))
+			continue
+		}
 		x := m.Execution
 		if x == nil || !x.Planned || x.Cores != runtime.NumCPU() || len(x.Tried) == 0 ||
 			!slices.ContainsFunc(x.Tried, func(c triedJSON) bool { return c.Slots == x.Slots && c.Threads == x.Threads && c.RequestsPerSecond > 0 }) {
@@ -108,6 +128,12 @@ func TestBenchJSON(t *testing.T) {
 	}
 	configured := bench(t, imagePkg, "--requests", reqs, "--rounds", "1", "--round-time", "0", "--concurrency", "16", "--threads", "1")
 	for _, m := range configured.Modes {
+		if m.Name == "direct" {
+			if d := m.Direct; checkDirect(t, d, 1) && (d.Sessions != 1 || d.Threads != 1) {
+				t.Errorf("direct with --threads 1: %+v; want 1 session × 1 thread, as configured", d)
+			}
+			continue
+		}
 		if x := m.Execution; x == nil || x.Planned || x.Slots != 1 || x.Threads != 1 {
 			t.Errorf("%s with --threads 1: execution %+v; want 1 slot × 1 thread, as configured", m.Name, x)
 		}
@@ -121,8 +147,11 @@ func TestBenchJSON(t *testing.T) {
 		if m.RequestsPerSecond <= 0 || m.ItemsPerSecond < m.RequestsPerSecond {
 			t.Errorf("%s: %g requests/s, %g items/s (every request holds at least one image)", m.Name, m.RequestsPerSecond, m.ItemsPerSecond)
 		}
-		if l := m.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 || l.Mean <= 0 {
+		if l := m.Latency; m.Name != "direct" && (l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 || l.Mean <= 0) {
 			t.Errorf("%s: latency percentiles %+v", m.Name, l)
+		}
+		if want := m.RequestsPerSecond / rep.Modes[3].RequestsPerSecond; math.Abs(m.VsDirect-want) > 1e-9 {
+			t.Errorf("%s: %g × direct, want %g", m.Name, m.VsDirect, want)
 		}
 		if m.ServerRequestMS != 0 || m.Groups["encoder"].InvocationMS != 0 {
 			t.Errorf("%s: a server's times (%g ms per request) for engines in the process", m.Name, m.ServerRequestMS)
@@ -135,9 +164,32 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("%s: %d requests, %d failed; want 128, 0", m.Name, m.Requests, m.Failed)
 		}
 	}
-	if got := strings.Join(names, ","); got != "grouped,one-at-a-time,sequential" {
+	if got := strings.Join(names, ","); got != "grouped,one-at-a-time,sequential,direct" {
 		t.Errorf("modes %s", got)
 	}
+}
+
+// checkDirect checks the direct mode's choice: batched and single calls
+// tried on every one of divisions of the cores, each measured, the one
+// chosen the fastest of them.
+func checkDirect(t *testing.T, d *struct {
+	directJSON
+	Tried []directJSON
+}, divisions int) bool {
+	t.Helper()
+	if d == nil {
+		t.Errorf("direct: no strategy reported")
+		return false
+	}
+	fastest := slices.MaxFunc(d.Tried, func(a, b directJSON) int { return cmp.Compare(a.RequestsPerSecond, b.RequestsPerSecond) })
+	batched := func(w directJSON) bool { return w.Calls == "batched" && w.RequestsPerSecond > 0 }
+	single := func(w directJSON) bool { return w.Calls == "single" && w.RequestsPerSecond > 0 }
+	if len(d.Tried) != 2*divisions || slices.IndexFunc(d.Tried, batched) < 0 || slices.IndexFunc(d.Tried, single) < 0 ||
+		d.directJSON != fastest {
+		t.Errorf("direct: %+v; want batched and single calls tried on %d divisions, the fastest chosen", d, divisions)
+		return false
+	}
+	return true
 }
 
 func sum(m map[int]int64) int64 {
@@ -179,7 +231,7 @@ func TestBenchSweepAndPlot(t *testing.T) {
 	for _, m := range rep.Modes {
 		got = append(got, fmt.Sprintf("%s@%d", m.Name, m.Concurrency))
 	}
-	want := "grouped@1,one-at-a-time@1,sequential@1,grouped@4,one-at-a-time@4,grouped@16,one-at-a-time@16"
+	want := "grouped@1,one-at-a-time@1,sequential@1,direct@1,grouped@4,one-at-a-time@4,grouped@16,one-at-a-time@16"
 	if strings.Join(got, ",") != want {
 		t.Errorf("modes %s, want %s", strings.Join(got, ","), want)
 	}
@@ -211,7 +263,7 @@ func TestBenchProcs(t *testing.T) {
 			t.Errorf("%s@%d: %d requests, %d failed; want 64, 0", m.Name, m.Procs, m.Requests, m.Failed)
 		}
 	}
-	want := "grouped@1,grouped@3,one-at-a-time@1,one-at-a-time@3,sequential@1,sequential@3"
+	want := "grouped@1,grouped@3,one-at-a-time@1,one-at-a-time@3,sequential@1,sequential@3,direct@1,direct@3"
 	if strings.Join(got, ",") != want {
 		t.Errorf("modes %s, want %s", strings.Join(got, ","), want)
 	}
@@ -369,7 +421,7 @@ func TestBenchText(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"grouped", "one-at-a-time", "sequential", "encoder:", "p99 ms", "procs", "sizes 1×"} {
+	for _, want := range []string{"grouped", "one-at-a-time", "sequential", "direct", "encoder:", "p99 ms", "procs", "sizes 1×", "vs direct", "the fastest of batched"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
@@ -390,7 +442,7 @@ func TestBenchClientsOutnumberDocument(t *testing.T) {
 		t.Fatalf("the document holds %d requests, want 3", rep.Requests)
 	}
 	for _, m := range rep.Modes {
-		if m.PeakInFlight < 1 || m.PeakInFlight > m.Concurrency {
+		if m.Name != "direct" && (m.PeakInFlight < 1 || m.PeakInFlight > m.Concurrency) {
 			t.Errorf("%s: peak of %d in flight with %d clients", m.Name, m.PeakInFlight, m.Concurrency)
 		}
 		if m.Failed != 0 {

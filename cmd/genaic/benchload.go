@@ -29,21 +29,23 @@ type bencher struct {
 	plans map[string]*vm.Execution
 }
 
-// sweep measures every mode at every concurrency level. Sequential does
-// not depend on the level, so it runs with the first level's modes only.
+// sweep measures every mode at every concurrency level. Sequential and
+// direct do not depend on the level, so they run with the first level's
+// modes only; direct, which sends no requests, runs in the closed loop
+// only.
 func (b *bencher) sweep() ([]modeResult, error) {
 	var all []modeResult
 	for i, c := range b.flags.levels {
-		modes := b.modes
-		if i > 0 {
-			modes = slices.DeleteFunc(slices.Clone(modes), func(m benchMode) bool { return m.sequential })
-		}
+		modes := slices.DeleteFunc(slices.Clone(b.modes), func(m benchMode) bool {
+			return (i > 0 && (m.sequential || m.direct)) || (m.direct && b.flags.rate > 0)
+		})
 		res, err := b.level(c, modes)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, res...)
 	}
+	setVsDirect(all)
 	return all, nil
 }
 
@@ -154,6 +156,9 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 	for i, w := range ways {
 		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], targets[i].snapshot().stats)
 		out[i].RoundMS = float64(least[i]) / float64(time.Millisecond)
+		if d, ok := targets[i].(*directTarget); ok {
+			out[i].Concurrency, out[i].Direct = d.choice.Sessions, &d.choice
+		}
 	}
 	setRatios(out)
 	return out, nil
@@ -163,6 +168,9 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 func (b *bencher) open(m benchMode) (target, error) {
 	if m.remote != nil {
 		return m.remote(b)
+	}
+	if m.direct {
+		return b.openDirect()
 	}
 	opts := b.flags.options(m.solo)
 	if b.flags.planned() {
@@ -278,6 +286,9 @@ func (b *bencher) leastRound(w roundResult, c int) time.Duration {
 // a small document on a fast model still gives a round long enough to
 // measure.
 func (b *bencher) round(t target, c int, seed uint64, least time.Duration) roundResult {
+	if p, ok := t.(passer); ok {
+		return p.passRound(least)
+	}
 	before := t.snapshot()
 	rec := newRecorder(len(b.reqs))
 	start := time.Now()

@@ -32,13 +32,22 @@ type modeResult struct {
 	} `json:"spread"`
 	// VsOneAtATime is the median requests/s over one-at-a-time's at the
 	// same level (0 where there is none).
-	VsOneAtATime float64                `json:"vs_one_at_a_time,omitempty"`
-	Latency      latencyMS              `json:"latency_ms"`
-	Groups       map[string]groupReport `json:"groups"`
+	VsOneAtATime float64 `json:"vs_one_at_a_time,omitempty"`
+	// VsDirect is the median requests/s over the direct mode's under the
+	// same processor count (0 where there is none): how close the mode
+	// comes to the components called straight on the best division of
+	// the cores.
+	VsDirect float64                `json:"vs_direct,omitempty"`
+	Latency  latencyMS              `json:"latency_ms"`
+	Groups   map[string]groupReport `json:"groups"`
 	// Execution is how the mode's engine divided the machine (planned, or
 	// as the flags said); nil for a server.
 	Execution *vm.Execution `json:"execution,omitempty"`
-	Requests  int           `json:"requests"` // sent over the timed rounds
+	// Direct is the direct mode's strategy and those it tried; its
+	// Concurrency is the strategy's sessions per component, and it has
+	// no latency (it sends no requests).
+	Direct   *directChoice `json:"direct,omitempty"`
+	Requests int           `json:"requests"` // sent over the timed rounds
 	// PeakInFlight is the most requests in flight at once in any timed
 	// round: the concurrency the load reached (below Concurrency where
 	// the rounds send each request of a short document once).
@@ -193,6 +202,17 @@ func setRatios(rs []modeResult) {
 	}
 }
 
+// setVsDirect sets each result's ratio to the direct mode under the same
+// processor count (it runs at the first concurrency level only).
+func setVsDirect(rs []modeResult) {
+	for j := range rs {
+		i := slices.IndexFunc(rs, func(r modeResult) bool { return r.Direct != nil && r.Procs == rs[j].Procs })
+		if i >= 0 && rs[i].RequestsPerSecond > 0 {
+			rs[j].VsDirect = rs[j].RequestsPerSecond / rs[i].RequestsPerSecond
+		}
+	}
+}
+
 // benchReport is the --json document.
 type benchReport struct {
 	Requests int     `json:"requests"`
@@ -250,16 +270,25 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 	}
 	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, each at least %v (the document repeated), modes interleaved, %s\n",
 		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.roundTime, where)
-	fmt.Fprintf(w, "%-14s %7s %5s %22s %10s %8s %8s %8s %8s %7s\n",
-		"mode", "clients", "procs", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", "failed")
+	// The column of ratios to the direct mode, where it ran (not against
+	// a server, nor in the open loop).
+	direct := slices.ContainsFunc(rs, func(r modeResult) bool { return r.Direct != nil })
+	column := func(s string) string {
+		if !direct {
+			return ""
+		}
+		return fmt.Sprintf(" %9s", s)
+	}
+	fmt.Fprintf(w, "%-14s %7s %5s %22s %10s %8s %8s %8s %8s%s %7s\n",
+		"mode", "clients", "procs", "requests/s (min–max)", "items/s", "p50 ms", "p90 ms", "p99 ms", "vs 1-at", column("vs direct"), "failed")
 	for _, r := range rs {
 		spread := fmt.Sprintf("%.0f (%.0f–%.0f)", r.RequestsPerSecond, r.Spread.RequestsPerSecond[0], r.Spread.RequestsPerSecond[1])
-		vs := "–"
-		if r.VsOneAtATime > 0 {
-			vs = fmt.Sprintf("%.2fx", r.VsOneAtATime)
+		p50, p90, p99 := "–", "–", "–"
+		if r.Direct == nil {
+			p50, p90, p99 = fmt.Sprintf("%.2f", r.Latency.P50), fmt.Sprintf("%.2f", r.Latency.P90), fmt.Sprintf("%.2f", r.Latency.P99)
 		}
-		fmt.Fprintf(w, "%-14s %7d %5d %22s %10.0f %8.2f %8.2f %8.2f %8s %7d\n",
-			r.Name, r.Concurrency, r.Procs, spread, r.ItemsPerSecond, r.Latency.P50, r.Latency.P90, r.Latency.P99, vs, r.Failed)
+		fmt.Fprintf(w, "%-14s %7d %5d %22s %10.0f %8s %8s %8s %8s%s %7d\n",
+			r.Name, r.Concurrency, r.Procs, spread, r.ItemsPerSecond, p50, p90, p99, ratio(r.VsOneAtATime), column(ratio(r.VsDirect)), r.Failed)
 		for _, name := range slices.Sorted(maps.Keys(r.Groups)) {
 			g := r.Groups[name]
 			sizes := "" // a server's metrics give no histogram of exact sizes
@@ -275,6 +304,9 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 		}
 		if r.Execution != nil {
 			fmt.Fprintf(w, "  execution: %s\n", r.Execution)
+		}
+		if r.Direct != nil {
+			fmt.Fprintf(w, "  direct: %s (clients: its sessions per component)\n", r.Direct)
 		}
 		if least := time.Duration(r.RoundMS * float64(time.Millisecond)); least > b.flags.roundTime {
 			fmt.Fprintf(w, "  rounds of at least %v, longer than --round-time: every client answered about twice at the warm-up's rate\n", least.Round(time.Millisecond))
@@ -296,6 +328,14 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			fmt.Fprintf(w, "  first failure: %s\n", r.FirstError)
 		}
 	}
+}
+
+// ratio prints a ratio to another mode, "–" where there is none.
+func ratio(x float64) string {
+	if x <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fx", x)
 }
 
 // cvMeaning is what the arrivals' coefficient of variation should be.

@@ -169,6 +169,7 @@ func (t *table) benchDocument(build, line string) error {
 			Procs       int     `json:"procs"`
 			Requests    float64 `json:"requests_per_second"`
 			Ratio       float64 `json:"vs_one_at_a_time"`
+			VsDirect    float64 `json:"vs_direct"`
 			Latency     struct {
 				P50 float64 `json:"p50"`
 				P99 float64 `json:"p99"`
@@ -197,6 +198,9 @@ func (t *table) benchDocument(build, line string) error {
 		}
 		t.add(build, bench, "requests/s", m.Requests)
 		t.add(build, bench, "vs-one-at-a-time", m.Ratio)
+		if m.VsDirect > 0 { // in process, in the closed loop
+			t.add(build, bench, "vs-direct", m.VsDirect)
+		}
 		t.add(build, bench, "p50-ms", m.Latency.P50)
 		t.add(build, bench, "p99-ms", m.Latency.P99)
 		comps := make([]string, 0, len(m.Groups))

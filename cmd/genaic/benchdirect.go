@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// The direct mode is the reference a grouped runtime is held to: the
+// package's components called straight on their backends, with nothing
+// of the runtime between the calls, on the best division of the cores a
+// person could assemble by hand. Its calls are the runtime's own,
+// recorded once before the clock: those of a lockstep run of the
+// document on one slot (budget-sized batches, padded as the runtime pads
+// them), and those of a run with one request per invocation. Each is
+// tried on P sessions of a component taking the next call as they free
+// up, with T backend threads each, for every division of the cores
+// (engine.Divisions), and the fastest of them is timed in the rounds: a
+// pass runs every component's calls in the order the components first
+// ran. It has no clients and no latency; its throughput is the
+// document's requests per pass over the pass's time, and every mode's
+// vs_direct is taken against it.
+
+// directChoice is the strategy the direct mode runs and those it tried.
+type directChoice struct {
+	directWay
+	// Tried are the strategies measured when the mode was opened, with
+	// the requests per second each served.
+	Tried []directWay `json:"tried"`
+}
+
+// directWay is one hand-assembled strategy: its calls (batched or
+// single), its sessions per component and each one's backend threads.
+type directWay struct {
+	Calls             string  `json:"calls"`
+	Sessions          int     `json:"sessions"`
+	Threads           int     `json:"threads"`
+	RequestsPerSecond float64 `json:"requests_per_second,omitempty"`
+}
+
+func (w directWay) String() string {
+	return fmt.Sprintf("%s on %d %s × %d %s", w.Calls, w.Sessions, plural(w.Sessions, "session"), w.Threads, plural(w.Threads, "thread"))
+}
+
+func (c *directChoice) String() string {
+	var tried []string
+	for _, w := range c.Tried {
+		tried = append(tried, fmt.Sprintf("%s %d×%d: %.0f req/s", w.Calls, w.Sessions, w.Threads, w.RequestsPerSecond))
+	}
+	return fmt.Sprintf("%s, the fastest of %s", c.directWay, strings.Join(tried, "; "))
+}
+
+// directTurns is how many turns each strategy gets when the mode is
+// opened, the strategies of a division taking turns, and directTurn the
+// least time a turn runs (at least one pass).
+const (
+	directTurns = 3
+	directTurn  = 30 * time.Millisecond
+)
+
+// openDirect records the calls and chooses the strategy of the direct
+// mode: over every division of the cores where the flags leave the
+// execution to be planned, else over the division they set.
+func (b *bencher) openDirect() (target, error) {
+	batched, err := b.record(false)
+	if err != nil {
+		return nil, err
+	}
+	single, err := b.record(true)
+	if err != nil {
+		return nil, err
+	}
+	divisions := engine.Divisions(runtime.NumCPU())
+	if !b.flags.planned() {
+		divisions = []vm.Candidate{{Slots: max(b.flags.workers, 1), Threads: b.flags.threads}}
+	}
+	t := &directTarget{reqs: len(b.reqs)}
+	for _, it := range b.items {
+		t.items += it
+	}
+	best := 0.0
+	for _, d := range divisions {
+		stages, err := b.loadStages(d)
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		ways := []*replay{
+			{way: directWay{Calls: "batched", Sessions: d.Slots, Threads: d.Threads}, stages: stages, calls: batched},
+			{way: directWay{Calls: "single", Sessions: d.Slots, Threads: d.Threads}, stages: stages, calls: single},
+		}
+		took := make([]time.Duration, len(ways))
+		passes := make([]int, len(ways))
+		for range directTurns + 1 { // the first turn warms up
+			for i, w := range ways {
+				n, d, err := w.passFor(directTurn)
+				if err != nil {
+					closeStages(stages)
+					t.close()
+					return nil, err
+				}
+				took[i] += d
+				passes[i] += n
+			}
+		}
+		kept := false
+		for i, w := range ways {
+			w.way.RequestsPerSecond = float64(passes[i]*len(b.reqs)) / took[i].Seconds()
+			t.choice.Tried = append(t.choice.Tried, w.way)
+			if w.way.RequestsPerSecond > best {
+				best, kept = w.way.RequestsPerSecond, true
+				if t.best != nil && t.best.stages[0].sessions[0] != stages[0].sessions[0] {
+					closeStages(t.best.stages)
+				}
+				t.best = w
+			}
+		}
+		if !kept {
+			closeStages(stages)
+		}
+	}
+	t.choice.directWay = t.best.way
+	return t, nil
+}
+
+// directCalls are the calls of one pass over the document, component by
+// component in the order they first ran, and what they did: requests
+// and group sizes per component.
+type directCalls struct {
+	comps []*ir.Component
+	calls map[string][]recordedCall
+	stats map[string]vm.ComponentStats
+}
+
+type recordedCall struct {
+	inputs  map[string]*backend.Tensor
+	outputs []string
+}
+
+// record runs the document once on an engine whose backends keep a copy
+// of every call: a lockstep run on one slot, or one request per
+// invocation where solo.
+func (b *bencher) record(solo bool) (*directCalls, error) {
+	opts := b.flags.options(solo)
+	opts.Workers, opts.Execution = 1, nil
+	bes, err := engine.Backends(b.f.IR, opts)
+	if err != nil {
+		return nil, err
+	}
+	rec := &directCalls{calls: map[string][]recordedCall{}}
+	var mu sync.Mutex
+	for kind, be := range bes {
+		bes[kind] = recordingBackend{Backend: be, rec: rec, mu: &mu}
+	}
+	eng, err := vm.Open(b.f, b.pkgDir, bes, opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	for _, r := range eng.RunAll(context.Background(), b.reqs) {
+		if r.Err != nil {
+			return nil, fmt.Errorf("direct: request %s: %v", r.ID, r.Err)
+		}
+		r.Release()
+	}
+	rec.stats = eng.Stats().Components
+	return rec, nil
+}
+
+// recordingBackend loads sessions that keep a copy of every call's
+// inputs. They run through Run, and answer the optional questions a
+// session may (Keyer, InputShaper, ShapeHinter) as the session they wrap
+// does, so that the runtime groups and pads as it would on it.
+type recordingBackend struct {
+	backend.Backend
+	rec *directCalls
+	mu  *sync.Mutex
+}
+
+func (b recordingBackend) Load(comp *ir.Component, pkgDir string) (backend.Session, error) {
+	s, err := b.Backend.Load(comp, pkgDir)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingSession{Session: s, comp: comp, b: b}, nil
+}
+
+type recordingSession struct {
+	backend.Session
+	comp *ir.Component
+	b    recordingBackend
+}
+
+func (s *recordingSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
+	call := recordedCall{inputs: make(map[string]*backend.Tensor, len(inputs)), outputs: slices.Clone(outputs)}
+	for name, x := range inputs {
+		c, err := backend.NewTensor(x.DType, x.Shape)
+		if err != nil {
+			return nil, err
+		}
+		c.CopyElems(0, x, 0, x.Len())
+		call.inputs[name] = c
+	}
+	rec := s.b.rec
+	s.b.mu.Lock()
+	if _, seen := rec.calls[s.comp.Name]; !seen {
+		rec.comps = append(rec.comps, s.comp)
+	}
+	rec.calls[s.comp.Name] = append(rec.calls[s.comp.Name], call)
+	s.b.mu.Unlock()
+	return s.Session.Run(ctx, inputs, outputs)
+}
+
+func (s *recordingSession) Key(inputs map[string]*backend.Tensor) (string, error) {
+	if k, ok := s.Session.(backend.Keyer); ok {
+		return k.Key(inputs)
+	}
+	return "", nil
+}
+
+func (s *recordingSession) InputShape(name string) []int64 {
+	if sh, ok := s.Session.(backend.InputShaper); ok {
+		return sh.InputShape(name)
+	}
+	return nil
+}
+
+func (s *recordingSession) OutputShape(name string) []int64 {
+	if h, ok := s.Session.(backend.ShapeHinter); ok {
+		return h.OutputShape(name)
+	}
+	return nil
+}
+
+// stage is one component's sessions of a division.
+type stage struct {
+	comp     *ir.Component
+	sessions []backend.Session
+}
+
+// loadStages loads d.Slots sessions of every component the package
+// invokes, on backends of d.Threads threads each.
+func (b *bencher) loadStages(d vm.Candidate) ([]stage, error) {
+	opts := b.flags.options(false)
+	opts.Config.IntraOpThreads = d.Threads
+	bes, err := engine.Backends(b.f.IR, opts)
+	if err != nil {
+		return nil, err
+	}
+	var stages []stage
+	for _, comp := range b.f.IR.Components {
+		be := bes[comp.Impl]
+		if be == nil {
+			continue // a component the workflow never invokes
+		}
+		st := stage{comp: comp}
+		for range d.Slots {
+			s, err := be.Load(comp, b.pkgDir)
+			if err != nil {
+				closeStages(append(stages, st))
+				return nil, fmt.Errorf("direct: loading component `%s`: %w", comp.Name, err)
+			}
+			st.sessions = append(st.sessions, s)
+		}
+		stages = append(stages, st)
+	}
+	return stages, nil
+}
+
+func closeStages(stages []stage) {
+	for _, st := range stages {
+		for _, s := range st.sessions {
+			s.Close()
+		}
+	}
+}
+
+// replay is a strategy with its sessions loaded.
+type replay struct {
+	way    directWay
+	stages []stage
+	calls  *directCalls
+}
+
+// passes runs every call of the document n times over: component by
+// component, each call on the next session that frees up. The passes of
+// a component run as one stream of calls, as a hand strategy serving a
+// stream of documents would run them, not each pass to its end before
+// the next begins.
+func (r *replay) passes(n int) error {
+	for _, comp := range r.calls.comps {
+		i := slices.IndexFunc(r.stages, func(st stage) bool { return st.comp.Name == comp.Name })
+		calls := r.calls.calls[comp.Name]
+		total := int64(n * len(calls))
+		var next atomic.Int64
+		var failed atomic.Pointer[error]
+		var wg sync.WaitGroup
+		for _, s := range r.stages[i].sessions {
+			wg.Go(func() {
+				for k := next.Add(1) - 1; k < total && failed.Load() == nil; k = next.Add(1) - 1 {
+					c := calls[k%int64(len(calls))]
+					if _, err := s.Run(context.Background(), c.inputs, c.outputs); err != nil {
+						err = fmt.Errorf("direct: component `%s`: %w", comp.Name, err)
+						failed.CompareAndSwap(nil, &err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := failed.Load(); err != nil {
+			return *err
+		}
+	}
+	return nil
+}
+
+// passFor runs passes until least has passed (at least one), returning
+// how many and how long they took: one pass, then as many more at once
+// as the first says fill the rest of the time.
+func (r *replay) passFor(least time.Duration) (int, time.Duration, error) {
+	start := time.Now()
+	if err := r.passes(1); err != nil {
+		return 0, time.Since(start), err
+	}
+	one := time.Since(start)
+	if more := int((least - one) / max(one, time.Microsecond)); more > 0 {
+		if err := r.passes(more); err != nil {
+			return 1, time.Since(start), err
+		}
+		return 1 + more, time.Since(start), nil
+	}
+	return 1, time.Since(start), nil
+}
+
+// directTarget is the direct mode's target: the strategy chosen, timed
+// in whole passes (passer) rather than requests sent by clients.
+type directTarget struct {
+	best   *replay
+	choice directChoice
+	reqs   int
+	items  int64
+}
+
+// A passer is a target whose rounds are whole passes over the document
+// rather than requests clients send.
+type passer interface {
+	passRound(least time.Duration) roundResult
+}
+
+func (t *directTarget) passRound(least time.Duration) roundResult {
+	n, took, err := t.best.passFor(least)
+	res := roundResult{elapsed: took, ok: n * t.reqs, items: int64(n) * t.items, procs: runtime.GOMAXPROCS(0),
+		groups: map[string]groupDelta{}}
+	if err != nil {
+		res.failed, res.firstErr = t.reqs, err.Error()
+	}
+	for name, s := range t.best.calls.stats {
+		d := groupDelta{invocations: int64(n) * s.Invocations, requests: int64(n) * s.Requests, sizes: map[int]int64{}}
+		for size, k := range s.GroupSizes {
+			d.sizes[size] = int64(n) * k
+		}
+		res.groups[name] = d
+	}
+	return res
+}
+
+func (t *directTarget) run(int) error { return fmt.Errorf("the direct mode runs whole passes") }
+func (t *directTarget) snapshot() snapshot {
+	return snapshot{stats: vm.Stats{Components: t.best.calls.stats}}
+}
+func (t *directTarget) close() {
+	if t.best != nil {
+		closeStages(t.best.stages)
+		t.best = nil
+	}
+}
