@@ -49,13 +49,21 @@ type directWay struct {
 }
 
 func (w directWay) String() string {
-	return fmt.Sprintf("%s on %d %s × %d %s", w.Calls, w.Sessions, plural(w.Sessions, "session"), w.Threads, plural(w.Threads, "thread"))
+	threads := fmt.Sprintf("%d %s", w.Threads, plural(w.Threads, "thread"))
+	if w.Threads == 0 {
+		threads = "the backend's default threads"
+	}
+	return fmt.Sprintf("%s on %d %s × %s", w.Calls, w.Sessions, plural(w.Sessions, "session"), threads)
 }
 
 func (c *directChoice) String() string {
 	var tried []string
 	for _, w := range c.Tried {
-		tried = append(tried, fmt.Sprintf("%s %d×%d: %.0f req/s", w.Calls, w.Sessions, w.Threads, w.RequestsPerSecond))
+		threads := fmt.Sprint(w.Threads)
+		if w.Threads == 0 {
+			threads = "default"
+		}
+		tried = append(tried, fmt.Sprintf("%s %d×%s: %.0f req/s", w.Calls, w.Sessions, threads, w.RequestsPerSecond))
 	}
 	return fmt.Sprintf("%s, the fastest of %s", c.directWay, strings.Join(tried, "; "))
 }
@@ -84,11 +92,8 @@ func (b *bencher) openDirect() (target, error) {
 	if !b.flags.planned() {
 		divisions = []vm.Candidate{{Slots: max(b.flags.workers, 1), Threads: b.flags.threads}}
 	}
-	t := &directTarget{reqs: len(b.reqs)}
-	for _, it := range b.items {
-		t.items += it
-	}
-	best := 0.0
+	t := &directTarget{}
+	best := -1.0
 	for _, d := range divisions {
 		stages, err := b.loadStages(d)
 		if err != nil {
@@ -115,7 +120,7 @@ func (b *bencher) openDirect() (target, error) {
 		}
 		kept := false
 		for i, w := range ways {
-			w.way.RequestsPerSecond = float64(passes[i]*len(b.reqs)) / took[i].Seconds()
+			w.way.RequestsPerSecond = float64(passes[i]*w.calls.answered) / took[i].Seconds()
 			t.choice.Tried = append(t.choice.Tried, w.way)
 			if w.way.RequestsPerSecond > best {
 				best, kept = w.way.RequestsPerSecond, true
@@ -135,11 +140,16 @@ func (b *bencher) openDirect() (target, error) {
 
 // directCalls are the calls of one pass over the document, component by
 // component in the order they first ran, and what they did: requests
-// and group sizes per component.
+// and group sizes per component, and the document's requests answered
+// (with their items) and failed, as a pass counts them.
 type directCalls struct {
-	comps []*ir.Component
-	calls map[string][]recordedCall
-	stats map[string]vm.ComponentStats
+	comps    []*ir.Component
+	calls    map[string][]recordedCall
+	stats    map[string]vm.ComponentStats
+	answered int
+	items    int64
+	failed   int
+	firstErr string
 }
 
 type recordedCall struct {
@@ -167,10 +177,16 @@ func (b *bencher) record(solo bool) (*directCalls, error) {
 		return nil, err
 	}
 	defer eng.Close()
-	for _, r := range eng.RunAll(context.Background(), b.reqs) {
+	for i, r := range eng.RunAll(context.Background(), b.reqs) {
 		if r.Err != nil {
-			return nil, fmt.Errorf("direct: request %s: %v", r.ID, r.Err)
+			if rec.failed == 0 {
+				rec.firstErr = fmt.Sprintf("request %s: %v", r.ID, r.Err)
+			}
+			rec.failed++
+			continue
 		}
+		rec.answered++
+		rec.items += b.items[i]
 		r.Release()
 	}
 	rec.stats = eng.Stats().Components
@@ -333,6 +349,9 @@ func (r *replay) passFor(least time.Duration) (int, time.Duration, error) {
 		return 0, time.Since(start), err
 	}
 	one := time.Since(start)
+	if len(r.calls.comps) == 0 {
+		return 1, max(one, time.Microsecond), nil // every request failed: nothing to time
+	}
 	if more := int((least - one) / max(one, time.Microsecond)); more > 0 {
 		if err := r.passes(more); err != nil {
 			return 1, time.Since(start), err
@@ -347,8 +366,6 @@ func (r *replay) passFor(least time.Duration) (int, time.Duration, error) {
 type directTarget struct {
 	best   *replay
 	choice directChoice
-	reqs   int
-	items  int64
 }
 
 // A passer is a target whose rounds are whole passes over the document
@@ -358,11 +375,13 @@ type passer interface {
 }
 
 func (t *directTarget) passRound(least time.Duration) roundResult {
+	c := t.best.calls
 	n, took, err := t.best.passFor(least)
-	res := roundResult{elapsed: took, ok: n * t.reqs, items: int64(n) * t.items, procs: runtime.GOMAXPROCS(0),
-		groups: map[string]groupDelta{}}
+	res := roundResult{elapsed: took, ok: n * c.answered, items: int64(n) * c.items, procs: runtime.GOMAXPROCS(0),
+		failed: n * c.failed, firstErr: c.firstErr, groups: map[string]groupDelta{}}
 	if err != nil {
-		res.failed, res.firstErr = t.reqs, err.Error()
+		res.ok, res.items = 0, 0
+		res.failed, res.firstErr = max(n, 1)*(c.answered+c.failed), err.Error()
 	}
 	for name, s := range t.best.calls.stats {
 		d := groupDelta{invocations: int64(n) * s.Invocations, requests: int64(n) * s.Requests, sizes: map[int]int64{}}
