@@ -76,7 +76,7 @@ type triedJSON struct {
 // directJSON is a strategy of the direct mode.
 type directJSON struct {
 	Calls             string
-	Sessions, Threads int
+	Callers, Threads  int
 	RequestsPerSecond float64 `json:"requests_per_second"`
 }
 
@@ -129,8 +129,8 @@ func TestBenchJSON(t *testing.T) {
 	configured := bench(t, imagePkg, "--requests", reqs, "--rounds", "1", "--round-time", "0", "--concurrency", "16", "--threads", "1")
 	for _, m := range configured.Modes {
 		if m.Name == "direct" {
-			if d := m.Direct; checkDirect(t, d, 1) && (d.Sessions != 1 || d.Threads != 1) {
-				t.Errorf("direct with --threads 1: %+v; want 1 session × 1 thread, as configured", d)
+			if d := m.Direct; checkDirect(t, d, 1) && (d.Callers != 1 || d.Threads != 1) {
+				t.Errorf("direct with --threads 1: %+v; want 1 caller × 1 thread, as configured", d)
 			}
 			continue
 		}

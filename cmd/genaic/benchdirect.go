@@ -23,8 +23,9 @@ import (
 // recorded once before the clock: those of a lockstep run of the
 // document on one slot (budget-sized batches, padded as the runtime pads
 // them), and those of a run with one request per invocation. Each is
-// tried on P sessions of a component taking the next call as they free
-// up, with T backend threads each, for every division of the cores
+// tried from P callers of one session per component (as the runtime's
+// slots share one), each taking the next call as it is free, the session
+// made with T backend threads, for every division of the cores
 // (engine.Divisions), and the fastest of them is timed in the rounds: a
 // pass runs every component's calls in the order the components first
 // ran. It has no clients and no latency; its throughput is the
@@ -40,10 +41,11 @@ type directChoice struct {
 }
 
 // directWay is one hand-assembled strategy: its calls (batched or
-// single), its sessions per component and each one's backend threads.
+// single), the callers making them at once and the backend threads of
+// the session they call.
 type directWay struct {
 	Calls             string  `json:"calls"`
-	Sessions          int     `json:"sessions"`
+	Callers           int     `json:"callers"`
 	Threads           int     `json:"threads"`
 	RequestsPerSecond float64 `json:"requests_per_second,omitempty"`
 }
@@ -53,7 +55,7 @@ func (w directWay) String() string {
 	if w.Threads == 0 {
 		threads = "the backend's default threads"
 	}
-	return fmt.Sprintf("%s on %d %s × %s", w.Calls, w.Sessions, plural(w.Sessions, "session"), threads)
+	return fmt.Sprintf("%s calls from %d %s × %s", w.Calls, w.Callers, plural(w.Callers, "caller"), threads)
 }
 
 func (c *directChoice) String() string {
@@ -63,7 +65,7 @@ func (c *directChoice) String() string {
 		if w.Threads == 0 {
 			threads = "default"
 		}
-		tried = append(tried, fmt.Sprintf("%s %d×%s: %.0f req/s", w.Calls, w.Sessions, threads, w.RequestsPerSecond))
+		tried = append(tried, fmt.Sprintf("%s %d×%s: %.0f req/s", w.Calls, w.Callers, threads, w.RequestsPerSecond))
 	}
 	return fmt.Sprintf("%s, the fastest of %s", c.directWay, strings.Join(tried, "; "))
 }
@@ -101,12 +103,12 @@ func (b *bencher) openDirect() (target, error) {
 			return nil, err
 		}
 		ways := []*replay{
-			{way: directWay{Calls: "batched", Sessions: d.Slots, Threads: d.Threads}, stages: stages, calls: batched},
-			{way: directWay{Calls: "single", Sessions: d.Slots, Threads: d.Threads}, stages: stages, calls: single},
+			{way: directWay{Calls: "batched", Callers: d.Slots, Threads: d.Threads}, stages: stages, calls: batched},
+			{way: directWay{Calls: "single", Callers: d.Slots, Threads: d.Threads}, stages: stages, calls: single},
 		}
 		took := make([]time.Duration, len(ways))
 		passes := make([]int, len(ways))
-		for range directTurns + 1 { // the first turn warms up
+		for turn := range directTurns + 1 {
 			for i, w := range ways {
 				n, d, err := w.passFor(directTurn)
 				if err != nil {
@@ -114,8 +116,10 @@ func (b *bencher) openDirect() (target, error) {
 					t.close()
 					return nil, err
 				}
-				took[i] += d
-				passes[i] += n
+				if turn > 0 { // the first turn warms up
+					took[i] += d
+					passes[i] += n
+				}
 			}
 		}
 		kept := false
@@ -123,11 +127,10 @@ func (b *bencher) openDirect() (target, error) {
 			w.way.RequestsPerSecond = float64(passes[i]*w.calls.answered) / took[i].Seconds()
 			t.choice.Tried = append(t.choice.Tried, w.way)
 			if w.way.RequestsPerSecond > best {
-				best, kept = w.way.RequestsPerSecond, true
-				if t.best != nil && t.best.stages[0].sessions[0] != stages[0].sessions[0] {
-					closeStages(t.best.stages)
+				if t.best != nil && !kept {
+					closeStages(t.best.stages) // the best so far was another division's
 				}
-				t.best = w
+				best, kept, t.best = w.way.RequestsPerSecond, true, w
 			}
 		}
 		if !kept {
@@ -258,14 +261,15 @@ func (s *recordingSession) OutputShape(name string) []int64 {
 	return nil
 }
 
-// stage is one component's sessions of a division.
+// stage is one component's session of a division and its callers.
 type stage struct {
-	comp     *ir.Component
-	sessions []backend.Session
+	comp    *ir.Component
+	session backend.Session
+	callers int
 }
 
-// loadStages loads d.Slots sessions of every component the package
-// invokes, on backends of d.Threads threads each.
+// loadStages loads a session of every component the package invokes, on
+// backends of d.Threads threads, to be called from d.Slots callers.
 func (b *bencher) loadStages(d vm.Candidate) ([]stage, error) {
 	opts := b.flags.options(false)
 	opts.Config.IntraOpThreads = d.Threads
@@ -279,25 +283,19 @@ func (b *bencher) loadStages(d vm.Candidate) ([]stage, error) {
 		if be == nil {
 			continue // a component the workflow never invokes
 		}
-		st := stage{comp: comp}
-		for range d.Slots {
-			s, err := be.Load(comp, b.pkgDir)
-			if err != nil {
-				closeStages(append(stages, st))
-				return nil, fmt.Errorf("direct: loading component `%s`: %w", comp.Name, err)
-			}
-			st.sessions = append(st.sessions, s)
+		s, err := be.Load(comp, b.pkgDir)
+		if err != nil {
+			closeStages(stages)
+			return nil, fmt.Errorf("direct: loading component `%s`: %w", comp.Name, err)
 		}
-		stages = append(stages, st)
+		stages = append(stages, stage{comp: comp, session: s, callers: d.Slots})
 	}
 	return stages, nil
 }
 
 func closeStages(stages []stage) {
 	for _, st := range stages {
-		for _, s := range st.sessions {
-			s.Close()
-		}
+		st.session.Close()
 	}
 }
 
@@ -309,7 +307,7 @@ type replay struct {
 }
 
 // passes runs every call of the document n times over: component by
-// component, each call on the next session that frees up. The passes of
+// component, each call from the next caller that is free. The passes of
 // a component run as one stream of calls, as a hand strategy serving a
 // stream of documents would run them, not each pass to its end before
 // the next begins.
@@ -321,11 +319,12 @@ func (r *replay) passes(n int) error {
 		var next atomic.Int64
 		var failed atomic.Pointer[error]
 		var wg sync.WaitGroup
-		for _, s := range r.stages[i].sessions {
+		st := r.stages[i]
+		for range st.callers {
 			wg.Go(func() {
 				for k := next.Add(1) - 1; k < total && failed.Load() == nil; k = next.Add(1) - 1 {
 					c := calls[k%int64(len(calls))]
-					if _, err := s.Run(context.Background(), c.inputs, c.outputs); err != nil {
+					if _, err := st.session.Run(context.Background(), c.inputs, c.outputs); err != nil {
 						err = fmt.Errorf("direct: component `%s`: %w", comp.Name, err)
 						failed.CompareAndSwap(nil, &err)
 					}

@@ -77,7 +77,7 @@ func TestDirectReplaysTheRuntimesCalls(t *testing.T) {
 				res.ok, res.failed, res.items, res.groups["encoder"].invocations, len(reqs), slicesSum(b.items), len(rec.calls["encoder"]))
 		}
 		c := rec.calls["encoder"][0]
-		got, err := stages[0].sessions[0].Run(context.Background(), c.inputs, c.outputs)
+		got, err := stages[0].session.Run(context.Background(), c.inputs, c.outputs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,12 +32,12 @@ type bencher struct {
 // sweep measures every mode at every concurrency level. Sequential and
 // direct do not depend on the level, so they run with the first level's
 // modes only; direct, which sends no requests, runs in the closed loop
-// only.
+// only, and only where the workflow invokes a component.
 func (b *bencher) sweep() ([]modeResult, error) {
 	var all []modeResult
 	for i, c := range b.flags.levels {
 		modes := slices.DeleteFunc(slices.Clone(b.modes), func(m benchMode) bool {
-			return (i > 0 && (m.sequential || m.direct)) || (m.direct && b.flags.rate > 0)
+			return (i > 0 && (m.sequential || m.direct)) || (m.direct && (b.flags.rate > 0 || len(engine.Invoked(b.f.IR)) == 0))
 		})
 		res, err := b.level(c, modes)
 		if err != nil {
@@ -157,7 +157,7 @@ func (b *bencher) level(c int, modes []benchMode) ([]modeResult, error) {
 		out[i] = summarize(w.mode.name, clients(w.mode, c), runs[i], targets[i].snapshot().stats)
 		out[i].RoundMS = float64(least[i]) / float64(time.Millisecond)
 		if d, ok := targets[i].(*directTarget); ok {
-			out[i].Concurrency, out[i].Direct = d.choice.Sessions, &d.choice
+			out[i].Concurrency, out[i].Direct = d.choice.Callers, &d.choice
 		}
 	}
 	setRatios(out)

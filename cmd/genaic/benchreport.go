@@ -44,7 +44,7 @@ type modeResult struct {
 	// as the flags said); nil for a server.
 	Execution *vm.Execution `json:"execution,omitempty"`
 	// Direct is the direct mode's strategy and those it tried; its
-	// Concurrency is the strategy's sessions per component, and it has
+	// Concurrency is the strategy's callers, and it has
 	// no latency (it sends no requests).
 	Direct   *directChoice `json:"direct,omitempty"`
 	Requests int           `json:"requests"` // sent over the timed rounds
@@ -306,7 +306,7 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			fmt.Fprintf(w, "  execution: %s\n", r.Execution)
 		}
 		if r.Direct != nil {
-			fmt.Fprintf(w, "  direct: %s (clients: its sessions per component)\n", r.Direct)
+			fmt.Fprintf(w, "  direct: %s (clients: its callers)\n", r.Direct)
 		}
 		if least := time.Duration(r.RoundMS * float64(time.Millisecond)); least > b.flags.roundTime {
 			fmt.Fprintf(w, "  rounds of at least %v, longer than --round-time: every client answered about twice at the warm-up's rate\n", least.Round(time.Millisecond))
