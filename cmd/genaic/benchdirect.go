@@ -51,21 +51,21 @@ type directWay struct {
 }
 
 func (w directWay) String() string {
-	threads := fmt.Sprintf("%d %s", w.Threads, plural(w.Threads, "thread"))
+	return fmt.Sprintf("%s calls from %d %s × %s %s", w.Calls, w.Callers, plural(w.Callers, "caller"), w.threads(), plural(w.Threads, "thread"))
+}
+
+// threads is the way's thread count, or "default" (0: the backend's).
+func (w directWay) threads() string {
 	if w.Threads == 0 {
-		threads = "the backend's default threads"
+		return "default"
 	}
-	return fmt.Sprintf("%s calls from %d %s × %s", w.Calls, w.Callers, plural(w.Callers, "caller"), threads)
+	return fmt.Sprint(w.Threads)
 }
 
 func (c *directChoice) String() string {
 	var tried []string
 	for _, w := range c.Tried {
-		threads := fmt.Sprint(w.Threads)
-		if w.Threads == 0 {
-			threads = "default"
-		}
-		tried = append(tried, fmt.Sprintf("%s %d×%s: %.0f req/s", w.Calls, w.Callers, threads, w.RequestsPerSecond))
+		tried = append(tried, fmt.Sprintf("%s %d×%s: %.0f req/s", w.Calls, w.Callers, w.threads(), w.RequestsPerSecond))
 	}
 	return fmt.Sprintf("%s, the fastest of %s", c.directWay, strings.Join(tried, "; "))
 }
@@ -95,7 +95,6 @@ func (b *bencher) openDirect() (target, error) {
 		divisions = []vm.Candidate{{Slots: max(b.flags.workers, 1), Threads: b.flags.threads}}
 	}
 	t := &directTarget{}
-	best := -1.0
 	for _, d := range divisions {
 		stages, err := b.loadStages(d)
 		if err != nil {
@@ -110,14 +109,14 @@ func (b *bencher) openDirect() (target, error) {
 		passes := make([]int, len(ways))
 		for turn := range directTurns + 1 {
 			for i, w := range ways {
-				n, d, err := w.passFor(directTurn)
+				n, elapsed, err := w.passFor(directTurn)
 				if err != nil {
 					closeStages(stages)
 					t.close()
 					return nil, err
 				}
 				if turn > 0 { // the first turn warms up
-					took[i] += d
+					took[i] += elapsed
 					passes[i] += n
 				}
 			}
@@ -126,11 +125,11 @@ func (b *bencher) openDirect() (target, error) {
 		for i, w := range ways {
 			w.way.RequestsPerSecond = float64(passes[i]*w.calls.answered) / took[i].Seconds()
 			t.choice.Tried = append(t.choice.Tried, w.way)
-			if w.way.RequestsPerSecond > best {
+			if t.best == nil || w.way.RequestsPerSecond > t.best.way.RequestsPerSecond {
 				if t.best != nil && !kept {
 					closeStages(t.best.stages) // the best so far was another division's
 				}
-				best, kept, t.best = w.way.RequestsPerSecond, true, w
+				kept, t.best = true, w
 			}
 		}
 		if !kept {
@@ -146,6 +145,7 @@ func (b *bencher) openDirect() (target, error) {
 // and group sizes per component, and the document's requests answered
 // (with their items) and failed, as a pass counts them.
 type directCalls struct {
+	mu       sync.Mutex // held while a call is recorded
 	comps    []*ir.Component
 	calls    map[string][]recordedCall
 	stats    map[string]vm.ComponentStats
@@ -171,9 +171,8 @@ func (b *bencher) record(solo bool) (*directCalls, error) {
 		return nil, err
 	}
 	rec := &directCalls{calls: map[string][]recordedCall{}}
-	var mu sync.Mutex
 	for kind, be := range bes {
-		bes[kind] = recordingBackend{Backend: be, rec: rec, mu: &mu}
+		bes[kind] = recordingBackend{Backend: be, rec: rec}
 	}
 	eng, err := vm.Open(b.f, b.pkgDir, bes, opts.Options)
 	if err != nil {
@@ -203,7 +202,6 @@ func (b *bencher) record(solo bool) (*directCalls, error) {
 type recordingBackend struct {
 	backend.Backend
 	rec *directCalls
-	mu  *sync.Mutex
 }
 
 func (b recordingBackend) Load(comp *ir.Component, pkgDir string) (backend.Session, error) {
@@ -211,13 +209,13 @@ func (b recordingBackend) Load(comp *ir.Component, pkgDir string) (backend.Sessi
 	if err != nil {
 		return nil, err
 	}
-	return &recordingSession{Session: s, comp: comp, b: b}, nil
+	return &recordingSession{Session: s, comp: comp, rec: b.rec}, nil
 }
 
 type recordingSession struct {
 	backend.Session
 	comp *ir.Component
-	b    recordingBackend
+	rec  *directCalls
 }
 
 func (s *recordingSession) Run(ctx context.Context, inputs map[string]*backend.Tensor, outputs []string) (map[string]*backend.Tensor, error) {
@@ -230,13 +228,13 @@ func (s *recordingSession) Run(ctx context.Context, inputs map[string]*backend.T
 		c.CopyElems(0, x, 0, x.Len())
 		call.inputs[name] = c
 	}
-	rec := s.b.rec
-	s.b.mu.Lock()
+	rec := s.rec
+	rec.mu.Lock()
 	if _, seen := rec.calls[s.comp.Name]; !seen {
 		rec.comps = append(rec.comps, s.comp)
 	}
 	rec.calls[s.comp.Name] = append(rec.calls[s.comp.Name], call)
-	s.b.mu.Unlock()
+	rec.mu.Unlock()
 	return s.Session.Run(ctx, inputs, outputs)
 }
 
@@ -382,7 +380,7 @@ func (t *directTarget) passRound(least time.Duration) roundResult {
 		res.ok, res.items = 0, 0
 		res.failed, res.firstErr = max(n, 1)*(c.answered+c.failed), err.Error()
 	}
-	for name, s := range t.best.calls.stats {
+	for name, s := range c.stats {
 		d := groupDelta{invocations: int64(n) * s.Invocations, requests: int64(n) * s.Requests, sizes: map[int]int64{}}
 		for size, k := range s.GroupSizes {
 			d.sizes[size] = int64(n) * k

@@ -44,8 +44,8 @@ type modeResult struct {
 	// as the flags said); nil for a server.
 	Execution *vm.Execution `json:"execution,omitempty"`
 	// Direct is the direct mode's strategy and those it tried; its
-	// Concurrency is the strategy's callers, and it has
-	// no latency (it sends no requests).
+	// Concurrency is the strategy's callers, and it has no latency (it
+	// sends no requests).
 	Direct   *directChoice `json:"direct,omitempty"`
 	Requests int           `json:"requests"` // sent over the timed rounds
 	// PeakInFlight is the most requests in flight at once in any timed
