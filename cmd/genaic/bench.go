@@ -20,7 +20,7 @@ func init() {
 	register(command{
 		name: "bench",
 		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
-			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] " +
+			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--cpu-class batch|normal] " +
 			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D]",
 		summary: "load-test the same requests grouped, one at a time and sequentially, beside direct backend calls on the same batches (or a server, with --url/--grpc): throughput, latency, groups",
 		run:     runBench,
@@ -114,6 +114,7 @@ func runBench(e *env, args []string) int {
 		!noStdin(e, "bench", "--plot", bf.plot, "give the file to draw to") {
 		return exitUsage
 	}
+	bf.useCPUClass(e)
 	f, pkgDir, code := loadPlan(e, paths[0])
 	if f == nil {
 		return code

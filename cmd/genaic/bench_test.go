@@ -24,6 +24,7 @@ type benchJSON struct {
 	Loop        string  `json:"loop"`
 	RoundTimeMS float64 `json:"round_time_ms"`
 	MaxDelay    string  `json:"max_delay"`
+	CPUClass    string  `json:"cpu_class"`
 	Server      *struct {
 		URL, GRPC, Model string
 	} `json:"server"`
@@ -140,6 +141,9 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if rep.Requests != 64 || rep.Loop != "closed" {
 		t.Errorf("requests %d, loop %q; want 64, closed", rep.Requests, rep.Loop)
+	}
+	if want := string(engine.DefaultCPUClass()); rep.CPUClass != want {
+		t.Errorf("cpu_class %q; want the default, %q", rep.CPUClass, want)
 	}
 	var names []string
 	for _, m := range rep.Modes {

@@ -224,6 +224,9 @@ type benchReport struct {
 	RoundTimeMS float64 `json:"round_time_ms"`
 	Warmup      int     `json:"warmup"`
 	MaxDelay    string  `json:"max_delay,omitempty"` // of engines in this process
+	// CPUClass is the scheduling class of this process's threads
+	// (--cpu-class), where it was set.
+	CPUClass string `json:"cpu_class,omitempty"`
 	// Server is the server a bench against one loaded: its addresses and
 	// the model's name there.
 	Server *benchServer `json:"server,omitempty"`
@@ -238,7 +241,7 @@ type benchServer struct {
 
 func writeBenchJSON(w io.Writer, b *bencher, rs []modeResult) error {
 	rep := benchReport{Requests: len(b.reqs), Loop: loopName(b), Rounds: b.flags.rounds, Warmup: b.flags.warmup,
-		RoundTimeMS: float64(b.flags.roundTime) / float64(time.Millisecond), Modes: rs}
+		RoundTimeMS: float64(b.flags.roundTime) / float64(time.Millisecond), CPUClass: b.flags.inClass, Modes: rs}
 	if rf := b.flags.remoteFlags; rf.remote() {
 		rep.Server = &benchServer{URL: rf.url, GRPC: rf.grpc, Model: rf.model}
 	} else {
@@ -267,6 +270,9 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 	where := fmt.Sprintf("max delay %v", b.flags.maxDelay)
 	if rf := b.flags.remoteFlags; rf.remote() {
 		where = fmt.Sprintf("model %s at %s", rf.model, strings.Trim(rf.url+" "+rf.grpc, " "))
+	}
+	if c := b.flags.inClass; c != "" {
+		where += fmt.Sprintf(", threads in the %s CPU class", c)
 	}
 	fmt.Fprintf(w, "%d requests, %s, %d timed rounds per mode after %d warm-up, each at least %v (the document repeated), modes interleaved, %s\n",
 		len(b.reqs), load, b.flags.rounds, b.flags.warmup, b.flags.roundTime, where)

@@ -25,6 +25,9 @@ type engineFlags struct {
 	media    int64
 	backends backendNames
 	decline  declines
+	cpuClass string
+	// inClass is the class useCPUClass put the threads in ("": none).
+	inClass string
 }
 
 func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc string) {
@@ -35,6 +38,7 @@ func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc 
 	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: 1, or, with --threads 0 where the command plans (bench, serve), planned: the machine's cores divided between workers and threads as measured on the requests)")
 	fs.Int64Var(&ef.media, "max-media-bytes", 0, fmt.Sprintf("the memory one request's media (images, video frames, audio clips) may take decoded and preprocessed, read off their headers before decoding; beyond it the request fails with run/budget (0: %d)", adapters.DefaultMaxMediaBytes))
 	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
+	fs.StringVar(&ef.cpuClass, "cpu-class", string(engine.DefaultCPUClass()), "the scheduling class of the process's threads: batch (Linux's SCHED_BATCH, the default there: the runtime's thread wake-ups never preempt ONNX Runtime's compute) or normal")
 	fs.Var(&ef.decline, "decline", "COMPONENT[/OPCLASS[/PROVIDER]]=REASON: decline grouped execution where the key matches (* matches anything; repeatable); such components run one request per invocation and the decline is counted")
 }
 
@@ -52,6 +56,7 @@ func (ef *engineFlags) valid(e *env) bool {
 		{"--workers", ef.workers, engine.CheckWorkers(ef.workers)},
 		{"--max-delay", ef.maxDelay, engine.CheckMaxDelay(ef.maxDelay)},
 		{"--max-media-bytes", ef.media, engine.CheckMaxMediaBytes(ef.media)},
+		{"--cpu-class", ef.cpuClass, checkCPUClass(ef.cpuClass)},
 	} {
 		if c.err != nil {
 			e.errorf("%s %v: %v", c.flag, c.value, c.err)
@@ -59,6 +64,22 @@ func (ef *engineFlags) valid(e *env) bool {
 		}
 	}
 	return true
+}
+
+func checkCPUClass(s string) error {
+	_, err := engine.ParseCPUClass(s)
+	return err
+}
+
+// useCPUClass puts the process's threads in the --cpu-class (valid has
+// checked it). A system that refuses (a sandbox may) leaves them where
+// they are, which only costs speed: the command goes on, saying so.
+func (ef *engineFlags) useCPUClass(e *env) {
+	if err := engine.SetCPUClass(engine.CPUClass(ef.cpuClass)); err != nil {
+		e.errorf("--cpu-class %s: %v; the threads stay in their class", ef.cpuClass, err)
+		return
+	}
+	ef.inClass = ef.cpuClass
 }
 
 // validPlan checks the flags that name parts of the plan: each --decline

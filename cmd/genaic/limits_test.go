@@ -16,6 +16,23 @@ import (
 	"github.com/genaic/genaic/vm"
 )
 
+// TestCPUClassFlag: run, bench and serve refuse a CPU class that is not
+// one, naming the flag, before anything runs.
+func TestCPUClassFlag(t *testing.T) {
+	reqs := filepath.Join(imagePkg, "requests.json")
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, cmd := range [][]string{
+		{"run", imagePkg, "--requests", reqs},
+		{"bench", imagePkg, "--requests", reqs},
+		{"serve", missing, "--http", "127.0.0.1:0", "--grpc", ""},
+	} {
+		out, errOut, code := runCLI(t, append(cmd, "--cpu-class=realtime")...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "--cpu-class realtime: ") || !strings.Contains(errOut, "want normal or batch") {
+			t.Errorf("%s --cpu-class=realtime: exit %d, stdout %q, stderr %q; want a usage error naming the flag and the classes", cmd[0], code, out, errOut)
+		}
+	}
+}
+
 // TestKnobLimitsFlagAndConfig: every engine setting beyond its limit is
 // refused by the flag (run, bench and serve) and by `serve --config`
 // alike, with the same words after the setting's name; nothing runs.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,7 +21,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -73,6 +74,7 @@ func runServe(e *env, args []string) int {
 	if !ef.valid(e) {
 		return exitUsage
 	}
+	ef.useCPUClass(e)
 	if maxBytes <= 0 {
 		e.errorf("--max-request-bytes %d: want a positive size", maxBytes)
 		return exitUsage
@@ -176,7 +178,7 @@ func runServe(e *env, args []string) int {
 			code = exitUsage
 			break
 		}
-		log.Info("ready", "models", srv.Models())
+		log.Info("ready", "models", srv.Models(), "cpu_class", cmp.Or(ef.inClass, "unchanged"))
 		select {
 		case sig = <-sigs:
 		case err := <-failed:
