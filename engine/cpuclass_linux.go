@@ -55,7 +55,10 @@ func moveThreads(from, to uint32) (int, error) {
 			continue
 		}
 		attr.Policy = to
-		if err := unix.SchedSetAttr(tid, attr, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		switch err := unix.SchedSetAttr(tid, attr, 0); {
+		case errors.Is(err, unix.ESRCH):
+			continue // the thread has exited
+		case err != nil:
 			return moved, fmt.Errorf("setting thread %d's CPU class: %w", tid, err)
 		}
 		moved++
