@@ -100,12 +100,14 @@ func benchServed(b *testing.B, w workload, callers int) {
 
 // callers are goroutines that send requests through Run as a server's
 // connections do, each its next request as soon as its last is answered.
-// They live as long as the benchmark; a round hands them servedDocs
-// documents' requests for the engine it serves them on.
+// They live as long as the benchmark; a round hands them docs documents'
+// requests (servedDocs unless set) for the engine it serves them on.
 type callers struct {
 	b      *testing.B
 	n      int
 	reqs   []vm.Request
+	docs   int
+	total  int64 // the round's requests: docs documents'
 	target Runner
 	next   atomic.Int64
 	round  sync.WaitGroup
@@ -113,13 +115,12 @@ type callers struct {
 }
 
 func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
-	c := &callers{b: b, n: n, reqs: reqs, start: make(chan struct{})}
+	c := &callers{b: b, n: n, reqs: reqs, docs: servedDocs, start: make(chan struct{})}
 	b.Cleanup(func() { close(c.start) })
-	total := int64(servedDocs * len(reqs))
 	for range n {
 		go func() {
 			for range c.start {
-				for i := c.next.Add(1) - 1; i < total; i = c.next.Add(1) - 1 {
+				for i := c.next.Add(1) - 1; i < c.total; i = c.next.Add(1) - 1 {
 					r := c.target.Run(context.Background(), reqs[i%int64(len(reqs))])
 					if r.Err != nil {
 						b.Error(r.Err)
@@ -133,11 +134,12 @@ func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
 	return c
 }
 
-// serve returns a round of the callers on engine on: servedDocs
-// documents' requests, answered.
+// serve returns a round of the callers on engine on: docs documents'
+// requests, answered.
 func (c *callers) serve(on Runner) func() {
 	return func() {
 		c.target = on
+		c.total = int64(c.docs * len(c.reqs))
 		c.next.Store(0)
 		c.round.Add(c.n)
 		for range c.n {
