@@ -46,17 +46,17 @@ import (
 // measures a way in the state the way before it left the machine (its
 // caches, its threads), and the served ways' callers starting and
 // running out of requests besides, which a server's steady load never
-// does. An iteration passes over the ways,
-// each time in a fresh order, as often as fit in bestPass, and a way's
-// figure is its items over its time in all of them. The fastest
-// strategy is the reference: it reports servedC/best; servedC/reach
-// against the fastest strategy that C callers' requests in flight allow
-// (reachC, single and, where C/P covers the document, batched), what
-// any runtime serving them could reach; servedC/solo against the engine
-// run one request per invocation (one-at-a-time, as genaic bench
-// compares); servedC/single against the fastest hand strategy of one
-// request per call; the requests a served invocation carries, the items
-// per second of each way, and each engine's planned slots and threads.
+// does. An iteration passes over the ways, each time in a fresh order,
+// as often as fit in bestPass, and a way's figure is its items over its
+// time in all of them. The fastest strategy is the reference: it
+// reports servedC/best; servedC/reach against the fastest strategy that
+// C callers' requests in flight allow (reachC, single and, where C/P
+// covers the document, batched), what any runtime serving them could
+// reach; servedC/solo against the engine run one request per invocation
+// (one-at-a-time, as genaic bench compares); servedC/single against the
+// fastest hand strategy of one request per call; the requests a served
+// invocation carries, the items per second of each way, each engine's
+// planned slots and threads, and the documents a turn takes.
 // Beside the synthetic workloads it runs two real models with requests
 // of mixed sizes (fewer of them, each costing milliseconds):
 // openWakeWord's speech embedding (32 requests of 1 to 4 mel windows)
