@@ -107,7 +107,6 @@ type callers struct {
 	n      int
 	reqs   []vm.Request
 	docs   int
-	total  int64 // the round's requests: docs documents'
 	target Runner
 	next   atomic.Int64
 	round  sync.WaitGroup
@@ -120,7 +119,8 @@ func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
 	for range n {
 		go func() {
 			for range c.start {
-				for i := c.next.Add(1) - 1; i < c.total; i = c.next.Add(1) - 1 {
+				total := int64(c.docs * len(reqs))
+				for i := c.next.Add(1) - 1; i < total; i = c.next.Add(1) - 1 {
 					r := c.target.Run(context.Background(), reqs[i%int64(len(reqs))])
 					if r.Err != nil {
 						b.Error(r.Err)
@@ -139,7 +139,6 @@ func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
 func (c *callers) serve(on Runner) func() {
 	return func() {
 		c.target = on
-		c.total = int64(c.docs * len(c.reqs))
 		c.next.Store(0)
 		c.round.Add(c.n)
 		for range c.n {
