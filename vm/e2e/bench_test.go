@@ -657,13 +657,15 @@ func idealCalls(b testing.TB, inputs []map[string]*backend.Tensor, output string
 // from one seed would repeat the same orders, and their bias, run after
 // run.
 func interleaved(b *testing.B, runs []func()) []time.Duration {
-	return interleavedPasses(b, runs, 1)
+	times, _ := interleavedPasses(b, runs, 1)
+	return times
 }
 
 // interleavedPasses is interleaved with several passes over runs per
-// iteration of b, each pass in an order of its own.
-func interleavedPasses(b *testing.B, runs []func(), passes int) []time.Duration {
-	times := make([]time.Duration, len(runs))
+// iteration of b, each pass in an order of its own; it returns each
+// run's CPU time in all besides (turns).
+func interleavedPasses(b *testing.B, runs []func(), passes int) (times, cpu []time.Duration) {
+	times = make([]time.Duration, len(runs))
 	tn := newTurns(b, len(runs))
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(runs))))
 	for b.Loop() {
@@ -673,7 +675,7 @@ func interleavedPasses(b *testing.B, runs []func(), passes int) []time.Duration 
 			}
 		}
 	}
-	return times
+	return times, tn.cpu
 }
 
 // serveAll runs a document and releases its responses, as a server does

@@ -25,7 +25,8 @@ import (
 // served/ideal, served/solo (grouping must pay where a server's callers
 // meet it too) and lockstep/ideal, the requests per invocation when
 // served, a group's mean time from its formation to its outputs, served
-// and in lockstep, and the documents a turn takes.
+// and in lockstep, the CPU time of a request served and in the ideal's
+// calls, and the documents a turn takes.
 //
 //	go test ./vm/e2e -run '^$' -bench Served -benchtime 30x -count 3
 func BenchmarkServed(b *testing.B) {
@@ -107,6 +108,10 @@ func benchServed(b *testing.B, w workload, callers int) {
 	// beside it on the machine costs it.
 	b.ReportMetric(runTime[0].Seconds()*1e6/float64(max(runCalls[0], 1)), "served-us/group")
 	b.ReportMetric(runTime[1].Seconds()*1e6/float64(max(runCalls[1], 1)), "lockstep-us/group")
+	// The CPU time of a request served and in the ideal's calls.
+	perReq := float64(len(reqs) * docs * b.N)
+	b.ReportMetric(tn.cpu[0].Seconds()*1e6/perReq, "served-cpu-us/req")
+	b.ReportMetric(tn.cpu[2].Seconds()*1e6/perReq, "ideal-cpu-us/req")
 	b.ReportMetric(float64(docs), "docs/turn")
 	b.ReportMetric(0, "ns/op") // the sum of four ways means nothing
 }

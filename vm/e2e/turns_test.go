@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,8 +24,14 @@ import (
 // when the turns start) collects at the end of its turn, timed with it.
 // (A forced collection blocks its caller where a paced one marks beside
 // it; either costs the way whose garbage it is about the same work.)
+//
+// A turn's CPU time (the process's, user and system) is counted too: on a
+// saturated machine throughput is the cores over the CPU a request takes,
+// so the CPU a way spends per request beyond another's says in absolute
+// terms what separates them.
 type turns struct {
-	debt   []uint64 // per way: what it allocated since its last collection
+	debt   []uint64        // per way: what it allocated since its last collection
+	cpu    []time.Duration // per way: the CPU time of its turns
 	room   uint64
 	sample []metrics.Sample
 }
@@ -33,7 +40,7 @@ func newTurns(b *testing.B, ways int) *turns {
 	runtime.GC()
 	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
-	t := &turns{debt: make([]uint64, ways), room: s[0].Value.Uint64() - s[1].Value.Uint64(),
+	t := &turns{debt: make([]uint64, ways), cpu: make([]time.Duration, ways), room: s[0].Value.Uint64() - s[1].Value.Uint64(),
 		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
 	old := debug.SetGCPercent(-1)
 	b.Cleanup(func() { debug.SetGCPercent(old) })
@@ -50,6 +57,7 @@ func (t *turns) allocated() uint64 {
 // collection of its garbage where the turn brought that to the room.
 func (t *turns) take(i int, run func()) time.Duration {
 	before := t.allocated()
+	cpu := cpuTime()
 	start := time.Now()
 	run()
 	d := time.Since(start)
@@ -59,5 +67,15 @@ func (t *turns) take(i int, run func()) time.Duration {
 		d += time.Since(start)
 		t.debt[i] = 0
 	}
+	t.cpu[i] += cpuTime() - cpu
 	return d
+}
+
+// cpuTime is the CPU time, user and system, the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
