@@ -39,6 +39,9 @@ import (
 //	reachC P×T    the batched strategy with at most C/P requests a
 //	              batch: C requests in flight at most, as C callers
 //	              have them
+//	floorC        the same callers on the workload's served floor, where
+//	              it has one (servedfloor_test.go), on sessions of the
+//	              execution planned for servedC
 //
 // for P = 1, 2, 4, ... and the cores. A way's turn takes the document
 // the same number of times as every other way's, at least servedDocs and
@@ -59,7 +62,10 @@ import (
 // request takes served and in the best strategy (servedC-cpu-us/req,
 // best-cpu-us/req: on a saturated machine, their difference is what the
 // served path costs beyond the hand calls), each engine's planned slots
-// and threads, and the documents a turn takes.
+// and threads, and the documents a turn takes; where there is a floor,
+// floorC/best (what the least runtime with waiting callers reaches),
+// servedC/floor (what genaic's generality costs them) and floorC's CPU
+// time a request.
 // Beside the synthetic workloads it runs two real models with requests
 // of mixed sizes (fewer of them, each costing milliseconds):
 // openWakeWord's speech embedding (32 requests of 1 to 4 mel windows)
@@ -90,13 +96,15 @@ type bestCase struct {
 	// batched makes the budget-sized batches of the document, in request
 	// order, each of at most most requests (0: no such bound).
 	batched func(most int) []map[string]*backend.Tensor
+	// servedFloor says the package has a served floor (servedfloor_test.go).
+	servedFloor bool
 }
 
 func syntheticBest(b *testing.B, w workload) bestCase {
 	s := newBench(b, w)
 	f, _ := fixtures.Compile(b, s.fx)
 	gp := f.Component(s.fx.Component)
-	c := bestCase{fx: s.fx, reqs: s.reqs, component: s.fx.Component, output: w.output}
+	c := bestCase{fx: s.fx, reqs: s.reqs, component: s.fx.Component, output: w.output, servedFloor: w.pkg == "text_packed"}
 	c.batched = func(most int) (inputs []map[string]*backend.Tensor) {
 		for _, batch := range w.batches(gp.Budgets, s.reqs, most) {
 			inputs = append(inputs, w.assemble(batch))
@@ -329,6 +337,26 @@ func benchBest(b *testing.B, c bestCase) {
 		ways = append(ways, c.serve(grouped[k]), c.serve(solo[k]))
 		names = append(names, fmt.Sprintf("served%d", n), fmt.Sprintf("solo%d", n))
 	}
+	// The served floor, where the workload has one, on sessions of the
+	// execution planned for the grouped engine: floor16, floor64.
+	floorAt := len(ways)
+	if c.servedFloor {
+		be := backendWith(b, ort.Options{IntraOpThreads: x.Threads, InterOpThreads: 1})
+		sessions := make([]backend.Session, x.Slots)
+		for i := range sessions {
+			sessions[i] = session(b, fx, c.component, be)
+		}
+		for k, n := range servedCallers {
+			fl, stop := serveFloor(f.Component(c.component).Budgets, sessions, n, floorDelay)
+			b.Cleanup(stop)
+			ways = append(ways, cs[k].serveWith(func(r vm.Request) {
+				if err := fl.serve(r, func([3]*backend.Tensor) {}); err != nil {
+					b.Error(err)
+				}
+			}))
+			names = append(names, fmt.Sprintf("floor%d", n))
+		}
+	}
 	warm := time.Now()
 	shortest := time.Duration(math.MaxInt64) // of the served turns
 	for i, way := range ways {
@@ -410,6 +438,14 @@ func benchBest(b *testing.B, c bestCase) {
 		b.ReportMetric(cpuPer(i), name+"-cpu-us/req")
 	}
 	b.ReportMetric(cpuPer(fastest), "best-cpu-us/req")
+	if c.servedFloor {
+		for k, n := range servedCallers {
+			i := floorAt + k
+			b.ReportMetric(rate(i)/best, names[i]+"/best")
+			b.ReportMetric(rate(servedAt+2*k)/rate(i), fmt.Sprintf("served%d/floor", n))
+			b.ReportMetric(cpuPer(i), names[i]+"-cpu-us/req")
+		}
+	}
 	b.ReportMetric(float64(x.Slots), "planned-slots")
 	b.ReportMetric(float64(x.Threads), "planned-threads")
 	b.ReportMetric(float64(soloX.Slots), "solo-planned-slots")
@@ -418,6 +454,11 @@ func benchBest(b *testing.B, c bestCase) {
 	b.ReportMetric(float64(docs), "docs/turn")
 	b.ReportMetric(0, "ns/op") // the sum of the ways means nothing
 }
+
+// floorDelay is the longest a served floor's request waits for its slot's
+// share: long enough for a group's callers to send their next requests,
+// short enough that the last requests of a turn wait little for none.
+const floorDelay = 200 * time.Microsecond
 
 // bestPass is how long an iteration of BenchmarkBest passes over its ways
 // at least (a pass longer than that is made once), and bestTurn how long

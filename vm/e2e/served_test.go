@@ -121,14 +121,14 @@ func benchServed(b *testing.B, w workload, callers int) {
 // They live as long as the benchmark; a round hands them docs documents'
 // requests (servedDocs unless set) for the engine it serves them on.
 type callers struct {
-	b      *testing.B
-	n      int
-	reqs   []vm.Request
-	docs   int
-	target Runner
-	next   atomic.Int64
-	round  sync.WaitGroup
-	start  chan struct{}
+	b     *testing.B
+	n     int
+	reqs  []vm.Request
+	docs  int
+	send  func(vm.Request) // sends a request and waits for its answer
+	next  atomic.Int64
+	round sync.WaitGroup
+	start chan struct{}
 }
 
 func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
@@ -139,11 +139,7 @@ func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
 			for range c.start {
 				total := int64(c.docs * len(reqs))
 				for i := c.next.Add(1) - 1; i < total; i = c.next.Add(1) - 1 {
-					r := c.target.Run(context.Background(), reqs[i%int64(len(reqs))])
-					if r.Err != nil {
-						b.Error(r.Err)
-					}
-					r.Release() // as a server does once it has written it
+					c.send(reqs[i%int64(len(reqs))])
 				}
 				c.round.Done()
 			}
@@ -155,8 +151,19 @@ func newCallers(b *testing.B, n int, reqs []vm.Request) *callers {
 // serve returns a round of the callers on engine on: docs documents'
 // requests, answered.
 func (c *callers) serve(on Runner) func() {
+	return c.serveWith(func(req vm.Request) {
+		r := on.Run(context.Background(), req)
+		if r.Err != nil {
+			c.b.Error(r.Err)
+		}
+		r.Release() // as a server does once it has written it
+	})
+}
+
+// serveWith returns a round of the callers, each request sent by send.
+func (c *callers) serveWith(send func(vm.Request)) func() {
 	return func() {
-		c.target = on
+		c.send = send
 		c.next.Store(0)
 		c.round.Add(c.n)
 		for range c.n {
