@@ -63,9 +63,9 @@ import (
 // best-cpu-us/req: on a saturated machine, their difference is what the
 // served path costs beyond the hand calls), each engine's planned slots
 // and threads, and the documents a turn takes; where there is a floor,
-// floorC/best (what the least runtime with waiting callers reaches),
-// servedC/floor (what genaic's generality costs them) and floorC's CPU
-// time a request.
+// floorC/best (what serving waiting callers leaves of the hand calls
+// here), servedC/floor (what genaic's generality costs them) and floorC's
+// CPU time a request.
 // Beside the synthetic workloads it runs two real models with requests
 // of mixed sizes (fewer of them, each costing milliseconds):
 // openWakeWord's speech embedding (32 requests of 1 to 4 mel windows)
@@ -96,15 +96,16 @@ type bestCase struct {
 	// batched makes the budget-sized batches of the document, in request
 	// order, each of at most most requests (0: no such bound).
 	batched func(most int) []map[string]*backend.Tensor
-	// servedFloor says the package has a served floor (servedfloor_test.go).
-	servedFloor bool
+	// floor starts the workload's served floor (servedfloor_test.go);
+	// nil: it has none.
+	floor floorStarter
 }
 
 func syntheticBest(b *testing.B, w workload) bestCase {
 	s := newBench(b, w)
 	f, _ := fixtures.Compile(b, s.fx)
 	gp := f.Component(s.fx.Component)
-	c := bestCase{fx: s.fx, reqs: s.reqs, component: s.fx.Component, output: w.output, servedFloor: w.pkg == "text_packed"}
+	c := bestCase{fx: s.fx, reqs: s.reqs, component: s.fx.Component, output: w.output, floor: floors[w.name].serve}
 	c.batched = func(most int) (inputs []map[string]*backend.Tensor) {
 		for _, batch := range w.batches(gp.Budgets, s.reqs, most) {
 			inputs = append(inputs, w.assemble(batch))
@@ -340,15 +341,15 @@ func benchBest(b *testing.B, c bestCase) {
 	// The served floor, where the workload has one, on sessions of the
 	// execution planned for the grouped engine: floor16, floor64.
 	floorAt := len(ways)
-	if c.servedFloor {
+	if c.floor != nil {
 		be := backendWith(b, ort.Options{IntraOpThreads: x.Threads, InterOpThreads: 1})
 		sessions := make([]backend.Session, x.Slots)
 		for i := range sessions {
 			sessions[i] = session(b, fx, c.component, be)
 		}
 		for k, n := range servedCallers {
-			fl, stop := serveFloor(f.Component(c.component).Budgets, sessions, n, floorDelay)
-			b.Cleanup(stop)
+			fl := c.floor(f.Component(c.component).Budgets, sessions, n, floorDelay)
+			b.Cleanup(fl.stop)
 			ways = append(ways, cs[k].serveWith(func(r vm.Request) {
 				if err := fl.serve(r, func([3]*backend.Tensor) {}); err != nil {
 					b.Error(err)
@@ -438,7 +439,7 @@ func benchBest(b *testing.B, c bestCase) {
 		b.ReportMetric(cpuPer(i), name+"-cpu-us/req")
 	}
 	b.ReportMetric(cpuPer(fastest), "best-cpu-us/req")
-	if c.servedFloor {
+	if c.floor != nil {
 		for k, n := range servedCallers {
 			i := floorAt + k
 			b.ReportMetric(rate(i)/best, names[i]+"/best")

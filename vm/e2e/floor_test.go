@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -60,22 +61,28 @@ func (a *answers) outputs(i int) map[string]*backend.Tensor {
 	return m
 }
 
-// floors are the workloads that have one: how to make it, and an owner
-// companion a request must get right.
+// floors are the workloads that have one: how to make it, how to start
+// its served floor (servedfloor_test.go), and an owner companion a
+// request must get right.
 var floors = map[string]struct {
 	make  func(budgets []plan.Budget) floor
+	serve floorStarter
 	owner string
 }{
-	"text_packed/short": {newTextFloor, "token_owner"},
-	"text_packed/long":  {newTextFloor, "token_owner"},
-	"text_padded/short": {paddedText, "segment_owner"},
-	"text_padded/long":  {paddedText, "segment_owner"},
-	"image_padded/64": {newPaddedFloor[float32](paddedNames{payload: "pixel_patches", lengths: "patch_lengths",
-		offsets: "image_offsets", owner: "image_owner", output: "embeddings", items: "images", extent: "patches"}), "image_owner"},
+	"text_packed/short": {newTextFloor, served(newTextLayout), "token_owner"},
+	"text_packed/long":  {newTextFloor, served(newTextLayout), "token_owner"},
+	"text_padded/short": {newPaddedFloor[int64](textNames), served(newPaddedLayout[int64](textNames)), "segment_owner"},
+	"text_padded/long":  {newPaddedFloor[int64](textNames), served(newPaddedLayout[int64](textNames)), "segment_owner"},
+	"image_padded/64":   {newPaddedFloor[float32](imageNames), served(newPaddedLayout[float32](imageNames)), "image_owner"},
 }
 
-var paddedText = newPaddedFloor[int64](paddedNames{payload: "token_ids", lengths: "token_lengths",
-	offsets: "segment_offsets", owner: "segment_owner", output: "segment_embeddings", items: "segments", extent: "positions"})
+// The padded packages' names.
+var (
+	textNames = paddedNames{payload: "token_ids", lengths: "token_lengths", offsets: "segment_offsets",
+		owner: "segment_owner", output: "segment_embeddings", items: "segments", extent: "positions"}
+	imageNames = paddedNames{payload: "pixel_patches", lengths: "patch_lengths", offsets: "image_offsets",
+		owner: "image_owner", output: "embeddings", items: "images", extent: "patches"}
+)
 
 var errFloorInput = errors.New("a request's inputs do not hold")
 
@@ -127,8 +134,7 @@ func limit(budgets []plan.Budget, dims ...string) int64 {
 type textFloor struct {
 	maxSegments, maxTokens int64
 	reqs                   []textRequest
-	ids, offs, owner       []int64
-	tensors                [3]backend.Tensor
+	group                  textGroup
 	answers
 }
 
@@ -188,21 +194,13 @@ func (f *textFloor) run(s backend.Session, reqs []vm.Request) (int, error) {
 			}
 			tokens, segments = t, s
 		}
-		ids, offs, owner := f.ids[:0], append(f.offs[:0], 0), f.owner[:0]
-		for k := lo; k < hi; k++ {
-			q := &f.reqs[k]
-			base, first := int64(len(ids)), int64(len(offs)-1)
-			ids = append(ids, q.ids...)
-			for s := 1; s < len(q.offs); s++ {
-				offs = append(offs, base+q.offs[s])
-				for range q.offs[s] - q.offs[s-1] {
-					owner = append(owner, first+int64(s-1))
+		f.group.assemble(func(yield func(*textRequest) bool) {
+			for k := lo; k < hi; k++ {
+				if !yield(&f.reqs[k]) {
+					return
 				}
 			}
-		}
-		f.ids, f.offs, f.owner = ids, offs, owner
-		f.tensors = [3]backend.Tensor{vector(ids), vector(offs), vector(owner)}
-		f.in["token_ids"], f.in["token_offsets"], f.in["token_owner"] = &f.tensors[0], &f.tensors[1], &f.tensors[2]
+		}, f.in)
 		out, err := s.Run(context.Background(), f.in, []string{"segment_embeddings"})
 		if err != nil {
 			return calls, err
@@ -218,6 +216,32 @@ func (f *textFloor) run(s backend.Session, reqs []vm.Request) (int, error) {
 	return calls, nil
 }
 
+// textGroup is a text_packed group's inputs, packed in buffers reused
+// from group to group.
+type textGroup struct {
+	ids, offs, owner []int64
+	tensors          [3]backend.Tensor
+}
+
+// assemble packs the requests of qs, in order, and names the group's
+// inputs in in.
+func (g *textGroup) assemble(qs iter.Seq[*textRequest], in map[string]*backend.Tensor) {
+	ids, offs, owner := g.ids[:0], append(g.offs[:0], 0), g.owner[:0]
+	for q := range qs {
+		base, first := int64(len(ids)), int64(len(offs)-1)
+		ids = append(ids, q.ids...)
+		for s := 1; s < len(q.offs); s++ {
+			offs = append(offs, base+q.offs[s])
+			for range q.offs[s] - q.offs[s-1] {
+				owner = append(owner, first+int64(s-1))
+			}
+		}
+	}
+	g.ids, g.offs, g.owner = ids, offs, owner
+	g.tensors = [3]backend.Tensor{vector(ids), vector(offs), vector(owner)}
+	in["token_ids"], in["token_offsets"], in["token_owner"] = &g.tensors[0], &g.tensors[1], &g.tensors[2]
+}
+
 func vector(d []int64) backend.Tensor {
 	return backend.Tensor{DType: "int64", Shape: []int64{int64(len(d))}, Data: d}
 }
@@ -228,14 +252,12 @@ func vector(d []int64) backend.Tensor {
 // engine, it orders a document's requests by padded extent and fills each
 // group with the first that fit the items and items×extent budgets.
 type paddedFloor[T float32 | int64] struct {
-	names                 paddedNames
-	maxItems, maxArea     int64
-	reqs                  []paddedRequest[T]
-	order, group          []int
-	taken                 []bool
-	payload               []T
-	lengths, offs, owners []int64
-	tensors               [4]backend.Tensor
+	names             paddedNames
+	maxItems, maxArea int64
+	reqs              []paddedRequest[T]
+	order, group      []int
+	taken             []bool
+	buffers           paddedGroup[T]
 	answers
 }
 
@@ -341,28 +363,13 @@ func (f *paddedFloor[T]) run(s backend.Session, reqs []vm.Request) (int, error) 
 
 // call assembles the group and runs it.
 func (f *paddedFloor[T]) call(s backend.Session, reqs []vm.Request, items, extent int64) error {
-	first := &f.reqs[f.group[0]]
-	stride := extent * first.inner
-	payload := slices.Grow(f.payload[:0], int(items*stride))[:items*stride]
-	lengths, offs, owners := f.lengths[:0], append(f.offs[:0], 0), f.owners[:0]
-	at := int64(0)
-	for g, k := range f.group {
-		q := &f.reqs[k]
-		for i := range q.items {
-			dst := payload[(at+i)*stride : (at+i+1)*stride]
-			clear(dst[copy(dst, q.payload[i*q.stride:(i+1)*q.stride]):])
-			owners = append(owners, int64(g))
+	f.buffers.assemble(f.names, func(yield func(*paddedRequest[T]) bool) {
+		for _, k := range f.group {
+			if !yield(&f.reqs[k]) {
+				return
+			}
 		}
-		lengths = append(lengths, q.lengths...)
-		at += q.items
-		offs = append(offs, at)
-	}
-	f.payload, f.lengths, f.offs, f.owners = payload, lengths, offs, owners
-	shape := append([]int64{items, extent}, reqs[f.group[0]].Inputs[f.names.payload].Shape[2:]...)
-	f.tensors = [4]backend.Tensor{{DType: dtypeOf[T](), Shape: shape, Data: payload}, vector(lengths), vector(offs), vector(owners)}
-	for i, name := range []string{f.names.payload, f.names.lengths, f.names.offsets, f.names.owner} {
-		f.in[name] = &f.tensors[i]
-	}
+	}, items, extent, reqs[f.group[0]].Inputs[f.names.payload].Shape[2:], f.in)
 	out, err := s.Run(context.Background(), f.in, []string{f.names.output})
 	if err != nil {
 		return err
@@ -374,6 +381,41 @@ func (f *paddedFloor[T]) call(s backend.Session, reqs []vm.Request, items, exten
 		row += m
 	}
 	return nil
+}
+
+// paddedGroup is a padded package's group inputs, assembled in buffers
+// reused from group to group.
+type paddedGroup[T float32 | int64] struct {
+	payload               []T
+	lengths, offs, owners []int64
+	tensors               [4]backend.Tensor
+}
+
+// assemble pads the items of the requests of qs, in order, to extent
+// (items of them in all, each position of the shape inner), and names the
+// group's inputs in in.
+func (g *paddedGroup[T]) assemble(n paddedNames, qs iter.Seq[*paddedRequest[T]], items, extent int64, inner []int64, in map[string]*backend.Tensor) {
+	stride := extent * backend.Elements(inner)
+	payload := slices.Grow(g.payload[:0], int(items*stride))[:items*stride]
+	lengths, offs, owners := g.lengths[:0], append(g.offs[:0], 0), g.owners[:0]
+	at, row := int64(0), int64(0)
+	for q := range qs {
+		for i := range q.items {
+			dst := payload[(at+i)*stride : (at+i+1)*stride]
+			clear(dst[copy(dst, q.payload[i*q.stride:(i+1)*q.stride]):])
+			owners = append(owners, row)
+		}
+		lengths = append(lengths, q.lengths...)
+		at += q.items
+		offs = append(offs, at)
+		row++
+	}
+	g.payload, g.lengths, g.offs, g.owners = payload, lengths, offs, owners
+	shape := append([]int64{items, extent}, inner...)
+	g.tensors = [4]backend.Tensor{{DType: dtypeOf[T](), Shape: shape, Data: payload}, vector(lengths), vector(offs), vector(owners)}
+	for i, name := range []string{n.payload, n.lengths, n.offsets, n.owner} {
+		in[name] = &g.tensors[i]
+	}
 }
 
 // newFloor is a workload's floor under its package's budgets.
