@@ -132,9 +132,9 @@ func limit(budgets []plan.Budget, dims ...string) int64 {
 // (tokens→segments, segments→rows), FIFO groups under the segments and
 // tokens budgets.
 type textFloor struct {
-	maxSegments, maxTokens int64
-	reqs                   []textRequest
-	group                  textGroup
+	layout textLayout // its budgets
+	reqs   []textRequest
+	group  textGroup
 	answers
 }
 
@@ -144,11 +144,12 @@ type textRequest struct {
 }
 
 func newTextFloor(budgets []plan.Budget) floor {
-	return &textFloor{maxSegments: limit(budgets, "segments"), maxTokens: limit(budgets, "tokens"),
+	return &textFloor{layout: newTextLayout(budgets).(textLayout),
 		answers: newAnswers("segment_embeddings", "segment_offsets", "segment_owner")}
 }
 
-func (f *textFloor) admit(r vm.Request, q *textRequest) error {
+// admitText checks a text_packed request r into q.
+func admitText(r vm.Request, q *textRequest) error {
 	ids, err := int64s(r, "token_ids")
 	if err != nil {
 		return err
@@ -179,20 +180,15 @@ func (f *textFloor) run(s backend.Session, reqs []vm.Request) (int, error) {
 	f.reqs = slices.Grow(f.reqs[:0], len(reqs))[:len(reqs)]
 	f.reset(len(reqs))
 	for i := range reqs {
-		if err := f.admit(reqs[i], &f.reqs[i]); err != nil {
+		if err := admitText(reqs[i], &f.reqs[i]); err != nil {
 			return 0, err
 		}
 	}
 	calls := 0
 	for lo := 0; lo < len(reqs); calls++ {
-		hi, tokens, segments := lo, int64(0), int64(0)
-		for ; hi < len(reqs); hi++ {
-			q := &f.reqs[hi]
-			t, s := tokens+int64(len(q.ids)), segments+q.segments
-			if hi > lo && (t > f.maxTokens || s > f.maxSegments) {
-				break
-			}
-			tokens, segments = t, s
+		hi, sum := lo, [3]int64{}
+		for hi < len(reqs) && f.layout.fits(&sum, &f.reqs[hi], hi == lo) {
+			hi++
 		}
 		f.group.assemble(func(yield func(*textRequest) bool) {
 			for k := lo; k < hi; k++ {
@@ -344,17 +340,14 @@ func (f *paddedFloor[T]) run(s backend.Session, reqs []vm.Request) (int, error) 
 		for f.taken[f.order[next]] {
 			next++
 		}
-		group, items, extent := f.group[:0], int64(0), int64(0)
+		group, sum := f.group[:0], [3]int64{} // items, extent (paddedLayout.fits)
 		for _, k := range f.order[next:] {
-			q := &f.reqs[k]
-			if f.taken[k] || items+q.items > f.maxItems || (items+q.items)*max(extent, q.extent) > f.maxArea {
-				continue
+			if !f.taken[k] && (paddedLayout[T]{f}).fits(&sum, &f.reqs[k], len(group) == 0) {
+				group, f.taken[k] = append(group, k), true
 			}
-			group, f.taken[k] = append(group, k), true
-			items, extent = items+q.items, max(extent, q.extent)
 		}
 		f.group, left = group, left-len(group)
-		if err := f.call(s, reqs, items, extent); err != nil {
+		if err := f.call(s, reqs, sum[0], sum[1]); err != nil {
 			return calls, err
 		}
 	}

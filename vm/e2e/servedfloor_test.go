@@ -206,10 +206,7 @@ func newTextLayout(budgets []plan.Budget) floorLayout[textRequest] {
 	return textLayout{maxSegments: limit(budgets, "segments"), maxTokens: limit(budgets, "tokens")}
 }
 
-func (l textLayout) admit(r vm.Request, q *textRequest) error {
-	var f textFloor
-	return f.admit(r, q)
-}
+func (l textLayout) admit(r vm.Request, q *textRequest) error { return admitText(r, q) }
 
 func (l textLayout) fits(sum *[3]int64, q *textRequest, first bool) bool {
 	tokens, segments := sum[0]+int64(len(q.ids)), sum[1]+q.segments
