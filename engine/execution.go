@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -351,11 +352,23 @@ func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int,
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
+	n := int64(len(reqs))
+	// end is where sending stops once d has passed: the end of the pass
+	// holding every request drawn by then. Every client stops there, not
+	// only the one that noticed the time was up.
+	var end atomic.Int64
+	end.Store(math.MaxInt64)
 	sending := func(i int64) bool {
-		if d == 0 {
-			return i < int64(len(reqs))
+		switch {
+		case d == 0:
+			return i < n
+		case i >= end.Load():
+			return false
+		case time.Since(start) < d:
+			return true
 		}
-		return i%int64(len(reqs)) != 0 || time.Since(start) < d
+		end.CompareAndSwap(math.MaxInt64, (next.Load()+n-1)/n*n)
+		return i < end.Load()
 	}
 	for range clients {
 		wg.Go(func() {

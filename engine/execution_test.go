@@ -211,3 +211,34 @@ func readRequests(t *testing.T, dir string) []vm.Request {
 	}
 	return reqs
 }
+
+// TestServeForEndsWithItsPass: once a round's time is up, every client
+// stops at the end of the pass over the requests under way, not each at
+// the next pass boundary it happens to draw (which kept a round of many
+// clients going for as many passes as it had clients).
+func TestServeForEndsWithItsPass(t *testing.T) {
+	f, dir := compile(t, "testdata/packages/image_padded")
+	reqs := readRequests(t, dir)
+	b := &backend.Bindings{}
+	b.Register("encoder", func(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+		x := in["pixel_patches"]
+		return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{x.Shape[0], x.Shape[2]}, Data: make([]float32, x.Shape[0]*x.Shape[2])}}, nil
+	})
+	e, err := Open(f, dir, Options{Backends: map[ir.ImplKind]string{ir.ImplONNX: "go"}, Config: Config{Bindings: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// The time is up at the first request: no request has been sent when
+	// the first client finds it so, and the clients have drawn at most one
+	// each, so the round ends with the pass that holds their draws.
+	const clients = 16
+	if _, err := serveFor(context.Background(), e, reqs, clients, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	n := len(reqs)
+	most := (clients + n - 1) / n * n
+	if got := e.Stats().Components["encoder"].Requests; got == 0 || got > int64(most) {
+		t.Errorf("a round of %d clients over %d requests served %d requests, want 1 to %d", clients, n, got, most)
+	}
+}
