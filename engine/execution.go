@@ -41,18 +41,18 @@ type PlanOptions struct {
 	// Round is how long each round of a candidate sends requests (100 ms
 	// when 0; the answers in flight then are waited for and counted), and
 	// Rounds how many rounds each candidate runs, the candidates taking
-	// turns (3 when 0, fewer once the rounds have taken planBudget): the
-	// median round decides.
+	// turns (3 when 0, fewer once the rounds have taken planWayBudget per
+	// way): the median round decides.
 	Round  time.Duration
 	Rounds int
 }
 
-// planBudget is how long the timed rounds of a plan may take, all ways
-// together, before no way starts another (every way runs one); planDrain
-// is about how long the answers still in flight at a round's end may take.
+// planWayBudget is how long the timed rounds of a plan may take, per way,
+// before no way starts another (every way runs one); planDrain is about
+// how long the answers still in flight at a round's end may take.
 const (
-	planBudget = 3 * time.Second
-	planDrain  = time.Second
+	planWayBudget = 1500 * time.Millisecond
+	planDrain     = time.Second
 )
 
 // planTogetherBytes is the most model bytes a package may hold for its
@@ -75,6 +75,15 @@ func artifactBytes(f *plan.File, pkgDir string) int64 {
 	return n
 }
 
+// groupedHandicap is what the score of a way that groups is multiplied by
+// before the ways are compared: grouping is kept only where it serves
+// clearly more than the same division with every grouped component apart.
+// A group also costs its requests the wait for it to fill, which requests
+// per second do not show, and where the two serve within this of each
+// other (a recognizer whose cost per line grows with its batch) their
+// order changes from planning to planning on a shared machine.
+const groupedHandicap = 0.9
+
 // plannedMargin is how close to the best a candidate with fewer slots
 // (wider runs: lower latency, one session's memory) may stay and still be
 // chosen: a difference this small is within a shared machine's noise.
@@ -84,14 +93,15 @@ const plannedMargin = 0.97
 // between the slots that run groups at once and the threads each run
 // computes on: for threads 1, 2, 4, ... up to the cores (and the cores
 // themselves), that many threads per run on cores/threads slots, each
-// grouped component run apart at the thread counts where grouping it
-// costs more per request (groupingLoses). An engine is opened per way
-// with opts, the requests are served by a closed loop of callers in
-// rounds taken in turn, at two loads (all the callers, and lightShare of
-// them), and the way that comes closest at both to the most any way
-// served there wins (choose), the one with fewer slots where two are
-// within plannedMargin. Where the package's models are large, the ways are
-// measured one after another, each engine closed before the next opens.
+// with the grouped components run one request per invocation and grouped
+// (withApart). An engine is opened per way with opts, the requests are
+// served by a closed loop of callers in rounds taken in turn, at two
+// loads (all the callers, and lightShare of them), and the way that comes
+// closest at both to the most any way served there wins (choose), the one
+// with fewer slots where two are within plannedMargin, a way that groups
+// only by a clear margin. Where the package's models are large, the ways
+// are measured one after another, each engine closed before the next
+// opens.
 // The returned Execution says the choice and what each way served; Apply
 // puts it into options.
 //
@@ -111,20 +121,10 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
 	cands := Divisions(po.Cores)
-	// Which grouped components serve more apart is measured once per
-	// thread count, before the ways are: each way then runs them so.
-	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
-		apart := map[int][]string{}
-		for i, c := range cands {
-			if _, ok := apart[c.Threads]; !ok {
-				names, err := groupingLoses(ctx, f, pkgDir, opts, reqs, grouped, c.Threads)
-				if err != nil {
-					return nil, err
-				}
-				apart[c.Threads] = names
-			}
-			cands[i].Ungrouped = apart[c.Threads]
-		}
+	grouped := groupedComponents(f)
+	grouping := len(grouped) > 0 && !opts.Solo
+	if grouping {
+		cands = withApart(cands, grouped)
 	}
 	// A round sends the requests from a closed loop of callers for
 	// po.Round (and to the end of the pass over reqs under way: serveFor),
@@ -135,7 +135,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// (a request of every caller is in flight), so the callers are as many
 	// as answer in about planDrain at the rate of the first way's warm-up
 	// (at least two per core, at most po.Clients); and once the rounds have
-	// taken planBudget, no way starts another.
+	// taken planWayBudget per way, no way starts another.
 	warm := reqs[:min(len(reqs), 2*po.Clients)]
 	clients := 0
 	ways := make([]way, len(cands))
@@ -186,7 +186,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			}
 		}
 		began = time.Now()
-		for r := 0; r < po.Rounds && more(r, planBudget); r++ {
+		for r := 0; r < po.Rounds && more(r, planWayBudget*time.Duration(len(ways))); r++ {
 			for i := range ways {
 				if err := timed(i); err != nil {
 					return nil, err
@@ -199,7 +199,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 				return nil, err
 			}
 			began = time.Now()
-			for r := 0; r < po.Rounds && more(r, planBudget/time.Duration(len(ways))); r++ {
+			for r := 0; r < po.Rounds && more(r, planWayBudget); r++ {
 				if err := timed(i); err != nil {
 					return nil, err
 				}
@@ -213,7 +213,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			cands[i].LightClients, cands[i].LightRequestsPerSecond = n[1], median(w.rates[1])
 		}
 	}
-	c := cands[choose(cands)]
+	c := cands[choose(cands, grouping)]
 	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
 	return x, nil
 }
@@ -225,6 +225,23 @@ func groupedComponents(f *plan.File) []string {
 		if g.Grouped {
 			out = append(out, g.Component)
 		}
+	}
+	return out
+}
+
+// withApart is each way of cands twice: with the grouped components run
+// one request per invocation, then grouped. Whether grouping pays is
+// measured as the division of the cores is, by serving: a model whose
+// cost per item grows with its batch (a convolutional recognizer on one
+// thread) serves more apart, and a lockstep burst's run times, measured
+// apart from the serving, are too noisy to tell within a second. choose
+// keeps grouping only where it serves clearly more (groupedHandicap).
+func withApart(cands []candidate, grouped []string) []candidate {
+	out := make([]candidate, 0, 2*len(cands))
+	for _, c := range cands {
+		apart := c
+		apart.Ungrouped = grouped
+		out = append(out, apart, c)
 	}
 	return out
 }
@@ -257,12 +274,14 @@ func (w *way) close() {
 	}
 }
 
-// choose is the candidate (of cands, fewest slots first) whose worse
-// load came closest to the most any candidate served at that load, or
-// the first whose score is within plannedMargin of the best score: a way
-// that serves a full queue well but idles with a few callers (or the
-// reverse) loses to one that serves both nearly as well.
-func choose(cands []candidate) int {
+// choose is the candidate (of cands, fewest slots first, apart before
+// grouped) whose worse load came closest to the most any candidate served
+// at that load, or the first whose score is within plannedMargin of the
+// best score: a way that serves a full queue well but idles with a few
+// callers (or the reverse) loses to one that serves both nearly as well.
+// Where grouping, the ways that group (no component apart) are scored
+// groupedHandicap lower.
+func choose(cands []candidate, grouping bool) int {
 	var most [2]float64
 	for _, c := range cands {
 		most[0] = max(most[0], c.RequestsPerSecond)
@@ -277,6 +296,15 @@ func choose(cands []candidate) int {
 			s = min(s, c.LightRequestsPerSecond/most[1])
 		}
 		return s
+	}
+	if grouping {
+		served := score
+		score = func(c candidate) float64 {
+			if len(c.Ungrouped) == 0 {
+				return groupedHandicap * served(c)
+			}
+			return served(c)
+		}
 	}
 	best := 0.0
 	for _, c := range cands {
@@ -395,144 +423,6 @@ func serveFor(ctx context.Context, e *vm.Engine, reqs []vm.Request, clients int,
 		return 0, err
 	}
 	return float64(served.Load()) / time.Since(start).Seconds(), nil
-}
-
-// groupingLoses returns the grouped components (of grouped) that do not
-// clearly cost less per request grouped than run one per invocation, on
-// one slot of threads intra-op threads: grouping pays only where one
-// invocation of a group costs less than its items' invocations, and a
-// model whose cost per item grows with its batch (a convolutional
-// recognizer on one thread) serves more apart; a component stays grouped
-// only where a grouped request costs at most groupingGain of one run
-// apart. Each component's run time per request is measured on two
-// engines, grouped and apart, that serve the same burst of the package's
-// requests in lockstep, by turns, the median of their rounds deciding;
-// the burst repeats the requests until it holds groupingLeast and takes
-// groupingBurst (at most groupingMost requests), so that groups reach the
-// sizes a busy server forms.
-func groupingLoses(ctx context.Context, f *plan.File, pkgDir string, opts Options, reqs []vm.Request, grouped []string, threads int) ([]string, error) {
-	execs := [2]*vm.Execution{{Slots: 1, Threads: threads}, {Slots: 1, Threads: threads, Ungrouped: grouped}}
-	var engines [2]*vm.Engine // grouped, apart
-	defer func() {
-		for _, e := range engines {
-			if e != nil {
-				e.Close()
-			}
-		}
-	}()
-	open := func(i int) (err error) {
-		engines[i], err = Open(f, pkgDir, Apply(opts, execs[i]))
-		return err
-	}
-	perRequest := [2]map[string][]float64{{}, {}}
-	timed := func(i int, burst []vm.Request) error {
-		e := engines[i]
-		before := e.Stats()
-		if _, err := runBurst(ctx, e, burst); err != nil {
-			return err
-		}
-		after := e.Stats()
-		for _, name := range grouped {
-			b, a := before.Components[name], after.Components[name]
-			if n := a.Requests - b.Requests; n > 0 {
-				perRequest[i][name] = append(perRequest[i][name], float64(a.RunTime-b.RunTime)/float64(n))
-			}
-		}
-		return nil
-	}
-	if err := open(0); err != nil {
-		return nil, err
-	}
-	burst := reqs
-	for {
-		d, err := runBurst(ctx, engines[0], burst)
-		if err != nil {
-			return nil, err
-		}
-		if d >= groupingBurst && len(burst) >= groupingLeast || len(burst) >= groupingMost {
-			break
-		}
-		burst = slices.Concat(burst, burst)[:min(2*len(burst), groupingMost)]
-	}
-	// The two engines take turns, unless the models are so large that a
-	// second session would crowd a server's memory: then one after the
-	// other, the first closed before the second opens.
-	if artifactBytes(f, pkgDir) <= planTogetherBytes {
-		if err := open(1); err != nil {
-			return nil, err
-		}
-		if _, err := runBurst(ctx, engines[1], burst); err != nil {
-			return nil, err
-		}
-		began := time.Now()
-		for r := 0; r < groupingRounds && (r == 0 || time.Since(began) < groupingBudget); r++ {
-			for i := range engines {
-				if err := timed(i, burst); err != nil {
-					return nil, err
-				}
-			}
-		}
-	} else {
-		for i := range engines {
-			if i > 0 {
-				engines[i-1].Close()
-				engines[i-1] = nil
-				if err := open(i); err != nil {
-					return nil, err
-				}
-				if _, err := runBurst(ctx, engines[i], burst); err != nil {
-					return nil, err
-				}
-			}
-			began := time.Now()
-			for r := 0; r < groupingRounds && (r == 0 || time.Since(began) < groupingBudget/2); r++ {
-				if err := timed(i, burst); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	var loses []string
-	for _, name := range grouped {
-		g, a := perRequest[0][name], perRequest[1][name]
-		if len(g) > 0 && len(a) > 0 && median(g) > groupingGain*median(a) {
-			loses = append(loses, name)
-		}
-	}
-	return loses, nil
-}
-
-// How groupingLoses measures: a burst of groupingLeast to groupingMost
-// requests lasting groupingBurst or more, served groupingRounds times by
-// each engine, or fewer (at least once) where the rounds of both engines
-// together have taken groupingBudget.
-const (
-	groupingBurst  = 20 * time.Millisecond
-	groupingLeast  = 16
-	groupingMost   = 64
-	groupingRounds = 3
-	groupingBudget = time.Second
-	// groupingGain is the most a grouped request may cost, against one run
-	// apart, for its component to stay grouped: a group that saves less
-	// than that per request is not worth what it costs the requests in it
-	// at a lighter load (the wait for it to fill, the slots it leaves
-	// idle), and within it the two measures trade places from run to run.
-	groupingGain = 0.95
-)
-
-// runBurst serves reqs on e in lockstep and returns how long it took; a
-// request that fails is an error.
-func runBurst(ctx context.Context, e *vm.Engine, reqs []vm.Request) (time.Duration, error) {
-	start := time.Now()
-	resps := e.RunAll(ctx, reqs)
-	d := time.Since(start)
-	defer vm.ReleaseAll(resps)
-	for _, r := range resps {
-		if r.Err != nil {
-			return 0, fmt.Errorf("planning the execution: request %s failed: %w", r.ID, r.Err)
-		}
-	}
-	return d, ctx.Err()
 }
 
 func median(xs []float64) float64 {

@@ -35,7 +35,8 @@ func TestCandidates(t *testing.T) {
 }
 
 // TestChoose: the candidate that came closest to the best at both loads
-// wins, unless one with fewer slots came within the margin of it.
+// wins, unless one with fewer slots came within the margin of it; a way
+// that groups wins over the same division apart only by a clear margin.
 func TestChoose(t *testing.T) {
 	rates := func(rps, light []float64) []candidate {
 		out := make([]candidate, len(rps))
@@ -64,8 +65,34 @@ func TestChoose(t *testing.T) {
 		// Within the margin at both: fewer slots.
 		{[]float64{200, 199}, []float64{99, 100}, 0},
 	} {
-		if got := choose(rates(c.rps, c.light)); got != c.want {
+		if got := choose(rates(c.rps, c.light), false); got != c.want {
 			t.Errorf("%v, light %v: chose %d, want %d", c.rps, c.light, got, c.want)
+		}
+	}
+	// Each division apart, then grouped: grouping is kept only where it
+	// serves clearly more than apart.
+	ways := func(rps ...float64) []candidate {
+		out := make([]candidate, len(rps))
+		for i, r := range rps {
+			out[i] = candidate{Slots: 1 << (i / 2), RequestsPerSecond: r}
+			if i%2 == 0 {
+				out[i].Ungrouped = []string{"encoder"}
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		rps  []float64
+		want int
+	}{
+		{[]float64{100, 105}, 0},
+		{[]float64{100, 120}, 1},
+		{[]float64{100, 90, 150, 160}, 2},
+		{[]float64{100, 90, 150, 200}, 3},
+		{[]float64{50, 305, 150, 310}, 1}, // within plannedMargin: fewer slots
+	} {
+		if got := choose(ways(c.rps...), true); got != c.want {
+			t.Errorf("grouping, %v: chose %d, want %d", c.rps, got, c.want)
 		}
 	}
 }
@@ -83,15 +110,23 @@ func TestPlanExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !x.Planned || x.Cores != 2 || len(x.Tried) != 2 {
+	// Two divisions of the cores, each with the encoder apart, then grouped.
+	if !x.Planned || x.Cores != 2 || len(x.Tried) != 4 {
 		t.Fatalf("plan %+v", x)
+	}
+	for i, c := range x.Tried {
+		if apart := i%2 == 0; apart != slices.Equal(c.Ungrouped, []string{"text_encoder"}) || c.Slots != x.Tried[i&^1].Slots {
+			t.Errorf("way %d is %v: want each division apart, then grouped", i, c)
+		}
 	}
 	for _, c := range x.Tried {
 		if c.RequestsPerSecond <= 0 || c.LightClients != 2 || c.LightRequestsPerSecond <= 0 {
 			t.Errorf("candidate %+v served nothing at a load, or not at 2 callers (a quarter of 8)", c)
 		}
 	}
-	if !slices.ContainsFunc(x.Tried, func(c vm.Candidate) bool { return c.Slots == x.Slots && c.Threads == x.Threads }) {
+	if !slices.ContainsFunc(x.Tried, func(c vm.Candidate) bool {
+		return c.Slots == x.Slots && c.Threads == x.Threads && slices.Equal(c.Ungrouped, x.Ungrouped)
+	}) {
 		t.Errorf("chose %d×%d, which it did not try (%+v)", x.Slots, x.Threads, x.Tried)
 	}
 	opts := Apply(Options{}, x)
@@ -119,7 +154,7 @@ func TestPlanExecution(t *testing.T) {
 	defer func(n int64) { planTogetherBytes = n }(planTogetherBytes)
 	planTogetherBytes = 0
 	alone, err := PlanExecution(context.Background(), f, dir, Options{}, reqs, po)
-	if err != nil || len(alone.Tried) != 2 || slices.ContainsFunc(alone.Tried, func(c vm.Candidate) bool { return c.RequestsPerSecond <= 0 }) {
+	if err != nil || len(alone.Tried) != 4 || slices.ContainsFunc(alone.Tried, func(c vm.Candidate) bool { return c.RequestsPerSecond <= 0 }) {
 		t.Errorf("ways measured one at a time: %+v, %v", alone, err)
 	}
 
@@ -130,12 +165,12 @@ func TestPlanExecution(t *testing.T) {
 	}
 }
 
-// TestGroupingLoses: a component whose cost per item grows with its group
+// TestPlannedApart: a component whose cost per item grows with its group
 // (each call here sleeps in proportion to the square of its images) is
-// planned apart, at every thread count, and the engine Apply makes runs
-// it one request per invocation, saying why; one whose call costs the
-// same whatever it holds stays grouped.
-func TestGroupingLoses(t *testing.T) {
+// planned apart, and the engine Apply makes runs it one request per
+// invocation, saying why; one whose call costs the same whatever it holds
+// stays grouped.
+func TestPlannedApart(t *testing.T) {
 	f, dir := compile(t, "testdata/packages/image_padded")
 	reqs := readRequests(t, dir)
 	encoder := func(perCall func(images int64) time.Duration) backend.Func {
@@ -155,32 +190,16 @@ func TestGroupingLoses(t *testing.T) {
 	fixed := optsWith(encoder(func(int64) time.Duration { return 2 * time.Millisecond }))
 	ctx := context.Background()
 
-	if got, err := groupingLoses(ctx, f, dir, quadratic, reqs, []string{"encoder"}, 1); err != nil || !slices.Equal(got, []string{"encoder"}) {
-		t.Errorf("a cost that grows with the group: %v, %v; want the encoder apart", got, err)
-	}
-	if got, err := groupingLoses(ctx, f, dir, fixed, reqs, []string{"encoder"}, 1); err != nil || len(got) != 0 {
-		t.Errorf("a cost per call: %v, %v; want it grouped", got, err)
-	}
-	func() { // large models: the two engines one after the other
-		defer func(n int64) { planTogetherBytes = n }(planTogetherBytes)
-		planTogetherBytes = -1
-		if got, err := groupingLoses(ctx, f, dir, quadratic, reqs, []string{"encoder"}, 1); err != nil || !slices.Equal(got, []string{"encoder"}) {
-			t.Errorf("engines one after the other: %v, %v; want the encoder apart", got, err)
-		}
-	}()
-
 	po := PlanOptions{Cores: 2, Clients: 8, Round: 20 * time.Millisecond, Rounds: 1}
+	if x, err := PlanExecution(ctx, f, dir, fixed, reqs, po); err != nil || len(x.Ungrouped) != 0 {
+		t.Errorf("a cost per call: planned %v, %v; want it grouped", x, err)
+	}
 	x, err := PlanExecution(ctx, f, dir, quadratic, reqs, po)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(x.Ungrouped, []string{"encoder"}) || !strings.Contains(x.String(), "one request per invocation of encoder") {
 		t.Fatalf("planned %v (%+v), want the encoder apart", x, x)
-	}
-	for _, c := range x.Tried {
-		if !slices.Equal(c.Ungrouped, []string{"encoder"}) {
-			t.Errorf("way %v grouped the encoder", c)
-		}
 	}
 	e, err := Open(f, dir, Apply(quadratic, x))
 	if err != nil {

@@ -25,8 +25,8 @@ type Execution struct {
 }
 
 // Candidate is one way of dividing the cores a plan tried, the grouped
-// components it runs one request per invocation at its thread count
-// (grouped, they served less there), and the requests per second the
+// components it runs one request per invocation (a plan tries each
+// division with them apart and grouped), and the requests per second the
 // package's requests were served at that way (the median of its rounds):
 // by the plan's callers, and by its light load of LightClients callers
 // (none where the plan had one caller).
