@@ -121,9 +121,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
 	cands := Divisions(po.Cores)
-	grouped := groupedComponents(f)
-	grouping := len(grouped) > 0 && !opts.Solo
-	if grouping {
+	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
 		cands = withApart(cands, grouped)
 	}
 	// A round sends the requests from a closed loop of callers for
@@ -213,7 +211,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 			cands[i].LightClients, cands[i].LightRequestsPerSecond = n[1], median(w.rates[1])
 		}
 	}
-	c := cands[choose(cands, grouping)]
+	c := cands[choose(cands)]
 	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
 	return x, nil
 }
@@ -279,9 +277,9 @@ func (w *way) close() {
 // at that load, or the first whose score is within plannedMargin of the
 // best score: a way that serves a full queue well but idles with a few
 // callers (or the reverse) loses to one that serves both nearly as well.
-// Where grouping, the ways that group (no component apart) are scored
-// groupedHandicap lower.
-func choose(cands []candidate, grouping bool) int {
+// Where some ways run components apart (withApart), the ways that group
+// (none apart) are scored groupedHandicap lower.
+func choose(cands []candidate) int {
 	var most [2]float64
 	for _, c := range cands {
 		most[0] = max(most[0], c.RequestsPerSecond)
@@ -297,7 +295,7 @@ func choose(cands []candidate, grouping bool) int {
 		}
 		return s
 	}
-	if grouping {
+	if slices.ContainsFunc(cands, func(c candidate) bool { return len(c.Ungrouped) > 0 }) {
 		served := score
 		score = func(c candidate) float64 {
 			if len(c.Ungrouped) == 0 {

@@ -65,7 +65,7 @@ func TestChoose(t *testing.T) {
 		// Within the margin at both: fewer slots.
 		{[]float64{200, 199}, []float64{99, 100}, 0},
 	} {
-		if got := choose(rates(c.rps, c.light), false); got != c.want {
+		if got := choose(rates(c.rps, c.light)); got != c.want {
 			t.Errorf("%v, light %v: chose %d, want %d", c.rps, c.light, got, c.want)
 		}
 	}
@@ -91,7 +91,7 @@ func TestChoose(t *testing.T) {
 		{[]float64{100, 90, 150, 200}, 3},
 		{[]float64{50, 305, 150, 310}, 1}, // within plannedMargin: fewer slots
 	} {
-		if got := choose(ways(c.rps...), true); got != c.want {
+		if got := choose(ways(c.rps...)); got != c.want {
 			t.Errorf("grouping, %v: chose %d, want %d", c.rps, got, c.want)
 		}
 	}
