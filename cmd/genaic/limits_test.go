@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -30,6 +31,43 @@ func TestCPUClassFlag(t *testing.T) {
 		if code != exitUsage || out != "" || !strings.Contains(errOut, "--cpu-class realtime: ") || !strings.Contains(errOut, "want normal or batch") {
 			t.Errorf("%s --cpu-class=realtime: exit %d, stdout %q, stderr %q; want a usage error naming the flag and the classes", cmd[0], code, out, errOut)
 		}
+	}
+}
+
+// TestServeProcs: genaic serve runs Go on twice the processors Go gives
+// the process, unless --procs or the GOMAXPROCS environment variable says
+// how many; --procs beyond its limits is refused before anything runs,
+// and the processors are as they were once serve returns.
+func TestServeProcs(t *testing.T) {
+	for _, c := range []struct {
+		flag   int
+		envSet bool
+		cpus   int
+		want   int
+	}{
+		{0, false, 2, 4},
+		{0, false, 16, 32},
+		{0, true, 16, 0},
+		{3, false, 16, 3},
+		{3, true, 16, 3},
+	} {
+		if got := serveProcs(c.flag, c.envSet, c.cpus); got != c.want {
+			t.Errorf("serveProcs(%d, %v, %d) = %d, want %d", c.flag, c.envSet, c.cpus, got, c.want)
+		}
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, v := range []string{"-1", fmt.Sprint(maxProcs + 1)} {
+		out, errOut, code := runCLI(t, "serve", missing, "--http", "127.0.0.1:0", "--grpc", "", "--procs="+v)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "--procs "+v+": want 0") {
+			t.Errorf("serve --procs=%s: exit %d, stdout %q, stderr %q; want a usage error naming the flag", v, code, out, errOut)
+		}
+	}
+	before := runtime.GOMAXPROCS(0)
+	if _, errOut, code := runCLI(t, "serve", missing, "--http", "127.0.0.1:0", "--grpc", "", "--procs", fmt.Sprint(before+3)); code == exitOK {
+		t.Errorf("serve of a missing repository: exit 0 (%s)", errOut)
+	}
+	if after := runtime.GOMAXPROCS(0); after != before {
+		t.Errorf("after serve --procs %d: GOMAXPROCS %d, want %d as before", before+3, after, before)
 	}
 }
 

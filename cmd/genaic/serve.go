@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -21,7 +23,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -34,6 +36,7 @@ func runServe(e *env, args []string) int {
 		httpAddr, grpcAddr, config, logFormat, name string
 		modelControl, metricsNames                  string
 		maxBytes                                    int64
+		procs                                       int
 		drain                                       time.Duration
 		timeouts                                    [4]time.Duration
 		noWarmup                                    bool
@@ -62,6 +65,7 @@ func runServe(e *env, args []string) int {
 	fs.DurationVar(&drain, "drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long accepted requests may take to finish before the server exits anyway")
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up request (the package's first requests.json request) each model runs before it is ready")
 	fs.StringVar(&modelControl, "model-control", "none", "none: serve the repository's models found at start; explicit: clients may also load, reload and unload them (POST /v2/repository/models/NAME/load|unload, gRPC RepositoryModelLoad|Unload)")
+	fs.IntVar(&procs, "procs", 0, fmt.Sprintf("Go's processors (GOMAXPROCS; 1 to %d); 0: twice the CPUs the process may use, or the GOMAXPROCS environment variable where it is set", maxProcs))
 	ef.register(fs, 5*time.Millisecond, "how long a group waits for more items")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
@@ -74,7 +78,16 @@ func runServe(e *env, args []string) int {
 	if !ef.valid(e) {
 		return exitUsage
 	}
+	if procs < 0 || procs > maxProcs {
+		e.errorf("--procs %d: want 0 (twice the CPUs) to %d processors", procs, maxProcs)
+		return exitUsage
+	}
 	ef.useCPUClass(e)
+	_, envProcs := os.LookupEnv("GOMAXPROCS")
+	if n := serveProcs(procs, envProcs, runtime.GOMAXPROCS(0)); n > 0 {
+		// Restored on return, for a caller that goes on (the tests).
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	}
 	if maxBytes <= 0 {
 		e.errorf("--max-request-bytes %d: want a positive size", maxBytes)
 		return exitUsage
@@ -178,7 +191,7 @@ func runServe(e *env, args []string) int {
 			code = exitUsage
 			break
 		}
-		log.Info("ready", "models", srv.Models(), "cpu_class", cmp.Or(ef.inClass, "unchanged"))
+		log.Info("ready", "models", srv.Models(), "cpu_class", cmp.Or(ef.inClass, "unchanged"), "go_procs", runtime.GOMAXPROCS(0))
 		select {
 		case sig = <-sigs:
 		case err := <-failed:
@@ -227,4 +240,26 @@ func runServe(e *env, args []string) int {
 	admitted, answered := srv.Counts()
 	log.Info("stopped", "admitted", admitted, "answered", answered)
 	return code
+}
+
+// serveProcs is the Go processor count a server runs with (0: leave it
+// as it is): the --procs flag where given, else GOMAXPROCS from the
+// environment where set (Go has applied it), else twice cpus, the
+// processors Go gives the process by default (its CPUs, or its
+// container's limit). An invocation computes in ONNX Runtime on the
+// thread that calls it and keeps that thread's processor until Go's
+// system monitor takes it back, so with one processor per CPU a request
+// that arrives while every processor is in an invocation waits for one
+// to come back, while a core may idle; with twice the processors, Go's
+// own work (reading requests, writing answers, forming groups) always
+// has one per CPU. In-process callers (bench, run) keep Go's default:
+// there the extra processors only add threads beside the invocations.
+func serveProcs(flagProcs int, envSet bool, cpus int) int {
+	switch {
+	case flagProcs > 0:
+		return flagProcs
+	case envSet:
+		return 0
+	}
+	return 2 * cpus
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -254,6 +256,13 @@ func TestServeEqualsRun(t *testing.T) {
 	}
 	if models, _ := p.find("ready")["models"].([]any); len(models) != len(ents) {
 		t.Errorf("genaic serve %s serves %v, want every package of %d", packagesDir, models, len(ents))
+	}
+	// The child's default processors are this process's (go test leaves
+	// GOMAXPROCS alone), and its environment is this one's.
+	_, envProcs := os.LookupEnv("GOMAXPROCS")
+	want := cmp.Or(serveProcs(0, envProcs, runtime.GOMAXPROCS(0)), runtime.GOMAXPROCS(0))
+	if got, _ := p.find("ready")["go_procs"].(float64); int(got) != want {
+		t.Errorf("genaic serve runs on %v Go processors, want %d", p.find("ready")["go_procs"], want)
 	}
 	serveAnswers(t, p, "ocr_lines", lines, runAnswers(t, ocrPkg, lines))
 	stop(p)
