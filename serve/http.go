@@ -25,7 +25,42 @@ type jsonTensor struct {
 	Datatype   string          `json:"datatype"`
 	Parameters map[string]any  `json:"parameters,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
+	// A decoded request's input whose binary_data_size is a number has it
+	// here, not in Parameters (liftSize): nearly every input of a binary
+	// request carries that one parameter, and a map for it cost more than
+	// the rest of its header.
+	size  any
+	sized bool
 }
+
+// binaryDataSize is the input's binary_data_size parameter, if it has
+// one, wherever it is kept.
+func (t *jsonTensor) binaryDataSize() (any, bool) {
+	if t.sized {
+		return t.size, true
+	}
+	v, ok := t.Parameters[dataSizeParam]
+	return v, ok
+}
+
+// liftSize moves a numeric binary_data_size out of the parameters, which
+// become nil where nothing else is left in them: a request decoded by
+// encoding/json as decodeFixed reads it.
+func (t *jsonTensor) liftSize() {
+	v, ok := t.Parameters[dataSizeParam].(float64)
+	if !ok {
+		return
+	}
+	t.size, t.sized = v, true
+	delete(t.Parameters, dataSizeParam)
+	if len(t.Parameters) == 0 {
+		t.Parameters = nil
+	}
+}
+
+// dataSizeParam is the binary tensor extension's parameter giving an
+// input's or output's bytes of binary data.
+const dataSizeParam = "binary_data_size"
 
 // jsonDataTensor is a tensor whose data is Go values, written as JSON: an
 // answer's outputs, a client's inputs (client.go).
@@ -223,7 +258,7 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 			}
 			var bs [][]byte
 			var err error
-			if v, ok := in.Parameters["binary_data_size"]; ok {
+			if v, ok := in.binaryDataSize(); ok {
 				n, ok := v.(float64)
 				if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
 					return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
@@ -249,7 +284,7 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 			return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
-		if v, ok := in.Parameters["binary_data_size"]; ok {
+		if v, ok := in.binaryDataSize(); ok {
 			n, ok := v.(float64)
 			if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
 				return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))

@@ -33,7 +33,7 @@ func decodeFixed(header []byte) (jr jsonRequest, ok bool) {
 		case 0:
 			jr.ID, ok = p.str()
 		case 1:
-			jr.Parameters, ok = p.params()
+			jr.Parameters, ok = p.params(nil)
 		case 2:
 			jr.Inputs, ok = p.inputs()
 		default:
@@ -227,12 +227,13 @@ func (p *fixedParser) shape() ([]int64, bool) {
 }
 
 // params reads a parameters object: strings, numbers (float64s), true,
-// false and null directly, lists and objects with encoding/json.
-func (p *fixedParser) params() (map[string]any, bool) {
+// false and null directly, lists and objects with encoding/json. Those of
+// an input (in) keep a numeric binary_data_size in it, as liftSize does.
+func (p *fixedParser) params(in *jsonTensor) (map[string]any, bool) {
 	if p.null() {
 		return nil, true
 	}
-	m := map[string]any{}
+	var m map[string]any
 	ok := p.members(func(key []byte) bool {
 		name, known := protocolKey(key)
 		if !known {
@@ -279,9 +280,26 @@ func (p *fixedParser) params() (map[string]any, bool) {
 			}
 			v = f
 		}
+		if in != nil && name == dataSizeParam {
+			if _, number := v.(float64); number {
+				in.size, in.sized = v, true
+				delete(m, name)
+				return true
+			}
+			in.size, in.sized = nil, false
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
 		m[name] = v
 		return true
 	})
+	switch {
+	case in != nil && in.sized && len(m) == 0:
+		m = nil
+	case m == nil:
+		m = map[string]any{} // {}, which encoding/json makes a map
+	}
 	return m, ok
 }
 
@@ -290,8 +308,8 @@ func (p *fixedParser) params() (map[string]any, bool) {
 // made for each.
 func protocolKey(key []byte) (string, bool) {
 	switch string(key) {
-	case "binary_data_size":
-		return "binary_data_size", true
+	case dataSizeParam:
+		return dataSizeParam, true
 	case "binary_data":
 		return "binary_data", true
 	case "binary_data_output":
@@ -319,7 +337,7 @@ func (p *fixedParser) inputs() ([]jsonTensor, bool) {
 			case 2:
 				in.Datatype, ok = p.datatype()
 			case 3:
-				in.Parameters, ok = p.params()
+				in.Parameters, ok = p.params(&in)
 			default:
 				p.space()
 				start := p.i
@@ -347,7 +365,7 @@ func (p *fixedParser) outputs(jr *jsonRequest) bool {
 			if field == 0 {
 				out.Name, ok = p.str()
 			} else {
-				out.Parameters, ok = p.params()
+				out.Parameters, ok = p.params(nil)
 			}
 			return ok
 		})

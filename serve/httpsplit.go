@@ -40,6 +40,7 @@ func decodeHeader(header []byte, split bool) (jsonRequest, error) {
 			if err := json.Unmarshal(stripped, &jr); err != nil || len(jr.Inputs) != len(spans) {
 				return decodeJSON(header) // the whole decoding says what is wrong
 			} else if join(&jr, header, spans) {
+				jr.liftSizes()
 				return jr, nil
 			}
 			return decodeJSON(header)
@@ -51,7 +52,15 @@ func decodeHeader(header []byte, split bool) (jsonRequest, error) {
 func decodeJSON(header []byte) (jsonRequest, error) {
 	var jr jsonRequest
 	err := json.NewDecoder(bytes.NewReader(header)).Decode(&jr)
+	jr.liftSizes()
 	return jr, err
+}
+
+// liftSizes lifts every input's binary_data_size (liftSize).
+func (jr *jsonRequest) liftSizes() {
+	for i := range jr.Inputs {
+		jr.Inputs[i].liftSize()
+	}
 }
 
 // join gives the inputs their data values, reporting false where a value
@@ -71,7 +80,7 @@ func join(jr *jsonRequest, header []byte, spans []*dataSpan) bool {
 func binaryDataValid(jr *jsonRequest) bool {
 	for i := range jr.Inputs {
 		in := &jr.Inputs[i]
-		if _, binary := in.Parameters["binary_data_size"]; binary && in.Data != nil && !json.Valid(in.Data) {
+		if _, binary := in.binaryDataSize(); binary && in.Data != nil && !json.Valid(in.Data) {
 			return false
 		}
 	}

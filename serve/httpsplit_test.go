@@ -138,6 +138,13 @@ func FuzzDecodeFixed(f *testing.F) {
 		`{"inputs":[{"Name":"x","Shape":[-0],"DATA":"s","Parameters":{}}]}`,
 		`{"id":"a\"b","parameters":{"k":"\n"},"inputs":[{"name":"x\u00e9","datatype":"\/"}]}`,
 		`{"parameters":{"k\u00e9":1}}`,
+		// An input's numeric binary_data_size is kept apart from its
+		// other parameters (liftSize), the last of a key given twice
+		// winning, as in encoding/json's map.
+		`{"inputs":[{"name":"x","parameters":{"binary_data_size":"8","binary_data_size":8}}]}`,
+		`{"inputs":[{"name":"x","parameters":{"binary_data_size":8,"binary_data_size":null}}]}`,
+		`{"inputs":[{"name":"x","parameters":{"binary_data_size":8,"k":[1]}},{"name":"y","parameters":{}}]}`,
+		`{"parameters":{"binary_data_size":8},"outputs":[{"name":"z","parameters":{"binary_data_size":8}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
