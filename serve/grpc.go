@@ -228,24 +228,6 @@ const streamInFlight = 256
 func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStreamInferServer) error {
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
-	// The stream is read on its own goroutine, so that the handler can
-	// stop taking requests while a read waits: at a drain, or when the
-	// client goes away.
-	reqs, recvErr := make(chan *oippb.ModelInferRequest), make(chan error, 1)
-	go func() {
-		for {
-			r, err := st.Recv()
-			if err != nil {
-				recvErr <- err
-				return
-			}
-			select {
-			case reqs <- r:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	var (
 		wg      sync.WaitGroup
 		sendMu  sync.Mutex
@@ -268,13 +250,27 @@ func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStream
 	// Requests are answered by workers that live as long as the stream,
 	// at most streamInFlight of them: a request goes to an idle one, or to
 	// a new one, or waits for one to be idle. (A goroutine per request
-	// grew a fresh stack through the engine's calls every time.)
+	// grew a fresh stack through the engine's calls every time.) The
+	// stream is read on a goroutine of its own, which hands each request
+	// to a worker itself, so that the handler can stop taking requests
+	// while a read waits: at a drain, or when the client goes away. Once
+	// stop is closed, or taken set (under takeMu), no request is taken.
 	work := make(chan *oippb.ModelInferRequest)
-	workers := 0
-	take := func(r *oippb.ModelInferRequest) {
+	stop := make(chan struct{})
+	var (
+		takeMu  sync.Mutex
+		stopped bool
+		workers int
+	)
+	take := func(r *oippb.ModelInferRequest) bool {
+		takeMu.Lock()
+		defer takeMu.Unlock()
+		if stopped {
+			return false
+		}
 		select {
 		case work <- r:
-			return
+			return true
 		default:
 		}
 		if workers < streamInFlight {
@@ -284,37 +280,53 @@ func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStream
 					answer(r)
 				}
 			})
-			return
+			return true
 		}
 		select {
 		case work <- r:
+			return true
+		case <-stop:
 		case <-ctx.Done():
 		}
+		return false
 	}
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			if !take(r) {
+				return
+			}
+		}
+	}()
 	// finish waits for the requests taken and ends the stream with err,
 	// or with the error that stopped the answers.
 	finish := func(err error) error {
+		close(stop)
+		takeMu.Lock()
+		stopped = true
 		close(work)
+		takeMu.Unlock()
 		wg.Wait()
 		if sendErr != nil {
 			return sendErr
 		}
 		return err
 	}
-	for {
-		select {
-		case r := <-reqs:
-			take(r)
-		case err := <-recvErr:
-			if err == io.EOF {
-				err = nil
-			}
-			return finish(err)
-		case <-g.s.drained:
-			return finish(status.Error(codes.Unavailable, "the server is draining: the requests of this stream read so far are answered; send the others to another replica"))
-		case <-ctx.Done():
-			return finish(status.FromContextError(ctx.Err()).Err())
+	select {
+	case err := <-recvErr:
+		if err == io.EOF {
+			err = nil
 		}
+		return finish(err)
+	case <-g.s.drained:
+		return finish(status.Error(codes.Unavailable, "the server is draining: the requests of this stream read so far are answered; send the others to another replica"))
+	case <-ctx.Done():
+		return finish(status.FromContextError(ctx.Err()).Err())
 	}
 }
 
