@@ -254,7 +254,7 @@ func (g *grpcService) ModelStreamInfer(st oippb.GRPCInferenceService_ModelStream
 	// stream is read on a goroutine of its own, which hands each request
 	// to a worker itself, so that the handler can stop taking requests
 	// while a read waits: at a drain, or when the client goes away. Once
-	// stop is closed, or taken set (under takeMu), no request is taken.
+	// stop is closed, or stopped set (under takeMu), no request is taken.
 	work := make(chan *oippb.ModelInferRequest)
 	stop := make(chan struct{})
 	var (

@@ -36,9 +36,9 @@ type tourStep struct {
 	// keep shortens the output for the README; nil keeps all of it.
 	keep func(lines []string) []string
 	// vary masks what differs from run to run and machine to machine
-	// (times, measured rates, the execution planned on the cores, the last
-	// digits of a model's floats) where the README's output is compared
-	// with the command's; nil masks nothing.
+	// (times, measured rates, the execution planned on the cores, Go's
+	// processors, the last digits of a model's floats) where the README's
+	// output is compared with the command's; nil masks nothing.
 	vary func(string) string
 }
 
@@ -58,7 +58,7 @@ var tour = []tourStep{
 	{args: "inspect /tmp/plan.json --stats /tmp/responses.json", keep: sections("what the running engine", ""),
 		vary: masking(`\d+(\.\d+)? ?(ms|%|ns/element)`)},
 	{args: serveArgs,
-		vary: masking(`time=\S+|elapsed=\S+|execution="[^"]*"`)},
+		vary: masking(`time=\S+|elapsed=\S+|execution="[^"]*"|go_procs=\d+`)},
 	{args: "bench testdata/packages/image_padded --requests testdata/packages/image_padded/requests.json --url " + tourHTTP + " --grpc " + tourGRPC + " --concurrency 8 --rounds 1",
 		vary: numbersIn(`^(http|grpc|  )`)},
 }
