@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,7 +30,7 @@ import (
 
 // PlanOptions say how PlanExecution measures.
 type PlanOptions struct {
-	// Cores is how many cores to divide (the process's CPUs when 0).
+	// Cores is how many cores to divide (CPUs when 0).
 	Cores int
 	// Clients is the most callers that send the requests at once (a
 	// closed loop; 8 per core, at least 64, when 0): enough to keep every
@@ -334,7 +333,7 @@ const ungroupedReason = "planned: its requests served more run one per invocatio
 
 func (po PlanOptions) withDefaults() PlanOptions {
 	if po.Cores <= 0 {
-		po.Cores = runtime.NumCPU()
+		po.Cores = CPUs()
 	}
 	if po.Clients <= 0 {
 		po.Clients = max(64, 8*po.Cores)

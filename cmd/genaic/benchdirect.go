@@ -90,7 +90,7 @@ func (b *bencher) openDirect() (target, error) {
 	if err != nil {
 		return nil, err
 	}
-	divisions := engine.Divisions(runtime.NumCPU())
+	divisions := engine.Divisions(engine.CPUs())
 	if !b.flags.planned() {
 		divisions = []vm.Candidate{{Slots: max(b.flags.workers, 1), Threads: b.flags.threads}}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/serve"
 )
 
@@ -84,7 +85,7 @@ func runServe(e *env, args []string) int {
 	}
 	ef.useCPUClass(e)
 	_, envProcs := os.LookupEnv("GOMAXPROCS")
-	if n := serveProcs(procs, envProcs, runtime.GOMAXPROCS(0)); n > 0 {
+	if n := serveProcs(procs, envProcs, engine.CPUs()); n > 0 {
 		// Restored on return, for a caller that goes on (the tests).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
@@ -244,9 +245,9 @@ func runServe(e *env, args []string) int {
 
 // serveProcs is the Go processor count a server runs with (0: leave it
 // as it is): the --procs flag where given, else GOMAXPROCS from the
-// environment where set (Go has applied it), else twice cpus, the
-// processors Go gives the process by default (its CPUs, or its
-// container's limit). An invocation computes in ONNX Runtime on the
+// environment where set (Go has applied it), else twice cpus, the CPUs
+// the process may use (engine.CPUs: Go's default count, a container's
+// limit included). An invocation computes in ONNX Runtime on the
 // thread that calls it and keeps that thread's processor until Go's
 // system monitor takes it back, so with one processor per CPU a request
 // that arrives while every processor is in an invocation waits for one

@@ -159,6 +159,25 @@ func closeToF32(got []float64, want []float32) bool {
 	return true
 }
 
+// TestServePlansTheCPUs: with GOMAXPROCS=1 in its environment, genaic
+// serve runs Go on one processor, as told, and still plans its models on
+// the CPUs the process may use (engine.CPUs), not on its processors.
+func TestServePlansTheCPUs(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "1")
+	p := startServe(t, imagePkg, "--workers=0")
+	defer func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+	}()
+	if got, _ := p.find("ready")["go_procs"].(float64); got != 1 {
+		t.Errorf("genaic serve with GOMAXPROCS=1 runs on %v processors, want 1", p.find("ready")["go_procs"])
+	}
+	x, _ := p.find("model loaded")["execution"].(string)
+	if want := fmt.Sprintf("planned on %d cores", engine.CPUs()); !strings.Contains(x, want) {
+		t.Errorf("genaic serve with GOMAXPROCS=1: execution %q, want it %s", x, want)
+	}
+}
+
 // TestServeSIGTERM: SIGTERM while 200 clients (150 HTTP, 50 gRPC) keep
 // sending requests: the server stops accepting, answers every request it
 // accepted (each answer correct), and exits 0; the requests it says it

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/serve"
 	"github.com/genaic/genaic/serve/oippb"
@@ -257,10 +258,10 @@ func TestServeEqualsRun(t *testing.T) {
 	if models, _ := p.find("ready")["models"].([]any); len(models) != len(ents) {
 		t.Errorf("genaic serve %s serves %v, want every package of %d", packagesDir, models, len(ents))
 	}
-	// The child's default processors are this process's (go test leaves
-	// GOMAXPROCS alone), and its environment is this one's.
+	// The child's CPUs are this process's, and its environment is this
+	// one's.
 	_, envProcs := os.LookupEnv("GOMAXPROCS")
-	want := cmp.Or(serveProcs(0, envProcs, runtime.GOMAXPROCS(0)), runtime.GOMAXPROCS(0))
+	want := cmp.Or(serveProcs(0, envProcs, engine.CPUs()), runtime.GOMAXPROCS(0))
 	if got, _ := p.find("ready")["go_procs"].(float64); int(got) != want {
 		t.Errorf("genaic serve runs on %v Go processors, want %d", p.find("ready")["go_procs"], want)
 	}
