@@ -68,7 +68,7 @@ func EncodeHTTP(req vm.Request, binary bool) (body []byte, hlen int, err error) 
 		if binary {
 			b := toBytes(ci.t)
 			blobs = append(blobs, b)
-			in.Parameters["binary_data_size"] = len(b)
+			in.Parameters[dataSizeParam] = len(b)
 		} else {
 			if in.Data, err = jsonData(ci.t); err != nil {
 				return nil, 0, fmt.Errorf("request %s: input `%s` %v", req.ID, ci.name, err)
@@ -144,7 +144,7 @@ func DecodeHTTP(hlen string, body []byte) (vm.Response, error) {
 			return vm.Response{}, err
 		}
 		var t *backend.Tensor
-		if v, ok := o.Parameters["binary_data_size"]; ok {
+		if v, ok := o.Parameters[dataSizeParam]; ok {
 			n, ok := v.(float64)
 			if !ok || n < 0 || n != float64(int(n)) || int(n) > len(blob) {
 				return vm.Response{}, fmt.Errorf("output `%s`: binary_data_size %v is not a size within the %d binary bytes left", o.Name, v, len(blob))

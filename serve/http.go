@@ -25,18 +25,17 @@ type jsonTensor struct {
 	Datatype   string          `json:"datatype"`
 	Parameters map[string]any  `json:"parameters,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
-	// A decoded request's input whose binary_data_size is a number has it
-	// here, not in Parameters (liftSize): nearly every input of a binary
-	// request carries that one parameter, and a map for it cost more than
-	// the rest of its header.
-	size  any
-	sized bool
+	// size is a decoded request's input's binary_data_size where it is a
+	// number (a float64; else nil), kept here, not in Parameters
+	// (liftSize): nearly every input of a binary request carries that one
+	// parameter, and a map for it cost more than the rest of its header.
+	size any
 }
 
 // binaryDataSize is the input's binary_data_size parameter, if it has
 // one, wherever it is kept.
 func (t *jsonTensor) binaryDataSize() (any, bool) {
-	if t.sized {
+	if t.size != nil {
 		return t.size, true
 	}
 	v, ok := t.Parameters[dataSizeParam]
@@ -51,7 +50,7 @@ func (t *jsonTensor) liftSize() {
 	if !ok {
 		return
 	}
-	t.size, t.sized = v, true
+	t.size = v
 	delete(t.Parameters, dataSizeParam)
 	if len(t.Parameters) == 0 {
 		t.Parameters = nil

@@ -282,11 +282,11 @@ func (p *fixedParser) params(in *jsonTensor) (map[string]any, bool) {
 		}
 		if in != nil && name == dataSizeParam {
 			if _, number := v.(float64); number {
-				in.size, in.sized = v, true
+				in.size = v
 				delete(m, name)
 				return true
 			}
-			in.size, in.sized = nil, false
+			in.size = nil
 		}
 		if m == nil {
 			m = map[string]any{}
@@ -295,7 +295,7 @@ func (p *fixedParser) params(in *jsonTensor) (map[string]any, bool) {
 		return true
 	})
 	switch {
-	case in != nil && in.sized && len(m) == 0:
+	case in != nil && in.size != nil && len(m) == 0:
 		m = nil
 	case m == nil:
 		m = map[string]any{} // {}, which encoding/json makes a map

@@ -213,7 +213,7 @@ func jsonAnswer(model, version, id string, outs []answerOutput) jsonResponse {
 			if ot.Parameters == nil {
 				ot.Parameters = map[string]any{}
 			}
-			ot.Parameters["binary_data_size"] = o.size
+			ot.Parameters[dataSizeParam] = o.size
 		} else {
 			ot.Data = o.data
 		}
