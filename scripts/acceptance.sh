@@ -21,7 +21,8 @@
 #   scripts/acceptance.sh sockets DIR...
 #       the server's part of a round alone (genaic serve of two packages,
 #       grouped and one request per invocation, loaded over HTTP and a gRPC
-#       stream, and the same bench in process), once per DIR.
+#       stream, and the same bench in process), once per DIR; its benches'
+#       rounds last ACCEPTANCE_SOCKETS_ROUND (default 1s).
 #   scripts/acceptance.sh pack OUT DIR...
 #       puts DIRs' binaries (each under OUT/builds/ by its folder's name)
 #       and the cache's ONNX Runtime library and models (OUT/cache),
@@ -151,15 +152,17 @@ packaged() { sed "s/^\([^\t]*\t\){/\1{\"package\":\"$1\",/"; }
 # declined to one request per invocation (package NAME+one), loaded by
 # genaic bench over HTTP with binary tensors and over a gRPC stream at 16
 # and 64 clients, beside the same bench in process (its grouped mode is
-# what the server is held to).
+# what the server is held to). Its rounds last a second, not bench's
+# default: a server's throughput over a short round moves with the
+# machine more than the changes it is measured to judge.
 sockets() {
-	local dir=$1 name pkg reqs one pid
+	local dir=$1 name pkg reqs one pid round=${ACCEPTANCE_SOCKETS_ROUND:-1s}
 	name=$(basename -- "$dir")
 	for pkg in text_packed:requests.json image_padded:requests64.json; do
 		reqs=$root/testdata/packages/${pkg%%:*}/${pkg#*:}
 		pkg=${pkg%%:*}
 		measure "$name" "$root" "$dir/genaic" bench "testdata/packages/$pkg" --requests "$reqs" \
-			--concurrency 16,64 --json | packaged "$pkg"
+			--concurrency 16,64 --round-time "$round" --json | packaged "$pkg"
 		for one in "" +one; do
 			local flags=(--http "127.0.0.1:$httpPort" --grpc "127.0.0.1:$grpcPort")
 			[ -z "$one" ] || flags+=(--decline '*=one request per invocation')
@@ -173,7 +176,7 @@ sockets() {
 			fi
 			if ! measure "$name" "$root" "$dir/genaic" bench "testdata/packages/$pkg" --requests "$reqs" \
 				--url "http://127.0.0.1:$httpPort" --grpc "127.0.0.1:$grpcPort" --protocols http,grpc_stream \
-				--concurrency 16,64 --json | packaged "$pkg$one"; then
+				--concurrency 16,64 --round-time "$round" --json | packaged "$pkg$one"; then
 				kill "$pid"
 				exit 1
 			fi
