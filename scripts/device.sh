@@ -47,9 +47,9 @@ run() {
 		bash "$root/scripts/acceptance.sh" unpack "$pack"
 	fi
 	export GENAIC_CACHE=$pack/cache
-	# The server's benches take rounds of 200 ms there, not a second: a
-	# round of every build must fit the machine's time, and a quiet
-	# machine's rate moves less between short rounds than a shared one's.
+	# The server's benches take rounds of 200 ms there, not a second, so
+	# that a round of every build fits the machine's time; their medians
+	# place the server rather than judge a change to it.
 	export ACCEPTANCE_SOCKETS_ROUND=${ACCEPTANCE_SOCKETS_ROUND:-200ms}
 	{ nproc; lscpu 2>/dev/null || true; } >"$out/machine.txt"
 	start=$SECONDS
