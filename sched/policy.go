@@ -10,13 +10,15 @@
 // runtime reports each run's time to the cost model (cost.go).
 //
 // This file is the policy, to be read top to bottom: the entries and the
-// queue; Next, which closes a group or says how long waiting may still
-// help it grow; how a group is formed (the oldest item, the compatible
-// items, every budget, the items past their delay first, the
-// padding-aware choice, the size cap, a burst in order of its extents);
-// when waiting can help (the closing decision, and a lone caller's); and
-// last the two sums a group is measured with: its budgets, the one place
-// a budget is summed and checked, and the padding it materializes.
+// queue, in order of priority and then of arrival; Next, which closes a
+// group or says how long waiting may still help it grow; how a group is
+// formed (the first item, the compatible items, the more urgent first,
+// every budget, the items past their delay first, the padding-aware
+// choice, the size cap, a burst in order of its extents); when waiting
+// can help (the closing decision, bounded by max_delay and by the items'
+// deadlines, and a lone caller's); and last the two sums a group is
+// measured with: its budgets, the one place a budget is summed and
+// checked, and the padding it materializes.
 package sched
 
 import (
@@ -40,9 +42,14 @@ type Entry struct {
 	// Nil where no input is padded.
 	Pad    []int64
 	Queued time.Time
+	// Priority orders the queue: an item of a lower Priority is taken
+	// before every item of a higher one, whenever it came; items of one
+	// Priority are taken in the order they came. 0 is the default.
+	Priority int
 	// Ctx is the context of the item's request (nil: never cancelled): an
 	// item whose request is cancelled while it waits leaves the queue
-	// (Scheduler).
+	// (Scheduler), and its deadline bounds how long its group waits for
+	// more items.
 	Ctx context.Context
 	// Owner is the caller's own record of the item, handed back with its
 	// group; the policy never reads it.
@@ -64,7 +71,7 @@ type Key struct {
 	Alone bool
 }
 
-// compatible reports whether e may join a group whose oldest item is head.
+// compatible reports whether e may join a group whose first item is head.
 func compatible(head, e *Entry) bool {
 	if head.Key.Alone || e.Key.Alone {
 		return head == e
@@ -109,7 +116,7 @@ type Policy struct {
 	// one arrival, or run an item without queuing it).
 	Arrivals Arrivals
 
-	queue []*Entry // waiting items, oldest first
+	queue []*Entry // waiting items, by Priority, then oldest first
 	// sorted says the queue holds one burst in order of its items' padded
 	// extents (sortBurst), until the next arrival: groups take them in
 	// queue order.
@@ -131,14 +138,26 @@ func New(b *Budgets, pads Pads, solo bool, maxDelay time.Duration) *Policy {
 // Len is how many items wait.
 func (p *Policy) Len() int { return len(p.queue) }
 
-// Queue returns the waiting items, oldest first, for the caller to read;
-// it is valid until the queue next changes.
+// Queue returns the waiting items in the order groups take them (by
+// Priority, then oldest first), for the caller to read; it is valid until
+// the queue next changes.
 func (p *Policy) Queue() []*Entry { return p.queue }
 
-// Push queues an item at the end.
+// Push queues an item after every item of its Priority or a lower one:
+// at the end, unless a less urgent item waits.
 func (p *Policy) Push(e *Entry) {
-	p.queue = append(p.queue, e)
 	p.sorted = false
+	n := len(p.queue)
+	if n == 0 || p.queue[n-1].Priority <= e.Priority {
+		p.queue = append(p.queue, e)
+		return
+	}
+	at := n - 1
+	for at > 0 && p.queue[at-1].Priority > e.Priority {
+		at--
+	}
+	p.queue = slices.Insert(p.queue, at, e)
+	p.held.stale = true // Holds's scan only follows items joining at the end
 }
 
 // Drop removes the waiting items drop reports true for (called once per
@@ -210,8 +229,8 @@ func (p *Policy) Filled() bool {
 // that forming stays cheap however long the queue is.
 const lookahead = 256
 
-// formation is a group being chosen from the queue: the oldest waiting
-// item, then the compatible items that fit every budget, the cost model's
+// formation is a group being chosen from the queue: its first waiting
+// item (the oldest of the most urgent), then the compatible items that fit every budget, the cost model's
 // cap, and (where inputs are padded) pay for the padding they add.
 type formation struct {
 	q       []*Entry
@@ -248,6 +267,11 @@ func (p *Policy) form(now time.Time, share int) *formation {
 		f.closing = true
 		return f
 	}
+	padded := !p.pads.none()
+	f.payable = math.Inf(1)
+	if padded {
+		f.payable = p.Cost.Payable()
+	}
 	// Items past their delay bound go first, oldest first, whatever they
 	// cost in padding: no item waits longer than max_delay because
 	// padding-aware choices passed it by. They are added as the scan
@@ -255,42 +279,52 @@ func (p *Policy) form(now time.Time, share int) *formation {
 	// them could join it.
 	overdue := now.Add(-p.maxDelay) // an item queued at or before it is overdue
 	if p.sorted {
-		f.payable = p.Cost.Payable()
 		f.inQueue(head, overdue)
 		return f
 	}
-	rest := f.rest
-	for i := 1; i < len(p.queue) && i <= lookahead; i++ {
+	// The queue is in order of priority, and so is the scan: the items of
+	// one priority are chosen (the overdue as they come, then the others)
+	// before any item of the next, which joins only a group that no
+	// budget closed on a more urgent item.
+	level, rest := head.Priority, f.rest
+	for i := 1; i < len(p.queue) && i <= lookahead && !f.full(); i++ {
 		e := p.queue[i]
 		if !compatible(head, e) {
 			continue
+		}
+		if e.Priority != level {
+			if f.choose(rest, padded); f.full() {
+				break
+			}
+			level, rest = e.Priority, rest[:0]
 		}
 		if e.Queued.After(overdue) {
 			rest = append(rest, i)
 			continue
 		}
-		if f.consider(i, true); f.full() {
-			break
-		}
+		f.consider(i, true)
 	}
-	f.rest = rest
-	if f.full() {
-		return f
+	if !f.full() {
+		f.choose(rest, padded)
 	}
-	if p.pads.none() {
-		f.payable = math.Inf(1)
-		for _, i := range rest {
-			f.consider(i, false)
-		}
-		return f
-	}
-	f.payable = p.Cost.Payable()
-	f.padAware(rest)
+	f.rest = rest[:0]
 	return f
 }
 
+// choose adds the candidates of one priority that are within their delay:
+// in queue order, or, where inputs are padded, by the padding they add.
+func (f *formation) choose(cands []int, padded bool) {
+	if padded {
+		f.padAware(cands)
+		return
+	}
+	for _, i := range cands {
+		f.consider(i, false)
+	}
+}
+
 // padAware adds the candidates in order of the padding each would add to
-// the group of its oldest item (the oldest among equals), while room is
+// the group of its first item (the oldest among equals), while room is
 // left, so that a padded rectangle holds items of like extents. Ranking
 // once against the head, rather than again after every join, keeps
 // forming a group linear in the candidates and their sort. A candidate
@@ -361,7 +395,27 @@ func paysWithin(waste int64, payable float64) bool {
 	return waste <= 0 || float64(waste) <= payable
 }
 
-func (f *formation) head() *Entry { return f.q[f.chosen[0]] }
+// bounds are what the chosen items' waits are bounded by: when the oldest
+// of them was queued, and the earliest deadline of their requests (zero
+// where none has one). Items of one request share its context, which is
+// asked once per run of them.
+func (f *formation) bounds() (oldest, deadline time.Time) {
+	var ctx context.Context
+	for k, i := range f.chosen {
+		e := f.q[i]
+		if k == 0 || e.Queued.Before(oldest) {
+			oldest = e.Queued
+		}
+		if e.Ctx == nil || e.Ctx == ctx {
+			continue
+		}
+		ctx = e.Ctx
+		if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+			deadline = d
+		}
+	}
+	return oldest, deadline
+}
 
 // reset empties the formation for the next group from queue q, keeping its
 // storage.
@@ -426,7 +480,7 @@ func (p *Policy) sortBurst() {
 		return
 	}
 	for _, e := range q[1:] {
-		if !e.Queued.Equal(q[0].Queued) {
+		if !e.Queued.Equal(q[0].Queued) || e.Priority != q[0].Priority {
 			return
 		}
 	}
@@ -484,7 +538,10 @@ func (r rankedItem) at() int { return int(r & (1<<rankAtBits - 1)) }
 //     already waiting here (and a batch run in lockstep promises the items
 //     it is queuing, so the last group of a burst never waits out the
 //     delay);
-//   - its oldest item has waited max_delay, the upper bound of every wait;
+//   - its oldest item has waited max_delay, the upper bound of every wait
+//     (a less urgent item in it may be older than the first);
+//   - waiting longer would end its run past the deadline of one of its
+//     items' requests (the expected run before it);
 //   - the next arrival, judged from the measured arrival rate, would come
 //     after a run of the group would end, or is overdue (the stream paused
 //     or ended).
@@ -495,7 +552,12 @@ func (p *Policy) worthWaiting(f *formation, now time.Time, o Outlook) time.Durat
 	if p.solo || f.full() || p.maxDelay <= 0 {
 		return 0
 	}
-	left := p.maxDelay - now.Sub(f.head().Queued)
+	oldest, deadline := f.bounds()
+	left := p.maxDelay - now.Sub(oldest)
+	if !deadline.IsZero() {
+		run, _ := p.Cost.ExpectedRun()
+		left = min(left, deadline.Sub(now)-run)
+	}
 	switch {
 	case left <= 0:
 		return 0
@@ -565,7 +627,7 @@ type holdScan struct {
 }
 
 // Holds reports whether the queue already holds n full groups, taken
-// compatible with the oldest item, in queue order, each closed where a
+// compatible with the first item, in queue order, each closed where a
 // budget or the cap binds. It is a cheap test that spares forming a group
 // (which ranks the candidates): the scan resumes where it stopped, so a
 // burst is scanned once, not once per arrival, until items leave the

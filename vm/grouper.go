@@ -67,13 +67,14 @@ const (
 )
 
 // hold makes p the entry of item it of spec, queued at t: what admission
-// computed of the item, for the policy.
+// computed of the item, for the policy (its request's context already
+// set).
 func (p *pending) hold(spec *componentSpec, it *item, t time.Time) {
 	// Field by field: a literal naming p would be built aside and copied.
 	p.it = it
 	p.e.Key = entryKey(it)
 	p.e.Terms, p.e.Pad = spec.terms(it), spec.padParts(it)
-	p.e.Queued, p.e.Owner = t, p
+	p.e.Queued, p.e.Priority, p.e.Owner = t, PriorityOf(p.e.Ctx), p
 }
 
 // answer hands an item its share.

@@ -1,0 +1,145 @@
+package sched
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// urgent is an image entry of priority level.
+func urgent(patches int64, t time.Time, level int) *Entry {
+	e := image(patches, t)
+	e.Priority = level
+	return e
+}
+
+// TestPriorityOrdersTheQueue: an item joins the queue after every item of
+// its priority or a more urgent one, and before the less urgent ones,
+// whenever they came; items of one priority keep their order.
+func TestPriorityOrdersTheQueue(t *testing.T) {
+	p := imagePolicy(time.Second)
+	now := time.Now()
+	var want [5]*Entry
+	for i, level := range []int{0, 0, -1, 3, -1} {
+		e := urgent(int64(i+1), now.Add(time.Duration(i)), level)
+		p.Push(e)
+		want[i] = e
+	}
+	// -1 (pushed 3rd, 5th), 0 (1st, 2nd), 3 (4th).
+	if got := p.Queue(); !slices.Equal(got, []*Entry{want[2], want[4], want[0], want[1], want[3]}) {
+		t.Errorf("queue by patches %v, want [3 5 1 2 4]", patchesOf(got))
+	}
+}
+
+// TestMoreUrgentItemsGroupFirst: a group is formed from the most urgent
+// waiting item, takes the items of its priority before any less urgent
+// one (the overdue less urgent ones included), and fills what room is
+// left with less urgent items, unless a budget kept an urgent item out.
+func TestMoreUrgentItemsGroupFirst(t *testing.T) {
+	now := time.Now()
+	p := imagePolicy(time.Millisecond)
+	late := now.Add(-time.Hour) // long past the delay
+	for range 10 {
+		p.Push(urgent(1, late, 2))
+	}
+	for range 10 {
+		p.Push(urgent(1, now, 1))
+	}
+	group, _ := p.Next(now, Outlook{Closed: true}, nil)
+	levels := map[int]int{}
+	for _, e := range group {
+		levels[e.Priority]++
+	}
+	if len(group) != 16 || levels[1] != 10 || levels[2] != 6 {
+		t.Errorf("group of %d, by priority %v; want the 10 urgent items and 6 of the others", len(group), levels)
+	}
+
+	// 4096 image-patches a group, padded: an urgent image of 1000 patches,
+	// then one of 3000, which would make it 2 × 3000, and a less urgent one
+	// of 1000, which would fit. A group that a budget closed on an urgent
+	// item takes no less urgent one.
+	p = imagePolicy(time.Hour)
+	p.Push(urgent(1000, now, 0))
+	p.Push(urgent(3000, now, 0))
+	p.Push(urgent(1000, now, 1))
+	for _, want := range [][]int64{{1000}, {3000}, {1000}} {
+		if group, _ := p.Next(now, Outlook{Closed: true}, nil); !slices.Equal(patchesOf(group), want) {
+			t.Errorf("a group took %v, want %v", patchesOf(group), want)
+		}
+	}
+}
+
+// TestPriorityKeepsBurstsApart: a burst whose items differ in priority is
+// not reordered by extent: its levels stay in order.
+func TestPriorityKeepsBurstsApart(t *testing.T) {
+	p := paddingCostly(imagePolicy(time.Second))
+	now := time.Now()
+	for i, patches := range []int64{60, 2, 60, 2} {
+		p.Push(urgent(patches, now, i%2))
+	}
+	p.sortBurst()
+	if p.sorted {
+		t.Fatal("a burst of two priorities was sorted by extent")
+	}
+	if got := patchesOf(p.Queue()); !slices.Equal(got, []int64{60, 60, 2, 2}) {
+		t.Errorf("queue %v, want the level-0 items first: [60 60 2 2]", got)
+	}
+}
+
+// TestHoldsSeesAnInsertedItem: Holds's scan, which follows items joining
+// at the end, starts over when a more urgent item is inserted before it.
+func TestHoldsSeesAnInsertedItem(t *testing.T) {
+	p := imagePolicy(0)
+	now := time.Now()
+	p.Push(urgent(1, now, 1))
+	p.Push(urgent(1, now, 1))
+	if p.Holds(1) {
+		t.Fatal("two images of one patch hold a full group")
+	}
+	// Padded to 3000 patches, two images take 6000 of 4096 image-patches.
+	p.Push(urgent(3000, now, 0))
+	if !p.Holds(1) {
+		t.Error("an image of 3000 patches inserted before two of one: Holds(1) is false")
+	}
+}
+
+// TestDeadlineBoundsTheWait: a group whose items may still be joined
+// waits up to max_delay, but no longer than leaves its expected run time
+// before the earliest deadline of its items' requests; one that cannot
+// end its run by that deadline closes at once.
+func TestDeadlineBoundsTheWait(t *testing.T) {
+	now := time.Now()
+	p := imagePolicy(time.Second)
+	p.Cost.Observe(1, 1, 1, 2*time.Millisecond) // groups run for 2 ms
+	soon, cancel := context.WithDeadline(context.Background(), now.Add(10*time.Millisecond))
+	defer cancel()
+	e := image(4, now)
+	p.Push(e)
+	coming := Outlook{Coming: true}
+	if _, wait := p.Next(now, coming, nil); wait != time.Second {
+		t.Errorf("no deadline: the group waits %v, want max_delay (1s)", wait)
+	}
+	e2 := image(4, now)
+	e2.Ctx = soon
+	p.Push(e2)
+	if _, wait := p.Next(now, coming, nil); wait != 8*time.Millisecond {
+		t.Errorf("a deadline 10ms away, runs of 2ms: the group waits %v, want 8ms", wait)
+	}
+	if group, wait := p.Next(now.Add(9*time.Millisecond), coming, nil); len(group) != 2 {
+		t.Errorf("1ms before the deadline: a group of %d formed (wait %v), want both items at once", len(group), wait)
+	}
+}
+
+// TestOldestItemBoundsTheWait: a group waits no longer than max_delay
+// after its oldest item was queued, which is not its first where a less
+// urgent item has waited longer than the urgent one it joins.
+func TestOldestItemBoundsTheWait(t *testing.T) {
+	now := time.Now()
+	p := imagePolicy(10 * time.Millisecond)
+	p.Push(urgent(4, now.Add(-6*time.Millisecond), 1))
+	p.Push(urgent(4, now, 0))
+	if _, wait := p.Next(now, Outlook{Coming: true}, nil); wait != 4*time.Millisecond {
+		t.Errorf("the less urgent item queued 6ms ago: the group waits %v, want 4ms", wait)
+	}
+}
