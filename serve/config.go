@@ -31,7 +31,16 @@ type ModelConfig struct {
 	// frames, audio clips) may take decoded and preprocessed
 	// (engine.Config.MaxMediaBytes).
 	MaxMediaBytes int64 `yaml:"max_media_bytes"`
+	// DefaultPriority is the priority of the requests that name none (the
+	// `priority` parameter), from 1, the most urgent, to MaxPriority; 0:
+	// DefaultPriority.
+	DefaultPriority int `yaml:"default_priority"`
 }
+
+// DefaultPriority is a model's default_priority where none is set: the
+// most urgent, so that a request's priority can only make it less urgent
+// unless the model's default is raised.
+const DefaultPriority = 1
 
 // Over returns c with the fields it leaves unset taken from d.
 func (c ModelConfig) Over(d ModelConfig) ModelConfig {
@@ -53,6 +62,9 @@ func (c ModelConfig) Over(d ModelConfig) ModelConfig {
 	if c.MaxMediaBytes == 0 {
 		c.MaxMediaBytes = d.MaxMediaBytes
 	}
+	if c.DefaultPriority == 0 {
+		c.DefaultPriority = d.DefaultPriority
+	}
 	return c
 }
 
@@ -69,11 +81,21 @@ func (c ModelConfig) check(where string) error {
 	}
 	checks = append(checks, named("workers", c.Workers, engine.CheckWorkers(c.Workers)),
 		named("threads", c.Threads, engine.CheckThreads(c.Threads)),
-		named("max_media_bytes", c.MaxMediaBytes, engine.CheckMaxMediaBytes(c.MaxMediaBytes)))
+		named("max_media_bytes", c.MaxMediaBytes, engine.CheckMaxMediaBytes(c.MaxMediaBytes)),
+		named("default_priority", c.DefaultPriority, CheckDefaultPriority(c.DefaultPriority)))
 	for _, err := range checks {
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
+	}
+	return nil
+}
+
+// CheckDefaultPriority refuses a default_priority outside 0 (unset) to
+// MaxPriority.
+func CheckDefaultPriority(p int) error {
+	if p < 0 || p > MaxPriority {
+		return fmt.Errorf("want a priority from 1 (the most urgent) to %d", MaxPriority)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -171,12 +170,12 @@ func (g *grpcService) infer(ctx context.Context, r *oippb.ModelInferRequest, pro
 	if err != nil {
 		return nil, vm.Response{}, err
 	}
-	req, timeout, err := decodeGRPC(md, r)
+	req, cp, err := decodeGRPC(md, r)
 	if err != nil {
 		g.s.refused(md, protocol, err)
 		return nil, vm.Response{}, grpcError(err)
 	}
-	resp := g.s.infer(ctx, md, protocol, req, timeout)
+	resp := g.s.infer(ctx, md, protocol, req, cp)
 	out, err := message(md, r, resp)
 	return out, resp, err
 }
@@ -343,75 +342,76 @@ func (g *grpcService) streamAnswer(ctx context.Context, r *oippb.ModelInferReque
 	return &oippb.ModelStreamInferResponse{InferResponse: out}, resp
 }
 
-func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, time.Duration, error) {
+func decodeGRPC(md *Model, r *oippb.ModelInferRequest) (vm.Request, callParams, error) {
 	req := vm.Request{ID: r.Id, Inputs: make(map[string]*backend.Tensor, len(r.Inputs))}
 	raw := r.RawInputContents
 	if len(raw) > 0 && len(raw) != len(r.Inputs) {
-		return req, 0, inputErr("raw_input_contents holds %d entries for %d inputs: give one per input, or none", len(raw), len(r.Inputs))
+		return req, callParams{}, inputErr("raw_input_contents holds %d entries for %d inputs: give one per input, or none", len(raw), len(r.Inputs))
 	}
 	for i, in := range r.Inputs {
 		if in.Datatype == "BYTES" {
 			if err := md.checkBytes(in.Name, in.Shape, in.Parameters[itemsParam] != nil); err != nil {
-				return req, 0, err
+				return req, callParams{}, err
 			}
 			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
-				return req, 0, inputErr("input `%s` is given twice", in.Name)
+				return req, callParams{}, inputErr("input `%s` is given twice", in.Name)
 			}
 			var bs [][]byte
 			if len(raw) > 0 {
 				var err error
 				if bs, err = splitBytes(in.Name, raw[i], in.Shape[0]); err != nil {
-					return req, 0, err
+					return req, callParams{}, err
 				}
 			} else {
 				bs = in.GetContents().GetBytesContents()
 				if int64(len(bs)) != in.Shape[0] {
-					return req, 0, inputErr("BYTES input `%s` has shape %v but its bytes_contents hold %d elements", in.Name, in.Shape, len(bs))
+					return req, callParams{}, inputErr("BYTES input `%s` has shape %v but its bytes_contents hold %d elements", in.Name, in.Shape, len(bs))
 				}
 			}
 			if err := md.addBytes(&req, in.Name, bs); err != nil {
-				return req, 0, err
+				return req, callParams{}, err
 			}
 			continue
 		}
 		dt, err := md.checkInput(in.Name, in.Datatype)
 		if err != nil {
-			return req, 0, err
+			return req, callParams{}, err
 		}
 		if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
-			return req, 0, inputErr("input `%s` is given twice", in.Name)
+			return req, callParams{}, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
 		if len(raw) > 0 {
 			if in.Contents != nil {
-				return req, 0, inputErr("input `%s` has contents while raw_input_contents is given: use one or the other", in.Name)
+				return req, callParams{}, inputErr("input `%s` has contents while raw_input_contents is given: use one or the other", in.Name)
 			}
 			t, err = fromBytes(in.Name, dt, in.Shape, raw[i])
 		} else {
 			t, err = fromContents(in.Name, dt, in.Shape, in.Contents)
 		}
 		if err != nil {
-			return req, 0, err
+			return req, callParams{}, err
 		}
 		if p := in.Parameters[itemsParam]; p != nil {
 			if err := addItems(&req.Items, in.Name, t, paramValue(p)); err != nil {
-				return req, 0, err
+				return req, callParams{}, err
 			}
 			continue
 		}
 		req.Inputs[in.Name] = t
 	}
 	if err := md.checkAsked(asked(r)); err != nil {
-		return req, 0, err
+		return req, callParams{}, err
 	}
-	var timeout time.Duration
+	var timeout, priority any
 	if p := r.Parameters["timeout"]; p != nil {
-		var err error
-		if timeout, err = parseTimeout(paramValue(p)); err != nil {
-			return req, 0, err
-		}
+		timeout = paramValue(p)
 	}
-	return req, timeout, nil
+	if p := r.Parameters["priority"]; p != nil {
+		priority = paramValue(p)
+	}
+	cp, err := readCallParams(timeout, priority)
+	return req, cp, err
 }
 
 // asked is the names of the outputs r asks for, in its order.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -190,13 +189,13 @@ func (s *Server) httpInfer(w http.ResponseWriter, r *http.Request, md *Model) {
 		s.bodyFailed(w, err)
 		return
 	}
-	req, asked, binaryOut, timeout, err := s.decodeHTTP(md, hlen, body)
+	req, asked, binaryOut, cp, err := s.decodeHTTP(md, hlen, body)
 	if err != nil {
 		s.refused(md, "http", err)
 		writeError(w, err)
 		return
 	}
-	resp := s.infer(r.Context(), md, "http", req, timeout)
+	resp := s.infer(r.Context(), md, "http", req, cp)
 	if resp.Err != nil {
 		writeError(w, resp.Err)
 		return
@@ -230,19 +229,19 @@ func readBody(r io.Reader, size, limit int64, hlen string) ([]byte, error) {
 
 // decodeHTTP reads an inference request: its JSON, and the binary data of
 // the inputs whose binary_data_size says so.
-func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []string, map[string]bool, time.Duration, error) {
+func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []string, map[string]bool, callParams, error) {
 	var req vm.Request
 	header, blob := body, []byte(nil)
 	if hlen != "" {
 		n, err := strconv.Atoi(hlen)
 		if err != nil || n < 0 || n > len(body) {
-			return req, nil, nil, 0, inputErr("header %s: %q is not a length within the body's %d bytes", HeaderLength, hlen, len(body))
+			return req, nil, nil, callParams{}, inputErr("header %s: %q is not a length within the body's %d bytes", HeaderLength, hlen, len(body))
 		}
 		header, blob = body[:n], body[n:]
 	}
 	jr, err := decodeHeader(header, !s.wholeJSON)
 	if err != nil {
-		return req, nil, nil, 0, inputErr("the request is no inference request JSON ({\"inputs\":[{\"name\",\"shape\",\"datatype\",\"data\"}]}): %v", err)
+		return req, nil, nil, callParams{}, inputErr("the request is no inference request JSON ({\"inputs\":[{\"name\",\"shape\",\"datatype\",\"data\"}]}): %v", err)
 	}
 	req.ID = jr.ID
 	req.Inputs = make(map[string]*backend.Tensor, len(jr.Inputs))
@@ -250,17 +249,17 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		if in.Datatype == "BYTES" {
 			_, items := in.Parameters[itemsParam]
 			if err := md.checkBytes(in.Name, in.Shape, items); err != nil {
-				return req, nil, nil, 0, err
+				return req, nil, nil, callParams{}, err
 			}
 			if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
-				return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
+				return req, nil, nil, callParams{}, inputErr("input `%s` is given twice", in.Name)
 			}
 			var bs [][]byte
 			var err error
 			if v, ok := in.binaryDataSize(); ok {
 				n, ok := v.(float64)
 				if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
-					return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
+					return req, nil, nil, callParams{}, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
 				}
 				bs, err = splitBytes(in.Name, blob[:int(n)], in.Shape[0])
 				blob = blob[int(n):]
@@ -268,25 +267,25 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 				bs, err = jsonBytes(in.Name, in.Data, in.Shape[0])
 			}
 			if err != nil {
-				return req, nil, nil, 0, err
+				return req, nil, nil, callParams{}, err
 			}
 			if err := md.addBytes(&req, in.Name, bs); err != nil {
-				return req, nil, nil, 0, err
+				return req, nil, nil, callParams{}, err
 			}
 			continue
 		}
 		dt, err := md.checkInput(in.Name, in.Datatype)
 		if err != nil {
-			return req, nil, nil, 0, err
+			return req, nil, nil, callParams{}, err
 		}
 		if req.Inputs[in.Name] != nil || req.Items[in.Name] != nil {
-			return req, nil, nil, 0, inputErr("input `%s` is given twice", in.Name)
+			return req, nil, nil, callParams{}, inputErr("input `%s` is given twice", in.Name)
 		}
 		var t *backend.Tensor
 		if v, ok := in.binaryDataSize(); ok {
 			n, ok := v.(float64)
 			if !ok || n < 0 || n != float64(int64(n)) || int(n) > len(blob) {
-				return req, nil, nil, 0, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
+				return req, nil, nil, callParams{}, inputErr("input `%s`: binary_data_size %v is not a size within the %d binary bytes left", in.Name, v, len(blob))
 			}
 			t, err = fromBytes(in.Name, dt, in.Shape, blob[:int(n)])
 			blob = blob[int(n):]
@@ -294,22 +293,22 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 			t, err = fromJSON(in.Name, dt, in.Shape, in.Data)
 		}
 		if err != nil {
-			return req, nil, nil, 0, err
+			return req, nil, nil, callParams{}, err
 		}
 		if v, ok := in.Parameters[itemsParam]; ok {
 			if err := addItems(&req.Items, in.Name, t, v); err != nil {
-				return req, nil, nil, 0, err
+				return req, nil, nil, callParams{}, err
 			}
 			continue
 		}
 		req.Inputs[in.Name] = t
 	}
 	if len(blob) > 0 {
-		return req, nil, nil, 0, inputErr("%d bytes of binary data follow the inputs that binary_data_size accounts for", len(blob))
+		return req, nil, nil, callParams{}, inputErr("%d bytes of binary data follow the inputs that binary_data_size accounts for", len(blob))
 	}
-	timeout, err := parseTimeout(jr.Parameters["timeout"])
+	cp, err := readCallParams(jr.Parameters["timeout"], jr.Parameters["priority"])
 	if err != nil {
-		return req, nil, nil, 0, err
+		return req, nil, nil, cp, err
 	}
 	binaryAll, _ := jr.Parameters["binary_data_output"].(bool)
 	binaryOut := map[string]bool{"": binaryAll}
@@ -318,13 +317,13 @@ func (s *Server) decodeHTTP(md *Model, hlen string, body []byte) (vm.Request, []
 		asked[i] = o.Name
 	}
 	if err := md.checkAsked(asked); err != nil {
-		return req, nil, nil, 0, err
+		return req, nil, nil, callParams{}, err
 	}
 	for _, o := range jr.Outputs {
 		b, ok := o.Parameters["binary_data"].(bool)
 		binaryOut[o.Name] = binaryAll || (ok && b)
 	}
-	return req, asked, binaryOut, timeout, nil
+	return req, asked, binaryOut, cp, nil
 }
 
 func (s *Server) writeHTTP(w http.ResponseWriter, md *Model, resp vm.Response, asked []string, binaryOut map[string]bool) {

@@ -318,6 +318,8 @@ func protocolKey(key []byte) (string, bool) {
 		return itemsParam, true
 	case "timeout":
 		return "timeout", true
+	case "priority":
+		return "priority", true
 	}
 	return "", false
 }

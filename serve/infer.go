@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -156,12 +157,12 @@ func (s *Server) refused(md *Model, protocol string, err error) {
 	md.stats.answered(true, 0)
 }
 
-// infer runs one decoded request on a model under the request's timeout,
-// counting it, and returns its response.
-func (s *Server) infer(ctx context.Context, md *Model, protocol string, req vm.Request, timeout time.Duration) vm.Response {
+// infer runs one decoded request on a model under the request's timeout
+// and at its priority, counting it, and returns its response.
+func (s *Server) infer(ctx context.Context, md *Model, protocol string, req vm.Request, cp callParams) vm.Response {
 	start := time.Now()
 	md.met.counted(protocol)
-	resp := s.admit(ctx, md, req, timeout)
+	resp := s.admit(ctx, md, req, cp)
 	took := time.Since(start)
 	md.met.latency.Observe(took.Seconds())
 	md.stats.answered(resp.Err != nil, took)
@@ -177,7 +178,7 @@ func (s *Server) infer(ctx context.Context, md *Model, protocol string, req vm.R
 	return resp
 }
 
-func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout time.Duration) vm.Response {
+func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, cp callParams) vm.Response {
 	s.mu.Lock()
 	if s.closed || !md.ready.Load() {
 		s.mu.Unlock()
@@ -199,12 +200,74 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, timeout t
 	defer md.met.depth.Dec()
 	md.stats.pending.Add(1)
 	defer md.stats.pending.Add(-1)
-	if timeout > 0 {
+	if cp.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, cp.timeout)
 		defer cancel()
 	}
-	return md.eng.Run(ctx, req)
+	return md.eng.Run(md.prioritized(ctx, cp.priority), req)
+}
+
+// prioritized is ctx for a request of priority p (0: the model's
+// default). The engine's levels are relative to the model's default, 0
+// (vm.WithPriority): a request of the default priority carries none.
+func (md *Model) prioritized(ctx context.Context, p int) context.Context {
+	if p == 0 || p == md.defaultPriority {
+		return ctx
+	}
+	return vm.WithPriority(ctx, p-md.defaultPriority)
+}
+
+// callParams are what a request's parameters ask of its run: a timeout
+// (0: none) and a priority (0: the model's default_priority).
+type callParams struct {
+	timeout  time.Duration
+	priority int
+}
+
+// readCallParams reads the `timeout` and `priority` parameters' values
+// (nil where a request has none).
+func readCallParams(timeout, priority any) (cp callParams, err error) {
+	if cp.timeout, err = parseTimeout(timeout); err != nil {
+		return callParams{}, err
+	}
+	if cp.priority, err = parsePriority(priority); err != nil {
+		return callParams{}, err
+	}
+	return cp, nil
+}
+
+// MaxPriority is the largest priority a request or a model's
+// default_priority may name.
+const MaxPriority = 1 << 20
+
+// parsePriority reads the `priority` parameter, as Triton's clients send
+// it: an integer, 1 the most urgent and larger ones less; 0 (or none) is
+// the model's default_priority.
+func parsePriority(v any) (int, error) {
+	bad := func() (int, error) {
+		return 0, inputErr("parameter `priority` %v: give an integer from 1 (the most urgent) to %d, or 0 for the model's default", v, MaxPriority)
+	}
+	switch t := v.(type) {
+	case nil:
+		return 0, nil
+	case float64: // a JSON number
+		if t != math.Trunc(t) || t < 0 || t > MaxPriority {
+			return bad()
+		}
+		return int(t), nil
+	case int64:
+		if t < 0 || t > MaxPriority {
+			return bad()
+		}
+		return int(t), nil
+	case uint64:
+		if t > MaxPriority {
+			return bad()
+		}
+		return int(t), nil
+	}
+	return 0, inputErr("parameter `priority` is %T: give an integer from 1 (the most urgent) to %d, or 0 for the model's default", v, MaxPriority)
 }
 
 // parseTimeout reads the `timeout` parameter: a Go duration ("250ms",

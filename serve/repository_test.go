@@ -292,7 +292,7 @@ func TestUnloadWaitsForAdmitted(t *testing.T) {
 	}
 	defer func() { testHookAdmitted = nil }()
 	answer := make(chan vm.Response)
-	go func() { answer <- s.infer(context.Background(), s.model("text_packed"), "http", reqs[0], 0) }()
+	go func() { answer <- s.infer(context.Background(), s.model("text_packed"), "http", reqs[0], callParams{}) }()
 	<-admitted
 	unloaded := make(chan error)
 	go func() { unloaded <- s.UnloadModel("text_packed") }()
@@ -348,7 +348,7 @@ func TestRepositoryStartsEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs, want := references(t, s, "text_packed")
-	if r := s.infer(context.Background(), s.model("text_packed"), "http", reqs[0], 0); r.Err != nil || same(r.Outputs.Map(), want[0].Outputs.Map()) != nil {
+	if r := s.infer(context.Background(), s.model("text_packed"), "http", reqs[0], callParams{}); r.Err != nil || same(r.Outputs.Map(), want[0].Outputs.Map()) != nil {
 		t.Errorf("the model loaded into the empty server: %v", r.Err)
 	}
 }

@@ -678,6 +678,8 @@ func TestBadRequests(t *testing.T) {
 		{`{"inputs":[{"name":"patch_lengths","shape":[1000000000,1000000000,1000000000],"datatype":"INT64","data":[1]}]}`, 0, 400, "more elements"},
 		{`{"inputs":[{"name":"patch_lengths","shape":[2],"datatype":"INT64","parameters":{"binary_data_size":16}}]}xx`, -2, 400, "binary_data_size"},
 		{`{"inputs":[],"parameters":{"timeout":"soon"}}`, 0, 400, "timeout"},
+		{`{"inputs":[],"parameters":{"priority":1.5}}`, 0, 400, "`priority` 1.5"},
+		{`{"inputs":[],"parameters":{"priority":"high"}}`, 0, 400, "`priority` is string"},
 		{`{"inputs":[{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1.5]}]}`, 0, 400, "element 0"},
 		{`{"inputs":[{"name":"patch_lengths","shape":[1],"datatype":"BYTES","data":["a"]}]}`, 0, 400, "BYTES"},
 		{`{"inputs":[` + strings.Repeat(" ", 1<<16) + `]}`, 0, 413, "larger than"},

@@ -5,6 +5,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,9 @@ type Model struct {
 	// configuration.
 	stats    *inferStats
 	maxDelay time.Duration
+	// defaultPriority is the priority of the requests that name none
+	// (ModelConfig.DefaultPriority).
+	defaultPriority int
 	// met are the model's series of the per-request metrics.
 	met *modelMetrics
 	// inflight counts the model's requests admitted and not yet
@@ -406,7 +410,8 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay, met: s.m.of(name)}
+	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay,
+		defaultPriority: cmp.Or(c.DefaultPriority, DefaultPriority), met: s.m.of(name)}
 	fixed := graphExtents(f.IR, dir)
 	params := inputParams(f.IR)
 	for _, in := range f.IR.Inputs {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/serve"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -72,8 +73,9 @@ func TestServeProcs(t *testing.T) {
 }
 
 // TestKnobLimitsFlagAndConfig: every engine setting beyond its limit is
-// refused by the flag (run, bench and serve) and by `serve --config`
-// alike, with the same words after the setting's name; nothing runs.
+// refused by the flag (run, bench and serve; serve's own settings by
+// serve's) and by `serve --config` alike, with the same words after the
+// setting's name; nothing runs.
 func TestKnobLimitsFlagAndConfig(t *testing.T) {
 	reqs := filepath.Join(imagePkg, "requests.json")
 	dir := t.TempDir()
@@ -93,6 +95,8 @@ func TestKnobLimitsFlagAndConfig(t *testing.T) {
 		{"--max-delay", "max_delay", "-1ms"},
 		{"--max-media-bytes", "max_media_bytes", "100"},
 		{"--max-media-bytes", "max_media_bytes", fmt.Sprint(int64(engine.MaxMediaBytes) + 1)},
+		{"--default-priority", "default_priority", fmt.Sprint(serve.MaxPriority + 1)},
+		{"--default-priority", "default_priority", "-1"},
 	} {
 		name := c.flag + " " + c.value
 		// What each says after "NAME VALUE: ".
@@ -111,6 +115,9 @@ func TestKnobLimitsFlagAndConfig(t *testing.T) {
 			{"bench", imagePkg, "--requests", reqs},
 			{"serve", missing, "--http", "127.0.0.1:0", "--grpc", ""},
 		} {
+			if c.flag == "--default-priority" && cmd[0] != "serve" { // serve's alone
+				continue
+			}
 			out, errOut, code := runCLI(t, append(cmd, c.flag+"="+c.value)...)
 			if code != exitUsage || out != "" {
 				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want a usage error", cmd[0], name, code, out, errOut)

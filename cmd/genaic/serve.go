@@ -24,7 +24,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--default-priority N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -37,7 +37,7 @@ func runServe(e *env, args []string) int {
 		httpAddr, grpcAddr, config, logFormat, name string
 		modelControl, metricsNames                  string
 		maxBytes                                    int64
-		procs                                       int
+		procs, defaultPriority                      int
 		drain                                       time.Duration
 		timeouts                                    [4]time.Duration
 		noWarmup                                    bool
@@ -45,7 +45,8 @@ func runServe(e *env, args []string) int {
 	)
 	fs.StringVar(&httpAddr, "http", ":8000", "HTTP/REST address (health, metadata, infer, /metrics); empty: none")
 	fs.StringVar(&grpcAddr, "grpc", ":8001", "gRPC address (GRPCInferenceService); empty: none")
-	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider}, models: {NAME: {...}}}; its values win over the flags")
+	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider, max_media_bytes, default_priority}, models: {NAME: {...}}}; its values win over the flags")
+	fs.IntVar(&defaultPriority, "default-priority", serve.DefaultPriority, fmt.Sprintf("the priority of the requests whose `priority` parameter is 0 or absent, from 1 (the most urgent) to %d: at each component, more urgent requests are grouped and run first", serve.MaxPriority))
 	fs.StringVar(&name, "model-name", "", "when REPO is one package, the model's name (default: its folder's name)")
 	fs.StringVar(&metricsNames, "metrics-names", "genaic", "genaic: /metrics has genaic's own names; triton: Triton's nv_inference_* metrics too, for dashboards built for Triton")
 	fs.StringVar(&logFormat, "log-format", "text", "structured log format on standard error: text or json")
@@ -89,6 +90,10 @@ func runServe(e *env, args []string) int {
 		// Restored on return, for a caller that goes on (the tests).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
+	if defaultPriority < 1 || serve.CheckDefaultPriority(defaultPriority) != nil {
+		e.errorf("--default-priority %d: want a priority from 1 (the most urgent) to %d", defaultPriority, serve.MaxPriority)
+		return exitUsage
+	}
 	if maxBytes <= 0 {
 		e.errorf("--max-request-bytes %d: want a positive size", maxBytes)
 		return exitUsage
@@ -118,7 +123,7 @@ func runServe(e *env, args []string) int {
 	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl, MetricsNames: metricsNames,
 		HeaderTimeout: timeouts[0], BodyTimeout: timeouts[1], IdleTimeout: timeouts[2], HandshakeTimeout: timeouts[3],
 		Backends: ef.backends, Declines: backend.Declines(ef.decline),
-		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media}}
+		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media, DefaultPriority: defaultPriority}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)
 		if err != nil {
