@@ -29,7 +29,7 @@ func FuzzDecodeHTTP(f *testing.F) {
 	seeds := []struct{ hlen, body string }{
 		{"", `{"id":"a","inputs":[{"name":"pixel_patches","shape":[1,1,8],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]},` +
 			`{"name":"patch_lengths","shape":[1],"datatype":"INT64","data":[1]},{"name":"image_offsets","shape":[2],"datatype":"INT64","data":[0,1]},` +
-			`{"name":"image_owner","shape":[1],"datatype":"INT64","data":[[0]]}],"parameters":{"timeout":"50ms"},"outputs":[{"name":"embeddings","parameters":{"binary_data":true}}]}`},
+			`{"name":"image_owner","shape":[1],"datatype":"INT64","data":[[0]]}],"parameters":{"timeout":"50ms","priority":3},"outputs":[{"name":"embeddings","parameters":{"binary_data":true}}]}`},
 		{"95", `{"inputs":[{"name":"patch_lengths","shape":[2],"datatype":"INT64","parameters":{"binary_data_size":16}}]}` + "\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00"},
 		{"", `{"inputs":[{"name":"pixel_patches","shape":[1000000000000,1000000000000],"datatype":"FP32","data":[1]}]}`},
 		{"-1", `{}`},
