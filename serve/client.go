@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,12 @@ func clientInputs(req vm.Request) ([]clientInput, error) {
 // HeaderLength header) and every output is asked for as binary data;
 // otherwise inputs and outputs are JSON numbers and hlen is 0.
 func EncodeHTTP(req vm.Request, binary bool) (body []byte, hlen int, err error) {
+	return EncodeHTTPWith(req, binary, nil)
+}
+
+// EncodeHTTPWith is EncodeHTTP with the request's parameters, such as
+// {"priority": 2} or {"timeout": "250ms"}, beside those the encoding sets.
+func EncodeHTTPWith(req vm.Request, binary bool, params map[string]any) (body []byte, hlen int, err error) {
 	ins, err := clientInputs(req)
 	if err != nil {
 		return nil, 0, err
@@ -82,8 +89,14 @@ func EncodeHTTP(req vm.Request, binary bool) (body []byte, hlen int, err error) 
 		}
 		doc.Inputs = append(doc.Inputs, in)
 	}
+	if binary || len(params) > 0 {
+		doc.Parameters = maps.Clone(params)
+		if doc.Parameters == nil {
+			doc.Parameters = map[string]any{}
+		}
+	}
 	if binary {
-		doc.Parameters = map[string]any{"binary_data_output": true}
+		doc.Parameters["binary_data_output"] = true
 	}
 	if body, err = json.Marshal(doc); err != nil {
 		return nil, 0, fmt.Errorf("request %s: %v", req.ID, err)

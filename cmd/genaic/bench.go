@@ -12,6 +12,7 @@ import (
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/serve"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
 )
@@ -21,7 +22,7 @@ func init() {
 		name: "bench",
 		usage: "bench PKG|plan.json --requests FILE [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
 			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--cpu-class batch|normal] " +
-			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D]",
+			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D] [--priority N]",
 		summary: "load-test the same requests grouped, one at a time and sequentially, beside direct backend calls on the same batches (or a server, with --url/--grpc): throughput, latency, groups",
 		run:     runBench,
 	})
@@ -185,6 +186,10 @@ func (bf *benchFlags) valid(e *env) bool {
 		e.errorf("--procs %v: want 1 to %d processors", []int(bf.procs), maxProcs)
 	case bf.timeout <= 0 || bf.timeout > maxTimeout:
 		e.errorf("--timeout %v: want a positive duration up to %v", bf.timeout, maxTimeout)
+	case bf.priority < 0 || bf.priority > serve.MaxPriority:
+		e.errorf("--priority %d: want 1 (the most urgent) to %d, or 0 for none", bf.priority, serve.MaxPriority)
+	case bf.priority != 0 && !bf.remote():
+		e.errorf("--priority %d: a priority is a server's to honour: give --url or --grpc (in this process every request would have it)", bf.priority)
 	case bf.plot != "" && plotFormat(bf.plot) == "":
 		e.errorf("--plot %s: the file must end in .svg or .png", bf.plot)
 	default:

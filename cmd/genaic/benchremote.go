@@ -50,6 +50,7 @@ import (
 type remoteFlags struct {
 	url, grpc, model, protocols string
 	timeout                     time.Duration
+	priority                    int
 }
 
 func (rf *remoteFlags) register(fs *flag.FlagSet) {
@@ -58,6 +59,15 @@ func (rf *remoteFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.model, "model", "", "the model's name on the server (default: the package's folder name, as genaic serve names it)")
 	fs.StringVar(&rf.protocols, "protocols", "", "with --url or --grpc, the modes to run, such as http,grpc_stream (default: every mode of the addresses given)")
 	fs.DurationVar(&rf.timeout, "timeout", time.Minute, "with --url or --grpc, how long a request may take before it counts as failed")
+	fs.IntVar(&rf.priority, "priority", 0, fmt.Sprintf("with --url or --grpc, the priority every request names, from 1 (the most urgent) to %d; 0: none (the model's default_priority)", serve.MaxPriority))
+}
+
+// params are the parameters every request names: its priority, where set.
+func (rf *remoteFlags) params() map[string]any {
+	if rf.priority == 0 {
+		return nil
+	}
+	return map[string]any{"priority": rf.priority}
 }
 
 func (rf *remoteFlags) remote() bool { return rf.url != "" || rf.grpc != "" }
@@ -155,7 +165,7 @@ func newHTTPTarget(b *bencher, binary bool) (target, error) {
 		return nil, fmt.Errorf("--url: %v", err)
 	}
 	for i, r := range b.reqs {
-		body, hlen, err := serve.EncodeHTTP(r, binary)
+		body, hlen, err := serve.EncodeHTTPWith(r, binary, rf.params())
 		if err != nil {
 			return nil, err
 		}
@@ -249,6 +259,9 @@ func newGRPCTarget(b *bencher, stream bool) (target, error) {
 	}
 	for i, r := range b.reqs {
 		m, err := serve.EncodeGRPC(rf.model, r)
+		if err == nil && rf.priority != 0 {
+			m.Parameters = map[string]*oippb.InferParameter{"priority": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: int64(rf.priority)}}}
+		}
 		if err == nil {
 			t.msgs[i], err = newWireRequest(m)
 		}

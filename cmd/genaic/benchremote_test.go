@@ -178,6 +178,8 @@ func TestBenchServerMistakes(t *testing.T) {
 		{[]string{"--url", url, "--model", "nope"}, "/v2/models/nope/ready answers 404"},
 		{[]string{"--grpc", grpcAddr, "--model", "nope"}, "model nope"},
 		{[]string{"--url", url, "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"--url", url, "--priority", "-1"}, "--priority -1: want 1"},
+		{[]string{"--priority", "2"}, "give --url or --grpc"},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"bench", textPkg, "--requests", reqs, "--rounds", "1", "--warmup", "0", "--round-time", "0"}, c.args...)...)
 		if code == exitOK || !strings.Contains(errOut, c.says) {
