@@ -152,10 +152,12 @@ func (p *Policy) Push(e *Entry) {
 		p.queue = append(p.queue, e)
 		return
 	}
-	at := n - 1
-	for at > 0 && p.queue[at-1].Priority > e.Priority {
-		at--
-	}
+	at, _ := slices.BinarySearchFunc(p.queue, e.Priority, func(q *Entry, level int) int {
+		if q.Priority <= level {
+			return -1 // e goes after q
+		}
+		return 1
+	})
 	p.queue = slices.Insert(p.queue, at, e)
 	p.held.stale = true // Holds's scan only follows items joining at the end
 }

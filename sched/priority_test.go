@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"math/rand"
 	"slices"
 	"testing"
 	"time"
@@ -29,6 +30,21 @@ func TestPriorityOrdersTheQueue(t *testing.T) {
 	// -1 (pushed 3rd, 5th), 0 (1st, 2nd), 3 (4th).
 	if got := p.Queue(); !slices.Equal(got, []*Entry{want[2], want[4], want[0], want[1], want[3]}) {
 		t.Errorf("queue by patches %v, want [3 5 1 2 4]", patchesOf(got))
+	}
+	// Random pushes: the queue is the pushes stably sorted by priority.
+	rng := rand.New(rand.NewSource(4))
+	for range 50 {
+		p := imagePolicy(time.Second)
+		var pushed []*Entry
+		for range 1 + rng.Intn(40) {
+			e := urgent(1, now, rng.Intn(5)-2)
+			p.Push(e)
+			pushed = append(pushed, e)
+		}
+		slices.SortStableFunc(pushed, func(a, b *Entry) int { return a.Priority - b.Priority })
+		if !slices.Equal(p.Queue(), pushed) {
+			t.Fatal("the queue is not the pushes in order of priority, then of arrival")
+		}
 	}
 }
 
