@@ -232,8 +232,9 @@ func (p *Policy) Filled() bool {
 const lookahead = 256
 
 // formation is a group being chosen from the queue: its first waiting
-// item (the oldest of the most urgent), then the compatible items that fit every budget, the cost model's
-// cap, and (where inputs are padded) pay for the padding they add.
+// item (the oldest of the most urgent), then the compatible items that
+// fit every budget, the cost model's cap, and (where inputs are padded)
+// pay for the padding they add.
 type formation struct {
 	q       []*Entry
 	chosen  []int // queue indices, in group order
