@@ -54,6 +54,9 @@ type Entry struct {
 	// Owner is the caller's own record of the item, handed back with its
 	// group; the policy never reads it.
 	Owner any
+	// kept says the item's caller waits for room in a full queue (a
+	// lockstep batch's): a more urgent arrival never displaces it.
+	kept bool
 }
 
 // Key says which items may share an invocation: those of equal Name and
@@ -179,6 +182,40 @@ func (p *Policy) Drop(drop func(*Entry) bool) int {
 	n := len(p.queue) - len(kept)
 	p.setQueue(kept)
 	return n
+}
+
+// Displace takes out of the queue the n newest of its least urgent items
+// that are less urgent than level and whose callers do not wait for room
+// (Entry.kept), and returns them, where it holds n such; otherwise it
+// takes nothing and returns nil. The queue is in order of priority: they
+// are at its end.
+func (p *Policy) Displace(n int, level int) []*Entry {
+	if n <= 0 {
+		return nil
+	}
+	var out []*Entry
+	for i := len(p.queue) - 1; i >= 0 && len(out) < n; i-- {
+		e := p.queue[i]
+		if e.Priority <= level {
+			return nil
+		}
+		if !e.kept {
+			out = append(out, e)
+		}
+	}
+	if len(out) < n {
+		return nil
+	}
+	// out holds the queue's last displaceable items, newest first.
+	next := len(out) - 1
+	p.Drop(func(e *Entry) bool {
+		if next >= 0 && e == out[next] {
+			next--
+			return true
+		}
+		return false
+	})
+	return out
 }
 
 // KeptForPadding counts the times an item was kept out of a group because

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"slices"
 	"testing"
@@ -157,5 +158,65 @@ func TestOldestItemBoundsTheWait(t *testing.T) {
 	p.Push(urgent(4, now, 0))
 	if _, wait := p.Next(now, Outlook{Coming: true}, nil); wait != 4*time.Millisecond {
 		t.Errorf("the less urgent item queued 6ms ago: the group waits %v, want 4ms", wait)
+	}
+}
+
+// TestDisplaceTakesTheNewestLeastUrgent: Displace takes the newest of the
+// least urgent items less urgent than the arrival, passing over items
+// whose callers wait for room, or nothing where too few such wait.
+func TestDisplaceTakesTheNewestLeastUrgent(t *testing.T) {
+	now := time.Now()
+	p := imagePolicy(time.Second)
+	a, b, c, d, e := urgent(1, now, 0), urgent(2, now, 1), urgent(3, now, 1), urgent(4, now, 1), urgent(5, now, 2)
+	b.kept = true
+	for _, x := range []*Entry{a, b, c, d, e} {
+		p.Push(x)
+	}
+	if out := p.Displace(2, 0); !slices.Equal(out, []*Entry{e, d}) || !slices.Equal(p.Queue(), []*Entry{a, b, c}) {
+		t.Errorf("displaced %v, queue %v; want [5 4], [1 2 3]", patchesOf(out), patchesOf(p.Queue()))
+	}
+	for _, c := range []struct{ n, level int }{{2, 0}, {1, 1}} {
+		if out := p.Displace(c.n, c.level); out != nil || len(p.Queue()) != 3 {
+			t.Errorf("Displace(%d, %d): took %v, want nothing", c.n, c.level, patchesOf(out))
+		}
+	}
+}
+
+// TestUrgentArrivalDisplaces: at a full queue a server's caller is
+// refused Full unless as many less urgent items of callers that do not
+// wait for room wait as its own: then the newest of them are answered
+// Full (Drop) and it takes their room.
+func TestUrgentArrivalDisplaces(t *testing.T) {
+	f := &fakeExec{hold: make(chan struct{}), started: make(chan struct{}, 1)}
+	s := newTestScheduler(t, f, 2, 1)
+	t.Cleanup(func() { close(f.hold) }) // before Close, which waits for the runner
+	now := time.Now()
+	enqueue := func(e *Entry) error { return s.Enqueue(context.Background(), false, e) }
+	if err := enqueue(urgent(1, now, 0)); err != nil {
+		t.Fatal(err)
+	}
+	<-f.started // the runner holds the one slot: the queue stays as filled
+	b1, b2 := urgent(2, now, 1), urgent(3, now, 1)
+	for _, e := range []*Entry{b1, b2} {
+		if err := enqueue(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var qe *QueueError
+	if err := enqueue(urgent(4, now, 1)); !errors.As(err, &qe) || qe.Refusal != Full {
+		t.Errorf("an arrival as urgent as the full queue's items: %v, want Full", err)
+	}
+	u := urgent(5, now, 0)
+	if err := enqueue(u); err != nil {
+		t.Fatalf("an urgent arrival at a full queue of less urgent items: %v", err)
+	}
+	if err := f.dropped[b2]; !errors.As(err, &qe) || qe.Refusal != Full || f.dropped[b1] != nil {
+		t.Errorf("displaced: b1 %v, b2 %v; want the newest (b2) answered Full", f.dropped[b1], err)
+	}
+	s.Lock()
+	got := slices.Clone(s.Policy().Queue())
+	s.Unlock()
+	if !slices.Equal(got, []*Entry{u, b1}) {
+		t.Errorf("queue %v, want [5 2]", patchesOf(got))
 	}
 }

@@ -73,8 +73,10 @@ type Executor interface {
 	// that wait on goroutines of their own (the runner then lets them
 	// run).
 	Run(slot any, group []*Entry, formed time.Time, by Way, release Release) (answeredCallers bool)
-	// Drop answers, with the context's error, an entry whose request was
-	// cancelled while it waited: it leaves the queue without running.
+	// Drop answers an entry that leaves the queue without running: with
+	// its context's error where its request was cancelled while it
+	// waited, or with a *QueueError (Full) where a more urgent request
+	// displaced it from a full queue.
 	Drop(e *Entry, err error)
 }
 
@@ -515,14 +517,19 @@ type QueueError struct {
 	Refusal Refusal
 	Items   int // the items refused
 	Limit   int // the queue's limit
+	// Displaced: the items waited in the full queue, and a more urgent
+	// arrival took their place (Full).
+	Displaced bool
 }
 
 func (e *QueueError) Error() string {
-	switch e.Refusal {
-	case Closed:
+	switch {
+	case e.Refusal == Closed:
 		return "the component is closed"
-	case TooMany:
+	case e.Refusal == TooMany:
 		return "more items than the queue holds at once"
+	case e.Displaced:
+		return "the queue was full, and a more urgent arrival took the items' place"
 	}
 	return "the queue is full"
 }
@@ -535,6 +542,9 @@ func (e *QueueError) Error() string {
 // could ever hold all at once are refused (TooMany) whatever the caller,
 // as anything is once the scheduler is closed.
 func (s *Scheduler) Enqueue(ctx context.Context, wait bool, es ...*Entry) error {
+	for _, e := range es {
+		e.kept = wait
+	}
 	s.mu.Lock()
 	if wait {
 		if err := s.awaitRoom(ctx, len(es)); err != nil {
@@ -605,12 +615,27 @@ func (s *Scheduler) queueUp(es []*Entry) error {
 	if err := s.refusal(es); err != nil {
 		return err
 	}
-	if s.pol.Len()+len(es) > s.limit {
+	if s.pol.Len()+len(es) > s.limit && !s.displace(es) {
 		return &QueueError{Refusal: Full, Items: len(es), Limit: s.limit}
 	}
 	s.pol.Arrivals.Arrived(es[0].Queued, s.pol.Len()+s.inFlight > 0)
 	s.push(es)
 	return nil
+}
+
+// displace makes room, under the lock, for es (one request's items) in a
+// full queue by taking out as many of the newest, least urgent waiting
+// items as es need, where that many are less urgent than es and their
+// callers do not wait for room (Policy.Displace). Each is answered Full,
+// as it would have been had es come first: under load the requests that
+// fail for want of room are the least urgent. It reports whether it made
+// room.
+func (s *Scheduler) displace(es []*Entry) bool {
+	out := s.pol.Displace(s.pol.Len()+len(es)-s.limit, es[0].Priority)
+	for _, e := range out {
+		s.exec.Drop(e, &QueueError{Refusal: Full, Items: 1, Limit: s.limit, Displaced: true})
+	}
+	return out != nil
 }
 
 // push queues es, under the lock.
@@ -657,6 +682,9 @@ func (s *Scheduler) EnqueueBurst(requests int, items func(i int) []*Entry, refus
 		if err := s.refusal(es); err != nil {
 			refused(i, err)
 			continue
+		}
+		for _, e := range es {
+			e.kept = true // the batch runs them itself, at once
 		}
 		if queued > 0 {
 			again++

@@ -134,13 +134,18 @@ func closedError() error {
 // QueueFullError is why a request fails when a component's queue holds
 // its limit of waiting items: the request fails at once, with a
 // run/queue-full RunError that wraps it (errors.As finds either), instead
-// of waiting unboundedly.
+// of waiting unboundedly; or, Displaced, why a request waiting in a full
+// queue failed when a more urgent one took its place.
 type QueueFullError struct {
 	Component string
 	Limit     int
+	Displaced bool
 }
 
 func (e *QueueFullError) Error() string {
+	if e.Displaced {
+		return fmt.Sprintf("component `%s`'s queue held its limit of %d items and a more urgent request took this one's place; retry later or raise the limit", e.Component, e.Limit)
+	}
 	return fmt.Sprintf("component `%s` already has %d items waiting (the queue limit); retry later or raise the limit", e.Component, e.Limit)
 }
 
@@ -185,10 +190,11 @@ func (g *grouper) Run(slot any, group []*sched.Entry, formed time.Time, by sched
 	return callers
 }
 
-// Drop answers an item whose request was cancelled while it waited
-// (sched.Executor).
+// Drop answers an item that left the queue without running
+// (sched.Executor): its request was cancelled while it waited, or a more
+// urgent request displaced it from the full queue (run/queue-full).
 func (g *grouper) Drop(e *sched.Entry, err error) {
-	e.Owner.(*pending).answer(share{err: backend.ContextError(err)})
+	e.Owner.(*pending).answer(share{err: g.queueError(err)})
 }
 
 // isCaller reports whether p is a caller's item (Run, Invoke), answered on
@@ -373,7 +379,7 @@ func (g *grouper) queueError(err error) error {
 	case qe.Refusal == sched.TooMany:
 		return runErr(backend.RunBudget, "the request's items at component `%s` split into %d groups, more than its queue holds at once (%d); raise the queue limit (--queue) or send the items in smaller requests", g.spec.comp.Name, qe.Items, qe.Limit)
 	}
-	qf := &QueueFullError{Component: g.spec.comp.Name, Limit: qe.Limit}
+	qf := &QueueFullError{Component: g.spec.comp.Name, Limit: qe.Limit, Displaced: qe.Displaced}
 	return &backend.RunError{Rule: backend.RunQueueFull, Message: qf.Error(), Err: qf}
 }
 

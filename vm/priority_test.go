@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -62,6 +63,55 @@ func TestUrgentRequestsRunFirst(t *testing.T) {
 	}
 	if want := []string{"busy", "urgent", "default", "low1", "low2", "low3"}; !slices.Equal(order, want) {
 		t.Errorf("ran %v, want %v", order, want)
+	}
+}
+
+// TestUrgentRequestDisplacesFromAFullQueue: a request that finds its
+// component's queue full of less urgent requests takes the room of the
+// newest of them, which fails run/queue-full; one as urgent as those
+// waiting is refused run/queue-full itself; the others run.
+func TestUrgentRequestDisplacesFromAFullQueue(t *testing.T) {
+	gated, entered, proceed := heldEncoder()
+	e := engineWith(t, gated, Options{Workers: 1, Queue: 2}, nil)
+	defer e.Close()
+	g := e.groupers["encoder"]
+	done := make(chan Response, 8)
+	run := func(level int, id string) {
+		go func() { done <- e.Run(WithPriority(context.Background(), level), paddedRequest(id, 3000)) }()
+	}
+	run(0, "busy") // holds the slot in the backend
+	<-entered
+	for i, id := range []string{"bulk1", "bulk2"} {
+		run(1, id)
+		for deadline := time.Now().Add(time.Minute); g.s.Counts().Waiting != i+1; time.Sleep(time.Millisecond) { // a hang guard
+			if time.Now().After(deadline) {
+				t.Fatalf("%d items queued, want %d", g.s.Counts().Waiting, i+1)
+			}
+		}
+	}
+	answered := map[string]error{}
+	answer := func() {
+		r := <-done
+		answered[r.ID] = r.Err
+	}
+	run(1, "bulk3") // as urgent as the queue: refused
+	answer()
+	run(0, "urgent") // displaces bulk2, the newest
+	answer()
+	for _, id := range []string{"bulk3", "bulk2"} {
+		var qf *QueueFullError
+		if re := AsRunError(answered[id]); re == nil || re.Rule != "run/queue-full" || !errors.As(answered[id], &qf) || qf.Displaced != (id == "bulk2") {
+			t.Errorf("%s: %v, want run/queue-full (displaced: %v)", id, answered[id], id == "bulk2")
+		}
+	}
+	close(proceed)
+	for range 3 {
+		answer()
+	}
+	for _, id := range []string{"busy", "urgent", "bulk1"} {
+		if err, ok := answered[id]; !ok || err != nil {
+			t.Errorf("%s: answered %v, %v; want its result", id, ok, err)
+		}
 	}
 }
 
