@@ -228,13 +228,15 @@ var (
 		"Groups a lockstep batch of requests ran on its own goroutine rather than handing them to a runner: with one worker slot, or where its groups run shorter than waking another thread costs.", []string{"model", "component"}, nil)
 	descIsolated = prometheus.NewDesc("genaic_isolated_requests_total",
 		"Requests run in a group of their own because an input held NaN or an infinity, which the model could spread to the other items of its invocation.", []string{"model", "component"}, nil)
+	descDisplaced = prometheus.NewDesc("genaic_displaced_requests_total",
+		"Items a more urgent request took the place of in the component's full queue, each failing its request run/queue-full.", []string{"model", "component"}, nil)
 	descReused = prometheus.NewDesc("genaic_outputs_reused_groups_total",
 		"Groups whose output buffers went back to the session for a later group's outputs, every response viewing them written and released.", []string{"model", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descIsolated, descReused} {
+	for _, d := range []*prometheus.Desc{descInvocations, descRequests, descGroups, descMaxGroup, descPeak, descBudget, descDeclines, descRegrouped, descFailed, descSlots, descThreads, descInline, descPadding, descCopied, descBackend, descFixed, descPerElement, descCap, descKept, descOwn, descIsolated, descDisplaced, descReused} {
 		ch <- d
 	}
 }
@@ -279,6 +281,7 @@ func collect(ch chan<- prometheus.Metric, model string, s vm.Stats) {
 		ch <- prometheus.MustNewConstMetric(descKept, prometheus.CounterValue, float64(sched.KeptForPadding), lv...)
 		ch <- prometheus.MustNewConstMetric(descOwn, prometheus.CounterValue, float64(cs.OwnGroups), lv...)
 		ch <- prometheus.MustNewConstMetric(descIsolated, prometheus.CounterValue, float64(cs.Isolated), lv...)
+		ch <- prometheus.MustNewConstMetric(descDisplaced, prometheus.CounterValue, float64(cs.Displaced), lv...)
 		ch <- prometheus.MustNewConstMetric(descReused, prometheus.CounterValue, float64(cs.OutputsReused), lv...)
 		buckets := map[float64]uint64{}
 		var count uint64

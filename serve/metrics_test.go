@@ -20,7 +20,7 @@ import (
 // before), per component.
 func TestSchedulerMetrics(t *testing.T) {
 	stats := vm.Stats{Execution: &vm.Execution{Slots: 4, Threads: 2, Planned: true}, Components: map[string]vm.ComponentStats{
-		"encoder": {OwnGroups: 5, Isolated: 2, Failed: 3, Regrouped: 1, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
+		"encoder": {OwnGroups: 5, Isolated: 2, Displaced: 4, Failed: 3, Regrouped: 1, BackendTime: 250 * time.Millisecond, Scheduler: vm.SchedulerStats{FixedNS: 12500, PerElementNS: 16.5, Fitted: true, Cap: 16, KeptForPadding: 7}},
 		"text":    {Scheduler: vm.SchedulerStats{FixedNS: -3, PerElementNS: 2}},
 	}}
 	reg := prometheus.NewRegistry()
@@ -37,6 +37,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		`genaic_scheduler_kept_for_padding_total{component="text",model="m"}`:    0,
 		`genaic_own_groups_total{component="encoder",model="m"}`:                 5,
 		`genaic_isolated_requests_total{component="encoder",model="m"}`:          2,
+		`genaic_displaced_requests_total{component="encoder",model="m"}`:         4,
 		`genaic_failed_calls_total{component="encoder",model="m"}`:               3,
 		`genaic_regrouped_total{component="encoder",model="m"}`:                  1,
 		`genaic_failed_calls_total{component="text",model="m"}`:                  0,

@@ -194,6 +194,10 @@ func (g *grouper) Run(slot any, group []*sched.Entry, formed time.Time, by sched
 // (sched.Executor): its request was cancelled while it waited, or a more
 // urgent request displaced it from the full queue (run/queue-full).
 func (g *grouper) Drop(e *sched.Entry, err error) {
+	var qe *sched.QueueError
+	if errors.As(err, &qe) && qe.Displaced {
+		g.stats.displace()
+	}
 	e.Owner.(*pending).answer(share{err: g.queueError(err)})
 }
 

@@ -104,6 +104,9 @@ func TestUrgentRequestDisplacesFromAFullQueue(t *testing.T) {
 			t.Errorf("%s: %v, want run/queue-full (displaced: %v)", id, answered[id], id == "bulk2")
 		}
 	}
+	if n := e.Stats().Components["encoder"].Displaced; n != 1 {
+		t.Errorf("%d items counted displaced, want 1", n)
+	}
 	close(proceed)
 	for range 3 {
 		answer()

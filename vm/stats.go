@@ -38,6 +38,9 @@ type ComponentStats struct {
 	// floating-point input held NaN or an infinity, which a model that
 	// mixes positions would spread to the other items of its invocation.
 	Isolated int64 `json:"isolated,omitempty"`
+	// Displaced counts the items a more urgent request took the place of
+	// in the full queue, each failing its request run/queue-full.
+	Displaced int64 `json:"displaced,omitempty"`
 	// OutputsReused counts the groups whose output buffers went back to
 	// the session, every response viewing them released, to hold a later
 	// group's outputs (lease.go).
@@ -217,6 +220,12 @@ func (c *counter) isolate() {
 	c.s.Isolated++
 }
 
+func (c *counter) displace() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Displaced++
+}
+
 func (c *counter) invoked(requests int, g *group, peaks []int64, d time.Duration) {
 	if c.obs != nil {
 		var footprint, real int64
@@ -256,7 +265,7 @@ func (c *counter) snapshot(copied int64) ComponentStats {
 	s := &c.s
 	out := ComponentStats{Invocations: s.Invocations, Requests: s.Requests, MaxGroupRequests: s.MaxGroupRequests,
 		GroupSizes: map[int]int64{}, CopiedBytes: copied, PaddingOverhead: s.PaddingOverhead, RunTime: s.RunTime,
-		Failed: s.Failed, Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, Isolated: s.Isolated, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
+		Failed: s.Failed, Regrouped: s.Regrouped, Inline: s.Inline, OwnGroups: s.OwnGroups, Isolated: s.Isolated, Displaced: s.Displaced, OutputsReused: s.OutputsReused, BudgetPeaks: append([]BudgetPeak{}, s.BudgetPeaks...), QueueWait: percentiles(&c.wait), Run: percentiles(&c.run),
 		GroupPadding: spread(&c.groupPadding)}
 	for k, v := range s.GroupSizes {
 		out.GroupSizes[k] = v
