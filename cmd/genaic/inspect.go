@@ -204,6 +204,9 @@ func writeRunStats(w io.Writer, f *plan.File, s *vm.Stats) {
 		if cs.Isolated > 0 {
 			fmt.Fprintf(w, "    %d requests run alone: an input held NaN or an infinity, which the model could spread to the others of its group\n", cs.Isolated)
 		}
+		if cs.Displaced > 0 {
+			fmt.Fprintf(w, "    %d requests failed run/queue-full at the full queue, a more urgent request taking their place\n", cs.Displaced)
+		}
 		if cs.OutputsReused > 0 {
 			fmt.Fprintf(w, "    %d groups' output buffers held later groups' outputs once their responses were released\n", cs.OutputsReused)
 		}

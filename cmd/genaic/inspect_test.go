@@ -223,8 +223,12 @@ func TestInspectRunStats(t *testing.T) {
 	if strings.Contains(got, "held later groups' outputs") {
 		t.Errorf("inspect --stats reports outputs reused for a run that released no response:\n%s", got)
 	}
+	if strings.Contains(got, "a more urgent request taking their place") {
+		t.Errorf("inspect --stats reports displaced requests for a run with none:\n%s", got)
+	}
 	enc["own_groups"] = 7
 	enc["outputs_reused"] = 5
+	enc["displaced"] = 3
 	enc["call_by_name"] = "the session takes 3 input(s), the plan gives 2"
 	own := filepath.Join(t.TempDir(), "own.json")
 	if b, err = json.Marshal(doc); err == nil {
@@ -238,6 +242,7 @@ func TestInspectRunStats(t *testing.T) {
 		"groups run by the lockstep batches that brought them, not by a runner: 7",
 		"groups handed to the session by input name, not by port position (a map per group): the session takes 3 input(s), the plan gives 2",
 		"5 groups' output buffers held later groups' outputs once their responses were released",
+		"3 requests failed run/queue-full at the full queue, a more urgent request taking their place",
 	} {
 		if code != exitOK || !strings.Contains(got, want) {
 			t.Errorf("exit %d (%s): inspect --stats lacks %q:\n%s", code, errOut, want, got)
