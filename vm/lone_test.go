@@ -8,6 +8,21 @@ import (
 	"time"
 )
 
+// waitQueued waits until n items wait in g's queue, failing the test
+// after a minute (a hang guard).
+func waitQueued(t *testing.T, g *grouper, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		q := g.s.Counts().Waiting
+		if q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d items queued, want %d", q, n)
+		}
+	}
+}
+
 // TestCancelledRequestKeepsItsEntry: a request run alone that is cancelled
 // while its group runs leaves its pooled entry (item and answer channel)
 // to that group; the next request gets an entry of its own, and equals
@@ -20,19 +35,7 @@ func TestCancelledRequestKeepsItsEntry(t *testing.T) {
 	defer e.Close()
 	solo := imageEngine(t, Options{Solo: true})
 	defer solo.Close()
-	g := e.groupers["encoder"]
-	queued := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a hang guard
-			q := g.s.Counts().Waiting
-			if q == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d items queued, want %d", q, n)
-			}
-		}
-	}
+	queued := func(n int) { waitQueued(t, e.groupers["encoder"], n) }
 	rng := rand.New(rand.NewSource(5))
 	reqA, reqB, reqC := imageRequest(rng, "a", 3), imageRequest(rng, "b", 2), imageRequest(rng, "c", 1)
 	done := make(chan Response, 3)

@@ -22,15 +22,6 @@ func TestUrgentRequestsRunFirst(t *testing.T) {
 	gated, entered, proceed := heldEncoder()
 	e := engineWith(t, gated, Options{Workers: 1}, nil)
 	defer e.Close()
-	g := e.groupers["encoder"]
-	queued := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); g.s.Counts().Waiting != n; time.Sleep(time.Millisecond) { // a hang guard
-			if time.Now().After(deadline) {
-				t.Fatalf("%d items queued, want %d", g.s.Counts().Waiting, n)
-			}
-		}
-	}
 	done := make(chan Response, 8)
 	run := func(level int, id string, patches int64) {
 		ctx := context.Background()
@@ -47,7 +38,7 @@ func TestUrgentRequestsRunFirst(t *testing.T) {
 		patches int64
 	}{{2, "low1", 2100}, {2, "low2", 2200}, {0, "default", 2300}, {-1, "urgent", 2400}, {2, "low3", 2500}} {
 		run(r.level, r.id, r.patches)
-		queued(i + 1)
+		waitQueued(t, e.groupers["encoder"], i+1)
 	}
 	var order []string
 	for range 6 {
@@ -74,7 +65,6 @@ func TestUrgentRequestDisplacesFromAFullQueue(t *testing.T) {
 	gated, entered, proceed := heldEncoder()
 	e := engineWith(t, gated, Options{Workers: 1, Queue: 2}, nil)
 	defer e.Close()
-	g := e.groupers["encoder"]
 	done := make(chan Response, 8)
 	run := func(level int, id string) {
 		go func() { done <- e.Run(WithPriority(context.Background(), level), paddedRequest(id, 3000)) }()
@@ -83,11 +73,7 @@ func TestUrgentRequestDisplacesFromAFullQueue(t *testing.T) {
 	<-entered
 	for i, id := range []string{"bulk1", "bulk2"} {
 		run(1, id)
-		for deadline := time.Now().Add(time.Minute); g.s.Counts().Waiting != i+1; time.Sleep(time.Millisecond) { // a hang guard
-			if time.Now().After(deadline) {
-				t.Fatalf("%d items queued, want %d", g.s.Counts().Waiting, i+1)
-			}
-		}
+		waitQueued(t, e.groupers["encoder"], i+1)
 	}
 	answered := map[string]error{}
 	answer := func() {
