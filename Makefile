@@ -46,8 +46,8 @@ test demo bench count soak: export GENAIC_CACHE := $(CACHE)
 # race detector's checkptr checks those): elsewhere it has nothing to find.
 test: setup lint
 	$(GO) test ./...
-	$(GO) test -race ./backend/... ./engine/... ./internal/jsondata/... ./vm/... ./serve/...
-	$(GO) test -race ./cmd/genaic -run '^TestBench(Server|OpenLoop|TritonStats|MetricsSource)'
+	$(GO) test -race ./backend/... ./engine/... ./internal/jsondata/... ./sched/... ./vm/... ./serve/...
+	$(GO) test -race ./cmd/genaic -run '^TestBench(Server|OpenLoop|TritonStats|MetricsSource|Priority)'
 	@bash scripts/fuzz.sh $(GO)
 
 # The soak (serve.TestSoak): mixed good and hostile HTTP/gRPC traffic
