@@ -220,3 +220,123 @@ func TestUrgentArrivalDisplaces(t *testing.T) {
 		t.Errorf("queue %v, want [5 2]", patchesOf(got))
 	}
 }
+
+// TestPolicyKeepsEveryItem: random pushes (of several priorities, keys,
+// extents and times, bursts among them), groups taken, displacements and
+// drops keep every item exactly once (waiting, in a group, displaced or
+// dropped); the queue stays in order of priority; a group is formed
+// from the most urgent waiting item, holds only items compatible with it,
+// keeps within every budget unless it is one item alone, and takes no
+// item less urgent than one it left waiting that fits beside it in every
+// budget; Displace takes only less urgent items whose callers do not
+// wait for room.
+func TestPolicyKeepsEveryItem(t *testing.T) {
+	rng := rand.New(rand.NewSource(44))
+	now := time.Now()
+	for round := range 300 {
+		p := imagePolicy(time.Duration(rng.Intn(3)) * time.Millisecond)
+		costly := round%2 == 0 // padding may keep an item out
+		if costly {
+			paddingCostly(p)
+		}
+		where := map[*Entry]string{} // every item pushed, and where it is
+		check := func(what string) {
+			t.Helper()
+			q := p.Queue()
+			for i, e := range q {
+				if where[e] != "waiting" {
+					t.Fatalf("round %d, after %s: a queued item is %q", round, what, where[e])
+				}
+				if i > 0 && q[i-1].Priority > e.Priority {
+					t.Fatalf("round %d, after %s: the queue is out of priority order", round, what)
+				}
+			}
+			waiting := 0
+			for _, w := range where {
+				if w == "waiting" {
+					waiting++
+				}
+			}
+			if waiting != len(q) {
+				t.Fatalf("round %d, after %s: %d items waiting, the queue holds %d", round, what, waiting, len(q))
+			}
+		}
+		at := now
+		for op := range 120 {
+			switch k := rng.Intn(10); {
+			case k < 6: // a push, or a burst of them at one time
+				if rng.Intn(4) > 0 {
+					at = at.Add(time.Duration(rng.Intn(500)) * time.Microsecond)
+				}
+				for range 1 + rng.Intn(3) {
+					e := urgent(1+rng.Int63n(600), at, rng.Intn(3))
+					if rng.Intn(5) == 0 {
+						e.Key.Name = "other"
+					}
+					e.kept = rng.Intn(4) == 0
+					p.Push(e)
+					where[e] = "waiting"
+				}
+				check("a push")
+			case k < 8: // a group
+				if p.Len() == 0 {
+					continue
+				}
+				urgentmost := p.Queue()[0].Priority
+				o := Outlook{Closed: rng.Intn(2) == 0, Share: rng.Intn(5)}
+				group, _ := p.Next(at.Add(time.Duration(rng.Intn(3))*time.Millisecond), o, nil)
+				if group == nil {
+					continue
+				}
+				// A burst of one priority may have been sorted by extent: the
+				// group's first item is of the most urgent priority.
+				head := group[0]
+				if head.Priority != urgentmost {
+					t.Fatalf("round %d, op %d: a group formed from an item of priority %d, with %d waiting", round, op, head.Priority, urgentmost)
+				}
+				sum := p.budgets.Sum()
+				for _, e := range group {
+					if where[e] != "waiting" || !compatible(head, e) {
+						t.Fatalf("round %d, op %d: a group took an item %q or incompatible", round, op, where[e])
+					}
+					where[e] = "grouped"
+					sum.Add(e.Terms)
+				}
+				if len(group) > 1 && sum.Over() >= 0 {
+					t.Fatalf("round %d, op %d: a group of %d over budget %d", round, op, len(group), sum.Over())
+				}
+				least := group[0].Priority
+				for _, e := range group {
+					least = max(least, e.Priority)
+				}
+				for _, e := range p.Queue() {
+					// Where nothing but the budgets bounds a group, an item
+					// that fits beside it is never left for a less urgent one.
+					if !costly && o.Share == 0 && compatible(head, e) && e.Priority < least && sum.Fits(e.Terms) {
+						t.Fatalf("round %d, op %d: an item of priority %d left waiting for one of %d", round, op, e.Priority, least)
+					}
+				}
+				check("a group")
+			case k < 9: // a displacement
+				level := rng.Intn(3)
+				out := p.Displace(1+rng.Intn(3), level)
+				for _, e := range out {
+					if e.Priority <= level || e.kept || where[e] != "waiting" {
+						t.Fatalf("round %d, op %d: displaced an item of priority %d (kept %v, %q) for level %d", round, op, e.Priority, e.kept, where[e], level)
+					}
+					where[e] = "displaced"
+				}
+				check("a displacement")
+			default: // drops
+				p.Drop(func(e *Entry) bool {
+					if rng.Intn(6) == 0 {
+						where[e] = "dropped"
+						return true
+					}
+					return false
+				})
+				check("drops")
+			}
+		}
+	}
+}
