@@ -54,9 +54,9 @@ type Entry struct {
 	// Owner is the caller's own record of the item, handed back with its
 	// group; the policy never reads it.
 	Owner any
-	// kept says the item's caller waits for room in a full queue (a
+	// waits says the item's caller waits for room in a full queue (a
 	// lockstep batch's): a more urgent arrival never displaces it.
-	kept bool
+	waits bool
 }
 
 // Key says which items may share an invocation: those of equal Name and
@@ -186,7 +186,7 @@ func (p *Policy) Drop(drop func(*Entry) bool) int {
 
 // Displace takes out of the queue the n newest of its least urgent items
 // that are less urgent than level and whose callers do not wait for room
-// (Entry.kept), and returns them, where it holds n such; otherwise it
+// (Entry.waits), and returns them, where it holds n such; otherwise it
 // takes nothing and returns nil. The queue is in order of priority: they
 // are at its end.
 func (p *Policy) Displace(n int, level int) []*Entry {
@@ -199,7 +199,7 @@ func (p *Policy) Displace(n int, level int) []*Entry {
 		if e.Priority <= level {
 			return nil
 		}
-		if !e.kept {
+		if !e.waits {
 			out = append(out, e)
 		}
 	}

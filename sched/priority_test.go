@@ -168,7 +168,7 @@ func TestDisplaceTakesTheNewestLeastUrgent(t *testing.T) {
 	now := time.Now()
 	p := imagePolicy(time.Second)
 	a, b, c, d, e := urgent(1, now, 0), urgent(2, now, 1), urgent(3, now, 1), urgent(4, now, 1), urgent(5, now, 2)
-	b.kept = true
+	b.waits = true
 	for _, x := range []*Entry{a, b, c, d, e} {
 		p.Push(x)
 	}
@@ -273,7 +273,7 @@ func TestPolicyKeepsEveryItem(t *testing.T) {
 					if rng.Intn(5) == 0 {
 						e.Key.Name = "other"
 					}
-					e.kept = rng.Intn(4) == 0
+					e.waits = rng.Intn(4) == 0
 					p.Push(e)
 					where[e] = "waiting"
 				}
@@ -321,8 +321,8 @@ func TestPolicyKeepsEveryItem(t *testing.T) {
 				level := rng.Intn(3)
 				out := p.Displace(1+rng.Intn(3), level)
 				for _, e := range out {
-					if e.Priority <= level || e.kept || where[e] != "waiting" {
-						t.Fatalf("round %d, op %d: displaced an item of priority %d (kept %v, %q) for level %d", round, op, e.Priority, e.kept, where[e], level)
+					if e.Priority <= level || e.waits || where[e] != "waiting" {
+						t.Fatalf("round %d, op %d: displaced an item of priority %d (waits %v, %q) for level %d", round, op, e.Priority, e.waits, where[e], level)
 					}
 					where[e] = "displaced"
 				}

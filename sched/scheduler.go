@@ -543,7 +543,7 @@ func (e *QueueError) Error() string {
 // as anything is once the scheduler is closed.
 func (s *Scheduler) Enqueue(ctx context.Context, wait bool, es ...*Entry) error {
 	for _, e := range es {
-		e.kept = wait
+		e.waits = wait
 	}
 	s.mu.Lock()
 	if wait {
@@ -684,7 +684,7 @@ func (s *Scheduler) EnqueueBurst(requests int, items func(i int) []*Entry, refus
 			continue
 		}
 		for _, e := range es {
-			e.kept = true // the batch runs them itself, at once
+			e.waits = true // a batch's: it runs them itself, at once
 		}
 		if queued > 0 {
 			again++
