@@ -35,6 +35,10 @@ type ModelConfig struct {
 	// `priority` parameter), from 1, the most urgent, to MaxPriority; 0:
 	// DefaultPriority.
 	DefaultPriority int `yaml:"default_priority"`
+	// DefaultTimeout is the timeout of the requests that name none (the
+	// `timeout` parameter), up to MaxTimeout; 0: none. A gRPC call's own
+	// deadline still bounds it.
+	DefaultTimeout time.Duration `yaml:"default_timeout"`
 }
 
 // DefaultPriority is a model's default_priority where none is set: the
@@ -65,6 +69,9 @@ func (c ModelConfig) Over(d ModelConfig) ModelConfig {
 	if c.DefaultPriority == 0 {
 		c.DefaultPriority = d.DefaultPriority
 	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = d.DefaultTimeout
+	}
 	return c
 }
 
@@ -82,7 +89,8 @@ func (c ModelConfig) check(where string) error {
 	checks = append(checks, named("workers", c.Workers, engine.CheckWorkers(c.Workers)),
 		named("threads", c.Threads, engine.CheckThreads(c.Threads)),
 		named("max_media_bytes", c.MaxMediaBytes, engine.CheckMaxMediaBytes(c.MaxMediaBytes)),
-		named("default_priority", c.DefaultPriority, CheckDefaultPriority(c.DefaultPriority)))
+		named("default_priority", c.DefaultPriority, CheckDefaultPriority(c.DefaultPriority)),
+		named("default_timeout", c.DefaultTimeout, CheckDefaultTimeout(c.DefaultTimeout)))
 	for _, err := range checks {
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
@@ -96,6 +104,15 @@ func (c ModelConfig) check(where string) error {
 func CheckDefaultPriority(p int) error {
 	if p < 0 || p > MaxPriority {
 		return fmt.Errorf("want a priority from 1 (the most urgent) to %d", MaxPriority)
+	}
+	return nil
+}
+
+// CheckDefaultTimeout refuses a default_timeout outside 0 (none) to
+// MaxTimeout.
+func CheckDefaultTimeout(d time.Duration) error {
+	if d < 0 || d > MaxTimeout {
+		return fmt.Errorf("want 0 (none) to %v", MaxTimeout)
 	}
 	return nil
 }

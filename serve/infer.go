@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -200,9 +201,9 @@ func (s *Server) admit(ctx context.Context, md *Model, req vm.Request, cp callPa
 	defer md.met.depth.Dec()
 	md.stats.pending.Add(1)
 	defer md.stats.pending.Add(-1)
-	if cp.timeout > 0 {
+	if timeout := cmp.Or(cp.timeout, md.defaultTimeout); timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cp.timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	return md.eng.Run(md.prioritized(ctx, cp.priority), req)
@@ -219,7 +220,8 @@ func (md *Model) prioritized(ctx context.Context, p int) context.Context {
 }
 
 // callParams are what a request's parameters ask of its run: a timeout
-// (0: none) and a priority (0: the model's default_priority).
+// (0: the model's default_timeout) and a priority (0: the model's
+// default_priority).
 type callParams struct {
 	timeout  time.Duration
 	priority int

@@ -658,6 +658,43 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestDefaultTimeout: a model's default_timeout is the deadline of a
+// request that names no timeout (run/deadline while it waits), and a
+// request's own timeout wins over it.
+func TestDefaultTimeout(t *testing.T) {
+	g := newGate()
+	b := &backend.Bindings{}
+	b.Register("encoder", g.encoder)
+	s := newServer(t, Config{Repo: repo(t, "image_padded"), NoWarmup: true, Use: map[ir.ImplKind]backend.Backend{ir.ImplONNX: b},
+		Defaults: ModelConfig{MaxDelay: delay(0), Workers: 1, DefaultTimeout: 30 * time.Millisecond}})
+	t.Cleanup(g.release)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	reqs, err := readRequests(s.model("image_padded").Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 2 * time.Minute}
+	url := ts.URL + "/v2/models/image_padded/infer"
+	first := make(chan httpAnswer, 1)
+	go func() {
+		body, _ := oipJSON(t, reqs[0], map[string]any{"timeout": "1m"}, false)
+		first <- post(client, url, body, 0)
+	}()
+	<-g.entered // the worker holds the first request, past the default timeout
+	body, _ := oipJSON(t, reqs[1], nil, false)
+	// A client's bound (a hang guard): without the default the request
+	// would wait for the gate.
+	bounded := &http.Client{Timeout: 10 * time.Second}
+	if a := post(bounded, url, body, 0); a.status != http.StatusGatewayTimeout || a.rule != backend.RunDeadline {
+		t.Errorf("a request naming no timeout: status %d rule %q err %v, want 504 run/deadline", a.status, a.rule, a.err)
+	}
+	g.release() // the first request was held past the default: its own timeout won
+	if a := <-first; a.status != http.StatusOK {
+		t.Errorf("the request whose own timeout is a minute: status %d rule %q err %v", a.status, a.rule, a.err)
+	}
+}
+
 // TestBadRequests: each malformed request fails alone with 400/404 and a
 // message that says what is wrong; the model still answers after them.
 func TestBadRequests(t *testing.T) {

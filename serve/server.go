@@ -90,9 +90,10 @@ type Model struct {
 	// configuration.
 	stats    *inferStats
 	maxDelay time.Duration
-	// defaultPriority is the priority of the requests that name none
-	// (ModelConfig.DefaultPriority).
+	// defaultPriority and defaultTimeout are the priority and the timeout
+	// of the requests that name none (ModelConfig).
 	defaultPriority int
+	defaultTimeout  time.Duration
 	// met are the model's series of the per-request metrics.
 	met *modelMetrics
 	// inflight counts the model's requests admitted and not yet
@@ -411,7 +412,7 @@ func (s *Server) load(name, dir string) (*Model, error) {
 		return nil, err
 	}
 	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay,
-		defaultPriority: cmp.Or(c.DefaultPriority, DefaultPriority), met: s.m.of(name)}
+		defaultPriority: cmp.Or(c.DefaultPriority, DefaultPriority), defaultTimeout: c.DefaultTimeout, met: s.m.of(name)}
 	fixed := graphExtents(f.IR, dir)
 	params := inputParams(f.IR)
 	for _, in := range f.IR.Inputs {

@@ -97,6 +97,8 @@ func TestKnobLimitsFlagAndConfig(t *testing.T) {
 		{"--max-media-bytes", "max_media_bytes", fmt.Sprint(int64(engine.MaxMediaBytes) + 1)},
 		{"--default-priority", "default_priority", fmt.Sprint(serve.MaxPriority + 1)},
 		{"--default-priority", "default_priority", "-1"},
+		{"--default-timeout", "default_timeout", "-1s"},
+		{"--default-timeout", "default_timeout", "2h"},
 	} {
 		name := c.flag + " " + c.value
 		// What each says after "NAME VALUE: ".
@@ -115,7 +117,7 @@ func TestKnobLimitsFlagAndConfig(t *testing.T) {
 			{"bench", imagePkg, "--requests", reqs},
 			{"serve", missing, "--http", "127.0.0.1:0", "--grpc", ""},
 		} {
-			if c.flag == "--default-priority" && cmd[0] != "serve" { // serve's alone
+			if strings.HasPrefix(c.flag, "--default-") && cmd[0] != "serve" { // serve's alone
 				continue
 			}
 			out, errOut, code := runCLI(t, append(cmd, c.flag+"="+c.value)...)

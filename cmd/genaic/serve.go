@@ -24,7 +24,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--default-priority N] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--default-priority N] [--default-timeout D] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -38,14 +38,15 @@ func runServe(e *env, args []string) int {
 		modelControl, metricsNames                  string
 		maxBytes                                    int64
 		procs, defaultPriority                      int
-		drain                                       time.Duration
+		drain, defaultTimeout                       time.Duration
 		timeouts                                    [4]time.Duration
 		noWarmup                                    bool
 		ef                                          engineFlags
 	)
 	fs.StringVar(&httpAddr, "http", ":8000", "HTTP/REST address (health, metadata, infer, /metrics); empty: none")
 	fs.StringVar(&grpcAddr, "grpc", ":8001", "gRPC address (GRPCInferenceService); empty: none")
-	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider, max_media_bytes, default_priority}, models: {NAME: {...}}}; its values win over the flags")
+	fs.StringVar(&config, "config", "", "YAML file of per-model settings: {defaults: {max_delay, queue, workers, threads, provider, max_media_bytes, default_priority, default_timeout}, models: {NAME: {...}}}; its values win over the flags")
+	fs.DurationVar(&defaultTimeout, "default-timeout", 0, fmt.Sprintf("the timeout of the requests whose `timeout` parameter is absent, at most %v (0: none): past it a request still waiting fails run/deadline", serve.MaxTimeout))
 	fs.IntVar(&defaultPriority, "default-priority", serve.DefaultPriority, fmt.Sprintf("the priority of the requests whose `priority` parameter is 0 or absent, from 1 (the most urgent) to %d: at each component, more urgent requests are grouped and run first", serve.MaxPriority))
 	fs.StringVar(&name, "model-name", "", "when REPO is one package, the model's name (default: its folder's name)")
 	fs.StringVar(&metricsNames, "metrics-names", "genaic", "genaic: /metrics has genaic's own names; triton: Triton's nv_inference_* metrics too, for dashboards built for Triton")
@@ -90,6 +91,10 @@ func runServe(e *env, args []string) int {
 		// Restored on return, for a caller that goes on (the tests).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
+	if err := serve.CheckDefaultTimeout(defaultTimeout); err != nil {
+		e.errorf("--default-timeout %v: %v", defaultTimeout, err)
+		return exitUsage
+	}
 	if defaultPriority < 1 || serve.CheckDefaultPriority(defaultPriority) != nil {
 		e.errorf("--default-priority %d: want a priority from 1 (the most urgent) to %d", defaultPriority, serve.MaxPriority)
 		return exitUsage
@@ -123,7 +128,7 @@ func runServe(e *env, args []string) int {
 	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl, MetricsNames: metricsNames,
 		HeaderTimeout: timeouts[0], BodyTimeout: timeouts[1], IdleTimeout: timeouts[2], HandshakeTimeout: timeouts[3],
 		Backends: ef.backends, Declines: backend.Declines(ef.decline),
-		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media, DefaultPriority: defaultPriority}}
+		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media, DefaultPriority: defaultPriority, DefaultTimeout: defaultTimeout}}
 	if config != "" {
 		f, err := serve.ReadConfig(config)
 		if err != nil {
