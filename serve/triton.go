@@ -245,7 +245,10 @@ func (s *Server) statsOf(md *Model) []modelStatJSON {
 // that describe a genaic model. max_batch_size is 0: a request's first
 // axis is not a batch axis to Triton's tools, since genaic groups whole
 // requests itself (their tensors are sent as the metadata shapes them);
-// dynamic_batching carries the max delay.
+// dynamic_batching carries the max delay, the priorities a request may
+// name (1 the most urgent) and the model's default, and the queue policy:
+// a request past its deadline is rejected, its own timeout winning over
+// the model's default.
 type configJSON struct {
 	Name            string             `json:"name"`
 	Platform        string             `json:"platform"`
@@ -255,6 +258,13 @@ type configJSON struct {
 	Output          []configTensorJSON `json:"output"`
 	DynamicBatching struct {
 		MaxQueueDelayMicroseconds uint64 `json:"max_queue_delay_microseconds"`
+		PriorityLevels            uint64 `json:"priority_levels"`
+		DefaultPriorityLevel      uint64 `json:"default_priority_level"`
+		DefaultQueuePolicy        struct {
+			TimeoutAction              string `json:"timeout_action"`
+			DefaultTimeoutMicroseconds uint64 `json:"default_timeout_microseconds"`
+			AllowTimeoutOverride       bool   `json:"allow_timeout_override"`
+		} `json:"default_queue_policy"`
 	} `json:"dynamic_batching"`
 }
 
@@ -274,7 +284,12 @@ func (md *Model) config() configJSON {
 		return out
 	}
 	c := configJSON{Name: md.Name, Platform: "genaic", Backend: "genaic", Input: tensors(md.inputs), Output: tensors(md.outputs)}
-	c.DynamicBatching.MaxQueueDelayMicroseconds = uint64(max(md.maxDelay.Microseconds(), 0))
+	db := &c.DynamicBatching
+	db.MaxQueueDelayMicroseconds = uint64(max(md.maxDelay.Microseconds(), 0))
+	db.PriorityLevels, db.DefaultPriorityLevel = MaxPriority, uint64(max(md.defaultPriority, 0))
+	db.DefaultQueuePolicy.TimeoutAction = "REJECT"
+	db.DefaultQueuePolicy.DefaultTimeoutMicroseconds = uint64(max(md.defaultTimeout.Microseconds(), 0))
+	db.DefaultQueuePolicy.AllowTimeoutOverride = true
 	return c
 }
 
@@ -314,8 +329,13 @@ func (d durationJSON) proto() *oippb.StatisticDuration {
 }
 
 func (c configJSON) proto() *oippb.ModelConfig {
+	db, qp := c.DynamicBatching, c.DynamicBatching.DefaultQueuePolicy
 	p := &oippb.ModelConfig{Name: c.Name, Platform: c.Platform, Backend: c.Backend, MaxBatchSize: c.MaxBatchSize,
-		DynamicBatching: &oippb.ModelDynamicBatching{MaxQueueDelayMicroseconds: c.DynamicBatching.MaxQueueDelayMicroseconds}}
+		DynamicBatching: &oippb.ModelDynamicBatching{MaxQueueDelayMicroseconds: db.MaxQueueDelayMicroseconds,
+			PriorityLevels: db.PriorityLevels, DefaultPriorityLevel: db.DefaultPriorityLevel,
+			DefaultQueuePolicy: &oippb.ModelQueuePolicy{
+				TimeoutAction:              oippb.ModelQueuePolicy_TimeoutAction(oippb.ModelQueuePolicy_TimeoutAction_value[qp.TimeoutAction]),
+				DefaultTimeoutMicroseconds: qp.DefaultTimeoutMicroseconds, AllowTimeoutOverride: qp.AllowTimeoutOverride}}}
 	for _, t := range c.Input {
 		p.Input = append(p.Input, &oippb.ModelInput{Name: t.Name, DataType: oippb.DataType(oippb.DataType_value[t.DataType]), Dims: t.Dims})
 	}

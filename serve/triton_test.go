@@ -135,9 +135,10 @@ func TestTritonStats(t *testing.T) {
 
 // TestTritonConfig: the model configuration extension names the inputs
 // and outputs the metadata does, with Triton's type names, no batch axis
-// of its own, and the max delay.
+// of its own, the max delay, the priorities and the default timeout.
 func TestTritonConfig(t *testing.T) {
-	s := newServer(t, Config{Repo: repo(t, "image_padded"), Defaults: ModelConfig{MaxDelay: delay(3 * time.Millisecond)}})
+	s := newServer(t, Config{Repo: repo(t, "image_padded"), Defaults: ModelConfig{MaxDelay: delay(3 * time.Millisecond),
+		DefaultPriority: 3, DefaultTimeout: 250 * time.Millisecond}})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	var cfg struct {
@@ -146,7 +147,14 @@ func TestTritonConfig(t *testing.T) {
 		Input        []configTensorJSON `json:"input"`
 		Output       []configTensorJSON `json:"output"`
 		Dynamic      struct {
-			Delay int64 `json:"max_queue_delay_microseconds"`
+			Delay         int64 `json:"max_queue_delay_microseconds"`
+			Levels        int64 `json:"priority_levels"`
+			DefaultLevel  int64 `json:"default_priority_level"`
+			DefaultPolicy struct {
+				Action   string `json:"timeout_action"`
+				Timeout  int64  `json:"default_timeout_microseconds"`
+				Override bool   `json:"allow_timeout_override"`
+			} `json:"default_queue_policy"`
 		} `json:"dynamic_batching"`
 	}
 	if code := getJSON(t, ts.URL+"/v2/models/image_padded/config", &cfg); code != 200 {
@@ -158,6 +166,9 @@ func TestTritonConfig(t *testing.T) {
 	getJSON(t, ts.URL+"/v2/models/image_padded", &meta)
 	if cfg.Name != "image_padded" || cfg.MaxBatchSize == nil || *cfg.MaxBatchSize != 0 || cfg.Dynamic.Delay != 3000 {
 		t.Errorf("config %+v", cfg)
+	}
+	if d := cfg.Dynamic; d.Levels != MaxPriority || d.DefaultLevel != 3 || d.DefaultPolicy.Action != "REJECT" || d.DefaultPolicy.Timeout != 250000 || !d.DefaultPolicy.Override {
+		t.Errorf("dynamic_batching %+v; want %d priority levels, the default 3, and rejection past a default timeout of 250 ms that a request's own overrides", d, MaxPriority)
 	}
 	check := func(kind string, got []configTensorJSON, want []tensorMeta) {
 		if len(got) != len(want) || len(want) == 0 {

@@ -116,6 +116,52 @@ func (DataType) EnumDescriptor() ([]byte, []int) {
 	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{0}
 }
 
+type ModelQueuePolicy_TimeoutAction int32
+
+const (
+	ModelQueuePolicy_REJECT ModelQueuePolicy_TimeoutAction = 0
+	ModelQueuePolicy_DELAY  ModelQueuePolicy_TimeoutAction = 1
+)
+
+// Enum value maps for ModelQueuePolicy_TimeoutAction.
+var (
+	ModelQueuePolicy_TimeoutAction_name = map[int32]string{
+		0: "REJECT",
+		1: "DELAY",
+	}
+	ModelQueuePolicy_TimeoutAction_value = map[string]int32{
+		"REJECT": 0,
+		"DELAY":  1,
+	}
+)
+
+func (x ModelQueuePolicy_TimeoutAction) Enum() *ModelQueuePolicy_TimeoutAction {
+	p := new(ModelQueuePolicy_TimeoutAction)
+	*p = x
+	return p
+}
+
+func (x ModelQueuePolicy_TimeoutAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ModelQueuePolicy_TimeoutAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_grpc_predict_v2_proto_enumTypes[1].Descriptor()
+}
+
+func (ModelQueuePolicy_TimeoutAction) Type() protoreflect.EnumType {
+	return &file_grpc_predict_v2_proto_enumTypes[1]
+}
+
+func (x ModelQueuePolicy_TimeoutAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ModelQueuePolicy_TimeoutAction.Descriptor instead.
+func (ModelQueuePolicy_TimeoutAction) EnumDescriptor() ([]byte, []int) {
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{25, 0}
+}
+
 type ServerLiveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1686,16 +1732,79 @@ func (x *ModelOutput) GetDims() []int64 {
 	return nil
 }
 
+type ModelQueuePolicy struct {
+	state                      protoimpl.MessageState         `protogen:"open.v1"`
+	TimeoutAction              ModelQueuePolicy_TimeoutAction `protobuf:"varint,1,opt,name=timeout_action,json=timeoutAction,proto3,enum=inference.ModelQueuePolicy_TimeoutAction" json:"timeout_action,omitempty"`
+	DefaultTimeoutMicroseconds uint64                         `protobuf:"varint,2,opt,name=default_timeout_microseconds,json=defaultTimeoutMicroseconds,proto3" json:"default_timeout_microseconds,omitempty"`
+	AllowTimeoutOverride       bool                           `protobuf:"varint,3,opt,name=allow_timeout_override,json=allowTimeoutOverride,proto3" json:"allow_timeout_override,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *ModelQueuePolicy) Reset() {
+	*x = ModelQueuePolicy{}
+	mi := &file_grpc_predict_v2_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelQueuePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelQueuePolicy) ProtoMessage() {}
+
+func (x *ModelQueuePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_grpc_predict_v2_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelQueuePolicy.ProtoReflect.Descriptor instead.
+func (*ModelQueuePolicy) Descriptor() ([]byte, []int) {
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ModelQueuePolicy) GetTimeoutAction() ModelQueuePolicy_TimeoutAction {
+	if x != nil {
+		return x.TimeoutAction
+	}
+	return ModelQueuePolicy_REJECT
+}
+
+func (x *ModelQueuePolicy) GetDefaultTimeoutMicroseconds() uint64 {
+	if x != nil {
+		return x.DefaultTimeoutMicroseconds
+	}
+	return 0
+}
+
+func (x *ModelQueuePolicy) GetAllowTimeoutOverride() bool {
+	if x != nil {
+		return x.AllowTimeoutOverride
+	}
+	return false
+}
+
 type ModelDynamicBatching struct {
 	state                     protoimpl.MessageState `protogen:"open.v1"`
 	MaxQueueDelayMicroseconds uint64                 `protobuf:"varint,2,opt,name=max_queue_delay_microseconds,json=maxQueueDelayMicroseconds,proto3" json:"max_queue_delay_microseconds,omitempty"`
+	PriorityLevels            uint64                 `protobuf:"varint,4,opt,name=priority_levels,json=priorityLevels,proto3" json:"priority_levels,omitempty"`
+	DefaultPriorityLevel      uint64                 `protobuf:"varint,5,opt,name=default_priority_level,json=defaultPriorityLevel,proto3" json:"default_priority_level,omitempty"`
+	DefaultQueuePolicy        *ModelQueuePolicy      `protobuf:"bytes,6,opt,name=default_queue_policy,json=defaultQueuePolicy,proto3" json:"default_queue_policy,omitempty"`
 	unknownFields             protoimpl.UnknownFields
 	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *ModelDynamicBatching) Reset() {
 	*x = ModelDynamicBatching{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[25]
+	mi := &file_grpc_predict_v2_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1816,7 @@ func (x *ModelDynamicBatching) String() string {
 func (*ModelDynamicBatching) ProtoMessage() {}
 
 func (x *ModelDynamicBatching) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[25]
+	mi := &file_grpc_predict_v2_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1829,7 @@ func (x *ModelDynamicBatching) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelDynamicBatching.ProtoReflect.Descriptor instead.
 func (*ModelDynamicBatching) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{25}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModelDynamicBatching) GetMaxQueueDelayMicroseconds() uint64 {
@@ -1728,6 +1837,27 @@ func (x *ModelDynamicBatching) GetMaxQueueDelayMicroseconds() uint64 {
 		return x.MaxQueueDelayMicroseconds
 	}
 	return 0
+}
+
+func (x *ModelDynamicBatching) GetPriorityLevels() uint64 {
+	if x != nil {
+		return x.PriorityLevels
+	}
+	return 0
+}
+
+func (x *ModelDynamicBatching) GetDefaultPriorityLevel() uint64 {
+	if x != nil {
+		return x.DefaultPriorityLevel
+	}
+	return 0
+}
+
+func (x *ModelDynamicBatching) GetDefaultQueuePolicy() *ModelQueuePolicy {
+	if x != nil {
+		return x.DefaultQueuePolicy
+	}
+	return nil
 }
 
 type ModelConfig struct {
@@ -1745,7 +1875,7 @@ type ModelConfig struct {
 
 func (x *ModelConfig) Reset() {
 	*x = ModelConfig{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[26]
+	mi := &file_grpc_predict_v2_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1887,7 @@ func (x *ModelConfig) String() string {
 func (*ModelConfig) ProtoMessage() {}
 
 func (x *ModelConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[26]
+	mi := &file_grpc_predict_v2_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1900,7 @@ func (x *ModelConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelConfig.ProtoReflect.Descriptor instead.
 func (*ModelConfig) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{26}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ModelConfig) GetName() string {
@@ -1833,7 +1963,7 @@ type RepositoryIndexRequest struct {
 
 func (x *RepositoryIndexRequest) Reset() {
 	*x = RepositoryIndexRequest{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[27]
+	mi := &file_grpc_predict_v2_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1975,7 @@ func (x *RepositoryIndexRequest) String() string {
 func (*RepositoryIndexRequest) ProtoMessage() {}
 
 func (x *RepositoryIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[27]
+	mi := &file_grpc_predict_v2_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1988,7 @@ func (x *RepositoryIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryIndexRequest.ProtoReflect.Descriptor instead.
 func (*RepositoryIndexRequest) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{27}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RepositoryIndexRequest) GetRepositoryName() string {
@@ -1884,7 +2014,7 @@ type RepositoryIndexResponse struct {
 
 func (x *RepositoryIndexResponse) Reset() {
 	*x = RepositoryIndexResponse{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[28]
+	mi := &file_grpc_predict_v2_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2026,7 @@ func (x *RepositoryIndexResponse) String() string {
 func (*RepositoryIndexResponse) ProtoMessage() {}
 
 func (x *RepositoryIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[28]
+	mi := &file_grpc_predict_v2_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2039,7 @@ func (x *RepositoryIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryIndexResponse.ProtoReflect.Descriptor instead.
 func (*RepositoryIndexResponse) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{28}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RepositoryIndexResponse) GetModels() []*RepositoryIndexResponse_ModelIndex {
@@ -1934,7 +2064,7 @@ type ModelRepositoryParameter struct {
 
 func (x *ModelRepositoryParameter) Reset() {
 	*x = ModelRepositoryParameter{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[29]
+	mi := &file_grpc_predict_v2_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2076,7 @@ func (x *ModelRepositoryParameter) String() string {
 func (*ModelRepositoryParameter) ProtoMessage() {}
 
 func (x *ModelRepositoryParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[29]
+	mi := &file_grpc_predict_v2_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2089,7 @@ func (x *ModelRepositoryParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRepositoryParameter.ProtoReflect.Descriptor instead.
 func (*ModelRepositoryParameter) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{29}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ModelRepositoryParameter) GetParameterChoice() isModelRepositoryParameter_ParameterChoice {
@@ -2044,7 +2174,7 @@ type RepositoryModelLoadRequest struct {
 
 func (x *RepositoryModelLoadRequest) Reset() {
 	*x = RepositoryModelLoadRequest{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[30]
+	mi := &file_grpc_predict_v2_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2186,7 @@ func (x *RepositoryModelLoadRequest) String() string {
 func (*RepositoryModelLoadRequest) ProtoMessage() {}
 
 func (x *RepositoryModelLoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[30]
+	mi := &file_grpc_predict_v2_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2199,7 @@ func (x *RepositoryModelLoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelLoadRequest.ProtoReflect.Descriptor instead.
 func (*RepositoryModelLoadRequest) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{30}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RepositoryModelLoadRequest) GetRepositoryName() string {
@@ -2101,7 +2231,7 @@ type RepositoryModelLoadResponse struct {
 
 func (x *RepositoryModelLoadResponse) Reset() {
 	*x = RepositoryModelLoadResponse{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[31]
+	mi := &file_grpc_predict_v2_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2243,7 @@ func (x *RepositoryModelLoadResponse) String() string {
 func (*RepositoryModelLoadResponse) ProtoMessage() {}
 
 func (x *RepositoryModelLoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[31]
+	mi := &file_grpc_predict_v2_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2256,7 @@ func (x *RepositoryModelLoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelLoadResponse.ProtoReflect.Descriptor instead.
 func (*RepositoryModelLoadResponse) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{31}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{32}
 }
 
 type RepositoryModelUnloadRequest struct {
@@ -2140,7 +2270,7 @@ type RepositoryModelUnloadRequest struct {
 
 func (x *RepositoryModelUnloadRequest) Reset() {
 	*x = RepositoryModelUnloadRequest{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[32]
+	mi := &file_grpc_predict_v2_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2282,7 @@ func (x *RepositoryModelUnloadRequest) String() string {
 func (*RepositoryModelUnloadRequest) ProtoMessage() {}
 
 func (x *RepositoryModelUnloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[32]
+	mi := &file_grpc_predict_v2_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2295,7 @@ func (x *RepositoryModelUnloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelUnloadRequest.ProtoReflect.Descriptor instead.
 func (*RepositoryModelUnloadRequest) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{32}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RepositoryModelUnloadRequest) GetRepositoryName() string {
@@ -2197,7 +2327,7 @@ type RepositoryModelUnloadResponse struct {
 
 func (x *RepositoryModelUnloadResponse) Reset() {
 	*x = RepositoryModelUnloadResponse{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[33]
+	mi := &file_grpc_predict_v2_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2339,7 @@ func (x *RepositoryModelUnloadResponse) String() string {
 func (*RepositoryModelUnloadResponse) ProtoMessage() {}
 
 func (x *RepositoryModelUnloadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[33]
+	mi := &file_grpc_predict_v2_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2352,7 @@ func (x *RepositoryModelUnloadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelUnloadResponse.ProtoReflect.Descriptor instead.
 func (*RepositoryModelUnloadResponse) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{33}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{34}
 }
 
 type ModelMetadataResponse_TensorMetadata struct {
@@ -2241,7 +2371,7 @@ type ModelMetadataResponse_TensorMetadata struct {
 
 func (x *ModelMetadataResponse_TensorMetadata) Reset() {
 	*x = ModelMetadataResponse_TensorMetadata{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[34]
+	mi := &file_grpc_predict_v2_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2383,7 @@ func (x *ModelMetadataResponse_TensorMetadata) String() string {
 func (*ModelMetadataResponse_TensorMetadata) ProtoMessage() {}
 
 func (x *ModelMetadataResponse_TensorMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[34]
+	mi := &file_grpc_predict_v2_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2441,7 @@ type ModelInferRequest_InferInputTensor struct {
 
 func (x *ModelInferRequest_InferInputTensor) Reset() {
 	*x = ModelInferRequest_InferInputTensor{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[36]
+	mi := &file_grpc_predict_v2_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2453,7 @@ func (x *ModelInferRequest_InferInputTensor) String() string {
 func (*ModelInferRequest_InferInputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferInputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[36]
+	mi := &file_grpc_predict_v2_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2514,7 @@ type ModelInferRequest_InferRequestedOutputTensor struct {
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) Reset() {
 	*x = ModelInferRequest_InferRequestedOutputTensor{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[37]
+	mi := &file_grpc_predict_v2_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2526,7 @@ func (x *ModelInferRequest_InferRequestedOutputTensor) String() string {
 func (*ModelInferRequest_InferRequestedOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[37]
+	mi := &file_grpc_predict_v2_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2569,7 @@ type ModelInferResponse_InferOutputTensor struct {
 
 func (x *ModelInferResponse_InferOutputTensor) Reset() {
 	*x = ModelInferResponse_InferOutputTensor{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[41]
+	mi := &file_grpc_predict_v2_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2581,7 @@ func (x *ModelInferResponse_InferOutputTensor) String() string {
 func (*ModelInferResponse_InferOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferResponse_InferOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[41]
+	mi := &file_grpc_predict_v2_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2645,7 @@ type RepositoryIndexResponse_ModelIndex struct {
 
 func (x *RepositoryIndexResponse_ModelIndex) Reset() {
 	*x = RepositoryIndexResponse_ModelIndex{}
-	mi := &file_grpc_predict_v2_proto_msgTypes[44]
+	mi := &file_grpc_predict_v2_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2657,7 @@ func (x *RepositoryIndexResponse_ModelIndex) String() string {
 func (*RepositoryIndexResponse_ModelIndex) ProtoMessage() {}
 
 func (x *RepositoryIndexResponse_ModelIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_grpc_predict_v2_proto_msgTypes[44]
+	mi := &file_grpc_predict_v2_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2670,7 @@ func (x *RepositoryIndexResponse_ModelIndex) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use RepositoryIndexResponse_ModelIndex.ProtoReflect.Descriptor instead.
 func (*RepositoryIndexResponse_ModelIndex) Descriptor() ([]byte, []int) {
-	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{28, 0}
+	return file_grpc_predict_v2_proto_rawDescGZIP(), []int{29, 0}
 }
 
 func (x *RepositoryIndexResponse_ModelIndex) GetName() string {
@@ -2738,9 +2868,20 @@ const file_grpc_predict_v2_proto_rawDesc = "" +
 	"\vModelOutput\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
 	"\tdata_type\x18\x02 \x01(\x0e2\x13.inference.DataTypeR\bdataType\x12\x12\n" +
-	"\x04dims\x18\x03 \x03(\x03R\x04dims\"W\n" +
+	"\x04dims\x18\x03 \x03(\x03R\x04dims\"\x84\x02\n" +
+	"\x10ModelQueuePolicy\x12P\n" +
+	"\x0etimeout_action\x18\x01 \x01(\x0e2).inference.ModelQueuePolicy.TimeoutActionR\rtimeoutAction\x12@\n" +
+	"\x1cdefault_timeout_microseconds\x18\x02 \x01(\x04R\x1adefaultTimeoutMicroseconds\x124\n" +
+	"\x16allow_timeout_override\x18\x03 \x01(\bR\x14allowTimeoutOverride\"&\n" +
+	"\rTimeoutAction\x12\n" +
+	"\n" +
+	"\x06REJECT\x10\x00\x12\t\n" +
+	"\x05DELAY\x10\x01\"\x85\x02\n" +
 	"\x14ModelDynamicBatching\x12?\n" +
-	"\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04R\x19maxQueueDelayMicroseconds\"\xa6\x02\n" +
+	"\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04R\x19maxQueueDelayMicroseconds\x12'\n" +
+	"\x0fpriority_levels\x18\x04 \x01(\x04R\x0epriorityLevels\x124\n" +
+	"\x16default_priority_level\x18\x05 \x01(\x04R\x14defaultPriorityLevel\x12M\n" +
+	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicy\"\xa6\x02\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bplatform\x18\x02 \x01(\tR\bplatform\x12$\n" +
@@ -2841,133 +2982,137 @@ func file_grpc_predict_v2_proto_rawDescGZIP() []byte {
 	return file_grpc_predict_v2_proto_rawDescData
 }
 
-var file_grpc_predict_v2_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_grpc_predict_v2_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_grpc_predict_v2_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_grpc_predict_v2_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_grpc_predict_v2_proto_goTypes = []any{
 	(DataType)(0),                                // 0: inference.DataType
-	(*ServerLiveRequest)(nil),                    // 1: inference.ServerLiveRequest
-	(*ServerLiveResponse)(nil),                   // 2: inference.ServerLiveResponse
-	(*ServerReadyRequest)(nil),                   // 3: inference.ServerReadyRequest
-	(*ServerReadyResponse)(nil),                  // 4: inference.ServerReadyResponse
-	(*ModelReadyRequest)(nil),                    // 5: inference.ModelReadyRequest
-	(*ModelReadyResponse)(nil),                   // 6: inference.ModelReadyResponse
-	(*ServerMetadataRequest)(nil),                // 7: inference.ServerMetadataRequest
-	(*ServerMetadataResponse)(nil),               // 8: inference.ServerMetadataResponse
-	(*ModelMetadataRequest)(nil),                 // 9: inference.ModelMetadataRequest
-	(*ModelMetadataResponse)(nil),                // 10: inference.ModelMetadataResponse
-	(*ModelInferRequest)(nil),                    // 11: inference.ModelInferRequest
-	(*ModelInferResponse)(nil),                   // 12: inference.ModelInferResponse
-	(*InferParameter)(nil),                       // 13: inference.InferParameter
-	(*InferTensorContents)(nil),                  // 14: inference.InferTensorContents
-	(*ModelStreamInferResponse)(nil),             // 15: inference.ModelStreamInferResponse
-	(*ModelStatisticsRequest)(nil),               // 16: inference.ModelStatisticsRequest
-	(*ModelStatisticsResponse)(nil),              // 17: inference.ModelStatisticsResponse
-	(*StatisticDuration)(nil),                    // 18: inference.StatisticDuration
-	(*ModelStatistics)(nil),                      // 19: inference.ModelStatistics
-	(*InferStatistics)(nil),                      // 20: inference.InferStatistics
-	(*InferBatchStatistics)(nil),                 // 21: inference.InferBatchStatistics
-	(*ModelConfigRequest)(nil),                   // 22: inference.ModelConfigRequest
-	(*ModelConfigResponse)(nil),                  // 23: inference.ModelConfigResponse
-	(*ModelInput)(nil),                           // 24: inference.ModelInput
-	(*ModelOutput)(nil),                          // 25: inference.ModelOutput
-	(*ModelDynamicBatching)(nil),                 // 26: inference.ModelDynamicBatching
-	(*ModelConfig)(nil),                          // 27: inference.ModelConfig
-	(*RepositoryIndexRequest)(nil),               // 28: inference.RepositoryIndexRequest
-	(*RepositoryIndexResponse)(nil),              // 29: inference.RepositoryIndexResponse
-	(*ModelRepositoryParameter)(nil),             // 30: inference.ModelRepositoryParameter
-	(*RepositoryModelLoadRequest)(nil),           // 31: inference.RepositoryModelLoadRequest
-	(*RepositoryModelLoadResponse)(nil),          // 32: inference.RepositoryModelLoadResponse
-	(*RepositoryModelUnloadRequest)(nil),         // 33: inference.RepositoryModelUnloadRequest
-	(*RepositoryModelUnloadResponse)(nil),        // 34: inference.RepositoryModelUnloadResponse
-	(*ModelMetadataResponse_TensorMetadata)(nil), // 35: inference.ModelMetadataResponse.TensorMetadata
-	nil, // 36: inference.ModelMetadataResponse.TensorMetadata.ParametersEntry
-	(*ModelInferRequest_InferInputTensor)(nil),           // 37: inference.ModelInferRequest.InferInputTensor
-	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 38: inference.ModelInferRequest.InferRequestedOutputTensor
-	nil, // 39: inference.ModelInferRequest.ParametersEntry
-	nil, // 40: inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	nil, // 41: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	(*ModelInferResponse_InferOutputTensor)(nil), // 42: inference.ModelInferResponse.InferOutputTensor
-	nil, // 43: inference.ModelInferResponse.ParametersEntry
-	nil, // 44: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	(*RepositoryIndexResponse_ModelIndex)(nil), // 45: inference.RepositoryIndexResponse.ModelIndex
-	nil, // 46: inference.RepositoryModelLoadRequest.ParametersEntry
-	nil, // 47: inference.RepositoryModelUnloadRequest.ParametersEntry
+	(ModelQueuePolicy_TimeoutAction)(0),          // 1: inference.ModelQueuePolicy.TimeoutAction
+	(*ServerLiveRequest)(nil),                    // 2: inference.ServerLiveRequest
+	(*ServerLiveResponse)(nil),                   // 3: inference.ServerLiveResponse
+	(*ServerReadyRequest)(nil),                   // 4: inference.ServerReadyRequest
+	(*ServerReadyResponse)(nil),                  // 5: inference.ServerReadyResponse
+	(*ModelReadyRequest)(nil),                    // 6: inference.ModelReadyRequest
+	(*ModelReadyResponse)(nil),                   // 7: inference.ModelReadyResponse
+	(*ServerMetadataRequest)(nil),                // 8: inference.ServerMetadataRequest
+	(*ServerMetadataResponse)(nil),               // 9: inference.ServerMetadataResponse
+	(*ModelMetadataRequest)(nil),                 // 10: inference.ModelMetadataRequest
+	(*ModelMetadataResponse)(nil),                // 11: inference.ModelMetadataResponse
+	(*ModelInferRequest)(nil),                    // 12: inference.ModelInferRequest
+	(*ModelInferResponse)(nil),                   // 13: inference.ModelInferResponse
+	(*InferParameter)(nil),                       // 14: inference.InferParameter
+	(*InferTensorContents)(nil),                  // 15: inference.InferTensorContents
+	(*ModelStreamInferResponse)(nil),             // 16: inference.ModelStreamInferResponse
+	(*ModelStatisticsRequest)(nil),               // 17: inference.ModelStatisticsRequest
+	(*ModelStatisticsResponse)(nil),              // 18: inference.ModelStatisticsResponse
+	(*StatisticDuration)(nil),                    // 19: inference.StatisticDuration
+	(*ModelStatistics)(nil),                      // 20: inference.ModelStatistics
+	(*InferStatistics)(nil),                      // 21: inference.InferStatistics
+	(*InferBatchStatistics)(nil),                 // 22: inference.InferBatchStatistics
+	(*ModelConfigRequest)(nil),                   // 23: inference.ModelConfigRequest
+	(*ModelConfigResponse)(nil),                  // 24: inference.ModelConfigResponse
+	(*ModelInput)(nil),                           // 25: inference.ModelInput
+	(*ModelOutput)(nil),                          // 26: inference.ModelOutput
+	(*ModelQueuePolicy)(nil),                     // 27: inference.ModelQueuePolicy
+	(*ModelDynamicBatching)(nil),                 // 28: inference.ModelDynamicBatching
+	(*ModelConfig)(nil),                          // 29: inference.ModelConfig
+	(*RepositoryIndexRequest)(nil),               // 30: inference.RepositoryIndexRequest
+	(*RepositoryIndexResponse)(nil),              // 31: inference.RepositoryIndexResponse
+	(*ModelRepositoryParameter)(nil),             // 32: inference.ModelRepositoryParameter
+	(*RepositoryModelLoadRequest)(nil),           // 33: inference.RepositoryModelLoadRequest
+	(*RepositoryModelLoadResponse)(nil),          // 34: inference.RepositoryModelLoadResponse
+	(*RepositoryModelUnloadRequest)(nil),         // 35: inference.RepositoryModelUnloadRequest
+	(*RepositoryModelUnloadResponse)(nil),        // 36: inference.RepositoryModelUnloadResponse
+	(*ModelMetadataResponse_TensorMetadata)(nil), // 37: inference.ModelMetadataResponse.TensorMetadata
+	nil, // 38: inference.ModelMetadataResponse.TensorMetadata.ParametersEntry
+	(*ModelInferRequest_InferInputTensor)(nil),           // 39: inference.ModelInferRequest.InferInputTensor
+	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 40: inference.ModelInferRequest.InferRequestedOutputTensor
+	nil, // 41: inference.ModelInferRequest.ParametersEntry
+	nil, // 42: inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	nil, // 43: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	(*ModelInferResponse_InferOutputTensor)(nil), // 44: inference.ModelInferResponse.InferOutputTensor
+	nil, // 45: inference.ModelInferResponse.ParametersEntry
+	nil, // 46: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	(*RepositoryIndexResponse_ModelIndex)(nil), // 47: inference.RepositoryIndexResponse.ModelIndex
+	nil, // 48: inference.RepositoryModelLoadRequest.ParametersEntry
+	nil, // 49: inference.RepositoryModelUnloadRequest.ParametersEntry
 }
 var file_grpc_predict_v2_proto_depIdxs = []int32{
-	35, // 0: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	35, // 1: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	39, // 2: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
-	37, // 3: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
-	38, // 4: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
-	43, // 5: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
-	42, // 6: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
-	12, // 7: inference.ModelStreamInferResponse.infer_response:type_name -> inference.ModelInferResponse
-	19, // 8: inference.ModelStatisticsResponse.model_stats:type_name -> inference.ModelStatistics
-	20, // 9: inference.ModelStatistics.inference_stats:type_name -> inference.InferStatistics
-	21, // 10: inference.ModelStatistics.batch_stats:type_name -> inference.InferBatchStatistics
-	18, // 11: inference.InferStatistics.success:type_name -> inference.StatisticDuration
-	18, // 12: inference.InferStatistics.fail:type_name -> inference.StatisticDuration
-	18, // 13: inference.InferStatistics.queue:type_name -> inference.StatisticDuration
-	18, // 14: inference.InferStatistics.compute_input:type_name -> inference.StatisticDuration
-	18, // 15: inference.InferStatistics.compute_infer:type_name -> inference.StatisticDuration
-	18, // 16: inference.InferStatistics.compute_output:type_name -> inference.StatisticDuration
-	18, // 17: inference.InferStatistics.cache_hit:type_name -> inference.StatisticDuration
-	18, // 18: inference.InferStatistics.cache_miss:type_name -> inference.StatisticDuration
-	18, // 19: inference.InferBatchStatistics.compute_input:type_name -> inference.StatisticDuration
-	18, // 20: inference.InferBatchStatistics.compute_infer:type_name -> inference.StatisticDuration
-	18, // 21: inference.InferBatchStatistics.compute_output:type_name -> inference.StatisticDuration
-	27, // 22: inference.ModelConfigResponse.config:type_name -> inference.ModelConfig
+	37, // 0: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
+	37, // 1: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
+	41, // 2: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
+	39, // 3: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
+	40, // 4: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
+	45, // 5: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
+	44, // 6: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
+	13, // 7: inference.ModelStreamInferResponse.infer_response:type_name -> inference.ModelInferResponse
+	20, // 8: inference.ModelStatisticsResponse.model_stats:type_name -> inference.ModelStatistics
+	21, // 9: inference.ModelStatistics.inference_stats:type_name -> inference.InferStatistics
+	22, // 10: inference.ModelStatistics.batch_stats:type_name -> inference.InferBatchStatistics
+	19, // 11: inference.InferStatistics.success:type_name -> inference.StatisticDuration
+	19, // 12: inference.InferStatistics.fail:type_name -> inference.StatisticDuration
+	19, // 13: inference.InferStatistics.queue:type_name -> inference.StatisticDuration
+	19, // 14: inference.InferStatistics.compute_input:type_name -> inference.StatisticDuration
+	19, // 15: inference.InferStatistics.compute_infer:type_name -> inference.StatisticDuration
+	19, // 16: inference.InferStatistics.compute_output:type_name -> inference.StatisticDuration
+	19, // 17: inference.InferStatistics.cache_hit:type_name -> inference.StatisticDuration
+	19, // 18: inference.InferStatistics.cache_miss:type_name -> inference.StatisticDuration
+	19, // 19: inference.InferBatchStatistics.compute_input:type_name -> inference.StatisticDuration
+	19, // 20: inference.InferBatchStatistics.compute_infer:type_name -> inference.StatisticDuration
+	19, // 21: inference.InferBatchStatistics.compute_output:type_name -> inference.StatisticDuration
+	29, // 22: inference.ModelConfigResponse.config:type_name -> inference.ModelConfig
 	0,  // 23: inference.ModelInput.data_type:type_name -> inference.DataType
 	0,  // 24: inference.ModelOutput.data_type:type_name -> inference.DataType
-	24, // 25: inference.ModelConfig.input:type_name -> inference.ModelInput
-	25, // 26: inference.ModelConfig.output:type_name -> inference.ModelOutput
-	26, // 27: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
-	45, // 28: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
-	46, // 29: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
-	47, // 30: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
-	36, // 31: inference.ModelMetadataResponse.TensorMetadata.parameters:type_name -> inference.ModelMetadataResponse.TensorMetadata.ParametersEntry
-	13, // 32: inference.ModelMetadataResponse.TensorMetadata.ParametersEntry.value:type_name -> inference.InferParameter
-	40, // 33: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	14, // 34: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
-	41, // 35: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	13, // 36: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
-	13, // 37: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	13, // 38: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	44, // 39: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	14, // 40: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
-	13, // 41: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
-	13, // 42: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	30, // 43: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
-	30, // 44: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
-	1,  // 45: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
-	3,  // 46: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
-	5,  // 47: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
-	7,  // 48: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
-	9,  // 49: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
-	11, // 50: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
-	11, // 51: inference.GRPCInferenceService.ModelStreamInfer:input_type -> inference.ModelInferRequest
-	16, // 52: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
-	22, // 53: inference.GRPCInferenceService.ModelConfig:input_type -> inference.ModelConfigRequest
-	28, // 54: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
-	31, // 55: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
-	33, // 56: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
-	2,  // 57: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
-	4,  // 58: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
-	6,  // 59: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
-	8,  // 60: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
-	10, // 61: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
-	12, // 62: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
-	15, // 63: inference.GRPCInferenceService.ModelStreamInfer:output_type -> inference.ModelStreamInferResponse
-	17, // 64: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
-	23, // 65: inference.GRPCInferenceService.ModelConfig:output_type -> inference.ModelConfigResponse
-	29, // 66: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
-	32, // 67: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
-	34, // 68: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
-	57, // [57:69] is the sub-list for method output_type
-	45, // [45:57] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	1,  // 25: inference.ModelQueuePolicy.timeout_action:type_name -> inference.ModelQueuePolicy.TimeoutAction
+	27, // 26: inference.ModelDynamicBatching.default_queue_policy:type_name -> inference.ModelQueuePolicy
+	25, // 27: inference.ModelConfig.input:type_name -> inference.ModelInput
+	26, // 28: inference.ModelConfig.output:type_name -> inference.ModelOutput
+	28, // 29: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
+	47, // 30: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
+	48, // 31: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
+	49, // 32: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
+	38, // 33: inference.ModelMetadataResponse.TensorMetadata.parameters:type_name -> inference.ModelMetadataResponse.TensorMetadata.ParametersEntry
+	14, // 34: inference.ModelMetadataResponse.TensorMetadata.ParametersEntry.value:type_name -> inference.InferParameter
+	42, // 35: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	15, // 36: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
+	43, // 37: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	14, // 38: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
+	14, // 39: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	14, // 40: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	46, // 41: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	15, // 42: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
+	14, // 43: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
+	14, // 44: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	32, // 45: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	32, // 46: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	2,  // 47: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
+	4,  // 48: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
+	6,  // 49: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
+	8,  // 50: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
+	10, // 51: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
+	12, // 52: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
+	12, // 53: inference.GRPCInferenceService.ModelStreamInfer:input_type -> inference.ModelInferRequest
+	17, // 54: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
+	23, // 55: inference.GRPCInferenceService.ModelConfig:input_type -> inference.ModelConfigRequest
+	30, // 56: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
+	33, // 57: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
+	35, // 58: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
+	3,  // 59: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
+	5,  // 60: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
+	7,  // 61: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
+	9,  // 62: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
+	11, // 63: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
+	13, // 64: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
+	16, // 65: inference.GRPCInferenceService.ModelStreamInfer:output_type -> inference.ModelStreamInferResponse
+	18, // 66: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
+	24, // 67: inference.GRPCInferenceService.ModelConfig:output_type -> inference.ModelConfigResponse
+	31, // 68: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
+	34, // 69: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
+	36, // 70: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
+	59, // [59:71] is the sub-list for method output_type
+	47, // [47:59] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_grpc_predict_v2_proto_init() }
@@ -2982,7 +3127,7 @@ func file_grpc_predict_v2_proto_init() {
 		(*InferParameter_DoubleParam)(nil),
 		(*InferParameter_Uint64Param)(nil),
 	}
-	file_grpc_predict_v2_proto_msgTypes[29].OneofWrappers = []any{
+	file_grpc_predict_v2_proto_msgTypes[30].OneofWrappers = []any{
 		(*ModelRepositoryParameter_BoolParam)(nil),
 		(*ModelRepositoryParameter_Int64Param)(nil),
 		(*ModelRepositoryParameter_StringParam)(nil),
@@ -2993,8 +3138,8 @@ func file_grpc_predict_v2_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_grpc_predict_v2_proto_rawDesc), len(file_grpc_predict_v2_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   47,
+			NumEnums:      2,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
