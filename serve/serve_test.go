@@ -508,11 +508,15 @@ func sumPatches(_ context.Context, in map[string]*backend.Tensor) (map[string]*b
 }
 
 func gatedServer(t *testing.T, queue int) (*Server, *gate, func(vm.Request) vm.Response) {
+	return gatedServerWith(t, ModelConfig{MaxDelay: delay(0), Queue: queue, Workers: 1})
+}
+
+// gatedServerWith is gatedServer with the model's settings cfg.
+func gatedServerWith(t *testing.T, cfg ModelConfig) (*Server, *gate, func(vm.Request) vm.Response) {
 	g := newGate()
 	b := &backend.Bindings{}
 	b.Register("encoder", g.encoder)
-	s := newServer(t, Config{Repo: repo(t, "image_padded"), NoWarmup: true, Use: map[ir.ImplKind]backend.Backend{ir.ImplONNX: b},
-		Defaults: ModelConfig{MaxDelay: delay(0), Queue: queue, Workers: 1}})
+	s := newServer(t, Config{Repo: repo(t, "image_padded"), NoWarmup: true, Use: map[ir.ImplKind]backend.Backend{ir.ImplONNX: b}, Defaults: cfg})
 	t.Cleanup(g.release)
 	rb := &backend.Bindings{}
 	rb.Register("encoder", sumPatches)
@@ -625,26 +629,13 @@ func TestQueueFull(t *testing.T) {
 // the request ahead of it is still answered.
 func TestDeadline(t *testing.T) {
 	s, g, ref := gatedServer(t, 16)
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
 	c := grpcClient(t, s)
-	reqs, err := readRequests(s.model("image_padded").Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: 2 * time.Minute}
-	url := ts.URL + "/v2/models/image_padded/infer"
-	first := make(chan httpAnswer, 1)
-	go func() {
-		body, _ := oipJSON(t, reqs[0], nil, false)
-		first <- post(client, url, body, 0)
-	}()
-	<-g.entered
+	url, reqs, first := holdFirst(t, s, g, nil)
 	body, _ := oipJSON(t, reqs[1], map[string]any{"timeout": "30ms"}, false)
-	if a := post(client, url, body, 0); a.status != http.StatusGatewayTimeout || a.rule != backend.RunDeadline {
+	if a := post(http.DefaultClient, url, body, 0); a.status != http.StatusGatewayTimeout || a.rule != backend.RunDeadline {
 		t.Errorf("timed-out HTTP request: status %d rule %q err %v, want 504 run/deadline", a.status, a.rule, a.err)
 	}
-	_, err = c.ModelInfer(context.Background(), grpcRequest("image_padded", reqs[1], true,
+	_, err := c.ModelInfer(context.Background(), grpcRequest("image_padded", reqs[1], true,
 		map[string]*oippb.InferParameter{"timeout": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 30}}}))
 	if grpcstatus.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), backend.RunDeadline) {
 		t.Errorf("timed-out gRPC request: %v, want DEADLINE_EXCEEDED run/deadline", err)
@@ -662,26 +653,8 @@ func TestDeadline(t *testing.T) {
 // request that names no timeout (run/deadline while it waits), and a
 // request's own timeout wins over it.
 func TestDefaultTimeout(t *testing.T) {
-	g := newGate()
-	b := &backend.Bindings{}
-	b.Register("encoder", g.encoder)
-	s := newServer(t, Config{Repo: repo(t, "image_padded"), NoWarmup: true, Use: map[ir.ImplKind]backend.Backend{ir.ImplONNX: b},
-		Defaults: ModelConfig{MaxDelay: delay(0), Workers: 1, DefaultTimeout: 30 * time.Millisecond}})
-	t.Cleanup(g.release)
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	reqs, err := readRequests(s.model("image_padded").Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: 2 * time.Minute}
-	url := ts.URL + "/v2/models/image_padded/infer"
-	first := make(chan httpAnswer, 1)
-	go func() {
-		body, _ := oipJSON(t, reqs[0], map[string]any{"timeout": "1m"}, false)
-		first <- post(client, url, body, 0)
-	}()
-	<-g.entered // the worker holds the first request, past the default timeout
+	s, g, _ := gatedServerWith(t, ModelConfig{MaxDelay: delay(0), Workers: 1, DefaultTimeout: 30 * time.Millisecond})
+	url, reqs, first := holdFirst(t, s, g, map[string]any{"timeout": "1m"})
 	body, _ := oipJSON(t, reqs[1], nil, false)
 	// A client's bound (a hang guard): without the default the request
 	// would wait for the gate.
@@ -693,6 +666,31 @@ func TestDefaultTimeout(t *testing.T) {
 	if a := <-first; a.status != http.StatusOK {
 		t.Errorf("the request whose own timeout is a minute: status %d rule %q err %v", a.status, a.rule, a.err)
 	}
+}
+
+// holdFirst serves s over HTTP and sends the package's first request, of
+// parameters params, returning once the gate holds it in the encoder:
+// the model's infer URL, the package's requests, and where the first
+// request's answer comes once the gate opens.
+func holdFirst(t *testing.T, s *Server, g *gate, params map[string]any) (url string, reqs []vm.Request, first chan httpAnswer) {
+	t.Helper()
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		g.release() // a test that fails early leaves no request held
+		ts.Close()
+	})
+	reqs, err := readRequests(s.model("image_padded").Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url = ts.URL + "/v2/models/image_padded/infer"
+	first = make(chan httpAnswer, 1)
+	go func() {
+		body, _ := oipJSON(t, reqs[0], params, false)
+		first <- post(&http.Client{Timeout: 2 * time.Minute}, url, body, 0)
+	}()
+	<-g.entered
+	return url, reqs, first
 }
 
 // TestBadRequests: each malformed request fails alone with 400/404 and a
