@@ -27,6 +27,7 @@ type benchJSON struct {
 	CPUClass    string  `json:"cpu_class"`
 	Server      *struct {
 		URL, GRPC, Model string
+		Priority         int
 	} `json:"server"`
 	Modes []struct {
 		Name              string  `json:"name"`

@@ -79,6 +79,9 @@ func TestBenchPriority(t *testing.T) {
 
 	rep := bench(t, textPkg, "--requests", filepath.Join(textPkg, "requests.json"), "--url", hs.URL, "--grpc", lis.Addr().String(),
 		"--priority", "3", "--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4")
+	if rep.Server == nil || rep.Server.Priority != 3 {
+		t.Errorf("the report's server %+v; want priority 3", rep.Server)
+	}
 	for _, m := range rep.Modes {
 		if m.Failed != 0 {
 			t.Errorf("%s: %d requests failed", m.Name, m.Failed)

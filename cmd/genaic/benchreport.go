@@ -237,13 +237,15 @@ type benchServer struct {
 	URL   string `json:"url,omitempty"`
 	GRPC  string `json:"grpc,omitempty"`
 	Model string `json:"model"`
+	// Priority is the priority every request named (--priority); 0: none.
+	Priority int `json:"priority,omitempty"`
 }
 
 func writeBenchJSON(w io.Writer, b *bencher, rs []modeResult) error {
 	rep := benchReport{Requests: len(b.reqs), Loop: loopName(b), Rounds: b.flags.rounds, Warmup: b.flags.warmup,
 		RoundTimeMS: float64(b.flags.roundTime) / float64(time.Millisecond), CPUClass: b.flags.inClass, Modes: rs}
 	if rf := b.flags.remoteFlags; rf.remote() {
-		rep.Server = &benchServer{URL: rf.url, GRPC: rf.grpc, Model: rf.model}
+		rep.Server = &benchServer{URL: rf.url, GRPC: rf.grpc, Model: rf.model, Priority: rf.priority}
 	} else {
 		rep.MaxDelay = b.flags.maxDelay.String()
 	}
@@ -270,6 +272,9 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 	where := fmt.Sprintf("max delay %v", b.flags.maxDelay)
 	if rf := b.flags.remoteFlags; rf.remote() {
 		where = fmt.Sprintf("model %s at %s", rf.model, strings.Trim(rf.url+" "+rf.grpc, " "))
+		if rf.priority != 0 {
+			where += fmt.Sprintf(", every request at priority %d", rf.priority)
+		}
 	}
 	if c := b.flags.inClass; c != "" {
 		where += fmt.Sprintf(", threads in the %s CPU class", c)
