@@ -58,6 +58,23 @@ func newTestScheduler(t *testing.T, f *fakeExec, limit, slots int) *Scheduler {
 	return s
 }
 
+// awaitIdle returns once n of s's runners have found nothing to run and
+// sleep: a runner still starting up takes what it finds queued, whatever
+// a batch claimed, so a test of which way ran a group waits for this.
+func awaitIdle(t *testing.T, s *Scheduler, n int) {
+	t.Helper()
+	for range 100000 {
+		s.mu.Lock()
+		idle := s.idle
+		s.mu.Unlock()
+		if idle >= n {
+			return
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+	t.Fatalf("fewer than %d runners went idle", n)
+}
+
 // undoOwn ends a batch's claim that StartBatch granted and no RunOwn
 // takes up.
 func undoOwn(s *Scheduler) {
@@ -133,6 +150,7 @@ func TestRunOwnRule(t *testing.T) {
 func TestEnqueueBurst(t *testing.T) {
 	f := &fakeExec{}
 	s := newTestScheduler(t, f, 3, 1)
+	awaitIdle(t, s, 1)
 	if !s.StartBatch() {
 		t.Fatal("an idle one-slot component: the batch does not run its own groups")
 	}
