@@ -46,6 +46,9 @@ type pending struct {
 	// for a request's first or only item. It tells a group's requests
 	// apart (oneRequest).
 	first *pending
+	// part is the chunk's place in its request: a request's chunks share
+	// one done channel, and their shares say which they are.
+	part int
 	// An item is answered on done, or, for one of a batch run in lockstep,
 	// into res with batch.Done.
 	done  chan share
@@ -84,6 +87,7 @@ func (p *pending) answer(s share) {
 		p.batch.Done()
 		return
 	}
+	s.part = p.part
 	p.done <- s
 }
 
@@ -94,6 +98,8 @@ type share struct {
 	// fan holds the answers to the other callers of the group, for the
 	// caller that receives this share to give (answerGroup); nil: none.
 	fan *fan
+	// part is the place of the chunk answered (pending.part).
+	part int
 }
 
 // fan is the answers a group's leading caller gives to its other callers.

@@ -184,3 +184,50 @@ func BenchmarkPriority(b *testing.B) {
 		})
 	}
 }
+
+// TestDisplacedChunkFailsItsRequest: a request split across invocations
+// whose last chunk a more urgent request displaces from the full queue
+// fails at once, not once its earlier chunks have run, and none of its
+// chunks runs.
+func TestDisplacedChunkFailsItsRequest(t *testing.T) {
+	gated, entered, proceed := heldEncoder()
+	var calls atomic.Int32
+	counted := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+		calls.Add(1)
+		return gated(ctx, in)
+	}
+	e := engineWith(t, counted, Options{Workers: 1, Queue: 3}, nil)
+	var once sync.Once
+	release := func() { once.Do(func() { close(proceed) }) }
+	defer e.Close()
+	defer release()
+	done := make(chan Response, 3)
+	run := func(level int, r Request) {
+		go func() { done <- e.Run(WithPriority(context.Background(), level), r) }()
+	}
+	run(0, paddedRequest("busy", 3000)) // holds the slot in the backend
+	<-entered
+	run(1, imageRequest(rand.New(rand.NewSource(5)), "big", 37)) // chunks of 16, 16 and 5 images
+	waitQueued(t, e.groupers["encoder"], 3)
+	run(0, paddedRequest("urgent", 3100)) // displaces the big request's last chunk
+	var big Response
+	select {
+	case big = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the request whose chunk was displaced still waits while the encoder is held")
+	}
+	var qf *QueueFullError
+	if big.ID != "big" || !errors.As(big.Err, &qf) || !qf.Displaced {
+		t.Fatalf("first answer %s: %v; want the big request displaced", big.ID, big.Err)
+	}
+	release()
+	for range 2 {
+		if r := <-done; r.Err != nil {
+			t.Errorf("%s: %v", r.ID, r.Err)
+		}
+	}
+	e.Close()
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the encoder ran %d times; want 2 (busy and urgent), none of the displaced request's chunks", n)
+	}
+}

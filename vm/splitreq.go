@@ -119,12 +119,19 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 
 // submitChunks runs the chunks (each may join a group of its own) and
 // concatenates their shares in order, with the lease of the group outputs
-// the merged ones may view.
+// the merged ones may view. The chunks are answered on one channel, in
+// the order they finish, and wait under a context of their own: once one
+// fails (displaced from a full queue, say, while the others wait), so has
+// the request, and the chunks still queued are dropped rather than run
+// for no one.
 func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*backend.Tensor, *lease, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	now := time.Now()
+	done := make(chan share, len(chunks))
 	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
-		ps[i] = &pending{e: sched.Entry{Ctx: ctx}, done: make(chan share, 1)}
+		ps[i] = &pending{e: sched.Entry{Ctx: ctx}, part: i, done: done}
 		ps[i].hold(g.spec, c, now)
 		if i > 0 {
 			ps[i].first = ps[0]
@@ -135,12 +142,19 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 	}
 	shares := make([]map[string]*backend.Tensor, len(chunks))
 	leases := make([]*lease, len(chunks))
-	for i, p := range ps {
-		s, _ := p.waitShare()
+	for range chunks {
+		// Chunks never lead a group (answerGroup), so a share here carries
+		// no other caller's answer.
+		var s share
+		select {
+		case s = <-done:
+		case <-ctx.Done():
+			return nil, nil, backend.ContextError(ctx.Err())
+		}
 		if s.err != nil {
 			return nil, nil, s.err
 		}
-		shares[i], leases[i] = g.spec.outMap(s.outs), s.lease
+		shares[s.part], leases[s.part] = g.spec.outMap(s.outs), s.lease
 	}
 	merged, err := g.spec.merge(shares, g.copies)
 	if err != nil {

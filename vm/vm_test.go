@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,3 +276,33 @@ func TestRequestSplitAcrossInvocations(t *testing.T) {
 
 // addrOf is the address of a typed slice's first element.
 func addrOf(data any) uintptr { return reflect.ValueOf(data).Pointer() }
+
+// TestFailedChunkDropsTheRest: a request split across invocations fails
+// with its first failed chunk, and its chunks still queued are dropped,
+// never run: the encoder fails the first chunk and holds the second
+// until the request has failed; the third never reaches it.
+func TestFailedChunkDropsTheRest(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	enc := func(ctx context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+		switch calls.Add(1) {
+		case 1:
+			return nil, errors.New("the first chunk fails")
+		case 2:
+			<-release
+		}
+		return maskedMean(ctx, in)
+	}
+	e := engineWith(t, enc, Options{Workers: 1, MaxDelay: time.Millisecond}, nil)
+	var once sync.Once
+	stop := func() { once.Do(func() { close(release); e.Close() }) }
+	t.Cleanup(stop)
+	big := imageRequest(rand.New(rand.NewSource(5)), "big", 37) // chunks of 16, 16 and 5 images
+	if r := e.Run(context.Background(), big); r.Err == nil {
+		t.Fatal("the request succeeded though its first chunk failed")
+	}
+	stop()
+	if n := calls.Load(); n > 2 {
+		t.Errorf("the encoder ran %d times; the chunks queued after the failed one ran", n)
+	}
+}
