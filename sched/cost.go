@@ -39,8 +39,10 @@ type Cost struct {
 	n, sx, sy, sxx, sxy float64
 	classes             [costClasses]classStat
 	formed              int
-	runMean             float64 // ns, exponentially weighted
-	runs                int
+	// runMean and runVar are the mean and the variance of recent runs
+	// (ns), exponentially weighted (runWeight per observation).
+	runMean, runVar float64
+	runs            int
 }
 
 const (
@@ -50,6 +52,7 @@ const (
 	costMinClass = 4    // observations before a size class is trusted
 	costExplore  = 16   // every costExplore-th group ignores the cap
 	costSlack    = 1.10 // a class within 10 % of the best still pays
+	runWeight    = 0.2  // weight of the newest run in runMean and runVar
 )
 
 // classStat is the time per real element (ns) of one group size class:
@@ -110,7 +113,9 @@ func (s *Cost) Observe(items int, padded, real int64, d time.Duration) {
 	if s.runs == 0 {
 		s.runMean = y
 	} else {
-		s.runMean = 0.8*s.runMean + 0.2*y
+		d := y - s.runMean
+		s.runMean += runWeight * d
+		s.runVar = (1 - runWeight) * (s.runVar + runWeight*d*d)
 	}
 	s.runs++
 	s.n = costDecay*s.n + 1
@@ -149,6 +154,16 @@ func (s *Cost) ExpectedRun() (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return time.Duration(s.runMean), s.runs > 0
+}
+
+// RunBound returns how long a group may be expected to run at most: the
+// mean of recent runs and twice their spread (runs vary with the group's
+// size and with the machine); false before any run. A group that must end
+// by a deadline stops waiting for more items this long before it.
+func (s *Cost) RunBound() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.runMean + 2*math.Sqrt(s.runVar)), s.runs > 0
 }
 
 // Payable returns the most padding elements an item may add to a group

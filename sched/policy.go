@@ -580,8 +580,8 @@ func (r rankedItem) at() int { return int(r & (1<<rankAtBits - 1)) }
 //     delay);
 //   - its oldest item has waited max_delay, the upper bound of every wait
 //     (a less urgent item in it may be older than the first);
-//   - waiting longer would end its run past the deadline of one of its
-//     items' requests (the expected run before it);
+//   - waiting longer could end its run past the deadline of one of its
+//     items' requests (Cost.RunBound before it);
 //   - the next arrival, judged from the measured arrival rate, would come
 //     after a run of the group would end, or is overdue (the stream paused
 //     or ended).
@@ -595,7 +595,7 @@ func (p *Policy) worthWaiting(f *formation, now time.Time, o Outlook) time.Durat
 	oldest, deadline := f.bounds()
 	left := p.maxDelay - now.Sub(oldest)
 	if !deadline.IsZero() {
-		run, _ := p.Cost.ExpectedRun()
+		run, _ := p.Cost.RunBound()
 		left = min(left, deadline.Sub(now)-run)
 	}
 	switch {

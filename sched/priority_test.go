@@ -122,9 +122,10 @@ func TestHoldsSeesAnInsertedItem(t *testing.T) {
 }
 
 // TestDeadlineBoundsTheWait: a group whose items may still be joined
-// waits up to max_delay, but no longer than leaves its expected run time
-// before the earliest deadline of its items' requests; one that cannot
-// end its run by that deadline closes at once.
+// waits up to max_delay, but no longer than leaves the time it may be
+// expected to run (Cost.RunBound) before the earliest deadline of its
+// items' requests; one that cannot end its run by that deadline closes at
+// once.
 func TestDeadlineBoundsTheWait(t *testing.T) {
 	now := time.Now()
 	p := imagePolicy(time.Second)
@@ -145,6 +146,24 @@ func TestDeadlineBoundsTheWait(t *testing.T) {
 	}
 	if group, wait := p.Next(now.Add(9*time.Millisecond), coming, nil); len(group) != 2 {
 		t.Errorf("1ms before the deadline: a group of %d formed (wait %v), want both items at once", len(group), wait)
+	}
+
+	// Runs that vary: the group stops waiting the mean run and twice the
+	// runs' spread before the deadline, not the mean run alone.
+	p = imagePolicy(time.Second)
+	for i := range 20 {
+		p.Cost.Observe(1, 1, 1, time.Duration(2+4*(i%2))*time.Millisecond) // 2 and 6 ms
+	}
+	mean, _ := p.Cost.ExpectedRun()
+	bound, _ := p.Cost.RunBound()
+	if bound < mean+2*time.Millisecond || bound > 10*time.Millisecond {
+		t.Fatalf("runs of 2 and 6 ms: bound %v, mean %v; want the bound about 4 ms above the mean", bound, mean)
+	}
+	e3 := image(4, now)
+	e3.Ctx = soon
+	p.Push(e3)
+	if _, wait := p.Next(now, coming, nil); wait != 10*time.Millisecond-bound {
+		t.Errorf("a deadline 10ms away, runs of 2 and 6 ms (bound %v): the group waits %v, want %v", bound, wait, 10*time.Millisecond-bound)
 	}
 }
 
