@@ -46,9 +46,11 @@ type pending struct {
 	// for a request's first or only item. It tells a group's requests
 	// apart (oneRequest).
 	first *pending
-	// part is the chunk's place in its request: a request's chunks share
-	// one done channel, and their shares say which they are.
-	part int
+	// finished, for a chunk, is told its place in its request (part) once
+	// its share is on done, so that the request waits on its chunks in
+	// the order they finish (splitreq.go); nil otherwise.
+	finished chan<- int
+	part     int
 	// An item is answered on done, or, for one of a batch run in lockstep,
 	// into res with batch.Done.
 	done  chan share
@@ -87,8 +89,13 @@ func (p *pending) answer(s share) {
 		p.batch.Done()
 		return
 	}
-	s.part = p.part
+	// Read before the send: a lone caller's entry goes back to its pool
+	// once the share is received.
+	finished, part := p.finished, p.part
 	p.done <- s
+	if finished != nil {
+		finished <- part
+	}
 }
 
 type share struct {
@@ -98,8 +105,6 @@ type share struct {
 	// fan holds the answers to the other callers of the group, for the
 	// caller that receives this share to give (answerGroup); nil: none.
 	fan *fan
-	// part is the place of the chunk answered (pending.part).
-	part int
 }
 
 // fan is the answers a group's leading caller gives to its other callers.

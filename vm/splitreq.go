@@ -119,19 +119,18 @@ func (s *componentSpec) subItem(it *item, port string, a, b int64) *item {
 
 // submitChunks runs the chunks (each may join a group of its own) and
 // concatenates their shares in order, with the lease of the group outputs
-// the merged ones may view. The chunks are answered on one channel, in
-// the order they finish, and wait under a context of their own: once one
-// fails (displaced from a full queue, say, while the others wait), so has
-// the request, and the chunks still queued are dropped rather than run
-// for no one.
+// the merged ones may view. The request waits on the chunks in the order
+// they finish, under a context of their own: once one fails (displaced
+// from a full queue, say, while the others wait), so has the request, and
+// the chunks still queued are dropped rather than run for no one.
 func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]*backend.Tensor, *lease, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	now := time.Now()
-	done := make(chan share, len(chunks))
+	finished := make(chan int, len(chunks))
 	ps := make([]*pending, len(chunks))
 	for i, c := range chunks {
-		ps[i] = &pending{e: sched.Entry{Ctx: ctx}, part: i, done: done}
+		ps[i] = &pending{e: sched.Entry{Ctx: ctx}, done: make(chan share, 1), finished: finished, part: i}
 		ps[i].hold(g.spec, c, now)
 		if i > 0 {
 			ps[i].first = ps[0]
@@ -145,16 +144,17 @@ func (g *grouper) submitChunks(ctx context.Context, chunks []*item) (map[string]
 	for range chunks {
 		// Chunks never lead a group (answerGroup), so a share here carries
 		// no other caller's answer.
-		var s share
+		var i int
 		select {
-		case s = <-done:
+		case i = <-finished:
 		case <-ctx.Done():
 			return nil, nil, backend.ContextError(ctx.Err())
 		}
+		s := <-ps[i].done
 		if s.err != nil {
 			return nil, nil, s.err
 		}
-		shares[s.part], leases[s.part] = g.spec.outMap(s.outs), s.lease
+		shares[i], leases[i] = g.spec.outMap(s.outs), s.lease
 	}
 	merged, err := g.spec.merge(shares, g.copies)
 	if err != nil {
