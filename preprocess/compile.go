@@ -19,7 +19,7 @@ type Op struct {
 	In, Out  string
 	Loc      ir.Loc
 	args     map[string]arg
-	// Size, for resize and center_crop, is the height and width the op
+	// Size, for resize, center_crop and pad, is the height and width the op
 	// makes of an input of h×w pixels.
 	Size func(h, w int) (int, int)
 	// Timed says that the adapter reads each frame's time (a video adapter

@@ -41,7 +41,7 @@ func imageCase(ts ...ir.Transform) (*ir.Module, *ir.Program, *ir.Component) {
 func decode() ir.Transform { return tf("decode", "", "d") }
 
 func TestTableRows(t *testing.T) {
-	schema := []string{"decode", "convert_color", "resize", "center_crop", "rescale", "normalize", "tile", "patchify",
+	schema := []string{"decode", "convert_color", "resize", "center_crop", "pad", "rescale", "normalize", "tile", "patchify",
 		"sample_frames", "pad_frames", "resample", "frame", "mel_spectrogram", "log", "log10", "affine", "pad_or_trim"}
 	for _, name := range schema {
 		d := Lookup(name)
@@ -115,6 +115,12 @@ func TestCompileRefuses(t *testing.T) {
 		{"list item", []ir.Transform{decode(), tf("normalize", "d", "x", list("mean", "0.5"), ir.Param{Key: "std", Kind: ir.ParamList, Items: []ir.Param{{Kind: ir.ParamString, Text: "a"}}, Loc: 7})}, nil, RuleOp, 7, "at index 0"},
 		{"channels", []ir.Transform{decode(), tf("normalize", "d", "x", list("mean", "0.5", "0.5"), list("std", "1"))}, nil, RuleOp, 7, "lists 2 numbers, but the image has 3"},
 		{"combined sizes", []ir.Transform{decode(), tf("resize", "d", "x", scalar("size", ir.ParamInt, "2"), scalar("max_size", ir.ParamInt, "4"))}, nil, RuleOp, 7, "max_size"},
+		{"max_width beside width", []ir.Transform{decode(), tf("resize", "d", "x", integer("width", "5"), integer("max_width", "4"))}, nil, RuleOp, 7, "caps the width that a resize to `height` alone derives"},
+		{"max_height alone", []ir.Transform{decode(), tf("resize", "d", "x", integer("max_height", "4"))}, nil, RuleOp, 7, "caps the height that a resize to `width` alone derives"},
+		{"pad size", []ir.Transform{decode(), tf("pad", "d", "x", scalar("value", ir.ParamFloat, "0.5"))}, nil, RuleOp, 3, "has no target size"},
+		{"pad narrower", []ir.Transform{decode(), tf("resize", "d", "r", integer("height", "4"), integer("width", "8")), tf("pad", "r", "x", integer("width", "6"))}, nil, RuleOp, 7, "8 columns wide here, more than `width` 6"},
+		{"pad lower", []ir.Transform{decode(), tf("center_crop", "d", "r", integer("size", "8")), tf("pad", "r", "x", integer("height", "6"), integer("width", "9"))}, nil, RuleOp, 7, "8 rows high here, more than `height` 6"},
+		{"pad tiles", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "4")), tf("pad", "t", "x", integer("size", "2"))}, nil, RuleOp, 7, "takes no parameter `size`"},
 		{"undefined value", []ir.Transform{decode(), tf("rescale", "nowhere", "x", scalar("factor", ir.ParamInt, "2"))}, nil, RuleOp, 3, "reads `nowhere`"},
 		{"wav image", []ir.Transform{tf("decode", "", "d", scalar("format", ir.ParamString, "wav"))}, nil, RuleOp, 7, "is audio"},
 		{"unbound port", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) {
@@ -243,6 +249,11 @@ func TestResizeRounding(t *testing.T) {
 		{"floor", 5, 10, []ir.Param{integer("width", "5")}, 2, 5},
 		{"ceil", 30, 70, []ir.Param{integer("max_size", "20")}, 9, 20}, // 8.57
 		{"floor", 1, 70, []ir.Param{integer("max_size", "20")}, 1, 20}, // at least 1
+		// PaddleOCR's angle classifier: 48 rows, ceil(48·w/h) columns up to 192.
+		{"ceil", 50, 171, []ir.Param{integer("height", "48"), integer("max_width", "192")}, 48, 165},
+		{"ceil", 10, 100, []ir.Param{integer("height", "48"), integer("max_width", "192")}, 48, 192}, // 480: squeezed
+		{"round", 100, 10, []ir.Param{integer("width", "48"), integer("max_height", "100")}, 100, 48},
+		{"round", 30, 20, []ir.Param{integer("width", "4"), integer("max_height", "100")}, 6, 4},
 	} {
 		ps := c.params
 		if c.rounding != "" {
@@ -537,5 +548,30 @@ func TestFrameCounts(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCompilePad: a resize to a height with a width cap leaves the width
+// to each image, and pad fixes it; a side pad does not name stays as it
+// was.
+func TestCompilePad(t *testing.T) {
+	m, prog, comp := imageCase(decode(),
+		tf("resize", "d", "r", integer("height", "48"), integer("max_width", "192"), scalar("rounding", ir.ParamString, "ceil")),
+		tf("pad", "r", "p", integer("width", "192"), scalar("value", ir.ParamFloat, "-1")))
+	p, probs := Compile(prog, comp, InvokedPorts(m, comp))
+	if len(probs) > 0 {
+		t.Fatalf("unexpected problems: %v", probs)
+	}
+	if got := p.Shapes["r"]; got != (Shape{C: 3, H: 48, W: -1}) {
+		t.Errorf("the resized value is %+v", got)
+	}
+	if got := p.Shapes["p"]; got != (Shape{C: 3, H: 48, W: 192}) {
+		t.Errorf("the padded value is %+v", got)
+	}
+	if h, w := p.Ops[2].Size(48, 100); h != 48 || w != 192 {
+		t.Errorf("pad makes %d×%d of 48×100", h, w)
+	}
+	if v, _ := p.Ops[2].Number("value"); v != -1 {
+		t.Errorf("value reads %v", v)
 	}
 }

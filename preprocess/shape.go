@@ -128,8 +128,14 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	width, hasW := op.Int("width")
 	maxSize, hasMax := op.Int("max_size")
 	_, hasRounding := op.Word("rounding")
+	maxW, hasMaxW := op.Int("max_width")
+	maxH, hasMaxH := op.Int("max_height")
 	scaled := scaler(op)
 	switch {
+	case hasMaxW && (!hasH || hasW || hasSize || hasMax):
+		return in, errParam("max_width", "`max_width` caps the width that a resize to `height` alone derives from the aspect ratio, and this resize is not one\nwrite height and max_width: the width follows the aspect ratio up to max_width, and a wider image is squeezed to it")
+	case hasMaxH && (!hasW || hasH || hasSize || hasMax):
+		return in, errParam("max_height", "`max_height` caps the height that a resize to `width` alone derives from the aspect ratio, and this resize is not one\nwrite width and max_height: the height follows the aspect ratio up to max_height, and a taller image is squeezed to it")
 	case hasRounding && (hasSize || hasH && hasW):
 		return in, errParam("rounding", "`rounding` is given, but this resize fixes both sides; rounding applies to the side a keep-aspect resize (height, width or max_size alone) derives, so remove it")
 	case hasSize && (hasH || hasW):
@@ -141,9 +147,9 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	case hasH && hasW:
 		op.Size = func(int, int) (int, int) { return height, width }
 	case hasH:
-		op.Size = func(h, w int) (int, int) { return height, scaled(w, height, h) }
+		op.Size = func(h, w int) (int, int) { return height, capped(scaled(w, height, h), maxW, hasMaxW) }
 	case hasW:
-		op.Size = func(h, w int) (int, int) { return scaled(h, width, w), width }
+		op.Size = func(h, w int) (int, int) { return capped(scaled(h, width, w), maxH, hasMaxH), width }
 	case hasMax:
 		op.Size = func(h, w int) (int, int) {
 			if long := max(h, w); long > maxSize {
@@ -155,6 +161,14 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 		return in, fmt.Errorf("has no target size\nwrite size, height and width, height, width, or max_size")
 	}
 	return sized(op, in, hasSize || hasH, hasSize || hasW), nil
+}
+
+// capped is n, at most most where a cap is given.
+func capped(n, most int, given bool) int {
+	if given {
+		return min(n, most)
+	}
+	return n
 }
 
 // sized is the shape op.Size makes of in: a side the op fixes is known, and
@@ -204,7 +218,14 @@ func cropShape(op *Op, in Shape) (Shape, error) {
 	case !hasH && !hasW:
 		return in, fmt.Errorf("has no crop size\nwrite size, or height and width")
 	}
-	op.Size = func(h, w int) (int, int) {
+	op.Size = sides(height, width, hasH, hasW)
+	return sized(op, in, hasH, hasW), nil
+}
+
+// sides is the size function of an op that sets the sides it names,
+// height where hasH and width where hasW, and keeps the others.
+func sides(height, width int, hasH, hasW bool) func(h, w int) (int, int) {
+	return func(h, w int) (int, int) {
 		if hasH {
 			h = height
 		}
@@ -213,7 +234,28 @@ func cropShape(op *Op, in Shape) (Shape, error) {
 		}
 		return h, w
 	}
-	return sized(op, in, hasH, hasW), nil
+}
+
+// padToShape: pad lengthens the sides it names to their extents, the
+// image at the top left. An image already larger on such a side is
+// refused here where the program fixes that side, else at run time (the
+// adapter's refusal, run/input).
+func padToShape(op *Op, in Shape) (Shape, error) {
+	height, hasH := op.Int("height")
+	width, hasW := op.Int("width")
+	switch v, _ := op.Number("value"); {
+	case !hasH && !hasW:
+		return in, fmt.Errorf("has no target size\nwrite height, width or both: the %s is padded below and to its right up to them", item(op.Modality))
+	case math.Abs(v) > math.MaxFloat32:
+		return in, errParam("value", "`value` is %g, outside the float32 range the %s holds", v, item(op.Modality))
+	case hasH && in.H > height:
+		return in, errParam("height", "the %s is %d rows high here, more than `height` %d, and pad only adds rows\nresize it to at most %d rows first", item(op.Modality), in.H, height, height)
+	case hasW && in.W > width:
+		return in, errParam("width", "the %s is %d columns wide here, more than `width` %d, and pad only adds columns\nresize it to at most %d columns first (resize with height and max_width keeps the aspect up to a width)", item(op.Modality), in.W, width, width)
+	}
+	op.Size = sides(height, width, hasH, hasW)
+	in.H, in.W = op.Size(in.H, in.W) // a side pad does not name stays as it is, known or not
+	return in, nil
 }
 
 func normalizeShape(op *Op, in Shape) (Shape, error) {

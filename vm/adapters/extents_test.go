@@ -21,6 +21,8 @@ func TestExtentsAgreeWithRun(t *testing.T) {
 		"max_size, crop":   {op("decode", "", "d"), op("resize", "d", "r", "max_size", "9", "rounding", "floor"), op("center_crop", "r", "c", "height", "4")},
 		"size, normalize":  {op("decode", "", "d"), op("resize", "d", "r", "size", "3"), op("rescale", "r", "s", "factor", "0.5"), op("normalize", "s", "n", "mean", "[0.5]", "std", "[0.5]")},
 		"tile":             {op("decode", "", "d"), op("tile", "d", "t", "tile_size", "3", "max_tiles", "6", "thumbnail", "first"), op("rescale", "t", "s", "factor", "0.5")},
+		"capped, pad":      {op("decode", "", "d"), op("resize", "d", "r", "height", "6", "max_width", "8"), op("pad", "r", "p", "height", "6", "width", "8")},
+		"pad":              {op("decode", "", "d"), op("pad", "d", "p", "height", "12", "width", "15", "value", "2")},
 		"patchify":         {op("decode", "", "d"), op("patchify", "d", "p", "patch_size", "2")},
 		"resize, patchify": {op("decode", "", "d"), op("resize", "d", "r", "height", "4"), op("patchify", "r", "p", "patch_size", "2")},
 	}

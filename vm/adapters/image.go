@@ -316,6 +316,36 @@ func centerCrop(p *planar, ch, cw int) *planar {
 	return out
 }
 
+// padImage places p at the top left of an h×w image of value; p is at
+// most h×w (padRefusal).
+func padImage(p *planar, h, w int, value float32) *planar {
+	if h == p.h && w == p.w {
+		return p
+	}
+	out := newPlanar(p.c, h, w)
+	if value != 0 {
+		for i := range out.pix {
+			out.pix[i] = value
+		}
+	}
+	for k := range p.c {
+		for y := range p.h {
+			copy(out.pix[(k*h+y)*w:(k*h+y)*w+p.w], p.pix[(k*p.h+y)*p.w:(k*p.h+y+1)*p.w])
+		}
+	}
+	return out
+}
+
+// padRefusal says why the pad of transform index, to ph×pw, cannot take
+// an image of h×w: it is larger on a side. Check refuses what the program
+// fixes; this is an image whose size only its header tells.
+func padRefusal(h, w, ph, pw, index int) error {
+	if h > ph || w > pw {
+		return fmt.Errorf("is %d×%d pixels (height×width) at transform %d (pad), larger than the %d×%d it pads to; pad only adds pixels, so bound the image first (resize with height and max_width, or width and max_height)", h, w, index, ph, pw)
+	}
+	return nil
+}
+
 // rescale multiplies every value by factor.
 func rescale(p *planar, factor float32) *planar {
 	out := newPlanar(p.c, p.h, p.w)

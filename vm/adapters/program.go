@@ -96,6 +96,12 @@ func imageOpOf(op *preprocess.Op) imageOp {
 		}
 	case "resize", "center_crop":
 		x.size = func(e extent) extent { e.h, e.w = op.Size(e.h, e.w); return e }
+	case "pad":
+		x.size = func(e extent) extent { e.h, e.w = op.Size(e.h, e.w); return e }
+		x.refuse = func(h, w int) error {
+			ph, pw := op.Size(h, w)
+			return padRefusal(h, w, ph, pw, op.Index)
+		}
 	case "tile":
 		t := op.Tile()
 		x.size = func(e extent) extent {
@@ -135,6 +141,14 @@ var imageKernels = map[string]func(op *preprocess.Op) func(*planar) *planar{
 		return func(p *planar) *planar {
 			h, w := op.Size(p.h, p.w)
 			return centerCrop(p, h, w)
+		}
+	},
+	"pad": func(op *preprocess.Op) func(*planar) *planar {
+		v, _ := op.Number("value")
+		value := float32(v)
+		return func(p *planar) *planar {
+			h, w := op.Size(p.h, p.w)
+			return padImage(p, h, w, value)
 		}
 	},
 	"rescale": func(op *preprocess.Op) func(*planar) *planar {

@@ -548,7 +548,7 @@ func (s *videoSession) frameSize(vp *videoPort, vals []videoClip) ([3]int64, err
 				continue
 			}
 			if got != ext {
-				return ext, fail("run/input", "frame %d of clip %d is %s after preprocessing.video, but frame %d of clip %d is %s, and output port `%s` of adapter `%s` holds frames of one size; resize (or center_crop) the frames to one size",
+				return ext, fail("run/input", "frame %d of clip %d is %s after preprocessing.video, but frame %d of clip %d is %s, and output port `%s` of adapter `%s` holds frames of one size; resize (or center_crop, or pad) the frames to one size",
 					j, c, p.dims(), refFrame, refClip, ref.dims(), vp.name, s.comp.Name)
 			}
 		}

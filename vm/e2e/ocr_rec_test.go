@@ -87,11 +87,58 @@ func ocrItemsRequests() (ids []string, lines [][]textLine) {
 	}
 }
 
-// recognizerRef runs a line alone: through the package's image adapter and
-// straight through the recognizer on ONNX Runtime, or through
-// paddleLine's pre-processing and the recognizer.
+// lineRef runs a line alone: through an OCR package's image adapter and
+// straight through its model on ONNX Runtime.
+type lineRef struct {
+	adapter, model backend.Session
+	output         string // the model's output
+}
+
+// newLineRef is the line reference of the fixture fx, whose model is
+// component, cached by make setup as file.
+func newLineRef(t *testing.T, fx, component, file, output string) lineRef {
+	t.Helper()
+	if _, err := ortlib.Model(file); err != nil {
+		t.Fatalf("%s needs the cached %s: %v: %s", fx, file, err, fixtures.FixSetup)
+	}
+	f := fixtures.Lookup(fx)
+	p, _ := fixtures.Compile(t, f)
+	a, err := adapters.New(p.IR).Load(p.IR.Component("image_preprocess"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return lineRef{a, session(t, f, component, ortBackend(t)), output}
+}
+
+// pixels is the adapter's input to the model of one encoded line, [1, 3, 48, width].
+func (r lineRef) pixels(t *testing.T, encoded []byte) *backend.Tensor {
+	t.Helper()
+	out, err := r.adapter.Run(context.Background(), map[string]*backend.Tensor{
+		"encoded":      {DType: "uint8", Shape: []int64{int64(len(encoded))}, Data: encoded},
+		"byte_offsets": fixtures.I64(0, int64(len(encoded))),
+		"rows":         fixtures.I64(0, 1),
+	}, []string{"lines"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out["lines"]
+}
+
+// probabilities runs the model on x, [lines, 3, 48, width].
+func (r lineRef) probabilities(t *testing.T, x *backend.Tensor) *backend.Tensor {
+	t.Helper()
+	out, err := r.model.Run(context.Background(), map[string]*backend.Tensor{"x": x}, []string{r.output})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[r.output]
+}
+
+// recognizerRef is ocr_rec's line reference, with the recognizer's
+// classes to read its text by.
 type recognizerRef struct {
-	adapter, rec backend.Session
+	lineRef
 	// classes are the recognizer's classes after the CTC blank: the
 	// characters of its dictionary, then a space.
 	classes []string
@@ -99,16 +146,7 @@ type recognizerRef struct {
 
 func newRecognizerRef(t *testing.T) recognizerRef {
 	t.Helper()
-	if _, err := ortlib.Model(ocrRecModel); err != nil {
-		t.Fatalf("ocr_rec needs the cached recognizer: %v: %s", err, fixtures.FixSetup)
-	}
-	f := fixtures.Lookup("ocr_rec")
-	p, _ := fixtures.Compile(t, f)
-	a, err := adapters.New(p.IR).Load(p.IR.Component("image_preprocess"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
+	ref := newLineRef(t, "ocr_rec", "recognizer", ocrRecModel, "softmax_11.tmp_0")
 	path, err := ortlib.Model(ocrRecDictionary)
 	if err != nil {
 		t.Fatalf("ocr_rec's test decodes with the recognizer's dictionary: %v: %s", err, fixtures.FixSetup)
@@ -118,7 +156,7 @@ func newRecognizerRef(t *testing.T) recognizerRef {
 		t.Fatal(err)
 	}
 	classes := append(strings.Split(strings.TrimSuffix(string(dict), "\n"), "\n"), " ")
-	return recognizerRef{a, session(t, f, "recognizer", ortBackend(t)), classes}
+	return recognizerRef{ref, classes}
 }
 
 // text decodes a line's probabilities, [steps, classes], as PaddleOCR's
@@ -148,30 +186,6 @@ func (r recognizerRef) text(t *testing.T, p *backend.Tensor) string {
 	return strings.TrimSpace(b.String())
 }
 
-// pixels is the adapter's input to the recognizer of one line, [1, 3, 48, width].
-func (r recognizerRef) pixels(t *testing.T, l textLine) *backend.Tensor {
-	t.Helper()
-	out, err := r.adapter.Run(context.Background(), map[string]*backend.Tensor{
-		"encoded":      {DType: "uint8", Shape: []int64{int64(len(l.png))}, Data: l.png},
-		"byte_offsets": fixtures.I64(0, int64(len(l.png))),
-		"rows":         fixtures.I64(0, 1),
-	}, []string{"lines"})
-	if err != nil {
-		t.Fatalf("%s: %v", l, err)
-	}
-	return out["lines"]
-}
-
-// probabilities runs the recognizer on x, [lines, 3, 48, width].
-func (r recognizerRef) probabilities(t *testing.T, x *backend.Tensor) *backend.Tensor {
-	t.Helper()
-	out, err := r.rec.Run(context.Background(), map[string]*backend.Tensor{"x": x}, []string{"softmax_11.tmp_0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out["softmax_11.tmp_0"]
-}
-
 // paddleLine is PaddleOCR's pre-processing of one line for PP-OCRv4's
 // recognizer (TextRecognizer.resize_norm_img of tools/infer/predict_rec.py,
 // rec_image_shape 3,48,320), without the padding to the batch's width:
@@ -181,7 +195,15 @@ func (r recognizerRef) probabilities(t *testing.T, x *backend.Tensor) *backend.T
 // then x/255, −0.5, /0.5 in float32, channels first.
 func paddleLine(t *testing.T, l textLine, bgr bool) *backend.Tensor {
 	t.Helper()
-	img, err := png.Decode(bytes.NewReader(l.png))
+	return paddlePrep(t, l.png, bgr, 0, 0)
+}
+
+// paddlePrep is PaddleOCR's pre-processing of a line image at 48 rows
+// (paddleLine), the width at most most columns where most > 0 (the line
+// squeezed to it), then zeros appended to pad columns where pad > 0.
+func paddlePrep(t *testing.T, encoded []byte, bgr bool, most, pad int) *backend.Tensor {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(encoded))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,16 +228,24 @@ func paddleLine(t *testing.T, l textLine, bgr bool) *backend.Tensor {
 	}
 	const oh = 48
 	ow := int(math.Ceil(oh * (float64(w) / float64(h))))
-	data := make([]float32, 0, 3*oh*ow)
+	if most > 0 {
+		ow = min(ow, most)
+	}
+	cols := max(ow, pad)
+	data := make([]float32, 0, 3*oh*cols)
 	for _, p := range planes {
-		for _, v := range cv2ResizeLinear(p, h, w, oh, ow) {
-			x := float32(v) / 255
-			x -= 0.5
-			x /= 0.5
-			data = append(data, x)
+		resized := cv2ResizeLinear(p, h, w, oh, ow)
+		for y := range oh {
+			for _, v := range resized[y*ow : (y+1)*ow] {
+				x := float32(v) / 255
+				x -= 0.5
+				x /= 0.5
+				data = append(data, x)
+			}
+			data = append(data, make([]float32, cols-ow)...)
 		}
 	}
-	return fixtures.F32([]int64{1, 3, oh, int64(ow)}, data)
+	return fixtures.F32([]int64{1, 3, oh, int64(cols)}, data)
 }
 
 // cv2Bits are the fraction bits of cv2.resize's interpolation weights on
@@ -324,7 +354,7 @@ func TestOCRRecItems(t *testing.T) {
 	worstPixels, worstProbs, leastRGB := 0.0, 0.0, math.Inf(1)
 	for i, ls := range lines {
 		for _, l := range ls {
-			x := ref.pixels(t, l)
+			x := ref.pixels(t, l.png)
 			p := ref.probabilities(t, x)
 			alone[i] = append(alone[i], only(p))
 			px := paddleLine(t, l, true)
@@ -394,7 +424,7 @@ func TestOCRRecTallLines(t *testing.T) {
 	ref := newRecognizerRef(t)
 	worstPixels, worstProbs := 0.0, 0.0
 	for _, l := range []textLine{line("lines", 3, 3), line("genaic2", 3, 3), line("text", 1, 4)} {
-		x, px := ref.pixels(t, l), paddleLine(t, l, true)
+		x, px := ref.pixels(t, l.png), paddleLine(t, l, true)
 		p, pp := ref.probabilities(t, x), ref.probabilities(t, px)
 		for _, got := range []*backend.Tensor{p, pp} {
 			if text := ref.text(t, only(got)); text != l.text {
