@@ -116,6 +116,7 @@ func TestCompileRefuses(t *testing.T) {
 		{"channels", []ir.Transform{decode(), tf("normalize", "d", "x", list("mean", "0.5", "0.5"), list("std", "1"))}, nil, RuleOp, 7, "lists 2 numbers, but the image has 3"},
 		{"combined sizes", []ir.Transform{decode(), tf("resize", "d", "x", scalar("size", ir.ParamInt, "2"), scalar("max_size", ir.ParamInt, "4"))}, nil, RuleOp, 7, "max_size"},
 		{"max_width beside width", []ir.Transform{decode(), tf("resize", "d", "x", integer("width", "5"), integer("max_width", "4"))}, nil, RuleOp, 7, "caps the width that a resize to `height` alone derives"},
+		{"multiple, both sides", []ir.Transform{decode(), tf("resize", "d", "x", integer("size", "64"), integer("multiple", "32"))}, nil, RuleOp, 7, "fixes both sides; multiple rounds"},
 		{"max_height alone", []ir.Transform{decode(), tf("resize", "d", "x", integer("max_height", "4"))}, nil, RuleOp, 7, "caps the height that a resize to `width` alone derives"},
 		{"pad size", []ir.Transform{decode(), tf("pad", "d", "x", scalar("value", ir.ParamFloat, "0.5"))}, nil, RuleOp, 3, "has no target size"},
 		{"pad narrower", []ir.Transform{decode(), tf("resize", "d", "r", integer("height", "4"), integer("width", "8")), tf("pad", "r", "x", integer("width", "6"))}, nil, RuleOp, 7, "8 columns wide here, more than `width` 6"},
@@ -254,6 +255,12 @@ func TestResizeRounding(t *testing.T) {
 		{"ceil", 10, 100, []ir.Param{integer("height", "48"), integer("max_width", "192")}, 48, 192}, // 480: squeezed
 		{"round", 100, 10, []ir.Param{integer("width", "48"), integer("max_height", "100")}, 100, 48},
 		{"round", 30, 20, []ir.Param{integer("width", "4"), integer("max_height", "100")}, 6, 4},
+		// PaddleOCR's detector: the longer side at most 960 (int(side·ratio)),
+		// then each side to the nearest multiple of 32, halves to even.
+		{"floor", 1200, 1600, []ir.Param{integer("max_size", "960"), integer("multiple", "32")}, 704, 960}, // 720: 22.5 multiples, to the even 22
+		{"floor", 120, 185, []ir.Param{integer("max_size", "960"), integer("multiple", "32")}, 128, 192},   // 3.75 and 5.78 multiples: max_size leaves them
+		{"floor", 112, 16, []ir.Param{integer("max_size", "960"), integer("multiple", "32")}, 128, 32},     // 3.5 to the even 4; 0.5 to 0, at least 1
+		{"ceil", 48, 100, []ir.Param{integer("height", "48"), integer("multiple", "8")}, 48, 96},
 	} {
 		ps := c.params
 		if c.rounding != "" {

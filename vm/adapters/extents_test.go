@@ -16,15 +16,16 @@ import (
 // channels, height, width and units, or the same refusal.
 func TestExtentsAgreeWithRun(t *testing.T) {
 	programs := map[string][]ir.Transform{
-		"resize height, L": {op("decode", "", "d"), op("convert_color", "d", "g", "mode", "L"), op("resize", "g", "r", "height", "6", "rounding", "ceil")},
-		"resize width":     {op("decode", "", "d"), op("resize", "d", "r", "width", "5")},
-		"max_size, crop":   {op("decode", "", "d"), op("resize", "d", "r", "max_size", "9", "rounding", "floor"), op("center_crop", "r", "c", "height", "4")},
-		"size, normalize":  {op("decode", "", "d"), op("resize", "d", "r", "size", "3"), op("rescale", "r", "s", "factor", "0.5"), op("normalize", "s", "n", "mean", "[0.5]", "std", "[0.5]")},
-		"tile":             {op("decode", "", "d"), op("tile", "d", "t", "tile_size", "3", "max_tiles", "6", "thumbnail", "first"), op("rescale", "t", "s", "factor", "0.5")},
-		"capped, pad":      {op("decode", "", "d"), op("resize", "d", "r", "height", "6", "max_width", "8"), op("pad", "r", "p", "height", "6", "width", "8")},
-		"pad":              {op("decode", "", "d"), op("pad", "d", "p", "height", "12", "width", "15", "value", "2")},
-		"patchify":         {op("decode", "", "d"), op("patchify", "d", "p", "patch_size", "2")},
-		"resize, patchify": {op("decode", "", "d"), op("resize", "d", "r", "height", "4"), op("patchify", "r", "p", "patch_size", "2")},
+		"resize height, L":   {op("decode", "", "d"), op("convert_color", "d", "g", "mode", "L"), op("resize", "g", "r", "height", "6", "rounding", "ceil")},
+		"resize width":       {op("decode", "", "d"), op("resize", "d", "r", "width", "5")},
+		"max_size, crop":     {op("decode", "", "d"), op("resize", "d", "r", "max_size", "9", "rounding", "floor"), op("center_crop", "r", "c", "height", "4")},
+		"size, normalize":    {op("decode", "", "d"), op("resize", "d", "r", "size", "3"), op("rescale", "r", "s", "factor", "0.5"), op("normalize", "s", "n", "mean", "[0.5]", "std", "[0.5]")},
+		"tile":               {op("decode", "", "d"), op("tile", "d", "t", "tile_size", "3", "max_tiles", "6", "thumbnail", "first"), op("rescale", "t", "s", "factor", "0.5")},
+		"max_size, multiple": {op("decode", "", "d"), op("resize", "d", "r", "max_size", "12", "multiple", "4", "rounding", "floor")},
+		"capped, pad":        {op("decode", "", "d"), op("resize", "d", "r", "height", "6", "max_width", "8"), op("pad", "r", "p", "height", "6", "width", "8")},
+		"pad":                {op("decode", "", "d"), op("pad", "d", "p", "height", "12", "width", "15", "value", "2")},
+		"patchify":           {op("decode", "", "d"), op("patchify", "d", "p", "patch_size", "2")},
+		"resize, patchify":   {op("decode", "", "d"), op("resize", "d", "r", "height", "4"), op("patchify", "r", "p", "patch_size", "2")},
 	}
 	rng := rand.New(rand.NewSource(3))
 	for name, tr := range programs {

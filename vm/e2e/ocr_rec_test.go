@@ -87,16 +87,18 @@ func ocrItemsRequests() (ids []string, lines [][]textLine) {
 	}
 }
 
-// lineRef runs a line alone: through an OCR package's image adapter and
-// straight through its model on ONNX Runtime.
+// lineRef runs an image alone (a line, a page): through an OCR package's
+// image adapter and straight through its model on ONNX Runtime.
 type lineRef struct {
 	adapter, model backend.Session
+	pixelsPort     string // the adapter's output the model reads as x
 	output         string // the model's output
 }
 
 // newLineRef is the line reference of the fixture fx, whose model is
-// component, cached by make setup as file.
-func newLineRef(t *testing.T, fx, component, file, output string) lineRef {
+// component, cached by make setup as file, reading the adapter's output
+// port pixels.
+func newLineRef(t *testing.T, fx, component, file, pixels, output string) lineRef {
 	t.Helper()
 	if _, err := ortlib.Model(file); err != nil {
 		t.Fatalf("%s needs the cached %s: %v: %s", fx, file, err, fixtures.FixSetup)
@@ -108,24 +110,25 @@ func newLineRef(t *testing.T, fx, component, file, output string) lineRef {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	return lineRef{a, session(t, f, component, ortBackend(t)), output}
+	return lineRef{a, session(t, f, component, ortBackend(t)), pixels, output}
 }
 
-// pixels is the adapter's input to the model of one encoded line, [1, 3, 48, width].
+// pixels is the adapter's input to the model of one encoded image, [1, 3,
+// height, width].
 func (r lineRef) pixels(t *testing.T, encoded []byte) *backend.Tensor {
 	t.Helper()
 	out, err := r.adapter.Run(context.Background(), map[string]*backend.Tensor{
 		"encoded":      {DType: "uint8", Shape: []int64{int64(len(encoded))}, Data: encoded},
 		"byte_offsets": fixtures.I64(0, int64(len(encoded))),
 		"rows":         fixtures.I64(0, 1),
-	}, []string{"lines"})
+	}, []string{r.pixelsPort})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out["lines"]
+	return out[r.pixelsPort]
 }
 
-// probabilities runs the model on x, [lines, 3, 48, width].
+// probabilities runs the model on x, [images, 3, height, width].
 func (r lineRef) probabilities(t *testing.T, x *backend.Tensor) *backend.Tensor {
 	t.Helper()
 	out, err := r.model.Run(context.Background(), map[string]*backend.Tensor{"x": x}, []string{r.output})
@@ -146,7 +149,7 @@ type recognizerRef struct {
 
 func newRecognizerRef(t *testing.T) recognizerRef {
 	t.Helper()
-	ref := newLineRef(t, "ocr_rec", "recognizer", ocrRecModel, "softmax_11.tmp_0")
+	ref := newLineRef(t, "ocr_rec", "recognizer", ocrRecModel, "lines", "softmax_11.tmp_0")
 	path, err := ortlib.Model(ocrRecDictionary)
 	if err != nil {
 		t.Fatalf("ocr_rec's test decodes with the recognizer's dictionary: %v: %s", err, fixtures.FixSetup)
@@ -203,29 +206,7 @@ func paddleLine(t *testing.T, l textLine, bgr bool) *backend.Tensor {
 // squeezed to it), then zeros appended to pad columns where pad > 0.
 func paddlePrep(t *testing.T, encoded []byte, bgr bool, most, pad int) *backend.Tensor {
 	t.Helper()
-	img, err := png.Decode(bytes.NewReader(encoded))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := img.Bounds()
-	h, w := b.Dy(), b.Dx()
-	planes := make([][]uint8, 3)
-	for k := range planes {
-		planes[k] = make([]uint8, h*w)
-	}
-	for y := range h {
-		for x := range w {
-			c := color.NRGBAModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
-			rgb := [3]uint8{c.R, c.G, c.B}
-			for k := range 3 {
-				if bgr {
-					planes[k][y*w+x] = rgb[2-k]
-				} else {
-					planes[k][y*w+x] = rgb[k]
-				}
-			}
-		}
-	}
+	planes, h, w := cv2Planes(t, encoded, bgr)
 	const oh = 48
 	ow := int(math.Ceil(oh * (float64(w) / float64(h))))
 	if most > 0 {
@@ -246,6 +227,36 @@ func paddlePrep(t *testing.T, encoded []byte, bgr bool, most, pad int) *backend.
 		}
 	}
 	return fixtures.F32([]int64{1, 3, oh, int64(cols)}, data)
+}
+
+// cv2Planes is a PNG as cv2.imread reads it: three 8-bit planes, BGR
+// (RGB where bgr is false), of h×w pixels.
+func cv2Planes(t *testing.T, encoded []byte, bgr bool) (planes [][]uint8, h, w int) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(encoded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	h, w = b.Dy(), b.Dx()
+	planes = make([][]uint8, 3)
+	for k := range planes {
+		planes[k] = make([]uint8, h*w)
+	}
+	for y := range h {
+		for x := range w {
+			c := color.NRGBAModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
+			rgb := [3]uint8{c.R, c.G, c.B}
+			for k := range 3 {
+				if bgr {
+					planes[k][y*w+x] = rgb[2-k]
+				} else {
+					planes[k][y*w+x] = rgb[k]
+				}
+			}
+		}
+	}
+	return planes, h, w
 }
 
 // cv2Bits are the fraction bits of cv2.resize's interpolation weights on
@@ -380,16 +391,17 @@ func TestOCRRecItems(t *testing.T) {
 		rec := newRecorder(t, f)
 		r := e.start(t, f, withRecorder(genrt.WithMaxDelay(200*time.Millisecond), rec)...)
 		checkItemOutputs(t, runAll(context.Background(), r, reqs), "probabilities", alone, tolerance)
-		checkOCRGroups(t, r.Stats(), rec.invocations(), total)
+		checkShared(t, r.Stats(), rec.invocations(), "recognizer", total)
 	})
 }
 
-// checkOCRGroups checks the calls of a run of lines lines: no adapter or
-// recognizer call failed or ran again, every line reached the recognizer
-// once, and some recognizer call held several lines of several requests.
-func checkOCRGroups(t *testing.T, st vm.Stats, calls []call, lines int64) {
+// checkShared checks the calls of a run of an OCR package whose model is
+// component, of n images (lines, pages) in all: no call of the adapter or
+// the model failed or ran again, every image reached the model once, and
+// some call of the model held several images of several requests.
+func checkShared(t *testing.T, st vm.Stats, calls []call, component string, n int64) {
 	t.Helper()
-	for _, name := range []string{"image_preprocess", "recognizer"} {
+	for _, name := range []string{"image_preprocess", component} {
 		if s := st.Components[name]; s.Failed != 0 || s.Regrouped != 0 {
 			t.Errorf("%s: %d failed calls, %d groups run again", name, s.Failed, s.Regrouped)
 		}
@@ -397,19 +409,19 @@ func checkOCRGroups(t *testing.T, st vm.Stats, calls []call, lines int64) {
 	invoked, most := int64(0), int64(0)
 	var shapes []string
 	for _, c := range calls {
-		if c.component == "recognizer" {
+		if c.component == component {
 			x := c.inputs["x"]
 			invoked += x.Shape[0]
 			most = max(most, x.Shape[0])
 			shapes = append(shapes, fmt.Sprint(x.Shape))
 		}
 	}
-	t.Logf("recognizer calls: %s; the adapter's: %d", strings.Join(shapes, " "), st.Components["image_preprocess"].Invocations)
-	if invoked != lines {
-		t.Errorf("the recognizer's calls held %d lines, the requests %d", invoked, lines)
+	t.Logf("%s calls: %s; the adapter's: %d", component, strings.Join(shapes, " "), st.Components["image_preprocess"].Invocations)
+	if invoked != n {
+		t.Errorf("the %s's calls held %d images, the requests %d", component, invoked, n)
 	}
-	if s := st.Components["recognizer"]; most < 2 || s.MaxGroupRequests < 2 {
-		t.Errorf("no group of several lines of several requests: at most %d lines and %d requests a call", most, s.MaxGroupRequests)
+	if s := st.Components[component]; most < 2 || s.MaxGroupRequests < 2 {
+		t.Errorf("no group of several images of several requests: at most %d images and %d requests a call", most, s.MaxGroupRequests)
 	}
 }
 
