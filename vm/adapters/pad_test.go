@@ -52,3 +52,18 @@ func TestPadRefusesLarger(t *testing.T) {
 	_, err := s.Run(context.Background(), request(noisy(3, 3), noisy(5, 2)), nil)
 	wantRunError(t, err, "run/input", "image 1", "2×5 pixels", "transform 2 (pad)", "larger than the 4×4")
 }
+
+// In a video program pad runs on every frame: frames of two sizes padded
+// to one make a clip, and a frame larger than the pad fails its request
+// with run/input, naming the frame.
+func TestVideoPad(t *testing.T) {
+	s := videoFixture(decodeOnly(op("pad", "v.decoded", "v.padded", "height", "2", "width", "2", "value", "7"))).load(t)
+	small := encodePNG(t, solid(1, 1, frameColour(5)))
+	out := run(t, s, videoRequest(append(frameSeq(t, 0, 1), small)), "pixels")
+	wantShape(t, "pixels", out["pixels"], 2, 3, 2, 2)
+	if got := out["pixels"].Float32s()[12:16]; !slices.Equal(got, []float32{50, 7, 7, 7}) {
+		t.Errorf("the small frame's red plane is %v, want its pixel then the padding", got)
+	}
+	_, err := s.Run(context.Background(), videoRequest(frameSeq(t, 0, 1), [][]byte{encodePNG(t, solid(3, 2, frameColour(1)))}), nil)
+	wantRunError(t, err, "run/input", "frame 0 of clip 1", "2×3 pixels", "(pad)", "larger than the 2×2")
+}

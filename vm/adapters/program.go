@@ -94,13 +94,13 @@ func imageOpOf(op *preprocess.Op) imageOp {
 			}
 			return e
 		}
-	case "resize", "center_crop":
+	case "resize", "center_crop", "pad":
 		x.size = func(e extent) extent { e.h, e.w = op.Size(e.h, e.w); return e }
-	case "pad":
-		x.size = func(e extent) extent { e.h, e.w = op.Size(e.h, e.w); return e }
-		x.refuse = func(h, w int) error {
-			ph, pw := op.Size(h, w)
-			return padRefusal(h, w, ph, pw, op.Index)
+		if op.Name == "pad" {
+			x.refuse = func(h, w int) error {
+				ph, pw := op.Size(h, w)
+				return padRefusal(h, w, ph, pw, op.Index)
+			}
 		}
 	case "tile":
 		t := op.Tile()
