@@ -22,23 +22,32 @@ func FuzzDecodeWAV(f *testing.F) {
 	})
 }
 
-// Arbitrary bytes fail an image request with run/input, never a panic.
+// Arbitrary bytes fail an image request with run/input, never a panic:
+// through a resize and normalize, through a capped resize and a pad, and
+// through a pad that images larger than it fail.
 func FuzzImageRequest(f *testing.F) {
 	f.Add(encodePNG(f, solid(3, 2, color.NRGBA{R: 9, A: 255})))
 	f.Add(encodeJPEG(f, solid(2, 2, color.NRGBA{G: 9, A: 255})))
 	f.Add([]byte("GIF89a"))
-	fx := newFixture(clipLike("2"), dims("images", 3, 2, 2))
-	b := New(fx.m)
-	b.MaxPixels = 1 << 16 // keep each input cheap
-	s, err := b.Load(fx.comp, "")
-	if err != nil {
-		f.Fatal(err)
+	capped := append(decodeAs(3), op("resize", "i.decoded", "i.resized", "height", "2", "max_width", "3"), op("pad", "i.resized", "i.padded", "height", "2", "width", "3", "value", "-1"))
+	padded := append(decodeAs(3), op("pad", "i.decoded", "i.padded", "height", "6", "width", "5")) // a larger image is refused
+	var sessions []backend.Session
+	for _, fx := range []*fixture{newFixture(clipLike("2"), dims("images", 3, 2, 2)), newFixture(capped, dims("images", 3, 2, 3)), newFixture(padded, dims("images", 3, 6, 5))} {
+		b := New(fx.m)
+		b.MaxPixels = 1 << 16 // keep each input cheap
+		s, err := b.Load(fx.comp, "")
+		if err != nil {
+			f.Fatal(err)
+		}
+		sessions = append(sessions, s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := s.Run(context.Background(), request(data), nil)
-		var re *backend.RunError
-		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
-			t.Fatalf("got %v, want nil or run/input", err)
+		for _, s := range sessions {
+			_, err := s.Run(context.Background(), request(data), nil)
+			var re *backend.RunError
+			if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
+				t.Fatalf("got %v, want nil or run/input", err)
+			}
 		}
 	})
 }
