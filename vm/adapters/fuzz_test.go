@@ -31,10 +31,17 @@ func FuzzImageRequest(f *testing.F) {
 	f.Add([]byte("GIF89a"))
 	capped := append(decodeAs(3), op("resize", "i.decoded", "i.resized", "height", "2", "max_width", "3"), op("pad", "i.resized", "i.padded", "height", "2", "width", "3", "value", "-1"))
 	padded := append(decodeAs(3), op("pad", "i.decoded", "i.padded", "height", "6", "width", "5")) // a larger image is refused
+	fuzzImages(f, 1<<16, newFixture(clipLike("2"), dims("images", 3, 2, 2)), newFixture(capped, dims("images", 3, 2, 3)), newFixture(padded, dims("images", 3, 6, 5)))
+}
+
+// fuzzImages fuzzes the image adapters of fixtures, each bounded to
+// maxPixels (to keep each input cheap), with arbitrary bytes as one image:
+// each answers or fails with run/input.
+func fuzzImages(f *testing.F, maxPixels int64, fixtures ...*fixture) {
 	var sessions []backend.Session
-	for _, fx := range []*fixture{newFixture(clipLike("2"), dims("images", 3, 2, 2)), newFixture(capped, dims("images", 3, 2, 3)), newFixture(padded, dims("images", 3, 6, 5))} {
+	for _, fx := range fixtures {
 		b := New(fx.m)
-		b.MaxPixels = 1 << 16 // keep each input cheap
+		b.MaxPixels = maxPixels
 		s, err := b.Load(fx.comp, "")
 		if err != nil {
 			f.Fatal(err)
