@@ -191,6 +191,9 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 	if prob := unitsProblem(p, port, o, adapter, shape); prob != nil {
 		return prob
 	}
+	if p.Modality != "audio" && s.Seq == NoSeq {
+		return pixelsProblem(p, port, o, adapter, shape)
+	}
 	var unit []int
 	var what []string
 	switch {
@@ -211,6 +214,51 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 		if d := shape[axis]; !d.IsSym() && u > 0 && d.Size != int64(u) {
 			return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.%s makes %s of `%s` %d\nmake the two agree",
 				port.Name, adapter.Name, axis, d.Size, p.Modality, what[i], p.Source(o), u)}
+		}
+	}
+	return nil
+}
+
+// PixelDims are the names of an image's dimensions, in the order of
+// PixelAxes.
+var PixelDims = [3]string{"channels", "height", "width"}
+
+// PixelAxes are the axes of a port of shape that hold an image's (or a
+// video frame's) channels, height and width: its last three, channels
+// first, unless the first of them does not name the channels and the last
+// does (by a symbol that says "channel", or by the count the program
+// makes), which is channels last.
+func PixelAxes(shape []ir.Dim, channels int) [3]int {
+	first := len(shape) - 3
+	if !mentionsChannels(shape[first], channels) && mentionsChannels(shape[first+2], channels) {
+		return [3]int{first + 2, first, first + 1}
+	}
+	return [3]int{first, first + 1, first + 2}
+}
+
+// mentionsChannels reports whether a dimension is the channel axis by its
+// name, or by its extent equal to the program's channels.
+func mentionsChannels(d ir.Dim, c int) bool {
+	if d.IsSym() {
+		return strings.Contains(strings.ToLower(d.Sym), "channel")
+	}
+	return d.Size == int64(c)
+}
+
+// pixelsProblem checks the axes of a port of images or video frames that
+// the port fixes against the channels, height and width the program
+// makes, where it fixes them: the adapter refuses to load otherwise, and
+// check says so first.
+func pixelsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, shape []ir.Dim) []Problem {
+	s := p.Shapes[p.Source(o)]
+	if len(shape) < 3 {
+		return nil
+	}
+	known := [3]int{s.C, s.H, s.W}
+	for d, axis := range PixelAxes(shape, s.C) {
+		if dim := shape[axis]; !dim.IsSym() && known[d] >= 0 && dim.Size != int64(known[d]) {
+			return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes %s (axis %d) at %d, but preprocessing.%s makes `%s` %d there\nmake the two agree: change the port, or the program's resize, pad or convert_color",
+				port.Name, adapter.Name, PixelDims[d], axis, dim.Size, p.Modality, p.Source(o), known[d])}
 		}
 	}
 	return nil

@@ -122,6 +122,12 @@ func TestCompileRefuses(t *testing.T) {
 		{"pad narrower", []ir.Transform{decode(), tf("resize", "d", "r", integer("height", "4"), integer("width", "8")), tf("pad", "r", "x", integer("width", "6"))}, nil, RuleOp, 7, "8 columns wide here, more than `width` 6"},
 		{"pad lower", []ir.Transform{decode(), tf("center_crop", "d", "r", integer("size", "8")), tf("pad", "r", "x", integer("height", "6"), integer("width", "9"))}, nil, RuleOp, 7, "8 rows high here, more than `height` 6"},
 		{"pad tiles", []ir.Transform{decode(), tf("tile", "d", "t", integer("tile_size", "4"), integer("max_tiles", "4")), tf("pad", "t", "x", integer("size", "2"))}, nil, RuleOp, 7, "takes no parameter `size`"},
+		{"port width", []ir.Transform{decode(), tf("resize", "d", "r", integer("height", "10"), integer("width", "30"))}, func(p *ir.Program, c *ir.Component) {
+			c.Outputs[0].Contract = &ir.Contract{DType: "float32", Rank: 4, HasShape: true, Shape: []ir.Dim{{Sym: "images"}, {Size: 3}, {Size: 10}, {Size: 20}}}
+		}, RuleOp, 9, "fixes width (axis 3) at 20, but preprocessing.image makes `r` 30"},
+		{"port channels last", []ir.Transform{decode(), tf("resize", "d", "r", integer("size", "8"))}, func(p *ir.Program, c *ir.Component) {
+			c.Outputs[0].Contract = &ir.Contract{DType: "float32", Rank: 4, HasShape: true, Shape: []ir.Dim{{Sym: "images"}, {Size: 8}, {Size: 7}, {Sym: "channels"}}}
+		}, RuleOp, 9, "fixes width (axis 2) at 7"},
 		{"undefined value", []ir.Transform{decode(), tf("rescale", "nowhere", "x", scalar("factor", ir.ParamInt, "2"))}, nil, RuleOp, 3, "reads `nowhere`"},
 		{"wav image", []ir.Transform{tf("decode", "", "d", scalar("format", ir.ParamString, "wav"))}, nil, RuleOp, 7, "is audio"},
 		{"unbound port", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) {

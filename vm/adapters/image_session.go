@@ -28,7 +28,7 @@ const (
 	dimW
 )
 
-var dimNames = [3]string{"channels", "height", "width"}
+var dimNames = preprocess.PixelDims
 
 // pixelsPort is an output port filled with images.
 type pixelsPort struct {
@@ -176,16 +176,6 @@ func (b *Backend) loadImage(comp *ir.Component, cp *preprocess.Program) (backend
 	return s, nil
 }
 
-// mentionsChannels reports whether a dimension is the channel axis by its
-// declaration: a fixed extent equal to the channel count, or a symbol
-// naming channels.
-func mentionsChannels(d ir.Dim, c int) bool {
-	if d.IsSym() {
-		return strings.Contains(strings.ToLower(d.Sym), "channel")
-	}
-	return d.Size == int64(c)
-}
-
 // pixelsPort compiles how a pixels output port is laid out.
 func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPort, error) {
 	comp := s.comp
@@ -209,21 +199,12 @@ func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPo
 	}
 	first := px.rank - 3 // the port's axis of the image's first dimension
 	px.axes = [3]int{first, first + 1, first + 2}
-	if c.HasShape && len(c.Shape) == px.rank && !mentionsChannels(c.Shape[first], static.c) && mentionsChannels(c.Shape[first+2], static.c) {
-		px.axes = [3]int{first + 2, first, first + 1} // channels last
-	}
 	if c.HasShape && len(c.Shape) == px.rank {
+		px.axes = preprocess.PixelAxes(c.Shape, static.c)
 		for d, axis := range px.axes {
 			if dim := c.Shape[axis]; !dim.IsSym() {
 				px.fixed[d] = dim.Size
 			}
-		}
-	}
-	known := [3]int{static.c, static.h, static.w}
-	for d := range 3 {
-		if px.fixed[d] >= 0 && known[d] >= 0 && px.fixed[d] != int64(known[d]) {
-			return nil, unsupported("output port `%s` of adapter `%s` fixes %s (axis %d) at %d, but preprocessing.image makes `%s` %d there; make the two agree",
-				port.Name, comp.Name, dimNames[d], px.axes[d], px.fixed[d], source, known[d])
 		}
 	}
 	for _, pad := range c.Padding {

@@ -249,10 +249,8 @@ func (s *videoSession) videoPort(port *ir.Port, o *ir.ProgramOutput) (*videoPort
 	first := vp.rank - 3 // the port's axis of a frame's first dimension
 	vp.axes = [3]int{first, first + 1, first + 2}
 	hasShape := c.HasShape && len(c.Shape) == vp.rank
-	if hasShape && !mentionsChannels(c.Shape[first], static.frame.c) && mentionsChannels(c.Shape[first+2], static.frame.c) {
-		vp.axes = [3]int{first + 2, first, first + 1} // channels last
-	}
 	if hasShape {
+		vp.axes = preprocess.PixelAxes(c.Shape, static.frame.c)
 		for d, axis := range vp.axes {
 			if dim := c.Shape[axis]; !dim.IsSym() {
 				vp.fixed[d] = dim.Size
@@ -260,13 +258,6 @@ func (s *videoSession) videoPort(port *ir.Port, o *ir.ProgramOutput) (*videoPort
 		}
 		if dim := c.Shape[1]; vp.rank == 5 && !dim.IsSym() {
 			vp.fixedFrames = dim.Size
-		}
-	}
-	known := [3]int{static.frame.c, static.frame.h, static.frame.w}
-	for d := range 3 {
-		if vp.fixed[d] >= 0 && known[d] >= 0 && vp.fixed[d] != int64(known[d]) {
-			return nil, unsupported("output port `%s` of adapter `%s` fixes %s (axis %d) at %d, but preprocessing.video makes the frames of `%s` %d there; make the two agree",
-				port.Name, comp.Name, dimNames[d], vp.axes[d], vp.fixed[d], source, known[d])
 		}
 	}
 	for _, pad := range c.Padding {
