@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm/adapters"
 )
 
 // The diagnostic fixtures in testdata/diag/*.yaml state what they expect on
@@ -45,7 +48,7 @@ func TestDiagnosticFixtures(t *testing.T) {
 		}
 		for i, doc := range splitDocuments(string(src)) {
 			t.Run(fmt.Sprintf("%s#%d", filepath.Base(f), i), func(t *testing.T) {
-				checkFixture(t, f, doc, Options{Check: true})
+				checkFixture(t, f, doc, Options{Check: true, Adapters: builtinAdapters})
 			})
 		}
 	}
@@ -150,3 +153,7 @@ func TestEveryRuleHasAFixture(t *testing.T) {
 		}
 	}
 }
+
+// builtinAdapters loads adapter components with the built-in adapters, as
+// the command line's check does.
+func builtinAdapters(m *ir.Module) backend.Backend { return adapters.New(m) }

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/ir"
 )
@@ -134,6 +135,13 @@ type Options struct {
 	// pass; nil leaves the components unchecked against their models.
 	// CheckPath reads them from the document's folder when it is nil.
 	Models Models
+	// Adapters makes the backend that loads the document's adapter
+	// components as the runtime loads them (the command line gives
+	// vm/adapters.New): the preprocess pass loads each adapter with it
+	// once every other check has accepted the document, so that a port
+	// layout the adapter would refuse at load is refused at check. nil
+	// leaves the adapters unloaded.
+	Adapters func(*ir.Module) backend.Backend
 	// ModelsRequired makes a model that cannot be read an error rather
 	// than a warning: a package folder and `compile` need their models, a
 	// lone document may be checked without them (CheckPath sets it for a

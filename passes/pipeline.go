@@ -21,7 +21,6 @@ var Pipeline = []*Pass{
 	// which the batching rules below assume are sound.
 	SSAPass,
 	ContractsPass,
-	PreprocessPass,
 	// The batching contracts, innermost facts first: packed layouts and
 	// padding are what a capacity's symbols are classified by.
 	PackedPass,
@@ -33,6 +32,10 @@ var Pipeline = []*Pass{
 	// The package against its models: each ONNX component's ports against
 	// its graph.
 	ModelsPass,
+	// Preprocessing programs compiled for their adapters, last: the
+	// adapters then load as the runtime loads them, only once every check
+	// above has accepted the module.
+	PreprocessPass,
 	// Plan passes run only when every check above accepted the module.
 	PlanPass,
 }

@@ -11,10 +11,11 @@ import (
 
 // PreprocessPass compiles each preprocessing program for its pinned
 // adapter, as the adapter will at run time, and checks that the outputs it
-// binds have the adapter's contracts.
+// binds have the adapter's contracts; then, while no check has reported an
+// error, it loads each adapter as the runtime will (loadAdapters).
 var PreprocessPass = &Pass{
 	Name:     "preprocess",
-	Doc:      "compile preprocessing programs: each has its pinned adapter component, uses only ops and parameters the adapter runs, binds every adapter output port once, with outputs whose contracts match the adapter's ports",
+	Doc:      "compile preprocessing programs: each has its pinned adapter component, uses only ops and parameters the adapter runs, binds every adapter output port once, with outputs whose contracts match the adapter's ports; then load each adapter as the runtime will, so that a port it cannot fill is refused at check",
 	Kind:     Check,
 	Requires: []*Pass{ScopesPass, BindingsPass},
 	Rules:    []diag.Rule{diag.PreprocessAdapter, diag.PreprocessBinding, diag.PreprocessOp, diag.PreprocessUnbound},
@@ -43,6 +44,9 @@ var PreprocessPass = &Pass{
 				c.Report(diag.PreprocessAdapter, comp.Loc, "component `%s` is the %s adapter, but the document has no preprocessing.%s program for it to run\nadd the program or remove the component",
 					comp.Name, comp.ABI, mod)
 			}
+		}
+		if !c.diags.HasErrors() {
+			loadAdapters(c)
 		}
 		return nil, nil
 	},

@@ -11,10 +11,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/compiler"
 	"github.com/genaic/genaic/compiler/diag"
+	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/serve"
+	"github.com/genaic/genaic/vm/adapters"
 )
 
 func init() {
@@ -117,6 +120,11 @@ func (r checkReport) writeJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// builtinAdapters is the backend the runtime loads adapter components
+// with: check and compile load each adapter with it, to refuse what it
+// would refuse at run time.
+func builtinAdapters(m *ir.Module) backend.Backend { return adapters.New(m) }
+
 // stdinName is the file name diagnostics give a document read from
 // standard input.
 const stdinName = "<stdin>"
@@ -124,6 +132,7 @@ const stdinName = "<stdin>"
 // checkDocument checks the document or package at path, or the document
 // on standard input when path is "-".
 func checkDocument(e *env, path string, opts passes.Options) (*passes.Document, error) {
+	opts.Adapters = builtinAdapters
 	if path != stdinArg {
 		return passes.CheckPath(path, opts)
 	}
