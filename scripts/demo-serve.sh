@@ -17,10 +17,18 @@ echo "== genaic serve $repo --http 127.0.0.1:$port --grpc ''"
 pid=$!
 stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
 trap 'stop; rm -f "$log" "$body"' EXIT
+# The server is ready once every package of the repository is loaded, and
+# it plans each package's execution on this machine as it loads it (a few
+# seconds a package, more for the real models): it may take a minute or
+# two, so say how far it has got every ten seconds.
 ready=
-for _ in $(seq 1 300); do
+packages=$(find "$repo" -mindepth 2 -maxdepth 2 -name inference_metadata.yaml | wc -l)
+for i in $(seq 1 1500); do
 	if curl -sf "http://127.0.0.1:$port/v2/health/ready" >/dev/null 2>&1; then ready=1; break; fi
 	if ! kill -0 "$pid" 2>/dev/null; then break; fi
+	if ((i % 50 == 0)); then
+		echo "   loading: $(grep -c 'msg="model loaded"' "$log" || true) of $packages packages planned and loaded"
+	fi
 	sleep 0.2
 done
 if [ -z "$ready" ]; then
