@@ -11,8 +11,9 @@ import (
 )
 
 // FuzzCheck runs the whole check pipeline, with the IR verified after every
-// pass, on arbitrary documents: any input gives diagnostics or success with
-// catalogued rule ids, never a panic or a broken invariant; and a document
+// pass and the adapters loaded as check loads them, on arbitrary
+// documents: any input gives diagnostics or success with catalogued rule
+// ids, never a panic or a broken invariant; and a document
 // the checks accept builds a plan that the runtime's validation of plan
 // files accepts (what the runtime would refuse, the compiler refuses
 // first).
@@ -34,7 +35,7 @@ func FuzzCheck(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := CheckSource("fuzz.yaml", b, Options{Check: true})
+		d, err := CheckSource("fuzz.yaml", b, Options{Check: true, Adapters: builtinAdapters})
 		if err != nil {
 			t.Fatalf("the pipeline failed: %v", err)
 		}
