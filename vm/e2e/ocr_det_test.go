@@ -210,3 +210,20 @@ func TestOCRDetItems(t *testing.T) {
 		checkShared(t, st, rec.invocations(), "detector", 4)
 	})
 }
+
+// TestOCRDetSizes: the size the package's program makes of a page is the
+// size PaddleOCR's DetResizeForTest makes of it (paddleDetSize), on pages
+// the limit of 960 shrinks, of extreme aspect, smaller than one multiple
+// of 32, and at the halves where Python's round goes to the even multiple.
+func TestOCRDetSizes(t *testing.T) {
+	ref := newDetectorRef(t)
+	for _, wh := range [][2]int{{1000, 700}, {1600, 1200}, {2000, 30}, {31, 31}, {16, 48}, {80, 112}, {185, 120}} {
+		w, h := wh[0], wh[1]
+		encoded, _ := fixtures.TextPage(nil, 1, w, h)
+		x := ref.pixels(t, encoded)
+		pw, ph := paddleDetSize(w, h)
+		if got := [2]int64{x.Shape[2], x.Shape[3]}; got != [2]int64{int64(ph), int64(pw)} {
+			t.Errorf("a %d×%d page is %d×%d (width×height) once resized, PaddleOCR's %d×%d", w, h, got[1], got[0], pw, ph)
+		}
+	}
+}
