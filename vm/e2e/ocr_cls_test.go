@@ -18,13 +18,6 @@ import (
 // width capped, then a pad to 192 columns) into PaddleOCR's text-direction
 // classifier, the lines of any widths of several requests in one call.
 
-// ocrCls is the package, and ocrClsModel its classifier in the cache of
-// make setup.
-const (
-	ocrCls      = "testdata/packages/ocr_cls"
-	ocrClsModel = "ch_ppocr_mobile_v2.0_cls_infer.onnx"
-)
-
 // clsWidth is the classifier's width: a line is squeezed to it where it is
 // wider once resized, and padded to it.
 const clsWidth = 192
@@ -75,7 +68,7 @@ func clsLines() []clsLine {
 // [lines, 2], upright and turned.
 func newClassifierRef(t *testing.T) lineRef {
 	t.Helper()
-	return newLineRef(t, "ocr_cls", "classifier", ocrClsModel, "lines", "softmax_0.tmp_0")
+	return newLineRef(t, "ocr_cls", "classifier", "lines", "softmax_0.tmp_0")
 }
 
 // TestOCRClsAgainstPaddle: each line's pixels through the package are
@@ -145,7 +138,7 @@ func TestOCRClsItems(t *testing.T) {
 		pngs[k] = append(pngs[k], l.encoded())
 		alone[k] = append(alone[k], only(ref.probabilities(t, ref.pixels(t, l.encoded()))))
 	}
-	reqs := itemsFile(t, ocrCls, "line_images", ids, pngs[:])
+	reqs := itemsFile(t, f.Path, "line_images", ids, pngs[:])
 	forEachEngineOf(t, []fixtures.Fixture{f}, func(t *testing.T, e engineKind) {
 		rec := newRecorder(t, f)
 		r := e.start(t, f, withRecorder(genrt.WithMaxDelay(200*time.Millisecond), rec)...)

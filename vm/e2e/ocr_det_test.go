@@ -19,13 +19,6 @@ import (
 // of 32) into PaddleOCR's PP-OCRv4 text detector, the pages of one size
 // once resized sharing a call.
 
-// ocrDet is the package, and ocrDetModel its detector in the cache of
-// make setup.
-const (
-	ocrDet      = "testdata/packages/ocr_det"
-	ocrDetModel = "ch_PP-OCRv4_det_infer.onnx"
-)
-
 // detPixelTolerance bounds the absolute difference between the adapter's
 // pixels of a page and PaddleOCR's own (paddleDet), where both enlarge it:
 // as for the recognizer (pixelTolerance), cv2 rounds each resized pixel to
@@ -116,7 +109,7 @@ func paddleDet(t *testing.T, encoded []byte) *backend.Tensor {
 // height, width], the probability of text at each pixel.
 func newDetectorRef(t *testing.T) lineRef {
 	t.Helper()
-	return newLineRef(t, "ocr_det", "detector", ocrDetModel, "pages", "sigmoid_0.tmp_0")
+	return newLineRef(t, "ocr_det", "detector", "pages", "sigmoid_0.tmp_0")
 }
 
 // textScores are the mean of a page's text probabilities (its map, [1, 1,
@@ -201,7 +194,7 @@ func TestOCRDetItems(t *testing.T) {
 			alone[i] = append(alone[i], only(ref.probabilities(t, ref.pixels(t, ps[k].png))))
 		}
 	}
-	reqs := itemsFile(t, ocrDet, "page_images", ids, pngs)
+	reqs := itemsFile(t, f.Path, "page_images", ids, pngs)
 	forEachEngineOf(t, []fixtures.Fixture{f}, func(t *testing.T, e engineKind) {
 		rec := newRecorder(t, f)
 		r := e.start(t, f, withRecorder(genrt.WithMaxDelay(200*time.Millisecond), rec)...)

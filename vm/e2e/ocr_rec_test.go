@@ -27,15 +27,9 @@ import (
 // PaddleOCR recognizer program") into PaddleOCR's PP-OCRv4 recognizer,
 // the lines of several requests grouped by the width the program makes.
 
-// ocrRec is the package.
-const ocrRec = "testdata/packages/ocr_rec"
-
-// ocrRecModel and ocrRecDictionary are the recognizer's file and its
-// character dictionary in the cache of make setup.
-const (
-	ocrRecModel      = "ch_PP-OCRv4_rec_infer.onnx"
-	ocrRecDictionary = "ppocr_keys_v1.txt"
-)
+// ocrRecDictionary is the recognizer's character dictionary in the cache
+// of make setup.
+const ocrRecDictionary = "ppocr_keys_v1.txt"
 
 // pixelTolerance bounds the absolute difference between the adapter's
 // pixels of a line and PaddleOCR's own (paddleLine), on [-1, 1]. Both
@@ -96,15 +90,16 @@ type lineRef struct {
 }
 
 // newLineRef is the line reference of the fixture fx, whose model is
-// component, cached by make setup as file, reading the adapter's output
-// port pixels.
-func newLineRef(t *testing.T, fx, component, file, pixels, output string) lineRef {
+// component (a real model make setup caches), reading the adapter's
+// output port pixels.
+func newLineRef(t *testing.T, fx, component, pixels, output string) lineRef {
 	t.Helper()
+	f := fixtures.Lookup(fx)
+	p, _ := fixtures.Compile(t, f)
+	file := p.IR.Component(component).Artifact
 	if _, err := ortlib.Model(file); err != nil {
 		t.Fatalf("%s needs the cached %s: %v: %s", fx, file, err, fixtures.FixSetup)
 	}
-	f := fixtures.Lookup(fx)
-	p, _ := fixtures.Compile(t, f)
 	a, err := adapters.New(p.IR).Load(p.IR.Component("image_preprocess"), "")
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +144,7 @@ type recognizerRef struct {
 
 func newRecognizerRef(t *testing.T) recognizerRef {
 	t.Helper()
-	ref := newLineRef(t, "ocr_rec", "recognizer", ocrRecModel, "lines", "softmax_11.tmp_0")
+	ref := newLineRef(t, "ocr_rec", "recognizer", "lines", "softmax_11.tmp_0")
 	path, err := ortlib.Model(ocrRecDictionary)
 	if err != nil {
 		t.Fatalf("ocr_rec's test decodes with the recognizer's dictionary: %v: %s", err, fixtures.FixSetup)
@@ -360,7 +355,7 @@ func TestOCRRecItems(t *testing.T) {
 		}
 		total += int64(len(ls))
 	}
-	reqs := itemsFile(t, ocrRec, "line_images", ids, pngs)
+	reqs := itemsFile(t, f.Path, "line_images", ids, pngs)
 	alone := make([][]*backend.Tensor, len(lines))
 	worstPixels, worstProbs, leastRGB := 0.0, 0.0, math.Inf(1)
 	for i, ls := range lines {
