@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // CPUClass is the operating system's scheduling class a process's threads
 // run in.
@@ -55,5 +58,22 @@ func SetCPUClass(c CPUClass) error {
 	if _, err := ParseCPUClass(string(c)); err != nil {
 		return err
 	}
-	return setCPUClass(c)
+	if err := setCPUClass(c); err != nil {
+		return err
+	}
+	cpuClass.Store(&c)
+	return nil
+}
+
+// cpuClass is the class SetCPUClass last put the process's threads in
+// (nil: none; they run in the class they started in).
+var cpuClass atomic.Pointer[CPUClass]
+
+// currentCPUClass is the class SetCPUClass last put the process's threads
+// in, "" where it was not called.
+func currentCPUClass() CPUClass {
+	if c := cpuClass.Load(); c != nil {
+		return *c
+	}
+	return ""
 }

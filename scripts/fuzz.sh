@@ -31,6 +31,7 @@ vm/jsonio     FuzzTensorData       10000
 vm            FuzzPackItems        20000
 vm/e2e        FuzzRunRequests      3000
 plan          FuzzDecode           5000
+engine        FuzzKeptPlan         20000
 onnx          FuzzDecode           20000
 vm/adapters   FuzzDecodeWAV        20000
 vm/adapters   FuzzAudioRequest     15000

@@ -66,6 +66,12 @@ type Config struct {
 	Declines backend.Declines
 	// NoWarmup skips the warm-up invocation at load.
 	NoWarmup bool
+	// PlanCache is the folder where the executions planned at load are
+	// kept and taken again while nothing they were measured under changed
+	// (engine.PlanCache); "" plans every load. Replan measures every
+	// plan, replacing the plan kept.
+	PlanCache string
+	Replan    bool
 	// ModelControl is "explicit" to let clients load, reload and unload
 	// models (the repository extension, repository.go); "" or "none"
 	// serves the models found at start until the server stops.
@@ -433,7 +439,8 @@ func (s *Server) load(name, dir string) (*Model, error) {
 }
 
 // planned returns opts with the execution planned on this machine
-// (engine.PlanExecution) with the package's warm-up requests: those of
+// (engine.PlanExecution, or the plan kept in the plan cache where one was
+// measured under the same key) with the package's warm-up requests: those of
 // its requests.json, or, when they cannot plan, the request warm-up
 // synthesizes. Where neither can, the model runs one worker on ONNX
 // Runtime's default threads, and the log says why.
@@ -446,9 +453,10 @@ func (s *Server) planned(name string, f *plan.File, dir string, opts engine.Opti
 		tries = append(tries, []vm.Request{req})
 	}
 	err := errors.New("no warm-up request: the package has no requests.json, and none can be synthesized")
+	cache := engine.PlanCache{Dir: s.cfg.PlanCache, Replan: s.cfg.Replan, Log: s.log.With("model", name)}
 	for _, reqs := range tries {
 		var x *vm.Execution
-		if x, err = engine.PlanExecution(context.Background(), f, dir, opts, reqs, engine.PlanOptions{}); err == nil {
+		if x, err = cache.Plan(context.Background(), f, dir, opts, reqs, engine.PlanOptions{}); err == nil {
 			return engine.Apply(opts, x)
 		}
 	}

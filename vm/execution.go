@@ -3,6 +3,7 @@ package vm
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Execution is how an engine divides the machine among its groups: Slots
@@ -22,6 +23,11 @@ type Execution struct {
 	Planned   bool        `json:"planned,omitempty"`
 	Ungrouped []string    `json:"ungrouped,omitempty"`
 	Tried     []Candidate `json:"tried,omitempty"`
+	// MeasuredAt is when the plan was measured, where it was kept to be
+	// taken again (engine.PlanCache), and Kept says this execution is
+	// one so taken, not measured by this process.
+	MeasuredAt time.Time `json:"measured_at,omitzero"`
+	Kept       bool      `json:"kept,omitempty"`
 }
 
 // Candidate is one way of dividing the cores a plan tried, the grouped
@@ -75,7 +81,11 @@ func (x *Execution) String() string {
 		}
 		tried = append(tried, t)
 	}
-	return fmt.Sprintf("%s, planned on %d cores (%s)", s, x.Cores, strings.Join(tried, "; "))
+	s = fmt.Sprintf("%s, planned on %d cores (%s)", s, x.Cores, strings.Join(tried, "; "))
+	if x.Kept {
+		s += ", kept from " + x.MeasuredAt.Format(time.RFC3339)
+	}
+	return s
 }
 
 func plural(n int, word string) string {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -24,7 +25,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--default-priority N] [--default-timeout D] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
+		usage:   "serve REPO [--http :8000] [--grpc :8001] [--config FILE] [--model-name NAME] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--max-media-bytes N] [--default-priority N] [--default-timeout D] [--backend KIND=NAME] [--decline KEY=REASON] [--max-request-bytes N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--grpc-handshake-timeout D] [--drain-timeout D] [--log-format text|json] [--metrics-names genaic|triton] [--no-warmup] [--plan-cache DIR] [--replan] [--model-control none|explicit] [--cpu-class batch|normal] [--procs N]",
 		summary: "serve every package of a model repository on the Open Inference Protocol (HTTP/REST and gRPC), with /metrics",
 		run:     runServe,
 	})
@@ -40,7 +41,8 @@ func runServe(e *env, args []string) int {
 		procs, defaultPriority                      int
 		drain, defaultTimeout                       time.Duration
 		timeouts                                    [4]time.Duration
-		noWarmup                                    bool
+		noWarmup, replan                            bool
+		planCache                                   string
 		ef                                          engineFlags
 	)
 	fs.StringVar(&httpAddr, "http", ":8000", "HTTP/REST address (health, metadata, infer, /metrics); empty: none")
@@ -67,6 +69,8 @@ func runServe(e *env, args []string) int {
 	}
 	fs.DurationVar(&drain, "drain-timeout", 5*time.Minute, "on SIGTERM or SIGINT, how long accepted requests may take to finish before the server exits anyway")
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up request (the package's first requests.json request) each model runs before it is ready")
+	fs.StringVar(&planCache, "plan-cache", defaultPlanCache(), "the folder where each model's planned execution is kept, to be taken at the next start or load while the package, its requests, the settings, genaic's build, ONNX Runtime and the machine are the same; empty: measure every plan")
+	fs.BoolVar(&replan, "replan", false, "measure every model's execution anew at load, replacing the plan kept")
 	fs.StringVar(&modelControl, "model-control", "none", "none: serve the repository's models found at start; explicit: clients may also load, reload and unload them (POST /v2/repository/models/NAME/load|unload, gRPC RepositoryModelLoad|Unload)")
 	fs.IntVar(&procs, "procs", 0, fmt.Sprintf("Go's processors (GOMAXPROCS; 1 to %d); 0: twice the CPUs the process may use, or the GOMAXPROCS environment variable where it is set", maxProcs))
 	ef.register(fs, 5*time.Millisecond, "how long a group waits for more items")
@@ -125,7 +129,7 @@ func runServe(e *env, args []string) int {
 	}
 	log := slog.New(handler)
 	delay := ef.maxDelay
-	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, ModelControl: modelControl, MetricsNames: metricsNames,
+	cfg := serve.Config{Repo: paths[0], Name: name, MaxRequestBytes: maxBytes, Logger: log, NoWarmup: noWarmup, PlanCache: planCache, Replan: replan, ModelControl: modelControl, MetricsNames: metricsNames,
 		HeaderTimeout: timeouts[0], BodyTimeout: timeouts[1], IdleTimeout: timeouts[2], HandshakeTimeout: timeouts[3],
 		Backends: ef.backends, Declines: backend.Declines(ef.decline),
 		Defaults: serve.ModelConfig{MaxDelay: &delay, Queue: ef.queue, Workers: ef.workers, Threads: ef.threads, Provider: ef.provider, MaxMediaBytes: ef.media, DefaultPriority: defaultPriority, DefaultTimeout: defaultTimeout}}
@@ -273,4 +277,15 @@ func serveProcs(flagProcs int, envSet bool, cpus int) int {
 		return 0
 	}
 	return 2 * cpus
+}
+
+// defaultPlanCache is the folder genaic serve keeps plans in unless told:
+// genaic/plans in the user's cache folder ($XDG_CACHE_HOME, else
+// ~/.cache, on Linux), or none where the user has no cache folder.
+func defaultPlanCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "genaic", "plans")
 }

@@ -55,7 +55,9 @@ func startServeProbing(t *testing.T, probe func(addr string), args ...string) *s
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--workers") || strings.HasPrefix(a, "--threads") }) {
 		args = append([]string{"--workers", "1"}, args...)
 	}
-	cmd := exec.Command(os.Args[0], append([]string{"serve", "--log-format", "json", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"}, args...)...)
+	// A plan is kept in a folder of the test's unless it says where: a
+	// test's plans are of no use to anything after it.
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--log-format", "json", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--plan-cache", t.TempDir()}, args...)...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -175,6 +177,33 @@ func TestServePlansTheCPUs(t *testing.T) {
 	x, _ := p.find("model loaded")["execution"].(string)
 	if want := fmt.Sprintf("planned on %d cores", engine.CPUs()); !strings.Contains(x, want) {
 		t.Errorf("genaic serve with GOMAXPROCS=1: execution %q, want it %s", x, want)
+	}
+}
+
+// TestServeKeepsPlans: a model's execution planned at one start is kept
+// in --plan-cache and taken at the next, the log saying it is and when it
+// was measured; --replan measures it again.
+func TestServeKeepsPlans(t *testing.T) {
+	cache := t.TempDir()
+	execution := func(args ...string) string {
+		t.Helper()
+		p := startServe(t, append([]string{imagePkg, "--workers=0", "--plan-cache", cache}, args...)...)
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+		x, _ := p.find("model loaded")["execution"].(string)
+		return x
+	}
+	first := execution()
+	kept := execution()
+	replanned := execution("--replan")
+	if !strings.Contains(first, "planned on") || strings.Contains(first, "kept from") {
+		t.Fatalf("first start: execution %q, want one planned", first)
+	}
+	if before, _, ok := strings.Cut(kept, ", kept from "); !ok || before != first {
+		t.Errorf("second start: execution %q, want %q kept", kept, first)
+	}
+	if !strings.Contains(replanned, "planned on") || strings.Contains(replanned, "kept from") {
+		t.Errorf("with --replan: execution %q, want one measured", replanned)
 	}
 }
 
