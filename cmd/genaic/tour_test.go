@@ -322,7 +322,9 @@ var listening = regexp.MustCompile(`msg=listening protocol=(http|grpc) addr=(\S+
 func startTourServer(t *testing.T, self, args string) (log, http, grpc string) {
 	t.Helper()
 	cmd := exec.Command(self, strings.Fields(args)...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	// The plan the server measures is kept in a folder of the test's,
+	// not the user's cache: the README's command names none.
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "XDG_CACHE_HOME="+t.TempDir())
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
