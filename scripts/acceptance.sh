@@ -166,7 +166,11 @@ sockets() {
 		for one in "" +one; do
 			local flags=(--http "127.0.0.1:$httpPort" --grpc "127.0.0.1:$grpcPort")
 			[ -z "$one" ] || flags+=(--decline '*=one request per invocation')
-			"$dir/genaic" serve "$root/testdata/packages/$pkg" "${flags[@]}" 2>"$dir/serve.log" &
+			# Each start plans anew, in a cache folder of its own (a build
+			# before the plan cache ignores it): a round samples what the
+			# planning chooses too, as every round did before plans were kept.
+			rm -rf -- "$dir/plans"
+			XDG_CACHE_HOME=$dir/plans "$dir/genaic" serve "$root/testdata/packages/$pkg" "${flags[@]}" 2>"$dir/serve.log" &
 			pid=$!
 			if ! ready "$httpPort"; then
 				kill "$pid" 2>/dev/null || true
