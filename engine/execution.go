@@ -119,10 +119,7 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	// A queue cut short (a test of back-pressure) would refuse what the
 	// planning loop sends: it measures with the default queue at least.
 	opts.Queue = max(opts.Queue, 1024)
-	cands := Divisions(po.Cores)
-	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
-		cands = withApart(cands, grouped)
-	}
+	cands := plannedWays(f, opts, po)
 	// A round sends the requests from a closed loop of callers for
 	// po.Round (and to the end of the pass over reqs under way: serveFor),
 	// then waits for the answers still to come and counts them
@@ -213,6 +210,17 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	c := cands[choose(cands)]
 	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
 	return x, nil
+}
+
+// plannedWays are the ways PlanExecution tries, in its order: each
+// division of the cores, and where the plan groups a component (and opts
+// is not Solo), each twice (withApart).
+func plannedWays(f *plan.File, opts Options, po PlanOptions) []vm.Candidate {
+	ways := Divisions(po.Cores)
+	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
+		ways = withApart(ways, grouped)
+	}
+	return ways
 }
 
 // groupedComponents are the components the plan groups.

@@ -59,9 +59,9 @@ type PlanCache struct {
 // kept before are no longer found.
 const planCacheFormat = 1
 
-// maxKeptPlan bounds the size of a kept plan's file: one lists a few
+// maxKeptPlanBytes bounds the size of a kept plan's file: one lists a few
 // dozen ways.
-const maxKeptPlan = 1 << 20
+const maxKeptPlanBytes = 1 << 20
 
 // keptPlan is a kept plan's file: the key it was measured under, written
 // out for whoever reads the folder, and the execution planned.
@@ -150,20 +150,11 @@ func (k planKey) name() string {
 	return hex.EncodeToString(sum[:16]) + ".json"
 }
 
-// plannedWays are the ways PlanExecution tries, in its order.
-func plannedWays(f *plan.File, opts Options, po PlanOptions) []vm.Candidate {
-	ways := Divisions(po.Cores)
-	if grouped := groupedComponents(f); len(grouped) > 0 && !opts.Solo {
-		ways = withApart(ways, grouped)
-	}
-	return ways
-}
-
 // readKept reads the plan kept at path: an error wrapping os.ErrNotExist
 // where there is none, another where it was measured under another key or
 // is not a plan PlanExecution could have made (checkKept).
 func readKept(path string, key planKey, ways []vm.Candidate, po PlanOptions) (*vm.Execution, error) {
-	b, err := safefile.ReadFile(path, maxKeptPlan)
+	b, err := safefile.ReadFile(path, maxKeptPlanBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +240,10 @@ func keep(path string, kp keptPlan) error {
 // found no more.
 const maxKeptPlans = 256
 
-// prune removes the plans of dir least recently kept or taken (their
-// files' modification times) beyond the most recent keep, and what a keep
-// cut short left behind over an hour ago. Other files are left alone.
-func prune(dir string, keep int) error {
+// prune keeps the most plans of dir most recently kept or taken (by their
+// files' modification times) and removes the others, and what a keep cut
+// short left behind over an hour ago. Other files are left alone.
+func prune(dir string, most int) error {
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -277,7 +268,7 @@ func prune(dir string, keep int) error {
 		}
 	}
 	slices.SortFunc(plans, func(a, b kept) int { return b.at.Compare(a.at) })
-	for _, p := range plans[min(keep, len(plans)):] {
+	for _, p := range plans[min(most, len(plans)):] {
 		errs = append(errs, os.Remove(filepath.Join(dir, p.name)))
 	}
 	return errors.Join(errs...)
