@@ -254,6 +254,12 @@ func prune(dir string, most int) error {
 	}
 	var plans []kept
 	var errs []error
+	remove := func(name string) {
+		// Another server pruning the folder at once may have removed it.
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
 	for _, e := range es {
 		info, err := e.Info()
 		if err != nil || !info.Mode().IsRegular() {
@@ -262,14 +268,14 @@ func prune(dir string, most int) error {
 		name := e.Name()
 		switch {
 		case strings.HasPrefix(name, ".plan-") && time.Since(info.ModTime()) > time.Hour:
-			errs = append(errs, os.Remove(filepath.Join(dir, name)))
+			remove(name)
 		case keptName(name):
 			plans = append(plans, kept{name, info.ModTime()})
 		}
 	}
 	slices.SortFunc(plans, func(a, b kept) int { return b.at.Compare(a.at) })
 	for _, p := range plans[min(most, len(plans)):] {
-		errs = append(errs, os.Remove(filepath.Join(dir, p.name)))
+		remove(p.name)
 	}
 	return errors.Join(errs...)
 }
