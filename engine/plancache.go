@@ -235,14 +235,20 @@ func keep(path string, kp keptPlan) error {
 	return err
 }
 
-// maxKeptPlans bounds the plans a folder keeps: another build of genaic,
-// or a package edited, keys its plans anew, and the plans kept before are
-// found no more.
-const maxKeptPlans = 256
+// Another build of genaic, or a package edited, keys its plans anew, and
+// the plans kept before are found no more: a folder keeps the plans kept
+// or taken within maxKeptAge, at most maxKeptPlans of them (many more than
+// a repository's models, whose plans a server takes at every start, so
+// that a large repository's plans never push each other out).
+const (
+	maxKeptAge   = 30 * 24 * time.Hour
+	maxKeptPlans = 4096
+)
 
-// prune keeps the most plans of dir most recently kept or taken (by their
-// files' modification times) and removes the others, and what a keep cut
-// short left behind over an hour ago. Other files are left alone.
+// prune removes the plans of dir neither kept nor taken (their files'
+// modification times) within maxKeptAge, and beyond the most most recent,
+// and what a keep cut short left behind over an hour ago. Other files are
+// left alone.
 func prune(dir string, most int) error {
 	es, err := os.ReadDir(dir)
 	if err != nil {
@@ -268,6 +274,8 @@ func prune(dir string, most int) error {
 		name := e.Name()
 		switch {
 		case strings.HasPrefix(name, ".plan-") && time.Since(info.ModTime()) > time.Hour:
+			remove(name)
+		case keptName(name) && time.Since(info.ModTime()) > maxKeptAge:
 			remove(name)
 		case keptName(name):
 			plans = append(plans, kept{name, info.ModTime()})

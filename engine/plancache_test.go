@@ -231,8 +231,9 @@ func TestPlanCacheRefuses(t *testing.T) {
 }
 
 // TestPlanCachePrunes: beyond the plans a folder keeps, the least
-// recently kept or taken go, as does a keep cut short long ago; a recent
-// one, and files that are no plans, stay.
+// recently kept or taken go, as do plans neither kept nor taken for
+// maxKeptAge and a keep cut short long ago; a recent one, and files that
+// are no plans, stay.
 func TestPlanCachePrunes(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, age time.Duration) {
@@ -251,9 +252,16 @@ func TestPlanCachePrunes(t *testing.T) {
 		names = append(names, fmt.Sprintf("%032x.json", i))
 		write(names[i], time.Duration(i)*time.Minute) // the first the newest
 	}
+	write(fmt.Sprintf("%032x.json", 100), maxKeptAge+time.Hour)
 	write("notes.json", 10*time.Hour)
 	write(".plan-1", 2*time.Hour)
 	write(".plan-2", time.Minute)
+	if err := prune(dir, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keptFiles(t, dir), append([]string{".plan-2"}, append(slices.Clone(names), "notes.json")...); !slices.Equal(got, want) {
+		t.Errorf("after pruning to 100: %v, want %v", got, want)
+	}
 	if err := prune(dir, 4); err != nil {
 		t.Fatal(err)
 	}
