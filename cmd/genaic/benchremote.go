@@ -432,10 +432,13 @@ func newMetricsReader(c *http.Client, base, model string) *metricsReader {
 // serverTimes are a genaic server's sums and counts of its own times: its
 // requests', decoded to answered (genaic_request_duration_seconds), and
 // per component its items' waits for a group (genaic_queue_wait_seconds)
-// and its invocations (genaic_invocation_seconds).
+// and its invocations (genaic_invocation_seconds); and its process's CPU
+// time (process_cpu_seconds_total) over its requests' count, where its
+// metrics have it.
 type serverTimes struct {
 	request       sumCount
 	queue, invoke map[string]sumCount
+	cpu           sumCount
 }
 
 // sumCount is a histogram's sum (seconds) and count.
@@ -454,7 +457,7 @@ func (a sumCount) meanMS() float64 {
 
 // minus is what the times grew by since b.
 func (a serverTimes) minus(b serverTimes) serverTimes {
-	out := serverTimes{request: a.request.minus(b.request), queue: map[string]sumCount{}, invoke: map[string]sumCount{}}
+	out := serverTimes{request: a.request.minus(b.request), queue: map[string]sumCount{}, invoke: map[string]sumCount{}, cpu: a.cpu.minus(b.cpu)}
 	for c, v := range a.queue {
 		out.queue[c] = v.minus(b.queue[c])
 	}
@@ -469,7 +472,7 @@ func (a *serverTimes) add(b serverTimes) {
 	if a.queue == nil {
 		a.queue, a.invoke = map[string]sumCount{}, map[string]sumCount{}
 	}
-	a.request = a.request.plus(b.request)
+	a.request, a.cpu = a.request.plus(b.request), a.cpu.plus(b.cpu)
 	for c, v := range b.queue {
 		a.queue[c] = a.queue[c].plus(v)
 	}
@@ -561,6 +564,9 @@ func (m *metricsReader) readMetrics() (snapshot, bool) {
 	each("genaic_request_duration_seconds", func(_ string, metric *dto.Metric) { times.request = histogram(metric) })
 	each("genaic_queue_wait_seconds", func(c string, metric *dto.Metric) { times.queue[c] = histogram(metric) })
 	each("genaic_invocation_seconds", func(c string, metric *dto.Metric) { times.invoke[c] = histogram(metric) })
+	if cpu := families["process_cpu_seconds_total"].GetMetric(); len(cpu) == 1 {
+		times.cpu = sumCount{cpu[0].GetCounter().GetValue(), times.request.count}
+	}
 	out.server = &times
 	return out, true
 }

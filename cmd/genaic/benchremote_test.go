@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/serve"
+	"github.com/genaic/genaic/vm"
 )
 
 const textPkg = "../../testdata/packages/text_packed"
@@ -159,6 +163,41 @@ func TestBenchMetricsSource(t *testing.T) {
 		if _, mixed := m.Groups["text_packed"]; mixed {
 			t.Errorf("groups read from both sources: %+v", m.Groups)
 		}
+	}
+}
+
+// TestServerCPU: a round's server CPU per request is what the server
+// process's CPU counter grew by over what its model's request count grew
+// by; a server whose metrics lack the counter says nothing of its CPU.
+func TestServerCPU(t *testing.T) {
+	var page atomic.Pointer[string]
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, *page.Load()) }))
+	defer metrics.Close()
+	text := func(cpu float64, requests int, withCPU bool) *string {
+		s := fmt.Sprintf("genaic_model_ready{model=\"m\"} 1\n"+
+			"# TYPE genaic_request_duration_seconds histogram\n"+
+			"genaic_request_duration_seconds_bucket{model=\"m\",le=\"+Inf\"} %d\n"+
+			"genaic_request_duration_seconds_sum{model=\"m\"} %g\n"+
+			"genaic_request_duration_seconds_count{model=\"m\"} %d\n", requests, 1e-4*float64(requests), requests)
+		if withCPU {
+			s = "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + fmt.Sprint(cpu) + "\n" + s
+		}
+		return &s
+	}
+	m := newMetricsReader(metrics.Client(), metrics.URL, "m")
+	round := func(before, after *string) modeResult {
+		page.Store(before)
+		b := m.read()
+		page.Store(after)
+		a := m.read()
+		d := a.server.minus(*b.server)
+		return summarize("http", 1, []roundResult{{elapsed: time.Second, ok: 1, server: &d}}, vm.Stats{})
+	}
+	if got := round(text(10, 1000, true), text(10.5, 6000, true)).ServerCPUUS; math.Abs(got-100) > 1e-6 {
+		t.Errorf("0.5 s of CPU over 5000 requests: %g µs a request, want 100", got)
+	}
+	if got := round(text(0, 1000, false), text(0, 6000, false)).ServerCPUUS; got != 0 {
+		t.Errorf("no CPU counter: %g µs a request, want 0 (not known)", got)
 	}
 }
 

@@ -64,6 +64,11 @@ type modeResult struct {
 	// known); the rest of the client's latency is the network, the
 	// protocol's framing and the client.
 	ServerRequestMS float64 `json:"server_request_ms,omitempty"`
+	// ServerCPUUS is a genaic server process's CPU time over the timed
+	// rounds, in microseconds per request of the model answered (0: not
+	// known): all of its CPU, so the model's alone where nothing else
+	// loads that server meanwhile.
+	ServerCPUUS float64 `json:"server_cpu_us,omitempty"`
 }
 
 type latencyMS struct {
@@ -139,7 +144,7 @@ func summarize(name string, c int, runs []roundResult, stats vm.Stats) modeResul
 		m.Groups[name] = g
 	}
 	if server != nil {
-		m.ServerRequestMS = server.request.meanMS()
+		m.ServerRequestMS, m.ServerCPUUS = server.request.meanMS(), 1e3*server.cpu.meanMS()
 	}
 	return m
 }
@@ -323,7 +328,11 @@ func writeBenchText(w io.Writer, b *bencher, rs []modeResult) {
 			fmt.Fprintf(w, "  rounds of at least %v, longer than --round-time: every client answered about twice at the warm-up's rate\n", least.Round(time.Millisecond))
 		}
 		if r.ServerRequestMS > 0 {
-			fmt.Fprintf(w, "  the server: %.3f ms per request on average, decoded to answered (the client saw a mean of %.3f ms)\n", r.ServerRequestMS, r.Latency.Mean)
+			cpu := ""
+			if r.ServerCPUUS > 0 {
+				cpu = fmt.Sprintf("; its process spent %.0f µs of CPU per request", r.ServerCPUUS)
+			}
+			fmt.Fprintf(w, "  the server: %.3f ms per request on average, decoded to answered (the client saw a mean of %.3f ms)%s\n", r.ServerRequestMS, r.Latency.Mean, cpu)
 		}
 		if r.ArrivalGapUS > 0 {
 			fmt.Fprintf(w, "  arrivals as sent: a mean gap of %.1f µs, coefficient of variation %.2f (%s)\n",
