@@ -170,6 +170,7 @@ func (t *table) benchDocument(build, line string) error {
 			Requests    float64 `json:"requests_per_second"`
 			Ratio       float64 `json:"vs_one_at_a_time"`
 			VsDirect    float64 `json:"vs_direct"`
+			ServerCPU   float64 `json:"server_cpu_us"`
 			Latency     struct {
 				P50 float64 `json:"p50"`
 				P99 float64 `json:"p99"`
@@ -200,6 +201,9 @@ func (t *table) benchDocument(build, line string) error {
 		t.add(build, bench, "vs-one-at-a-time", m.Ratio)
 		if m.VsDirect > 0 { // in process, in the closed loop
 			t.add(build, bench, "vs-direct", m.VsDirect)
+		}
+		if m.ServerCPU > 0 { // against a genaic server
+			t.add(build, bench, "server-cpu-us/req", m.ServerCPU)
 		}
 		t.add(build, bench, "p50-ms", m.Latency.P50)
 		t.add(build, bench, "p99-ms", m.Latency.P99)

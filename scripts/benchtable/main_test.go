@@ -25,6 +25,7 @@ func TestTable(t *testing.T) {
 		"base\tBenchmarkW/a-2   100  2 x/s  0 ns/op",
 		"head\tBenchmarkW/a-16  100  6 x/s  0 ns/op",
 		`head	{"modes":[{"name":"grouped","concurrency":16,"requests_per_second":900,"vs_one_at_a_time":2.5,"latency_ms":{"p50":0.2,"p99":1.5},"groups":{"enc":{"mean_size":15.5}}}]}`,
+		`head	{"package":"p","modes":[{"name":"http","concurrency":16,"requests_per_second":900,"server_cpu_us":113.5}]}`,
 		`head	{"modes":[{"name":"grouped","concurrency":8,"procs":1,"requests_per_second":700},{"name":"grouped","concurrency":8,"procs":2,"requests_per_second":500}]}`,
 	}, "\n")
 	tb := newTable()
@@ -45,6 +46,9 @@ func TestTable(t *testing.T) {
 		"GenaicBench/grouped/clients=8/procs=1",
 		"GenaicBench/grouped/clients=8/procs=2",
 	)
+	if line := lineOf(got, "server-cpu-us/req"); !strings.Contains(line, "114 [114–114] 1") {
+		t.Errorf("a server's CPU per request: %q", line)
+	}
 	if strings.Contains(got, "ns/op") {
 		t.Errorf("a figure zero in every run is shown:\n%s", got)
 	}
