@@ -113,6 +113,10 @@ func runServe(e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	if st, err := os.Stat(planCache); planCache != "" && err == nil && !st.IsDir() {
+		e.errorf("--plan-cache %s: not a folder; name a folder to keep the plans in (made if missing), or '' to keep none", planCache)
+		return exitUsage
+	}
 	if httpAddr == "" && grpcAddr == "" {
 		e.errorf("--http and --grpc are both empty: give at least one address to listen on")
 		return exitUsage

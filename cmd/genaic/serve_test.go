@@ -207,6 +207,19 @@ func TestServeKeepsPlans(t *testing.T) {
 	}
 }
 
+// TestServePlanCacheNotAFolder: a --plan-cache that names a file is
+// refused before anything loads.
+func TestServePlanCacheNotAFolder(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plans")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, "serve", imagePkg, "--http", "127.0.0.1:0", "--grpc", "", "--plan-cache", file)
+	if code != exitUsage || !strings.Contains(errOut, "--plan-cache "+file+": not a folder") {
+		t.Errorf("--plan-cache naming a file: exit %d, %q", code, errOut)
+	}
+}
+
 // TestServeSIGTERM: SIGTERM while 200 clients (150 HTTP, 50 gRPC) keep
 // sending requests: the server stops accepting, answers every request it
 // accepted (each answer correct), and exits 0; the requests it says it
