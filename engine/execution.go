@@ -110,15 +110,13 @@ const plannedMargin = 0.97
 func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Options, reqs []vm.Request, po PlanOptions) (*vm.Execution, error) {
 	po = po.withDefaults()
 	x := &vm.Execution{Slots: 1, Threads: 0, Cores: po.Cores, Planned: true}
-	if f.IR == nil || !slices.Contains(Invoked(f.IR), ir.ImplONNX) {
+	if !measures(f) {
 		return x, nil
 	}
 	if len(reqs) == 0 {
 		return nil, fmt.Errorf("planning the execution needs requests to measure with")
 	}
-	// A queue cut short (a test of back-pressure) would refuse what the
-	// planning loop sends: it measures with the default queue at least.
-	opts.Queue = max(opts.Queue, 1024)
+	opts.Queue = planningQueue(opts.Queue)
 	cands := plannedWays(f, opts, po)
 	// A round sends the requests from a closed loop of callers for
 	// po.Round (and to the end of the pass over reqs under way: serveFor),
@@ -211,6 +209,17 @@ func PlanExecution(ctx context.Context, f *plan.File, pkgDir string, opts Option
 	x.Slots, x.Threads, x.Ungrouped, x.Tried = c.Slots, c.Threads, c.Ungrouped, cands
 	return x, nil
 }
+
+// measures says whether PlanExecution measures f's ways: where the
+// workflow invokes an ONNX component, whose threads there are to divide.
+func measures(f *plan.File) bool {
+	return f.IR != nil && slices.Contains(Invoked(f.IR), ir.ImplONNX)
+}
+
+// planningQueue is the queue a plan measures with: a queue cut short (a
+// test of back-pressure) would refuse what the planning loop sends, so
+// the default queue at least.
+func planningQueue(q int) int { return max(q, 1024) }
 
 // plannedWays are the ways PlanExecution tries, in its order: each
 // division of the cores, and where the plan groups a component (and opts

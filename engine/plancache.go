@@ -26,7 +26,6 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/internal/safefile"
-	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/ortlib"
@@ -102,7 +101,7 @@ type planKey struct {
 // without measuring is not kept. Failing to keep a plan is no error: the
 // plan is returned, and Log told.
 func (c PlanCache) Plan(ctx context.Context, f *plan.File, pkgDir string, opts Options, reqs []vm.Request, po PlanOptions) (*vm.Execution, error) {
-	if c.Dir == "" || f.IR == nil || !slices.Contains(Invoked(f.IR), ir.ImplONNX) || len(reqs) == 0 {
+	if c.Dir == "" || !measures(f) || len(reqs) == 0 {
 		return PlanExecution(ctx, f, pkgDir, opts, reqs, po)
 	}
 	po = po.withDefaults()
@@ -383,7 +382,7 @@ func settings(opts Options, po PlanOptions) []string {
 	out := []string{
 		fmt.Sprintf("solo=%v", opts.Solo),
 		fmt.Sprintf("max_delay=%v", opts.MaxDelay),
-		fmt.Sprintf("queue=%d", max(opts.Queue, 1024)),
+		fmt.Sprintf("queue=%d", planningQueue(opts.Queue)),
 		fmt.Sprintf("provider=%s", opts.Config.Provider),
 		fmt.Sprintf("inter_op_threads=%d", opts.Config.InterOpThreads),
 		fmt.Sprintf("max_media_bytes=%d", opts.Config.MaxMediaBytes),
