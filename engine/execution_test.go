@@ -186,11 +186,14 @@ func TestPlannedApart(t *testing.T) {
 		b.Register("encoder", fn)
 		return Options{Backends: map[ir.ImplKind]string{ir.ImplONNX: "go"}, Config: Config{Bindings: b}}
 	}
-	quadratic := optsWith(encoder(func(n int64) time.Duration { return time.Duration(n*n) * 200 * time.Microsecond }))
+	// A sleep overshoots by a cost per call, which favours grouping: the
+	// quadratic term is several times a loaded machine's overshoot, and
+	// each way is measured three times, the median taken.
+	quadratic := optsWith(encoder(func(n int64) time.Duration { return time.Duration(n*n) * time.Millisecond }))
 	fixed := optsWith(encoder(func(int64) time.Duration { return 2 * time.Millisecond }))
 	ctx := context.Background()
 
-	po := PlanOptions{Cores: 2, Clients: 8, Round: 20 * time.Millisecond, Rounds: 1}
+	po := PlanOptions{Cores: 2, Clients: 8, Round: 30 * time.Millisecond, Rounds: 3}
 	if x, err := PlanExecution(ctx, f, dir, fixed, reqs, po); err != nil || len(x.Ungrouped) != 0 {
 		t.Errorf("a cost per call: planned %v, %v; want it grouped", x, err)
 	}
