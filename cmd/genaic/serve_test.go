@@ -74,7 +74,7 @@ func startServeProbing(t *testing.T, probe func(addr string), args ...string) *s
 		for sc.Scan() {
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
-				line = map[string]any{"msg": sc.Text()}
+				line = map[string]any{"msg": sc.Text(), rawLine: true}
 			}
 			p.mu.Lock()
 			p.lines = append(p.lines, line)
@@ -104,6 +104,9 @@ func startServeProbing(t *testing.T, probe func(addr string), args ...string) *s
 	}
 	return p
 }
+
+// rawLine marks a line of a serveProcess's log that was not JSON.
+const rawLine = "(not JSON)"
 
 func (p *serveProcess) log() []map[string]any {
 	p.mu.Lock()
@@ -177,6 +180,49 @@ func TestServePlansTheCPUs(t *testing.T) {
 	x, _ := p.find("model loaded")["execution"].(string)
 	if want := fmt.Sprintf("planned on %d cores", engine.CPUs()); !strings.Contains(x, want) {
 		t.Errorf("genaic serve with GOMAXPROCS=1: execution %q, want it %s", x, want)
+	}
+}
+
+// TestServeLogIsJSONWhenTheModelFails: a request whose values the model
+// refuses (a token id outside the embedding table, on which ONNX Runtime's
+// Gather fails) is answered run/backend and logged once, as JSON, and
+// ONNX Runtime writes nothing of its own to the server's standard error.
+func TestServeLogIsJSONWhenTheModelFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs genaic as a process")
+	}
+	pkg, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages", "text_packed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	if err := os.Symlink(pkg, filepath.Join(repo, "text_packed")); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, repo)
+	defer p.cmd.Process.Kill()
+	body := `{"id":"oov","inputs":[
+		{"name":"token_ids","datatype":"INT64","shape":[3],"data":[5,1048576,1]},
+		{"name":"token_offsets","datatype":"INT64","shape":[2],"data":[0,3]},
+		{"name":"token_owner","datatype":"INT64","shape":[3],"data":[0,0,0]},
+		{"name":"segment_offsets","datatype":"INT64","shape":[2],"data":[0,1]},
+		{"name":"segment_owner","datatype":"INT64","shape":[1],"data":[0]}]}`
+	resp, err := http.Post("http://"+p.http+"/v2/models/text_packed/infer", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK || !strings.Contains(string(answer), "run/backend") || !strings.Contains(string(answer), "Gather") {
+		t.Fatalf("the request with a token outside the table: %s %s, want it refused run/backend with ONNX Runtime's reason", resp.Status, answer)
+	}
+	if l := p.waitFor("request failed"); l == nil || l["rule"] != "run/backend" || l["id"] != "oov" {
+		t.Fatalf("the failed request was logged as %v, want one JSON line with its rule and id", l)
+	}
+	for _, l := range p.log() {
+		if l[rawLine] == true {
+			t.Errorf("the server wrote a line that is not JSON: %q", l["msg"])
+		}
 	}
 }
 

@@ -76,7 +76,14 @@ func initEnvironment(path string) error {
 		return nil
 	}
 	ortgo.SetSharedLibraryPath(abs)
-	if err := ortgo.InitializeEnvironment(ortgo.WithLogLevelError()); err != nil {
+	// ONNX Runtime logs only what is fatal to the process. Every error it
+	// would log at a lower severity (a kernel refusing a request's values,
+	// a model that does not load) it also returns, and genaic reports that
+	// once, where it belongs: to the request, in the server's structured
+	// log, or as a load error. Its own copy would be colored text on the
+	// process's standard error, lines a server's JSON log cannot hold,
+	// written as often as clients send values a kernel refuses.
+	if err := ortgo.InitializeEnvironment(ortgo.WithLogLevelFatal()); err != nil {
 		return fmt.Errorf("load ONNX Runtime from %s: %w; run \"make setup\" to fetch a library this build supports, or point %s at one",
 			abs, err, ortlib.EnvLib)
 	}
