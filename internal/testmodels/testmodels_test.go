@@ -103,7 +103,7 @@ func check(t *testing.T, pkg string) *passes.Document {
 
 // realModels are the packages whose model is a real network that make setup
 // fetches and links in, not a generated fixture.
-var realModels = map[string]bool{"wakeword": true, "wakeword_audio": true, "ocr_rec": true, "ocr_cls": true, "ocr_det": true}
+var realModels = map[string]bool{"wakeword": true, "wakeword_audio": true, "ocr_rec": true, "ocr_cls": true, "ocr_det": true, "silero_vad": true}
 
 // TestEveryONNXComponentHasAModel: each ONNX component of each fixture
 // package is one of the generated models (or a real model set-up fetches),

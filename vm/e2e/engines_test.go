@@ -33,6 +33,7 @@ import (
 	"github.com/genaic/genaic/examples/ocrrec"
 	"github.com/genaic/genaic/examples/requestexpanded"
 	"github.com/genaic/genaic/examples/samplerate"
+	"github.com/genaic/genaic/examples/silerovad"
 	"github.com/genaic/genaic/examples/solo"
 	"github.com/genaic/genaic/examples/text"
 	"github.com/genaic/genaic/examples/textpadded"
@@ -106,7 +107,7 @@ var executors = map[string]opener{
 	"videofps": generated(videofps.New), "textpadded": generated(textpadded.New),
 	"requestexpanded": generated(requestexpanded.New), "solo": generated(solo.New), "wakeword": generated(wakeword.New),
 	"timemajor": generated(timemajor.New), "samplerate": generated(samplerate.New), "wakewordaudio": generated(wakewordaudio.New),
-	"ocrlines": generated(ocrlines.New), "ocrrec": generated(ocrrec.New),
+	"ocrlines": generated(ocrlines.New), "ocrrec": generated(ocrrec.New), "silerovad": generated(silerovad.New),
 	"vmcontrol": generated(vmcontrol.New), "multimodal": generated(multimodal.New), "control": generated(control.New),
 }
 
