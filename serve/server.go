@@ -460,9 +460,15 @@ func (s *Server) planned(name string, f *plan.File, dir string, opts engine.Opti
 			return engine.Apply(opts, x)
 		}
 	}
-	s.log.Warn("execution not planned: one worker on ONNX Runtime's default threads", "model", name, "error", fmt.Sprint(err))
+	s.log.Warn("execution not planned: one worker on ONNX Runtime's default threads", "model", name, "error", fmt.Sprint(err), "help", giveRequests)
 	return opts
 }
+
+// giveRequests is what a model whose execution could not be planned, or
+// whose warm-up failed, needs: requests it accepts, which a contract's
+// zeros need not be (a model may want a window of samples, or values in
+// a range).
+const giveRequests = "put a requests.json (the document genaic run reads) in the package folder whose requests the model accepts: serve plans the execution and warms the model up with them"
 
 // maxPlanRequests bounds the requests of a package's requests.json that
 // plan its execution: enough for groups of every size.

@@ -41,7 +41,7 @@ func (s *Server) warm(md *Model) {
 		}
 	}
 	if len(cold) > 0 {
-		s.log.Warn("warm-up left components cold: their first request will pay for their start", "model", md.Name, "components", strings.Join(sortedStrings(cold), ","))
+		s.log.Warn("warm-up left components cold: their first request will pay for their start", "model", md.Name, "components", strings.Join(sortedStrings(cold), ","), "help", giveRequests)
 	}
 	if ran {
 		s.log.Info("model warmed up", "model", md.Name, "elapsed", time.Since(start).String())

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,25 @@ func coldComponents(s *Server) []string {
 // reflection and needs a window of samples, an extent its contract leaves
 // free.
 var synthRefused = map[string]bool{"silero_vad": true}
+
+// TestWarmupRefusedSaysWhatToGive: a package without requests.json whose
+// model refuses the synthesized request (Silero's detector) is served
+// unplanned and cold, and both warnings say what to give it.
+func TestWarmupRefusedSaysWhatToGive(t *testing.T) {
+	dir := t.TempDir()
+	copyPackage(t, dir, "silero_vad", "requests.json")
+	log, warned := warnings()
+	s := newPlannedServer(t, Config{Repo: dir, Logger: log})
+	if !s.Ready() {
+		t.Fatal("the server is not ready after New")
+	}
+	for _, msg := range []string{"execution not planned", "warm-up left components cold"} {
+		i := slices.IndexFunc(warned(), func(l string) bool { return strings.Contains(l, msg) })
+		if i < 0 || !strings.Contains(warned()[i], "help=\"put a requests.json") {
+			t.Errorf("no warning %q saying to give the package requests; warned:\n%s", msg, strings.Join(warned(), "\n"))
+		}
+	}
+}
 
 // TestWarmupWithoutRequests: packages copied without requests.json are
 // warmed with a request synthesized from their contracts (a packed input
