@@ -54,7 +54,10 @@ func runInit(e *env, args []string) int {
 	if err != nil {
 		return ioError(e, err)
 	}
-	if info, err := os.Stat(absDir); err != nil {
+	if info, err := os.Stat(absDir); errors.Is(err, fs.ErrNotExist) {
+		e.errorf("init: the package folder %s does not exist; a package names its models by paths inside its folder: make the folder, copy the models into it, and give those copies", *dir)
+		return exitUsage
+	} else if err != nil {
 		return ioError(e, err)
 	} else if !info.IsDir() {
 		e.errorf("init: -o %s is not a folder; give the package folder that holds the models", *dir)

@@ -187,6 +187,7 @@ func TestInitRefusals(t *testing.T) {
 		{"twice", []string{"init", model, model}, exitUsage, "is given twice"},
 		{"outside the folder", []string{"init", model, "-o", other}, exitUsage, "lies outside the package folder"},
 		{"folder is a file", []string{"init", model, "-o", model}, exitUsage, "is not a folder"},
+		{"no folder", []string{"init", model, "-o", filepath.Join(other, "new")}, exitUsage, "does not exist; a package names its models by paths inside its folder"},
 		{"unknown flag", []string{"init", model, "--frce"}, exitUsage, "flag provided but not defined"},
 	}
 	for _, tt := range tests {
