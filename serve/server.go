@@ -468,7 +468,7 @@ func (s *Server) planned(name string, f *plan.File, dir string, opts engine.Opti
 // whose warm-up failed, needs: requests it accepts, which a contract's
 // zeros need not be (a model may want a window of samples, or values in
 // a range).
-const giveRequests = "put a requests.json (the document genaic run reads) in the package folder whose requests the model accepts: serve plans the execution and warms the model up with them"
+const giveRequests = "put a requests.json (the document genaic run reads) in the package folder, with requests the model accepts: serve plans the execution with them and warms the model up with the first"
 
 // maxPlanRequests bounds the requests of a package's requests.json that
 // plan its execution: enough for groups of every size.
