@@ -165,6 +165,37 @@ func TestInitChainsMatchingNames(t *testing.T) {
 	checkClean(t, dir)
 }
 
+// TestInitMaskedModel: a transformer encoder takes an attention mask
+// beside its token ids and no lengths; init's comments say that a mask is
+// not lengths, suggest the sequence uniform, and suggest no padding.
+func TestInitMaskedModel(t *testing.T) {
+	dir := t.TempDir()
+	writeModel(t, filepath.Join(dir, "encoder.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("input_ids", 7, "batch", "sequence"), tensorInfo("attention_mask", 7, "batch", "sequence"),
+			tensorInfo("token_type_ids", 7, "batch", "sequence")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("last_hidden_state", 1, "batch", "sequence", 384)})
+	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "encoder.onnx"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"#   uniform_dimensions: [sequence]",
+		"# only where the graph takes their lengths (int64, one per item): attention_mask\n",
+		"# is a mask, not lengths,",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the document lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "# padding:") {
+		t.Errorf("init suggests padding a model that takes a mask:\n%s", out)
+	}
+	if _, _, code := runCLI(t, "init", filepath.Join(dir, "encoder.onnx")); code != exitOK {
+		t.Fatalf("init: exit %d", code)
+	}
+	checkClean(t, dir)
+}
+
 func TestInitRefusals(t *testing.T) {
 	dir, models := copyModels(t, "../../testdata/packages/solo")
 	model := models[0]

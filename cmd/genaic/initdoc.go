@@ -368,13 +368,19 @@ type initHints struct {
 	root, padded            string   // the first input's axis-0 symbol; the one to pad
 	uniform                 []string // its other symbols
 	offsets, owner, lengths string
+	// mask is an input shaped as the first one and named like a mask (a
+	// transformer's attention_mask), where no input is named like
+	// lengths: such a graph cannot be handed padding.
+	mask string
 }
 
 // hints reads the examples' names from the first input port: its axis-0
 // symbol roots the budget, a rank-1 int64 input named like an owner of
 // that axis, or like offsets, fills the level, and an int64 input named
 // like lengths, shaped as the axes outer to a symbol, makes that symbol
-// the padded one (and not a uniform one).
+// the padded one (and not a uniform one); without one, every symbol is
+// uniform, and an input of the first one's shape named like a mask is
+// why the graph cannot be padded.
 func (c *initComponent) hints() initHints {
 	h := initHints{root: "ITEMS", padded: "SYMBOL", offsets: "OFFSETS", owner: "OWNER", lengths: "LENGTHS"}
 	if len(c.inputs) == 0 {
@@ -407,6 +413,13 @@ func (c *initComponent) hints() initHints {
 		for _, q := range c.inputs {
 			if padAxis < 0 && named(q, "len") && slices.Equal(q.dims, p.dims[:i]) {
 				padAxis, h.lengths = i, yq(q.name)
+			}
+		}
+	}
+	if padAxis < 0 {
+		for _, q := range c.inputs {
+			if h.mask == "" && q.name != p.name && len(q.dims) > 1 && slices.Equal(q.dims, p.dims) && strings.Contains(strings.ToLower(q.name), "mask") {
+				h.mask = yq(q.name)
 			}
 		}
 	}
@@ -448,6 +461,13 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 	line(7, "#   kind: token_packed")
 	line(7, "#   axis: 0")
 	line(7, "#   levels: [{ offsets: %s, owner: %s }]", h.offsets, h.owner)
+	if h.mask != "" {
+		line(7, "# Items that differ in a dimension may be right-padded to the longest")
+		line(7, "# only where the graph takes their lengths (int64, one per item): %s", h.mask)
+		line(7, "# is a mask, not lengths, so as exported this model groups items that")
+		line(7, "# agree on every dimension (uniform_dimensions) and is never padded.")
+		return
+	}
 	line(7, "# Items that differ in a dimension may be right-padded to the longest;")
 	line(7, "# the lengths (int64, the axes outer to %s) must be an input of the", h.padded)
 	line(7, "# graph, or the model cannot mask the padding and check refuses it:")
