@@ -190,6 +190,13 @@ func TestInitMaskedModel(t *testing.T) {
 	if strings.Contains(out, "# padding:") {
 		t.Errorf("init suggests padding a model that takes a mask:\n%s", out)
 	}
+	// The mask first, as some exports order the inputs.
+	writeModel(t, filepath.Join(dir, "masked.onnx"),
+		[]*onnxpb.ValueInfoProto{tensorInfo("attention_mask", 7, "batch", "sequence"), tensorInfo("input_ids", 7, "batch", "sequence")},
+		[]*onnxpb.ValueInfoProto{tensorInfo("pooled", 1, "batch", 384)})
+	if out, _, _ := runCLI(t, "init", "--print", filepath.Join(dir, "masked.onnx")); !strings.Contains(out, "lengths (int64, one per item): attention_mask\n") {
+		t.Errorf("with the mask as the first input, init does not name it:\n%s", out)
+	}
 	if _, _, code := runCLI(t, "init", filepath.Join(dir, "encoder.onnx")); code != exitOK {
 		t.Fatalf("init: exit %d", code)
 	}

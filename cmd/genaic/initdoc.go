@@ -368,9 +368,9 @@ type initHints struct {
 	root, padded            string   // the first input's axis-0 symbol; the one to pad
 	uniform                 []string // its other symbols
 	offsets, owner, lengths string
-	// mask is an input shaped as the first one and named like a mask (a
-	// transformer's attention_mask), where no input is named like
-	// lengths: such a graph cannot be handed padding.
+	// mask is an input shaped as the first one (or the first itself) and
+	// named like a mask (a transformer's attention_mask), where no input
+	// is named like lengths: such a graph cannot be handed padding.
 	mask string
 }
 
@@ -418,7 +418,7 @@ func (c *initComponent) hints() initHints {
 	}
 	if padAxis < 0 {
 		for _, q := range c.inputs {
-			if h.mask == "" && q.name != p.name && len(q.dims) > 1 && slices.Equal(q.dims, p.dims) && strings.Contains(strings.ToLower(q.name), "mask") {
+			if h.mask == "" && len(q.dims) > 1 && slices.Equal(q.dims, p.dims) && strings.Contains(strings.ToLower(q.name), "mask") {
 				h.mask = yq(q.name)
 			}
 		}
