@@ -105,6 +105,21 @@ func startServeProbing(t *testing.T, probe func(addr string), args ...string) *s
 	return p
 }
 
+// linkedRepo returns the absolute path of testdata's package name and a
+// model repository that holds a link to it, as genaic serve loads one.
+func linkedRepo(t *testing.T, name string) (pkg, repo string) {
+	t.Helper()
+	pkg, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo = t.TempDir()
+	if err := os.Symlink(pkg, filepath.Join(repo, name)); err != nil {
+		t.Fatal(err)
+	}
+	return pkg, repo
+}
+
 // rawLine marks a line of a serveProcess's log that was not JSON.
 const rawLine = "(not JSON)"
 
@@ -191,14 +206,7 @@ func TestServeLogIsJSONWhenTheModelFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs genaic as a process")
 	}
-	pkg, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages", "text_packed"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := t.TempDir()
-	if err := os.Symlink(pkg, filepath.Join(repo, "text_packed")); err != nil {
-		t.Fatal(err)
-	}
+	_, repo := linkedRepo(t, "text_packed")
 	p := startServe(t, repo)
 	defer p.cmd.Process.Kill()
 	body := `{"id":"oov","inputs":[
@@ -274,14 +282,7 @@ func TestServeSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs genaic as a process")
 	}
-	pkg, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages", "text_packed"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := t.TempDir()
-	if err := os.Symlink(pkg, filepath.Join(repo, "text_packed")); err != nil {
-		t.Fatal(err)
-	}
+	pkg, repo := linkedRepo(t, "text_packed")
 	f, err := os.Open(filepath.Join(pkg, "requests.json"))
 	if err != nil {
 		t.Fatal(err)
