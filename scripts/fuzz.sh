@@ -35,6 +35,7 @@ engine        FuzzKeptPlan         20000
 onnx          FuzzDecode           20000
 vm/adapters   FuzzDecodeWAV        20000
 vm/adapters   FuzzAudioRequest     15000
+vm/adapters   FuzzAudioFrontEnd    10000
 vm/adapters   FuzzImageRequest     10000
 vm/adapters   FuzzImageSeqRequest  5000
 vm/adapters   FuzzVideoRequest     8000

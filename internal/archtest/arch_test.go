@@ -1,9 +1,14 @@
-// Package archtest keeps the layering DESIGN.md §4 and STYLE.md ask for.
+// Package archtest keeps the layering DESIGN.md §4 and STYLE.md ask for,
+// and the repository's own checks whole.
 package archtest
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,4 +123,76 @@ func TestSchedImportsOnlyStandardLibrary(t *testing.T) {
 			t.Errorf("sched depends on %s; it imports only the standard library", d)
 		}
 	}
+}
+
+// TestEveryFuzzTargetRuns: "make test" fuzzes the targets scripts/fuzz.sh
+// lists, so a fuzz target missing from the list would only ever run its
+// seeds.
+func TestEveryFuzzTargetRuns(t *testing.T) {
+	root := testenv.Root(t)
+	listed := fuzzScriptTargets(t, filepath.Join(root, "scripts", "fuzz.sh"))
+	fuzzFunc := regexp.MustCompile(`^func (Fuzz\w*)\(`)
+	var found []string
+	for _, line := range goList(t, nil, "-f", "{{.Dir}}:{{join .TestGoFiles \",\"}},{{join .XTestGoFiles \",\"}}", "./...") {
+		dir, files, _ := strings.Cut(line, ":")
+		pkg, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range strings.Split(files, ",") {
+			if name == "" {
+				continue
+			}
+			f, err := os.Open(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				if m := fuzzFunc.FindStringSubmatch(sc.Text()); m != nil {
+					found = append(found, filepath.ToSlash(pkg)+" "+m[1])
+				}
+			}
+			f.Close()
+			if err := sc.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no fuzz target found in the repository's tests")
+	}
+	for _, target := range found {
+		if !slices.Contains(listed, target) {
+			t.Errorf("fuzz target %s is not in scripts/fuzz.sh: add it with a count of inputs", target)
+		}
+	}
+	for _, target := range listed {
+		if !slices.Contains(found, target) {
+			t.Errorf("scripts/fuzz.sh lists %s, which no test defines", target)
+		}
+	}
+}
+
+// fuzzScriptTargets reads scripts/fuzz.sh's TARGETS list as "package
+// Target" entries.
+func fuzzScriptTargets(t *testing.T, path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\nTARGETS=\"")
+	list, _, closed := strings.Cut(rest, "\"")
+	if !ok || !closed {
+		t.Fatalf("%s has no TARGETS=\"...\" list", path)
+	}
+	var out []string
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) == 3 {
+			out = append(out, f[0]+" "+f[1])
+		} else if len(f) != 0 {
+			t.Errorf("%s: TARGETS line %q is not \"package target inputs\"", path, line)
+		}
+	}
+	return out
 }
