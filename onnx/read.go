@@ -381,6 +381,13 @@ func value(vi *onnxpb.ValueInfoProto) Value {
 		for _, d := range s.GetDim() {
 			switch x := d.GetValue().(type) {
 			case *onnxpb.TensorShapeProto_Dimension_DimValue:
+				if x.DimValue < 0 {
+					// Some exporters write a dynamic dimension as -1,
+					// which ONNX Runtime reads as any extent: it fixes
+					// nothing.
+					v.Dims = append(v.Dims, Dim{})
+					continue
+				}
 				v.Dims = append(v.Dims, Dim{Value: x.DimValue, Literal: true})
 			case *onnxpb.TensorShapeProto_Dimension_DimParam:
 				v.Dims = append(v.Dims, Dim{Param: x.DimParam})

@@ -20,8 +20,9 @@ import (
 )
 
 // valueInfo is a tensor ValueInfoProto: elem and dims, where a string
-// dim is a symbol, an int64 a literal and nil an unknown extent. A nil dims
-// slice gives no shape at all.
+// dim is a symbol, an int a dim_value (-1 is how some exporters write a
+// dynamic extent) and nil an unknown extent. A nil dims slice gives no
+// shape at all.
 func valueInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
 	t := &onnxpb.TypeProto_Tensor{ElemType: elem}
 	if dims != nil {
@@ -78,7 +79,7 @@ func sample() *onnxpb.ModelProto {
 				valueInfo("w", 1, 8, 4),
 				valueInfo("sp", 1, 4),
 				valueInfo("cond", 9),
-				valueInfo("any", 7, "n", nil),
+				valueInfo("any", 7, "n", nil, -1),
 			},
 			Output:    []*onnxpb.ValueInfoProto{valueInfo("out", 10, "batch", 4), valueInfo("u", 16)},
 			ValueInfo: []*onnxpb.ValueInfoProto{valueInfo("y", 1, "batch", 4)},
@@ -113,7 +114,7 @@ func TestDecodeReadsGraphFacts(t *testing.T) {
 	for _, v := range g.Inputs {
 		ins = append(ins, v.Name+" "+v.DType()+" "+v.ShapeText()+map[bool]string{true: " init", false: ""}[v.Initialized])
 	}
-	want := []string{"x float32 [batch, 8]", "w float32 [8, 4] init", "sp float32 [4] init", "cond bool (any shape)", "any int64 [n, ?]"}
+	want := []string{"x float32 [batch, 8]", "w float32 [8, 4] init", "sp float32 [4] init", "cond bool (any shape)", "any int64 [n, ?, ?]"}
 	if !slices.Equal(ins, want) {
 		t.Errorf("inputs\n%q\nwant\n%q", ins, want)
 	}

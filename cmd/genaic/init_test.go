@@ -119,8 +119,8 @@ func writeModel(t *testing.T, path string, inputs, outputs []*onnxpb.ValueInfoPr
 // TestInitChainsMatchingNames: a graph input takes an earlier model's
 // output of the same name, dtype and rank; an input of the same name and
 // another contract stays a request input (renamed); an unnamed dynamic
-// dimension gets a symbol; an input an initializer backs is not a port;
-// the file name becomes an identifier.
+// dimension, or one written -1, gets a symbol; an input an initializer
+// backs is not a port; the file name becomes an identifier.
 func TestInitChainsMatchingNames(t *testing.T) {
 	dir := t.TempDir()
 	unnamed := tensorInfo("x", 1, "batch", 8)
@@ -134,7 +134,7 @@ func TestInitChainsMatchingNames(t *testing.T) {
 	// logits of another fixed width: not the head's output.
 	writeModel(t, filepath.Join(dir, "tail.onnx"),
 		[]*onnxpb.ValueInfoProto{tensorInfo("logits", 1, "rows", 5)},
-		[]*onnxpb.ValueInfoProto{tensorInfo("probs", 1, "rows", 5)})
+		[]*onnxpb.ValueInfoProto{tensorInfo("probs", 1, -1, 5)})
 	models := []string{filepath.Join(dir, "1st-encoder.onnx"), filepath.Join(dir, "head.onnx"), filepath.Join(dir, "tail.onnx")}
 	out, errOut, code := runCLI(t, append([]string{"init", "--print"}, models...)...)
 	if code != exitOK {
@@ -148,6 +148,7 @@ func TestInitChainsMatchingNames(t *testing.T) {
 		"- { kind: emit, value: head.logits, output: logits, mode: replace }",
 		"        component: tail\n        inputs:\n          logits: logits\n",
 		"      logits:\n        contract: { dtype: float32, shape: [rows, 5] }",
+		"      probs:\n        contract: { dtype: float32, shape: [probs_dim0, 5] }",
 		"# override): scale",
 		"#   levels: [{ offsets: OFFSETS, owner: OWNER }]", // the graph suggests no companion
 		"# padding: [{ dimension: SYMBOL, valid_lengths: LENGTHS }]",
