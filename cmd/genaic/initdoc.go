@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -18,6 +19,9 @@ type initComponent struct {
 	inputs         []initPort
 	outputs        []initPort
 	constants      []string // graph inputs an initializer backs: not declared
+	// skipped are graph outputs genaic cannot declare (a sequence, a map,
+	// strings), each with what it is: left out, as a port may be.
+	skipped []string
 }
 
 // initPort is a graph input or output: its dtype and its shape, where
@@ -49,15 +53,17 @@ func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, err
 			}
 		}
 	}
+	kind := func(v onnx.Value) string {
+		if v.DType() == "" {
+			return "no tensor type"
+		}
+		return "element type " + v.DType()
+	}
 	port := func(v onnx.Value, what string) (initPort, error) {
 		dt, ok := ir.LookupDType(v.DType())
 		if !ok {
-			t := "element type " + v.DType()
-			if v.DType() == "" {
-				t = "no tensor type"
-			}
 			return initPort{}, fmt.Errorf("graph %s %q has %s; genaic declares tensors of %s only",
-				what, v.Name, t, strings.Join(ir.DTypeNames(), ", "))
+				what, v.Name, kind(v), strings.Join(ir.DTypeNames(), ", "))
 		}
 		p := initPort{name: v.Name, dtype: dt.Name, hasShape: v.HasShape}
 		for i, d := range v.Dims {
@@ -83,14 +89,23 @@ func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, err
 		}
 		c.inputs = append(c.inputs, p)
 	}
+	// An output genaic cannot declare (a classifier's sequence of maps,
+	// its string labels) is left out: ONNX Runtime computes only the
+	// outputs a session names. The graph must keep one it can.
+	var firstErr error
 	for _, v := range g.Outputs {
 		p, err := port(v, "output")
 		if err != nil {
-			return nil, err
+			firstErr = cmp.Or(firstErr, err)
+			c.skipped = append(c.skipped, fmt.Sprintf("%s (%s)", v.Name, kind(v)))
+			continue
 		}
 		c.outputs = append(c.outputs, p)
 	}
 	if len(c.outputs) == 0 {
+		if firstErr != nil {
+			return nil, firstErr
+		}
 		return nil, fmt.Errorf("the graph has no outputs")
 	}
 	return c, nil
@@ -331,6 +346,10 @@ func initDocument(comps []*initComponent) string {
 			line(5, "# override): %s", strings.Join(c.constants, ", "))
 		}
 		line(5, "outputs:")
+		if len(c.skipped) > 0 {
+			line(6, "# Not declared: graph outputs that are not tensors of a dtype genaic")
+			line(6, "# declares (ONNX Runtime computes only the outputs named): %s", strings.Join(c.skipped, ", "))
+		}
 		for _, p := range c.outputs {
 			line(6, "%s:", yq(p.name))
 			line(7, "dtype: %s", p.dtype)

@@ -112,6 +112,11 @@ func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, erro
 	if err := checkPorts(comp, path, ins, outs); err != nil {
 		return nil, err
 	}
+	// A graph output no port declares is not fetched (check allows it,
+	// model/port: a classifier's sequence of maps beside its scores).
+	outs = slices.DeleteFunc(outs, func(o ortgo.InputOutputInfo) bool {
+		return !slices.ContainsFunc(comp.Outputs, func(p *ir.Port) bool { return p != nil && p.Name == o.Name })
+	})
 	s, err := b.newSession(comp, path, ins, outs)
 	if err != nil {
 		return nil, fmt.Errorf("component `%s`: create an onnxruntime session for %s: %w", comp.Name, path, err)
@@ -157,15 +162,16 @@ func graphPorts(path string) (ins, outs []ortgo.InputOutputInfo, err error) {
 	return ortgo.GetInputOutputInfoWithOptions(path, so)
 }
 
-// checkPorts demands that the graph's inputs and outputs are exactly the
-// component's declared ports, and that their dtypes agree where the
-// contract declares one.
+// checkPorts demands, as check does (model/port), that every declared port
+// is a port of the graph and every graph input (an initializer backs none
+// that ONNX Runtime lists) is declared, and that dtypes agree where the
+// contract declares one. A graph output may go undeclared.
 func checkPorts(comp *ir.Component, path string, ins, outs []ortgo.InputOutputInfo) error {
 	var problems []string
-	problems = append(problems, portDiff("input", comp.Inputs, ins)...)
-	problems = append(problems, portDiff("output", comp.Outputs, outs)...)
+	problems = append(problems, portDiff("input", comp.Inputs, ins, true)...)
+	problems = append(problems, portDiff("output", comp.Outputs, outs, false)...)
 	if len(problems) > 0 {
-		return fmt.Errorf("component `%s`: the graph in %s does not have the declared ports: %s; the graph's inputs are [%s] and its outputs [%s]: declare exactly these ports",
+		return fmt.Errorf("component `%s`: the graph in %s does not have the declared ports: %s; the graph's inputs are [%s] and its outputs [%s]: declare every input, and ports by the graph's names",
 			comp.Name, path, strings.Join(problems, "; "), infoNames(ins), infoNames(outs))
 	}
 	problems = append(problems, dtypeDiff("input", comp.Inputs, ins)...)
@@ -176,9 +182,9 @@ func checkPorts(comp *ir.Component, path string, ins, outs []ortgo.InputOutputIn
 	return nil
 }
 
-// portDiff names the declared ports the graph lacks and the graph's ports
-// that are not declared.
-func portDiff(kind string, ports []*ir.Port, infos []ortgo.InputOutputInfo) []string {
+// portDiff names the declared ports the graph lacks and, where every
+// graph port must be declared (all), the graph's ports that are not.
+func portDiff(kind string, ports []*ir.Port, infos []ortgo.InputOutputInfo, all bool) []string {
 	declared := map[string]bool{}
 	for _, p := range ports {
 		if p != nil {
@@ -196,7 +202,7 @@ func portDiff(kind string, ports []*ir.Port, infos []ortgo.InputOutputInfo) []st
 		}
 	}
 	for _, in := range infos {
-		if !declared[in.Name] {
+		if all && !declared[in.Name] {
 			out = append(out, fmt.Sprintf("graph %s `%s` is not a declared %s port", kind, in.Name, kind))
 		}
 	}

@@ -230,7 +230,7 @@ func TestPortMismatch(t *testing.T) {
 		"declared input port `audio` is not an input of the graph",
 		"graph input `"+e.in+"` is not a declared input port",
 		"declared output port `logits` is not an output of the graph",
-		"declare exactly these ports")
+		"declare every input, and ports by the graph's names")
 }
 
 func TestDTypeMismatch(t *testing.T) {
