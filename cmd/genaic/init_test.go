@@ -212,6 +212,70 @@ func TestInitLeavesOutWhatIsNotATensor(t *testing.T) {
 	}
 }
 
+// TestInitializerOverride: a graph input an initializer backs (a constant
+// a port may override, as init's comment says) runs on the value a
+// request gives when a port declares it, and on the initializer when none
+// does; check accepts both documents, and so does the runtime.
+func TestInitializerOverride(t *testing.T) {
+	dir := t.TempDir()
+	g := &onnxpb.GraphProto{Name: "g",
+		Input:       []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "n", 1), tensorInfo("scale", 1, 1)},
+		Output:      []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "n", 1)},
+		Node:        []*onnxpb.NodeProto{{OpType: "Mul", Input: []string{"x", "scale"}, Output: []string{"y"}}},
+		Initializer: []*onnxpb.TensorProto{{Name: "scale", DataType: 1, Dims: []int64{1}, RawData: []byte{0, 0, 0, 64}}}, // 2.0
+	}
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scaler.onnx"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const doc = `schema_version: v1.1
+pipeline:
+  workflow:
+    inputs:
+      x: { contract: { dtype: float32, shape: [n, 1] }, role: { kind: opaque }, source: { kind: request } }
+      s: { contract: { dtype: float32, shape: [1] }, role: { kind: opaque }, source: { kind: request } }
+    outputs:
+      "y": { contract: { dtype: float32, shape: [n, 1] }, role: tensor, stage: pre_adapter }
+    components:
+      scaler:
+        implementation: { kind: onnx, artifact: scaler.onnx }
+        ports:
+          inputs:
+            x: { dtype: float32, shape: [n, 1] }
+            scale: { dtype: float32, shape: [1] }
+          outputs:
+            "y": { dtype: float32, shape: [n, 1] }
+    steps:
+      - { kind: invoke, component: scaler, inputs: { x: x, scale: s }, outputs: { "y": scaled } }
+      - { kind: emit, value: scaled, output: "y", mode: replace }
+`
+	const x = `"x":{"dtype":"float32","shape":[2,1],"data":[1,2]}`
+	for _, tt := range []struct{ name, doc, inputs, want string }{
+		{"overridden", doc, x + `,"s":{"dtype":"float32","shape":[1],"data":[3]}`, `"data":[3,6]`},
+		{"constant", strings.NewReplacer("            scale: { dtype: float32, shape: [1] }\n", "", ", scale: s", "",
+			"      s: { contract: { dtype: float32, shape: [1] }, role: { kind: opaque }, source: { kind: request } }\n", "").Replace(doc),
+			x, `"data":[2,4]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(dir, metadataName), []byte(tt.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			reqs := filepath.Join(dir, "requests.json")
+			if err := os.WriteFile(reqs, []byte(`{"requests":[{"id":"a","inputs":{`+tt.inputs+`}}]}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkClean(t, dir)
+			out, errOut, code := runCLI(t, "run", dir, "--requests", reqs)
+			if code != exitOK || !strings.Contains(out, tt.want) {
+				t.Errorf("run: exit %d, want %s\n%s%s", code, tt.want, out, errOut)
+			}
+		})
+	}
+}
+
 // TestInitMaskedModel: a transformer encoder takes an attention mask
 // beside its token ids and no lengths; init's comments say that a mask is
 // not lengths, suggest the sequence uniform, and suggest no padding.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/vm/ortlib"
 )
 
@@ -109,6 +110,9 @@ func (b *Backend) Load(comp *ir.Component, pkgDir string) (backend.Session, erro
 	if err != nil {
 		return nil, fmt.Errorf("component `%s`: read the ports of %s: %w", comp.Name, path, err)
 	}
+	if ins, err = withOverrides(comp, path, ins); err != nil {
+		return nil, fmt.Errorf("component `%s`: read the graph inputs of %s: %w", comp.Name, path, err)
+	}
 	if err := checkPorts(comp, path, ins, outs); err != nil {
 		return nil, err
 	}
@@ -160,6 +164,41 @@ func graphPorts(path string) (ins, outs []ortgo.InputOutputInfo, err error) {
 		return nil, nil, err
 	}
 	return ortgo.GetInputOutputInfoWithOptions(path, so)
+}
+
+// withOverrides adds to a graph's inputs (as ONNX Runtime lists them) the
+// declared input ports that are graph inputs an initializer backs: ONNX
+// Runtime lists those apart, as overridable initializers, and takes a
+// value fed for one in its place. check allows declaring them (model/port
+// asks only that a declared port be a graph input); their types are read
+// from the graph.
+func withOverrides(comp *ir.Component, path string, ins []ortgo.InputOutputInfo) ([]ortgo.InputOutputInfo, error) {
+	var g *onnx.Graph
+	for _, p := range comp.Inputs {
+		if p == nil || slices.ContainsFunc(ins, func(in ortgo.InputOutputInfo) bool { return in.Name == p.Name }) {
+			continue
+		}
+		if g == nil {
+			var err error
+			if g, err = onnx.Read(path); err != nil {
+				return nil, err
+			}
+		}
+		v := g.Input(p.Name)
+		if v == nil || !v.Initialized || v.ElemType == 0 {
+			continue // checkPorts names it
+		}
+		dims := make([]int64, len(v.Dims))
+		for i, d := range v.Dims {
+			dims[i] = -1
+			if d.Literal {
+				dims[i] = d.Value
+			}
+		}
+		ins = append(ins, ortgo.InputOutputInfo{Name: v.Name, OrtValueType: ortgo.ONNXTypeTensor,
+			Dimensions: dims, DataType: ortgo.TensorElementDataType(v.ElemType)})
+	}
+	return ins, nil
 }
 
 // checkPorts demands, as check does (model/port), that every declared port
