@@ -43,6 +43,10 @@ type Value struct {
 	// ElemType is the ONNX element type (TensorProto.DataType), 0 when the
 	// value is not a tensor or its type is not given.
 	ElemType int32
+	// NotTensor is the kind of value a graph gives that is not a tensor
+	// ("sequence", "map", "optional", "sparse tensor", "opaque"); "" for a
+	// tensor, or where the type is not given.
+	NotTensor string
 	// HasShape is false when the graph gives no shape (any rank).
 	HasShape bool
 	Dims     []Dim

@@ -373,6 +373,7 @@ func value(vi *onnxpb.ValueInfoProto) Value {
 	v := Value{Name: vi.GetName()}
 	t := vi.GetType().GetTensorType()
 	if t == nil {
+		v.NotTensor = notTensor(vi.GetType())
 		return v
 	}
 	v.ElemType = t.GetElemType()
@@ -397,6 +398,36 @@ func value(vi *onnxpb.ValueInfoProto) Value {
 		}
 	}
 	return v
+}
+
+// TypeProto's other kinds of value, by field number: onnxpb models only
+// tensor_type, so they are read from the message's unknown fields.
+var typeKinds = map[protowire.Number]string{
+	4: "sequence", 5: "map", 7: "opaque", 8: "sparse tensor", 9: "optional",
+}
+
+// notTensor names the kind of value a type that is not a tensor gives,
+// "" where it gives none.
+func notTensor(t *onnxpb.TypeProto) string {
+	if t == nil {
+		return ""
+	}
+	b := t.ProtoReflect().GetUnknown()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if kind, ok := typeKinds[num]; ok {
+			return kind
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return ""
+		}
+		b = b[n:]
+	}
+	return ""
 }
 
 // TensorProto fields genaic reads: the name and the small descriptors,

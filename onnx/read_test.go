@@ -41,8 +41,18 @@ func valueInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
 	return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: t}}}
 }
 
+// sequenceInfo is a ValueInfoProto of a sequence of float tensors: a
+// TypeProto with its sequence_type (field 4), which onnxpb does not model,
+// written as raw bytes.
+func sequenceInfo(name string) *onnxpb.ValueInfoProto {
+	vi := &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{}}
+	vi.Type.ProtoReflect().SetUnknown([]byte{0x22, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01})
+	return vi
+}
+
 // sample is a model using every part the reader looks at: inputs (one
-// backed by an initializer, one by a sparse initializer), outputs, value
+// backed by an initializer, one by a sparse initializer), outputs (one a
+// sequence), value
 // infos, two opsets, a custom-domain node, an If whose branches hold a Loop
 // whose body holds a Constant with a tensor attribute, and external data.
 func sample() *onnxpb.ModelProto {
@@ -81,7 +91,7 @@ func sample() *onnxpb.ModelProto {
 				valueInfo("cond", 9),
 				valueInfo("any", 7, "n", nil, -1),
 			},
-			Output:    []*onnxpb.ValueInfoProto{valueInfo("out", 10, "batch", 4), valueInfo("u", 16)},
+			Output:    []*onnxpb.ValueInfoProto{valueInfo("out", 10, "batch", 4), valueInfo("u", 16), sequenceInfo("seq")},
 			ValueInfo: []*onnxpb.ValueInfoProto{valueInfo("y", 1, "batch", 4)},
 		},
 	}
@@ -123,6 +133,12 @@ func TestDecodeReadsGraphFacts(t *testing.T) {
 	}
 	if o := g.Output("u"); o == nil || o.DType() != "bfloat16" || o.HasShape {
 		t.Errorf("output u: %+v", o)
+	}
+	if o := g.Output("seq"); o == nil || o.NotTensor != "sequence" || o.DType() != "" {
+		t.Errorf("output seq: %+v, want a sequence", o)
+	}
+	if o := g.Output("out"); o.NotTensor != "" {
+		t.Errorf("output out is a tensor, read as a %s", o.NotTensor)
 	}
 	if len(g.ValueInfo) != 1 || g.ValueInfo[0].Name != "y" {
 		t.Errorf("value infos %+v", g.ValueInfo)

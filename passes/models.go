@@ -292,6 +292,16 @@ func (m *modelChecker) port(p *ir.Port, side string, v *onnx.Value, first, same,
 		return ""
 	}
 	site := fmt.Sprintf("%s port `%s` of component `%s`", side, p.Name, m.comp.Name)
+	if v.NotTensor != "" {
+		fix := "leave the port out: a graph output may go undeclared"
+		if side == "input" {
+			fix = "export the model with a tensor input there"
+		}
+		m.c.Report(diag.ModelDType, packedLoc(k.DTypeLoc, k.Loc, p.Loc),
+			"%s declares a tensor, but its graph (%s) has `%s` as a %s: genaic carries tensors only\n%s",
+			site, m.comp.Artifact, v.Name, v.NotTensor, fix)
+		return ""
+	}
 	if _, known := ir.LookupDType(k.DType); known && v.ElemType != 0 && !ir.SameDType(k.DType, v.DType()) && !m.misdeclaredLengths(p, v) {
 		m.c.Report(diag.ModelDType, packedLoc(k.DTypeLoc, k.Loc, p.Loc),
 			"%s declares dtype %s, but its graph (%s) has `%s` as %s\ndeclare `dtype: %s` (or convert the model)",

@@ -173,29 +173,12 @@ func TestInitChainsMatchingNames(t *testing.T) {
 // declared output, fetching only it.
 func TestInitLeavesOutWhatIsNotATensor(t *testing.T) {
 	dir := t.TempDir()
-	// A TypeProto with a sequence_type (field 4) of float tensors, which
-	// onnxpb does not model: written as its raw bytes.
-	seq := &onnxpb.ValueInfoProto{Name: "scores", Type: &onnxpb.TypeProto{}}
-	seq.Type.ProtoReflect().SetUnknown([]byte{0x22, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01})
-	g := &onnxpb.GraphProto{Name: "g",
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "n", 4)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "n", 4), seq},
-		Node: []*onnxpb.NodeProto{
-			{OpType: "Identity", Input: []string{"x"}, Output: []string{"y"}},
-			{OpType: "SequenceConstruct", Input: []string{"x"}, Output: []string{"scores"}},
-		}}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "classifier.onnx"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSequenceModel(t, filepath.Join(dir, "classifier.onnx"))
 	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "classifier.onnx"))
 	if code != exitOK {
 		t.Fatalf("init: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "computes only the outputs named): scores (no tensor type)\n") || strings.Contains(out, "scores:") {
+	if !strings.Contains(out, "computes only the outputs named): scores (a sequence)\n") || strings.Contains(out, "scores:") {
 		t.Errorf("init does not leave the sequence out, saying so:\n%s", out)
 	}
 	if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "classifier.onnx")); code != exitOK {

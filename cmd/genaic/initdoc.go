@@ -54,7 +54,10 @@ func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, err
 		}
 	}
 	kind := func(v onnx.Value) string {
-		if v.DType() == "" {
+		switch {
+		case v.NotTensor != "":
+			return "a " + v.NotTensor
+		case v.DType() == "":
 			return "no tensor type"
 		}
 		return "element type " + v.DType()

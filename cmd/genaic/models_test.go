@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
@@ -39,6 +40,68 @@ func tensorInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
 	}
 	return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
 		TensorType: &onnxpb.TypeProto_Tensor{ElemType: elem, Shape: shape}}}}
+}
+
+// writeSequenceModel writes a graph x [n, 4] → y (Identity) and scores
+// (SequenceConstruct of x: a sequence of float tensors, as a classifier's
+// sequence of maps is not a tensor either). onnxpb models only tensor
+// types, so the sequence_type (TypeProto field 4) is written as raw bytes.
+func writeSequenceModel(t *testing.T, path string) {
+	t.Helper()
+	seq := &onnxpb.ValueInfoProto{Name: "scores", Type: &onnxpb.TypeProto{}}
+	seq.Type.ProtoReflect().SetUnknown([]byte{0x22, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01})
+	g := &onnxpb.GraphProto{Name: "g",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "n", 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "n", 4), seq},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Identity", Input: []string{"x"}, Output: []string{"y"}},
+			{OpType: "SequenceConstruct", Input: []string{"x"}, Output: []string{"scores"}},
+		}}
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckRefusesANonTensorPort: a port declared for a graph output that
+// is a sequence is model/dtype (every request would fail once the graph
+// produced it), saying to leave it out.
+func TestCheckRefusesANonTensorPort(t *testing.T) {
+	dir := t.TempDir()
+	writeSequenceModel(t, filepath.Join(dir, "classifier.onnx"))
+	const doc = `schema_version: v1.1
+pipeline:
+  workflow:
+    inputs:
+      x: { contract: { dtype: float32, shape: [n, 4] }, role: { kind: opaque }, source: { kind: request } }
+    outputs:
+      scores: { contract: { dtype: float32, shape: [n, 4] }, role: tensor, stage: pre_adapter }
+    components:
+      classifier:
+        implementation: { kind: onnx, artifact: classifier.onnx }
+        ports:
+          inputs:
+            x: { dtype: float32, shape: [n, 4] }
+          outputs:
+            scores: { dtype: float32, shape: [n, 4] }
+    steps:
+      - { kind: invoke, component: classifier, inputs: { x: x }, outputs: { scores: s } }
+      - { kind: emit, value: s, output: scores, mode: replace }
+`
+	if err := os.WriteFile(filepath.Join(dir, metadataName), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 {
+		t.Fatalf("exit %d, %+v", code, rep.Files)
+	}
+	d := rep.Files[0].Diagnostics[0]
+	if d.Rule != "model/dtype" || !strings.Contains(d.Message, "has `scores` as a sequence") || !strings.Contains(d.Help, "leave the port out") {
+		t.Errorf("got %+v", d)
+	}
 }
 
 // TestCheckRefusesAModelThatCannotMaskPadding is the case of issue 13: the

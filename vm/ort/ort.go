@@ -248,12 +248,20 @@ func portDiff(kind string, ports []*ir.Port, infos []ortgo.InputOutputInfo, all 
 	return out
 }
 
-// dtypeDiff names the ports whose declared dtype differs from the graph's.
+// dtypeDiff names the declared ports whose graph value is not a tensor, and
+// those whose declared dtype differs from the graph's.
 func dtypeDiff(kind string, ports []*ir.Port, infos []ortgo.InputOutputInfo) []string {
 	var out []string
 	for _, in := range infos {
 		i := slices.IndexFunc(ports, func(p *ir.Port) bool { return p != nil && p.Name == in.Name })
-		if i < 0 || ports[i].Contract == nil || ports[i].Contract.DType == "" || in.OrtValueType != ortgo.ONNXTypeTensor {
+		if i < 0 {
+			continue
+		}
+		if in.OrtValueType != ortgo.ONNXTypeTensor {
+			out = append(out, fmt.Sprintf("%s port `%s` is a tensor, but the graph's %s is a %v value: genaic carries tensors only", kind, in.Name, kind, in.OrtValueType))
+			continue
+		}
+		if ports[i].Contract == nil || ports[i].Contract.DType == "" {
 			continue
 		}
 		graph, ok := dtypeName(in.DataType)
