@@ -178,7 +178,7 @@ func TestInitLeavesOutWhatIsNotATensor(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("init: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "computes only the outputs named): scores (a sequence)\n") || strings.Contains(out, "scores:") {
+	if !strings.Contains(out, "fetches only declared outputs): scores (a sequence)\n") || strings.Contains(out, "scores:") {
 		t.Errorf("init does not leave the sequence out, saying so:\n%s", out)
 	}
 	if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "classifier.onnx")); code != exitOK {

@@ -93,8 +93,8 @@ func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, err
 		c.inputs = append(c.inputs, p)
 	}
 	// An output genaic cannot declare (a classifier's sequence of maps,
-	// its string labels) is left out: ONNX Runtime computes only the
-	// outputs a session names. The graph must keep one it can.
+	// its string labels) is left out, as check allows: the runtime fetches
+	// only the declared outputs. The graph must keep one it can declare.
 	var firstErr error
 	for _, v := range g.Outputs {
 		p, err := port(v, "output")
@@ -351,7 +351,7 @@ func initDocument(comps []*initComponent) string {
 		line(5, "outputs:")
 		if len(c.skipped) > 0 {
 			line(6, "# Not declared: graph outputs that are not tensors of a dtype genaic")
-			line(6, "# declares (ONNX Runtime computes only the outputs named): %s", strings.Join(c.skipped, ", "))
+			line(6, "# declares (the runtime fetches only declared outputs): %s", strings.Join(c.skipped, ", "))
 		}
 		for _, p := range c.outputs {
 			line(6, "%s:", yq(p.name))

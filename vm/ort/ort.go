@@ -202,9 +202,10 @@ func withOverrides(comp *ir.Component, path string, ins []ortgo.InputOutputInfo)
 }
 
 // checkPorts demands, as check does (model/port), that every declared port
-// is a port of the graph and every graph input (an initializer backs none
-// that ONNX Runtime lists) is declared, and that dtypes agree where the
-// contract declares one. A graph output may go undeclared.
+// is a port of the graph and every graph input ONNX Runtime requires (it
+// lists none an initializer backs) is declared, and that every declared
+// port is a tensor of the dtype its contract declares, if any. A graph
+// output may go undeclared.
 func checkPorts(comp *ir.Component, path string, ins, outs []ortgo.InputOutputInfo) error {
 	var problems []string
 	problems = append(problems, portDiff("input", comp.Inputs, ins, true)...)
@@ -258,7 +259,7 @@ func dtypeDiff(kind string, ports []*ir.Port, infos []ortgo.InputOutputInfo) []s
 			continue
 		}
 		if in.OrtValueType != ortgo.ONNXTypeTensor {
-			out = append(out, fmt.Sprintf("%s port `%s` is a tensor, but the graph's %s is a %v value: genaic carries tensors only", kind, in.Name, kind, in.OrtValueType))
+			out = append(out, fmt.Sprintf("%s port `%s` is a tensor, but the graph's %s is not (%v): genaic carries tensors only", kind, in.Name, kind, in.OrtValueType))
 			continue
 		}
 		if ports[i].Contract == nil || ports[i].Contract.DType == "" {

@@ -275,7 +275,7 @@ func TestPortsAsCheckSeesThem(t *testing.T) {
 	}
 	comp.Outputs = append(comp.Outputs, &ir.Port{Name: "scores", Contract: contract("float32", "n")})
 	_, err = newBackend(t, Options{}).Load(comp, dir)
-	wantErr(t, err, "output port `scores` is a tensor, but the graph's output is a", "genaic carries tensors only")
+	wantErr(t, err, "output port `scores` is a tensor, but the graph's output is not", "genaic carries tensors only")
 }
 
 func TestDTypeMismatch(t *testing.T) {
