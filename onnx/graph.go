@@ -9,6 +9,10 @@
 // The small messages are decoded with the types generated from the ONNX
 // schema (package onnxpb); the large ones are walked field by field so that
 // their tensor payloads can be skipped.
+//
+// One rewrite lives here too, on a model its caller decoded whole:
+// MaskToLengths, which turns a graph's attention mask input into the
+// lengths genaic pads by (genaic mask-lengths).
 package onnx
 
 import (

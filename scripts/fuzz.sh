@@ -33,6 +33,7 @@ vm/e2e        FuzzRunRequests      3000
 plan          FuzzDecode           5000
 engine        FuzzKeptPlan         20000
 onnx          FuzzDecode           20000
+onnx          FuzzMaskToLengths    20000
 vm/adapters   FuzzDecodeWAV        20000
 vm/adapters   FuzzAudioRequest     15000
 vm/adapters   FuzzAudioFrontEnd    10000

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/genaic/genaic/internal/safefile"
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+func init() {
+	register(command{
+		name:    "mask-lengths",
+		usage:   "mask-lengths MODEL.onnx -o OUT.onnx [--mask NAME] [--like NAME] [--lengths NAME] [--force]",
+		summary: "rewrite a model that takes an attention mask to take the lengths of its rows instead, so that a package may pad it",
+		run:     runMaskLengths,
+	})
+}
+
+// maxModelBytes bounds the model mask-lengths reads whole: protobuf's own
+// limit on a message.
+const maxModelBytes = 2 << 30
+
+func runMaskLengths(e *env, args []string) int {
+	c := commands["mask-lengths"]
+	flags := flag.NewFlagSet("mask-lengths", flag.ContinueOnError)
+	out := flags.String("o", "", "the rewritten model's file (required; never the model itself)")
+	mask := flags.String("mask", "", "the graph input that is the attention mask, [batch, sequence] (default: the one input named like a mask)")
+	like := flags.String("like", "", "the graph input whose axis 1 is the sequence, read for its extent (default: the first input of the mask's leading dimensions)")
+	lengths := flags.String("lengths", "lengths", "the name of the lengths input that replaces the mask")
+	force := flags.Bool("force", false, "replace OUT.onnx if it exists")
+	paths, ok := parseFlags(e, flags, c, args)
+	if !ok {
+		return exitUsage
+	}
+	if len(paths) != 1 || *out == "" {
+		flags.Usage()
+		return exitUsage
+	}
+	in := paths[0]
+	if !noStdin(e, "mask-lengths", "MODEL", in, "give the model's file") || !noStdin(e, "mask-lengths", "-o", *out, "give the rewritten model's file") {
+		return exitUsage
+	}
+	absIn, err := filepath.Abs(in)
+	if err != nil {
+		return ioError(e, err)
+	}
+	absOut, err := filepath.Abs(*out)
+	if err != nil {
+		return ioError(e, err)
+	}
+	if absIn == absOut {
+		e.errorf("mask-lengths: -o names the model itself; write the rewritten model to another file")
+		return exitUsage
+	}
+	if _, err := os.Stat(absOut); err == nil && !*force {
+		e.errorf("mask-lengths: %s exists; pass --force to replace it", *out)
+		return exitUsage
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioError(e, err)
+	}
+
+	b, err := safefile.ReadFile(in, maxModelBytes)
+	if err != nil {
+		return ioError(e, err)
+	}
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(b, &m); err != nil || m.GetGraph() == nil {
+		e.errorf("mask-lengths: %s is not an ONNX model", in)
+		return exitUsage
+	}
+	if filepath.Dir(absIn) != filepath.Dir(absOut) && hasExternalData(&m) {
+		e.errorf("mask-lengths: %s keeps weights in files beside it, which the rewritten model names by the same relative paths; write it in the model's folder", in)
+		return exitUsage
+	}
+	if *mask == "" {
+		if *mask, err = maskInput(&m); err != nil {
+			e.errorf("mask-lengths: %s: %v", in, err)
+			return exitUsage
+		}
+	}
+	if err := onnx.MaskToLengths(&m, *mask, *like, *lengths); err != nil {
+		e.errorf("mask-lengths: %s: %v", in, err)
+		return exitUsage
+	}
+	rewritten, err := onnx.Marshal(&m)
+	if err != nil {
+		return ioError(e, err)
+	}
+	if err := os.WriteFile(*out, rewritten, 0o644); err != nil {
+		return ioError(e, err)
+	}
+	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (position < length)\n", *out, *mask, *lengths)
+	fmt.Fprintf(e.stdout, "next: pad the sequence with valid_lengths %s (docs/authoring.md#padding); `genaic init %s` writes a starting document\n", *lengths, *out)
+	return exitOK
+}
+
+// maskInput is the graph's one input named like a mask.
+func maskInput(m *onnxpb.ModelProto) (string, error) {
+	var found []string
+	for _, v := range m.GetGraph().GetInput() {
+		if strings.Contains(strings.ToLower(v.GetName()), "mask") {
+			found = append(found, v.GetName())
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", errors.New("no graph input is named like a mask: name it with --mask")
+	}
+	return "", errors.New("several graph inputs are named like a mask (" + strings.Join(found, ", ") + "): name one with --mask")
+}
+
+// hasExternalData reports whether any initializer keeps its data in
+// another file.
+func hasExternalData(m *onnxpb.ModelProto) bool {
+	for _, t := range m.GetGraph().GetInitializer() {
+		if t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// writeMaskedEncoder writes a transformer-like encoder as exporters write
+// them: input_ids and an attention_mask, both int64 [batch, sequence];
+// token embeddings (vocabulary 16, width 4) attend to each other with the
+// mask's zeros as a -10000 bias, and the hidden states are mean-pooled
+// over the mask. Outputs: last_hidden_state [batch, sequence, 4] and
+// pooled [batch, 4].
+func writeMaskedEncoder(t *testing.T, path string) { writeMaskedEncoderOf(t, path, 16, 4) }
+
+// writeMaskedEncoderOf is writeMaskedEncoder with a vocabulary and width
+// of its own.
+func writeMaskedEncoderOf(t *testing.T, path string, vocab, width int64) {
+	t.Helper()
+	f32 := func(name string, dims []int64, vs ...float32) *onnxpb.TensorProto {
+		raw := make([]byte, 0, 4*len(vs))
+		for _, v := range vs {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+		}
+		return &onnxpb.TensorProto{Name: name, DataType: 1, Dims: dims, RawData: raw}
+	}
+	i64 := func(name string, vs ...int64) *onnxpb.TensorProto {
+		raw := make([]byte, 0, 8*len(vs))
+		for _, v := range vs {
+			raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
+		}
+		return &onnxpb.TensorProto{Name: name, DataType: 7, Dims: []int64{int64(len(vs))}, RawData: raw}
+	}
+	emb := make([]float32, vocab*width)
+	for i := range emb {
+		emb[i] = float32(math.Sin(float64(i)*0.7)) * 0.5
+	}
+	node := func(op string, out string, ins []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
+		return &onnxpb.NodeProto{OpType: op, Input: ins, Output: []string{out}, Attribute: attrs}
+	}
+	intAttr := func(name string, v int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_INT, I: v}
+	}
+	g := &onnxpb.GraphProto{Name: "masked_encoder",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("input_ids", 7, "batch", "sequence"), tensorInfo("attention_mask", 7, "batch", "sequence")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("last_hidden_state", 1, "batch", "sequence", int(width)), tensorInfo("pooled", 1, "batch", int(width))},
+		Initializer: []*onnxpb.TensorProto{f32("embeddings", []int64{vocab, width}, emb...), f32("one", nil, 1), f32("neg_big", nil, -10000),
+			i64("axis1", 1), i64("axis2", 2)},
+		Node: []*onnxpb.NodeProto{
+			node("Gather", "x", []string{"embeddings", "input_ids"}),
+			node("Transpose", "xt", []string{"x"}, &onnxpb.AttributeProto{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{0, 2, 1}}),
+			node("MatMul", "scores", []string{"x", "xt"}),
+			node("Cast", "mf", []string{"attention_mask"}, intAttr("to", 1)),
+			node("Sub", "masked_out", []string{"one", "mf"}),
+			node("Mul", "big", []string{"masked_out", "neg_big"}),
+			node("Unsqueeze", "bias", []string{"big", "axis1"}),
+			node("Add", "biased", []string{"scores", "bias"}),
+			node("Softmax", "probs", []string{"biased"}, intAttr("axis", -1)),
+			node("MatMul", "last_hidden_state", []string{"probs", "x"}),
+			node("Unsqueeze", "m3", []string{"mf", "axis2"}),
+			node("Mul", "kept", []string{"last_hidden_state", "m3"}),
+			node("ReduceSum", "sum", []string{"kept", "axis1"}, intAttr("keepdims", 0)),
+			node("ReduceSum", "count", []string{"mf", "axis1"}, intAttr("keepdims", 1)),
+			node("Div", "pooled", []string{"sum", "count"}),
+		}}
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMaskLengths: mask-lengths rewrites a masked encoder to take
+// lengths; a package pads the rewritten model, and grouping requests of
+// different lengths gives each what the masked model gives it alone,
+// unpadded with a mask of ones (and what the rewritten model gives it run
+// solo). Its refusals name what to do.
+func TestMaskLengths(t *testing.T) {
+	dir := t.TempDir()
+	masked, encoder := filepath.Join(dir, "masked.onnx"), filepath.Join(dir, "encoder.onnx")
+	writeMaskedEncoder(t, masked)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no output", []string{masked}, "usage: genaic mask-lengths"},
+		{"itself", []string{masked, "-o", masked}, "-o names the model itself"},
+		{"no such mask", []string{masked, "-o", encoder, "--mask", "mask"}, `no input "mask"; its inputs are [input_ids attention_mask]`},
+		{"no such like", []string{masked, "-o", encoder, "--like", "ids"}, `no input "ids" (other than the mask)`},
+		{"taken name", []string{masked, "-o", encoder, "--lengths", "x"}, `already has a value called "x"`},
+		{"not a model", []string{filepath.Join("testdata", "multi_error.yaml"), "-o", encoder}, "is not an ONNX model"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, append([]string{"mask-lengths"}, tt.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %q", code, errOut, tt.want)
+			}
+		})
+	}
+	out, errOut, code := runCLI(t, "mask-lengths", masked, "-o", encoder)
+	if code != exitOK || !strings.Contains(out, "input attention_mask is now lengths") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "mask-lengths", masked, "-o", encoder); code != exitUsage || !strings.Contains(errOut, "pass --force") {
+		t.Errorf("over an existing file: exit %d, %s", code, errOut)
+	}
+
+	// The masked model, one request per call, unpadded: the reference.
+	lengths := []int{3, 1, 7, 2, 5, 4, 6, 2}
+	var plain, padded []string
+	for i, n := range lengths {
+		ids, ones := make([]string, n), make([]string, n)
+		for j := range n {
+			ids[j], ones[j] = fmt.Sprint((i*7+j*3)%16), "1"
+		}
+		tensor := func(v []string) string {
+			return fmt.Sprintf(`{"dtype":"int64","shape":[1,%d],"data":[%s]}`, n, strings.Join(v, ","))
+		}
+		plain = append(plain, fmt.Sprintf(`{"id":"r%d","inputs":{"input_ids":%s,"attention_mask":%s}}`, i, tensor(ids), tensor(ones)))
+		padded = append(padded, fmt.Sprintf(`{"id":"r%d","inputs":{"input_ids":%s,"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, tensor(ids), n))
+	}
+	ref := t.TempDir()
+	if err := os.Rename(masked, filepath.Join(ref, "masked.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "init", filepath.Join(ref, "masked.onnx")); code != exitOK {
+		t.Fatalf("init: %s", errOut)
+	}
+	want := pooledOf(t, ref, plain, "--solo")
+
+	const doc = `schema_version: v1.1
+pipeline:
+  workflow:
+    inputs:
+      input_ids:
+        contract:
+          dtype: int64
+          shape: [batch, sequence]
+          batch_layout: { kind: request_aligned, axis: 0 }
+          padding: [{ dimension: sequence, valid_lengths: lengths }]
+        role: { kind: opaque }
+        source: { kind: request }
+      lengths:
+        contract: { dtype: int64, shape: [batch], batch_layout: { kind: shared } }
+        role: { kind: opaque }
+        source: { kind: request }
+    outputs:
+      pooled:
+        contract: { dtype: float32, shape: [batch, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+        role: tensor
+        stage: pre_adapter
+    components:
+      encoder:
+        implementation: { kind: onnx, artifact: encoder.onnx }
+        batch_capacity:
+          budgets:
+            - { dimensions: [batch], max_total: 8 }
+            - { dimensions: [batch, sequence], max_total: 64 }
+        ports:
+          inputs:
+            input_ids:
+              dtype: int64
+              shape: [batch, sequence]
+              batch_layout: { kind: request_aligned, axis: 0 }
+              padding: [{ dimension: sequence, valid_lengths: lengths }]
+            lengths: { dtype: int64, shape: [batch], batch_layout: { kind: shared } }
+          outputs:
+            pooled: { dtype: float32, shape: [batch, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+    steps:
+      - { kind: invoke, component: encoder, inputs: { input_ids: input_ids, lengths: lengths }, outputs: { pooled: pooled } }
+      - { kind: emit, value: pooled, output: pooled, mode: replace }
+`
+	if err := os.WriteFile(filepath.Join(dir, metadataName), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	for _, mode := range []string{"--solo", "--stats"} {
+		got := pooledOf(t, dir, padded, mode)
+		for id, w := range want {
+			g := got[id]
+			if len(g) != len(w) {
+				t.Fatalf("%s %s: pooled %v, want %v", mode, id, g, w)
+			}
+			for k := range w {
+				if math.Abs(g[k]-w[k]) > 1e-5 {
+					t.Errorf("%s %s: pooled %v, want the masked model's %v", mode, id, g, w)
+					break
+				}
+			}
+		}
+	}
+}
+
+// pooledOf runs reqs through the package in dir with the extra flag and
+// returns each request's pooled output by id; with --stats it wants the
+// requests grouped (fewer invocations than requests).
+func pooledOf(t *testing.T, dir string, reqs []string, flag string) map[string][]float64 {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "requests.json")
+	if err := os.WriteFile(path, []byte(`{"requests":[`+strings.Join(reqs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "run", dir, "--requests", path, flag)
+	if code != exitOK {
+		t.Fatalf("run %s %s: exit %d\n%s%s", dir, flag, code, out, errOut)
+	}
+	var doc struct {
+		Responses []struct {
+			ID      string
+			Outputs map[string]struct{ Data []float64 }
+		}
+		Stats struct {
+			Components map[string]struct{ Invocations, Requests int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if flag == "--stats" {
+		if s := doc.Stats.Components["encoder"]; s.Requests != len(reqs) || s.Invocations >= s.Requests {
+			t.Errorf("stats %+v: the requests were not grouped", s)
+		}
+	}
+	pooled := map[string][]float64{}
+	for _, r := range doc.Responses {
+		pooled[r.ID] = r.Outputs["pooled"].Data
+	}
+	return pooled
+}
+
+// TestMaskLengthsOlderOpsetAndBoolMask: at opset 12 (Unsqueeze takes its
+// axes as an attribute) a boolean mask is computed as the graph's
+// exporter would have given it: ones below each row's length, in the
+// mask's element type.
+func TestMaskLengthsOlderOpsetAndBoolMask(t *testing.T) {
+	dir := t.TempDir()
+	g := &onnxpb.GraphProto{Name: "g",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "b", "s"), tensorInfo("mask", 9, "b", "s")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("seen", 1, "b", "s")},
+		Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{"mask"}, Output: []string{"seen"},
+			Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}}}}
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 7, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 12}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "old.onnx"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "old.onnx"), "-o", filepath.Join(dir, "m.onnx"), "--lengths", "n"); code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.Remove(filepath.Join(dir, "old.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "m.onnx")); code != exitOK {
+		t.Fatalf("init: %s", errOut)
+	}
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(`{"requests":[{"id":"a","inputs":{"ids":{"dtype":"int64","shape":[2,4],"data":[5,6,7,8,5,6,7,8]},"n":{"dtype":"int64","shape":[2],"data":[3,0]}}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "run", dir, "--requests", reqs)
+	if code != exitOK || !strings.Contains(out, `"seen":{"dtype":"float32","shape":[2,4],"data":[1,1,1,0,0,0,0,0]}`) {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,186 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// MaskToLengths rewrites a model whose graph takes an attention mask (a
+// [batch, sequence] input of ones then zeros per row, as transformer
+// encoders take) to take the lengths of its rows instead: an int64
+// [batch] input called lengths, from which the graph computes the mask
+// itself (position < length, cast to the mask's element type), under the
+// mask's name, so that every node that read the mask reads the same
+// values. genaic pads by lengths, never by masks (a padded port's lengths
+// must be a graph input): the rewritten graph can be padded.
+//
+// The sequence extent is read from like, another graph input whose axis 1
+// is the mask's sequence; "" picks the first input of the mask's leading
+// dimensions. The weights are kept as they are (external data included:
+// the rewritten model refers to the same files). The graph must import the
+// default operator set at version 11 or later (Range).
+func MaskToLengths(m *onnxpb.ModelProto, mask, like, lengths string) error {
+	g := m.GetGraph()
+	if g == nil {
+		return fmt.Errorf("the model has no graph")
+	}
+	at := slices.IndexFunc(g.Input, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == mask })
+	if at < 0 {
+		return fmt.Errorf("the graph has no input %q; its inputs are %v", mask, inputNames(g))
+	}
+	if slices.ContainsFunc(g.Input[at+1:], func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == mask }) {
+		return fmt.Errorf("the graph lists input %q twice", mask)
+	}
+	mv := value(g.Input[at])
+	if mv.ElemType == 0 || !mv.HasShape || len(mv.Dims) != 2 {
+		return fmt.Errorf("input %q is %s %s, not a mask [batch, sequence]", mask, orUnknown(mv.DType()), mv.ShapeText())
+	}
+	if slices.ContainsFunc(g.Initializer, func(t *onnxpb.TensorProto) bool { return t.GetName() == mask }) {
+		return fmt.Errorf("input %q is backed by an initializer: it is a constant, not the caller's mask", mask)
+	}
+	src, err := sequenceSource(g, mv, like)
+	if err != nil {
+		return err
+	}
+	version := int64(0)
+	for _, o := range m.OpsetImport {
+		if o.GetDomain() == "" || o.GetDomain() == "ai.onnx" {
+			version = o.GetVersion()
+		}
+	}
+	if version < 11 {
+		return fmt.Errorf("the graph imports the default operator set at version %d; computing the mask takes Range, from version 11: export the model at opset 11 or later", version)
+	}
+	if used := valueNames(g); used[lengths] {
+		return fmt.Errorf("the graph already has a value called %q: name the lengths input otherwise", lengths)
+	}
+
+	// The nodes that compute the mask, named under a prefix no graph
+	// value uses.
+	prefix := "genaic_mask"
+	for used := valueNames(g); used[prefix+"/pos"] || used[prefix+"/seq"]; {
+		prefix += "_"
+	}
+	name := func(s string) string { return prefix + "/" + s }
+	var nodes []*onnxpb.NodeProto
+	op := func(opType, out string, ins []string, attrs ...*onnxpb.AttributeProto) string {
+		nodes = append(nodes, &onnxpb.NodeProto{OpType: opType, Name: out, Input: ins, Output: []string{out}, Attribute: attrs})
+		return out
+	}
+	constant := func(out string, dims []int64, vs ...int64) string {
+		raw := make([]byte, 0, 8*len(vs))
+		for _, v := range vs {
+			raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
+		}
+		t := &onnxpb.TensorProto{Name: out, DataType: int32(onnxpb.TensorProto_INT64), Dims: dims, RawData: raw}
+		return op("Constant", out, nil, &onnxpb.AttributeProto{Name: "value", Type: onnxpb.AttributeProto_TENSOR, T: t})
+	}
+	unsqueeze := func(out, in string, axis int64) string {
+		if version >= 13 {
+			return op("Unsqueeze", out, []string{in, constant(out+"_axes", []int64{1}, axis)})
+		}
+		return op("Unsqueeze", out, []string{in}, &onnxpb.AttributeProto{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: []int64{axis}})
+	}
+	zero, one := constant(name("zero"), nil, 0), constant(name("one"), nil, 1)
+	seq := op("Gather", name("seq"), []string{op("Shape", name("shape"), []string{src}), one},
+		&onnxpb.AttributeProto{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0})
+	pos := unsqueeze(name("pos_row"), op("Range", name("pos"), []string{zero, seq, one}), 0)
+	valid := op("Less", name("valid"), []string{pos, unsqueeze(name("length_col"), lengths, 1)})
+	op("Cast", mask, []string{valid}, &onnxpb.AttributeProto{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(mv.ElemType)})
+	g.Node = append(nodes, g.Node...)
+
+	batch := proto2Dim(g.Input[at].GetType().GetTensorType().GetShape().GetDim()[0])
+	g.Input[at] = &onnxpb.ValueInfoProto{Name: lengths, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: int32(onnxpb.TensorProto_INT64),
+			Shape: &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{batch}}}}}}
+	return nil
+}
+
+// sequenceSource returns the input the sequence extent is read from: like,
+// or the first other input whose leading dimensions are the mask's.
+func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, error) {
+	initialized := map[string]bool{}
+	for _, t := range g.Initializer {
+		initialized[t.GetName()] = true
+	}
+	for _, in := range g.Input {
+		v := value(in)
+		if v.Name == mask.Name || initialized[v.Name] {
+			continue
+		}
+		if like != "" {
+			if v.Name != like {
+				continue
+			}
+			if v.HasShape && len(v.Dims) < 2 {
+				return "", fmt.Errorf("input %q has shape %s: it has no axis 1 to read the sequence extent from", like, v.ShapeText())
+			}
+			return like, nil
+		}
+		if v.HasShape && len(v.Dims) >= 2 && sameDim(v.Dims[0], mask.Dims[0]) && sameDim(v.Dims[1], mask.Dims[1]) {
+			return v.Name, nil
+		}
+	}
+	if like != "" {
+		return "", fmt.Errorf("the graph has no input %q (other than the mask) to read the sequence extent from; its inputs are %v", like, inputNames(g))
+	}
+	return "", fmt.Errorf("no other input of the graph has the mask's shape %s to read the sequence extent from: name one whose axis 1 is the sequence", mask.ShapeText())
+}
+
+// sameDim reports whether two graph dimensions are the same extent: the
+// same symbol, or the same literal.
+func sameDim(a, b Dim) bool {
+	switch {
+	case a.Literal || b.Literal:
+		return a.Literal && b.Literal && a.Value == b.Value
+	default:
+		return a.Param != "" && a.Param == b.Param
+	}
+}
+
+// proto2Dim copies a shape dimension.
+func proto2Dim(d *onnxpb.TensorShapeProto_Dimension) *onnxpb.TensorShapeProto_Dimension {
+	switch x := d.GetValue().(type) {
+	case *onnxpb.TensorShapeProto_Dimension_DimValue:
+		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: x.DimValue}}
+	case *onnxpb.TensorShapeProto_Dimension_DimParam:
+		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: x.DimParam}}
+	}
+	return &onnxpb.TensorShapeProto_Dimension{}
+}
+
+// valueNames are the names of the graph's values: inputs, outputs,
+// initializers and node outputs.
+func valueNames(g *onnxpb.GraphProto) map[string]bool {
+	names := map[string]bool{}
+	for _, v := range slices.Concat(g.Input, g.Output) {
+		names[v.GetName()] = true
+	}
+	for _, t := range g.Initializer {
+		names[t.GetName()] = true
+	}
+	for _, n := range g.Node {
+		for _, o := range n.Output {
+			names[o] = true
+		}
+	}
+	return names
+}
+
+func inputNames(g *onnxpb.GraphProto) []string {
+	var names []string
+	for _, v := range g.Input {
+		names = append(names, v.GetName())
+	}
+	return names
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "a value of no tensor type"
+	}
+	return s
+}
