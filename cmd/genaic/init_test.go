@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/onnx/onnxpb"
 	"github.com/genaic/genaic/vm/jsonio"
 )
@@ -107,13 +106,7 @@ func writeModel(t *testing.T, path string, inputs, outputs []*onnxpb.ValueInfoPr
 	for _, n := range inits {
 		g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: n, DataType: 1, Dims: []int64{1}, RawData: []byte{0, 0, 128, 63}})
 	}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeGraph(t, path, g, 17)
 }
 
 // TestInitChainsMatchingNames: a graph input takes an earlier model's
@@ -207,13 +200,7 @@ func TestInitializerOverride(t *testing.T) {
 		Node:        []*onnxpb.NodeProto{{OpType: "Mul", Input: []string{"x", "scale"}, Output: []string{"y"}}},
 		Initializer: []*onnxpb.TensorProto{{Name: "scale", DataType: 1, Dims: []int64{1}, RawData: []byte{0, 0, 0, 64}}}, // 2.0
 	}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "scaler.onnx"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeGraph(t, filepath.Join(dir, "scaler.onnx"), g, 17)
 	const doc = `schema_version: v1.1
 pipeline:
   workflow:

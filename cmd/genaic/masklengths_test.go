@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
@@ -72,13 +71,7 @@ func writeMaskedEncoderOf(t *testing.T, path string, vocab, width int64) {
 			node("ReduceSum", "count", []string{"mf", "axis1"}, intAttr("keepdims", 1)),
 			node("Div", "pooled", []string{"sum", "count"}),
 		}}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeGraph(t, path, g, 17)
 }
 
 // TestMaskLengths: mask-lengths rewrites a masked encoder to take
@@ -251,13 +244,7 @@ func TestMaskLengthsOlderOpsetAndBoolMask(t *testing.T) {
 		Output: []*onnxpb.ValueInfoProto{tensorInfo("seen", 1, "b", "s")},
 		Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{"mask"}, Output: []string{"seen"},
 			Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}}}}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 7, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 12}}, Graph: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "old.onnx"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeGraph(t, filepath.Join(dir, "old.onnx"), g, 12)
 	if out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "old.onnx"), "-o", filepath.Join(dir, "m.onnx"), "--lengths", "n"); code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/internal/testmodels"
 	"github.com/genaic/genaic/onnx"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
@@ -42,22 +43,24 @@ func tensorInfo(name string, elem int32, dims ...any) *onnxpb.ValueInfoProto {
 		TensorType: &onnxpb.TypeProto_Tensor{ElemType: elem, Shape: shape}}}}
 }
 
-// writeSequenceModel writes a graph x [n, 4] → y (Identity) and scores
-// (SequenceConstruct of x: a sequence of float tensors, as a classifier's
-// sequence of maps is not a tensor either). onnxpb models only tensor
-// types, so the sequence_type (TypeProto field 4) is written as raw bytes.
+// writeSequenceModel writes testmodels.SequenceOutput: x [n, 4] → y and
+// scores, a sequence.
 func writeSequenceModel(t *testing.T, path string) {
 	t.Helper()
-	seq := &onnxpb.ValueInfoProto{Name: "scores", Type: &onnxpb.TypeProto{}}
-	seq.Type.ProtoReflect().SetUnknown([]byte{0x22, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01})
-	g := &onnxpb.GraphProto{Name: "g",
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "n", 4)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "n", 4), seq},
-		Node: []*onnxpb.NodeProto{
-			{OpType: "Identity", Input: []string{"x"}, Output: []string{"y"}},
-			{OpType: "SequenceConstruct", Input: []string{"x"}, Output: []string{"scores"}},
-		}}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
+	b, err := testmodels.SequenceOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeGraph writes a model of graph g importing the default operator set
+// at opset.
+func writeGraph(t *testing.T, path string, g *onnxpb.GraphProto, opset int64) {
+	t.Helper()
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: opset}}, Graph: g})
 	if err != nil {
 		t.Fatal(err)
 	}

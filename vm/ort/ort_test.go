@@ -20,8 +20,6 @@ import (
 	"github.com/genaic/genaic/internal/testenv"
 	"github.com/genaic/genaic/internal/testmodels"
 	"github.com/genaic/genaic/ir"
-	"github.com/genaic/genaic/onnx"
-	"github.com/genaic/genaic/onnx/onnxpb"
 	"github.com/genaic/genaic/vm/ortlib"
 )
 
@@ -241,16 +239,7 @@ func TestPortMismatch(t *testing.T) {
 func TestPortsAsCheckSeesThem(t *testing.T) {
 	newBackend(t, Options{})
 	dir := t.TempDir()
-	seq := &onnxpb.ValueInfoProto{Name: "scores", Type: &onnxpb.TypeProto{}}
-	seq.Type.ProtoReflect().SetUnknown([]byte{0x22, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01}) // a sequence_type
-	g := &onnxpb.GraphProto{Name: "g",
-		Input:  []*onnxpb.ValueInfoProto{{Name: "x", Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: 1}}}}},
-		Output: []*onnxpb.ValueInfoProto{{Name: "y", Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: 1}}}}, seq},
-		Node: []*onnxpb.NodeProto{
-			{OpType: "Identity", Input: []string{"x"}, Output: []string{"y"}},
-			{OpType: "SequenceConstruct", Input: []string{"x"}, Output: []string{"scores"}},
-		}}
-	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
+	b, err := testmodels.SequenceOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,14 +247,14 @@ func TestPortsAsCheckSeesThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	comp := &ir.Component{Name: "m", Impl: ir.ImplONNX, Artifact: "m.onnx",
-		Inputs:  []*ir.Port{{Name: "x", Contract: contract("float32", "n")}},
-		Outputs: []*ir.Port{{Name: "y", Contract: contract("float32", "n")}}}
+		Inputs:  []*ir.Port{{Name: "x", Contract: contract("float32", "n", 4)}},
+		Outputs: []*ir.Port{{Name: "y", Contract: contract("float32", "n", 4)}}}
 	s, err := newBackend(t, Options{}).Load(comp, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	x := &backend.Tensor{DType: "float32", Shape: []int64{3}, Data: []float32{1, 2, 3}}
+	x := &backend.Tensor{DType: "float32", Shape: []int64{2, 4}, Data: []float32{1, 2, 3, 4, 5, 6, 7, 8}}
 	out, err := s.Run(context.Background(), map[string]*backend.Tensor{"x": x}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +262,7 @@ func TestPortsAsCheckSeesThem(t *testing.T) {
 	if y := out["y"]; len(out) != 1 || y == nil || !reflect.DeepEqual(y.Data, x.Data) {
 		t.Errorf("got %v, want y = x alone", out)
 	}
-	comp.Outputs = append(comp.Outputs, &ir.Port{Name: "scores", Contract: contract("float32", "n")})
+	comp.Outputs = append(comp.Outputs, &ir.Port{Name: "scores", Contract: contract("float32", "n", 4)})
 	_, err = newBackend(t, Options{}).Load(comp, dir)
 	wantErr(t, err, "output port `scores` is a tensor, but the graph's output is not", "genaic carries tensors only")
 }
