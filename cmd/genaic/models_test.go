@@ -107,6 +107,65 @@ pipeline:
 	}
 }
 
+// TestPassThroughOutput: a graph that hands an input back as an output
+// (as exports do that return their ids beside the embeddings) answers it
+// with the request's values, grouped and solo; a buffer planned for it
+// would come back as zeros, since ONNX Runtime writes nothing there.
+func TestPassThroughOutput(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "relu.onnx"), &onnxpb.GraphProto{Name: "g",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "n", 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "n", 4), tensorInfo("y", 1, "n", 4)},
+		Node:   []*onnxpb.NodeProto{{OpType: "Relu", Input: []string{"x"}, Output: []string{"y"}}}}, 17)
+	const doc = `schema_version: v1.1
+pipeline:
+  workflow:
+    inputs:
+      x: { contract: { dtype: float32, shape: [n, 4], batch_layout: { kind: request_aligned, axis: 0 } }, role: { kind: opaque }, source: { kind: request } }
+    outputs:
+      x: { contract: { dtype: float32, shape: [n, 4], batch_layout: { kind: request_aligned, axis: 0 } }, role: tensor, stage: pre_adapter }
+      "y": { contract: { dtype: float32, shape: [n, 4], batch_layout: { kind: request_aligned, axis: 0 } }, role: tensor, stage: pre_adapter }
+    components:
+      relu:
+        implementation: { kind: onnx, artifact: relu.onnx }
+        batch_capacity: { budgets: [{ dimensions: [n], max_total: 8 }] }
+        ports:
+          inputs:
+            x: { dtype: float32, shape: [n, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+          outputs:
+            x: { dtype: float32, shape: [n, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+            "y": { dtype: float32, shape: [n, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+    steps:
+      - { kind: invoke, component: relu, inputs: { x: x }, outputs: { x: passed, "y": relu } }
+      - { kind: emit, value: passed, output: x, mode: replace }
+      - { kind: emit, value: relu, output: "y", mode: replace }
+`
+	if err := os.WriteFile(filepath.Join(dir, metadataName), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(`{"requests":[
+		{"id":"a","inputs":{"x":{"dtype":"float32","shape":[1,4],"data":[1,-2,3,-4]}}},
+		{"id":"b","inputs":{"x":{"dtype":"float32","shape":[1,4],"data":[-5,6,-7,8]}}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"--stats", "--solo"} {
+		out, errOut, code := runCLI(t, "run", dir, "--requests", reqs, mode)
+		for _, want := range []string{
+			`"x":{"dtype":"float32","shape":[1,4],"data":[1,-2,3,-4]}`, `"y":{"dtype":"float32","shape":[1,4],"data":[1,0,3,0]}`,
+			`"x":{"dtype":"float32","shape":[1,4],"data":[-5,6,-7,8]}`, `"y":{"dtype":"float32","shape":[1,4],"data":[0,6,0,8]}`,
+		} {
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("%s: exit %d, the responses lack %s\n%s%s", mode, code, want, out, errOut)
+			}
+		}
+		if mode == "--stats" && !strings.Contains(out, `"max_group_requests": 2`) {
+			t.Errorf("the two requests were not grouped:\n%s", out)
+		}
+	}
+}
+
 // TestCheckRefusesAModelThatCannotMaskPadding is the case of issue 13: the
 // image_padded package with an encoder that takes no patch lengths. The
 // padded port is refused (model/lengths-unseen) by check of the folder and

@@ -56,14 +56,18 @@ func planInputs(ins []ortgo.InputOutputInfo) []inPort {
 // planOutputs works out, for each graph output, where each of its extents
 // comes from. An extent the graph fixes is taken first; else the contract's
 // literal; else the contract's symbol, when an input's contract names the
-// same symbol (its extent is then bound by the call's tensors).
+// same symbol (its extent is then bound by the call's tensors). An output
+// that is a graph input passed through is never planned: ONNX Runtime
+// writes nothing into a buffer given for it, and hands back the input's
+// value when it allocates the output itself.
 func planOutputs(comp *ir.Component, ins, outs []ortgo.InputOutputInfo) []outPort {
 	syms := inputSymbols(comp, ins)
 	ports := make([]outPort, len(outs))
 	for i, o := range outs {
 		ports[i].info = o
 		ports[i].dtype, _ = dtypeName(o.DataType)
-		if _, host := hostTypes[ports[i].dtype]; host && o.OrtValueType == ortgo.ONNXTypeTensor {
+		passed := slices.ContainsFunc(ins, func(in ortgo.InputOutputInfo) bool { return in.Name == o.Name })
+		if _, host := hostTypes[ports[i].dtype]; host && o.OrtValueType == ortgo.ONNXTypeTensor && !passed {
 			c := contractOf(comp.Outputs, o.Name)
 			ports[i].plan = planShape(o.Dimensions, c, withUnits(syms, c, comp, ins))
 		}

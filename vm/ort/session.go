@@ -539,6 +539,9 @@ func (s *session) explain(err error) error {
 	}
 	for i := range s.outputs {
 		if o := &s.outputs[i]; len(o.info.Dimensions) == 0 && o.info.OrtValueType == ortgo.ONNXTypeTensor && (o.plan == nil || o.missed.Load()) {
+			if slices.Contains(s.inNames, o.info.Name) {
+				return fmt.Errorf("%w (graph output `%s` is a scalar input passed through, which onnxruntime_go v1.27.0 cannot return: leave the output undeclared, the caller has its value)", err, o.info.Name)
+			}
 			return fmt.Errorf("%w (graph output `%s` is a scalar, which onnxruntime_go v1.27.0 returns only into a value made before the run: declare its port with shape [])", err, o.info.Name)
 		}
 	}
