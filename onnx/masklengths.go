@@ -55,7 +55,7 @@ func MaskToLengths(m *onnxpb.ModelProto, mask, like, lengths string) error {
 		return fmt.Errorf("the graph imports the default operator set at version %d; computing the mask takes Range, from version 11: export the model at opset 11 or later", version)
 	}
 	if used := valueNames(g); used[lengths] {
-		return fmt.Errorf("the graph already has a value called %q: name the lengths input otherwise", lengths)
+		return fmt.Errorf("the graph already has a value called %q: name the lengths input otherwise (genaic mask-lengths --lengths)", lengths)
 	}
 
 	// The nodes that compute the mask, named under a prefix no graph
@@ -127,7 +127,7 @@ func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, erro
 	if like != "" {
 		return "", fmt.Errorf("the graph has no input %q (other than the mask) to read the sequence extent from; its inputs are %v", like, inputNames(g))
 	}
-	return "", fmt.Errorf("no other input of the graph has the mask's shape %s to read the sequence extent from: name one whose axis 1 is the sequence", mask.ShapeText())
+	return "", fmt.Errorf("no other input of the graph has the mask's shape %s to read the sequence extent from: name one whose axis 1 is the sequence (genaic mask-lengths --like)", mask.ShapeText())
 }
 
 // sameDim reports whether two graph dimensions are the same extent: the
