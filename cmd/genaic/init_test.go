@@ -263,7 +263,7 @@ func TestInitMaskedModel(t *testing.T) {
 		"#   uniform_dimensions: [sequence]",
 		"# only where the graph takes their lengths (int64, one per item): attention_mask\n",
 		"# is a mask, not lengths,",
-		"# `genaic mask-lengths MODEL.onnx -o NEW.onnx` rewrites it to take lengths.",
+		"# `genaic mask-lengths encoder.onnx -o encoder_lengths.onnx` rewrites it to take lengths.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the document lacks %q:\n%s", want, out)

@@ -488,7 +488,8 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 		line(7, "# only where the graph takes their lengths (int64, one per item): %s", h.mask)
 		line(7, "# is a mask, not lengths, so as exported this model groups items that")
 		line(7, "# agree on every dimension (uniform_dimensions) and is never padded;")
-		line(7, "# `genaic mask-lengths MODEL.onnx -o NEW.onnx` rewrites it to take lengths.")
+		stem := strings.TrimSuffix(c.artifact, filepath.Ext(c.artifact))
+		line(7, "# `genaic mask-lengths %s -o %s_lengths.onnx` rewrites it to take lengths.", c.artifact, stem)
 		return
 	}
 	line(7, "# Items that differ in a dimension may be right-padded to the longest;")
