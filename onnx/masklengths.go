@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
@@ -59,10 +60,17 @@ func MaskToLengths(m *onnxpb.ModelProto, mask, like, lengths string) error {
 	}
 
 	// The nodes that compute the mask, named under a prefix no graph
-	// value uses.
+	// value's name starts with.
 	prefix := "genaic_mask"
-	for used := valueNames(g); used[prefix+"/pos"] || used[prefix+"/seq"]; {
-		prefix += "_"
+	used := valueNames(g)
+	for taken := true; taken; {
+		taken = false
+		for n := range used {
+			if strings.HasPrefix(n, prefix+"/") {
+				taken, prefix = true, prefix+"_"
+				break
+			}
+		}
 	}
 	name := func(s string) string { return prefix + "/" + s }
 	var nodes []*onnxpb.NodeProto

@@ -47,11 +47,38 @@ func TestMaskToLengths(t *testing.T) {
 		if last < 0 || nodes[last].OpType != "Cast" || nodes[last].Attribute[0].I != 7 || nodes[len(nodes)-1].OpType != "Add" {
 			t.Errorf("opset %d: the mask is not cast to int64 before the graph's own nodes", opset)
 		}
+		for _, n := range nodes[:last] {
+			if !strings.HasPrefix(n.Output[0], "genaic_mask/") {
+				t.Errorf("opset %d: node output %q is not under the rewrite's prefix", opset, n.Output[0])
+			}
+		}
 		for _, n := range nodes {
 			if n.OpType == "Unsqueeze" && (len(n.Input) == 2) != (opset >= 13) {
 				t.Errorf("opset %d: Unsqueeze with inputs %v, attributes %v", opset, n.Input, n.Attribute)
 			}
 		}
+	}
+}
+
+// TestMaskToLengthsPrefix: the rewrite's nodes take a prefix no value of
+// the graph starts with.
+func TestMaskToLengthsPrefix(t *testing.T) {
+	m := maskedModel(17)
+	m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{OpType: "Identity", Input: []string{"sum"}, Output: []string{"genaic_mask/valid"}})
+	if err := MaskToLengths(m, "mask", "", "lengths"); err != nil {
+		t.Fatal(err)
+	}
+	outs := map[string]int{}
+	for _, n := range m.Graph.Node {
+		outs[n.Output[0]]++
+	}
+	for name, n := range outs {
+		if n > 1 {
+			t.Errorf("%d nodes write %q", n, name)
+		}
+	}
+	if outs["genaic_mask_/valid"] != 1 {
+		t.Errorf("the rewrite's nodes are not under genaic_mask_/: %v", outs)
 	}
 }
 
