@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -41,4 +44,34 @@ func checkJSONOf(t *testing.T, paths ...string) (checkJSON, int) {
 		t.Fatalf("check --json printed no JSON (exit %d): %v\nstdout: %s\nstderr: %s", code, err, out, stderr)
 	}
 	return rep, code
+}
+
+// TestUsageNamesEveryFlag: a command's usage line (genaic help, and the
+// first line of its -h) names every flag it takes, except those for genaic
+// developers; and docs/cli.md has a section for every command.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagLine := regexp.MustCompile(`^  -([a-z0-9-]+)`)
+	for name, c := range commands {
+		if !strings.Contains(string(doc), "\n### genaic "+name+"\n") {
+			t.Errorf("docs/cli.md has no section ### genaic %s", name)
+		}
+		_, help, code := runCLI(t, name, "-h")
+		if code != exitOK && code != exitUsage {
+			t.Fatalf("%s -h: exit %d", name, code)
+		}
+		lines := strings.Split(help, "\n")
+		for i, l := range lines {
+			m := flagLine.FindStringSubmatch(l)
+			if m == nil || i+1 < len(lines) && strings.Contains(lines[i+1], "(for genaic developers)") {
+				continue
+			}
+			if !regexp.MustCompile(`(^|[ \[])--?` + regexp.QuoteMeta(m[1]) + `\b`).MatchString(c.usage) {
+				t.Errorf("the usage of %s (%q) does not name its flag -%s", name, c.usage, m[1])
+			}
+		}
+	}
 }

@@ -23,7 +23,7 @@ import (
 func init() {
 	register(command{
 		name:    "inspect",
-		usage:   "inspect PATH|plan.json [--format text|json|dot|html]",
+		usage:   "inspect PATH|plan.json [--format text|json|dot|html] [--stats RESPONSES.json|URL]",
 		summary: "show the plan: components, group plans, budgets, splits, and why",
 		run:     runInspect,
 	})
