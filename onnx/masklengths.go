@@ -9,21 +9,34 @@ import (
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
-// MaskToLengths rewrites a model whose graph takes an attention mask (a
-// [batch, sequence] input of ones then zeros per row, as transformer
-// encoders take) to take the lengths of its rows instead: an int64
-// [batch] input called lengths, from which the graph computes the mask
-// itself (position < length, cast to the mask's element type), under the
-// mask's name, so that every node that read the mask reads the same
-// values. genaic pads by lengths, never by masks (a padded port's lengths
-// must be a graph input): the rewritten graph can be padded.
+// MaskRewrite says what MaskToLengths rewrites.
+type MaskRewrite struct {
+	Mask string // the graph input that is the mask, [batch, sequence]
+	// Like is the graph input whose axis 1 is the mask's sequence, read
+	// for its extent; "" picks the first input of the mask's leading
+	// dimensions.
+	Like    string
+	Lengths string // the name of the lengths input that replaces the mask
+	// OnesMarkPadding says the mask's ones mark the padding (a key padding
+	// mask), not the real positions (an attention mask).
+	OnesMarkPadding bool
+}
+
+// MaskToLengths rewrites a model whose graph takes a mask of its rows'
+// real positions (a [batch, sequence] input of ones then zeros per row, as
+// transformer encoders take an attention mask, or zeros then ones, a key
+// padding mask) to take the lengths of its rows instead: an int64 [batch]
+// input, from which the graph computes the mask itself (position < length,
+// or its negation, cast to the mask's element type), under the mask's
+// name, so that every node that read the mask reads the same values.
+// genaic pads by lengths, never by masks (a padded port's lengths must be
+// a graph input): the rewritten graph can be padded.
 //
-// The sequence extent is read from like, another graph input whose axis 1
-// is the mask's sequence; "" picks the first input of the mask's leading
-// dimensions. The weights are kept as they are (external data included:
-// the rewritten model refers to the same files). The graph must import the
-// default operator set at version 11 or later (Range).
-func MaskToLengths(m *onnxpb.ModelProto, mask, like, lengths string) error {
+// The weights are kept as they are (external data included: the rewritten
+// model refers to the same files). The graph must import the default
+// operator set at version 11 or later (Range).
+func MaskToLengths(m *onnxpb.ModelProto, r MaskRewrite) error {
+	mask, like, lengths := r.Mask, r.Like, r.Lengths
 	g := m.GetGraph()
 	if g == nil {
 		return fmt.Errorf("the model has no graph")
@@ -96,8 +109,11 @@ func MaskToLengths(m *onnxpb.ModelProto, mask, like, lengths string) error {
 	seq := op("Gather", name("seq"), []string{op("Shape", name("shape"), []string{src}), one},
 		&onnxpb.AttributeProto{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0})
 	pos := unsqueeze(name("pos_row"), op("Range", name("pos"), []string{zero, seq, one}), 0)
-	valid := op("Less", name("valid"), []string{pos, unsqueeze(name("length_col"), lengths, 1)})
-	op("Cast", mask, []string{valid}, &onnxpb.AttributeProto{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(mv.ElemType)})
+	marked := op("Less", name("valid"), []string{pos, unsqueeze(name("length_col"), lengths, 1)})
+	if r.OnesMarkPadding {
+		marked = op("Not", name("padding"), []string{marked})
+	}
+	op("Cast", mask, []string{marked}, &onnxpb.AttributeProto{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(mv.ElemType)})
 	g.Node = append(nodes, g.Node...)
 
 	batch := proto2Dim(g.Input[at].GetType().GetTensorType().GetShape().GetDim()[0])

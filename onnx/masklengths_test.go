@@ -28,7 +28,7 @@ func maskedModel(opset int64, inputs ...*onnxpb.ValueInfoProto) *onnxpb.ModelPro
 func TestMaskToLengths(t *testing.T) {
 	for _, opset := range []int64{12, 17} {
 		m := maskedModel(opset)
-		if err := MaskToLengths(m, "mask", "", "lengths"); err != nil {
+		if err := MaskToLengths(m, MaskRewrite{Mask: "mask", Lengths: "lengths"}); err != nil {
 			t.Fatal(err)
 		}
 		g, err := DecodeBytes(mustMarshal(t, m))
@@ -60,12 +60,25 @@ func TestMaskToLengths(t *testing.T) {
 	}
 }
 
+// TestMaskToLengthsPaddingMask: a mask whose ones mark the padding is
+// computed as the negation of position < length.
+func TestMaskToLengthsPaddingMask(t *testing.T) {
+	m := maskedModel(17)
+	if err := MaskToLengths(m, MaskRewrite{Mask: "mask", Lengths: "lengths", OnesMarkPadding: true}); err != nil {
+		t.Fatal(err)
+	}
+	at := slices.IndexFunc(m.Graph.Node, func(n *onnxpb.NodeProto) bool { return n.Output[0] == "mask" })
+	if at < 1 || m.Graph.Node[at-1].OpType != "Not" || m.Graph.Node[at-2].OpType != "Less" || m.Graph.Node[at].Input[0] != m.Graph.Node[at-1].Output[0] {
+		t.Errorf("the mask is not cast from Not(Less(position, length)): %v", m.Graph.Node[:at+1])
+	}
+}
+
 // TestMaskToLengthsPrefix: the rewrite's nodes take a prefix no value of
 // the graph starts with.
 func TestMaskToLengthsPrefix(t *testing.T) {
 	m := maskedModel(17)
 	m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{OpType: "Identity", Input: []string{"sum"}, Output: []string{"genaic_mask/valid"}})
-	if err := MaskToLengths(m, "mask", "", "lengths"); err != nil {
+	if err := MaskToLengths(m, MaskRewrite{Mask: "mask", Lengths: "lengths"}); err != nil {
 		t.Fatal(err)
 	}
 	outs := map[string]int{}
@@ -99,7 +112,7 @@ func TestMaskToLengthsRefusals(t *testing.T) {
 		{"taken", maskedModel(17), "mask", "", "sum", `already has a value called "sum"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := MaskToLengths(tt.m, tt.mask, tt.like, tt.lname)
+			err := MaskToLengths(tt.m, MaskRewrite{Mask: tt.mask, Like: tt.like, Lengths: tt.lname})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want %q", err, tt.want)
 			}
@@ -120,7 +133,7 @@ func FuzzMaskToLengths(f *testing.F) {
 			return
 		}
 		_, readable := DecodeBytes(b)
-		if err := MaskToLengths(&m, "mask", "", "lengths"); err != nil || readable != nil {
+		if err := MaskToLengths(&m, MaskRewrite{Mask: "mask", Lengths: "lengths"}); err != nil || readable != nil {
 			return
 		}
 		out, err := Marshal(&m)

@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "mask-lengths",
-		usage:   "mask-lengths MODEL.onnx -o OUT.onnx [--mask NAME] [--like NAME] [--lengths NAME] [--force]",
+		usage:   "mask-lengths MODEL.onnx -o OUT.onnx [--mask NAME] [--ones valid|padding] [--like NAME] [--lengths NAME] [--force]",
 		summary: "rewrite a model that takes an attention mask to take the lengths of its rows instead, so that a package may pad it",
 		run:     runMaskLengths,
 	})
@@ -36,6 +36,7 @@ func runMaskLengths(e *env, args []string) int {
 	mask := flags.String("mask", "", "the graph input that is the attention mask, [batch, sequence] (default: the one input named like a mask)")
 	like := flags.String("like", "", "the graph input whose axis 1 is the sequence, read for its extent (default: the first input of the mask's leading dimensions)")
 	lengths := flags.String("lengths", "lengths", "the name of the lengths input that replaces the mask")
+	ones := flags.String("ones", "", "what the mask's ones mark: valid (the real positions, as an attention mask's do; the default) or padding (as a key padding mask's do); required for a mask named like a padding mask")
 	force := flags.Bool("force", false, "replace OUT.onnx if it exists")
 	paths, ok := parseFlags(e, flags, c, args)
 	if !ok {
@@ -87,7 +88,23 @@ func runMaskLengths(e *env, args []string) int {
 			return exitUsage
 		}
 	}
-	if err := onnx.MaskToLengths(&m, *mask, *like, *lengths); err != nil {
+	switch *ones {
+	case "valid", "padding":
+	case "":
+		// A mask whose ones mark padding, taken for one whose ones mark
+		// the real positions, would be rewritten to attend to nothing
+		// but the padding: the name decides only where it cannot mislead.
+		if strings.Contains(strings.ToLower(*mask), "pad") {
+			e.errorf("mask-lengths: input %s is named like a padding mask, whose ones mark the padding: say what its ones mark with --ones padding or --ones valid", *mask)
+			return exitUsage
+		}
+		*ones = "valid"
+	default:
+		e.errorf("mask-lengths: --ones %q: say valid (the mask's ones mark the real positions) or padding", *ones)
+		return exitUsage
+	}
+	r := onnx.MaskRewrite{Mask: *mask, Like: *like, Lengths: *lengths, OnesMarkPadding: *ones == "padding"}
+	if err := onnx.MaskToLengths(&m, r); err != nil {
 		e.errorf("mask-lengths: %s: %v", in, err)
 		return exitUsage
 	}
@@ -98,7 +115,11 @@ func runMaskLengths(e *env, args []string) int {
 	if err := os.WriteFile(*out, rewritten, 0o644); err != nil {
 		return ioError(e, err)
 	}
-	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (position < length)\n", *out, *mask, *lengths)
+	rule := "position < length"
+	if r.OnesMarkPadding {
+		rule = "position >= length"
+	}
+	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (ones where %s)\n", *out, *mask, *lengths, rule)
 	fmt.Fprintf(e.stdout, "next: pad the sequence with valid_lengths %s (docs/authoring.md#padding); `genaic init %s` writes a starting document\n", *lengths, *out)
 	return exitOK
 }

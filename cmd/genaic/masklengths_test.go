@@ -235,31 +235,48 @@ func pooledOf(t *testing.T, dir string, reqs []string, flag string) map[string][
 
 // TestMaskLengthsOlderOpsetAndBoolMask: at opset 12 (Unsqueeze takes its
 // axes as an attribute) a boolean mask is computed as the graph's
-// exporter would have given it: ones below each row's length, in the
-// mask's element type.
+// exporter would have given it, in the mask's element type: ones below
+// each row's length for an attention mask, ones from it on for a key
+// padding mask, whose name mask-lengths will not guess from.
 func TestMaskLengthsOlderOpsetAndBoolMask(t *testing.T) {
-	dir := t.TempDir()
-	g := &onnxpb.GraphProto{Name: "g",
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "b", "s"), tensorInfo("mask", 9, "b", "s")},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("seen", 1, "b", "s")},
-		Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{"mask"}, Output: []string{"seen"},
-			Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}}}}
-	writeGraph(t, filepath.Join(dir, "old.onnx"), g, 12)
-	if out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "old.onnx"), "-o", filepath.Join(dir, "m.onnx"), "--lengths", "n"); code != exitOK {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	if err := os.Remove(filepath.Join(dir, "old.onnx")); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "m.onnx")); code != exitOK {
-		t.Fatalf("init: %s", errOut)
-	}
-	reqs := filepath.Join(dir, "requests.json")
-	if err := os.WriteFile(reqs, []byte(`{"requests":[{"id":"a","inputs":{"ids":{"dtype":"int64","shape":[2,4],"data":[5,6,7,8,5,6,7,8]},"n":{"dtype":"int64","shape":[2],"data":[3,0]}}}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, code := runCLI(t, "run", dir, "--requests", reqs)
-	if code != exitOK || !strings.Contains(out, `"seen":{"dtype":"float32","shape":[2,4],"data":[1,1,1,0,0,0,0,0]}`) {
-		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	for _, tt := range []struct {
+		mask string
+		ones []string // --ones, if any
+		want string
+	}{
+		{"mask", nil, "[1,1,1,0,0,0,0,0]"},
+		{"key_padding_mask", []string{"--ones", "padding"}, "[0,0,0,1,1,1,1,1]"},
+	} {
+		t.Run(tt.mask, func(t *testing.T) {
+			dir := t.TempDir()
+			writeGraph(t, filepath.Join(dir, "old.onnx"), &onnxpb.GraphProto{Name: "g",
+				Input:  []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "b", "s"), tensorInfo(tt.mask, 9, "b", "s")},
+				Output: []*onnxpb.ValueInfoProto{tensorInfo("seen", 1, "b", "s")},
+				Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{tt.mask}, Output: []string{"seen"},
+					Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}}}}, 12)
+			args := []string{"mask-lengths", filepath.Join(dir, "old.onnx"), "-o", filepath.Join(dir, "m.onnx"), "--lengths", "n"}
+			if tt.ones != nil {
+				if _, errOut, code := runCLI(t, args...); code != exitUsage || !strings.Contains(errOut, "say what its ones mark with --ones padding or --ones valid") {
+					t.Fatalf("without --ones: exit %d, %s", code, errOut)
+				}
+			}
+			if out, errOut, code := runCLI(t, append(args, tt.ones...)...); code != exitOK {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if err := os.Remove(filepath.Join(dir, "old.onnx")); err != nil {
+				t.Fatal(err)
+			}
+			if _, errOut, code := runCLI(t, "init", filepath.Join(dir, "m.onnx")); code != exitOK {
+				t.Fatalf("init: %s", errOut)
+			}
+			reqs := filepath.Join(dir, "requests.json")
+			if err := os.WriteFile(reqs, []byte(`{"requests":[{"id":"a","inputs":{"ids":{"dtype":"int64","shape":[2,4],"data":[5,6,7,8,5,6,7,8]},"n":{"dtype":"int64","shape":[2],"data":[3,0]}}}]}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := runCLI(t, "run", dir, "--requests", reqs)
+			if code != exitOK || !strings.Contains(out, `"seen":{"dtype":"float32","shape":[2,4],"data":`+tt.want+`}`) {
+				t.Errorf("exit %d, want seen %s\n%s%s", code, tt.want, out, errOut)
+			}
+		})
 	}
 }
