@@ -258,9 +258,13 @@ func (m *modelChecker) lengthsUnseen() map[string]bool {
 			if m.comp.Input(name) != nil {
 				unseen[name] = true
 			}
+			rewrite := ""
+			if i := slices.IndexFunc(m.g.Inputs, func(v onnx.Value) bool { return strings.Contains(strings.ToLower(v.Name), "mask") }); i >= 0 {
+				rewrite = fmt.Sprintf("; `genaic mask-lengths %s -o NEW.onnx` rewrites this one, which takes the mask `%s`, to take lengths", m.comp.Artifact, m.g.Inputs[i].Name)
+			}
 			m.c.Report(diag.ModelLengthsUnseen, packedLoc(pad.Lengths.Loc, pad.Loc, p.Loc),
-				"input port `%s` of component `%s` is padded on `%s` with valid_lengths `%s`, but the graph (%s) takes no input `%s`%s: the model cannot mask the padding, so grouping items of different `%s` could change a request's result\ndrop the padding (items then group only when `%s` agrees: list it in uniform_dimensions) or use a model that takes the lengths",
-				p.Name, m.comp.Name, pad.Dim.Name, name, m.comp.Artifact, name, graphNamesHint("inputs", name, m.g.Inputs), pad.Dim.Name, pad.Dim.Name)
+				"input port `%s` of component `%s` is padded on `%s` with valid_lengths `%s`, but the graph (%s) takes no input `%s`%s: the model cannot mask the padding, so grouping items of different `%s` could change a request's result\ndrop the padding (items then group only when `%s` agrees: list it in uniform_dimensions) or use a model that takes the lengths%s",
+				p.Name, m.comp.Name, pad.Dim.Name, name, m.comp.Artifact, name, graphNamesHint("inputs", name, m.g.Inputs), pad.Dim.Name, pad.Dim.Name, rewrite)
 		}
 	}
 	return unseen

@@ -179,6 +179,27 @@ pipeline:
 		t.Fatal(err)
 	}
 	checkClean(t, dir)
+
+	// The same document over the masked model: check refuses the padding
+	// and names the command that rewrites it.
+	unwritten := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(ref, "masked.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"encoder.onnx": b, metadataName: []byte(doc)} {
+		if err := os.WriteFile(filepath.Join(unwritten, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, code := checkJSONOf(t, unwritten)
+	found := false
+	for _, d := range rep.Files[0].Diagnostics {
+		found = found || d.Rule == "model/lengths-unseen" && strings.Contains(d.Help, "`genaic mask-lengths encoder.onnx -o NEW.onnx` rewrites this one, which takes the mask `attention_mask`")
+	}
+	if code != exitDiags || !found {
+		t.Errorf("check of the masked model padded: exit %d, %+v", code, rep.Files)
+	}
 	for _, mode := range []string{"--solo", "--stats"} {
 		got := pooledOf(t, dir, padded, mode)
 		for id, w := range want {
