@@ -20,7 +20,7 @@ import (
 func init() {
 	register(command{
 		name: "bench",
-		usage: "bench PKG|plan.json --requests FILE [--allow-abs] [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
+		usage: "bench PATH|plan.json --requests FILE [--allow-abs] [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
 			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal] " +
 			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D] [--priority N]",
 		summary: "load-test the same requests grouped, one at a time and sequentially, beside direct backend calls on the same batches (or a server, with --url/--grpc): throughput, latency, groups",

@@ -121,7 +121,7 @@ func parseFlags(e *env, fs *flag.FlagSet, c command, args []string) ([]string, b
 }
 
 // noStdin refuses "-" where a command does not read standard input; what
-// says what the argument is (such as "PKG|plan.json" or "--out").
+// says what the argument is (such as "PATH|plan.json" or "--out").
 func noStdin(e *env, cmd, what, arg, hint string) bool {
 	if arg != stdinArg {
 		return true

@@ -25,7 +25,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PKG|plan.json --requests FILE [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal]",
+		usage:   "run PATH|plan.json --requests FILE [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
