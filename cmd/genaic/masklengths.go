@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "mask-lengths",
-		usage:   "mask-lengths MODEL.onnx -o OUT.onnx [--mask NAME] [--ones valid|padding] [--like NAME] [--lengths NAME] [--force]",
+		usage:   "mask-lengths MODEL.onnx -o OUT.onnx [--mask NAME] [--ones valid|padding] [--like NAME] [--lengths NAME] [--no-probe] [--force]",
 		summary: "rewrite a model that takes an attention mask to take the lengths of its rows instead, so that a package may pad it",
 		run:     runMaskLengths,
 	})
@@ -38,6 +38,7 @@ func runMaskLengths(e *env, args []string) int {
 	lengths := flags.String("lengths", "lengths", "the name of the lengths input that replaces the mask")
 	ones := flags.String("ones", "", "what the mask's ones mark: valid (the real positions, as an attention mask's do; the default) or padding (as a key padding mask's do); required for a mask named like a padding mask")
 	force := flags.Bool("force", false, "replace OUT.onnx if it exists")
+	noProbe := flags.Bool("no-probe", false, "rewrite without first running the model on a probe that checks its mask masks the padding (the probe needs ONNX Runtime)")
 	paths, ok := parseFlags(e, flags, c, args)
 	if !ok {
 		return exitUsage
@@ -107,6 +108,24 @@ func runMaskLengths(e *env, args []string) int {
 	if err := onnx.MaskToLengths(&m, r); err != nil {
 		e.errorf("mask-lengths: %s: %v", in, err)
 		return exitUsage
+	}
+	if !*noProbe {
+		// Padding is only as safe as the model's masking: a row padded
+		// beside a longer one must give what it gives alone. The probe
+		// runs the model as it is on disk (m is rewritten by now).
+		g, err := onnx.DecodeBytes(b)
+		if err != nil {
+			e.errorf("mask-lengths: %s: %v", in, err)
+			return exitUsage
+		}
+		skipped, err := checkMasking(in, g, *mask, r.OnesMarkPadding)
+		if err != nil {
+			e.errorf("mask-lengths: %s: not rewritten: %v", in, err)
+			return exitDiags
+		}
+		if skipped != "" {
+			fmt.Fprintf(e.stderr, "genaic: mask-lengths: the masking was not probed: %s; compare `genaic run --solo` with grouped runs of the package\n", skipped)
+		}
 	}
 	rewritten, err := onnx.Marshal(&m)
 	if err != nil {

@@ -75,10 +75,11 @@ func writeMaskedEncoderOf(t *testing.T, path string, vocab, width int64) {
 }
 
 // TestMaskLengths: mask-lengths rewrites a masked encoder to take
-// lengths; a package pads the rewritten model, and grouping requests of
-// different lengths gives each what the masked model gives it alone,
-// unpadded with a mask of ones (and what the rewritten model gives it run
-// solo). Its refusals name what to do.
+// lengths, once a probe shows the mask masks; a package pads the
+// rewritten model, and grouping requests of different lengths gives each
+// what the masked model gives it alone, unpadded with a mask of ones (and
+// what the rewritten model gives it run solo). Its refusals name what to
+// do.
 func TestMaskLengths(t *testing.T) {
 	dir := t.TempDir()
 	masked, encoder := filepath.Join(dir, "masked.onnx"), filepath.Join(dir, "encoder.onnx")
@@ -102,8 +103,17 @@ func TestMaskLengths(t *testing.T) {
 			}
 		})
 	}
+	// The probe: taken for a key padding mask, the attention mask would
+	// leave each row attending to its padding alone.
+	if _, errOut, code := runCLI(t, "mask-lengths", masked, "-o", encoder, "--ones", "padding"); code != exitDiags ||
+		!strings.Contains(errOut, "not rewritten: output last_hidden_state of a row padded after 3 positions differs from the same row alone") || !strings.Contains(errOut, "(--ones valid)") {
+		t.Errorf("a mask of the wrong kind: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(encoder); err == nil {
+		t.Errorf("a refused rewrite wrote %s", encoder)
+	}
 	out, errOut, code := runCLI(t, "mask-lengths", masked, "-o", encoder)
-	if code != exitOK || !strings.Contains(out, "input attention_mask is now lengths") {
+	if code != exitOK || !strings.Contains(out, "input attention_mask is now lengths") || errOut != "" {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	if _, errOut, code := runCLI(t, "mask-lengths", masked, "-o", encoder); code != exitUsage || !strings.Contains(errOut, "pass --force") {
@@ -299,5 +309,20 @@ func TestMaskLengthsOlderOpsetAndBoolMask(t *testing.T) {
 				t.Errorf("exit %d, want seen %s\n%s%s", code, tt.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestMaskLengthsProbeSkips: where the probe cannot choose an input's
+// extent, mask-lengths rewrites the model and says the masking was not
+// probed, and what to compare instead.
+func TestMaskLengthsProbeSkips(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "m.onnx"), &onnxpb.GraphProto{Name: "g",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "b", "s"), tensorInfo("attention_mask", 7, "b", "s"), tensorInfo("extra", 1, "b", "f")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("seen", 7, "b", "s")},
+		Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"attention_mask"}, Output: []string{"seen"}}}}, 17)
+	out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "m.onnx"), "-o", filepath.Join(dir, "n.onnx"))
+	if code != exitOK || !strings.Contains(errOut, "the masking was not probed: input extra has an extent (f, axis 1) the probe cannot choose; compare `genaic run --solo`") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }

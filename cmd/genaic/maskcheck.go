@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/vm/ort"
+)
+
+// The probe mask-lengths checks a model's masking on: a batch of two rows
+// of probeLength positions, the second padded after its first probeValid,
+// against that second row alone and unpadded.
+const probeLength, probeValid = 6, 3
+
+// checkMasking runs the model at path on the probe and reports an error
+// where the padding the mask marks changes the real positions' outputs:
+// the mask's ones do not mean what ones says (valid or padding), or the
+// graph does not mask with it, and padding would change a request's
+// result. skipped says why it could not tell (an extent it cannot choose,
+// a dtype it cannot make, no output it can compare); both empty: the
+// masking holds on the probe.
+func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool) (skipped string, err error) {
+	mv := g.Input(mask)
+	if mv == nil || len(mv.Dims) != 2 {
+		return "", fmt.Errorf("input %s is not a mask [batch, sequence]", mask)
+	}
+	batch, seq := mv.Dims[0], mv.Dims[1]
+	comp := &ir.Component{Name: "probe", Impl: ir.ImplONNX, Artifact: filepath.Base(path)}
+	padded, alone := map[string]*backend.Tensor{}, map[string]*backend.Tensor{}
+	for _, v := range g.Inputs {
+		if v.Initialized {
+			continue
+		}
+		dt, ok := ir.LookupDType(v.DType())
+		if !ok || !v.HasShape || dt.Name == "float16" || dt.Name == "bfloat16" {
+			return fmt.Sprintf("input %s is %s %s, which the probe does not make", v.Name, v.DType(), v.ShapeText()), nil
+		}
+		comp.Inputs = append(comp.Inputs, &ir.Port{Name: v.Name})
+		seqAxis := -1
+		twoRows, oneRow := make([]int64, len(v.Dims)), make([]int64, len(v.Dims))
+		for i, d := range v.Dims {
+			switch {
+			case sameExtent(d, batch):
+				twoRows[i], oneRow[i] = 2, 1
+			case sameExtent(d, seq):
+				twoRows[i], oneRow[i], seqAxis = probeLength, probeValid, i
+			case d.Literal:
+				twoRows[i], oneRow[i] = d.Value, d.Value
+			default:
+				return fmt.Sprintf("input %s has an extent (%s, axis %d) the probe cannot choose", v.Name, d, i), nil
+			}
+		}
+		// Every row holds the same values by position, the padded positions
+		// zeros; the mask marks the first row whole and the second up to
+		// probeValid.
+		value := func(shape []int64, padRow bool) (*backend.Tensor, error) {
+			t, err := backend.NewTensor(dt.Name, shape)
+			if err != nil {
+				return nil, err
+			}
+			at := make([]int64, len(shape))
+			for k := range t.Len() {
+				pos := int64(0)
+				if seqAxis >= 0 {
+					pos = at[seqAxis]
+				}
+				row := int64(0)
+				if len(at) > 0 {
+					row = at[0]
+				}
+				real := !padRow || row == 0 || pos < probeValid
+				x := 0.0
+				switch {
+				case v.Name == mask && real != onesMarkPadding:
+					x = 1
+				case v.Name != mask && real:
+					x = float64(1 + pos%5)
+				}
+				setNumber(t, k, x)
+				for i := len(at) - 1; i >= 0; i-- {
+					if at[i]++; at[i] < shape[i] {
+						break
+					}
+					at[i] = 0
+				}
+			}
+			return t, nil
+		}
+		var err error
+		if padded[v.Name], err = value(twoRows, true); err != nil {
+			return err.Error(), nil
+		}
+		if alone[v.Name], err = value(oneRow, false); err != nil {
+			return err.Error(), nil
+		}
+	}
+	// The outputs to compare: those with a batch axis first; the sequence
+	// axis, where an output has one, up to probeValid.
+	type compared struct {
+		name   string
+		seqDim int
+	}
+	var outs []compared
+	for _, o := range g.Outputs {
+		if _, ok := ir.LookupDType(o.DType()); !ok || !o.HasShape || len(o.Dims) == 0 || !sameExtent(o.Dims[0], batch) {
+			continue
+		}
+		c := compared{name: o.Name, seqDim: -1}
+		for i, d := range o.Dims[1:] {
+			if sameExtent(d, seq) {
+				c.seqDim = i + 1
+			}
+		}
+		comp.Outputs = append(comp.Outputs, &ir.Port{Name: o.Name})
+		outs = append(outs, c)
+	}
+	if len(outs) == 0 {
+		return "no output has the mask's batch axis first, so the probe has nothing to compare", nil
+	}
+	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		return "", err
+	}
+	s, err := b.Load(comp, filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	wanted := make([]string, len(outs))
+	for i, o := range outs {
+		wanted[i] = o.name
+	}
+	got, err := s.Run(context.Background(), padded, wanted)
+	if err != nil {
+		return "", fmt.Errorf("run the model on a padded probe: %w", err)
+	}
+	want, err := s.Run(context.Background(), alone, wanted)
+	if err != nil {
+		return "", fmt.Errorf("run the model on a probe row alone: %w", err)
+	}
+	for _, o := range outs {
+		if i, differ := rowDiffers(got[o.name], want[o.name], o.seqDim); differ {
+			other := map[bool]string{true: "valid", false: "padding"}[onesMarkPadding]
+			return "", fmt.Errorf("output %s of a row padded after %d positions differs from the same row alone (element %d): the padding %s marks reaches the real positions; the model does not mask with %s, or the mask's ones mark the other kind of position (--ones %s)",
+				o.name, probeValid, i, mask, mask, other)
+		}
+	}
+	return "", nil
+}
+
+// rowDiffers compares row 1 of got (up to probeValid along seqDim, where
+// it is not -1) with row 0 of want, and returns the first element that
+// differs beyond a float tolerance.
+func rowDiffers(got, want *backend.Tensor, seqDim int) (int64, bool) {
+	if got == nil || want == nil || len(got.Shape) != len(want.Shape) {
+		return 0, true
+	}
+	at := make([]int64, len(want.Shape))
+	for k := range want.Len() {
+		// want's element at; got's at row 1, the same place otherwise.
+		off, stride := int64(0), int64(1)
+		for i := len(at) - 1; i >= 0; i-- {
+			c := at[i]
+			if i == 0 {
+				c = 1
+			}
+			if i != 0 && i != seqDim && want.Shape[i] != got.Shape[i] {
+				return k, true
+			}
+			off += c * stride
+			stride *= got.Shape[i]
+		}
+		a, b := elementValue(got, off), elementValue(want, k)
+		if math.Abs(a-b) > 1e-3*max(1, math.Abs(b)) || math.IsNaN(a) != math.IsNaN(b) {
+			return k, true
+		}
+		for i := len(at) - 1; i >= 0; i-- {
+			if at[i]++; at[i] < want.Shape[i] {
+				break
+			}
+			at[i] = 0
+		}
+	}
+	return 0, false
+}
+
+// sameExtent reports whether two graph dimensions are the same extent:
+// the same symbol, or the same literal.
+func sameExtent(a, b onnx.Dim) bool {
+	if a.Literal || b.Literal {
+		return a.Literal && b.Literal && a.Value == b.Value
+	}
+	return a.Param != "" && a.Param == b.Param
+}
+
+// setNumber sets element k of a host tensor to x in its dtype.
+func setNumber(t *backend.Tensor, k int64, x float64) {
+	switch d := t.Data.(type) {
+	case []float32:
+		d[k] = float32(x)
+	case []float64:
+		d[k] = x
+	case []int64:
+		d[k] = int64(x)
+	case []int32:
+		d[k] = int32(x)
+	case []int16:
+		d[k] = int16(x)
+	case []int8:
+		d[k] = int8(x)
+	case []uint8:
+		d[k] = uint8(x)
+	case []uint16:
+		d[k] = uint16(x)
+	case []uint32:
+		d[k] = uint32(x)
+	case []uint64:
+		d[k] = uint64(x)
+	case []bool:
+		d[k] = x != 0
+	}
+}
+
+// elementValue is element k of a host tensor as a float64 (NaN for a dtype it
+// does not read).
+func elementValue(t *backend.Tensor, k int64) float64 {
+	switch d := t.Data.(type) {
+	case []uint16:
+		switch t.DType {
+		case "bfloat16":
+			return float64(math.Float32frombits(uint32(d[k]) << 16))
+		case "float16":
+			return halfValue(d[k])
+		}
+		return float64(d[k])
+	case []float32:
+		return float64(d[k])
+	case []float64:
+		return d[k]
+	case []int64:
+		return float64(d[k])
+	case []int32:
+		return float64(d[k])
+	case []int16:
+		return float64(d[k])
+	case []int8:
+		return float64(d[k])
+	case []uint8:
+		return float64(d[k])
+	case []uint32:
+		return float64(d[k])
+	case []uint64:
+		return float64(d[k])
+	case []bool:
+		if d[k] {
+			return 1
+		}
+		return 0
+	}
+	return math.NaN()
+}
+
+// halfValue is the value of IEEE 754 half-precision bits.
+func halfValue(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(h>>10&0x1f), float64(h&0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * math.Ldexp(1+frac/1024, exp-15)
+}
