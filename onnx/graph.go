@@ -94,6 +94,15 @@ type Dim struct {
 	Literal bool
 }
 
+// Same reports whether two dimensions are the same extent: the same
+// symbol, or the same literal. Unknown extents are the same as none.
+func (d Dim) Same(e Dim) bool {
+	if d.Literal || e.Literal {
+		return d.Literal && e.Literal && d.Value == e.Value
+	}
+	return d.Param != "" && d.Param == e.Param
+}
+
 func (d Dim) String() string {
 	switch {
 	case d.Literal:

@@ -144,7 +144,7 @@ func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, erro
 			}
 			return like, nil
 		}
-		if v.HasShape && len(v.Dims) >= 2 && sameDim(v.Dims[0], mask.Dims[0]) && sameDim(v.Dims[1], mask.Dims[1]) {
+		if v.HasShape && len(v.Dims) >= 2 && v.Dims[0].Same(mask.Dims[0]) && v.Dims[1].Same(mask.Dims[1]) {
 			return v.Name, nil
 		}
 	}
@@ -152,17 +152,6 @@ func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, erro
 		return "", fmt.Errorf("the graph has no input %q (other than the mask) to read the sequence extent from; its inputs are %v", like, inputNames(g))
 	}
 	return "", fmt.Errorf("no other input of the graph has the mask's shape %s to read the sequence extent from: name one whose axis 1 is the sequence (genaic mask-lengths --like)", mask.ShapeText())
-}
-
-// sameDim reports whether two graph dimensions are the same extent: the
-// same symbol, or the same literal.
-func sameDim(a, b Dim) bool {
-	switch {
-	case a.Literal || b.Literal:
-		return a.Literal && b.Literal && a.Value == b.Value
-	default:
-		return a.Param != "" && a.Param == b.Param
-	}
 }
 
 // proto2Dim copies a shape dimension.

@@ -410,7 +410,7 @@ func (c *initComponent) hints() initHints {
 	}
 	p := c.inputs[0]
 	named := func(q initPort, word string) bool {
-		return q.name != p.name && q.dtype == "int64" && strings.Contains(strings.ToLower(q.name), word)
+		return q.name != p.name && q.dtype == "int64" && namedLike(q.name, word)
 	}
 	var rest []int // axes of p's symbols after axis 0
 	for i, d := range p.dims {
@@ -440,7 +440,7 @@ func (c *initComponent) hints() initHints {
 	}
 	if padAxis < 0 {
 		for _, q := range c.inputs {
-			if h.mask == "" && len(q.dims) > 1 && slices.Equal(q.dims, p.dims) && strings.Contains(strings.ToLower(q.name), "mask") {
+			if h.mask == "" && len(q.dims) > 1 && slices.Equal(q.dims, p.dims) && namedLike(q.name, "mask") {
 				h.mask = yq(q.name)
 			}
 		}
@@ -517,4 +517,10 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 	line(7, "#   levels: [{ offsets: %s, owner: %s, extent: preserved }]", h.offsets, h.owner)
 	line(7, "# or, with one row per request:")
 	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }")
+}
+
+// namedLike reports whether a graph's name for a value holds word, in any
+// case: how init and mask-lengths recognize lengths, offsets and masks.
+func namedLike(name, word string) bool {
+	return strings.Contains(strings.ToLower(name), word)
 }

@@ -48,9 +48,9 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		twoRows, oneRow := make([]int64, len(v.Dims)), make([]int64, len(v.Dims))
 		for i, d := range v.Dims {
 			switch {
-			case sameExtent(d, batch):
+			case d.Same(batch):
 				twoRows[i], oneRow[i] = 2, 1
-			case sameExtent(d, seq):
+			case d.Same(seq):
 				twoRows[i], oneRow[i], seqAxis = probeLength, probeValid, i
 			case d.Literal:
 				twoRows[i], oneRow[i] = d.Value, d.Value
@@ -85,12 +85,7 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 					x = float64(1 + pos%5)
 				}
 				setNumber(t, k, x)
-				for i := len(at) - 1; i >= 0; i-- {
-					if at[i]++; at[i] < shape[i] {
-						break
-					}
-					at[i] = 0
-				}
+				step(at, shape)
 			}
 			return t, nil
 		}
@@ -110,12 +105,12 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 	}
 	var outs []compared
 	for _, o := range g.Outputs {
-		if _, ok := ir.LookupDType(o.DType()); !ok || !o.HasShape || len(o.Dims) == 0 || !sameExtent(o.Dims[0], batch) {
+		if _, ok := ir.LookupDType(o.DType()); !ok || !o.HasShape || len(o.Dims) == 0 || !o.Dims[0].Same(batch) {
 			continue
 		}
 		c := compared{name: o.Name, seqDim: -1}
 		for i, d := range o.Dims[1:] {
-			if sameExtent(d, seq) {
+			if d.Same(seq) {
 				c.seqDim = i + 1
 			}
 		}
@@ -182,23 +177,19 @@ func rowDiffers(got, want *backend.Tensor, seqDim int) (int64, bool) {
 		if math.Abs(a-b) > 1e-3*max(1, math.Abs(b)) || math.IsNaN(a) != math.IsNaN(b) {
 			return k, true
 		}
-		for i := len(at) - 1; i >= 0; i-- {
-			if at[i]++; at[i] < want.Shape[i] {
-				break
-			}
-			at[i] = 0
-		}
+		step(at, want.Shape)
 	}
 	return 0, false
 }
 
-// sameExtent reports whether two graph dimensions are the same extent:
-// the same symbol, or the same literal.
-func sameExtent(a, b onnx.Dim) bool {
-	if a.Literal || b.Literal {
-		return a.Literal && b.Literal && a.Value == b.Value
+// step advances the row-major coordinates at within shape by one element.
+func step(at, shape []int64) {
+	for i := len(at) - 1; i >= 0; i-- {
+		if at[i]++; at[i] < shape[i] {
+			return
+		}
+		at[i] = 0
 	}
-	return a.Param != "" && a.Param == b.Param
 }
 
 // setNumber sets element k of a host tensor to x in its dtype.

@@ -95,7 +95,7 @@ func runMaskLengths(e *env, args []string) int {
 		// A mask whose ones mark padding, taken for one whose ones mark
 		// the real positions, would be rewritten to attend to nothing
 		// but the padding: the name decides only where it cannot mislead.
-		if strings.Contains(strings.ToLower(*mask), "pad") {
+		if namedLike(*mask, "pad") {
 			e.errorf("mask-lengths: input %s is named like a padding mask, whose ones mark the padding: say what its ones mark with --ones padding or --ones valid", *mask)
 			return exitUsage
 		}
@@ -147,7 +147,7 @@ func runMaskLengths(e *env, args []string) int {
 func maskInput(m *onnxpb.ModelProto) (string, error) {
 	var found []string
 	for _, v := range m.GetGraph().GetInput() {
-		if strings.Contains(strings.ToLower(v.GetName()), "mask") {
+		if namedLike(v.GetName(), "mask") {
 			found = append(found, v.GetName())
 		}
 	}
