@@ -34,7 +34,14 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		return fmt.Sprintf("the graph fixes the mask's shape at %s, and the probe takes two rows of its own length", mv.ShapeText()), nil
 	}
 	comp := &ir.Component{Name: "probe", Impl: ir.ImplONNX, Artifact: filepath.Base(path)}
-	padded, alone := map[string]*backend.Tensor{}, map[string]*backend.Tensor{}
+	type probeInput struct {
+		name            string
+		dtype           string
+		twoRows, oneRow []int64
+		seqAxis         int
+	}
+	var inputs []probeInput
+	first := "" // the first input beside the mask with the sequence axis: the ids
 	for _, v := range g.Inputs {
 		if v.Initialized {
 			continue
@@ -44,58 +51,67 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 			return fmt.Sprintf("input %s is %s %s, which the probe does not make", v.Name, v.DType(), v.ShapeText()), nil
 		}
 		comp.Inputs = append(comp.Inputs, &ir.Port{Name: v.Name})
-		seqAxis := -1
-		twoRows, oneRow := make([]int64, len(v.Dims)), make([]int64, len(v.Dims))
+		in := probeInput{name: v.Name, dtype: dt.Name, twoRows: make([]int64, len(v.Dims)), oneRow: make([]int64, len(v.Dims)), seqAxis: -1}
 		for i, d := range v.Dims {
 			switch {
 			case d.Same(batch):
-				twoRows[i], oneRow[i] = 2, 1
+				in.twoRows[i], in.oneRow[i] = 2, 1
 			case d.Same(seq):
-				twoRows[i], oneRow[i], seqAxis = probeLength, probeValid, i
+				in.twoRows[i], in.oneRow[i], in.seqAxis = probeLength, probeValid, i
 			case d.Literal:
-				twoRows[i], oneRow[i] = d.Value, d.Value
+				in.twoRows[i], in.oneRow[i] = d.Value, d.Value
 			default:
 				return fmt.Sprintf("input %s has an extent (%s, axis %d) the probe cannot choose", v.Name, d, i), nil
 			}
 		}
-		// Every row holds the same values by position, the padded positions
-		// zeros; the mask marks the first row whole and the second up to
-		// probeValid.
-		value := func(shape []int64, padRow bool) (*backend.Tensor, error) {
-			t, err := backend.NewTensor(dt.Name, shape)
-			if err != nil {
-				return nil, err
+		if first == "" && v.Name != mask && in.seqAxis >= 0 {
+			first = v.Name
+		}
+		inputs = append(inputs, in)
+	}
+	// probeValues makes the probe's inputs. Every row holds the same values
+	// by position, the padded positions zeros; the mask marks the first row
+	// whole and the second up to probeValid. An input that varies holds 1
+	// to 5 by position, one that does not holds zeros.
+	probeValues := func(varies func(name string) bool) (padded, alone map[string]*backend.Tensor, err error) {
+		padded, alone = map[string]*backend.Tensor{}, map[string]*backend.Tensor{}
+		for _, in := range inputs {
+			value := func(shape []int64, padRow bool) (*backend.Tensor, error) {
+				t, err := backend.NewTensor(in.dtype, shape)
+				if err != nil {
+					return nil, err
+				}
+				at := make([]int64, len(shape))
+				for k := range t.Len() {
+					pos := int64(0)
+					if in.seqAxis >= 0 {
+						pos = at[in.seqAxis]
+					}
+					row := int64(0)
+					if len(at) > 0 {
+						row = at[0]
+					}
+					real := !padRow || row == 0 || pos < probeValid
+					x := 0.0
+					switch {
+					case in.name == mask && real != onesMarkPadding:
+						x = 1
+					case in.name != mask && real && varies(in.name):
+						x = float64(1 + pos%5)
+					}
+					setNumber(t, k, x)
+					step(at, shape)
+				}
+				return t, nil
 			}
-			at := make([]int64, len(shape))
-			for k := range t.Len() {
-				pos := int64(0)
-				if seqAxis >= 0 {
-					pos = at[seqAxis]
-				}
-				row := int64(0)
-				if len(at) > 0 {
-					row = at[0]
-				}
-				real := !padRow || row == 0 || pos < probeValid
-				x := 0.0
-				switch {
-				case v.Name == mask && real != onesMarkPadding:
-					x = 1
-				case v.Name != mask && real:
-					x = float64(1 + pos%5)
-				}
-				setNumber(t, k, x)
-				step(at, shape)
+			if padded[in.name], err = value(in.twoRows, true); err != nil {
+				return nil, nil, err
 			}
-			return t, nil
+			if alone[in.name], err = value(in.oneRow, false); err != nil {
+				return nil, nil, err
+			}
 		}
-		var err error
-		if padded[v.Name], err = value(twoRows, true); err != nil {
-			return err.Error(), nil
-		}
-		if alone[v.Name], err = value(oneRow, false); err != nil {
-			return err.Error(), nil
-		}
+		return padded, alone, nil
 	}
 	// The outputs to compare: those with a batch axis first; the sequence
 	// axis, where an output has one, up to probeValid.
@@ -133,13 +149,33 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 	for i, o := range outs {
 		wanted[i] = o.name
 	}
-	got, err := s.Run(context.Background(), padded, wanted)
-	if err != nil {
-		return "", fmt.Errorf("run the model on a padded probe: %w", err)
+	// Every input beside the mask varies; where the model refuses that
+	// (a token type or segment id past its few embeddings), only the ids
+	// do, the rest zeros.
+	schemes := []func(string) bool{func(string) bool { return true }}
+	if first != "" {
+		schemes = append(schemes, func(name string) bool { return name == first })
 	}
-	want, err := s.Run(context.Background(), alone, wanted)
-	if err != nil {
-		return "", fmt.Errorf("run the model on a probe row alone: %w", err)
+	var got, want map[string]*backend.Tensor
+	var runErr error
+	for _, varies := range schemes {
+		padded, alone, err := probeValues(varies)
+		if err != nil {
+			return err.Error(), nil
+		}
+		if got, runErr = s.Run(context.Background(), padded, wanted); runErr == nil {
+			if want, runErr = s.Run(context.Background(), alone, wanted); runErr == nil {
+				break
+			}
+		}
+	}
+	if runErr != nil {
+		tried := ""
+		if len(schemes) > 1 {
+			tried = fmt.Sprintf(", then with only %s so, the other inputs zeros", first)
+		}
+		return "", fmt.Errorf("the model fails on the probe, rows of %d positions holding 1 to 5 by position%s: %w; a model that takes other values is rewritten unprobed with --no-probe",
+			probeLength, tried, runErr)
 	}
 	for _, o := range outs {
 		if i, differ := rowDiffers(got[o.name], want[o.name], o.seqDim); differ {

@@ -19,12 +19,14 @@ import (
 // mask's zeros as a -10000 bias, and the hidden states are mean-pooled
 // over the mask. Outputs: last_hidden_state [batch, sequence, 4] and
 // pooled [batch, 4].
-func writeMaskedEncoder(t *testing.T, path string) { writeMaskedEncoderOf(t, path, 16, 4) }
-
-// writeMaskedEncoderOf is writeMaskedEncoder with a vocabulary and width
-// of its own.
-func writeMaskedEncoderOf(t *testing.T, path string, vocab, width int64) {
+func writeMaskedEncoder(t *testing.T, path string) {
 	t.Helper()
+	writeGraph(t, path, maskedEncoder(16, 4), 17)
+}
+
+// maskedEncoder is writeMaskedEncoder's graph, with a vocabulary and width
+// of its own.
+func maskedEncoder(vocab, width int64) *onnxpb.GraphProto {
 	f32 := func(name string, dims []int64, vs ...float32) *onnxpb.TensorProto {
 		raw := make([]byte, 0, 4*len(vs))
 		for _, v := range vs {
@@ -49,7 +51,7 @@ func writeMaskedEncoderOf(t *testing.T, path string, vocab, width int64) {
 	intAttr := func(name string, v int64) *onnxpb.AttributeProto {
 		return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_INT, I: v}
 	}
-	g := &onnxpb.GraphProto{Name: "masked_encoder",
+	return &onnxpb.GraphProto{Name: "masked_encoder",
 		Input:  []*onnxpb.ValueInfoProto{tensorInfo("input_ids", 7, "batch", "sequence"), tensorInfo("attention_mask", 7, "batch", "sequence")},
 		Output: []*onnxpb.ValueInfoProto{tensorInfo("last_hidden_state", 1, "batch", "sequence", int(width)), tensorInfo("pooled", 1, "batch", int(width))},
 		Initializer: []*onnxpb.TensorProto{f32("embeddings", []int64{vocab, width}, emb...), f32("one", nil, 1), f32("neg_big", nil, -10000),
@@ -71,7 +73,6 @@ func writeMaskedEncoderOf(t *testing.T, path string, vocab, width int64) {
 			node("ReduceSum", "count", []string{"mf", "axis1"}, intAttr("keepdims", 1)),
 			node("Div", "pooled", []string{"sum", "count"}),
 		}}
-	writeGraph(t, path, g, 17)
 }
 
 // TestMaskLengths: mask-lengths rewrites a masked encoder to take
@@ -309,6 +310,49 @@ func TestMaskLengthsOlderOpsetAndBoolMask(t *testing.T) {
 				t.Errorf("exit %d, want seen %s\n%s%s", code, tt.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestMaskLengthsProbeTokenTypes: the probe's token values are ids; an
+// encoder that also takes token types, of which it has two (BERT's
+// token_type_ids), is probed with its token types zeros, not refused for
+// the probe's own values. Where the model refuses every probe, mask-lengths
+// says so and names --no-probe.
+func TestMaskLengthsProbeTokenTypes(t *testing.T) {
+	withTypes := func(vocab int64) *onnxpb.GraphProto {
+		g := maskedEncoder(vocab, 4)
+		g.Input = append(g.Input, tensorInfo("token_type_ids", 7, "batch", "sequence"))
+		var raw []byte
+		for _, v := range []float32{0.25, -0.5, 0.125, 1, -0.75, 0.5, 0.375, -0.25} {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+		}
+		g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: "type_embeddings", DataType: 1, Dims: []int64{2, 4}, RawData: raw})
+		g.Node[0].Output = []string{"tokens"}
+		g.Node = append([]*onnxpb.NodeProto{
+			{OpType: "Gather", Input: []string{"type_embeddings", "token_type_ids"}, Output: []string{"types"}},
+			{OpType: "Add", Input: []string{"tokens", "types"}, Output: []string{"x"}},
+		}, g.Node...)
+		return g
+	}
+	dir := t.TempDir()
+	bert, small := filepath.Join(dir, "bert.onnx"), filepath.Join(dir, "small.onnx")
+	writeGraph(t, bert, withTypes(16), 17)
+	writeGraph(t, small, withTypes(3), 17)
+	out, errOut, code := runCLI(t, "mask-lengths", bert, "-o", filepath.Join(dir, "bert_lengths.onnx"))
+	if code != exitOK || errOut != "" {
+		t.Errorf("token types: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "mask-lengths", bert, "-o", filepath.Join(dir, "wrong.onnx"), "--ones", "padding"); code != exitDiags || !strings.Contains(errOut, "differs from the same row alone") {
+		t.Errorf("token types, a mask of the wrong kind: exit %d, %s", code, errOut)
+	}
+	// Ids 1 to 5 are past a vocabulary of 3, with or without token types.
+	if _, errOut, code := runCLI(t, "mask-lengths", small, "-o", filepath.Join(dir, "small_lengths.onnx")); code != exitDiags ||
+		!strings.Contains(errOut, "the model fails on the probe, rows of 6 positions holding 1 to 5 by position, then with only input_ids so, the other inputs zeros: ") ||
+		!strings.Contains(errOut, "rewritten unprobed with --no-probe") {
+		t.Errorf("a vocabulary of 3: exit %d, %s", code, errOut)
+	}
+	if out, errOut, code := runCLI(t, "mask-lengths", small, "-o", filepath.Join(dir, "small_lengths.onnx"), "--no-probe"); code != exitOK {
+		t.Errorf("a vocabulary of 3, --no-probe: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
