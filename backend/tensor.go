@@ -459,3 +459,64 @@ func HasNonFinite(dtype string, data any) bool {
 	}
 	return false
 }
+
+// Float64At is element k of t as a float64: float16 and bfloat16 decoded
+// from their bits, integers and bools converted (true is 1). ok is false
+// where t's data holds no numbers.
+func (t *Tensor) Float64At(k int64) (v float64, ok bool) {
+	switch d := t.Data.(type) {
+	case []float32:
+		return float64(d[k]), true
+	case []float64:
+		return d[k], true
+	case []int64:
+		return float64(d[k]), true
+	case []int32:
+		return float64(d[k]), true
+	case []int16:
+		return float64(d[k]), true
+	case []int8:
+		return float64(d[k]), true
+	case []uint8:
+		return float64(d[k]), true
+	case []uint16:
+		switch t.DType {
+		case "float16":
+			return float64(HalfToFloat32(d[k])), true
+		case "bfloat16":
+			return float64(math.Float32frombits(uint32(d[k]) << 16)), true
+		}
+		return float64(d[k]), true
+	case []uint32:
+		return float64(d[k]), true
+	case []uint64:
+		return float64(d[k]), true
+	case []bool:
+		if d[k] {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// HalfToFloat32 is the value of IEEE 754 half-precision bits, exactly.
+func HalfToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0:
+		if mant == 0 {
+			return math.Float32frombits(sign)
+		}
+		f := float32(mant) / 1024 / 16384
+		if sign != 0 {
+			return -f
+		}
+		return f
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}

@@ -753,7 +753,7 @@ func TestBadRequests(t *testing.T) {
 
 func TestHalfFloats(t *testing.T) {
 	for _, f := range []float32{0, 1, -2.5, 65504, 6.1035156e-05, 5.9604645e-08, 0.33325195} {
-		if got := fromF16(toF16(f)); got != f {
+		if got := backend.HalfToFloat32(toF16(f)); got != f {
 			t.Errorf("float16 round trip of %v gave %v", f, got)
 		}
 	}

@@ -352,7 +352,7 @@ func jsonData(t *backend.Tensor) (any, error) {
 			if t.DType == "bfloat16" {
 				out[i] = math.Float32frombits(uint32(v) << 16)
 			} else {
-				out[i] = fromF16(v)
+				out[i] = backend.HalfToFloat32(v)
 			}
 		}
 		return finite32(out)
@@ -412,26 +412,6 @@ func toF16(f float32) uint16 {
 		h++ // may carry into the exponent, up to infinity: still right
 	}
 	return sign | uint16(h)
-}
-
-func fromF16(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp == 0:
-		if mant == 0 {
-			return math.Float32frombits(sign)
-		}
-		f := float32(mant) / 1024 / 16384
-		if sign != 0 {
-			return -f
-		}
-		return f
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
 
 func toBF16(f float32) uint16 {

@@ -209,8 +209,9 @@ func rowDiffers(got, want *backend.Tensor, seqDim int) (int64, bool) {
 			off += c * stride
 			stride *= got.Shape[i]
 		}
-		a, b := elementValue(got, off), elementValue(want, k)
-		if math.Abs(a-b) > 1e-3*max(1, math.Abs(b)) || math.IsNaN(a) != math.IsNaN(b) {
+		a, aok := got.Float64At(off)
+		b, bok := want.Float64At(k)
+		if !aok || !bok || math.Abs(a-b) > 1e-3*max(1, math.Abs(b)) || math.IsNaN(a) != math.IsNaN(b) {
 			return k, true
 		}
 		step(at, want.Shape)
@@ -254,62 +255,4 @@ func setNumber(t *backend.Tensor, k int64, x float64) {
 	case []bool:
 		d[k] = x != 0
 	}
-}
-
-// elementValue is element k of a host tensor as a float64 (NaN for a dtype it
-// does not read).
-func elementValue(t *backend.Tensor, k int64) float64 {
-	switch d := t.Data.(type) {
-	case []uint16:
-		switch t.DType {
-		case "bfloat16":
-			return float64(math.Float32frombits(uint32(d[k]) << 16))
-		case "float16":
-			return halfValue(d[k])
-		}
-		return float64(d[k])
-	case []float32:
-		return float64(d[k])
-	case []float64:
-		return d[k]
-	case []int64:
-		return float64(d[k])
-	case []int32:
-		return float64(d[k])
-	case []int16:
-		return float64(d[k])
-	case []int8:
-		return float64(d[k])
-	case []uint8:
-		return float64(d[k])
-	case []uint32:
-		return float64(d[k])
-	case []uint64:
-		return float64(d[k])
-	case []bool:
-		if d[k] {
-			return 1
-		}
-		return 0
-	}
-	return math.NaN()
-}
-
-// halfValue is the value of IEEE 754 half-precision bits.
-func halfValue(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp, frac := int(h>>10&0x1f), float64(h&0x3ff)
-	switch exp {
-	case 0:
-		return sign * math.Ldexp(frac, -24)
-	case 0x1f:
-		if frac != 0 {
-			return math.NaN()
-		}
-		return sign * math.Inf(1)
-	}
-	return sign * math.Ldexp(1+frac/1024, exp-15)
 }
