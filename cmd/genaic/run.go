@@ -25,7 +25,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PATH|plan.json --requests FILE [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal]",
+		usage:   "run PATH|plan.json --requests FILE [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--verify] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
@@ -34,7 +34,7 @@ func init() {
 type runFlags struct {
 	engineFlags
 	requests, out, outDir, format string
-	solo, stats, allowAbs         bool
+	solo, stats, allowAbs, verify bool
 	concurrency                   int
 }
 
@@ -49,6 +49,7 @@ func runRun(e *env, args []string) int {
 	fs.BoolVar(&rf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.BoolVar(&rf.solo, "solo", false, "run every invocation with exactly one request (the reference)")
 	fs.BoolVar(&rf.stats, "stats", false, "add per-component stats to the responses")
+	fs.BoolVar(&rf.verify, "verify", false, "then run each request alone and report every one whose grouped answer differs (exit 1)")
 	rf.register(fs, 5*time.Millisecond, "how long a group waits for more items")
 	fs.IntVar(&rf.concurrency, "concurrency", 0, "how many requests are in flight at once (default: what --queue holds; 0: all of them)")
 	paths, ok := parseFlags(e, fs, c, args)
@@ -226,15 +227,19 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	// Requests run under no deadline: a signal ends admission (stop), and
 	// what was admitted finishes.
 	resps := eng.RunBatch(context.Background(), reqs, opts)
-	if dir != nil {
-		for i := range resps {
-			resps[i] = dir.settle(resps[i])
-		}
-	}
 	var stats *vm.Stats
 	if rf.stats {
 		s := eng.Stats()
 		stats = &s
+	}
+	var verified func() int
+	if rf.verify && interrupted() == nil {
+		verified = verify(e, eng, reqs, resps)
+	}
+	if dir != nil {
+		for i := range resps {
+			resps[i] = dir.settle(resps[i])
+		}
 	}
 	finished := make([]vm.Response, 0, len(resps))
 	for _, r := range resps {
@@ -257,11 +262,46 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		reportFailures(e, f, pkgDir, finished)
 		return exitInterrupted
 	}
+	code := exitOK
 	if failed := reportFailures(e, f, pkgDir, resps); failed > 0 {
 		fmt.Fprintf(e.stderr, "genaic: %d of %d requests failed\n", failed, len(resps))
-		return exitDiags
+		code = exitDiags
 	}
-	return exitOK
+	if verified != nil {
+		code = max(code, verified())
+	}
+	return code
+}
+
+// verify runs each request alone on eng and compares its answer with
+// grouped, its answer in the run that grouped it (engine.CompareAlone);
+// the report it returns prints what differs and says the exit status.
+// The largest group the run formed says whether anything was compared.
+func verify(e *env, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (report func() int) {
+	most := 0
+	for _, c := range eng.Stats().Components {
+		most = max(most, c.MaxGroupRequests)
+	}
+	divs := engine.CompareAlone(context.Background(), eng, reqs, grouped)
+	return func() int {
+		requests := map[string]bool{}
+		for _, d := range divs {
+			fmt.Fprintf(e.stderr, "genaic: --verify: %s\n", d)
+			requests[d.Request] = true
+		}
+		switch {
+		case len(divs) > 0:
+			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d requests are answered otherwise grouped than alone: grouping changes what the package computes. "+
+				"A padded model that lets the padding reach the real positions does this (a convolution reading past an item's end): pad only where the model masks, or group only items that agree (uniform_dimensions)\n",
+				len(requests), len(reqs))
+			return exitDiags
+		case most < 2:
+			fmt.Fprintf(e.stderr, "genaic: --verify: no invocation held two requests, so grouping was not compared with running alone; give more requests, or more at once (--concurrency)\n")
+		default:
+			fmt.Fprintf(e.stderr, "genaic: --verify: each of the %d requests is answered alike grouped and alone (groups of up to %d requests)\n", len(reqs), most)
+		}
+		return exitOK
+	}
 }
 
 // interruptible watches for SIGINT and SIGTERM during a run: the first

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// writeLeakingPackage writes a package that check accepts and whose
+// grouping changes its answers: its model takes x float32 [batch, steps]
+// padded on steps with lengths (a graph input), yet sums every position
+// plus one, as a convolution reads into the padding past an item's end,
+// so that a short item grouped beside a long one gets more than alone.
+// Its requests.json holds rows of 1 to 4 steps.
+func writeLeakingPackage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "leak.onnx"), &onnxpb.GraphProto{Name: "leak",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "batch", "steps"), tensorInfo("lengths", 7, "batch")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("total", 1, "batch")},
+		Initializer: []*onnxpb.TensorProto{{Name: "one", DataType: 1, RawData: []byte{0, 0, 0x80, 0x3f}},
+			{Name: "axis", DataType: 7, Dims: []int64{1}, RawData: []byte{1, 0, 0, 0, 0, 0, 0, 0}}},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Add", Input: []string{"x", "one"}, Output: []string{"x1"}},
+			{OpType: "ReduceSum", Input: []string{"x1", "axis"}, Output: []string{"total"},
+				Attribute: []*onnxpb.AttributeProto{{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}},
+		}}, 17)
+	doc := `schema_version: v1.1
+model:
+  name: leak
+pipeline:
+  workflow:
+    inputs:
+      x:
+        contract:
+          dtype: float32
+          shape: [batch, steps]
+          batch_layout: { kind: request_aligned, axis: 0 }
+          padding: [{ dimension: steps, valid_lengths: lengths }]
+        role: { kind: opaque }
+        source: { kind: request }
+      lengths:
+        contract: { dtype: int64, shape: [batch] }
+        role: { kind: opaque }
+        source: { kind: request }
+    outputs:
+      total:
+        contract:
+          dtype: float32
+          shape: [batch]
+          batch_layout: { kind: request_aligned, axis: 0 }
+        role: tensor
+        stage: pre_adapter
+    components:
+      leak:
+        implementation: { kind: onnx, artifact: leak.onnx }
+        batch_capacity:
+          budgets:
+            - { dimensions: [batch], max_total: 8 }
+        ports:
+          inputs:
+            x:
+              dtype: float32
+              shape: [batch, steps]
+              batch_layout: { kind: request_aligned, axis: 0 }
+              padding: [{ dimension: steps, valid_lengths: lengths }]
+            lengths: { dtype: int64, shape: [batch], batch_layout: { kind: shared } }
+          outputs:
+            total:
+              dtype: float32
+              shape: [batch]
+              batch_layout: { kind: request_aligned, axis: 0 }
+    steps:
+      - kind: invoke
+        component: leak
+        inputs: { x: x, lengths: lengths }
+        outputs: { total: leak.total }
+      - { kind: emit, value: leak.total, output: total, mode: replace }
+`
+	var reqs []string
+	for n := 1; n <= 4; n++ {
+		xs := strings.TrimSuffix(strings.Repeat("0.5,", n), ",")
+		reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"x":{"dtype":"float32","shape":[1,%d],"data":[%s]},"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, n, n, xs, n))
+	}
+	for name, body := range map[string]string{
+		"inference_metadata.yaml": doc,
+		"requests.json":           `{"requests":[` + strings.Join(reqs, ",") + `]}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errOut, code := runCLI(t, "check", dir); code != exitOK {
+		t.Fatalf("check: %s", errOut)
+	}
+	return dir
+}
+
+// TestRunVerify: run --verify reports each request whose grouped answer
+// is not its answer alone (exit 1), says so where every one agrees, and
+// says when nothing was grouped to compare.
+func TestRunVerify(t *testing.T) {
+	leak := writeLeakingPackage(t)
+	out, errOut, code := runCLI(t, "run", leak, "--requests", filepath.Join(leak, "requests.json"), "--verify")
+	// r1 grouped with r4 sums three padded positions more than alone.
+	if code != exitDiags || !strings.Contains(errOut, "--verify: request r1: output total differs at [0]: 4.5 grouped, 1.5 alone") ||
+		!strings.Contains(errOut, "--verify: 3 of 4 requests are answered otherwise grouped than alone") || strings.Contains(errOut, "request r4") {
+		t.Errorf("a leaking package: exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(out, `"id":"r1"`) {
+		t.Errorf("--verify left out the responses:\n%s", out)
+	}
+
+	pkg := filepath.Join("..", "..", "testdata", "packages", "text_padded")
+	_, errOut, code = runCLI(t, "run", pkg, "--requests", filepath.Join(pkg, "requests.json"), "--verify")
+	if code != exitOK || !strings.Contains(errOut, "is answered alike grouped and alone (groups of up to") {
+		t.Errorf("text_padded: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "run", leak, "--requests", filepath.Join(leak, "requests.json"), "--verify", "--solo")
+	if code != exitOK || !strings.Contains(errOut, "no invocation held two requests") {
+		t.Errorf("--solo: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestServeDeclinesGroupingThatChangesAnswers: genaic serve compares its
+// package's requests.json grouped and alone at load; where they differ it
+// logs which and serves the component one request per invocation.
+func TestServeDeclinesGroupingThatChangesAnswers(t *testing.T) {
+	leak := writeLeakingPackage(t)
+	p := startServe(t, leak)
+	defer func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+	}()
+	line := p.find("grouped answers differ from answers alone on the package's requests.json: its grouping changes what it computes, so its components run one request per invocation")
+	if line == nil || line["first"] != "request r1: output total differs at [0]: 4.5 grouped, 1.5 alone" || line["declined"] != "leak" {
+		t.Fatalf("no such log line, or another: %v", line)
+	}
+	resp, err := http.Get("http://" + p.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `reason="cpu/onnx-graph: grouped answers differed from answers alone at load"`) {
+		t.Errorf("/metrics counts no such decline:\n%s", b)
+	}
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/vm"
+)
+
+// Divergence is a request whose answer grouped is not its answer alone.
+type Divergence struct {
+	Request string // the request's id
+	// Output is the workflow output that differs, "" where the request
+	// failed one way and not the other.
+	Output string
+	What   string // where and how, in words
+}
+
+func (d Divergence) String() string {
+	if d.Output == "" {
+		return fmt.Sprintf("request %s: %s", d.Request, d.What)
+	}
+	return fmt.Sprintf("request %s: output %s %s", d.Request, d.Output, d.What)
+}
+
+// CompareAlone runs each of reqs alone on e (a group of its own: no other
+// request's items beside it, nothing padded past its own extents) and
+// returns where its answer differs from grouped, its answer when e ran
+// reqs together. check proves what a declaration can break; what it
+// cannot see is a model that takes the lengths yet lets the padding reach
+// the real positions (a convolution that reads past an item's end into
+// the padding, before a pooling that honours the lengths): only running
+// it shows that, on the requests at hand. grouped[i] answers reqs[i]; the
+// comparison follows AgreeAlone. Once ctx is done it compares no more: a
+// request cut short is no answer.
+func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped []vm.Response) []Divergence {
+	var out []Divergence
+	for i, req := range reqs {
+		alone := e.RunAll(ctx, reqs[i:i+1])[0]
+		g := grouped[i]
+		if ctx.Err() != nil {
+			alone.Release()
+			break
+		}
+		switch {
+		case g.Err != nil && alone.Err == nil:
+			out = append(out, Divergence{Request: req.ID, What: "failed grouped (" + g.Err.Error() + ") and succeeded alone"})
+		case g.Err == nil && alone.Err != nil:
+			out = append(out, Divergence{Request: req.ID, What: "succeeded grouped and failed alone (" + alone.Err.Error() + ")"})
+		case g.Err == nil:
+			for name, want := range alone.Outputs.All() {
+				if what := AgreeAlone(g.Outputs.Get(name), want); what != "" {
+					out = append(out, Divergence{Request: req.ID, Output: name, What: what})
+				}
+			}
+			for _, name := range slices.Sorted(maps.Keys(alone.Items)) {
+				if what := itemsAgree(g.Items[name], alone.Items[name], ""); what != "" {
+					out = append(out, Divergence{Request: req.ID, Output: name, What: what})
+				}
+			}
+		}
+		alone.Release()
+	}
+	return out
+}
+
+// AgreeAlone says how grouped differs from alone, a request's value of one
+// output run grouped and alone, or "" where it does not. Grouped may be
+// longer on an axis (a padded output keeps the group's extent, and its
+// lengths say where the request's values end); every element alone has
+// must be there. Floats agree within aloneTolerance of the larger of 1 and
+// the value alone (float16 and bfloat16 within halfTolerance): ONNX
+// Runtime's kernels may sum a batch of many rows in another order than a
+// batch of one, and nothing a wrong grouping does comes that close. Other
+// dtypes agree exactly.
+func AgreeAlone(grouped, alone *backend.Tensor) string {
+	switch {
+	case grouped == nil:
+		return "is missing grouped"
+	case grouped.DType != alone.DType || grouped.Rank() != alone.Rank():
+		return fmt.Sprintf("is %s %v grouped and %s %v alone", grouped.DType, grouped.Shape, alone.DType, alone.Shape)
+	}
+	for i, n := range alone.Shape {
+		if grouped.Shape[i] < n {
+			return fmt.Sprintf("has shape %v grouped and %v alone", grouped.Shape, alone.Shape)
+		}
+	}
+	tol := aloneTolerance
+	switch alone.DType {
+	case "float16", "bfloat16":
+		tol = halfTolerance
+	case "float32", "float64":
+	default:
+		tol = 0
+	}
+	at := make([]int64, len(alone.Shape))
+	for k := range alone.Len() {
+		off := int64(0)
+		for i, c := range at {
+			off = off*grouped.Shape[i] + c
+		}
+		g, gok := grouped.Float64At(off)
+		a, aok := alone.Float64At(k)
+		if !gok || !aok {
+			return fmt.Sprintf("holds %T grouped and %T alone", grouped.Data, alone.Data)
+		}
+		if !(math.Abs(g-a) <= tol*max(1, math.Abs(a))) && !(g == a) && !(math.IsNaN(g) && math.IsNaN(a)) {
+			return fmt.Sprintf("differs at %v: %.7g grouped, %.7g alone", at, g, a)
+		}
+		for i := len(at) - 1; i >= 0; i-- {
+			if at[i]++; at[i] < alone.Shape[i] {
+				break
+			}
+			at[i] = 0
+		}
+	}
+	return ""
+}
+
+// The tolerances of AgreeAlone, relative to the larger of 1 and the value
+// alone.
+const (
+	aloneTolerance = 1e-4
+	halfTolerance  = 1e-2
+)
+
+// itemsAgree is AgreeAlone over the items a request gave, item by item and
+// level by level; prefix locates the items' parent ("2." for those of
+// item 2, "" at the top).
+func itemsAgree(grouped, alone []vm.Item, prefix string) string {
+	if len(grouped) != len(alone) {
+		return fmt.Sprintf("has %d items grouped and %d alone", len(grouped), len(alone))
+	}
+	for i := range alone {
+		at := fmt.Sprintf("%s%d", prefix, i)
+		if alone[i].Tensor != nil {
+			if what := AgreeAlone(grouped[i].Tensor, alone[i].Tensor); what != "" {
+				return what + " in item " + at
+			}
+		}
+		if what := itemsAgree(grouped[i].Items, alone[i].Items, at+"."); what != "" {
+			return what
+		}
+	}
+	return ""
+}
