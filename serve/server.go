@@ -417,6 +417,11 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !s.cfg.NoWarmup {
+		if eng, err = s.verified(name, f, dir, opts, eng); err != nil {
+			return nil, err
+		}
+	}
 	md := &Model{Name: name, Dir: dir, plan: f, eng: eng, known: map[string]string{}, stats: st, maxDelay: opts.MaxDelay,
 		defaultPriority: cmp.Or(c.DefaultPriority, DefaultPriority), defaultTimeout: c.DefaultTimeout, met: s.m.of(name)}
 	fixed := graphExtents(f.IR, dir)

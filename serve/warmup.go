@@ -3,15 +3,69 @@ package serve
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 )
+
+// verified runs the package's requests.json (its first maxVerifyRequests)
+// grouped, then each request alone, and compares the answers
+// (engine.CompareAlone). Where one differs, the package's grouping changes
+// what it computes, which check cannot see (a padded model that lets the
+// padding reach the real positions): the log says which request and how,
+// and the model is opened again with grouping declined on every grouped
+// component, which then runs one request per invocation, slower and never
+// wrong. It returns the engine to serve with.
+func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Options, eng *vm.Engine) (*vm.Engine, error) {
+	reqs, err := readRequests(dir)
+	if err != nil || len(reqs) < 2 {
+		return eng, nil
+	}
+	reqs = reqs[:min(len(reqs), maxVerifyRequests)]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	grouped := eng.RunAll(ctx, reqs)
+	divs := engine.CompareAlone(ctx, eng, reqs, grouped)
+	for _, r := range grouped {
+		r.Release()
+	}
+	if len(divs) == 0 {
+		return eng, nil
+	}
+	declines := maps.Clone(opts.Declines)
+	if declines == nil {
+		declines = backend.Declines{}
+	}
+	var declined []string
+	for _, g := range f.Components {
+		if g.Grouped {
+			declines[backend.ReadinessKey{Component: g.Component}] = differedReason
+			declined = append(declined, g.Component)
+		}
+	}
+	s.log.Error("grouped answers differ from answers alone on the package's requests.json: its grouping changes what it computes, so its components run one request per invocation",
+		"model", name, "differing", len(divs), "compared", len(reqs), "first", divs[0].String(), "declined", strings.Join(declined, ","),
+		"help", "a padded model that lets the padding reach the real positions does this (a convolution reading past an item's end); `genaic run --verify` lists every difference: pad only where the model masks, or group only items that agree (uniform_dimensions)")
+	eng.Close()
+	opts.Declines = declines
+	return engine.Open(f, dir, opts)
+}
+
+// maxVerifyRequests bounds the requests verified compares: enough to group
+// short items with long ones, few enough to keep a load quick.
+const maxVerifyRequests = 64
+
+// differedReason is the decline of the components of a model whose
+// requests were answered otherwise grouped than alone (verified).
+const differedReason = "grouped answers differed from answers alone at load"
 
 // warm runs requests through a model before it is ready, so that every
 // component has run once (sessions initialised, allocations made): the
