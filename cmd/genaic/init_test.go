@@ -188,6 +188,25 @@ func TestInitLeavesOutWhatIsNotATensor(t *testing.T) {
 	}
 }
 
+// TestInitFixedBatch: a model exported without a dynamic axis (the first
+// axis of every input a number) cannot group; init says so and how to
+// export it, instead of suggesting a batch_layout check would refuse.
+func TestInitFixedBatch(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "fixed.onnx"), &onnxpb.GraphProto{Name: "g",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, 2, 8)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, 2, 8)},
+		Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"x"}, Output: []string{"y"}}}}, 17)
+	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "fixed.onnx"))
+	if code != exitOK {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "# its graph fixes the first axis of every input (x: [2, 8]),") || !strings.Contains(out, `{"x": {0: "batch"}, ...}`) ||
+		strings.Contains(out, "batch_layout") {
+		t.Errorf("init on a model of fixed extents:\n%s", out)
+	}
+}
+
 // TestInitializerOverride: a graph input an initializer backs (a constant
 // a port may override, as init's comment says) runs on the value a
 // request gives when a port declares it, and on the initializer when none

@@ -458,8 +458,19 @@ func (c *initComponent) hints() initHints {
 	return h
 }
 
-// capacityComment shows, commented, where batch_capacity goes.
+// capacityComment shows, commented, where batch_capacity goes; or, where
+// the graph fixes the first axis of every input, that no call can hold
+// more than one request's rows until the model is exported otherwise.
 func capacityComment(line func(int, string, ...any), c *initComponent) {
+	if fixed := c.fixedFirstAxes(); fixed != "" {
+		line(4, "# This component is called with one request at a time, and cannot group:")
+		line(4, "# its graph fixes the first axis of every input (%s),", fixed)
+		line(4, "# so no call can hold more rows than one request brings. To group, export")
+		line(4, "# the model with a dynamic first axis (torch.onnx.export: dynamic_axes=")
+		line(4, "# {\"%s\": {0: \"batch\"}, ...}, and the outputs likewise), then run", c.inputs[0].name)
+		line(4, "# `genaic init` on it again.")
+		return
+	}
 	h := c.hints()
 	line(4, "# Without batch_capacity this component is called with one request at a")
 	line(4, "# time. To let one call take the items of many requests, give its ports a")
@@ -471,9 +482,25 @@ func capacityComment(line func(int, string, ...any), c *initComponent) {
 	line(4, "#     - { dimensions: [%s], max_total: 8 }  # first symbol: a request or packed axis", h.root)
 }
 
+// fixedFirstAxes lists the inputs' shapes, "x: [2, 8]", where the graph
+// gives every input a shape whose first axis is a number; "" otherwise.
+func (c *initComponent) fixedFirstAxes() string {
+	var shapes []string
+	for _, p := range c.inputs {
+		if !p.hasShape || len(p.dims) == 0 || p.dims[0].sym != "" {
+			return ""
+		}
+		shapes = append(shapes, p.name+": "+p.shapeYAML())
+	}
+	return strings.Join(shapes, "; ")
+}
+
 // layoutComment shows, commented, where a port's batch_layout, its
 // ownership levels and its padding go.
 func layoutComment(line func(int, string, ...any), c *initComponent) {
+	if c.fixedFirstAxes() != "" {
+		return
+	}
 	h := c.hints()
 	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }  # one row per request")
 	line(7, "# or, for any number of items per request packed along axis 0, with")
