@@ -107,6 +107,14 @@ func (p *paddingChecker) dimension(s *ir.Site, pad *ir.Padding) int {
 			"%s declares padding on dimension `%s`, which is the axis %d its request rows stack along; a row is a whole request and is never padded\npad a dimension inside one row",
 			s, name, axis)
 		return -1
+	case axis < k.RequestAxis():
+		// Lengths have one entry per position of the axes outer to the
+		// padded one: outside the request axis that is one length for the
+		// whole group, where each request needs its own.
+		p.c.Report(diag.PaddingDimension, loc,
+			"%s declares padding on dimension `%s`, axis %d, outside the axis %d its request rows stack along: its lengths would be one for the whole group (they have an entry per position of the axes outer to `%s`), where each request needs its own\ngroup only items that agree on `%s` (uniform_dimensions), or export the model with its request axis first (a recurrent network's batch_first)",
+			s, name, axis, k.RequestAxis(), name, name)
+		return -1
 	}
 	return axis
 }
