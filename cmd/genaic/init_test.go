@@ -515,3 +515,53 @@ func runResponses(t *testing.T, pkg, requests string, flags ...string) []struct 
 	}
 	return doc.Responses
 }
+
+// TestInitTimeMajor: a recurrent network's time-major graph ([steps,
+// batch, ...], as torch exports one by default) is commented with its
+// request axis where the batch is, its other symbols uniform and no
+// padding; the document with the comments followed checks, and groups
+// requests of equal steps with answers equal to each alone.
+func TestInitTimeMajor(t *testing.T) {
+	dir, models := copyModels(t, "../../testdata/packages/time_major")
+	if out, errOut, code := runCLI(t, "init", "-o", dir, models[0]); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, metadataName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: [steps]  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 1 }  # one row per request, along batch`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 1 }
+            pooled:`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+    steps:`)
+	if strings.Contains(doc, "padding:") {
+		t.Errorf("init suggests padding an axis outside the request axis:\n%s", doc)
+	}
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	var rs []string
+	for i := range 6 {
+		steps := 2 + i%2
+		xs := make([]string, steps*4)
+		for j := range xs {
+			xs[j] = fmt.Sprint(float64((i*7+j*3)%11) / 8)
+		}
+		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"frames":{"dtype":"float32","shape":[%d,1,4],"data":[%s]}}}`, i, steps, strings.Join(xs, ",")))
+	}
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to 3 requests)") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}

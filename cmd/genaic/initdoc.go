@@ -387,7 +387,11 @@ func initDocument(comps []*initComponent) string {
 // own symbols and graph inputs where the graph suggests them, placeholders
 // in capitals otherwise. They are suggestions to verify, not facts.
 type initHints struct {
-	root, padded            string   // the first input's axis-0 symbol; the one to pad
+	root, padded            string   // the first input's request-axis symbol; the one to pad
+	// axis is the first input's request axis: 0, or the axis of a symbol
+	// named like a batch after axis 0 (a recurrent network's time-major
+	// [steps, batch, ...]), where no axis inside it can be padded.
+	axis int
 	uniform                 []string // its other symbols
 	offsets, owner, lengths string
 	// mask is an input shaped as the first one (or the first itself) and
@@ -412,15 +416,29 @@ func (c *initComponent) hints() initHints {
 	named := func(q initPort, word string) bool {
 		return q.name != p.name && q.dtype == "int64" && namedLike(q.name, word)
 	}
-	var rest []int // axes of p's symbols after axis 0
+	if len(p.dims) > 0 && !namedLike(p.dims[0].sym, "batch") {
+		for i, d := range p.dims[1:] {
+			if namedLike(d.sym, "batch") {
+				h.axis = i + 1
+				break
+			}
+		}
+	}
+	var rest []int // axes of p's symbols other than the request axis
 	for i, d := range p.dims {
 		switch {
 		case d.sym == "":
-		case i == 0:
+		case i == h.axis:
 			h.root = yq(d.sym)
 		default:
 			rest = append(rest, i)
 		}
+	}
+	if h.axis > 0 {
+		for _, i := range rest {
+			h.uniform = append(h.uniform, yq(p.dims[i].sym))
+		}
+		return h
 	}
 	for _, q := range c.inputs {
 		switch {
@@ -502,6 +520,13 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 		return
 	}
 	h := c.hints()
+	if h.axis > 0 {
+		line(7, "# batch_layout: { kind: request_aligned, axis: %d }  # one row per request, along %s", h.axis, h.root)
+		line(7, "# The request axis is not the first: items group where they agree on the")
+		line(7, "# axes outside it (uniform_dimensions), which are never padded; a model")
+		line(7, "# exported with its request axis first (batch_first) may pad them.")
+		return
+	}
 	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }  # one row per request")
 	line(7, "# or, for any number of items per request packed along axis 0, with")
 	line(7, "# ownership levels (innermost first; the owner is int64 [%s], the", h.root)
@@ -534,6 +559,17 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		return // a literal or rank-0 output is one value for any group
 	}
 	h := c.hints()
+	if h.axis > 0 {
+		for i, d := range p.dims {
+			if yq(d.sym) == h.root {
+				line(7, "# Once the component groups, say how this output splits back per")
+				line(7, "# request (left shared, each request would receive the whole group's")
+				line(7, "# rows, and check refuses it):")
+				line(7, "# batch_layout: { kind: request_aligned, axis: %d }", i)
+			}
+		}
+		return
+	}
 	line(7, "# Once the component groups, say how this output splits back per")
 	line(7, "# request (left shared, each request would receive the whole group's")
 	line(7, "# rows, and check refuses it): with the input packed and one row per")
