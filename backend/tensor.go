@@ -520,3 +520,50 @@ func HalfToFloat32(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
+
+// Float32ToHalf rounds a float32 to IEEE half precision (nearest, ties to even).
+func Float32ToHalf(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int((b>>23)&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	switch {
+	case (b>>23)&0xff == 0xff: // Inf, NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp >= 31:
+		return sign | 0x7c00
+	case exp <= 0:
+		if exp < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint32(14 - exp)
+		h := mant >> shift
+		rem := mant & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(exp)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // may carry into the exponent, up to infinity: still right
+	}
+	return sign | uint16(h)
+}
+
+// Float32ToBFloat16 rounds a float32 to bfloat16 (nearest, ties to even;
+// a NaN stays a NaN).
+func Float32ToBFloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if math.IsNaN(float64(f)) {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}

@@ -8,7 +8,7 @@ import (
 // jsonOptions read data as fromJSON's slow path does: arrays nested as
 // deep as it goes (the outer one and 32 within it), 16-bit floats
 // written as numbers.
-var jsonOptions = jsondata.Options{MaxNesting: 33, F16: toF16, BF16: toBF16}
+var jsonOptions = jsondata.Options{MaxNesting: 33, F16: backend.Float32ToHalf, BF16: backend.Float32ToBFloat16}
 
 // fastJSON decodes the common form of a tensor's JSON data in one pass
 // (internal/jsondata); ok is false for anything else, which fromJSON

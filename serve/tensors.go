@@ -323,9 +323,9 @@ func setJSON(t *backend.Tensor, i int, el json.RawMessage) error {
 			return err
 		}
 		if t.DType == "bfloat16" {
-			d[i] = toBF16(f)
+			d[i] = backend.Float32ToBFloat16(f)
 		} else {
-			d[i] = toF16(f)
+			d[i] = backend.Float32ToHalf(f)
 		}
 		return nil
 	}
@@ -376,51 +376,6 @@ func finite32(d []float32) (any, error) {
 		}
 	}
 	return d, nil
-}
-
-// toF16 rounds a float32 to IEEE half precision (nearest, ties to even).
-func toF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int((b>>23)&0xff) - 127 + 15
-	mant := b & 0x7fffff
-	switch {
-	case (b>>23)&0xff == 0xff: // Inf, NaN
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	case exp >= 31:
-		return sign | 0x7c00
-	case exp <= 0:
-		if exp < -10 {
-			return sign
-		}
-		mant |= 0x800000
-		shift := uint32(14 - exp)
-		h := mant >> shift
-		rem := mant & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && h&1 == 1) {
-			h++
-		}
-		return sign | uint16(h)
-	}
-	h := uint32(exp)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-		h++ // may carry into the exponent, up to infinity: still right
-	}
-	return sign | uint16(h)
-}
-
-func toBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if math.IsNaN(float64(f)) {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
 }
 
 // fromContents reads a gRPC input's typed contents. Contents of the

@@ -305,16 +305,39 @@ func fastData(dtype string, shape []int64, n int64, data []byte) (*backend.Tenso
 		return nil, false
 	}
 	t, err := backend.NewTensor(dtype, shape)
-	if err != nil || !jsondata.Fill(t, data, jsondata.Options{MaxNesting: 1}) {
+	if err != nil || !jsondata.Fill(t, data, dataOptions) {
 		return nil, false
 	}
 	t.Shape = append([]int64{}, shape...)
 	return t, true
 }
 
+// dataOptions read inline data as a flat list, 16-bit floats written as
+// numbers (their values, as genaic serve reads them, not their bits).
+var dataOptions = jsondata.Options{MaxNesting: 1, F16: backend.Float32ToHalf, BF16: backend.Float32ToBFloat16}
+
+// halfFrom converts a float32 to the bits of a 16-bit float dtype; nil for
+// any other dtype.
+func halfFrom(dtype string) func(float32) uint16 {
+	switch dtype {
+	case "float16":
+		return dataOptions.F16
+	case "bfloat16":
+		return dataOptions.BF16
+	}
+	return nil
+}
+
 // slowData reads inline data with encoding/json, saying what is wrong.
 func slowData(dtype string, shape []int64, n int64, raw []byte) (*backend.Tensor, error) {
-	empty, err := backend.NewTensor(dtype, []int64{0})
+	// 16-bit floats are written as numbers: read as float32, whose range
+	// and null they share, then rounded.
+	to := halfFrom(dtype)
+	held := dtype
+	if to != nil {
+		held = "float32"
+	}
+	empty, err := backend.NewTensor(held, []int64{0})
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +352,16 @@ func slowData(dtype string, shape []int64, n int64, raw []byte) (*backend.Tensor
 	if data.IsNil() {
 		data = reflect.ValueOf(empty.Data)
 	}
-	return &backend.Tensor{DType: dtype, Shape: append([]int64{}, shape...), Data: data.Interface()}, nil
+	out := data.Interface()
+	if to != nil {
+		f := out.([]float32)
+		bits := make([]uint16, len(f))
+		for i, v := range f {
+			bits[i] = to(v)
+		}
+		out = bits
+	}
+	return &backend.Tensor{DType: dtype, Shape: append([]int64{}, shape...), Data: out}, nil
 }
 
 // badData says what keeps raw, which encoding/json refused, from being
@@ -482,6 +514,15 @@ func errorJSON(err error) *ErrorJSON {
 
 func encodeTensor(t *backend.Tensor) (*TensorJSON, error) {
 	data := t.Data
+	if bits, ok := data.([]uint16); ok && halfFrom(t.DType) != nil {
+		// 16-bit floats are written as their values, as read.
+		f := make([]float32, len(bits))
+		for i := range bits {
+			v, _ := t.Float64At(int64(i))
+			f[i] = float32(v)
+		}
+		data = f
+	}
 	if f, ok := data.([]float32); ok {
 		// JSON has no NaN or infinities; write them as null.
 		vals := make([]any, len(f))

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -161,7 +162,7 @@ func TestResponseErrorRules(t *testing.T) {
 func TestInlineDataReadInOnePass(t *testing.T) {
 	for dtype, data := range map[string]string{
 		"float32": `[1.5, -2e-3, null]`, "int64": `[-9223372036854775808, 0, 7]`,
-		"bool": `[true, false, true]`, "uint8": ` [ 255 , 0 , 1 ] `, "float16": `[15360, 0, 65535]`,
+		"bool": `[true, false, true]`, "uint8": ` [ 255 , 0 , 1 ] `, "float16": `[1.5, 0, -65504]`,
 	} {
 		if _, ok := fastData(dtype, []int64{3}, 3, []byte(data)); !ok {
 			t.Errorf("%s %s: the one-pass reader refused it", dtype, data)
@@ -173,6 +174,36 @@ func TestInlineDataReadInOnePass(t *testing.T) {
 	}
 	if d, ok := reqs[0].Inputs["x"].Data.([]float32); !ok || len(d) != 0 {
 		t.Errorf("data null of shape [0] came back as %T %v, want an empty []float32", reqs[0].Inputs["x"].Data, reqs[0].Inputs["x"].Data)
+	}
+}
+
+// TestHalfFloatsAsNumbers: float16 and bfloat16 data are numbers, their
+// values, read (in one pass or by encoding/json alike) and written as
+// genaic serve reads and writes them; NaN and the infinities are null.
+func TestHalfFloatsAsNumbers(t *testing.T) {
+	for _, dtype := range []string{"float16", "bfloat16"} {
+		reqs, err := ReadRequests(strings.NewReader(`{"requests":[
+			{"id":"plain","inputs":{"x":{"dtype":"`+dtype+`","shape":[3],"data":[0.5,-2.25,1]}}},
+			{"id":"exponent","inputs":{"x":{"dtype":"`+dtype+`","shape":[3],"data":[0.5,-2.25,1.0e0]}}},
+			{"id":"text","inputs":{"x":{"dtype":"`+dtype+`","shape":[3],"data":[0.5,"a",1]}}}]}`), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := halfFrom(dtype)
+		want := []uint16{to(0.5), to(-2.25), to(1)}
+		for _, r := range reqs[:2] {
+			if r.Err != nil || !slices.Equal(r.Inputs["x"].Data.([]uint16), want) {
+				t.Errorf("%s %s: %v %v, want the bits %x", dtype, r.ID, r.Err, r.Inputs["x"], want)
+			}
+		}
+		if err := reqs[2].Err; err == nil || !strings.Contains(err.Error(), "data element 1 is a string, not a "+dtype) {
+			t.Errorf("%s text: %v", dtype, err)
+		}
+		out := &backend.Tensor{DType: dtype, Shape: []int64{4}, Data: append(want, to(float32(math.Inf(1))))}
+		tj, err := encodeTensor(out)
+		if err != nil || string(tj.Data) != "[0.5,-2.25,1,null]" {
+			t.Errorf("%s written as %s, %v", dtype, tj.Data, err)
+		}
 	}
 }
 
