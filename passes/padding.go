@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/compiler/diag"
@@ -180,6 +181,15 @@ func (p *paddingChecker) lengthsShape(s *ir.Site, pad *ir.Padding, t Target, axi
 	k, lk := s.Contract, t.Contract
 	outer := k.Shape[:axis]
 	loc := packedLoc(pad.Lengths.Loc, pad.Loc)
+	if lk.HasShape && slices.ContainsFunc(lk.Shape, func(d ir.Dim) bool { return d.IsSym() && d.Sym == pad.Dim.Name }) {
+		// Shaped over the padded dimension itself: a mask, which marks
+		// each position, where lengths count each row's.
+		p.c.ReportRelated(diag.PaddingCompanion, loc,
+			[]Related{{Loc: packedLoc(lk.RankLoc, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
+			"valid_lengths `%s` of %s is shaped over `%s` itself, as a mask is: lengths have one entry per position of the axes outer to `%s` (its shape must be %s), each the count of real positions, never a mask\ngenaic pads by lengths: a model that takes a mask is rewritten to take lengths by `genaic mask-lengths MODEL.onnx -o OUT.onnx`; else drop the padding and list `%s` in uniform_dimensions",
+			t.Name, s, pad.Dim.Name, pad.Dim.Name, paddingShapeText(outer), pad.Dim.Name)
+		return
+	}
 	if lk.Rank >= 0 && lk.Rank != axis {
 		p.c.ReportRelated(diag.PaddingCompanion, loc,
 			[]Related{{Loc: packedLoc(lk.RankLoc, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
