@@ -68,6 +68,13 @@ func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped 
 	return out
 }
 
+// DivergenceCauses says what makes a request's answer grouped differ from
+// its answer alone, where check found nothing: the model mixes the items
+// of a call.
+const DivergenceCauses = "the model mixes the items of a call: a padded model lets the padding reach the real positions " +
+	"(a convolution reading past an item's end; pad only where the model masks, or list the dimension in uniform_dimensions), " +
+	"or an output computed over the whole call (a mean over the batch) is left shared"
+
 // AgreeAlone says how grouped differs from alone, a request's value of one
 // output run grouped and alone, or "" where it does not. Grouped may be
 // longer on an axis (a padded output keeps the group's extent, and its

@@ -19,8 +19,8 @@ import (
 // verified runs the package's requests.json (its first maxVerifyRequests)
 // grouped, then each request alone, and compares the answers
 // (engine.CompareAlone). Where one differs, the package's grouping changes
-// what it computes, which check cannot see (a padded model that lets the
-// padding reach the real positions): the log says which request and how,
+// what it computes, which check cannot see (engine.DivergenceCauses):
+// the log says which request and how,
 // and the model is opened again with grouping declined on every grouped
 // component, which then runs one request per invocation, slower and never
 // wrong. It returns the engine to serve with.
@@ -53,7 +53,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	}
 	s.log.Error("grouped answers differ from answers alone on the package's requests.json: its grouping changes what it computes, so its components run one request per invocation",
 		"model", name, "differing", len(divs), "compared", len(reqs), "first", divs[0].String(), "declined", strings.Join(declined, ","),
-		"help", "a padded model that lets the padding reach the real positions does this (a convolution reading past an item's end); `genaic run --verify` lists every difference: pad only where the model masks, or group only items that agree (uniform_dimensions)")
+		"help", engine.DivergenceCauses+"; `genaic run --verify` on the package's requests lists every difference")
 	eng.Close()
 	opts.Declines = declines
 	return engine.Open(f, dir, opts)

@@ -388,12 +388,12 @@ func initDocument(comps []*initComponent) string {
 // in capitals otherwise. They are suggestions to verify, not facts.
 type initHints struct {
 	root, padded            string   // the first input's request-axis symbol; the one to pad
-	// axis is the first input's request axis: 0, or the axis of a symbol
-	// named like a batch after axis 0 (a recurrent network's time-major
-	// [steps, batch, ...]), where no axis inside it can be padded.
-	axis int
 	uniform                 []string // its other symbols
 	offsets, owner, lengths string
+	// axis is the first input's request axis: 0, or the axis of a symbol
+	// named like a batch after axis 0 (a recurrent network's time-major
+	// [steps, batch, ...]), where no axis outside it can be padded.
+	axis int
 	// mask is an input shaped as the first one (or the first itself) and
 	// named like a mask (a transformer's attention_mask), where no input
 	// is named like lengths: such a graph cannot be handed padding.

@@ -291,9 +291,8 @@ func verify(e *env, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (r
 		}
 		switch {
 		case len(divs) > 0:
-			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d requests are answered otherwise grouped than alone: grouping changes what the package computes. "+
-				"A padded model that lets the padding reach the real positions does this (a convolution reading past an item's end): pad only where the model masks, or group only items that agree (uniform_dimensions)\n",
-				len(requests), len(reqs))
+			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d requests are answered otherwise grouped than alone: grouping changes what the package computes; %s\n",
+				len(requests), len(reqs), engine.DivergenceCauses)
 			return exitDiags
 		case most < 2:
 			fmt.Fprintf(e.stderr, "genaic: --verify: no invocation held two requests, so grouping was not compared with running alone; give more requests, or more at once (--concurrency)\n")
