@@ -30,7 +30,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 		return eng, nil
 	}
 	reqs = reqs[:min(len(reqs), maxVerifyRequests)]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), verifyBudget)
 	defer cancel()
 	grouped := eng.RunAll(ctx, reqs)
 	divs := engine.CompareAlone(ctx, eng, reqs, grouped)
@@ -59,9 +59,13 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	return engine.Open(f, dir, opts)
 }
 
-// maxVerifyRequests bounds the requests verified compares: enough to group
-// short items with long ones, few enough to keep a load quick.
-const maxVerifyRequests = 64
+// maxVerifyRequests and verifyBudget bound what verified compares: enough
+// requests to group short items with long ones, and no more time than a
+// slow model's load can spare (the requests not compared by then are not).
+const (
+	maxVerifyRequests = 64
+	verifyBudget      = 30 * time.Second
+)
 
 // differedReason is the decline of the components of a model whose
 // requests were answered otherwise grouped than alone (verified).
