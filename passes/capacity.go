@@ -36,6 +36,7 @@ var CapacityPass = &Pass{
 			capacityFree(c, f)
 			capacityRowScope(c, f)
 			capacitySharedOutputs(c, f, sc, bind)
+			capacityUnpaddedOutputs(c, f)
 		}
 		return nil, nil
 	},

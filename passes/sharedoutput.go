@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/compiler/diag"
@@ -43,6 +44,36 @@ func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindi
 			c.ReportRelated(diag.CapacitySharedOutput, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
 				"output port `%s` of component `%s` %s, but axis %d is `%s`, %s: grouped, every request would receive the whole group's rows, not its own\n%s",
 				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.splitting(p, i))
+			break
+		}
+	}
+}
+
+// capacityUnpaddedOutputs reports an output port of a grouped component
+// that splits back per request (not shared) but leaves unpadded a symbol
+// an input port pads, as r7 does for an input port: a group allocates
+// that dimension at its longest item, so each request would receive its
+// rows at the group's extent, different grouped and solo, with no lengths
+// to say where its own end.
+func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
+	for _, p := range contractPorts(f.comp, false) {
+		k := p.Contract
+		if k.Layout.Kind == ir.Shared {
+			continue // capacitySharedOutputs judges it
+		}
+		for i, d := range k.Shape {
+			if !d.IsSym() || f.uniform[d.Sym] || i == k.RequestAxis() || k.Packed() && i == 0 ||
+				slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
+				continue
+			}
+			at := slices.IndexFunc(f.padded[d.Sym], func(sp SymbolPad) bool { return f.comp.Input(sp.Port) != nil })
+			if at < 0 {
+				continue
+			}
+			pad := f.padded[d.Sym][at]
+			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{pad.Loc, fmt.Sprintf("input port `%s` pads `%s` here", pad.Port, d.Sym)}},
+				"output port `%s` of component `%s` leaves `%s` (axis %d) unpadded, which input port `%s` pads: grouped, each request would receive its rows at the group's longest extent, not its own, with no lengths to say where its own end\ndeclare on port `%s` (and on the workflow output it is emitted to): padding: [{ dimension: %s, valid_lengths: %s }]",
+				p.Name, f.comp.Name, d.Sym, i, pad.Port, p.Name, d.Sym, f.lengthsOf(d.Sym))
 			break
 		}
 	}
