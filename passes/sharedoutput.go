@@ -49,6 +49,52 @@ func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindi
 	}
 }
 
+// capacitySharedInputs reports an input port of a grouped component that
+// is shared (passed once for the whole group, which forms only of items
+// that bring equal values) but whose shape names a dimension the group
+// pads (r7, as for a participating port): one request's value cannot have
+// the group's extent there, and items of different extents would never
+// share a call (a transformer's token_type_ids left without the layout of
+// its input_ids). A shared port that names only a count of the group may
+// be bound to a companion of the workflow's (a lengths vector), and is
+// left alone.
+func capacitySharedInputs(c *Context, f *capacityFacts) {
+	for _, p := range f.shared {
+		k := p.Contract
+		for i, d := range k.Shape {
+			if !d.IsSym() || f.uniform[d.Sym] || f.Classes(d.Sym)&SymPadded == 0 {
+				continue
+			}
+			how := "is shared (the default when a port declares no batch_layout)"
+			if k.Layout.Loc != 0 {
+				how = "declares batch_layout shared"
+			}
+			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
+				"input port `%s` of component `%s` %s, passed once for the whole group, but axis %d is `%s`, %s: one request's value cannot have the group's extent there, and items would share a call only where they bring equal values\n%s",
+				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.likeInput(p))
+			break
+		}
+	}
+}
+
+// likeInput is the help line for shared input p: the layout and padding
+// of a participating input port of the same shape, or what to consider.
+func (f *capacityFacts) likeInput(p *ir.Port) string {
+	for _, q := range f.payload {
+		if len(q.Contract.Shape) != len(p.Contract.Shape) || slices.ContainsFunc(q.Contract.Shape, func(d ir.Dim) bool {
+			return p.Contract.Axis(d.Sym) != q.Contract.Axis(d.Sym)
+		}) {
+			continue
+		}
+		decl := []string{"batch_layout: " + layoutYAML(q.Contract.Layout)}
+		for _, pd := range q.Contract.Padding {
+			decl = append(decl, fmt.Sprintf("padding: [{ dimension: %s, valid_lengths: %s }]", pd.Dim.Name, pd.Lengths.Name))
+		}
+		return fmt.Sprintf("declare on port `%s`, as on port `%s`: %s", p.Name, q.Name, strings.Join(decl, "; "))
+	}
+	return fmt.Sprintf("give port `%s` a batch_layout and padding as its rows are laid out, or list the symbol in uniform_dimensions", p.Name)
+}
+
 // capacityUnpaddedOutputs reports an output port of a grouped component
 // that splits back per request (not shared) but leaves unpadded a symbol
 // an input port pads, as r7 does for an input port: a group allocates
@@ -200,4 +246,19 @@ func (f *capacityFacts) lengthsOf(sym string) string {
 		}
 	}
 	return "LENGTHS"
+}
+
+// layoutYAML spells a batch_layout as a document writes it.
+func layoutYAML(l ir.Layout) string {
+	switch l.Kind {
+	case ir.RequestExpanded:
+		return fmt.Sprintf("{ kind: request_expanded, axis: %d, factor: %d }", l.Axis, l.Factor)
+	case ir.TokenPacked:
+		var lv []string
+		for _, x := range l.Levels {
+			lv = append(lv, fmt.Sprintf("{ offsets: %s, owner: %s }", x.Offsets.Name, x.Owner.Name))
+		}
+		return fmt.Sprintf("{ kind: token_packed, axis: %d, levels: [%s] }", l.Axis, strings.Join(lv, ", "))
+	}
+	return fmt.Sprintf("{ kind: %s, axis: %d }", l.Kind, l.Axis)
 }

@@ -159,6 +159,7 @@ type ComponentSymbols struct {
 	counts   map[string][]SymbolCount // symbols that count the group
 	padded   map[string][]SymbolPad   // symbols padded on some port
 	payload  []*ir.Port               // participating input ports
+	shared   []*ir.Port               // input ports passed once for a group, companions aside
 	uniform  map[string]bool
 	budgeted map[string]bool       // symbols any budget path names
 	owners   map[*ir.Port][]string // packed port: each level's owner extent symbol
@@ -195,8 +196,12 @@ func classifySymbols(sc *Scopes, comp *ir.Component) *ComponentSymbols {
 		}
 	}
 	for _, p := range contractPorts(comp, true) {
-		if !companions[p.Name] && p.Contract.Layout.Kind != ir.Shared {
+		switch {
+		case companions[p.Name]:
+		case p.Contract.Layout.Kind != ir.Shared:
 			f.payload = append(f.payload, p)
+		default:
+			f.shared = append(f.shared, p)
 		}
 	}
 	// A level's unit count is the component's to bound even when its owner
