@@ -371,6 +371,10 @@ func (v *groupValidator) padded(field string, p *Port, k *ir.Contract, r int) {
 		switch {
 		case pad.Axis < 0 || r < 0 || pad.Axis >= r:
 			v.fail(pf+".axis", "is %d, outside the port's rank %d", pad.Axis, r)
+		case (p.Role == RoleRows || p.Role == RoleExpanded) && pad.Axis < p.Axis:
+			// Its lengths, shaped by the axes outer to it, would not have
+			// the request axis: a group could carry only one request's.
+			v.fail(pf+".axis", "is %d, before the port's request axis %d: its lengths could not hold one length per request of a group", pad.Axis, p.Axis)
 		case k.HasShape && k.Shape[pad.Axis].Sym != pad.Dimension:
 			v.fail(pf+".axis", "is %d, but the port's axis %d is not `%s`", pad.Axis, pad.Axis, pad.Dimension)
 		case p.Levels != nil && pad.Axis == 0:

@@ -396,6 +396,15 @@ var mutations = []mutation{
 			return true
 		})
 	}},
+	{"padded axis before the request axis", "before the port's request axis", func(f *plan.File) bool {
+		return eachPort(f, true, func(_ *plan.GroupPlan, p *plan.Port) bool {
+			if p.Role != plan.RoleRows || len(p.Padded) == 0 || p.Padded[0].Axis <= p.Axis {
+				return false
+			}
+			p.Axis = p.Padded[0].Axis + 1
+			return true
+		})
+	}},
 	{"padded lengths port unknown", "padded[0].lengths", func(f *plan.File) bool {
 		return eachPort(f, true, func(_ *plan.GroupPlan, p *plan.Port) bool {
 			if len(p.Padded) == 0 {

@@ -668,11 +668,6 @@ func (s *componentSpec) admitPadding(it *item, i int, in *plan.Port, t *backend.
 			return runErr("run/input", "component `%s` input port `%s` has %d positions on its padded axis %d (`%s`), but the component's graph fixes that axis at %d: send at most %d",
 				s.comp.Name, in.Name, t.Shape[p.Axis], p.Axis, p.Dimension, n, n)
 		}
-		if (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) && p.Axis < in.Axis {
-			// Its lengths would not have the request axis: a group could
-			// carry only one request's.
-			return runErr("run/unsupported", "component `%s` input port `%s` is padded on axis %d, before its request axis %d; this runtime pads only axes after the request axis", s.comp.Name, in.Name, p.Axis, in.Axis)
-		}
 		if err := checkLengths(p.Lengths.Name(), p.Dimension, lt, t.Shape[:p.Axis], t.Shape[p.Axis]); err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"strings"
 	"testing"
 	"time"
 
@@ -151,30 +150,5 @@ func TestRowsOnAnInnerAxis(t *testing.T) {
 	}
 	if by := grouped.Copies("rnn").ByReason(); by["unstack"] == 0 {
 		t.Errorf("rows of axis 1 handed out without a copy: %v", by)
-	}
-}
-
-// TestPaddedBeforeTheRequestAxis: a port padded on an axis before its
-// request axis has lengths without that axis, which cannot hold one length
-// per request of a group: such a request fails alone with
-// run/unsupported, saying why, and is never invoked.
-func TestPaddedBeforeTheRequestAxis(t *testing.T) {
-	invoked := false
-	b := &backend.Bindings{}
-	b.Register("rnn", func(context.Context, map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
-		invoked = true
-		return nil, fmt.Errorf("not to be invoked")
-	})
-	e := bindingEngine(t, "rowaxis_padded_first.yaml", b, Options{})
-	r := e.Run(context.Background(), Request{ID: "r", Inputs: map[string]*backend.Tensor{
-		"frames": {DType: "float32", Shape: []int64{2, 1, 3}, Data: make([]float32, 6)},
-		"n":      {DType: "int64", Shape: []int64{}, Data: []int64{2}},
-	}})
-	re := AsRunError(r.Err)
-	if re == nil || re.Rule != "run/unsupported" || !strings.Contains(re.Message, "before its request axis") {
-		t.Fatalf("got %v, want run/unsupported naming the padded axis before the request axis", r.Err)
-	}
-	if invoked {
-		t.Error("the component ran")
 	}
 }
