@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/compiler/diag"
@@ -71,7 +72,44 @@ func contractBindings(c *Context, b *Bindings) {
 	for _, s := range b.Emits {
 		if o := c.Module.Output(s.Output.Name); o != nil {
 			contractBind(c, s.Value.ID, o.Contract, fmt.Sprintf("workflow output `%s`", o.Name), s.Value.Loc)
+			contractEmitPadding(c, b, s, o)
 		}
+	}
+}
+
+// contractEmitPadding reports an emit of a grouped component's padded
+// output into a workflow output that does not declare that axis padded:
+// the group allocates it at its longest item, so each request would
+// receive its rows at the group's extent, not its own, with no lengths to
+// say where its own end (grouped would differ from solo).
+func contractEmitPadding(c *Context, b *Bindings, s *ir.Step, o *ir.Output) {
+	v := c.Module.Value(s.Value.ID)
+	if v == nil || v.Contract == nil || o.Contract == nil {
+		return
+	}
+	var comp *ir.Component
+	for _, x := range b.OfValue(v.Name) {
+		if x.Side == ir.SitePortOut && x.ID == v.ID {
+			comp = c.Module.Component(x.Component)
+		}
+	}
+	if comp == nil || comp.Capacity == nil {
+		return // one request per call pads nothing
+	}
+	for _, pd := range v.Contract.Padding {
+		ax := v.Contract.Axis(pd.Dim.Name)
+		if ax < 0 || ax >= len(o.Contract.Shape) ||
+			slices.ContainsFunc(o.Contract.Padding, func(op ir.Padding) bool { return o.Contract.Axis(op.Dim.Name) == ax }) {
+			continue
+		}
+		lengths := "LENGTHS"
+		if in := b.ToPort(comp.Name, ir.SitePortIn, pd.Lengths.Name); len(in) == 1 {
+			lengths = in[0].Value
+		}
+		c.ReportRelated(diag.ContractIncompatible, s.Value.Loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
+			"`%s` is padded on `%s` (axis %d) by component `%s`, which groups, but workflow output `%s` declares no padding there: each request would receive its rows at the group's longest extent, not its own, with no lengths to say where its own end\ndeclare on workflow output `%s`: padding: [{ dimension: %s, valid_lengths: %s }], and emit `%s` as a workflow output too",
+			v.Name, pd.Dim.Name, ax, comp.Name, o.Name, o.Name, strings.Trim(shapeText(o.Contract.Shape[ax:ax+1]), "[]"), lengths, lengths)
+		return
 	}
 }
 

@@ -565,3 +565,83 @@ func TestInitTimeMajor(t *testing.T) {
 		t.Errorf("run --verify: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestInitFollowedCommentsPadded is a newcomer's path with a transformer
+// exported with an attention mask and token types: mask-lengths, then
+// init, then every comment followed (the token types laid out as the ids,
+// as theirs says), then what check's help says for the workflow output;
+// the package then checks, groups texts of different lengths, and
+// answers each as alone (run --verify).
+func TestInitFollowedCommentsPadded(t *testing.T) {
+	dir := t.TempDir()
+	masked := filepath.Join(t.TempDir(), "masked.onnx")
+	writeGraph(t, masked, maskedEncoderWithTypes(16), 17)
+	if out, errOut, code := runCLI(t, "mask-lengths", masked, "-o", filepath.Join(dir, "encoder.onnx")); code != exitOK {
+		t.Fatalf("mask-lengths: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runCLI(t, "init", filepath.Join(dir, "encoder.onnx")); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, metadataName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncomment(t, doc, `              # padding: [{ dimension: sequence, valid_lengths: lengths }]
+            lengths:`)
+	along := "              # Shaped as input_ids: give it the same batch_layout (and padding) as input_ids.\n"
+	if !strings.Contains(doc, along) {
+		t.Fatalf("init no longer writes\n%s\nin\n%s", along, doc)
+	}
+	doc = strings.Replace(doc, along, "              batch_layout: { kind: request_aligned, axis: 0 }\n              padding: [{ dimension: sequence, valid_lengths: lengths }]\n", 1)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+              # and, where the input is padded on sequence, padded as it is (then`)
+	doc = strings.Replace(doc, "              and, where the input is padded on sequence, padded as it is (then\n", "", 1)
+	doc = uncomment(t, doc, `              # padding: [{ dimension: sequence, valid_lengths: lengths }]
+            pooled:`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+    steps:`)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// What check says next, followed: the workflow output is padded as
+	// the port is, and its lengths published.
+	rep, code := checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
+		rep.Files[0].Diagnostics[0].Rule != "contract/incompatible" ||
+		!strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), "padding: [{ dimension: sequence, valid_lengths: lengths }], and emit `lengths` as a workflow output too") {
+		t.Fatalf("check of the padded port emitted unpadded: exit %d, %+v", code, rep.Files)
+	}
+	doc = strings.Replace(doc, "        contract: { dtype: float32, shape: [batch, sequence, 4] }",
+		"        contract: { dtype: float32, shape: [batch, sequence, 4], padding: [{ dimension: sequence, valid_lengths: lengths }] }", 1)
+	doc = strings.Replace(doc, "    components:\n", "      lengths:\n        contract: { dtype: int64, shape: [batch], batch_layout: { kind: shared } }\n        role: tensor\n        stage: pre_adapter\n    components:\n", 1)
+	doc += "      - { kind: emit, value: lengths, output: lengths, mode: replace }\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	var rs []string
+	for i, n := range []int{3, 1, 6, 2, 5, 4} {
+		ids, types := make([]string, n), make([]string, n)
+		for j := range n {
+			ids[j], types[j] = fmt.Sprint((i*5+j*3)%16), fmt.Sprint(j%2)
+		}
+		tensor := func(v []string) string {
+			return fmt.Sprintf(`{"dtype":"int64","shape":[1,%d],"data":[%s]}`, n, strings.Join(v, ","))
+		}
+		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"input_ids":%s,"token_type_ids":%s,"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, tensor(ids), tensor(types), n))
+	}
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to 6 requests)") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}

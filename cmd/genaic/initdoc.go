@@ -342,6 +342,8 @@ func initDocument(comps []*initComponent) string {
 			}
 			if i == 0 {
 				layoutComment(line, c)
+			} else {
+				alongComment(line, c, p)
 			}
 		}
 		if len(c.constants) > 0 {
@@ -550,6 +552,18 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 	line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
 }
 
+// alongComment says, of an input port shaped as the first one (token
+// types beside token ids), that it takes the first one's batch_layout and
+// padding: left shared, it would be passed once for a whole group, and
+// check refuses it where the group pads its dimensions.
+func alongComment(line func(int, string, ...any), c *initComponent, p initPort) {
+	first := c.inputs[0]
+	if c.fixedFirstAxes() != "" || len(p.dims) == 0 || !slices.Equal(p.dims, first.dims) {
+		return
+	}
+	line(7, "# Shaped as %s: give it the same batch_layout (and padding) as %s.", yq(first.name), yq(first.name))
+}
+
 // outputLayoutComment shows, commented, the batch_layout that splits an
 // output back per request once the component groups: without one an
 // output is shared, every request would receive the whole group's rows,
@@ -580,6 +594,11 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 	line(7, "#   levels: [{ offsets: %s, owner: %s, extent: preserved }]", h.offsets, h.owner)
 	line(7, "# or, with one row per request:")
 	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }")
+	if h.lengths != "LENGTHS" && slices.ContainsFunc(p.dims, func(d initDim) bool { return yq(d.sym) == h.padded }) {
+		line(7, "# and, where the input is padded on %s, padded as it is (then", h.padded)
+		line(7, "# publish its lengths as a workflow output too):")
+		line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
+	}
 }
 
 // namedLike reports whether a graph's name for a value holds word, in any

@@ -313,31 +313,35 @@ func TestMaskLengthsOlderOpsetAndBoolMask(t *testing.T) {
 	}
 }
 
+// maskedEncoderWithTypes is maskedEncoder with BERT's token types beside
+// its ids: token_type_ids [batch, sequence], whose two embeddings are
+// added to the tokens'.
+func maskedEncoderWithTypes(vocab int64) *onnxpb.GraphProto {
+	g := maskedEncoder(vocab, 4)
+	g.Input = append(g.Input, tensorInfo("token_type_ids", 7, "batch", "sequence"))
+	var raw []byte
+	for _, v := range []float32{0.25, -0.5, 0.125, 1, -0.75, 0.5, 0.375, -0.25} {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+	}
+	g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: "type_embeddings", DataType: 1, Dims: []int64{2, 4}, RawData: raw})
+	g.Node[0].Output = []string{"tokens"}
+	g.Node = append([]*onnxpb.NodeProto{
+		{OpType: "Gather", Input: []string{"type_embeddings", "token_type_ids"}, Output: []string{"types"}},
+		{OpType: "Add", Input: []string{"tokens", "types"}, Output: []string{"x"}},
+	}, g.Node...)
+	return g
+}
+
 // TestMaskLengthsProbeTokenTypes: the probe's token values are ids; an
 // encoder that also takes token types, of which it has two (BERT's
 // token_type_ids), is probed with its token types zeros, not refused for
 // the probe's own values. Where the model refuses every probe, mask-lengths
 // says so and names --no-probe.
 func TestMaskLengthsProbeTokenTypes(t *testing.T) {
-	withTypes := func(vocab int64) *onnxpb.GraphProto {
-		g := maskedEncoder(vocab, 4)
-		g.Input = append(g.Input, tensorInfo("token_type_ids", 7, "batch", "sequence"))
-		var raw []byte
-		for _, v := range []float32{0.25, -0.5, 0.125, 1, -0.75, 0.5, 0.375, -0.25} {
-			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
-		}
-		g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: "type_embeddings", DataType: 1, Dims: []int64{2, 4}, RawData: raw})
-		g.Node[0].Output = []string{"tokens"}
-		g.Node = append([]*onnxpb.NodeProto{
-			{OpType: "Gather", Input: []string{"type_embeddings", "token_type_ids"}, Output: []string{"types"}},
-			{OpType: "Add", Input: []string{"tokens", "types"}, Output: []string{"x"}},
-		}, g.Node...)
-		return g
-	}
 	dir := t.TempDir()
 	bert, small := filepath.Join(dir, "bert.onnx"), filepath.Join(dir, "small.onnx")
-	writeGraph(t, bert, withTypes(16), 17)
-	writeGraph(t, small, withTypes(3), 17)
+	writeGraph(t, bert, maskedEncoderWithTypes(16), 17)
+	writeGraph(t, small, maskedEncoderWithTypes(3), 17)
 	out, errOut, code := runCLI(t, "mask-lengths", bert, "-o", filepath.Join(dir, "bert_lengths.onnx"))
 	if code != exitOK || errOut != "" {
 		t.Errorf("token types: exit %d\n%s%s", code, out, errOut)
