@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
@@ -135,6 +137,9 @@ func runBench(e *env, args []string) int {
 	if bf.model == "" {
 		bf.model = filepath.Base(pkgDir)
 	}
+	if !bf.remote() {
+		warnDivergence(e, f, pkgDir, bf.options(false), reqs)
+	}
 	b := &bencher{f: f, pkgDir: pkgDir, flags: bf, modes: modes, reqs: reqs, items: itemCounts(f, reqs)}
 	results, err := b.sweep()
 	if err != nil {
@@ -143,6 +148,37 @@ func runBench(e *env, args []string) int {
 	}
 	return b.report(e, results)
 }
+
+// warnDivergence compares, before any timing, the document's first
+// requests grouped and alone (engine.CompareAlone), and warns where an
+// answer differs: the throughput grouping then reaches is that of other
+// answers than a request gets alone.
+func warnDivergence(e *env, f *plan.File, pkgDir string, opts engine.Options, reqs []vm.Request) {
+	if !slices.ContainsFunc(f.Components, func(g *plan.GroupPlan) bool { return g.Grouped }) {
+		return
+	}
+	eng, err := engine.Open(f, pkgDir, opts)
+	if err != nil {
+		return // the modes open it again and say why
+	}
+	defer eng.Close()
+	reqs = reqs[:min(len(reqs), maxVerifyRequests)]
+	grouped := eng.RunAll(context.Background(), reqs)
+	divs := engine.CompareAlone(context.Background(), eng, reqs, grouped)
+	if len(divs) == 0 {
+		return
+	}
+	differing := map[string]bool{}
+	for _, d := range divs {
+		differing[d.Request] = true
+	}
+	fmt.Fprintf(e.stderr, "genaic: bench: warning: grouped, %d of the first %d requests are answered otherwise than alone (%s): the throughput grouped is that of other answers; %s; `genaic run --verify` lists every difference\n",
+		len(differing), len(reqs), divs[0], engine.DivergenceCauses)
+}
+
+// maxVerifyRequests bounds the requests bench compares grouped and alone
+// before it measures.
+const maxVerifyRequests = 64
 
 // maxRounds bounds --rounds and --warmup: each round runs the whole
 // document in every mode.

@@ -153,3 +153,21 @@ func TestServeDeclinesGroupingThatChangesAnswers(t *testing.T) {
 		t.Errorf("/metrics counts no such decline:\n%s", b)
 	}
 }
+
+// TestBenchWarnsOfDivergence: genaic bench compares the document grouped
+// and alone before it measures, and warns where answers differ (the
+// throughput would be that of other answers); where they agree it says
+// nothing of it.
+func TestBenchWarnsOfDivergence(t *testing.T) {
+	leak := writeLeakingPackage(t)
+	quick := []string{"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "4", "--workers", "1", "--threads", "1"}
+	_, errOut, code := runCLI(t, append([]string{"bench", leak, "--requests", filepath.Join(leak, "requests.json")}, quick...)...)
+	if code != exitOK || !strings.Contains(errOut, "bench: warning: grouped, 3 of the first 4 requests are answered otherwise than alone (request r1: output total differs at [0]: 4.5 grouped, 1.5 alone)") {
+		t.Errorf("a leaking package: exit %d\n%s", code, errOut)
+	}
+	pkg := filepath.Join("..", "..", "testdata", "packages", "text_padded")
+	_, errOut, code = runCLI(t, append([]string{"bench", pkg, "--requests", filepath.Join(pkg, "requests.json")}, quick...)...)
+	if code != exitOK || strings.Contains(errOut, "warning") {
+		t.Errorf("text_padded: exit %d\n%s", code, errOut)
+	}
+}
