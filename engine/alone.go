@@ -31,12 +31,10 @@ func (d Divergence) String() string {
 // request's items beside it, nothing padded past its own extents) and
 // returns where its answer differs from grouped, its answer when e ran
 // reqs together. check proves what a declaration can break; what it
-// cannot see is a model that takes the lengths yet lets the padding reach
-// the real positions (a convolution that reads past an item's end into
-// the padding, before a pooling that honours the lengths): only running
-// it shows that, on the requests at hand. grouped[i] answers reqs[i]; the
-// comparison follows AgreeAlone. Once ctx is done it compares no more: a
-// request cut short is no answer.
+// cannot see is a model that mixes the items of a call (DivergenceCauses):
+// only running it shows that, on the requests at hand. grouped[i] answers
+// reqs[i]; the comparison follows AgreeAlone. Once ctx is done it compares
+// no more: a request cut short is no answer.
 func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped []vm.Response) []Divergence {
 	var out []Divergence
 	for i, req := range reqs {
@@ -66,6 +64,15 @@ func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped 
 		alone.Release()
 	}
 	return out
+}
+
+// DifferingRequests counts the requests divs names.
+func DifferingRequests(divs []Divergence) int {
+	seen := map[string]bool{}
+	for _, d := range divs {
+		seen[d.Request] = true
+	}
+	return len(seen)
 }
 
 // DivergenceCauses says what makes a request's answer grouped differ from

@@ -19,11 +19,11 @@ import (
 // verified runs the package's requests.json (its first maxVerifyRequests)
 // grouped, then each request alone, and compares the answers
 // (engine.CompareAlone). Where one differs, the package's grouping changes
-// what it computes, which check cannot see (engine.DivergenceCauses):
-// the log says which request and how,
-// and the model is opened again with grouping declined on every grouped
-// component, which then runs one request per invocation, slower and never
-// wrong. It returns the engine to serve with.
+// what it computes, which check cannot see (engine.DivergenceCauses): the
+// log says which request and how, and the model is opened again with
+// grouping declined on every grouped component, which then runs one
+// request per invocation, slower and never wrong. It returns the engine
+// to serve with.
 func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Options, eng *vm.Engine) (*vm.Engine, error) {
 	reqs, err := readRequests(dir)
 	if err != nil || len(reqs) < 2 {
@@ -52,7 +52,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 		}
 	}
 	s.log.Error("grouped answers differ from answers alone on the package's requests.json: its grouping changes what it computes, so its components run one request per invocation",
-		"model", name, "differing", len(divs), "compared", len(reqs), "first", divs[0].String(), "declined", strings.Join(declined, ","),
+		"model", name, "differing", engine.DifferingRequests(divs), "compared", len(reqs), "first", divs[0].String(), "declined", strings.Join(declined, ","),
 		"help", engine.DivergenceCauses+"; `genaic run --verify` on the package's requests lists every difference")
 	eng.Close()
 	opts.Declines = declines

@@ -168,12 +168,8 @@ func warnDivergence(e *env, f *plan.File, pkgDir string, opts engine.Options, re
 	if len(divs) == 0 {
 		return
 	}
-	differing := map[string]bool{}
-	for _, d := range divs {
-		differing[d.Request] = true
-	}
 	fmt.Fprintf(e.stderr, "genaic: bench: warning: grouped, %d of the first %d requests are answered otherwise than alone (%s): the throughput grouped is that of other answers; %s; `genaic run --verify` lists every difference\n",
-		len(differing), len(reqs), divs[0], engine.DivergenceCauses)
+		engine.DifferingRequests(divs), len(reqs), divs[0], engine.DivergenceCauses)
 }
 
 // maxVerifyRequests bounds the requests bench compares grouped and alone

@@ -284,15 +284,13 @@ func verify(e *env, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (r
 	}
 	divs := engine.CompareAlone(context.Background(), eng, reqs, grouped)
 	return func() int {
-		requests := map[string]bool{}
 		for _, d := range divs {
 			fmt.Fprintf(e.stderr, "genaic: --verify: %s\n", d)
-			requests[d.Request] = true
 		}
 		switch {
 		case len(divs) > 0:
 			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d requests are answered otherwise grouped than alone: grouping changes what the package computes; %s\n",
-				len(requests), len(reqs), engine.DivergenceCauses)
+				engine.DifferingRequests(divs), len(reqs), engine.DivergenceCauses)
 			return exitDiags
 		case most < 2:
 			fmt.Fprintf(e.stderr, "genaic: --verify: no invocation held two requests, so grouping was not compared with running alone; give more requests, or more at once (--concurrency)\n")
