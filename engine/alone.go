@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -51,7 +52,7 @@ func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped 
 			out = append(out, Divergence{Request: req.ID, What: "succeeded grouped and failed alone (" + alone.Err.Error() + ")"})
 		case g.Err == nil:
 			for name, want := range alone.Outputs.All() {
-				if what := AgreeAlone(g.Outputs.Get(name), want); what != "" {
+				if what := AgreeAlone(g.Outputs.Get(name), want, paddedAxes(e.Module().Output(name))); what != "" {
 					out = append(out, Divergence{Request: req.ID, Output: name, What: what})
 				}
 			}
@@ -82,16 +83,33 @@ const DivergenceCauses = "the model mixes the items of a call: a padded model le
 	"(a convolution reading past an item's end; pad only where the model masks, or list the dimension in uniform_dimensions), " +
 	"or an output computed over the whole call (a mean over the batch) is left shared"
 
+// paddedAxes are the axes an output declares padded, where a request's
+// value grouped keeps the group's extent; nil for an output the module
+// does not declare.
+func paddedAxes(o *ir.Output) []int {
+	if o == nil || o.Contract == nil {
+		return nil
+	}
+	var axes []int
+	for _, pd := range o.Contract.Padding {
+		if ax := o.Contract.Axis(pd.Dim.Name); ax >= 0 {
+			axes = append(axes, ax)
+		}
+	}
+	return axes
+}
+
 // AgreeAlone says how grouped differs from alone, a request's value of one
-// output run grouped and alone, or "" where it does not. Grouped may be
-// longer on an axis (a padded output keeps the group's extent, and its
-// lengths say where the request's values end); every element alone has
-// must be there. Floats agree within aloneTolerance of the larger of 1 and
+// output run grouped and alone, or "" where it does not. On the padded
+// axes grouped may be longer (a padded output keeps the group's extent,
+// and its lengths say where the request's values end; anyAxis: on every
+// axis, as an item's value may be); elsewhere the shapes are equal. Every
+// element alone has must be there. Floats agree within aloneTolerance of the larger of 1 and
 // the value alone (float16 and bfloat16 within halfTolerance): ONNX
 // Runtime's kernels may sum a batch of many rows in another order than a
 // batch of one, and nothing a wrong grouping does comes that close. Other
 // dtypes agree exactly.
-func AgreeAlone(grouped, alone *backend.Tensor) string {
+func AgreeAlone(grouped, alone *backend.Tensor, padded []int) string {
 	switch {
 	case grouped == nil:
 		return "is missing grouped"
@@ -99,7 +117,8 @@ func AgreeAlone(grouped, alone *backend.Tensor) string {
 		return fmt.Sprintf("is %s %v grouped and %s %v alone", grouped.DType, grouped.Shape, alone.DType, alone.Shape)
 	}
 	for i, n := range alone.Shape {
-		if grouped.Shape[i] < n {
+		longer := slices.Contains(padded, anyAxis) || slices.Contains(padded, i)
+		if grouped.Shape[i] < n || grouped.Shape[i] > n && !longer {
 			return fmt.Sprintf("has shape %v grouped and %v alone", grouped.Shape, alone.Shape)
 		}
 	}
@@ -135,6 +154,10 @@ func AgreeAlone(grouped, alone *backend.Tensor) string {
 	return ""
 }
 
+// anyAxis, among AgreeAlone's padded axes, lets grouped be longer on
+// every axis.
+const anyAxis = -1
+
 // The tolerances of AgreeAlone, relative to the larger of 1 and the value
 // alone.
 const (
@@ -152,7 +175,7 @@ func itemsAgree(grouped, alone []vm.Item, prefix string) string {
 	for i := range alone {
 		at := fmt.Sprintf("%s%d", prefix, i)
 		if alone[i].Tensor != nil {
-			if what := AgreeAlone(grouped[i].Tensor, alone[i].Tensor); what != "" {
+			if what := AgreeAlone(grouped[i].Tensor, alone[i].Tensor, []int{anyAxis}); what != "" {
 				return what + " in item " + at
 			}
 		}
