@@ -6,9 +6,11 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -65,6 +67,38 @@ func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped 
 		alone.Release()
 	}
 	return out
+}
+
+// perCallQuantizers are operators that quantize a tensor with a range
+// taken over the whole of it: grouped, an item's activations are
+// quantized over its group's range, so its answer differs from alone
+// within the quantization's error, by the model's design (a dynamically
+// quantized transformer's MatMuls).
+var perCallQuantizers = []string{"DynamicQuantizeLinear", "DynamicQuantizeMatMul", "DynamicQuantizeLSTM"}
+
+// QuantizesPerCall lists the grouped components of f whose graphs
+// quantize per call, each as "COMPONENT (OPERATOR)".
+func QuantizesPerCall(f *plan.File) []string {
+	var out []string
+	for _, g := range f.Components {
+		if !g.Grouped {
+			continue
+		}
+		for _, op := range f.Ops(g.Component) {
+			if slices.Contains(perCallQuantizers, op) {
+				out = append(out, fmt.Sprintf("%s (%s)", g.Component, op))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// QuantizationNote says why a package whose components quantize per call
+// (QuantizesPerCall) answers otherwise grouped than alone.
+func QuantizationNote(quantizing []string) string {
+	return "the model quantizes its activations per call (" + strings.Join(quantizing, ", ") +
+		"): grouped, a request's are quantized over its whole group's range, so its answer differs from alone within the quantization's error"
 }
 
 // DifferingRequests counts the requests divs names.

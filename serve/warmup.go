@@ -22,8 +22,10 @@ import (
 // what it computes, which check cannot see (engine.DivergenceCauses): the
 // log says which request and how, and the model is opened again with
 // grouping declined on every grouped component, which then runs one
-// request per invocation, slower and never wrong. It returns the engine
-// to serve with.
+// request per invocation, slower and never wrong; unless the model
+// quantizes per call (engine.QuantizesPerCall), whose answers differ by its
+// design: then it warns and keeps grouping. It returns the engine to serve
+// with.
 func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Options, eng *vm.Engine) (*vm.Engine, error) {
 	reqs, err := readRequests(dir)
 	if err != nil || len(reqs) < 2 {
@@ -38,6 +40,14 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 		r.Release()
 	}
 	if len(divs) == 0 {
+		return eng, nil
+	}
+	if q := engine.QuantizesPerCall(f); len(q) > 0 {
+		// The model's own design, not the package's declaration: grouping
+		// stays, and the operator is told.
+		s.log.Warn("grouped answers differ from answers alone on the package's requests.json, as the model quantizes per call; grouping stays on",
+			"model", name, "differing", engine.DifferingRequests(divs), "compared", len(reqs), "first", divs[0].String(),
+			"help", engine.QuantizationNote(q)+"; where that matters, decline grouping of the component (--decline COMPONENT=REASON)")
 		return eng, nil
 	}
 	declines := maps.Clone(opts.Declines)

@@ -168,8 +168,12 @@ func warnDivergence(e *env, f *plan.File, pkgDir string, opts engine.Options, re
 	if len(divs) == 0 {
 		return
 	}
+	why := engine.DivergenceCauses
+	if q := engine.QuantizesPerCall(f); len(q) > 0 {
+		why = engine.QuantizationNote(q)
+	}
 	fmt.Fprintf(e.stderr, "genaic: bench: warning: grouped, %d of the first %d requests are answered otherwise than alone (%s): the throughput grouped is that of other answers; %s; `genaic run --verify` lists every difference\n",
-		engine.DifferingRequests(divs), len(reqs), divs[0], engine.DivergenceCauses)
+		engine.DifferingRequests(divs), len(reqs), divs[0], why)
 }
 
 // maxVerifyRequests bounds the requests bench compares grouped and alone

@@ -234,7 +234,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	}
 	var verified func() int
 	if rf.verify && interrupted() == nil {
-		verified = verify(e, eng, reqs, resps)
+		verified = verify(e, f, eng, reqs, resps)
 	}
 	if dir != nil {
 		for i := range resps {
@@ -277,7 +277,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 // grouped, its answer in the run that grouped it (engine.CompareAlone);
 // the report it returns prints what differs and says the exit status.
 // The largest group the run formed says whether anything was compared.
-func verify(e *env, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (report func() int) {
+func verify(e *env, f *plan.File, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (report func() int) {
 	most := 0
 	for _, c := range eng.Stats().Components {
 		most = max(most, c.MaxGroupRequests)
@@ -289,8 +289,12 @@ func verify(e *env, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (r
 		}
 		switch {
 		case len(divs) > 0:
+			why := engine.DivergenceCauses
+			if q := engine.QuantizesPerCall(f); len(q) > 0 {
+				why = engine.QuantizationNote(q) + "; or " + why
+			}
 			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d requests are answered otherwise grouped than alone: grouping changes what the package computes; %s\n",
-				engine.DifferingRequests(divs), len(reqs), engine.DivergenceCauses)
+				engine.DifferingRequests(divs), len(reqs), why)
 			return exitDiags
 		case most < 2:
 			fmt.Fprintf(e.stderr, "genaic: --verify: no invocation held two requests, so grouping was not compared with running alone; give more requests, or more at once (--concurrency)\n")

@@ -171,3 +171,94 @@ func TestBenchWarnsOfDivergence(t *testing.T) {
 		t.Errorf("text_padded: exit %d\n%s", code, errOut)
 	}
 }
+
+// writeQuantizedPackage writes a package of a dynamically quantized
+// linear layer, as quantize_dynamic writes a transformer's MatMuls: its
+// activations are quantized over the whole tensor a call gives it
+// (DynamicQuantizeLinear), so a request's answer grouped depends on its
+// group's range. Its requests.json holds rows of growing range.
+func writeQuantizedPackage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	weights := []int8{12, -7, 3, 90, -45, 8, 27, -100}
+	raw := make([]byte, len(weights))
+	for i, w := range weights {
+		raw[i] = byte(w)
+	}
+	writeGraph(t, filepath.Join(dir, "dq.onnx"), &onnxpb.GraphProto{Name: "dq",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "batch", 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "batch", 2)},
+		Initializer: []*onnxpb.TensorProto{{Name: "wq", DataType: 3, Dims: []int64{4, 2}, RawData: raw},
+			{Name: "wz", DataType: 3, RawData: []byte{0}}, {Name: "ws", DataType: 1, RawData: []byte{0x0a, 0xd7, 0x23, 0x3c}}},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "DynamicQuantizeLinear", Input: []string{"x"}, Output: []string{"xq", "xs", "xz"}},
+			{OpType: "MatMulInteger", Input: []string{"xq", "wq", "xz", "wz"}, Output: []string{"acc"}},
+			{OpType: "Cast", Input: []string{"acc"}, Output: []string{"accf"}, Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}},
+			{OpType: "Mul", Input: []string{"xs", "ws"}, Output: []string{"s"}},
+			{OpType: "Mul", Input: []string{"accf", "s"}, Output: []string{"y"}},
+		}}, 14)
+	doc := `schema_version: v1.1
+model:
+  name: dq
+pipeline:
+  workflow:
+    inputs:
+      x:
+        contract: { dtype: float32, shape: [batch, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+        role: { kind: opaque }
+        source: { kind: request }
+    outputs:
+      "y":
+        contract: { dtype: float32, shape: [batch, 2], batch_layout: { kind: request_aligned, axis: 0 } }
+        role: tensor
+        stage: pre_adapter
+    components:
+      dq:
+        implementation: { kind: onnx, artifact: dq.onnx }
+        batch_capacity:
+          budgets:
+            - { dimensions: [batch], max_total: 8 }
+        ports:
+          inputs:
+            x: { dtype: float32, shape: [batch, 4], batch_layout: { kind: request_aligned, axis: 0 } }
+          outputs:
+            "y": { dtype: float32, shape: [batch, 2], batch_layout: { kind: request_aligned, axis: 0 } }
+    steps:
+      - { kind: invoke, component: dq, inputs: { x: x }, outputs: { "y": dq.y } }
+      - { kind: emit, value: dq.y, output: "y", mode: replace }
+`
+	var reqs []string
+	for i := 1; i <= 4; i++ {
+		reqs = append(reqs, fmt.Sprintf(`{"id":"q%d","inputs":{"x":{"dtype":"float32","shape":[1,4],"data":[%d.3,-0.7,%d.1,0.45]}}}`, i, i*i, i))
+	}
+	for name, body := range map[string]string{
+		"inference_metadata.yaml": doc,
+		"requests.json":           `{"requests":[` + strings.Join(reqs, ",") + `]}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestVerifyQuantizedPerCall: a model that quantizes its activations per
+// call answers otherwise grouped than alone by its design; run --verify
+// says so, and genaic serve warns and keeps grouping (where a model that
+// does not quantize is served one request per invocation).
+func TestVerifyQuantizedPerCall(t *testing.T) {
+	dq := writeQuantizedPackage(t)
+	_, errOut, code := runCLI(t, "run", dq, "--requests", filepath.Join(dq, "requests.json"), "--verify")
+	if code != exitDiags || !strings.Contains(errOut, "the model quantizes its activations per call (dq (DynamicQuantizeLinear))") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+	p := startServe(t, dq)
+	defer func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+	}()
+	if l := p.find("grouped answers differ from answers alone on the package's requests.json, as the model quantizes per call; grouping stays on"); l == nil ||
+		p.find("grouped answers differ from answers alone on the package's requests.json: its grouping changes what it computes, so its components run one request per invocation") != nil {
+		t.Errorf("serve's log: %v", p.log())
+	}
+}
