@@ -37,10 +37,7 @@ func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindi
 			if !d.IsSym() || !f.groupDecides(d.Sym) {
 				continue
 			}
-			how := "is shared (the default when a port declares no batch_layout)"
-			if k.Layout.Loc != 0 {
-				how = "declares batch_layout shared"
-			}
+			how := sharedHow(k)
 			c.ReportRelated(diag.CapacitySharedOutput, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
 				"output port `%s` of component `%s` %s, but axis %d is `%s`, %s: grouped, every request would receive the whole group's rows, not its own\n%s",
 				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.splitting(p, i))
@@ -65,10 +62,7 @@ func capacitySharedInputs(c *Context, f *capacityFacts) {
 			if !d.IsSym() || f.uniform[d.Sym] || f.Classes(d.Sym)&SymPadded == 0 {
 				continue
 			}
-			how := "is shared (the default when a port declares no batch_layout)"
-			if k.Layout.Loc != 0 {
-				how = "declares batch_layout shared"
-			}
+			how := sharedHow(k)
 			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
 				"input port `%s` of component `%s` %s, passed once for the whole group, but axis %d is `%s`, %s: one request's value cannot have the group's extent there, and items would share a call only where they bring equal values\n%s",
 				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.likeInput(p))
@@ -261,4 +255,12 @@ func layoutYAML(l ir.Layout) string {
 		return fmt.Sprintf("{ kind: token_packed, axis: %d, levels: [%s] }", l.Axis, strings.Join(lv, ", "))
 	}
 	return fmt.Sprintf("{ kind: %s, axis: %d }", l.Kind, l.Axis)
+}
+
+// sharedHow says how a port is shared: by default or as declared.
+func sharedHow(k *ir.Contract) string {
+	if k.Layout.Loc != 0 {
+		return "declares batch_layout shared"
+	}
+	return "is shared (the default when a port declares no batch_layout)"
 }

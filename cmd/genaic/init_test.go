@@ -416,6 +416,18 @@ func TestInitOddNames(t *testing.T) {
 // uncomment removes the comment marks of the lines of block (written as
 // init writes them, with their indentation) in doc, and fails when init no
 // longer writes it.
+// initWritten reads the document init wrote into dir, declared v1.1 as
+// grouping needs.
+func initWritten(t *testing.T, dir string) (path, doc string) {
+	t.Helper()
+	path = filepath.Join(dir, metadataName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+}
+
 func uncomment(t *testing.T, doc, block string) string {
 	t.Helper()
 	if !strings.Contains(doc, block) {
@@ -439,12 +451,7 @@ func TestInitFollowedComments(t *testing.T) {
 	if out, errOut, code := runCLI(t, "init", "-o", dir, models[0]); code != exitOK {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
-	path := filepath.Join(dir, metadataName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+	path, doc := initWritten(t, dir)
 	doc = uncomment(t, doc, `        # batch_capacity:
         #   uniform_dimensions: []  # extents co-batched items must share
         #   budgets:  # bounds on the group's materialized footprint, by symbol
@@ -526,12 +533,7 @@ func TestInitTimeMajor(t *testing.T) {
 	if out, errOut, code := runCLI(t, "init", "-o", dir, models[0]); code != exitOK {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
-	path := filepath.Join(dir, metadataName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+	path, doc := initWritten(t, dir)
 	doc = uncomment(t, doc, `        # batch_capacity:
         #   uniform_dimensions: [steps]  # extents co-batched items must share
         #   budgets:  # bounds on the group's materialized footprint, by symbol
@@ -582,12 +584,7 @@ func TestInitFollowedCommentsPadded(t *testing.T) {
 	if out, errOut, code := runCLI(t, "init", filepath.Join(dir, "encoder.onnx")); code != exitOK {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
-	path := filepath.Join(dir, metadataName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Replace(string(b), "schema_version: v1.0", "schema_version: v1.1", 1)
+	path, doc := initWritten(t, dir)
 	doc = uncomment(t, doc, `        # batch_capacity:
         #   uniform_dimensions: []  # extents co-batched items must share
         #   budgets:  # bounds on the group's materialized footprint, by symbol

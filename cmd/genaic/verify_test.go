@@ -89,18 +89,25 @@ pipeline:
 		xs := strings.TrimSuffix(strings.Repeat("0.5,", n), ",")
 		reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"x":{"dtype":"float32","shape":[1,%d],"data":[%s]},"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, n, n, xs, n))
 	}
+	writePackage(t, dir, doc, reqs)
+	if _, errOut, code := runCLI(t, "check", dir); code != exitOK {
+		t.Fatalf("check: %s", errOut)
+	}
+	return dir
+}
+
+// writePackage writes a package's document and a requests.json of reqs
+// into dir.
+func writePackage(t *testing.T, dir, doc string, reqs []string) {
+	t.Helper()
 	for name, body := range map[string]string{
-		"inference_metadata.yaml": doc,
-		"requests.json":           `{"requests":[` + strings.Join(reqs, ",") + `]}`,
+		metadataName:    doc,
+		"requests.json": `{"requests":[` + strings.Join(reqs, ",") + `]}`,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, errOut, code := runCLI(t, "check", dir); code != exitOK {
-		t.Fatalf("check: %s", errOut)
-	}
-	return dir
 }
 
 // TestRunVerify: run --verify reports each request whose grouped answer
@@ -231,14 +238,7 @@ pipeline:
 	for i := 1; i <= 4; i++ {
 		reqs = append(reqs, fmt.Sprintf(`{"id":"q%d","inputs":{"x":{"dtype":"float32","shape":[1,4],"data":[%d.3,-0.7,%d.1,0.45]}}}`, i, i*i, i))
 	}
-	for name, body := range map[string]string{
-		"inference_metadata.yaml": doc,
-		"requests.json":           `{"requests":[` + strings.Join(reqs, ",") + `]}`,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePackage(t, dir, doc, reqs)
 	return dir
 }
 
