@@ -138,11 +138,11 @@ func paddedAxes(o *ir.Output) []int {
 // axes grouped may be longer (a padded output keeps the group's extent,
 // and its lengths say where the request's values end; anyAxis: on every
 // axis, as an item's value may be); elsewhere the shapes are equal. Every
-// element alone has must be there. Floats agree within aloneTolerance of the larger of 1 and
-// the value alone (float16 and bfloat16 within halfTolerance): ONNX
-// Runtime's kernels may sum a batch of many rows in another order than a
-// batch of one, and nothing a wrong grouping does comes that close. Other
-// dtypes agree exactly.
+// element alone has must be there. Floats agree within aloneTolerance of
+// the larger of 1 and the value alone (float16 and bfloat16 within
+// halfTolerance): ONNX Runtime's kernels may sum a batch of many rows in
+// another order than a batch of one, and nothing a wrong grouping does
+// comes that close. Other dtypes agree exactly.
 func AgreeAlone(grouped, alone *backend.Tensor, padded []int) string {
 	switch {
 	case grouped == nil:
