@@ -35,11 +35,18 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	ctx, cancel := context.WithTimeout(context.Background(), verifyBudget)
 	defer cancel()
 	grouped := eng.RunAll(ctx, reqs)
+	most := 0
+	for _, c := range eng.Stats().Components {
+		most = max(most, c.MaxGroupRequests)
+	}
 	divs := engine.CompareAlone(ctx, eng, reqs, grouped)
 	for _, r := range grouped {
 		r.Release()
 	}
 	if len(divs) == 0 {
+		if most >= 2 {
+			s.log.Info("grouped answers agree with answers alone on the package's requests.json", "model", name, "compared", len(reqs), "largest_group", most)
+		}
 		return eng, nil
 	}
 	if q := engine.QuantizesPerCall(f); len(q) > 0 {

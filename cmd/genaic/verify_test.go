@@ -139,7 +139,8 @@ func TestRunVerify(t *testing.T) {
 
 // TestServeDeclinesGroupingThatChangesAnswers: genaic serve compares its
 // package's requests.json grouped and alone at load; where they differ it
-// logs which and serves the component one request per invocation.
+// logs which and serves the component one request per invocation, and
+// where they agree it says so.
 func TestServeDeclinesGroupingThatChangesAnswers(t *testing.T) {
 	leak := writeLeakingPackage(t)
 	p := startServe(t, leak)
@@ -159,6 +160,20 @@ func TestServeDeclinesGroupingThatChangesAnswers(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(b), `reason="cpu/onnx-graph: grouped answers differed from answers alone at load"`) {
 		t.Errorf("/metrics counts no such decline:\n%s", b)
+	}
+
+	// A package whose requests agree says so, and what it compared.
+	pkg, err := filepath.Abs(filepath.Join("..", "..", "testdata", "packages", "text_padded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := startServe(t, pkg)
+	defer func() {
+		q.cmd.Process.Signal(syscall.SIGTERM)
+		<-q.done
+	}()
+	if l := q.find("grouped answers agree with answers alone on the package's requests.json"); l == nil || l["compared"] != 64.0 || l["largest_group"].(float64) < 2 {
+		t.Errorf("text_padded: %v", l)
 	}
 }
 
