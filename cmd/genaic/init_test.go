@@ -207,6 +207,29 @@ func TestInitFixedBatch(t *testing.T) {
 	}
 }
 
+// TestInitPayloadNotFirst: where a graph lists its lengths before the
+// features they count, init writes the layout and padding examples on
+// the features (the input of the highest rank), padded by those lengths.
+func TestInitPayloadNotFirst(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "m.onnx"), &onnxpb.GraphProto{Name: "g",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("frame_lengths", 7, "batch"), tensorInfo("features", 1, "batch", "frames", 8)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "batch", "frames", 8)},
+		Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"features"}, Output: []string{"y"}}}}, 17)
+	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "m.onnx"))
+	if code != exitOK {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "# batch_layout (see input port features) and declare") ||
+		!strings.Contains(out, `            features:
+              dtype: float32
+              shape: [batch, frames, 8]
+              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`) ||
+		!strings.Contains(out, "# padding: [{ dimension: frames, valid_lengths: frame_lengths }]") {
+		t.Errorf("init on lengths listed first:\n%s", out)
+	}
+}
+
 // TestInitializerOverride: a graph input an initializer backs (a constant
 // a port may override, as init's comment says) runs on the value a
 // request gives when a port declares it, and on the initializer when none

@@ -340,7 +340,7 @@ func initDocument(comps []*initComponent) string {
 			if p.hasShape {
 				line(7, "shape: %s", p.shapeYAML())
 			}
-			if i == 0 {
+			if i == c.payload() {
 				layoutComment(line, c)
 			} else {
 				alongComment(line, c, p)
@@ -389,32 +389,45 @@ func initDocument(comps []*initComponent) string {
 // own symbols and graph inputs where the graph suggests them, placeholders
 // in capitals otherwise. They are suggestions to verify, not facts.
 type initHints struct {
-	root, padded            string   // the first input's request-axis symbol; the one to pad
+	root, padded            string   // the payload input's request-axis symbol; the one to pad
 	uniform                 []string // its other symbols
 	offsets, owner, lengths string
-	// axis is the first input's request axis: 0, or the axis of a symbol
+	// axis is the payload input's request axis: 0, or the axis of a symbol
 	// named like a batch after axis 0 (a recurrent network's time-major
 	// [steps, batch, ...]), where no axis outside it can be padded.
 	axis int
-	// mask is an input shaped as the first one (or the first itself) and
+	// mask is an input shaped as the payload (or the payload itself) and
 	// named like a mask (a transformer's attention_mask), where no input
 	// is named like lengths: such a graph cannot be handed padding.
 	mask string
 }
 
-// hints reads the examples' names from the first input port: its axis-0
+// payload is the index of the input the commented examples are written
+// on: the first of the highest rank, the one items are made of (a
+// model's lengths or offsets may come first in its graph).
+func (c *initComponent) payload() int {
+	at := 0
+	for i, p := range c.inputs {
+		if len(p.dims) > len(c.inputs[at].dims) {
+			at = i
+		}
+	}
+	return at
+}
+
+// hints reads the examples' names from the payload input port: its axis-0
 // symbol roots the budget, a rank-1 int64 input named like an owner of
 // that axis, or like offsets, fills the level, and an int64 input named
 // like lengths, shaped as the axes outer to a symbol, makes that symbol
 // the padded one (and not a uniform one); without one, every symbol is
-// uniform, and an input of the first one's shape named like a mask is
+// uniform, and an input of the payload's shape named like a mask is
 // why the graph cannot be padded.
 func (c *initComponent) hints() initHints {
 	h := initHints{root: "ITEMS", padded: "SYMBOL", offsets: "OFFSETS", owner: "OWNER", lengths: "LENGTHS"}
 	if len(c.inputs) == 0 {
 		return h
 	}
-	p := c.inputs[0]
+	p := c.inputs[c.payload()]
 	named := func(q initPort, word string) bool {
 		return q.name != p.name && q.dtype == "int64" && namedLike(q.name, word)
 	}
@@ -487,14 +500,18 @@ func capacityComment(line func(int, string, ...any), c *initComponent) {
 		line(4, "# its graph fixes the first axis of every input (%s),", fixed)
 		line(4, "# so no call can hold more rows than one request brings. To group, export")
 		line(4, "# the model with a dynamic first axis (torch.onnx.export: dynamic_axes=")
-		line(4, "# {\"%s\": {0: \"batch\"}, ...}, and the outputs likewise), then run", c.inputs[0].name)
+		line(4, "# {\"%s\": {0: \"batch\"}, ...}, and the outputs likewise), then run", c.inputs[c.payload()].name)
 		line(4, "# `genaic init` on it again.")
 		return
 	}
 	h := c.hints()
 	line(4, "# Without batch_capacity this component is called with one request at a")
 	line(4, "# time. To let one call take the items of many requests, give its ports a")
-	line(4, "# batch_layout (see the first input port) and declare (the names are")
+	if at := c.payload(); at == 0 {
+		line(4, "# batch_layout (see the first input port) and declare (the names are")
+	} else {
+		line(4, "# batch_layout (see input port %s) and declare (the names are", yq(c.inputs[at].name))
+	}
 	line(4, "# suggestions from the graph; verify them):")
 	line(4, "# batch_capacity:")
 	line(4, "#   uniform_dimensions: [%s]  # extents co-batched items must share", strings.Join(h.uniform, ", "))
@@ -552,12 +569,12 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 	line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
 }
 
-// alongComment says, of an input port shaped as the first one (token
-// types beside token ids), that it takes the first one's batch_layout and
+// alongComment says, of an input port shaped as the payload one (token
+// types beside token ids), that it takes the payload's batch_layout and
 // padding: left shared, it would be passed once for a whole group, and
 // check refuses it where the group pads its dimensions.
 func alongComment(line func(int, string, ...any), c *initComponent, p initPort) {
-	first := c.inputs[0]
+	first := c.inputs[c.payload()]
 	if c.fixedFirstAxes() != "" || len(p.dims) == 0 || !slices.Equal(p.dims, first.dims) {
 		return
 	}
