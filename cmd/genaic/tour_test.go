@@ -58,7 +58,7 @@ var tour = []tourStep{
 	{args: "inspect /tmp/plan.json --stats /tmp/responses.json", keep: sections("what the running engine", ""),
 		vary: masking(`\d+(\.\d+)? ?(ms|%|ns/element)`)},
 	{args: serveArgs,
-		vary: masking(`time=\S+|elapsed=\S+|execution="[^"]*"|go_procs=\d+`)},
+		vary: masking(`time=\S+|elapsed=\S+|execution="[^"]*"|go_procs=\d+|largest_group=\d+`)},
 	{args: "bench testdata/packages/image_padded --requests testdata/packages/image_padded/requests.json --url " + tourHTTP + " --grpc " + tourGRPC + " --concurrency 8 --rounds 1",
 		vary: numbersIn(`^(http|grpc|  )`)},
 }
