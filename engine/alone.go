@@ -101,6 +101,21 @@ func QuantizationNote(quantizing []string) string {
 		"): grouped, a request's are quantized over its whole group's range, so its answer differs from alone within the quantization's error"
 }
 
+// CompareRequests is how many of a document's requests serve and bench
+// compare grouped and alone before they serve or measure: enough to group
+// short items with long ones, few enough to keep a load quick.
+const CompareRequests = 64
+
+// LargestGroup is the most requests one invocation of e has held: below
+// two, nothing grouped, and a comparison with alone compared nothing.
+func LargestGroup(e *vm.Engine) int {
+	most := 0
+	for _, c := range e.Stats().Components {
+		most = max(most, c.MaxGroupRequests)
+	}
+	return most
+}
+
 // DifferingRequests counts the requests divs names.
 func DifferingRequests(divs []Divergence) int {
 	seen := map[string]bool{}

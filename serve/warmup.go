@@ -16,9 +16,9 @@ import (
 	"github.com/genaic/genaic/vm"
 )
 
-// verified runs the package's requests.json (its first maxVerifyRequests)
-// grouped, then each request alone, and compares the answers
-// (engine.CompareAlone). Where one differs, the package's grouping changes
+// verified runs the package's requests.json (its first
+// engine.CompareRequests) grouped, then each request alone, and compares
+// the answers (engine.CompareAlone). Where one differs, the package's grouping changes
 // what it computes, which check cannot see (engine.DivergenceCauses): the
 // log says which request and how, and the model is opened again with
 // grouping declined on every grouped component, which then runs one
@@ -31,14 +31,11 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	if err != nil || len(reqs) < 2 {
 		return eng, nil
 	}
-	reqs = reqs[:min(len(reqs), maxVerifyRequests)]
+	reqs = reqs[:min(len(reqs), engine.CompareRequests)]
 	ctx, cancel := context.WithTimeout(context.Background(), verifyBudget)
 	defer cancel()
 	grouped := eng.RunAll(ctx, reqs)
-	most := 0
-	for _, c := range eng.Stats().Components {
-		most = max(most, c.MaxGroupRequests)
-	}
+	most := engine.LargestGroup(eng)
 	divs := engine.CompareAlone(ctx, eng, reqs, grouped)
 	for _, r := range grouped {
 		r.Release()
@@ -76,13 +73,9 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	return engine.Open(f, dir, opts)
 }
 
-// maxVerifyRequests and verifyBudget bound what verified compares: enough
-// requests to group short items with long ones, and no more time than a
-// slow model's load can spare (the requests not compared by then are not).
-const (
-	maxVerifyRequests = 64
-	verifyBudget      = 30 * time.Second
-)
+// verifyBudget bounds the time verified compares: no more than a slow
+// model's load can spare (the requests not compared by then are not).
+const verifyBudget = 30 * time.Second
 
 // differedReason is the decline of the components of a model whose
 // requests were answered otherwise grouped than alone (verified).

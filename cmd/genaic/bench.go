@@ -162,7 +162,7 @@ func warnDivergence(e *env, f *plan.File, pkgDir string, opts engine.Options, re
 		return // the modes open it again and say why
 	}
 	defer eng.Close()
-	reqs = reqs[:min(len(reqs), maxVerifyRequests)]
+	reqs = reqs[:min(len(reqs), engine.CompareRequests)]
 	grouped := eng.RunAll(context.Background(), reqs)
 	divs := engine.CompareAlone(context.Background(), eng, reqs, grouped)
 	if len(divs) == 0 {
@@ -175,10 +175,6 @@ func warnDivergence(e *env, f *plan.File, pkgDir string, opts engine.Options, re
 	fmt.Fprintf(e.stderr, "genaic: bench: warning: grouped, %d of the first %d requests are answered otherwise than alone (%s): the throughput grouped is that of other answers; %s; `genaic run --verify` lists every difference\n",
 		engine.DifferingRequests(divs), len(reqs), divs[0], why)
 }
-
-// maxVerifyRequests bounds the requests bench compares grouped and alone
-// before it measures.
-const maxVerifyRequests = 64
 
 // maxRounds bounds --rounds and --warmup: each round runs the whole
 // document in every mode.

@@ -278,10 +278,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 // the report it returns prints what differs and says the exit status.
 // The largest group the run formed says whether anything was compared.
 func verify(e *env, f *plan.File, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (report func() int) {
-	most := 0
-	for _, c := range eng.Stats().Components {
-		most = max(most, c.MaxGroupRequests)
-	}
+	most := engine.LargestGroup(eng)
 	divs := engine.CompareAlone(context.Background(), eng, reqs, grouped)
 	return func() int {
 		for _, d := range divs {
