@@ -24,13 +24,16 @@ const groupDependent = counting | SymPadded | SymBudgeted
 // inputs, so it counts as the group's too (a constant extent is written
 // as a literal, or listed in uniform_dimensions). A port that serves
 // another output's levels or padding is split as a companion, never
-// delivered whole, and is not judged here.
+// delivered whole, and is not judged here; nor is one that
+// capacityUnpaddedOutputs names as the lengths an output lacks (a model's
+// frame_lengths), which that one diagnostic tells how to make a companion.
 func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindings) {
 	pl := &planner{sc: sc, comp: f.comp, serves: map[string]*plan.Serves{}, bind: bind}
 	pl.markCompanions(f.comp.Outputs, ir.SitePortOut)
+	awaited := f.awaitedLengths(c)
 	for _, p := range contractPorts(f.comp, false) {
 		k := p.Contract
-		if k.Layout.Kind != ir.Shared || pl.serves[sideKey(ir.SitePortOut, p.Name)] != nil {
+		if k.Layout.Kind != ir.Shared || pl.serves[sideKey(ir.SitePortOut, p.Name)] != nil || awaited[p.Name] {
 			continue
 		}
 		for i, d := range k.Shape {
@@ -91,10 +94,16 @@ func (f *capacityFacts) likeInput(p *ir.Port) string {
 
 // capacityUnpaddedOutputs reports an output port of a grouped component
 // that splits back per request (not shared) but leaves unpadded a symbol
-// an input port pads, as r7 does for an input port: a group allocates
-// that dimension at its longest item, so each request would receive its
-// rows at the group's extent, different grouped and solo, with no lengths
-// to say where its own end.
+// whose extent the group decides, as r7 does for an input port: one an
+// input port pads, which a group allocates at its longest item; or, where
+// the component's items differ in extent (an input padded), one
+// no input port names and the graph leaves dynamic, which the graph
+// computes from the whole group's inputs (a convolution's frame count
+// over padded samples). Each request would receive its rows at the
+// group's extent, different grouped and solo, with no lengths to say
+// where its own end. An output-only symbol is judged only against the
+// model: a document writes constant extents as symbols too (hidden), and
+// without the graph nothing says which they are.
 func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 	for _, p := range contractPorts(f.comp, false) {
 		k := p.Contract
@@ -102,6 +111,13 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 			continue // capacitySharedOutputs judges it
 		}
 		for i, d := range k.Shape {
+			if f.computedUnpadded(c, p, i) {
+				lengths := f.outputLengths(p, i)
+				c.ReportHelp(diag.CapacityUnreconciled, d.Loc, "",
+					"output port `%s` of component `%s` names `%s` (axis %d), which no input port names and the graph leaves dynamic, but does not pad it: the graph computes its extent from the whole group's inputs, so grouped, each request would receive its rows at the group's extent, not its own\ndeclare on port `%s`, and on the workflow output it is emitted to, padding: [{ dimension: %s, valid_lengths: %s }], %s; or, %s",
+					p.Name, f.comp.Name, d.Sym, i, p.Name, d.Sym, lengths, lengthsWord(lengths, d.Sym), f.sameExtents())
+				break
+			}
 			if !d.IsSym() || f.uniform[d.Sym] || i == k.RequestAxis() || k.Packed() && i == 0 ||
 				slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
 				continue
@@ -117,6 +133,107 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 			break
 		}
 	}
+}
+
+// computedUnpadded reports whether axis i of output port p, split back
+// per request, names a symbol the model computes per item but p does not
+// pad: no input names it, the graph leaves it dynamic, and the
+// component's items differ in extent.
+func (f *capacityFacts) computedUnpadded(c *Context, p *ir.Port, i int) bool {
+	k := p.Contract
+	d := k.Shape[i]
+	if k.Layout.Kind == ir.Shared || !d.IsSym() || f.uniform[d.Sym] || i == k.RequestAxis() || k.Packed() && i == 0 || f.onInput(d.Sym) ||
+		slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
+		return false
+	}
+	return f.itemsDiffer() && graphDynamic(c, f.comp, p.Name, i)
+}
+
+// awaitedLengths are the output ports that capacityUnpaddedOutputs names
+// as the lengths a computed dimension lacks: left shared, they are the
+// companions it asks for, not outputs to lay out per request.
+func (f *capacityFacts) awaitedLengths(c *Context) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range contractPorts(f.comp, false) {
+		for i := range p.Contract.Shape {
+			if f.computedUnpadded(c, p, i) {
+				out[f.outputLengths(p, i)] = true
+			}
+		}
+	}
+	return out
+}
+
+// itemsDiffer reports whether the component's items may differ in extent
+// within a group: an input port pads a dimension. Packed rows of uniform
+// extents (a recognizer's lines of one width) give a dynamic output axis
+// the same extent grouped and alone.
+func (f *capacityFacts) itemsDiffer() bool {
+	return slices.ContainsFunc(contractPorts(f.comp, true), func(p *ir.Port) bool { return len(p.Contract.Padding) > 0 })
+}
+
+// graphDynamic reports whether the component's model leaves axis of its
+// output port dynamic; false where the model or the port's shape cannot
+// be read (the models pass reports that).
+func graphDynamic(c *Context, comp *ir.Component, port string, axis int) bool {
+	if c.opts.Models == nil || comp.Impl != ir.ImplONNX || comp.Artifact == "" {
+		return false
+	}
+	g, err := c.opts.Models.Graph(comp.Artifact)
+	if err != nil {
+		return false
+	}
+	v := g.Output(port)
+	if v == nil || !v.HasShape || axis >= len(v.Dims) {
+		return false
+	}
+	_, fixed := v.Fixed(axis)
+	return !fixed
+}
+
+// lengthsWord says what the valid_lengths of an output-only symbol is.
+func lengthsWord(name, sym string) string {
+	if name == "LENGTHS" {
+		return fmt.Sprintf("LENGTHS being an int64 output of the model giving each item's `%s` (a companion, left shared)", sym)
+	}
+	return fmt.Sprintf("`%s` being the model's output of each item's `%s` (a companion, left shared)", name, sym)
+}
+
+// sameExtents says how to group only items of one extent where the model
+// gives no lengths of an output-only symbol: pin what the inputs pad.
+func (f *capacityFacts) sameExtents() string {
+	var pads []string
+	for _, p := range contractPorts(f.comp, true) {
+		for _, pd := range p.Contract.Padding {
+			if !slices.Contains(pads, pd.Dim.Name) {
+				pads = append(pads, pd.Dim.Name)
+			}
+		}
+	}
+	return fmt.Sprintf("where the model gives no such lengths, group only items of one extent: list %s in uniform_dimensions in place of padding", "`"+strings.Join(pads, "`, `")+"`")
+}
+
+// outputLengths names the output port of the component that can hold the
+// lengths of axis i of port p: an integer port shaped as p's axes outer
+// to i (a model's frame_lengths beside its frames), where exactly one
+// is; LENGTHS otherwise.
+func (f *capacityFacts) outputLengths(p *ir.Port, i int) string {
+	name := ""
+	for _, q := range contractPorts(f.comp, false) {
+		k := q.Contract
+		if q == p || !ir.SameDType(k.DType, "int64") && !ir.SameDType(k.DType, "int32") ||
+			!slices.EqualFunc(k.Shape, p.Contract.Shape[:i], func(a, b ir.Dim) bool { return a.Sym == b.Sym && a.Size == b.Size }) {
+			continue
+		}
+		if name != "" {
+			return "LENGTHS"
+		}
+		name = q.Name
+	}
+	if name == "" {
+		return "LENGTHS"
+	}
+	return name
 }
 
 // groupDecides reports whether the group, rather than one item, decides
