@@ -129,7 +129,8 @@ func DifferingRequests(divs []Divergence) int {
 // its answer alone, where check found nothing: the model mixes the items
 // of a call.
 const DivergenceCauses = "the model mixes the items of a call: a padded model lets the padding reach the real positions " +
-	"(a convolution reading past an item's end; pad only where the model masks, or list the dimension in uniform_dimensions), " +
+	"(a convolution reading past an item's end, a normalization over the whole padded axis such as GroupNorm; " +
+	"pad only where the model masks, or list the dimension in uniform_dimensions), " +
 	"or an output computed over the whole call (a mean over the batch) is left shared"
 
 // paddedAxes are the axes an output declares padded, where a request's
