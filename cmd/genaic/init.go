@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "init",
-		usage:   "init MODEL.onnx... [-o DIR] [--force] [--print]",
+		usage:   "init MODEL.onnx...|DIR [-o DIR] [--force] [--print]",
 		summary: "write a starting inference_metadata.yaml from ONNX models (ports, dtypes and shapes read from the graphs)",
 		run:     runInit,
 	})
@@ -42,6 +42,21 @@ func runInit(e *env, args []string) int {
 	for _, m := range models {
 		if !noStdin(e, "init", "MODEL", m, "init reads each model from its file; give its path") {
 			return exitUsage
+		}
+	}
+	if len(models) == 1 {
+		if info, err := os.Stat(models[0]); err == nil && info.IsDir() {
+			folder := models[0]
+			if models, err = filepath.Glob(filepath.Join(folder, "*.onnx")); err != nil {
+				return ioError(e, err)
+			}
+			if len(models) == 0 {
+				e.errorf("init: the folder %s holds no .onnx model; give the models' paths, or copy them into it", folder)
+				return exitUsage
+			}
+			if *dir == "" {
+				*dir = folder
+			}
 		}
 	}
 	if !noStdin(e, "init", "-o", *dir, "use --print to write the document to standard output") {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -351,6 +353,7 @@ func TestInitRefusals(t *testing.T) {
 		{"folder is a file", []string{"init", model, "-o", model}, exitUsage, "is not a folder"},
 		{"no folder", []string{"init", model, "-o", filepath.Join(other, "new")}, exitUsage, "does not exist; a package names its models by paths inside its folder"},
 		{"unknown flag", []string{"init", model, "--frce"}, exitUsage, "flag provided but not defined"},
+		{"folder without models", []string{"init", other}, exitUsage, "holds no .onnx model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -656,6 +659,104 @@ func TestInitFollowedCommentsPadded(t *testing.T) {
 			return fmt.Sprintf(`{"dtype":"int64","shape":[1,%d],"data":[%s]}`, n, strings.Join(v, ","))
 		}
 		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"input_ids":%s,"token_type_ids":%s,"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, tensor(ids), tensor(types), n))
+	}
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to ") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}
+
+// framer is a speech encoder's front: input_values f32 [batch, samples]
+// with their lengths, a convolution of kernel 2 and stride 2 to states
+// [batch, frames, 2], and each item's frame count, frame_lengths = lengths
+// / 2. frames is named by no input: the graph computes it from samples.
+func framer() *onnxpb.GraphProto {
+	var raw []byte
+	for _, v := range []float32{0.5, -0.25, 1, 0.75} {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+	}
+	return &onnxpb.GraphProto{Name: "framer",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("input_values", 1, "batch", "samples"), tensorInfo("lengths", 7, "batch")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("last_hidden_state", 1, "batch", "frames", 2), tensorInfo("frame_lengths", 7, "batch")},
+		Initializer: []*onnxpb.TensorProto{
+			{Name: "kernel", DataType: 1, Dims: []int64{2, 1, 2}, RawData: raw},
+			{Name: "axis1", DataType: 7, Dims: []int64{1}, RawData: binary.LittleEndian.AppendUint64(nil, 1)},
+			{Name: "two", DataType: 7, RawData: binary.LittleEndian.AppendUint64(nil, 2)},
+		},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Unsqueeze", Input: []string{"input_values", "axis1"}, Output: []string{"x"}},
+			{OpType: "Conv", Input: []string{"x", "kernel"}, Output: []string{"y"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "strides", Type: onnxpb.AttributeProto_INTS, Ints: []int64{2}}}},
+			{OpType: "Transpose", Input: []string{"y"}, Output: []string{"last_hidden_state"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{0, 2, 1}}}},
+			{OpType: "Div", Input: []string{"lengths", "two"}, Output: []string{"frame_lengths"}},
+		}}
+}
+
+// TestInitFollowedCommentsComputed is a newcomer's path with a model that
+// computes its output's padded dimension (frames of samples) and outputs
+// its lengths: init's comments say to pad the states on frames with the
+// model's frame_lengths; left unpadded, check refuses the states and names
+// that output; followed, with what check says of the workflow output, the
+// package groups clips of different lengths and answers each as alone.
+// init is given the package folder, as a newcomer may, not the model.
+func TestInitFollowedCommentsComputed(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "framer.onnx"), framer(), 17)
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK { // the folder, for its models
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc := initWritten(t, dir)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncomment(t, doc, `              # padding: [{ dimension: samples, valid_lengths: lengths }]
+            lengths:`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+              # and, where the input is padded on samples, padded on frames too, which`)
+	doc = strings.Replace(doc, "              and, where the input is padded on samples, padded on frames too, which\n", "", 1)
+	companion := `              # Each item's ` + "`frames`" + `, which no input names: once last_hidden_state
+              # is padded on it, this is its valid_lengths, a companion left shared`
+	if !strings.Contains(doc, companion) {
+		t.Fatalf("init no longer writes\n%s\nin\n%s", companion, doc)
+	}
+	write := func(doc string) {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(doc)
+	rep, code := checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
+		rep.Files[0].Diagnostics[0].Rule != "capacity/unreconciled" ||
+		!strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), "padding: [{ dimension: frames, valid_lengths: frame_lengths }], `frame_lengths` being the model's output of each item's `frames`") {
+		t.Fatalf("check of the states unpadded on frames: exit %d, %+v", code, rep.Files)
+	}
+	doc = uncomment(t, doc, `              # padding: [{ dimension: frames, valid_lengths: frame_lengths }]
+            frame_lengths:`)
+	write(doc)
+	rep, code = checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
+		rep.Files[0].Diagnostics[0].Rule != "contract/incompatible" ||
+		!strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), "padding: [{ dimension: frames, valid_lengths: LENGTHS }], and emit `LENGTHS` as a workflow output too") {
+		t.Fatalf("check of the padded port emitted unpadded: exit %d, %+v", code, rep.Files)
+	}
+	doc = strings.Replace(doc, "        contract: { dtype: float32, shape: [batch, frames, 2] }",
+		"        contract: { dtype: float32, shape: [batch, frames, 2], padding: [{ dimension: frames, valid_lengths: frame_lengths }] }", 1)
+	write(doc)
+	checkClean(t, dir)
+	var rs []string
+	for i, n := range []int{7, 2, 10, 4, 9, 5} {
+		xs := make([]string, n)
+		for j := range xs {
+			xs[j] = fmt.Sprint(float64((i*5+j*3)%9) / 4)
+		}
+		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"input_values":{"dtype":"float32","shape":[1,%d],"data":[%s]},"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, n, strings.Join(xs, ","), n))
 	}
 	reqs := filepath.Join(dir, "requests.json")
 	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {

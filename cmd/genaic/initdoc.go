@@ -590,6 +590,12 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		return // a literal or rank-0 output is one value for any group
 	}
 	h := c.hints()
+	if of, sym := c.lengthsOfComputed(p); of != "" {
+		line(7, "# Each item's `%s`, which no input names: once %s", sym, of)
+		line(7, "# is padded on it, this is its valid_lengths, a companion left shared")
+		line(7, "# (no batch_layout), and a workflow output too.")
+		return
+	}
 	if h.axis > 0 {
 		for i, d := range p.dims {
 			if yq(d.sym) == h.root {
@@ -616,6 +622,58 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		line(7, "# publish its lengths as a workflow output too):")
 		line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
 	}
+	if h.lengths == "LENGTHS" {
+		return
+	}
+	for i, d := range p.dims {
+		if i == 0 || !c.computed(d) {
+			continue
+		}
+		lengths := c.lengthsOutput(p, i)
+		line(7, "# and, where the input is padded on %s, padded on %s too, which", h.padded, yq(d.sym))
+		line(7, "# no input names: the model computes it per item, and a group at its")
+		if lengths == "" {
+			line(7, "# longest item; its lengths must be an output of the graph (int64, the")
+			line(7, "# axes outer to %s), or pad no input (list %s in uniform_dimensions):", yq(d.sym), h.padded)
+			lengths = "LENGTHS"
+		} else {
+			line(7, "# longest item (publish %s as a workflow output too):", lengths)
+		}
+		line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", yq(d.sym), lengths)
+		return
+	}
+}
+
+// computed reports whether d is a dimension the graph computes: a symbol
+// no input of the component names (a convolution's frames of samples).
+func (c *initComponent) computed(d initDim) bool {
+	return d.sym != "" && !slices.ContainsFunc(c.inputs, func(q initPort) bool { return slices.Contains(q.dims, d) })
+}
+
+// lengthsOutput names the output of the component that holds each item's
+// extent on axis i of output p: an int64 output shaped as p's axes outer
+// to i and named like lengths; "" where none is.
+func (c *initComponent) lengthsOutput(p initPort, i int) string {
+	for _, q := range c.outputs {
+		if q.name != p.name && q.dtype == "int64" && namedLike(q.name, "len") && slices.Equal(q.dims, p.dims[:i]) {
+			return yq(q.name)
+		}
+	}
+	return ""
+}
+
+// lengthsOfComputed reports, of an output that holds the lengths of a
+// computed dimension of another output (lengthsOutput), that output and
+// the dimension; "" where p is none.
+func (c *initComponent) lengthsOfComputed(p initPort) (of, sym string) {
+	for _, q := range c.outputs {
+		for i, d := range q.dims {
+			if i > 0 && c.computed(d) && c.lengthsOutput(q, i) == yq(p.name) {
+				return yq(q.name), yq(d.sym)
+			}
+		}
+	}
+	return "", ""
 }
 
 // namedLike reports whether a graph's name for a value holds word, in any
