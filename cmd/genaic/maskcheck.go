@@ -113,21 +113,21 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		}
 		return padded, alone, nil
 	}
-	// The outputs to compare: those with a batch axis first; the sequence
-	// axis, where an output has one, up to probeValid.
+	// The outputs to compare: those with a batch axis first; their
+	// sequence axes (attention weights have two), up to probeValid.
 	type compared struct {
-		name   string
-		seqDim int
+		name    string
+		seqDims []int
 	}
 	var outs []compared
 	for _, o := range g.Outputs {
 		if _, ok := ir.LookupDType(o.DType()); !ok || !o.HasShape || len(o.Dims) == 0 || !o.Dims[0].Same(batch) {
 			continue
 		}
-		c := compared{name: o.Name, seqDim: -1}
+		c := compared{name: o.Name}
 		for i, d := range o.Dims[1:] {
 			if d.Same(seq) {
-				c.seqDim = i + 1
+				c.seqDims = append(c.seqDims, i+1)
 			}
 		}
 		comp.Outputs = append(comp.Outputs, &ir.Port{Name: o.Name})
@@ -179,15 +179,11 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 	}
 	for _, o := range outs {
 		// The padded row grouped beside a full one, against it alone: as
-		// run --verify compares a request, its sequence axis padded.
-		var padded []int
-		if o.seqDim >= 0 {
-			padded = []int{o.seqDim}
-		}
+		// run --verify compares a request, its sequence axes padded.
 		g, w := got[o.name], want[o.name]
 		what := "is missing"
 		if g != nil && w != nil && g.Rank() > 0 && g.Shape[0] == 2 {
-			what = engine.AgreeAlone(g.View(1, 2), w, padded)
+			what = engine.AgreeAlone(g.View(1, 2), w, o.seqDims)
 		}
 		if what != "" {
 			other := map[bool]string{true: "valid", false: "padding"}[onesMarkPadding]

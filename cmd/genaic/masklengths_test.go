@@ -374,3 +374,16 @@ func TestMaskLengthsProbeSkips(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestMaskLengthsAttentionWeights: an encoder that also outputs its
+// attention weights ([batch, sequence, sequence], two sequence axes) is
+// probed with both axes padded, as its rows are, and rewritten.
+func TestMaskLengthsAttentionWeights(t *testing.T) {
+	dir := t.TempDir()
+	g := maskedEncoder(16, 4)
+	g.Output = append(g.Output, tensorInfo("probs", 1, "batch", "sequence", "sequence"))
+	writeGraph(t, filepath.Join(dir, "masked.onnx"), g, 17)
+	if out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "masked.onnx"), "-o", filepath.Join(dir, "encoder.onnx")); code != exitOK {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
