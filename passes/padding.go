@@ -191,10 +191,16 @@ func (p *paddingChecker) lengthsShape(s *ir.Site, pad *ir.Padding, t Target, axi
 		return
 	}
 	if lk.Rank >= 0 && lk.Rank != axis {
+		omit := ""
+		if s.Kind == ir.SitePortOut && lk.Rank < axis {
+			// Attention weights [batch, heads, sequence, sequence] beside
+			// the ids' [batch] lengths: nothing holds lengths per head.
+			omit = fmt.Sprintf("; where no value holds lengths of that shape (attention weights beside their ids' lengths), leave port `%s` out: a graph output no port declares is not fetched", s.Name)
+		}
 		p.c.ReportRelated(diag.PaddingCompanion, loc,
 			[]Related{{Loc: packedLoc(lk.RankLoc, lk.Loc), Message: fmt.Sprintf("`%s` is declared here", t.Name)}},
-			"valid_lengths `%s` of %s has rank %d but dimension `%s` is axis %d, so it must have rank %d: one entry per position of the axes outer to `%s`\ndeclare its shape as %s",
-			t.Name, s, lk.Rank, pad.Dim.Name, axis, axis, pad.Dim.Name, paddingShapeText(outer))
+			"valid_lengths `%s` of %s has rank %d but dimension `%s` is axis %d, so it must have rank %d: one entry per position of the axes outer to `%s`\ndeclare its shape as %s%s",
+			t.Name, s, lk.Rank, pad.Dim.Name, axis, axis, pad.Dim.Name, paddingShapeText(outer), omit)
 		return
 	}
 	if !lk.HasShape || len(lk.Shape) != axis {
