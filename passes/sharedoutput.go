@@ -210,7 +210,7 @@ func (f *capacityFacts) sameExtents() string {
 			}
 		}
 	}
-	return fmt.Sprintf("where the model gives no such lengths, group only items of one extent: list %s in uniform_dimensions in place of padding", "`"+strings.Join(pads, "`, `")+"`")
+	return fmt.Sprintf("where the model gives no such lengths, group only items of one extent: list %s in uniform_dimensions in place of padding; where the extent is one whatever the items (a head count the export left dynamic), write that number in its place", "`"+strings.Join(pads, "`, `")+"`")
 }
 
 // outputLengths names the output port of the component that can hold the

@@ -630,15 +630,16 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 			continue
 		}
 		lengths := c.lengthsOutput(p, i)
+		if lengths == "" {
+			line(7, "# %s is named by no input: where it is one extent whatever the", yq(d.sym))
+			line(7, "# items (a head count the export left dynamic), write that number in")
+			line(7, "# its place; where it follows %s, the graph must output its lengths", h.padded)
+			line(7, "# to pad it by, or no input is padded (list %s in uniform_dimensions).", h.padded)
+			return
+		}
 		line(7, "# and, where the input is padded on %s, padded on %s too, which", h.padded, yq(d.sym))
 		line(7, "# no input names: the model computes it per item, and a group at its")
-		if lengths == "" {
-			line(7, "# longest item; its lengths must be an output of the graph (int64, the")
-			line(7, "# axes outer to %s), or pad no input (list %s in uniform_dimensions):", yq(d.sym), h.padded)
-			lengths = "LENGTHS"
-		} else {
-			line(7, "# longest item (publish %s as a workflow output too):", lengths)
-		}
+		line(7, "# longest item (publish %s as a workflow output too):", lengths)
 		line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", yq(d.sym), lengths)
 		return
 	}
