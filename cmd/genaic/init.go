@@ -110,6 +110,9 @@ func runInit(e *env, args []string) int {
 			e.errorf("init: %s: %v", m, err)
 			return exitUsage
 		}
+		if why := probeOutputs(m, comp); why != "" {
+			e.errorf("init: %s: its outputs' dynamic dimensions keep the graph's names, not probed: %s", m, why)
+		}
 		comps = append(comps, comp)
 	}
 	src := []byte(initDocument(comps))

@@ -143,7 +143,8 @@ func TestInitChainsMatchingNames(t *testing.T) {
 		"- { kind: emit, value: head.logits, output: logits, mode: replace }",
 		"        component: tail\n        inputs:\n          logits: logits\n",
 		"      logits:\n        contract: { dtype: float32, shape: [rows, 5] }",
-		"      probs:\n        contract: { dtype: float32, shape: [probs_dim0, 5] }",
+		// -1 on the graph's output; the probe finds it follows rows.
+		"      probs:\n        contract: { dtype: float32, shape: [rows, 5] }",
 		"# override): scale",
 		"#   levels: [{ offsets: OFFSETS, owner: OWNER }]", // the graph suggests no companion
 		"# padding: [{ dimension: SYMBOL, valid_lengths: LENGTHS }]",
@@ -764,5 +765,38 @@ func TestInitFollowedCommentsComputed(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to ") {
 		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestInitProbesOutputDimensions: an export that named only its inputs'
+// axes leaves its outputs' dimensions dynamic under names of its own;
+// init runs the model twice and writes the input's symbol where an output
+// dimension followed it (the batch and the sequence), and notes one that
+// kept its extent (here 3, as a head count) as a constant to write in.
+func TestInitProbesOutputDimensions(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "stack.onnx"), &onnxpb.GraphProto{Name: "stack",
+		Input: []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "batch", "sequence"), tensorInfo("lengths", 7, "batch")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("stacked", 1, "Concatstacked_dim_0", "Concatstacked_dim_1", "Concatstacked_dim_2"),
+			tensorInfo("seen", 7, "Identityseen_dim_0")},
+		Initializer: []*onnxpb.TensorProto{{Name: "axis1", DataType: 7, Dims: []int64{1}, RawData: binary.LittleEndian.AppendUint64(nil, 1)}},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Unsqueeze", Input: []string{"x", "axis1"}, Output: []string{"row"}},
+			{OpType: "Concat", Input: []string{"row", "row", "row"}, Output: []string{"stacked"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 1}}},
+			{OpType: "Identity", Input: []string{"lengths"}, Output: []string{"seen"}},
+		}}, 17)
+	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "stack.onnx"))
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"      stacked:\n        contract: { dtype: float32, shape: [batch, Concatstacked_dim_1, sequence] }",
+		"      seen:\n        contract: { dtype: int64, shape: [batch] }",
+		"# Concatstacked_dim_1 kept 3 on inputs of different extents (init ran the model\n              # twice): a constant the export left dynamic; write 3 in its place.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the document lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -22,6 +22,12 @@ type initComponent struct {
 	// skipped are graph outputs genaic cannot declare (a sequence, a map,
 	// strings), each with what it is: left out, as a port may be.
 	skipped []string
+	// steady are the output symbols the graph leaves dynamic that kept
+	// one extent, given here, on inputs of different extents
+	// (probeOutputs): constants the export left dynamic.
+	steady map[string]int64
+	// probed says whether probeOutputs ran the model.
+	probed bool
 }
 
 // initPort is a graph input or output: its dtype and its shape, where
@@ -295,8 +301,10 @@ func initDocument(comps []*initComponent) string {
 	line(0, "# Written by `genaic init` from %s: a starting point.", strings.Join(arts, ", "))
 	line(0, "# Every port, dtype and shape is read from the graphs: a dimension the")
 	line(0, "# graph names is a shape symbol, a fixed one stays literal, and an unnamed")
-	line(0, "# dynamic one gets a symbol PORT_dimN. As written, no component groups")
-	line(0, "# requests: each call takes one request. The comments show where")
+	line(0, "# dynamic one gets a symbol PORT_dimN; an output's dynamic dimension that")
+	line(0, "# followed an input's when init ran the model twice, on inputs of")
+	line(0, "# different extents, takes that input's symbol. As written, no component")
+	line(0, "# groups requests: each call takes one request. The comments show where")
 	line(0, "# batch_capacity, padding and ownership levels go; run `genaic check` on")
 	line(0, "# the folder after each edit.")
 	if len(comps) > 1 {
@@ -617,10 +625,17 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 	line(7, "#   levels: [{ offsets: %s, owner: %s, extent: preserved }]", h.offsets, h.owner)
 	line(7, "# or, with one row per request:")
 	line(7, "# batch_layout: { kind: request_aligned, axis: 0 }")
-	if h.lengths != "LENGTHS" && slices.ContainsFunc(p.dims, func(d initDim) bool { return yq(d.sym) == h.padded }) {
-		line(7, "# and, where the input is padded on %s, padded as it is (then", h.padded)
-		line(7, "# publish its lengths as a workflow output too):")
-		line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
+	if at := slices.IndexFunc(p.dims, func(d initDim) bool { return yq(d.sym) == h.padded }); h.lengths != "LENGTHS" && at > 0 {
+		if lengths := c.input(h.lengths); lengths != nil && !slices.Equal(lengths.dims, p.dims[:at]) {
+			line(7, "# Padded on %s (axis %d), its lengths would be one per position of", h.padded, at)
+			line(7, "# the axes outside it, which %s is not; where nothing holds", h.lengths)
+			line(7, "# such lengths (attention weights), leave this output out: a graph")
+			line(7, "# output no port declares is not fetched.")
+		} else {
+			line(7, "# and, where the input is padded on %s, padded as it is (then", h.padded)
+			line(7, "# publish its lengths as a workflow output too):")
+			line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", h.padded, h.lengths)
+		}
 	}
 	if h.lengths == "LENGTHS" {
 		return
@@ -629,20 +644,41 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		if i == 0 || !c.computed(d) {
 			continue
 		}
+		if n, ok := c.steady[d.sym]; ok {
+			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(d.sym), n)
+			line(7, "# twice): a constant the export left dynamic; write %d in its place.", n)
+			continue
+		}
 		lengths := c.lengthsOutput(p, i)
 		if lengths == "" {
+			if c.probed {
+				line(7, "# %s followed no input's extent when init ran the model twice: the", yq(d.sym))
+				line(7, "# model computes it per item; padded, it needs lengths the graph outputs")
+				line(7, "# (int64, the axes outer to it), or no input is padded (list %s", h.padded)
+				line(7, "# in uniform_dimensions).")
+				continue
+			}
 			line(7, "# %s is named by no input: where it is one extent whatever the", yq(d.sym))
 			line(7, "# items (a head count the export left dynamic), write that number in")
 			line(7, "# its place; where it follows %s, the graph must output its lengths", h.padded)
 			line(7, "# to pad it by, or no input is padded (list %s in uniform_dimensions).", h.padded)
-			return
+			continue
 		}
 		line(7, "# and, where the input is padded on %s, padded on %s too, which", h.padded, yq(d.sym))
 		line(7, "# no input names: the model computes it per item, and a group at its")
 		line(7, "# longest item (publish %s as a workflow output too):", lengths)
 		line(7, "# padding: [{ dimension: %s, valid_lengths: %s }]", yq(d.sym), lengths)
-		return
 	}
+}
+
+// input is the input port called name (as yq quotes it), or nil.
+func (c *initComponent) input(name string) *initPort {
+	for i := range c.inputs {
+		if yq(c.inputs[i].name) == name {
+			return &c.inputs[i]
+		}
+	}
+	return nil
 }
 
 // computed reports whether d is a dimension the graph computes: a symbol

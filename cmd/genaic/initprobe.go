@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm/ort"
+)
+
+// probeExtents are the extents the output probe tries its inputs'
+// dynamic dimensions at, one scheme after another where the model refuses
+// one: small is the j-th symbol on an input's first axis (a batch, packed
+// rows), large the j-th other one, each a pair (first run, second run).
+// Every pair differs from every other, and from one plus another, so an
+// output dimension matches at most one symbol on both runs. The schemes
+// grow for a speech encoder's convolutions, which refuse fewer samples
+// than their receptive field; the last is even, in multiples of 32, for
+// models that halve a dimension or an image's sides five times.
+var probeExtents = []struct{ small, large func(j int64) [2]int64 }{
+	{probeSmall, probeOdd(11)},
+	{probeSmall, probeOdd(101)},
+	{probeSmall, probeOdd(401)},
+	{func(j int64) [2]int64 { return [2]int64{2 + 4*j, 4 + 4*j} }, func(j int64) [2]int64 { return [2]int64{64 + 64*j, 96 + 64*j} }},
+}
+
+func probeSmall(j int64) [2]int64 { return [2]int64{2 + j, 3 + 2*j} }
+
+func probeOdd(base int64) func(int64) [2]int64 {
+	return func(j int64) [2]int64 { return [2]int64{base + 2*j, 2*base + 3*j + 1} }
+}
+
+// probeOutputs runs the model at path twice on inputs it makes, each
+// dynamic dimension of its inputs at another extent the second time, and
+// names each dynamic dimension of its outputs by what it did: one that
+// took an input dimension's extents both times is that dimension, under
+// the input's symbol (an export that named only its inputs' axes calls
+// its outputs' Addlast_hidden_state_dim_1); one that kept an extent is
+// noted as that constant (a head count the export left dynamic); one that
+// did neither is computed per item (frames of samples) and keeps its
+// name. It says why where it could not run the model; init then keeps
+// the graph's names.
+func probeOutputs(path string, c *initComponent) (skipped string) {
+	if !slices.ContainsFunc(c.outputs, func(p initPort) bool {
+		return slices.ContainsFunc(p.dims, func(d initDim) bool { return d.sym != "" })
+	}) {
+		return ""
+	}
+	// Each input symbol's two extents (probeExtents): small on an input's
+	// first axis, large elsewhere.
+	var small, large []string
+	for _, p := range c.inputs {
+		for i, d := range p.dims {
+			switch {
+			case d.sym == "" || slices.Contains(small, d.sym) || slices.Contains(large, d.sym):
+			case i == 0:
+				small = append(small, d.sym)
+			default:
+				large = append(large, d.sym)
+			}
+		}
+	}
+	large = slices.DeleteFunc(large, func(s string) bool { return slices.Contains(small, s) })
+	extents := func(scheme int) [2]map[string]int64 {
+		runs := [2]map[string]int64{{}, {}}
+		for j, s := range small {
+			e := probeExtents[scheme].small(int64(j))
+			runs[0][s], runs[1][s] = e[0], e[1]
+		}
+		for j, s := range large {
+			e := probeExtents[scheme].large(int64(j))
+			runs[0][s], runs[1][s] = e[0], e[1]
+		}
+		return runs
+	}
+
+	comp := &ir.Component{Name: c.name, Impl: ir.ImplONNX, Artifact: filepath.Base(path)}
+	for _, p := range c.inputs {
+		comp.Inputs = append(comp.Inputs, &ir.Port{Name: p.name})
+	}
+	wanted := make([]string, len(c.outputs))
+	for i, p := range c.outputs {
+		comp.Outputs = append(comp.Outputs, &ir.Port{Name: p.name})
+		wanted[i] = p.name
+	}
+	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		return err.Error()
+	}
+	s, err := b.Load(comp, filepath.Dir(path))
+	if err != nil {
+		return err.Error()
+	}
+	defer s.Close()
+	run := func(ext map[string]int64) (map[string]*backend.Tensor, error) {
+		in := map[string]*backend.Tensor{}
+		for _, p := range c.inputs {
+			shape := make([]int64, len(p.dims))
+			for i, d := range p.dims {
+				shape[i] = d.size
+				if d.sym != "" {
+					shape[i] = ext[d.sym]
+				}
+			}
+			t, err := backend.NewTensor(p.dtype, shape)
+			if err != nil {
+				return nil, fmt.Errorf("input %s: %w", p.name, err)
+			}
+			// Ones: a valid id, token type, length and owner; a float a
+			// model normalizes without dividing by zero.
+			for k := range t.Len() {
+				setNumber(t, k, 1)
+			}
+			in[p.name] = t
+		}
+		return s.Run(context.Background(), in, wanted)
+	}
+	c.steady = map[string]int64{}
+	var outs [2]map[string]*backend.Tensor
+	var runs [2]map[string]int64
+	for scheme := range probeExtents {
+		runs = extents(scheme)
+		if outs[0], err = run(runs[0]); err == nil {
+			outs[1], err = run(runs[1])
+		}
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("the model fails on inputs of ones at every extent tried (%v)", err)
+	}
+	c.probed = true
+
+	for o := range c.outputs {
+		p := &c.outputs[o]
+		a, z := outs[0][p.name], outs[1][p.name]
+		if a == nil || z == nil || a.Rank() != len(p.dims) || z.Rank() != len(p.dims) {
+			continue
+		}
+		for i := range p.dims {
+			d := &p.dims[i]
+			if d.sym == "" {
+				continue
+			}
+			e0, e1 := a.Shape[i], z.Shape[i]
+			if s := followed(runs, e0, e1); s != "" {
+				d.sym = s
+				continue
+			}
+			if e0 == e1 {
+				c.steady[d.sym] = e0
+			}
+		}
+	}
+	return ""
+}
+
+// followed is the input symbol whose extents were e0 and e1 in the two
+// runs; "" where none was.
+func followed(runs [2]map[string]int64, e0, e1 int64) string {
+	for s, v := range runs[0] {
+		if v == e0 && runs[1][s] == e1 {
+			return s
+		}
+	}
+	return ""
+}
