@@ -112,10 +112,9 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 		}
 		for i, d := range k.Shape {
 			if f.computedUnpadded(c, p, i) {
-				lengths := f.outputLengths(p, i)
 				c.ReportHelp(diag.CapacityUnreconciled, d.Loc, "",
-					"output port `%s` of component `%s` names `%s` (axis %d), which no input port names and the graph leaves dynamic, but does not pad it: the graph computes its extent from the whole group's inputs, so grouped, each request would receive its rows at the group's extent, not its own\ndeclare on port `%s`, and on the workflow output it is emitted to, padding: [{ dimension: %s, valid_lengths: %s }], %s; or, %s",
-					p.Name, f.comp.Name, d.Sym, i, p.Name, d.Sym, lengths, lengthsWord(lengths, d.Sym), f.sameExtents())
+					"output port `%s` of component `%s` names `%s` (axis %d), which no input port names and the graph leaves dynamic, but does not pad it: the graph computes its extent from the whole group's inputs, so grouped, each request would receive its rows at the group's extent, not its own\n%s",
+					p.Name, f.comp.Name, d.Sym, i, f.computedFix(p, i))
 				break
 			}
 			if !d.IsSym() || f.uniform[d.Sym] || i == k.RequestAxis() || k.Packed() && i == 0 ||
@@ -156,8 +155,8 @@ func (f *capacityFacts) awaitedLengths(c *Context) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range contractPorts(f.comp, false) {
 		for i := range p.Contract.Shape {
-			if f.computedUnpadded(c, p, i) {
-				out[f.outputLengths(p, i)] = true
+			if lengths := f.outputLengths(p, i); lengths != "" && f.computedUnpadded(c, p, i) {
+				out[lengths] = true
 			}
 		}
 	}
@@ -191,32 +190,36 @@ func graphDynamic(c *Context, comp *ir.Component, port string, axis int) bool {
 	return !fixed
 }
 
-// lengthsWord says what the valid_lengths of an output-only symbol is.
-func lengthsWord(name, sym string) string {
-	if name == "LENGTHS" {
-		return fmt.Sprintf("LENGTHS being an int64 output of the model giving each item's `%s` (a companion, left shared)", sym)
-	}
-	return fmt.Sprintf("`%s` being the model's output of each item's `%s` (a companion, left shared)", name, sym)
-}
-
-// sameExtents says how to group only items of one extent where the model
-// gives no lengths of an output-only symbol: pin what the inputs pad.
-func (f *capacityFacts) sameExtents() string {
+// computedFix says how to split axis i of output port p, a dimension the
+// graph leaves dynamic and names apart from every input: which fix holds
+// depends on what the dimension is, which running the model tells (init
+// does). Where the graph outputs lengths of it, it is computed per item
+// first of all (a speech encoder's frames and frame_lengths).
+func (f *capacityFacts) computedFix(p *ir.Port, i int) string {
+	sym := p.Contract.Shape[i].Sym
 	var pads []string
-	for _, p := range contractPorts(f.comp, true) {
-		for _, pd := range p.Contract.Padding {
+	for _, q := range contractPorts(f.comp, true) {
+		for _, pd := range q.Contract.Padding {
 			if !slices.Contains(pads, pd.Dim.Name) {
 				pads = append(pads, pd.Dim.Name)
 			}
 		}
 	}
-	return fmt.Sprintf("where the model gives no such lengths, group only items of one extent: list %s in uniform_dimensions in place of padding; where the extent is one whatever the items (a head count the export left dynamic), write that number in its place", "`"+strings.Join(pads, "`, `")+"`")
+	padded := "`" + strings.Join(pads, "`, `") + "`"
+	renamed := fmt.Sprintf("where `%s` is %s under another name (an export that named only its inputs' axes), write %s in its place and pad it as the input is", sym, padded, padded)
+	constant := "where it is one extent whatever the items (a head count the export left dynamic), write that number in its place"
+	if lengths := f.outputLengths(p, i); lengths != "" {
+		return fmt.Sprintf("declare on port `%s`, and on the workflow output it is emitted to, padding: [{ dimension: %s, valid_lengths: %s }], `%s` being the model's output of each item's `%s` (a companion, left shared); or, %s; or, %s",
+			p.Name, sym, lengths, lengths, sym, renamed, constant)
+	}
+	return fmt.Sprintf("%s; or, %s; or, where the model computes it per item, pad it with lengths the model outputs (int64, the axes outer to it, a companion left shared), or list %s in uniform_dimensions in place of padding. `genaic init --print MODEL.onnx` runs the model and names what each output dimension follows",
+		renamed, constant, padded)
 }
 
 // outputLengths names the output port of the component that can hold the
 // lengths of axis i of port p: an integer port shaped as p's axes outer
 // to i (a model's frame_lengths beside its frames), where exactly one
-// is; LENGTHS otherwise.
+// is; "" otherwise.
 func (f *capacityFacts) outputLengths(p *ir.Port, i int) string {
 	name := ""
 	for _, q := range contractPorts(f.comp, false) {
@@ -226,12 +229,9 @@ func (f *capacityFacts) outputLengths(p *ir.Port, i int) string {
 			continue
 		}
 		if name != "" {
-			return "LENGTHS"
+			return ""
 		}
 		name = q.Name
-	}
-	if name == "" {
-		return "LENGTHS"
 	}
 	return name
 }
