@@ -199,8 +199,9 @@ func describe(e *env, r *compiler.Result) {
 	doc := r.Doc
 	if doc.Pipeline != nil && doc.Pipeline.Workflow != nil {
 		w := doc.Pipeline.Workflow
-		fmt.Fprintf(e.stdout, "  workflow: %d inputs, %d outputs, %d components, %d steps\n",
-			len(w.Inputs.Entries), len(w.Outputs.Entries), len(w.Components.Entries), len(w.Steps.Items))
+		count := func(n int, what string) string { return fmt.Sprintf("%d %s", n, plural(n, what)) }
+		fmt.Fprintf(e.stdout, "  workflow: %s, %s, %s, %s\n", count(len(w.Inputs.Entries), "input"), count(len(w.Outputs.Entries), "output"),
+			count(len(w.Components.Entries), "component"), count(len(w.Steps.Items), "step"))
 		for _, c := range w.Components.Entries {
 			fmt.Fprintf(e.stdout, "    component %s: %s\n", c.Key.Value, componentSummary(c.Value))
 		}

@@ -108,7 +108,7 @@ func writePlan(e *env, d *passes.Document, path string, toStdout bool) int {
 		return ioError(e, err)
 	}
 	if !toStdout {
-		fmt.Fprintf(e.stdout, "wrote %s (%d components, %d grouped)\n", path, len(f.Components), grouped(f))
+		fmt.Fprintf(e.stdout, "wrote %s (%d %s, %d grouped)\n", path, len(f.Components), plural(len(f.Components), "component"), grouped(f))
 	}
 	return exitOK
 }
