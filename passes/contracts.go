@@ -102,15 +102,34 @@ func contractEmitPadding(c *Context, b *Bindings, s *ir.Step, o *ir.Output) {
 			slices.ContainsFunc(o.Contract.Padding, func(op ir.Padding) bool { return o.Contract.Axis(op.Dim.Name) == ax }) {
 			continue
 		}
-		lengths := "LENGTHS"
-		if in := b.ToPort(comp.Name, ir.SitePortIn, pd.Lengths.Name); len(in) == 1 {
-			lengths = in[0].Value
-		}
+		lengths := emittedLengths(b, comp.Name, pd.Lengths.Name)
 		c.ReportRelated(diag.ContractIncompatible, s.Value.Loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 			"`%s` is padded on `%s` (axis %d) by component `%s`, which groups, but workflow output `%s` declares no padding there: each request would receive its rows at the group's longest extent, not its own, with no lengths to say where its own end\ndeclare on workflow output `%s`: padding: [{ dimension: %s, valid_lengths: %s }], and emit `%s` as a workflow output too",
 			v.Name, pd.Dim.Name, ax, comp.Name, o.Name, o.Name, strings.Trim(shapeText(o.Contract.Shape[ax:ax+1]), "[]"), lengths, lengths)
 		return
 	}
+}
+
+// emittedLengths names, at the workflow's level, the lengths a padded
+// output of component splits by, whose port is port: the value bound to
+// that input port (a request's lengths), or the workflow output an output
+// port's lengths are emitted to (a model's frame_lengths), else the port's
+// name, for a workflow output to emit them to; LENGTHS where no binding
+// says.
+func emittedLengths(b *Bindings, component, port string) string {
+	if in := b.ToPort(component, ir.SitePortIn, port); len(in) == 1 {
+		return in[0].Value
+	}
+	out := b.ToPort(component, ir.SitePortOut, port)
+	if len(out) != 1 {
+		return "LENGTHS"
+	}
+	for _, s := range b.Emits {
+		if s.Value.Name == out[0].Value {
+			return s.Output.Name
+		}
+	}
+	return port
 }
 
 // contractBind reports a value whose contract contradicts the contract it

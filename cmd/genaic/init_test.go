@@ -586,13 +586,7 @@ func TestInitTimeMajor(t *testing.T) {
 		}
 		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"frames":{"dtype":"float32","shape":[%d,1,4],"data":[%s]}}}`, i, steps, strings.Join(xs, ",")))
 	}
-	reqs := filepath.Join(dir, "requests.json")
-	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to ") {
-		t.Errorf("run --verify: exit %d\n%s", code, errOut)
-	}
+	verifyAlike(t, dir, rs)
 }
 
 // TestInitFollowedCommentsPadded is a newcomer's path with a transformer
@@ -612,13 +606,7 @@ func TestInitFollowedCommentsPadded(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
 	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
-	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
-	doc = uncomment(t, doc, `              # padding: [{ dimension: sequence, valid_lengths: lengths }]
-            lengths:`)
+	doc = uncommentPadded(t, doc, "sequence")
 	along := "              # Shaped as input_ids: give it the same batch_layout (and padding) as input_ids.\n"
 	if !strings.Contains(doc, along) {
 		t.Fatalf("init no longer writes\n%s\nin\n%s", along, doc)
@@ -636,12 +624,7 @@ func TestInitFollowedCommentsPadded(t *testing.T) {
 	}
 	// What check says next, followed: the workflow output is padded as
 	// the port is, and its lengths published.
-	rep, code := checkJSONOf(t, dir)
-	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
-		rep.Files[0].Diagnostics[0].Rule != "contract/incompatible" ||
-		!strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), "padding: [{ dimension: sequence, valid_lengths: lengths }], and emit `lengths` as a workflow output too") {
-		t.Fatalf("check of the padded port emitted unpadded: exit %d, %+v", code, rep.Files)
-	}
+	oneDiagnostic(t, dir, "contract/incompatible", "padding: [{ dimension: sequence, valid_lengths: lengths }], and emit `lengths` as a workflow output too", "check of the padded port emitted unpadded")
 	doc = strings.Replace(doc, "        contract: { dtype: float32, shape: [batch, sequence, 4] }",
 		"        contract: { dtype: float32, shape: [batch, sequence, 4], padding: [{ dimension: sequence, valid_lengths: lengths }] }", 1)
 	doc = strings.Replace(doc, "    components:\n", "      lengths:\n        contract: { dtype: int64, shape: [batch], batch_layout: { kind: shared } }\n        role: tensor\n        stage: pre_adapter\n    components:\n", 1)
@@ -661,13 +644,7 @@ func TestInitFollowedCommentsPadded(t *testing.T) {
 		}
 		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"input_ids":%s,"token_type_ids":%s,"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, tensor(ids), tensor(types), n))
 	}
-	reqs := filepath.Join(dir, "requests.json")
-	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to ") {
-		t.Errorf("run --verify: exit %d\n%s", code, errOut)
-	}
+	verifyAlike(t, dir, rs)
 }
 
 // framer is a speech encoder's front: input_values f32 [batch, samples]
@@ -711,13 +688,7 @@ func TestInitFollowedCommentsComputed(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
 	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
-	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
-	doc = uncomment(t, doc, `              # padding: [{ dimension: samples, valid_lengths: lengths }]
-            lengths:`)
+	doc = uncommentPadded(t, doc, "samples")
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
               # and, where the input is padded on samples, padded on frames too, which`)
 	doc = strings.Replace(doc, "              and, where the input is padded on samples, padded on frames too, which\n", "", 1)
@@ -732,21 +703,11 @@ func TestInitFollowedCommentsComputed(t *testing.T) {
 		}
 	}
 	write(doc)
-	rep, code := checkJSONOf(t, dir)
-	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
-		rep.Files[0].Diagnostics[0].Rule != "capacity/unreconciled" ||
-		!strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), "padding: [{ dimension: frames, valid_lengths: frame_lengths }], `frame_lengths` being the model's output of each item's `frames`") {
-		t.Fatalf("check of the states unpadded on frames: exit %d, %+v", code, rep.Files)
-	}
+	oneDiagnostic(t, dir, "capacity/unreconciled", "padding: [{ dimension: frames, valid_lengths: frame_lengths }], `frame_lengths` being the model's output of each item's `frames`", "check of the states unpadded on frames")
 	doc = uncomment(t, doc, `              # padding: [{ dimension: frames, valid_lengths: frame_lengths }]
             frame_lengths:`)
 	write(doc)
-	rep, code = checkJSONOf(t, dir)
-	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
-		rep.Files[0].Diagnostics[0].Rule != "contract/incompatible" ||
-		!strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), "padding: [{ dimension: frames, valid_lengths: LENGTHS }], and emit `LENGTHS` as a workflow output too") {
-		t.Fatalf("check of the padded port emitted unpadded: exit %d, %+v", code, rep.Files)
-	}
+	oneDiagnostic(t, dir, "contract/incompatible", "padding: [{ dimension: frames, valid_lengths: frame_lengths }], and emit `frame_lengths` as a workflow output too", "check of the padded port emitted unpadded")
 	doc = strings.Replace(doc, "        contract: { dtype: float32, shape: [batch, frames, 2] }",
 		"        contract: { dtype: float32, shape: [batch, frames, 2], padding: [{ dimension: frames, valid_lengths: frame_lengths }] }", 1)
 	write(doc)
@@ -759,13 +720,7 @@ func TestInitFollowedCommentsComputed(t *testing.T) {
 		}
 		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"input_values":{"dtype":"float32","shape":[1,%d],"data":[%s]},"lengths":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, n, strings.Join(xs, ","), n))
 	}
-	reqs := filepath.Join(dir, "requests.json")
-	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 6 requests is answered alike grouped and alone (groups of up to ") {
-		t.Errorf("run --verify: exit %d\n%s", code, errOut)
-	}
+	verifyAlike(t, dir, rs)
 }
 
 // TestInitProbesOutputDimensions: an export that named only its inputs'
@@ -798,5 +753,44 @@ func TestInitProbesOutputDimensions(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the document lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// verifyAlike writes the requests rs (each a JSON request) as the
+// package's requests.json and runs them with --verify: each must be
+// answered alike grouped and alone.
+func verifyAlike(t *testing.T, dir string, rs []string) {
+	t.Helper()
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(`{"requests":[`+strings.Join(rs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("each of the %d requests is answered alike grouped and alone (groups of up to ", len(rs))
+	if _, errOut, code := runCLI(t, "run", dir, "--requests", reqs, "--verify"); code != exitOK || !strings.Contains(errOut, want) {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}
+
+// uncommentPadded follows init's comments on a component whose payload
+// input is padded on sym with the graph's lengths input: its capacity,
+// the payload's request_aligned layout and its padding.
+func uncommentPadded(t *testing.T, doc, sym string) string {
+	t.Helper()
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	return uncomment(t, doc, "              # padding: [{ dimension: "+sym+", valid_lengths: lengths }]\n            lengths:")
+}
+
+// oneDiagnostic checks the package in dir and wants one diagnostic, of
+// rule, whose help holds help; what names the document's state.
+func oneDiagnostic(t *testing.T, dir, rule, help, what string) {
+	t.Helper()
+	rep, code := checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 ||
+		rep.Files[0].Diagnostics[0].Rule != rule || !strings.Contains(fmt.Sprint(rep.Files[0].Diagnostics[0].Help), help) {
+		t.Fatalf("%s: exit %d, %+v", what, code, rep.Files)
 	}
 }
