@@ -55,28 +55,63 @@ func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindi
 // pads (r7, as for a participating port): one request's value cannot have
 // the group's extent there, and items of different extents would never
 // share a call (a transformer's token_type_ids left without the layout of
-// its input_ids). A shared port that names only a count of the group may
-// be bound to a companion of the workflow's (a lengths vector), and is
-// left alone.
-func capacitySharedInputs(c *Context, f *capacityFacts) {
+// its input_ids). So does one that names a count of the group (the
+// request axis) and carries each request's data: a channels-first
+// speech encoder's per-item length, left shared, groups only requests of
+// equal lengths. One bound to a companion of the workflow's (the lengths
+// of a padded workflow input) is that companion, and is left alone, as is
+// one no invoke binds (ssa and model/port say why).
+func capacitySharedInputs(c *Context, f *capacityFacts, bind *Bindings) {
 	for _, p := range f.shared {
 		k := p.Contract
-		for i, d := range k.Shape {
-			if !d.IsSym() || f.uniform[d.Sym] || f.Classes(d.Sym)&SymPadded == 0 {
-				continue
-			}
+		// The first padded axis, else the first that counts the group.
+		at := slices.IndexFunc(k.Shape, func(d ir.Dim) bool { return d.IsSym() && !f.uniform[d.Sym] && f.Classes(d.Sym)&SymPadded != 0 })
+		if bound := bind.ToPort(f.comp.Name, ir.SitePortIn, p.Name); at < 0 && len(bound) > 0 && !workflowCompanion(c.Module, bound) {
+			at = slices.IndexFunc(k.Shape, func(d ir.Dim) bool {
+				_, counts := f.Count(d.Sym, false)
+				return d.IsSym() && !f.uniform[d.Sym] && counts
+			})
+		}
+		if at >= 0 {
+			i, d := at, k.Shape[at]
 			how := sharedHow(k)
 			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
 				"input port `%s` of component `%s` %s, passed once for the whole group, but axis %d is `%s`, %s: one request's value cannot have the group's extent there, and items would share a call only where they bring equal values\n%s",
-				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.likeInput(p))
-			break
+				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.likeInput(p, i))
 		}
 	}
 }
 
-// likeInput is the help line for shared input p: the layout and padding
-// of a participating input port of the same shape, or what to consider.
-func (f *capacityFacts) likeInput(p *ir.Port) string {
+// workflowCompanion reports whether a value bound to a port (bound) is
+// one some workflow contract names as its lengths, offsets or owner.
+func workflowCompanion(m *ir.Module, bound []Binding) bool {
+	names := func(k *ir.Contract, v string) bool {
+		if k == nil {
+			return false
+		}
+		return slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Lengths.Name == v }) ||
+			slices.ContainsFunc(k.Layout.Levels, func(l ir.Level) bool { return l.Offsets.Name == v || l.Owner.Name == v })
+	}
+	for _, b := range bound {
+		for _, x := range m.Values {
+			if x != nil && names(x.Contract, b.Value) {
+				return true
+			}
+		}
+		for _, o := range m.Outputs {
+			if o != nil && names(o.Contract, b.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// likeInput is the help line for shared input p, whose axis i the group
+// decides: the layout and padding of a participating input port of the
+// same shape, one row per request where axis i is the request axis, or
+// what to consider.
+func (f *capacityFacts) likeInput(p *ir.Port, i int) string {
 	for _, q := range f.payload {
 		if len(q.Contract.Shape) != len(p.Contract.Shape) || slices.ContainsFunc(q.Contract.Shape, func(d ir.Dim) bool {
 			return p.Contract.Axis(d.Sym) != q.Contract.Axis(d.Sym)
@@ -88,6 +123,9 @@ func (f *capacityFacts) likeInput(p *ir.Port) string {
 			decl = append(decl, fmt.Sprintf("padding: [{ dimension: %s, valid_lengths: %s }]", pd.Dim.Name, pd.Lengths.Name))
 		}
 		return fmt.Sprintf("declare on port `%s`, as on port `%s`: %s", p.Name, q.Name, strings.Join(decl, "; "))
+	}
+	if k, ok := f.Count(p.Contract.Shape[i].Sym, false); ok && k.Kind == CountRows && k.Factor == 1 {
+		return fmt.Sprintf("declare on port `%s`: batch_layout: { kind: request_aligned, axis: %d } (one row per request)", p.Name, i)
 	}
 	return fmt.Sprintf("give port `%s` a batch_layout and padding as its rows are laid out, or list the symbol in uniform_dimensions", p.Name)
 }
