@@ -794,3 +794,58 @@ func oneDiagnostic(t *testing.T, dir, rule, help, what string) {
 		t.Fatalf("%s: exit %d, %+v", what, code, rep.Files)
 	}
 }
+
+// TestInitChannelsFirst is a newcomer's path with a channels-first speech
+// encoder ([B, 4, T] with one length per item, as NeMo exports): its
+// lengths cannot pad T (they would be [B, 4]), so init keeps T uniform and
+// says the lengths take one row per request; left shared, check refuses
+// them (a group would take only requests of equal lengths). Followed, the
+// package groups clips of one T and different lengths, each alike alone.
+func TestInitChannelsFirst(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "enc.onnx"), &onnxpb.GraphProto{Name: "enc",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("audio_signal", 1, "B", 4, "T"), tensorInfo("length", 7, "B")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("outputs", 1, "B", 4, "T"), tensorInfo("encoded_lengths", 7, "B")},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Identity", Input: []string{"audio_signal"}, Output: []string{"outputs"}},
+			{OpType: "Identity", Input: []string{"length"}, Output: []string{"encoded_lengths"}},
+		}}, 17)
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc := initWritten(t, dir)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: [T]  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [B], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+            encoded_lengths:`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+    steps:`)
+	if !strings.Contains(doc, "# The graph takes one length per item (length), but T is axis 2,") {
+		t.Errorf("init does not say why T is not padded:\n%s", doc)
+	}
+	write := func(doc string) {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(doc)
+	oneDiagnostic(t, dir, "capacity/unreconciled", "declare on port `length`: batch_layout: { kind: request_aligned, axis: 0 } (one row per request)", "check of the lengths left shared")
+	rows := "              # One length per request, which nothing pads by here: give it one row\n"
+	if !strings.Contains(doc, rows) {
+		t.Fatalf("init no longer writes\n%s\nin\n%s", rows, doc)
+	}
+	write(strings.Replace(doc, rows, "              batch_layout: { kind: request_aligned, axis: 0 }\n", 1))
+	checkClean(t, dir)
+	var rs []string
+	for i := range 6 {
+		xs := make([]string, 4*5)
+		for j := range xs {
+			xs[j] = fmt.Sprint(float64((i*5+j*3)%9) / 4)
+		}
+		rs = append(rs, fmt.Sprintf(`{"id":"r%d","inputs":{"audio_signal":{"dtype":"float32","shape":[1,4,5],"data":[%s]},"length":{"dtype":"int64","shape":[1],"data":[%d]}}}`, i, strings.Join(xs, ","), 1+i%5))
+	}
+	verifyAlike(t, dir, rs)
+}

@@ -408,6 +408,12 @@ type initHints struct {
 	// named like a mask (a transformer's attention_mask), where no input
 	// is named like lengths: such a graph cannot be handed padding.
 	mask string
+	// outerLengths is an input named like lengths with one entry per item
+	// where the payload's varying axis comes after fixed ones (channels
+	// first, [batch, 80, frames]): genaic's lengths have one entry per
+	// position of every axis outside the padded one, so such a graph is
+	// not padded as exported; padded is then that axis, kept uniform.
+	outerLengths string
 }
 
 // payload is the index of the input the commented examples are written
@@ -476,6 +482,13 @@ func (c *initComponent) hints() initHints {
 		for _, q := range c.inputs {
 			if padAxis < 0 && named(q, "len") && slices.Equal(q.dims, p.dims[:i]) {
 				padAxis, h.lengths = i, yq(q.name)
+			}
+		}
+	}
+	if padAxis < 0 && len(rest) > 0 && rest[0] > 1 && len(p.dims) > 0 {
+		for _, q := range c.inputs {
+			if h.outerLengths == "" && named(q, "len") && slices.Equal(q.dims, p.dims[:1]) {
+				h.outerLengths = yq(q.name)
 			}
 		}
 	}
@@ -571,6 +584,15 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 		line(7, "# `genaic mask-lengths %s -o %s_lengths.onnx` rewrites it to take lengths.", c.artifact, stem)
 		return
 	}
+	if h.outerLengths != "" {
+		at := slices.IndexFunc(c.inputs[c.payload()].dims, func(d initDim) bool { return yq(d.sym) == h.padded })
+		line(7, "# The graph takes one length per item (%s), but %s is axis %d,", h.outerLengths, h.padded, at)
+		line(7, "# after fixed axes (channels first): genaic pads by lengths with one")
+		line(7, "# entry per position of every axis outside the padded one, so as")
+		line(7, "# exported this model groups items that agree on %s (uniform_dimensions);", h.padded)
+		line(7, "# exported with %s right after the request axis, it may be padded.", h.padded)
+		return
+	}
 	line(7, "# Items that differ in a dimension may be right-padded to the longest;")
 	line(7, "# the lengths (int64, the axes outer to %s) must be an input of the", h.padded)
 	line(7, "# graph, or the model cannot mask the padding and check refuses it:")
@@ -580,8 +602,16 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 // alongComment says, of an input port shaped as the payload one (token
 // types beside token ids), that it takes the payload's batch_layout and
 // padding: left shared, it would be passed once for a whole group, and
-// check refuses it where the group pads its dimensions.
+// check refuses it where the group pads its dimensions. Of a channels-
+// first model's per-item lengths (outerLengths), it says the same of the
+// request axis.
 func alongComment(line func(int, string, ...any), c *initComponent, p initPort) {
+	if h := c.hints(); h.outerLengths == yq(p.name) {
+		line(7, "# One length per request, which nothing pads by here: give it one row")
+		line(7, "# per request, batch_layout: { kind: request_aligned, axis: 0 }, or a")
+		line(7, "# group takes only requests of equal lengths.")
+		return
+	}
 	first := c.inputs[c.payload()]
 	if c.fixedFirstAxes() != "" || len(p.dims) == 0 || !slices.Equal(p.dims, first.dims) {
 		return
