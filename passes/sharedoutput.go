@@ -164,9 +164,15 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 				continue
 			}
 			pad := f.padded[d.Sym][at]
+			fix := fmt.Sprintf("declare on port `%s` (and on the workflow output it is emitted to): padding: [{ dimension: %s, valid_lengths: %s }]", p.Name, d.Sym, f.lengthsOf(d.Sym))
+			if ra := k.RequestAxis(); ra > i {
+				// Time-major [steps, batch, ...]: lengths pad only
+				// axes after the request axis (padding/dimension).
+				fix = fmt.Sprintf("`%s` is axis %d, outside the request axis (%d), where no lengths can split it: return the output batch first from the model (a transpose), or leave port `%s` out (a graph output no port declares is not fetched)", d.Sym, i, ra, p.Name)
+			}
 			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{pad.Loc, fmt.Sprintf("input port `%s` pads `%s` here", pad.Port, d.Sym)}},
-				"output port `%s` of component `%s` leaves `%s` (axis %d) unpadded, which input port `%s` pads: grouped, each request would receive its rows at the group's longest extent, not its own, with no lengths to say where its own end\ndeclare on port `%s` (and on the workflow output it is emitted to): padding: [{ dimension: %s, valid_lengths: %s }]",
-				p.Name, f.comp.Name, d.Sym, i, pad.Port, p.Name, d.Sym, f.lengthsOf(d.Sym))
+				"output port `%s` of component `%s` leaves `%s` (axis %d) unpadded, which input port `%s` pads: grouped, each request would receive its rows at the group's longest extent, not its own, with no lengths to say where its own end\n%s",
+				p.Name, f.comp.Name, d.Sym, i, pad.Port, fix)
 			break
 		}
 	}
