@@ -849,3 +849,33 @@ func TestInitChannelsFirst(t *testing.T) {
 	}
 	verifyAlike(t, dir, rs)
 }
+
+// TestInitTimeMajorOutput: a model that takes its rows batch first but
+// returns its states time-major ([seq, batch, 4], as a transformer run
+// without batch_first does), its output axes named by the export alone:
+// init names them by the probe and puts the output's request axis where
+// its rows are, saying that padded on seq it cannot be split.
+func TestInitTimeMajorOutput(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "enc.onnx"), &onnxpb.GraphProto{Name: "enc",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "batch", "seq", 4), tensorInfo("lengths", 7, "batch")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("states", 1, "Transposestates_dim_0", "Transposestates_dim_1", 4), tensorInfo("seen", 7, "batch")},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Transpose", Input: []string{"x"}, Output: []string{"states"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{1, 0, 2}}}},
+			{OpType: "Identity", Input: []string{"lengths"}, Output: []string{"seen"}},
+		}}, 17)
+	out, errOut, code := runCLI(t, "init", "--print", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"              shape: [seq, batch, 4]\n",
+		"# rows, and check refuses it): its rows are along batch, axis 1:\n              # batch_layout: { kind: request_aligned, axis: 1 }\n",
+		"# but where the input is padded on seq, this output is too, on axis\n              # 0, outside its request axis, where no lengths can split it: return",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the document lacks %q:\n%s", want, out)
+		}
+	}
+}

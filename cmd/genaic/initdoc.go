@@ -645,6 +645,20 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		}
 		return
 	}
+	if at := slices.IndexFunc(p.dims, func(d initDim) bool { return yq(d.sym) == h.root }); at > 0 {
+		// The input's rows come first, this output's later: a model
+		// that runs time-major inside and returns [steps, batch, ...].
+		line(7, "# Once the component groups, say how this output splits back per")
+		line(7, "# request (left shared, each request would receive the whole group's")
+		line(7, "# rows, and check refuses it): its rows are along %s, axis %d:", h.root, at)
+		line(7, "# batch_layout: { kind: request_aligned, axis: %d }", at)
+		if pad := slices.IndexFunc(p.dims[:at], func(d initDim) bool { return yq(d.sym) == h.padded }); pad >= 0 && h.lengths != "LENGTHS" {
+			line(7, "# but where the input is padded on %s, this output is too, on axis", h.padded)
+			line(7, "# %d, outside its request axis, where no lengths can split it: return", pad)
+			line(7, "# it batch first from the model (a transpose), or leave it out.")
+		}
+		return
+	}
 	line(7, "# Once the component groups, say how this output splits back per")
 	line(7, "# request (left shared, each request would receive the whole group's")
 	line(7, "# rows, and check refuses it): with the input packed and one row per")
