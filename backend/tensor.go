@@ -500,6 +500,46 @@ func (t *Tensor) Float64At(k int64) (v float64, ok bool) {
 	return 0, false
 }
 
+// SetFloat64At sets element k of t to v, Float64At's inverse: float16 and
+// bfloat16 encoded to their bits, integers truncated toward zero, bools
+// true where v is not zero. ok is false where t's data holds no numbers.
+func (t *Tensor) SetFloat64At(k int64, v float64) (ok bool) {
+	switch d := t.Data.(type) {
+	case []float32:
+		d[k] = float32(v)
+	case []float64:
+		d[k] = v
+	case []int64:
+		d[k] = int64(v)
+	case []int32:
+		d[k] = int32(v)
+	case []int16:
+		d[k] = int16(v)
+	case []int8:
+		d[k] = int8(v)
+	case []uint8:
+		d[k] = uint8(v)
+	case []uint16:
+		switch t.DType {
+		case "float16":
+			d[k] = Float32ToHalf(float32(v))
+		case "bfloat16":
+			d[k] = Float32ToBFloat16(float32(v))
+		default:
+			d[k] = uint16(v)
+		}
+	case []uint32:
+		d[k] = uint32(v)
+	case []uint64:
+		d[k] = uint64(v)
+	case []bool:
+		d[k] = v != 0
+	default:
+		return false
+	}
+	return true
+}
+
 // HalfToFloat32 is the value of IEEE 754 half-precision bits, exactly.
 func HalfToFloat32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16

@@ -112,7 +112,7 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 			// Ones: a valid id, token type, length and owner; a float a
 			// model normalizes without dividing by zero.
 			for k := range t.Len() {
-				setNumber(t, k, 1)
+				t.SetFloat64At(k, 1)
 			}
 			in[p.name] = t
 		}

@@ -99,7 +99,7 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 					case in.name != mask && real && varies(in.name):
 						x = float64(1 + pos%5)
 					}
-					setNumber(t, k, x)
+					t.SetFloat64At(k, x)
 					step(at, shape)
 				}
 				return t, nil
@@ -201,33 +201,5 @@ func step(at, shape []int64) {
 			return
 		}
 		at[i] = 0
-	}
-}
-
-// setNumber sets element k of a host tensor to x in its dtype.
-func setNumber(t *backend.Tensor, k int64, x float64) {
-	switch d := t.Data.(type) {
-	case []float32:
-		d[k] = float32(x)
-	case []float64:
-		d[k] = x
-	case []int64:
-		d[k] = int64(x)
-	case []int32:
-		d[k] = int32(x)
-	case []int16:
-		d[k] = int16(x)
-	case []int8:
-		d[k] = int8(x)
-	case []uint8:
-		d[k] = uint8(x)
-	case []uint16:
-		d[k] = uint16(x)
-	case []uint32:
-		d[k] = uint32(x)
-	case []uint64:
-		d[k] = uint64(x)
-	case []bool:
-		d[k] = x != 0
 	}
 }
