@@ -446,16 +446,19 @@ func (s *Server) load(name, dir string) (*Model, error) {
 // planned returns opts with the execution planned on this machine
 // (engine.PlanExecution, or the plan kept in the plan cache where one was
 // measured under the same key) with the package's warm-up requests: those of
-// its requests.json, or, when they cannot plan, the request warm-up
-// synthesizes. Where neither can, the model runs one worker on ONNX
+// its requests.json, or, when they cannot plan, requests synthesized from
+// the workflow's inputs (synthSets: the minimal warm-up request, then, for
+// a model that refuses it, the varied sets, smallest first; their items,
+// alike and small, would not show what grouping the package's own
+// requests gain). Where none can, the model runs one worker on ONNX
 // Runtime's default threads, and the log says why.
 func (s *Server) planned(name string, f *plan.File, dir string, opts engine.Options) engine.Options {
 	var tries [][]vm.Request
 	if reqs, err := readRequests(dir); err == nil && len(reqs) > 0 {
 		tries = append(tries, reqs[:min(len(reqs), maxPlanRequests)])
 	}
-	if req, err := synthRequest(f.IR, graphExtents(f.IR, dir)); err == nil {
-		tries = append(tries, []vm.Request{req})
+	if sets, err := synthSets(f.IR, dir); err == nil {
+		tries = append(tries, sets...)
 	}
 	err := errors.New("no warm-up request: the package has no requests.json, and none can be synthesized")
 	cache := engine.PlanCache{Dir: s.cfg.PlanCache, Replan: s.cfg.Replan, Log: s.log.With("model", name)}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -17,8 +16,11 @@ import (
 )
 
 // verified runs the package's requests.json (its first
-// engine.CompareRequests) grouped, then each request alone, and compares
-// the answers (engine.CompareAlone). Where one differs, the package's grouping changes
+// engine.CompareRequests), or where it has none requests synthesized from
+// its workflow's inputs (synthesized: short items beside long ones, so
+// that a model that lets the padding in shows it), grouped, then each
+// request alone, and compares the answers (engine.CompareAlone). Where one
+// differs, the package's grouping changes
 // what it computes, which check cannot see (engine.DivergenceCauses): the
 // log says which request and how, and the model is opened again with
 // grouping declined on every grouped component, which then runs one
@@ -27,13 +29,17 @@ import (
 // design: then it warns and keeps grouping. It returns the engine to serve
 // with.
 func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Options, eng *vm.Engine) (*vm.Engine, error) {
-	reqs, err := readRequests(dir)
-	if err != nil || len(reqs) < 2 {
-		return eng, nil
-	}
-	reqs = reqs[:min(len(reqs), engine.CompareRequests)]
 	ctx, cancel := context.WithTimeout(context.Background(), verifyBudget)
 	defer cancel()
+	reqs, err := readRequests(dir)
+	on := "the package's requests.json"
+	if err != nil || len(reqs) < 2 {
+		if reqs = synthesized(ctx, f.IR, dir, eng); len(reqs) < 2 {
+			return eng, nil
+		}
+		on = "requests synthesized from the workflow's inputs"
+	}
+	reqs = reqs[:min(len(reqs), engine.CompareRequests)]
 	grouped := eng.RunAll(ctx, reqs)
 	most := engine.LargestGroup(eng)
 	divs := engine.CompareAlone(ctx, eng, reqs, grouped)
@@ -42,14 +48,14 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	}
 	if len(divs) == 0 {
 		if most >= 2 {
-			s.log.Info("grouped answers agree with answers alone on the package's requests.json", "model", name, "compared", len(reqs), "largest_group", most)
+			s.log.Info("grouped answers agree with answers alone on "+on, "model", name, "compared", len(reqs), "largest_group", most)
 		}
 		return eng, nil
 	}
 	if q := engine.QuantizesPerCall(f); len(q) > 0 {
 		// The model's own design, not the package's declaration: grouping
 		// stays, and the operator is told.
-		s.log.Warn("grouped answers differ from answers alone on the package's requests.json, as the model quantizes per call; grouping stays on",
+		s.log.Warn("grouped answers differ from answers alone on "+on+", as the model quantizes per call; grouping stays on",
 			"model", name, "differing", engine.DifferingRequests(divs), "compared", len(reqs), "first", divs[0].String(),
 			"help", engine.QuantizationNote(q)+"; where that matters, decline grouping of the component (--decline COMPONENT=REASON)")
 		return eng, nil
@@ -65,7 +71,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 			declined = append(declined, g.Component)
 		}
 	}
-	s.log.Error("grouped answers differ from answers alone on the package's requests.json: its grouping changes what it computes, so its components run one request per invocation",
+	s.log.Error("grouped answers differ from answers alone on "+on+": its grouping changes what it computes, so its components run one request per invocation",
 		"model", name, "differing", engine.DifferingRequests(divs), "compared", len(reqs), "first", divs[0].String(), "declined", strings.Join(declined, ","),
 		"help", engine.DivergenceCauses+"; `genaic run --verify` on the package's requests lists every difference")
 	eng.Close()
@@ -85,22 +91,32 @@ const differedReason = "grouped answers differed from answers alone at load"
 // component has run once (sessions initialised, allocations made): the
 // first request of the package's requests.json when it has one, else (or
 // when that request fails) a request synthesized from the workflow
-// inputs' contracts. Warm-up never blocks readiness: a request that fails
+// inputs' contracts (synthSets: the minimal one, then larger ones until
+// one runs). Warm-up never blocks readiness: a request that fails
 // is logged and the model turns ready all the same; components that no
 // warm-up request reached are logged too.
 func (s *Server) warm(md *Model) {
 	start := time.Now()
 	ran := false
 	if reqs, err := readRequests(md.Dir); err == nil && len(reqs) > 0 {
-		ran = s.warmWith(md, reqs[0], "requests.json")
+		ran = s.warmWith(md, reqs[0], "requests.json", true)
 	}
 	if !ran {
-		req, err := synthRequest(md.plan.IR, graphExtents(md.plan.IR, md.Dir))
+		sets, err := synthSets(md.plan.IR, md.Dir)
 		if err != nil {
 			s.log.Warn("no warm-up: no request can be synthesized from the workflow's inputs", "model", md.Name, "error", err.Error())
 			return
 		}
-		ran = s.warmWith(md, req, "synthesized")
+		// The minimal request, then one of each scale until one runs;
+		// where none does, the first one's failure is logged.
+		for _, set := range sets {
+			if ran = s.warmWith(md, set[0], "synthesized", false); ran {
+				break
+			}
+		}
+		if !ran {
+			s.warmWith(md, sets[0][0], "synthesized", true)
+		}
 	}
 	var cold []string
 	for name, cs := range md.eng.Stats().Components {
@@ -116,13 +132,15 @@ func (s *Server) warm(md *Model) {
 	}
 }
 
-func (s *Server) warmWith(md *Model, req vm.Request, from string) bool {
+func (s *Server) warmWith(md *Model, req vm.Request, from string, tell bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp := md.eng.Run(ctx, req)
 	resp.Release()
 	if resp.Err != nil {
-		s.log.Warn("warm-up request failed", "model", md.Name, "request", from, "error", resp.Err.Error())
+		if tell {
+			s.log.Warn("warm-up request failed", "model", md.Name, "request", from, "error", resp.Err.Error())
+		}
 		return false
 	}
 	return true
@@ -173,77 +191,4 @@ func graphExtents(m *ir.Module, dir string) map[string]int64 {
 		ports(comp.Outputs, g.Output)
 	}
 	return fixed
-}
-
-// synthRequest builds a minimal request from the workflow inputs'
-// contracts: zeros, every shape symbol the extent a component's graph
-// fixes for it (fixed) or 1, a request_expanded axis its factor; a
-// token_packed input is one item
-// (vm.Request.Items), so that the runtime derives its companions (offsets
-// [0,1], owner zeros, valid lengths the extent); an input of encoded
-// media for a built-in adapter is one item of valid media (warmMedia).
-// Optional inputs and inputs requests do not bring are left out.
-func synthRequest(m *ir.Module, fixed map[string]int64) (vm.Request, error) {
-	req := vm.Request{ID: "warm-up", Inputs: map[string]*backend.Tensor{}, Items: map[string][]vm.Item{}}
-	media, err := warmMedia(m)
-	if err != nil {
-		return req, err
-	}
-	derived := map[string]bool{}
-	for _, in := range m.Inputs {
-		if c := in.Contract; fromRequest(in) && c != nil && c.Layout.Kind == ir.TokenPacked {
-			for _, comp := range companions(c) {
-				derived[comp] = true
-			}
-		}
-	}
-	for _, in := range m.Inputs {
-		c := in.Contract
-		if !fromRequest(in) || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
-			continue
-		}
-		if b := media[in.Name]; b != nil {
-			if err := putBytes(&req, in.Name, c, [][]byte{b}); err != nil {
-				return req, err
-			}
-			continue
-		}
-		if c == nil || c.DType == "" || !c.HasShape {
-			return req, fmt.Errorf("input `%s` declares no dtype and shape", in.Name)
-		}
-		shape := make([]int64, len(c.Shape))
-		for i, d := range c.Shape {
-			switch {
-			case !d.IsSym():
-				shape[i] = d.Size
-			case fixed[d.Sym] > 0:
-				shape[i] = fixed[d.Sym]
-			default:
-				shape[i] = 1
-			}
-		}
-		if c.Layout.Kind == ir.RequestExpanded && c.Layout.Factor > 0 && int(c.Layout.Axis) < len(shape) {
-			shape[c.Layout.Axis] = c.Layout.Factor
-		}
-		if c.Layout.Kind == ir.TokenPacked && len(c.Layout.Levels) > 0 {
-			if len(c.Layout.Levels) == 1 {
-				shape = shape[1:] // an item is one row
-			}
-			t, err := backend.NewTensor(c.DType, shape)
-			if err != nil {
-				return req, fmt.Errorf("input `%s`: %v", in.Name, err)
-			}
-			req.Items[in.Name] = vm.TensorItems(t)
-			continue
-		}
-		t, err := backend.NewTensor(c.DType, shape)
-		if err != nil {
-			return req, fmt.Errorf("input `%s`: %v", in.Name, err)
-		}
-		req.Inputs[in.Name] = t
-	}
-	if len(req.Items) == 0 {
-		req.Items = nil
-	}
-	return req, nil
 }

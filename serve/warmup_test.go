@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/genaic/genaic/onnx"
+	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
 // copyPackage copies an example package into a repository folder, less
@@ -89,19 +93,74 @@ func coldComponents(s *Server) []string {
 	return cold
 }
 
-// synthRefused are the packages whose graph refuses the zeros of a
-// synthesized request, which keep their requests.json where warm-up is
-// tested without: Silero's voice activity detector pads its window by
-// reflection and needs a window of samples, an extent its contract leaves
-// free.
-var synthRefused = map[string]bool{"silero_vad": true}
+// writeSevens writes a package whose model refuses every request
+// synthesized from its contracts: it reshapes x [batch, width] into rows
+// of 7, and width is uniform, which synthesis makes 1 or a power of two.
+func writeSevens(t *testing.T, dir string) {
+	t.Helper()
+	dim := func(d any) *onnxpb.TensorShapeProto_Dimension {
+		if s, ok := d.(string); ok {
+			return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: s}}
+		}
+		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d.(int))}}
+	}
+	info := func(name string, dims ...any) *onnxpb.ValueInfoProto {
+		shape := &onnxpb.TensorShapeProto{}
+		for _, d := range dims {
+			shape.Dim = append(shape.Dim, dim(d))
+		}
+		return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: 1, Shape: shape}}}}
+	}
+	var rows []byte
+	for _, v := range []int64{-1, 7} {
+		rows = binary.LittleEndian.AppendUint64(rows, uint64(v))
+	}
+	b, err := onnx.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: &onnxpb.GraphProto{Name: "sevens",
+		Input:       []*onnxpb.ValueInfoProto{info("x", "batch", "width")},
+		Output:      []*onnxpb.ValueInfoProto{info("y", "rows", 7)},
+		Initializer: []*onnxpb.TensorProto{{Name: "sevens", DataType: 7, Dims: []int64{2}, RawData: rows}},
+		Node:        []*onnxpb.NodeProto{{OpType: "Reshape", Input: []string{"x", "sevens"}, Output: []string{"y"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sevens.onnx"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := `schema_version: v1.1
+pipeline:
+  workflow:
+    inputs:
+      x: { contract: { dtype: float32, shape: [batch, width] }, role: { kind: opaque }, source: { kind: request } }
+    outputs:
+      y: { contract: { dtype: float32, shape: [rows, 7] }, role: tensor, stage: pre_adapter }
+    components:
+      sevens:
+        implementation: { kind: onnx, artifact: sevens.onnx }
+        ports:
+          inputs:
+            x: { dtype: float32, shape: [batch, width] }
+          outputs:
+            y: { dtype: float32, shape: [rows, 7] }
+    steps:
+      - { kind: invoke, component: sevens, inputs: { x: x }, outputs: { y: y } }
+      - { kind: emit, value: y, output: y, mode: replace }
+`
+	if err := os.WriteFile(filepath.Join(dir, "inference_metadata.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestWarmupRefusedSaysWhatToGive: a package without requests.json whose
-// model refuses the synthesized request (Silero's detector) is served
-// unplanned and cold, and both warnings say what to give it.
+// model refuses every synthesized request is served unplanned and cold,
+// and both warnings say what to give it.
 func TestWarmupRefusedSaysWhatToGive(t *testing.T) {
 	dir := t.TempDir()
-	copyPackage(t, dir, "silero_vad", "requests.json")
+	writeSevens(t, filepath.Join(dir, "sevens"))
 	log, warned := warnings()
 	s := newPlannedServer(t, Config{Repo: dir, Logger: log})
 	if !s.Ready() {
@@ -131,11 +190,7 @@ func TestWarmupWithoutRequests(t *testing.T) {
 	}
 	for _, e := range ents {
 		names = append(names, e.Name())
-		drop := []string{"requests.json", "requests64.json", "requests_long.json"}
-		if synthRefused[e.Name()] {
-			drop = drop[1:]
-		}
-		copyPackage(t, dir, e.Name(), drop...)
+		copyPackage(t, dir, e.Name(), "requests.json", "requests64.json", "requests_long.json")
 	}
 	copyPackage(t, filepath.Join(dir, "app"), "ocr_lines", "requests.json")
 	if err := os.Rename(filepath.Join(dir, "app", "ocr_lines"), filepath.Join(dir, "ocr_app")); err != nil {

@@ -175,6 +175,35 @@ func TestServeDeclinesGroupingThatChangesAnswers(t *testing.T) {
 	if l := q.find("grouped answers agree with answers alone on the package's requests.json"); l == nil || l["compared"] != 64.0 || l["largest_group"].(float64) < 2 {
 		t.Errorf("text_padded: %v", l)
 	}
+
+	// Without requests.json, and its workflow input laid out on the port
+	// alone (as init writes a document), the leak shows on requests
+	// synthesized from the contracts: rows of 1 to 4 steps.
+	doc, err := os.ReadFile(filepath.Join(leak, "inference_metadata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := strings.Replace(string(doc), `          shape: [batch, steps]
+          batch_layout: { kind: request_aligned, axis: 0 }
+          padding: [{ dimension: steps, valid_lengths: lengths }]
+`, "          shape: [batch, steps]\n", 1)
+	if bare == string(doc) {
+		t.Fatal("the leaking package's workflow input is no longer laid out")
+	}
+	if err := os.WriteFile(filepath.Join(leak, "inference_metadata.yaml"), []byte(bare), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(leak, "requests.json")); err != nil {
+		t.Fatal(err)
+	}
+	r := startServe(t, leak)
+	defer func() {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		<-r.done
+	}()
+	if l := r.find("grouped answers differ from answers alone on requests synthesized from the workflow's inputs: its grouping changes what it computes, so its components run one request per invocation"); l == nil || l["declined"] != "leak" {
+		t.Errorf("the leaking package without requests: %v", l)
+	}
 }
 
 // TestBenchWarnsOfDivergence: genaic bench compares the document grouped

@@ -1,0 +1,293 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm"
+)
+
+// A package without requests.json is warmed, planned and compared
+// grouped against alone on requests synthesized from its workflow
+// inputs' contracts. synth says how they are filled.
+type synth struct {
+	// fixed are the extents the components' graphs fix for shape symbols
+	// (graphExtents).
+	fixed map[string]int64
+	// scale 0 makes the minimal warm-up request: every free extent 1,
+	// one item, zeros. Above 0, request i's padded dimensions and item
+	// counts are its own (extent), its other free dimensions scale, and
+	// its values vary: requests that group short items with long ones,
+	// as the comparison with alone needs.
+	scale int64
+}
+
+// extent is the j-th padded dimension's extent in request i (or in its
+// item j): scale times 1 to 4, so that a group pads short items beside
+// long ones.
+func (s synth) extent(i, j int) int64 {
+	if s.scale == 0 {
+		return 1
+	}
+	return s.scale * int64(1+(3*i+j)%4)
+}
+
+// items is how many items request i gives a packed input.
+func (s synth) items(i int) int {
+	if s.scale == 0 {
+		return 1
+	}
+	return 1 + i%3
+}
+
+// fill gives t request i's values: zeros for warm-up; else numbers in
+// [-1, 1) for floats, and 0 and 1 by position for integers (a valid id,
+// token type and owner in any vocabulary).
+func (s synth) fill(t *backend.Tensor, i int) {
+	if s.scale == 0 {
+		return
+	}
+	for k := range t.Len() {
+		x := float64((k*7+int64(i)*13)%17) / 17
+		switch t.DType {
+		case "float16", "bfloat16", "float32", "float64":
+			t.SetFloat64At(k, 2*x-1)
+		default:
+			t.SetFloat64At(k, float64((k+int64(i))%2))
+		}
+	}
+}
+
+// synthRequests builds n requests (synth says how). A request_aligned
+// input is one row whose padded dimensions take the request's extents,
+// its valid lengths (a request input) filled with them; a token_packed
+// input is the request's items (vm.Request.Items), each item's padded
+// dimensions its own, so that the runtime derives their companions; an
+// input of encoded media for a built-in adapter is one item of valid
+// media per item (warmMedia). Optional inputs and inputs requests do not
+// bring are left out.
+func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
+	media, err := warmMedia(m)
+	if err != nil {
+		return nil, err
+	}
+	derived := map[string]bool{}
+	for _, in := range m.Inputs {
+		c := in.Contract
+		if !fromRequest(in) || c == nil {
+			continue
+		}
+		if c.Layout.Kind == ir.TokenPacked {
+			for _, comp := range companions(c) {
+				derived[comp] = true
+			}
+		}
+	}
+	contracts := requestContracts(m)
+	reqs := make([]vm.Request, n)
+	for i := range reqs {
+		req := vm.Request{ID: fmt.Sprintf("synthesized-%d", i), Inputs: map[string]*backend.Tensor{}, Items: map[string][]vm.Item{}}
+		if s.scale == 0 {
+			req.ID = "warm-up"
+		}
+		lengths := map[string]*backend.Tensor{} // valid lengths this request's rows fill
+		for _, in := range m.Inputs {
+			c := contracts[in.Name]
+			if !fromRequest(in) || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
+				continue
+			}
+			if b := media[in.Name]; b != nil {
+				bs := [][]byte{b}
+				if len(c.Layout.Levels) == 2 {
+					bs = slices.Repeat(bs, s.items(i))
+				}
+				if err := putBytes(&req, in.Name, c, bs); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if c == nil || c.DType == "" || !c.HasShape {
+				return nil, fmt.Errorf("input `%s` declares no dtype and shape", in.Name)
+			}
+			if c.Layout.Kind == ir.TokenPacked && len(c.Layout.Levels) > 0 {
+				items, err := s.packedItems(c, i)
+				if err != nil {
+					return nil, fmt.Errorf("input `%s`: %v", in.Name, err)
+				}
+				req.Items[in.Name] = items
+				continue
+			}
+			shape := s.shape(c, func(j int) int64 { return s.extent(i, j) })
+			t, err := backend.NewTensor(c.DType, shape)
+			if err != nil {
+				return nil, fmt.Errorf("input `%s`: %v", in.Name, err)
+			}
+			if c.Layout.Kind == ir.Shared {
+				s.fill(t, 0) // one value for every request, or none would group
+			} else {
+				s.fill(t, i)
+			}
+			req.Inputs[in.Name] = t
+			for j, p := range c.Padding {
+				if ax := c.Axis(p.Dim.Name); ax >= 0 && p.Lengths.Name != "" {
+					lengths[p.Lengths.Name] = &backend.Tensor{DType: "int64", Shape: slices.Clone(shape[:ax]), Data: slices.Repeat([]int64{s.extent(i, j)}, int(backend.Elements(shape[:ax])))}
+				}
+			}
+		}
+		for _, in := range m.Inputs {
+			// The lengths a request brings beside its padded rows say
+			// where they end: not values of their own.
+			if t := lengths[in.Name]; t != nil && fromRequest(in) {
+				req.Inputs[in.Name] = t
+			}
+		}
+		if len(req.Items) == 0 {
+			req.Items = nil
+		}
+		reqs[i] = req
+	}
+	return reqs, nil
+}
+
+// requestContracts are the contracts synthRequests fills the workflow
+// inputs by: an input's own where it declares how requests lay it out;
+// else, where an invoke binds it to a port that groups (a document
+// written by init declares layouts on the ports alone), that port's
+// layout and padding, its valid lengths named by the workflow value bound
+// to the sibling port they name.
+func requestContracts(m *ir.Module) map[string]*ir.Contract {
+	out := map[string]*ir.Contract{}
+	byValue := map[ir.ValueID]*ir.Input{}
+	for _, in := range m.Inputs {
+		out[in.Name] = in.Contract
+		byValue[in.Value] = in
+	}
+	m.Body.Walk(func(s *ir.Step) bool {
+		comp := m.Component(s.Component.Name)
+		if s.Op != ir.OpInvoke || comp == nil {
+			return true
+		}
+		bound := map[string]string{} // port → workflow input
+		for _, a := range s.Args {
+			if in := byValue[a.Value.ID]; in != nil {
+				bound[a.Port] = in.Name
+			}
+		}
+		for _, a := range s.Args {
+			in, p := byValue[a.Value.ID], comp.Input(a.Port)
+			if in == nil || p == nil || p.Contract == nil || in.Contract == nil || in.Contract.Layout.Kind != ir.Shared ||
+				p.Contract.Layout.Kind == ir.Shared || !p.Contract.HasShape || len(p.Contract.Shape) != len(in.Contract.Shape) {
+				continue
+			}
+			k := *p.Contract
+			k.DType = in.Contract.DType
+			k.Padding = slices.Clone(k.Padding)
+			for j := range k.Padding {
+				k.Padding[j].Lengths.Name = bound[k.Padding[j].Lengths.Name]
+			}
+			out[in.Name] = &k
+		}
+		return true
+	})
+	return out
+}
+
+// shape is the extents of a value of contract c in one request: literal
+// extents, a graph's fixed ones, extent(j) for its j-th padded dimension,
+// a request axis of one row (a request_expanded one its factor), and the
+// scale (at least 1) elsewhere.
+func (s synth) shape(c *ir.Contract, extent func(j int) int64) []int64 {
+	shape := make([]int64, len(c.Shape))
+	for i, d := range c.Shape {
+		j := slices.IndexFunc(c.Padding, func(p ir.Padding) bool { return p.Dim.Name == d.Sym })
+		switch {
+		case !d.IsSym():
+			shape[i] = d.Size
+		case s.fixed[d.Sym] > 0:
+			shape[i] = s.fixed[d.Sym]
+		case i == c.RequestAxis():
+			shape[i] = 1
+		case j >= 0:
+			shape[i] = extent(j)
+		default:
+			shape[i] = max(1, s.scale)
+		}
+	}
+	if c.Layout.Kind == ir.RequestExpanded && c.Layout.Factor > 0 && int(c.Layout.Axis) < len(shape) {
+		shape[c.Layout.Axis] = c.Layout.Factor
+	}
+	return shape
+}
+
+// packedItems are request i's items of a token_packed input of contract
+// c: of one level, rows of the contract's rank less one; of two, flat
+// items whose axis 0 holds the unit's rows. Item k's padded dimensions
+// are its own.
+func (s synth) packedItems(c *ir.Contract, i int) ([]vm.Item, error) {
+	items := make([]vm.Item, s.items(i))
+	for k := range items {
+		shape := s.shape(c, func(j int) int64 { return s.extent(i+k, j) })
+		if len(c.Layout.Levels) == 1 {
+			shape = shape[1:] // an item is one row
+		} else {
+			shape[0] = s.extent(i, k) / max(1, s.scale) // the unit's rows: 1 to 4
+		}
+		t, err := backend.NewTensor(c.DType, shape)
+		if err != nil {
+			return nil, err
+		}
+		s.fill(t, i+k)
+		items[k] = vm.Item{Tensor: t}
+	}
+	return items, nil
+}
+
+// synthesizedRequests is how many requests a synthesized set holds:
+// every mix of its 1-to-4 extents and 1-to-3 items several times over.
+const synthesizedRequests = 12
+
+// synthScales are the scales of the synthesized sets, smallest first: a
+// model that refuses items of 1 to 4 samples (a speech encoder's
+// convolutions) takes them longer.
+var synthScales = []int64{1, 16, 128, 512}
+
+// synthSets are the requests serve tries where a package has no
+// requests.json, in order: the minimal warm-up request alone, then a set
+// of synthesizedRequests at each of synthScales.
+func synthSets(m *ir.Module, dir string) ([][]vm.Request, error) {
+	fixed := graphExtents(m, dir)
+	minimal, err := synthRequests(m, synth{fixed: fixed}, 1)
+	if err != nil {
+		return nil, err
+	}
+	sets := [][]vm.Request{minimal}
+	for _, scale := range synthScales {
+		set, err := synthRequests(m, synth{fixed: fixed, scale: scale}, synthesizedRequests)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, set)
+	}
+	return sets, nil
+}
+
+// synthesized are requests to compare grouped against alone where the
+// package brings none: the first synthesized set whose first request the
+// engine answers alone; nil where none is.
+func synthesized(ctx context.Context, m *ir.Module, dir string, eng *vm.Engine) []vm.Request {
+	sets, err := synthSets(m, dir)
+	if err != nil {
+		return nil
+	}
+	for _, set := range sets[1:] {
+		resp := eng.Run(ctx, set[0])
+		resp.Release()
+		if resp.Err == nil {
+			return set
+		}
+	}
+	return nil
+}
