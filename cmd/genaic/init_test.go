@@ -741,19 +741,10 @@ func TestInitProbesOutputDimensions(t *testing.T) {
 				{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 1}}},
 			{OpType: "Identity", Input: []string{"lengths"}, Output: []string{"seen"}},
 		}}, 17)
-	out, errOut, code := runCLI(t, "init", "--print", filepath.Join(dir, "stack.onnx"))
-	if code != exitOK || errOut != "" {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	for _, want := range []string{
+	initPrints(t, filepath.Join(dir, "stack.onnx"),
 		"      stacked:\n        contract: { dtype: float32, shape: [batch, Concatstacked_dim_1, sequence] }",
 		"      seen:\n        contract: { dtype: int64, shape: [batch] }",
-		"# Concatstacked_dim_1 kept 3 on inputs of different extents (init ran the model\n              # twice): a constant the export left dynamic; write 3 in its place.",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the document lacks %q:\n%s", want, out)
-		}
-	}
+		"# Concatstacked_dim_1 kept 3 on inputs of different extents (init ran the model\n              # twice): a constant the export left dynamic; write 3 in its place.")
 }
 
 // verifyAlike writes the requests rs (each a JSON request) as the
@@ -865,15 +856,21 @@ func TestInitTimeMajorOutput(t *testing.T) {
 				{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{1, 0, 2}}}},
 			{OpType: "Identity", Input: []string{"lengths"}, Output: []string{"seen"}},
 		}}, 17)
-	out, errOut, code := runCLI(t, "init", "--print", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	for _, want := range []string{
+	initPrints(t, dir,
 		"              shape: [seq, batch, 4]\n",
 		"# rows, and check refuses it): its rows are along batch, axis 1:\n              # batch_layout: { kind: request_aligned, axis: 1 }\n",
-		"# but where the input is padded on seq, this output is too, on axis\n              # 0, outside its request axis, where no lengths can split it: return",
-	} {
+		"# but where the input is padded on seq, this output is too, on axis\n              # 0, outside its request axis, where no lengths can split it: return")
+}
+
+// initPrints runs init --print on model (a file or a folder) and wants
+// each of wants in the document, and nothing on standard error.
+func initPrints(t *testing.T, model string, wants ...string) {
+	t.Helper()
+	out, errOut, code := runCLI(t, "init", "--print", model)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("the document lacks %q:\n%s", want, out)
 		}
