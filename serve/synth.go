@@ -274,10 +274,11 @@ func synthSets(m *ir.Module, dir string) ([][]vm.Request, error) {
 	return sets, nil
 }
 
-// synthesized are requests to compare grouped against alone where the
-// package brings none: the first synthesized set whose first request the
-// engine answers alone; nil where none is.
-func synthesized(ctx context.Context, m *ir.Module, dir string, eng *vm.Engine) []vm.Request {
+// Synthesized are requests to compare grouped against alone where a
+// package brings none (serve at load, genaic run --verify without
+// --requests): the first synthesized set (synthSets) whose first request
+// eng answers alone; nil where none is.
+func Synthesized(ctx context.Context, m *ir.Module, dir string, eng *vm.Engine) []vm.Request {
 	sets, err := synthSets(m, dir)
 	if err != nil {
 		return nil

@@ -17,7 +17,7 @@ import (
 
 // verified runs the package's requests.json (its first
 // engine.CompareRequests), or where it has none requests synthesized from
-// its workflow's inputs (synthesized: short items beside long ones, so
+// its workflow's inputs (Synthesized: short items beside long ones, so
 // that a model that lets the padding in shows it), grouped, then each
 // request alone, and compares the answers (engine.CompareAlone). Where one
 // differs, the package's grouping changes
@@ -34,7 +34,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	reqs, err := readRequests(dir)
 	on := "the package's requests.json"
 	if err != nil || len(reqs) < 2 {
-		if reqs = synthesized(ctx, f.IR, dir, eng); len(reqs) < 2 {
+		if reqs = Synthesized(ctx, f.IR, dir, eng); len(reqs) < 2 {
 			return eng, nil
 		}
 		on = "requests synthesized from the workflow's inputs"

@@ -69,7 +69,7 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 			if m == nil || i+1 < len(lines) && strings.Contains(lines[i+1], "(for genaic developers)") {
 				continue
 			}
-			if !regexp.MustCompile(`(^|[ \[])--?` + regexp.QuoteMeta(m[1]) + `\b`).MatchString(c.usage) {
+			if !regexp.MustCompile(`(^|[ \[(])--?` + regexp.QuoteMeta(m[1]) + `\b`).MatchString(c.usage) {
 				t.Errorf("the usage of %s (%q) does not name its flag -%s", name, c.usage, m[1])
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
+	"github.com/genaic/genaic/serve"
 	"github.com/genaic/genaic/vm"
 	"github.com/genaic/genaic/vm/jsonio"
 )
@@ -25,7 +26,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		usage:   "run PATH|plan.json --requests FILE [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--verify] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal]",
+		usage:   "run PATH|plan.json (--requests FILE | --verify) [--out FILE | --out-dir DIR] [--format json|jsonl] [--allow-abs] [--solo] [--verify] [--stats] [--max-delay D] [--queue N] [--workers N] [--concurrency N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal]",
 		summary: "run requests concurrently through the VM",
 		run:     runRun,
 	})
@@ -49,14 +50,14 @@ func runRun(e *env, args []string) int {
 	fs.BoolVar(&rf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.BoolVar(&rf.solo, "solo", false, "run every invocation with exactly one request (the reference)")
 	fs.BoolVar(&rf.stats, "stats", false, "add per-component stats to the responses")
-	fs.BoolVar(&rf.verify, "verify", false, "then run each request alone and report every one whose grouped answer differs (exit 1)")
+	fs.BoolVar(&rf.verify, "verify", false, "then run each request alone and report every one whose grouped answer differs (exit 1); without --requests, on requests synthesized from the workflow's inputs, as serve compares a package without requests.json")
 	rf.register(fs, 5*time.Millisecond, "how long a group waits for more items")
 	fs.IntVar(&rf.concurrency, "concurrency", 0, "how many requests are in flight at once (default: what --queue holds; 0: all of them)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
 	}
-	if len(paths) != 1 || rf.requests == "" {
+	if len(paths) != 1 || rf.requests == "" && !rf.verify {
 		fs.Usage()
 		return exitUsage
 	}
@@ -195,15 +196,12 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 			out.discard()
 		}
 	}()
-	reqs, err := readRequestsFile(e, rf.requests, jsonio.ReadOptions{AllowAbs: rf.allowAbs})
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
-	var store jsonio.Store
-	if dir != nil {
-		dir.name(reqs)
-		store = dir.store
+	var reqs []vm.Request
+	if rf.requests != "" {
+		if reqs, err = readRequestsFile(e, rf.requests, jsonio.ReadOptions{AllowAbs: rf.allowAbs}); err != nil {
+			e.errorf("%v", err)
+			return exitUsage
+		}
 	}
 	eng, err := engine.Open(f, pkgDir, rf.options(rf.solo))
 	if err != nil {
@@ -211,6 +209,21 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		return exitUsage
 	}
 	defer eng.Close()
+	compared := "requests"
+	if rf.requests == "" {
+		// --verify alone: the requests serve compares at load where a
+		// package ships none.
+		if reqs = serve.Synthesized(context.Background(), f.IR, pkgDir, eng); reqs == nil {
+			e.errorf("--verify without --requests: no request synthesized from the workflow's inputs runs on this package (its contracts' extents at 1, 16, 128 or 512 times 1 to 4); give --requests FILE with requests the model accepts")
+			return exitUsage
+		}
+		compared = "requests synthesized from the workflow's inputs"
+	}
+	var store jsonio.Store
+	if dir != nil {
+		dir.name(reqs)
+		store = dir.store
+	}
 	opts := vm.BatchOptions{Limit: rf.concurrency, Stop: stop}
 	if rf.format == "jsonl" {
 		written = true
@@ -234,7 +247,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	}
 	var verified func() int
 	if rf.verify && interrupted() == nil {
-		verified = verify(e, f, eng, reqs, resps)
+		verified = verify(e, f, eng, reqs, resps, compared)
 	}
 	if dir != nil {
 		for i := range resps {
@@ -277,7 +290,7 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 // grouped, its answer in the run that grouped it (engine.CompareAlone);
 // the report it returns prints what differs and says the exit status.
 // The largest group the run formed says whether anything was compared.
-func verify(e *env, f *plan.File, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response) (report func() int) {
+func verify(e *env, f *plan.File, eng *vm.Engine, reqs []vm.Request, grouped []vm.Response, compared string) (report func() int) {
 	most := engine.LargestGroup(eng)
 	divs := engine.CompareAlone(context.Background(), eng, reqs, grouped)
 	return func() int {
@@ -290,13 +303,13 @@ func verify(e *env, f *plan.File, eng *vm.Engine, reqs []vm.Request, grouped []v
 			if q := engine.QuantizesPerCall(f); len(q) > 0 {
 				why = engine.QuantizationNote(q) + "; or " + why
 			}
-			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d requests are answered otherwise grouped than alone: grouping changes what the package computes; %s\n",
-				engine.DifferingRequests(divs), len(reqs), why)
+			fmt.Fprintf(e.stderr, "genaic: --verify: %d of %d %s are answered otherwise grouped than alone: grouping changes what the package computes; %s\n",
+				engine.DifferingRequests(divs), len(reqs), compared, why)
 			return exitDiags
 		case most < 2:
 			fmt.Fprintf(e.stderr, "genaic: --verify: no invocation held two requests, so grouping was not compared with running alone; give more requests, or more at once (--concurrency)\n")
 		default:
-			fmt.Fprintf(e.stderr, "genaic: --verify: each of the %d requests is answered alike grouped and alone (groups of up to %d requests)\n", len(reqs), most)
+			fmt.Fprintf(e.stderr, "genaic: --verify: each of the %d %s is answered alike grouped and alone (groups of up to %d requests)\n", len(reqs), compared, most)
 		}
 		return exitOK
 	}

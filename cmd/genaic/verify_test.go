@@ -135,6 +135,19 @@ func TestRunVerify(t *testing.T) {
 	if code != exitOK || !strings.Contains(errOut, "no invocation held two requests") {
 		t.Errorf("--solo: exit %d\n%s", code, errOut)
 	}
+
+	// Without --requests, on the requests serve synthesizes.
+	_, errOut, code = runCLI(t, "run", leak, "--verify")
+	if code != exitDiags || !strings.Contains(errOut, " of 12 requests synthesized from the workflow's inputs are answered otherwise grouped than alone") {
+		t.Errorf("a leaking package, no requests: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "run", pkg, "--verify")
+	if code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike grouped and alone (groups of up to") {
+		t.Errorf("text_padded, no requests: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code = runCLI(t, "run", pkg); code != exitUsage || !strings.Contains(errOut, "(--requests FILE | --verify)") {
+		t.Errorf("neither --requests nor --verify: exit %d\n%s", code, errOut)
+	}
 }
 
 // TestServeDeclinesGroupingThatChangesAnswers: genaic serve compares its
