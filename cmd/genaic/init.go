@@ -157,8 +157,8 @@ func runInit(e *env, args []string) int {
 	for i, c := range comps {
 		cn[i] = c.name
 	}
-	fmt.Fprintf(e.stdout, "wrote %s (%d %s: %s); next: declare grouping where its comments show, and run `genaic check %s` after each edit\n",
-		target, len(comps), plural(len(comps), "component"), strings.Join(cn, ", "), *dir)
+	fmt.Fprintf(e.stdout, "wrote %s (%d %s: %s); next: declare grouping where its comments show, run `genaic check %s` after each edit, then `genaic run %s --verify`: grouped answers against answers alone\n",
+		target, len(comps), plural(len(comps), "component"), strings.Join(cn, ", "), *dir, *dir)
 	return exitOK
 }
 
