@@ -22,7 +22,7 @@ import (
 func init() {
 	register(command{
 		name: "bench",
-		usage: "bench PATH|plan.json --requests FILE [--allow-abs] [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
+		usage: "bench PATH|plan.json [--requests FILE] [--allow-abs] [--rounds N] [--warmup N] [--round-time D] [--concurrency C[,C...]] [--procs P[,P...]] [--rate R [--arrivals poisson|fixed]] " +
 			"[--json] [--plot FILE.svg|png] [--max-delay D] [--queue N] [--workers N] [--threads N] [--provider P] [--backend KIND=NAME] [--decline KEY=REASON] [--max-media-bytes N] [--cpu-class batch|normal] " +
 			"[--url URL] [--grpc ADDR] [--model NAME] [--protocols P[,P...]] [--timeout D] [--priority N]",
 		summary: "load-test the same requests grouped, one at a time and sequentially, beside direct backend calls on the same batches (or a server, with --url/--grpc): throughput, latency, groups",
@@ -70,7 +70,7 @@ func runBench(e *env, args []string) int {
 	c := commands["bench"]
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	bf := benchFlags{levels: levels{64}}
-	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run")
+	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run (default: the requests serve synthesizes from the workflow's inputs for a package without requests.json)")
 	fs.BoolVar(&bf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, in a fresh order each round")
 	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
@@ -87,7 +87,7 @@ func runBench(e *env, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	if len(paths) != 1 || bf.requests == "" {
+	if len(paths) != 1 {
 		fs.Usage()
 		return exitUsage
 	}
@@ -125,14 +125,23 @@ func runBench(e *env, args []string) int {
 	if !bf.validPlan(e, f) {
 		return exitUsage
 	}
-	reqs, err := readRequestsFile(e, bf.requests, jsonio.ReadOptions{AllowAbs: bf.allowAbs})
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
-	if len(reqs) == 0 {
-		e.errorf("%s holds no request", bf.requests)
-		return exitUsage
+	var reqs []vm.Request
+	if bf.requests == "" {
+		if reqs = synthesizedToBench(f, pkgDir, bf.options(false)); reqs == nil {
+			e.errorf("bench without --requests: no request synthesized from the workflow's inputs runs on this package (its contracts' extents at 1, 16, 128 or 512 times 1 to 4); give --requests FILE with requests the model accepts")
+			return exitUsage
+		}
+		fmt.Fprintf(e.stderr, "genaic: bench: no --requests: measuring the %d requests synthesized from the workflow's inputs (as serve compares a package without requests.json: items of 1 to 4 positions, values of no meaning); give --requests FILE for numbers of your traffic's sizes\n", len(reqs))
+	} else {
+		var err error
+		if reqs, err = readRequestsFile(e, bf.requests, jsonio.ReadOptions{AllowAbs: bf.allowAbs}); err != nil {
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		if len(reqs) == 0 {
+			e.errorf("%s holds no request", bf.requests)
+			return exitUsage
+		}
 	}
 	if bf.model == "" {
 		bf.model = filepath.Base(pkgDir)
@@ -147,6 +156,18 @@ func runBench(e *env, args []string) int {
 		return exitUsage
 	}
 	return b.report(e, results)
+}
+
+// synthesizedToBench are the requests serve synthesizes for a package
+// without requests.json (serve.Synthesized), chosen on an engine of its
+// own; nil where none runs.
+func synthesizedToBench(f *plan.File, pkgDir string, opts engine.Options) []vm.Request {
+	eng, err := engine.Open(f, pkgDir, opts)
+	if err != nil {
+		return nil
+	}
+	defer eng.Close()
+	return serve.Synthesized(context.Background(), f.IR, pkgDir, eng)
 }
 
 // warnDivergence compares, before any timing, the document's first

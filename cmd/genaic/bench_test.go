@@ -401,7 +401,7 @@ func largeDocument(t *testing.T, src string, n int) string {
 func TestBenchUsage(t *testing.T) {
 	reqs := filepath.Join(imagePkg, "requests.json")
 	for _, args := range [][]string{
-		{imagePkg},
+		{},
 		{imagePkg, "--requests", reqs, "--plot", "out.pdf"},
 		{imagePkg, "--requests", reqs, "--concurrency", "0"},
 		{imagePkg, "--requests", reqs, "--concurrency", "4,x"},

@@ -235,6 +235,13 @@ func TestBenchWarnsOfDivergence(t *testing.T) {
 	if code != exitOK || strings.Contains(errOut, "warning") {
 		t.Errorf("text_padded: exit %d\n%s", code, errOut)
 	}
+	// Without --requests, bench measures the requests serve synthesizes,
+	// and says so; the leak shows on them too.
+	_, errOut, code = runCLI(t, append([]string{"bench", leak}, quick...)...)
+	if code != exitOK || !strings.Contains(errOut, "no --requests: measuring the 12 requests synthesized from the workflow's inputs") ||
+		!strings.Contains(errOut, " of the first 12 requests are answered otherwise than alone") {
+		t.Errorf("a leaking package, no requests: exit %d\n%s", code, errOut)
+	}
 }
 
 // writeQuantizedPackage writes a package of a dynamically quantized
