@@ -327,13 +327,16 @@ func packItems(m *ir.Module, req Request, produced itemKeyer) (*Ragged, error) {
 		}
 	}
 	// Derived companions of the whole request, checked against those the
-	// request sends.
+	// request sends. A request of one part packs each input once: the
+	// whole request's value is that part's.
 	derived := map[string]*backend.Tensor{}
-	for _, in := range ins {
-		whole, err := in.pack(req.Items[in.name], nil, false)
+	wholes := make([]*packed, len(ins))
+	for x, in := range ins {
+		whole, err := in.pack(req.Items[in.name], nil, len(order) <= 1)
 		if err != nil {
 			return nil, err
 		}
+		wholes[x] = whole
 		for name, t := range whole.companions {
 			if prev, ok := derived[name]; ok && !equalTensor(prev, t) {
 				return nil, runErr(backend.RunInput, "the items of two inputs derive different `%s` (%v and %v); items that share a level must agree on it", name, prev.Data, t.Data)
@@ -358,13 +361,9 @@ func packItems(m *ir.Module, req Request, produced itemKeyer) (*Ragged, error) {
 		for k, v := range req.Inputs {
 			in[k] = v
 		}
-		for _, it := range ins {
-			p, err := it.pack(req.Items[it.name], nil, true)
-			if err != nil {
-				return nil, err
-			}
-			in[it.name] = p.value
-			for k, v := range p.companions {
+		for x, it := range ins {
+			in[it.name] = wholes[x].value
+			for k, v := range wholes[x].companions {
 				in[k] = v
 			}
 		}
