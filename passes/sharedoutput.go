@@ -24,26 +24,30 @@ const groupDependent = counting | SymPadded | SymBudgeted
 // inputs, so it counts as the group's too (a constant extent is written
 // as a literal, or listed in uniform_dimensions). A port that serves
 // another output's levels or padding is split as a companion, never
-// delivered whole, and is not judged here; nor is one that
-// capacityUnpaddedOutputs names as the lengths an output lacks (a model's
-// frame_lengths), which that one diagnostic tells how to make a companion.
+// delivered whole, and is not judged here. One that holds the lengths a
+// computed dimension of another output lacks (a model's frame_lengths
+// beside its frames, capacityUnpaddedOutputs) is told to become that
+// companion first.
 func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindings) {
 	pl := &planner{sc: sc, comp: f.comp, serves: map[string]*plan.Serves{}, bind: bind}
 	pl.markCompanions(f.comp.Outputs, ir.SitePortOut)
 	awaited := f.awaitedLengths(c)
 	for _, p := range contractPorts(f.comp, false) {
 		k := p.Contract
-		if k.Layout.Kind != ir.Shared || pl.serves[sideKey(ir.SitePortOut, p.Name)] != nil || awaited[p.Name] {
+		if k.Layout.Kind != ir.Shared || pl.serves[sideKey(ir.SitePortOut, p.Name)] != nil {
 			continue
 		}
 		for i, d := range k.Shape {
 			if !d.IsSym() || !f.groupDecides(d.Sym) {
 				continue
 			}
-			how := sharedHow(k)
+			how, fix := sharedHow(k), f.splitting(p, i)
+			if a, ok := awaited[p.Name]; ok {
+				fix = fmt.Sprintf("name it as the lengths of `%s` on output port `%s`, which then splits it per request as a companion: padding: [{ dimension: %s, valid_lengths: %s }] there; or %s", a.sym, a.port, a.sym, p.Name, fix)
+			}
 			c.ReportRelated(diag.CapacitySharedOutput, d.Loc, []Related{{f.comp.Capacity.Loc, "the batch_capacity"}},
 				"output port `%s` of component `%s` %s, but axis %d is `%s`, %s: grouped, every request would receive the whole group's rows, not its own\n%s",
-				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), f.splitting(p, i))
+				p.Name, f.comp.Name, how, i, d.Sym, f.groupWord(d.Sym), fix)
 			break
 		}
 	}
@@ -150,8 +154,12 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 		}
 		for i, d := range k.Shape {
 			if f.computedUnpadded(c, p, i) {
-				c.ReportHelp(diag.CapacityUnreconciled, d.Loc, "",
-					"output port `%s` of component `%s` names `%s` (axis %d), which no input port names and the graph leaves dynamic, but does not pad it: the graph computes its extent from the whole group's inputs, so grouped, each request would receive its rows at the group's extent, not its own\n%s",
+				// A warning: the graph's dynamic axis may be a constant
+				// the export left so (a head count), which grouping does
+				// not change; a dimension computed per item is caught at
+				// load, where serve compares grouped against alone.
+				c.Warn(diag.CapacityUnreconciled, d.Loc,
+					"output port `%s` of component `%s` names `%s` (axis %d), which no input port names and the graph leaves dynamic, but does not pad it: where the graph computes its extent from each item (a convolution's frames of padded samples), grouped, each request would receive its rows at the group's extent, not its own\n%s",
 					p.Name, f.comp.Name, d.Sym, i, f.computedFix(p, i))
 				break
 			}
@@ -192,15 +200,17 @@ func (f *capacityFacts) computedUnpadded(c *Context, p *ir.Port, i int) bool {
 	return f.itemsDiffer() && graphDynamic(c, f.comp, p.Name, i)
 }
 
+// awaited is a computed dimension an output port's lengths would pad.
+type awaited struct{ port, sym string }
+
 // awaitedLengths are the output ports that capacityUnpaddedOutputs names
-// as the lengths a computed dimension lacks: left shared, they are the
-// companions it asks for, not outputs to lay out per request.
-func (f *capacityFacts) awaitedLengths(c *Context) map[string]bool {
-	out := map[string]bool{}
+// as the lengths a computed dimension lacks, each with that dimension.
+func (f *capacityFacts) awaitedLengths(c *Context) map[string]awaited {
+	out := map[string]awaited{}
 	for _, p := range contractPorts(f.comp, false) {
-		for i := range p.Contract.Shape {
+		for i, d := range p.Contract.Shape {
 			if lengths := f.outputLengths(p, i); lengths != "" && f.computedUnpadded(c, p, i) {
-				out[lengths] = true
+				out[lengths] = awaited{p.Name, d.Sym}
 			}
 		}
 	}

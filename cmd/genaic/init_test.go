@@ -703,7 +703,35 @@ func TestInitFollowedCommentsComputed(t *testing.T) {
 		}
 	}
 	write(doc)
-	oneDiagnostic(t, dir, "capacity/unreconciled", "padding: [{ dimension: frames, valid_lengths: frame_lengths }], `frame_lengths` being the model's output of each item's `frames`", "check of the states unpadded on frames")
+	// Unpadded on frames: a warning on the states (the graph's dynamic
+	// axis could be a constant), an error on frame_lengths left shared,
+	// which names the padding it belongs to.
+	rep, code := checkJSONOf(t, dir)
+	if code != exitDiags || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 2 {
+		t.Fatalf("check of the states unpadded on frames: exit %d, %+v", code, rep.Files)
+	}
+	for _, d := range rep.Files[0].Diagnostics {
+		switch {
+		case d.Rule == "capacity/unreconciled" && d.Severity == "warning" &&
+			strings.Contains(d.Help, "padding: [{ dimension: frames, valid_lengths: frame_lengths }], `frame_lengths` being the model's output of each item's `frames`"):
+		case d.Rule == "capacity/shared-output" && d.Severity == "error" &&
+			strings.Contains(d.Help, "name it as the lengths of `frames` on output port `last_hidden_state`, which then splits it per request as a companion: padding: [{ dimension: frames, valid_lengths: frame_lengths }] there"):
+		default:
+			t.Errorf("check of the states unpadded on frames: %+v", d)
+		}
+	}
+	// Laid out per request instead, the lengths check, and the warning
+	// stands alone: the load's comparison is then what catches the states.
+	perRequest := strings.Replace(doc, "              # Each item's `frames`", "              batch_layout: { kind: request_aligned, axis: 0 }\n              # Each item's `frames`", 1)
+	write(perRequest)
+	if rep, code := checkJSONOf(t, dir); code != exitOK || len(rep.Files[0].Diagnostics) != 1 || rep.Files[0].Diagnostics[0].Severity != "warning" {
+		t.Fatalf("check of the states unpadded, the lengths per request: exit %d, %+v", code, rep.Files)
+	}
+	if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitDiags || !strings.Contains(errOut, "output last_hidden_state has shape [1 ") ||
+		!strings.Contains(errOut, "requests synthesized from the workflow's inputs are answered otherwise grouped than alone") {
+		t.Errorf("run --verify of the states unpadded: exit %d\n%s", code, errOut)
+	}
+	write(doc)
 	doc = uncomment(t, doc, `              # padding: [{ dimension: frames, valid_lengths: frame_lengths }]
             frame_lengths:`)
 	write(doc)
