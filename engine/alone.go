@@ -133,6 +133,20 @@ const DivergenceCauses = "the model mixes the items of a call: a padded model le
 	"pad only where the model masks, or list the dimension in uniform_dimensions), " +
 	"or an output computed over the whole call (a mean over the batch) is left shared"
 
+// Causes is DivergenceCauses for divs, led by the cause their shapes
+// show: a request's output longer grouped on an axis the output does not
+// pad is a dimension the model computes from its items (frames of padded
+// samples) that takes the group's extent, which check warns of.
+func Causes(divs []Divergence) string {
+	for _, d := range divs {
+		if strings.HasPrefix(d.What, "has shape ") {
+			return "an output's dimension the model computes per item is not padded, so it takes the group's extent " +
+				"(pad it with the lengths the model outputs: check's capacity/unreconciled warning says how); or " + DivergenceCauses
+		}
+	}
+	return DivergenceCauses
+}
+
 // paddedAxes are the axes an output declares padded, where a request's
 // value grouped keeps the group's extent; nil for an output the module
 // does not declare.

@@ -73,7 +73,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	}
 	s.log.Error("grouped answers differ from answers alone on "+on+": its grouping changes what it computes, so its components run one request per invocation",
 		"model", name, "differing", engine.DifferingRequests(divs), "compared", len(reqs), "first", divs[0].String(), "declined", strings.Join(declined, ","),
-		"help", engine.DivergenceCauses+"; `genaic run --verify` on the package's requests lists every difference")
+		"help", engine.Causes(divs)+"; `genaic run --verify` on the package's requests lists every difference")
 	eng.Close()
 	opts.Declines = declines
 	return engine.Open(f, dir, opts)

@@ -189,7 +189,7 @@ func warnDivergence(e *env, f *plan.File, pkgDir string, opts engine.Options, re
 	if len(divs) == 0 {
 		return
 	}
-	why := engine.DivergenceCauses
+	why := engine.Causes(divs)
 	if q := engine.QuantizesPerCall(f); len(q) > 0 {
 		why = engine.QuantizationNote(q)
 	}

@@ -728,7 +728,7 @@ func TestInitFollowedCommentsComputed(t *testing.T) {
 		t.Fatalf("check of the states unpadded, the lengths per request: exit %d, %+v", code, rep.Files)
 	}
 	if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitDiags || !strings.Contains(errOut, "output last_hidden_state has shape [1 ") ||
-		!strings.Contains(errOut, "requests synthesized from the workflow's inputs are answered otherwise grouped than alone") {
+		!strings.Contains(errOut, "requests synthesized from the workflow's inputs are answered otherwise grouped than alone: grouping changes what the package computes; an output's dimension the model computes per item is not padded") {
 		t.Errorf("run --verify of the states unpadded: exit %d\n%s", code, errOut)
 	}
 	write(doc)

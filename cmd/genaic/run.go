@@ -299,7 +299,7 @@ func verify(e *env, f *plan.File, eng *vm.Engine, reqs []vm.Request, grouped []v
 		}
 		switch {
 		case len(divs) > 0:
-			why := engine.DivergenceCauses
+			why := engine.Causes(divs)
 			if q := engine.QuantizesPerCall(f); len(q) > 0 {
 				why = engine.QuantizationNote(q) + "; or " + why
 			}
