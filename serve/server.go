@@ -453,16 +453,23 @@ func (s *Server) load(name, dir string) (*Model, error) {
 // requests gain). Where none can, the model runs one worker on ONNX
 // Runtime's default threads, and the log says why.
 func (s *Server) planned(name string, f *plan.File, dir string, opts engine.Options) engine.Options {
-	var tries [][]vm.Request
-	if reqs, err := readRequests(dir); err == nil && len(reqs) > 0 {
-		tries = append(tries, reqs[:min(len(reqs), maxPlanRequests)])
-	}
-	if sets, err := synthSets(f.IR, dir); err == nil {
-		tries = append(tries, sets...)
+	tries := []func() ([]vm.Request, error){func() ([]vm.Request, error) {
+		reqs, err := readRequests(dir)
+		if err == nil && len(reqs) == 0 {
+			err = errors.New("requests.json holds no request")
+		}
+		return reqs[:min(len(reqs), maxPlanRequests)], err
+	}}
+	for _, ss := range synthSets(f.IR, dir) {
+		tries = append(tries, func() ([]vm.Request, error) { return ss.make(f.IR) })
 	}
 	err := errors.New("no warm-up request: the package has no requests.json, and none can be synthesized")
 	cache := engine.PlanCache{Dir: s.cfg.PlanCache, Replan: s.cfg.Replan, Log: s.log.With("model", name)}
-	for _, reqs := range tries {
+	for _, try := range tries {
+		reqs, made := try()
+		if made != nil {
+			continue
+		}
 		var x *vm.Execution
 		if x, err = cache.Plan(context.Background(), f, dir, opts, reqs, engine.PlanOptions{}); err == nil {
 			return engine.Apply(opts, x)

@@ -254,24 +254,63 @@ const synthesizedRequests = 12
 // convolutions) takes them longer.
 var synthScales = []int64{1, 16, 128, 512}
 
-// synthSets are the requests serve tries where a package has no
-// requests.json, in order: the minimal warm-up request alone, then a set
-// of synthesizedRequests at each of synthScales.
-func synthSets(m *ir.Module, dir string) ([][]vm.Request, error) {
+// maxSynthElements bounds the elements of one synthesized request: a
+// scale that would make more (an image padded on both sides at 512 times
+// 4) is not tried, and no set is made before it is tried.
+var maxSynthElements int64 = 1 << 20
+
+// synthSet is one way of synthesizing requests: n of them, filled as
+// synth says.
+type synthSet struct {
+	synth
+	n int
+}
+
+// synthSets are the sets serve tries where a package has no
+// requests.json, in order: the minimal warm-up request alone, then
+// synthesizedRequests at each of synthScales whose requests stay within
+// maxSynthElements. make makes one when it is tried.
+func synthSets(m *ir.Module, dir string) []synthSet {
 	fixed := graphExtents(m, dir)
-	minimal, err := synthRequests(m, synth{fixed: fixed}, 1)
-	if err != nil {
-		return nil, err
-	}
-	sets := [][]vm.Request{minimal}
+	sets := []synthSet{{synth{fixed: fixed}, 1}}
 	for _, scale := range synthScales {
-		set, err := synthRequests(m, synth{fixed: fixed, scale: scale}, synthesizedRequests)
-		if err != nil {
-			return nil, err
+		s := synth{fixed: fixed, scale: scale}
+		if s.elements(m, synthesizedRequests) > maxSynthElements {
+			break
 		}
-		sets = append(sets, set)
+		sets = append(sets, synthSet{s, synthesizedRequests})
 	}
-	return sets, nil
+	return sets
+}
+
+// make synthesizes the set's requests.
+func (ss synthSet) make(m *ir.Module) ([]vm.Request, error) { return synthRequests(m, ss.synth, ss.n) }
+
+// elements is the most elements any of the first n requests s makes
+// holds, counted from the shapes before anything is made.
+func (s synth) elements(m *ir.Module, n int) int64 {
+	contracts := requestContracts(m)
+	most := int64(0)
+	for i := range n {
+		total := int64(0)
+		for _, in := range m.Inputs {
+			c := contracts[in.Name]
+			if !fromRequest(in) || c == nil || !c.HasShape {
+				continue
+			}
+			if c.Layout.Kind == ir.TokenPacked && len(c.Layout.Levels) > 0 {
+				for k := range s.items(i) {
+					// At most 4 rows an item, each of the contract's
+					// shape less the packed axis.
+					total += 4 * backend.Elements(s.shape(c, func(j int) int64 { return s.extent(i+k, j) })[1:])
+				}
+				continue
+			}
+			total += backend.Elements(s.shape(c, func(j int) int64 { return s.extent(i, j) }))
+		}
+		most = max(most, total)
+	}
+	return most
 }
 
 // Synthesized are requests to compare grouped against alone where a
@@ -279,11 +318,11 @@ func synthSets(m *ir.Module, dir string) ([][]vm.Request, error) {
 // --requests): the first synthesized set (synthSets) whose first request
 // eng answers alone; nil where none is.
 func Synthesized(ctx context.Context, m *ir.Module, dir string, eng *vm.Engine) []vm.Request {
-	sets, err := synthSets(m, dir)
-	if err != nil {
-		return nil
-	}
-	for _, set := range sets[1:] {
+	for _, ss := range synthSets(m, dir)[1:] {
+		set, err := ss.make(m)
+		if err != nil {
+			return nil
+		}
 		resp := eng.Run(ctx, set[0])
 		resp.Release()
 		if resp.Err == nil {

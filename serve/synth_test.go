@@ -20,11 +20,10 @@ func TestSynthRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sets, err := synthSets(f.IR, dir)
+			set, err := synthSets(f.IR, dir)[1].make(f.IR)
 			if err != nil {
 				t.Fatal(err)
 			}
-			set := sets[1]
 			if len(set) != synthesizedRequests {
 				t.Fatalf("%d requests", len(set))
 			}
@@ -60,5 +59,45 @@ func TestSynthRequests(t *testing.T) {
 				t.Errorf("largest group %d", most)
 			}
 		})
+	}
+}
+
+// TestSynthBound: synthSets counts a set's elements before making it, an
+// upper bound of what it makes, and leaves out the scales whose requests
+// would hold more than maxSynthElements.
+func TestSynthBound(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "packages", "image_padded")
+	f, err := compile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := synthSets(f.IR, dir)
+	if len(sets) != 1+len(synthScales) {
+		t.Fatalf("%d sets", len(sets))
+	}
+	for _, ss := range sets {
+		reqs, err := ss.make(f.IR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reqs {
+			n := int64(0)
+			for _, x := range r.Inputs {
+				n += x.Len()
+			}
+			for _, items := range r.Items {
+				for _, it := range items {
+					n += it.Tensor.Len()
+				}
+			}
+			if want := ss.elements(f.IR, ss.n); n > want {
+				t.Errorf("scale %d: request %s holds %d elements, counted at most %d", ss.scale, r.ID, n, want)
+			}
+		}
+	}
+	defer func(was int64) { maxSynthElements = was }(maxSynthElements)
+	maxSynthElements = sets[2].elements(f.IR, synthesizedRequests)
+	if got := synthSets(f.IR, dir); len(got) != 3 {
+		t.Errorf("bounded at scale %d's elements: %d sets, want the minimal one and two scales", synthScales[1], len(got))
 	}
 }

@@ -102,20 +102,24 @@ func (s *Server) warm(md *Model) {
 		ran = s.warmWith(md, reqs[0], "requests.json", true)
 	}
 	if !ran {
-		sets, err := synthSets(md.plan.IR, md.Dir)
-		if err != nil {
-			s.log.Warn("no warm-up: no request can be synthesized from the workflow's inputs", "model", md.Name, "error", err.Error())
-			return
-		}
 		// The minimal request, then one of each scale until one runs;
 		// where none does, the first one's failure is logged.
-		for _, set := range sets {
+		var first *vm.Request
+		for _, ss := range synthSets(md.plan.IR, md.Dir) {
+			set, err := ss.make(md.plan.IR)
+			if err != nil {
+				s.log.Warn("no warm-up: no request can be synthesized from the workflow's inputs", "model", md.Name, "error", err.Error())
+				return
+			}
+			if first == nil {
+				first = &set[0]
+			}
 			if ran = s.warmWith(md, set[0], "synthesized", false); ran {
 				break
 			}
 		}
-		if !ran {
-			s.warmWith(md, sets[0][0], "synthesized", true)
+		if !ran && first != nil {
+			s.warmWith(md, *first, "synthesized", true)
 		}
 	}
 	var cold []string

@@ -27,6 +27,10 @@ var probeExtents = []struct{ small, large func(j int64) [2]int64 }{
 	{func(j int64) [2]int64 { return [2]int64{2 + 4*j, 4 + 4*j} }, func(j int64) [2]int64 { return [2]int64{64 + 64*j, 96 + 64*j} }},
 }
 
+// maxProbeElements bounds the elements of one probe run's inputs: a
+// video encoder's frames, height and width at 400 each would be 6 GB.
+const maxProbeElements = 1 << 22
+
 func probeSmall(j int64) [2]int64 { return [2]int64{2 + j, 3 + 2*j} }
 
 func probeOdd(base int64) func(int64) [2]int64 {
@@ -95,17 +99,27 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 		return err.Error()
 	}
 	defer s.Close()
+	shape := func(p initPort, ext map[string]int64) []int64 {
+		out := make([]int64, len(p.dims))
+		for i, d := range p.dims {
+			out[i] = d.size
+			if d.sym != "" {
+				out[i] = ext[d.sym]
+			}
+		}
+		return out
+	}
 	run := func(ext map[string]int64) (map[string]*backend.Tensor, error) {
+		total := int64(0)
+		for _, p := range c.inputs {
+			total += backend.Elements(shape(p, ext))
+		}
+		if total > maxProbeElements {
+			return nil, fmt.Errorf("its inputs at %v would hold %d elements, more than the probe makes (%d)", ext, total, int64(maxProbeElements))
+		}
 		in := map[string]*backend.Tensor{}
 		for _, p := range c.inputs {
-			shape := make([]int64, len(p.dims))
-			for i, d := range p.dims {
-				shape[i] = d.size
-				if d.sym != "" {
-					shape[i] = ext[d.sym]
-				}
-			}
-			t, err := backend.NewTensor(p.dtype, shape)
+			t, err := backend.NewTensor(p.dtype, shape(p, ext))
 			if err != nil {
 				return nil, fmt.Errorf("input %s: %w", p.name, err)
 			}
