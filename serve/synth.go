@@ -93,7 +93,7 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 		if s.scale == 0 {
 			req.ID = "warm-up"
 		}
-		lengths := map[string]*backend.Tensor{} // valid lengths this request's rows fill
+		given := map[string]*backend.Tensor{} // companions this request's rows fill
 		for _, in := range m.Inputs {
 			c := contracts[in.Name]
 			if !fromRequest(in) || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
@@ -117,7 +117,16 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 				if err != nil {
 					return nil, fmt.Errorf("input `%s`: %v", in.Name, err)
 				}
-				req.Items[in.Name] = items
+				if in.Contract != nil && in.Contract.Layout.Kind == ir.TokenPacked {
+					req.Items[in.Name] = items
+					continue
+				}
+				// A workflow input without a layout of its own (the
+				// port's, as init writes them) takes no items: the packed
+				// tensor and its companions, as a client sends them.
+				if req.Inputs[in.Name], err = packPlain(c, items, given); err != nil {
+					return nil, fmt.Errorf("input `%s`: %v", in.Name, err)
+				}
 				continue
 			}
 			shape := s.shape(c, func(j int) int64 { return s.extent(i, j) })
@@ -133,14 +142,14 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 			req.Inputs[in.Name] = t
 			for j, p := range c.Padding {
 				if ax := c.Axis(p.Dim.Name); ax >= 0 && p.Lengths.Name != "" {
-					lengths[p.Lengths.Name] = &backend.Tensor{DType: "int64", Shape: slices.Clone(shape[:ax]), Data: slices.Repeat([]int64{s.extent(i, j)}, int(backend.Elements(shape[:ax])))}
+					given[p.Lengths.Name] = &backend.Tensor{DType: "int64", Shape: slices.Clone(shape[:ax]), Data: slices.Repeat([]int64{s.extent(i, j)}, int(backend.Elements(shape[:ax])))}
 				}
 			}
 		}
 		for _, in := range m.Inputs {
-			// The lengths a request brings beside its padded rows say
-			// where they end: not values of their own.
-			if t := lengths[in.Name]; t != nil && fromRequest(in) {
+			// The lengths, offsets and owners a request brings beside its
+			// rows say how they lie: not values of their own.
+			if t := given[in.Name]; t != nil && fromRequest(in) {
 				req.Inputs[in.Name] = t
 			}
 		}
@@ -156,8 +165,9 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 // inputs by: an input's own where it declares how requests lay it out;
 // else, where an invoke binds it to a port that groups (a document
 // written by init declares layouts on the ports alone), that port's
-// layout and padding, its valid lengths named by the workflow value bound
-// to the sibling port they name.
+// layout and padding, its valid lengths, offsets and owners named by the
+// workflow value bound to the sibling port they name (or, where they name
+// no port, by the workflow value of that name).
 func requestContracts(m *ir.Module) map[string]*ir.Contract {
 	out := map[string]*ir.Contract{}
 	byValue := map[ir.ValueID]*ir.Input{}
@@ -182,11 +192,27 @@ func requestContracts(m *ir.Module) map[string]*ir.Contract {
 				p.Contract.Layout.Kind == ir.Shared || !p.Contract.HasShape || len(p.Contract.Shape) != len(in.Contract.Shape) {
 				continue
 			}
+			// A companion the port names is its sibling port, bound to a
+			// workflow value, or a workflow value itself.
+			workflow := func(name string) string {
+				if w, ok := bound[name]; ok {
+					return w
+				}
+				if comp.Input(name) != nil {
+					return "" // a sibling port bound to nothing the request brings
+				}
+				return name
+			}
 			k := *p.Contract
 			k.DType = in.Contract.DType
 			k.Padding = slices.Clone(k.Padding)
 			for j := range k.Padding {
-				k.Padding[j].Lengths.Name = bound[k.Padding[j].Lengths.Name]
+				k.Padding[j].Lengths.Name = workflow(k.Padding[j].Lengths.Name)
+			}
+			k.Layout.Levels = slices.Clone(k.Layout.Levels)
+			for j := range k.Layout.Levels {
+				l := &k.Layout.Levels[j]
+				l.Offsets.Name, l.Owner.Name = workflow(l.Offsets.Name), workflow(l.Owner.Name)
 			}
 			out[in.Name] = &k
 		}
@@ -243,6 +269,90 @@ func (s synth) packedItems(c *ir.Contract, i int) ([]vm.Item, error) {
 		items[k] = vm.Item{Tensor: t}
 	}
 	return items, nil
+}
+
+// packPlain packs the items of a token_packed contract c into one tensor,
+// its rows right-padded with zeros to the longest on every padded axis,
+// and puts the companions c names into given, as vm's items form derives
+// them: each level's offsets and owners, each padded axis's lengths.
+func packPlain(c *ir.Contract, items []vm.Item, given map[string]*backend.Tensor) (*backend.Tensor, error) {
+	levels := len(c.Layout.Levels)
+	var rows []*backend.Tensor // each of the contract's rank less one
+	var perUnit []int64        // rows of each item (two levels)
+	for _, it := range items {
+		if levels == 1 {
+			rows = append(rows, it.Tensor)
+			continue
+		}
+		t := it.Tensor
+		perUnit = append(perUnit, t.Shape[0])
+		for r := range t.Shape[0] {
+			v := t.View(r, r+1)
+			rows = append(rows, &backend.Tensor{DType: v.DType, Shape: t.Shape[1:], Data: v.Data})
+		}
+	}
+	shape := append([]int64{int64(len(rows))}, rows[0].Shape...)
+	for _, r := range rows {
+		for a, d := range r.Shape {
+			shape[a+1] = max(shape[a+1], d)
+		}
+	}
+	out, err := backend.NewTensor(rows[0].DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	for r, row := range rows {
+		at := make([]int64, len(row.Shape))
+		for k := range row.Len() {
+			off := int64(r)
+			for a, x := range at {
+				off = off*shape[a+1] + x
+			}
+			v, _ := row.Float64At(k)
+			out.SetFloat64At(off, v)
+			for a := len(at) - 1; a >= 0; a-- {
+				if at[a]++; at[a] < row.Shape[a] {
+					break
+				}
+				at[a] = 0
+			}
+		}
+	}
+	count := func(cs []int64) (offs, owner []int64) {
+		offs = []int64{0}
+		for u, n := range cs {
+			offs = append(offs, offs[len(offs)-1]+n)
+			owner = append(owner, slices.Repeat([]int64{int64(u)}, int(n))...)
+		}
+		return offs, owner
+	}
+	counts := [][]int64{{int64(len(rows))}}
+	if levels == 2 {
+		counts = [][]int64{perUnit, {int64(len(perUnit))}}
+	}
+	for k, l := range c.Layout.Levels {
+		offs, owner := count(counts[k])
+		if l.Offsets.Name != "" {
+			given[l.Offsets.Name] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(offs))}, Data: offs}
+		}
+		if l.Owner.Name != "" {
+			given[l.Owner.Name] = &backend.Tensor{DType: "int64", Shape: []int64{int64(len(owner))}, Data: owner}
+		}
+	}
+	for _, p := range c.Padding {
+		ax := c.Axis(p.Dim.Name)
+		if ax < 1 || p.Lengths.Name == "" {
+			continue
+		}
+		outer := shape[:ax]
+		inner := backend.Elements(outer[1:])
+		var lengths []int64
+		for _, r := range rows {
+			lengths = append(lengths, slices.Repeat([]int64{r.Shape[ax-1]}, int(inner))...)
+		}
+		given[p.Lengths.Name] = &backend.Tensor{DType: "int64", Shape: slices.Clone(outer), Data: lengths}
+	}
+	return out, nil
 }
 
 // synthesizedRequests is how many requests a synthesized set holds:

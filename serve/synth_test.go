@@ -2,7 +2,13 @@ package serve
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/engine"
@@ -13,9 +19,12 @@ import (
 // own padded extents, run alone without error, and group short items
 // beside long ones, so that a comparison with alone compares something.
 func TestSynthRequests(t *testing.T) {
-	for _, pkg := range []string{"text_padded", "image_padded", "video_frames"} {
+	for _, pkg := range []string{"text_padded", "image_padded", "video_frames", "bare/text_packed", "bare/image_padded"} {
 		t.Run(pkg, func(t *testing.T) {
 			dir := filepath.Join("..", "testdata", "packages", pkg)
+			if name, ok := strings.CutPrefix(pkg, "bare/"); ok {
+				dir = bare(t, name)
+			}
 			f, err := compile(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -27,19 +36,25 @@ func TestSynthRequests(t *testing.T) {
 			if len(set) != synthesizedRequests {
 				t.Fatalf("%d requests", len(set))
 			}
-			counts, extents := map[int]bool{}, map[int64]bool{}
+			// Each request's shapes, as the items form or the packed tensors
+			// give them: the set must hold requests of several.
+			shapes := map[string]bool{}
 			for _, r := range set {
-				for _, items := range r.Items {
-					counts[len(items)] = true
-					for _, it := range items {
-						if it.Tensor != nil && it.Tensor.Rank() > 0 {
-							extents[it.Tensor.Shape[0]] = true
+				var sig []string
+				for _, name := range slices.Sorted(maps.Keys(r.Inputs)) {
+					sig = append(sig, fmt.Sprint(name, r.Inputs[name].Shape))
+				}
+				for _, name := range slices.Sorted(maps.Keys(r.Items)) {
+					for _, it := range r.Items[name] {
+						if it.Tensor != nil {
+							sig = append(sig, fmt.Sprint(name, it.Tensor.Shape))
 						}
 					}
 				}
+				shapes[strings.Join(sig, " ")] = true
 			}
-			if len(counts) < 2 || len(extents) < 2 {
-				t.Errorf("items per request %v, first extents %v: not varied", counts, extents)
+			if len(shapes) < 3 {
+				t.Errorf("%d requests of %d shapes: not varied", len(set), len(shapes))
 			}
 			eng, err := engine.Open(f, dir, engine.Options{})
 			if err != nil {
@@ -100,4 +115,30 @@ func TestSynthBound(t *testing.T) {
 	if got := synthSets(f.IR, dir); len(got) != 3 {
 		t.Errorf("bounded at scale %d's elements: %d sets, want the minimal one and two scales", synthScales[1], len(got))
 	}
+}
+
+// bare copies an example package whose first workflow input is
+// token_packed into a folder, that input's contract left without layout
+// and padding, as init writes workflow inputs (the layout is the port's):
+// its requests then bring the packed tensor and its companions, not items.
+func bare(t *testing.T, pkg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyPackage(t, dir, pkg, "requests.json", "requests64.json", "requests_long.json")
+	dir = filepath.Join(dir, pkg)
+	path := filepath.Join(dir, "inference_metadata.yaml")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first input's batch_layout block (and padding line), up to its role.
+	re := regexp.MustCompile(`(?s)(    inputs:\n      \w+:\n        contract:\n          dtype: \w+\n          shape: \[[^\]]*\]\n).*?(        role:)`)
+	stripped := re.ReplaceAll(doc, []byte("${1}${2}"))
+	if string(stripped) == string(doc) {
+		t.Fatalf("%s: no workflow input layout to strip", pkg)
+	}
+	if err := os.WriteFile(path, stripped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
