@@ -25,9 +25,9 @@ type synth struct {
 	scale int64
 }
 
-// extent is the j-th padded dimension's extent in request i (or in its
-// item j): scale times 1 to 4, so that a group pads short items beside
-// long ones.
+// extent is the j-th padded dimension's extent in request i (item k of a
+// request takes that of i+k): scale times 1 to 4, so that a group pads
+// short items beside long ones.
 func (s synth) extent(i, j int) int64 {
 	if s.scale == 0 {
 		return 1
@@ -65,7 +65,9 @@ func (s synth) fill(t *backend.Tensor, i int) {
 // input is one row whose padded dimensions take the request's extents,
 // its valid lengths (a request input) filled with them; a token_packed
 // input is the request's items (vm.Request.Items), each item's padded
-// dimensions its own, so that the runtime derives their companions; an
+// dimensions its own, so that the runtime derives their companions (or,
+// where only the port it feeds is packed, the packed tensor and those
+// companions: packPlain); an
 // input of encoded media for a built-in adapter is one item of valid
 // media per item (warmMedia). Optional inputs and inputs requests do not
 // bring are left out.
