@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -57,5 +58,30 @@ func TestObserver(t *testing.T) {
 	}
 	if obs.footprint <= 0 {
 		t.Errorf("observed footprint %d: want the groups' assembled elements", obs.footprint)
+	}
+}
+
+// waitsSeen records the queue waits an Observer is told.
+type waitsSeen []time.Duration
+
+func (w *waitsSeen) QueueWait(_ string, d time.Duration)              { *w = append(*w, d) }
+func (w *waitsSeen) Invoked(string, int, int64, int64, time.Duration) {}
+
+// TestQueueWaitNeverNegative: an item queued after the time its group was
+// formed at (it joined as the group formed, its clock read later) is
+// recorded as having waited nothing, not a negative wait that a server's
+// histogram would sum.
+func TestQueueWaitNeverNegative(t *testing.T) {
+	var seen waitsSeen
+	c := &counter{name: "c", obs: &seen}
+	now := time.Now()
+	early, late := &pending{}, &pending{}
+	early.e.Queued, late.e.Queued = now.Add(-time.Millisecond), now.Add(time.Millisecond)
+	c.waited(now, []*pending{early, late})
+	if len(seen) != 2 || seen[0] != time.Millisecond || seen[1] != 0 {
+		t.Errorf("waits told %v, want [1ms 0s]", seen)
+	}
+	if slices.Min(c.wait.ring) < 0 {
+		t.Errorf("waits kept %v", c.wait.ring)
 	}
 }

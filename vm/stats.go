@@ -146,17 +146,20 @@ type counter struct {
 }
 
 // waited records how long each item of a group formed at now waited in
-// the queue, under one lock for the group.
+// the queue, under one lock for the group. An item queued after now (it
+// joined the group as it formed, its clock read after the former's)
+// waited nothing: a wait is never negative.
 func (c *counter) waited(now time.Time, batch []*pending) {
+	wait := func(p *pending) time.Duration { return max(0, now.Sub(p.e.Queued)) }
 	if c.obs != nil {
 		for _, p := range batch {
-			c.obs.QueueWait(c.name, now.Sub(p.e.Queued))
+			c.obs.QueueWait(c.name, wait(p))
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range batch {
-		c.wait.add(now.Sub(p.e.Queued))
+		c.wait.add(wait(p))
 	}
 }
 
