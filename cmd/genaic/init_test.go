@@ -904,3 +904,43 @@ func initPrints(t *testing.T, model string, wants ...string) {
 		}
 	}
 }
+
+// TestInitSecondSequence: a model of two sequences over one batch (a
+// query and a document, each with its lengths, as mask-lengths leaves a
+// model of two masks): init tells the second to take the first's layout
+// and its own lengths; followed, the package checks and verifies on the
+// requests serve would synthesize.
+func TestInitSecondSequence(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "pair.onnx"), &onnxpb.GraphProto{Name: "pair",
+		Input: []*onnxpb.ValueInfoProto{tensorInfo("query_ids", 1, "batch", "query_len"), tensorInfo("query_lengths", 7, "batch"),
+			tensorInfo("doc_ids", 1, "batch", "doc_len"), tensorInfo("doc_lengths", 7, "batch")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("query_seen", 7, "batch"), tensorInfo("doc_seen", 7, "batch")},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Identity", Input: []string{"query_lengths"}, Output: []string{"query_seen"}},
+			{OpType: "Identity", Input: []string{"doc_lengths"}, Output: []string{"doc_seen"}},
+		}}, 17)
+	second := "              # A sequence of its own (doc_len): give it query_ids's batch_layout, and pad it\n" +
+		"              # with its own lengths: padding: [{ dimension: doc_len, valid_lengths: doc_lengths }]\n"
+	initPrints(t, dir, second)
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc := initWritten(t, dir)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncomment(t, doc, `              # padding: [{ dimension: query_len, valid_lengths: query_lengths }]
+            query_lengths:`)
+	doc = strings.Replace(doc, second, "              batch_layout: { kind: request_aligned, axis: 0 }\n              padding: [{ dimension: doc_len, valid_lengths: doc_lengths }]\n", 1)
+	doc = strings.ReplaceAll(doc, "              # or, with one row per request:\n              # batch_layout: { kind: request_aligned, axis: 0 }\n", "              batch_layout: { kind: request_aligned, axis: 0 }\n")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}

@@ -613,10 +613,52 @@ func alongComment(line func(int, string, ...any), c *initComponent, p initPort) 
 		return
 	}
 	first := c.inputs[c.payload()]
-	if c.fixedFirstAxes() != "" || len(p.dims) == 0 || !slices.Equal(p.dims, first.dims) {
+	if c.fixedFirstAxes() != "" || len(p.dims) == 0 {
 		return
 	}
-	line(7, "# Shaped as %s: give it the same batch_layout (and padding) as %s.", yq(first.name), yq(first.name))
+	if slices.Equal(p.dims, first.dims) {
+		line(7, "# Shaped as %s: give it the same batch_layout (and padding) as %s.", yq(first.name), yq(first.name))
+		return
+	}
+	// A second sequence beside the first (a document beside a query),
+	// over the same batch, with lengths of its own.
+	if len(p.dims) < 2 || p.dims[0] != first.dims[0] || p.dims[0].sym == "" || c.hints().axis > 0 {
+		return
+	}
+	for i, d := range p.dims[1:] {
+		if d.sym == "" || slices.Contains(first.dims, d) {
+			continue
+		}
+		if lengths := c.ownLengths(p, i+1); lengths != "" {
+			line(7, "# A sequence of its own (%s): give it %s's batch_layout, and pad it", yq(d.sym), yq(first.name))
+			line(7, "# with its own lengths: padding: [{ dimension: %s, valid_lengths: %s }]", yq(d.sym), lengths)
+			return
+		}
+	}
+}
+
+// ownLengths names the int64 input named like lengths, shaped as p's axes
+// outer to axis i, that no other input's padding would take: the one
+// whose name begins as p's (doc_lengths for doc_ids), else the only such
+// input; "" where none is.
+func (c *initComponent) ownLengths(p initPort, i int) string {
+	h := c.hints()
+	var fits []initPort
+	for _, q := range c.inputs {
+		if q.name != p.name && yq(q.name) != h.lengths && q.dtype == "int64" && namedLike(q.name, "len") && slices.Equal(q.dims, p.dims[:i]) {
+			fits = append(fits, q)
+		}
+	}
+	stem, _, _ := strings.Cut(p.name, "_")
+	for _, q := range fits {
+		if stem != p.name && strings.HasPrefix(q.name, stem+"_") {
+			return yq(q.name)
+		}
+	}
+	if len(fits) == 1 {
+		return yq(fits[0].name)
+	}
+	return ""
 }
 
 // outputLayoutComment shows, commented, the batch_layout that splits an

@@ -35,7 +35,7 @@ func runMaskLengths(e *env, args []string) int {
 	out := flags.String("o", "", "the rewritten model's file (required; never the model itself)")
 	mask := flags.String("mask", "", "the graph input that is the attention mask, [batch, sequence] (default: the one input named like a mask)")
 	like := flags.String("like", "", "the graph input whose axis 1 is the sequence, read for its extent (default: the first input of the mask's leading dimensions)")
-	lengths := flags.String("lengths", "lengths", "the name of the lengths input that replaces the mask")
+	lengths := flags.String("lengths", "", "the name of the lengths input that replaces the mask (default: lengths, or for a mask named PREFIX_mask beside others, such as query_mask, PREFIX_lengths)")
 	ones := flags.String("ones", "", "what the mask's ones mark: valid (the real positions, as an attention mask's do; the default) or padding (as a key padding mask's do); required for a mask named like a padding mask")
 	force := flags.Bool("force", false, "replace OUT.onnx if it exists")
 	noProbe := flags.Bool("no-probe", false, "rewrite without first running the model on a probe that checks its mask masks the padding (the probe needs ONNX Runtime)")
@@ -104,6 +104,9 @@ func runMaskLengths(e *env, args []string) int {
 		e.errorf("mask-lengths: --ones %q: say valid (the mask's ones mark the real positions) or padding", *ones)
 		return exitUsage
 	}
+	if *lengths == "" {
+		*lengths = lengthsName(*mask)
+	}
 	r := onnx.MaskRewrite{Mask: *mask, Like: *like, Lengths: *lengths, OnesMarkPadding: *ones == "padding"}
 	if err := onnx.MaskToLengths(&m, r); err != nil {
 		e.errorf("mask-lengths: %s: %v", in, err)
@@ -141,6 +144,18 @@ func runMaskLengths(e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (ones where %s)\n", *out, *mask, *lengths, rule)
 	fmt.Fprintf(e.stdout, "next: pad the sequence with valid_lengths %s (docs/authoring.md#padding); `genaic init %s` writes a starting document\n", *lengths, *out)
 	return exitOK
+}
+
+// lengthsName is the default name of the lengths that replace mask:
+// lengths for a transformer's attention_mask (or a key padding mask), and
+// PREFIX_lengths for PREFIX_mask (query_mask, doc_mask), so that a model
+// of two masks, rewritten once for each, takes two lengths.
+func lengthsName(mask string) string {
+	prefix, ok := strings.CutSuffix(strings.ToLower(mask), "_mask")
+	if !ok || prefix == "" || namedLike(prefix, "attention") || namedLike(prefix, "pad") {
+		return "lengths"
+	}
+	return mask[:len(prefix)] + "_lengths"
 }
 
 // maskInput is the graph's one input named like a mask.

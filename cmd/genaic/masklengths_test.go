@@ -387,3 +387,31 @@ func TestMaskLengthsAttentionWeights(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestMaskLengthsNamesLengthsAfterTheMask: the lengths that replace a
+// PREFIX_mask are PREFIX_lengths, so that a model of two masks (a query's
+// and a document's), rewritten once for each, takes two lengths; an
+// attention or padding mask's are lengths.
+func TestMaskLengthsNamesLengthsAfterTheMask(t *testing.T) {
+	for mask, want := range map[string]string{"attention_mask": "lengths", "mask": "lengths", "src_key_padding_mask": "lengths",
+		"query_mask": "query_lengths", "Doc_Mask": "Doc_lengths"} {
+		if got := lengthsName(mask); got != want {
+			t.Errorf("lengthsName(%q) = %q, want %q", mask, got, want)
+		}
+	}
+	dir := t.TempDir()
+	g := maskedEncoder(16, 4)
+	for _, n := range g.Node {
+		for i, in := range n.Input {
+			if in == "attention_mask" {
+				n.Input[i] = "query_mask"
+			}
+		}
+	}
+	g.Input[1].Name = "query_mask"
+	writeGraph(t, filepath.Join(dir, "m.onnx"), g, 17)
+	out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "m.onnx"), "-o", filepath.Join(dir, "n.onnx"), "--mask", "query_mask")
+	if code != exitOK || !strings.Contains(out, "input query_mask is now query_lengths, int64 [batch]") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
