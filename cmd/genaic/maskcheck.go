@@ -17,13 +17,17 @@ import (
 // against that second row alone and unpadded.
 const probeLength, probeValid = 6, 3
 
+// probeOther is the extent the probe gives a dimension of another input
+// that neither the mask's axes nor the graph fix, in both its runs.
+const probeOther = 4
+
 // checkMasking runs the model at path on the probe and reports an error
 // where the padding the mask marks changes the real positions' outputs:
 // the mask's ones do not mean what ones says (valid or padding), or the
 // graph does not mask with it, and padding would change a request's
-// result. skipped says why it could not tell (an extent it cannot choose,
-// a dtype it cannot make, no output it can compare); both empty: the
-// masking holds on the probe.
+// result. skipped says why it could not tell (an extent it chose that the
+// model refuses, a dtype it cannot make, no output it can compare); both
+// empty: the masking holds on the probe.
 func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool) (skipped string, err error) {
 	mv := g.Input(mask)
 	if mv == nil || len(mv.Dims) != 2 {
@@ -42,6 +46,9 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 	}
 	var inputs []probeInput
 	first := "" // the first input beside the mask with the sequence axis: the ids
+	// chosen says which extent the probe chose that neither the mask nor
+	// the graph fixes; a model that refuses it is left unprobed.
+	chosen := ""
 	for _, v := range g.Inputs {
 		if v.Initialized {
 			continue
@@ -61,7 +68,12 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 			case d.Literal:
 				in.twoRows[i], in.oneRow[i] = d.Value, d.Value
 			default:
-				return fmt.Sprintf("input %s has an extent (%s, axis %d) the probe cannot choose", v.Name, d, i), nil
+				// Another input's own extent (a document's beside the
+				// query whose mask is probed): the same in both runs.
+				in.twoRows[i], in.oneRow[i] = probeOther, probeOther
+				if chosen == "" {
+					chosen = fmt.Sprintf("input %s's %s (axis %d) at %d", v.Name, d, i, probeOther)
+				}
 			}
 		}
 		if first == "" && v.Name != mask && in.seqAxis >= 0 {
@@ -168,6 +180,9 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 				break
 			}
 		}
+	}
+	if runErr != nil && chosen != "" {
+		return fmt.Sprintf("the model fails on the probe with %s (%v), an extent the probe chose; compare `genaic run --verify`", chosen, runErr), nil
 	}
 	if runErr != nil {
 		tried := ""

@@ -360,17 +360,31 @@ func TestMaskLengthsProbeTokenTypes(t *testing.T) {
 	}
 }
 
-// TestMaskLengthsProbeSkips: where the probe cannot choose an input's
-// extent, mask-lengths rewrites the model and says the masking was not
-// probed, and what to compare instead.
-func TestMaskLengthsProbeSkips(t *testing.T) {
+// TestMaskLengthsProbeOtherExtents: an input's own extent that neither
+// the mask's axes nor the graph fix (a second sequence's, beside the one
+// whose mask is probed) is chosen, the same in both runs, and the masking
+// probed; where the model refuses the extent chosen, mask-lengths
+// rewrites it, says the masking was not probed, and what to compare.
+func TestMaskLengthsProbeOtherExtents(t *testing.T) {
 	dir := t.TempDir()
-	writeGraph(t, filepath.Join(dir, "m.onnx"), &onnxpb.GraphProto{Name: "g",
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "b", "s"), tensorInfo("attention_mask", 7, "b", "s"), tensorInfo("extra", 1, "b", "f")},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("seen", 7, "b", "s")},
-		Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"attention_mask"}, Output: []string{"seen"}}}}, 17)
+	// extra goes to a second output: as it comes (passed on), or reshaped
+	// into rows of 3, which the 2x4 the probe chooses is not.
+	graph := func(op string, out *onnxpb.ValueInfoProto, ins ...string) *onnxpb.GraphProto {
+		return &onnxpb.GraphProto{Name: "g",
+			Input:       []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "b", "s"), tensorInfo("attention_mask", 7, "b", "s"), tensorInfo("extra", 1, "b", "f")},
+			Output:      []*onnxpb.ValueInfoProto{tensorInfo("seen", 7, "b", "s"), out},
+			Initializer: []*onnxpb.TensorProto{{Name: "by3", DataType: 7, Dims: []int64{2}, RawData: binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, ^uint64(0)), 3)}},
+			Node: []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"attention_mask"}, Output: []string{"seen"}},
+				{OpType: op, Input: ins, Output: []string{out.GetName()}}}}
+	}
+	writeGraph(t, filepath.Join(dir, "pass.onnx"), graph("Identity", tensorInfo("extra_seen", 1, "b", "f"), "extra"), 17)
+	if out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "pass.onnx"), "-o", filepath.Join(dir, "pass_lengths.onnx")); code != exitOK || errOut != "" {
+		t.Errorf("extra passed on: exit %d\n%s%s", code, out, errOut)
+	}
+	writeGraph(t, filepath.Join(dir, "m.onnx"), graph("Reshape", tensorInfo("thirds", 1, "t", 3), "extra", "by3"), 17)
 	out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "m.onnx"), "-o", filepath.Join(dir, "n.onnx"))
-	if code != exitOK || !strings.Contains(errOut, "the masking was not probed: input extra has an extent (f, axis 1) the probe cannot choose; compare `genaic run --solo`") {
+	if code != exitOK || !strings.Contains(errOut, "the masking was not probed: the model fails on the probe with input extra's f (axis 1) at 4 (") ||
+		!strings.Contains(errOut, "an extent the probe chose; compare `genaic run --verify`") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
