@@ -64,10 +64,10 @@ func (s synth) fill(t *backend.Tensor, i int) {
 // synthRequests builds n requests (synth says how). A request_aligned
 // input is one row whose padded dimensions take the request's extents,
 // its valid lengths (a request input) filled with them; a token_packed
-// input is the request's items (vm.Request.Items), each item's padded
-// dimensions its own, so that the runtime derives their companions (or,
-// where only the port it feeds is packed, the packed tensor and those
-// companions: packPlain); an
+// input is the packed tensor with its offsets, owners and lengths
+// (packPlain), as a client of the tensor protocols sends it, each item's
+// padded dimensions its own (the items form costs the runtime a packing
+// per request that such clients do not ask of it); an
 // input of encoded media for a built-in adapter is one item of valid
 // media per item (warmMedia). Optional inputs and inputs requests do not
 // bring are left out.
@@ -119,13 +119,9 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 				if err != nil {
 					return nil, fmt.Errorf("input `%s`: %v", in.Name, err)
 				}
-				if in.Contract != nil && in.Contract.Layout.Kind == ir.TokenPacked {
-					req.Items[in.Name] = items
-					continue
-				}
-				// A workflow input without a layout of its own (the
-				// port's, as init writes them) takes no items: the packed
-				// tensor and its companions, as a client sends them.
+				// The packed tensor and its companions, as a client of the
+				// tensor protocols sends them (and as a workflow input
+				// without a layout of its own, the port's, takes them).
 				if req.Inputs[in.Name], err = packPlain(c, items, given); err != nil {
 					return nil, fmt.Errorf("input `%s`: %v", in.Name, err)
 				}
