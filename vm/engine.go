@@ -86,6 +86,7 @@ type Engine struct {
 	grouperList       []*grouper        // the same, in the order loaded: a finished request tells each
 	sites             map[*ir.Step]site // the invoke steps of grouped components
 	keyed             []keyedStep       // the invoke steps whose sessions key their inputs
+	itemsPlans        sync.Map          // string (the items form) → *itemsPlan
 	specs             map[string]*componentSpec
 	stats             map[string]*counter
 	copies            map[string]*Copies

@@ -143,7 +143,7 @@ func PackItems(m *ir.Module, req Request) ([]Request, *Ragged, error) {
 	if len(req.Items) == 0 {
 		return []Request{req}, nil, nil
 	}
-	rg, err := packItems(m, req, nil)
+	rg, err := packItems(m, nil, req, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,32 +228,75 @@ func (e *Engine) PackItems(req Request) ([]Request, *Ragged, error) {
 	if len(e.keyed) > 0 {
 		key = e.producedKey
 	}
-	rg, err := packItems(e.m, req, key)
+	rg, err := packItems(e.m, &e.itemsPlans, req, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	return rg.Requests(), rg, nil
 }
 
-func packItems(m *ir.Module, req Request, produced itemKeyer) (*Ragged, error) {
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range req.Items {
-			if !yield(n) {
-				return
-			}
+// itemsPlan is what a request's items inputs take from the workflow:
+// each input as its contract reads (itemsContract), and which outputs
+// come back per item (findOutputs). It is the same for every request that
+// gives items for the same inputs nested alike, and never changes once
+// made: an engine keeps one per such form (Engine.itemsPlans).
+type itemsPlan struct {
+	ins     []*itemsInput
+	outputs map[string]itemsOutput
+	drop    map[string]bool
+}
+
+// planItems returns the itemsPlan of req's items inputs, names in order:
+// from plans where a request of the same form made it (plans may be nil),
+// else made, checked and kept there.
+func planItems(m *ir.Module, plans *sync.Map, req Request, names []string) (*itemsPlan, error) {
+	var form strings.Builder
+	for _, name := range names {
+		items := req.Items[name]
+		if len(items) == 0 {
+			plans = nil // itemsContract says what is wrong
+			break
 		}
-	})
-	var ins []*itemsInput
+		form.WriteString(name)
+		for it := items[0]; it.Tensor == nil && len(it.Items) > 0; it = it.Items[0] {
+			form.WriteByte('>')
+		}
+		form.WriteByte(0)
+	}
+	if plans != nil {
+		if p, ok := plans.Load(form.String()); ok {
+			return p.(*itemsPlan), nil
+		}
+	}
+	p := &itemsPlan{outputs: map[string]itemsOutput{}, drop: map[string]bool{}}
 	for _, name := range names {
 		in, err := itemsContract(m, name, req.Items[name])
 		if err != nil {
 			return nil, err
 		}
+		p.ins = append(p.ins, in)
+	}
+	rg := &Ragged{ins: p.ins, outputs: p.outputs, drop: p.drop}
+	rg.findOutputs(m)
+	if plans != nil {
+		got, _ := plans.LoadOrStore(form.String(), p)
+		p = got.(*itemsPlan)
+	}
+	return p, nil
+}
+
+func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (*Ragged, error) {
+	names := slices.Sorted(maps.Keys(req.Items))
+	for _, name := range names {
 		if _, both := req.Inputs[name]; both {
 			return nil, runErr(backend.RunInput, "workflow input `%s` is given both as a tensor and as items; send one of them", name)
 		}
-		ins = append(ins, in)
 	}
+	plan, err := planItems(m, plans, req, names)
+	if err != nil {
+		return nil, err
+	}
+	ins := plan.ins
 	// Partition each input's top-level items by their unpadded extents; an
 	// item without rows (an empty clip) has none and joins the first part.
 	// Several items inputs split only alike (item i of each in the same
@@ -313,11 +356,10 @@ func packItems(m *ir.Module, req Request, produced itemKeyer) (*Ragged, error) {
 			}
 		}
 	}
-	rg := &Ragged{id: req.ID, ins: ins, counts: map[string]int{}, outputs: map[string]itemsOutput{}, drop: map[string]bool{}}
+	rg := &Ragged{id: req.ID, ins: ins, counts: map[string]int{}, outputs: plan.outputs, drop: plan.drop}
 	for _, in := range ins {
 		rg.counts[in.name] = len(req.Items[in.name])
 	}
-	rg.findOutputs(m)
 	if len(order) > 1 {
 		for _, o := range m.Outputs {
 			if _, ok := rg.outputs[o.Name]; !ok && !rg.drop[o.Name] {

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -218,5 +219,44 @@ func TestPackItemsAllocatesWhatItPacks(t *testing.T) {
 	packed := subs[0].Inputs["token_ids"].Bytes() + subs[0].Inputs["token_owner"].Bytes()
 	if got := int64(after.TotalAlloc - before.TotalAlloc); got > 2*packed {
 		t.Errorf("packing %d tokens allocated %d bytes, want at most twice the %d it packs", tokens, got, packed)
+	}
+}
+
+// TestItemsPlansByForm: an engine keeps one itemsPlan per items form (the
+// inputs given as items and how deep they nest): requests of another
+// form, or none, get their own, and each packs as without plans kept.
+func TestItemsPlansByForm(t *testing.T) {
+	m := itemsModules(t)[1] // video_frames: clips of frames, patches padded
+	frames := func(n, rows int64) *backend.Tensor {
+		return &backend.Tensor{DType: "float32", Shape: []int64{rows, n, 8}, Data: make([]float32, rows*n*8)}
+	}
+	frame := func(n int64) *backend.Tensor {
+		return &backend.Tensor{DType: "float32", Shape: []int64{n, 8}, Data: make([]float32, n*8)}
+	}
+	nested := Request{Items: map[string][]Item{"pixel_values": {{Items: TensorItems(frame(2), frame(3))}, {Items: TensorItems(frame(1))}}}}
+	flat := Request{Items: map[string][]Item{"pixel_values": TensorItems(frames(2, 2), frames(1, 1))}}
+	var plans sync.Map
+	for i, req := range []Request{nested, flat, nested, flat} {
+		kept, err := packItems(m, &plans, req, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		fresh, err := packItems(m, nil, req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range fresh.parts[0].req.Inputs {
+			if got := kept.parts[0].req.Inputs[name]; !equalTensor(got, want) {
+				t.Errorf("request %d: %s packs as %v with plans kept, %v without", i, name, got, want)
+			}
+		}
+	}
+	n := 0
+	plans.Range(func(any, any) bool { n++; return true })
+	if n != 2 {
+		t.Errorf("%d plans kept for two forms", n)
+	}
+	if _, err := packItems(m, &plans, Request{Items: map[string][]Item{"pixel_values": {}}}, nil); err == nil || AsRunError(err).Rule != backend.RunInput {
+		t.Errorf("an empty items list after kept plans: %v", err)
 	}
 }
