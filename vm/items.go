@@ -257,11 +257,7 @@ func planItems(m *ir.Module, plans *sync.Map, req Request, names []string) (*ite
 			plans = nil // itemsContract says what is wrong
 			break
 		}
-		form.WriteString(name)
-		for it := items[0]; it.Tensor == nil && len(it.Items) > 0; it = it.Items[0] {
-			form.WriteByte('>')
-		}
-		form.WriteByte(0)
+		fmt.Fprintf(&form, "%s\x00%d\x00", name, leafDepth(items[0]))
 	}
 	if plans != nil {
 		if p, ok := plans.Load(form.String()); ok {
@@ -473,11 +469,7 @@ func itemsContract(m *ir.Module, name string, items []Item) (*itemsInput, error)
 		in.pads = append(in.pads, itemsPad{axis: ax, lengths: p.Lengths.Name})
 	}
 	// The depth of the first leaf decides the form; every leaf must agree.
-	depth, it := 1, items[0]
-	for it.Tensor == nil && len(it.Items) > 0 {
-		depth++
-		it = it.Items[0]
-	}
+	depth := leafDepth(items[0])
 	switch {
 	case depth == in.levels:
 		in.nested = true
@@ -487,6 +479,16 @@ func itemsContract(m *ir.Module, name string, items []Item) (*itemsInput, error)
 			name, in.levels, depth, in.levels)
 	}
 	return in, nil
+}
+
+// leafDepth is how deep the first leaf under it lies (1: it is one), the
+// depth that decides an items input's form.
+func leafDepth(it Item) int {
+	depth := 1
+	for ; it.Tensor == nil && len(it.Items) > 0; it = it.Items[0] {
+		depth++
+	}
+	return depth
 }
 
 // leafRank is the rank of a leaf as the request gives it.
