@@ -65,6 +65,7 @@ var modelFixtures = fixtureModels{
 	"reader_batch1.onnx":    fixedBatch(1),
 	"reader_lines40.onnx":   fixedLines(40),
 	"reader_steps.onnx":     readerGraph(nil, []onnx.Value{val("states", f32, sym("batch"), sym("steps"), lit(4)), val("nsteps", i64, sym("batch"))}, true),
+	"reader_kept.onnx":      readerGraph(nil, []onnx.Value{val("kept", i64, sym("kept"), lit(2))}, true),
 }
 
 // fixedLines is the reader's graph exported with its pages' lines (the

@@ -42,6 +42,9 @@ func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindi
 				continue
 			}
 			how, fix := sharedHow(k), f.splitting(p, i)
+			if f.rowsAligned() && !f.onInput(d.Sym) && graphDynamic(c, f.comp, p.Name, i) {
+				fix += "; " + unsplittable(p.Name)
+			}
 			if a, ok := awaited[p.Name]; ok {
 				fix = fmt.Sprintf("name it as the lengths of `%s` on output port `%s`, which then splits it per request as a companion: padding: [{ dimension: %s, valid_lengths: %s }] there; or %s", a.sym, a.port, a.sym, p.Name, fix)
 			}
@@ -152,6 +155,16 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 		if k.Layout.Kind == ir.Shared {
 			continue // capacitySharedOutputs judges it
 		}
+		if f.computedRows(c, p) {
+			ra := k.RequestAxis()
+			// A warning, as below: the export may have named the batch
+			// axis of its outputs apart from its inputs'.
+			d := k.Shape[ra]
+			c.Warn(diag.CapacityUnreconciled, d.Loc,
+				"output port `%s` of component `%s` is split per request on axis %d, `%s`, which no input port names and the graph leaves dynamic: the runtime takes that axis as the group's rows and fails each group whose output holds another count there (run/extent); where the graph computes it from the values (detections kept, NonZero's positions), no layout splits it per request\n%s",
+				p.Name, f.comp.Name, ra, d.Sym, f.rowsFix(p))
+			continue
+		}
 		for i, d := range k.Shape {
 			if f.computedUnpadded(c, p, i) {
 				// A warning: the graph's dynamic axis may be a constant
@@ -198,6 +211,64 @@ func (f *capacityFacts) computedUnpadded(c *Context, p *ir.Port, i int) bool {
 		return false
 	}
 	return f.itemsDiffer() && graphDynamic(c, f.comp, p.Name, i)
+}
+
+// computedRows reports whether output port p, split one row per request
+// in a component whose inputs bring one row per request, names its
+// request axis with a symbol no input port names and the graph leaves
+// dynamic: the rows of the group only where the export spelled the batch
+// axis apart, else a count the graph computes. Where an input is packed
+// or brings several rows per request, the requests' count is named by no
+// input port as a rule.
+func (f *capacityFacts) computedRows(c *Context, p *ir.Port) bool {
+	ra := p.Contract.RequestAxis()
+	if p.Contract.Layout.Kind != ir.RequestAligned || ra >= len(p.Contract.Shape) {
+		return false // an axis past the rank: contracts reports it
+	}
+	if !f.rowsAligned() {
+		return false
+	}
+	d := p.Contract.Shape[ra]
+	return d.IsSym() && !f.onInput(d.Sym) && graphDynamic(c, f.comp, p.Name, ra)
+}
+
+// rowsAligned reports whether the component's inputs bring one row per
+// request and none is packed: the rows of an output split per request
+// are then its inputs' rows, under their symbol.
+func (f *capacityFacts) rowsAligned() bool {
+	aligned := false
+	for _, q := range contractPorts(f.comp, true) {
+		switch q.Contract.Layout.Kind {
+		case ir.RequestAligned:
+			aligned = true
+		case ir.RequestExpanded, ir.TokenPacked:
+			return false
+		}
+	}
+	return aligned
+}
+
+// rowsFix is the help line of an output port whose request axis is a
+// symbol of its own (computedRows): the inputs' request axis, where it
+// is that under another name; else the port left out, or the component
+// ungrouped.
+func (f *capacityFacts) rowsFix(p *ir.Port) string {
+	rows := "the inputs' request axis"
+	for _, q := range contractPorts(f.comp, true) {
+		if ra := q.Contract.RequestAxis(); ra >= 0 && ra < len(q.Contract.Shape) && q.Contract.Shape[ra].IsSym() {
+			rows = "`" + q.Contract.Shape[ra].Sym + "`"
+			break
+		}
+	}
+	sym := p.Contract.Shape[p.Contract.RequestAxis()].Sym
+	return fmt.Sprintf("where `%s` is %s under another name (an export that named only its inputs' axes), write %s in its place; %s. `genaic init --print MODEL.onnx` runs the model and names what each output dimension follows",
+		sym, rows, strings.Trim(rows, "`"), unsplittable(p.Name))
+}
+
+// unsplittable says what to do with an output port whose rows no layout
+// splits per request: a count the model computes from the values.
+func unsplittable(port string) string {
+	return fmt.Sprintf("where the model computes it from the values (detections kept, NonZero's positions), no layout splits it per request: leave port `%s` out of the component (a graph output no port declares is not fetched), or remove batch_capacity so that each call takes one request and returns it whole", port)
 }
 
 // awaited is a computed dimension an output port's lengths would pad.

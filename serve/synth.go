@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -424,18 +425,27 @@ func (s synth) elements(m *ir.Module, n int) int64 {
 // Synthesized are requests to compare grouped against alone where a
 // package brings none (serve at load, genaic run --verify without
 // --requests): the first synthesized set (synthSets) whose first request
-// eng answers alone; nil where none is.
-func Synthesized(ctx context.Context, m *ir.Module, dir string, eng *vm.Engine) []vm.Request {
+// eng answers alone. Where none is, it returns the error the first set's
+// first request failed with, the smallest such request: what the package
+// refuses of any request, a newcomer's first lead (an output whose rows
+// no layout splits per request, say).
+func Synthesized(ctx context.Context, m *ir.Module, dir string, eng *vm.Engine) ([]vm.Request, error) {
+	var first error
 	for _, ss := range synthSets(m, dir)[1:] {
 		set, err := ss.make(m)
 		if err != nil {
-			return nil
+			return nil, cmp.Or(first, err)
 		}
 		resp := eng.Run(ctx, set[0])
+		err = resp.Err
 		resp.Release()
-		if resp.Err == nil {
-			return set
+		if err == nil {
+			return set, nil
 		}
+		first = cmp.Or(first, err)
 	}
-	return nil
+	if first == nil {
+		first = fmt.Errorf("a request at the contracts' smallest synthesized extents would hold more than %d elements", maxSynthElements)
+	}
+	return nil, first
 }

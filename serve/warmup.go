@@ -34,7 +34,9 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	reqs, err := readRequests(dir)
 	on := "the package's requests.json"
 	if err != nil || len(reqs) < 2 {
-		if reqs = Synthesized(ctx, f.IR, dir, eng); len(reqs) < 2 {
+		if reqs, err = Synthesized(ctx, f.IR, dir, eng); len(reqs) < 2 {
+			s.log.Warn("grouped answers are not compared with answers alone: the package has no requests.json and no request synthesized from the workflow's inputs runs",
+				"model", name, "first", err, "help", "add a requests.json of requests the model accepts to the package")
 			return eng, nil
 		}
 		on = "requests synthesized from the workflow's inputs"

@@ -127,8 +127,9 @@ func runBench(e *env, args []string) int {
 	}
 	var reqs []vm.Request
 	if bf.requests == "" {
-		if reqs = synthesizedToBench(f, pkgDir, bf.options(false)); reqs == nil {
-			e.errorf("bench without --requests: no request synthesized from the workflow's inputs runs on this package (its contracts' extents at 1, 16, 128 or 512 times 1 to 4); give --requests FILE with requests the model accepts")
+		var err error
+		if reqs, err = synthesizedToBench(f, pkgDir, bf.options(false)); reqs == nil {
+			e.errorf("%s", unsynthesized("bench", err))
 			return exitUsage
 		}
 		fmt.Fprintf(e.stderr, "genaic: bench: no --requests: measuring the %d requests synthesized from the workflow's inputs (as serve compares a package without requests.json: items of 1 to 4 positions, values of no meaning); give --requests FILE for numbers of your traffic's sizes\n", len(reqs))
@@ -160,11 +161,11 @@ func runBench(e *env, args []string) int {
 
 // synthesizedToBench are the requests serve synthesizes for a package
 // without requests.json (serve.Synthesized), chosen on an engine of its
-// own; nil where none runs.
-func synthesizedToBench(f *plan.File, pkgDir string, opts engine.Options) []vm.Request {
+// own; nil and why where none runs.
+func synthesizedToBench(f *plan.File, pkgDir string, opts engine.Options) ([]vm.Request, error) {
 	eng, err := engine.Open(f, pkgDir, opts)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer eng.Close()
 	return serve.Synthesized(context.Background(), f.IR, pkgDir, eng)

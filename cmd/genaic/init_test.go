@@ -944,3 +944,61 @@ func TestInitSecondSequence(t *testing.T) {
 		t.Errorf("run --verify: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestInitOutputsNoLayoutSplits: a model with an output whose rows are a
+// count it computes from the values (NonZero's positions, as detections
+// kept are) and a scalar it computes over the whole call: init, having
+// run the model, says that no layout splits either per request. A
+// newcomer who gives the count one row per request anyway is warned by
+// check, and run --verify, without requests, says what the smallest
+// synthesized request failed with.
+func TestInitOutputsNoLayoutSplits(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "det.onnx"), &onnxpb.GraphProto{Name: "det",
+		Input: []*onnxpb.ValueInfoProto{tensorInfo("boxes", 1, "batch", 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("scores", 1, "batch", 4), tensorInfo("kept", 7, "kept_count", 2),
+			tensorInfo("total", 1)},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Identity", Input: []string{"boxes"}, Output: []string{"scores"}},
+			{OpType: "NonZero", Input: []string{"boxes"}, Output: []string{"positions"}},
+			{OpType: "Transpose", Input: []string{"positions"}, Output: []string{"kept"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{1, 0}}}},
+			{OpType: "ReduceSum", Input: []string{"boxes"}, Output: []string{"total"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}},
+		}}, 17)
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc := initWritten(t, dir)
+	for _, want := range []string{
+		"              shape: [kept_count, 2]\n              # kept_count followed no input's extent when init ran the model twice: a\n",
+		"# positions), not rows of batch, and no layout splits it per request.",
+		"              shape: []\n              # Its value changed with the inputs' extents when init ran the model\n",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc)
+		}
+	}
+	// The comments not followed: the count split one row per request (the
+	// scalar, left shared, is no diagnostic of check's).
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+            kept:`)
+	doc = strings.Replace(doc, "              shape: [kept_count, 2]\n", "              shape: [kept_count, 2]\n              batch_layout: { kind: request_aligned, axis: 0 }\n", 1)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := checkJSONOf(t, dir)
+	if code != exitOK || len(rep.Files) != 1 || len(rep.Files[0].Diagnostics) != 1 || rep.Files[0].Diagnostics[0].Severity != "warning" ||
+		!strings.Contains(rep.Files[0].Diagnostics[0].Help, "leave port `kept` out of the component") {
+		t.Fatalf("check of kept split per request: exit %d, %+v", code, rep.Files)
+	}
+	_, errOut, code := runCLI(t, "run", dir, "--verify")
+	if code != exitUsage || !strings.Contains(errOut, "the smallest failed: error[run/extent]: component `det` output `kept` has shape") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}

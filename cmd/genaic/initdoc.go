@@ -26,6 +26,9 @@ type initComponent struct {
 	// one extent, given here, on inputs of different extents
 	// (probeOutputs): constants the export left dynamic.
 	steady map[string]int64
+	// whole are the outputs of fixed extents whose values changed with
+	// the inputs' extents (probeOutputs): computed over the whole call.
+	whole map[string]bool
 	// probed says whether probeOutputs ran the model.
 	probed bool
 }
@@ -666,6 +669,15 @@ func (c *initComponent) ownLengths(p initPort, i int) string {
 // output is shared, every request would receive the whole group's rows,
 // and check refuses it (capacity/shared-output).
 func outputLayoutComment(line func(int, string, ...any), c *initComponent, p initPort) {
+	if c.whole[p.name] {
+		line(7, "# Its value changed with the inputs' extents when init ran the model")
+		line(7, "# twice: where the model computes it over the whole call (a count or a")
+		line(7, "# mean over the batch), each request of a group would receive the")
+		line(7, "# group's, not its own. Once the component groups, leave this output")
+		line(7, "# out (a graph output no port declares is not fetched), or keep the")
+		line(7, "# component ungrouped.")
+		return
+	}
 	if len(p.dims) == 0 || p.dims[0].sym == "" {
 		return // a literal or rank-0 output is one value for any group
 	}
@@ -674,6 +686,25 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		line(7, "# Each item's `%s`, which no input names: once %s", sym, of)
 		line(7, "# is padded on it, this is its valid_lengths, a companion left shared")
 		line(7, "# (no batch_layout), and a workflow output too.")
+		return
+	}
+	if first := p.dims[0]; c.probed && h.offsets == "OFFSETS" && c.computed(first) && !slices.ContainsFunc(p.dims, func(d initDim) bool { return yq(d.sym) == h.root }) {
+		// Rows that followed no input of a model that takes no
+		// offsets (whose outputs' rows may be units of a level): no
+		// layout splits them per request.
+		if n, ok := c.steady[first.sym]; ok {
+			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(first.sym), n)
+			line(7, "# twice): a constant the export left dynamic; write %d in its place.", n)
+			line(7, "# Left shared, each request of a group receives it whole: right where")
+			line(7, "# it does not depend on the items (a table of anchors); where it does,")
+			line(7, "# leave this output out once the component groups.")
+			return
+		}
+		line(7, "# %s followed no input's extent when init ran the model twice: a", yq(first.sym))
+		line(7, "# count the model computes from the values (detections kept, NonZero's")
+		line(7, "# positions), not rows of %s, and no layout splits it per request.", h.root)
+		line(7, "# Once the component groups, leave this output out (a graph output no")
+		line(7, "# port declares is not fetched), or keep the component ungrouped.")
 		return
 	}
 	if h.axis > 0 {

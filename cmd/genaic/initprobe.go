@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 
@@ -45,7 +46,9 @@ func probeOdd(base int64) func(int64) [2]int64 {
 // its outputs' Addlast_hidden_state_dim_1); one that kept an extent is
 // noted as that constant (a head count the export left dynamic); one that
 // did neither is computed per item (frames of samples) and keeps its
-// name. It says why where it could not run the model; init then keeps
+// name. An output of fixed extents whose values changed is noted as one
+// the model computes over the whole call (a count over the batch). It
+// says why where it could not run the model; init then keeps
 // the graph's names.
 func probeOutputs(path string, c *initComponent) (skipped string) {
 	if !slices.ContainsFunc(c.outputs, func(p initPort) bool {
@@ -132,7 +135,7 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 		}
 		return s.Run(context.Background(), in, wanted)
 	}
-	c.steady = map[string]int64{}
+	c.steady, c.whole = map[string]int64{}, map[string]bool{}
 	var outs [2]map[string]*backend.Tensor
 	var runs [2]map[string]int64
 	for scheme := range probeExtents {
@@ -169,8 +172,26 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 				c.steady[d.sym] = e0
 			}
 		}
+		if !slices.ContainsFunc(p.dims, func(d initDim) bool { return d.sym != "" }) && !sameValues(a, z) {
+			c.whole[p.name] = true
+		}
 	}
 	return ""
+}
+
+// sameValues reports whether a and z hold the same shape and elements.
+func sameValues(a, z *backend.Tensor) bool {
+	if !slices.Equal(a.Shape, z.Shape) {
+		return false
+	}
+	for k := range a.Len() {
+		va, oka := a.Float64At(k)
+		vz, okz := z.Float64At(k)
+		if oka != okz || va != vz && !(math.IsNaN(va) && math.IsNaN(vz)) {
+			return false
+		}
+	}
+	return true
 }
 
 // followed is the input symbol whose extents were e0 and e1 in the two

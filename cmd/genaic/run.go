@@ -213,8 +213,8 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	if rf.requests == "" {
 		// --verify alone: the requests serve compares at load where a
 		// package ships none.
-		if reqs = serve.Synthesized(context.Background(), f.IR, pkgDir, eng); reqs == nil {
-			e.errorf("--verify without --requests: no request synthesized from the workflow's inputs runs on this package (its contracts' extents at 1, 16, 128 or 512 times 1 to 4); give --requests FILE with requests the model accepts")
+		if reqs, err = serve.Synthesized(context.Background(), f.IR, pkgDir, eng); reqs == nil {
+			e.errorf("%s", unsynthesized("--verify", err))
 			return exitUsage
 		}
 		compared = "requests synthesized from the workflow's inputs"
@@ -397,4 +397,11 @@ func reportFailures(e *env, f *plan.File, pkgDir string, resps []vm.Response) in
 		fmt.Fprintf(e.stderr, "(%d more failed requests are in the responses)\n", failed-maxReported)
 	}
 	return failed
+}
+
+// unsynthesized says why a command that takes requests synthesized from
+// the workflow's inputs where --requests is not given (serve.Synthesized)
+// has none to take: err, the smallest one's failure.
+func unsynthesized(what string, err error) string {
+	return fmt.Sprintf("%s without --requests: no request synthesized from the workflow's inputs runs on this package (its contracts' extents at 1, 16, 128 or 512 times 1 to 4); the smallest failed: %v; give --requests FILE with requests the model accepts", what, err)
 }
