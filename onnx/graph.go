@@ -103,6 +103,16 @@ func (d Dim) Same(e Dim) bool {
 	return d.Param != "" && d.Param == e.Param
 }
 
+// SameButNamed reports whether two dimensions are one extent but for the
+// names of their symbols: the same literal, or both left open (a graph
+// that names each input's axes apart, as tf2onnx's unk__N do).
+func (d Dim) SameButNamed(e Dim) bool {
+	if d.Literal || e.Literal {
+		return d.Literal && e.Literal && d.Value == e.Value
+	}
+	return true
+}
+
 func (d Dim) String() string {
 	switch {
 	case d.Literal:

@@ -130,6 +130,7 @@ func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, erro
 	for _, t := range g.Initializer {
 		initialized[t.GetName()] = true
 	}
+	var alike []string // inputs of the mask's shape but for the symbols' names
 	for _, in := range g.Input {
 		v := value(in)
 		if v.Name == mask.Name || initialized[v.Name] {
@@ -147,6 +148,14 @@ func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, erro
 		if v.HasShape && len(v.Dims) >= 2 && v.Dims[0].Same(mask.Dims[0]) && v.Dims[1].Same(mask.Dims[1]) {
 			return v.Name, nil
 		}
+		if v.HasShape && len(v.Dims) == len(mask.Dims) && slices.EqualFunc(v.Dims, mask.Dims, Dim.SameButNamed) {
+			alike = append(alike, v.Name)
+		}
+	}
+	// A graph that names each input's axes apart (tf2onnx's unk__N):
+	// the one input shaped as the mask up to its symbols' names.
+	if like == "" && len(alike) == 1 {
+		return alike[0], nil
 	}
 	if like != "" {
 		return "", fmt.Errorf("the graph has no input %q (other than the mask) to read the sequence extent from; its inputs are %v", like, inputNames(g))

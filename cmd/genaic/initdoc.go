@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -29,6 +30,10 @@ type initComponent struct {
 	// whole are the outputs of fixed extents whose values changed with
 	// the inputs' extents (probeOutputs): computed over the whole call.
 	whole map[string]bool
+	// unified are the input symbols probeOutputs renamed to another
+	// input's symbol on the same axis, where the model ran only with
+	// them equal (a graph that names each input's axes apart).
+	unified map[string]string
 	// probed says whether probeOutputs ran the model.
 	probed bool
 }
@@ -340,6 +345,7 @@ func initDocument(comps []*initComponent) string {
 	for _, c := range comps {
 		line(3, "%s:", yq(c.name))
 		line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
+		unifiedComment(line, c)
 		capacityComment(line, c)
 		line(4, "ports:")
 		if len(c.inputs) > 0 {
@@ -513,6 +519,20 @@ func (c *initComponent) hints() initHints {
 		h.uniform = append(h.uniform, yq(p.dims[i].sym))
 	}
 	return h
+}
+
+// unifiedComment says which input symbols init wrote as another input's
+// (probeOutputs: the model ran only with them equal).
+func unifiedComment(line func(int, string, ...any), c *initComponent) {
+	if len(c.unified) == 0 {
+		return
+	}
+	var pairs []string
+	for _, from := range slices.Sorted(maps.Keys(c.unified)) {
+		pairs = append(pairs, from+" as "+c.unified[from])
+	}
+	line(4, "# The graph names the inputs' axes apart, but the model runs only where")
+	line(4, "# they are equal: init wrote %s.", strings.Join(pairs, ", "))
 }
 
 // capacityComment shows, commented, where batch_capacity goes; or, where

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -58,20 +59,20 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 	}
 	// Each input symbol's two extents (probeExtents): small on an input's
 	// first axis, large elsewhere.
-	var small, large []string
-	for _, p := range c.inputs {
-		for i, d := range p.dims {
-			switch {
-			case d.sym == "" || slices.Contains(small, d.sym) || slices.Contains(large, d.sym):
-			case i == 0:
-				small = append(small, d.sym)
-			default:
-				large = append(large, d.sym)
+	extents := func(scheme int) [2]map[string]int64 {
+		var small, large []string
+		for _, p := range c.inputs {
+			for i, d := range p.dims {
+				switch {
+				case d.sym == "" || slices.Contains(small, d.sym) || slices.Contains(large, d.sym):
+				case i == 0:
+					small = append(small, d.sym)
+				default:
+					large = append(large, d.sym)
+				}
 			}
 		}
-	}
-	large = slices.DeleteFunc(large, func(s string) bool { return slices.Contains(small, s) })
-	extents := func(scheme int) [2]map[string]int64 {
+		large = slices.DeleteFunc(large, func(s string) bool { return slices.Contains(small, s) })
 		runs := [2]map[string]int64{{}, {}}
 		for j, s := range small {
 			e := probeExtents[scheme].small(int64(j))
@@ -138,17 +139,43 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 	c.steady, c.whole = map[string]int64{}, map[string]bool{}
 	var outs [2]map[string]*backend.Tensor
 	var runs [2]map[string]int64
-	for scheme := range probeExtents {
-		runs = extents(scheme)
-		if outs[0], err = run(runs[0]); err == nil {
-			outs[1], err = run(runs[1])
+	probe := func() (err error) {
+		for scheme := range probeExtents {
+			runs = extents(scheme)
+			if outs[0], err = run(runs[0]); err == nil {
+				outs[1], err = run(runs[1])
+			}
+			if err == nil {
+				return nil
+			}
 		}
-		if err == nil {
-			break
-		}
+		return err
 	}
-	if err != nil {
-		return fmt.Sprintf("the model fails on inputs of ones at every extent tried (%v)", err)
+	if err = probe(); err != nil {
+		// A graph that names each input's axes apart (tf2onnx's unk__N)
+		// refuses them apart where they are one axis (ids and their
+		// mask): the inputs' axes, outermost first, take one symbol
+		// until the model runs, and keep it.
+		inputs := c.inputs
+		for depth := 1; err != nil && depth <= maxRank(inputs); depth++ {
+			renames := unifiedAxes(inputs, depth)
+			if len(renames) == 0 {
+				continue
+			}
+			c.inputs = renamed(inputs, renames)
+			if probe() == nil {
+				err = nil
+				for o := range c.outputs {
+					c.outputs[o] = renamed(c.outputs[o:o+1], renames)[0]
+				}
+				c.unified = renames
+				break
+			}
+			c.inputs = inputs
+		}
+		if err != nil {
+			return fmt.Sprintf("the model fails on inputs of ones at every extent tried (%v)", err)
+		}
 	}
 	c.probed = true
 
@@ -203,4 +230,51 @@ func followed(runs [2]map[string]int64, e0, e1 int64) string {
 		}
 	}
 	return ""
+}
+
+// unifiedAxes renames, for each axis below depth, every input's dynamic
+// dimension there to the symbol the first input with a dynamic dimension
+// there has; a symbol that is some axis's first keeps its name.
+func unifiedAxes(inputs []initPort, depth int) map[string]string {
+	first := map[int]string{}
+	for _, p := range inputs {
+		for i, d := range p.dims {
+			if _, ok := first[i]; !ok && i < depth && d.sym != "" {
+				first[i] = d.sym
+			}
+		}
+	}
+	kept := slices.Collect(maps.Values(first))
+	out := map[string]string{}
+	for _, p := range inputs {
+		for i, d := range p.dims {
+			if s, ok := first[i]; ok && d.sym != "" && d.sym != s && !slices.Contains(kept, d.sym) {
+				out[d.sym] = s
+			}
+		}
+	}
+	return out
+}
+
+// renamed is a copy of ports with their symbols renamed.
+func renamed(ports []initPort, renames map[string]string) []initPort {
+	out := make([]initPort, len(ports))
+	for i, p := range ports {
+		p.dims = slices.Clone(p.dims)
+		for j, d := range p.dims {
+			if to, ok := renames[d.sym]; ok {
+				p.dims[j].sym = to
+			}
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func maxRank(ports []initPort) int {
+	most := 0
+	for _, p := range ports {
+		most = max(most, len(p.dims))
+	}
+	return most
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/engine"
@@ -20,6 +21,10 @@ const probeLength, probeValid = 6, 3
 // probeOther is the extent the probe gives a dimension of another input
 // that neither the mask's axes nor the graph fix, in both its runs.
 const probeOther = 4
+
+// noBatchOutput says why a masking was not probed where no output has
+// the mask's rows first.
+const noBatchOutput = "no output has the mask's batch axis first, so the probe has nothing to compare"
 
 // checkMasking runs the model at path on the probe and reports an error
 // where the padding the mask marks changes the real positions' outputs:
@@ -49,6 +54,7 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 	// chosen says which extent the probe chose that neither the mask nor
 	// the graph fixes; a model that refuses it is left unprobed.
 	chosen := ""
+	namedApart := false // an input is shaped as the mask under other names
 	for _, v := range g.Inputs {
 		if v.Initialized {
 			continue
@@ -59,11 +65,16 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		}
 		comp.Inputs = append(comp.Inputs, &ir.Port{Name: v.Name})
 		in := probeInput{name: v.Name, dtype: dt.Name, twoRows: make([]int64, len(v.Dims)), oneRow: make([]int64, len(v.Dims)), seqAxis: -1}
+		// Shaped as the mask but for its symbols' names: a graph that
+		// names each input's axes apart (tf2onnx's unk__N).
+		apart := v.Name != mask && slices.EqualFunc(v.Dims, mv.Dims, onnx.Dim.SameButNamed) &&
+			!slices.ContainsFunc(v.Dims, func(d onnx.Dim) bool { return d.Same(batch) || d.Same(seq) })
+		namedApart = namedApart || apart
 		for i, d := range v.Dims {
 			switch {
-			case d.Same(batch):
+			case d.Same(batch) || apart && i == 0:
 				in.twoRows[i], in.oneRow[i] = 2, 1
-			case d.Same(seq):
+			case d.Same(seq) || apart && i == 1:
 				in.twoRows[i], in.oneRow[i], in.seqAxis = probeLength, probeValid, i
 			case d.Literal:
 				in.twoRows[i], in.oneRow[i] = d.Value, d.Value
@@ -126,17 +137,22 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		return padded, alone, nil
 	}
 	// The outputs to compare: those with a batch axis first; their
-	// sequence axes (attention weights have two), up to probeValid.
+	// sequence axes (attention weights have two), up to probeValid. An
+	// output whose first axis is open under another name, in a graph that
+	// names its values' axes apart, is compared where the runs show it
+	// the batch, and its open axes that took the sequence's extents
+	// (probeLength padded, probeValid alone) as sequence axes.
 	type compared struct {
-		name    string
-		seqDims []int
+		name     string
+		seqDims  []int
+		declared bool // its first axis is the mask's batch symbol
 	}
 	var outs []compared
 	for _, o := range g.Outputs {
-		if _, ok := ir.LookupDType(o.DType()); !ok || !o.HasShape || len(o.Dims) == 0 || !o.Dims[0].Same(batch) {
+		if _, ok := ir.LookupDType(o.DType()); !ok || !o.HasShape || len(o.Dims) == 0 || o.Dims[0].Literal || !o.Dims[0].Same(batch) && !namedApart {
 			continue
 		}
-		c := compared{name: o.Name}
+		c := compared{name: o.Name, declared: o.Dims[0].Same(batch)}
 		for i, d := range o.Dims[1:] {
 			if d.Same(seq) {
 				c.seqDims = append(c.seqDims, i+1)
@@ -146,7 +162,7 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		outs = append(outs, c)
 	}
 	if len(outs) == 0 {
-		return "no output has the mask's batch axis first, so the probe has nothing to compare", nil
+		return noBatchOutput, nil
 	}
 	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
@@ -192,10 +208,22 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 		return "", fmt.Errorf("the model fails on the probe, rows of %d positions holding 1 to 5 by position%s: %w; a model that takes other values is rewritten unprobed with --no-probe",
 			probeLength, tried, runErr)
 	}
+	compares := 0
 	for _, o := range outs {
 		// The padded row grouped beside a full one, against it alone: as
 		// run --verify compares a request, its sequence axes padded.
 		g, w := got[o.name], want[o.name]
+		if !o.declared {
+			if g == nil || w == nil || g.Rank() != w.Rank() || g.Shape[0] != 2 || w.Shape[0] != 1 {
+				continue // not rows of the batch
+			}
+			for i := 1; i < g.Rank(); i++ {
+				if g.Shape[i] == probeLength && w.Shape[i] == probeValid && !slices.Contains(o.seqDims, i) {
+					o.seqDims = append(o.seqDims, i)
+				}
+			}
+		}
+		compares++
 		what := "is missing"
 		if g != nil && w != nil && g.Rank() > 0 && g.Shape[0] == 2 {
 			what = engine.AgreeAlone(g.View(1, 2), w, o.seqDims)
@@ -205,6 +233,9 @@ func checkMasking(path string, g *onnx.Graph, mask string, onesMarkPadding bool)
 			return "", fmt.Errorf("output %s of a row padded after %d positions differs from the same row alone (it %s): the padding %s marks reaches the real positions; the model does not mask with %s, or the mask's ones mark the other kind of position (--ones %s)",
 				o.name, probeValid, what, mask, mask, other)
 		}
+	}
+	if compares == 0 {
+		return noBatchOutput, nil
 	}
 	return "", nil
 }

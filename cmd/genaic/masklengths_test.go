@@ -429,3 +429,46 @@ func TestMaskLengthsNamesLengthsAfterTheMask(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestMaskLengthsAxesNamedApart: a graph that names each value's axes
+// apart (tf2onnx's unk__N: the ids' batch is not the mask's by name) is
+// probed with the input shaped as the mask taken as its ids, and its
+// outputs' open axes judged by the extents the runs give them: a masking
+// encoder is rewritten, one that lets the padding through is refused.
+// init then runs the rewritten model only with the lengths' axis and the
+// ids' one, and says it wrote them as one.
+func TestMaskLengthsAxesNamedApart(t *testing.T) {
+	dir := t.TempDir()
+	apart := func(g *onnxpb.GraphProto) *onnxpb.GraphProto {
+		g.Input = []*onnxpb.ValueInfoProto{tensorInfo("input_ids:0", 7, "unk__1", "unk__2"), tensorInfo("attention_mask", 7, "unk__3", "unk__4")}
+		g.Output = []*onnxpb.ValueInfoProto{tensorInfo("last_hidden_state", 1, "unk__5", "unk__6", 4), tensorInfo("pooled", 1, "unk__7", 4)}
+		for _, n := range g.Node {
+			for i, in := range n.Input {
+				if in == "input_ids" {
+					n.Input[i] = "input_ids:0"
+				}
+			}
+		}
+		return g
+	}
+	writeGraph(t, filepath.Join(dir, "masked.onnx"), apart(maskedEncoder(16, 4)), 17)
+	out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "masked.onnx"), "-o", filepath.Join(dir, "encoder.onnx"))
+	if code != exitOK || strings.Contains(errOut, "not probed") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	leaky := apart(maskedEncoder(16, 4))
+	for _, n := range leaky.Node {
+		if n.Output[0] == "kept" {
+			n.Input[1] = "one" // pools the padded positions too
+		}
+	}
+	writeGraph(t, filepath.Join(dir, "leaky.onnx"), leaky, 17)
+	if out, errOut, code := runCLI(t, "mask-lengths", filepath.Join(dir, "leaky.onnx"), "-o", filepath.Join(dir, "leaky_lengths.onnx")); code == exitOK ||
+		!strings.Contains(errOut, "not rewritten: output pooled of a row padded after") {
+		t.Errorf("leaky: exit %d\n%s%s", code, out, errOut)
+	}
+	initPrints(t, filepath.Join(dir, "encoder.onnx"),
+		"# they are equal: init wrote unk__3 as unk__1.\n",
+		"            lengths:\n              dtype: int64\n              shape: [unk__1]\n",
+		"              shape: [unk__1, unk__2, 4]\n")
+}
