@@ -260,3 +260,25 @@ func TestItemsPlansByForm(t *testing.T) {
 		t.Errorf("an empty items list after kept plans: %v", err)
 	}
 }
+
+// TestItemsErrorsNameThePlace: a refused item is named by its place in
+// the request's tree (2.1: the second frame of the third clip).
+func TestItemsErrorsNameThePlace(t *testing.T) {
+	m := compilePlan(t, "../testdata/packages/video_frames").IR
+	frame := func(patches, features int64) Item {
+		return Item{Tensor: &backend.Tensor{DType: "float32", Shape: []int64{patches, features}, Data: make([]float32, patches*features)}}
+	}
+	clip := func(frames ...Item) Item { return Item{Items: frames} }
+	for _, c := range []struct {
+		clips []Item
+		want  string
+	}{
+		{[]Item{clip(frame(2, 4)), clip(frame(2, 4)), clip(frame(2, 4), frame(3, 5))}, "item 2.1 has extents [axis 2 = 5], but the other rows of item 2 have [axis 2 = 4]"},
+		{[]Item{clip(frame(2, 4)), clip(clip(frame(2, 4)))}, "item 1.0 must be a tensor (items nest 2 deep here), got a list of items"},
+	} {
+		_, _, err := PackItems(m, Request{ID: "r", Items: map[string][]Item{"pixel_values": c.clips}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
