@@ -148,12 +148,15 @@ func sequenceSource(g *onnxpb.GraphProto, mask Value, like string) (string, erro
 		if v.HasShape && len(v.Dims) >= 2 && v.Dims[0].Same(mask.Dims[0]) && v.Dims[1].Same(mask.Dims[1]) {
 			return v.Name, nil
 		}
-		if v.HasShape && len(v.Dims) == len(mask.Dims) && slices.EqualFunc(v.Dims, mask.Dims, Dim.SameButNamed) {
+		if v.HasShape && len(v.Dims) == len(mask.Dims) && slices.EqualFunc(v.Dims, mask.Dims, Dim.SameButNamed) &&
+			!slices.ContainsFunc(v.Dims, func(d Dim) bool { return slices.ContainsFunc(mask.Dims, d.Same) }) {
 			alike = append(alike, v.Name)
 		}
 	}
 	// A graph that names each input's axes apart (tf2onnx's unk__N):
-	// the one input shaped as the mask up to its symbols' names.
+	// the one input shaped as the mask up to its symbols' names, none of
+	// which is the mask's (an input that shares one is named as the
+	// graph means it).
 	if like == "" && len(alike) == 1 {
 		return alike[0], nil
 	}

@@ -149,3 +149,17 @@ func FuzzMaskToLengths(f *testing.F) {
 		}
 	})
 }
+
+// TestMaskToLengthsAxesNamedApart: in a graph that names each input's
+// axes apart (tf2onnx's unk__N), the sequence extent is read from the one
+// input shaped as the mask but for its symbols' names; where two are, it
+// asks which.
+func TestMaskToLengthsAxesNamedApart(t *testing.T) {
+	if err := MaskToLengths(maskedModel(17, valueInfo("ids", 7, "unk__1", "unk__2"), valueInfo("mask", 7, "unk__3", "unk__4")), MaskRewrite{Mask: "mask", Lengths: "lengths"}); err != nil {
+		t.Errorf("one input alike: %v", err)
+	}
+	two := maskedModel(17, valueInfo("ids", 7, "unk__1", "unk__2"), valueInfo("mask", 7, "unk__3", "unk__4"), valueInfo("types", 7, "unk__5", "unk__6"))
+	if err := MaskToLengths(two, MaskRewrite{Mask: "mask", Lengths: "lengths"}); err == nil || !strings.Contains(err.Error(), "--like") {
+		t.Errorf("two inputs alike: got %v, want a question of --like", err)
+	}
+}

@@ -36,7 +36,7 @@ func (s *Server) verified(name string, f *plan.File, dir string, opts engine.Opt
 	if err != nil || len(reqs) < 2 {
 		if reqs, err = Synthesized(ctx, f.IR, dir, eng); len(reqs) < 2 {
 			s.log.Warn("grouped answers are not compared with answers alone: the package has no requests.json and no request synthesized from the workflow's inputs runs",
-				"model", name, "first", err, "help", "add a requests.json of requests the model accepts to the package")
+				"model", name, "first", err, "help", "put a requests.json (the document genaic run reads) in the package folder, with requests the model accepts: serve compares them grouped and alone")
 			return eng, nil
 		}
 		on = "requests synthesized from the workflow's inputs"

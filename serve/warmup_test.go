@@ -166,7 +166,7 @@ func TestWarmupRefusedSaysWhatToGive(t *testing.T) {
 	if !s.Ready() {
 		t.Fatal("the server is not ready after New")
 	}
-	for _, msg := range []string{"execution not planned", "warm-up left components cold"} {
+	for _, msg := range []string{"execution not planned", "warm-up left components cold", "grouped answers are not compared with answers alone"} {
 		i := slices.IndexFunc(warned(), func(l string) bool { return strings.Contains(l, msg) })
 		if i < 0 || !strings.Contains(warned()[i], "help=\"put a requests.json") {
 			t.Errorf("no warning %q saying to give the package requests; warned:\n%s", msg, strings.Join(warned(), "\n"))
