@@ -21,6 +21,11 @@ type Divergence struct {
 	// failed one way and not the other.
 	Output string
 	What   string // where and how, in words
+	// Shared names the grouped component whose shared output port the
+	// output is emitted from, "" where it is none: one value for the
+	// whole call, which grouped differs only where the model computes it
+	// over the call's items.
+	Shared string
 }
 
 func (d Divergence) String() string {
@@ -55,7 +60,7 @@ func CompareAlone(ctx context.Context, e *vm.Engine, reqs []vm.Request, grouped 
 		case g.Err == nil:
 			for name, want := range alone.Outputs.All() {
 				if what := AgreeAlone(g.Outputs.Get(name), want, paddedAxes(e.Module().Output(name))); what != "" {
-					out = append(out, Divergence{Request: req.ID, Output: name, What: what})
+					out = append(out, Divergence{Request: req.ID, Output: name, What: what, Shared: sharedFrom(e.Module(), name)})
 				}
 			}
 			for _, name := range slices.Sorted(maps.Keys(alone.Items)) {
@@ -139,12 +144,48 @@ const DivergenceCauses = "the model mixes the items of a call: a padded model le
 // samples) that takes the group's extent, which check warns of.
 func Causes(divs []Divergence) string {
 	for _, d := range divs {
+		if d.Shared != "" {
+			return fmt.Sprintf("output `%s` comes from a shared output port of component `%s`, one value for the whole call, which the model computes over the call's items (a count or a mean over the batch): "+
+				"leave the port out of the component (a graph output no port declares is not fetched), or the component ungrouped; or %s", d.Output, d.Shared, DivergenceCauses)
+		}
+	}
+	for _, d := range divs {
 		if strings.HasPrefix(d.What, "has shape ") {
 			return "an output's dimension the model computes per item is not padded, so it takes the group's extent " +
 				"(pad it with the lengths the model outputs: check's capacity/unreconciled warning says how); or " + DivergenceCauses
 		}
 	}
 	return DivergenceCauses
+}
+
+// sharedFrom names the grouped component from whose shared output port
+// the workflow emits output name, "" where it emits it from anything
+// else.
+func sharedFrom(m *ir.Module, name string) string {
+	var emitted ir.ValueID = ir.NoValue
+	m.Body.Walk(func(s *ir.Step) bool {
+		if s.Op == ir.OpEmit && s.Output.Name == name {
+			emitted = s.Value.ID
+		}
+		return true
+	})
+	from := ""
+	m.Body.Walk(func(s *ir.Step) bool {
+		if s.Op != ir.OpInvoke || emitted == ir.NoValue {
+			return true
+		}
+		for _, r := range s.Results {
+			c := m.Component(s.Component.Name)
+			if r.Value != emitted || c == nil || c.Capacity == nil {
+				continue
+			}
+			if p := c.Output(r.Port); p != nil && p.Contract != nil && p.Contract.Layout.Kind == ir.Shared {
+				from = c.Name
+			}
+		}
+		return true
+	})
+	return from
 }
 
 // paddedAxes are the axes an output declares padded, where a request's

@@ -1002,3 +1002,38 @@ func TestInitOutputsNoLayoutSplits(t *testing.T) {
 		t.Errorf("run --verify: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestVerifyNamesASharedOutputComputedOverTheCall: a grouped package
+// that returns a sum over the whole call from a shared port (init's
+// comment on it not followed) answers otherwise grouped than alone, and
+// run --verify names that port as the cause.
+func TestVerifyNamesASharedOutputComputedOverTheCall(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "sum.onnx"), &onnxpb.GraphProto{Name: "sum",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", 1, "batch", 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", 1, "batch", 4), tensorInfo("total", 1)},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Identity", Input: []string{"x"}, Output: []string{"y"}},
+			{OpType: "ReduceSum", Input: []string{"x"}, Output: []string{"total"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}},
+		}}, 17)
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc := initWritten(t, dir)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: []  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
+            total:`)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	_, errOut, code := runCLI(t, "run", dir, "--verify")
+	if code == exitOK || !strings.Contains(errOut, "output `total` comes from a shared output port of component `sum`, one value for the whole call") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
+	}
+}
