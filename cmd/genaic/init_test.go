@@ -795,12 +795,31 @@ func verifyAlike(t *testing.T, dir string, rs []string) {
 // the payload's request_aligned layout and its padding.
 func uncommentPadded(t *testing.T, doc, sym string) string {
 	t.Helper()
+	doc = uncommentAligned(t, doc)
+	return uncomment(t, doc, "              # padding: [{ dimension: "+sym+", valid_lengths: lengths }]\n            lengths:")
+}
+
+// uncommentAligned follows init's comments on a component whose payload
+// input's first axis is batch: its capacity and the payload's
+// request_aligned layout.
+func uncommentAligned(t *testing.T, doc string) string {
+	t.Helper()
 	doc = uncomment(t, doc, `        # batch_capacity:
         #   uniform_dimensions: []  # extents co-batched items must share
         #   budgets:  # bounds on the group's materialized footprint, by symbol
         #     - { dimensions: [batch], max_total: 8 }`)
-	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
-	return uncomment(t, doc, "              # padding: [{ dimension: "+sym+", valid_lengths: lengths }]\n            lengths:")
+	return uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+}
+
+// initAligned runs init on the models in dir and returns the document's
+// path and the document, uncommentAligned.
+func initAligned(t *testing.T, dir string) (path, doc string) {
+	t.Helper()
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc = initWritten(t, dir)
+	return path, uncommentAligned(t, doc)
 }
 
 // oneDiagnostic checks the package in dir and wants one diagnostic, of
@@ -923,15 +942,7 @@ func TestInitSecondSequence(t *testing.T) {
 	second := "              # A sequence of its own (doc_len): give it query_ids's batch_layout, and pad it\n" +
 		"              # with its own lengths: padding: [{ dimension: doc_len, valid_lengths: doc_lengths }]\n"
 	initPrints(t, dir, second)
-	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
-		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
-	}
-	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
-	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	path, doc := initAligned(t, dir)
 	doc = uncomment(t, doc, `              # padding: [{ dimension: query_len, valid_lengths: query_lengths }]
             query_lengths:`)
 	doc = strings.Replace(doc, second, "              batch_layout: { kind: request_aligned, axis: 0 }\n              padding: [{ dimension: doc_len, valid_lengths: doc_lengths }]\n", 1)
@@ -981,11 +992,7 @@ func TestInitOutputsNoLayoutSplits(t *testing.T) {
 	}
 	// The comments not followed: the count split one row per request (the
 	// scalar, left shared, is no diagnostic of check's).
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
-	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	doc = uncommentAligned(t, doc)
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
             kept:`)
 	doc = strings.Replace(doc, "              shape: [kept_count, 2]\n", "              shape: [kept_count, 2]\n              batch_layout: { kind: request_aligned, axis: 0 }\n", 1)
@@ -1017,15 +1024,7 @@ func TestVerifyNamesASharedOutputComputedOverTheCall(t *testing.T) {
 			{OpType: "ReduceSum", Input: []string{"x"}, Output: []string{"total"}, Attribute: []*onnxpb.AttributeProto{
 				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}},
 		}}, 17)
-	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
-		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
-	}
-	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
-	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
+	path, doc := initAligned(t, dir)
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
             total:`)
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
