@@ -167,7 +167,12 @@ func (p *paddingChecker) lengthsType(s *ir.Site, pad *ir.Padding, t Target) {
 			"valid_lengths `%s` of dimension `%s` of %s "+format, append([]any{t.Name, pad.Dim.Name, s}, args...)...)
 	}
 	if _, known := ir.LookupDType(lk.DType); known && !ir.SameDType(lk.DType, "int64") {
-		report(lk.DTypeLoc, "is %s but must be int64; it counts the real entries of `%s`\ndeclare `dtype: int64`", lk.DType, pad.Dim.Name)
+		fix := "declare `dtype: int64`"
+		if t.Site != nil && t.Site.Kind == ir.SitePortOut && t.Site.Component != nil && t.Site.Component.Impl == ir.ImplONNX {
+			// The port is the graph's output: its dtype is the model's.
+			fix += ", once the model outputs it so (an export that casts it: torch's .to(torch.int64))"
+		}
+		report(lk.DTypeLoc, "is %s but must be int64; it counts the real entries of `%s`\n%s", lk.DType, pad.Dim.Name, fix)
 	}
 	if lk.Layout.Kind != ir.Shared {
 		report(lk.Layout.Loc, "declares %s but must declare shared; it has one entry per position of the axes outer to `%s` across the whole group, not one row per request\nwrite `batch_layout: { kind: shared }`",

@@ -1036,3 +1036,34 @@ func TestVerifyNamesASharedOutputComputedOverTheCall(t *testing.T) {
 		t.Errorf("run --verify: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestInitNarrowLengthsOutput: a model that outputs its computed
+// dimension's lengths as int32 (frames of samples, frame_lengths cast so
+// by the export): init says they pad the states once exported as int64,
+// and check, declared as the graph has them, says the same.
+func TestInitNarrowLengthsOutput(t *testing.T) {
+	dir := t.TempDir()
+	g := framer()
+	g.Node[len(g.Node)-1].Output[0] = "frame_lengths64"
+	g.Node = append(g.Node, &onnxpb.NodeProto{OpType: "Cast", Input: []string{"frame_lengths64"}, Output: []string{"frame_lengths"},
+		Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 6}}})
+	g.Output[1] = tensorInfo("frame_lengths", 6, "batch")
+	writeGraph(t, filepath.Join(dir, "framer.onnx"), g, 17)
+	initPrints(t, dir,
+		"# frames is computed per item, and frame_lengths holds each item's, but as int32:\n",
+		"# Lengths are int64: export it as int64 first.\n")
+	path, doc := initAligned(t, dir)
+	doc = uncomment(t, doc, "              # padding: [{ dimension: samples, valid_lengths: lengths }]\n            lengths:")
+	doc = strings.Replace(doc, "              shape: [batch, frames, 2]\n", "              shape: [batch, frames, 2]\n              batch_layout: { kind: request_aligned, axis: 0 }\n              padding: [{ dimension: frames, valid_lengths: frame_lengths }]\n", 1)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := checkJSONOf(t, dir)
+	said := false
+	for _, d := range rep.Files[0].Diagnostics {
+		said = said || d.Rule == "padding/companion" && strings.Contains(d.Help, "once the model outputs it so (an export that casts it: torch's .to(torch.int64))")
+	}
+	if !said {
+		t.Errorf("check of the int32 lengths: %+v", rep.Files)
+	}
+}

@@ -706,6 +706,9 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		line(7, "# Each item's `%s`, which no input names: once %s", sym, of)
 		line(7, "# is padded on it, this is its valid_lengths, a companion left shared")
 		line(7, "# (no batch_layout), and a workflow output too.")
+		if p.dtype == "int32" {
+			line(7, "# Lengths are int64: export it as int64 first.")
+		}
 		return
 	}
 	if first := p.dims[0]; c.probed && h.offsets == "OFFSETS" && c.computed(first) && !slices.ContainsFunc(p.dims, func(d initDim) bool { return yq(d.sym) == h.root }) {
@@ -787,6 +790,13 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 			continue
 		}
 		lengths := c.lengthsOutput(p, i)
+		if narrow := c.lengthsOutputOf(p, i, "int32"); lengths == "" && narrow != "" {
+			line(7, "# %s is computed per item, and %s holds each item's, but as int32:", yq(d.sym), narrow)
+			line(7, "# lengths are int64. Export it as int64 (torch: .to(torch.int64)); then")
+			line(7, "# pad %s with it, a companion left shared, on this port and on the", yq(d.sym))
+			line(7, "# workflow output: padding: [{ dimension: %s, valid_lengths: %s }]", yq(d.sym), narrow)
+			continue
+		}
 		if lengths == "" {
 			if c.probed {
 				line(7, "# %s followed no input's extent when init ran the model twice: the", yq(d.sym))
@@ -828,8 +838,13 @@ func (c *initComponent) computed(d initDim) bool {
 // extent on axis i of output p: an int64 output shaped as p's axes outer
 // to i and named like lengths; "" where none is.
 func (c *initComponent) lengthsOutput(p initPort, i int) string {
+	return c.lengthsOutputOf(p, i, "int64")
+}
+
+// lengthsOutputOf is lengthsOutput for an output of dtype.
+func (c *initComponent) lengthsOutputOf(p initPort, i int, dtype string) string {
 	for _, q := range c.outputs {
-		if q.name != p.name && q.dtype == "int64" && namedLike(q.name, "len") && slices.Equal(q.dims, p.dims[:i]) {
+		if q.name != p.name && q.dtype == dtype && namedLike(q.name, "len") && slices.Equal(q.dims, p.dims[:i]) {
 			return yq(q.name)
 		}
 	}
@@ -842,7 +857,7 @@ func (c *initComponent) lengthsOutput(p initPort, i int) string {
 func (c *initComponent) lengthsOfComputed(p initPort) (of, sym string) {
 	for _, q := range c.outputs {
 		for i, d := range q.dims {
-			if i > 0 && c.computed(d) && c.lengthsOutput(q, i) == yq(p.name) {
+			if i > 0 && c.computed(d) && (c.lengthsOutput(q, i) == yq(p.name) || c.lengthsOutputOf(q, i, "int32") == yq(p.name)) {
 				return yq(q.name), yq(d.sym)
 			}
 		}
