@@ -423,6 +423,10 @@ type initHints struct {
 	// position of every axis outside the padded one, so such a graph is
 	// not padded as exported; padded is then that axis, kept uniform.
 	outerLengths string
+	// narrowLengths is an int32 input named like lengths that would pad
+	// the payload, were it int64 (a TensorFlow export's): genaic widen
+	// rewrites the model to take it so.
+	narrowLengths string
 }
 
 // payload is the index of the input the commented examples are written
@@ -491,6 +495,13 @@ func (c *initComponent) hints() initHints {
 		for _, q := range c.inputs {
 			if padAxis < 0 && named(q, "len") && slices.Equal(q.dims, p.dims[:i]) {
 				padAxis, h.lengths = i, yq(q.name)
+			}
+		}
+	}
+	for _, i := range rest {
+		for _, q := range c.inputs {
+			if padAxis < 0 && h.narrowLengths == "" && q.dtype == "int32" && namedLike(q.name, "len") && slices.Equal(q.dims, p.dims[:i]) {
+				h.narrowLengths = yq(q.name)
 			}
 		}
 	}
@@ -605,6 +616,14 @@ func layoutComment(line func(int, string, ...any), c *initComponent) {
 		line(7, "# agree on every dimension (uniform_dimensions) and is never padded;")
 		stem := strings.TrimSuffix(c.artifact, filepath.Ext(c.artifact))
 		line(7, "# `genaic mask-lengths %s -o %s_lengths.onnx` rewrites it to take lengths.", c.artifact, stem)
+		return
+	}
+	if h.narrowLengths != "" {
+		stem := strings.TrimSuffix(c.artifact, filepath.Ext(c.artifact))
+		line(7, "# Items that differ in a dimension may be right-padded to the longest;")
+		line(7, "# the graph takes their lengths (%s), but as int32, where genaic's are", h.narrowLengths)
+		line(7, "# int64: `genaic widen %s -o %s_int64.onnx --input %s` rewrites the", c.artifact, stem, h.narrowLengths)
+		line(7, "# model to take them as int64; init on that model writes the padding.")
 		return
 	}
 	if h.outerLengths != "" {

@@ -48,43 +48,13 @@ func runMaskLengths(e *env, args []string) int {
 		return exitUsage
 	}
 	in := paths[0]
-	if !noStdin(e, "mask-lengths", "MODEL", in, "give the model's file") || !noStdin(e, "mask-lengths", "-o", *out, "give the rewritten model's file") {
-		return exitUsage
+	m, b, code := readToRewrite(e, "mask-lengths", in, *out, *force)
+	if m == nil {
+		return code
 	}
-	absIn, err := filepath.Abs(in)
-	if err != nil {
-		return ioError(e, err)
-	}
-	absOut, err := filepath.Abs(*out)
-	if err != nil {
-		return ioError(e, err)
-	}
-	if absIn == absOut {
-		e.errorf("mask-lengths: -o names the model itself; write the rewritten model to another file")
-		return exitUsage
-	}
-	if _, err := os.Stat(absOut); err == nil && !*force {
-		e.errorf("mask-lengths: %s exists; pass --force to replace it", *out)
-		return exitUsage
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ioError(e, err)
-	}
-
-	b, err := safefile.ReadFile(in, maxModelBytes)
-	if err != nil {
-		return ioError(e, err)
-	}
-	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(b, &m); err != nil || m.GetGraph() == nil {
-		e.errorf("mask-lengths: %s is not an ONNX model", in)
-		return exitUsage
-	}
-	if filepath.Dir(absIn) != filepath.Dir(absOut) && hasExternalData(&m) {
-		e.errorf("mask-lengths: %s keeps weights in files beside it, which the rewritten model names by the same relative paths; write it in the model's folder", in)
-		return exitUsage
-	}
+	var err error
 	if *mask == "" {
-		if *mask, err = maskInput(&m); err != nil {
+		if *mask, err = maskInput(m); err != nil {
 			e.errorf("mask-lengths: %s: %v", in, err)
 			return exitUsage
 		}
@@ -108,7 +78,7 @@ func runMaskLengths(e *env, args []string) int {
 		*lengths = lengthsName(*mask)
 	}
 	r := onnx.MaskRewrite{Mask: *mask, Like: *like, Lengths: *lengths, OnesMarkPadding: *ones == "padding"}
-	if err := onnx.MaskToLengths(&m, r); err != nil {
+	if err := onnx.MaskToLengths(m, r); err != nil {
 		e.errorf("mask-lengths: %s: %v", in, err)
 		return exitUsage
 	}
@@ -130,12 +100,8 @@ func runMaskLengths(e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "genaic: mask-lengths: the masking was not probed: %s; compare `genaic run --solo` with grouped runs of the package\n", skipped)
 		}
 	}
-	rewritten, err := onnx.Marshal(&m)
-	if err != nil {
-		return ioError(e, err)
-	}
-	if err := os.WriteFile(*out, rewritten, 0o644); err != nil {
-		return ioError(e, err)
+	if code := writeRewritten(e, m, *out); code != exitOK {
+		return code
 	}
 	rule := "position < length"
 	if r.OnesMarkPadding {
@@ -143,6 +109,61 @@ func runMaskLengths(e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (ones where %s)\n", *out, *mask, *lengths, rule)
 	fmt.Fprintf(e.stdout, "next: pad the sequence with valid_lengths %s (docs/authoring.md#padding); `genaic init %s` writes a starting document\n", *lengths, *out)
+	return exitOK
+}
+
+// readToRewrite reads the model at in for a command (what) that writes
+// it rewritten to out, which must be another file, absent unless force;
+// a model whose weights are in files beside it is rewritten in its own
+// folder, where the same relative paths name them. It returns the model
+// and its bytes, or nil and the exit code where it cannot.
+func readToRewrite(e *env, what, in, out string, force bool) (*onnxpb.ModelProto, []byte, int) {
+	if !noStdin(e, what, "MODEL", in, "give the model's file") || !noStdin(e, what, "-o", out, "give the rewritten model's file") {
+		return nil, nil, exitUsage
+	}
+	absIn, err := filepath.Abs(in)
+	if err != nil {
+		return nil, nil, ioError(e, err)
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return nil, nil, ioError(e, err)
+	}
+	if absIn == absOut {
+		e.errorf("%s: -o names the model itself; write the rewritten model to another file", what)
+		return nil, nil, exitUsage
+	}
+	if _, err := os.Stat(absOut); err == nil && !force {
+		e.errorf("%s: %s exists; pass --force to replace it", what, out)
+		return nil, nil, exitUsage
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, ioError(e, err)
+	}
+	b, err := safefile.ReadFile(in, maxModelBytes)
+	if err != nil {
+		return nil, nil, ioError(e, err)
+	}
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(b, &m); err != nil || m.GetGraph() == nil {
+		e.errorf("%s: %s is not an ONNX model", what, in)
+		return nil, nil, exitUsage
+	}
+	if filepath.Dir(absIn) != filepath.Dir(absOut) && hasExternalData(&m) {
+		e.errorf("%s: %s keeps weights in files beside it, which the rewritten model names by the same relative paths; write it in the model's folder", what, in)
+		return nil, nil, exitUsage
+	}
+	return &m, b, exitOK
+}
+
+// writeRewritten writes the rewritten model m to out.
+func writeRewritten(e *env, m *onnxpb.ModelProto, out string) int {
+	b, err := onnx.Marshal(m)
+	if err != nil {
+		return ioError(e, err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		return ioError(e, err)
+	}
 	return exitOK
 }
 
