@@ -31,15 +31,7 @@ func TestMaskToLengths(t *testing.T) {
 		if err := MaskToLengths(m, MaskRewrite{Mask: "mask", Lengths: "lengths"}); err != nil {
 			t.Fatal(err)
 		}
-		g, err := DecodeBytes(mustMarshal(t, m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ins []string
-		for _, v := range g.Inputs {
-			ins = append(ins, v.Name+" "+v.DType()+" "+v.ShapeText())
-		}
-		if want := []string{"ids int64 [batch, seq]", "lengths int64 [batch]"}; !slices.Equal(ins, want) {
+		if ins, want := inputsOf(t, m), []string{"ids int64 [batch, seq]", "lengths int64 [batch]"}; !slices.Equal(ins, want) {
 			t.Errorf("opset %d: inputs %q, want %q", opset, ins, want)
 		}
 		nodes := m.Graph.Node
@@ -162,4 +154,19 @@ func TestMaskToLengthsAxesNamedApart(t *testing.T) {
 	if err := MaskToLengths(two, MaskRewrite{Mask: "mask", Lengths: "lengths"}); err == nil || !strings.Contains(err.Error(), "--like") {
 		t.Errorf("two inputs alike: got %v, want a question of --like", err)
 	}
+}
+
+// inputsOf is each graph input of m, as its graph reads back: name, dtype
+// and shape.
+func inputsOf(t *testing.T, m *onnxpb.ModelProto) []string {
+	t.Helper()
+	g, err := DecodeBytes(mustMarshal(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ins []string
+	for _, v := range g.Inputs {
+		ins = append(ins, v.Name+" "+v.DType()+" "+v.ShapeText())
+	}
+	return ins
 }

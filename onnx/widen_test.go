@@ -30,15 +30,7 @@ func TestWidenInput(t *testing.T) {
 	if err := WidenInput(m, "lengths"); err != nil {
 		t.Fatal(err)
 	}
-	g, err := DecodeBytes(mustMarshal(t, m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ins []string
-	for _, v := range g.Inputs {
-		ins = append(ins, v.Name+" "+v.DType())
-	}
-	if want := []string{"ids int32", "lengths int64", "lengths_int32 int32"}; !slices.Equal(ins, want) {
+	if ins, want := inputsOf(t, m), []string{"ids int32 [batch, seq]", "lengths int64 [batch]", "lengths_int32 int32 [batch]"}; !slices.Equal(ins, want) {
 		t.Errorf("inputs %q, want %q", ins, want)
 	}
 	n := m.Graph.Node

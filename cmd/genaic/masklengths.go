@@ -30,25 +30,14 @@ func init() {
 const maxModelBytes = 2 << 30
 
 func runMaskLengths(e *env, args []string) int {
-	c := commands["mask-lengths"]
-	flags := flag.NewFlagSet("mask-lengths", flag.ContinueOnError)
-	out := flags.String("o", "", "the rewritten model's file (required; never the model itself)")
+	rw := newRewriteCmd("mask-lengths")
+	flags, out := rw.flags, rw.out
 	mask := flags.String("mask", "", "the graph input that is the attention mask, [batch, sequence] (default: the one input named like a mask)")
 	like := flags.String("like", "", "the graph input whose axis 1 is the sequence, read for its extent (default: the first input of the mask's leading dimensions)")
 	lengths := flags.String("lengths", "", "the name of the lengths input that replaces the mask (default: lengths, or for a mask named PREFIX_mask beside others, such as query_mask, PREFIX_lengths)")
 	ones := flags.String("ones", "", "what the mask's ones mark: valid (the real positions, as an attention mask's do; the default) or padding (as a key padding mask's do); required for a mask named like a padding mask")
-	force := flags.Bool("force", false, "replace OUT.onnx if it exists")
 	noProbe := flags.Bool("no-probe", false, "rewrite without first running the model on a probe that checks its mask masks the padding (the probe needs ONNX Runtime)")
-	paths, ok := parseFlags(e, flags, c, args)
-	if !ok {
-		return exitUsage
-	}
-	if len(paths) != 1 || *out == "" {
-		flags.Usage()
-		return exitUsage
-	}
-	in := paths[0]
-	m, b, code := readToRewrite(e, "mask-lengths", in, *out, *force)
+	in, m, b, code := rw.read(e, args)
 	if m == nil {
 		return code
 	}
@@ -110,6 +99,38 @@ func runMaskLengths(e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (ones where %s)\n", *out, *mask, *lengths, rule)
 	fmt.Fprintf(e.stdout, "next: pad the sequence with valid_lengths %s (docs/authoring.md#padding); `genaic init %s` writes a starting document\n", *lengths, *out)
 	return exitOK
+}
+
+// rewriteCmd is what mask-lengths and widen share: a model in, -o the
+// rewritten model's file, --force to replace it.
+type rewriteCmd struct {
+	flags *flag.FlagSet
+	out   *string
+	force *bool
+}
+
+func newRewriteCmd(name string) rewriteCmd {
+	flags := flag.NewFlagSet(name, flag.ContinueOnError)
+	return rewriteCmd{flags: flags,
+		out:   flags.String("o", "", "the rewritten model's file (required; never the model itself)"),
+		force: flags.Bool("force", false, "replace OUT.onnx if it exists")}
+}
+
+// read parses args (once the command has defined its own flags) and reads
+// the model they name (readToRewrite): its path, the model and its bytes,
+// or nil and the exit code.
+func (r rewriteCmd) read(e *env, args []string) (string, *onnxpb.ModelProto, []byte, int) {
+	name := r.flags.Name()
+	paths, ok := parseFlags(e, r.flags, commands[name], args)
+	if !ok {
+		return "", nil, nil, exitUsage
+	}
+	if len(paths) != 1 || *r.out == "" {
+		r.flags.Usage()
+		return "", nil, nil, exitUsage
+	}
+	m, b, code := readToRewrite(e, name, paths[0], *r.out, *r.force)
+	return paths[0], m, b, code
 }
 
 // readToRewrite reads the model at in for a command (what) that writes

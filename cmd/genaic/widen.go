@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
@@ -19,24 +18,13 @@ func init() {
 }
 
 func runWiden(e *env, args []string) int {
-	c := commands["widen"]
-	flags := flag.NewFlagSet("widen", flag.ContinueOnError)
-	out := flags.String("o", "", "the rewritten model's file (required; never the model itself)")
-	input := flags.String("input", "", "the int32 graph input to take as int64 (default: the one int32 input named like lengths, offsets or an owner)")
-	force := flags.Bool("force", false, "replace OUT.onnx if it exists")
-	paths, ok := parseFlags(e, flags, c, args)
-	if !ok {
-		return exitUsage
-	}
-	if len(paths) != 1 || *out == "" {
-		flags.Usage()
-		return exitUsage
-	}
-	in := paths[0]
-	m, _, code := readToRewrite(e, "widen", in, *out, *force)
+	rw := newRewriteCmd("widen")
+	input := rw.flags.String("input", "", "the int32 graph input to take as int64 (default: the one int32 input named like lengths, offsets or an owner)")
+	in, m, _, code := rw.read(e, args)
 	if m == nil {
 		return code
 	}
+	out := rw.out
 	if *input == "" {
 		var err error
 		if *input, err = narrowCompanion(m); err != nil {
