@@ -168,9 +168,14 @@ func (p *paddingChecker) lengthsType(s *ir.Site, pad *ir.Padding, t Target) {
 	}
 	if _, known := ir.LookupDType(lk.DType); known && !ir.SameDType(lk.DType, "int64") {
 		fix := "declare `dtype: int64`"
-		if t.Site != nil && t.Site.Kind == ir.SitePortOut && t.Site.Component != nil && t.Site.Component.Impl == ir.ImplONNX {
-			// The port is the graph's output: its dtype is the model's.
-			fix += ", once the model outputs it so (an export that casts it: torch's .to(torch.int64))"
+		if site := t.Site; site != nil && site.Component != nil && site.Component.Impl == ir.ImplONNX {
+			// The port is the graph's: its dtype is the model's.
+			switch site.Kind {
+			case ir.SitePortOut:
+				fix += ", once the model outputs it so (an export that casts it: torch's .to(torch.int64))"
+			case ir.SitePortIn:
+				fix += fmt.Sprintf(", once the model takes it so: `genaic widen %s -o OUT.onnx --input %s` rewrites it to", site.Component.Artifact, t.Name)
+			}
 		}
 		report(lk.DTypeLoc, "is %s but must be int64; it counts the real entries of `%s`\n%s", lk.DType, pad.Dim.Name, fix)
 	}
