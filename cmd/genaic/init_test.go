@@ -479,10 +479,7 @@ func TestInitFollowedComments(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
 	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [tokens], max_total: 8 }`)
+	doc = uncommentCapacity(t, doc, "", "tokens")
 	doc = uncomment(t, doc, `              # batch_layout:
               #   kind: token_packed
               #   axis: 0
@@ -561,10 +558,7 @@ func TestInitTimeMajor(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
 	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: [steps]  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncommentCapacity(t, doc, "steps", "batch")
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 1 }  # one row per request, along batch`)
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 1 }
             pooled:`)
@@ -799,15 +793,23 @@ func uncommentPadded(t *testing.T, doc, sym string) string {
 	return uncomment(t, doc, "              # padding: [{ dimension: "+sym+", valid_lengths: lengths }]\n            lengths:")
 }
 
+// uncommentCapacity follows init's comment of a component's capacity:
+// uniform its uniform dimensions (as init lists them), root its budget's
+// first symbol, at init's suggested 8.
+func uncommentCapacity(t *testing.T, doc, uniform, root string) string {
+	t.Helper()
+	return uncomment(t, doc, fmt.Sprintf(`        # batch_capacity:
+        #   uniform_dimensions: [%s]  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [%s], max_total: 8 }`, uniform, root))
+}
+
 // uncommentAligned follows init's comments on a component whose payload
 // input's first axis is batch: its capacity and the payload's
 // request_aligned layout.
 func uncommentAligned(t *testing.T, doc string) string {
 	t.Helper()
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: []  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [batch], max_total: 8 }`)
+	doc = uncommentCapacity(t, doc, "", "batch")
 	return uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
 }
 
@@ -852,10 +854,7 @@ func TestInitChannelsFirst(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
 	path, doc := initWritten(t, dir)
-	doc = uncomment(t, doc, `        # batch_capacity:
-        #   uniform_dimensions: [T]  # extents co-batched items must share
-        #   budgets:  # bounds on the group's materialized footprint, by symbol
-        #     - { dimensions: [B], max_total: 8 }`)
+	doc = uncommentCapacity(t, doc, "T", "B")
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }  # one row per request`)
 	doc = uncomment(t, doc, `              # batch_layout: { kind: request_aligned, axis: 0 }
             encoded_lengths:`)
