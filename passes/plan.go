@@ -64,7 +64,7 @@ func graphFixes(gp *plan.GroupPlan, g *onnx.Graph) {
 			continue
 		}
 		if n, ok := v.Fixed(in.Axis); ok && (in.Role == plan.RoleRows || in.Role == plan.RoleExpanded) {
-			gp.Why = fmt.Sprintf("batch_capacity is declared, but the graph fixes axis %d of input `%s`, where a group stacks its requests' rows, at %d: one request per invocation (export the graph with that axis dynamic to group requests)", in.Axis, in.Name, n)
+			gp.Why = fmt.Sprintf("batch_capacity is declared, but the graph fixes axis %d of input `%s`, where a group stacks its requests' rows, at %d: one request per invocation (%s)", in.Axis, in.Name, n, plan.OpenAxis(in.Axis, n))
 		}
 		for _, pd := range in.Padded {
 			if n, ok := v.Fixed(pd.Axis); ok {

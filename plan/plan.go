@@ -169,3 +169,14 @@ func find(ps []Port, name string) *Port {
 	}
 	return nil
 }
+
+// OpenAxis says how to let groups form where a graph fixes the axis a
+// group stacks its requests' rows on at n: a batch of one on the first
+// axis, as an export given no dynamic axes writes it, genaic
+// dynamic-batch may open.
+func OpenAxis(axis int, n int64) string {
+	if axis == 0 && n == 1 {
+		return "export the graph with that axis dynamic, or rewrite it with `genaic dynamic-batch`, to group requests"
+	}
+	return "export the graph with that axis dynamic to group requests"
+}

@@ -34,6 +34,7 @@ plan          FuzzDecode           5000
 engine        FuzzKeptPlan         20000
 onnx          FuzzDecode           20000
 onnx          FuzzMaskToLengths    20000
+onnx          FuzzDynamicBatch     20000
 vm/adapters   FuzzDecodeWAV        20000
 vm/adapters   FuzzAudioRequest     15000
 vm/adapters   FuzzAudioFrontEnd    10000

@@ -228,8 +228,8 @@ func (s *componentSpec) fixExtents(sess backend.Session) (decline string, err er
 					s.comp.Name, in.Axis, in.Name, n, rows, rows)
 			}
 			if decline == "" {
-				decline = fmt.Sprintf("its graph fixes axis %d of input `%s`, where a group stacks its requests' rows, to %d: one request per invocation (export the graph with that axis dynamic to group requests)",
-					in.Axis, in.Name, n)
+				decline = fmt.Sprintf("its graph fixes axis %d of input `%s`, where a group stacks its requests' rows, to %d: one request per invocation (%s)",
+					in.Axis, in.Name, n, plan.OpenAxis(in.Axis, n))
 			}
 		}
 		for _, p := range in.Padded {

@@ -557,6 +557,12 @@ func capacityComment(line func(int, string, ...any), c *initComponent) {
 		line(4, "# the model with a dynamic first axis (torch.onnx.export: dynamic_axes=")
 		line(4, "# {\"%s\": {0: \"batch\"}, ...}, and the outputs likewise), then run", c.inputs[c.payload()].name)
 		line(4, "# `genaic init` on it again.")
+		if c.batchOfOne() {
+			stem := strings.TrimSuffix(c.artifact, filepath.Ext(c.artifact))
+			line(4, "# Or, where only the export fixed that batch of one, rewrite the graph")
+			line(4, "# to take any number of rows (it checks that rows run together answer")
+			line(4, "# as each alone): `genaic dynamic-batch %s -o %s_batch.onnx`.", c.artifact, stem)
+		}
 		return
 	}
 	h := c.hints()
@@ -575,16 +581,30 @@ func capacityComment(line func(int, string, ...any), c *initComponent) {
 }
 
 // fixedFirstAxes lists the inputs' shapes, "x: [2, 8]", where the graph
-// gives every input a shape whose first axis is a number; "" otherwise.
+// gives every input a shape whose first axis is a number (a scalar beside
+// them has no rows to stack: every request's call shares it); ""
+// otherwise.
 func (c *initComponent) fixedFirstAxes() string {
 	var shapes []string
 	for _, p := range c.inputs {
-		if !p.hasShape || len(p.dims) == 0 || p.dims[0].sym != "" {
+		switch {
+		case !p.hasShape || len(p.dims) > 0 && p.dims[0].sym != "":
 			return ""
+		case len(p.dims) > 0:
+			shapes = append(shapes, p.name+": "+p.shapeYAML())
 		}
-		shapes = append(shapes, p.name+": "+p.shapeYAML())
 	}
 	return strings.Join(shapes, "; ")
+}
+
+// batchOfOne reports whether the graph fixes a batch of one, the first
+// axis of an input and of every output at 1: what genaic dynamic-batch
+// opens.
+func (c *initComponent) batchOfOne() bool {
+	one := func(p initPort) bool {
+		return p.hasShape && len(p.dims) > 0 && p.dims[0].sym == "" && p.dims[0].size == 1
+	}
+	return slices.ContainsFunc(c.inputs, one) && len(c.outputs) > 0 && !slices.ContainsFunc(c.outputs, func(p initPort) bool { return !one(p) })
 }
 
 // layoutComment shows, commented, where a port's batch_layout, its
