@@ -173,7 +173,7 @@ func int64s(t *onnxpb.TensorProto) ([]int64, bool) {
 	}
 	n := t.GetDims()[0]
 	if raw := t.GetRawData(); len(raw) > 0 {
-		if int64(len(raw)) != 8*n {
+		if len(raw)%8 != 0 || int64(len(raw)/8) != n {
 			return nil, false
 		}
 		vals := make([]int64, n)

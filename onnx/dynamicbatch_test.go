@@ -92,6 +92,14 @@ func TestDynamicBatch(t *testing.T) {
 		t.Errorf("the rewritten model reads %v, %v", g, err)
 	}
 
+	// A shape whose dims claim more values than its data holds (eight
+	// bytes for 2^61+1 values, which times eight wraps to eight) is no
+	// shape to open.
+	liar := &onnxpb.TensorProto{DataType: int32(onnxpb.TensorProto_INT64), Dims: []int64{1<<61 + 1}, RawData: make([]byte, 8)}
+	if vals, ok := int64s(liar); ok {
+		t.Errorf("a shape of %d values read from 8 bytes: %d values", liar.Dims[0], len(vals))
+	}
+
 	for _, c := range []struct {
 		name string
 		edit func(g *onnxpb.GraphProto)
