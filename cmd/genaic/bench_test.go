@@ -108,6 +108,45 @@ func benchPlanned(t *testing.T, args ...string) benchJSON {
 	return rep
 }
 
+// TestBenchDirectRepeatsAShortDocument: the direct mode's batched calls
+// are recorded over a short document repeated, as the clients repeat it:
+// five requests, whose images fill the budget in groups of five to
+// eleven, are not called in batches of at most five.
+func TestBenchDirectRepeatsAShortDocument(t *testing.T) {
+	short := writeShortDocument(t, filepath.Join(imagePkg, "requests64.json"), 5)
+	rep := bench(t, imagePkg, "--requests", short, "--rounds", "1", "--round-time", "0", "--concurrency", "4")
+	for _, m := range rep.Modes {
+		if g := m.Groups["encoder"]; m.Name == "direct" && (g.Invocations == 0 || g.Requests <= 5*g.Invocations) {
+			t.Errorf("direct: %d requests in %d invocations; want batches of more than the document's 5", g.Requests, g.Invocations)
+		}
+	}
+}
+
+// writeShortDocument writes the first n requests of the document at path
+// (their tensors inline) to a file of its own, and returns it.
+func writeShortDocument(t *testing.T, path string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Requests []json.RawMessage `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Requests = doc.Requests[:n]
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(t.TempDir(), "short.json")
+	if err := os.WriteFile(short, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return short
+}
+
 // TestBenchJSON: the three modes, each with throughput, latency
 // percentiles in order, the group-size histogram of the component, every
 // request of every timed round accounted for, and the execution planned
@@ -461,7 +500,13 @@ func TestBenchClientsOutnumberDocument(t *testing.T) {
 	}
 	once := bench(t, pkg, "--requests", reqs, "--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "8")
 	for _, m := range once.Modes {
-		if m.PeakInFlight > 3 || m.Requests != 3 {
+		switch {
+		case m.Name == "direct":
+			// Its one pass is the document repeated to directStream.
+			if m.Requests != 3*((directStream+2)/3) {
+				t.Errorf("direct: one pass of %d requests, want the document repeated to %d", m.Requests, directStream)
+			}
+		case m.PeakInFlight > 3 || m.Requests != 3:
 			t.Errorf("%s: each request sent once: %d sent, a peak of %d in flight; want 3 and at most 3", m.Name, m.Requests, m.PeakInFlight)
 		}
 	}
