@@ -1009,6 +1009,28 @@ func TestInitOutputsNoLayoutSplits(t *testing.T) {
 	}
 }
 
+// TestInitCountThatKeptOneExtent: a detector's count of kept boxes may
+// take one extent on init's inputs of ones (here: NonZero of the first
+// row, four wide whatever the batch), which init once called a constant
+// to write in its place, refusing every other count at run time; the
+// graph computes extents from values, so init says to leave it a symbol.
+func TestInitCountThatKeptOneExtent(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "det.onnx")
+	writeGraph(t, model, &onnxpb.GraphProto{Name: "det",
+		Input:       []*onnxpb.ValueInfoProto{tensorInfo("scores", 1, "batch", 4)},
+		Output:      []*onnxpb.ValueInfoProto{tensorInfo("kept", 7, "kept_count", 1)},
+		Initializer: []*onnxpb.TensorProto{{Name: "first", DataType: 7, Dims: []int64{}, RawData: make([]byte, 8)}},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Gather", Input: []string{"scores", "first"}, Output: []string{"row"}},
+			{OpType: "NonZero", Input: []string{"row"}, Output: []string{"positions"}},
+			{OpType: "Transpose", Input: []string{"positions"}, Output: []string{"kept"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{1, 0}}}},
+		}}, 17)
+	initPrints(t, model, "# kept_count kept 4 on inputs of different extents (init ran the model\n"+
+		"              # twice), but the graph computes extents from values\n              # (NonZero): a count")
+}
+
 // TestVerifyNamesASharedOutputComputedOverTheCall: a grouped package
 // that returns a sum over the whole call from a shared port (init's
 // comment on it not followed) answers otherwise grouped than alone, and

@@ -36,7 +36,15 @@ type initComponent struct {
 	unified map[string]string
 	// probed says whether probeOutputs ran the model.
 	probed bool
+	// counting are the graph's operators whose outputs' extents are
+	// computed from values (NonMaxSuppression, NonZero): a symbol that
+	// kept one extent over init's two runs may be such a count, which
+	// only took one value on init's inputs.
+	counting []string
 }
+
+// countingOps are the operators whose outputs' extents the values decide.
+var countingOps = []string{"Compress", "NonMaxSuppression", "NonZero", "Unique"}
 
 // initPort is a graph input or output: its dtype and its shape, where
 // every dimension the graph leaves open is a shape symbol.
@@ -57,6 +65,11 @@ type initDim struct {
 // its own, PORT_dimI, unique in the component.
 func newInitComponent(name, artifact string, g *onnx.Graph) (*initComponent, error) {
 	c := &initComponent{name: name, artifact: artifact}
+	for _, op := range g.Ops {
+		if slices.Contains(countingOps, op) {
+			c.counting = append(c.counting, op)
+		}
+	}
 	taken := map[string]bool{}
 	for _, vs := range [][]onnx.Value{g.Inputs, g.Outputs} {
 		for _, v := range vs {
@@ -754,12 +767,21 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		// Rows that followed no input of a model that takes no
 		// offsets (whose outputs' rows may be units of a level): no
 		// layout splits them per request.
-		if n, ok := c.steady[first.sym]; ok {
+		if n, ok := c.steady[first.sym]; ok && len(c.counting) == 0 {
 			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(first.sym), n)
 			line(7, "# twice): a constant the export left dynamic; write %d in its place.", n)
 			line(7, "# Left shared, each request of a group receives it whole: right where")
 			line(7, "# it does not depend on the items (a table of anchors); where it does,")
 			line(7, "# leave this output out once the component groups.")
+			return
+		} else if ok {
+			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(first.sym), n)
+			line(7, "# twice), but the graph computes extents from values")
+			line(7, "# (%s): a count of what the model keeps", strings.Join(c.counting, ", "))
+			line(7, "# (detections) may take one value on init's inputs and others on")
+			line(7, "# yours: leave %s a symbol. No layout splits such a count per", yq(first.sym))
+			line(7, "# request: once the component groups, leave this output out, or keep")
+			line(7, "# it ungrouped.")
 			return
 		}
 		line(7, "# %s followed no input's extent when init ran the model twice: a", yq(first.sym))
@@ -825,6 +847,11 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		}
 		if n, ok := c.steady[d.sym]; ok {
 			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(d.sym), n)
+			if len(c.counting) > 0 {
+				line(7, "# twice), but the graph computes extents from values")
+				line(7, "# (%s): write %d in its place only where it is no count.", strings.Join(c.counting, ", "), n)
+				continue
+			}
 			line(7, "# twice): a constant the export left dynamic; write %d in its place.", n)
 			continue
 		}
