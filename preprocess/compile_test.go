@@ -117,6 +117,7 @@ func TestCompileRefuses(t *testing.T) {
 		{"combined sizes", []ir.Transform{decode(), tf("resize", "d", "x", scalar("size", ir.ParamInt, "2"), scalar("max_size", ir.ParamInt, "4"))}, nil, RuleOp, 7, "max_size"},
 		{"max_width beside width", []ir.Transform{decode(), tf("resize", "d", "x", integer("width", "5"), integer("max_width", "4"))}, nil, RuleOp, 7, "caps the width that a resize to `height` alone derives"},
 		{"multiple, both sides", []ir.Transform{decode(), tf("resize", "d", "x", integer("size", "64"), integer("multiple", "32"))}, nil, RuleOp, 7, "fixes both sides; multiple rounds"},
+		{"shortest_edge beside height", []ir.Transform{decode(), tf("resize", "d", "x", integer("shortest_edge", "64"), integer("height", "32"))}, nil, RuleOp, 7, "resize reads shortest_edge alone"},
 		{"max_height alone", []ir.Transform{decode(), tf("resize", "d", "x", integer("max_height", "4"))}, nil, RuleOp, 7, "caps the height that a resize to `width` alone derives"},
 		{"pad size", []ir.Transform{decode(), tf("pad", "d", "x", scalar("value", ir.ParamFloat, "0.5"))}, nil, RuleOp, 3, "has no target size"},
 		{"pad narrower", []ir.Transform{decode(), tf("resize", "d", "r", integer("height", "4"), integer("width", "8")), tf("pad", "r", "x", integer("width", "6"))}, nil, RuleOp, 7, "8 columns wide here, more than `width` 6"},
@@ -267,6 +268,12 @@ func TestResizeRounding(t *testing.T) {
 		{"floor", 120, 185, []ir.Param{integer("max_size", "960"), integer("multiple", "32")}, 128, 192},   // 3.75 and 5.78 multiples: max_size leaves them
 		{"floor", 112, 16, []ir.Param{integer("max_size", "960"), integer("multiple", "32")}, 128, 32},     // 3.5 to the even 4; 0.5 to 0, at least 1
 		{"ceil", 48, 100, []ir.Param{integer("height", "48"), integer("multiple", "8")}, 48, 96},
+		// torchvision's Resize(256) and HF's shortest_edge: the shorter side
+		// to 256, the longer int(256·long/short), so floor.
+		{"floor", 480, 640, []ir.Param{integer("shortest_edge", "256")}, 256, 341}, // 341.33
+		{"floor", 640, 427, []ir.Param{integer("shortest_edge", "256")}, 383, 256}, // 383.7
+		{"round", 640, 427, []ir.Param{integer("shortest_edge", "256")}, 384, 256},
+		{"floor", 100, 100, []ir.Param{integer("shortest_edge", "224")}, 224, 224},
 	} {
 		ps := c.params
 		if c.rounding != "" {

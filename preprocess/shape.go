@@ -131,8 +131,11 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 	maxW, hasMaxW := op.Int("max_width")
 	maxH, hasMaxH := op.Int("max_height")
 	multiple, hasMultiple := op.Int("multiple")
+	short, hasShort := op.Int("shortest_edge")
 	scaled := scaler(op)
 	switch {
+	case hasShort && (hasSize || hasH || hasW || hasMax || hasMultiple):
+		return in, errParam("shortest_edge", "`shortest_edge` is combined with another target (size, height, width, max_size or multiple); resize reads shortest_edge alone (the shorter side to it, the longer following the aspect ratio)")
 	case hasMultiple && (hasSize || hasH && hasW):
 		return in, errParam("multiple", "`multiple` is given, but this resize fixes both sides; multiple rounds the sides a keep-aspect resize (height, width or max_size alone) derives, so remove it or write the sides as multiples")
 	case hasMaxW && (!hasH || hasW || hasSize || hasMax):
@@ -149,6 +152,13 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 		op.Size = func(int, int) (int, int) { return size, size }
 	case hasH && hasW:
 		op.Size = func(int, int) (int, int) { return height, width }
+	case hasShort:
+		op.Size = func(h, w int) (int, int) {
+			if h <= w {
+				return short, scaled(w, short, h)
+			}
+			return scaled(h, short, w), short
+		}
 	case hasH:
 		op.Size = func(h, w int) (int, int) { return height, capped(scaled(w, height, h), maxW, hasMaxW) }
 	case hasW:
@@ -161,7 +171,7 @@ func resizeShape(op *Op, in Shape) (Shape, error) {
 			return h, w
 		}
 	default:
-		return in, fmt.Errorf("has no target size\nwrite size, height and width, height, width, or max_size")
+		return in, fmt.Errorf("has no target size\nwrite size, height and width, height, width, shortest_edge, or max_size")
 	}
 	if hasMultiple {
 		size := op.Size
