@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "init",
-		usage:   "init MODEL.onnx...|DIR [-o DIR] [--force] [--print]",
+		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images] [--force] [--print]",
 		summary: "write a starting inference_metadata.yaml from ONNX models (ports, dtypes and shapes read from the graphs)",
 		run:     runInit,
 	})
@@ -31,6 +31,7 @@ func runInit(e *env, args []string) int {
 	dir := flags.String("o", "", "the package folder the document is written to; it must hold every model (default: the first model's folder)")
 	force := flags.Bool("force", false, "replace an existing "+metadataName)
 	print := flags.Bool("print", false, "print the document to standard output instead of writing it")
+	images := flags.Bool("images", false, "for one model whose input is float images [batch, 3, height, width] (or channels last): write a package that takes encoded images (PNG, JPEG, GIF) as items, preprocesses them as ImageNet encoders take them, and groups them")
 	models, ok := parseFlags(e, flags, c, args)
 	if !ok {
 		return exitUsage
@@ -115,7 +116,21 @@ func runInit(e *env, args []string) int {
 		}
 		comps = append(comps, comp)
 	}
-	src := []byte(initDocument(comps))
+	var src []byte
+	if *images {
+		if len(comps) != 1 {
+			e.errorf("init: --images writes the package of one image encoder; give one model")
+			return exitUsage
+		}
+		im, err := imageInputOf(comps[0])
+		if err != nil {
+			e.errorf("init: %s: %v", models[0], err)
+			return exitUsage
+		}
+		src = []byte(imagesDocument(comps[0], im))
+	} else {
+		src = []byte(initDocument(comps))
+	}
 
 	target := filepath.Join(*dir, metadataName)
 	if !*print {
@@ -156,6 +171,11 @@ func runInit(e *env, args []string) int {
 	cn := make([]string, len(comps))
 	for i, c := range comps {
 		cn[i] = c.name
+	}
+	if *images {
+		fmt.Fprintf(e.stdout, "wrote %s (encoded images in, preprocessed, then %s on many requests' images at once); next: check the preprocessing against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
+			target, cn[0], *dir)
+		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "wrote %s (%d %s: %s); next: declare grouping where its comments show, run `genaic check %s` after each edit, then `genaic run %s --verify`: grouped answers against answers alone\n",
 		target, len(comps), plural(len(comps), "component"), strings.Join(cn, ", "), *dir, *dir)

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// An image encoder's package as init --images writes it: the request
+// brings encoded images (any number, as items), the built-in image adapter
+// decodes and preprocesses them into the model's input, and the model runs
+// on the images of many requests at once, its outputs split back per image.
+
+// imageSide is the side init --images crops to where the graph leaves the
+// image's height and width open: the size most image encoders are trained
+// at.
+const imageSide = 224
+
+// imageInput is the model's input that takes the images.
+type imageInput struct {
+	port     initPort
+	batch    string // the symbol of its first axis: one image per row
+	channels int64  // 3 (RGB) or 1 (gray)
+	last     bool   // channels last: [batch, height, width, channels]
+	h, w     int64  // the side the graph fixes, or imageSide where it leaves it open
+	open     bool   // the graph leaves height and width open
+}
+
+// imageInputOf is the component's one input, if it takes images: a float
+// tensor [batch, channels, height, width] (or channels last) of 3 or 1
+// channels whose first axis is dynamic. It says why not otherwise.
+func imageInputOf(c *initComponent) (imageInput, error) {
+	if len(c.inputs) != 1 {
+		names := make([]string, len(c.inputs))
+		for i, p := range c.inputs {
+			names[i] = p.name
+		}
+		return imageInput{}, fmt.Errorf("--images takes a model whose one input is its images; this one takes %s", strings.Join(names, ", "))
+	}
+	p := c.inputs[0]
+	shape := p.shapeYAML()
+	if !p.hasShape {
+		shape = "(any shape)"
+	}
+	bad := func(why string) (imageInput, error) {
+		return imageInput{}, fmt.Errorf("input %s is %s %s, %s", p.name, p.dtype, shape, why)
+	}
+	switch {
+	case p.dtype != "float32":
+		return bad("not float32 images [batch, channels, height, width]: --images makes float32 pixels")
+	case !p.hasShape || len(p.dims) != 4:
+		return bad("not images [batch, channels, height, width] (or channels last)")
+	case p.dims[0].sym == "":
+		if p.dims[0].size == 1 {
+			return bad(fmt.Sprintf("whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch %s -o ...`)", c.artifact))
+		}
+		return bad("whose first axis the graph fixes: --images needs a dynamic batch of images")
+	}
+	im := imageInput{port: p, batch: p.dims[0].sym}
+	channel := func(d initDim) bool { return d.sym == "" && (d.size == 3 || d.size == 1) }
+	sides := p.dims[2:4]
+	switch {
+	case channel(p.dims[1]):
+		im.channels = p.dims[1].size
+	case channel(p.dims[3]):
+		im.channels, im.last, sides = p.dims[3].size, true, p.dims[1:3]
+	default:
+		return bad("with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels")
+	}
+	switch {
+	case sides[0].sym == "" && sides[1].sym == "":
+		im.h, im.w = sides[0].size, sides[1].size
+	case sides[0].sym != "" && sides[1].sym != "":
+		im.h, im.w, im.open = imageSide, imageSide, true
+	default:
+		return bad("which fixes one side of its images and leaves the other open")
+	}
+	if outs, skipped := imageOutputs(c, im); len(outs) == 0 {
+		return imageInput{}, fmt.Errorf("no output gives one row per image of fixed extents beyond it: %s", strings.Join(skipped, "; "))
+	}
+	return im, nil
+}
+
+// imageOutputs are the outputs of c that give one row per image of im,
+// of extents the graph fixes beyond it, and why each other is left out.
+func imageOutputs(c *initComponent, im imageInput) (outs []initPort, skipped []string) {
+	for _, o := range c.outputs {
+		switch {
+		case !o.hasShape || len(o.dims) == 0 || o.dims[0].sym != im.batch:
+			skipped = append(skipped, fmt.Sprintf("%s %s has no row per image", o.name, o.shapeYAML()))
+		case slices.ContainsFunc(o.dims[1:], func(d initDim) bool { return d.sym != "" }):
+			skipped = append(skipped, fmt.Sprintf("%s %s has an extent the graph leaves open beside its rows", o.name, o.shapeYAML()))
+		default:
+			outs = append(outs, o)
+		}
+	}
+	return outs, skipped
+}
+
+// pixelShape is the shape of the pixels the adapter makes for the model.
+func (im imageInput) pixelShape() string {
+	b := yq(im.batch)
+	if im.last {
+		return fmt.Sprintf("[%s, %d, %d, %d]", b, im.h, im.w, im.channels)
+	}
+	return fmt.Sprintf("[%s, %d, %d, %d]", b, im.channels, im.h, im.w)
+}
+
+// imagesDocument writes the package of an image encoder c whose input im
+// takes the images.
+func imagesDocument(c *initComponent, im imageInput) string {
+	var b strings.Builder
+	line := func(indent int, format string, args ...any) {
+		b.WriteString(strings.Repeat("  ", indent))
+		fmt.Fprintf(&b, format, args...)
+		b.WriteByte('\n')
+	}
+	// The workflow's names, apart from the model's symbols, its outputs
+	// (values of the workflow too) and its component.
+	taken := map[string]bool{c.name: true}
+	for _, p := range slices.Concat(c.inputs, c.outputs) {
+		for _, d := range p.dims {
+			taken[d.sym] = true
+		}
+	}
+	for _, p := range c.outputs {
+		taken[p.name] = true
+	}
+	images := freshName("images", taken)
+	var (
+		offsets   = freshName(images+"_offsets", taken)
+		owner     = freshName(images+"_owner", taken)
+		rows      = freshName(images+"_rows", taken)
+		row       = freshName(images+"_row", taken)
+		bytes     = freshName("bytes", taken)
+		plusOne   = freshName(images+"_plus_one", taken)
+		rowsPlus  = freshName(images+"_rows_plus_one", taken)
+		perRow    = freshName("rows_plus_one", taken)
+		pixels    = freshName(im.port.name, taken) // the adapter's output, the model's input
+		imgOffset = "image.image_offsets"
+		imgOwner  = "image.image_owner"
+		adapter   = freshName("image_preprocess", taken)
+		level     = fmt.Sprintf("{ offsets: %s, owner: %s", imgOffset, imgOwner)
+	)
+	outs, skipped := imageOutputs(c, im)
+	line(0, "# Written by `genaic init --images` from %s: a package that takes", c.artifact)
+	line(0, "# encoded images (PNG, JPEG or GIF), any number per request, as items,")
+	line(0, "# and runs the model on the images of many requests at once; each")
+	line(0, "# request gets its own images' rows of every output, one item each.")
+	line(0, "#")
+	line(0, "# The preprocessing is the one most ImageNet-trained encoders take")
+	line(0, "# (torchvision's and timm's classifiers): the shorter side resized to")
+	if im.open {
+		line(0, "# %d, the centre %dx%d cut out (the graph leaves the sides open:", shorterSide(im), im.h, im.w)
+		line(0, "# %d is the side most encoders are trained at), scaled to [0, 1]", imageSide)
+	} else {
+		line(0, "# %d, the centre %dx%d the graph fixes cut out, scaled to [0, 1]", shorterSide(im), im.h, im.w)
+	}
+	if im.channels == 1 {
+		line(0, "# and, one gray channel, normalized by 0.5 and 0.5 (to [-1, 1]).")
+	} else {
+		line(0, "# and normalized by ImageNet's mean and std per channel.")
+	}
+	line(0, "# Verify it against your model's: CLIP normalizes by [0.4815, 0.4578,")
+	line(0, "# 0.4082] and [0.2686, 0.2613, 0.2758], a model trained on [-1, 1] by")
+	line(0, "# 0.5 and 0.5, and some resize to the square without cropping")
+	line(0, "# (resize: { size: N }). docs/preprocessing.md lists the ops.")
+	line(0, "schema_version: v1.1")
+	line(0, "model:")
+	line(1, "name: %s", yq(c.name))
+	line(0, "preprocessing:")
+	line(1, "image:")
+	line(2, "transforms:")
+	mode, mean, std := "RGB", "[0.485, 0.456, 0.406]", "[0.229, 0.224, 0.225]"
+	if im.channels == 1 {
+		mode, mean, std = "L", "[0.5]", "[0.5]"
+	}
+	line(3, "- { op: decode, outputs: [image.decoded] }")
+	line(3, "- { op: convert_color, mode: %s, inputs: [image.decoded], outputs: [image.color] }", mode)
+	line(3, "- { op: resize, shortest_edge: %d, rounding: floor, inputs: [image.color], outputs: [image.resized] }", shorterSide(im))
+	line(3, "- { op: center_crop, height: %d, width: %d, inputs: [image.resized], outputs: [image.cropped] }", im.h, im.w)
+	line(3, "- { op: rescale, factor: 0.00392156862745098, inputs: [image.cropped], outputs: [image.scaled] }")
+	line(3, "- { op: normalize, mean: %s, std: %s, inputs: [image.scaled], outputs: [image.normalized] }", mean, std)
+	line(2, "outputs:")
+	line(3, "- name: %s", yq(pixels))
+	line(4, "source: image.normalized")
+	line(4, "content: pixels")
+	line(4, "dtype: float32")
+	line(4, "contract:")
+	line(5, "dtype: float32")
+	line(5, "shape: %s", im.pixelShape())
+	line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: produced }] }", level)
+	line(3, "- { name: %s, source: image.normalized, content: pack_offsets, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOffset, yq(perRow))
+	line(3, "- { name: %s, source: image.normalized, content: pack_owner, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOwner, yq(im.batch))
+	line(0, "pipeline:")
+	line(1, "workflow:")
+	line(2, "manifest:")
+	line(3, "adapter_abis: { onnx-genai.image-preprocess: \"1\" }")
+	line(2, "inputs:")
+	line(3, "%s:", yq(images))
+	line(4, "contract:")
+	line(5, "dtype: uint8")
+	line(5, "shape: [%s]", yq(bytes))
+	line(5, "# The bytes of each image, then the images of each request.")
+	line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: %s, owner: %s }, { offsets: %s, owner: %s }] }",
+		yq(offsets), yq(owner), yq(rows), yq(row))
+	line(4, "role: { kind: runtime, version: \"1.0\", role: media }")
+	line(4, "source: { kind: request }")
+	for _, comp := range []struct{ name, sym string }{{offsets, plusOne}, {owner, bytes}, {rows, rowsPlus}, {row, images}} {
+		line(3, "%s:", yq(comp.name))
+		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(comp.sym))
+		line(4, "role: { kind: opaque }")
+		line(4, "source: { kind: request }")
+	}
+	line(2, "outputs:")
+	for _, o := range outs {
+		line(3, "%s:", yq(o.name))
+		line(4, "contract:")
+		line(5, "dtype: %s", o.dtype)
+		line(5, "shape: %s", o.shapeYAML())
+		line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: preserved }] }", level)
+		line(4, "role: tensor")
+		line(4, "stage: pre_adapter")
+	}
+	for _, comp := range []struct{ name, shape string }{{imgOffset, yq(perRow)}, {imgOwner, yq(im.batch)}} {
+		line(3, "%s:", comp.name)
+		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", comp.shape)
+		line(4, "role: tensor")
+		line(4, "stage: pre_adapter")
+	}
+	line(2, "components:")
+	line(3, "%s:", yq(adapter))
+	line(4, "implementation: { kind: adapter, abi: onnx-genai.image-preprocess, version: \"1\" }")
+	line(4, "# Up to 8 images (32 MiB of encoded bytes) are decoded in one call; the")
+	line(4, "# model's budget below bounds what it runs at once.")
+	line(4, "batch_capacity:")
+	line(5, "budgets:")
+	line(6, "- { dimensions: [%s], max_total: 8 }", yq(images))
+	line(6, "- { dimensions: [%s], max_total: 33554432 }", yq(bytes))
+	line(4, "ports:")
+	line(5, "inputs:")
+	line(6, "encoded:")
+	line(7, "dtype: uint8")
+	line(7, "shape: [%s]", yq(bytes))
+	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: byte_offsets, owner: %s }, { offsets: rows, owner: %s }] }", yq(owner), yq(row))
+	line(6, "byte_offsets: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(plusOne))
+	line(6, "rows: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(rowsPlus))
+	line(5, "outputs:")
+	line(6, "%s:", yq(pixels))
+	line(7, "dtype: float32")
+	line(7, "shape: %s", im.pixelShape())
+	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: produced }] }", level)
+	line(6, "%s: { dtype: int64, shape: [%s] }", imgOffset, yq(perRow))
+	line(6, "%s: { dtype: int64, shape: [%s] }", imgOwner, yq(im.batch))
+	line(3, "%s:", yq(c.name))
+	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
+	line(4, "# At most 8 images per call: raise it to the batch your model runs")
+	line(4, "# fastest at (`genaic bench` measures it).")
+	line(4, "batch_capacity:")
+	line(5, "budgets:")
+	line(6, "- { dimensions: [%s], max_total: 8 }", yq(im.batch))
+	line(4, "ports:")
+	line(5, "inputs:")
+	line(6, "%s:", yq(im.port.name))
+	line(7, "dtype: float32")
+	line(7, "shape: %s", im.pixelShape())
+	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [%s }] }", level)
+	line(5, "outputs:")
+	for _, s := range skipped {
+		line(6, "# Not declared: %s.", s)
+	}
+	for _, o := range outs {
+		line(6, "%s:", yq(o.name))
+		line(7, "dtype: %s", o.dtype)
+		line(7, "shape: %s", o.shapeYAML())
+		line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: preserved }] }", level)
+	}
+	line(2, "steps:")
+	line(3, "- kind: invoke")
+	line(4, "component: %s", yq(adapter))
+	line(4, "inputs: { encoded: %s, byte_offsets: %s, rows: %s }", yq(images), yq(offsets), yq(rows))
+	line(4, "outputs: { %s: %s, %s: %s, %s: %s }", yq(pixels), yq(pixels), imgOffset, imgOffset, imgOwner, imgOwner)
+	line(3, "- kind: invoke")
+	line(4, "component: %s", yq(c.name))
+	line(4, "inputs: { %s: %s }", yq(im.port.name), yq(pixels))
+	results := make([]string, len(outs))
+	for i, o := range outs {
+		results[i] = yq(o.name) + ": " + yq(o.name)
+	}
+	line(4, "outputs: { %s }", strings.Join(results, ", "))
+	for _, o := range outs {
+		line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", yq(o.name), yq(o.name))
+	}
+	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOffset, imgOffset)
+	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOwner, imgOwner)
+	return b.String()
+}
+
+// shorterSide is what the shorter side is resized to before the centre
+// crop: the crop's longer side over 0.875, rounded, as ImageNet's
+// evaluation resizes to 256 and crops 224; the longer side, so that an
+// oblong crop fits an image of either orientation.
+func shorterSide(im imageInput) int64 {
+	return (max(im.h, im.w)*8 + 3) / 7
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// meanPixels is an image encoder that averages each channel of its
+// images: input pixels (dims), output means [batch, channels], the mean
+// over axes.
+func meanPixels(dims []any, axes ...int64) *onnxpb.GraphProto {
+	channels := dims[1]
+	if axes[0] == 1 {
+		channels = dims[3]
+	}
+	return &onnxpb.GraphProto{Name: "means",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, dims...)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("means", 1, dims[0], channels)},
+		Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixels"}, Output: []string{"means"}, Attribute: []*onnxpb.AttributeProto{
+			{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: axes},
+			{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}
+}
+
+// solidPNG is a w×h PNG of one colour.
+func solidPNG(t *testing.T, w, h int, c color.Color) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestInitImages is a newcomer's path with an image encoder: init
+// --images writes a package that takes encoded images as items, which
+// check accepts; run on solid images of any size and orientation answers
+// each image's channel means as ImageNet's normalization makes them (RGB
+// in order: the whole program ran, resize and centre crop included),
+// channels first or last, and a gray model's as 0.5 and 0.5 make them;
+// the requests grouped answer as alone. A model that takes no images is
+// refused, saying why.
+func TestInitImages(t *testing.T) {
+	orange := color.NRGBA{R: 255, G: 128, B: 0, A: 255}
+	imagenet := func(v, mean, std float64) float64 { return (v/255 - mean) / std }
+	rgb := []float64{imagenet(255, 0.485, 0.229), imagenet(128, 0.456, 0.224), imagenet(0, 0.406, 0.225)}
+	for _, c := range []struct {
+		name string
+		g    *onnxpb.GraphProto
+		fill color.Color
+		want []float64
+	}{
+		{"channels first", meanPixels([]any{"batch", 3, 8, 8}, 2, 3), orange, rgb},
+		{"channels last", meanPixels([]any{"n", 6, 10, 3}, 1, 2), orange, rgb},
+		{"sides open", meanPixels([]any{"batch", 3, "height", "width"}, 2, 3), orange, rgb},
+		{"gray", meanPixels([]any{"batch", 1, 8, 8}, 2, 3), color.Gray{Y: 64}, []float64{(64.0/255 - 0.5) / 0.5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeGraph(t, filepath.Join(dir, "means.onnx"), c.g, 17)
+			out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "means.onnx"))
+			if code != exitOK || !strings.Contains(out, "encoded images in, preprocessed, then means") {
+				t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
+			}
+			checkClean(t, dir)
+			// Three requests of one to three images, landscape,
+			// portrait and square.
+			sizes := [][2]int{{40, 30}, {17, 50}, {12, 12}, {90, 20}, {25, 26}, {9, 9}}
+			var reqs []string
+			for r, n := range []int{1, 2, 3} {
+				var items []string
+				for k := range n {
+					s := sizes[(r*2+k)%len(sizes)]
+					items = append(items, fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, len(solidPNG(t, s[0], s[1], c.fill)),
+						base64.StdEncoding.EncodeToString(solidPNG(t, s[0], s[1], c.fill))))
+				}
+				reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"images":{"items":[%s]}}}`, r, strings.Join(items, ",")))
+			}
+			doc := filepath.Join(dir, "requests.json")
+			if err := os.WriteFile(doc, []byte(`{"requests":[`+strings.Join(reqs, ",")+`]}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code = runCLI(t, "run", dir, "--requests", doc)
+			if code != exitOK {
+				t.Fatalf("run: exit %d\n%s", code, errOut)
+			}
+			var resp struct {
+				Responses []struct {
+					Outputs map[string]struct {
+						Items []struct {
+							Data []float64 `json:"data"`
+						} `json:"items"`
+					} `json:"outputs"`
+				} `json:"responses"`
+			}
+			if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 3 {
+				t.Fatalf("run printed %v\n%s", err, out)
+			}
+			for r, rr := range resp.Responses {
+				items := rr.Outputs["means"].Items
+				if len(items) != r+1 {
+					t.Fatalf("request %d: %d items of means, want %d", r, len(items), r+1)
+				}
+				for k, it := range items {
+					for ch, want := range c.want {
+						if len(it.Data) != len(c.want) || math.Abs(it.Data[ch]-want) > 1e-3 {
+							t.Fatalf("request %d image %d: means %v, want %v", r, k, it.Data, c.want)
+						}
+					}
+				}
+			}
+			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "each of the 3 requests is answered alike grouped and alone") {
+				t.Errorf("run --verify: exit %d\n%s", code, errOut)
+			}
+		})
+	}
+
+	for _, c := range []struct {
+		name string
+		g    *onnxpb.GraphProto
+		want string
+	}{
+		{"a batch of one", meanPixels([]any{1, 3, 8, 8}, 2, 3), "input pixels is float32 [1, 3, 8, 8], whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch means.onnx -o ...`)"},
+		{"no channels", meanPixels([]any{"batch", 4, 8, 8}, 2, 3), "with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels"},
+		{"one side open", meanPixels([]any{"batch", 3, 8, "width"}, 2, 3), "which fixes one side of its images and leaves the other open"},
+		{"no row per image", &onnxpb.GraphProto{Name: "total", Input: []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, "batch", 3, 8, 8)},
+			Output: []*onnxpb.ValueInfoProto{tensorInfo("total", 1)},
+			Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixels"}, Output: []string{"total"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}, "no output gives one row per image of fixed extents beyond it: total [] has no row per image"},
+		{"not images", &onnxpb.GraphProto{Name: "ids", Input: []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "batch", "seq")},
+			Output: []*onnxpb.ValueInfoProto{tensorInfo("out", 7, "batch", "seq")},
+			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"ids"}, Output: []string{"out"}}}}, "input ids is int64 [batch, seq], not float32 images"},
+	} {
+		dir := t.TempDir()
+		writeGraph(t, filepath.Join(dir, "means.onnx"), c.g, 17)
+		if _, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "means.onnx")); code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d\n%s", c.name, code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, metadataName)); err == nil {
+			t.Errorf("%s: a refused init --images wrote a document", c.name)
+		}
+	}
+}
