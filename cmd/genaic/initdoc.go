@@ -767,15 +767,15 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		// Rows that followed no input of a model that takes no
 		// offsets (whose outputs' rows may be units of a level): no
 		// layout splits them per request.
-		if n, ok := c.steady[first.sym]; ok && len(c.counting) == 0 {
+		if n, ok := c.steady[first.sym]; ok {
 			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(first.sym), n)
-			line(7, "# twice): a constant the export left dynamic; write %d in its place.", n)
-			line(7, "# Left shared, each request of a group receives it whole: right where")
-			line(7, "# it does not depend on the items (a table of anchors); where it does,")
-			line(7, "# leave this output out once the component groups.")
-			return
-		} else if ok {
-			line(7, "# %s kept %d on inputs of different extents (init ran the model", yq(first.sym), n)
+			if len(c.counting) == 0 {
+				line(7, "# twice): a constant the export left dynamic; write %d in its place.", n)
+				line(7, "# Left shared, each request of a group receives it whole: right where")
+				line(7, "# it does not depend on the items (a table of anchors); where it does,")
+				line(7, "# leave this output out once the component groups.")
+				return
+			}
 			line(7, "# twice), but the graph computes extents from values")
 			line(7, "# (%s): a count of what the model keeps", strings.Join(c.counting, ", "))
 			line(7, "# (detections) may take one value on init's inputs and others on")
