@@ -82,9 +82,17 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 }
 
 // imageOutputs are the outputs of c that give one row per image of im,
-// of extents the graph fixes beyond it, and why each other is left out.
+// of extents the graph fixes beyond it (or that kept one extent when init
+// ran the model twice: constants the export left open, written in), and
+// why each other is left out.
 func imageOutputs(c *initComponent, im imageInput) (outs []initPort, skipped []string) {
 	for _, o := range c.outputs {
+		o.dims = slices.Clone(o.dims)
+		for i, d := range o.dims {
+			if n, ok := c.steady[d.sym]; ok && i > 0 && len(c.counting) == 0 {
+				o.dims[i] = initDim{size: n}
+			}
+		}
 		switch {
 		case !o.hasShape || len(o.dims) == 0 || o.dims[0].sym != im.batch:
 			skipped = append(skipped, fmt.Sprintf("%s %s has no row per image", o.name, o.shapeYAML()))
