@@ -145,7 +145,13 @@ func runBench(e *env, args []string) int {
 		}
 	}
 	if bf.model == "" {
-		bf.model = filepath.Base(pkgDir)
+		// As serve names a package's model: by its folder, "." and ".."
+		// resolved.
+		abs, err := filepath.Abs(pkgDir)
+		if err != nil {
+			return ioError(e, err)
+		}
+		bf.model = filepath.Base(abs)
 	}
 	if !bf.remote() {
 		warnDivergence(e, f, pkgDir, bf.options(false), reqs)

@@ -97,6 +97,19 @@ func TestBenchServer(t *testing.T) {
 	}
 }
 
+// TestBenchServerPackageHere: bench of the package "." (the folder it
+// runs in) asks the server for the model serve names by that folder, as
+// it does for a path that names it (it asked for a model ".").
+func TestBenchServerPackageHere(t *testing.T) {
+	url, _ := startServer(t, textPkg)
+	t.Chdir(textPkg)
+	rep := bench(t, ".", "--requests", "requests.json", "--url", url, "--protocols", "http",
+		"--rounds", "1", "--warmup", "0", "--round-time", "0", "--concurrency", "2")
+	if m := rep.Modes; len(m) != 1 || m[0].Failed != 0 || m[0].Requests != 64 || rep.Server == nil || rep.Server.Model != "text_packed" {
+		t.Errorf("bench . --url: server %+v, modes %+v; want model text_packed, 64 answered", rep.Server, m)
+	}
+}
+
 // TestBenchTritonStats: against a server that has no genaic /metrics but
 // answers Triton's statistics extension (a genaic server behind a front
 // that hides its /metrics, as a Triton server would look), the groups,
