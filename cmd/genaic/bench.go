@@ -145,13 +145,7 @@ func runBench(e *env, args []string) int {
 		}
 	}
 	if bf.model == "" {
-		// As serve names a package's model: by its folder, "." and ".."
-		// resolved.
-		abs, err := filepath.Abs(pkgDir)
-		if err != nil {
-			return ioError(e, err)
-		}
-		bf.model = filepath.Base(abs)
+		bf.model = packageName(pkgDir)
 	}
 	if !bf.remote() {
 		warnDivergence(e, f, pkgDir, bf.options(false), reqs)
