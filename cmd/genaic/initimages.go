@@ -83,14 +83,27 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 
 // imageOutputs are the outputs of c that give one row per image of im,
 // of extents the graph fixes beyond it (or that kept one extent when init
-// ran the model twice: constants the export left open, written in), and
-// why each other is left out.
+// ran the model twice: constants the export left open, written in; or
+// that followed the image's open sides: the crop's, written in), and why
+// each other is left out.
 func imageOutputs(c *initComponent, im imageInput) (outs []initPort, skipped []string) {
+	// The image's sides, where the graph leaves them open: the crop's.
+	sides := map[string]int64{}
+	if im.open {
+		at := 2
+		if im.last {
+			at = 1
+		}
+		sides[im.port.dims[at].sym], sides[im.port.dims[at+1].sym] = im.h, im.w
+	}
 	for _, o := range c.outputs {
 		o.dims = slices.Clone(o.dims)
 		for i, d := range o.dims {
 			if n, ok := c.steady[d.sym]; ok && i > 0 && len(c.counting) == 0 {
 				o.dims[i] = initDim{size: n}
+			}
+			if n, ok := sides[d.sym]; ok && i > 0 {
+				o.dims[i] = initDim{size: n} // an output as large as the image (a mask)
 			}
 		}
 		switch {

@@ -165,3 +165,31 @@ func TestInitImages(t *testing.T) {
 		}
 	}
 }
+
+// TestInitImagesOpenSidedMask: where the graph leaves the image's sides
+// open, an output that follows them (a segmenter's mask) takes the sides
+// of the crop, and is split per image like the others.
+func TestInitImagesOpenSidedMask(t *testing.T) {
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "seg.onnx"), &onnxpb.GraphProto{Name: "seg",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, "batch", 3, "height", "width")},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("mask", 1, "batch", 3, "height", "width")},
+		Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"pixels"}, Output: []string{"mask"}}}}, 17)
+	if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "seg.onnx")); code != exitOK {
+		t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
+	}
+	_, doc := initWritten(t, dir)
+	if !strings.Contains(doc, "            mask:\n              dtype: float32\n              shape: [batch, 3, 224, 224]\n") {
+		t.Errorf("the mask's port is not the crop's sides:\n%s", doc)
+	}
+	png := solidPNG(t, 300, 250, color.NRGBA{R: 10, G: 20, B: 30, A: 255})
+	reqs := filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(reqs, []byte(fmt.Sprintf(`{"requests":[{"id":"r","inputs":{"images":{"items":[{"dtype":"uint8","shape":[%d],"data":%q}]}}}]}`,
+		len(png), base64.StdEncoding.EncodeToString(png))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "run", dir, "--requests", reqs)
+	if code != exitOK || !strings.Contains(out, `"mask":{"items":[{"dtype":"float32","shape":[3,224,224]`) {
+		t.Errorf("run: exit %d\n%.300s\n%s", code, out, errOut)
+	}
+}
