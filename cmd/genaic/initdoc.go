@@ -335,6 +335,14 @@ func initDocument(comps []*initComponent) string {
 		line(0, "# every other input is a request input, and every output no later")
 		line(0, "# component takes is emitted.")
 	}
+	if len(comps) == 1 {
+		if im, err := imageInputOf(comps[0]); err == nil {
+			line(0, "#")
+			line(0, "# Its input %s takes images: `genaic init --images %s`", im.port.name, comps[0].artifact)
+			line(0, "# writes instead a package that takes them encoded (PNG, JPEG, GIF),")
+			line(0, "# preprocessed by the built-in image adapter, and groups them.")
+		}
+	}
 	line(0, "schema_version: v1.0 # declare v1.1 when you add batch_capacity, padding or levels")
 	line(0, "model:")
 	line(1, "name: %s", yq(comps[0].name))

@@ -82,6 +82,8 @@ func TestInitImages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeGraph(t, filepath.Join(dir, "means.onnx"), c.g, 17)
+			// Plain init points at --images.
+			initPrints(t, filepath.Join(dir, "means.onnx"), "# Its input pixels takes images: `genaic init --images means.onnx`\n")
 			out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "means.onnx"))
 			if code != exitOK || !strings.Contains(out, "encoded images in, preprocessed, then means") {
 				t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
