@@ -168,6 +168,8 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(0, "# encoded images (PNG, JPEG or GIF), any number per request, as items,")
 	line(0, "# and runs the model on the images of many requests at once; each")
 	line(0, "# request gets its own images' rows of every output, one item each.")
+	line(0, "# A requests document (genaic run, bench) names image files:")
+	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"cat.jpg\"}]}}}", images)
 	line(0, "#")
 	line(0, "# The preprocessing is the one most ImageNet-trained encoders take")
 	line(0, "# (torchvision's and timm's classifiers): the shorter side resized to")

@@ -34,7 +34,11 @@ func FuzzReadRequests(f *testing.F) {
 	f.Add([]byte(`{"requests":null} trailing`))
 	f.Add([]byte(`{"requests":[{"id":"a"},{"id":"a"}]}`))
 	f.Add([]byte(`{"requests":[{"id":"a"}],"x":1}`))
+	f.Add([]byte(`{"requests":[{"inputs":{"x":{"file":"a.png"}}},{"inputs":{"x":{"items":[{"file":"a.png"},{"file":"../a.png"}]}}}]}`))
 	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.png"), []byte("\x89PNG"), 0o644); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		reqs, err := ReadRequests(bytes.NewReader(b), dir)
 		whole, wholeErr := readWhole(b, dir)

@@ -30,8 +30,10 @@ import (
 //	{"requests":[{"id","inputs":{NAME: TENSOR}}]}
 //	{"responses":[{"id","outputs":{NAME: TENSOR},"error":{"rule","message"}|null}],"stats":{...}}
 //
-// where a TENSOR is {"dtype","shape","data":[...]} or {"npy": "relative/path.npy"},
-// and a token_packed input or output may instead be {"items": [TENSOR, ...]}
+// where a TENSOR is {"dtype","shape","data":[...]}, {"npy": "relative/path.npy"}
+// or {"file": "relative/path"} (a uint8 [n] of the file's bytes: an
+// encoded image, a WAV clip), and a token_packed input or output may
+// instead be {"items": [TENSOR, ...]}
 // (two levels: {"items": [{"items": [TENSOR, ...]}, ...]}; items.go).
 
 // requestJSON is one request of a requests document.
@@ -46,6 +48,9 @@ type TensorJSON struct {
 	Shape []int64         `json:"shape"`
 	Data  json.RawMessage `json:"data"`
 	NPY   string          `json:"npy,omitempty"`
+	// File names a file whose bytes are the tensor, uint8 [n]: an
+	// encoded image or clip for an adapter's media input.
+	File string `json:"file,omitempty"`
 	// Items, when set, makes this value a list of items rather than a
 	// tensor (items.go): each a TENSOR or, one level down, {"items": [...]}.
 	Items []json.RawMessage `json:"items,omitempty"`
@@ -265,18 +270,24 @@ func parseTensorJSON(raw json.RawMessage) (TensorJSON, error) {
 		case errors.As(err, &te):
 			err = fmt.Errorf("field %q cannot be %s", te.Field, typeErrKind(te.Value))
 		}
-		return tj, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"}, {\"npy\": path} or {\"items\": [...]})", err)
+		return tj, fmt.Errorf("%v (want {\"dtype\",\"shape\",\"data\"}, {\"npy\": path}, {\"file\": path} or {\"items\": [...]})", err)
 	}
-	if tj.Items != nil && (tj.DType != "" || tj.Shape != nil || tj.Data != nil || tj.NPY != "") {
+	if tj.Items != nil && (tj.DType != "" || tj.Shape != nil || tj.Data != nil || tj.NPY != "" || tj.File != "") {
 		return tj, fmt.Errorf("holds both items and the fields of a tensor; give {\"items\": [...]} alone, or one tensor")
+	}
+	if tj.File != "" && (tj.DType != "" || tj.Shape != nil || tj.Data != nil || tj.NPY != "") {
+		return tj, fmt.Errorf("holds both a file and the fields of a tensor; give {\"file\": path} alone (its bytes are a uint8 tensor)")
 	}
 	return tj, nil
 }
 
-// tensor decodes an inline or .npy tensor.
+// tensor decodes an inline, .npy or file tensor.
 func (tj TensorJSON) tensor(baseDir string, opts ReadOptions) (*backend.Tensor, error) {
 	if tj.NPY != "" {
 		return openNPY(baseDir, tj.NPY, opts)
+	}
+	if tj.File != "" {
+		return openBytes(baseDir, tj.File, opts)
 	}
 	d, ok := ir.LookupDType(tj.DType)
 	if !ok {
@@ -582,19 +593,53 @@ func init() {
 // 10,000 bytes by default).
 const maxNPYHeader = 1 << 16
 
-// openNPY opens the .npy file a requests document names: relative to
-// baseDir and inside it, unless absolute paths are allowed, in which case
-// an absolute path is taken as given.
+// openNPY opens the .npy file a requests document names (openLocal).
 func openNPY(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
+	f, err := openLocal(baseDir, name, ".npy path", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readNPY(f, name, opts.MaxNPYBytes)
+}
+
+// openBytes reads the file a requests document names (openLocal) whole,
+// as a uint8 tensor [n], up to the .npy payload bound.
+func openBytes(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
+	f, err := openLocal(baseDir, name, "file path", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	limit := opts.MaxNPYBytes
+	if limit <= 0 {
+		limit = DefaultMaxNPYBytes
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("file path %q: %v", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("file path %q: the file holds more than %d bytes", name, limit)
+	}
+	return &backend.Tensor{DType: "uint8", Shape: []int64{int64(len(b))}, Data: b}, nil
+}
+
+// openLocal opens the file a requests document names (what says which
+// kind, for messages): relative to baseDir and inside it, unless absolute
+// paths are allowed, in which case an absolute path is taken as given.
+// Only a regular file is opened.
+func openLocal(baseDir, name, what string, opts ReadOptions) (*os.File, error) {
 	p := filepath.FromSlash(name)
 	if filepath.IsAbs(p) || strings.HasPrefix(name, "/") {
 		if !opts.AllowAbs {
-			return nil, fmt.Errorf(".npy path %q is absolute; paths are relative to the requests folder (give --allow-abs to take absolute paths as given)", name)
+			return nil, fmt.Errorf("%s %q is absolute; paths are relative to the requests folder (give --allow-abs to take absolute paths as given)", what, name)
 		}
-		return readNPYFile(p, opts.MaxNPYBytes)
+		f, _, err := safefile.Open(p)
+		return f, err
 	}
 	if !filepath.IsLocal(p) {
-		return nil, fmt.Errorf(".npy path %q leaves the requests folder; name a file inside it", name)
+		return nil, fmt.Errorf("%s %q leaves the requests folder; name a file inside it", what, name)
 	}
 	if baseDir == "" {
 		baseDir = "."
@@ -602,14 +647,12 @@ func openNPY(baseDir, name string, opts ReadOptions) (*backend.Tensor, error) {
 	// The path is confined as written: relative, with no `..` that
 	// leaves baseDir. A symbolic link inside baseDir is followed wherever
 	// it points (a folder of data linked in, say): whoever placed it
-	// controls the folder, as they control the document. Only a regular
-	// file is read.
+	// controls the folder, as they control the document.
 	f, _, err := safefile.Open(filepath.Join(baseDir, p))
 	if err != nil {
-		return nil, fmt.Errorf(".npy path %q: %v", name, err)
+		return nil, fmt.Errorf("%s %q: %v", what, name, err)
 	}
-	defer f.Close()
-	return readNPY(f, name, opts.MaxNPYBytes)
+	return f, nil
 }
 
 // ReadNPY reads a NumPy .npy file (format 1.0, 2.0 or 3.0, little-endian,

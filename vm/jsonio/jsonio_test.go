@@ -232,3 +232,42 @@ func TestBytesAsBase64(t *testing.T) {
 		}
 	}
 }
+
+// TestFileBytes: {"file": path} is the file's bytes, uint8 [n] (an
+// encoded image), as a tensor or an item; its path is confined as a .npy
+// path is, its size bounded as a .npy payload is, and it stands alone.
+func TestFileBytes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "img"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "img", "a.png"), []byte("\x89PNG..."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"requests":[
+		{"id":"tensor","inputs":{"x":{"file":"img/a.png"}}},
+		{"id":"items","inputs":{"x":{"items":[{"file":"img/a.png"},{"dtype":"uint8","shape":[1],"data":[7]}]}}},
+		{"id":"outside","inputs":{"x":{"file":"../a.png"}}},
+		{"id":"absolute","inputs":{"x":{"file":"/etc/passwd"}}},
+		{"id":"missing","inputs":{"x":{"file":"img/b.png"}}},
+		{"id":"both","inputs":{"x":{"file":"img/a.png","dtype":"uint8"}}}]}`
+	reqs, err := ReadRequestsWith(strings.NewReader(doc), dir, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reqs[0]; r.Err != nil || r.Inputs["x"].DType != "uint8" || !slices.Equal(r.Inputs["x"].Shape, []int64{7}) || string(r.Inputs["x"].Data.([]uint8)) != "\x89PNG..." {
+		t.Errorf("tensor: %v %v", r.Err, r.Inputs["x"])
+	}
+	if r := reqs[1]; r.Err != nil || len(r.Items["x"]) != 2 || string(r.Items["x"][0].Tensor.Data.([]uint8)) != "\x89PNG..." {
+		t.Errorf("items: %v %v", r.Err, r.Items["x"])
+	}
+	for i, want := range []string{"leaves the requests folder", "is absolute", "no such file", "holds both a file and the fields of a tensor"} {
+		if r := reqs[2+i]; r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+			t.Errorf("%s: %v, want %q", r.ID, r.Err, want)
+		}
+	}
+	big, err := ReadRequestsWith(strings.NewReader(doc), dir, ReadOptions{MaxNPYBytes: 6})
+	if err != nil || big[0].Err == nil || !strings.Contains(big[0].Err.Error(), "holds more than 6 bytes") {
+		t.Errorf("a file past the bound: %v, %v", err, big[0].Err)
+	}
+}
