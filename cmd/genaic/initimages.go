@@ -57,15 +57,25 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 		return bad("whose first axis the graph fixes: --images needs a dynamic batch of images")
 	}
 	im := imageInput{port: p, batch: p.dims[0].sym}
-	channel := func(d initDim) bool { return d.sym == "" && (d.size == 3 || d.size == 1) }
+	// Channels the graph fixes at 3 or 1, or leaves open under a name
+	// that says so (Hugging Face's exports name it num_channels): RGB.
+	channels := func(d initDim) int64 {
+		switch {
+		case d.sym == "" && (d.size == 3 || d.size == 1):
+			return d.size
+		case d.sym != "" && namedLike(d.sym, "channel"):
+			return 3
+		}
+		return 0
+	}
 	sides := p.dims[2:4]
 	switch {
-	case channel(p.dims[1]):
-		im.channels = p.dims[1].size
-	case channel(p.dims[3]):
-		im.channels, im.last, sides = p.dims[3].size, true, p.dims[1:3]
+	case channels(p.dims[1]) > 0:
+		im.channels = channels(p.dims[1])
+	case channels(p.dims[3]) > 0:
+		im.channels, im.last, sides = channels(p.dims[3]), true, p.dims[1:3]
 	default:
-		return bad("with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels")
+		return bad("with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels, or named like channels")
 	}
 	switch {
 	case sides[0].sym == "" && sides[1].sym == "":
@@ -84,17 +94,21 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 // imageOutputs are the outputs of c that give one row per image of im,
 // of extents the graph fixes beyond it (or that kept one extent when init
 // ran the model twice: constants the export left open, written in; or
-// that followed the image's open sides: the crop's, written in), and why
-// each other is left out.
+// that followed the image's open sides or channels: the package's,
+// written in), and why each other is left out.
 func imageOutputs(c *initComponent, im imageInput) (outs []initPort, skipped []string) {
-	// The image's sides, where the graph leaves them open: the crop's.
-	sides := map[string]int64{}
+	// The image's axes the graph leaves open, as the package fixes them:
+	// the crop's sides, the channels.
+	fixed := map[string]int64{}
+	channel, side := 1, 2 // [batch, channels, height, width]
+	if im.last {
+		channel, side = 3, 1 // [batch, height, width, channels]
+	}
 	if im.open {
-		at := 2
-		if im.last {
-			at = 1
-		}
-		sides[im.port.dims[at].sym], sides[im.port.dims[at+1].sym] = im.h, im.w
+		fixed[im.port.dims[side].sym], fixed[im.port.dims[side+1].sym] = im.h, im.w
+	}
+	if ch := im.port.dims[channel]; ch.sym != "" {
+		fixed[ch.sym] = im.channels
 	}
 	for _, o := range c.outputs {
 		o.dims = slices.Clone(o.dims)
@@ -102,7 +116,7 @@ func imageOutputs(c *initComponent, im imageInput) (outs []initPort, skipped []s
 			if n, ok := c.steady[d.sym]; ok && i > 0 && len(c.counting) == 0 {
 				o.dims[i] = initDim{size: n}
 			}
-			if n, ok := sides[d.sym]; ok && i > 0 {
+			if n, ok := fixed[d.sym]; ok && i > 0 {
 				o.dims[i] = initDim{size: n} // an output as large as the image (a mask)
 			}
 		}

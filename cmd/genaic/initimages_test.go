@@ -70,6 +70,13 @@ func TestInitImages(t *testing.T) {
 		{"channels first", meanPixels([]any{"batch", 3, 8, 8}, 2, 3), orange, rgb},
 		{"channels last", meanPixels([]any{"n", 6, 10, 3}, 1, 2), orange, rgb},
 		{"sides open", meanPixels([]any{"batch", 3, "height", "width"}, 2, 3), orange, rgb},
+		// Hugging Face's exports leave every axis open, the channels'
+		// named num_channels: three, RGB.
+		{"channels open", func() *onnxpb.GraphProto {
+			g := meanPixels([]any{"batch_size", "num_channels", "height", "width"}, 2, 3)
+			g.Output[0] = tensorInfo("means", 1, "batch_size", "num_channels")
+			return g
+		}(), orange, rgb},
 		{"gray", meanPixels([]any{"batch", 1, 8, 8}, 2, 3), color.Gray{Y: 64}, []float64{(64.0/255 - 0.5) / 0.5}},
 		// The export left the channels of the output open: init's two
 		// runs saw 3 both times, which the package writes in.
@@ -147,7 +154,7 @@ func TestInitImages(t *testing.T) {
 		want string
 	}{
 		{"a batch of one", meanPixels([]any{1, 3, 8, 8}, 2, 3), "input pixels is float32 [1, 3, 8, 8], whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch means.onnx -o ...`)"},
-		{"no channels", meanPixels([]any{"batch", 4, 8, 8}, 2, 3), "with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels"},
+		{"no channels", meanPixels([]any{"batch", 4, 8, 8}, 2, 3), "with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels, or named like channels"},
 		{"one side open", meanPixels([]any{"batch", 3, 8, "width"}, 2, 3), "which fixes one side of its images and leaves the other open"},
 		{"no row per image", &onnxpb.GraphProto{Name: "total", Input: []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, "batch", 3, 8, 8)},
 			Output: []*onnxpb.ValueInfoProto{tensorInfo("total", 1)},
