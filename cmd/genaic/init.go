@@ -123,6 +123,9 @@ func runInit(e *env, args []string) int {
 			return exitUsage
 		}
 		im, err := imageInputOf(comps[0])
+		if err == nil {
+			err = settleOutputs(models[0], comps[0], &im)
+		}
 		if err != nil {
 			e.errorf("init: %s: %v", models[0], err)
 			return exitUsage

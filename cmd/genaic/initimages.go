@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/vm/ort"
 )
 
 // An image encoder's package as init --images writes it: the request
@@ -24,6 +30,11 @@ type imageInput struct {
 	last     bool   // channels last: [batch, height, width, channels]
 	h, w     int64  // the side the graph fixes, or imageSide where it leaves it open
 	open     bool   // the graph leaves height and width open
+	// outs are the outputs that give one row per image, every axis but
+	// the first as the package's images make it (settleOutputs); skipped
+	// says why each other output is left out.
+	outs    []initPort
+	skipped []string
 }
 
 // imageInputOf is the component's one input, if it takes images: a float
@@ -85,51 +96,70 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 	default:
 		return bad("which fixes one side of its images and leaves the other open")
 	}
-	if outs, skipped := imageOutputs(c, im); len(outs) == 0 {
-		return imageInput{}, fmt.Errorf("no output gives one row per image of fixed extents beyond it: %s", strings.Join(skipped, "; "))
-	}
 	return im, nil
 }
 
-// imageOutputs are the outputs of c that give one row per image of im,
-// of extents the graph fixes beyond it (or that kept one extent when init
-// ran the model twice: constants the export left open, written in; or
-// that followed the image's open sides or channels: the package's,
-// written in), and why each other is left out.
-func imageOutputs(c *initComponent, im imageInput) (outs []initPort, skipped []string) {
-	// The image's axes the graph leaves open, as the package fixes them:
-	// the crop's sides, the channels.
-	fixed := map[string]int64{}
-	channel, side := 1, 2 // [batch, channels, height, width]
+// settleOutputs runs the model at path once on two images of the
+// package's size and keeps, in im, the outputs that give one row per
+// image: the batch first (two rows in the run), every other axis the
+// graph leaves open written in at the extent the run gave it (a constant
+// the export left open, the crop's sides a mask follows, the tokens a
+// vision transformer makes of them), and says why each other is left out.
+// Where the graph computes extents from values (NonMaxSuppression), an
+// output of such an open axis is left out: its counts may differ on other
+// images. A model that fails on the package's images is an error, as is
+// one with no output to keep.
+func settleOutputs(path string, c *initComponent, im *imageInput) error {
+	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	if err != nil {
+		return err
+	}
+	comp := &ir.Component{Name: c.name, Impl: ir.ImplONNX, Artifact: filepath.Base(path), Inputs: []*ir.Port{{Name: im.port.name}}}
+	wanted := make([]string, len(c.outputs))
+	for i, o := range c.outputs {
+		comp.Outputs = append(comp.Outputs, &ir.Port{Name: o.name})
+		wanted[i] = o.name
+	}
+	s, err := b.Load(comp, filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	shape := []int64{2, im.channels, im.h, im.w}
 	if im.last {
-		channel, side = 3, 1 // [batch, height, width, channels]
+		shape = []int64{2, im.h, im.w, im.channels}
 	}
-	if im.open {
-		fixed[im.port.dims[side].sym], fixed[im.port.dims[side+1].sym] = im.h, im.w
+	pixels, err := backend.NewTensor("float32", shape)
+	if err != nil {
+		return err
 	}
-	if ch := im.port.dims[channel]; ch.sym != "" {
-		fixed[ch.sym] = im.channels
+	for k := range pixels.Len() {
+		pixels.SetFloat64At(k, 0.5)
+	}
+	got, err := s.Run(context.Background(), map[string]*backend.Tensor{im.port.name: pixels}, wanted)
+	if err != nil {
+		return fmt.Errorf("the model fails on two images of the package's size, %v: %v", shape, err)
 	}
 	for _, o := range c.outputs {
+		t := got[o.name]
 		o.dims = slices.Clone(o.dims)
-		for i, d := range o.dims {
-			if n, ok := c.steady[d.sym]; ok && i > 0 && len(c.counting) == 0 {
-				o.dims[i] = initDim{size: n}
-			}
-			if n, ok := fixed[d.sym]; ok && i > 0 {
-				o.dims[i] = initDim{size: n} // an output as large as the image (a mask)
-			}
-		}
 		switch {
-		case !o.hasShape || len(o.dims) == 0 || o.dims[0].sym != im.batch:
-			skipped = append(skipped, fmt.Sprintf("%s %s has no row per image", o.name, o.shapeYAML()))
-		case slices.ContainsFunc(o.dims[1:], func(d initDim) bool { return d.sym != "" }):
-			skipped = append(skipped, fmt.Sprintf("%s %s has an extent the graph leaves open beside its rows", o.name, o.shapeYAML()))
-		default:
-			outs = append(outs, o)
+		case !o.hasShape || len(o.dims) == 0 || o.dims[0].sym != im.batch || t == nil || t.Rank() != len(o.dims) || t.Shape[0] != 2:
+			im.skipped = append(im.skipped, fmt.Sprintf("%s %s has no row per image", o.name, o.shapeYAML()))
+			continue
+		case len(c.counting) > 0 && slices.ContainsFunc(o.dims[1:], func(d initDim) bool { return d.sym != "" }):
+			im.skipped = append(im.skipped, fmt.Sprintf("%s %s has an extent the graph computes from values (%s)", o.name, o.shapeYAML(), strings.Join(c.counting, ", ")))
+			continue
 		}
+		for i := 1; i < len(o.dims); i++ {
+			o.dims[i] = initDim{size: t.Shape[i]}
+		}
+		im.outs = append(im.outs, o)
 	}
-	return outs, skipped
+	if len(im.outs) == 0 {
+		return fmt.Errorf("no output gives one row per image: %s", strings.Join(im.skipped, "; "))
+	}
+	return nil
 }
 
 // pixelShape is the shape of the pixels the adapter makes for the model.
@@ -177,7 +207,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 		adapter   = freshName("image_preprocess", taken)
 		level     = fmt.Sprintf("{ offsets: %s, owner: %s", imgOffset, imgOwner)
 	)
-	outs, skipped := imageOutputs(c, im)
+	outs, skipped := im.outs, im.skipped
 	line(0, "# Written by `genaic init --images` from %s: a package that takes", c.artifact)
 	line(0, "# encoded images (PNG, JPEG or GIF), any number per request, as items,")
 	line(0, "# and runs the model on the images of many requests at once; each")

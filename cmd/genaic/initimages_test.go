@@ -72,9 +72,14 @@ func TestInitImages(t *testing.T) {
 		{"sides open", meanPixels([]any{"batch", 3, "height", "width"}, 2, 3), orange, rgb},
 		// Hugging Face's exports leave every axis open, the channels'
 		// named num_channels: three, RGB.
+		// Their first convolution takes three channels and no other,
+		// which init's probe of the outputs gives it.
 		{"channels open", func() *onnxpb.GraphProto {
 			g := meanPixels([]any{"batch_size", "num_channels", "height", "width"}, 2, 3)
 			g.Output[0] = tensorInfo("means", 1, "batch_size", "num_channels")
+			g.Output = append(g.Output, tensorInfo("features", 1, "batch_size", 2, "height", "width"))
+			g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: "w", DataType: 1, Dims: []int64{2, 3, 1, 1}, RawData: make([]byte, 24)})
+			g.Node = append(g.Node, &onnxpb.NodeProto{OpType: "Conv", Input: []string{"pixels", "w"}, Output: []string{"features"}})
 			return g
 		}(), orange, rgb},
 		{"gray", meanPixels([]any{"batch", 1, 8, 8}, 2, 3), color.Gray{Y: 64}, []float64{(64.0/255 - 0.5) / 0.5}},
@@ -92,7 +97,7 @@ func TestInitImages(t *testing.T) {
 			// Plain init points at --images.
 			initPrints(t, filepath.Join(dir, "means.onnx"), "# Its input pixels takes images: `genaic init --images means.onnx`\n")
 			out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "means.onnx"))
-			if code != exitOK || !strings.Contains(out, "encoded images in, preprocessed, then means") {
+			if code != exitOK || errOut != "" || !strings.Contains(out, "encoded images in, preprocessed, then means") {
 				t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
 			}
 			checkClean(t, dir)
@@ -159,7 +164,7 @@ func TestInitImages(t *testing.T) {
 		{"no row per image", &onnxpb.GraphProto{Name: "total", Input: []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, "batch", 3, 8, 8)},
 			Output: []*onnxpb.ValueInfoProto{tensorInfo("total", 1)},
 			Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixels"}, Output: []string{"total"}, Attribute: []*onnxpb.AttributeProto{
-				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}, "no output gives one row per image of fixed extents beyond it: total [] has no row per image"},
+				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}, "no output gives one row per image: total [] has no row per image"},
 		{"not images", &onnxpb.GraphProto{Name: "ids", Input: []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "batch", "seq")},
 			Output: []*onnxpb.ValueInfoProto{tensorInfo("out", 7, "batch", "seq")},
 			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"ids"}, Output: []string{"out"}}}}, "input ids is int64 [batch, seq], not float32 images"},
@@ -177,19 +182,27 @@ func TestInitImages(t *testing.T) {
 
 // TestInitImagesOpenSidedMask: where the graph leaves the image's sides
 // open, an output that follows them (a segmenter's mask) takes the sides
-// of the crop, and is split per image like the others.
+// of the crop, one computed from them (a pooled map, a transformer's
+// tokens) what the model makes of the crop, and each is split per image
+// like the others.
 func TestInitImagesOpenSidedMask(t *testing.T) {
 	dir := t.TempDir()
 	writeGraph(t, filepath.Join(dir, "seg.onnx"), &onnxpb.GraphProto{Name: "seg",
 		Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, "batch", 3, "height", "width")},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("mask", 1, "batch", 3, "height", "width")},
-		Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"pixels"}, Output: []string{"mask"}}}}, 17)
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("mask", 1, "batch", 3, "height", "width"), tensorInfo("pooled", 1, "batch", 3, "rows", "columns")},
+		Node: []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"pixels"}, Output: []string{"mask"}},
+			{OpType: "MaxPool", Input: []string{"pixels"}, Output: []string{"pooled"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "kernel_shape", Type: onnxpb.AttributeProto_INTS, Ints: []int64{2, 2}},
+				{Name: "strides", Type: onnxpb.AttributeProto_INTS, Ints: []int64{2, 2}}}}}}, 17)
 	if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "seg.onnx")); code != exitOK {
 		t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
 	}
 	_, doc := initWritten(t, dir)
-	if !strings.Contains(doc, "            mask:\n              dtype: float32\n              shape: [batch, 3, 224, 224]\n") {
-		t.Errorf("the mask's port is not the crop's sides:\n%s", doc)
+	for _, want := range []string{"            mask:\n              dtype: float32\n              shape: [batch, 3, 224, 224]\n",
+		"            pooled:\n              dtype: float32\n              shape: [batch, 3, 112, 112]\n"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc)
+		}
 	}
 	png := solidPNG(t, 300, 250, color.NRGBA{R: 10, G: 20, B: 30, A: 255})
 	reqs := filepath.Join(dir, "requests.json")
