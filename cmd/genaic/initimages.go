@@ -99,16 +99,16 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 	return im, nil
 }
 
-// settleOutputs runs the model at path once on two images of the
+// settleOutputs runs the model at path on two, then three images of the
 // package's size and keeps, in im, the outputs that give one row per
-// image: the batch first (two rows in the run), every other axis the
-// graph leaves open written in at the extent the run gave it (a constant
-// the export left open, the crop's sides a mask follows, the tokens a
-// vision transformer makes of them), and says why each other is left out.
-// Where the graph computes extents from values (NonMaxSuppression), an
-// output of such an open axis is left out: its counts may differ on other
-// images. A model that fails on the package's images is an error, as is
-// one with no output to keep.
+// image: a first axis the graph leaves open that took two rows, then
+// three, every other axis the same in both runs, written in at that
+// extent where the graph leaves it open (a constant the export left open,
+// the crop's sides a mask follows, the tokens a vision transformer makes
+// of them). It says why each other is left out. Where the graph computes
+// extents from values (NonMaxSuppression), an output of such an open axis
+// is left out: its counts may differ on other images. A model that fails
+// on the package's images is an error, as is one with no output to keep.
 func settleOutputs(path string, c *initComponent, im *imageInput) error {
 	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
@@ -125,34 +125,42 @@ func settleOutputs(path string, c *initComponent, im *imageInput) error {
 		return err
 	}
 	defer s.Close()
-	shape := []int64{2, im.channels, im.h, im.w}
-	if im.last {
-		shape = []int64{2, im.h, im.w, im.channels}
+	var runs [2]map[string]*backend.Tensor
+	for r, n := range []int64{2, 3} {
+		shape := []int64{n, im.channels, im.h, im.w}
+		if im.last {
+			shape = []int64{n, im.h, im.w, im.channels}
+		}
+		pixels, err := backend.NewTensor("float32", shape)
+		if err != nil {
+			return err
+		}
+		for k := range pixels.Len() {
+			pixels.SetFloat64At(k, 0.5)
+		}
+		if runs[r], err = s.Run(context.Background(), map[string]*backend.Tensor{im.port.name: pixels}, wanted); err != nil {
+			return fmt.Errorf("the model fails on %d images of the package's size, %v: %v", n, shape, err)
+		}
 	}
-	pixels, err := backend.NewTensor("float32", shape)
-	if err != nil {
-		return err
-	}
-	for k := range pixels.Len() {
-		pixels.SetFloat64At(k, 0.5)
-	}
-	got, err := s.Run(context.Background(), map[string]*backend.Tensor{im.port.name: pixels}, wanted)
-	if err != nil {
-		return fmt.Errorf("the model fails on two images of the package's size, %v: %v", shape, err)
+	perImage := func(o initPort) bool {
+		two, three := runs[0][o.name], runs[1][o.name]
+		return o.hasShape && len(o.dims) > 0 && o.dims[0].sym != "" && two != nil && three != nil &&
+			two.Rank() == len(o.dims) && three.Rank() == len(o.dims) && two.Shape[0] == 2 && three.Shape[0] == 3 &&
+			slices.Equal(two.Shape[1:], three.Shape[1:])
 	}
 	for _, o := range c.outputs {
-		t := got[o.name]
 		o.dims = slices.Clone(o.dims)
 		switch {
-		case !o.hasShape || len(o.dims) == 0 || o.dims[0].sym != im.batch || t == nil || t.Rank() != len(o.dims) || t.Shape[0] != 2:
+		case !perImage(o):
 			im.skipped = append(im.skipped, fmt.Sprintf("%s %s has no row per image", o.name, o.shapeYAML()))
 			continue
 		case len(c.counting) > 0 && slices.ContainsFunc(o.dims[1:], func(d initDim) bool { return d.sym != "" }):
 			im.skipped = append(im.skipped, fmt.Sprintf("%s %s has an extent the graph computes from values (%s)", o.name, o.shapeYAML(), strings.Join(c.counting, ", ")))
 			continue
 		}
+		o.dims[0] = initDim{sym: im.batch}
 		for i := 1; i < len(o.dims); i++ {
-			o.dims[i] = initDim{size: t.Shape[i]}
+			o.dims[i] = initDim{size: runs[0][o.name].Shape[i]}
 		}
 		im.outs = append(im.outs, o)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -213,5 +214,30 @@ func TestInitImagesOpenSidedMask(t *testing.T) {
 	out, errOut, code := runCLI(t, "run", dir, "--requests", reqs)
 	if code != exitOK || !strings.Contains(out, `"mask":{"items":[{"dtype":"float32","shape":[3,224,224]`) {
 		t.Errorf("run: exit %d\n%.300s\n%s", code, out, errOut)
+	}
+}
+
+// TestInitImagesOnlyItsSize: a model that takes images of its trained
+// size alone (a flatten to 3·224·224 values) refuses every extent init's
+// probe tries, so its output keeps the export's name for its rows; the
+// run on the package's images, two then three, shows them one per image.
+func TestInitImagesOnlyItsSize(t *testing.T) {
+	dir := t.TempDir()
+	shape := binary.LittleEndian.AppendUint64(nil, ^uint64(0))
+	shape = binary.LittleEndian.AppendUint64(shape, 3*224*224)
+	writeGraph(t, filepath.Join(dir, "flat.onnx"), &onnxpb.GraphProto{Name: "flat",
+		Input:       []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, "batch", 3, "height", "width")},
+		Output:      []*onnxpb.ValueInfoProto{tensorInfo("scores", 1, "Reshapescores_dim_0", 1)},
+		Initializer: []*onnxpb.TensorProto{{Name: "shape", DataType: 7, Dims: []int64{2}, RawData: shape}},
+		Node: []*onnxpb.NodeProto{{OpType: "Reshape", Input: []string{"pixels", "shape"}, Output: []string{"flat"}},
+			{OpType: "ReduceMax", Input: []string{"flat"}, Output: []string{"scores"}, Attribute: []*onnxpb.AttributeProto{
+				{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: []int64{1}}}}}}, 17)
+	out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "flat.onnx"))
+	if code != exitOK || !strings.Contains(errOut, "not probed") {
+		t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
+	}
+	_, doc := initWritten(t, dir)
+	if !strings.Contains(doc, "            scores:\n              dtype: float32\n              shape: [batch, 1]\n") {
+		t.Errorf("scores are not one row per image:\n%s", doc)
 	}
 }
