@@ -31,7 +31,7 @@ func init() {
 func runDynamicBatch(e *env, args []string) int {
 	rw := newRewriteCmd("dynamic-batch")
 	symbol := rw.flags.String("symbol", "batch", "the shape symbol the first axis of the inputs and outputs takes")
-	noProbe := rw.flags.Bool("no-probe", false, "rewrite only the inputs' and outputs' first axes, without running the model (the probe needs ONNX Runtime): whether the graph keeps the rows apart is then for `genaic run --verify` to find out")
+	noProbe := rw.flags.Bool("no-probe", false, "rewrite only the inputs' and outputs' first axes, without running the model (the probe needs ONNX Runtime): whether the graph keeps the rows apart is then for genaic run --verify to find out")
 	in, m, b, code := rw.read(e, args)
 	if m == nil {
 		return code
