@@ -48,7 +48,8 @@ func checkJSONOf(t *testing.T, paths ...string) (checkJSON, int) {
 
 // TestUsageNamesEveryFlag: a command's usage line (genaic help, and the
 // first line of its -h) names every flag it takes, except those for genaic
-// developers; and docs/cli.md has a section for every command.
+// developers, whose value placeholders are single words; and docs/cli.md
+// has a section for every command.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
@@ -66,6 +67,11 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 		lines := strings.Split(help, "\n")
 		for i, l := range lines {
 			m := flagLine.FindStringSubmatch(l)
+			// The flag package takes a help's first `quoted` words for the
+			// flag's value placeholder: one word, or the help misreads.
+			if head, _, _ := strings.Cut(l, "\t"); m != nil && len(strings.Fields(head)) > 2 {
+				t.Errorf("%s -h: %q: backquotes in the flag's help made a placeholder of several words", name, l)
+			}
 			if m == nil || i+1 < len(lines) && strings.Contains(lines[i+1], "(for genaic developers)") {
 				continue
 			}

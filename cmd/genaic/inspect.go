@@ -41,7 +41,7 @@ func runInspect(e *env, args []string) int {
 	c := commands["inspect"]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	format := fs.String("format", "text", "the view to write: text, json, dot or html")
-	statsPath := fs.String("stats", "", "a responses document written by `genaic run --stats` (or its stats object), or a running server's stats (http://HOST:8000/v2/models/MODEL/genaic/stats): add what the running engine measured and decided per component (text view), or draw each budget's peak (html view)")
+	statsPath := fs.String("stats", "", "a responses document written by genaic run --stats (or its stats object), or a running server's stats (http://HOST:8000/v2/models/MODEL/genaic/stats): add what the running engine measured and decided per component (text view), or draw each budget's peak (html view)")
 	paths, ok := parseFlags(e, fs, c, args)
 	if !ok {
 		return exitUsage
