@@ -288,7 +288,7 @@ func (l *levels) Set(v string) error {
 }
 
 // allowAbsHelp is the help of --allow-abs.
-const allowAbsHelp = "take absolute .npy paths of the requests document as given (without it they are refused; a relative path may not leave the requests folder by `..`, and symbolic links inside the folder are followed)"
+const allowAbsHelp = "take absolute .npy and file paths of the requests document as given (without it they are refused; a relative path may not leave the requests folder by .., and symbolic links inside the folder are followed)"
 
 // readRequestsFile reads a requests document; .npy paths are relative to
 // it. "-" reads standard input, with .npy paths relative to the current
