@@ -72,7 +72,7 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 			// flag's value placeholder: one word, a name, or the help
 			// misreads ("-allow-abs .." read as a flag taking a value).
 			if head, _, _ := strings.Cut(l, "\t"); m != nil && (len(strings.Fields(head)) > 2 || len(strings.Fields(head)) == 2 && !placeholder.MatchString(strings.Fields(head)[1])) {
-				t.Errorf("%s -h: %q: backquotes in the flag's help made a placeholder of several words", name, l)
+				t.Errorf("%s -h: %q: backquotes in the flag's help made a placeholder that is no value name", name, l)
 			}
 			if m == nil || i+1 < len(lines) && strings.Contains(lines[i+1], "(for genaic developers)") {
 				continue
