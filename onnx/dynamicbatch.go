@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -230,4 +231,150 @@ func int64Tensor(name string, vals []int64) *onnxpb.TensorProto {
 		raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
 	}
 	return &onnxpb.TensorProto{Name: name, DataType: int32(onnxpb.TensorProto_INT64), Dims: []int64{int64(len(vals))}, RawData: raw}
+}
+
+// ShapeNode is a Reshape or an Expand whose target shape the graph
+// computes from constants alone (an initializer, a Constant node, or
+// nodes of those): where the export fixed a batch of one, the batch may
+// hide in any of its entries (a [T, batch×heads, D] attention reshape, a
+// class token expanded to [1, 1, D]).
+type ShapeNode struct {
+	Label  string // its name, or its output where it has none
+	Output string // its output
+	Shape  string // the value it reads its target shape from
+	Op     string // Reshape or Expand
+}
+
+// ShapeNodes are the graph's ShapeNodes, in graph order. A Reshape with
+// allowzero set is left out (a 0 in its shape is literal).
+func ShapeNodes(m *onnxpb.ModelProto) []ShapeNode {
+	g := m.GetGraph()
+	constant := map[string]bool{}
+	for _, t := range g.GetInitializer() {
+		constant[t.GetName()] = true
+	}
+	var out []ShapeNode
+	for _, n := range g.GetNode() {
+		// A node of constant inputs makes constants, but for those whose
+		// values are drawn or that run subgraphs.
+		if n.GetDomain() == "" && !strings.HasPrefix(n.GetOpType(), "Random") && !slices.ContainsFunc(n.Attribute, func(a *onnxpb.AttributeProto) bool { return a.G != nil || len(a.Graphs) > 0 }) &&
+			!slices.ContainsFunc(n.Input, func(in string) bool { return in != "" && !constant[in] }) {
+			for _, o := range n.Output {
+				constant[o] = true
+			}
+		}
+		if n.GetDomain() != "" || len(n.Input) != 2 || len(n.Output) != 1 || !constant[n.Input[1]] ||
+			n.GetOpType() != "Reshape" && n.GetOpType() != "Expand" ||
+			slices.ContainsFunc(n.Attribute, func(a *onnxpb.AttributeProto) bool { return a.GetName() == "allowzero" && a.GetI() != 0 }) {
+			continue
+		}
+		label := n.GetName()
+		if label == "" {
+			label = n.Output[0]
+		}
+		out = append(out, ShapeNode{Label: label, Output: n.Output[0], Shape: n.Input[1], Op: n.GetOpType()})
+	}
+	return out
+}
+
+// AddOutputs lists values of the graph among its outputs, untyped (ONNX
+// Runtime infers their types): a probe's window onto what the graph
+// computes inside.
+func AddOutputs(m *onnxpb.ModelProto, names ...string) {
+	g := m.GetGraph()
+	for _, name := range names {
+		if !slices.ContainsFunc(g.Output, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == name }) {
+			g.Output = append(g.Output, &onnxpb.ValueInfoProto{Name: name})
+		}
+	}
+}
+
+// KeepOutputs makes names the graph's only outputs (AddOutputs for those
+// it did not list) and drops the nodes they do not need: ONNX Runtime runs
+// every node a graph holds, so a probe of a value inside the graph would
+// be failed by a node after it.
+func KeepOutputs(m *onnxpb.ModelProto, names ...string) {
+	g := m.GetGraph()
+	g.Output = slices.DeleteFunc(g.Output, func(v *onnxpb.ValueInfoProto) bool { return !slices.Contains(names, v.GetName()) })
+	AddOutputs(m, names...)
+	needed := map[string]bool{}
+	for _, name := range names {
+		needed[name] = true
+	}
+	keep := make([]bool, len(g.Node))
+	for i := len(g.Node) - 1; i >= 0; i-- {
+		n := g.Node[i]
+		if !slices.ContainsFunc(n.Output, func(o string) bool { return needed[o] }) {
+			continue
+		}
+		keep[i] = true
+		for _, in := range n.Input {
+			needed[in] = true
+		}
+		for _, a := range n.Attribute {
+			for _, sub := range append([]*onnxpb.GraphProto{a.G}, a.Graphs...) {
+				usedBy(sub, needed) // a subgraph reads values of the graph around it
+			}
+		}
+	}
+	kept := g.Node[:0]
+	for i, n := range g.Node {
+		if keep[i] {
+			kept = append(kept, n)
+		}
+	}
+	g.Node = kept
+}
+
+// usedBy marks every value the nodes of g, and of its subgraphs, read.
+func usedBy(g *onnxpb.GraphProto, used map[string]bool) {
+	for _, n := range g.GetNode() {
+		for _, in := range n.Input {
+			used[in] = true
+		}
+		for _, a := range n.Attribute {
+			for _, sub := range append([]*onnxpb.GraphProto{a.G}, a.Graphs...) {
+				usedBy(sub, used)
+			}
+		}
+	}
+}
+
+// ScaleShape makes shape node n (found by its output) read values, the
+// target it had at a batch of one, with entry j multiplied by the batch:
+// the first axis of input batch, read when the graph runs.
+func ScaleShape(m *onnxpb.ModelProto, n ShapeNode, values []int64, j int, batch string) {
+	g := m.GetGraph()
+	names := valueNames(g)
+	fresh := func(base string) string {
+		name := base
+		for i := 2; names[name]; i++ {
+			name = fmt.Sprintf("%s_%d", base, i)
+		}
+		names[name] = true
+		return name
+	}
+	of := n.Shape + "_at_one"
+	target, shape, first, factors, scaled := fresh(of), fresh(batch+"_shape"), fresh(batch+"_rows"), fresh(of+"_factors"), fresh(of+"_scaled")
+	ones := func(k int) []int64 {
+		v := make([]int64, k)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	before, after := fresh(of+"_before"), fresh(of+"_after")
+	g.Initializer = append(g.Initializer, int64Tensor(target, values), int64Tensor(before, ones(j)), int64Tensor(after, ones(len(values)-j-1)))
+	start, end := fresh(of+"_start"), fresh(of+"_end")
+	g.Initializer = append(g.Initializer, int64Tensor(start, []int64{0}), int64Tensor(end, []int64{1}))
+	nodes := []*onnxpb.NodeProto{
+		{Name: shape, OpType: "Shape", Input: []string{batch}, Output: []string{shape}},
+		{Name: first, OpType: "Slice", Input: []string{shape, start, end}, Output: []string{first}},
+		{Name: factors, OpType: "Concat", Input: []string{before, first, after}, Output: []string{factors},
+			Attribute: []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}},
+		{Name: scaled, OpType: "Mul", Input: []string{target, factors}, Output: []string{scaled}},
+	}
+	at := slices.IndexFunc(g.Node, func(d *onnxpb.NodeProto) bool { return len(d.Output) == 1 && d.Output[0] == n.Output })
+	g.Node[at].Input[1] = scaled
+	g.Node = slices.Insert(g.Node, at, nodes...)
 }

@@ -149,3 +149,38 @@ func FuzzDynamicBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestShapeNodes: a Reshape or Expand whose shape the graph computes from
+// constants alone (through other nodes too) is a shape node; one whose
+// shape follows an input, or with allowzero, is not. KeepOutputs leaves
+// only the nodes its outputs need.
+func TestShapeNodes(t *testing.T) {
+	m := &onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}},
+		Graph: &onnxpb.GraphProto{Name: "g",
+			Input:       []*onnxpb.ValueInfoProto{valueInfo("x", 1, 1, 4), valueInfo("s", 7, 2)},
+			Output:      []*onnxpb.ValueInfoProto{valueInfo("d", 1, 1, 4)},
+			Initializer: []*onnxpb.TensorProto{int64Tensor("c", []int64{1, 4}), int64Tensor("two", []int64{2})},
+			Node: []*onnxpb.NodeProto{
+				{Name: "/direct", OpType: "Reshape", Input: []string{"x", "c"}, Output: []string{"a"}},
+				{OpType: "Mul", Input: []string{"c", "two"}, Output: []string{"c2"}},
+				{OpType: "Expand", Input: []string{"a", "c2"}, Output: []string{"b"}},
+				{Name: "/input", OpType: "Reshape", Input: []string{"b", "s"}, Output: []string{"e"}},
+				{Name: "/zero", OpType: "Reshape", Input: []string{"a", "c"}, Output: []string{"d"},
+					Attribute: []*onnxpb.AttributeProto{{Name: "allowzero", Type: onnxpb.AttributeProto_INT, I: 1}}},
+			}}}
+	var got []string
+	for _, n := range ShapeNodes(m) {
+		got = append(got, n.Op+" "+n.Label+" "+n.Shape)
+	}
+	if want := []string{"Reshape /direct c", "Expand b c2"}; !slices.Equal(got, want) {
+		t.Errorf("shape nodes %q, want %q", got, want)
+	}
+	KeepOutputs(m, "b")
+	var ops []string
+	for _, n := range m.Graph.Node {
+		ops = append(ops, n.OpType)
+	}
+	if !slices.Equal(ops, []string{"Reshape", "Mul", "Expand"}) || len(m.Graph.Output) != 1 || m.Graph.Output[0].GetName() != "b" {
+		t.Errorf("kept %v, outputs %v", ops, m.Graph.Output)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -59,8 +60,10 @@ func runDynamicBatch(e *env, args []string) int {
 	}
 	// The first try opens the inputs and outputs alone; a graph that
 	// fixed the batch inside too (a flatten's Reshape to [1, -1]) is tried
-	// again with its constant Reshape shapes opened.
+	// again with its constant Reshape shapes opened, then with the batch
+	// found an entry in each constant shape (scaleShapes).
 	probed, err := probeRewrite(in, *rw.out, g, m, r)
+	scaled := false
 	if errors.Is(err, errBatchProbe) {
 		second := new(onnxpb.ModelProto)
 		if uerr := proto.Unmarshal(b, second); uerr != nil {
@@ -73,6 +76,22 @@ func runDynamicBatch(e *env, args []string) int {
 			} else {
 				err = fmt.Errorf("%w; with the constant shapes of %s opened too, %v", err, nodeList(r2.Reshapes), strings.TrimPrefix(err2.Error(), errBatchProbe.Error()+": "))
 			}
+		}
+	}
+	if errors.Is(err, errBatchProbe) {
+		fmt.Fprintf(e.stderr, "genaic: dynamic-batch: %s: the graph fixes the batch inside its constant shapes too; probing them one by one (up to %d runs of the model)\n", in, maxScaleRuns)
+		third, nodes, err3 := scaleShapes(in, b, g, *symbol, r)
+		switch {
+		case err3 == nil && third != nil:
+			r3 := r
+			r3.Reshapes = nodes
+			if probed3, err4 := probeRewrite(in, *rw.out, g, third, r3); !errors.Is(err4, errBatchProbe) {
+				probed, r, err, scaled = probed3, r3, err4, true
+			}
+		case errors.Is(err3, errBatchProbe):
+			err = fmt.Errorf("%w; with the batch taken by an entry of each constant shape, %v", err, strings.TrimPrefix(err3.Error(), errBatchProbe.Error()+": "))
+		case err3 != nil:
+			err = err3
 		}
 	}
 	switch {
@@ -89,9 +108,11 @@ func runDynamicBatch(e *env, args []string) int {
 		return ioError(e, err)
 	}
 	msg := opened(r, *symbol)
-	switch len(r.Reshapes) {
-	case 0:
-	case 1:
+	switch {
+	case scaled && len(r.Reshapes) > 0:
+		msg += fmt.Sprintf("; the batch multiplies an entry of the constant shapes of %s", strings.Join(r.Reshapes, ", "))
+	case len(r.Reshapes) == 0:
+	case len(r.Reshapes) == 1:
 		msg += fmt.Sprintf("; %s, whose constant shape fixed the batch at 1, copies it from its input", nodeList(r.Reshapes))
 	default:
 		msg += fmt.Sprintf("; %s, whose constant shapes fixed the batch at 1, copy it from their inputs", nodeList(r.Reshapes))
@@ -143,24 +164,37 @@ func probeRewrite(in, out string, g *onnx.Graph, m *onnxpb.ModelProto, r onnx.Ba
 	return f.Name(), nil
 }
 
-// checkBatching runs the model at orig on each of batchProbeRows rows
-// alone, and the rewritten model at rewritten on them together, and
-// reports errBatchProbe where the rows differ: the graph still fixes the
-// batch somewhere (it fails on the batch, or mixes the rows). Each input
-// the rewrite opened holds other values in every row; an input it left
-// (a scalar, a table) is shared by the rows, as it is by the requests of
-// a group. An input's other dynamic axes take probeOther.
-func checkBatching(orig, rewritten string, g *onnx.Graph, r onnx.BatchRewrite) error {
-	batched := map[string]bool{}
-	for _, name := range r.Inputs {
-		batched[name] = true
-	}
-	type probeInput struct {
-		name, dtype string
-		alone       []int64 // the shape of one row; rows add up along axis 0
-		batched     bool
-	}
-	var inputs []probeInput
+// batchProbe makes the rows dynamic-batch probes a model on, and loads
+// the sessions that run them. Each input the rewrite opened holds other
+// values in every row; an input it left (a scalar, a table) is shared by
+// the rows, as it is by the requests of a group. An input's other dynamic
+// axes take probeOther.
+type batchProbe struct {
+	inputs []probeInput
+	be     *ort.Backend
+	// ints is how integers and bools vary by row and position: intsBinary
+	// (0 and 1: a mask whose zeros differ by row, so that the rows differ
+	// wherever the mask reaches), intsFromOne (1 and 2, for a model that
+	// takes no zero) or intsOnes (a model that refuses both).
+	ints int
+}
+
+// The schemes of a batch probe's integers, tried in turn.
+const (
+	intsBinary = iota
+	intsFromOne
+	intsOnes
+	intSchemes
+)
+
+type probeInput struct {
+	name, dtype string
+	alone       []int64 // the shape of one row; rows add up along axis 0
+	batched     bool
+}
+
+func newBatchProbe(g *onnx.Graph, r onnx.BatchRewrite) (*batchProbe, error) {
+	p := &batchProbe{}
 	total := int64(0)
 	for _, v := range g.Inputs {
 		if v.Initialized {
@@ -168,9 +202,9 @@ func checkBatching(orig, rewritten string, g *onnx.Graph, r onnx.BatchRewrite) e
 		}
 		dt, ok := ir.LookupDType(v.DType())
 		if !ok || dt.Name == "string" || !v.HasShape {
-			return fmt.Errorf("input %s is %s %s, which the probe does not make; rewrite unprobed with --no-probe", v.Name, orUnknownDType(v.DType()), v.ShapeText())
+			return nil, fmt.Errorf("input %s is %s %s, which the probe does not make; rewrite unprobed with --no-probe", v.Name, orUnknownDType(v.DType()), v.ShapeText())
 		}
-		in := probeInput{name: v.Name, dtype: dt.Name, alone: make([]int64, len(v.Dims)), batched: batched[v.Name]}
+		in := probeInput{name: v.Name, dtype: dt.Name, alone: make([]int64, len(v.Dims)), batched: slices.Contains(r.Inputs, v.Name)}
 		for i, d := range v.Dims {
 			in.alone[i] = probeOther
 			if d.Literal {
@@ -182,120 +216,148 @@ func checkBatching(orig, rewritten string, g *onnx.Graph, r onnx.BatchRewrite) e
 			n *= batchProbeRows
 		}
 		if total += n; n < 0 || total > maxBatchProbeElements {
-			return fmt.Errorf("the probe's inputs would hold more than %d elements; rewrite unprobed with --no-probe", maxBatchProbeElements)
+			return nil, fmt.Errorf("the probe's inputs would hold more than %d elements; rewrite unprobed with --no-probe", maxBatchProbeElements)
 		}
-		inputs = append(inputs, in)
+		p.inputs = append(p.inputs, in)
 	}
-	load := func(path string, b *ort.Backend) (backend.Session, error) {
-		comp := &ir.Component{Name: "probe", Impl: ir.ImplONNX, Artifact: filepath.Base(path)}
-		for _, in := range inputs {
-			comp.Inputs = append(comp.Inputs, &ir.Port{Name: in.name})
-		}
-		for _, o := range r.Outputs {
-			comp.Outputs = append(comp.Outputs, &ir.Port{Name: o})
-		}
-		return b.Load(comp, filepath.Dir(path))
-	}
-	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	if err != nil {
-		return err
-	}
-	alone, err := load(orig, b)
-	if err != nil {
-		return err
-	}
-	defer alone.Close()
-	together, err := load(rewritten, b)
-	if err != nil {
-		return fmt.Errorf("%w: ONNX Runtime refuses it: %v", errBatchProbe, err)
-	}
-	defer together.Close()
+	var err error
+	p.be, err = ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	return p, err
+}
 
-	// values makes the inputs of row (the rows together where row < 0).
-	// A float holds a value of its row and position in [0, 1); an integer
-	// or a bool, where varied, 1 or 2 (0 or 1) alternating by row and
-	// position, else ones: a model that looks its integers up in a table
-	// of two (token types) refuses the twos.
-	values := func(row int, variedInts bool) (map[string]*backend.Tensor, error) {
-		out := map[string]*backend.Tensor{}
-		for _, in := range inputs {
-			shape := append([]int64(nil), in.alone...)
-			first, rows := row, 1
-			switch {
-			case !in.batched:
-				first = 0 // shared: every row's call sees row 0's
-			case row < 0:
-				first, rows = 0, batchProbeRows
-				shape[0] *= batchProbeRows
-			}
-			t, err := backend.NewTensor(in.dtype, shape)
-			if err != nil {
-				return nil, fmt.Errorf("input %s: %w", in.name, err)
-			}
-			per := backend.Elements(in.alone)
-			for k := range t.Len() {
-				rk, pos := int64(first)+k/max(per, 1), k%max(per, 1)
-				if rows == 1 {
-					rk = int64(first)
-				}
-				var x float64
-				switch {
-				case strings.HasPrefix(in.dtype, "float") || in.dtype == "bfloat16":
-					x = math.Mod(float64(pos+1)*0.6180339887+float64(rk+1)*0.3819660113, 1)
-				case !variedInts:
-					x = 1
-				case in.dtype == "bool":
-					x = float64((pos + rk) % 2)
-				default:
-					x = float64(1 + (pos+rk)%2)
-				}
-				t.SetFloat64At(k, x)
-			}
-			out[in.name] = t
-		}
-		return out, nil
+// load opens a session of the model at path that fetches outputs.
+func (p *batchProbe) load(path string, outputs []string) (backend.Session, error) {
+	comp := &ir.Component{Name: "probe", Impl: ir.ImplONNX, Artifact: filepath.Base(path)}
+	for _, in := range p.inputs {
+		comp.Inputs = append(comp.Inputs, &ir.Port{Name: in.name})
 	}
+	for _, o := range outputs {
+		comp.Outputs = append(comp.Outputs, &ir.Port{Name: o})
+	}
+	return p.be.Load(comp, filepath.Dir(path))
+}
+
+// values makes the inputs of row (the rows together where row < 0). A
+// float holds a value of its row and position in [0, 1); an integer or a
+// bool as ints says.
+func (p *batchProbe) values(row int) (map[string]*backend.Tensor, error) {
+	out := map[string]*backend.Tensor{}
+	for _, in := range p.inputs {
+		shape := append([]int64(nil), in.alone...)
+		first, together := row, false
+		switch {
+		case !in.batched:
+			first = 0 // shared: every row's call sees row 0's
+		case row < 0:
+			first, together = 0, true
+			shape[0] *= batchProbeRows
+		}
+		t, err := backend.NewTensor(in.dtype, shape)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", in.name, err)
+		}
+		per := max(backend.Elements(in.alone), 1)
+		for k := range t.Len() {
+			rk, pos := int64(first), k%per
+			if together {
+				rk = k / per
+			}
+			var x float64
+			switch {
+			case strings.HasPrefix(in.dtype, "float") || in.dtype == "bfloat16":
+				x = math.Mod(float64(pos+1)*0.6180339887+float64(rk+1)*0.3819660113, 1)
+			case p.ints == intsOnes:
+				x = 1
+			case p.ints == intsBinary || in.dtype == "bool":
+				x = float64((pos + rk) % 2)
+			default:
+				x = float64(1 + (pos+rk)%2)
+			}
+			t.SetFloat64At(k, x)
+		}
+		out[in.name] = t
+	}
+	return out, nil
+}
+
+// alone runs the model at orig on each row alone, fetching outputs; where
+// it refuses the varied integers, on ones.
+func (p *batchProbe) alone(orig string, outputs []string) ([]map[string]*backend.Tensor, error) {
+	s, err := p.load(orig, outputs)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
 	var lastErr error
-	for _, variedInts := range []bool{true, false} {
+	for p.ints = range intSchemes {
 		want := make([]map[string]*backend.Tensor, batchProbeRows)
 		for row := range batchProbeRows {
-			vals, err := values(row, variedInts)
+			vals, err := p.values(row)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if want[row], lastErr = alone.Run(context.Background(), vals, r.Outputs); lastErr != nil {
+			if want[row], lastErr = s.Run(context.Background(), vals, outputs); lastErr != nil {
 				break
 			}
 		}
-		if lastErr != nil {
-			continue // the model refuses these values: try ones
+		if lastErr == nil {
+			return want, nil
 		}
-		vals, err := values(-1, variedInts)
-		if err != nil {
-			return err
-		}
-		got, err := together.Run(context.Background(), vals, r.Outputs)
-		if err != nil {
-			return fmt.Errorf("%w: it fails on %d rows: %v", errBatchProbe, batchProbeRows, err)
-		}
-		for _, o := range r.Outputs {
-			t := got[o]
-			if t == nil || t.Rank() == 0 || t.Shape[0] != batchProbeRows {
-				shape := "nothing"
-				if t != nil {
-					shape = fmt.Sprint(t.Shape)
-				}
-				return fmt.Errorf("%w: output %s of %d rows is %s", errBatchProbe, o, batchProbeRows, shape)
-			}
-			for row := range batchProbeRows {
-				if what := engine.AgreeAlone(t.View(int64(row), int64(row)+1), want[row][o], nil); what != "" {
-					return fmt.Errorf("%w: output %s of row %d of %d run together differs from the row alone (it %s)", errBatchProbe, o, row, batchProbeRows, what)
-				}
-			}
-		}
-		return nil
 	}
-	return fmt.Errorf("the model fails on the probe's inputs, a row of values in [0, 1) (integers 1 and 2, then ones): %v; rewrite unprobed with --no-probe", lastErr)
+	return nil, fmt.Errorf("the model fails on the probe's inputs, a row of values in [0, 1) (integers 0 and 1, then 1 and 2, then ones): %v; rewrite unprobed with --no-probe", lastErr)
+}
+
+// together runs the model at path on the rows together, fetching outputs.
+func (p *batchProbe) together(path string, outputs []string) (map[string]*backend.Tensor, error) {
+	s, err := p.load(path, outputs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ONNX Runtime refuses it: %v", errBatchProbe, err)
+	}
+	defer s.Close()
+	vals, err := p.values(-1)
+	if err != nil {
+		return nil, err
+	}
+	got, err := s.Run(context.Background(), vals, outputs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: it fails on %d rows: %v", errBatchProbe, batchProbeRows, err)
+	}
+	return got, nil
+}
+
+// checkBatching runs the model at orig on each of batchProbeRows rows
+// alone, and the rewritten model at rewritten on them together, and
+// reports errBatchProbe where the rows differ: the graph still fixes the
+// batch somewhere (it fails on the batch, or mixes the rows).
+func checkBatching(orig, rewritten string, g *onnx.Graph, r onnx.BatchRewrite) error {
+	p, err := newBatchProbe(g, r)
+	if err != nil {
+		return err
+	}
+	want, err := p.alone(orig, r.Outputs)
+	if err != nil {
+		return err
+	}
+	got, err := p.together(rewritten, r.Outputs)
+	if err != nil {
+		return err
+	}
+	for _, o := range r.Outputs {
+		t := got[o]
+		if t == nil || t.Rank() == 0 || t.Shape[0] != batchProbeRows {
+			shape := "nothing"
+			if t != nil {
+				shape = fmt.Sprint(t.Shape)
+			}
+			return fmt.Errorf("%w: output %s of %d rows is %s", errBatchProbe, o, batchProbeRows, shape)
+		}
+		for row := range batchProbeRows {
+			if what := engine.AgreeAlone(t.View(int64(row), int64(row)+1), want[row][o], nil); what != "" {
+				return fmt.Errorf("%w: output %s of row %d of %d run together differs from the row alone (it %s)", errBatchProbe, o, row, batchProbeRows, what)
+			}
+		}
+	}
+	return nil
 }
 
 // opened says what a rewrite opened, as dynamic-batch reports it.
@@ -324,4 +386,233 @@ func orUnknownDType(s string) string {
 		return "of no element type"
 	}
 	return s
+}
+
+// scaleShapes is dynamic-batch's third try, for a graph whose constant
+// shapes hide the batch inside an entry (an attention's [T, batch×heads,
+// D], a class token expanded to [1, 1, D]): shape node by shape node, in
+// graph order, an entry multiplied by the batch at run time (or none) is
+// kept where the node's output, on the rows together, holds each row's
+// output alone (unchanged, as contiguous blocks, or interleaved along the
+// axis that doubled, tried in that order); where a later node then takes
+// no entry, or the graph's outputs do not hold the rows, the next choice
+// is tried, up to maxScaleRuns runs of the model. It returns the
+// rewritten model and the nodes it rewrote; nil and no error where the
+// graph has no such node.
+func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.BatchRewrite) (*onnxpb.ModelProto, []string, error) {
+	unmarshal := func() (*onnxpb.ModelProto, error) {
+		m := new(onnxpb.ModelProto)
+		return m, proto.Unmarshal(b, m)
+	}
+	ref, err := unmarshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes := onnx.ShapeNodes(ref)
+	if len(nodes) == 0 {
+		return nil, nil, nil
+	}
+	watched := slices.Clone(r.Outputs)
+	for _, n := range nodes {
+		watched = append(watched, n.Output, n.Shape)
+	}
+	onnx.AddOutputs(ref, watched...)
+	p, err := newBatchProbe(g, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := filepath.Dir(in)
+	// run writes m beside the model (its weights may be in files there)
+	// and runs it on the rows together, fetching outputs.
+	runs := 0
+	run := func(m *onnxpb.ModelProto, outputs ...string) (map[string]*backend.Tensor, error) {
+		runs++
+		onnx.KeepOutputs(m, outputs...)
+		enc, err := onnx.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		f, err := os.CreateTemp(dir, ".dynamic-batch-*.onnx")
+		if err != nil {
+			return nil, errors.New(ioErrorText(err))
+		}
+		defer os.Remove(f.Name())
+		_, err = f.Write(enc)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return p.together(f.Name(), outputs)
+	}
+	enc, err := onnx.Marshal(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.CreateTemp(dir, ".dynamic-batch-*.onnx")
+	if err != nil {
+		return nil, nil, errors.New(ioErrorText(err))
+	}
+	_, err = f.Write(enc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	var alone []map[string]*backend.Tensor
+	if err == nil {
+		alone, err = p.alone(f.Name(), watched)
+	}
+	os.Remove(f.Name())
+	if err != nil {
+		return nil, nil, err
+	}
+	start, err := unmarshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := onnx.DynamicBatch(start, symbol, false); err != nil {
+		return nil, nil, err
+	}
+	var stuck string // the deepest node no entry of which took the batch
+	deepest := -1
+	var choose func(i int, cur *onnxpb.ModelProto, scaled []string) (*onnxpb.ModelProto, []string, bool)
+	choose = func(i int, cur *onnxpb.ModelProto, scaled []string) (*onnxpb.ModelProto, []string, bool) {
+		if runs > maxScaleRuns {
+			return nil, nil, false
+		}
+		if i == len(nodes) {
+			got, err := run(proto.Clone(cur).(*onnxpb.ModelProto), r.Outputs...)
+			if err != nil {
+				return nil, nil, false
+			}
+			for _, o := range r.Outputs {
+				t := got[o]
+				if t == nil || t.Rank() == 0 || t.Shape[0] != batchProbeRows {
+					return nil, nil, false
+				}
+				for row := range batchProbeRows {
+					if engine.AgreeAlone(t.View(int64(row), int64(row)+1), alone[row][o], nil) != "" {
+						return nil, nil, false
+					}
+				}
+			}
+			return cur, scaled, true
+		}
+		n := nodes[i]
+		target := alone[0][n.Shape]
+		if target == nil || target.DType != "int64" || target.Rank() != 1 {
+			return choose(i+1, cur, scaled)
+		}
+		values := slices.Clone(target.Data.([]int64))
+		type option struct {
+			j    int
+			kind int
+			m    *onnxpb.ModelProto
+		}
+		var options []option
+		for j := -1; j < len(values); j++ { // -1: as it is
+			if j >= 0 && values[j] <= 0 {
+				continue
+			}
+			cand := proto.Clone(cur).(*onnxpb.ModelProto)
+			if j >= 0 {
+				onnx.ScaleShape(cand, n, values, j, r.Inputs[0])
+			}
+			got, err := run(proto.Clone(cand).(*onnxpb.ModelProto), n.Output)
+			if err != nil {
+				continue
+			}
+			if kind := holdsRows(got[n.Output], alone[0][n.Output], alone[1][n.Output]); kind > 0 {
+				options = append(options, option{j, kind, cand})
+			}
+		}
+		slices.SortStableFunc(options, func(a, b option) int { return a.kind - b.kind })
+		for _, o := range options {
+			next := scaled
+			if o.j >= 0 {
+				next = append(slices.Clone(scaled), n.Op+" "+n.Label)
+			}
+			if m, sc, ok := choose(i+1, o.m, next); ok {
+				return m, sc, true
+			}
+		}
+		if i > deepest {
+			deepest, stuck = i, fmt.Sprintf("%s %s (its shape %v at a batch of one)", n.Op, n.Label, values)
+		}
+		return nil, nil, false
+	}
+	m, scaled, ok := choose(0, start, nil)
+	if !ok {
+		why := fmt.Sprintf("no entry of %s takes the batch", stuck)
+		if stuck == "" {
+			why = "no choice of entries makes the outputs hold the rows"
+		}
+		if runs > maxScaleRuns {
+			why += fmt.Sprintf(" (%d runs tried)", runs)
+		}
+		return nil, nil, fmt.Errorf("%w: %s", errBatchProbe, why)
+	}
+	return m, scaled, nil
+}
+
+// maxScaleRuns bounds the runs of the model scaleShapes tries.
+const maxScaleRuns = 256
+
+// holdsRows says how together, a value of the rows run together, holds
+// alone[r], each row's value alone: 1 unchanged (it does not depend on
+// the row), 2 as contiguous blocks along the one axis that doubled (a
+// batch outermost, [batch×heads, ...]), 3 interleaved along it (a [T×batch,
+// E] flatten of time-major rows); 0 not at all.
+func holdsRows(together *backend.Tensor, alone ...*backend.Tensor) int {
+	a0, a1 := alone[0], alone[1]
+	if together == nil || a0 == nil || a1 == nil || together.DType != a0.DType || together.Rank() != a0.Rank() || !slices.Equal(a0.Shape, a1.Shape) {
+		return 0
+	}
+	if slices.Equal(together.Shape, a0.Shape) {
+		if engine.AgreeAlone(together, a0, nil) == "" && engine.AgreeAlone(together, a1, nil) == "" {
+			return 1
+		}
+		return 0
+	}
+	for axis := range a0.Shape {
+		if together.Shape[axis] != 2*a0.Shape[axis] || !slices.Equal(together.Shape[:axis], a0.Shape[:axis]) || !slices.Equal(together.Shape[axis+1:], a0.Shape[axis+1:]) {
+			continue
+		}
+		for kind, interleaved := range []bool{false, true} {
+			if rowsAt(together, alone, axis, interleaved) {
+				return 2 + kind
+			}
+		}
+	}
+	return 0
+}
+
+// rowsAt reports whether together holds each alone[r] along axis: at
+// r·n + i (blocks) or 2i + r (interleaved) for position i of n.
+func rowsAt(together *backend.Tensor, alone []*backend.Tensor, axis int, interleaved bool) bool {
+	n := alone[0].Shape[axis]
+	at := make([]int64, alone[0].Rank())
+	for r, a := range alone {
+		clear(at)
+		for k := range a.Len() {
+			off := int64(0)
+			for i, c := range at {
+				if i == axis {
+					if interleaved {
+						c = 2*c + int64(r)
+					} else {
+						c += int64(r) * n
+					}
+				}
+				off = off*together.Shape[i] + c
+			}
+			g, gok := together.Float64At(off)
+			w, wok := a.Float64At(k)
+			if !gok || !wok || math.Abs(g-w) > 1e-4*max(1, math.Abs(w)) && !(math.IsNaN(g) && math.IsNaN(w)) {
+				return false
+			}
+			step(at, a.Shape)
+		}
+	}
+	return true
 }
