@@ -345,6 +345,10 @@ func usedBy(g *onnxpb.GraphProto, used map[string]bool) {
 // the first axis of input batch, read when the graph runs.
 func ScaleShape(m *onnxpb.ModelProto, n ShapeNode, values []int64, j int, batch string) {
 	g := m.GetGraph()
+	at := slices.IndexFunc(g.GetNode(), func(d *onnxpb.NodeProto) bool { return len(d.Output) == 1 && d.Output[0] == n.Output && len(d.Input) == 2 })
+	if at < 0 || j < 0 || j >= len(values) {
+		return // not a node of this graph, or no entry of its shape
+	}
 	names := valueNames(g)
 	fresh := func(base string) string {
 		name := base
@@ -374,7 +378,6 @@ func ScaleShape(m *onnxpb.ModelProto, n ShapeNode, values []int64, j int, batch 
 			Attribute: []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}},
 		{Name: scaled, OpType: "Mul", Input: []string{target, factors}, Output: []string{scaled}},
 	}
-	at := slices.IndexFunc(g.Node, func(d *onnxpb.NodeProto) bool { return len(d.Output) == 1 && d.Output[0] == n.Output })
 	g.Node[at].Input[1] = scaled
 	g.Node = slices.Insert(g.Node, at, nodes...)
 }

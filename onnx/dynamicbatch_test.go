@@ -147,6 +147,17 @@ func FuzzDynamicBatch(f *testing.F) {
 				t.Fatalf("input %s after the rewrite: %+v", name, v)
 			}
 		}
+		// The third try's rewrites, on whatever shape nodes the graph has.
+		nodes := ShapeNodes(&m)
+		for i, n := range nodes {
+			ScaleShape(&m, n, []int64{1, 2, 3}, i%3, r.Inputs[0])
+		}
+		if len(nodes) > 0 {
+			KeepOutputs(&m, nodes[0].Output)
+		}
+		if _, err := Marshal(&m); err != nil {
+			t.Fatalf("the scaled model does not encode: %v", err)
+		}
 	})
 }
 
