@@ -345,7 +345,9 @@ func usedBy(g *onnxpb.GraphProto, used map[string]bool) {
 // the first axis of input batch, read when the graph runs.
 func ScaleShape(m *onnxpb.ModelProto, n ShapeNode, values []int64, j int, batch string) {
 	g := m.GetGraph()
-	at := slices.IndexFunc(g.GetNode(), func(d *onnxpb.NodeProto) bool { return len(d.Output) == 1 && d.Output[0] == n.Output && len(d.Input) == 2 })
+	at := slices.IndexFunc(g.GetNode(), func(d *onnxpb.NodeProto) bool {
+		return len(d.Output) == 1 && d.Output[0] == n.Output && len(d.Input) == 2
+	})
 	if at < 0 || j < 0 || j >= len(values) {
 		return // not a node of this graph, or no entry of its shape
 	}
