@@ -290,9 +290,9 @@ func AddOutputs(m *onnxpb.ModelProto, names ...string) {
 }
 
 // KeepOutputs makes names the graph's only outputs (AddOutputs for those
-// it did not list) and drops the nodes they do not need: ONNX Runtime runs
-// every node a graph holds, so a probe of a value inside the graph would
-// be failed by a node after it.
+// it did not list) and drops the nodes they do not need, and their
+// initializers: ONNX Runtime runs every node a graph holds, so a probe of
+// a value inside the graph would be failed by a node after it.
 func KeepOutputs(m *onnxpb.ModelProto, names ...string) {
 	g := m.GetGraph()
 	g.Output = slices.DeleteFunc(g.Output, func(v *onnxpb.ValueInfoProto) bool { return !slices.Contains(names, v.GetName()) })
@@ -324,6 +324,9 @@ func KeepOutputs(m *onnxpb.ModelProto, names ...string) {
 		}
 	}
 	g.Node = kept
+	// The weights of the dropped nodes go too: the probe writes the model
+	// out for every run.
+	g.Initializer = slices.DeleteFunc(g.Initializer, func(t *onnxpb.TensorProto) bool { return !needed[t.GetName()] })
 }
 
 // usedBy marks every value the nodes of g, and of its subgraphs, read.

@@ -194,4 +194,8 @@ func TestShapeNodes(t *testing.T) {
 	if !slices.Equal(ops, []string{"Reshape", "Mul", "Expand"}) || len(m.Graph.Output) != 1 || m.Graph.Output[0].GetName() != "b" {
 		t.Errorf("kept %v, outputs %v", ops, m.Graph.Output)
 	}
+	KeepOutputs(m, "a")
+	if len(m.Graph.Node) != 1 || len(m.Graph.Initializer) != 1 || m.Graph.Initializer[0].GetName() != "c" {
+		t.Errorf("kept %v and %v for a", m.Graph.Node, m.Graph.Initializer)
+	}
 }
