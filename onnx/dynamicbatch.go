@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
@@ -383,6 +384,25 @@ func ScaleShape(m *onnxpb.ModelProto, n ShapeNode, values []int64, j int, batch 
 			Attribute: []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}},
 		{Name: scaled, OpType: "Mul", Input: []string{target, factors}, Output: []string{scaled}},
 	}
-	g.Node[at].Input[1] = scaled
+	edited := proto.Clone(g.Node[at]).(*onnxpb.NodeProto) // a Derive'd graph shares its nodes
+	edited.Input[1] = scaled
+	g.Node[at] = edited
 	g.Node = slices.Insert(g.Node, at, nodes...)
+}
+
+// Derive is a copy of m that shares its nodes, weights and value infos
+// but holds lists of its own: ScaleShape, AddOutputs and KeepOutputs on
+// the copy (which replace a node they edit, and edit only the lists)
+// leave m as it was, and no weight is copied. Fields this package does
+// not read (local functions, metadata) are kept.
+func Derive(m *onnxpb.ModelProto) *onnxpb.ModelProto {
+	g := m.GetGraph()
+	d := &onnxpb.ModelProto{IrVersion: m.GetIrVersion(), OpsetImport: m.GetOpsetImport(), ProducerName: m.GetProducerName(),
+		ProducerVersion: m.GetProducerVersion(), Domain: m.GetDomain(), ModelVersion: m.GetModelVersion(), DocString: m.GetDocString(),
+		Graph: &onnxpb.GraphProto{Name: g.GetName(), DocString: g.GetDocString(),
+			Node: slices.Clone(g.GetNode()), Initializer: slices.Clone(g.GetInitializer()), SparseInitializer: slices.Clone(g.GetSparseInitializer()),
+			Input: slices.Clone(g.GetInput()), Output: slices.Clone(g.GetOutput()), ValueInfo: slices.Clone(g.GetValueInfo())}}
+	d.ProtoReflect().SetUnknown(m.ProtoReflect().GetUnknown())
+	d.Graph.ProtoReflect().SetUnknown(g.ProtoReflect().GetUnknown())
+	return d
 }

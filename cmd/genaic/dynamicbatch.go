@@ -79,8 +79,9 @@ func runDynamicBatch(e *env, args []string) int {
 		}
 	}
 	if errors.Is(err, errBatchProbe) {
-		fmt.Fprintf(e.stderr, "genaic: dynamic-batch: %s: the graph fixes the batch inside its constant shapes too; probing them one by one (up to %d runs of the model)\n", in, maxScaleRuns)
-		third, nodes, err3 := scaleShapes(in, b, g, *symbol, r)
+		third, nodes, err3 := scaleShapes(in, b, g, *symbol, r, func(n, budget int) {
+			fmt.Fprintf(e.stderr, "genaic: dynamic-batch: %s: the graph fixes the batch inside its constant shapes too; probing its %d constant shapes one by one (up to %d runs of the model)\n", in, n, budget)
+		})
 		switch {
 		case err3 == nil && third != nil:
 			r3 := r
@@ -396,10 +397,10 @@ func orUnknownDType(s string) string {
 // output alone (unchanged, as contiguous blocks, or interleaved along the
 // axis that doubled, tried in that order); where a later node then takes
 // no entry, or the graph's outputs do not hold the rows, the next choice
-// is tried, up to maxScaleRuns runs of the model. It returns the
+// is tried, up to scaleRuns runs of the model. It returns the
 // rewritten model and the nodes it rewrote; nil and no error where the
 // graph has no such node.
-func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.BatchRewrite) (*onnxpb.ModelProto, []string, error) {
+func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.BatchRewrite, starting func(nodes, budget int)) (*onnxpb.ModelProto, []string, error) {
 	unmarshal := func() (*onnxpb.ModelProto, error) {
 		m := new(onnxpb.ModelProto)
 		return m, proto.Unmarshal(b, m)
@@ -473,15 +474,17 @@ func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.Batch
 	if _, err := onnx.DynamicBatch(start, symbol, false); err != nil {
 		return nil, nil, err
 	}
+	budget := scaleRuns(len(nodes))
+	starting(len(nodes), budget)
 	var stuck string // the deepest node no entry of which took the batch
 	deepest := -1
 	var choose func(i int, cur *onnxpb.ModelProto, scaled []string) (*onnxpb.ModelProto, []string, bool)
 	choose = func(i int, cur *onnxpb.ModelProto, scaled []string) (*onnxpb.ModelProto, []string, bool) {
-		if runs > maxScaleRuns {
+		if runs > budget {
 			return nil, nil, false
 		}
 		if i == len(nodes) {
-			got, err := run(proto.Clone(cur).(*onnxpb.ModelProto), r.Outputs...)
+			got, err := run(onnx.Derive(cur), r.Outputs...)
 			if err != nil {
 				return nil, nil, false
 			}
@@ -504,35 +507,44 @@ func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.Batch
 			return choose(i+1, cur, scaled)
 		}
 		values := slices.Clone(target.Data.([]int64))
+		// The choices are tried as they hold the rows: unchanged or in
+		// blocks at once (a batch outermost, the common case, is found
+		// without running the rest), interleaved once those fail.
 		type option struct {
-			j    int
-			kind int
-			m    *onnxpb.ModelProto
+			j int
+			m *onnxpb.ModelProto
 		}
-		var options []option
-		for j := -1; j < len(values); j++ { // -1: as it is
-			if j >= 0 && values[j] <= 0 {
-				continue
-			}
-			cand := proto.Clone(cur).(*onnxpb.ModelProto)
-			if j >= 0 {
-				onnx.ScaleShape(cand, n, values, j, r.Inputs[0])
-			}
-			got, err := run(proto.Clone(cand).(*onnxpb.ModelProto), n.Output)
-			if err != nil {
-				continue
-			}
-			if kind := holdsRows(got[n.Output], alone[0][n.Output], alone[1][n.Output]); kind > 0 {
-				options = append(options, option{j, kind, cand})
-			}
-		}
-		slices.SortStableFunc(options, func(a, b option) int { return a.kind - b.kind })
-		for _, o := range options {
+		var interleaved []option
+		try := func(o option) (*onnxpb.ModelProto, []string, bool) {
 			next := scaled
 			if o.j >= 0 {
 				next = append(slices.Clone(scaled), n.Op+" "+n.Label)
 			}
-			if m, sc, ok := choose(i+1, o.m, next); ok {
+			return choose(i+1, o.m, next)
+		}
+		for j := -1; j < len(values); j++ { // -1: as it is
+			if j >= 0 && values[j] <= 0 {
+				continue
+			}
+			cand := onnx.Derive(cur)
+			if j >= 0 {
+				onnx.ScaleShape(cand, n, values, j, r.Inputs[0])
+			}
+			got, err := run(onnx.Derive(cand), n.Output)
+			if err != nil {
+				continue
+			}
+			switch holdsRows(got[n.Output], alone[0][n.Output], alone[1][n.Output]) {
+			case holdsUnchanged, holdsBlocks:
+				if m, sc, ok := try(option{j, cand}); ok {
+					return m, sc, true
+				}
+			case holdsInterleaved:
+				interleaved = append(interleaved, option{j, cand})
+			}
+		}
+		for _, o := range interleaved {
+			if m, sc, ok := try(o); ok {
 				return m, sc, true
 			}
 		}
@@ -547,7 +559,7 @@ func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.Batch
 		if stuck == "" {
 			why = "no choice of entries makes the outputs hold the rows"
 		}
-		if runs > maxScaleRuns {
+		if runs > budget {
 			why += fmt.Sprintf(" (%d runs tried)", runs)
 		}
 		return nil, nil, fmt.Errorf("%w: %s", errBatchProbe, why)
@@ -555,36 +567,44 @@ func scaleShapes(in string, b []byte, g *onnx.Graph, symbol string, r onnx.Batch
 	return m, scaled, nil
 }
 
-// maxScaleRuns bounds the runs of the model scaleShapes tries.
-const maxScaleRuns = 256
+// scaleRuns bounds the runs of the model scaleShapes tries on a graph of
+// n shape nodes: a few for each, as a node takes one run per entry it
+// tries and a later node's failure sends it back to its next.
+func scaleRuns(n int) int { return 64 + 6*n }
+
+// How a value of the rows run together holds each row's value alone.
+const (
+	holdsNot         = iota
+	holdsUnchanged   // it does not depend on the row
+	holdsBlocks      // in contiguous blocks along the one axis that doubled (a batch outermost, [batch×heads, ...])
+	holdsInterleaved // interleaved along it (a [T×batch, E] flatten of time-major rows)
+)
 
 // holdsRows says how together, a value of the rows run together, holds
-// alone[r], each row's value alone: 1 unchanged (it does not depend on
-// the row), 2 as contiguous blocks along the one axis that doubled (a
-// batch outermost, [batch×heads, ...]), 3 interleaved along it (a [T×batch,
-// E] flatten of time-major rows); 0 not at all.
+// alone[r], each row's value alone.
 func holdsRows(together *backend.Tensor, alone ...*backend.Tensor) int {
 	a0, a1 := alone[0], alone[1]
 	if together == nil || a0 == nil || a1 == nil || together.DType != a0.DType || together.Rank() != a0.Rank() || !slices.Equal(a0.Shape, a1.Shape) {
-		return 0
+		return holdsNot
 	}
 	if slices.Equal(together.Shape, a0.Shape) {
 		if engine.AgreeAlone(together, a0, nil) == "" && engine.AgreeAlone(together, a1, nil) == "" {
-			return 1
+			return holdsUnchanged
 		}
-		return 0
+		return holdsNot
 	}
 	for axis := range a0.Shape {
 		if together.Shape[axis] != 2*a0.Shape[axis] || !slices.Equal(together.Shape[:axis], a0.Shape[:axis]) || !slices.Equal(together.Shape[axis+1:], a0.Shape[axis+1:]) {
 			continue
 		}
-		for kind, interleaved := range []bool{false, true} {
-			if rowsAt(together, alone, axis, interleaved) {
-				return 2 + kind
-			}
+		if rowsAt(together, alone, axis, false) {
+			return holdsBlocks
+		}
+		if rowsAt(together, alone, axis, true) {
+			return holdsInterleaved
 		}
 	}
-	return 0
+	return holdsNot
 }
 
 // rowsAt reports whether together holds each alone[r] along axis: at
