@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -185,6 +186,19 @@ func TestShapeNodes(t *testing.T) {
 	}
 	if want := []string{"Reshape /direct c", "Expand b c2"}; !slices.Equal(got, want) {
 		t.Errorf("shape nodes %q, want %q", got, want)
+	}
+	// A derived copy rewritten leaves the model as it was.
+	before := mustMarshal(t, m)
+	d := Derive(m)
+	for _, n := range ShapeNodes(d) {
+		ScaleShape(d, n, []int64{1, 4}, 0, "x")
+	}
+	KeepOutputs(d, "a")
+	if after := mustMarshal(t, m); !bytes.Equal(before, after) {
+		t.Errorf("rewriting a derived copy changed the model")
+	}
+	if len(d.Graph.Node) != 5 || d.Graph.Node[4].Input[1] == "c" {
+		t.Errorf("the derived copy's nodes: %v", d.Graph.Node)
 	}
 	KeepOutputs(m, "b")
 	var ops []string
