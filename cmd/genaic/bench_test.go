@@ -113,38 +113,13 @@ func benchPlanned(t *testing.T, args ...string) benchJSON {
 // five requests, whose images fill the budget in groups of five to
 // eleven, are not called in batches of at most five.
 func TestBenchDirectRepeatsAShortDocument(t *testing.T) {
-	short := writeShortDocument(t, filepath.Join(imagePkg, "requests64.json"), 5)
+	short := largeDocument(t, filepath.Join(imagePkg, "requests64.json"), 5) // its first 5
 	rep := bench(t, imagePkg, "--requests", short, "--rounds", "1", "--round-time", "0", "--concurrency", "4")
 	for _, m := range rep.Modes {
 		if g := m.Groups["encoder"]; m.Name == "direct" && (g.Invocations == 0 || g.Requests <= 5*g.Invocations) {
 			t.Errorf("direct: %d requests in %d invocations; want batches of more than the document's 5", g.Requests, g.Invocations)
 		}
 	}
-}
-
-// writeShortDocument writes the first n requests of the document at path
-// (their tensors inline) to a file of its own, and returns it.
-func writeShortDocument(t *testing.T, path string, n int) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Requests []json.RawMessage `json:"requests"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc.Requests = doc.Requests[:n]
-	if b, err = json.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	short := filepath.Join(t.TempDir(), "short.json")
-	if err := os.WriteFile(short, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return short
 }
 
 // TestBenchJSON: the three modes, each with throughput, latency
@@ -403,7 +378,7 @@ func TestBenchLargeDocument(t *testing.T) {
 }
 
 // largeDocument writes a requests document of n requests, cycling through
-// those of src under fresh ids.
+// those of src under fresh ids (fewer than src holds: its first n).
 func largeDocument(t *testing.T, src string, n int) string {
 	t.Helper()
 	b, err := os.ReadFile(src)
