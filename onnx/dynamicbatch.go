@@ -19,6 +19,10 @@ type BatchRewrite struct {
 	// node has none) whose constant target shape now copies its input's
 	// first axis.
 	Reshapes []string
+	// Scaled are the shape nodes ("Reshape /x", "Expand /y") an entry of
+	// whose shape the batch multiplies (ScaleShape, as dynamic-batch's
+	// third try chose them).
+	Scaled []string
 }
 
 // DynamicBatch rewrites a model whose graph fixes a batch of one (the

@@ -61,38 +61,56 @@ func runDynamicBatch(e *env, args []string) int {
 	// The first try opens the inputs and outputs alone; a graph that
 	// fixed the batch inside too (a flatten's Reshape to [1, -1]) is tried
 	// again with its constant Reshape shapes opened, then with the batch
-	// found an entry in each constant shape (scaleShapes).
-	probed, err := probeRewrite(in, *rw.out, g, m, r)
-	scaled := false
-	if errors.Is(err, errBatchProbe) {
-		second := new(onnxpb.ModelProto)
-		if uerr := proto.Unmarshal(b, second); uerr != nil {
-			return ioError(e, uerr)
-		}
-		// The same model, refused by none of the first try's checks.
-		if r2, _ := onnx.DynamicBatch(second, *symbol, true); len(r2.Reshapes) > 0 {
-			if probed2, err2 := probeRewrite(in, *rw.out, g, second, r2); !errors.Is(err2, errBatchProbe) {
-				probed, r, err = probed2, r2, err2
-			} else {
-				err = fmt.Errorf("%w; with the constant shapes of %s opened too, %v", err, nodeList(r2.Reshapes), strings.TrimPrefix(err2.Error(), errBatchProbe.Error()+": "))
+	// found an entry in each constant shape (scaleShapes). A try that
+	// does not apply gives no model; one whose rows differ adds to err.
+	tries := []struct {
+		what string // how the try differs from the first, for messages
+		make func() (*onnxpb.ModelProto, onnx.BatchRewrite, error)
+	}{
+		{"", func() (*onnxpb.ModelProto, onnx.BatchRewrite, error) { return m, r, nil }},
+		{"with the constant shapes of REWRITTEN opened too", func() (*onnxpb.ModelProto, onnx.BatchRewrite, error) {
+			second := new(onnxpb.ModelProto)
+			if err := proto.Unmarshal(b, second); err != nil {
+				return nil, r, err
 			}
-		}
-	}
-	if errors.Is(err, errBatchProbe) {
-		third, nodes, err3 := scaleShapes(in, b, g, *symbol, r, func(n, budget int) {
-			fmt.Fprintf(e.stderr, "genaic: dynamic-batch: %s: the graph fixes the batch inside its constant shapes too; probing its %d constant shapes one by one (up to %d runs of the model)\n", in, n, budget)
-		})
-		switch {
-		case err3 == nil && third != nil:
+			// The same model, refused by none of the first try's checks.
+			r2, _ := onnx.DynamicBatch(second, *symbol, true)
+			if len(r2.Reshapes) == 0 {
+				return nil, r, nil
+			}
+			return second, r2, nil
+		}},
+		{"with the batch taken by an entry of each constant shape", func() (*onnxpb.ModelProto, onnx.BatchRewrite, error) {
+			third, scaled, err := scaleShapes(in, b, g, *symbol, r, func(n, budget int) {
+				fmt.Fprintf(e.stderr, "genaic: dynamic-batch: %s: the graph fixes the batch inside its constant shapes too; probing its %d constant shapes one by one (up to %d runs of the model)\n", in, n, budget)
+			})
 			r3 := r
-			r3.Reshapes = nodes
-			if probed3, err4 := probeRewrite(in, *rw.out, g, third, r3); !errors.Is(err4, errBatchProbe) {
-				probed, r, err, scaled = probed3, r3, err4, true
+			r3.Scaled = scaled
+			return third, r3, err
+		}},
+	}
+	var probed string
+	for i, try := range tries {
+		tm, tr, terr := try.make()
+		if terr == nil && tm != nil {
+			var p string
+			if p, terr = probeRewrite(in, *rw.out, g, tm, tr); terr == nil {
+				probed, r, err = p, tr, nil
+				break
 			}
-		case errors.Is(err3, errBatchProbe):
-			err = fmt.Errorf("%w; with the batch taken by an entry of each constant shape, %v", err, strings.TrimPrefix(err3.Error(), errBatchProbe.Error()+": "))
-		case err3 != nil:
-			err = err3
+		}
+		switch {
+		case i == 0:
+			err = terr
+		case terr == nil: // the try does not apply
+		case errors.Is(terr, errBatchProbe):
+			what := strings.Replace(try.what, "REWRITTEN", nodeList(tr.Reshapes), 1)
+			err = fmt.Errorf("%w; %s, %v", err, what, strings.TrimPrefix(terr.Error(), errBatchProbe.Error()+": "))
+		default:
+			err = terr
+		}
+		if !errors.Is(err, errBatchProbe) {
+			break
 		}
 	}
 	switch {
@@ -110,8 +128,8 @@ func runDynamicBatch(e *env, args []string) int {
 	}
 	msg := opened(r, *symbol)
 	switch {
-	case scaled && len(r.Reshapes) > 0:
-		msg += fmt.Sprintf("; the batch multiplies an entry of the constant shapes of %s", strings.Join(r.Reshapes, ", "))
+	case len(r.Scaled) > 0:
+		msg += fmt.Sprintf("; the batch multiplies an entry of the constant shapes of %s", strings.Join(r.Scaled, ", "))
 	case len(r.Reshapes) == 0:
 	case len(r.Reshapes) == 1:
 		msg += fmt.Sprintf("; %s, whose constant shape fixed the batch at 1, copies it from its input", nodeList(r.Reshapes))
