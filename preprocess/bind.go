@@ -194,6 +194,9 @@ func unitProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Com
 	if p.Modality != "audio" && s.Seq == NoSeq {
 		return pixelsProblem(p, port, o, adapter, shape)
 	}
+	if p.Modality == "audio" && BandsFirst(s, c, shape) {
+		return nil // its axis 1 names the bands by their count or a symbol
+	}
 	var unit []int
 	var what []string
 	switch {
@@ -273,11 +276,40 @@ func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Co
 	if p.Modality != "audio" || s.Units == 0 || len(shape) != s.AudioRank()+1 {
 		return nil
 	}
-	if d := shape[1]; !d.IsSym() && d.Size != int64(s.Units) {
-		return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis 1 at %d, but preprocessing.audio makes %d %s of each clip in `%s`\nmake the two agree",
-			port.Name, adapter.Name, d.Size, s.Units, s.UnitWord(), p.Source(o))}
+	axis := 1
+	if BandsFirst(s, port.Contract, shape) {
+		axis = 2
+	}
+	if d := shape[axis]; !d.IsSym() && d.Size != int64(s.Units) {
+		return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.audio makes %d %s of each clip in `%s`\nmake the two agree",
+			port.Name, adapter.Name, axis, d.Size, s.Units, s.UnitWord(), p.Source(o))}
 	}
 	return nil
+}
+
+// BandsFirst reports whether a stacked audio port of frames lays each
+// clip out bands first, [clips, bands, frames], as Whisper's encoder
+// reads its log-mel features and NeMo's encoders their spectrograms,
+// rather than frames first, [clips, frames, bands]: shape, the port's
+// shape less its trailing axes of extent 1, is of rank 3, and its axis 1
+// names the values of a frame (by a symbol that says mel, feature, band,
+// bin or freq, or by their count, the program's n_mels or window) where
+// its axis 2 does not. A port of no such evidence is frames first.
+func BandsFirst(s Shape, c *ir.Contract, shape []ir.Dim) bool {
+	if !s.Framed || s.Row > 0 || c == nil || c.Layout.Kind == ir.TokenPacked || len(shape) != 3 {
+		return false
+	}
+	return namesBands(shape[1], s.Window) && !namesBands(shape[2], s.Window)
+}
+
+// namesBands reports whether a dimension holds the values of a frame, by
+// its name or by its extent equal to the program's window.
+func namesBands(d ir.Dim, window int) bool {
+	if !d.IsSym() {
+		return d.Size == int64(window)
+	}
+	name := strings.ToLower(d.Sym)
+	return slices.ContainsFunc([]string{"mel", "feature", "band", "bin", "freq"}, func(w string) bool { return strings.Contains(name, w) })
 }
 
 func dtypeProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, want string) []Problem {

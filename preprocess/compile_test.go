@@ -469,8 +469,12 @@ func TestCompileAudioFrontEnds(t *testing.T) {
 			t.Errorf("wakeword %v: %v", dims, probs)
 		}
 	}
-	if _, probs := audioPort(whisper(), false, "clips", 3000, 80, 1); len(probs) > 0 {
-		t.Errorf("whisper with a trailing one: %v", probs)
+	// Whisper's encoder reads its features bands first: by their count, or
+	// as Hugging Face's export names its axes.
+	for _, dims := range [][]any{{"clips", 3000, 80, 1}, {"clips", 80, 3000}, {"clips", 80, 3000, 1}, {"batch_size", "feature_size", "encoder_sequence_length"}} {
+		if _, probs := audioPort(whisper(), false, dims...); len(probs) > 0 {
+			t.Errorf("whisper %v: %v", dims, probs)
+		}
 	}
 	for _, c := range []struct {
 		name   string
@@ -491,6 +495,8 @@ func TestCompileAudioFrontEnds(t *testing.T) {
 		{"wakeword rows before a one", wakeword(), true, []any{"windows", 70, 32, 1}, "fixes axis 1 at 70, but preprocessing.audio makes the rows of each window (its window) of `w` 76"},
 		{"whisper frames before a one", whisper(), false, []any{"clips", 3001, 80, 1}, "fixes axis 1 at 3001, but preprocessing.audio makes 3000 frames"},
 		{"whisper bands before a one", whisper(), false, []any{"clips", 3000, 128, 1}, "fixes axis 2 at 128"},
+		{"whisper frames bands first", whisper(), false, []any{"clips", 80, 2999}, "fixes axis 2 at 2999, but preprocessing.audio makes 3000 frames of each clip in `x`"},
+		{"whisper frames bands first before a one", whisper(), false, []any{"clips", "n_mels", 3001, 1}, "fixes axis 2 at 3001, but preprocessing.audio makes 3000 frames"},
 	} {
 		_, probs := audioPort(c.ts, c.packed, c.dims...)
 		if len(probs) != 1 || probs[0].Loc != 9 || !strings.Contains(probs[0].Message, c.frag) {

@@ -22,9 +22,13 @@ type audioPort struct {
 	rank         int
 	ones         int // trailing axes of extent 1 past the clips' layout
 	layout       ir.LayoutKind
-	fixedUnits   int64          // stacked: a fixed extent of axis 1, else -1
-	lengths      map[int]string // padded axis → its lengths port
-	contract     *ir.Contract
+	// bandsFirst: stacked frames laid out [clips, bands, frames], each
+	// clip transposed (preprocess.BandsFirst); axes below are then named
+	// as if laid out frames first.
+	bandsFirst bool
+	fixedUnits int64          // stacked: a fixed extent of the units axis, else -1
+	lengths    map[int]string // padded axis (frames first) → its lengths port
+	contract   *ir.Contract
 }
 
 // audioLength says which padded axis of which data port a lengths port
@@ -141,25 +145,36 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 		return nil, unsupported("output port `%s` of adapter `%s` declares %d ownership levels; the audio adapter produces one (units→rows) or two (units→clips, clips→rows)", port.Name, comp.Name, ap.levels)
 	}
 	// The axis after the units (samples, frames or windows): a frame's
-	// samples or bands, or a window's rows.
-	windowAxis := ap.rank - ap.ones - itemRank + 1
+	// samples or bands, or a window's rows; bands first, the units' axis
+	// follows it.
+	windowAxis, unitsAxis := ap.rank-ap.ones-itemRank+1, min(1, ap.rank-1)
 	if c.HasShape && len(c.Shape) == ap.rank {
+		ap.bandsFirst = preprocess.BandsFirst(static, c, c.Shape[:ap.rank-ap.ones])
+		if ap.bandsFirst {
+			windowAxis, unitsAxis = 1, 2
+		}
 		for i, u := range static.Unit() {
 			if d := c.Shape[windowAxis+i]; !d.IsSym() && d.Size != int64(u) {
 				return nil, unsupported("output port `%s` of adapter `%s` fixes axis %d at %d, but preprocessing.audio makes it %d in `%s`; make the two agree",
 					port.Name, comp.Name, windowAxis+i, d.Size, u, source)
 			}
 		}
-		if d := c.Shape[min(1, ap.rank-1)]; !ap.packed && !d.IsSym() {
+		if d := c.Shape[unitsAxis]; !ap.packed && !d.IsSym() {
 			ap.fixedUnits = d.Size
 		}
 	}
 	for _, pad := range c.Padding {
 		axis := c.Axis(pad.Dim.Name)
-		if !(static.Framed && axis == windowAxis) && (ap.packed || axis != 1) {
+		switch {
+		case ap.bandsFirst && axis == unitsAxis:
+			ap.lengths[1] = pad.Lengths.Name
+		case ap.bandsFirst:
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); laid out bands first ([clips, bands, frames]), its clips are padded on their frames (axis 2) alone", port.Name, comp.Name, pad.Dim.Name, axis)
+		case !(static.Framed && axis == windowAxis) && (ap.packed || axis != 1):
 			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the audio adapter pads the samples, frames or windows of stacked clips (axis 1) and the window of frames or of rows", port.Name, comp.Name, pad.Dim.Name, axis)
+		default:
+			ap.lengths[axis] = pad.Lengths.Name
 		}
-		ap.lengths[axis] = pad.Lengths.Name
 	}
 	return ap, nil
 }
@@ -285,13 +300,26 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 		width *= u
 	}
 	shape := append([]int64{n, longest}, unit...)
+	if ap.bandsFirst {
+		shape[1], shape[2] = shape[2], shape[1]
+	}
 	t, err := backend.NewTensor("float32", shape)
 	if err != nil {
 		return err
 	}
 	dst := t.Float32s()
 	for i, x := range items {
-		copy(dst[int64(i)*longest*width:], x.values())
+		clip := dst[int64(i)*longest*width : int64(i+1)*longest*width]
+		if !ap.bandsFirst {
+			copy(clip, x.values())
+			continue
+		}
+		// Frame f's band b goes to row b, column f; padded frames stay 0.
+		for f := range int64(x.units()) {
+			for b, v := range x.values()[f*width : (f+1)*width] {
+				clip[int64(b)*longest+f] = v
+			}
+		}
 	}
 	out[ap.name] = t
 	if name, ok := ap.lengths[1]; ok {

@@ -235,3 +235,51 @@ func TestAudioUnsupportedAtLoad(t *testing.T) {
 		})
 	}
 }
+
+// A stacked port of frames laid out bands first ([clips, bands, frames],
+// as Whisper's encoder reads its features) holds each clip's frames
+// transposed, padded on the frames axis as frames first pads its axis 1,
+// with the same lengths. A port that pads its bands is refused at Load.
+func TestAudioBandsFirst(t *testing.T) {
+	stacked := func(shape []ir.Dim, padded string) *fixture {
+		f := audioFixture(framing())
+		frames := contract("float32", shape)
+		frames.Padding = []ir.Padding{{Dim: ir.Ref{Name: padded}, Lengths: ir.Ref{Name: "lengths"}}}
+		f.comp.Outputs = []*ir.Port{{Name: "frames", Contract: frames}, {Name: "lengths", Contract: contract("int64", dims("clips"))}}
+		f.prog.Outputs = []ir.ProgramOutput{{Name: "frames", Source: "a.frames", Content: "frames"}, {Name: "lengths", Content: "frame_lengths"}}
+		return f
+	}
+	a, b := make([]float64, 11), make([]float64, 5)
+	for i := range a {
+		a[i] = float64(i+1) / 16
+	}
+	for i := range b {
+		b[i] = -float64(i+1) / 16
+	}
+	clips := request(wav(16000, wavPCM, 16, mono(a...)), wav(16000, wavPCM, 16, mono(b...)))
+	first := run(t, stacked(dims("clips", "frames", 4), "frames").load(t), clips, "frames", "lengths")
+	bands := run(t, stacked(dims("clips", "mel_bins", "frames"), "frames").load(t), clips, "frames", "lengths")
+	wantShape(t, "frames first", first["frames"], 2, 4, 4)
+	wantShape(t, "bands first", bands["frames"], 2, 4, 4)
+	wantInts(t, "frames first lengths", first["lengths"], 4, 2)
+	wantInts(t, "bands first lengths", bands["lengths"], 4, 2)
+	ff, bf := first["frames"].Float32s(), bands["frames"].Float32s()
+	for c := range 2 {
+		for f := range 4 {
+			for v := range 4 {
+				if got, want := bf[c*16+v*4+f], ff[c*16+f*4+v]; got != want {
+					t.Fatalf("clip %d band %d frame %d: bands first holds %v, frames first %v", c, v, f, got, want)
+				}
+			}
+		}
+	}
+	if ff[16+2*4] != 0 || ff[16+1*4] == 0 {
+		t.Fatalf("clip 1's padding: frames first %v", ff[16:])
+	}
+	// Axis 1 fixed at the window's 4 values, axis 2 not: bands first too.
+	fixed := run(t, stacked(dims("clips", 4, "frames"), "frames").load(t), clips, "frames")
+	wantShape(t, "fixed bands first", fixed["frames"], 2, 4, 4)
+	f := stacked(dims("clips", "mel_bins", "frames"), "mel_bins")
+	_, err := New(f.m).Load(f.comp, "")
+	wantRunError(t, err, "run/unsupported", "pads `mel_bins` (axis 1)", "bands first", "frames (axis 2)")
+}
