@@ -463,8 +463,8 @@ func counting(n int) []int64 {
 func (s *encoded) onePerRow(port, what string, rows []int64) error {
 	for r := 0; r+1 < len(rows); r++ {
 		if rows[r+1]-rows[r] != 1 {
-			return fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one %s per row, but row %d brings %d %ss; make the port token_packed to carry several",
-				port, s.comp.Name, what, r, rows[r+1]-rows[r], what)
+			return fail("run/input", "output port `%s` of adapter `%s` is request_aligned, one %s per row, but row %d brings %d %ss: send one %s per request (or, authoring the package, make the port token_packed to carry several)",
+				port, s.comp.Name, what, r, rows[r+1]-rows[r], what, what)
 		}
 	}
 	return nil
