@@ -137,8 +137,29 @@ func runDynamicBatch(e *env, args []string) int {
 		msg += fmt.Sprintf("; %s, whose constant shapes fixed the batch at 1, copy it from their inputs", nodeList(r.Reshapes))
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: %s; %d rows run together answered as each alone\n", *rw.out, msg, batchProbeRows)
-	fmt.Fprintf(e.stdout, "next: `genaic init %s` writes a starting document\n", *rw.out)
+	fmt.Fprintf(e.stdout, "next: `genaic init %s%s` writes a starting document\n", initFlag(*rw.out), *rw.out)
 	return exitOK
+}
+
+// initFlag is the flag init takes for the model at path, followed by a
+// space: --images or --audio where its one input takes images or log-mel
+// features, "" otherwise.
+func initFlag(path string) string {
+	g, err := onnx.Read(path)
+	if err != nil {
+		return ""
+	}
+	c, err := newInitComponent("model", filepath.Base(path), g)
+	if err != nil {
+		return ""
+	}
+	if _, err := imageInputOf(c); err == nil {
+		return "--images "
+	}
+	if _, err := audioInputOf(c); err == nil {
+		return "--audio "
+	}
+	return ""
 }
 
 // errBatchProbe marks a rewritten model that does not keep the rows of a

@@ -51,7 +51,8 @@ func TestDynamicBatch(t *testing.T) {
 	opened := filepath.Join(pkg, "static.onnx")
 	out, errOut, code := runCLI(t, "dynamic-batch", model, "-o", opened)
 	if code != exitOK || !strings.Contains(out, "wrote "+opened+": input x takes any number of rows along axis 0 (batch), and output y gives one row each; "+
-		"Reshape /flatten, whose constant shape fixed the batch at 1, copies it from its input; 2 rows run together answered as each alone\n") {
+		"Reshape /flatten, whose constant shape fixed the batch at 1, copies it from its input; 2 rows run together answered as each alone\n"+
+		"next: `genaic init "+opened+"` writes a starting document\n") {
 		t.Fatalf("dynamic-batch: exit %d\n%s%s", code, out, errOut)
 	}
 	verifyOpened(t, pkg)

@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "init",
-		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images] [--force] [--print]",
+		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images | --audio] [--force] [--print]",
 		summary: "write a starting inference_metadata.yaml from ONNX models (ports, dtypes and shapes read from the graphs)",
 		run:     runInit,
 	})
@@ -32,8 +32,13 @@ func runInit(e *env, args []string) int {
 	force := flags.Bool("force", false, "replace an existing "+metadataName)
 	print := flags.Bool("print", false, "print the document to standard output instead of writing it")
 	images := flags.Bool("images", false, "for one model whose input is float images [batch, 3, height, width] (or channels last): write a package that takes encoded images (PNG, JPEG, GIF) as items, preprocesses them as ImageNet encoders take them, and groups them")
+	audio := flags.Bool("audio", false, "for one model whose input is log-mel features [batch, 80, 3000] (or frames first; 128 bands alike), as Whisper's encoder takes them: write a package that takes a WAV clip per request, computes Whisper's features of it, and groups the clips")
 	models, ok := parseFlags(e, flags, c, args)
 	if !ok {
+		return exitUsage
+	}
+	if *images && *audio {
+		e.errorf("init: --images and --audio write packages of different inputs; give one")
 		return exitUsage
 	}
 	if len(models) == 0 {
@@ -111,8 +116,12 @@ func runInit(e *env, args []string) int {
 			e.errorf("init: %s: %v", m, err)
 			return exitUsage
 		}
-		if why := probeOutputs(m, comp); why != "" {
-			e.errorf("init: %s: its outputs' dynamic dimensions keep the graph's names, not probed: %s", m, why)
+		// --images and --audio run the model on their own inputs instead
+		// (settleRows).
+		if !*images && !*audio {
+			if why := probeOutputs(m, comp); why != "" {
+				e.errorf("init: %s: its outputs' dynamic dimensions keep the graph's names, not probed: %s", m, why)
+			}
 		}
 		comps = append(comps, comp)
 	}
@@ -131,6 +140,20 @@ func runInit(e *env, args []string) int {
 			return exitUsage
 		}
 		src = []byte(imagesDocument(comps[0], im))
+	} else if *audio {
+		if len(comps) != 1 {
+			e.errorf("init: --audio writes the package of one speech encoder; give one model")
+			return exitUsage
+		}
+		au, err := audioInputOf(comps[0])
+		if err == nil {
+			err = settleAudioOutputs(models[0], comps[0], &au)
+		}
+		if err != nil {
+			e.errorf("init: %s: %v", models[0], err)
+			return exitUsage
+		}
+		src = []byte(audioDocument(comps[0], au))
 	} else {
 		src = []byte(initDocument(comps))
 	}
@@ -174,6 +197,11 @@ func runInit(e *env, args []string) int {
 	cn := make([]string, len(comps))
 	for i, c := range comps {
 		cn[i] = c.name
+	}
+	if *audio {
+		fmt.Fprintf(e.stdout, "wrote %s (a WAV clip per request in, Whisper's log-mel features of it, then %s on many requests' clips at once); next: check the features against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
+			target, cn[0], *dir)
+		return exitOK
 	}
 	if *images {
 		fmt.Fprintf(e.stdout, "wrote %s (encoded images in, preprocessed, then %s on many requests' images at once); next: check the preprocessing against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",

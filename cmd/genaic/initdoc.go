@@ -342,6 +342,12 @@ func initDocument(comps []*initComponent) string {
 			line(0, "# writes instead a package that takes them encoded (PNG, JPEG, GIF),")
 			line(0, "# preprocessed by the built-in image adapter, and groups them.")
 		}
+		if au, err := audioInputOf(comps[0]); err == nil {
+			line(0, "#")
+			line(0, "# Its input %s takes log-mel features: `genaic init --audio %s`", au.port.name, comps[0].artifact)
+			line(0, "# writes instead a package that takes WAV clips, computes Whisper's")
+			line(0, "# features of them with the built-in audio adapter, and groups them.")
+		}
 	}
 	line(0, "schema_version: v1.0 # declare v1.1 when you add batch_capacity, padding or levels")
 	line(0, "model:")

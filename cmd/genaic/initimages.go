@@ -99,22 +99,36 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 	return im, nil
 }
 
-// settleOutputs runs the model at path on two, then three images of the
-// package's size and keeps, in im, the outputs that give one row per
-// image: a first axis the graph leaves open that took two rows, then
-// three, every other axis the same in both runs, written in at that
-// extent where the graph leaves it open (a constant the export left open,
-// the crop's sides a mask follows, the tokens a vision transformer makes
-// of them). It says why each other is left out. Where the graph computes
-// extents from values (NonMaxSuppression), an output of such an open axis
-// is left out: its counts may differ on other images. A model that fails
-// on the package's images is an error, as is one with no output to keep.
+// settleOutputs keeps, in im, the outputs that give one row per image
+// (settleRows, on images of the package's size).
 func settleOutputs(path string, c *initComponent, im *imageInput) error {
+	var err error
+	im.outs, im.skipped, err = settleRows(path, c, im.port.name, im.batch, "image", func(n int64) []int64 {
+		if im.last {
+			return []int64{n, im.h, im.w, im.channels}
+		}
+		return []int64{n, im.channels, im.h, im.w}
+	})
+	return err
+}
+
+// settleRows runs the model at path on two, then three items (images,
+// clips) of the package's size, its input the shape shape gives for n of
+// them, and returns the outputs that give one row per item: a first axis
+// the graph leaves open that took two rows, then three, every other axis
+// the same in both runs, written in at that extent where the graph leaves
+// it open (a constant the export left open, the crop's sides a mask
+// follows, the tokens a transformer makes of them). skipped says why
+// each other is left out. Where the graph computes extents from values
+// (NonMaxSuppression), an output of such an open axis is left out: its
+// counts may differ on other items. A model that fails on the package's
+// items is an error, as is one with no output to keep.
+func settleRows(path string, c *initComponent, input, batch, item string, shape func(n int64) []int64) (outs []initPort, skipped []string, err error) {
 	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	comp := &ir.Component{Name: c.name, Impl: ir.ImplONNX, Artifact: filepath.Base(path), Inputs: []*ir.Port{{Name: im.port.name}}}
+	comp := &ir.Component{Name: c.name, Impl: ir.ImplONNX, Artifact: filepath.Base(path), Inputs: []*ir.Port{{Name: input}}}
 	wanted := make([]string, len(c.outputs))
 	for i, o := range c.outputs {
 		comp.Outputs = append(comp.Outputs, &ir.Port{Name: o.name})
@@ -122,27 +136,23 @@ func settleOutputs(path string, c *initComponent, im *imageInput) error {
 	}
 	s, err := b.Load(comp, filepath.Dir(path))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer s.Close()
 	var runs [2]map[string]*backend.Tensor
 	for r, n := range []int64{2, 3} {
-		shape := []int64{n, im.channels, im.h, im.w}
-		if im.last {
-			shape = []int64{n, im.h, im.w, im.channels}
-		}
-		pixels, err := backend.NewTensor("float32", shape)
+		x, err := backend.NewTensor("float32", shape(n))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		for k := range pixels.Len() {
-			pixels.SetFloat64At(k, 0.5)
+		for k := range x.Len() {
+			x.SetFloat64At(k, 0.5)
 		}
-		if runs[r], err = s.Run(context.Background(), map[string]*backend.Tensor{im.port.name: pixels}, wanted); err != nil {
-			return fmt.Errorf("the model fails on %d images of the package's size, %v: %v", n, shape, err)
+		if runs[r], err = s.Run(context.Background(), map[string]*backend.Tensor{input: x}, wanted); err != nil {
+			return nil, nil, fmt.Errorf("the model fails on %d %ss of the package's size, %v: %v", n, item, x.Shape, err)
 		}
 	}
-	perImage := func(o initPort) bool {
+	perItem := func(o initPort) bool {
 		two, three := runs[0][o.name], runs[1][o.name]
 		return o.hasShape && len(o.dims) > 0 && o.dims[0].sym != "" && two != nil && three != nil &&
 			two.Rank() == len(o.dims) && three.Rank() == len(o.dims) && two.Shape[0] == 2 && three.Shape[0] == 3 &&
@@ -151,23 +161,23 @@ func settleOutputs(path string, c *initComponent, im *imageInput) error {
 	for _, o := range c.outputs {
 		o.dims = slices.Clone(o.dims)
 		switch {
-		case !perImage(o):
-			im.skipped = append(im.skipped, fmt.Sprintf("%s %s has no row per image", o.name, o.shapeYAML()))
+		case !perItem(o):
+			skipped = append(skipped, fmt.Sprintf("%s %s has no row per %s", o.name, o.shapeYAML(), item))
 			continue
 		case len(c.counting) > 0 && slices.ContainsFunc(o.dims[1:], func(d initDim) bool { return d.sym != "" }):
-			im.skipped = append(im.skipped, fmt.Sprintf("%s %s has an extent the graph computes from values (%s)", o.name, o.shapeYAML(), strings.Join(c.counting, ", ")))
+			skipped = append(skipped, fmt.Sprintf("%s %s has an extent the graph computes from values (%s)", o.name, o.shapeYAML(), strings.Join(c.counting, ", ")))
 			continue
 		}
-		o.dims[0] = initDim{sym: im.batch}
+		o.dims[0] = initDim{sym: batch}
 		for i := 1; i < len(o.dims); i++ {
 			o.dims[i] = initDim{size: runs[0][o.name].Shape[i]}
 		}
-		im.outs = append(im.outs, o)
+		outs = append(outs, o)
 	}
-	if len(im.outs) == 0 {
-		return fmt.Errorf("no output gives one row per image: %s", strings.Join(im.skipped, "; "))
+	if len(outs) == 0 {
+		return nil, skipped, fmt.Errorf("no output gives one row per %s: %s", item, strings.Join(skipped, "; "))
 	}
-	return nil
+	return outs, skipped, nil
 }
 
 // pixelShape is the shape of the pixels the adapter makes for the model.
@@ -188,26 +198,10 @@ func imagesDocument(c *initComponent, im imageInput) string {
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte('\n')
 	}
-	// The workflow's names, apart from the model's symbols, its outputs
-	// (values of the workflow too) and its component.
-	taken := map[string]bool{c.name: true}
-	for _, p := range slices.Concat(c.inputs, c.outputs) {
-		for _, d := range p.dims {
-			taken[d.sym] = true
-		}
-	}
-	for _, p := range c.outputs {
-		taken[p.name] = true
-	}
-	images := freshName("images", taken)
+	taken := takenNames(c)
+	in := newMediaInput("images", taken)
+	images := in.name
 	var (
-		offsets   = freshName(images+"_offsets", taken)
-		owner     = freshName(images+"_owner", taken)
-		rows      = freshName(images+"_rows", taken)
-		row       = freshName(images+"_row", taken)
-		bytes     = freshName("bytes", taken)
-		plusOne   = freshName(images+"_plus_one", taken)
-		rowsPlus  = freshName(images+"_rows_plus_one", taken)
 		perRow    = freshName("rows_plus_one", taken)
 		pixels    = freshName(im.port.name, taken) // the adapter's output, the model's input
 		imgOffset = "image.image_offsets"
@@ -271,22 +265,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(1, "workflow:")
 	line(2, "manifest:")
 	line(3, "adapter_abis: { onnx-genai.image-preprocess: \"1\" }")
-	line(2, "inputs:")
-	line(3, "%s:", yq(images))
-	line(4, "contract:")
-	line(5, "dtype: uint8")
-	line(5, "shape: [%s]", yq(bytes))
-	line(5, "# The bytes of each image, then the images of each request.")
-	line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: %s, owner: %s }, { offsets: %s, owner: %s }] }",
-		yq(offsets), yq(owner), yq(rows), yq(row))
-	line(4, "role: { kind: runtime, version: \"1.0\", role: media }")
-	line(4, "source: { kind: request }")
-	for _, comp := range []struct{ name, sym string }{{offsets, plusOne}, {owner, bytes}, {rows, rowsPlus}, {row, images}} {
-		line(3, "%s:", yq(comp.name))
-		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(comp.sym))
-		line(4, "role: { kind: opaque }")
-		line(4, "source: { kind: request }")
-	}
+	in.workflowInputs(line, "image")
 	line(2, "outputs:")
 	for _, o := range outs {
 		line(3, "%s:", yq(o.name))
@@ -306,20 +285,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(2, "components:")
 	line(3, "%s:", yq(adapter))
 	line(4, "implementation: { kind: adapter, abi: onnx-genai.image-preprocess, version: \"1\" }")
-	line(4, "# Up to 8 images (32 MiB of encoded bytes) are decoded in one call; the")
-	line(4, "# model's budget below bounds what it runs at once.")
-	line(4, "batch_capacity:")
-	line(5, "budgets:")
-	line(6, "- { dimensions: [%s], max_total: 8 }", yq(images))
-	line(6, "- { dimensions: [%s], max_total: 33554432 }", yq(bytes))
-	line(4, "ports:")
-	line(5, "inputs:")
-	line(6, "encoded:")
-	line(7, "dtype: uint8")
-	line(7, "shape: [%s]", yq(bytes))
-	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: byte_offsets, owner: %s }, { offsets: rows, owner: %s }] }", yq(owner), yq(row))
-	line(6, "byte_offsets: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(plusOne))
-	line(6, "rows: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(rowsPlus))
+	in.adapterInputs(line, "images", 8, 32<<20)
 	line(5, "outputs:")
 	line(6, "%s:", yq(pixels))
 	line(7, "dtype: float32")
@@ -353,19 +319,9 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(2, "steps:")
 	line(3, "- kind: invoke")
 	line(4, "component: %s", yq(adapter))
-	line(4, "inputs: { encoded: %s, byte_offsets: %s, rows: %s }", yq(images), yq(offsets), yq(rows))
+	in.invokeAdapter(line)
 	line(4, "outputs: { %s: %s, %s: %s, %s: %s }", yq(pixels), yq(pixels), imgOffset, imgOffset, imgOwner, imgOwner)
-	line(3, "- kind: invoke")
-	line(4, "component: %s", yq(c.name))
-	line(4, "inputs: { %s: %s }", yq(im.port.name), yq(pixels))
-	results := make([]string, len(outs))
-	for i, o := range outs {
-		results[i] = yq(o.name) + ": " + yq(o.name)
-	}
-	line(4, "outputs: { %s }", strings.Join(results, ", "))
-	for _, o := range outs {
-		line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", yq(o.name), yq(o.name))
-	}
+	invokeModel(line, c, im.port.name, pixels, outs)
 	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOffset, imgOffset)
 	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOwner, imgOwner)
 	return b.String()
@@ -377,4 +333,98 @@ func imagesDocument(c *initComponent, im imageInput) string {
 // oblong crop fits an image of either orientation.
 func shorterSide(im imageInput) int64 {
 	return (max(im.h, im.w)*8 + 3) / 7
+}
+
+// mediaInput is the request input of a package that takes encoded media
+// (images, clips) as items, and its companions: the bytes of each item,
+// then the items of each request.
+type mediaInput struct {
+	name, offsets, owner, rows, row, bytes, plusOne, rowsPlus string
+}
+
+// newMediaInput names a media input and its companions apart from taken.
+func newMediaInput(name string, taken map[string]bool) mediaInput {
+	name = freshName(name, taken)
+	return mediaInput{name: name,
+		offsets: freshName(name+"_offsets", taken), owner: freshName(name+"_owner", taken),
+		rows: freshName(name+"_rows", taken), row: freshName(name+"_row", taken),
+		bytes: freshName("bytes", taken), plusOne: freshName(name+"_plus_one", taken),
+		rowsPlus: freshName(name+"_rows_plus_one", taken)}
+}
+
+// workflowInputs writes the input and its companions as the workflow's
+// request inputs.
+func (in mediaInput) workflowInputs(line func(int, string, ...any), item string) {
+	line(2, "inputs:")
+	line(3, "%s:", yq(in.name))
+	line(4, "contract:")
+	line(5, "dtype: uint8")
+	line(5, "shape: [%s]", yq(in.bytes))
+	line(5, "# The bytes of each %s, then the %ss of each request.", item, item)
+	line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: %s, owner: %s }, { offsets: %s, owner: %s }] }",
+		yq(in.offsets), yq(in.owner), yq(in.rows), yq(in.row))
+	line(4, "role: { kind: runtime, version: \"1.0\", role: media }")
+	line(4, "source: { kind: request }")
+	for _, comp := range []struct{ name, sym string }{{in.offsets, in.plusOne}, {in.owner, in.bytes}, {in.rows, in.rowsPlus}, {in.row, in.name}} {
+		line(3, "%s:", yq(comp.name))
+		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(comp.sym))
+		line(4, "role: { kind: opaque }")
+		line(4, "source: { kind: request }")
+	}
+}
+
+// adapterInputs writes the adapter's budgets, at most items of the input
+// and bytes of their encoding per call, and its input ports.
+func (in mediaInput) adapterInputs(line func(int, string, ...any), items string, most, bytes int) {
+	line(4, "# Up to %d %s (%d MiB of encoded bytes) are decoded in one call; the", most, items, bytes>>20)
+	line(4, "# model's budget below bounds what it runs at once.")
+	line(4, "batch_capacity:")
+	line(5, "budgets:")
+	line(6, "- { dimensions: [%s], max_total: %d }", yq(in.name), most)
+	line(6, "- { dimensions: [%s], max_total: %d }", yq(in.bytes), bytes)
+	line(4, "ports:")
+	line(5, "inputs:")
+	line(6, "encoded:")
+	line(7, "dtype: uint8")
+	line(7, "shape: [%s]", yq(in.bytes))
+	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: byte_offsets, owner: %s }, { offsets: rows, owner: %s }] }", yq(in.owner), yq(in.row))
+	line(6, "byte_offsets: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(in.plusOne))
+	line(6, "rows: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(in.rowsPlus))
+}
+
+// invokeAdapter writes the inputs of the step that invokes the adapter.
+func (in mediaInput) invokeAdapter(line func(int, string, ...any)) {
+	line(4, "inputs: { encoded: %s, byte_offsets: %s, rows: %s }", yq(in.name), yq(in.offsets), yq(in.rows))
+}
+
+// takenNames are the names a package init writes around a model c may
+// not take for its own: the model's symbols, its outputs (values of the
+// workflow too) and its component.
+func takenNames(c *initComponent) map[string]bool {
+	taken := map[string]bool{c.name: true}
+	for _, p := range slices.Concat(c.inputs, c.outputs) {
+		for _, d := range p.dims {
+			taken[d.sym] = true
+		}
+	}
+	for _, p := range c.outputs {
+		taken[p.name] = true
+	}
+	return taken
+}
+
+// invokeModel writes the step that invokes the model c on value at its
+// input port, and the emit of each of its outputs outs.
+func invokeModel(line func(int, string, ...any), c *initComponent, port, value string, outs []initPort) {
+	line(3, "- kind: invoke")
+	line(4, "component: %s", yq(c.name))
+	line(4, "inputs: { %s: %s }", yq(port), yq(value))
+	results := make([]string, len(outs))
+	for i, o := range outs {
+		results[i] = yq(o.name) + ": " + yq(o.name)
+	}
+	line(4, "outputs: { %s }", strings.Join(results, ", "))
+	for _, o := range outs {
+		line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", yq(o.name), yq(o.name))
+	}
 }

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A speech encoder's package as init --audio writes it: each request
+// brings one WAV clip, the built-in audio adapter computes Whisper's
+// log-mel features of it, and the model runs on the clips of many
+// requests at once, each request getting its own clip's rows.
+
+// Whisper's front end: 30 s at 16 kHz in frames of 10 ms.
+const (
+	whisperRate   = 16000
+	whisperHop    = 160
+	whisperFrames = 3000
+)
+
+// whisperMels are the mel bands Whisper's encoders read: 80, and 128 from
+// large-v3 on.
+var whisperMels = []int64{80, 128}
+
+// audioInput is the model's input that takes the log-mel features.
+type audioInput struct {
+	port       initPort
+	batch      string // the symbol of its first axis: one clip per row
+	mels       int64  // the bands the graph fixes, or the first of whisperMels it runs on
+	openMels   bool   // the graph leaves the bands open
+	frames     int64  // the frames the graph fixes, or whisperFrames where it leaves them open
+	bandsFirst bool   // [batch, mels, frames], as Whisper's encoder reads them
+	// outs are the outputs that give one row per clip (settleRows);
+	// skipped says why each other output is left out.
+	outs    []initPort
+	skipped []string
+}
+
+// audioInputOf is the component's one input, if it takes log-mel
+// features: a float tensor [batch, mels, frames] (or frames first) whose
+// first axis is dynamic and one of whose others holds Whisper's mel bands
+// (80 or 128, or a symbol named like them). It says why not otherwise.
+func audioInputOf(c *initComponent) (audioInput, error) {
+	if len(c.inputs) != 1 {
+		names := make([]string, len(c.inputs))
+		for i, p := range c.inputs {
+			names[i] = p.name
+		}
+		return audioInput{}, fmt.Errorf("--audio takes a model whose one input is its log-mel features; this one takes %s", strings.Join(names, ", "))
+	}
+	p := c.inputs[0]
+	shape := p.shapeYAML()
+	if !p.hasShape {
+		shape = "(any shape)"
+	}
+	bad := func(why string) (audioInput, error) {
+		return audioInput{}, fmt.Errorf("input %s is %s %s, %s", p.name, p.dtype, shape, why)
+	}
+	switch {
+	case p.dtype != "float32":
+		return bad("not float32 log-mel features [batch, mels, frames]: --audio makes float32 features")
+	case !p.hasShape || len(p.dims) != 3:
+		return bad("not log-mel features [batch, mels, frames] (or frames first)")
+	case p.dims[0].sym == "":
+		if p.dims[0].size == 1 {
+			return bad(fmt.Sprintf("whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch %s -o ...`)", c.artifact))
+		}
+		return bad("whose first axis the graph fixes: --audio needs a dynamic batch of clips")
+	}
+	bands := func(d initDim) bool {
+		if d.sym == "" {
+			return d.size == whisperMels[0] || d.size == whisperMels[1]
+		}
+		return namesBands(d.sym)
+	}
+	au := audioInput{port: p, batch: p.dims[0].sym}
+	mels, frames := p.dims[1], p.dims[2]
+	switch {
+	case bands(p.dims[1]) && !bands(p.dims[2]):
+		au.bandsFirst = true
+	case bands(p.dims[2]) && !bands(p.dims[1]):
+		mels, frames = p.dims[2], p.dims[1]
+	default:
+		return bad("with neither axis 1 nor axis 2 alone holding Whisper's mel bands (80 or 128, or named like mels or features)")
+	}
+	au.mels, au.openMels = mels.size, mels.sym != ""
+	if au.openMels {
+		au.mels = whisperMels[0]
+	}
+	au.frames = frames.size
+	if frames.sym != "" {
+		au.frames = whisperFrames
+	}
+	return au, nil
+}
+
+// namesBands reports whether a symbol names mel bands (as
+// preprocess.BandsFirst reads a port's axes).
+func namesBands(sym string) bool {
+	for _, w := range []string{"mel", "feature", "band", "bin", "freq"} {
+		if namedLike(sym, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// featureShape is the shape of n clips' features.
+func (au audioInput) featureShape(n int64) []int64 {
+	if au.bandsFirst {
+		return []int64{n, au.mels, au.frames}
+	}
+	return []int64{n, au.frames, au.mels}
+}
+
+// featureShapeYAML is the shape of the features the adapter makes.
+func (au audioInput) featureShapeYAML() string {
+	s := au.featureShape(0)
+	return fmt.Sprintf("[%s, %d, %d]", yq(au.batch), s[1], s[2])
+}
+
+// settleAudioOutputs keeps, in au, the outputs that give one row per
+// clip (settleRows). Where the graph leaves the bands open, it tries each
+// of Whisper's counts in turn and keeps the first the model runs on.
+func settleAudioOutputs(path string, c *initComponent, au *audioInput) error {
+	tries := []int64{au.mels}
+	if au.openMels {
+		tries = whisperMels
+	}
+	var err error
+	for _, m := range tries {
+		au.mels = m
+		if au.outs, au.skipped, err = settleRows(path, c, au.port.name, au.batch, "clip", au.featureShape); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// audioDocument writes the package of a speech encoder c whose input au
+// takes the features.
+func audioDocument(c *initComponent, au audioInput) string {
+	var b strings.Builder
+	line := func(indent int, format string, args ...any) {
+		b.WriteString(strings.Repeat("  ", indent))
+		fmt.Fprintf(&b, format, args...)
+		b.WriteByte('\n')
+	}
+	taken := takenNames(c)
+	in := newMediaInput("audio", taken)
+	features := freshName(au.port.name, taken) // the adapter's output, the model's input
+	adapter := freshName("audio_preprocess", taken)
+	aligned := "batch_layout: { kind: request_aligned, axis: 0 }"
+	seconds := au.frames * whisperHop / whisperRate
+	line(0, "# Written by `genaic init --audio` from %s: a package that takes one", c.artifact)
+	line(0, "# WAV clip per request and runs the model on the clips of many requests")
+	line(0, "# at once; each request gets its own clip's rows of every output.")
+	line(0, "# A requests document (genaic run, bench) names the clip's file:")
+	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"speech.wav\"}]}}}", in.name)
+	line(0, "#")
+	line(0, "# The features are Whisper's log-mel spectrogram (docs/preprocessing.md,")
+	line(0, "# \"A Whisper log-mel program\"): the clip at 16 kHz, padded with silence")
+	line(0, "# or trimmed to %d frames of 10 ms (%d s), %d mel bands, log10 within 8", au.frames, seconds, au.mels)
+	line(0, "# decades of the clip's peak, then (x + 4)/4; laid out %s,", map[bool]string{true: "bands first", false: "frames first"}[au.bandsFirst])
+	line(0, "# as the model's input %s. A request of more than one clip is refused.", au.featureShapeYAML())
+	line(0, "# Verify it against your model's feature extractor: Whisper's")
+	line(0, "# encoders and their fine-tunes take it; other speech encoders compute")
+	line(0, "# other features (docs/preprocessing.md lists the ops).")
+	line(0, "schema_version: v1.1")
+	line(0, "model:")
+	line(1, "name: %s", yq(c.name))
+	line(0, "preprocessing:")
+	line(1, "audio:")
+	line(2, "transforms:")
+	line(3, "- { op: decode, format: wav, outputs: [audio.decoded] }")
+	line(3, "- { op: resample, sample_rate: %d, inputs: [audio.decoded], outputs: [audio.resampled] }", whisperRate)
+	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.resampled], outputs: [audio.samples] }", au.frames*whisperHop)
+	line(3, "- { op: mel_spectrogram, sample_rate: %d, n_fft: 400, hop_length: %d, n_mels: %d, inputs: [audio.samples], outputs: [audio.mel] }", whisperRate, whisperHop, au.mels)
+	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.mel], outputs: [audio.frames] }", au.frames)
+	line(3, "- { op: log10, floor: 1.0e-10, dynamic_range: 8.0, inputs: [audio.frames], outputs: [audio.log_mel] }")
+	line(3, "- { op: affine, scale: 0.25, offset: 1.0, inputs: [audio.log_mel], outputs: [audio.features] }")
+	line(2, "outputs:")
+	line(3, "- name: %s", yq(features))
+	line(4, "source: audio.features")
+	line(4, "content: features")
+	line(4, "dtype: float32")
+	line(4, "contract: { dtype: float32, shape: %s, %s }", au.featureShapeYAML(), aligned)
+	line(0, "pipeline:")
+	line(1, "workflow:")
+	line(2, "manifest:")
+	line(3, "adapter_abis: { onnx-genai.audio-preprocess: \"1\" }")
+	in.workflowInputs(line, "clip")
+	line(2, "outputs:")
+	for _, o := range au.outs {
+		line(3, "%s:", yq(o.name))
+		line(4, "contract: { dtype: %s, shape: %s, %s }", o.dtype, o.shapeYAML(), aligned)
+		line(4, "role: tensor")
+		line(4, "stage: pre_adapter")
+	}
+	line(2, "components:")
+	line(3, "%s:", yq(adapter))
+	line(4, "implementation: { kind: adapter, abi: onnx-genai.audio-preprocess, version: \"1\" }")
+	in.adapterInputs(line, "clips", 8, 64<<20)
+	line(5, "outputs:")
+	line(6, "%s: { dtype: float32, shape: %s, %s }", yq(features), au.featureShapeYAML(), aligned)
+	line(3, "%s:", yq(c.name))
+	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
+	line(4, "# At most 4 clips per call: raise it to the batch your model runs")
+	line(4, "# fastest at (`genaic bench` measures it).")
+	line(4, "batch_capacity:")
+	line(5, "budgets:")
+	line(6, "- { dimensions: [%s], max_total: 4 }", yq(au.batch))
+	line(4, "ports:")
+	line(5, "inputs:")
+	line(6, "%s: { dtype: float32, shape: %s, %s }", yq(au.port.name), au.featureShapeYAML(), aligned)
+	line(5, "outputs:")
+	for _, s := range au.skipped {
+		line(6, "# Not declared: %s.", s)
+	}
+	for _, o := range au.outs {
+		line(6, "%s: { dtype: %s, shape: %s, %s }", yq(o.name), o.dtype, o.shapeYAML(), aligned)
+	}
+	line(2, "steps:")
+	line(3, "- kind: invoke")
+	line(4, "component: %s", yq(adapter))
+	in.invokeAdapter(line)
+	line(4, "outputs: { %s: %s }", yq(features), yq(features))
+	invokeModel(line, c, au.port.name, features, au.outs)
+	return b.String()
+}
