@@ -125,37 +125,29 @@ func runInit(e *env, args []string) int {
 		}
 		comps = append(comps, comp)
 	}
+	// --images and --audio write the package of one model's items.
+	var items func(path string, c *initComponent) (string, error)
+	flagName, encoder := "--images", "image encoder"
+	switch {
+	case *images:
+		items = imagesPackage
+	case *audio:
+		items, flagName, encoder = audioPackage, "--audio", "speech encoder"
+	}
 	var src []byte
-	if *images {
-		if len(comps) != 1 {
-			e.errorf("init: --images writes the package of one image encoder; give one model")
-			return exitUsage
-		}
-		im, err := imageInputOf(comps[0])
-		if err == nil {
-			err = settleOutputs(models[0], comps[0], &im)
-		}
-		if err != nil {
-			e.errorf("init: %s: %v", models[0], err)
-			return exitUsage
-		}
-		src = []byte(imagesDocument(comps[0], im))
-	} else if *audio {
-		if len(comps) != 1 {
-			e.errorf("init: --audio writes the package of one speech encoder; give one model")
-			return exitUsage
-		}
-		au, err := audioInputOf(comps[0])
-		if err == nil {
-			err = settleAudioOutputs(models[0], comps[0], &au)
-		}
-		if err != nil {
-			e.errorf("init: %s: %v", models[0], err)
-			return exitUsage
-		}
-		src = []byte(audioDocument(comps[0], au))
-	} else {
+	if items == nil {
 		src = []byte(initDocument(comps))
+	} else {
+		if len(comps) != 1 {
+			e.errorf("init: %s writes the package of one %s; give one model", flagName, encoder)
+			return exitUsage
+		}
+		doc, err := items(models[0], comps[0])
+		if err != nil {
+			e.errorf("init: %s: %v", models[0], err)
+			return exitUsage
+		}
+		src = []byte(doc)
 	}
 
 	target := filepath.Join(*dir, metadataName)

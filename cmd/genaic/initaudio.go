@@ -40,32 +40,11 @@ type audioInput struct {
 // first axis is dynamic and one of whose others holds Whisper's mel bands
 // (80 or 128, or a symbol named like them). It says why not otherwise.
 func audioInputOf(c *initComponent) (audioInput, error) {
-	if len(c.inputs) != 1 {
-		names := make([]string, len(c.inputs))
-		for i, p := range c.inputs {
-			names[i] = p.name
-		}
-		return audioInput{}, fmt.Errorf("--audio takes a model whose one input is its log-mel features; this one takes %s", strings.Join(names, ", "))
+	p, err := soleInput(c, itemsFlag{"--audio", "log-mel features", "[batch, mels, frames]", "or frames first", "features", "clips"})
+	if err != nil {
+		return audioInput{}, err
 	}
-	p := c.inputs[0]
-	shape := p.shapeYAML()
-	if !p.hasShape {
-		shape = "(any shape)"
-	}
-	bad := func(why string) (audioInput, error) {
-		return audioInput{}, fmt.Errorf("input %s is %s %s, %s", p.name, p.dtype, shape, why)
-	}
-	switch {
-	case p.dtype != "float32":
-		return bad("not float32 log-mel features [batch, mels, frames]: --audio makes float32 features")
-	case !p.hasShape || len(p.dims) != 3:
-		return bad("not log-mel features [batch, mels, frames] (or frames first)")
-	case p.dims[0].sym == "":
-		if p.dims[0].size == 1 {
-			return bad(fmt.Sprintf("whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch %s -o ...`)", c.artifact))
-		}
-		return bad("whose first axis the graph fixes: --audio needs a dynamic batch of clips")
-	}
+	bad := func(why string) (audioInput, error) { return audioInput{}, inputError(p, why) }
 	bands := func(d initDim) bool {
 		if d.sym == "" {
 			return d.size == whisperMels[0] || d.size == whisperMels[1]
@@ -116,6 +95,19 @@ func (au audioInput) featureShape(n int64) []int64 {
 func (au audioInput) featureShapeYAML() string {
 	s := au.featureShape(0)
 	return fmt.Sprintf("[%s, %d, %d]", yq(au.batch), s[1], s[2])
+}
+
+// audioPackage is the package init --audio writes of the model c at
+// path.
+func audioPackage(path string, c *initComponent) (string, error) {
+	au, err := audioInputOf(c)
+	if err == nil {
+		err = settleAudioOutputs(path, c, &au)
+	}
+	if err != nil {
+		return "", err
+	}
+	return audioDocument(c, au), nil
 }
 
 // settleAudioOutputs keeps, in au, the outputs that give one row per

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/internal/fixtures"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
@@ -31,30 +31,6 @@ func bandMeans(dims []any, axis int64) *onnxpb.GraphProto {
 			{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}
 }
 
-// toneWAV is a 16-bit mono WAV of seconds of a sine at hz, sampled at
-// rate, or of silence where hz is 0.
-func toneWAV(rate int, hz, seconds float64) []byte {
-	n := int(float64(rate) * seconds)
-	pcm := make([]byte, 0, 2*n)
-	for i := range n {
-		v := 0.5 * math.Sin(2*math.Pi*hz*float64(i)/float64(rate))
-		pcm = binary.LittleEndian.AppendUint16(pcm, uint16(int16(v*32767)))
-	}
-	b := []byte("RIFF")
-	b = binary.LittleEndian.AppendUint32(b, uint32(36+len(pcm)))
-	b = append(b, "WAVEfmt "...)
-	b = binary.LittleEndian.AppendUint32(b, 16)
-	b = binary.LittleEndian.AppendUint16(b, 1) // PCM
-	b = binary.LittleEndian.AppendUint16(b, 1) // mono
-	b = binary.LittleEndian.AppendUint32(b, uint32(rate))
-	b = binary.LittleEndian.AppendUint32(b, uint32(2*rate))
-	b = binary.LittleEndian.AppendUint16(b, 2)
-	b = binary.LittleEndian.AppendUint16(b, 16)
-	b = append(b, "data"...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(pcm)))
-	return append(b, pcm...)
-}
-
 // TestInitAudio is a newcomer's path with a Whisper-like encoder: init
 // --audio writes a package that takes a WAV clip per request, which check
 // accepts; run answers each clip's band means as Whisper's features make
@@ -65,7 +41,7 @@ func toneWAV(rate int, hz, seconds float64) []byte {
 // reads 128 (large-v3), init finds it. A model that takes no features is
 // refused, saying why.
 func TestInitAudio(t *testing.T) {
-	tone, silence := toneWAV(8000, 1000, 1.5), toneWAV(16000, 0, 0.5)
+	tone, silence := fixtures.WAV16(8000, fixtures.Tone(12000, 8000, 1000, 0.5)), fixtures.WAV16(16000, make([]int16, 8000))
 	var layouts [][]float64 // the tone's means, per layout
 	for _, c := range []struct {
 		name string
@@ -94,14 +70,7 @@ func TestInitAudio(t *testing.T) {
 				reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q}]}}}`,
 					r, len(clip), base64.StdEncoding.EncodeToString(clip)))
 			}
-			doc := filepath.Join(dir, "requests.json")
-			if err := os.WriteFile(doc, []byte(`{"requests":[`+strings.Join(reqs, ",")+`]}`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, errOut, code = runCLI(t, "run", dir, "--requests", doc)
-			if code != exitOK {
-				t.Fatalf("run: exit %d\n%s", code, errOut)
-			}
+			doc, out := runRequests(t, dir, reqs)
 			var resp struct {
 				Responses []struct {
 					Outputs map[string]struct {

@@ -41,32 +41,11 @@ type imageInput struct {
 // tensor [batch, channels, height, width] (or channels last) of 3 or 1
 // channels whose first axis is dynamic. It says why not otherwise.
 func imageInputOf(c *initComponent) (imageInput, error) {
-	if len(c.inputs) != 1 {
-		names := make([]string, len(c.inputs))
-		for i, p := range c.inputs {
-			names[i] = p.name
-		}
-		return imageInput{}, fmt.Errorf("--images takes a model whose one input is its images; this one takes %s", strings.Join(names, ", "))
+	p, err := soleInput(c, itemsFlag{"--images", "images", "[batch, channels, height, width]", "or channels last", "pixels", "images"})
+	if err != nil {
+		return imageInput{}, err
 	}
-	p := c.inputs[0]
-	shape := p.shapeYAML()
-	if !p.hasShape {
-		shape = "(any shape)"
-	}
-	bad := func(why string) (imageInput, error) {
-		return imageInput{}, fmt.Errorf("input %s is %s %s, %s", p.name, p.dtype, shape, why)
-	}
-	switch {
-	case p.dtype != "float32":
-		return bad("not float32 images [batch, channels, height, width]: --images makes float32 pixels")
-	case !p.hasShape || len(p.dims) != 4:
-		return bad("not images [batch, channels, height, width] (or channels last)")
-	case p.dims[0].sym == "":
-		if p.dims[0].size == 1 {
-			return bad(fmt.Sprintf("whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch %s -o ...`)", c.artifact))
-		}
-		return bad("whose first axis the graph fixes: --images needs a dynamic batch of images")
-	}
+	bad := func(why string) (imageInput, error) { return imageInput{}, inputError(p, why) }
 	im := imageInput{port: p, batch: p.dims[0].sym}
 	// Channels the graph fixes at 3 or 1, or leaves open under a name
 	// that says so (Hugging Face's exports name it num_channels): RGB.
@@ -97,6 +76,19 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 		return bad("which fixes one side of its images and leaves the other open")
 	}
 	return im, nil
+}
+
+// imagesPackage is the package init --images writes of the model c at
+// path.
+func imagesPackage(path string, c *initComponent) (string, error) {
+	im, err := imageInputOf(c)
+	if err == nil {
+		err = settleOutputs(path, c, &im)
+	}
+	if err != nil {
+		return "", err
+	}
+	return imagesDocument(c, im), nil
 }
 
 // settleOutputs keeps, in im, the outputs that give one row per image
@@ -427,4 +419,49 @@ func invokeModel(line func(int, string, ...any), c *initComponent, port, value s
 	for _, o := range outs {
 		line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", yq(o.name), yq(o.name))
 	}
+}
+
+// itemsFlag is what a flag of init that writes a package of encoded items
+// (--images, --audio) takes of a model's one input.
+type itemsFlag struct {
+	flag  string
+	what  string // what the input takes: images, log-mel features
+	shape string // its axes: [batch, channels, height, width]
+	other string // the other order it may take them in: channels last
+	made  string // what the adapter makes: pixels, features
+	items string // what a request brings: images, clips
+}
+
+// soleInput is the one input of c, if it may take items as a package of
+// f writes them: float32 of f's rank, its first axis a dynamic batch; an
+// error says why not otherwise.
+func soleInput(c *initComponent, f itemsFlag) (initPort, error) {
+	if len(c.inputs) != 1 {
+		names := make([]string, len(c.inputs))
+		for i, p := range c.inputs {
+			names[i] = p.name
+		}
+		return initPort{}, fmt.Errorf("%s takes a model whose one input is its %s; this one takes %s", f.flag, f.what, strings.Join(names, ", "))
+	}
+	p := c.inputs[0]
+	switch {
+	case p.dtype != "float32":
+		return p, inputError(p, fmt.Sprintf("not float32 %s %s: %s makes float32 %s", f.what, f.shape, f.flag, f.made))
+	case !p.hasShape || len(p.dims) != strings.Count(f.shape, ",")+1:
+		return p, inputError(p, fmt.Sprintf("not %s %s (%s)", f.what, f.shape, f.other))
+	case p.dims[0].sym == "" && p.dims[0].size == 1:
+		return p, inputError(p, fmt.Sprintf("whose first axis the graph fixes at 1: open it first (`genaic dynamic-batch %s -o ...`)", c.artifact))
+	case p.dims[0].sym == "":
+		return p, inputError(p, fmt.Sprintf("whose first axis the graph fixes: %s needs a dynamic batch of %s", f.flag, f.items))
+	}
+	return p, nil
+}
+
+// inputError says why input p cannot take a package's items.
+func inputError(p initPort, why string) error {
+	shape := p.shapeYAML()
+	if !p.hasShape {
+		shape = "(any shape)"
+	}
+	return fmt.Errorf("input %s is %s %s, %s", p.name, p.dtype, shape, why)
 }

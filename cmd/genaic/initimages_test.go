@@ -115,14 +115,7 @@ func TestInitImages(t *testing.T) {
 				}
 				reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"images":{"items":[%s]}}}`, r, strings.Join(items, ",")))
 			}
-			doc := filepath.Join(dir, "requests.json")
-			if err := os.WriteFile(doc, []byte(`{"requests":[`+strings.Join(reqs, ",")+`]}`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, errOut, code = runCLI(t, "run", dir, "--requests", doc)
-			if code != exitOK {
-				t.Fatalf("run: exit %d\n%s", code, errOut)
-			}
+			doc, out := runRequests(t, dir, reqs)
 			var resp struct {
 				Responses []struct {
 					Outputs map[string]struct {
@@ -240,4 +233,20 @@ func TestInitImagesOnlyItsSize(t *testing.T) {
 	if !strings.Contains(doc, "            scores:\n              dtype: float32\n              shape: [batch, 1]\n") {
 		t.Errorf("scores are not one row per image:\n%s", doc)
 	}
+}
+
+// runRequests writes reqs, requests as JSON, as a requests document in
+// dir and runs the package in dir on it, returning the document's path and
+// what run printed.
+func runRequests(t *testing.T, dir string, reqs []string) (doc, out string) {
+	t.Helper()
+	doc = filepath.Join(dir, "requests.json")
+	if err := os.WriteFile(doc, []byte(`{"requests":[`+strings.Join(reqs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "run", dir, "--requests", doc)
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	return doc, out
 }
