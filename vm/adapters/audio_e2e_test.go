@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,4 +114,84 @@ func TestAudioEndToEndConcurrent(t *testing.T) {
 	}
 	st := e.Stats().Components["encoder"]
 	t.Logf("encoder: %d invocations for %d requests, largest group %d requests", st.Invocations, st.Requests, st.MaxGroupRequests)
+}
+
+// bandsFirstEncoder is the binding of audio_bands_first.yaml: per row,
+// the sum of its values, each weighted by its band plus one, read bands
+// first ([batch, 4, 8]: band b of frame f at b·8 + f).
+func bandsFirstEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+	x := in["features"]
+	if x == nil || !slices.Equal(x.Shape[1:], []int64{4, 8}) || x.Shape[0] > 3 {
+		return nil, fmt.Errorf("features %v, want at most 3 rows [batch, 4, 8]", x)
+	}
+	rows, data := x.Shape[0], x.Float32s()
+	out := make([]float32, rows)
+	for r := range rows {
+		for i, v := range data[r*32 : (r+1)*32] {
+			out[r] += float32(i/8+1) * v
+		}
+	}
+	return map[string]*backend.Tensor{"sums": {DType: "float32", Shape: []int64{rows, 1}, Data: out}}, nil
+}
+
+// bandSum is its reference: frames of 4 samples every 3, the last
+// zero-padded, sample j of a frame weighted by j + 1.
+func bandSum(samples []int16) float64 {
+	n, sum := len(samples), 0.0
+	for lo := 0; lo < n; lo += 3 {
+		for j, v := range samples[lo:min(lo+4, n)] {
+			sum += float64(j+1) * float64(v) / (1 << 15)
+		}
+		if lo+4 >= n {
+			break
+		}
+	}
+	return sum
+}
+
+// Requests of one clip each, of 1 to 25 samples (1 to 8 frames), laid out
+// bands first and grouped: each answer is its clip's weighted sum, which
+// frames laid out first would not give, and equals its answer alone.
+func TestAudioBandsFirstGrouped(t *testing.T) {
+	const doc = "testdata/audio_bands_first.yaml"
+	f := compile(t, doc)
+	b := &backend.Bindings{}
+	b.Register("encoder", bandsFirstEncoder)
+	e, err := vm.Open(f, filepath.Dir(doc), map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(f.IR), ir.ImplBinding: b}, vm.Options{
+		MaxDelay: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewSource(5))
+	var clips [][]int16
+	var reqs []vm.Request
+	for i := range 18 {
+		s := make([]int16, 1+rng.Intn(25))
+		for j := range s {
+			s[j] = int16(rng.Intn(20000) - 10000)
+		}
+		clips = append(clips, s)
+		reqs = append(reqs, clipRequest(fmt.Sprint("b", i), fixtures.WAV16(16000, s)))
+	}
+	for i, r := range e.RunAll(context.Background(), reqs) {
+		if r.Err != nil {
+			t.Fatalf("request %s: %v", r.ID, r.Err)
+		}
+		got := r.Outputs.Get("sums")
+		if got == nil || !slices.Equal(got.Shape, []int64{1, 1}) {
+			t.Fatalf("request %s: sums %v, want [1, 1]", r.ID, got)
+		}
+		if want := bandSum(clips[i]); math.Abs(float64(got.Float32s()[0])-want) > 1e-4 {
+			t.Errorf("request %s: sum %v, want %v", r.ID, got.Float32s()[0], want)
+		}
+		alone := e.RunAll(context.Background(), reqs[i:i+1])[0]
+		if alone.Err != nil || !slices.Equal(alone.Outputs.Get("sums").Float32s(), got.Float32s()) {
+			t.Errorf("request %s: grouped %v, alone %v (%v)", r.ID, got.Float32s(), alone.Outputs.Get("sums"), alone.Err)
+		}
+	}
+	if st := e.Stats().Components["encoder"]; st.MaxGroupRequests < 2 {
+		t.Errorf("the encoder took at most %d request a call: nothing was grouped", st.MaxGroupRequests)
+	}
 }

@@ -23,11 +23,10 @@ type audioPort struct {
 	ones         int // trailing axes of extent 1 past the clips' layout
 	layout       ir.LayoutKind
 	// bandsFirst: stacked frames laid out [clips, bands, frames], each
-	// clip transposed (preprocess.BandsFirst); axes below are then named
-	// as if laid out frames first.
+	// clip transposed (preprocess.BandsFirst), unpadded.
 	bandsFirst bool
 	fixedUnits int64          // stacked: a fixed extent of the units axis, else -1
-	lengths    map[int]string // padded axis (frames first) → its lengths port
+	lengths    map[int]string // padded axis → its lengths port
 	contract   *ir.Contract
 }
 
@@ -166,15 +165,14 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	for _, pad := range c.Padding {
 		axis := c.Axis(pad.Dim.Name)
 		switch {
-		case ap.bandsFirst && axis == unitsAxis:
-			ap.lengths[1] = pad.Lengths.Name
 		case ap.bandsFirst:
-			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); laid out bands first ([clips, bands, frames]), its clips are padded on their frames (axis 2) alone", port.Name, comp.Name, pad.Dim.Name, axis)
+			// Lengths of the frames on axis 2 would hold one entry per band
+			// (padding/companion), which no speech encoder takes.
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); laid out bands first ([clips, bands, frames]), its clips are stacked unpadded: give them one frame count (pad_or_trim, as Whisper's program does)", port.Name, comp.Name, pad.Dim.Name, axis)
 		case !(static.Framed && axis == windowAxis) && (ap.packed || axis != 1):
 			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the audio adapter pads the samples, frames or windows of stacked clips (axis 1) and the window of frames or of rows", port.Name, comp.Name, pad.Dim.Name, axis)
-		default:
-			ap.lengths[axis] = pad.Lengths.Name
 		}
+		ap.lengths[axis] = pad.Lengths.Name
 	}
 	return ap, nil
 }
@@ -314,7 +312,7 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 			copy(clip, x.values())
 			continue
 		}
-		// Frame f's band b goes to row b, column f; padded frames stay 0.
+		// Frame f's band b goes to row b, column f.
 		for f := range int64(x.units()) {
 			for b, v := range x.values()[f*width : (f+1)*width] {
 				clip[int64(b)*longest+f] = v
