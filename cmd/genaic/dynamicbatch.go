@@ -137,13 +137,23 @@ func runDynamicBatch(e *env, args []string) int {
 		msg += fmt.Sprintf("; %s, whose constant shapes fixed the batch at 1, copy it from their inputs", nodeList(r.Reshapes))
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: %s; %d rows run together answered as each alone\n", *rw.out, msg, batchProbeRows)
-	fmt.Fprintf(e.stdout, "next: `genaic init %s%s` writes a starting document\n", initFlag(*rw.out), *rw.out)
+	fmt.Fprintln(e.stdout, nextInit(*rw.out, ""))
 	return exitOK
 }
 
+// nextInit is the line that tells what to run after a rewrite wrote the
+// model at path: init, with the flag that writes its items' package where
+// one does, else plainly, after what to declare (todo, where not "").
+func nextInit(path, todo string) string {
+	if flag := initFlag(path); flag != "" {
+		return fmt.Sprintf("next: `genaic init %s%s` writes a package that takes its items and groups them", flag, path)
+	}
+	return fmt.Sprintf("next: %s`genaic init %s` writes a starting document", todo, path)
+}
+
 // initFlag is the flag init takes for the model at path, followed by a
-// space: --images or --audio where its one input takes images or log-mel
-// features, "" otherwise.
+// space: --images, --audio or --text where it takes images, log-mel
+// features or segments of token ids, "" otherwise.
 func initFlag(path string) string {
 	g, err := onnx.Read(path)
 	if err != nil {
@@ -158,6 +168,9 @@ func initFlag(path string) string {
 	}
 	if _, err := audioInputOf(c); err == nil {
 		return "--audio "
+	}
+	if _, err := textInputOf(c); err == nil {
+		return "--text "
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/onnx"
@@ -16,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:    "init",
-		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images | --audio] [--force] [--print]",
+		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images | --audio | --text] [--force] [--print]",
 		summary: "write a starting inference_metadata.yaml from ONNX models (ports, dtypes and shapes read from the graphs)",
 		run:     runInit,
 	})
@@ -33,12 +34,13 @@ func runInit(e *env, args []string) int {
 	print := flags.Bool("print", false, "print the document to standard output instead of writing it")
 	images := flags.Bool("images", false, "for one model whose input is float images [batch, 3, height, width] (or channels last): write a package that takes encoded images (PNG, JPEG, GIF) as items, preprocesses them as ImageNet encoders take them, and groups them")
 	audio := flags.Bool("audio", false, "for one model whose input is log-mel features [batch, 80, 3000] (or frames first; 128 bands alike), as Whisper's encoder takes them: write a package that takes a WAV clip per request, computes Whisper's features of it, and groups the clips")
+	text := flags.Bool("text", false, "for one model of token ids [batch, sequence] (token types alike) and, where it masks padding, their lengths [batch] (genaic mask-lengths rewrites a mask into them): write a package that takes segments of token ids as items, pads them by their lengths and groups them")
 	models, ok := parseFlags(e, flags, c, args)
 	if !ok {
 		return exitUsage
 	}
-	if *images && *audio {
-		e.errorf("init: --images and --audio write packages of different inputs; give one")
+	if n := len(slices.DeleteFunc([]bool{*images, *audio, *text}, func(b bool) bool { return !b })); n > 1 {
+		e.errorf("init: --images, --audio and --text write packages of different inputs; give one")
 		return exitUsage
 	}
 	if len(models) == 0 {
@@ -116,16 +118,16 @@ func runInit(e *env, args []string) int {
 			e.errorf("init: %s: %v", m, err)
 			return exitUsage
 		}
-		// --images and --audio run the model on their own inputs instead
+		// --images, --audio and --text run the model on their own inputs instead
 		// (settleRows).
-		if !*images && !*audio {
+		if !*images && !*audio && !*text {
 			if why := probeOutputs(m, comp); why != "" {
 				e.errorf("init: %s: its outputs' dynamic dimensions keep the graph's names, not probed: %s", m, why)
 			}
 		}
 		comps = append(comps, comp)
 	}
-	// --images and --audio write the package of one model's items.
+	// --images, --audio and --text write the package of one model's items.
 	var items func(path string, c *initComponent) (string, error)
 	flagName, encoder := "--images", "image encoder"
 	switch {
@@ -133,6 +135,8 @@ func runInit(e *env, args []string) int {
 		items = imagesPackage
 	case *audio:
 		items, flagName, encoder = audioPackage, "--audio", "speech encoder"
+	case *text:
+		items, flagName, encoder = textPackage, "--text", "text encoder"
 	}
 	var src []byte
 	if items == nil {
@@ -189,6 +193,11 @@ func runInit(e *env, args []string) int {
 	cn := make([]string, len(comps))
 	for i, c := range comps {
 		cn[i] = c.name
+	}
+	if *text {
+		fmt.Fprintf(e.stdout, "wrote %s (segments of token ids in, %s on many requests' segments at once); next: `genaic run %s --verify`: grouped answers against answers alone\n",
+			target, cn[0], *dir)
+		return exitOK
 	}
 	if *audio {
 		fmt.Fprintf(e.stdout, "wrote %s (a WAV clip per request in, Whisper's log-mel features of it, then %s on many requests' clips at once); next: check the features against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",

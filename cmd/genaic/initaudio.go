@@ -1,9 +1,6 @@
 package main
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // A speech encoder's package as init --audio writes it: each request
 // brings one WAV clip, the built-in audio adapter computes Whisper's
@@ -121,7 +118,7 @@ func settleAudioOutputs(path string, c *initComponent, au *audioInput) error {
 	var err error
 	for _, m := range tries {
 		au.mels = m
-		if au.outs, au.skipped, err = settleRows(path, c, au.port.name, au.batch, "clip", au.featureShape); err == nil {
+		if au.outs, au.skipped, err = settleRows(path, c, "clip", au.batch, floatItems(au.port.name, au.featureShape), nil); err == nil {
 			return nil
 		}
 	}
@@ -131,12 +128,7 @@ func settleAudioOutputs(path string, c *initComponent, au *audioInput) error {
 // audioDocument writes the package of a speech encoder c whose input au
 // takes the features.
 func audioDocument(c *initComponent, au audioInput) string {
-	var b strings.Builder
-	line := func(indent int, format string, args ...any) {
-		b.WriteString(strings.Repeat("  ", indent))
-		fmt.Fprintf(&b, format, args...)
-		b.WriteByte('\n')
-	}
+	b, line := docLines()
 	taken := takenNames(c)
 	in := newMediaInput("audio", taken)
 	features := freshName(au.port.name, taken) // the adapter's output, the model's input
@@ -216,6 +208,6 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(4, "component: %s", yq(adapter))
 	in.invokeAdapter(line)
 	line(4, "outputs: { %s: %s }", yq(features), yq(features))
-	invokeModel(line, c, au.port.name, features, au.outs)
+	invokeModel(line, c, [][2]string{{au.port.name, features}}, au.outs)
 	return b.String()
 }

@@ -309,12 +309,7 @@ func (p initPort) contractYAML() string {
 // initDocument writes the starting document of the components.
 func initDocument(comps []*initComponent) string {
 	w := wire(comps)
-	var b strings.Builder
-	line := func(indent int, format string, args ...any) {
-		b.WriteString(strings.Repeat("  ", indent))
-		fmt.Fprintf(&b, format, args...)
-		b.WriteByte('\n')
-	}
+	b, line := docLines()
 	arts := make([]string, len(comps))
 	for i, c := range comps {
 		arts[i] = c.artifact
@@ -347,6 +342,16 @@ func initDocument(comps []*initComponent) string {
 			line(0, "# Its input %s takes log-mel features: `genaic init --audio %s`", au.port.name, comps[0].artifact)
 			line(0, "# writes instead a package that takes WAV clips, computes Whisper's")
 			line(0, "# features of them with the built-in audio adapter, and groups them.")
+		}
+		if tx, err := textInputOf(comps[0]); err == nil {
+			line(0, "#")
+			line(0, "# Its input %s takes segments of token ids: `genaic init --text %s`", tx.tokens[0].name, comps[0].artifact)
+			line(0, "# writes instead a package that takes them as items and groups them,")
+			if tx.lengths != "" {
+				line(0, "# padded by their lengths (%s).", tx.lengths)
+			} else {
+				line(0, "# only segments of one length in a call (the model takes no lengths).")
+			}
 		}
 	}
 	line(0, "schema_version: v1.0 # declare v1.1 when you add batch_capacity, padding or levels")
@@ -949,4 +954,15 @@ func (c *initComponent) lengthsOfComputed(p initPort) (of, sym string) {
 // case: how init and mask-lengths recognize lengths, offsets and masks.
 func namedLike(name, word string) bool {
 	return strings.Contains(strings.ToLower(name), word)
+}
+
+// docLines is a document being written and the function that writes a
+// line of it at an indent of two spaces a level.
+func docLines() (*strings.Builder, func(indent int, format string, args ...any)) {
+	b := &strings.Builder{}
+	return b, func(indent int, format string, args ...any) {
+		b.WriteString(strings.Repeat("  ", indent))
+		fmt.Fprintf(b, format, args...)
+		b.WriteByte('\n')
+	}
 }

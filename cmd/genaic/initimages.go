@@ -95,32 +95,56 @@ func imagesPackage(path string, c *initComponent) (string, error) {
 // (settleRows, on images of the package's size).
 func settleOutputs(path string, c *initComponent, im *imageInput) error {
 	var err error
-	im.outs, im.skipped, err = settleRows(path, c, im.port.name, im.batch, "image", func(n int64) []int64 {
+	im.outs, im.skipped, err = settleRows(path, c, "image", im.batch, floatItems(im.port.name, func(n int64) []int64 {
 		if im.last {
 			return []int64{n, im.h, im.w, im.channels}
 		}
 		return []int64{n, im.channels, im.h, im.w}
-	})
+	}), nil)
 	return err
 }
 
+// itemInputs makes a model's inputs for n items, each of an extent of
+// its own (a segment's tokens) where the inputs have one: the r-th of
+// settleRows' runs.
+type itemInputs func(n int64, r int) (map[string]*backend.Tensor, error)
+
+// floatItems is one float32 input of name, shape(n) for n items, of 0.5s.
+func floatItems(name string, shape func(n int64) []int64) itemInputs {
+	return func(n int64, _ int) (map[string]*backend.Tensor, error) {
+		x, err := backend.NewTensor("float32", shape(n))
+		if err != nil {
+			return nil, err
+		}
+		for k := range x.Len() {
+			x.SetFloat64At(k, 0.5)
+		}
+		return map[string]*backend.Tensor{name: x}, nil
+	}
+}
+
 // settleRows runs the model at path on two, then three items (images,
-// clips) of the package's size, its input the shape shape gives for n of
+// clips, segments) of the package's size, its inputs as inputs makes
 // them, and returns the outputs that give one row per item: a first axis
-// the graph leaves open that took two rows, then three, every other axis
-// the same in both runs, written in at that extent where the graph leaves
-// it open (a constant the export left open, the crop's sides a mask
-// follows, the tokens a transformer makes of them). skipped says why
-// each other is left out. Where the graph computes extents from values
+// the graph leaves open that took two rows, then three, and every other
+// axis the same in both runs, written in at that extent where the graph
+// leaves it open (a constant the export left open, the crop's sides a
+// mask follows, the tokens a transformer makes of them), or, where extent
+// names an axis the items have each of their own, that took its two runs'
+// extents, written as that axis (extent.sym). skipped says why each other
+// output is left out. Where the graph computes extents from values
 // (NonMaxSuppression), an output of such an open axis is left out: its
 // counts may differ on other items. A model that fails on the package's
 // items is an error, as is one with no output to keep.
-func settleRows(path string, c *initComponent, input, batch, item string, shape func(n int64) []int64) (outs []initPort, skipped []string, err error) {
+func settleRows(path string, c *initComponent, item, batch string, inputs itemInputs, extent *itemExtent) (outs []initPort, skipped []string, err error) {
 	b, err := ort.New(ort.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		return nil, nil, err
 	}
-	comp := &ir.Component{Name: c.name, Impl: ir.ImplONNX, Artifact: filepath.Base(path), Inputs: []*ir.Port{{Name: input}}}
+	comp := &ir.Component{Name: c.name, Impl: ir.ImplONNX, Artifact: filepath.Base(path)}
+	for _, p := range c.inputs {
+		comp.Inputs = append(comp.Inputs, &ir.Port{Name: p.name})
+	}
 	wanted := make([]string, len(c.outputs))
 	for i, o := range c.outputs {
 		comp.Outputs = append(comp.Outputs, &ir.Port{Name: o.name})
@@ -133,43 +157,65 @@ func settleRows(path string, c *initComponent, input, batch, item string, shape 
 	defer s.Close()
 	var runs [2]map[string]*backend.Tensor
 	for r, n := range []int64{2, 3} {
-		x, err := backend.NewTensor("float32", shape(n))
+		in, err := inputs(n, r)
+		if err == nil {
+			runs[r], err = s.Run(context.Background(), in, wanted)
+		}
 		if err != nil {
-			return nil, nil, err
-		}
-		for k := range x.Len() {
-			x.SetFloat64At(k, 0.5)
-		}
-		if runs[r], err = s.Run(context.Background(), map[string]*backend.Tensor{input: x}, wanted); err != nil {
-			return nil, nil, fmt.Errorf("the model fails on %d %ss of the package's size, %v: %v", n, item, x.Shape, err)
+			shapes := make([]string, 0, len(in))
+			for _, p := range c.inputs {
+				if x := in[p.name]; x != nil {
+					shapes = append(shapes, fmt.Sprint(x.Shape))
+				}
+			}
+			return nil, nil, fmt.Errorf("the model fails on %d %ss of the package's size, %s: %v", n, item, strings.Join(shapes, " and "), err)
 		}
 	}
-	perItem := func(o initPort) bool {
+	// dims is what an output's axes are, if it gives one row per item.
+	dims := func(o initPort) ([]initDim, bool) {
 		two, three := runs[0][o.name], runs[1][o.name]
-		return o.hasShape && len(o.dims) > 0 && o.dims[0].sym != "" && two != nil && three != nil &&
-			two.Rank() == len(o.dims) && three.Rank() == len(o.dims) && two.Shape[0] == 2 && three.Shape[0] == 3 &&
-			slices.Equal(two.Shape[1:], three.Shape[1:])
+		if !o.hasShape || len(o.dims) == 0 || o.dims[0].sym == "" || two == nil || three == nil ||
+			two.Rank() != len(o.dims) || three.Rank() != len(o.dims) || two.Shape[0] != 2 || three.Shape[0] != 3 {
+			return nil, false
+		}
+		out := []initDim{{sym: batch}}
+		for i := 1; i < len(o.dims); i++ {
+			switch a, z := two.Shape[i], three.Shape[i]; {
+			case a == z:
+				out = append(out, initDim{size: a})
+			case extent != nil && a == extent.runs[0] && z == extent.runs[1]:
+				out = append(out, initDim{sym: extent.sym})
+			default:
+				return nil, false
+			}
+		}
+		return out, true
 	}
 	for _, o := range c.outputs {
-		o.dims = slices.Clone(o.dims)
+		d, ok := dims(o)
 		switch {
-		case !perItem(o):
+		case !ok:
 			skipped = append(skipped, fmt.Sprintf("%s %s has no row per %s", o.name, o.shapeYAML(), item))
 			continue
 		case len(c.counting) > 0 && slices.ContainsFunc(o.dims[1:], func(d initDim) bool { return d.sym != "" }):
 			skipped = append(skipped, fmt.Sprintf("%s %s has an extent the graph computes from values (%s)", o.name, o.shapeYAML(), strings.Join(c.counting, ", ")))
 			continue
 		}
-		o.dims[0] = initDim{sym: batch}
-		for i := 1; i < len(o.dims); i++ {
-			o.dims[i] = initDim{size: runs[0][o.name].Shape[i]}
-		}
+		o.dims = d
 		outs = append(outs, o)
 	}
 	if len(outs) == 0 {
 		return nil, skipped, fmt.Errorf("no output gives one row per %s: %s", item, strings.Join(skipped, "; "))
 	}
 	return outs, skipped, nil
+}
+
+// itemExtent is an axis the items of a package each have an extent of
+// (a segment's tokens), under its symbol, and the extents settleRows'
+// two runs give it.
+type itemExtent struct {
+	sym  string
+	runs [2]int64
 }
 
 // pixelShape is the shape of the pixels the adapter makes for the model.
@@ -184,12 +230,7 @@ func (im imageInput) pixelShape() string {
 // imagesDocument writes the package of an image encoder c whose input im
 // takes the images.
 func imagesDocument(c *initComponent, im imageInput) string {
-	var b strings.Builder
-	line := func(indent int, format string, args ...any) {
-		b.WriteString(strings.Repeat("  ", indent))
-		fmt.Fprintf(&b, format, args...)
-		b.WriteByte('\n')
-	}
+	b, line := docLines()
 	taken := takenNames(c)
 	in := newMediaInput("images", taken)
 	images := in.name
@@ -313,7 +354,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(4, "component: %s", yq(adapter))
 	in.invokeAdapter(line)
 	line(4, "outputs: { %s: %s, %s: %s, %s: %s }", yq(pixels), yq(pixels), imgOffset, imgOffset, imgOwner, imgOwner)
-	invokeModel(line, c, im.port.name, pixels, outs)
+	invokeModel(line, c, [][2]string{{im.port.name, pixels}}, outs)
 	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOffset, imgOffset)
 	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOwner, imgOwner)
 	return b.String()
@@ -405,12 +446,16 @@ func takenNames(c *initComponent) map[string]bool {
 	return taken
 }
 
-// invokeModel writes the step that invokes the model c on value at its
-// input port, and the emit of each of its outputs outs.
-func invokeModel(line func(int, string, ...any), c *initComponent, port, value string, outs []initPort) {
+// invokeModel writes the step that invokes the model c, each input port
+// given the value beside it, and the emit of each of its outputs outs.
+func invokeModel(line func(int, string, ...any), c *initComponent, inputs [][2]string, outs []initPort) {
 	line(3, "- kind: invoke")
 	line(4, "component: %s", yq(c.name))
-	line(4, "inputs: { %s: %s }", yq(port), yq(value))
+	args := make([]string, len(inputs))
+	for i, in := range inputs {
+		args[i] = yq(in[0]) + ": " + yq(in[1])
+	}
+	line(4, "inputs: { %s }", strings.Join(args, ", "))
 	results := make([]string, len(outs))
 	for i, o := range outs {
 		results[i] = yq(o.name) + ": " + yq(o.name)

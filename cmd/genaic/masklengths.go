@@ -97,7 +97,7 @@ func runMaskLengths(e *env, args []string) int {
 		rule = "position >= length"
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: input %s is now %s, int64 [batch], the length of each row; the graph computes the mask from it (ones where %s)\n", *out, *mask, *lengths, rule)
-	fmt.Fprintf(e.stdout, "next: pad the sequence with valid_lengths %s (docs/authoring.md#padding); `genaic init %s` writes a starting document\n", *lengths, *out)
+	fmt.Fprintln(e.stdout, nextInit(*out, fmt.Sprintf("pad the sequence with valid_lengths %s (docs/authoring.md#padding); ", *lengths)))
 	return exitOK
 }
 

@@ -40,7 +40,7 @@ func runWiden(e *env, args []string) int {
 		return code
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: input %s is now int64; the graph casts it to int32 before its own nodes read it\n", *out, *input)
-	fmt.Fprintf(e.stdout, "next: `genaic init %s` writes a starting document\n", *out)
+	fmt.Fprintln(e.stdout, nextInit(*out, ""))
 	return exitOK
 }
 
