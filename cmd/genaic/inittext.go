@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,6 +19,7 @@ import (
 // textInput is what a text encoder takes: segments of tokens.
 type textInput struct {
 	batch, seq string     // the symbols of the segments' axis and of their tokens'
+	inputs     []initPort // the model's inputs, their axes named as the package names them
 	tokens     []initPort // the inputs [batch, seq]: the ids, and any alike (token types)
 	lengths    string     // the input of each segment's length, int64 [batch]; "" where none
 	// outs are the outputs that give one row per segment (settleRows);
@@ -30,11 +33,14 @@ type textInput struct {
 // open (token ids, and token types alike), and at most one int64 [batch]
 // of each segment's length. It says why not otherwise, naming mask-lengths
 // for a model that takes an attention mask and widen for lengths of
-// int32.
+// int32. Axes tf2onnx names apart on each input (unk__N) are one axis
+// under the first input's name.
 func textInputOf(c *initComponent) (textInput, error) {
-	var tx textInput
+	renames := unifiedAxes(c.inputs, 2)
+	maps.DeleteFunc(renames, func(from, to string) bool { return !tf2onnxAxis.MatchString(from) || !tf2onnxAxis.MatchString(to) })
+	tx := textInput{inputs: renamed(c.inputs, renames)}
 	var lengths []initPort
-	for _, p := range c.inputs {
+	for _, p := range tx.inputs {
 		integer := p.dtype == "int64" || p.dtype == "int32"
 		switch {
 		case !p.hasShape || !integer || len(p.dims) == 0 || len(p.dims) > 2:
@@ -76,6 +82,9 @@ func textInputOf(c *initComponent) (textInput, error) {
 	}
 	return tx, nil
 }
+
+// tf2onnxAxis is how tf2onnx names a dynamic axis: each input's apart.
+var tf2onnxAxis = regexp.MustCompile(`^unk__[0-9]+$`)
 
 // textProbe are the segments' token extents in settleRows' two runs.
 var textProbe = [2]int64{5, 7}
@@ -126,7 +135,7 @@ func textPackage(path string, c *initComponent) (string, error) {
 func textDocument(c *initComponent, tx textInput) string {
 	b, line := docLines()
 	taken := takenNames(c)
-	for _, p := range c.inputs {
+	for _, p := range tx.inputs {
 		taken[p.name] = true
 	}
 	offsets, owner := freshName("segment_offsets", taken), freshName("segment_owner", taken)
@@ -231,7 +240,7 @@ func textDocument(c *initComponent, tx textInput) string {
 	line(6, "- { dimensions: [%s, %s], max_total: 8192 }", yq(tx.batch), yq(tx.seq))
 	line(4, "ports:")
 	line(5, "inputs:")
-	for _, p := range c.inputs {
+	for _, p := range tx.inputs {
 		if p.name == tx.lengths {
 			line(6, "%s: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(p.name), yq(tx.batch))
 			continue
@@ -248,8 +257,8 @@ func textDocument(c *initComponent, tx textInput) string {
 		port(7, o, ", extent: preserved")
 	}
 	line(2, "steps:")
-	inputs := make([][2]string, len(c.inputs))
-	for i, p := range c.inputs {
+	inputs := make([][2]string, len(tx.inputs))
+	for i, p := range tx.inputs {
 		inputs[i] = [2]string{p.name, p.name}
 	}
 	invokeModel(line, c, inputs, tx.outs)

@@ -185,6 +185,18 @@ func TestInitTextUniform(t *testing.T) {
 		}
 	}
 
+	// tf2onnx names each input's axes apart: the token types' and the
+	// lengths' are the ids'.
+	apart := idsOnly("unk__1", "unk__2")
+	apart.Input = append(apart.Input, tensorInfo("token_type_ids", 7, "unk__3", "unk__4"), tensorInfo("lengths", 7, "unk__5"))
+	writeGraph(t, filepath.Join(dir, "apart.onnx"), apart, 17)
+	initPrints(t, filepath.Join(dir, "apart.onnx"), "# Its input input_ids takes segments of token ids: `genaic init --text apart.onnx`\n")
+	if out, errOut, code := runCLI(t, "init", "--text", "--print", filepath.Join(dir, "apart.onnx")); code != exitOK ||
+		!strings.Contains(out, "token_type_ids:\n              dtype: int64\n              shape: [unk__1, unk__2]\n") ||
+		!strings.Contains(out, "lengths: { dtype: int64, shape: [unk__1], batch_layout: { kind: shared } }") {
+		t.Errorf("init --text of axes named apart: exit %d\n%s%s", code, out, errOut)
+	}
+
 	lengths32 := idsOnly("batch", "sequence")
 	lengths32.Input = append(lengths32.Input, tensorInfo("lengths", 6, "batch"))
 	for _, c := range []struct {
