@@ -43,10 +43,10 @@ func textInputOf(c *initComponent) (textInput, error) {
 	for _, p := range tx.inputs {
 		integer := p.dtype == "int64" || p.dtype == "int32"
 		switch {
+		case p.hasShape && len(p.dims) == 2 && namedLike(p.name, "mask"):
+			return tx, fmt.Errorf("input %s is a mask: rewrite the model to take each segment's length instead (`genaic mask-lengths %s -o ...`), so that segments of different lengths share a call, then give --text the model it writes", p.name, c.artifact)
 		case !p.hasShape || !integer || len(p.dims) == 0 || len(p.dims) > 2:
 			return tx, inputError(p, "not token ids [batch, sequence] (integers) nor their lengths [batch]: --text takes a model of segments of token ids")
-		case len(p.dims) == 2 && namedLike(p.name, "mask"):
-			return tx, fmt.Errorf("input %s is a mask: rewrite the model to take each segment's length instead (`genaic mask-lengths %s -o ...`), so that segments of different lengths share a call, then give --text the model it writes", p.name, c.artifact)
 		case len(p.dims) == 2:
 			tx.tokens = append(tx.tokens, p)
 		default:
@@ -152,14 +152,17 @@ func textDocument(c *initComponent, tx textInput) string {
 			line(indent, "padding: [{ dimension: %s, valid_lengths: %s }]", yq(tx.seq), yq(tx.lengths))
 		}
 	}
-	shared := func(indent int, name, sym, role string) {
-		line(indent, "%s:", yq(name))
-		line(indent+1, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(sym))
-		line(indent+1, "%s", role)
-		if role == "role: { kind: opaque }" {
-			line(indent+1, "source: { kind: request }")
+	// shared writes a companion of the segments, as a request input or a
+	// workflow output.
+	shared := func(name, sym string, input bool) {
+		line(3, "%s:", yq(name))
+		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(sym))
+		if input {
+			line(4, "role: { kind: opaque }")
+			line(4, "source: { kind: request }")
 		} else {
-			line(indent+1, "stage: pre_adapter")
+			line(4, "role: tensor")
+			line(4, "stage: pre_adapter")
 		}
 	}
 	ids := tx.tokens[0].name
@@ -209,10 +212,10 @@ func textDocument(c *initComponent, tx textInput) string {
 		line(4, "source: { kind: request }")
 	}
 	if tx.lengths != "" {
-		shared(3, tx.lengths, tx.batch, "role: { kind: opaque }")
+		shared(tx.lengths, tx.batch, true)
 	}
-	shared(3, offsets, plusOne, "role: { kind: opaque }")
-	shared(3, owner, tx.batch, "role: { kind: opaque }")
+	shared(offsets, plusOne, true)
+	shared(owner, tx.batch, true)
 	line(2, "outputs:")
 	for _, o := range tx.outs {
 		line(3, "%s:", yq(o.name))
@@ -221,10 +224,10 @@ func textDocument(c *initComponent, tx textInput) string {
 		line(4, "role: tensor")
 		line(4, "stage: pre_adapter")
 	}
-	shared(3, offsets, plusOne, "role: tensor")
-	shared(3, owner, tx.batch, "role: tensor")
+	shared(offsets, plusOne, false)
+	shared(owner, tx.batch, false)
 	if slices.ContainsFunc(tx.outs, padded) {
-		shared(3, tx.lengths, tx.batch, "role: tensor")
+		shared(tx.lengths, tx.batch, false)
 	}
 	line(2, "components:")
 	line(3, "%s:", yq(c.name))
