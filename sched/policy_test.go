@@ -208,36 +208,36 @@ func TestCompatibleByKey(t *testing.T) {
 
 // TestFormationIsPaddingAware: among waiting items, a group takes those
 // whose padded extents are like its oldest item's, leaving the others for
-// a group of their own; an item past its delay bound is never passed over.
+// a group of their own; once every item has waited past its delay bound
+// (a saturated server's queue), still: the items kept out head the next
+// group, the oldest of them first.
 func TestFormationIsPaddingAware(t *testing.T) {
 	p := paddingCostly(imagePolicy(time.Second))
 	now := time.Now()
 	for i, patches := range []int64{2, 60, 2, 60, 2, 60, 2, 60} {
 		p.Push(image(patches, now.Add(time.Duration(i)*time.Microsecond)))
 	}
-	queue := slices.Clone(p.Queue())
-	f := p.form(now.Add(time.Millisecond), 0)
-	var extents []int64
-	for _, i := range f.chosen {
-		extents = append(extents, queue[i].Terms[2])
+	extents := func(at time.Time) []int64 {
+		queue := slices.Clone(p.Queue())
+		var out []int64
+		for _, i := range p.form(at, 0).chosen {
+			out = append(out, queue[i].Terms[2])
+		}
+		return out
 	}
-	if !slices.Equal(extents, []int64{2, 2, 2, 2}) {
-		t.Errorf("the group took extents %v, want the four items of 2 patches; the items of 60 belong together", extents)
+	if got := extents(now.Add(time.Millisecond)); !slices.Equal(got, []int64{2, 2, 2, 2}) {
+		t.Errorf("the group took extents %v, want the four items of 2 patches; the items of 60 belong together", got)
 	}
 	if p.KeptForPadding() == 0 {
 		t.Error("no item was counted as kept out for its padding")
 	}
-	// The same queue once the items of 60 patches have waited past the
-	// delay: they are taken first, whatever they cost in padding.
-	f = p.form(now.Add(2*time.Second), 0)
-	late := 0
-	for _, i := range f.chosen {
-		if queue[i].Terms[2] == 60 {
-			late++
-		}
+	late := now.Add(2 * time.Second)
+	if got := extents(late); !slices.Equal(got, []int64{2, 2, 2, 2}) {
+		t.Errorf("past their delay bound, the group took extents %v, want the four items of 2 patches", got)
 	}
-	if late == 0 {
-		t.Errorf("items past their delay bound were passed over: %v", f.chosen)
+	p.take(nil)
+	if got := extents(late); !slices.Equal(got, []int64{60, 60, 60, 60}) {
+		t.Errorf("the next group took extents %v, want the four items of 60 the first kept out", got)
 	}
 }
 
