@@ -153,17 +153,7 @@ func bandSum(samples []int16) float64 {
 // bands first and grouped: each answer is its clip's weighted sum, which
 // frames laid out first would not give, and equals its answer alone.
 func TestAudioBandsFirstGrouped(t *testing.T) {
-	const doc = "testdata/audio_bands_first.yaml"
-	f := compile(t, doc)
-	b := &backend.Bindings{}
-	b.Register("encoder", bandsFirstEncoder)
-	e, err := vm.Open(f, filepath.Dir(doc), map[ir.ImplKind]backend.Backend{ir.ImplAdapter: adapters.New(f.IR), ir.ImplBinding: b}, vm.Options{
-		MaxDelay: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openFrontEnd(t, "testdata/audio_bands_first.yaml", "encoder", bandsFirstEncoder)
 	rng := rand.New(rand.NewSource(5))
 	var clips [][]int16
 	var reqs []vm.Request
