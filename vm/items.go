@@ -791,6 +791,11 @@ type itemsOutput struct {
 	own     bool
 	// companions are the output's level and padding companions.
 	companions []string
+	// cut, where the output is padded on its axis 1 (the extent of each
+	// row, as a text encoder's hidden states are), is that padding's
+	// lengths: an item of one row is cut to its own, since an item comes
+	// back without them.
+	cut string
 }
 
 // findOutputs finds the workflow outputs that may come back per item:
@@ -842,6 +847,9 @@ func (rg *Ragged) findOutputs(m *ir.Module) {
 		}
 		for _, p := range c.Padding {
 			out.companions = append(out.companions, p.Lengths.Name)
+			if c.Axis(p.Dim.Name) == 1 {
+				out.cut = p.Lengths.Name
+			}
 		}
 		rg.outputs[o.Name] = out
 		for _, name := range out.companions {
@@ -950,6 +958,7 @@ func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Req
 	if t.Rank() > 0 {
 		children = t.Shape[0]
 	}
+	rows := children
 	for k := range levels {
 		if err := checkOffsets(o.offsets[k], k, offs[k], children); err != nil {
 			return nil, runErr(backend.RunExtent, "workflow output `%s`: %s", name, AsRunError(err).Message)
@@ -960,6 +969,10 @@ func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Req
 		return nil, runErr(backend.RunExtent, "workflow output `%s`: its outermost level counts %d units, but a request is one", name, children)
 	}
 	flat := !in.nested && levels == in.levels
+	var lengths []int64 // each row's extent on axis 1, where o.cut
+	if lt := resp.Outputs.Get(o.cut); o.cut != "" && lt != nil && lt.DType == "int64" && lt.Len() == rows {
+		lengths = lt.Int64s()
+	}
 	var node func(k int, u int64) []Item
 	node = func(k int, u int64) []Item {
 		lo, hi := offs[k][u], offs[k][u+1]
@@ -969,6 +982,9 @@ func (rg *Ragged) splitOutput(name string, o itemsOutput, resp Response, req Req
 			case k == 0:
 				row := t.View(c, c+1)
 				row.Shape = row.Shape[1:]
+				if lengths != nil && row.Rank() > 0 {
+					row = row.View(0, min(max(lengths[c], 0), row.Shape[0]))
+				}
 				its = append(its, Item{Tensor: row})
 			case flat && k == 1:
 				its = append(its, Item{Tensor: t.View(offs[0][c], offs[0][c+1])})

@@ -70,10 +70,12 @@ func TestInitText(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var reqs, alone []string
 	var segments [][]string // per request, each segment's id in alone
+	tokens := map[string]int64{}
 	for r := range 6 {
 		var ids, types, keys []string
 		for k := range 1 + rng.IntN(3) {
 			n := 1 + rng.IntN(9)
+			tokens[fmt.Sprintf("r%d.%d", r, k)] = int64(n)
 			tok, typ, ones := make([]int64, n), make([]int64, n), make([]int64, n)
 			for i := range n {
 				tok[i], typ[i], ones[i] = 1+rng.Int64N(15), rng.Int64N(2), 1
@@ -122,8 +124,9 @@ func TestInitText(t *testing.T) {
 			t.Fatalf("request %d: %d pooled and %d hidden items for %d segments", r, len(items), len(hidden), len(segments[r]))
 		}
 		for k, key := range segments[r] {
-			if !slices.Equal(hidden[k].Shape, []int64{int64(len(hidden[k].Data) / 4), 4}) {
-				t.Errorf("%s: last_hidden_state %v", key, hidden[k].Shape)
+			// Padded in its group, the item comes back cut to its tokens.
+			if !slices.Equal(hidden[k].Shape, []int64{tokens[key], 4}) || len(hidden[k].Data) != int(4*tokens[key]) {
+				t.Errorf("%s: last_hidden_state %v, want [%d, 4]", key, hidden[k].Shape, tokens[key])
 			}
 			for i, v := range items[k].Data {
 				if math.Abs(v-pooled[key][i]) > 1e-5 {
