@@ -141,40 +141,6 @@ func runDynamicBatch(e *env, args []string) int {
 	return exitOK
 }
 
-// nextInit is the line that tells what to run after a rewrite wrote the
-// model at path: init, with the flag that writes its items' package where
-// one does, else plainly, after what to declare (todo, where not "").
-func nextInit(path, todo string) string {
-	if flag := initFlag(path); flag != "" {
-		return fmt.Sprintf("next: `genaic init %s%s` writes a package that takes its items and groups them", flag, path)
-	}
-	return fmt.Sprintf("next: %s`genaic init %s` writes a starting document", todo, path)
-}
-
-// initFlag is the flag init takes for the model at path, followed by a
-// space: --images, --audio or --text where it takes images, log-mel
-// features or segments of token ids, "" otherwise.
-func initFlag(path string) string {
-	g, err := onnx.Read(path)
-	if err != nil {
-		return ""
-	}
-	c, err := newInitComponent("model", filepath.Base(path), g)
-	if err != nil {
-		return ""
-	}
-	if _, err := imageInputOf(c); err == nil {
-		return "--images "
-	}
-	if _, err := audioInputOf(c); err == nil {
-		return "--audio "
-	}
-	if _, err := textInputOf(c); err == nil {
-		return "--text "
-	}
-	return ""
-}
-
 // errBatchProbe marks a rewritten model that does not keep the rows of a
 // batch apart (or fails on one) where the model itself answers each row.
 var errBatchProbe = errors.New("the rewritten graph does not answer a batch as its rows alone")

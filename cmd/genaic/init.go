@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/genaic/genaic/onnx"
@@ -39,7 +38,13 @@ func runInit(e *env, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	if n := len(slices.DeleteFunc([]bool{*images, *audio, *text}, func(b bool) bool { return !b })); n > 1 {
+	given := 0
+	for _, f := range []bool{*images, *audio, *text} {
+		if f {
+			given++
+		}
+	}
+	if given > 1 {
 		e.errorf("init: --images, --audio and --text write packages of different inputs; give one")
 		return exitUsage
 	}
@@ -212,6 +217,40 @@ func runInit(e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "wrote %s (%d %s: %s); next: declare grouping where its comments show, run `genaic check %s` after each edit, then `genaic run %s --verify`: grouped answers against answers alone\n",
 		target, len(comps), plural(len(comps), "component"), strings.Join(cn, ", "), *dir, *dir)
 	return exitOK
+}
+
+// nextInit is the line that tells what to run after a rewrite wrote the
+// model at path: init, with the flag that writes its items' package where
+// one does, else plainly, after what to declare (todo, where not "").
+func nextInit(path, todo string) string {
+	if flag := initFlag(path); flag != "" {
+		return fmt.Sprintf("next: `genaic init %s%s` writes a package that takes its items and groups them", flag, path)
+	}
+	return fmt.Sprintf("next: %s`genaic init %s` writes a starting document", todo, path)
+}
+
+// initFlag is the flag init takes for the model at path, followed by a
+// space: --images, --audio or --text where it takes images, log-mel
+// features or segments of token ids, "" otherwise.
+func initFlag(path string) string {
+	g, err := onnx.Read(path)
+	if err != nil {
+		return ""
+	}
+	c, err := newInitComponent("model", filepath.Base(path), g)
+	if err != nil {
+		return ""
+	}
+	if _, err := imageInputOf(c); err == nil {
+		return "--images "
+	}
+	if _, err := audioInputOf(c); err == nil {
+		return "--audio "
+	}
+	if _, err := textInputOf(c); err == nil {
+		return "--text "
+	}
+	return ""
 }
 
 // writeNew writes b to a file beside path, then renames it onto path: a
