@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"slices"
 
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/preprocess"
@@ -21,16 +22,25 @@ import (
 // patchify of the program divides, or a WAV clip of a tone long enough for
 // a mel spectrogram's FFT and a frame's window.
 
+// warmItem is an encoded item of a media input, and whether a request
+// brings one alone: the adapter lays its items out one per request row
+// (request_aligned, as a Whisper package's clips), so that two would be
+// refused.
+type warmItem struct {
+	bytes []byte
+	alone bool
+}
+
 // warmMedia returns an encoded item for each workflow input a request
 // brings that an invoke binds to a built-in adapter, by input name.
-func warmMedia(m *ir.Module) (map[string][]byte, error) {
+func warmMedia(m *ir.Module) (map[string]warmItem, error) {
 	media := map[ir.ValueID]*ir.Input{}
 	for _, in := range m.Inputs {
 		if fromRequest(in) && takesBytes(in.Contract) {
 			media[in.Value] = in
 		}
 	}
-	out := map[string][]byte{}
+	out := map[string]warmItem{}
 	var err error
 	m.Body.Walk(func(s *ir.Step) bool {
 		if s.Op != ir.OpInvoke || err != nil {
@@ -46,7 +56,7 @@ func warmMedia(m *ir.Module) (map[string][]byte, error) {
 		}
 		for _, a := range s.Args {
 			in := media[a.Value.ID]
-			if in == nil || out[in.Name] != nil {
+			if in == nil || out[in.Name].bytes != nil {
 				continue
 			}
 			var b []byte
@@ -54,7 +64,10 @@ func warmMedia(m *ir.Module) (map[string][]byte, error) {
 				err = fmt.Errorf("input `%s` (encoded %s for adapter %s): %v", in.Name, modality, comp.Name, err)
 				return false
 			}
-			out[in.Name] = b
+			alone := slices.ContainsFunc(comp.Outputs, func(p *ir.Port) bool {
+				return p.Contract != nil && p.Contract.Layout.Kind == ir.RequestAligned
+			})
+			out[in.Name] = warmItem{bytes: b, alone: alone}
 		}
 		return true
 	})

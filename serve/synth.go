@@ -102,9 +102,9 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 			if !fromRequest(in) || derived[in.Name] || (c != nil && c.Optional) || (in.Required != nil && !*in.Required) {
 				continue
 			}
-			if b := media[in.Name]; b != nil {
-				bs := [][]byte{b}
-				if len(c.Layout.Levels) == 2 {
+			if w := media[in.Name]; w.bytes != nil {
+				bs := [][]byte{w.bytes}
+				if len(c.Layout.Levels) == 2 && !w.alone {
 					bs = slices.Repeat(bs, s.items(i))
 				}
 				if err := putBytes(&req, in.Name, c, bs); err != nil {

@@ -105,6 +105,11 @@ func TestInitAudio(t *testing.T) {
 			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "each of the 3 requests is answered alike grouped and alone") {
 				t.Errorf("run --verify: exit %d\n%s", code, errOut)
 			}
+			// The next step init names, on requests synthesized of one
+			// clip each (the adapter lays clips out one per request).
+			if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
+				t.Errorf("run --verify without requests: exit %d\n%s", code, errOut)
+			}
 			// One clip per request: a request of two is refused, saying so.
 			two := fmt.Sprintf(`{"requests":[{"id":"two","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q},{"dtype":"uint8","shape":[%d],"data":%q}]}}}]}`,
 				len(silence), base64.StdEncoding.EncodeToString(silence), len(silence), base64.StdEncoding.EncodeToString(silence))
