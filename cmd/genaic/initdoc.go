@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -343,7 +344,14 @@ func initDocument(comps []*initComponent) string {
 			line(0, "# writes instead a package that takes WAV clips, computes Whisper's")
 			line(0, "# features of them with the built-in audio adapter, and groups them.")
 		}
-		if tx, err := textInputOf(comps[0]); err == nil {
+		var masked *maskError
+		if tx, err := textInputOf(comps[0]); errors.As(err, &masked) {
+			line(0, "#")
+			line(0, "# Its input %s is an attention mask: `genaic mask-lengths %s -o %s`", masked.mask, masked.artifact, masked.rewritten())
+			line(0, "# rewrites the model to take its segments' lengths instead, and `genaic")
+			line(0, "# init --text %s` then writes a package that pads segments of", masked.rewritten())
+			line(0, "# different lengths by them and groups them.")
+		} else if err == nil {
 			line(0, "#")
 			line(0, "# Its input %s takes segments of token ids: `genaic init --text %s`", tx.tokens[0].name, comps[0].artifact)
 			line(0, "# writes instead a package that takes them as items and groups them,")

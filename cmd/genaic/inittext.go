@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,12 +40,12 @@ func textInputOf(c *initComponent) (textInput, error) {
 	renames := unifiedAxes(c.inputs, 2)
 	maps.DeleteFunc(renames, func(from, to string) bool { return !tf2onnxAxis.MatchString(from) || !tf2onnxAxis.MatchString(to) })
 	tx := textInput{inputs: renamed(c.inputs, renames)}
-	var lengths []initPort
+	var lengths, masks []initPort
 	for _, p := range tx.inputs {
 		integer := p.dtype == "int64" || p.dtype == "int32"
 		switch {
 		case p.hasShape && len(p.dims) == 2 && namedLike(p.name, "mask"):
-			return tx, fmt.Errorf("input %s is a mask: rewrite the model to take each segment's length instead (`genaic mask-lengths %s -o ...`), so that segments of different lengths share a call, then give --text the model it writes", p.name, c.artifact)
+			masks = append(masks, p)
 		case !p.hasShape || !integer || len(p.dims) == 0 || len(p.dims) > 2:
 			return tx, inputError(p, "not token ids [batch, sequence] (integers) nor their lengths [batch]: --text takes a model of segments of token ids")
 		case len(p.dims) == 2:
@@ -71,6 +72,8 @@ func textInputOf(c *initComponent) (textInput, error) {
 		}
 	}
 	switch {
+	case len(masks) > 0:
+		return tx, &maskError{mask: masks[0].name, artifact: c.artifact}
 	case len(lengths) > 1:
 		return tx, fmt.Errorf("inputs %s and %s both look like lengths [batch]: --text takes at most one", lengths[0].name, lengths[1].name)
 	case len(lengths) == 1 && lengths[0].dims[0].sym != tx.batch:
@@ -81,6 +84,19 @@ func textInputOf(c *initComponent) (textInput, error) {
 		tx.lengths = lengths[0].name
 	}
 	return tx, nil
+}
+
+// maskError says that a text encoder --text would take takes an
+// attention mask, which mask-lengths rewrites into lengths first.
+type maskError struct{ mask, artifact string }
+
+func (e *maskError) Error() string {
+	return fmt.Sprintf("input %s is a mask: rewrite the model to take each segment's length instead (`genaic mask-lengths %s -o %s`), so that segments of different lengths share a call, then give --text the model it writes", e.mask, e.artifact, e.rewritten())
+}
+
+// rewritten is the file mask-lengths is suggested to write.
+func (e *maskError) rewritten() string {
+	return strings.TrimSuffix(e.artifact, filepath.Ext(e.artifact)) + "_lengths.onnx"
 }
 
 // tf2onnxAxis is how tf2onnx names a dynamic axis: each input's apart.

@@ -36,9 +36,11 @@ func TestInitText(t *testing.T) {
 	dir := t.TempDir()
 	masked := filepath.Join(dir, "masked.onnx")
 	writeGraph(t, masked, maskedEncoderWithTypes(16), 17)
-	if _, errOut, code := runCLI(t, "init", "--text", masked); code != exitUsage || !strings.Contains(errOut, "input attention_mask is a mask: rewrite the model to take each segment's length instead (`genaic mask-lengths masked.onnx -o ...`)") {
+	if _, errOut, code := runCLI(t, "init", "--text", masked); code != exitUsage || !strings.Contains(errOut, "input attention_mask is a mask: rewrite the model to take each segment's length instead (`genaic mask-lengths masked.onnx -o masked_lengths.onnx`)") {
 		t.Fatalf("init --text of a masked model: exit %d\n%s", code, errOut)
 	}
+	initPrints(t, masked, "# Its input attention_mask is an attention mask: `genaic mask-lengths masked.onnx -o masked_lengths.onnx`\n",
+		"# init --text masked_lengths.onnx` then writes a package that pads segments of\n")
 	pkg := filepath.Join(dir, "pkg")
 	if err := os.Mkdir(pkg, 0o755); err != nil {
 		t.Fatal(err)
