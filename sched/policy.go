@@ -332,7 +332,7 @@ func (p *Policy) form(now time.Time, share int) *formation {
 	// item of the next, which joins only a group that no budget closed on
 	// a more urgent item.
 	level, rest, late := head.Priority, f.rest, f.late
-	for i := 1; i < len(p.queue) && i <= lookahead; i++ {
+	for i := 1; i < len(p.queue) && i <= lookahead && !f.full(); i++ {
 		e := p.queue[i]
 		if !compatible(head, e) {
 			continue
@@ -343,10 +343,15 @@ func (p *Policy) form(now time.Time, share int) *formation {
 			}
 			level, rest, late = e.Priority, rest[:0], late[:0]
 		}
-		if e.Queued.After(overdue) {
+		switch {
+		case e.Queued.After(overdue):
 			rest = append(rest, i)
-		} else {
+		case padded:
 			late = append(late, i)
+		default:
+			// Unpadded, queue order is the choice: taken as the scan
+			// finds them, a group they fill ends the scan.
+			f.consider(i, false)
 		}
 	}
 	if !f.full() {
