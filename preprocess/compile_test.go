@@ -42,7 +42,7 @@ func decode() ir.Transform { return tf("decode", "", "d") }
 
 func TestTableRows(t *testing.T) {
 	schema := []string{"decode", "convert_color", "resize", "center_crop", "pad", "rescale", "normalize", "tile", "patchify",
-		"sample_frames", "pad_frames", "resample", "frame", "mel_spectrogram", "log", "log10", "affine", "pad_or_trim"}
+		"sample_frames", "pad_frames", "resample", "frame", "mel_spectrogram", "log", "log10", "affine", "pad_or_trim", "standardize"}
 	for _, name := range schema {
 		d := Lookup(name)
 		if d == nil {
@@ -60,7 +60,7 @@ func TestTableRows(t *testing.T) {
 	if len(Ops) != len(schema) {
 		t.Errorf("the table has %d rows, the schema %d ops", len(Ops), len(schema))
 	}
-	if got := strings.Join(Runs("audio"), ","); got != "decode,resample,frame,mel_spectrogram,log,log10,affine,pad_or_trim" {
+	if got := strings.Join(Runs("audio"), ","); got != "decode,resample,frame,mel_spectrogram,log,log10,affine,pad_or_trim,standardize" {
 		t.Errorf("the audio adapter runs %s", got)
 	}
 }
@@ -528,6 +528,8 @@ func TestCompileAudioOpsRefuse(t *testing.T) {
 		{"log10 floor", []ir.Transform{decode(), tf("log10", "d", "l", float("floor", "0"))}, 7, "positive number"},
 		{"length", []ir.Transform{decode(), tf("pad_or_trim", "d", "p", integer("length", "0"))}, 7, "positive integer"},
 		{"no length", []ir.Transform{decode(), tf("pad_or_trim", "d", "p")}, 3, "has no `length`"},
+		{"standardize frames", []ir.Transform{decode(), tf("frame", "d", "f", integer("window", "4")), tf("standardize", "f", "s")}, 3, "standardize the samples, before frame"},
+		{"standardize epsilon", []ir.Transform{decode(), tf("standardize", "d", "s", float("epsilon", "0"))}, 7, "positive number"},
 		{"partial word", []ir.Transform{decode(), tf("frame", "d", "f", integer("window", "4"), scalar("partial", ir.ParamString, "keep"))}, 7, "write one of drop, pad"},
 		{"frame windows", []ir.Transform{decode(), tf("frame", "d", "f", integer("window", "4")), tf("frame", "f", "w", integer("window", "2")), tf("frame", "w", "x", integer("window", "2"))}, 3, "reads windows that frame has already made"},
 		{"no whole window", []ir.Transform{decode(), tf("pad_or_trim", "d", "p", integer("length", "1000")), tf("mel_spectrogram", "p", "m", integer("sample_rate", "16000"), integer("n_fft", "512")), tf("frame", "m", "w", integer("window", "76"), scalar("partial", ir.ParamString, "drop"))}, 7, "each clip has 8 frames here"},

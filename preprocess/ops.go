@@ -154,6 +154,8 @@ var Ops = []*OpDef{
 		Params: []Param{{Name: "scale", Type: Number}, {Name: "offset", Type: Number}}, shape: affineShape},
 	{Name: "pad_or_trim", Doc: "samples, frames or windows → exactly length of them: the end cut off, or zeros appended (padded frames and windows hold no valid values)", Modalities: []string{"audio"}, Runs: []string{"audio"},
 		Params: []Param{required(positive("length"))}, shape: padOrTrimShape},
+	{Name: "standardize", Doc: "samples → (x - mean) / √(variance + epsilon), the mean and variance of the clip's samples (epsilon 1e-7 by default), as Wav2Vec2's feature extractor normalizes them", Modalities: []string{"audio"}, Runs: []string{"audio"},
+		Params: []Param{{Name: "epsilon", Type: Number, Positive: true}}, shape: standardizeShape},
 }
 
 // Lookup returns the table's row of an op, or nil.

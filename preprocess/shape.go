@@ -481,6 +481,22 @@ func (o *Op) Affine() (scale, offset float64) {
 	return scale, offset
 }
 
+func standardizeShape(_ *Op, in Shape) (Shape, error) {
+	if in.Framed {
+		return in, fmt.Errorf("reads framed audio or features\nstandardize the samples, before frame or mel_spectrogram")
+	}
+	return in, nil
+}
+
+// Epsilon is a standardize op's epsilon, added to the variance: 1e-7,
+// Wav2Vec2FeatureExtractor's, by default.
+func (o *Op) Epsilon() float64 {
+	if e, ok := o.Number("epsilon"); ok {
+		return e
+	}
+	return 1e-7
+}
+
 func padOrTrimShape(op *Op, in Shape) (Shape, error) {
 	in.Units = op.Ints("length")
 	return in, nil

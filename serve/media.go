@@ -20,7 +20,8 @@ import (
 // decodes and its program takes, so that the adapter and the components
 // after it run: a PNG image (or a clip of one PNG frame) of a size every
 // patchify of the program divides, or a WAV clip of a tone long enough for
-// a mel spectrogram's FFT and a frame's window.
+// a mel spectrogram's FFT and a frame's window (a second, where the model
+// reads the samples).
 
 // warmItem is an encoded item of a media input, and whether a request
 // brings one alone: the adapter lays its items out one per request row
@@ -150,7 +151,10 @@ type wavHeader struct {
 
 // toneWAV encodes a 440 Hz tone at the rate the audio program works at
 // (its resample's, else its mel spectrogram's, else 16 kHz), 10 ms long
-// or as long as its longest FFT or frame window.
+// or as long as its longest FFT or frame window; a second long where the
+// model reads the samples themselves (no mel spectrogram, no frame): a
+// speech encoder of samples refuses fewer than its first convolutions
+// read.
 func toneWAV(ops []*preprocess.Op) []byte {
 	rate, n := 0, 0
 	for _, op := range ops {
@@ -171,6 +175,9 @@ func toneWAV(ops []*preprocess.Op) []byte {
 	}
 	if rate <= 0 {
 		rate = 16000
+	}
+	if n == 0 { // the model reads the samples
+		n = rate
 	}
 	n = max(n, rate/100)
 	samples := make([]int16, n)

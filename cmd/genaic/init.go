@@ -205,8 +205,12 @@ func runInit(e *env, args []string) int {
 		return exitOK
 	}
 	if *audio {
-		fmt.Fprintf(e.stdout, "wrote %s (a WAV clip per request in, Whisper's log-mel features of it, then %s on many requests' clips at once); next: check the features against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
-			target, cn[0], *dir)
+		front := "Whisper's log-mel features of it"
+		if au, _ := audioInputOf(comps[0]); au.samples {
+			front = "its samples at 16 kHz, standardized"
+		}
+		fmt.Fprintf(e.stdout, "wrote %s (a WAV clip per request in, %s, then %s on many requests' clips at once); next: check the front end against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
+			target, front, cn[0], *dir)
 		return exitOK
 	}
 	if *images {

@@ -1,11 +1,18 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/genaic/genaic/backend"
+)
 
 // A speech encoder's package as init --audio writes it: each request
 // brings one WAV clip, the built-in audio adapter computes Whisper's
-// log-mel features of it, and the model runs on the clips of many
-// requests at once, each request getting its own clip's rows.
+// log-mel features of it (or wav2vec 2.0's input values, for a model that
+// reads the samples), and the model runs on the clips of many requests at
+// once, each request getting its own clip's rows.
 
 // Whisper's front end: 30 s at 16 kHz in frames of 10 ms.
 const (
@@ -18,14 +25,36 @@ const (
 // large-v3 on.
 var whisperMels = []int64{80, 128}
 
-// audioInput is the model's input that takes the log-mel features.
+// wav2vec 2.0's front end, which HuBERT, WavLM and data2vec's audio
+// encoders share: the samples at 16 kHz, each clip standardized.
+const samplesRate = 16000
+
+// sampleNames are words one of which a model's input of samples is named
+// by (wav2vec 2.0's exports name it input_values): a float [batch, N]
+// input of another name may hold anything.
+var sampleNames = []string{"input_values", "audio", "wav", "speech", "pcm"}
+
+// The model inputs init --audio takes: log-mel features, or samples.
+var (
+	featuresFlag = itemsFlag{"--audio", "log-mel features", "[batch, mels, frames]", "or frames first; or audio samples [batch, samples]", "features", "clips"}
+	samplesFlag  = itemsFlag{"--audio", "audio samples", "[batch, samples]", "or log-mel features [batch, mels, frames]", "samples", "clips"}
+)
+
+// audioInput is the model's input that takes the log-mel features, or
+// the samples.
 type audioInput struct {
-	port       initPort
-	batch      string // the symbol of its first axis: one clip per row
-	mels       int64  // the bands the graph fixes, or the first of whisperMels it runs on
-	openMels   bool   // the graph leaves the bands open
-	frames     int64  // the frames the graph fixes, or whisperFrames where it leaves them open
-	bandsFirst bool   // [batch, mels, frames], as Whisper's encoder reads them
+	port  initPort
+	batch string // the symbol of its first axis: one clip per row
+	// samples: the model reads each clip's samples, [batch, samples], as
+	// wav2vec 2.0 does, not log-mel features; length is the samples the
+	// graph fixes, 0 where it leaves them open (the symbol of port's axis
+	// 1 then).
+	samples    bool
+	length     int64
+	mels       int64 // the bands the graph fixes, or the first of whisperMels it runs on
+	openMels   bool  // the graph leaves the bands open
+	frames     int64 // the frames the graph fixes, or whisperFrames where it leaves them open
+	bandsFirst bool  // [batch, mels, frames], as Whisper's encoder reads them
 	// outs are the outputs that give one row per clip (settleRows);
 	// skipped says why each other output is left out.
 	outs    []initPort
@@ -35,9 +64,13 @@ type audioInput struct {
 // audioInputOf is the component's one input, if it takes log-mel
 // features: a float tensor [batch, mels, frames] (or frames first) whose
 // first axis is dynamic and one of whose others holds Whisper's mel bands
-// (80 or 128, or a symbol named like them). It says why not otherwise.
+// (80 or 128, or a symbol named like them); or, of rank 2, samples
+// (samplesInputOf). It says why not otherwise.
 func audioInputOf(c *initComponent) (audioInput, error) {
-	p, err := soleInput(c, itemsFlag{"--audio", "log-mel features", "[batch, mels, frames]", "or frames first", "features", "clips"})
+	if len(c.inputs) == 1 && c.inputs[0].hasShape && len(c.inputs[0].dims) == 2 {
+		return samplesInputOf(c)
+	}
+	p, err := soleInput(c, featuresFlag)
 	if err != nil {
 		return audioInput{}, err
 	}
@@ -69,6 +102,20 @@ func audioInputOf(c *initComponent) (audioInput, error) {
 	return au, nil
 }
 
+// samplesInputOf is the component's one input, if it takes each clip's
+// samples: float32 [batch, samples], its first axis dynamic, named as a
+// speech encoder's samples are (sampleNames).
+func samplesInputOf(c *initComponent) (audioInput, error) {
+	p, err := soleInput(c, samplesFlag)
+	if err != nil {
+		return audioInput{}, err
+	}
+	if !slices.ContainsFunc(sampleNames, func(w string) bool { return namedLike(p.name, w) }) {
+		return audioInput{}, inputError(p, fmt.Sprintf("not named as audio samples are (%s): --audio takes a speech encoder's samples, or its log-mel features [batch, mels, frames]", strings.Join(sampleNames, ", ")))
+	}
+	return audioInput{port: p, batch: p.dims[0].sym, samples: true, length: p.dims[1].size}, nil
+}
+
 // namesBands reports whether a symbol names mel bands (as
 // preprocess.BandsFirst reads a port's axes).
 func namesBands(sym string) bool {
@@ -88,8 +135,12 @@ func (au audioInput) featureShape(n int64) []int64 {
 	return []int64{n, au.frames, au.mels}
 }
 
-// featureShapeYAML is the shape of the features the adapter makes.
+// featureShapeYAML is the shape of the features, or the samples, the
+// adapter makes.
 func (au audioInput) featureShapeYAML() string {
+	if au.samples {
+		return au.port.shapeYAML()
+	}
 	s := au.featureShape(0)
 	return fmt.Sprintf("[%s, %d, %d]", yq(au.batch), s[1], s[2])
 }
@@ -111,6 +162,9 @@ func audioPackage(path string, c *initComponent) (string, error) {
 // clip (settleRows). Where the graph leaves the bands open, it tries each
 // of Whisper's counts in turn and keeps the first the model runs on.
 func settleAudioOutputs(path string, c *initComponent, au *audioInput) error {
+	if au.samples {
+		return settleSampleOutputs(path, c, au)
+	}
 	tries := []int64{au.mels}
 	if au.openMels {
 		tries = whisperMels
@@ -125,6 +179,26 @@ func settleAudioOutputs(path string, c *initComponent, au *audioInput) error {
 	return err
 }
 
+// settleSampleOutputs keeps, in au, the outputs that give one row per
+// clip of samples (settleRows): on clips of the samples the graph fixes,
+// or, where it leaves them open, of 1 s then 1.5 s at 16 kHz, an output
+// axis that follows them (the frames a speech encoder makes of them)
+// under a symbol of its own.
+func settleSampleOutputs(path string, c *initComponent, au *audioInput) error {
+	lengths := [2]int64{au.length, au.length}
+	var extent *itemExtent
+	if au.length == 0 {
+		lengths = [2]int64{samplesRate, samplesRate * 3 / 2}
+		extent = &itemExtent{sym: au.port.dims[1].sym, runs: lengths, follows: "frames"}
+	}
+	inputs := func(n int64, r int) (map[string]*backend.Tensor, error) {
+		return floatItems(au.port.name, func(n int64) []int64 { return []int64{n, lengths[r]} })(n, r)
+	}
+	var err error
+	au.outs, au.skipped, err = settleRows(path, c, "clip", au.batch, inputs, extent)
+	return err
+}
+
 // audioDocument writes the package of a speech encoder c whose input au
 // takes the features.
 func audioDocument(c *initComponent, au audioInput) string {
@@ -134,34 +208,24 @@ func audioDocument(c *initComponent, au audioInput) string {
 	features := freshName(au.port.name, taken) // the adapter's output, the model's input
 	adapter := freshName("audio_preprocess", taken)
 	aligned := "batch_layout: { kind: request_aligned, axis: 0 }"
-	seconds := au.frames * whisperHop / whisperRate
 	line(0, "# Written by `genaic init --audio` from %s: a package that takes one", c.artifact)
 	line(0, "# WAV clip per request and runs the model on the clips of many requests")
 	line(0, "# at once; each request gets its own clip's rows of every output.")
 	line(0, "# A requests document (genaic run, bench) names the clip's file:")
 	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"speech.wav\"}]}}}", in.name)
 	line(0, "#")
-	line(0, "# The features are Whisper's log-mel spectrogram (docs/preprocessing.md,")
-	line(0, "# \"A Whisper log-mel program\"): the clip at 16 kHz, padded with silence")
-	line(0, "# or trimmed to %d frames of 10 ms (%d s), %d mel bands, log10 within 8", au.frames, seconds, au.mels)
-	line(0, "# decades of the clip's peak, then (x + 4)/4; laid out %s,", map[bool]string{true: "bands first", false: "frames first"}[au.bandsFirst])
-	line(0, "# as the model's input %s. A request of more than one clip is refused.", au.featureShapeYAML())
-	line(0, "# Verify it against your model's feature extractor: Whisper's")
-	line(0, "# encoders and their fine-tunes take it; other speech encoders compute")
-	line(0, "# other features (docs/preprocessing.md lists the ops).")
-	line(0, "schema_version: v1.1")
-	line(0, "model:")
-	line(1, "name: %s", yq(c.name))
-	line(0, "preprocessing:")
-	line(1, "audio:")
-	line(2, "transforms:")
-	line(3, "- { op: decode, format: wav, outputs: [audio.decoded] }")
-	line(3, "- { op: resample, sample_rate: %d, inputs: [audio.decoded], outputs: [audio.resampled] }", whisperRate)
-	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.resampled], outputs: [audio.samples] }", au.frames*whisperHop)
-	line(3, "- { op: mel_spectrogram, sample_rate: %d, n_fft: 400, hop_length: %d, n_mels: %d, inputs: [audio.samples], outputs: [audio.mel] }", whisperRate, whisperHop, au.mels)
-	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.mel], outputs: [audio.frames] }", au.frames)
-	line(3, "- { op: log10, floor: 1.0e-10, dynamic_range: 8.0, inputs: [audio.frames], outputs: [audio.log_mel] }")
-	line(3, "- { op: affine, scale: 0.25, offset: 1.0, inputs: [audio.log_mel], outputs: [audio.features] }")
+	program := au.featuresProgram
+	if au.samples {
+		program = au.samplesProgram
+	}
+	program(line, func() {
+		line(0, "schema_version: v1.1")
+		line(0, "model:")
+		line(1, "name: %s", yq(c.name))
+		line(0, "preprocessing:")
+		line(1, "audio:")
+		line(2, "transforms:")
+	})
 	line(2, "outputs:")
 	line(3, "- name: %s", yq(features))
 	line(4, "source: audio.features")
@@ -188,11 +252,14 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(6, "%s: { dtype: float32, shape: %s, %s }", yq(features), au.featureShapeYAML(), aligned)
 	line(3, "%s:", yq(c.name))
 	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
-	line(4, "# At most 4 clips per call: raise it to the batch your model runs")
+	line(4, "# At most %d clips per call: raise it to the batch your model runs", au.perCall())
 	line(4, "# fastest at (`genaic bench` measures it).")
 	line(4, "batch_capacity:")
+	if au.samples && au.length == 0 {
+		line(5, "uniform_dimensions: [%s]  # clips of one length share a call", yq(au.port.dims[1].sym))
+	}
 	line(5, "budgets:")
-	line(6, "- { dimensions: [%s], max_total: 4 }", yq(au.batch))
+	line(6, "- { dimensions: [%s], max_total: %d }", yq(au.batch), au.perCall())
 	line(4, "ports:")
 	line(5, "inputs:")
 	line(6, "%s: { dtype: float32, shape: %s, %s }", yq(au.port.name), au.featureShapeYAML(), aligned)
@@ -210,4 +277,67 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(4, "outputs: { %s: %s }", yq(features), yq(features))
 	invokeModel(line, c, [][2]string{{au.port.name, features}}, au.outs)
 	return b.String()
+}
+
+// perCall is the most clips a call of the model takes as init writes it:
+// Whisper's 30 s windows cost a call a lot more than wav2vec 2.0's clips
+// of seconds.
+func (au audioInput) perCall() int {
+	if au.samples {
+		return 8
+	}
+	return 4
+}
+
+// featuresProgram writes the first comment's account of Whisper's
+// log-mel front end, then the document's head up to the adapter's
+// transforms (head), then the transforms.
+func (au audioInput) featuresProgram(line func(int, string, ...any), head func()) {
+	seconds := au.frames * whisperHop / whisperRate
+	line(0, "# The features are Whisper's log-mel spectrogram (docs/preprocessing.md,")
+	line(0, "# \"A Whisper log-mel program\"): the clip at 16 kHz, padded with silence")
+	line(0, "# or trimmed to %d frames of 10 ms (%d s), %d mel bands, log10 within 8", au.frames, seconds, au.mels)
+	line(0, "# decades of the clip's peak, then (x + 4)/4; laid out %s,", map[bool]string{true: "bands first", false: "frames first"}[au.bandsFirst])
+	line(0, "# as the model's input %s. A request of more than one clip is refused.", au.featureShapeYAML())
+	line(0, "# Verify it against your model's feature extractor: Whisper's")
+	line(0, "# encoders and their fine-tunes take it; other speech encoders compute")
+	line(0, "# other features (docs/preprocessing.md lists the ops).")
+	head()
+	line(3, "- { op: decode, format: wav, outputs: [audio.decoded] }")
+	line(3, "- { op: resample, sample_rate: %d, inputs: [audio.decoded], outputs: [audio.resampled] }", whisperRate)
+	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.resampled], outputs: [audio.samples] }", au.frames*whisperHop)
+	line(3, "- { op: mel_spectrogram, sample_rate: %d, n_fft: 400, hop_length: %d, n_mels: %d, inputs: [audio.samples], outputs: [audio.mel] }", whisperRate, whisperHop, au.mels)
+	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.mel], outputs: [audio.frames] }", au.frames)
+	line(3, "- { op: log10, floor: 1.0e-10, dynamic_range: 8.0, inputs: [audio.frames], outputs: [audio.log_mel] }")
+	line(3, "- { op: affine, scale: 0.25, offset: 1.0, inputs: [audio.log_mel], outputs: [audio.features] }")
+}
+
+// samplesProgram writes the first comment's account of wav2vec 2.0's
+// front end, then head, then the adapter's transforms.
+func (au audioInput) samplesProgram(line func(int, string, ...any), head func()) {
+	line(0, "# The model reads the clip's samples as wav2vec 2.0's feature extractor")
+	line(0, "# gives them (docs/preprocessing.md, \"A wav2vec 2.0 program\"): mono at")
+	line(0, "# 16 kHz, standardized to zero mean and unit variance (do_normalize);")
+	line(0, "# where your model's preprocessor_config.json says \"do_normalize\":")
+	line(0, "# false, remove the standardize transform. A request of more than one")
+	line(0, "# clip is refused.")
+	if au.length == 0 {
+		line(0, "# The model reads no lengths, so padding a clip would change what it")
+		line(0, "# answers: clips of one length (in samples at 16 kHz) share a call,")
+		line(0, "# others run apart. Where your clips are cut to one length anyway,")
+		line(0, "# pad_or_trim after standardize makes every clip that long, and any")
+		line(0, "# clips share a call (the model then hears the padding as silence).")
+	} else {
+		line(0, "# The graph fixes %d samples (%.4g s): each clip is padded with silence", au.length, float64(au.length)/samplesRate)
+		line(0, "# or trimmed to them after it is standardized.")
+	}
+	head()
+	line(3, "- { op: decode, format: wav, outputs: [audio.decoded] }")
+	line(3, "- { op: resample, sample_rate: %d, inputs: [audio.decoded], outputs: [audio.resampled] }", samplesRate)
+	if au.length == 0 {
+		line(3, "- { op: standardize, inputs: [audio.resampled], outputs: [audio.features] }")
+		return
+	}
+	line(3, "- { op: standardize, inputs: [audio.resampled], outputs: [audio.standardized] }")
+	line(3, "- { op: pad_or_trim, length: %d, inputs: [audio.standardized], outputs: [audio.features] }", au.length)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -65,40 +66,24 @@ func TestInitAudio(t *testing.T) {
 			if doc, err := os.ReadFile(filepath.Join(dir, metadataName)); err != nil || !strings.Contains(string(doc), c.want) {
 				t.Fatalf("the document lacks %q: %v\n%s", c.want, err, doc)
 			}
-			var reqs []string
-			for r, clip := range [][]byte{tone, silence, tone} {
-				reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q}]}}}`,
-					r, len(clip), base64.StdEncoding.EncodeToString(clip)))
-			}
-			doc, out := runRequests(t, dir, reqs)
-			var resp struct {
-				Responses []struct {
-					Outputs map[string]struct {
-						Shape []int64   `json:"shape"`
-						Data  []float64 `json:"data"`
-					} `json:"outputs"`
-				} `json:"responses"`
-			}
-			if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 3 {
-				t.Fatalf("run printed %v\n%s", err, out)
-			}
-			for r, rr := range resp.Responses {
-				if m := rr.Outputs["means"]; !slices.Equal(m.Shape, []int64{1, 80}) || len(m.Data) != 80 {
+			doc, resp := clipOutputs(t, dir, tone, silence, tone)
+			for r, outs := range resp {
+				if m := outs["means"]; !slices.Equal(m.Shape, []int64{1, 80}) || len(m.Data) != 80 {
 					t.Fatalf("request %d: means %v", r, m.Shape)
 				}
 			}
-			for b, v := range resp.Responses[1].Outputs["means"].Data {
+			for b, v := range resp[1]["means"].Data {
 				if math.Abs(v+1.5) > 1e-6 {
 					t.Fatalf("silence: band %d means %v, want -1.5", b, v)
 				}
 			}
-			means := resp.Responses[0].Outputs["means"].Data
+			means := resp[0]["means"].Data
 			// 1 kHz is mel 15 on Slaney's scale, the centre of band 25.85
 			// of 80 up to 8 kHz.
 			if peak := slices.Index(means, slices.Max(means)); peak < 25 || peak > 26 {
 				t.Errorf("the tone peaks at band %d: %v", peak, means)
 			}
-			if !slices.Equal(means, resp.Responses[2].Outputs["means"].Data) {
+			if !slices.Equal(means, resp[2]["means"].Data) {
 				t.Errorf("one clip, two answers")
 			}
 			layouts = append(layouts, means)
@@ -178,4 +163,167 @@ func TestInitAudio(t *testing.T) {
 	if out, errOut, code := runCLI(t, "init", "--audio", "--print", opened); code != exitOK || !strings.Contains(out, "[batch, 80, 3000]") {
 		t.Errorf("init --audio of the opened model: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// pooler is a wav2vec 2.0-like speech encoder of samples: input
+// input_values (dims), outputs pooled [batch, 1, frames], the means of
+// windows of 400 samples every 320 (its frames: exports of such encoders
+// name them as the samples), and power [batch], the mean square of each
+// clip's samples.
+func pooler(frames any, dims ...any) *onnxpb.GraphProto {
+	ints := func(name string, v ...int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_INTS, Ints: v}
+	}
+	mean := make([]byte, 0, 400*4)
+	for range 400 {
+		mean = binary.LittleEndian.AppendUint32(mean, math.Float32bits(1.0/400))
+	}
+	return &onnxpb.GraphProto{Name: "pooler",
+		Input: []*onnxpb.ValueInfoProto{tensorInfo("input_values", 1, dims...)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("pooled", 1, dims[0], 1, frames),
+			tensorInfo("power", 1, dims[0])},
+		Initializer: []*onnxpb.TensorProto{{Name: "one", DataType: 7, Dims: []int64{1}, RawData: []byte{1, 0, 0, 0, 0, 0, 0, 0}},
+			{Name: "mean", DataType: 1, Dims: []int64{1, 1, 400}, RawData: mean}},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Unsqueeze", Input: []string{"input_values", "one"}, Output: []string{"channel"}},
+			// A convolution, as a speech encoder's first layer, refuses
+			// fewer samples than its kernel.
+			{OpType: "Conv", Input: []string{"channel", "mean"}, Output: []string{"pooled"}, Attribute: []*onnxpb.AttributeProto{ints("strides", 320)}},
+			{OpType: "Mul", Input: []string{"input_values", "input_values"}, Output: []string{"squares"}},
+			{OpType: "ReduceMean", Input: []string{"squares"}, Output: []string{"power"}, Attribute: []*onnxpb.AttributeProto{
+				ints("axes", 1), {Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}},
+		}}
+}
+
+// TestInitAudioSamples is a newcomer's path with an encoder of samples
+// (wav2vec 2.0, HuBERT): init --audio writes a package that takes a WAV
+// clip per request at any rate, gives the model its samples at 16 kHz
+// standardized (each clip's mean square 1), and names the frames the
+// model makes of them apart from the samples, though the graph calls both
+// sequence_length; clips of one length share a call, grouped answering
+// as alone. Where the graph fixes the samples, each clip is padded or
+// trimmed to them and any clips share a call. Plain init names --audio,
+// and its own probe renames the frames apart too.
+func TestInitAudioSamples(t *testing.T) {
+	tone := func(rate int, secs float64) []byte {
+		return fixtures.WAV16(rate, fixtures.Tone(int(secs*float64(rate)), rate, 440, 0.5))
+	}
+	// A second at 16 kHz, a second at 8 kHz, a second and a half, half a
+	// second.
+	clips := [][]byte{tone(16000, 1), tone(8000, 1), tone(16000, 1.5), tone(16000, 0.5)}
+	for _, c := range []struct {
+		name   string
+		g      *onnxpb.GraphProto
+		frames []int64   // each clip's pooled frames: (samples - 400)/320 + 1
+		power  []float64 // each clip's mean square
+		want   []string
+		groups string // the largest group run --verify reports
+	}{
+		{"open", pooler("sequence_length", "batch_size", "sequence_length"), []int64{49, 49, 74, 24}, []float64{1, 1, 1, 1},
+			[]string{"uniform_dimensions: [sequence_length]", "op: standardize", "pooled: { dtype: float32, shape: [batch_size, 1, frames]"}, "groups of up to 2 requests"},
+		// Half a second padded with as much silence.
+		{"fixed", pooler(49, "batch_size", 16000), []int64{49, 49, 49, 49}, []float64{1, 1, 1, 0.5},
+			[]string{"op: pad_or_trim, length: 16000, inputs: [audio.standardized]", "The graph fixes 16000 samples (1 s)"}, "groups of up to 4 requests"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			model := filepath.Join(dir, "pooler.onnx")
+			writeGraph(t, model, c.g, 17)
+			initPrints(t, model, "# Its input input_values takes audio samples: `genaic init --audio pooler.onnx`\n")
+			out, errOut, code := runCLI(t, "init", "--audio", model)
+			if code != exitOK || errOut != "" || !strings.Contains(out, "a WAV clip per request in, its samples at 16 kHz, standardized, then pooler") {
+				t.Fatalf("init --audio: exit %d\n%s%s", code, out, errOut)
+			}
+			checkClean(t, dir)
+			doc, err := os.ReadFile(filepath.Join(dir, metadataName))
+			for _, want := range c.want {
+				if err != nil || !strings.Contains(string(doc), want) {
+					t.Fatalf("the document lacks %q: %v\n%s", want, err, doc)
+				}
+			}
+			path, resp := clipOutputs(t, dir, clips...)
+			for r, outs := range resp {
+				pooled, power := outs["pooled"], outs["power"]
+				if !slices.Equal(pooled.Shape, []int64{1, 1, c.frames[r]}) || len(power.Data) != 1 {
+					t.Fatalf("request %d: pooled %v, power %v", r, pooled.Shape, power.Shape)
+				}
+				if math.Abs(power.Data[0]-c.power[r]) > 1e-3 {
+					t.Errorf("request %d: mean square %v, want %v", r, power.Data[0], c.power[r])
+				}
+			}
+			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "each of the 4 requests is answered alike grouped and alone ("+c.groups) {
+				t.Errorf("run --verify: exit %d\n%s", code, errOut)
+			}
+			// The next step init names, on synthesized requests: a clip
+			// long enough for the model's first convolution.
+			if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
+				t.Errorf("run --verify without requests: exit %d\n%s", code, errOut)
+			}
+			// The adapter groups only clips that stack: none of its calls
+			// fails, and none runs again item by item.
+			out, errOut, code = runCLI(t, "run", dir, "--requests", path, "--stats")
+			var stats struct {
+				Stats struct {
+					Components map[string]struct {
+						Failed    int64 `json:"failed"`
+						Regrouped int64 `json:"regrouped"`
+						MostHeld  int64 `json:"max_group_requests"`
+					} `json:"components"`
+				} `json:"stats"`
+			}
+			if code != exitOK || json.Unmarshal([]byte(out), &stats) != nil {
+				t.Fatalf("run --stats: exit %d\n%s", code, errOut)
+			}
+			if a := stats.Stats.Components["audio_preprocess"]; a.Failed != 0 || a.Regrouped != 0 || a.MostHeld < 2 {
+				t.Errorf("the adapter: %d calls failed, %d groups ran again, at most %d requests a call", a.Failed, a.Regrouped, a.MostHeld)
+			}
+		})
+	}
+
+	// Plain init's probe: the frames are not the samples.
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "pooler.onnx"), pooler("sequence_length", "batch_size", "sequence_length"), 17)
+	initPrints(t, filepath.Join(dir, "pooler.onnx"), "contract: { dtype: float32, shape: [batch_size, 1, pooled_dim2] }")
+
+	// A float [batch, N] input named otherwise may hold anything.
+	other := pooler("sequence_length", "batch_size", "sequence_length")
+	other.Input[0].Name = "features"
+	other.Node[0].Input[0], other.Node[2].Input = "features", []string{"features", "features"}
+	writeGraph(t, filepath.Join(dir, "other.onnx"), other, 17)
+	if _, errOut, code := runCLI(t, "init", "--audio", filepath.Join(dir, "other.onnx")); code != exitUsage ||
+		!strings.Contains(errOut, "input features is float32 [batch_size, sequence_length], not named as audio samples are (input_values, audio, wav, speech, pcm)") {
+		t.Errorf("init --audio of features: exit %d\n%s", code, errOut)
+	}
+}
+
+// outTensor is a tensor of a response, as genaic run prints it.
+type outTensor struct {
+	Shape []int64   `json:"shape"`
+	Data  []float64 `json:"data"`
+}
+
+// clipOutputs runs the package in dir on one request of each clip (WAV
+// bytes, one item) and returns the requests document's path and each
+// response's outputs, in order.
+func clipOutputs(t *testing.T, dir string, clips ...[]byte) (string, []map[string]outTensor) {
+	t.Helper()
+	var reqs []string
+	for r, clip := range clips {
+		reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q}]}}}`,
+			r, len(clip), base64.StdEncoding.EncodeToString(clip)))
+	}
+	doc, out := runRequests(t, dir, reqs)
+	var resp struct {
+		Responses []struct {
+			Outputs map[string]outTensor `json:"outputs"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != len(clips) {
+		t.Fatalf("run printed %v\n%s", err, out)
+	}
+	outs := make([]map[string]outTensor, len(clips))
+	for r, rr := range resp.Responses {
+		outs[r] = rr.Outputs
+	}
+	return doc, outs
 }

@@ -339,10 +339,14 @@ func initDocument(comps []*initComponent) string {
 			line(0, "# preprocessed by the built-in image adapter, and groups them.")
 		}
 		if au, err := audioInputOf(comps[0]); err == nil {
+			what, whose, values := "log-mel features", "Whisper's", "features"
+			if au.samples {
+				what, whose, values = "audio samples", "wav2vec 2.0's", "input values"
+			}
 			line(0, "#")
-			line(0, "# Its input %s takes log-mel features: `genaic init --audio %s`", au.port.name, comps[0].artifact)
-			line(0, "# writes instead a package that takes WAV clips, computes Whisper's")
-			line(0, "# features of them with the built-in audio adapter, and groups them.")
+			line(0, "# Its input %s takes %s: `genaic init --audio %s`", au.port.name, what, comps[0].artifact)
+			line(0, "# writes instead a package that takes WAV clips, computes %s", whose)
+			line(0, "# %s of them with the built-in audio adapter, and groups them.", values)
 		}
 		var masked *maskError
 		if tx, err := textInputOf(comps[0]); errors.As(err, &masked) {

@@ -171,6 +171,15 @@ func settleRows(path string, c *initComponent, item, batch string, inputs itemIn
 			return nil, nil, fmt.Errorf("the model fails on %d %ss of the package's size, %s: %v", n, item, strings.Join(shapes, " and "), err)
 		}
 	}
+	// follows names the axes that follow the items' extent by the model's
+	// arithmetic, one symbol for each pair of extents the runs gave them.
+	followers, taken := map[[2]int64]string{}, takenNames(c)
+	follows := func(a, z int64) string {
+		if followers[[2]int64{a, z}] == "" {
+			followers[[2]int64{a, z}] = freshName(extent.follows, taken)
+		}
+		return followers[[2]int64{a, z}]
+	}
 	// dims is what an output's axes are, if it gives one row per item.
 	dims := func(o initPort) ([]initDim, bool) {
 		two, three := runs[0][o.name], runs[1][o.name]
@@ -185,6 +194,8 @@ func settleRows(path string, c *initComponent, item, batch string, inputs itemIn
 				out = append(out, initDim{size: a})
 			case extent != nil && a == extent.runs[0] && z == extent.runs[1]:
 				out = append(out, initDim{sym: extent.sym})
+			case extent != nil && extent.follows != "":
+				out = append(out, initDim{sym: follows(a, z)})
 			default:
 				return nil, false
 			}
@@ -212,10 +223,15 @@ func settleRows(path string, c *initComponent, item, batch string, inputs itemIn
 
 // itemExtent is an axis the items of a package each have an extent of
 // (a segment's tokens), under its symbol, and the extents settleRows'
-// two runs give it.
+// two runs give it. Where follows is not "", an output axis of other
+// extents that differ between the runs follows the items' extent by the
+// model's arithmetic (a speech encoder's frames of its samples), and is
+// written as a symbol of its own named after follows; otherwise such an
+// output is left out.
 type itemExtent struct {
-	sym  string
-	runs [2]int64
+	sym     string
+	runs    [2]int64
+	follows string
 }
 
 // pixelShape is the shape of the pixels the adapter makes for the model.

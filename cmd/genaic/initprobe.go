@@ -47,8 +47,9 @@ func probeOdd(base int64) func(int64) [2]int64 {
 // its outputs' Addlast_hidden_state_dim_1); one that kept an extent is
 // noted as that constant (a head count the export left dynamic); one that
 // did neither is computed per item (frames of samples) and keeps its
-// name. An output of fixed extents whose values changed is noted as one
-// the model computes over the whole call (a count over the batch). It
+// name, but for an input's, which it is not: it is named apart, as
+// OUTPUT_dimI. An output of fixed extents whose values changed is noted as
+// one the model computes over the whole call (a count over the batch). It
 // says why where it could not run the model; init then keeps
 // the graph's names.
 func probeOutputs(path string, c *initComponent) (skipped string) {
@@ -189,6 +190,19 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 	}
 	c.probed = true
 
+	// An axis computed per item under an input's symbol (an export that
+	// named a speech encoder's frames as its samples, sequence_length
+	// both) is renamed apart: it is not that input's extent. Axes of the
+	// same two extents share the first one's new name.
+	inputSyms, taken := map[string]bool{}, takenNames(c)
+	for _, p := range c.inputs {
+		for _, d := range p.dims {
+			if d.sym != "" {
+				inputSyms[d.sym] = true
+			}
+		}
+	}
+	computed := map[[2]int64]string{}
 	for o := range c.outputs {
 		p := &c.outputs[o]
 		a, z := outs[0][p.name], outs[1][p.name]
@@ -205,8 +219,14 @@ func probeOutputs(path string, c *initComponent) (skipped string) {
 				d.sym = s
 				continue
 			}
-			if e0 == e1 {
+			switch {
+			case e0 == e1:
 				c.steady[d.sym] = e0
+			case inputSyms[d.sym]:
+				if computed[[2]int64{e0, e1}] == "" {
+					computed[[2]int64{e0, e1}] = freshName(fmt.Sprintf("%s_dim%d", p.name, i), taken)
+				}
+				d.sym = computed[[2]int64{e0, e1}]
 			}
 		}
 		if !slices.ContainsFunc(p.dims, func(d initDim) bool { return d.sym != "" }) && !sameValues(a, z) {

@@ -34,6 +34,10 @@ and resample_poly, not from genaic's kernels:
   amin 1e-10, top_db 80: 10·log10(max(mel, 1e-10)) raised to its maximum
   - 80), then spec/10 + 2, and the windows spec[i:i+76] for i in
   range(0, frames, 8), those shorter than 76 frames dropped;
+- Wav2Vec2's input values, written from Wav2Vec2FeatureExtractor with
+  do_normalize (transformers' zero_mean_unit_var_norm): the clip at 16 kHz
+  (resample_poly first where it is at another rate), then
+  (x - x.mean()) / sqrt(x.var() + 1e-7);
 - resample: scipy.signal.resample_poly(x, up, down) with its defaults;
 - patchify: numpy's reshape and transpose of a c×h×w image into
   (h/p·w/p) rows of c·p·p values, row-major over the grid;
@@ -231,6 +235,11 @@ def whisper_log_mel(audio):
     return (log_spec + 4.0) / 4.0
 
 
+def wav2vec2_values(x):
+    """Wav2Vec2FeatureExtractor's input values of a clip at 16 kHz."""
+    return (x - x.mean()) / np.sqrt(x.var() + 1e-7)
+
+
 def wakeword_windows(x):
     """openWakeWord's embedding-model input of a clip, [windows, 76, 32]."""
     audio = x * 32768  # the int16 samples as float32
@@ -265,7 +274,7 @@ RESAMPLES = [(44100, 16000), (48000, 16000), (8000, 16000), (22050, 16000), (160
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    index = {"mel": [], "resample": []}
+    index = {"mel": [], "resample": [], "wav2vec2": []}
     for name, x in signals(16000).items():
         wav = f"{name}_16000.wav"
         x = write_wav(os.path.join(OUT, wav), 16000, x)
@@ -277,6 +286,10 @@ def main():
             np.save(os.path.join(OUT, base + "_log.npy"), lm.astype("<f4"))
             index["mel"].append({"wav": wav, "config": cname, "mel_params": mc, "log_params": lc,
                                  "mel": base + "_mel.npy", "log": base + "_log.npy"})
+        if name in ("chirp", "speech", "silence"):
+            out = f"{name}_16000_wav2vec2.npy"
+            np.save(os.path.join(OUT, out), wav2vec2_values(x).astype("<f4"))
+            index["wav2vec2"].append({"wav": wav, "values": out})
     index["whisper"], index["wakeword"] = [], []
     for name, x in front_end_clips().items():
         wav = f"fe_{name}_16000.wav" + (".gz" if name == "long" else "")
@@ -299,6 +312,10 @@ def main():
             out = f"{name}_{src}_to_{dst}.npy"
             np.save(os.path.join(OUT, out), y.astype("<f4"))
             index["resample"].append({"wav": wav, "sample_rate": dst, "expected": out})
+            if dst == 16000 and name == "speech":
+                out = f"{name}_{src}_wav2vec2.npy"
+                np.save(os.path.join(OUT, out), wav2vec2_values(y).astype("<f4"))
+                index["wav2vec2"].append({"wav": wav, "values": out})
     with open(os.path.join(OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")

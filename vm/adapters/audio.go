@@ -283,6 +283,32 @@ func affine(s *signal, scale, offset float64) *signal {
 	return s.withValues(vals)
 }
 
+// standardize is the clip's samples less their mean, over the square root
+// of their variance plus eps, both taken in float64 (a clip of no samples
+// stays empty).
+func standardize(s *signal, eps float64) *signal {
+	in := s.samples
+	if len(in) == 0 {
+		return s
+	}
+	var sum float64
+	for _, v := range in {
+		sum += float64(v)
+	}
+	mean := sum / float64(len(in))
+	var squares float64
+	for _, v := range in {
+		d := float64(v) - mean
+		squares += d * d
+	}
+	scale := 1 / math.Sqrt(squares/float64(len(in))+eps)
+	vals := make([]float32, len(in))
+	for i, v := range in {
+		vals[i] = float32((float64(v) - mean) * scale)
+	}
+	return s.withValues(vals)
+}
+
 // product is a·b·c, or math.MaxInt64 when it exceeds it, for the bounds
 // that are checked before anything is allocated.
 func product(a, b, c int64) int64 {
@@ -377,6 +403,10 @@ var audioKernels = map[string]audioKernel{
 		scale, offset := op.Affine()
 		return func(x *signal) (*signal, error) { return affine(x, scale, offset), nil }, nil
 	},
+	"standardize": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
+		eps := op.Epsilon()
+		return func(x *signal) (*signal, error) { return standardize(x, eps), nil }, nil
+	},
 	"pad_or_trim": func(op *preprocess.Op) (func(*signal) (*signal, error), func(clipExtent) clipExtent) {
 		length := op.Ints("length")
 		return func(x *signal) (*signal, error) { return padOrTrim(x, length), nil }, func(e clipExtent) clipExtent {
@@ -426,6 +456,27 @@ func (p *audioProgram) run(data []byte, maxValues int64, keep []string) ([]*sign
 // (clipExtent.bytes), the decoded samples first, all counted as if alive
 // at once. What run refuses for its size, footprint refuses too.
 func (p *audioProgram) footprint(data []byte, maxValues int64) (int64, error) {
+	_, bytes, err := p.walk(data, maxValues)
+	return bytes, err
+}
+
+// extents are the extents of the values keep names that run makes of one
+// clip, read off its WAV header as footprint reads them.
+func (p *audioProgram) extents(data []byte, maxValues int64, keep []string) ([]clipExtent, error) {
+	env, _, err := p.walk(data, maxValues)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]clipExtent, len(keep))
+	for i, k := range keep {
+		out[i] = env[k]
+	}
+	return out, nil
+}
+
+// walk is the extent of every value the program makes of one clip, read
+// off its WAV header, and their bytes all together.
+func (p *audioProgram) walk(data []byte, maxValues int64) (map[string]clipExtent, int64, error) {
 	env := map[string]clipExtent{}
 	var bytes int64
 	for i, op := range p.ops {
@@ -433,19 +484,19 @@ func (p *audioProgram) footprint(data []byte, maxValues int64) (int64, error) {
 		if op.apply == nil {
 			h, err := readWAV(data, maxValues)
 			if err != nil {
-				return 0, err
+				return nil, 0, err
 			}
 			e = clipExtent{rate: h.rate, units: h.frames()}
 		} else {
 			var err error
 			if e, err = p.admits(i, env[op.in], maxValues); err != nil {
-				return 0, err
+				return nil, 0, err
 			}
 		}
 		env[op.out] = e
 		bytes += e.bytes()
 	}
-	return bytes, nil
+	return env, bytes, nil
 }
 
 // readWAV reads a clip's WAV header, refusing a clip of more than

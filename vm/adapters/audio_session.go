@@ -2,7 +2,9 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
@@ -177,17 +179,63 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	return ap, nil
 }
 
-// Key implements backend.Keyer for the media budget alone: every clip may
-// share an invocation, so the key is "", and a request whose clips would
-// take more memory decoded and preprocessed than one request's media may
-// is refused at admission, before any group holds it. Anything else wrong
-// with the clips is Run's to report.
+// Key implements backend.Keyer: a request whose clips would take more
+// memory decoded and preprocessed than one request's media may is refused
+// at admission, before any group holds it, and where a port stacks clips
+// unpadded, the key is the units (samples, frames or windows) each clip
+// makes there (unitsKey), so that only clips of one length share an
+// invocation. Anything else wrong with the clips is Run's to report.
 func (s *audioSession) Key(inputs map[string]*backend.Tensor) (string, error) {
-	data, offs, _, err := s.items(inputs, nil)
+	data, offs, rows, err := s.items(inputs, nil)
 	if err != nil {
 		return "", nil
 	}
-	return "", s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request", s.footprint)
+	if err := s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request", s.footprint); err != nil {
+		return "", err
+	}
+	return s.unitsKey(data, offs, rows)
+}
+
+// unitsKey is the key of a request's clips (offs into data): the units
+// each makes in every port that stacks clips unpadded where the program
+// leaves their count to the clip, read off its WAV header. Every clip of
+// the request must make the same; one that does not, or that a port's
+// fixed extent refuses, fails the request at admission (run/input), as
+// its invocation would fail.
+func (s *audioSession) unitsKey(data []byte, offs, rows []int64) (string, error) {
+	var stacked []int // the data ports that stack such units
+	for i, ap := range s.data {
+		if _, padded := ap.lengths[1]; !ap.packed && !padded && ap.static.Units == 0 {
+			stacked = append(stacked, i)
+		}
+	}
+	if len(stacked) == 0 {
+		return "", nil
+	}
+	key := ""
+	for c := 0; c+1 < len(offs); c++ {
+		ext, err := s.prog.extents(data[offs[c]:offs[c+1]], s.b.maxSamples(), s.keep)
+		if err != nil {
+			return "", s.itemError(c, offs, rows, err)
+		}
+		parts := make([]string, len(stacked))
+		for k, i := range stacked {
+			ap, u := s.data[i], int64(ext[i].units)
+			if ap.fixedUnits >= 0 && u != ap.fixedUnits {
+				return "", s.itemError(c, offs, rows, fmt.Errorf("holds %d %s after preprocessing.audio, but output port `%s` of adapter `%s` fixes their count at %d; give the clips that length (pad_or_trim)",
+					u, ap.static.UnitWord(), ap.name, s.comp.Name, ap.fixedUnits))
+			}
+			parts[k] = fmt.Sprintf("%d %s of `%s`", u, ap.static.UnitWord(), ap.name)
+		}
+		switch k := strings.Join(parts, ", "); {
+		case c == 0:
+			key = k
+		case k != key:
+			return "", s.itemError(c, offs, rows, fmt.Errorf("makes %s after preprocessing.audio, but clip 0 makes %s, and the port stacks them unpadded, so the two cannot share an invocation; send them in requests of their own, give them one length (pad_or_trim), or pad the port with valid_lengths where the model reads them",
+				k, key))
+		}
+	}
+	return key, nil
 }
 
 // footprint is the memory decoding one clip and running the program on

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/preprocess"
 )
@@ -168,11 +169,34 @@ func TestAudioStackedPadded(t *testing.T) {
 			t.Fatalf("samples = %v, want %v", out["samples"].Float32s(), want)
 		}
 	}
-	// Without padding, clips of different lengths cannot stack.
+	// Padded, any clips share an invocation.
+	key := func(s backend.Session, clips ...[]byte) (string, error) {
+		return s.(backend.Keyer).Key(request(clips...))
+	}
+	one, two := wav(8000, wavPCM, 16, mono(0.5)), wav(8000, wavPCM, 16, mono(0.5, 0))
+	if k, err := key(f.load(t), one); k != "" || err != nil {
+		t.Errorf("a padded port keys %q, %v", k, err)
+	}
+	// Without padding, clips of different lengths cannot stack: their
+	// requests are keyed apart, by the samples their clips make, and a
+	// request of both is refused at admission, as its call would fail.
 	samples.Padding = nil
 	f.comp.Outputs, f.prog.Outputs = f.comp.Outputs[:1], f.prog.Outputs[:1]
-	_, err := f.load(t).Run(context.Background(), request(wav(8000, wavPCM, 16, mono(0.5)), wav(8000, wavPCM, 16, mono(0.5, 0))), nil)
+	s := f.load(t)
+	_, err := s.Run(context.Background(), request(one, two), nil)
 	wantRunError(t, err, "run/input", "clip 1", "2 samples", "does not pad")
+	k1, err1 := key(s, one)
+	k2, err2 := key(s, two)
+	k11, err11 := key(s, one, one)
+	if k1 == k2 || k1 != k11 || k1 != "1 samples of `samples`" || err1 != nil || err2 != nil || err11 != nil {
+		t.Errorf("keys %q, %q and %q (%v, %v, %v); want one length's requests alike, another's apart", k1, k2, k11, err1, err2, err11)
+	}
+	_, err = key(s, one, two)
+	wantRunError(t, err, "run/input", "clip 1", "makes 2 samples of `samples`", "clip 0 makes 1 samples", "stacks them unpadded")
+	// A port that fixes the samples refuses another count at admission.
+	samples.Shape[1] = ir.Dim{Size: 2}
+	_, err = key(f.load(t), one)
+	wantRunError(t, err, "run/input", "clip 0", "holds 1 samples", "fixes their count at 2")
 }
 
 // A clip that is not a WAV file, a truncated one, an unread sample format

@@ -226,9 +226,31 @@ func TestFrontEndBounds(t *testing.T) {
 	}
 }
 
+// standardize divides the samples less their mean by the square root of
+// their variance plus epsilon: a constant clip becomes zeros, and
+// epsilon, where given, replaces the default.
+func TestStandardize(t *testing.T) {
+	for _, c := range []struct {
+		samples []float64
+		params  []string
+		want    []float32
+	}{
+		{[]float64{0.25, 0.25, 0.25}, nil, []float32{0, 0, 0}},
+		// mean 0, variance 0.25: ±0.5/√(0.25 + 0.5)
+		{[]float64{0.5, -0.5}, []string{"epsilon", "0.5"}, []float32{float32(0.5 / math.Sqrt(0.75)), float32(-0.5 / math.Sqrt(0.75))}},
+		{nil, nil, []float32{}},
+	} {
+		got := audioRun(t, wav(16000, wavPCM, 16, mono(c.samples...)), []string{"s"},
+			op("decode", "", "d"), op("standardize", "d", "s", c.params...))[0].samples
+		if !slices.Equal(got, c.want) {
+			t.Errorf("standardize %v %v: %v, want %v", c.samples, c.params, got, c.want)
+		}
+	}
+}
+
 // Arbitrary bytes run through an openWakeWord-like program (affine,
-// uncentred mel_spectrogram, log10, frame of rows dropping partial
-// windows) fail the request with run/input, never a panic.
+// standardize, uncentred mel_spectrogram, log10, frame of rows dropping
+// partial windows) fail the request with run/input, never a panic.
 func FuzzAudioFrontEnd(f *testing.F) {
 	f.Add(wav(16000, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(2, 2)), 300)...)))
 	f.Add(wav(16000, wavFloat, 32, [][]float64{{math.Inf(1)}, {math.NaN()}}))
@@ -237,7 +259,8 @@ func FuzzAudioFrontEnd(f *testing.F) {
 		op("decode", "", "a.decoded"),
 		op("affine", "a.decoded", "a.scaled", "scale", "32768"),
 		op("pad_or_trim", "a.scaled", "a.fixed", "length", "200"),
-		op("mel_spectrogram", "a.fixed", "a.mel", "sample_rate", "16000", "n_fft", "16", "hop_length", "8", "n_mels", "4", "center", "false"),
+		op("standardize", "a.fixed", "a.std"),
+		op("mel_spectrogram", "a.std", "a.mel", "sample_rate", "16000", "n_fft", "16", "hop_length", "8", "n_mels", "4", "center", "false"),
 		op("log10", "a.mel", "a.log", "floor", "1e-10", "dynamic_range", "8.0"),
 		op("frame", "a.log", "a.frames", "window", "3", "hop", "2", "partial", "drop"),
 	})

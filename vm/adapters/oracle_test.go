@@ -44,6 +44,10 @@ type oracleIndex struct {
 		WAV     string `json:"wav"`
 		Windows string `json:"windows"`
 	} `json:"wakeword"`
+	Wav2Vec2 []struct {
+		WAV    string `json:"wav"`
+		Values string `json:"values"`
+	} `json:"wav2vec2"`
 }
 
 // FrontEnd is one case of a front end's oracle: a clip, and the values the
@@ -238,4 +242,25 @@ func TestResampleOracle(t *testing.T) {
 		}
 	}
 	t.Logf("largest absolute error: %.3g", worst)
+}
+
+// Wav2Vec2's input values (docs/preprocessing.md, "A wav2vec 2.0
+// program") equal those transformers' feature extractor computes with
+// do_normalize within 1e-5 of their unit variance, of clips at 16 kHz, of
+// silence (all zeros), and of clips resampled from 8 to 48 kHz.
+func TestWav2Vec2Oracle(t *testing.T) {
+	idx := readOracle(t)
+	if len(idx.Wav2Vec2) == 0 {
+		t.Fatal("the oracle index lists no wav2vec2 case")
+	}
+	worst := 0.0
+	for _, c := range idx.Wav2Vec2 {
+		got := audioRun(t, oracleFile(t, c.WAV), []string{"s"},
+			op("decode", "", "d"),
+			op("resample", "d", "r", "sample_rate", "16000"),
+			op("standardize", "r", "s"))[0]
+		_, want := oracleNPY(t, c.Values)
+		worst = max(worst, CloseTo(t, c.Values, got.samples, want, 1e-5, 1))
+	}
+	t.Logf("largest error: %.3g", worst)
 }
