@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 
@@ -253,7 +254,7 @@ func resamplePoly(x *signal, rate, index int) (*signal, error) {
 		return nil, fmt.Errorf("is sampled at %d Hz, and transform %d (resample) to %d Hz would take a %d/%d polyphase filter; the audio adapter converts ratios whose terms are at most %d, so supply audio at a common rate (8000, 16000, 22050, 44100 or 48000 Hz)",
 			x.rate, index, rate, up, down, maxResampleRatio)
 	}
-	h := kaiserLowpass(up, down)
+	h := lowpass(up, down)
 	half := (len(h) - 1) / 2
 	n := len(x.samples)
 	nOut := int(resampledLength(n, up, down))
@@ -281,6 +282,40 @@ func floorDiv(a, b int) int {
 }
 
 func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
+
+// lowpasses keeps the filters resamplePoly has designed, by ratio (up,
+// down): designing one takes about a third of the time resampling a clip
+// of a second takes with it, and clips come at a few rates. It holds at
+// most maxLowpasses filters, so that clips of ever new rates cannot grow
+// it; a ratio past those gets its filter designed at each call.
+var lowpasses struct {
+	sync.Mutex
+	filters map[[2]int][]float64
+}
+
+const maxLowpasses = 16
+
+// lowpass is kaiserLowpass(up, down), designed once for the first
+// maxLowpasses ratios; callers only read it.
+func lowpass(up, down int) []float64 {
+	key := [2]int{up, down}
+	lowpasses.Lock()
+	h := lowpasses.filters[key]
+	lowpasses.Unlock()
+	if h != nil {
+		return h
+	}
+	h = kaiserLowpass(up, down)
+	lowpasses.Lock()
+	if lowpasses.filters == nil {
+		lowpasses.filters = map[[2]int][]float64{}
+	}
+	if len(lowpasses.filters) < maxLowpasses {
+		lowpasses.filters[key] = h
+	}
+	lowpasses.Unlock()
+	return h
+}
 
 // kaiserLowpass is resample_poly's filter: scipy's firwin(2·half+1,
 // 1/max(up, down), window=("kaiser", 5)), scaled to unit gain at DC, times

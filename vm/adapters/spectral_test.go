@@ -184,3 +184,35 @@ func TestMelBankSparse(t *testing.T) {
 		t.Errorf("the bank holds %d weights for %d bins", held, bins)
 	}
 }
+
+// The resampling filters designed are kept for the first ratios, each
+// equal to a fresh design, and clips of ever new rates do not grow them
+// past maxLowpasses.
+func TestLowpassesBounded(t *testing.T) {
+	for down := 1; down <= 2*maxLowpasses; down++ {
+		if h := lowpass(3, 100+down); !slices.Equal(h, kaiserLowpass(3, 100+down)) {
+			t.Fatalf("the filter of 3/%d differs from its design", 100+down)
+		}
+	}
+	lowpasses.Lock()
+	defer lowpasses.Unlock()
+	if n := len(lowpasses.filters); n != maxLowpasses {
+		t.Errorf("%d filters kept, want %d", n, maxLowpasses)
+	}
+}
+
+// BenchmarkResample resamples a second of speech-like noise at 44.1 kHz
+// to 16 kHz, as a Whisper or wav2vec 2.0 program does each clip.
+//
+//	go test ./vm/adapters -run '^$' -bench Resample
+func BenchmarkResample(b *testing.B) {
+	x := &signal{rate: 44100, samples: make([]float32, 44100)}
+	for i, v := range noise(rand.New(rand.NewPCG(7, 7)), len(x.samples)) {
+		x.samples[i] = float32(v)
+	}
+	for b.Loop() {
+		if _, err := resamplePoly(x, 16000, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
