@@ -184,7 +184,12 @@ func (e *Engine) producedKey(req Request, in *itemsInput, i int) (string, error)
 			continue
 		}
 		if vals == nil {
-			p, err := in.pack(req.Items[in.name], []int{i}, true)
+			// The keys read what the steps bind, owners only where a
+			// step binds one.
+			owners := slices.ContainsFunc(e.keyed, func(k keyedStep) bool {
+				return slices.ContainsFunc(k.step.Args, func(a ir.Arg) bool { return slices.Contains(in.owners, a.Value.Name) })
+			})
+			p, err := in.pack(req.Items[in.name], []int{i}, true, owners)
 			if err != nil {
 				return "", err
 			}
@@ -370,7 +375,7 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 	derived := map[string]*backend.Tensor{}
 	wholes := make([]*packed, len(ins))
 	for x, in := range ins {
-		whole, err := in.pack(req.Items[in.name], nil, len(order) <= 1)
+		whole, err := in.pack(req.Items[in.name], nil, len(order) <= 1, true)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +421,7 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 			}
 		}
 		for _, it := range ins {
-			p, err := it.pack(req.Items[it.name], sel, true)
+			p, err := it.pack(req.Items[it.name], sel, true, true)
 			if err != nil {
 				return nil, err
 			}
@@ -609,8 +614,9 @@ type packed struct {
 }
 
 // pack packs the top-level items sel (all when nil) into one tensor, when
-// value is set, and derives its companions.
-func (in *itemsInput) pack(items []Item, sel []int, value bool) (*packed, error) {
+// value is set, and derives its companions, owners only where owners is
+// set (an encoded file's owner holds a row per byte).
+func (in *itemsInput) pack(items []Item, sel []int, value, owners bool) (*packed, error) {
 	if sel == nil {
 		sel = make([]int, len(items))
 		for i := range sel {
@@ -694,7 +700,7 @@ func (in *itemsInput) pack(items []Item, sel []int, value bool) (*packed, error)
 		if in.offsets[k] != "" {
 			p.companions[in.offsets[k]] = offsetsTensor(offs)
 		}
-		if in.owners[k] != "" {
+		if owners && in.owners[k] != "" {
 			p.companions[in.owners[k]] = offsetsTensor(ownersFromOffsets(offs))
 		}
 	}
