@@ -248,16 +248,20 @@ func TestStandardize(t *testing.T) {
 	}
 }
 
-// Arbitrary bytes run through an openWakeWord-like program (affine,
-// standardize, uncentred mel_spectrogram, log10, frame of rows dropping
-// partial windows) fail the request with run/input, never a panic.
+// Arbitrary bytes run through an openWakeWord-like program (resample,
+// affine, standardize, uncentred mel_spectrogram, log10, frame of rows
+// dropping partial windows) fail the request with run/input, never a
+// panic.
 func FuzzAudioFrontEnd(f *testing.F) {
 	f.Add(wav(16000, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(2, 2)), 300)...)))
 	f.Add(wav(16000, wavFloat, 32, [][]float64{{math.Inf(1)}, {math.NaN()}}))
 	f.Add(wav(16000, wavPCM, 16, nil))
+	f.Add(wav(8000, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(2, 3)), 50)...)))
+	f.Add(wav(44100, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(2, 4)), 3)...)))
 	fx := windowsFixture([]ir.Transform{
 		op("decode", "", "a.decoded"),
-		op("affine", "a.decoded", "a.scaled", "scale", "32768"),
+		op("resample", "a.decoded", "a.resampled", "sample_rate", "16000"),
+		op("affine", "a.resampled", "a.scaled", "scale", "32768"),
 		op("pad_or_trim", "a.scaled", "a.fixed", "length", "200"),
 		op("standardize", "a.fixed", "a.std"),
 		op("mel_spectrogram", "a.std", "a.mel", "sample_rate", "16000", "n_fft", "16", "hop_length", "8", "n_mels", "4", "center", "false"),

@@ -254,23 +254,47 @@ func resamplePoly(x *signal, rate, index int) (*signal, error) {
 		return nil, fmt.Errorf("is sampled at %d Hz, and transform %d (resample) to %d Hz would take a %d/%d polyphase filter; the audio adapter converts ratios whose terms are at most %d, so supply audio at a common rate (8000, 16000, 22050, 44100 or 48000 Hz)",
 			x.rate, index, rate, up, down, maxResampleRatio)
 	}
-	h := lowpass(up, down)
-	half := (len(h) - 1) / 2
+	f := lowpass(up, down)
 	n := len(x.samples)
 	nOut := int(resampledLength(n, up, down))
 	out := make([]float32, nOut)
+	// y[m] = Σ_i x[i]·h[half + m·down − i·up], over the taps in range:
+	// with t = half + m·down = q·up + p, the taps of phase p, reversed,
+	// the one x[i] meets at i − (q − their count + 1). t grows by down
+	// from one output to the next, and q and p with it, without dividing.
+	q, p := f.half/up, f.half%up
+	dq, dp := down/up, down%up
 	for m := range nOut {
-		// y[m] = Σ_i x[i]·h[half + m·down − i·up], over the taps in range.
-		c := m * down
-		lo := max(0, ceilDiv(c-half, up))
-		hi := min(n-1, floorDiv(c+half, up))
-		sum := 0.0
-		for i := lo; i <= hi; i++ {
-			sum += float64(x.samples[i]) * h[half+c-i*up]
+		phase := f.phases[p]
+		first := q - len(phase) + 1
+		if lo, hi := max(0, first), min(n-1, q)+1; lo < hi {
+			out[m] = float32(dot(x.samples[lo:hi], phase[lo-first:hi-first]))
 		}
-		out[m] = float32(sum)
+		q, p = q+dq, p+dp
+		if p >= up {
+			q, p = q+1, p-up
+		}
 	}
 	return &signal{rate: rate, samples: out}, nil
+}
+
+// dot is Σ x[i]·h[i] in float64, over len(x) ≤ len(h) terms, summed in
+// four interleaved partial sums: one sum waits on each addition before
+// the next, four keep the processor's adders busy.
+func dot(x []float32, h []float64) float64 {
+	h = h[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i]) * h[i]
+		s1 += float64(x[i+1]) * h[i+1]
+		s2 += float64(x[i+2]) * h[i+2]
+		s3 += float64(x[i+3]) * h[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * h[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 func floorDiv(a, b int) int {
@@ -283,6 +307,29 @@ func floorDiv(a, b int) int {
 
 func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
 
+// A polyphase is resample_poly's filter (kaiserLowpass) of one ratio cut
+// into its up phases: phase p holds the taps h[p], h[p + up], ..., in
+// reverse, so that the samples and the taps they meet are read in one
+// direction, each from contiguous memory.
+type polyphase struct {
+	half   int // the filter's delay: its taps are 2·half + 1
+	phases [][]float64
+}
+
+func newPolyphase(up, down int) *polyphase {
+	h := kaiserLowpass(up, down)
+	f := &polyphase{half: (len(h) - 1) / 2, phases: make([][]float64, up)}
+	for p := range f.phases {
+		var taps []float64
+		for j := p; j < len(h); j += up {
+			taps = append(taps, h[j])
+		}
+		slices.Reverse(taps)
+		f.phases[p] = taps
+	}
+	return f
+}
+
 // lowpasses keeps the filters resamplePoly has designed, by ratio (up,
 // down): designing one takes about a third of the time resampling a clip
 // of a second takes with it, and clips come at a few rates. It holds at
@@ -290,31 +337,31 @@ func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
 // it; a ratio past those gets its filter designed at each call.
 var lowpasses struct {
 	sync.Mutex
-	filters map[[2]int][]float64
+	filters map[[2]int]*polyphase
 }
 
 const maxLowpasses = 16
 
-// lowpass is kaiserLowpass(up, down), designed once for the first
-// maxLowpasses ratios; callers only read it.
-func lowpass(up, down int) []float64 {
+// lowpass is the polyphase of kaiserLowpass(up, down), designed once for
+// the first maxLowpasses ratios; callers only read it.
+func lowpass(up, down int) *polyphase {
 	key := [2]int{up, down}
 	lowpasses.Lock()
-	h := lowpasses.filters[key]
+	f := lowpasses.filters[key]
 	lowpasses.Unlock()
-	if h != nil {
-		return h
+	if f != nil {
+		return f
 	}
-	h = kaiserLowpass(up, down)
+	f = newPolyphase(up, down)
 	lowpasses.Lock()
 	if lowpasses.filters == nil {
-		lowpasses.filters = map[[2]int][]float64{}
+		lowpasses.filters = map[[2]int]*polyphase{}
 	}
 	if len(lowpasses.filters) < maxLowpasses {
-		lowpasses.filters[key] = h
+		lowpasses.filters[key] = f
 	}
 	lowpasses.Unlock()
-	return h
+	return f
 }
 
 // kaiserLowpass is resample_poly's filter: scipy's firwin(2·half+1,
