@@ -117,6 +117,7 @@ type wavHeader struct {
 	rate, channels, align, width int
 	sample                       func([]byte) float64
 	pcm                          []byte
+	pcm16                        bool // 16-bit PCM, the common case, read without sample
 }
 
 // frames is how many samples the clip holds once mixed to mono.
@@ -136,6 +137,13 @@ func decodeWAV(data []byte) (*signal, error) {
 // decode mixes the clip's channels to mono by their mean.
 func (h *wavHeader) decode() *signal {
 	out := make([]float32, h.frames())
+	if h.pcm16 && h.channels == 1 {
+		// int/32768 is exact in float32, as it is in float64.
+		for i := range out {
+			out[i] = float32(int16(binary.LittleEndian.Uint16(h.pcm[2*i:]))) / (1 << 15)
+		}
+		return &signal{rate: h.rate, samples: out}
+	}
 	for i := range out {
 		sum := 0.0
 		for c := range h.channels {
@@ -211,7 +219,8 @@ func readWAVHeader(data []byte) (*wavHeader, error) {
 	if len(pcm)%align != 0 {
 		return nil, fmt.Errorf("is a WAV file whose data chunk holds %d bytes, not a whole number of %d-byte sample frames", len(pcm), align)
 	}
-	return &wavHeader{rate: rate, channels: channels, align: align, width: bits / 8, sample: sample, pcm: pcm}, nil
+	return &wavHeader{rate: rate, channels: channels, align: align, width: bits / 8, sample: sample, pcm: pcm,
+		pcm16: format == wavPCM && bits == 16}, nil
 }
 
 // sampleReader returns the decoder of one sample of a WAV format.

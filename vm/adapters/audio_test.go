@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -149,6 +150,24 @@ func TestAudioSampleFormats(t *testing.T) {
 				t.Errorf("format %d, %d bits: sample %d = %v, want %v", c.format, c.bits, i, v, vals[i])
 			}
 		}
+	}
+}
+
+// Mono 16-bit PCM, read without the general sample reader, decodes every
+// one of the 65536 values as the reader does: int/32768, exactly.
+func TestAudioPCM16Exact(t *testing.T) {
+	pcm := make([]byte, 0, 2<<16)
+	for v := range 1 << 16 {
+		pcm = binary.LittleEndian.AppendUint16(pcm, uint16(v))
+	}
+	read, err := sampleReader(wavPCM, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := &wavHeader{rate: 16000, channels: 1, align: 2, width: 2, pcm: pcm, pcm16: true}
+	general := &wavHeader{rate: 16000, channels: 1, align: 2, width: 2, pcm: pcm, sample: read}
+	if !slices.Equal(fast.decode().samples, general.decode().samples) {
+		t.Fatal("mono 16-bit PCM decodes otherwise than the sample reader does")
 	}
 }
 
