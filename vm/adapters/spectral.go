@@ -297,16 +297,6 @@ func dot(x []float32, h []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func floorDiv(a, b int) int {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
-}
-
-func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
-
 // A polyphase is resample_poly's filter (kaiserLowpass) of one ratio cut
 // into its up phases: phase p holds the taps h[p], h[p + up], ..., in
 // reverse, so that the samples and the taps they meet are read in one
@@ -331,8 +321,8 @@ func newPolyphase(up, down int) *polyphase {
 }
 
 // lowpasses keeps the filters resamplePoly has designed, by ratio (up,
-// down): designing one takes about a third of the time resampling a clip
-// of a second takes with it, and clips come at a few rates. It holds at
+// down): designing one takes longer than resampling a second of audio
+// with it, and clips come at a few rates. It holds at
 // most maxLowpasses filters, so that clips of ever new rates cannot grow
 // it; a ratio past those gets its filter designed at each call.
 var lowpasses struct {
