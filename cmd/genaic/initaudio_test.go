@@ -254,6 +254,21 @@ func TestInitAudioSamples(t *testing.T) {
 			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "each of the 4 requests is answered alike grouped and alone ("+c.groups) {
 				t.Errorf("run --verify: exit %d\n%s", code, errOut)
 			}
+			// Two clips in one request are refused at admission, as one
+			// clip too many: no adapter call fails for it.
+			two := fmt.Sprintf(`{"requests":[{"id":"two","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q},{"dtype":"uint8","shape":[%d],"data":%q}]}}}]}`,
+				len(clips[0]), base64.StdEncoding.EncodeToString(clips[0]), len(clips[0]), base64.StdEncoding.EncodeToString(clips[0]))
+			twoPath := filepath.Join(dir, "two.json")
+			if err := os.WriteFile(twoPath, []byte(two), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code = runCLI(t, "run", dir, "--requests", twoPath, "--stats")
+			if code == exitOK || !strings.Contains(out+errOut, "row 0 brings 2 clips: send one clip per request") {
+				t.Errorf("a request of two clips: exit %d\n%s%s", code, out, errOut)
+			}
+			if a := adapterStats(t, out); a.Invocations != 0 || a.Failed != 0 {
+				t.Errorf("a request of two clips: the adapter was called %d times, %d failed", a.Invocations, a.Failed)
+			}
 			// The next step init names, on synthesized requests: a clip
 			// long enough for the model's first convolution.
 			if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
@@ -262,19 +277,10 @@ func TestInitAudioSamples(t *testing.T) {
 			// The adapter groups only clips that stack: none of its calls
 			// fails, and none runs again item by item.
 			out, errOut, code = runCLI(t, "run", dir, "--requests", path, "--stats")
-			var stats struct {
-				Stats struct {
-					Components map[string]struct {
-						Failed    int64 `json:"failed"`
-						Regrouped int64 `json:"regrouped"`
-						MostHeld  int64 `json:"max_group_requests"`
-					} `json:"components"`
-				} `json:"stats"`
-			}
-			if code != exitOK || json.Unmarshal([]byte(out), &stats) != nil {
+			if code != exitOK {
 				t.Fatalf("run --stats: exit %d\n%s", code, errOut)
 			}
-			if a := stats.Stats.Components["audio_preprocess"]; a.Failed != 0 || a.Regrouped != 0 || a.MostHeld < 2 {
+			if a := adapterStats(t, out); a.Failed != 0 || a.Regrouped != 0 || a.MostHeld < 2 {
 				t.Errorf("the adapter: %d calls failed, %d groups ran again, at most %d requests a call", a.Failed, a.Regrouped, a.MostHeld)
 			}
 		})
@@ -326,4 +332,28 @@ func clipOutputs(t *testing.T, dir string, clips ...[]byte) (string, []map[strin
 		outs[r] = rr.Outputs
 	}
 	return doc, outs
+}
+
+// componentStats are a component's stats as genaic run --stats prints
+// them, those the audio tests read.
+type componentStats struct {
+	Invocations int64 `json:"invocations"`
+	Failed      int64 `json:"failed"`
+	Regrouped   int64 `json:"regrouped"`
+	MostHeld    int64 `json:"max_group_requests"`
+}
+
+// adapterStats are the stats of init --audio's adapter, audio_preprocess,
+// in run --stats' output out.
+func adapterStats(t *testing.T, out string) componentStats {
+	t.Helper()
+	var doc struct {
+		Stats struct {
+			Components map[string]componentStats `json:"components"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("run --stats printed %v\n%s", err, out)
+	}
+	return doc.Stats.Components["audio_preprocess"]
 }

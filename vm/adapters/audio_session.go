@@ -180,11 +180,13 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 }
 
 // Key implements backend.Keyer: a request whose clips would take more
-// memory decoded and preprocessed than one request's media may is refused
-// at admission, before any group holds it, and where a port stacks clips
-// unpadded, the key is the units (samples, frames or windows) each clip
-// makes there (unitsKey), so that only clips of one length share an
-// invocation. Anything else wrong with the clips is Run's to report.
+// memory decoded and preprocessed than one request's media may, or that
+// brings more than one clip a row to a port of one clip per request, is
+// refused at admission, before any group holds it; and where a port
+// stacks clips unpadded, the key is the units (samples, frames or
+// windows) each clip makes there (unitsKey), so that only clips of one
+// length share an invocation. Anything else wrong with the clips is Run's
+// to report.
 func (s *audioSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	data, offs, rows, err := s.items(inputs, nil)
 	if err != nil {
@@ -192,6 +194,13 @@ func (s *audioSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	}
 	if err := s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request", s.footprint); err != nil {
 		return "", err
+	}
+	for _, ap := range s.data {
+		if ap.layout == ir.RequestAligned {
+			if err := s.onePerRow(ap.name, "clip", rows); err != nil {
+				return "", err // as Run refuses it, before a group holds it
+			}
+		}
 	}
 	return s.unitsKey(data, offs, rows)
 }
