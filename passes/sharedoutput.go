@@ -199,6 +199,55 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 	}
 }
 
+// capacityCrossedOutputs reports an output port of a grouped component
+// that splits back per request on one axis but names, on another, a count
+// of the group that an input port states: another input's rows, a packed
+// axis, a level's units (a CLIP-style model's logits_per_image,
+// [images, texts], split by the images). Each request's rows would span
+// every request's texts in the group: other requests' data, at an extent
+// it would not have alone. No layout splits one output by two counts, so
+// the fix is to leave the port out of the component, or not to group.
+// An axis the port pads is split by its lengths and is not judged here.
+func capacityCrossedOutputs(c *Context, f *capacityFacts) {
+	for _, p := range contractPorts(f.comp, false) {
+		k := p.Contract
+		if k.Layout.Kind == ir.Shared {
+			continue // capacitySharedOutputs judges it
+		}
+		split := k.RequestAxis()
+		if k.Packed() {
+			split = 0
+		}
+		for i, d := range k.Shape {
+			if i == split || !d.IsSym() || f.uniform[d.Sym] ||
+				slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
+				continue
+			}
+			n, ok := f.inputCount(d.Sym)
+			if !ok {
+				continue
+			}
+			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{n.Loc, fmt.Sprintf("input port `%s` counts `%s` here", n.Port, d.Sym)}},
+				"output port `%s` of component `%s` is split per request on axis %d, but axis %d is `%s`, %s: grouped, each request would receive its rows across every request's `%s` in the group, the other requests' data, not only its own\nno layout splits an output by two counts of the group: leave port `%s` out of the component (a graph output no port declares is not fetched) and compute it from outputs split per request, or remove batch_capacity so that each call takes one request",
+				p.Name, f.comp.Name, max(split, 0), i, d.Sym, n, d.Sym, p.Name)
+			break
+		}
+	}
+}
+
+// inputCount is the first count an input port states of sym, preferring
+// the kinds Count does.
+func (f *capacityFacts) inputCount(sym string) (SymbolCount, bool) {
+	var best SymbolCount
+	found := false
+	for _, n := range f.counts[sym] {
+		if n.Input && (!found || n.Kind < best.Kind) {
+			best, found = n, true
+		}
+	}
+	return best, found
+}
+
 // computedUnpadded reports whether axis i of output port p, split back
 // per request, names a symbol the model computes per item but p does not
 // pad: no input names it, the graph leaves it dynamic, and the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -1086,5 +1087,68 @@ func TestInitNarrowLengthsOutput(t *testing.T) {
 	}
 	if !said {
 		t.Errorf("check of the int32 lengths: %+v", rep.Files)
+	}
+}
+
+// TestInitRowsOfTwoKinds: a model whose inputs bring rows of two kinds,
+// each a request axis of its own (CLIP's texts and images in one graph):
+// init names both kinds, tells each output whose rows it follows, and of
+// the logits, [images, texts], that no layout splits them. An author who
+// splits them by the images anyway is refused by check (and so by run):
+// grouped, each request would receive its images against every request's
+// texts. Without them, the package groups texts and images of many
+// requests and answers as alone.
+func TestInitRowsOfTwoKinds(t *testing.T) {
+	dir := t.TempDir()
+	axes := func(v ...int64) []*onnxpb.AttributeProto {
+		return []*onnxpb.AttributeProto{{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: v}}
+	}
+	writeGraph(t, filepath.Join(dir, "dual.onnx"), &onnxpb.GraphProto{Name: "dual",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "texts", "tokens"), tensorInfo("pixels", 1, "images", 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("logits", 1, "images", "texts"), tensorInfo("text_embeds", 1, "texts", 1), tensorInfo("image_embeds", 1, "images", 1)},
+		Node: []*onnxpb.NodeProto{
+			{OpType: "Cast", Input: []string{"ids"}, Output: []string{"idsf"}, Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}},
+			{OpType: "ReduceMean", Input: []string{"idsf"}, Output: []string{"text_embeds"}, Attribute: axes(1)},
+			{OpType: "ReduceMean", Input: []string{"pixels"}, Output: []string{"image_embeds"}, Attribute: axes(1)},
+			{OpType: "Transpose", Input: []string{"text_embeds"}, Output: []string{"text_rows"}},
+			{OpType: "MatMul", Input: []string{"image_embeds", "text_rows"}, Output: []string{"logits"}},
+		}}, 17)
+	initPrints(t, filepath.Join(dir, "dual.onnx"),
+		"        #   texts: ids\n        #   images: pixels\n",
+		"        #     - { dimensions: [texts], max_total: 8 }  # first symbol: a request or packed axis\n        #     - { dimensions: [images], max_total: 8 }\n",
+		"              shape: [images, 4]\n              # Rows of their own kind, images, not ids's: give\n",
+		"              shape: [images, texts]\n              # Its axes follow rows of 2 kinds (texts, images):\n",
+		"              shape: [images, 1]\n              # Once the component groups, say how this output splits back per\n              # request (left shared, each request would receive the whole group's\n              # rows, and check refuses it): its rows are pixels's,\n              # images, axis 0:\n",
+	)
+	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
+	}
+	path, doc := initWritten(t, dir)
+	doc = uncomment(t, doc, `        # batch_capacity:
+        #   uniform_dimensions: [tokens]  # extents co-batched items must share
+        #   budgets:  # bounds on the group's materialized footprint, by symbol
+        #     - { dimensions: [texts], max_total: 8 }  # first symbol: a request or packed axis
+        #     - { dimensions: [images], max_total: 8 }`)
+	aligned := "batch_layout: { kind: request_aligned, axis: 0 }"
+	for _, shape := range []string{"[texts, tokens]", "[images, 4]", "[images, texts]", "[texts, 1]", "[images, 1]"} {
+		doc = strings.ReplaceAll(doc, "shape: "+shape+"\n", "shape: "+shape+"\n"+strings.Repeat(" ", 14)+aligned+"\n")
+		doc = strings.ReplaceAll(doc, "shape: "+shape+" }", "shape: "+shape+", "+aligned+" }")
+	}
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oneDiagnostic(t, dir, "capacity/unreconciled", "leave port `logits` out of the component", "the logits split by the images")
+	if _, errOut, code := runCLI(t, "run", dir, "--verify"); code == exitOK || !strings.Contains(errOut, "capacity/unreconciled") {
+		t.Fatalf("run --verify of the package check refuses: exit %d\n%s", code, errOut)
+	}
+	doc = regexp.MustCompile(`(?s)      logits:\n        contract:[^\n]*\n        role: tensor\n        stage: pre_adapter\n`).ReplaceAllString(doc, "")
+	doc = regexp.MustCompile(`(?s)            logits:\n.*?(            text_embeds:)`).ReplaceAllString(doc, "$1")
+	doc = regexp.MustCompile(`\n *logits: dual\.logits|\n *- \{ kind: emit, value: dual\.logits, [^\n]*`).ReplaceAllString(doc, "")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, dir)
+	if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
+		t.Errorf("run --verify: exit %d\n%s", code, errOut)
 	}
 }

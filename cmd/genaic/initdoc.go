@@ -618,10 +618,87 @@ func capacityComment(line func(int, string, ...any), c *initComponent) {
 		line(4, "# batch_layout (see input port %s) and declare (the names are", yq(c.inputs[at].name))
 	}
 	line(4, "# suggestions from the graph; verify them):")
+	uniform, kinds := h.uniform, c.rowKinds()
+	if kinds != nil {
+		line(4, "# Its inputs bring rows of %d kinds, each a request axis of its own (init", len(kinds))
+		line(4, "# ran them at different extents):")
+		for _, k := range kinds {
+			line(4, "#   %s: %s", yq(k.sym), strings.Join(k.inputs, ", "))
+			uniform = c.kindUniform(k, uniform)
+		}
+		line(4, "# Give every input of a kind the same batch_layout, and each kind a budget.")
+	}
 	line(4, "# batch_capacity:")
-	line(4, "#   uniform_dimensions: [%s]  # extents co-batched items must share", strings.Join(h.uniform, ", "))
+	line(4, "#   uniform_dimensions: [%s]  # extents co-batched items must share", strings.Join(uniform, ", "))
 	line(4, "#   budgets:  # bounds on the group's materialized footprint, by symbol")
 	line(4, "#     - { dimensions: [%s], max_total: 8 }  # first symbol: a request or packed axis", h.root)
+	for _, k := range kinds {
+		if yq(k.sym) != h.root {
+			line(4, "#     - { dimensions: [%s], max_total: 8 }", yq(k.sym))
+		}
+	}
+}
+
+// rowKind is one kind of rows a component's inputs bring, with a request
+// axis of its own (CLIP's texts and images in one graph): its symbol, and
+// the inputs of rank 2 or more whose first axis it is.
+type rowKind struct {
+	sym    string
+	inputs []string
+}
+
+// rowKinds are the kinds of rows the inputs of a probed component bring,
+// in input order, where they are two or more: inputs of rank 2 or more
+// whose first axes are different symbols. The probe ran those at
+// different extents (it writes axes the model refuses so under one
+// symbol), so each counts rows of its own. nil otherwise: one kind, an
+// unprobed graph (whose exporter may have named one batch apart on each
+// input), or a request axis that is not the first.
+func (c *initComponent) rowKinds() []rowKind {
+	if !c.probed || c.fixedFirstAxes() != "" || c.hints().axis > 0 {
+		return nil
+	}
+	var kinds []rowKind
+	for _, p := range c.inputs {
+		if len(p.dims) < 2 || p.dims[0].sym == "" {
+			continue
+		}
+		at := slices.IndexFunc(kinds, func(k rowKind) bool { return k.sym == p.dims[0].sym })
+		if at < 0 {
+			kinds, at = append(kinds, rowKind{sym: p.dims[0].sym}), len(kinds)
+		}
+		kinds[at].inputs = append(kinds[at].inputs, p.name)
+	}
+	if len(kinds) < 2 {
+		return nil
+	}
+	return kinds
+}
+
+// kindUniform adds to uniform the symbols of the first input of kind k
+// beyond its rows that it does not list: items of every kind must agree
+// on them, as the payload's do, where nothing pads them.
+func (c *initComponent) kindUniform(k rowKind, uniform []string) []string {
+	p := c.inputs[slices.IndexFunc(c.inputs, func(q initPort) bool { return q.name == k.inputs[0] })]
+	for _, d := range p.dims[1:] {
+		if d.sym != "" && yq(d.sym) != c.hints().padded && !slices.Contains(uniform, yq(d.sym)) {
+			uniform = append(uniform, yq(d.sym))
+		}
+	}
+	return uniform
+}
+
+// kindOf is the kind of rows whose first input is p, where the
+// component's inputs bring several and p's is not the payload's; nil
+// otherwise.
+func (c *initComponent) kindOf(p initPort) *rowKind {
+	kinds := c.rowKinds()
+	for i, k := range kinds {
+		if k.inputs[0] == p.name && yq(k.sym) != c.hints().root {
+			return &kinds[i]
+		}
+	}
+	return nil
 }
 
 // fixedFirstAxes lists the inputs' shapes, "x: [2, 8]", where the graph
@@ -722,6 +799,17 @@ func alongComment(line func(int, string, ...any), c *initComponent, p initPort) 
 	if c.fixedFirstAxes() != "" || len(p.dims) == 0 {
 		return
 	}
+	if k := c.kindOf(p); k != nil {
+		line(7, "# Rows of their own kind, %s, not %s's: give", yq(k.sym), yq(first.name))
+		line(7, "# it a batch_layout as %s's (one row per request, or packed", yq(first.name))
+		line(7, "# with levels of its own).")
+		return
+	}
+	for _, k := range c.rowKinds() {
+		if lead := c.input(yq(k.inputs[0])); lead != nil && lead.name != p.name && lead.name != first.name && slices.Equal(p.dims, lead.dims) {
+			first = *lead
+		}
+	}
 	if slices.Equal(p.dims, first.dims) {
 		line(7, "# Shaped as %s: give it the same batch_layout (and padding) as %s.", yq(first.name), yq(first.name))
 		return
@@ -821,6 +909,40 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 		line(7, "# Once the component groups, leave this output out (a graph output no")
 		line(7, "# port declares is not fetched), or keep the component ungrouped.")
 		return
+	}
+	if kinds := c.rowKinds(); kinds != nil {
+		var follows []rowKind // the kinds of rows the output's axes follow
+		for _, k := range kinds {
+			if slices.ContainsFunc(p.dims, func(d initDim) bool { return d.sym == k.sym }) {
+				follows = append(follows, k)
+			}
+		}
+		switch {
+		case len(follows) > 1:
+			var syms []string
+			for _, k := range follows {
+				syms = append(syms, yq(k.sym))
+			}
+			line(7, "# Its axes follow rows of %d kinds (%s):", len(follows), strings.Join(syms, ", "))
+			line(7, "# split by one, each request of a group would receive its rows across")
+			line(7, "# every request's of the other, and check refuses it")
+			line(7, "# (capacity/unreconciled). Once the component groups, leave this output")
+			line(7, "# out (a graph output no port declares is not fetched) and compute it")
+			line(7, "# from outputs split per request, or keep the component ungrouped.")
+			return
+		case len(follows) == 1 && yq(follows[0].sym) != h.root:
+			k := follows[0]
+			at := slices.IndexFunc(p.dims, func(d initDim) bool { return d.sym == k.sym })
+			line(7, "# Once the component groups, say how this output splits back per")
+			line(7, "# request (left shared, each request would receive the whole group's")
+			line(7, "# rows, and check refuses it): its rows are %s's,", yq(k.inputs[0]))
+			line(7, "# %s, axis %d:", yq(k.sym), at)
+			line(7, "# batch_layout: { kind: request_aligned, axis: %d }", at)
+			if at == 0 {
+				line(7, "# or, where %s is packed, its levels, each with extent: preserved.", yq(k.inputs[0]))
+			}
+			return
+		}
 	}
 	if h.axis > 0 {
 		for i, d := range p.dims {
