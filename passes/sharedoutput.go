@@ -218,6 +218,9 @@ func capacityCrossedOutputs(c *Context, f *capacityFacts) {
 		if k.Packed() {
 			split = 0
 		}
+		if split >= 0 && split < len(k.Shape) && !k.Packed() && f.rowsMiscounted(c, p, split) {
+			continue
+		}
 		for i, d := range k.Shape {
 			if i == split || !d.IsSym() || f.uniform[d.Sym] ||
 				slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
@@ -233,6 +236,33 @@ func capacityCrossedOutputs(c *Context, f *capacityFacts) {
 			break
 		}
 	}
+}
+
+// rowsMiscounted reports an output port split one row (or factor rows)
+// per request on axis ra whose symbol an input port counts otherwise: the
+// packed positions or a level's units of a packed input, of which a
+// request brings any number. The runtime splits such an output by
+// position, one row per request, and fails every request of a call whose
+// rows are not one per request (run/extent), alone or grouped; check
+// refuses it first. The help spells the levels that split it as the
+// input is.
+func (f *capacityFacts) rowsMiscounted(c *Context, p *ir.Port, ra int) bool {
+	d := p.Contract.Shape[ra]
+	if !d.IsSym() {
+		return false
+	}
+	n, ok := f.inputCount(d.Sym)
+	if !ok || n.Kind == CountRows {
+		return false
+	}
+	fix := "split it as the input is"
+	if layout := f.layoutFor(&ir.Contract{Shape: []ir.Dim{d}}, 0); layout != "" && ra == 0 {
+		fix = "declare on port `" + p.Name + "` (and on the workflow output it is emitted to): " + layout
+	}
+	c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{n.Loc, fmt.Sprintf("input port `%s` counts `%s` here", n.Port, d.Sym)}},
+		"output port `%s` of component `%s` is split one row per request on axis %d, `%s`, but that is %s, of which a request brings any number: a request that brings other than one would fail (run/extent), alone or grouped\n%s",
+		p.Name, f.comp.Name, ra, d.Sym, n, fix)
+	return true
 }
 
 // inputCount is the first count an input port states of sym, preferring
