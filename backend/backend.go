@@ -105,6 +105,14 @@ type Keyer interface {
 	Key(inputs map[string]*Tensor) (string, error)
 }
 
+// KeyDescriber is implemented by a Keyer whose keys follow a rule its
+// ports fix when it loads: KeyedBy names, one phrase each, the extents it
+// keys an invocation's items by ("width of `lines`"), so that a plan can
+// state what its Key will do; none where every item may share.
+type KeyDescriber interface {
+	KeyedBy() []string
+}
+
 // Timed is implemented by sessions that count the time their runs spent
 // in the backend's own work (for ONNX Runtime, inside its Run): what is
 // left of a component's run time is the runtime's. BackendTime is the sum

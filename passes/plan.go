@@ -31,15 +31,19 @@ var PlanPass = &Pass{
 	Name:       "plan",
 	Doc:        "decide each component's group plan: input roles, output splits, the compatibility key and budget footprints",
 	Kind:       Plan,
-	Requires:   []*Pass{ScopesPass, SymbolsPass, BindingsPass, ModelsPass},
+	Requires:   []*Pass{ScopesPass, SymbolsPass, BindingsPass, ModelsPass, PreprocessPass},
 	ResultType: reflect.TypeFor[GroupPlans](),
 	Run: func(c *Context) (any, error) {
 		sc, bind := c.Result(ScopesPass).(*Scopes), c.Result(BindingsPass).(*Bindings)
 		syms, graphs := c.Result(SymbolsPass).(Symbols), c.Result(ModelsPass).(*ModelGraphs)
+		keys := c.Result(PreprocessPass).(AdapterKeys)
 		var out GroupPlans
 		for _, comp := range c.Module.Components {
 			gp := planComponent(sc, bind, syms[comp], comp)
 			graphFixes(gp, graphs.Graph(comp.Name))
+			if gp.Grouped {
+				gp.KeyedBy = keys[comp.Name]
+			}
 			out = append(out, gp)
 		}
 		return out, nil

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/genaic/genaic/compiler/diag"
@@ -14,11 +15,12 @@ import (
 // binds have the adapter's contracts; then, while no check has reported an
 // error, it loads each adapter as the runtime will (loadAdapters).
 var PreprocessPass = &Pass{
-	Name:     "preprocess",
-	Doc:      "compile preprocessing programs: each has its pinned adapter component, uses only ops and parameters the adapter runs, binds every adapter output port once, with outputs whose contracts match the adapter's ports; then load each adapter as the runtime will, so that a port it cannot fill is refused at check",
-	Kind:     Check,
-	Requires: []*Pass{ScopesPass, BindingsPass},
-	Rules:    []diag.Rule{diag.PreprocessAdapter, diag.PreprocessBinding, diag.PreprocessOp, diag.PreprocessUnbound},
+	Name:       "preprocess",
+	Doc:        "compile preprocessing programs: each has its pinned adapter component, uses only ops and parameters the adapter runs, binds every adapter output port once, with outputs whose contracts match the adapter's ports; then load each adapter as the runtime will, so that a port it cannot fill is refused at check",
+	Kind:       Check,
+	Requires:   []*Pass{ScopesPass, BindingsPass},
+	Rules:      []diag.Rule{diag.PreprocessAdapter, diag.PreprocessBinding, diag.PreprocessOp, diag.PreprocessUnbound},
+	ResultType: reflect.TypeFor[AdapterKeys](),
 	Run: func(c *Context) (any, error) {
 		m := c.Module
 		bindings := c.Result(BindingsPass).(*Bindings)
@@ -45,10 +47,11 @@ var PreprocessPass = &Pass{
 					comp.Name, comp.ABI, mod)
 			}
 		}
+		keys := AdapterKeys{}
 		if !c.diags.HasErrors() {
-			loadAdapters(c)
+			loadAdapters(c, keys)
 		}
-		return nil, nil
+		return keys, nil
 	},
 }
 

@@ -152,7 +152,13 @@ type GroupPlan struct {
 	// on every uniform extent and on every shared input.
 	Uniform     []Uniform `json:"uniform,omitempty"`
 	SharedEqual []string  `json:"shared_equal,omitempty"`
-	Budgets     []Budget  `json:"budgets,omitempty"`
+	// KeyedBy, for an adapter, is what it keys its invocations by besides
+	// (backend.KeyDescriber): extents each item makes that the adapter's
+	// ports neither fix nor pad, read off the item's header at admission
+	// (an aspect-keeping resize's width). Items that make different ones
+	// never share an invocation. It informs; the adapter keys.
+	KeyedBy []string `json:"keyed_by,omitempty"`
+	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // Input returns the plan of input port name, or nil.

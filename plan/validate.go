@@ -184,8 +184,8 @@ func (v *groupValidator) check() {
 		}
 	}
 	if c.Capacity == nil {
-		if len(g.Uniform) > 0 || len(g.SharedEqual) > 0 || len(g.Budgets) > 0 {
-			v.fail(v.field, "a solo component carries no uniform, shared_equal or budgets")
+		if len(g.Uniform) > 0 || len(g.SharedEqual) > 0 || len(g.KeyedBy) > 0 || len(g.Budgets) > 0 {
+			v.fail(v.field, "a solo component carries no uniform, shared_equal, keyed_by or budgets")
 		}
 		return
 	}

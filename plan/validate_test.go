@@ -494,6 +494,15 @@ var mutations = []mutation{
 		g.SharedEqual = append(g.SharedEqual, "ghost")
 		return true
 	}},
+	{"keyed_by on a solo component", "keyed_by", func(f *plan.File) bool {
+		for _, g := range f.Components {
+			if !g.Grouped {
+				g.KeyedBy = []string{"width of `pixels`"}
+				return true
+			}
+		}
+		return false
+	}},
 	{"grouped flipped", ".grouped", func(f *plan.File) bool {
 		if len(f.Components) == 0 {
 			return false

@@ -261,7 +261,9 @@ func inspectPlan(e *env, path string) (*plan.File, string, int) {
 			return f, f.PackageDir(path), code
 		}
 	}
-	d, err := passes.CheckPath(path, passes.Options{})
+	// Adapters loaded as compile loads them: the plan states what each
+	// keys its invocations by.
+	d, err := passes.CheckPath(path, passes.Options{Adapters: builtinAdapters})
 	if err != nil {
 		return nil, "", ioError(e, err)
 	}

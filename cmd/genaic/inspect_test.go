@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +123,38 @@ func TestInspectPlanFile(t *testing.T) {
 		if code1 != exitOK || code2 != exitOK || fromDoc != fromPlan {
 			t.Errorf("--format %s: the plan file (exit %d) and its document (exit %d) inspect differently:\n--- plan ---\n%s\n--- document ---\n%s", format, code2, code1, fromPlan, fromDoc)
 		}
+	}
+}
+
+// TestInspectAdapterKey: inspect says what an adapter keys its
+// invocations by besides the compatibility key (the recognizer's lines,
+// resized to a height, keep each image's width, which its port stacks
+// unpadded), from the document and from the plan compile writes alike;
+// a package whose adapter pads what it makes says none.
+func TestInspectAdapterKey(t *testing.T) {
+	dir := copyPackage(t, "../../testdata/packages/ocr_rec")
+	planPath := filepath.Join(t.TempDir(), "plan.json")
+	if _, errOut, code := runCLI(t, "compile", dir, "-o", planPath); code != exitOK {
+		t.Fatalf("compile: exit %d: %s", code, errOut)
+	}
+	want := "items share an invocation when they make the same width of `lines` (read off each item's header when its request is admitted)"
+	for _, path := range []string{dir, planPath} {
+		out, errOut, code := runCLI(t, "inspect", path)
+		if code != exitOK || !strings.Contains(out, "component image_preprocess: grouped\n") || !strings.Contains(out, want) {
+			t.Errorf("inspect %s: exit %d, the text view lacks %q:\n%s%s", path, code, want, out, errOut)
+		}
+	}
+	out, _, _ := runCLI(t, "inspect", dir, "--format", "json")
+	var doc struct {
+		Components map[string]struct {
+			KeyedBy []string `json:"keyed_by"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || !slices.Equal(doc.Components["image_preprocess"].KeyedBy, []string{"width of `lines`"}) {
+		t.Errorf("the json view's keyed_by: %v, %+v", err, doc.Components)
+	}
+	if out, _, _ := runCLI(t, "inspect", "../../testdata/packages/audio_mel"); strings.Contains(out, "make the same") {
+		t.Errorf("a padding adapter is said to key its invocations:\n%s", out)
 	}
 }
 

@@ -337,15 +337,20 @@ func compatibility(g *plan.GroupPlan) string {
 	for _, u := range g.Uniform {
 		agree = append(agree, fmt.Sprintf("%s (read from %s axis %d)", u.Symbol, u.Port, u.Axis))
 	}
-	switch {
-	case len(agree) > 0 && len(g.SharedEqual) > 0:
-		return fmt.Sprintf("items share an invocation when they agree on %s and bring equal values for: %s", strings.Join(agree, ", "), strings.Join(g.SharedEqual, ", "))
-	case len(agree) > 0:
-		return "items share an invocation when they agree on " + strings.Join(agree, ", ")
-	case len(g.SharedEqual) > 0:
-		return "items share an invocation when they bring equal values for: " + strings.Join(g.SharedEqual, ", ")
+	var when []string
+	if len(agree) > 0 {
+		when = append(when, "agree on "+strings.Join(agree, ", "))
 	}
-	return "any two items may share an invocation: no dimension is uniform and no shared input must be equal"
+	if len(g.SharedEqual) > 0 {
+		when = append(when, "bring equal values for: "+strings.Join(g.SharedEqual, ", "))
+	}
+	if len(g.KeyedBy) > 0 {
+		when = append(when, "make the same "+strings.Join(g.KeyedBy, " and ")+" (read off each item's header when its request is admitted)")
+	}
+	if len(when) == 0 {
+		return "any two items may share an invocation: no dimension is uniform and no shared input must be equal"
+	}
+	return "items share an invocation when they " + strings.Join(when, " and ")
 }
 
 func (t *textView) budgets(g *plan.GroupPlan) {

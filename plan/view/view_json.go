@@ -33,6 +33,7 @@ type inspectComponent struct {
 	Uniform       []string               `json:"uniform"`
 	UniformFrom   map[string]inspectRead `json:"uniform_from"`
 	SharedEqual   []string               `json:"shared_equal"`
+	KeyedBy       []string               `json:"keyed_by,omitempty"`
 	Compatibility string                 `json:"compatibility,omitempty"`
 	Budgets       []inspectBudget        `json:"budgets"`
 }
@@ -113,6 +114,7 @@ func inspectComponentOf(f *plan.File, g *plan.GroupPlan) *inspectComponent {
 		Uniform:     []string{},
 		UniformFrom: map[string]inspectRead{},
 		SharedEqual: append([]string{}, g.SharedEqual...),
+		KeyedBy:     g.KeyedBy,
 		Budgets:     []inspectBudget{},
 	}
 	for _, a := range f.Artifacts {

@@ -212,12 +212,7 @@ func (s *audioSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 // fixed extent refuses, fails the request at admission (run/input), as
 // its invocation would fail.
 func (s *audioSession) unitsKey(data []byte, offs, rows []int64) (string, error) {
-	var stacked []int // the data ports that stack such units
-	for i, ap := range s.data {
-		if _, padded := ap.lengths[1]; !ap.packed && !padded && ap.static.Units == 0 {
-			stacked = append(stacked, i)
-		}
-	}
+	stacked := s.stacked()
 	if len(stacked) == 0 {
 		return "", nil
 	}
@@ -245,6 +240,28 @@ func (s *audioSession) unitsKey(data []byte, offs, rows []int64) (string, error)
 		}
 	}
 	return key, nil
+}
+
+// stacked are the data ports that stack the units each clip makes
+// unpadded where the program leaves their count to the clip: the ports
+// unitsKey keys by.
+func (s *audioSession) stacked() []int {
+	var out []int
+	for i, ap := range s.data {
+		if _, padded := ap.lengths[1]; !ap.packed && !padded && ap.static.Units == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// KeyedBy implements backend.KeyDescriber: what unitsKey keys a clip by.
+func (s *audioSession) KeyedBy() []string {
+	var parts []string
+	for _, i := range s.stacked() {
+		parts = append(parts, fmt.Sprintf("count of %s of `%s`", s.data[i].static.UnitWord(), s.data[i].name))
+	}
+	return parts
 }
 
 // footprint is the memory decoding one clip and running the program on

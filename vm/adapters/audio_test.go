@@ -196,6 +196,9 @@ func TestAudioStackedPadded(t *testing.T) {
 	if k, err := key(f.load(t), one); k != "" || err != nil {
 		t.Errorf("a padded port keys %q, %v", k, err)
 	}
+	if by := f.load(t).(backend.KeyDescriber).KeyedBy(); len(by) != 0 {
+		t.Errorf("a padded port is keyed by %q", by)
+	}
 	// Without padding, clips of different lengths cannot stack: their
 	// requests are keyed apart, by the samples their clips make, and a
 	// request of both is refused at admission, as its call would fail.
@@ -209,6 +212,9 @@ func TestAudioStackedPadded(t *testing.T) {
 	k11, err11 := key(s, one, one)
 	if k1 == k2 || k1 != k11 || k1 != "1 samples of `samples`" || err1 != nil || err2 != nil || err11 != nil {
 		t.Errorf("keys %q, %q and %q (%v, %v, %v); want one length's requests alike, another's apart", k1, k2, k11, err1, err2, err11)
+	}
+	if by := s.(backend.KeyDescriber).KeyedBy(); !slices.Equal(by, []string{"count of samples of `samples`"}) {
+		t.Errorf("keyed by %q; want the samples of `samples`, as the keys are", by)
 	}
 	_, err = key(s, one, two)
 	wantRunError(t, err, "run/input", "clip 1", "makes 2 samples of `samples`", "clip 0 makes 1 samples", "stacks them unpadded")

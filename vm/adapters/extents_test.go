@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"image/color"
 	"math/rand"
+	"slices"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/preprocess"
 )
@@ -54,5 +56,31 @@ func TestExtentsAgreeWithRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeyedByAsKeyed: what an image adapter says it keys its invocations
+// by (KeyedBy, which a plan states) is what Key keys them by: the width a
+// resize to a height leaves to each image, on a port that neither pads
+// nor fixes it; nothing where the program fixes both sides.
+func TestKeyedByAsKeyed(t *testing.T) {
+	aspect := newFixture([]ir.Transform{op("decode", "", "d"), op("resize", "d", "r", "height", "4")}, dims("images", 3, 4, "width"))
+	s := aspect.load(t)
+	if by := s.(backend.KeyDescriber).KeyedBy(); !slices.Equal(by, []string{"width of `pixels`"}) {
+		t.Errorf("keyed by %q; want the width of `pixels`", by)
+	}
+	wide, narrow := encodePNG(t, solid(8, 2, color.NRGBA{A: 255})), encodePNG(t, solid(2, 2, color.NRGBA{A: 255}))
+	k1, err1 := s.(backend.Keyer).Key(request(wide))
+	k2, err2 := s.(backend.Keyer).Key(request(narrow))
+	if k1 != "width 16 of `pixels`" || k2 != "width 4 of `pixels`" || err1 != nil || err2 != nil {
+		t.Errorf("keys %q (%v), %q (%v); want each image's width", k1, err1, k2, err2)
+	}
+	fixed := newFixture([]ir.Transform{op("decode", "", "d"), op("resize", "d", "r", "height", "4", "width", "4")}, dims("images", 3, 4, "width"))
+	s = fixed.load(t)
+	if by := s.(backend.KeyDescriber).KeyedBy(); len(by) != 0 {
+		t.Errorf("a program of fixed sides is keyed by %q", by)
+	}
+	if k, err := s.(backend.Keyer).Key(request(wide)); k != "" || err != nil {
+		t.Errorf("a program of fixed sides keys %q, %v", k, err)
 	}
 }

@@ -273,23 +273,52 @@ func (s *imageSession) keyOf(ext []extent) (string, error) {
 	for i, px := range s.pixels {
 		e := ext[i]
 		got := [3]int64{int64(e.c), int64(e.h), int64(e.w)}
-		static := [3]int{px.static.c, px.static.h, px.static.w}
 		for d := range 3 {
 			switch {
 			case px.fixed[d] >= 0 && got[d] != px.fixed[d]:
 				return "", fmt.Errorf("is %s after preprocessing.image, but output port `%s` of adapter `%s` fixes %s (axis %d) at %d",
 					e.dims(), px.name, s.comp.Name, dimNames[d], px.axes[d], px.fixed[d])
-			case !px.padded[d] && static[d] < 0:
+			case px.keys(d):
 				parts = append(parts, fmt.Sprintf("%s %d of `%s`", dimNames[d], got[d], px.name))
 			}
 		}
 	}
 	for j, sp := range s.seqs {
-		if !sp.packed && sp.lengths == "" {
+		if sp.keys() {
 			parts = append(parts, fmt.Sprintf("%d %s of `%s`", ext[len(s.pixels)+j].units, unitName(sp), sp.name))
 		}
 	}
 	return strings.Join(parts, ", "), nil
+}
+
+// keys reports whether images are keyed by their extent d in the port:
+// the program leaves it to the image, and the port neither pads nor
+// fixes it.
+func (px *pixelsPort) keys(d int) bool {
+	static := [3]int{px.static.c, px.static.h, px.static.w}
+	return !px.padded[d] && static[d] < 0 && px.fixed[d] < 0
+}
+
+// keys reports whether images are keyed by the units they make in the
+// port: it stacks them unpadded.
+func (sp *seqPort) keys() bool { return !sp.packed && sp.lengths == "" }
+
+// KeyedBy implements backend.KeyDescriber: what keyOf keys an image by.
+func (s *imageSession) KeyedBy() []string {
+	var parts []string
+	for _, px := range s.pixels {
+		for d := range 3 {
+			if px.keys(d) {
+				parts = append(parts, fmt.Sprintf("%s of `%s`", dimNames[d], px.name))
+			}
+		}
+	}
+	for _, sp := range s.seqs {
+		if sp.keys() {
+			parts = append(parts, fmt.Sprintf("count of %s of `%s`", unitName(sp), sp.name))
+		}
+	}
+	return parts
 }
 
 // Run implements backend.Session: it splits the encoded bytes into images, runs
