@@ -241,28 +241,46 @@ func capacityCrossedOutputs(c *Context, f *capacityFacts) {
 // rowsMiscounted reports an output port split one row (or factor rows)
 // per request on axis ra whose symbol an input port counts otherwise: the
 // packed positions or a level's units of a packed input, of which a
-// request brings any number. The runtime splits such an output by
-// position, one row per request, and fails every request of a call whose
-// rows are not one per request (run/extent), alone or grouped; check
-// refuses it first. The help spells the levels that split it as the
-// input is.
+// request brings any number, or another number of rows per request
+// (request_expanded's factor). The runtime splits such an output by
+// position, its rows per request, and fails every request of a call that
+// holds another count (run/extent), alone or grouped; check refuses it
+// first. The help spells the layout that splits it as the input is.
 func (f *capacityFacts) rowsMiscounted(c *Context, p *ir.Port, ra int) bool {
-	d := p.Contract.Shape[ra]
+	k := p.Contract
+	d := k.Shape[ra]
 	if !d.IsSym() {
 		return false
 	}
 	n, ok := f.inputCount(d.Sym)
-	if !ok || n.Kind == CountRows {
+	rows := int64(1)
+	if k.Layout.Kind == ir.RequestExpanded && k.Layout.Factor > 1 {
+		rows = k.Layout.Factor
+	}
+	if !ok || n.Kind == CountRows && n.Factor == rows {
 		return false
 	}
 	fix := "split it as the input is"
-	if layout := f.layoutFor(&ir.Contract{Shape: []ir.Dim{d}}, 0); layout != "" && ra == 0 {
+	if layout := f.layoutFor(k, ra); layout != "" {
 		fix = "declare on port `" + p.Name + "` (and on the workflow output it is emitted to): " + layout
 	}
+	what := fmt.Sprintf("%s, of which a request brings any number", n)
+	if n.Kind == CountRows {
+		what = fmt.Sprintf("%s, which brings %s a request", n, rowsWord(n.Factor))
+	}
 	c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{n.Loc, fmt.Sprintf("input port `%s` counts `%s` here", n.Port, d.Sym)}},
-		"output port `%s` of component `%s` is split one row per request on axis %d, `%s`, but that is %s, of which a request brings any number: a request that brings other than one would fail (run/extent), alone or grouped\n%s",
-		p.Name, f.comp.Name, ra, d.Sym, n, fix)
+		"output port `%s` of component `%s` is split %s per request on axis %d, `%s`, but that is %s: a request that brings another count would fail (run/extent), alone or grouped\n%s",
+		p.Name, f.comp.Name, rowsWord(rows), ra, d.Sym, what, fix)
 	return true
+}
+
+// rowsWord says how many rows per request a layout splits: "one row",
+// "2 rows".
+func rowsWord(n int64) string {
+	if n == 1 {
+		return "one row"
+	}
+	return fmt.Sprintf("%d rows", n)
 }
 
 // inputCount is the first count an input port states of sym, preferring
