@@ -42,6 +42,9 @@ func capacitySharedOutputs(c *Context, f *capacityFacts, sc *Scopes, bind *Bindi
 				continue
 			}
 			how, fix := sharedHow(k), f.splitting(p, i)
+			if j, n, ok := f.crossedAxis(k, i); ok {
+				fix = fmt.Sprintf("its axis %d is `%s` too, %s: %s", j, k.Shape[j].Sym, n, twoCounts(p.Name))
+			}
 			if f.rowsAligned() && !f.onInput(d.Sym) && graphDynamic(c, f.comp, p.Name, i) {
 				fix += "; " + unsplittable(p.Name)
 			}
@@ -221,21 +224,35 @@ func capacityCrossedOutputs(c *Context, f *capacityFacts) {
 		if split >= 0 && split < len(k.Shape) && !k.Packed() && f.rowsMiscounted(c, p, split) {
 			continue
 		}
-		for i, d := range k.Shape {
-			if i == split || !d.IsSym() || f.uniform[d.Sym] ||
-				slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
-				continue
-			}
-			n, ok := f.inputCount(d.Sym)
-			if !ok {
-				continue
-			}
+		if i, n, ok := f.crossedAxis(k, split); ok {
+			d := k.Shape[i]
 			c.ReportRelated(diag.CapacityUnreconciled, d.Loc, []Related{{n.Loc, fmt.Sprintf("input port `%s` counts `%s` here", n.Port, d.Sym)}},
-				"output port `%s` of component `%s` is split per request on axis %d, but axis %d is `%s`, %s: grouped, each request would receive its rows across every request's `%s` in the group, the other requests' data, not only its own\nno layout splits an output by two counts of the group: leave port `%s` out of the component (a graph output no port declares is not fetched) and compute it from outputs split per request, or remove batch_capacity so that each call takes one request",
-				p.Name, f.comp.Name, max(split, 0), i, d.Sym, n, d.Sym, p.Name)
-			break
+				"output port `%s` of component `%s` is split per request on axis %d, but axis %d is `%s`, %s: grouped, each request would receive its rows across every request's `%s` in the group, the other requests' data, not only its own\n%s",
+				p.Name, f.comp.Name, split, i, d.Sym, n, d.Sym, twoCounts(p.Name))
 		}
 	}
+}
+
+// crossedAxis is the first axis of contract k but axis split whose
+// symbol an input port counts (another input's rows, a packed axis, a
+// level's units), neither uniform nor padded on k, with that count.
+func (f *capacityFacts) crossedAxis(k *ir.Contract, split int) (int, SymbolCount, bool) {
+	for i, d := range k.Shape {
+		if i == split || !d.IsSym() || f.uniform[d.Sym] ||
+			slices.ContainsFunc(k.Padding, func(pd ir.Padding) bool { return pd.Dim.Name == d.Sym }) {
+			continue
+		}
+		if n, ok := f.inputCount(d.Sym); ok {
+			return i, n, true
+		}
+	}
+	return 0, SymbolCount{}, false
+}
+
+// twoCounts is the help line of an output port that names two counts of
+// the group.
+func twoCounts(port string) string {
+	return fmt.Sprintf("no layout splits an output by two counts of the group: leave port `%s` out of the component (a graph output no port declares is not fetched) and compute it from outputs split per request, or remove batch_capacity so that each call takes one request", port)
 }
 
 // rowsMiscounted reports an output port split one row (or factor rows)
