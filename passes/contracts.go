@@ -67,6 +67,9 @@ func contractBindings(c *Context, b *Bindings) {
 		}
 		if p := comp.Input(x.Port); p != nil {
 			contractBind(c, x.ID, p.Contract, fmt.Sprintf("input port `%s` of component `%s`", p.Name, comp.Name), x.Loc)
+			if comp.Capacity != nil {
+				contractRowsBind(c, x.ID, p, comp, x.Loc)
+			}
 		}
 	}
 	for _, s := range b.Emits {
@@ -161,6 +164,31 @@ func contractBind(c *Context, id ir.ValueID, want *ir.Contract, site string, loc
 	}
 	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` has %s\nbind a value whose contract agrees, or change one of the two contracts", v.Name, strings.Join(facts, ", and "))
+}
+
+// contractRowsBind reports a packed value (any number of items a
+// request, concatenated on axis 0: an adapter's lines, a request's
+// segments) bound to an input port of a grouped component that takes one
+// row a request there (request_aligned), or factor rows
+// (request_expanded): a request that brings another count fails at
+// admission (run/input), alone or grouped. The help spells the value's
+// layout for the port.
+func contractRowsBind(c *Context, id ir.ValueID, p *ir.Port, comp *ir.Component, loc ir.Loc) {
+	v := c.Module.Value(id)
+	if v == nil || v.Contract == nil || p.Contract == nil || !v.Contract.Packed() || p.Contract.RequestAxis() != 0 {
+		return
+	}
+	rows := "one row"
+	if k := p.Contract.Layout; k.Kind == ir.RequestExpanded && k.Factor > 1 {
+		rows = fmt.Sprintf("%d rows", k.Factor)
+	}
+	var lv []string
+	for _, l := range v.Contract.Layout.Levels {
+		lv = append(lv, fmt.Sprintf("{ offsets: %s, owner: %s }", l.Offsets.Name, l.Owner.Name))
+	}
+	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
+		"`%s` packs any number of items a request on axis 0 (token_packed), but input port `%s` of component `%s`, which groups, takes %s a request there (%s): a request that brings another count fails at admission (run/input), alone or grouped\ndeclare on input port `%s` the value's layout: batch_layout: { kind: token_packed, axis: 0, levels: [%s] }, and split its outputs by those levels (extent: preserved)",
+		v.Name, p.Name, comp.Name, rows, p.Contract.Layout.Kind, p.Name, strings.Join(lv, ", "))
 }
 
 func known(dtype string) bool {
