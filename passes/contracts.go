@@ -76,8 +76,47 @@ func contractBindings(c *Context, b *Bindings) {
 		if o := c.Module.Output(s.Output.Name); o != nil {
 			contractBind(c, s.Value.ID, o.Contract, fmt.Sprintf("workflow output `%s`", o.Name), s.Value.Loc)
 			contractEmitPadding(c, b, s, o)
+			contractEmitRows(c, s, o)
 		}
 	}
+}
+
+// contractEmitRows reports a packed value (any number of items a request)
+// emitted into a workflow output that promises one row a request there
+// (request_aligned), or factor rows: each response would hold another
+// count than the output's contract, and the model metadata a server
+// publishes from it, says.
+func contractEmitRows(c *Context, s *ir.Step, o *ir.Output) {
+	v := c.Module.Value(s.Value.ID)
+	if v == nil || v.Contract == nil || o.Contract == nil || !v.Contract.Packed() || o.Contract.RequestAxis() != 0 {
+		return
+	}
+	c.ReportRelated(diag.ContractIncompatible, s.Value.Loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
+		"`%s` packs any number of items a request on axis 0 (token_packed), but workflow output `%s` promises %s a request there (%s): each response would hold another count than its contract says\ndeclare on workflow output `%s` the value's layout: batch_layout: { kind: token_packed, axis: 0, levels: [%s] }, and emit those companions as workflow outputs too",
+		v.Name, o.Name, layoutRows(o.Contract.Layout), o.Contract.Layout.Kind, o.Name, levelsText(v.Contract.Layout.Levels, true))
+}
+
+// layoutRows says how many rows a request a request_aligned or
+// request_expanded layout takes: "one row", "2 rows".
+func layoutRows(l ir.Layout) string {
+	if l.Kind == ir.RequestExpanded && l.Factor > 1 {
+		return fmt.Sprintf("%d rows", l.Factor)
+	}
+	return "one row"
+}
+
+// levelsText spells ownership levels as a document writes them, each
+// extent: preserved where preserved (an output's).
+func levelsText(levels []ir.Level, preserved bool) string {
+	var lv []string
+	for _, l := range levels {
+		ext := ""
+		if preserved {
+			ext = ", extent: preserved"
+		}
+		lv = append(lv, fmt.Sprintf("{ offsets: %s, owner: %s%s }", l.Offsets.Name, l.Owner.Name, ext))
+	}
+	return strings.Join(lv, ", ")
 }
 
 // contractEmitPadding reports an emit of a grouped component's padded
@@ -178,17 +217,9 @@ func contractRowsBind(c *Context, id ir.ValueID, p *ir.Port, comp *ir.Component,
 	if v == nil || v.Contract == nil || p.Contract == nil || !v.Contract.Packed() || p.Contract.RequestAxis() != 0 {
 		return
 	}
-	rows := "one row"
-	if k := p.Contract.Layout; k.Kind == ir.RequestExpanded && k.Factor > 1 {
-		rows = fmt.Sprintf("%d rows", k.Factor)
-	}
-	var lv []string
-	for _, l := range v.Contract.Layout.Levels {
-		lv = append(lv, fmt.Sprintf("{ offsets: %s, owner: %s }", l.Offsets.Name, l.Owner.Name))
-	}
 	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` packs any number of items a request on axis 0 (token_packed), but input port `%s` of component `%s`, which groups, takes %s a request there (%s): a request that brings another count fails at admission (run/input), alone or grouped\ndeclare on input port `%s` the value's layout: batch_layout: { kind: token_packed, axis: 0, levels: [%s] }, and split its outputs by those levels (extent: preserved)",
-		v.Name, p.Name, comp.Name, rows, p.Contract.Layout.Kind, p.Name, strings.Join(lv, ", "))
+		v.Name, p.Name, comp.Name, layoutRows(p.Contract.Layout), p.Contract.Layout.Kind, p.Name, levelsText(v.Contract.Layout.Levels, false))
 }
 
 func known(dtype string) bool {
