@@ -13,13 +13,14 @@ import (
 // TestMistakenLayoutsRefusedFirst holds check to what the runtime would
 // refuse: in every example package, each port of a grouped component
 // given another layout than its own (one row a request, shared, its
-// padding dropped), and every packed port of a component given one row a
-// request at once, as an author who has not met token_packed writes it.
-// Each such document is refused by check, or, where check accepts it,
-// runs the package's requests with no request refused for its rows or
-// extents and answers each grouped as alone. Before it, check accepted
-// the OCR recognizer declared one row a request, and the runtime failed
-// every request of two lines of a width (run/input).
+// padding dropped), every packed port of a component given one row a
+// request at once, as an author who has not met token_packed writes it,
+// and each packed workflow output given one row a request. Each such
+// document is refused by check, or, where check accepts it, runs the
+// package's requests with no request refused for its rows or extents and
+// answers each grouped as alone. Before it, check accepted the OCR
+// recognizer declared one row a request, and the runtime failed every
+// request of two lines of a width (run/input).
 func TestMistakenLayoutsRefusedFirst(t *testing.T) {
 	pkgs, err := filepath.Glob("../../testdata/packages/*")
 	if err != nil || len(pkgs) < 12 {
@@ -103,6 +104,17 @@ func layoutMistakes(t *testing.T, src []byte) []layoutMistake {
 		out = append(out, layoutMistake{name, b})
 	}
 	aligned := func(p *yaml.Node) { setKey(p, "batch_layout", "{ kind: request_aligned, axis: 0 }") }
+	if outs := mappingAt(&root, "pipeline", "workflow", "outputs"); outs != nil {
+		for i := 0; i+1 < len(outs.Content); i += 2 {
+			name := outs.Content[i].Value
+			contract := func(doc *yaml.Node) *yaml.Node {
+				return mappingAt(doc, "pipeline", "workflow", "outputs", name, "contract")
+			}
+			if layoutKind(contract(&root)) == "token_packed" {
+				edit("workflow output "+name+" request_aligned", func(doc *yaml.Node) bool { aligned(contract(doc)); return true })
+			}
+		}
+	}
 	for i := 0; i+1 < len(comps.Content); i += 2 {
 		comp := comps.Content[i].Value
 		if mappingAt(comps.Content[i+1], "batch_capacity") == nil {
