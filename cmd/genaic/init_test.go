@@ -1118,6 +1118,7 @@ func TestInitRowsOfTwoKinds(t *testing.T) {
 		"        #     - { dimensions: [texts], max_total: 8 }  # first symbol: a request or packed axis\n        #     - { dimensions: [images], max_total: 8 }\n",
 		"              shape: [images, 4]\n              # Rows of their own kind, images, not ids's: give\n",
 		"              shape: [images, texts]\n              # Its axes follow rows of 2 kinds (texts, images):\n",
+		"              # request sends alike), leave its inputs shared: requests that bring\n",
 		"              shape: [images, 1]\n              # Once the component groups, say how this output splits back per\n              # request (left shared, each request would receive the whole group's\n              # rows, and check refuses it): its rows are pixels's,\n              # images, axis 0:\n",
 	)
 	if out, errOut, code := runCLI(t, "init", dir); code != exitOK {

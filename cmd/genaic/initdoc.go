@@ -929,6 +929,9 @@ func outputLayoutComment(line func(int, string, ...any), c *initComponent, p ini
 			line(7, "# (capacity/unreconciled). Once the component groups, leave this output")
 			line(7, "# out (a graph output no port declares is not fetched) and compute it")
 			line(7, "# from outputs split per request, or keep the component ungrouped.")
+			line(7, "# Where one kind is no request's own (a table of class embeddings every")
+			line(7, "# request sends alike), leave its inputs shared: requests that bring")
+			line(7, "# equal values share a call, and this output splits by the other rows.")
 			return
 		case len(follows) == 1 && yq(follows[0].sym) != h.root:
 			k := follows[0]
