@@ -252,7 +252,7 @@ func (f *capacityFacts) crossedAxis(k *ir.Contract, split int) (int, SymbolCount
 // twoCounts is the help line of an output port that names two counts of
 // the group.
 func twoCounts(port string) string {
-	return fmt.Sprintf("no layout splits an output by two counts of the group: leave port `%s` out of the component (a graph output no port declares is not fetched) and compute it from outputs split per request, or remove batch_capacity so that each call takes one request", port)
+	return fmt.Sprintf("no layout splits an output by two counts of the group: leave port `%s` out of the component (a graph output no port declares is not fetched) and compute it from outputs split per request, or remove batch_capacity so that each call takes one request; where one count's inputs are no request's own (a table of class embeddings every request sends alike), leave them shared instead: requests that bring equal values share a call", port)
 }
 
 // rowsMiscounted reports an output port split one row (or factor rows)
