@@ -37,7 +37,7 @@ var CapacityPass = &Pass{
 			capacityRowScope(c, f)
 			capacitySharedOutputs(c, f, sc, bind)
 			capacityUnpaddedOutputs(c, f)
-			capacityCrossedOutputs(c, f)
+			capacityOutputCounts(c, f)
 			capacitySharedInputs(c, f, bind)
 		}
 		return nil, nil

@@ -93,16 +93,7 @@ func contractEmitRows(c *Context, s *ir.Step, o *ir.Output) {
 	}
 	c.ReportRelated(diag.ContractIncompatible, s.Value.Loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` packs any number of items a request on axis 0 (token_packed), but workflow output `%s` promises %s a request there (%s): each response would hold another count than its contract says\ndeclare on workflow output `%s` the value's layout: batch_layout: { kind: token_packed, axis: 0, levels: [%s] }, and emit those companions as workflow outputs too",
-		v.Name, o.Name, layoutRows(o.Contract.Layout), o.Contract.Layout.Kind, o.Name, levelsText(v.Contract.Layout.Levels, true))
-}
-
-// layoutRows says how many rows a request a request_aligned or
-// request_expanded layout takes: "one row", "2 rows".
-func layoutRows(l ir.Layout) string {
-	if l.Kind == ir.RequestExpanded && l.Factor > 1 {
-		return fmt.Sprintf("%d rows", l.Factor)
-	}
-	return "one row"
+		v.Name, o.Name, rowsWord(rowsPerRequest(o.Contract.Layout)), o.Contract.Layout.Kind, o.Name, levelsText(v.Contract.Layout.Levels, true))
 }
 
 // levelsText spells ownership levels as a document writes them, each
@@ -219,7 +210,7 @@ func contractRowsBind(c *Context, id ir.ValueID, p *ir.Port, comp *ir.Component,
 	}
 	c.ReportRelated(diag.ContractIncompatible, loc, []Related{{v.Loc, fmt.Sprintf("`%s` is defined here", v.Name)}},
 		"`%s` packs any number of items a request on axis 0 (token_packed), but input port `%s` of component `%s`, which groups, takes %s a request there (%s): a request that brings another count fails at admission (run/input), alone or grouped\ndeclare on input port `%s` the value's layout: batch_layout: { kind: token_packed, axis: 0, levels: [%s] }, and split its outputs by those levels (extent: preserved)",
-		v.Name, p.Name, comp.Name, layoutRows(p.Contract.Layout), p.Contract.Layout.Kind, p.Name, levelsText(v.Contract.Layout.Levels, false))
+		v.Name, p.Name, comp.Name, rowsWord(rowsPerRequest(p.Contract.Layout)), p.Contract.Layout.Kind, p.Name, levelsText(v.Contract.Layout.Levels, false))
 }
 
 func known(dtype string) bool {

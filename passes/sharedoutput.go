@@ -202,16 +202,17 @@ func capacityUnpaddedOutputs(c *Context, f *capacityFacts) {
 	}
 }
 
-// capacityCrossedOutputs reports an output port of a grouped component
-// that splits back per request on one axis but names, on another, a count
-// of the group that an input port states: another input's rows, a packed
+// capacityOutputCounts reports an output port of a grouped component
+// whose split axis takes another count of rows a request than its input
+// brings (rowsMiscounted), or that splits back per request on one axis
+// but names, on another, a count of the group that an input port states: another input's rows, a packed
 // axis, a level's units (a CLIP-style model's logits_per_image,
 // [images, texts], split by the images). Each request's rows would span
 // every request's texts in the group: other requests' data, at an extent
 // it would not have alone. No layout splits one output by two counts, so
 // the fix is to leave the port out of the component, or not to group.
 // An axis the port pads is split by its lengths and is not judged here.
-func capacityCrossedOutputs(c *Context, f *capacityFacts) {
+func capacityOutputCounts(c *Context, f *capacityFacts) {
 	for _, p := range contractPorts(f.comp, false) {
 		k := p.Contract
 		if k.Layout.Kind == ir.Shared {
@@ -270,10 +271,7 @@ func (f *capacityFacts) rowsMiscounted(c *Context, p *ir.Port, ra int) bool {
 		return false
 	}
 	n, ok := f.inputCount(d.Sym)
-	rows := int64(1)
-	if k.Layout.Kind == ir.RequestExpanded && k.Layout.Factor > 1 {
-		rows = k.Layout.Factor
-	}
+	rows := rowsPerRequest(k.Layout)
 	if !ok || n.Kind == CountRows && n.Factor == rows {
 		return false
 	}
@@ -291,8 +289,7 @@ func (f *capacityFacts) rowsMiscounted(c *Context, p *ir.Port, ra int) bool {
 	return true
 }
 
-// rowsWord says how many rows per request a layout splits: "one row",
-// "2 rows".
+// rowsWord says a count of rows: "one row", "2 rows".
 func rowsWord(n int64) string {
 	if n == 1 {
 		return "one row"

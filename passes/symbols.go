@@ -271,12 +271,8 @@ func (f *ComponentSymbols) classifyLayout(sc *Scopes, p *ir.Port, input bool, co
 		}
 	}
 	if ax := k.RequestAxis(); ax >= 0 && ax < len(k.Shape) {
-		factor := int64(1)
-		if k.Layout.Kind == ir.RequestExpanded && k.Layout.Factor > 1 {
-			factor = k.Layout.Factor
-		}
 		// Rows are the group's requests on every port, input or output.
-		add(k.Shape[ax].Sym, SymbolCount{Kind: CountRows, Rooted: true, Factor: factor, Loc: k.Shape[ax].Loc})
+		add(k.Shape[ax].Sym, SymbolCount{Kind: CountRows, Rooted: true, Factor: rowsPerRequest(k.Layout), Loc: k.Shape[ax].Loc})
 	}
 	if !k.Packed() {
 		return
@@ -298,6 +294,15 @@ func (f *ComponentSymbols) classifyLayout(sc *Scopes, p *ir.Port, input bool, co
 		add(own, SymbolCount{Kind: CountUnits, Level: i, Ref: lv.Owner.Name, Rooted: lv.Extent == ir.ExtentPreserved, Loc: lv.Owner.Loc})
 		f.owners[p] = append(f.owners[p], own)
 	}
+}
+
+// rowsPerRequest is the rows a request brings on the request axis of a
+// request_aligned (1) or request_expanded (its factor) layout.
+func rowsPerRequest(l ir.Layout) int64 {
+	if l.Kind == ir.RequestExpanded && l.Factor > 1 {
+		return l.Factor
+	}
+	return 1
 }
 
 // companionExtent is the extent symbol of a rank-1 companion, or "".
