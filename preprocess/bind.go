@@ -26,6 +26,16 @@ var (
 	seqRanks = map[Seq][]int{SeqTiles: {4, 5}, SeqPatches: {2, 3}}
 )
 
+// DataDTypes are the element types an adapter writes program data as. It
+// computes in float32; a 16-bit port receives each value rounded to the
+// nearest representable one (ties to even), as a model exported in half
+// precision takes its inputs.
+var DataDTypes = []string{"float32", "float16", "bfloat16"}
+
+// DataDTypesText names DataDTypes for a message: "float32, float16 or
+// bfloat16".
+func DataDTypesText() string { return orList(DataDTypes) }
+
 // Bind pairs each output port of adapter with the program output that
 // binds it: the output whose name an invoke of the adapter gives the port's
 // value (invoked maps such names onto ports), or failing that, the output
@@ -82,8 +92,8 @@ func InvokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
 }
 
 // ports checks what each bound port receives: a value the program defines,
-// as int64 for a companion and as float32 program data of a rank the
-// adapter lays out.
+// as int64 for a companion and as program data of a DataDTypes type and a
+// rank the adapter lays out.
 func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 	var probs []Problem
 	for _, port := range adapter.Outputs {
@@ -105,7 +115,7 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 				p.Modality, o.Name, p.Source(o)))
 			continue
 		}
-		probs = append(probs, dtypeProblem(p, port, o, adapter, "float32")...)
+		probs = append(probs, dtypeProblem(p, port, o, adapter, DataDTypes...)...)
 		s, c := p.Shapes[p.Source(o)], port.Contract
 		want := dataRanks[p.Modality]
 		switch {
@@ -312,31 +322,35 @@ func namesBands(d ir.Dim, window int) bool {
 	return slices.ContainsFunc([]string{"mel", "feature", "band", "bin", "freq"}, func(w string) bool { return strings.Contains(name, w) })
 }
 
-func dtypeProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, want string) []Problem {
+func dtypeProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, want ...string) []Problem {
 	c := port.Contract
 	if c == nil || c.DType == "" {
 		return nil
 	}
-	if d, ok := ir.LookupDType(c.DType); ok && d.Name == want {
+	if d, ok := ir.LookupDType(c.DType); ok && slices.Contains(want, d.Name) {
 		return nil
 	}
 	return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` carries %s (preprocessing.%s output `%s`) as %s; the %s adapter writes it as %s",
-		port.Name, adapter.Name, o.Content, p.Modality, o.Name, c.DType, p.Modality, want)}
+		port.Name, adapter.Name, o.Content, p.Modality, o.Name, c.DType, p.Modality, orList(want))}
+}
+
+// orList joins words as "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func ranks(rs []int) string {
-	s := ""
+	words := make([]string, len(rs))
 	for i, r := range rs {
-		switch {
-		case i == 0:
-		case i == len(rs)-1:
-			s += " or "
-		default:
-			s += ", "
-		}
-		s += strconv.Itoa(r)
+		words[i] = strconv.Itoa(r)
 	}
-	return s
+	return orList(words)
 }
 
 func sortedKeys(m map[string]string) []string {

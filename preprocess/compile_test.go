@@ -138,7 +138,11 @@ func TestCompileRefuses(t *testing.T) {
 			p.Outputs = append(p.Outputs, ir.ProgramOutput{Name: "pixels", Source: "d", Content: "pixels", Loc: 6})
 		}, RuleUnbound, 6, "bound by two outputs"},
 		{"port rank", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.Rank = 2 }, RuleOp, 9, "rank 2"},
-		{"port dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "float16" }, RuleOp, 9, "writes it as float32"},
+		{"port dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "float64" }, RuleOp, 9, "as float64; the image adapter writes it as float32, float16 or bfloat16"},
+		{"companion dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) {
+			c.Outputs = append(c.Outputs, &ir.Port{Name: "offsets", Loc: 11, Contract: &ir.Contract{DType: "float16", Rank: -1}})
+			p.Outputs = append(p.Outputs, ir.ProgramOutput{Name: "offsets", Content: "pack_offsets", Loc: 6})
+		}, RuleOp, 11, "writes it as int64"},
 		{"content", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { p.Outputs[0].Content = "mask" }, RuleOp, 5, "content role `mask`"},
 		{"output source", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { p.Outputs[0].Source = "nowhere" }, RuleOp, 5, "reads `nowhere`"},
 	} {

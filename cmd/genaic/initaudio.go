@@ -103,7 +103,7 @@ func audioInputOf(c *initComponent) (audioInput, error) {
 }
 
 // samplesInputOf is the component's one input, if it takes each clip's
-// samples: float32 [batch, samples], its first axis dynamic, named as a
+// samples: float [batch, samples], its first axis dynamic, named as a
 // speech encoder's samples are (sampleNames).
 func samplesInputOf(c *initComponent) (audioInput, error) {
 	p, err := soleInput(c, samplesFlag)
@@ -172,7 +172,7 @@ func settleAudioOutputs(path string, c *initComponent, au *audioInput) error {
 	var err error
 	for _, m := range tries {
 		au.mels = m
-		if au.outs, au.skipped, err = settleRows(path, c, "clip", au.batch, floatItems(au.port.name, au.featureShape), nil); err == nil {
+		if au.outs, au.skipped, err = settleRows(path, c, "clip", au.batch, floatItems(au.port, au.featureShape), nil); err == nil {
 			return nil
 		}
 	}
@@ -192,7 +192,7 @@ func settleSampleOutputs(path string, c *initComponent, au *audioInput) error {
 		extent = &itemExtent{sym: au.port.dims[1].sym, runs: lengths, follows: "frames"}
 	}
 	inputs := func(n int64, r int) (map[string]*backend.Tensor, error) {
-		return floatItems(au.port.name, func(n int64) []int64 { return []int64{n, lengths[r]} })(n, r)
+		return floatItems(au.port, func(n int64) []int64 { return []int64{n, lengths[r]} })(n, r)
 	}
 	var err error
 	au.outs, au.skipped, err = settleRows(path, c, "clip", au.batch, inputs, extent)
@@ -230,8 +230,8 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(3, "- name: %s", yq(features))
 	line(4, "source: audio.features")
 	line(4, "content: features")
-	line(4, "dtype: float32")
-	line(4, "contract: { dtype: float32, shape: %s, %s }", au.featureShapeYAML(), aligned)
+	line(4, "dtype: %s", au.port.dtype)
+	line(4, "contract: { dtype: %s, shape: %s, %s }", au.port.dtype, au.featureShapeYAML(), aligned)
 	line(0, "pipeline:")
 	line(1, "workflow:")
 	line(2, "manifest:")
@@ -249,7 +249,7 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(4, "implementation: { kind: adapter, abi: onnx-genai.audio-preprocess, version: \"1\" }")
 	in.adapterInputs(line, "clips", 8, 64<<20)
 	line(5, "outputs:")
-	line(6, "%s: { dtype: float32, shape: %s, %s }", yq(features), au.featureShapeYAML(), aligned)
+	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(features), au.port.dtype, au.featureShapeYAML(), aligned)
 	line(3, "%s:", yq(c.name))
 	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
 	line(4, "# At most %d clips per call: raise it to the batch your model runs", au.perCall())
@@ -262,7 +262,7 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(6, "- { dimensions: [%s], max_total: %d }", yq(au.batch), au.perCall())
 	line(4, "ports:")
 	line(5, "inputs:")
-	line(6, "%s: { dtype: float32, shape: %s, %s }", yq(au.port.name), au.featureShapeYAML(), aligned)
+	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(au.port.name), au.port.dtype, au.featureShapeYAML(), aligned)
 	line(5, "outputs:")
 	for _, s := range au.skipped {
 		line(6, "# Not declared: %s.", s)

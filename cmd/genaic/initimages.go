@@ -9,6 +9,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 	"github.com/genaic/genaic/vm/ort"
 )
 
@@ -95,7 +96,7 @@ func imagesPackage(path string, c *initComponent) (string, error) {
 // (settleRows, on images of the package's size).
 func settleOutputs(path string, c *initComponent, im *imageInput) error {
 	var err error
-	im.outs, im.skipped, err = settleRows(path, c, "image", im.batch, floatItems(im.port.name, func(n int64) []int64 {
+	im.outs, im.skipped, err = settleRows(path, c, "image", im.batch, floatItems(im.port, func(n int64) []int64 {
 		if im.last {
 			return []int64{n, im.h, im.w, im.channels}
 		}
@@ -109,17 +110,17 @@ func settleOutputs(path string, c *initComponent, im *imageInput) error {
 // settleRows' runs.
 type itemInputs func(n int64, r int) (map[string]*backend.Tensor, error)
 
-// floatItems is one float32 input of name, shape(n) for n items, of 0.5s.
-func floatItems(name string, shape func(n int64) []int64) itemInputs {
+// floatItems is input p of shape(n) for n items, of 0.5s.
+func floatItems(p initPort, shape func(n int64) []int64) itemInputs {
 	return func(n int64, _ int) (map[string]*backend.Tensor, error) {
-		x, err := backend.NewTensor("float32", shape(n))
+		x, err := backend.NewTensor(p.dtype, shape(n))
 		if err != nil {
 			return nil, err
 		}
 		for k := range x.Len() {
 			x.SetFloat64At(k, 0.5)
 		}
-		return map[string]*backend.Tensor{name: x}, nil
+		return map[string]*backend.Tensor{p.name: x}, nil
 	}
 }
 
@@ -303,9 +304,9 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(3, "- name: %s", yq(pixels))
 	line(4, "source: image.normalized")
 	line(4, "content: pixels")
-	line(4, "dtype: float32")
+	line(4, "dtype: %s", im.port.dtype)
 	line(4, "contract:")
-	line(5, "dtype: float32")
+	line(5, "dtype: %s", im.port.dtype)
 	line(5, "shape: %s", im.pixelShape())
 	line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: produced }] }", level)
 	line(3, "- { name: %s, source: image.normalized, content: pack_offsets, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOffset, yq(perRow))
@@ -337,7 +338,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	in.adapterInputs(line, "images", 8, 32<<20)
 	line(5, "outputs:")
 	line(6, "%s:", yq(pixels))
-	line(7, "dtype: float32")
+	line(7, "dtype: %s", im.port.dtype)
 	line(7, "shape: %s", im.pixelShape())
 	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: produced }] }", level)
 	line(6, "%s: { dtype: int64, shape: [%s] }", imgOffset, yq(perRow))
@@ -352,7 +353,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(4, "ports:")
 	line(5, "inputs:")
 	line(6, "%s:", yq(im.port.name))
-	line(7, "dtype: float32")
+	line(7, "dtype: %s", im.port.dtype)
 	line(7, "shape: %s", im.pixelShape())
 	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [%s }] }", level)
 	line(5, "outputs:")
@@ -494,8 +495,9 @@ type itemsFlag struct {
 }
 
 // soleInput is the one input of c, if it may take items as a package of
-// f writes them: float32 of f's rank, its first axis a dynamic batch; an
-// error says why not otherwise.
+// f writes them: of an element type the adapter writes (float32 or a
+// 16-bit float) and f's rank, its first axis a dynamic batch; an error
+// says why not otherwise.
 func soleInput(c *initComponent, f itemsFlag) (initPort, error) {
 	if len(c.inputs) != 1 {
 		names := make([]string, len(c.inputs))
@@ -506,8 +508,8 @@ func soleInput(c *initComponent, f itemsFlag) (initPort, error) {
 	}
 	p := c.inputs[0]
 	switch {
-	case p.dtype != "float32":
-		return p, inputError(p, fmt.Sprintf("not float32 %s %s: %s makes float32 %s", f.what, f.shape, f.flag, f.made))
+	case !slices.Contains(preprocess.DataDTypes, p.dtype):
+		return p, inputError(p, fmt.Sprintf("not float %s %s: %s makes %s as %s", f.what, f.shape, f.flag, f.made, preprocess.DataDTypesText()))
 	case !p.hasShape || len(p.dims) != strings.Count(f.shape, ",")+1:
 		return p, inputError(p, fmt.Sprintf("not %s %s (%s)", f.what, f.shape, f.other))
 	case p.dims[0].sym == "" && p.dims[0].size == 1:

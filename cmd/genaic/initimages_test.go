@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
@@ -161,7 +162,7 @@ func TestInitImages(t *testing.T) {
 				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}, "no output gives one row per image: total [] has no row per image"},
 		{"not images", &onnxpb.GraphProto{Name: "ids", Input: []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "batch", "seq")},
 			Output: []*onnxpb.ValueInfoProto{tensorInfo("out", 7, "batch", "seq")},
-			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"ids"}, Output: []string{"out"}}}}, "input ids is int64 [batch, seq], not float32 images"},
+			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"ids"}, Output: []string{"out"}}}}, "input ids is int64 [batch, seq], not float images [batch, channels, height, width]: --images makes pixels as float32, float16 or bfloat16"},
 	} {
 		dir := t.TempDir()
 		writeGraph(t, filepath.Join(dir, "means.onnx"), c.g, 17)
@@ -249,4 +250,96 @@ func runRequests(t *testing.T, dir string, reqs []string) (doc, out string) {
 		t.Fatalf("run: exit %d\n%s", code, errOut)
 	}
 	return doc, out
+}
+
+// TestInitImagesHalf: a model exported in half precision (float16 pixels)
+// gets a package whose adapter writes its pixels as float16: check accepts
+// it, and each pixel the model receives is, exactly, the one a float32
+// export of the same model receives, rounded to half precision (both
+// models hand their input back, widened to float32). Grouped answers as
+// alone.
+func TestInitImagesHalf(t *testing.T) {
+	const f32, f16 = 1, 10
+	model := func(elem int32) *onnxpb.GraphProto {
+		g := &onnxpb.GraphProto{Name: "echo",
+			Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixels", elem, "batch", 3, 8, 8)},
+			Output: []*onnxpb.ValueInfoProto{tensorInfo("echo", f32, "batch", 3, 8, 8)},
+			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"pixels"}, Output: []string{"echo"}}}}
+		if elem != f32 {
+			g.Node[0] = &onnxpb.NodeProto{OpType: "Cast", Input: []string{"pixels"}, Output: []string{"echo"},
+				Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: f32}}}
+		}
+		return g
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, 23, 17))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 37 % 251)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	item := fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, b.Len(), base64.StdEncoding.EncodeToString(b.Bytes()))
+	reqs := []string{fmt.Sprintf(`{"id":"a","inputs":{"images":{"items":[%s, %s]}}}`, item, solidItem(t)), fmt.Sprintf(`{"id":"b","inputs":{"images":{"items":[%s]}}}`, item)}
+	echoes := map[int32][][]float64{}
+	for _, elem := range []int32{f32, f16} {
+		dir := t.TempDir()
+		writeGraph(t, filepath.Join(dir, "echo.onnx"), model(elem), 17)
+		if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "echo.onnx")); code != exitOK {
+			t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
+		}
+		checkClean(t, dir)
+		if _, doc := initWritten(t, dir); elem == f16 && strings.Count(doc, "dtype: float16") != 4 {
+			t.Errorf("the half model's pixels are not float16 on the program's output, the adapter's and the model's port:\n%s", doc)
+		}
+		doc, out := runRequests(t, dir, reqs)
+		var resp struct {
+			Responses []struct {
+				Outputs map[string]struct {
+					Items []struct {
+						Data []float64 `json:"data"`
+					} `json:"items"`
+				} `json:"outputs"`
+			} `json:"responses"`
+		}
+		if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 2 {
+			t.Fatalf("run printed %v\n%.300s", err, out)
+		}
+		for _, r := range resp.Responses {
+			for _, it := range r.Outputs["echo"].Items {
+				echoes[elem] = append(echoes[elem], it.Data)
+			}
+		}
+		if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "answered alike grouped and alone") {
+			t.Errorf("run --verify: exit %d\n%s", code, errOut)
+		}
+	}
+	wide, half := echoes[f32], echoes[f16]
+	if len(wide) != 3 || len(half) != 3 {
+		t.Fatalf("%d and %d images echoed, want 3 and 3", len(wide), len(half))
+	}
+	rounded := 0
+	for i := range wide {
+		if len(wide[i]) != 3*8*8 || len(half[i]) != len(wide[i]) {
+			t.Fatalf("image %d: %d and %d values, want %d", i, len(wide[i]), len(half[i]), 3*8*8)
+		}
+		for k, v := range wide[i] {
+			want := backend.HalfToFloat32(backend.Float32ToHalf(float32(v)))
+			if float32(half[i][k]) != want {
+				t.Fatalf("image %d value %d: the half model received %v, want %v (%v rounded)", i, k, half[i][k], want, v)
+			}
+			if want != float32(v) {
+				rounded++
+			}
+		}
+	}
+	if rounded == 0 {
+		t.Error("no value of the images rounds in half precision: the test shows nothing")
+	}
+}
+
+// solidItem is a requests document's item of a solid PNG.
+func solidItem(t *testing.T) string {
+	p := solidPNG(t, 30, 40, color.NRGBA{R: 200, G: 10, B: 99, A: 255})
+	return fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, len(p), base64.StdEncoding.EncodeToString(p))
 }

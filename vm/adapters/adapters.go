@@ -38,6 +38,11 @@
 // Items are processed concurrently (Backend.Workers), and outputs keep
 // their order.
 //
+// Element types. Program data is computed in float32, as the outputs
+// below say; a data port whose contract declares float16 or bfloat16
+// (preprocess.DataDTypes) receives each value rounded to that type,
+// nearest with ties to even, as a cast would.
+//
 // # Image adapter (onnx-genai.image-preprocess, version "1")
 //
 // Program. Transforms run in order for each image (preprocess.Ops gives

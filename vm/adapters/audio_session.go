@@ -308,6 +308,7 @@ func (s *audioSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 		}
 	}
 	s.fillCompanions(s.companions, levels, out)
+	s.narrowData(out)
 	return out, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
+	"github.com/genaic/genaic/preprocess"
 )
 
 // kind names a modality and what one of its encodings holds, for messages.
@@ -21,12 +22,16 @@ type encoded struct {
 	k        kind
 	in       encodedInput
 	outPorts map[string]bool // the adapter's output ports
+	// narrow names the data ports declared in a 16-bit float type, by
+	// their dtype: the session computes them in float32 and rounds them
+	// (narrowData) before they leave it.
+	narrow map[string]string
 }
 
 // newEncoded starts the session of an adapter component; its input is
 // found by the modality's load.
 func newEncoded(b *Backend, comp *ir.Component, k kind) *encoded {
-	s := &encoded{b: b, comp: comp, k: k, outPorts: map[string]bool{}}
+	s := &encoded{b: b, comp: comp, k: k, outPorts: map[string]bool{}, narrow: map[string]string{}}
 	for _, port := range comp.Outputs {
 		s.outPorts[port.Name] = true
 	}
@@ -481,8 +486,8 @@ func dataPort[S any](s *encoded, port *ir.Port, o *ir.ProgramOutput, what, examp
 	if c == nil {
 		return nil, "", static, unsupported("output port `%s` of adapter `%s` has no contract; declare one, such as %s", port.Name, s.comp.Name, example)
 	}
-	if d, ok := ir.LookupDType(c.DType); c.DType != "" && (!ok || d.Name != "float32") {
-		return nil, "", static, unsupported("output port `%s` of adapter `%s` carries %s as %s; the %s adapter writes float32", port.Name, s.comp.Name, what, c.DType, s.k.modality)
+	if err := s.dataDType(port, what); err != nil {
+		return nil, "", static, err
 	}
 	source := o.Source
 	if source == "" {
@@ -493,4 +498,43 @@ func dataPort[S any](s *encoded, port *ir.Port, o *ir.ProgramOutput, what, examp
 		return nil, "", static, unsupported("preprocessing.%s output `%s` reads `%s`, which no transform defines; name a transform's output as its source", s.k.modality, o.Name, source)
 	}
 	return c, source, static, nil
+}
+
+// dataDType checks the element type of a port that receives program data
+// and notes a 16-bit one in s.narrow.
+func (s *encoded) dataDType(port *ir.Port, what string) error {
+	c := port.Contract
+	if c.DType == "" {
+		return nil
+	}
+	d, ok := ir.LookupDType(c.DType)
+	if !ok || !slices.Contains(preprocess.DataDTypes, d.Name) {
+		return unsupported("output port `%s` of adapter `%s` carries %s as %s; the %s adapter writes %s", port.Name, s.comp.Name, what, c.DType, s.k.modality, preprocess.DataDTypesText())
+	}
+	if d.Name != "float32" {
+		s.narrow[port.Name] = d.Name
+	}
+	return nil
+}
+
+// narrowData replaces each float32 tensor of out that a port declared in
+// a 16-bit float type receives by its values rounded to that type
+// (nearest, ties to even).
+func (s *encoded) narrowData(out map[string]*backend.Tensor) {
+	for name, dtype := range s.narrow {
+		t := out[name]
+		if t == nil {
+			continue
+		}
+		round := backend.Float32ToHalf
+		if dtype == "bfloat16" {
+			round = backend.Float32ToBFloat16
+		}
+		src := t.Float32s()
+		dst := make([]uint16, len(src))
+		for i, v := range src {
+			dst[i] = round(v)
+		}
+		out[name] = &backend.Tensor{DType: dtype, Shape: t.Shape, Data: dst}
+	}
 }

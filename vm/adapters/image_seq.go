@@ -39,6 +39,9 @@ func (s *imageSession) seqPort(port *ir.Port, o *ir.ProgramOutput, source string
 	c := port.Contract
 	static := s.prog.seqs[source]
 	sp := &seqPort{name: port.Name, source: source, static: static, contract: c}
+	if err := s.dataDType(port, o.Content); err != nil {
+		return nil, err
+	}
 	what := "patches [patches, features]"
 	sp.unit = []int64{int64(static.Features)}
 	if static.Seq == preprocess.SeqTiles {

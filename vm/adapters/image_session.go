@@ -384,6 +384,7 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 	for _, name := range s.owners {
 		out[name] = ints(ownersOf(rows))
 	}
+	s.narrowData(out)
 	return out, nil
 }
 

@@ -450,6 +450,7 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 		}
 		out[name] = ints(l)
 	}
+	s.narrowData(out)
 	return out, nil
 }
 
