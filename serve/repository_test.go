@@ -352,3 +352,14 @@ func TestRepositoryStartsEmpty(t *testing.T) {
 		t.Errorf("the model loaded into the empty server: %v", r.Err)
 	}
 }
+
+// TestCompileLoadsAdapters: a package compiled by the server is checked
+// as `genaic check` checks it, its adapters loaded, so one that only an
+// adapter's load refuses is refused at compile, not when its engine
+// loads the adapter.
+func TestCompileLoadsAdapters(t *testing.T) {
+	_, err := compile(filepath.Join("testdata", "adapter_axis1"))
+	if err == nil || !strings.Contains(err.Error(), "the package has diagnostics") {
+		t.Errorf("compile: %v", err)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/vm"
+	"github.com/genaic/genaic/vm/adapters"
 )
 
 // Config configures a Server.
@@ -376,7 +377,7 @@ func compile(dir string) (*plan.File, error) {
 	if f, err := plan.Load(filepath.Join(dir, "plan.json")); err == nil {
 		return f, nil
 	}
-	d, err := passes.CheckPath(dir, passes.Options{})
+	d, err := passes.CheckPath(dir, passes.Options{Adapters: func(m *ir.Module) backend.Backend { return adapters.New(m) }})
 	if err != nil {
 		return nil, err
 	}

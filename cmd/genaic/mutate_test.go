@@ -48,13 +48,24 @@ func TestMistakenLayoutsRefusedFirst(t *testing.T) {
 			dir := mistakenPackage(t, pkg, m.doc)
 			if rep, code := checkJSONOf(t, dir); code != exitOK || len(rep.Files) != 1 || !rep.Files[0].Valid {
 				refused++
+				var errs []string
 				for _, f := range rep.Files {
 					for _, d := range f.Diagnostics {
+						if d.Severity == "error" {
+							errs = append(errs, "error["+d.Rule+"]")
+						}
 						if family, _, _ := strings.Cut(d.Rule, "/"); !slices.Contains([]string{"capacity", "contract", "packed", "padding", "emit", "preprocess"}, family) {
 							t.Errorf("%s, %s: refused for %s, not for its layout: %s", filepath.Base(pkg), m.name, d.Rule, d.Message)
 						}
 						rules[d.Rule]++
 					}
+				}
+				// run compiles as check does, the adapters loaded: it
+				// refuses the package with check's errors, before any
+				// request.
+				_, errOut, code := runCLI(t, "run", dir, "--requests", filepath.Join(pkg, "requests.json"))
+				if code != exitDiags || slices.ContainsFunc(errs, func(e string) bool { return !strings.Contains(errOut, e) }) {
+					t.Errorf("%s, %s: check refuses it with %v, but run exits %d:\n%s", filepath.Base(pkg), m.name, errs, code, errOut)
 				}
 				continue
 			}

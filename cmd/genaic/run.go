@@ -135,7 +135,7 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 		}
 		return f, f.PackageDir(path), exitOK
 	}
-	d, err := passes.CheckPath(path, passes.Options{})
+	d, err := passes.CheckPath(path, passes.Options{Adapters: builtinAdapters})
 	if err != nil {
 		return nil, "", ioError(e, err)
 	}

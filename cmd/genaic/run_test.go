@@ -70,6 +70,21 @@ func closeTo(a, b []float32) bool {
 	return true
 }
 
+// TestRunRefusesWhatCheckRefuses: run compiles a package as check does,
+// its adapters loaded, so a package only an adapter's load refuses (pixels
+// stacked on axis 1) is refused with check's diagnostic, not run until the
+// adapter fails to load.
+func TestRunRefusesWhatCheckRefuses(t *testing.T) {
+	dir := "../../serve/testdata/adapter_axis1"
+	if out, errOut, code := runCLI(t, "check", dir); code != exitDiags || !strings.Contains(out+errOut, "error[preprocess/op]") {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code := runCLI(t, "run", dir, "--verify")
+	if code != exitDiags || !strings.Contains(errOut, "error[preprocess/op]") || !strings.Contains(errOut, "stacks images on axis 0") || strings.Contains(errOut, "run/unsupported") {
+		t.Errorf("run: exit %d\n%s", code, errOut)
+	}
+}
+
 // TestRunFromPlanFile compiles a plan, runs it into --out, and refuses it
 // once the package's artifact changed.
 func TestRunFromPlanFile(t *testing.T) {
