@@ -356,10 +356,10 @@ func TestRepositoryStartsEmpty(t *testing.T) {
 // TestCompileLoadsAdapters: a package compiled by the server is checked
 // as `genaic check` checks it, its adapters loaded, so one that only an
 // adapter's load refuses is refused at compile, not when its engine
-// loads the adapter.
+// loads the adapter, and the refusal names the first error.
 func TestCompileLoadsAdapters(t *testing.T) {
 	_, err := compile(filepath.Join("testdata", "adapter_axis1"))
-	if err == nil || !strings.Contains(err.Error(), "the package has diagnostics") {
+	if err == nil || !strings.Contains(err.Error(), "the package has diagnostics, the first inference_metadata.yaml:23:7: error[preprocess/op]") || !strings.Contains(err.Error(), "stacks images on axis 0") {
 		t.Errorf("compile: %v", err)
 	}
 }

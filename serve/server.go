@@ -23,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/compiler/diag"
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/safefile"
 	"github.com/genaic/genaic/ir"
@@ -382,6 +383,11 @@ func compile(dir string) (*plan.File, error) {
 		return nil, err
 	}
 	if !d.Valid() {
+		for _, x := range d.Diags() {
+			if x.Severity == diag.Error {
+				return nil, fmt.Errorf("the package has diagnostics, the first %s:%d:%d: error[%s]: %s; run `genaic check %s`", filepath.Base(d.File), x.Line, x.Column, x.Rule, x.Message, dir)
+			}
+		}
 		return nil, fmt.Errorf("the package has diagnostics; run `genaic check %s`", dir)
 	}
 	f, err := passes.BuildPlan(d, filepath.Dir(d.File))
