@@ -148,13 +148,30 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 }
 
 // AudioPortRank is the rank at which the audio adapter lays out a value of
-// shape s on a port of contract c: one clip's rank packed (token_packed),
-// one more stacked.
+// shape s on a port of contract c: one clip's rank where its units are
+// packed (token_packed), one more where clips are stacked, or packed whole
+// (ClipsPacked).
 func AudioPortRank(s Shape, c *ir.Contract) int {
-	if c != nil && c.Layout.Kind == ir.TokenPacked {
+	if c != nil && c.Layout.Kind == ir.TokenPacked && !ClipsPacked(s, c) {
 		return s.AudioRank()
 	}
 	return s.AudioRank() + 1
+}
+
+// ClipsPacked reports whether a token_packed audio port of contract c
+// packs whole clips: each clip one unit of axis 0, laid out on the axes
+// after it as a stacked port lays a clip out ([clips, frames, bands], or
+// bands first), with one level (clips→rows), so that a request brings any
+// number of clips, as it brings images. Such a port has one axis more than
+// a clip's value, and the axes past a clip's rank are not all trailing
+// axes fixed at 1 (TrailingOnes), which would lay out the clips' units
+// concatenated.
+func ClipsPacked(s Shape, c *ir.Contract) bool {
+	if c == nil || c.Layout.Kind != ir.TokenPacked || len(c.Layout.Levels) != 1 || c.Rank != s.AudioRank()+1 {
+		return false
+	}
+	_, err := TrailingOnes(c, s.AudioRank())
+	return err != nil
 }
 
 // TrailingOnes is how many axes the audio port of contract c declares past
@@ -277,7 +294,7 @@ func pixelsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.C
 	return nil
 }
 
-// unitsProblem checks axis 1 of a stacked audio port, each clip's
+// unitsProblem checks axis 1 of a stacked (or ClipsPacked) audio port, each clip's
 // samples, frames or windows, against the count the program fixes
 // (pad_or_trim), where both are fixed. shape is the port's shape less its
 // trailing axes of extent 1.
@@ -297,8 +314,8 @@ func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Co
 	return nil
 }
 
-// BandsFirst reports whether a stacked audio port of frames lays each
-// clip out bands first, [clips, bands, frames], as Whisper's encoder
+// BandsFirst reports whether a stacked (or ClipsPacked) audio port of
+// frames lays each clip out bands first, [clips, bands, frames], as Whisper's encoder
 // reads its log-mel features and NeMo's encoders their spectrograms,
 // rather than frames first, [clips, frames, bands]: shape, the port's
 // shape less its trailing axes of extent 1, is of rank 3, and its axis 1
@@ -306,7 +323,7 @@ func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Co
 // bin or freq, or by their count, the program's n_mels or window) where
 // its axis 2 does not. A port of no such evidence is frames first.
 func BandsFirst(s Shape, c *ir.Contract, shape []ir.Dim) bool {
-	if !s.Framed || s.Row > 0 || c == nil || c.Layout.Kind == ir.TokenPacked || len(shape) != 3 {
+	if !s.Framed || s.Row > 0 || c == nil || c.Layout.Kind == ir.TokenPacked && !ClipsPacked(s, c) || len(shape) != 3 {
 		return false
 	}
 	return namesBands(shape[1], s.Window) && !namesBands(shape[2], s.Window)

@@ -384,6 +384,12 @@ func TestCompileUnitAxes(t *testing.T) {
 // audioPort compiles an audio program whose last value a port of shape
 // dims binds (integers fixed, strings symbols), token_packed when packed.
 func audioPort(ts []ir.Transform, packed bool, dims ...any) (*Program, []Problem) {
+	return packedAudioPort(ts, packed, 0, dims...)
+}
+
+// packedAudioPort is audioPort, the port declaring levels ownership levels
+// when packed.
+func packedAudioPort(ts []ir.Transform, packed bool, levels int, dims ...any) (*Program, []Problem) {
 	shape := make([]ir.Dim, len(dims))
 	for i, d := range dims {
 		if n, ok := d.(int); ok {
@@ -395,6 +401,9 @@ func audioPort(ts []ir.Transform, packed bool, dims ...any) (*Program, []Problem
 	c := &ir.Contract{DType: "float32", Rank: len(shape), HasShape: true, Shape: shape}
 	if packed {
 		c.Layout = ir.Layout{Kind: ir.TokenPacked}
+		for range levels {
+			c.Layout.Levels = append(c.Layout.Levels, ir.Level{Offsets: ir.Ref{Name: "o"}, Owner: ir.Ref{Name: "w"}})
+		}
 	}
 	prog := &ir.Program{Modality: "audio", Transforms: ts,
 		Outputs: []ir.ProgramOutput{{Name: "features", Source: ts[len(ts)-1].Outputs[0], Content: "features", Loc: 5}}}
@@ -504,6 +513,42 @@ func TestCompileAudioFrontEnds(t *testing.T) {
 	} {
 		_, probs := audioPort(c.ts, c.packed, c.dims...)
 		if len(probs) != 1 || probs[0].Loc != 9 || !strings.Contains(probs[0].Message, c.frag) {
+			t.Errorf("%s: want one problem at the port mentioning %q, got %v", c.name, c.frag, probs)
+		}
+	}
+}
+
+// A packed port of one level and one axis more than a clip's value packs
+// whole clips, laid out and checked as a stacked port is (frames first or
+// bands first, its frames against pad_or_trim's); one whose axes past a
+// clip's rank are fixed at 1 concatenates the clips' units with trailing
+// ones, as before.
+func TestCompileClipsPacked(t *testing.T) {
+	whole := func(ts []ir.Transform, levels int, dims ...any) []Problem {
+		_, probs := packedAudioPort(ts, true, levels, dims...)
+		return probs
+	}
+	for _, dims := range [][]any{{"clips", 3000, 80}, {"clips", 80, 3000}, {"batch_size", "feature_size", "encoder_sequence_length"}} {
+		if probs := whole(whisper(), 1, dims...); len(probs) > 0 {
+			t.Errorf("whisper's clips packed whole %v: %v", dims, probs)
+		}
+	}
+	if probs := whole(wakeword(), 1, "windows", 76, 32, 1); len(probs) > 0 {
+		t.Errorf("wakeword's windows packed with a trailing one: %v", probs)
+	}
+	for _, c := range []struct {
+		name   string
+		ts     []ir.Transform
+		levels int
+		dims   []any
+		frag   string
+	}{
+		{"frames", whisper(), 1, []any{"clips", 3001, 80}, "fixes axis 1 at 3001, but preprocessing.audio makes 3000 frames of each clip in `x`"},
+		{"frames bands first", whisper(), 1, []any{"clips", 80, 2999}, "fixes axis 2 at 2999, but preprocessing.audio makes 3000 frames"},
+		{"two levels", whisper(), 2, []any{"clips", 3000, 80}, "lays out at rank 2"},
+		{"wakeword trailing 2", wakeword(), 1, []any{"windows", 76, 32, 2}, "fixes axis 2 at 32, but preprocessing.audio makes the rows of each window (its window) of `w` 76"},
+	} {
+		if probs := whole(c.ts, c.levels, c.dims...); len(probs) != 1 || probs[0].Loc != 9 || !strings.Contains(probs[0].Message, c.frag) {
 			t.Errorf("%s: want one problem at the port mentioning %q, got %v", c.name, c.frag, probs)
 		}
 	}

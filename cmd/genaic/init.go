@@ -205,11 +205,11 @@ func runInit(e *env, args []string) int {
 		return exitOK
 	}
 	if *audio {
-		front := "Whisper's log-mel features of it"
+		front := "Whisper's log-mel features of each"
 		if au, _ := audioInputOf(comps[0]); au.samples {
-			front = "its samples at 16 kHz, standardized"
+			front = "their samples at 16 kHz, standardized"
 		}
-		fmt.Fprintf(e.stdout, "wrote %s (a WAV clip per request in, %s, then %s on many requests' clips at once); next: check the front end against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
+		fmt.Fprintf(e.stdout, "wrote %s (WAV clips in, any number per request, %s, then %s on many requests' clips at once); next: check the front end against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
 			target, front, cn[0], *dir)
 		return exitOK
 	}

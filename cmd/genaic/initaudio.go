@@ -9,10 +9,11 @@ import (
 )
 
 // A speech encoder's package as init --audio writes it: each request
-// brings one WAV clip, the built-in audio adapter computes Whisper's
-// log-mel features of it (or wav2vec 2.0's input values, for a model that
-// reads the samples), and the model runs on the clips of many requests at
-// once, each request getting its own clip's rows.
+// brings WAV clips, any number, the built-in audio adapter computes
+// Whisper's log-mel features of each (or wav2vec 2.0's input values, for a
+// model that reads the samples) and packs the clips whole, and the model
+// runs on the clips of many requests at once, each request getting its
+// own clips' rows, one item each.
 
 // Whisper's front end: 30 s at 16 kHz in frames of 10 ms.
 const (
@@ -200,18 +201,29 @@ func settleSampleOutputs(path string, c *initComponent, au *audioInput) error {
 }
 
 // audioDocument writes the package of a speech encoder c whose input au
-// takes the features.
+// takes the features: clips packed whole on the batch axis (a request
+// brings any number, as it brings images), each output split back by
+// clip.
 func audioDocument(c *initComponent, au audioInput) string {
 	b, line := docLines()
 	taken := takenNames(c)
 	in := newMediaInput("audio", taken)
-	features := freshName(au.port.name, taken) // the adapter's output, the model's input
-	adapter := freshName("audio_preprocess", taken)
-	aligned := "batch_layout: { kind: request_aligned, axis: 0 }"
-	line(0, "# Written by `genaic init --audio` from %s: a package that takes one", c.artifact)
-	line(0, "# WAV clip per request and runs the model on the clips of many requests")
-	line(0, "# at once; each request gets its own clip's rows of every output.")
-	line(0, "# A requests document (genaic run, bench) names the clip's file:")
+	var (
+		features   = freshName(au.port.name, taken) // the adapter's output, the model's input
+		adapter    = freshName("audio_preprocess", taken)
+		perRow     = freshName("rows_plus_one", taken)
+		clipOffset = "audio.clip_offsets"
+		clipOwner  = "audio.clip_owner"
+		level      = fmt.Sprintf("{ offsets: %s, owner: %s", clipOffset, clipOwner)
+		produced   = fmt.Sprintf("batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: produced }] }", level)
+		taking     = fmt.Sprintf("batch_layout: { kind: token_packed, axis: 0, levels: [%s }] }", level)
+		preserved  = fmt.Sprintf("batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: preserved }] }", level)
+	)
+	line(0, "# Written by `genaic init --audio` from %s: a package that takes", c.artifact)
+	line(0, "# WAV clips, any number per request, as items, and runs the model on the")
+	line(0, "# clips of many requests at once; each request gets its own clips' rows")
+	line(0, "# of every output, one item each.")
+	line(0, "# A requests document (genaic run, bench) names the clips' files:")
 	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"speech.wav\"}]}}}", in.name)
 	line(0, "#")
 	program := au.featuresProgram
@@ -231,7 +243,9 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(4, "source: audio.features")
 	line(4, "content: features")
 	line(4, "dtype: %s", au.port.dtype)
-	line(4, "contract: { dtype: %s, shape: %s, %s }", au.port.dtype, au.featureShapeYAML(), aligned)
+	line(4, "contract: { dtype: %s, shape: %s, %s }", au.port.dtype, au.featureShapeYAML(), produced)
+	line(3, "- { name: %s, source: audio.features, content: pack_offsets, dtype: int64, contract: { dtype: int64, shape: [%s] } }", clipOffset, yq(perRow))
+	line(3, "- { name: %s, source: audio.features, content: pack_owner, dtype: int64, contract: { dtype: int64, shape: [%s] } }", clipOwner, yq(au.batch))
 	line(0, "pipeline:")
 	line(1, "workflow:")
 	line(2, "manifest:")
@@ -240,7 +254,13 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(2, "outputs:")
 	for _, o := range au.outs {
 		line(3, "%s:", yq(o.name))
-		line(4, "contract: { dtype: %s, shape: %s, %s }", o.dtype, o.shapeYAML(), aligned)
+		line(4, "contract: { dtype: %s, shape: %s, %s }", o.dtype, o.shapeYAML(), preserved)
+		line(4, "role: tensor")
+		line(4, "stage: pre_adapter")
+	}
+	for _, comp := range []struct{ name, shape string }{{clipOffset, yq(perRow)}, {clipOwner, yq(au.batch)}} {
+		line(3, "%s:", comp.name)
+		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", comp.shape)
 		line(4, "role: tensor")
 		line(4, "stage: pre_adapter")
 	}
@@ -249,7 +269,9 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(4, "implementation: { kind: adapter, abi: onnx-genai.audio-preprocess, version: \"1\" }")
 	in.adapterInputs(line, "clips", 8, 64<<20)
 	line(5, "outputs:")
-	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(features), au.port.dtype, au.featureShapeYAML(), aligned)
+	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(features), au.port.dtype, au.featureShapeYAML(), produced)
+	line(6, "%s: { dtype: int64, shape: [%s] }", clipOffset, yq(perRow))
+	line(6, "%s: { dtype: int64, shape: [%s] }", clipOwner, yq(au.batch))
 	line(3, "%s:", yq(c.name))
 	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
 	line(4, "# At most %d clips per call: raise it to the batch your model runs", au.perCall())
@@ -262,20 +284,22 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(6, "- { dimensions: [%s], max_total: %d }", yq(au.batch), au.perCall())
 	line(4, "ports:")
 	line(5, "inputs:")
-	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(au.port.name), au.port.dtype, au.featureShapeYAML(), aligned)
+	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(au.port.name), au.port.dtype, au.featureShapeYAML(), taking)
 	line(5, "outputs:")
 	for _, s := range au.skipped {
 		line(6, "# Not declared: %s.", s)
 	}
 	for _, o := range au.outs {
-		line(6, "%s: { dtype: %s, shape: %s, %s }", yq(o.name), o.dtype, o.shapeYAML(), aligned)
+		line(6, "%s: { dtype: %s, shape: %s, %s }", yq(o.name), o.dtype, o.shapeYAML(), preserved)
 	}
 	line(2, "steps:")
 	line(3, "- kind: invoke")
 	line(4, "component: %s", yq(adapter))
 	in.invokeAdapter(line)
-	line(4, "outputs: { %s: %s }", yq(features), yq(features))
+	line(4, "outputs: { %s: %s, %s: %s, %s: %s }", yq(features), yq(features), clipOffset, clipOffset, clipOwner, clipOwner)
 	invokeModel(line, c, [][2]string{{au.port.name, features}}, au.outs)
+	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", clipOffset, clipOffset)
+	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", clipOwner, clipOwner)
 	return b.String()
 }
 
@@ -298,7 +322,7 @@ func (au audioInput) featuresProgram(line func(int, string, ...any), head func()
 	line(0, "# \"A Whisper log-mel program\"): the clip at 16 kHz, padded with silence")
 	line(0, "# or trimmed to %d frames of 10 ms (%d s), %d mel bands, log10 within 8", au.frames, seconds, au.mels)
 	line(0, "# decades of the clip's peak, then (x + 4)/4; laid out %s,", map[bool]string{true: "bands first", false: "frames first"}[au.bandsFirst])
-	line(0, "# as the model's input %s. A request of more than one clip is refused.", au.featureShapeYAML())
+	line(0, "# as the model's input %s.", au.featureShapeYAML())
 	line(0, "# Verify it against your model's feature extractor: Whisper's")
 	line(0, "# encoders and their fine-tunes take it; other speech encoders compute")
 	line(0, "# other features (docs/preprocessing.md lists the ops).")
@@ -315,18 +339,18 @@ func (au audioInput) featuresProgram(line func(int, string, ...any), head func()
 // samplesProgram writes the first comment's account of wav2vec 2.0's
 // front end, then head, then the adapter's transforms.
 func (au audioInput) samplesProgram(line func(int, string, ...any), head func()) {
-	line(0, "# The model reads the clip's samples as wav2vec 2.0's feature extractor")
+	line(0, "# The model reads each clip's samples as wav2vec 2.0's feature extractor")
 	line(0, "# gives them (docs/preprocessing.md, \"A wav2vec 2.0 program\"): mono at")
 	line(0, "# 16 kHz, standardized to zero mean and unit variance (do_normalize);")
 	line(0, "# where your model's preprocessor_config.json says \"do_normalize\":")
-	line(0, "# false, remove the standardize transform. A request of more than one")
-	line(0, "# clip is refused.")
+	line(0, "# false, remove the standardize transform.")
 	if au.length == 0 {
 		line(0, "# The model reads no lengths, so padding a clip would change what it")
 		line(0, "# answers: clips of one length (in samples at 16 kHz) share a call,")
-		line(0, "# others run apart. Where your clips are cut to one length anyway,")
-		line(0, "# pad_or_trim after standardize makes every clip that long, and any")
-		line(0, "# clips share a call (the model then hears the padding as silence).")
+		line(0, "# others run apart, a request's too. Where your clips are cut to one")
+		line(0, "# length anyway, pad_or_trim after standardize makes every clip that")
+		line(0, "# long, and any clips share a call (the model then hears the padding")
+		line(0, "# as silence).")
 	} else {
 		line(0, "# The graph fixes %d samples (%.4g s): each clip is padded with silence", au.length, float64(au.length)/samplesRate)
 		line(0, "# or trimmed to them after it is standardized.")

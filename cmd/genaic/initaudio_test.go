@@ -33,13 +33,15 @@ func bandMeans(dims []any, axis int64) *onnxpb.GraphProto {
 }
 
 // TestInitAudio is a newcomer's path with a Whisper-like encoder: init
-// --audio writes a package that takes a WAV clip per request, which check
-// accepts; run answers each clip's band means as Whisper's features make
+// --audio writes a package that takes WAV clips, any number per request,
+// which check accepts; run answers each clip's band means as Whisper's
+// features make
 // them, bands first or frames first alike: silence -1.5 in every band
 // (log10 floored at 1e-10, then (x + 4)/4), a 1 kHz tone peaking at the
 // bands about 1 kHz (a clip at 8 kHz resampled first); the requests
-// grouped answer as alone. Where the graph leaves the bands open and
-// reads 128 (large-v3), init finds it. A model that takes no features is
+// grouped answer as alone, and a request of several clips gets each
+// clip's answer, as alone. Where the graph leaves the bands open and reads
+// 128 (large-v3), init finds it. A model that takes no features is
 // refused, saying why.
 func TestInitAudio(t *testing.T) {
 	tone, silence := fixtures.WAV16(8000, fixtures.Tone(12000, 8000, 1000, 0.5)), fixtures.WAV16(16000, make([]int16, 8000))
@@ -69,7 +71,7 @@ func TestInitAudio(t *testing.T) {
 			writeGraph(t, filepath.Join(dir, "means.onnx"), c.g, 17)
 			initPrints(t, filepath.Join(dir, "means.onnx"), "# Its input input_features takes log-mel features: `genaic init --audio means.onnx`\n")
 			out, errOut, code := runCLI(t, "init", "--audio", filepath.Join(dir, "means.onnx"))
-			if code != exitOK || errOut != "" || !strings.Contains(out, "a WAV clip per request in, Whisper's log-mel features of it, then means") {
+			if code != exitOK || errOut != "" || !strings.Contains(out, "WAV clips in, any number per request, Whisper's log-mel features of each, then means") {
 				t.Fatalf("init --audio: exit %d\n%s%s", code, out, errOut)
 			}
 			checkClean(t, dir)
@@ -78,22 +80,22 @@ func TestInitAudio(t *testing.T) {
 			}
 			doc, resp := clipOutputs(t, dir, tone, silence, tone)
 			for r, outs := range resp {
-				if m := outs["means"]; !slices.Equal(m.Shape, []int64{1, 80}) || len(m.Data) != 80 {
-					t.Fatalf("request %d: means %v", r, m.Shape)
+				if m := outs["means"]; len(m) != 1 || !slices.Equal(m[0].Shape, []int64{80}) || len(m[0].Data) != 80 {
+					t.Fatalf("request %d: means %+v", r, m)
 				}
 			}
-			for b, v := range resp[1]["means"].Data {
+			for b, v := range resp[1]["means"][0].Data {
 				if math.Abs(v+1.5) > 1e-6 {
 					t.Fatalf("silence: band %d means %v, want -1.5", b, v)
 				}
 			}
-			means := resp[0]["means"].Data
+			means := resp[0]["means"][0].Data
 			// 1 kHz is mel 15 on Slaney's scale, the centre of band 25.85
 			// of 80 up to 8 kHz.
 			if peak := slices.Index(means, slices.Max(means)); peak < 25 || peak > 26 {
 				t.Errorf("the tone peaks at band %d: %v", peak, means)
 			}
-			if !slices.Equal(means, resp[2]["means"].Data) {
+			if !slices.Equal(means, resp[2]["means"][0].Data) {
 				t.Errorf("one clip, two answers")
 			}
 			if c.name == "half precision" {
@@ -110,19 +112,26 @@ func TestInitAudio(t *testing.T) {
 			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "each of the 3 requests is answered alike grouped and alone") {
 				t.Errorf("run --verify: exit %d\n%s", code, errOut)
 			}
-			// The next step init names, on requests synthesized of one
-			// clip each (the adapter lays clips out one per request).
+			// The next step init names, on synthesized requests.
 			if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
 				t.Errorf("run --verify without requests: exit %d\n%s", code, errOut)
 			}
-			// One clip per request: a request of two is refused, saying so.
-			two := fmt.Sprintf(`{"requests":[{"id":"two","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q},{"dtype":"uint8","shape":[%d],"data":%q}]}}}]}`,
-				len(silence), base64.StdEncoding.EncodeToString(silence), len(silence), base64.StdEncoding.EncodeToString(silence))
-			if err := os.WriteFile(doc, []byte(two), 0o644); err != nil {
-				t.Fatal(err)
+			// A request brings any number of clips, each answered as it
+			// is alone: the tone's means, then the silence's.
+			doc, many := clipRequests(t, dir, [][]byte{tone, silence}, [][]byte{silence, tone, tone})
+			for r, want := range [][][]float64{{means, resp[1]["means"][0].Data}, {resp[1]["means"][0].Data, means, means}} {
+				got := many[r]["means"]
+				if len(got) != len(want) {
+					t.Fatalf("request %d of %d clips: %d items of means", r, len(want), len(got))
+				}
+				for k := range want {
+					if !slices.EqualFunc(got[k].Data, want[k], func(a, b float64) bool { return math.Abs(a-b) <= 1e-6 }) {
+						t.Errorf("request %d clip %d: means %v, alone %v", r, k, got[k].Data, want[k])
+					}
+				}
 			}
-			if out, errOut, code := runCLI(t, "run", dir, "--requests", doc); code == exitOK || !strings.Contains(out+errOut, "row 0 brings 2 clips: send one clip per request") {
-				t.Errorf("a request of two clips: exit %d\n%s%s", code, out, errOut)
+			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "each of the 2 requests is answered alike grouped and alone") {
+				t.Errorf("run --verify of several clips a request: exit %d\n%s", code, errOut)
 			}
 		})
 	}
@@ -216,13 +225,14 @@ func pooler(frames any, dims ...any) *onnxpb.GraphProto {
 }
 
 // TestInitAudioSamples is a newcomer's path with an encoder of samples
-// (wav2vec 2.0, HuBERT): init --audio writes a package that takes a WAV
-// clip per request at any rate, gives the model its samples at 16 kHz
+// (wav2vec 2.0, HuBERT): init --audio writes a package that takes WAV
+// clips at any rate, any number per request, gives the model their samples at 16 kHz
 // standardized (each clip's mean square 1), and names the frames the
 // model makes of them apart from the samples, though the graph calls both
 // sequence_length; clips of one length share a call, grouped answering
-// as alone. Where the graph fixes the samples, each clip is padded or
-// trimmed to them and any clips share a call. Plain init names --audio,
+// as alone, and a request's clips of several lengths run apart. Where
+// the graph fixes the samples, each clip is padded or trimmed to them and
+// any clips share a call. Plain init names --audio,
 // and its own probe renames the frames apart too.
 func TestInitAudioSamples(t *testing.T) {
 	tone := func(rate int, secs float64) []byte {
@@ -251,7 +261,7 @@ func TestInitAudioSamples(t *testing.T) {
 			writeGraph(t, model, c.g, 17)
 			initPrints(t, model, "# Its input input_values takes audio samples: `genaic init --audio pooler.onnx`\n")
 			out, errOut, code := runCLI(t, "init", "--audio", model)
-			if code != exitOK || errOut != "" || !strings.Contains(out, "a WAV clip per request in, its samples at 16 kHz, standardized, then pooler") {
+			if code != exitOK || errOut != "" || !strings.Contains(out, "WAV clips in, any number per request, their samples at 16 kHz, standardized, then pooler") {
 				t.Fatalf("init --audio: exit %d\n%s%s", code, out, errOut)
 			}
 			checkClean(t, dir)
@@ -264,30 +274,15 @@ func TestInitAudioSamples(t *testing.T) {
 			path, resp := clipOutputs(t, dir, clips...)
 			for r, outs := range resp {
 				pooled, power := outs["pooled"], outs["power"]
-				if !slices.Equal(pooled.Shape, []int64{1, 1, c.frames[r]}) || len(power.Data) != 1 {
-					t.Fatalf("request %d: pooled %v, power %v", r, pooled.Shape, power.Shape)
+				if len(pooled) != 1 || len(power) != 1 || !slices.Equal(pooled[0].Shape, []int64{1, c.frames[r]}) || len(power[0].Data) != 1 {
+					t.Fatalf("request %d: pooled %+v, power %+v", r, pooled, power)
 				}
-				if math.Abs(power.Data[0]-c.power[r]) > 1e-3 {
-					t.Errorf("request %d: mean square %v, want %v", r, power.Data[0], c.power[r])
+				if math.Abs(power[0].Data[0]-c.power[r]) > 1e-3 {
+					t.Errorf("request %d: mean square %v, want %v", r, power[0].Data[0], c.power[r])
 				}
 			}
 			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "each of the 4 requests is answered alike grouped and alone ("+c.groups) {
 				t.Errorf("run --verify: exit %d\n%s", code, errOut)
-			}
-			// Two clips in one request are refused at admission, as one
-			// clip too many: no adapter call fails for it.
-			two := fmt.Sprintf(`{"requests":[{"id":"two","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q},{"dtype":"uint8","shape":[%d],"data":%q}]}}}]}`,
-				len(clips[0]), base64.StdEncoding.EncodeToString(clips[0]), len(clips[0]), base64.StdEncoding.EncodeToString(clips[0]))
-			twoPath := filepath.Join(dir, "two.json")
-			if err := os.WriteFile(twoPath, []byte(two), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, errOut, code = runCLI(t, "run", dir, "--requests", twoPath, "--stats")
-			if code == exitOK || !strings.Contains(out+errOut, "row 0 brings 2 clips: send one clip per request") {
-				t.Errorf("a request of two clips: exit %d\n%s%s", code, out, errOut)
-			}
-			if a := adapterStats(t, out); a.Invocations != 0 || a.Failed != 0 {
-				t.Errorf("a request of two clips: the adapter was called %d times, %d failed", a.Invocations, a.Failed)
 			}
 			// The next step init names, on synthesized requests: a clip
 			// long enough for the model's first convolution.
@@ -302,6 +297,19 @@ func TestInitAudioSamples(t *testing.T) {
 			}
 			if a := adapterStats(t, out); a.Failed != 0 || a.Regrouped != 0 || a.MostHeld < 2 {
 				t.Errorf("the adapter: %d calls failed, %d groups ran again, at most %d requests a call", a.Failed, a.Regrouped, a.MostHeld)
+			}
+			// Several clips in one request, each answered as alone: where
+			// the graph leaves the samples open, clips of two lengths run
+			// in calls apart.
+			_, many := clipRequests(t, dir, [][]byte{clips[0], clips[2], clips[1]})
+			pooled, power := many[0]["pooled"], many[0]["power"]
+			if len(pooled) != 3 || len(power) != 3 {
+				t.Fatalf("a request of three clips: pooled %+v, power %+v", pooled, power)
+			}
+			for k, clip := range []int{0, 2, 1} {
+				if !slices.Equal(pooled[k].Shape, []int64{1, c.frames[clip]}) || math.Abs(power[k].Data[0]-c.power[clip]) > 1e-3 {
+					t.Errorf("a request of three clips, clip %d: pooled %v, power %v; want [1 %d], %v", k, pooled[k].Shape, power[k].Data, c.frames[clip], c.power[clip])
+				}
 			}
 		})
 	}
@@ -330,26 +338,46 @@ type outTensor struct {
 
 // clipOutputs runs the package in dir on one request of each clip (WAV
 // bytes, one item) and returns the requests document's path and each
-// response's outputs, in order.
-func clipOutputs(t *testing.T, dir string, clips ...[]byte) (string, []map[string]outTensor) {
+// request's outputs, by name, as their items.
+func clipOutputs(t *testing.T, dir string, clips ...[]byte) (string, []map[string][]outTensor) {
+	t.Helper()
+	reqs := make([][][]byte, len(clips))
+	for r, clip := range clips {
+		reqs[r] = [][]byte{clip}
+	}
+	return clipRequests(t, dir, reqs...)
+}
+
+// clipRequests runs the package in dir on a request of each list of clips
+// and returns the requests document's path and each request's outputs, by
+// name, as their items.
+func clipRequests(t *testing.T, dir string, clips ...[][]byte) (string, []map[string][]outTensor) {
 	t.Helper()
 	var reqs []string
-	for r, clip := range clips {
-		reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"audio":{"items":[{"dtype":"uint8","shape":[%d],"data":%q}]}}}`,
-			r, len(clip), base64.StdEncoding.EncodeToString(clip)))
+	for r, cs := range clips {
+		items := make([]string, len(cs))
+		for k, clip := range cs {
+			items[k] = fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, len(clip), base64.StdEncoding.EncodeToString(clip))
+		}
+		reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"audio":{"items":[%s]}}}`, r, strings.Join(items, ",")))
 	}
 	doc, out := runRequests(t, dir, reqs)
 	var resp struct {
 		Responses []struct {
-			Outputs map[string]outTensor `json:"outputs"`
+			Outputs map[string]struct {
+				Items []outTensor `json:"items"`
+			} `json:"outputs"`
 		} `json:"responses"`
 	}
 	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != len(clips) {
-		t.Fatalf("run printed %v\n%s", err, out)
+		t.Fatalf("run printed %v\n%.500s", err, out)
 	}
-	outs := make([]map[string]outTensor, len(clips))
+	outs := make([]map[string][]outTensor, len(clips))
 	for r, rr := range resp.Responses {
-		outs[r] = rr.Outputs
+		outs[r] = map[string][]outTensor{}
+		for name, o := range rr.Outputs {
+			outs[r][name] = o.Items
+		}
 	}
 	return doc, outs
 }

@@ -97,9 +97,11 @@
 //     (units→clips, clips→rows). On a shared or request_aligned port (rank
 //     2 [clips, samples] or 3 [clips, frames, window]) the clips are stacked
 //     on a new axis 0, and axis 1 (samples or frames) must be padded when
-//     clips differ. Either port may add trailing axes fixed at 1
-//     (preprocess.TrailingOnes): the tensor's shape gets them, the values
-//     stay where they are.
+//     clips differ. A token_packed port of that stacked rank with one level
+//     packs whole clips (preprocess.ClipsPacked): laid out as stacked, its
+//     level clips→rows. Packed or stacked, a port may add trailing axes
+//     fixed at 1 (preprocess.TrailingOnes): the tensor's shape gets them,
+//     the values stay where they are.
 //   - pack_offsets, pack_owner: a port a level of a packed data port names
 //     as its offsets or owner gets that level's offsets or owner map.
 //   - valid_lengths, frame_lengths, sample_lengths: the lengths of a padded

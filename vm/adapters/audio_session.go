@@ -20,10 +20,13 @@ type audioPort struct {
 	name, source string
 	static       preprocess.Shape
 	packed       bool
-	levels       int // packed: 1 (units→rows) or 2 (units→clips, clips→rows)
-	rank         int
-	ones         int // trailing axes of extent 1 past the clips' layout
-	layout       ir.LayoutKind
+	// byClip: packed whole clips, each laid out as a stacked port lays it,
+	// with one level (clips→rows) (preprocess.ClipsPacked).
+	byClip bool
+	levels int // packed: 1 (units→rows, or clips→rows byClip) or 2 (units→clips, clips→rows)
+	rank   int
+	ones   int // trailing axes of extent 1 past the clips' layout
+	layout ir.LayoutKind
 	// bandsFirst: stacked frames laid out [clips, bands, frames], each
 	// clip transposed (preprocess.BandsFirst), unpadded.
 	bandsFirst bool
@@ -124,6 +127,7 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 	ap := &audioPort{name: port.Name, source: source, static: static, layout: c.Layout.Kind, rank: c.Rank,
 		fixedUnits: -1, lengths: map[int]string{}, contract: c}
 	ap.packed = ap.layout == ir.TokenPacked
+	ap.byClip = preprocess.ClipsPacked(static, c)
 	want := preprocess.AudioPortRank(static, c)
 	if ap.packed {
 		ap.levels = len(c.Layout.Levels)
@@ -160,7 +164,7 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 					port.Name, comp.Name, windowAxis+i, d.Size, u, source)
 			}
 		}
-		if d := c.Shape[unitsAxis]; !ap.packed && !d.IsSym() {
+		if d := c.Shape[unitsAxis]; ap.stacks() && !d.IsSym() {
 			ap.fixedUnits = d.Size
 		}
 	}
@@ -171,7 +175,7 @@ func (s *audioSession) audioPort(port *ir.Port, o *ir.ProgramOutput) (*audioPort
 			// Lengths of the frames on axis 2 would hold one entry per band
 			// (padding/companion), which no speech encoder takes.
 			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); laid out bands first ([clips, bands, frames]), its clips are stacked unpadded: give them one frame count (pad_or_trim, as Whisper's program does)", port.Name, comp.Name, pad.Dim.Name, axis)
-		case !(static.Framed && axis == windowAxis) && (ap.packed || axis != 1):
+		case !(static.Framed && axis == windowAxis) && (!ap.stacks() || axis != 1):
 			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the audio adapter pads the samples, frames or windows of stacked clips (axis 1) and the window of frames or of rows", port.Name, comp.Name, pad.Dim.Name, axis)
 		}
 		ap.lengths[axis] = pad.Lengths.Name
@@ -248,7 +252,7 @@ func (s *audioSession) unitsKey(data []byte, offs, rows []int64) (string, error)
 func (s *audioSession) stacked() []int {
 	var out []int
 	for i, ap := range s.data {
-		if _, padded := ap.lengths[1]; !ap.packed && !padded && ap.static.Units == 0 {
+		if _, padded := ap.lengths[1]; ap.stacks() && !padded && ap.static.Units == 0 {
 			out = append(out, i)
 		}
 	}
@@ -298,9 +302,12 @@ func (s *audioSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 			items[j] = clips[j][i]
 		}
 		var err error
-		if ap.packed {
+		switch {
+		case !ap.stacks():
 			levels[i], err = s.pack(ap, items, rows, out)
-		} else {
+		case ap.byClip:
+			levels[i], err = [][]int64{rows}, s.stack(ap, items, rows, out)
+		default:
 			err = s.stack(ap, items, rows, out)
 		}
 		if err != nil {
@@ -345,7 +352,8 @@ func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out ma
 }
 
 // stack stacks the clips on a new axis 0, padding their samples or frames
-// to the longest where the port pads them.
+// to the longest where the port pads them. A port that packs whole clips
+// is laid out so; its level is the invocation's rows.
 func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out map[string]*backend.Tensor) error {
 	if ap.layout == ir.RequestAligned {
 		if err := s.onePerRow(ap.name, "clip", rows); err != nil {
@@ -411,6 +419,10 @@ func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out m
 	}
 	return nil
 }
+
+// stacks reports whether the port lays each clip out on axes of its own
+// after axis 0: stacked, or packed whole.
+func (ap *audioPort) stacks() bool { return !ap.packed || ap.byClip }
 
 // unitShape is the extents of each sample, frame or window of a port's
 // clips past its units axis, then the port's trailing axes of extent 1,

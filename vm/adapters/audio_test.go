@@ -337,3 +337,64 @@ func TestAudioBandsFirst(t *testing.T) {
 		wantRunError(t, err, "run/unsupported", "pads `"+padded+"`", "bands first", "unpadded", "pad_or_trim")
 	}
 }
+
+// A token_packed port of one axis more than a clip's value packs whole
+// clips: laid out as a stacked port lays them (here frames padded to the
+// longest clip's, with each clip's count), with one level, clips→rows,
+// read from the encoded port's second level, so that a request brings any
+// number of clips. Frames first or bands first alike.
+func TestAudioClipsPacked(t *testing.T) {
+	clips := [][]byte{
+		wav(16000, wavPCM, 16, mono(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)),
+		wav(16000, wavPCM, 16, mono(-0.5, 0.5, -0.25, 0.75)),
+		wav(16000, wavPCM, 16, mono(0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0)),
+	}
+	for _, bandsFirst := range []bool{false, true} {
+		shape := dims("clips", "frames", 4)
+		if bandsFirst {
+			shape = dims("clips", 4, "frames")
+		}
+		port := func(c *ir.Contract) *fixture {
+			f := audioFixture(framing())
+			f.comp.Outputs = []*ir.Port{{Name: "frames", Contract: c}}
+			f.prog.Outputs = []ir.ProgramOutput{{Name: "frames", Content: "frames"}}
+			if !bandsFirst {
+				c.Padding = []ir.Padding{{Dim: ir.Ref{Name: "frames"}, Lengths: ir.Ref{Name: "counts"}}}
+				f.comp.Outputs = append(f.comp.Outputs, &ir.Port{Name: "counts", Contract: contract("int64", dims("clips"))})
+				f.prog.Outputs = append(f.prog.Outputs, ir.ProgramOutput{Name: "counts", Content: "frame_lengths"})
+			}
+			return f
+		}
+		in := request(clips...)
+		if bandsFirst {
+			// Stacked unpadded, bands first: clips of one frame count.
+			in = request(clips[0], clips[0], clips[0])
+		}
+		stacked := run(t, port(contract("float32", slices.Clone(shape))).load(t), in)
+		f := port(packed(contract("float32", slices.Clone(shape)), "clip_offsets", "clip_owner", ir.ExtentProduced))
+		f.comp.Outputs = append(f.comp.Outputs, &ir.Port{Name: "clip_offsets", Contract: contract("int64", dims("r1"))}, &ir.Port{Name: "clip_owner", Contract: contract("int64", dims("clips"))})
+		f.prog.Outputs = append(f.prog.Outputs, ir.ProgramOutput{Name: "clip_offsets", Content: "pack_offsets"}, ir.ProgramOutput{Name: "clip_owner", Content: "pack_owner"})
+		enc := f.comp.Inputs[0].Contract
+		enc.Layout.Levels = append(enc.Layout.Levels, ir.Level{Offsets: ir.Ref{Name: "rows"}, Owner: ir.Ref{Name: "row_of_clip"}})
+		f.comp.Inputs = append(f.comp.Inputs, &ir.Port{Name: "rows", Contract: contract("int64", dims("nr"))})
+		f.comp.Capacity = &ir.Capacity{}
+		in["rows"] = ints([]int64{0, 2, 3})
+		got := run(t, f.load(t), in)
+		w, p := stacked["frames"], got["frames"]
+		if !slices.Equal(p.Shape, w.Shape) || !slices.Equal(p.Float32s(), w.Float32s()) {
+			t.Fatalf("bands first %v: packed whole %v %v, stacked %v %v", bandsFirst, p.Shape, p.Float32s(), w.Shape, w.Float32s())
+		}
+		wantInts(t, "clip_offsets", got["clip_offsets"], 0, 2, 3)
+		wantInts(t, "clip_owner", got["clip_owner"], 0, 0, 1)
+		if !bandsFirst {
+			wantShape(t, "frames", p, 3, 3, 4)
+			wantInts(t, "counts", got["counts"], 2, 1, 3)
+		}
+	}
+	// Axes past a clip's rank that are all fixed at 1 are trailing ones:
+	// such a port concatenates the clips' frames.
+	c := packed(contract("float32", dims("frames", 4, 1)), "clip_offsets", "clip_owner", ir.ExtentProduced)
+	if preprocess.ClipsPacked(preprocess.Shape{Framed: true, Window: 4}, c) {
+		t.Error("a port of frames [frames, 4, 1] packs whole clips")
+	}
+}
