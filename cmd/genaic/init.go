@@ -32,7 +32,7 @@ func runInit(e *env, args []string) int {
 	force := flags.Bool("force", false, "replace an existing "+metadataName)
 	print := flags.Bool("print", false, "print the document to standard output instead of writing it")
 	images := flags.Bool("images", false, "for one model whose input is float images [batch, 3, height, width] (or channels last): write a package that takes encoded images (PNG, JPEG, GIF) as items, preprocesses them as ImageNet encoders take them, and groups them")
-	audio := flags.Bool("audio", false, "for one model whose input is log-mel features [batch, 80, 3000] (or frames first; 128 bands alike), as Whisper's encoder takes them: write a package that takes a WAV clip per request, computes Whisper's features of it, and groups the clips")
+	audio := flags.Bool("audio", false, "for one model whose input is log-mel features [batch, 80, 3000] (or frames first; 128 bands alike), as Whisper's encoder takes them, or samples [batch, samples] as wav2vec 2.0's: write a package that takes WAV clips as items, any number per request, computes the model's features of each, and groups the clips")
 	text := flags.Bool("text", false, "for one model of token ids [batch, sequence] (token types alike) and, where it masks padding, their lengths [batch] (genaic mask-lengths rewrites a mask into them): write a package that takes segments of token ids as items, pads them by their lengths and groups them")
 	models, ok := parseFlags(e, flags, c, args)
 	if !ok {
