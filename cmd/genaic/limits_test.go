@@ -14,6 +14,7 @@ import (
 
 	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/internal/testmedia"
 	"github.com/genaic/genaic/serve"
 	"github.com/genaic/genaic/vm"
 )
@@ -252,13 +253,13 @@ func TestInspectStatsURLBounded(t *testing.T) {
 // decoded and preprocessed) under a 1 MiB budget.
 func TestRunMediaBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	frame := fixtures.ZeroPNG(2048, 2048)
+	frame := testmedia.ZeroPNG(2048, 2048)
 	for _, c := range []struct {
 		pkg     string
 		ok, big vm.Request
 		flags   []string
 	}{
-		{"image_tiles", fixtures.ImageTiles(rng, "ok", 2), fixtures.EncodedRequest("bomb", "png", [][]byte{fixtures.ZeroPNG(5792, 5792)}), nil},
+		{"image_tiles", fixtures.ImageTiles(rng, "ok", 2), fixtures.EncodedRequest("bomb", "png", [][]byte{testmedia.ZeroPNG(5792, 5792)}), nil},
 		{"video_fps", fixtures.VideoFPS(rng, "ok", 2), fixtures.VideoClip("bomb", [][]byte{frame, frame, frame, frame, frame}, 2), nil},
 		{"audio_mel", fixtures.AudioMel(rng, "ok", 2), fixtures.EncodedRequest("bomb", "wav", [][]byte{fixtures.WAV16(16000, make([]int16, 150000))}), []string{"--max-media-bytes", "1048576"}},
 	} {

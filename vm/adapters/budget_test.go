@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/genaic/genaic/backend"
-	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/internal/testmedia"
 	"github.com/genaic/genaic/ir"
 )
 
@@ -19,7 +19,7 @@ import (
 // it would take; under a larger budget the same image decodes.
 func TestMediaBudget(t *testing.T) {
 	const side = 5792 // 33.5 M pixels: under DefaultMaxPixels
-	img := fixtures.ZeroPNG(side, side)
+	img := testmedia.ZeroPNG(side, side)
 	f := newFixture(clipLike("2"), dims("images", 3, 2, 2))
 	s := f.load(t)
 	in := request(img)
@@ -39,7 +39,7 @@ func TestMediaBudget(t *testing.T) {
 
 	// A budget that holds it: the same image runs (a smaller one keeps
 	// the test cheap: 600×600 under a budget just above its footprint).
-	small := fixtures.ZeroPNG(600, 600)
+	small := testmedia.ZeroPNG(600, 600)
 	b := New(f.m)
 	b.MaxMediaBytes = 600 * 600 * 40
 	big, err := b.Load(f.comp, "")
@@ -73,7 +73,7 @@ func allocated(f func()) int64 {
 // sampling drops are not counted, and padding frames are.
 func TestMediaBudgetVideo(t *testing.T) {
 	const side = 2048
-	frame := fixtures.ZeroPNG(side, side)
+	frame := testmedia.ZeroPNG(side, side)
 	clip := [][]byte{frame, frame, frame, frame, frame}
 	resize := op("resize", "v.decoded", "v.resized", "height", "2", "width", "2")
 	s := videoFixture(decodeOnly(resize)).load(t)
