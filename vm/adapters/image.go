@@ -98,11 +98,20 @@ func toRGB(img image.Image) *planar {
 	set := func(i int, cr, cg, cb uint8) { r[i], g[i], bl[i] = float32(cr), float32(cg), float32(cb) }
 	switch src := img.(type) {
 	case *image.YCbCr:
+		// The chroma column of each x, and the rows' offsets, worked out
+		// once rather than per pixel (YOffset, COffset).
+		cols := make([]int, w)
+		for x := range cols {
+			cols[x] = src.COffset(b.Min.X+x, b.Min.Y) - src.COffset(b.Min.X, b.Min.Y)
+		}
 		for y := range h {
-			for x := range w {
-				yi, ci := src.YOffset(b.Min.X+x, b.Min.Y+y), src.COffset(b.Min.X+x, b.Min.Y+y)
-				cr, cg, cb := color.YCbCrToRGB(src.Y[yi], src.Cb[ci], src.Cr[ci])
-				set(y*w+x, cr, cg, cb)
+			ys := src.Y[src.YOffset(b.Min.X, b.Min.Y+y):][:w]
+			c0 := src.COffset(b.Min.X, b.Min.Y+y)
+			cbs, crs := src.Cb[c0:], src.Cr[c0:]
+			out := y * w
+			for x, yy := range ys {
+				cr, cg, cb := color.YCbCrToRGB(yy, cbs[cols[x]], crs[cols[x]])
+				r[out+x], g[out+x], bl[out+x] = float32(cr), float32(cg), float32(cb)
 			}
 		}
 	case *image.NRGBA:
@@ -266,10 +275,11 @@ func resize(p *planar, oh, ow int, f filter) *planar {
 		for y := range p.h {
 			src := p.pix[(k*p.h+y)*p.w:]
 			dst := mid.pix[(k*p.h+y)*ow:]
-			for x := range ow {
+			for x, taps := range horiz.w {
+				window := src[horiz.start[x]:][:len(taps)]
 				acc := float32(0)
-				for j, wt := range horiz.w[x] {
-					acc += wt * src[horiz.start[x]+j]
+				for j, wt := range taps {
+					acc += wt * window[j]
 				}
 				dst[x] = acc
 			}
@@ -283,9 +293,9 @@ func resize(p *planar, oh, ow int, f filter) *planar {
 		for y := range oh {
 			row := dst[y*ow : (y+1)*ow]
 			for j, wt := range vert.w[y] {
-				src := plane[(vert.start[y]+j)*ow:]
-				for x := range ow {
-					row[x] += wt * src[x]
+				src := plane[(vert.start[y]+j)*ow:][:len(row)]
+				for x, v := range src {
+					row[x] += wt * v
 				}
 			}
 		}

@@ -404,3 +404,30 @@ func TestMaxPixels(t *testing.T) {
 	_, err = s.Run(context.Background(), request(encodePNG(t, solid(1, 8, color.NRGBA{A: 255}))), nil)
 	wantRunError(t, err, "run/input", "8×1", "transform 1 (resize)", "160×20", "100 pixels")
 }
+
+// toRGB reads a YCbCr image of every chroma subsampling, with bounds that
+// do not start at the origin, as image.YCbCr.At converts each pixel.
+func TestToRGBYCbCr(t *testing.T) {
+	for _, ratio := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio422, image.YCbCrSubsampleRatio420,
+		image.YCbCrSubsampleRatio440, image.YCbCrSubsampleRatio411, image.YCbCrSubsampleRatio410} {
+		whole := image.NewYCbCr(image.Rect(0, 0, 13, 9), ratio)
+		for i := range whole.Y {
+			whole.Y[i] = uint8(i * 31)
+		}
+		for i := range whole.Cb {
+			whole.Cb[i], whole.Cr[i] = uint8(i*17+40), uint8(250-i*13)
+		}
+		img := whole.SubImage(image.Rect(3, 1, 12, 8)).(*image.YCbCr)
+		p, b := toRGB(img), img.Bounds()
+		for y := range b.Dy() {
+			for x := range b.Dx() {
+				want := color.NRGBAModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
+				for k, v := range []uint8{want.R, want.G, want.B} {
+					if got := p.pix[(k*b.Dy()+y)*b.Dx()+x]; got != float32(v) {
+						t.Fatalf("%v: pixel (%d, %d) channel %d is %v, want %v", ratio, x, y, k, got, v)
+					}
+				}
+			}
+		}
+	}
+}
