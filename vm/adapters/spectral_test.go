@@ -148,25 +148,43 @@ func TestReflect(t *testing.T) {
 }
 
 // Arbitrary bytes run through resample, mel_spectrogram and log fail the
-// request with run/input, never a panic.
+// request with run/input, never a panic: their frames packed, and their
+// clips packed whole (padded on the frames), two clips a request.
 func FuzzAudioRequest(f *testing.F) {
 	f.Add(wav(16000, wavPCM, 16, mono(0.1, -0.2, 0.3)))
 	f.Add(wav(44100, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(1, 1)), 300)...)))
 	f.Add(wav(3, wavFloat, 32, [][]float64{{math.Inf(1)}, {math.NaN()}}))
 	f.Add(wav(0xFFFFFFF, wavPCM, 8, mono(0.5)))
+	// Two clips of one size in bytes and of 40 and 80 samples: halved,
+	// the two clips of a request, padded to the longer's frames.
+	f.Add(append(wav(16000, wavPCM, 16, mono(noise(rand.New(rand.NewPCG(2, 2)), 40)...)), wav(16000, wavPCM, 8, mono(noise(rand.New(rand.NewPCG(3, 3)), 80)...))...))
 	ts := append([]ir.Transform{op("decode", "", "a.raw"), op("resample", "a.raw", "a.decoded", "sample_rate", "16000")}, logMel()[1:]...)
-	fx := audioFixture(ts)
-	b := New(fx.m)
-	b.MaxSamples = 1 << 14 // keep each input cheap
-	s, err := b.Load(fx.comp, "")
-	if err != nil {
-		f.Fatal(err)
+	whole := audioFixture(ts)
+	c := packed(contract("float32", dims("clips", "frames", 4)), "clip_offsets", "clip_owner", ir.ExtentProduced)
+	c.Padding = []ir.Padding{{Dim: ir.Ref{Name: "frames"}, Lengths: ir.Ref{Name: "counts"}}}
+	whole.comp.Outputs = []*ir.Port{{Name: "frames", Contract: c}, {Name: "counts", Contract: contract("int64", dims("clips"))},
+		{Name: "clip_offsets", Contract: contract("int64", dims("r1"))}, {Name: "clip_owner", Contract: contract("int64", dims("clips"))}}
+	whole.prog.Outputs = []ir.ProgramOutput{{Name: "frames", Content: "frames"}, {Name: "counts", Content: "frame_lengths"},
+		{Name: "clip_offsets", Content: "pack_offsets"}, {Name: "clip_owner", Content: "pack_owner"}}
+	var sessions []backend.Session
+	for _, fx := range []*fixture{audioFixture(ts), whole} {
+		b := New(fx.m)
+		b.MaxSamples = 1 << 14 // keep each input cheap
+		s, err := b.Load(fx.comp, "")
+		if err != nil {
+			f.Fatal(err)
+		}
+		sessions = append(sessions, s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := s.Run(context.Background(), request(data), nil)
-		var re *backend.RunError
-		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
-			t.Fatalf("got %v, want nil or run/input", err)
+		for _, in := range []map[string]*backend.Tensor{request(data), request(data[:len(data)/2], data[len(data)/2:])} {
+			for _, s := range sessions {
+				_, err := s.Run(context.Background(), in, nil)
+				var re *backend.RunError
+				if err != nil && (!errors.As(err, &re) || re.Rule != "run/input") {
+					t.Fatalf("got %v, want nil or run/input", err)
+				}
+			}
 		}
 	})
 }
