@@ -356,7 +356,9 @@ func (s *videoSession) plan(inputs map[string]*backend.Tensor) (*videoPlan, erro
 // share an invocation, so the key is "", and a request whose frames would
 // take more memory decoded and preprocessed than one request's media may
 // is refused at admission, before any group holds it. Anything else wrong
-// with the frames is Run's to report.
+// with the frames is Run's to report. Key may see one frame of a clip: a
+// request that gives its frames as items is keyed an item (a frame) at a
+// time (vm's producedKey), so a clip's frame count is not Key's to judge.
 func (s *videoSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	p, err := s.plan(inputs)
 	if err != nil {
