@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:    "init",
-		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images | --audio | --text] [--force] [--print]",
+		usage:   "init MODEL.onnx...|DIR [-o DIR] [--images | --audio | --video | --text] [--force] [--print]",
 		summary: "write a starting inference_metadata.yaml from ONNX models (ports, dtypes and shapes read from the graphs)",
 		run:     runInit,
 	})
@@ -33,19 +33,20 @@ func runInit(e *env, args []string) int {
 	print := flags.Bool("print", false, "print the document to standard output instead of writing it")
 	images := flags.Bool("images", false, "for one model whose input is float images [batch, 3, height, width] (or channels last): write a package that takes encoded images (PNG, JPEG, GIF) as items, preprocesses them as ImageNet encoders take them, and groups them")
 	audio := flags.Bool("audio", false, "for one model whose input is log-mel features [batch, 80, 3000] (or frames first; 128 bands alike), as Whisper's encoder takes them, or samples [batch, samples] as wav2vec 2.0's: write a package that takes WAV clips as items, any number per request, computes the model's features of each, and groups the clips")
+	video := flags.Bool("video", false, "for one model whose input is float clips [batch, frames, 3, height, width] (or each frame channels last), as VideoMAE's: write a package that takes a clip per request, its frames encoded images (PNG, JPEG, GIF) as items, samples the frames the model takes, preprocesses each as ImageNet encoders take images, and groups the clips")
 	text := flags.Bool("text", false, "for one model of token ids [batch, sequence] (token types alike) and, where it masks padding, their lengths [batch] (genaic mask-lengths rewrites a mask into them): write a package that takes segments of token ids as items, pads them by their lengths and groups them")
 	models, ok := parseFlags(e, flags, c, args)
 	if !ok {
 		return exitUsage
 	}
 	given := 0
-	for _, f := range []bool{*images, *audio, *text} {
+	for _, f := range []bool{*images, *audio, *video, *text} {
 		if f {
 			given++
 		}
 	}
 	if given > 1 {
-		e.errorf("init: --images, --audio and --text write packages of different inputs; give one")
+		e.errorf("init: --images, --audio, --video and --text write packages of different inputs; give one")
 		return exitUsage
 	}
 	if len(models) == 0 {
@@ -123,16 +124,17 @@ func runInit(e *env, args []string) int {
 			e.errorf("init: %s: %v", m, err)
 			return exitUsage
 		}
-		// --images, --audio and --text run the model on their own inputs instead
-		// (settleRows).
-		if !*images && !*audio && !*text {
+		// --images, --audio, --video and --text run the model on their own
+		// inputs instead (settleRows).
+		if !*images && !*audio && !*video && !*text {
 			if why := probeOutputs(m, comp); why != "" {
 				e.errorf("init: %s: its outputs' dynamic dimensions keep the graph's names, not probed: %s", m, why)
 			}
 		}
 		comps = append(comps, comp)
 	}
-	// --images, --audio and --text write the package of one model's items.
+	// --images, --audio, --video and --text write the package of one
+	// model's items.
 	var items func(path string, c *initComponent) (string, error)
 	flagName, encoder := "--images", "image encoder"
 	switch {
@@ -140,6 +142,8 @@ func runInit(e *env, args []string) int {
 		items = imagesPackage
 	case *audio:
 		items, flagName, encoder = audioPackage, "--audio", "speech encoder"
+	case *video:
+		items, flagName, encoder = videoPackage, "--video", "video encoder"
 	case *text:
 		items, flagName, encoder = textPackage, "--text", "text encoder"
 	}
@@ -176,7 +180,7 @@ func runInit(e *env, args []string) int {
 	}
 	// The document is checked against the models before it is written:
 	// what init writes, check accepts.
-	d, err := passes.CheckSource(target, src, passes.Options{Models: passes.NewDirModels(absDir), ModelsRequired: true})
+	d, err := passes.CheckSource(target, src, passes.Options{Models: passes.NewDirModels(absDir), ModelsRequired: true, Adapters: builtinAdapters})
 	if err != nil {
 		e.errorf("init: checking the document: %v", err)
 		return exitUsage
@@ -213,6 +217,11 @@ func runInit(e *env, args []string) int {
 			target, front, cn[0], *dir)
 		return exitOK
 	}
+	if *video {
+		fmt.Fprintf(e.stdout, "wrote %s (a clip of encoded frames per request in, sampled and preprocessed, then %s on many requests' clips at once); next: check the preprocessing against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
+			target, cn[0], *dir)
+		return exitOK
+	}
 	if *images {
 		fmt.Fprintf(e.stdout, "wrote %s (encoded images in, preprocessed, then %s on many requests' images at once); next: check the preprocessing against your model's (the document's first comment), then `genaic run %s --verify`: grouped answers against answers alone\n",
 			target, cn[0], *dir)
@@ -234,8 +243,9 @@ func nextInit(path, todo string) string {
 }
 
 // initFlag is the flag init takes for the model at path, followed by a
-// space: --images, --audio or --text where it takes images, log-mel
-// features or segments of token ids, "" otherwise.
+// space: --images, --audio, --video or --text where it takes images,
+// log-mel features or samples, video clips or segments of token ids, ""
+// otherwise.
 func initFlag(path string) string {
 	g, err := onnx.Read(path)
 	if err != nil {
@@ -250,6 +260,9 @@ func initFlag(path string) string {
 	}
 	if _, err := audioInputOf(c); err == nil {
 		return "--audio "
+	}
+	if _, err := videoInputOf(c); err == nil {
+		return "--video "
 	}
 	if _, err := textInputOf(c); err == nil {
 		return "--text "

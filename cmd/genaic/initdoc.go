@@ -348,6 +348,13 @@ func initDocument(comps []*initComponent) string {
 			line(0, "# writes instead a package that takes WAV clips, computes %s", whose)
 			line(0, "# %s of them with the built-in audio adapter, and groups them.", values)
 		}
+		if v, err := videoInputOf(comps[0]); err == nil {
+			line(0, "#")
+			line(0, "# Its input %s takes video clips: `genaic init --video %s`", v.port.name, comps[0].artifact)
+			line(0, "# writes instead a package that takes each clip's frames encoded (PNG,")
+			line(0, "# JPEG, GIF), samples and preprocesses them with the built-in video")
+			line(0, "# adapter, and groups the clips.")
+		}
 		var masked *maskError
 		if tx, err := textInputOf(comps[0]); errors.As(err, &masked) {
 			line(0, "#")

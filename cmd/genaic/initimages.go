@@ -46,10 +46,20 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 	if err != nil {
 		return imageInput{}, err
 	}
-	bad := func(why string) (imageInput, error) { return imageInput{}, inputError(p, why) }
 	im := imageInput{port: p, batch: p.dims[0].sym}
-	// Channels the graph fixes at 3 or 1, or leaves open under a name
-	// that says so (Hugging Face's exports name it num_channels): RGB.
+	if why := im.readPixels(p.dims, 1); why != "" {
+		return imageInput{}, inputError(p, why)
+	}
+	return im, nil
+}
+
+// readPixels reads an image's channels, height and width off the axes of
+// dims from first on, [channels, height, width] or channels last, into
+// im; it says why they hold no image otherwise. Channels the graph fixes at 3
+// or 1, or leaves open under a name that says so (Hugging Face's exports
+// name it num_channels: RGB); sides both fixed, or both open (imageSide).
+func (im *imageInput) readPixels(dims []initDim, first int) string {
+	axes := dims[first : first+3]
 	channels := func(d initDim) int64 {
 		switch {
 		case d.sym == "" && (d.size == 3 || d.size == 1):
@@ -59,14 +69,14 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 		}
 		return 0
 	}
-	sides := p.dims[2:4]
+	sides := axes[1:3]
 	switch {
-	case channels(p.dims[1]) > 0:
-		im.channels = channels(p.dims[1])
-	case channels(p.dims[3]) > 0:
-		im.channels, im.last, sides = channels(p.dims[3]), true, p.dims[1:3]
+	case channels(axes[0]) > 0:
+		im.channels = channels(axes[0])
+	case channels(axes[2]) > 0:
+		im.channels, im.last, sides = channels(axes[2]), true, axes[0:2]
 	default:
-		return bad("with neither axis 1 nor axis 3 fixed at 3 (RGB) or 1 (gray) channels, or named like channels")
+		return fmt.Sprintf("with neither axis %d nor axis %d fixed at 3 (RGB) or 1 (gray) channels, or named like channels", first, first+2)
 	}
 	switch {
 	case sides[0].sym == "" && sides[1].sym == "":
@@ -74,9 +84,9 @@ func imageInputOf(c *initComponent) (imageInput, error) {
 	case sides[0].sym != "" && sides[1].sym != "":
 		im.h, im.w, im.open = imageSide, imageSide, true
 	default:
-		return bad("which fixes one side of its images and leaves the other open")
+		return "which fixes one side of its images and leaves the other open"
 	}
-	return im, nil
+	return ""
 }
 
 // imagesPackage is the package init --images writes of the model c at
@@ -267,39 +277,15 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(0, "# A requests document (genaic run, bench) names image files:")
 	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"cat.jpg\"}]}}}", images)
 	line(0, "#")
-	line(0, "# The preprocessing is the one most ImageNet-trained encoders take")
-	line(0, "# (torchvision's and timm's classifiers): the shorter side resized to")
-	if im.open {
-		line(0, "# %d, the centre %dx%d cut out (the graph leaves the sides open:", shorterSide(im), im.h, im.w)
-		line(0, "# %d is the side most encoders are trained at), scaled to [0, 1]", imageSide)
-	} else {
-		line(0, "# %d, the centre %dx%d the graph fixes cut out, scaled to [0, 1]", shorterSide(im), im.h, im.w)
-	}
-	if im.channels == 1 {
-		line(0, "# and, one gray channel, normalized by 0.5 and 0.5 (to [-1, 1]).")
-	} else {
-		line(0, "# and normalized by ImageNet's mean and std per channel.")
-	}
-	line(0, "# Verify it against your model's: CLIP normalizes by [0.4815, 0.4578,")
-	line(0, "# 0.4082] and [0.2686, 0.2613, 0.2758], a model trained on [-1, 1] by")
-	line(0, "# 0.5 and 0.5, and some resize to the square without cropping")
-	line(0, "# (resize: { size: N }). docs/preprocessing.md lists the ops.")
+	im.preprocessingComment(line)
 	line(0, "schema_version: v1.1")
 	line(0, "model:")
 	line(1, "name: %s", yq(c.name))
 	line(0, "preprocessing:")
 	line(1, "image:")
 	line(2, "transforms:")
-	mode, mean, std := "RGB", "[0.485, 0.456, 0.406]", "[0.229, 0.224, 0.225]"
-	if im.channels == 1 {
-		mode, mean, std = "L", "[0.5]", "[0.5]"
-	}
 	line(3, "- { op: decode, outputs: [image.decoded] }")
-	line(3, "- { op: convert_color, mode: %s, inputs: [image.decoded], outputs: [image.color] }", mode)
-	line(3, "- { op: resize, shortest_edge: %d, rounding: floor, inputs: [image.color], outputs: [image.resized] }", shorterSide(im))
-	line(3, "- { op: center_crop, height: %d, width: %d, inputs: [image.resized], outputs: [image.cropped] }", im.h, im.w)
-	line(3, "- { op: rescale, factor: 0.00392156862745098, inputs: [image.cropped], outputs: [image.scaled] }")
-	line(3, "- { op: normalize, mean: %s, std: %s, inputs: [image.scaled], outputs: [image.normalized] }", mean, std)
+	im.transforms(line, "image", "image.decoded")
 	line(2, "outputs:")
 	line(3, "- name: %s", yq(pixels))
 	line(4, "source: image.normalized")
@@ -375,6 +361,43 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOffset, imgOffset)
 	line(3, "- { kind: emit, value: %s, output: %s, mode: replace }", imgOwner, imgOwner)
 	return b.String()
+}
+
+// preprocessingComment writes the account, in the document's first
+// comment, of the preprocessing transforms writes.
+func (im imageInput) preprocessingComment(line func(int, string, ...any)) {
+	line(0, "# The preprocessing is the one most ImageNet-trained encoders take")
+	line(0, "# (torchvision's and timm's classifiers): the shorter side resized to")
+	if im.open {
+		line(0, "# %d, the centre %dx%d cut out (the graph leaves the sides open:", shorterSide(im), im.h, im.w)
+		line(0, "# %d is the side most encoders are trained at), scaled to [0, 1]", imageSide)
+	} else {
+		line(0, "# %d, the centre %dx%d the graph fixes cut out, scaled to [0, 1]", shorterSide(im), im.h, im.w)
+	}
+	if im.channels == 1 {
+		line(0, "# and, one gray channel, normalized by 0.5 and 0.5 (to [-1, 1]).")
+	} else {
+		line(0, "# and normalized by ImageNet's mean and std per channel.")
+	}
+	line(0, "# Verify it against your model's: CLIP normalizes by [0.4815, 0.4578,")
+	line(0, "# 0.4082] and [0.2686, 0.2613, 0.2758], a model trained on [-1, 1] by")
+	line(0, "# 0.5 and 0.5, and some resize to the square without cropping")
+	line(0, "# (resize: { size: N }). docs/preprocessing.md lists the ops.")
+}
+
+// transforms writes the program's transforms from the decoded value from
+// on: ImageNet's preprocessing of an image of im's channels and size,
+// named after prefix, ending in prefix.normalized.
+func (im imageInput) transforms(line func(int, string, ...any), prefix, from string) {
+	mode, mean, std := "RGB", "[0.485, 0.456, 0.406]", "[0.229, 0.224, 0.225]"
+	if im.channels == 1 {
+		mode, mean, std = "L", "[0.5]", "[0.5]"
+	}
+	line(3, "- { op: convert_color, mode: %s, inputs: [%s], outputs: [%s.color] }", mode, from, prefix)
+	line(3, "- { op: resize, shortest_edge: %d, rounding: floor, inputs: [%s.color], outputs: [%s.resized] }", shorterSide(im), prefix, prefix)
+	line(3, "- { op: center_crop, height: %d, width: %d, inputs: [%s.resized], outputs: [%s.cropped] }", im.h, im.w, prefix, prefix)
+	line(3, "- { op: rescale, factor: 0.00392156862745098, inputs: [%s.cropped], outputs: [%s.scaled] }", prefix, prefix)
+	line(3, "- { op: normalize, mean: %s, std: %s, inputs: [%s.scaled], outputs: [%s.normalized] }", mean, std, prefix, prefix)
 }
 
 // shorterSide is what the shorter side is resized to before the centre

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genaic/genaic/onnx/onnxpb"
+)
+
+// frameMeans is a video encoder that averages each channel of each frame
+// of its clips: input pixel_values (dims), output means [batch, frames,
+// channels] (or each frame's channels last, axes 2 and 3 averaged).
+func frameMeans(dims []any, axes ...int64) *onnxpb.GraphProto {
+	channels := dims[2]
+	if axes[0] == 2 {
+		channels = dims[4]
+	}
+	return &onnxpb.GraphProto{Name: "clips",
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixel_values", 1, dims...)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("means", 1, dims[0], dims[1], channels)},
+		Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixel_values"}, Output: []string{"means"}, Attribute: []*onnxpb.AttributeProto{
+			{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: axes},
+			{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}
+}
+
+// TestInitVideo is a newcomer's path with a video encoder: init --video
+// writes a package that takes a clip per request, its frames encoded
+// images as items, which check accepts; run answers each kept frame's
+// channel means as ImageNet's normalization makes them, the frames the
+// model takes sampled evenly and in order from a longer clip, channels
+// first or last; grouped answers as alone. A clip of fewer frames is
+// refused at admission, alone. Plain init names --video; a model of
+// clips laid out [batch, channels, frames, ...] is refused, saying why.
+func TestInitVideo(t *testing.T) {
+	imagenet := func(v, mean, std float64) float64 { return (v/255 - mean) / std }
+	colour := func(i int) color.NRGBA { return color.NRGBA{R: uint8(20 * i), G: 100, B: uint8(250 - 20*i), A: 255} }
+	means := func(i int) []float64 {
+		c := colour(i)
+		return []float64{imagenet(float64(c.R), 0.485, 0.229), imagenet(float64(c.G), 0.456, 0.224), imagenet(float64(c.B), 0.406, 0.225)}
+	}
+	for _, c := range []struct {
+		name string
+		g    *onnxpb.GraphProto
+		want string // in the document
+	}{
+		{"channels first", frameMeans([]any{"batch", 4, 3, 8, 8}, 3, 4), "shape: [batch, 4, 3, 8, 8]"},
+		{"channels last", frameMeans([]any{"n", 4, 8, 8, 3}, 2, 3), `shape: ["n", 4, 8, 8, 3]`},
+		// Hugging Face's export of VideoMAE names every axis.
+		{"axes named", frameMeans([]any{"batch_size", "num_frames", "num_channels", "height", "width"}, 3, 4), "num_frames: 16"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeGraph(t, filepath.Join(dir, "clips.onnx"), c.g, 17)
+			initPrints(t, filepath.Join(dir, "clips.onnx"), "# Its input pixel_values takes video clips: `genaic init --video clips.onnx`\n")
+			out, errOut, code := runCLI(t, "init", "--video", filepath.Join(dir, "clips.onnx"))
+			if code != exitOK || errOut != "" || !strings.Contains(out, "a clip of encoded frames per request in, sampled and preprocessed, then clips") {
+				t.Fatalf("init --video: exit %d\n%s%s", code, out, errOut)
+			}
+			checkClean(t, dir)
+			_, doc := initWritten(t, dir)
+			if !strings.Contains(doc, c.want) {
+				t.Fatalf("the document lacks %q:\n%s", c.want, doc)
+			}
+			frames := int64(4)
+			if strings.Contains(doc, "num_frames: 16") {
+				frames = 16
+			}
+			// A clip of the frames the model takes, one of twice as many
+			// (every other kept), and one of as many again.
+			clip := func(first, n int) string {
+				items := make([]string, n)
+				for i := range n {
+					png := solidPNG(t, 30+i, 20, colour(first+i))
+					items[i] = fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, len(png), base64.StdEncoding.EncodeToString(png))
+				}
+				return `{"items":[` + strings.Join(items, ",") + `]}`
+			}
+			reqs := []string{
+				fmt.Sprintf(`{"id":"a","inputs":{"frames":%s}}`, clip(0, int(frames))),
+				fmt.Sprintf(`{"id":"b","inputs":{"frames":%s}}`, clip(1, 2*int(frames))),
+				fmt.Sprintf(`{"id":"c","inputs":{"frames":%s}}`, clip(2, int(frames))),
+			}
+			path, printed := runRequests(t, dir, reqs)
+			var resp struct {
+				Responses []struct {
+					Outputs map[string]struct {
+						Shape []int64   `json:"shape"`
+						Data  []float64 `json:"data"`
+					} `json:"outputs"`
+				} `json:"responses"`
+			}
+			if err := json.Unmarshal([]byte(printed), &resp); err != nil || len(resp.Responses) != 3 {
+				t.Fatalf("run printed %v\n%.300s", err, printed)
+			}
+			for r, first := range []int{0, 1, 2} {
+				m := resp.Responses[r].Outputs["means"]
+				if len(m.Data) != int(frames)*3 {
+					t.Fatalf("request %d: means %v", r, m.Shape)
+				}
+				step := 1
+				if r == 1 {
+					step = 2
+				}
+				for f := range int(frames) {
+					for ch, want := range means(first + f*step) {
+						if got := m.Data[f*3+ch]; math.Abs(got-want) > 1e-3 {
+							t.Fatalf("request %d frame %d channel %d: %v, want %v (all %v)", r, f, ch, got, want, m.Data)
+						}
+					}
+				}
+			}
+			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "each of the 3 requests is answered alike grouped and alone") {
+				t.Errorf("run --verify: exit %d\n%s", code, errOut)
+			}
+			// A clip of fewer frames fails its request alone, at admission.
+			short := fmt.Sprintf(`{"requests":[{"id":"short","inputs":{"frames":%s}},%s]}`, clip(0, int(frames)-1), reqs[0])
+			if err := os.WriteFile(path, []byte(short), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			printed, errOut, code = runCLI(t, "run", dir, "--requests", path)
+			if code != exitDiags || !strings.Contains(printed+errOut, fmt.Sprintf("holds %d frames after preprocessing.video", frames-1)) || strings.Count(printed, `"error":null`) != 1 {
+				t.Errorf("a short clip: exit %d\n%.600s\n%s", code, printed, errOut)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	writeGraph(t, filepath.Join(dir, "c3d.onnx"), frameMeans([]any{"batch", 3, 8, 112, 112}, 3, 4), 17)
+	if _, errOut, code := runCLI(t, "init", "--video", filepath.Join(dir, "c3d.onnx")); code != exitUsage || !strings.Contains(errOut, "whose axis 1 holds the channels: [batch, channels, frames, height, width]") {
+		t.Errorf("init --video of channels before frames: exit %d\n%s", code, errOut)
+	}
+}
