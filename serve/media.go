@@ -26,10 +26,13 @@ import (
 // warmItem is an encoded item of a media input, and whether a request
 // brings one alone: the adapter lays its items out one per request row
 // (request_aligned, as a Whisper package's clips), so that two would be
-// refused.
+// refused; or, where frames is above 0, how many a request brings: the
+// frames of a clip that a port of stacked clips fixes (a request of
+// init --video's package is one clip, its frames the items).
 type warmItem struct {
-	bytes []byte
-	alone bool
+	bytes  []byte
+	alone  bool
+	frames int
 }
 
 // warmMedia returns an encoded item for each workflow input a request
@@ -68,11 +71,25 @@ func warmMedia(m *ir.Module) (map[string]warmItem, error) {
 			alone := slices.ContainsFunc(comp.Outputs, func(p *ir.Port) bool {
 				return p.Contract != nil && p.Contract.Layout.Kind == ir.RequestAligned
 			})
-			out[in.Name] = warmItem{bytes: b, alone: alone}
+			out[in.Name] = warmItem{bytes: b, alone: alone, frames: clipFrames(comp, modality)}
 		}
 		return true
 	})
 	return out, err
+}
+
+// clipFrames is the frames a video adapter's port of stacked clips
+// ([clips, frames, ...]) fixes, 0 where none does.
+func clipFrames(comp *ir.Component, modality string) int {
+	if modality != "video" {
+		return 0
+	}
+	for _, p := range comp.Outputs {
+		if c := p.Contract; c != nil && c.HasShape && len(c.Shape) == 5 && !c.Shape[1].IsSym() {
+			return int(c.Shape[1].Size)
+		}
+	}
+	return 0
 }
 
 // mediaFor encodes an item the adapter comp, of a modality, decodes and

@@ -104,7 +104,10 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 			}
 			if w := media[in.Name]; w.bytes != nil {
 				bs := [][]byte{w.bytes}
-				if len(c.Layout.Levels) == 2 && !w.alone {
+				switch {
+				case w.frames > 0:
+					bs = slices.Repeat(bs, w.frames)
+				case len(c.Layout.Levels) == 2 && !w.alone:
 					bs = slices.Repeat(bs, s.items(i))
 				}
 				if err := putBytes(&req, in.Name, c, bs); err != nil {

@@ -35,8 +35,9 @@ func frameMeans(dims []any, axes ...int64) *onnxpb.GraphProto {
 // images as items, which check accepts; run answers each kept frame's
 // channel means as ImageNet's normalization makes them, the frames the
 // model takes sampled evenly and in order from a longer clip, channels
-// first or last; grouped answers as alone. A clip of fewer frames is
-// refused at admission, alone. Plain init names --video; a model of
+// first or last; grouped answers as alone, on the requests given and on
+// requests synthesized of clips of the frames the model takes. A clip of
+// fewer frames fails its request alone. Plain init names --video; a model of
 // clips laid out [batch, channels, frames, ...] is refused, saying why.
 func TestInitVideo(t *testing.T) {
 	imagenet := func(v, mean, std float64) float64 { return (v/255 - mean) / std }
@@ -119,7 +120,12 @@ func TestInitVideo(t *testing.T) {
 			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "each of the 3 requests is answered alike grouped and alone") {
 				t.Errorf("run --verify: exit %d\n%s", code, errOut)
 			}
-			// A clip of fewer frames fails its request alone, at admission.
+			// The next step init names, on requests synthesized of one
+			// clip each, of the frames the model takes.
+			if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
+				t.Errorf("run --verify without requests: exit %d\n%s", code, errOut)
+			}
+			// A clip of fewer frames fails its request alone.
 			short := fmt.Sprintf(`{"requests":[{"id":"short","inputs":{"frames":%s}},%s]}`, clip(0, int(frames)-1), reqs[0])
 			if err := os.WriteFile(path, []byte(short), 0o644); err != nil {
 				t.Fatal(err)
