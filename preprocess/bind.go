@@ -32,9 +32,51 @@ var (
 // precision takes its inputs.
 var DataDTypes = []string{"float32", "float16", "bfloat16"}
 
-// DataDTypesText names DataDTypes for a message: "float32, float16 or
-// bfloat16".
-func DataDTypesText() string { return orList(DataDTypes) }
+// DataDTypesOf are the element types the adapter of a modality writes
+// program data as: DataDTypes, and for images and video frames uint8, the
+// pixels rounded to the nearest integer and clamped to [0, 255] (as PIL
+// rounds a resized 8-bit image), for a model that takes raw pixels, where
+// the value keeps the decoded pixels' range (PixelRange).
+func DataDTypesOf(modality string) []string {
+	if modality == "audio" {
+		return DataDTypes
+	}
+	return append(slices.Clone(DataDTypes), "uint8")
+}
+
+// DataDTypesText names DataDTypesOf(modality) for a message: "float32,
+// float16 or bfloat16".
+func DataDTypesText(modality string) string { return orList(DataDTypesOf(modality)) }
+
+// pixelOps are the ops whose value holds pixels in the range decode gives
+// them, [0, 255]: they move, choose, mix or pad pixels (resize's filters
+// may overshoot by their lobes, which a uint8 port clamps, as PIL does),
+// where pad's value and pad_frames' pad_value are within it too.
+var pixelOps = map[string]string{"decode": "", "convert_color": "", "resize": "", "center_crop": "", "tile": "", "patchify": "",
+	"sample_frames": "", "pad": "value", "pad_frames": "pad_value"}
+
+// PixelRange says why value v of the program may hold other values than
+// pixels in [0, 255] (the transform that scales them, or pads them with a
+// value outside): "" where every transform that makes v keeps that range.
+func (p *Program) PixelRange(v string) string {
+	made := map[string]*Op{}
+	for _, op := range p.Ops {
+		made[op.Out] = op
+	}
+	for op := made[v]; op != nil; op = made[op.In] {
+		param, keeps := pixelOps[op.Name]
+		if !keeps {
+			return fmt.Sprintf("transform %d (%s) makes `%s` of values other than pixels in [0, 255]", op.Index, op.Name, op.Out)
+		}
+		if x, ok := op.Number(param); param != "" && ok && (x < 0 || x > 255) {
+			return fmt.Sprintf("transform %d (%s) fills with %s %g, outside [0, 255]", op.Index, op.Name, param, x)
+		}
+		if op.In == "" || op.In == op.Out {
+			break
+		}
+	}
+	return ""
+}
 
 // Bind pairs each output port of adapter with the program output that
 // binds it: the output whose name an invoke of the adapter gives the port's
@@ -115,7 +157,13 @@ func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 				p.Modality, o.Name, p.Source(o)))
 			continue
 		}
-		probs = append(probs, dtypeProblem(p, port, o, adapter, DataDTypes...)...)
+		probs = append(probs, dtypeProblem(p, port, o, adapter, DataDTypesOf(p.Modality)...)...)
+		if d, ok := ir.LookupDType(dtypeOf(port)); ok && d.Name == "uint8" {
+			if why := p.PixelRange(p.Source(o)); why != "" {
+				probs = append(probs, problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` takes %s as uint8, pixels in [0, 255], but %s\nbind the port to a value made before it (the pixels the model takes raw), or declare it float32",
+					port.Name, adapter.Name, o.Content, why))
+			}
+		}
 		s, c := p.Shapes[p.Source(o)], port.Contract
 		want := dataRanks[p.Modality]
 		switch {
@@ -349,6 +397,14 @@ func dtypeProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Co
 	}
 	return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` carries %s (preprocessing.%s output `%s`) as %s; the %s adapter writes it as %s",
 		port.Name, adapter.Name, o.Content, p.Modality, o.Name, c.DType, p.Modality, orList(want))}
+}
+
+// dtypeOf is the element type a port declares, "" where it declares none.
+func dtypeOf(port *ir.Port) string {
+	if port.Contract == nil {
+		return ""
+	}
+	return port.Contract.DType
 }
 
 // orList joins words as "a", "a or b", "a, b or c".

@@ -138,7 +138,11 @@ func TestCompileRefuses(t *testing.T) {
 			p.Outputs = append(p.Outputs, ir.ProgramOutput{Name: "pixels", Source: "d", Content: "pixels", Loc: 6})
 		}, RuleUnbound, 6, "bound by two outputs"},
 		{"port rank", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.Rank = 2 }, RuleOp, 9, "rank 2"},
-		{"port dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "float64" }, RuleOp, 9, "as float64; the image adapter writes it as float32, float16 or bfloat16"},
+		{"port dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "float64" }, RuleOp, 9, "as float64; the image adapter writes it as float32, float16, bfloat16 or uint8"},
+		{"uint8 rescaled", []ir.Transform{decode(), tf("rescale", "d", "x", scalar("factor", ir.ParamFloat, "0.5"))}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "uint8" }, RuleOp, 9,
+			"takes pixels as uint8, pixels in [0, 255], but transform 1 (rescale) makes `x` of values other than pixels in [0, 255]"},
+		{"uint8 padded outside", []ir.Transform{decode(), tf("pad", "d", "x", scalar("height", ir.ParamInt, "8"), scalar("value", ir.ParamInt, "300"))}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "uint8" }, RuleOp, 9,
+			"transform 1 (pad) fills with value 300, outside [0, 255]"},
 		{"companion dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) {
 			c.Outputs = append(c.Outputs, &ir.Port{Name: "offsets", Loc: 11, Contract: &ir.Contract{DType: "float16", Rank: -1}})
 			p.Outputs = append(p.Outputs, ir.ProgramOutput{Name: "offsets", Content: "pack_offsets", Loc: 6})
@@ -650,5 +654,22 @@ func TestCompilePad(t *testing.T) {
 	}
 	if v, _ := p.Ops[2].Number("value"); v != -1 {
 		t.Errorf("value reads %v", v)
+	}
+}
+
+// A uint8 pixels port takes a value every transform of which keeps the
+// decoded pixels' range: moved, resized, cropped, padded with a pixel,
+// tiled; an audio port takes no uint8.
+func TestUint8PixelPorts(t *testing.T) {
+	ts := []ir.Transform{decode(), tf("convert_color", "d", "c", scalar("mode", ir.ParamString, "RGB")),
+		tf("resize", "c", "r", scalar("size", ir.ParamInt, "8"), scalar("interpolation", ir.ParamString, "bicubic")),
+		tf("center_crop", "r", "x", scalar("size", ir.ParamInt, "6")), tf("pad", "x", "p", scalar("height", ir.ParamInt, "8"), scalar("value", ir.ParamInt, "255"))}
+	m, prog, comp := imageCase(ts...)
+	comp.Outputs[0].Contract.DType = "uint8"
+	if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) > 0 {
+		t.Errorf("pixels moved, resized, cropped and padded as uint8: %v", probs)
+	}
+	if got := DataDTypesOf("audio"); slices.Contains(got, "uint8") {
+		t.Errorf("the audio adapter writes %v", got)
 	}
 }

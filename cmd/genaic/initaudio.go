@@ -37,8 +37,8 @@ var sampleNames = []string{"input_values", "audio", "wav", "speech", "pcm"}
 
 // The model inputs init --audio takes: log-mel features, or samples.
 var (
-	featuresFlag = itemsFlag{"--audio", "log-mel features", "[batch, mels, frames]", "or frames first; or audio samples [batch, samples]", "features", "clips"}
-	samplesFlag  = itemsFlag{"--audio", "audio samples", "[batch, samples]", "or log-mel features [batch, mels, frames]", "samples", "clips"}
+	featuresFlag = itemsFlag{"audio", "--audio", "log-mel features", "[batch, mels, frames]", "or frames first; or audio samples [batch, samples]", "features", "clips"}
+	samplesFlag  = itemsFlag{"audio", "--audio", "audio samples", "[batch, samples]", "or log-mel features [batch, mels, frames]", "samples", "clips"}
 )
 
 // audioInput is the model's input that takes the log-mel features, or

@@ -42,7 +42,7 @@ type imageInput struct {
 // tensor [batch, channels, height, width] (or channels last) of 3 or 1
 // channels whose first axis is dynamic. It says why not otherwise.
 func imageInputOf(c *initComponent) (imageInput, error) {
-	p, err := soleInput(c, itemsFlag{"--images", "images", "[batch, channels, height, width]", "or channels last", "pixels", "images"})
+	p, err := soleInput(c, itemsFlag{"image", "--images", "images", "[batch, channels, height, width]", "or channels last", "pixels", "images"})
 	if err != nil {
 		return imageInput{}, err
 	}
@@ -285,18 +285,18 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	line(1, "image:")
 	line(2, "transforms:")
 	line(3, "- { op: decode, outputs: [image.decoded] }")
-	im.transforms(line, "image", "image.decoded")
+	last := im.transforms(line, "image", "image.decoded")
 	line(2, "outputs:")
 	line(3, "- name: %s", yq(pixels))
-	line(4, "source: image.normalized")
+	line(4, "source: %s", last)
 	line(4, "content: pixels")
 	line(4, "dtype: %s", im.port.dtype)
 	line(4, "contract:")
 	line(5, "dtype: %s", im.port.dtype)
 	line(5, "shape: %s", im.pixelShape())
 	line(5, "batch_layout: { kind: token_packed, axis: 0, levels: [%s, extent: produced }] }", level)
-	line(3, "- { name: %s, source: image.normalized, content: pack_offsets, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOffset, yq(perRow))
-	line(3, "- { name: %s, source: image.normalized, content: pack_owner, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOwner, yq(im.batch))
+	line(3, "- { name: %s, source: %s, content: pack_offsets, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOffset, last, yq(perRow))
+	line(3, "- { name: %s, source: %s, content: pack_owner, dtype: int64, contract: { dtype: int64, shape: [%s] } }", imgOwner, last, yq(im.batch))
 	line(0, "pipeline:")
 	line(1, "workflow:")
 	line(2, "manifest:")
@@ -368,15 +368,26 @@ func imagesDocument(c *initComponent, im imageInput) string {
 func (im imageInput) preprocessingComment(line func(int, string, ...any)) {
 	line(0, "# The preprocessing is the one most ImageNet-trained encoders take")
 	line(0, "# (torchvision's and timm's classifiers): the shorter side resized to")
+	scaled := ", scaled to [0, 1]"
+	if im.raw() {
+		scaled = " (the model takes"
+	}
 	if im.open {
 		line(0, "# %d, the centre %dx%d cut out (the graph leaves the sides open:", shorterSide(im), im.h, im.w)
-		line(0, "# %d is the side most encoders are trained at), scaled to [0, 1]", imageSide)
+		line(0, "# %d is the side most encoders are trained at)%s", imageSide, scaled)
 	} else {
-		line(0, "# %d, the centre %dx%d the graph fixes cut out, scaled to [0, 1]", shorterSide(im), im.h, im.w)
+		line(0, "# %d, the centre %dx%d the graph fixes cut out%s", shorterSide(im), im.h, im.w, scaled)
 	}
-	if im.channels == 1 {
+	switch {
+	case im.raw():
+		line(0, "# uint8: the pixels as decoded, rounded after the resize, neither")
+		line(0, "# scaled nor normalized).")
+		line(0, "# Verify it against your model's: some resize to the square without")
+		line(0, "# cropping (resize: { size: N }). docs/preprocessing.md lists the ops.")
+		return
+	case im.channels == 1:
 		line(0, "# and, one gray channel, normalized by 0.5 and 0.5 (to [-1, 1]).")
-	} else {
+	default:
 		line(0, "# and normalized by ImageNet's mean and std per channel.")
 	}
 	line(0, "# Verify it against your model's: CLIP normalizes by [0.4815, 0.4578,")
@@ -385,10 +396,15 @@ func (im imageInput) preprocessingComment(line func(int, string, ...any)) {
 	line(0, "# (resize: { size: N }). docs/preprocessing.md lists the ops.")
 }
 
+// raw reports whether the model takes raw pixels, uint8 in [0, 255]: the
+// program then neither scales nor normalizes them.
+func (im imageInput) raw() bool { return im.port.dtype == "uint8" }
+
 // transforms writes the program's transforms from the decoded value from
 // on: ImageNet's preprocessing of an image of im's channels and size,
-// named after prefix, ending in prefix.normalized.
-func (im imageInput) transforms(line func(int, string, ...any), prefix, from string) {
+// named after prefix, and returns the value they end in (the pixels
+// cropped, where the model takes them raw).
+func (im imageInput) transforms(line func(int, string, ...any), prefix, from string) string {
 	mode, mean, std := "RGB", "[0.485, 0.456, 0.406]", "[0.229, 0.224, 0.225]"
 	if im.channels == 1 {
 		mode, mean, std = "L", "[0.5]", "[0.5]"
@@ -396,8 +412,12 @@ func (im imageInput) transforms(line func(int, string, ...any), prefix, from str
 	line(3, "- { op: convert_color, mode: %s, inputs: [%s], outputs: [%s.color] }", mode, from, prefix)
 	line(3, "- { op: resize, shortest_edge: %d, rounding: floor, inputs: [%s.color], outputs: [%s.resized] }", shorterSide(im), prefix, prefix)
 	line(3, "- { op: center_crop, height: %d, width: %d, inputs: [%s.resized], outputs: [%s.cropped] }", im.h, im.w, prefix, prefix)
+	if im.raw() {
+		return prefix + ".cropped"
+	}
 	line(3, "- { op: rescale, factor: 0.00392156862745098, inputs: [%s.cropped], outputs: [%s.scaled] }", prefix, prefix)
 	line(3, "- { op: normalize, mean: %s, std: %s, inputs: [%s.scaled], outputs: [%s.normalized] }", mean, std, prefix, prefix)
+	return prefix + ".normalized"
 }
 
 // shorterSide is what the shorter side is resized to before the centre
@@ -509,12 +529,13 @@ func invokeModel(line func(int, string, ...any), c *initComponent, inputs [][2]s
 // itemsFlag is what a flag of init that writes a package of encoded items
 // (--images, --audio) takes of a model's one input.
 type itemsFlag struct {
-	flag  string
-	what  string // what the input takes: images, log-mel features
-	shape string // its axes: [batch, channels, height, width]
-	other string // the other order it may take them in: channels last
-	made  string // what the adapter makes: pixels, features
-	items string // what a request brings: images, clips
+	modality string // the adapter's: image, audio, video
+	flag     string
+	what     string // what the input takes: images, log-mel features
+	shape    string // its axes: [batch, channels, height, width]
+	other    string // the other order it may take them in: channels last
+	made     string // what the adapter makes: pixels, features
+	items    string // what a request brings: images, clips
 }
 
 // soleInput is the one input of c, if it may take items as a package of
@@ -531,8 +552,8 @@ func soleInput(c *initComponent, f itemsFlag) (initPort, error) {
 	}
 	p := c.inputs[0]
 	switch {
-	case !slices.Contains(preprocess.DataDTypes, p.dtype):
-		return p, inputError(p, fmt.Sprintf("not float %s %s: %s makes %s as %s", f.what, f.shape, f.flag, f.made, preprocess.DataDTypesText()))
+	case !slices.Contains(preprocess.DataDTypesOf(f.modality), p.dtype):
+		return p, inputError(p, fmt.Sprintf("not %s %s: %s makes %s as %s", f.what, f.shape, f.flag, f.made, preprocess.DataDTypesText(f.modality)))
 	case !p.hasShape || len(p.dims) != strings.Count(f.shape, ",")+1:
 		return p, inputError(p, fmt.Sprintf("not %s %s (%s)", f.what, f.shape, f.other))
 	case p.dims[0].sym == "" && p.dims[0].size == 1:

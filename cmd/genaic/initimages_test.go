@@ -162,7 +162,7 @@ func TestInitImages(t *testing.T) {
 				{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}, "no output gives one row per image: total [] has no row per image"},
 		{"not images", &onnxpb.GraphProto{Name: "ids", Input: []*onnxpb.ValueInfoProto{tensorInfo("ids", 7, "batch", "seq")},
 			Output: []*onnxpb.ValueInfoProto{tensorInfo("out", 7, "batch", "seq")},
-			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"ids"}, Output: []string{"out"}}}}, "input ids is int64 [batch, seq], not float images [batch, channels, height, width]: --images makes pixels as float32, float16 or bfloat16"},
+			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"ids"}, Output: []string{"out"}}}}, "input ids is int64 [batch, seq], not images [batch, channels, height, width]: --images makes pixels as float32, float16, bfloat16 or uint8"},
 	} {
 		dir := t.TempDir()
 		writeGraph(t, filepath.Join(dir, "means.onnx"), c.g, 17)
@@ -342,4 +342,85 @@ func TestInitImagesHalf(t *testing.T) {
 func solidItem(t *testing.T) string {
 	p := solidPNG(t, 30, 40, color.NRGBA{R: 200, G: 10, B: 99, A: 255})
 	return fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, len(p), base64.StdEncoding.EncodeToString(p))
+}
+
+// TestInitImagesRaw: a model that takes raw pixels (uint8 [batch, height,
+// width, 3], as TensorFlow's detectors are exported) gets a package whose
+// program stops before rescale and normalize and whose adapter writes the
+// pixels as uint8; check accepts it, and each pixel the model receives is
+// the one a float32 export of the same model receives, before ImageNet's
+// normalization, rounded. Grouped answers as alone.
+func TestInitImagesRaw(t *testing.T) {
+	const f32, u8 = 1, 2
+	model := func(elem int32) *onnxpb.GraphProto {
+		g := &onnxpb.GraphProto{Name: "echo",
+			Input:  []*onnxpb.ValueInfoProto{tensorInfo("images", elem, "batch", 8, 8, 3)},
+			Output: []*onnxpb.ValueInfoProto{tensorInfo("echo", f32, "batch", 8, 8, 3)},
+			Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{"images"}, Output: []string{"echo"},
+				Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: f32}}}}}
+		return g
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, 23, 17))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 37 % 251)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	item := fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, b.Len(), base64.StdEncoding.EncodeToString(b.Bytes()))
+	reqs := []string{fmt.Sprintf(`{"id":"a","inputs":{"images":{"items":[%s, %s]}}}`, item, solidItem(t)), fmt.Sprintf(`{"id":"b","inputs":{"images":{"items":[%s]}}}`, item)}
+	echoes := map[int32][][]float64{}
+	for _, elem := range []int32{f32, u8} {
+		dir := t.TempDir()
+		writeGraph(t, filepath.Join(dir, "echo.onnx"), model(elem), 17)
+		if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "echo.onnx")); code != exitOK {
+			t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
+		}
+		checkClean(t, dir)
+		if _, doc := initWritten(t, dir); elem == u8 && (strings.Count(doc, "dtype: uint8") < 4 || strings.Contains(doc, "op: rescale") || strings.Contains(doc, "op: normalize")) {
+			t.Errorf("the raw model's package scales its pixels, or does not write them as uint8:\n%s", doc)
+		}
+		doc, out := runRequests(t, dir, reqs)
+		var resp struct {
+			Responses []struct {
+				Outputs map[string]struct {
+					Items []struct {
+						Data []float64 `json:"data"`
+					} `json:"items"`
+				} `json:"outputs"`
+			} `json:"responses"`
+		}
+		if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 2 {
+			t.Fatalf("run printed %v\n%.300s", err, out)
+		}
+		for _, r := range resp.Responses {
+			for _, it := range r.Outputs["echo"].Items {
+				echoes[elem] = append(echoes[elem], it.Data)
+			}
+		}
+		if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "answered alike grouped and alone") {
+			t.Errorf("run --verify: exit %d\n%s", code, errOut)
+		}
+	}
+	normalized, raw := echoes[f32], echoes[u8]
+	if len(normalized) != 3 || len(raw) != 3 {
+		t.Fatalf("%d and %d images echoed, want 3 and 3", len(normalized), len(raw))
+	}
+	mean, std := []float64{0.485, 0.456, 0.406}, []float64{0.229, 0.224, 0.225}
+	exact := 0
+	for i := range normalized {
+		for k, v := range normalized[i] {
+			ch := k % 3 // channels last
+			pixel := (v*std[ch] + mean[ch]) * 255
+			if d := math.Abs(raw[i][k] - math.Floor(pixel+0.5)); d > 1 || raw[i][k] != math.Round(raw[i][k]) {
+				t.Fatalf("image %d value %d: the raw model received %v, the float one %v (%v before normalizing)", i, k, raw[i][k], v, pixel)
+			} else if d == 0 {
+				exact++
+			}
+		}
+	}
+	if exact < len(raw[0])*len(raw)*9/10 {
+		t.Errorf("only %d values are the float export's rounded", exact)
+	}
 }

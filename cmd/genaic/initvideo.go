@@ -29,7 +29,7 @@ type videoInput struct {
 // last) whose first axis is dynamic, as Hugging Face exports VideoMAE,
 // TimeSformer and ViViT. It says why not otherwise.
 func videoInputOf(c *initComponent) (videoInput, error) {
-	p, err := soleInput(c, itemsFlag{"--video", "video clips", "[batch, frames, channels, height, width]", "or each frame channels last", "pixels", "clips"})
+	p, err := soleInput(c, itemsFlag{"video", "--video", "video clips", "[batch, frames, channels, height, width]", "or each frame channels last", "pixels", "clips"})
 	if err != nil {
 		return videoInput{}, err
 	}
@@ -108,10 +108,10 @@ func videoDocument(c *initComponent, v videoInput) string {
 	line(2, "transforms:")
 	line(3, "- { op: decode, outputs: [video.decoded] }")
 	line(3, "- { op: sample_frames, num_frames: %d, inputs: [video.decoded], outputs: [video.sampled] }", v.frames)
-	v.transforms(line, "video", "video.sampled")
+	last := v.transforms(line, "video", "video.sampled")
 	line(2, "outputs:")
 	line(3, "- name: %s", yq(pixels))
-	line(4, "source: video.normalized")
+	line(4, "source: %s", last)
 	line(4, "content: pixel_values")
 	line(4, "dtype: %s", v.port.dtype)
 	line(4, "contract: { dtype: %s, shape: %s, %s }", v.port.dtype, v.clipShape(), aligned)

@@ -41,7 +41,9 @@
 // Element types. Program data is computed in float32, as the outputs
 // below say; a data port whose contract declares float16 or bfloat16
 // (preprocess.DataDTypes) receives each value rounded to that type,
-// nearest with ties to even, as a cast would.
+// nearest with ties to even, as a cast would; a port of image or video
+// pixels declared uint8 (preprocess.DataDTypesOf), each rounded to the
+// nearest integer, halves up, and clamped to [0, 255].
 //
 // # Image adapter (onnx-genai.image-preprocess, version "1")
 //

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -22,9 +23,10 @@ type encoded struct {
 	k        kind
 	in       encodedInput
 	outPorts map[string]bool // the adapter's output ports
-	// narrow names the data ports declared in a 16-bit float type, by
-	// their dtype: the session computes them in float32 and rounds them
-	// (narrowData) before they leave it.
+	// narrow names the data ports declared in another type than float32
+	// (a 16-bit float, or uint8 pixels), by their dtype: the session
+	// computes them in float32 and rounds them (narrowData) before they
+	// leave it.
 	narrow map[string]string
 }
 
@@ -501,15 +503,15 @@ func dataPort[S any](s *encoded, port *ir.Port, o *ir.ProgramOutput, what, examp
 }
 
 // dataDType checks the element type of a port that receives program data
-// and notes a 16-bit one in s.narrow.
+// and notes one other than float32 in s.narrow.
 func (s *encoded) dataDType(port *ir.Port, what string) error {
 	c := port.Contract
 	if c.DType == "" {
 		return nil
 	}
 	d, ok := ir.LookupDType(c.DType)
-	if !ok || !slices.Contains(preprocess.DataDTypes, d.Name) {
-		return unsupported("output port `%s` of adapter `%s` carries %s as %s; the %s adapter writes %s", port.Name, s.comp.Name, what, c.DType, s.k.modality, preprocess.DataDTypesText())
+	if !ok || !slices.Contains(preprocess.DataDTypesOf(s.k.modality), d.Name) {
+		return unsupported("output port `%s` of adapter `%s` carries %s as %s; the %s adapter writes %s", port.Name, s.comp.Name, what, c.DType, s.k.modality, preprocess.DataDTypesText(s.k.modality))
 	}
 	if d.Name != "float32" {
 		s.narrow[port.Name] = d.Name
@@ -518,12 +520,22 @@ func (s *encoded) dataDType(port *ir.Port, what string) error {
 }
 
 // narrowData replaces each float32 tensor of out that a port declared in
-// a 16-bit float type receives by its values rounded to that type
-// (nearest, ties to even).
+// another type receives by its values rounded to that type: a 16-bit
+// float's nearest (ties to even), or uint8's nearest integer (halves up)
+// clamped to [0, 255].
 func (s *encoded) narrowData(out map[string]*backend.Tensor) {
 	for name, dtype := range s.narrow {
 		t := out[name]
 		if t == nil {
+			continue
+		}
+		if dtype == "uint8" {
+			src := t.Float32s()
+			dst := make([]uint8, len(src))
+			for i, v := range src {
+				dst[i] = uint8(min(max(math.Floor(float64(v)+0.5), 0), 255))
+			}
+			out[name] = &backend.Tensor{DType: dtype, Shape: t.Shape, Data: dst}
 			continue
 		}
 		round := backend.Float32ToHalf

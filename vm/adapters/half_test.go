@@ -1,6 +1,8 @@
 package adapters
 
 import (
+	"image/color"
+	"math"
 	"slices"
 	"testing"
 
@@ -68,5 +70,46 @@ func TestHalfPrecisionPorts(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A uint8 pixels port receives the float32 port's pixels rounded to the
+// nearest integer (halves up) and clamped to [0, 255]: a bicubic resize
+// overshoots an edge's range, which the port clamps, as PIL does.
+func TestUint8PixelPorts(t *testing.T) {
+	img := solid(9, 7, color.NRGBA{R: 255, A: 255})
+	for x := range 4 {
+		for y := range 7 {
+			img.SetNRGBA(x, y, color.NRGBA{G: 255, B: 3, A: 255})
+		}
+	}
+	resized := []ir.Transform{op("decode", "", "i.decoded"), op("resize", "i.decoded", "i.resized", "size", "5", "interpolation", "bicubic")}
+	port := func(dtype string) *fixture {
+		f := newFixture(resized, dims("images", 3, 5, 5))
+		f.comp.Output("pixels").Contract.DType = dtype
+		return f
+	}
+	in := request(encodePNG(t, img))
+	wide := run(t, port("float32").load(t), in)["pixels"].Float32s()
+	raw := run(t, port("uint8").load(t), in)["pixels"]
+	got, _ := raw.Data.([]uint8)
+	if raw.DType != "uint8" || len(got) != len(wide) {
+		t.Fatalf("pixels are %s %v", raw.DType, raw.Shape)
+	}
+	clamped, fractional := 0, 0
+	for i, v := range wide {
+		want := uint8(min(max(math.Floor(float64(v)+0.5), 0), 255))
+		if got[i] != want {
+			t.Fatalf("pixel value %d is %d, want %d (%v rounded and clamped)", i, got[i], want, v)
+		}
+		if v < 0 || v > 255 {
+			clamped++
+		}
+		if v != float32(math.Floor(float64(v))) {
+			fractional++
+		}
+	}
+	if clamped == 0 || fractional == 0 {
+		t.Errorf("%d values clamped and %d rounded: the case shows neither", clamped, fractional)
 	}
 }

@@ -316,7 +316,7 @@ func TestUnsupportedAtLoad(t *testing.T) {
 		{"version", func(f *fixture) { f.comp.Version = "2" }, []string{`"2"`, `"1"`}},
 		{"video without its program", func(f *fixture) { f.comp.ABI = preprocess.ABI("video") }, []string{"video-preprocess", "no preprocessing.video program"}},
 		{"no program", func(f *fixture) { f.m.Programs = nil }, []string{"preprocessing.image"}},
-		{"dtype", func(f *fixture) { f.comp.Outputs[0].Contract.DType = "float64" }, []string{"as float64", "float32, float16 or bfloat16"}},
+		{"dtype", func(f *fixture) { f.comp.Outputs[0].Contract.DType = "float64" }, []string{"as float64", "float32, float16, bfloat16 or uint8"}},
 		{"offsets not a port", func(f *fixture) { f.comp.Inputs = f.comp.Inputs[:1] }, []string{"byte_offsets", "not an input port"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -436,7 +436,7 @@ func TestVideoUnsupportedAtLoad(t *testing.T) {
 		}, []string{"fixes height (axis 2) at 2", "`v.r` 3"}},
 		{"companion role", func(f *fixture) { f.prog.Outputs[1].Content = "pack_owner" }, []string{"frame_offsets", "owner"}},
 		{"content", func(f *fixture) { f.prog.Outputs[0].Content = "validity_mask" }, []string{"validity_mask", "pixel_values"}},
-		{"dtype", func(f *fixture) { f.comp.Outputs[0].Contract.DType = "uint8" }, []string{"uint8", "float32"}},
+		{"dtype", func(f *fixture) { f.comp.Outputs[0].Contract.DType = "int32" }, []string{"int32", "float32, float16, bfloat16 or uint8"}},
 		{"lengths dtype", func(f *fixture) { f.comp.Outputs[5].Contract.DType = "int32" }, []string{"frame_lengths", "int32", "int64"}},
 		{"no program", func(f *fixture) { f.m.Programs = nil }, []string{"preprocessing.video"}},
 	} {
