@@ -59,11 +59,13 @@ var pixelOps = map[string]string{"decode": "", "convert_color": "", "resize": ""
 // pixels in [0, 255] (the transform that scales them, or pads them with a
 // value outside): "" where every transform that makes v keeps that range.
 func (p *Program) PixelRange(v string) string {
-	made := map[string]*Op{}
-	for _, op := range p.Ops {
-		made[op.Out] = op
-	}
-	for op := made[v]; op != nil; op = made[op.In] {
+	// Walk back from the last transform that makes v, each step to the
+	// last transform before it that makes what it reads.
+	for i := len(p.Ops) - 1; i >= 0; i-- {
+		op := p.Ops[i]
+		if op.Out != v {
+			continue
+		}
 		param, keeps := pixelOps[op.Name]
 		if !keeps {
 			return fmt.Sprintf("transform %d (%s) makes `%s` of values other than pixels in [0, 255]", op.Index, op.Name, op.Out)
@@ -71,7 +73,7 @@ func (p *Program) PixelRange(v string) string {
 		if x, ok := op.Number(param); param != "" && ok && (x < 0 || x > 255) {
 			return fmt.Sprintf("transform %d (%s) fills with %s %g, outside [0, 255]", op.Index, op.Name, param, x)
 		}
-		if op.In == "" || op.In == op.Out {
+		if v = op.In; v == "" {
 			break
 		}
 	}

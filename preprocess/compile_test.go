@@ -141,6 +141,8 @@ func TestCompileRefuses(t *testing.T) {
 		{"port dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "float64" }, RuleOp, 9, "as float64; the image adapter writes it as float32, float16, bfloat16 or uint8"},
 		{"uint8 rescaled", []ir.Transform{decode(), tf("rescale", "d", "x", scalar("factor", ir.ParamFloat, "0.5"))}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "uint8" }, RuleOp, 9,
 			"takes pixels as uint8, pixels in [0, 255], but transform 1 (rescale) makes `x` of values other than pixels in [0, 255]"},
+		{"uint8 rescaled in place", []ir.Transform{decode(), tf("rescale", "d", "d", scalar("factor", ir.ParamFloat, "0.5"))}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "uint8" }, RuleOp, 9,
+			"transform 1 (rescale) makes `d`"},
 		{"uint8 padded outside", []ir.Transform{decode(), tf("pad", "d", "x", scalar("height", ir.ParamInt, "8"), scalar("value", ir.ParamInt, "300"))}, func(p *ir.Program, c *ir.Component) { c.Outputs[0].Contract.DType = "uint8" }, RuleOp, 9,
 			"transform 1 (pad) fills with value 300, outside [0, 255]"},
 		{"companion dtype", []ir.Transform{decode()}, func(p *ir.Program, c *ir.Component) {
@@ -668,6 +670,15 @@ func TestUint8PixelPorts(t *testing.T) {
 	comp.Outputs[0].Contract.DType = "uint8"
 	if _, probs := Compile(prog, comp, InvokedPorts(m, comp)); len(probs) > 0 {
 		t.Errorf("pixels moved, resized, cropped and padded as uint8: %v", probs)
+	}
+	// A program that makes a value again from one made of it: the walk
+	// back ends.
+	ts = []ir.Transform{decode(), tf("resize", "d", "r", scalar("size", ir.ParamInt, "8")), tf("center_crop", "r", "d", scalar("size", ir.ParamInt, "6"))}
+	m, prog, comp = imageCase(ts...)
+	comp.Outputs[0].Contract.DType = "uint8"
+	p, _ := Compile(prog, comp, InvokedPorts(m, comp))
+	if why := p.PixelRange("d"); why != "" {
+		t.Errorf("d made again of pixels: %s", why)
 	}
 	if got := DataDTypesOf("audio"); slices.Contains(got, "uint8") {
 		t.Errorf("the audio adapter writes %v", got)
