@@ -252,46 +252,23 @@ func audioDocument(c *initComponent, au audioInput) string {
 	line(3, "adapter_abis: { onnx-genai.audio-preprocess: \"1\" }")
 	in.workflowInputs(line, "clip")
 	line(2, "outputs:")
-	for _, o := range au.outs {
-		line(3, "%s:", yq(o.name))
-		line(4, "contract: { dtype: %s, shape: %s, %s }", o.dtype, o.shapeYAML(), preserved)
-		line(4, "role: tensor")
-		line(4, "stage: pre_adapter")
-	}
+	workflowOutputs(line, au.outs, preserved)
 	for _, comp := range []struct{ name, shape string }{{clipOffset, yq(perRow)}, {clipOwner, yq(au.batch)}} {
 		line(3, "%s:", comp.name)
 		line(4, "contract: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", comp.shape)
 		line(4, "role: tensor")
 		line(4, "stage: pre_adapter")
 	}
-	line(2, "components:")
-	line(3, "%s:", yq(adapter))
-	line(4, "implementation: { kind: adapter, abi: onnx-genai.audio-preprocess, version: \"1\" }")
-	in.adapterInputs(line, "clips", 8, 64<<20)
-	line(5, "outputs:")
+	in.adapterComponent(line, adapter, "audio", "clips", 8, 64<<20)
 	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(features), au.port.dtype, au.featureShapeYAML(), produced)
 	line(6, "%s: { dtype: int64, shape: [%s] }", clipOffset, yq(perRow))
 	line(6, "%s: { dtype: int64, shape: [%s] }", clipOwner, yq(au.batch))
-	line(3, "%s:", yq(c.name))
-	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
-	line(4, "# At most %d clips per call: raise it to the batch your model runs", au.perCall())
-	line(4, "# fastest at (`genaic bench` measures it).")
-	line(4, "batch_capacity:")
+	model := mediaModel{items: "clips", batch: au.batch, perCall: au.perCall(), port: au.port, shape: au.featureShapeYAML(), in: taking, out: preserved,
+		outs: au.outs, skipped: au.skipped}
 	if au.samples && au.length == 0 {
-		line(5, "uniform_dimensions: [%s]  # clips of one length share a call", yq(au.port.dims[1].sym))
+		model.uniform = au.port.dims[1].sym
 	}
-	line(5, "budgets:")
-	line(6, "- { dimensions: [%s], max_total: %d }", yq(au.batch), au.perCall())
-	line(4, "ports:")
-	line(5, "inputs:")
-	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(au.port.name), au.port.dtype, au.featureShapeYAML(), taking)
-	line(5, "outputs:")
-	for _, s := range au.skipped {
-		line(6, "# Not declared: %s.", s)
-	}
-	for _, o := range au.outs {
-		line(6, "%s: { dtype: %s, shape: %s, %s }", yq(o.name), o.dtype, o.shapeYAML(), preserved)
-	}
+	model.modelComponent(line, c)
 	line(2, "steps:")
 	line(3, "- kind: invoke")
 	line(4, "component: %s", yq(adapter))

@@ -318,11 +318,7 @@ func imagesDocument(c *initComponent, im imageInput) string {
 		line(4, "role: tensor")
 		line(4, "stage: pre_adapter")
 	}
-	line(2, "components:")
-	line(3, "%s:", yq(adapter))
-	line(4, "implementation: { kind: adapter, abi: onnx-genai.image-preprocess, version: \"1\" }")
-	in.adapterInputs(line, "images", 8, 32<<20)
-	line(5, "outputs:")
+	in.adapterComponent(line, adapter, "image", "images", 8, 32<<20)
 	line(6, "%s:", yq(pixels))
 	line(7, "dtype: %s", im.port.dtype)
 	line(7, "shape: %s", im.pixelShape())
@@ -483,6 +479,65 @@ func (in mediaInput) adapterInputs(line func(int, string, ...any), items string,
 	line(7, "batch_layout: { kind: token_packed, axis: 0, levels: [{ offsets: byte_offsets, owner: %s }, { offsets: rows, owner: %s }] }", yq(in.owner), yq(in.row))
 	line(6, "byte_offsets: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(in.plusOne))
 	line(6, "rows: { dtype: int64, shape: [%s], batch_layout: { kind: shared } }", yq(in.rowsPlus))
+}
+
+// adapterComponent writes the adapter component of the package, of the
+// modality's built-in adapter, up to most items and bytes of their
+// encoding a call, its input ports, and the key its output ports follow.
+func (in mediaInput) adapterComponent(line func(int, string, ...any), adapter, modality, items string, most, bytes int) {
+	line(2, "components:")
+	line(3, "%s:", yq(adapter))
+	line(4, "implementation: { kind: adapter, abi: onnx-genai.%s-preprocess, version: \"1\" }", modality)
+	in.adapterInputs(line, items, most, bytes)
+	line(5, "outputs:")
+}
+
+// mediaModel is the model's component of a media package, as
+// modelComponent writes it: it takes up to perCall items a call, counted
+// by batch (and, where uniform is not "", only items of one extent of it
+// share a call), its input port shaped shape and laid out in, and each
+// output of outs laid out out; skipped says why each other is left out.
+type mediaModel struct {
+	items, batch, uniform string
+	perCall               int
+	port                  initPort
+	shape, in, out        string
+	outs                  []initPort
+	skipped               []string
+}
+
+// modelComponent writes m, the component of model c.
+func (m mediaModel) modelComponent(line func(int, string, ...any), c *initComponent) {
+	line(3, "%s:", yq(c.name))
+	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
+	line(4, "# At most %d %s per call: raise it to the batch your model runs", m.perCall, m.items)
+	line(4, "# fastest at (`genaic bench` measures it).")
+	line(4, "batch_capacity:")
+	if m.uniform != "" {
+		line(5, "uniform_dimensions: [%s]  # %s of one length share a call", yq(m.uniform), m.items)
+	}
+	line(5, "budgets:")
+	line(6, "- { dimensions: [%s], max_total: %d }", yq(m.batch), m.perCall)
+	line(4, "ports:")
+	line(5, "inputs:")
+	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(m.port.name), m.port.dtype, m.shape, m.in)
+	line(5, "outputs:")
+	for _, s := range m.skipped {
+		line(6, "# Not declared: %s.", s)
+	}
+	for _, o := range m.outs {
+		line(6, "%s: { dtype: %s, shape: %s, %s }", yq(o.name), o.dtype, o.shapeYAML(), m.out)
+	}
+}
+
+// workflowOutputs writes outs as the workflow's outputs, laid out so.
+func workflowOutputs(line func(int, string, ...any), outs []initPort, layout string) {
+	for _, o := range outs {
+		line(3, "%s:", yq(o.name))
+		line(4, "contract: { dtype: %s, shape: %s, %s }", o.dtype, o.shapeYAML(), layout)
+		line(4, "role: tensor")
+		line(4, "stage: pre_adapter")
+	}
 }
 
 // invokeAdapter writes the inputs of the step that invokes the adapter.

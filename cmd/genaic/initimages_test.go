@@ -117,27 +117,14 @@ func TestInitImages(t *testing.T) {
 				reqs = append(reqs, fmt.Sprintf(`{"id":"r%d","inputs":{"images":{"items":[%s]}}}`, r, strings.Join(items, ",")))
 			}
 			doc, out := runRequests(t, dir, reqs)
-			var resp struct {
-				Responses []struct {
-					Outputs map[string]struct {
-						Items []struct {
-							Data []float64 `json:"data"`
-						} `json:"items"`
-					} `json:"outputs"`
-				} `json:"responses"`
-			}
-			if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 3 {
-				t.Fatalf("run printed %v\n%s", err, out)
-			}
-			for r, rr := range resp.Responses {
-				items := rr.Outputs["means"].Items
+			for r, items := range outputItems(t, out, "means", 3) {
 				if len(items) != r+1 {
 					t.Fatalf("request %d: %d items of means, want %d", r, len(items), r+1)
 				}
 				for k, it := range items {
 					for ch, want := range c.want {
-						if len(it.Data) != len(c.want) || math.Abs(it.Data[ch]-want) > 1e-3 {
-							t.Fatalf("request %d image %d: means %v, want %v", r, k, it.Data, c.want)
+						if len(it) != len(c.want) || math.Abs(it[ch]-want) > 1e-3 {
+							t.Fatalf("request %d image %d: means %v, want %v", r, k, it, c.want)
 						}
 					}
 				}
@@ -271,49 +258,11 @@ func TestInitImagesHalf(t *testing.T) {
 		}
 		return g
 	}
-	img := image.NewNRGBA(image.Rect(0, 0, 23, 17))
-	for i := range img.Pix {
-		img.Pix[i] = uint8(i * 37 % 251)
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	item := fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, b.Len(), base64.StdEncoding.EncodeToString(b.Bytes()))
-	reqs := []string{fmt.Sprintf(`{"id":"a","inputs":{"images":{"items":[%s, %s]}}}`, item, solidItem(t)), fmt.Sprintf(`{"id":"b","inputs":{"images":{"items":[%s]}}}`, item)}
-	echoes := map[int32][][]float64{}
-	for _, elem := range []int32{f32, f16} {
-		dir := t.TempDir()
-		writeGraph(t, filepath.Join(dir, "echo.onnx"), model(elem), 17)
-		if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "echo.onnx")); code != exitOK {
-			t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
-		}
-		checkClean(t, dir)
-		if _, doc := initWritten(t, dir); elem == f16 && strings.Count(doc, "dtype: float16") != 4 {
+	echoes := echoedImages(t, model, []int32{f32, f16}, func(elem int32, doc string) {
+		if elem == f16 && strings.Count(doc, "dtype: float16") != 4 {
 			t.Errorf("the half model's pixels are not float16 on the program's output, the adapter's and the model's port:\n%s", doc)
 		}
-		doc, out := runRequests(t, dir, reqs)
-		var resp struct {
-			Responses []struct {
-				Outputs map[string]struct {
-					Items []struct {
-						Data []float64 `json:"data"`
-					} `json:"items"`
-				} `json:"outputs"`
-			} `json:"responses"`
-		}
-		if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 2 {
-			t.Fatalf("run printed %v\n%.300s", err, out)
-		}
-		for _, r := range resp.Responses {
-			for _, it := range r.Outputs["echo"].Items {
-				echoes[elem] = append(echoes[elem], it.Data)
-			}
-		}
-		if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "answered alike grouped and alone") {
-			t.Errorf("run --verify: exit %d\n%s", code, errOut)
-		}
-	}
+	})
 	wide, half := echoes[f32], echoes[f16]
 	if len(wide) != 3 || len(half) != 3 {
 		t.Fatalf("%d and %d images echoed, want 3 and 3", len(wide), len(half))
@@ -360,49 +309,11 @@ func TestInitImagesRaw(t *testing.T) {
 				Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: f32}}}}}
 		return g
 	}
-	img := image.NewNRGBA(image.Rect(0, 0, 23, 17))
-	for i := range img.Pix {
-		img.Pix[i] = uint8(i * 37 % 251)
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	item := fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, b.Len(), base64.StdEncoding.EncodeToString(b.Bytes()))
-	reqs := []string{fmt.Sprintf(`{"id":"a","inputs":{"images":{"items":[%s, %s]}}}`, item, solidItem(t)), fmt.Sprintf(`{"id":"b","inputs":{"images":{"items":[%s]}}}`, item)}
-	echoes := map[int32][][]float64{}
-	for _, elem := range []int32{f32, u8} {
-		dir := t.TempDir()
-		writeGraph(t, filepath.Join(dir, "echo.onnx"), model(elem), 17)
-		if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "echo.onnx")); code != exitOK {
-			t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
-		}
-		checkClean(t, dir)
-		if _, doc := initWritten(t, dir); elem == u8 && (strings.Count(doc, "dtype: uint8") < 4 || strings.Contains(doc, "op: rescale") || strings.Contains(doc, "op: normalize")) {
+	echoes := echoedImages(t, model, []int32{f32, u8}, func(elem int32, doc string) {
+		if elem == u8 && (strings.Count(doc, "dtype: uint8") < 4 || strings.Contains(doc, "op: rescale") || strings.Contains(doc, "op: normalize")) {
 			t.Errorf("the raw model's package scales its pixels, or does not write them as uint8:\n%s", doc)
 		}
-		doc, out := runRequests(t, dir, reqs)
-		var resp struct {
-			Responses []struct {
-				Outputs map[string]struct {
-					Items []struct {
-						Data []float64 `json:"data"`
-					} `json:"items"`
-				} `json:"outputs"`
-			} `json:"responses"`
-		}
-		if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != 2 {
-			t.Fatalf("run printed %v\n%.300s", err, out)
-		}
-		for _, r := range resp.Responses {
-			for _, it := range r.Outputs["echo"].Items {
-				echoes[elem] = append(echoes[elem], it.Data)
-			}
-		}
-		if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", doc); code != exitOK || !strings.Contains(errOut, "answered alike grouped and alone") {
-			t.Errorf("run --verify: exit %d\n%s", code, errOut)
-		}
-	}
+	})
 	normalized, raw := echoes[f32], echoes[u8]
 	if len(normalized) != 3 || len(raw) != 3 {
 		t.Fatalf("%d and %d images echoed, want 3 and 3", len(normalized), len(raw))
@@ -423,4 +334,67 @@ func TestInitImagesRaw(t *testing.T) {
 	if exact < len(raw[0])*len(raw)*9/10 {
 		t.Errorf("only %d values are the float export's rounded", exact)
 	}
+}
+
+// echoedImages writes model(elem), a model that hands its images back as
+// float32, for each element type of elems; runs init --images on it, checks
+// the package clean and its document with doc, runs two requests of three
+// images (one of varied pixels, twice, and one solid) and run --verify on
+// them; and returns each image's echo by element type.
+func echoedImages(t *testing.T, model func(int32) *onnxpb.GraphProto, elems []int32, doc func(elem int32, doc string)) map[int32][][]float64 {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, 23, 17))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 37 % 251)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	item := fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, b.Len(), base64.StdEncoding.EncodeToString(b.Bytes()))
+	reqs := []string{fmt.Sprintf(`{"id":"a","inputs":{"images":{"items":[%s, %s]}}}`, item, solidItem(t)), fmt.Sprintf(`{"id":"b","inputs":{"images":{"items":[%s]}}}`, item)}
+	echoes := map[int32][][]float64{}
+	for _, elem := range elems {
+		dir := t.TempDir()
+		writeGraph(t, filepath.Join(dir, "echo.onnx"), model(elem), 17)
+		if out, errOut, code := runCLI(t, "init", "--images", filepath.Join(dir, "echo.onnx")); code != exitOK {
+			t.Fatalf("init --images: exit %d\n%s%s", code, out, errOut)
+		}
+		checkClean(t, dir)
+		_, written := initWritten(t, dir)
+		doc(elem, written)
+		path, out := runRequests(t, dir, reqs)
+		for _, items := range outputItems(t, out, "echo", 2) {
+			echoes[elem] = append(echoes[elem], items...)
+		}
+		if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "answered alike grouped and alone") {
+			t.Errorf("run --verify: exit %d\n%s", code, errOut)
+		}
+	}
+	return echoes
+}
+
+// outputItems reads a responses document run printed, of n responses, and
+// returns each response's items of output name, their data.
+func outputItems(t *testing.T, out, name string, n int) [][][]float64 {
+	t.Helper()
+	var resp struct {
+		Responses []struct {
+			Outputs map[string]struct {
+				Items []struct {
+					Data []float64 `json:"data"`
+				} `json:"items"`
+			} `json:"outputs"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Responses) != n {
+		t.Fatalf("run printed %v\n%.300s", err, out)
+	}
+	items := make([][][]float64, n)
+	for r, rr := range resp.Responses {
+		for _, it := range rr.Outputs[name].Items {
+			items[r] = append(items[r], it.Data)
+		}
+	}
+	return items
 }

@@ -121,37 +121,13 @@ func videoDocument(c *initComponent, v videoInput) string {
 	line(3, "adapter_abis: { onnx-genai.video-preprocess: \"1\" }")
 	in.workflowInputs(line, "frame")
 	line(2, "outputs:")
-	for _, o := range v.outs {
-		line(3, "%s:", yq(o.name))
-		line(4, "contract: { dtype: %s, shape: %s, %s }", o.dtype, o.shapeYAML(), aligned)
-		line(4, "role: tensor")
-		line(4, "stage: pre_adapter")
-	}
-	line(2, "components:")
-	line(3, "%s:", yq(adapter))
-	line(4, "implementation: { kind: adapter, abi: onnx-genai.video-preprocess, version: \"1\" }")
+	workflowOutputs(line, v.outs, aligned)
 	// A clip brings many frames, of which only those kept are decoded: the
 	// frames of a long clip fit one call.
-	in.adapterInputs(line, "frames", 1024, 64<<20)
-	line(5, "outputs:")
+	in.adapterComponent(line, adapter, "video", "frames", 1024, 64<<20)
 	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(pixels), v.port.dtype, v.clipShape(), aligned)
-	line(3, "%s:", yq(c.name))
-	line(4, "implementation: { kind: onnx, artifact: %s }", yq(c.artifact))
-	line(4, "# At most 4 clips per call: raise it to the batch your model runs")
-	line(4, "# fastest at (`genaic bench` measures it).")
-	line(4, "batch_capacity:")
-	line(5, "budgets:")
-	line(6, "- { dimensions: [%s], max_total: 4 }", yq(v.batch))
-	line(4, "ports:")
-	line(5, "inputs:")
-	line(6, "%s: { dtype: %s, shape: %s, %s }", yq(v.port.name), v.port.dtype, v.clipShape(), aligned)
-	line(5, "outputs:")
-	for _, s := range v.skipped {
-		line(6, "# Not declared: %s.", s)
-	}
-	for _, o := range v.outs {
-		line(6, "%s: { dtype: %s, shape: %s, %s }", yq(o.name), o.dtype, o.shapeYAML(), aligned)
-	}
+	mediaModel{items: "clips", batch: v.batch, perCall: 4, port: v.port, shape: v.clipShape(), in: aligned, out: aligned,
+		outs: v.outs, skipped: v.skipped}.modelComponent(line, c)
 	line(2, "steps:")
 	line(3, "- kind: invoke")
 	line(4, "component: %s", yq(adapter))
