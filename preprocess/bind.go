@@ -44,8 +44,8 @@ func DataDTypesOf(modality string) []string {
 	return append(slices.Clone(DataDTypes), "uint8")
 }
 
-// DataDTypesText names DataDTypesOf(modality) for a message: "float32,
-// float16 or bfloat16".
+// DataDTypesText names DataDTypesOf(modality) for a message, such as
+// "float32, float16 or bfloat16".
 func DataDTypesText(modality string) string { return orList(DataDTypesOf(modality)) }
 
 // pixelOps are the ops whose value holds pixels in the range decode gives
@@ -136,8 +136,9 @@ func InvokedPorts(m *ir.Module, comp *ir.Component) map[string]string {
 }
 
 // ports checks what each bound port receives: a value the program defines,
-// as int64 for a companion and as program data of a DataDTypes type and a
-// rank the adapter lays out.
+// as int64 for a companion and as program data of a type the adapter
+// writes (DataDTypesOf; uint8 only where the value keeps the pixels'
+// range) and a rank it lays out.
 func (p *Program) ports(prog *ir.Program, adapter *ir.Component) []Problem {
 	var probs []Problem
 	for _, port := range adapter.Outputs {
@@ -344,9 +345,9 @@ func pixelsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.C
 	return nil
 }
 
-// unitsProblem checks axis 1 of a stacked (or ClipsPacked) audio port, each clip's
-// samples, frames or windows, against the count the program fixes
-// (pad_or_trim), where both are fixed. shape is the port's shape less its
+// unitsProblem checks axis 1 of a stacked (or ClipsPacked) audio port,
+// each clip's samples, frames or windows, against the count the program
+// fixes (pad_or_trim), where both are fixed. shape is the port's shape less its
 // trailing axes of extent 1.
 func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Component, shape []ir.Dim) []Problem {
 	s := p.Shapes[p.Source(o)]
@@ -365,13 +366,14 @@ func unitsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.Co
 }
 
 // BandsFirst reports whether a stacked (or ClipsPacked) audio port of
-// frames lays each clip out bands first, [clips, bands, frames], as Whisper's encoder
-// reads its log-mel features and NeMo's encoders their spectrograms,
-// rather than frames first, [clips, frames, bands]: shape, the port's
-// shape less its trailing axes of extent 1, is of rank 3, and its axis 1
-// names the values of a frame (by a symbol that says mel, feature, band,
-// bin or freq, or by their count, the program's n_mels or window) where
-// its axis 2 does not. A port of no such evidence is frames first.
+// frames lays each clip out bands first, [clips, bands, frames], as
+// Whisper's encoder reads its log-mel features and NeMo's encoders their
+// spectrograms, rather than frames first, [clips, frames, bands]: shape,
+// the port's shape less its trailing axes of extent 1, is of rank 3, and
+// its axis 1 names the values of a frame (by a symbol that says mel,
+// feature, band, bin or freq, or by their count, the program's n_mels or
+// window) where its axis 2 does not. A port of no such evidence is frames
+// first.
 func BandsFirst(s Shape, c *ir.Contract, shape []ir.Dim) bool {
 	if !s.Framed || s.Row > 0 || c == nil || c.Layout.Kind == ir.TokenPacked && !ClipsPacked(s, c) || len(shape) != 3 {
 		return false
