@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/base64"
+	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +11,9 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/genaic/genaic/internal/fixtures"
+	"github.com/genaic/genaic/onnx/onnxpb"
 )
 
 // TestMistakenLayoutsRefusedFirst holds check to what the runtime would
@@ -26,60 +32,122 @@ func TestMistakenLayoutsRefusedFirst(t *testing.T) {
 	if err != nil || len(pkgs) < 12 {
 		t.Fatalf("found %d packages (%v)", len(pkgs), err)
 	}
-	refused, ran := 0, 0
-	rules := map[string]int{}
+	var sw mistakeSweep
 	for _, pkg := range pkgs {
-		src, err := os.ReadFile(filepath.Join(pkg, metadataName))
-		if err != nil {
+		sw.sweep(t, pkg)
+	}
+	if sw.refused < 100 {
+		t.Errorf("check refused %d mistaken layouts (and %d ran); want the sweep to reach every package's ports", sw.refused, sw.ran)
+	}
+	t.Logf("%d mistaken layouts refused by check (%v), %d accepted and run", sw.refused, sw.rules, sw.ran)
+}
+
+// TestMistakenLayoutsOfInitPackages sweeps the packages init writes of
+// media encoders (images; Whisper's clips packed whole; video clips one a
+// request) as TestMistakenLayoutsRefusedFirst sweeps the examples.
+func TestMistakenLayoutsOfInitPackages(t *testing.T) {
+	tone, silence := fixtures.WAV16(16000, fixtures.Tone(8000, 16000, 1000, 0.5)), fixtures.WAV16(16000, make([]int16, 4000))
+	frame := func(i int) []byte { return solidPNG(t, 12+i, 10, color.NRGBA{R: uint8(30 * i), G: 90, B: 200, A: 255}) }
+	items := func(bs ...[]byte) string {
+		out := make([]string, len(bs))
+		for i, b := range bs {
+			out[i] = fmt.Sprintf(`{"dtype":"uint8","shape":[%d],"data":%q}`, len(b), base64.StdEncoding.EncodeToString(b))
+		}
+		return `{"items":[` + strings.Join(out, ",") + `]}`
+	}
+	var sw mistakeSweep
+	for _, c := range []struct {
+		flag, input string
+		g           *onnxpb.GraphProto
+		requests    []string
+	}{
+		{"--images", "images", meanPixels([]any{"batch", 3, 8, 8}, 2, 3), []string{items(frame(0), frame(1)), items(frame(2))}},
+		{"--audio", "audio", bandMeans([]any{"batch", 80, 3000}, 2), []string{items(tone, silence), items(silence)}},
+		{"--video", "frames", frameMeans([]any{"batch", 2, 3, 8, 8}, 3, 4), []string{items(frame(0), frame(1)), items(frame(2), frame(3), frame(4))}},
+	} {
+		dir := t.TempDir()
+		writeGraph(t, filepath.Join(dir, "model.onnx"), c.g, 17)
+		if out, errOut, code := runCLI(t, "init", c.flag, filepath.Join(dir, "model.onnx")); code != exitOK {
+			t.Fatalf("init %s: exit %d\n%s%s", c.flag, code, out, errOut)
+		}
+		reqs := make([]string, len(c.requests))
+		for i, r := range c.requests {
+			reqs[i] = fmt.Sprintf(`{"id":"r%d","inputs":{%q:%s}}`, i, c.input, r)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "requests.json"), []byte(`{"requests":[`+strings.Join(reqs, ",")+`]}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		// The document as the mistakes rewrite it, without a mistake,
-		// checks clean: a refusal below is for the mistake.
-		var doc yaml.Node
-		if err := yaml.Unmarshal(src, &doc); err != nil {
-			t.Fatal(err)
-		}
-		same, err := yaml.Marshal(&doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkClean(t, mistakenPackage(t, pkg, same))
-		for _, m := range layoutMistakes(t, src) {
-			dir := mistakenPackage(t, pkg, m.doc)
-			if rep, code := checkJSONOf(t, dir); code != exitOK || len(rep.Files) != 1 || !rep.Files[0].Valid {
-				refused++
-				var errs []string
-				for _, f := range rep.Files {
-					for _, d := range f.Diagnostics {
-						if d.Severity == "error" {
-							errs = append(errs, "error["+d.Rule+"]")
-						}
-						if family, _, _ := strings.Cut(d.Rule, "/"); !slices.Contains([]string{"capacity", "contract", "packed", "padding", "emit", "preprocess"}, family) {
-							t.Errorf("%s, %s: refused for %s, not for its layout: %s", filepath.Base(pkg), m.name, d.Rule, d.Message)
-						}
-						rules[d.Rule]++
+		sw.sweep(t, dir)
+	}
+	if sw.refused < 15 {
+		t.Errorf("check refused %d mistaken layouts (and %d ran)", sw.refused, sw.ran)
+	}
+	t.Logf("%d mistaken layouts refused by check (%v), %d accepted and run", sw.refused, sw.rules, sw.ran)
+}
+
+// mistakeSweep counts what check made of the mistakes of the packages
+// swept: refused, and by which rules, or accepted and run.
+type mistakeSweep struct {
+	refused, ran int
+	rules        map[string]int
+}
+
+// sweep makes each mistake of layoutMistakes in the package at pkg (its
+// document, models and requests.json) and holds check and run to it: a
+// refusal is for a layout rule, and run refuses the package with check's
+// errors; a document check accepts runs the requests, none refused for
+// its rows or extents, each answered grouped as alone.
+func (sw *mistakeSweep) sweep(t *testing.T, pkg string) {
+	t.Helper()
+	if sw.rules == nil {
+		sw.rules = map[string]int{}
+	}
+	src, err := os.ReadFile(filepath.Join(pkg, metadataName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The document as the mistakes rewrite it, without a mistake, checks
+	// clean: a refusal below is for the mistake.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	same, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, mistakenPackage(t, pkg, same))
+	for _, m := range layoutMistakes(t, src) {
+		dir := mistakenPackage(t, pkg, m.doc)
+		if rep, code := checkJSONOf(t, dir); code != exitOK || len(rep.Files) != 1 || !rep.Files[0].Valid {
+			sw.refused++
+			var errs []string
+			for _, f := range rep.Files {
+				for _, d := range f.Diagnostics {
+					if d.Severity == "error" {
+						errs = append(errs, "error["+d.Rule+"]")
 					}
+					if family, _, _ := strings.Cut(d.Rule, "/"); !slices.Contains([]string{"capacity", "contract", "packed", "padding", "emit", "preprocess"}, family) {
+						t.Errorf("%s, %s: refused for %s, not for its layout: %s", filepath.Base(pkg), m.name, d.Rule, d.Message)
+					}
+					sw.rules[d.Rule]++
 				}
-				// run compiles as check does, the adapters loaded: it
-				// refuses the package with check's errors, before any
-				// request.
-				_, errOut, code := runCLI(t, "run", dir, "--requests", filepath.Join(pkg, "requests.json"))
-				if code != exitDiags || slices.ContainsFunc(errs, func(e string) bool { return !strings.Contains(errOut, e) }) {
-					t.Errorf("%s, %s: check refuses it with %v, but run exits %d:\n%s", filepath.Base(pkg), m.name, errs, code, errOut)
-				}
-				continue
 			}
-			ran++
-			_, errOut, code := runCLI(t, "run", dir, "--requests", filepath.Join(pkg, "requests.json"), "--verify")
-			if code != exitOK || strings.Contains(errOut, "run/input") || strings.Contains(errOut, "run/extent") {
-				t.Errorf("%s, %s: check accepts it, but run --verify exits %d:\n%s", filepath.Base(pkg), m.name, code, errOut)
+			// run compiles as check does, the adapters loaded: it
+			// refuses the package with check's errors, before any
+			// request.
+			_, errOut, code := runCLI(t, "run", dir, "--requests", filepath.Join(pkg, "requests.json"))
+			if code != exitDiags || slices.ContainsFunc(errs, func(e string) bool { return !strings.Contains(errOut, e) }) {
+				t.Errorf("%s, %s: check refuses it with %v, but run exits %d:\n%s", filepath.Base(pkg), m.name, errs, code, errOut)
 			}
+			continue
+		}
+		sw.ran++
+		_, errOut, code := runCLI(t, "run", dir, "--requests", filepath.Join(pkg, "requests.json"), "--verify")
+		if code != exitOK || strings.Contains(errOut, "run/input") || strings.Contains(errOut, "run/extent") {
+			t.Errorf("%s, %s: check accepts it, but run --verify exits %d:\n%s", filepath.Base(pkg), m.name, code, errOut)
 		}
 	}
-	if refused < 100 {
-		t.Errorf("check refused %d mistaken layouts (and %d ran); want the sweep to reach every package's ports", refused, ran)
-	}
-	t.Logf("%d mistaken layouts refused by check (%v), %d accepted and run", refused, rules, ran)
 }
 
 // layoutMistake is a package's document with one mistake made.
