@@ -27,12 +27,30 @@ func meanPixels(dims []any, axes ...int64) *onnxpb.GraphProto {
 	if axes[0] == 1 {
 		channels = dims[3]
 	}
-	return &onnxpb.GraphProto{Name: "means",
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixels", 1, dims...)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("means", 1, dims[0], channels)},
-		Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixels"}, Output: []string{"means"}, Attribute: []*onnxpb.AttributeProto{
+	return meanGraph("means", "pixels", dims, []any{dims[0], channels}, axes)
+}
+
+// meanGraph is a model name whose output means (of shape out) averages its
+// float input (of shape dims) over axes.
+func meanGraph(name, input string, dims, out []any, axes []int64) *onnxpb.GraphProto {
+	return &onnxpb.GraphProto{Name: name,
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo(input, 1, dims...)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("means", 1, out...)},
+		Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{input}, Output: []string{"means"}, Attribute: []*onnxpb.AttributeProto{
 			{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: axes},
 			{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}
+}
+
+// echoModel is a model of one input of name and shape dims, of the
+// element type it is given, that hands it back as float32 (echo).
+func echoModel(name string, dims ...any) func(elem int32) *onnxpb.GraphProto {
+	return func(elem int32) *onnxpb.GraphProto {
+		return &onnxpb.GraphProto{Name: "echo",
+			Input:  []*onnxpb.ValueInfoProto{tensorInfo(name, elem, dims...)},
+			Output: []*onnxpb.ValueInfoProto{tensorInfo("echo", 1, dims...)},
+			Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{name}, Output: []string{"echo"},
+				Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 1}}}}}
+	}
 }
 
 // solidPNG is a w×h PNG of one colour.
@@ -247,17 +265,7 @@ func runRequests(t *testing.T, dir string, reqs []string) (doc, out string) {
 // alone.
 func TestInitImagesHalf(t *testing.T) {
 	const f32, f16 = 1, 10
-	model := func(elem int32) *onnxpb.GraphProto {
-		g := &onnxpb.GraphProto{Name: "echo",
-			Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixels", elem, "batch", 3, 8, 8)},
-			Output: []*onnxpb.ValueInfoProto{tensorInfo("echo", f32, "batch", 3, 8, 8)},
-			Node:   []*onnxpb.NodeProto{{OpType: "Identity", Input: []string{"pixels"}, Output: []string{"echo"}}}}
-		if elem != f32 {
-			g.Node[0] = &onnxpb.NodeProto{OpType: "Cast", Input: []string{"pixels"}, Output: []string{"echo"},
-				Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: f32}}}
-		}
-		return g
-	}
+	model := echoModel("pixels", "batch", 3, 8, 8)
 	echoes := echoedImages(t, model, []int32{f32, f16}, func(elem int32, doc string) {
 		if elem == f16 && strings.Count(doc, "dtype: float16") != 4 {
 			t.Errorf("the half model's pixels are not float16 on the program's output, the adapter's and the model's port:\n%s", doc)
@@ -301,14 +309,7 @@ func solidItem(t *testing.T) string {
 // normalization, rounded. Grouped answers as alone.
 func TestInitImagesRaw(t *testing.T) {
 	const f32, u8 = 1, 2
-	model := func(elem int32) *onnxpb.GraphProto {
-		g := &onnxpb.GraphProto{Name: "echo",
-			Input:  []*onnxpb.ValueInfoProto{tensorInfo("images", elem, "batch", 8, 8, 3)},
-			Output: []*onnxpb.ValueInfoProto{tensorInfo("echo", f32, "batch", 8, 8, 3)},
-			Node: []*onnxpb.NodeProto{{OpType: "Cast", Input: []string{"images"}, Output: []string{"echo"},
-				Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: f32}}}}}
-		return g
-	}
+	model := echoModel("images", "batch", 8, 8, 3)
 	echoes := echoedImages(t, model, []int32{f32, u8}, func(elem int32, doc string) {
 		if elem == u8 && (strings.Count(doc, "dtype: uint8") < 4 || strings.Contains(doc, "op: rescale") || strings.Contains(doc, "op: normalize")) {
 			t.Errorf("the raw model's package scales its pixels, or does not write them as uint8:\n%s", doc)

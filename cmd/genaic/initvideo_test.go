@@ -22,12 +22,7 @@ func frameMeans(dims []any, axes ...int64) *onnxpb.GraphProto {
 	if axes[0] == 2 {
 		channels = dims[4]
 	}
-	return &onnxpb.GraphProto{Name: "clips",
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("pixel_values", 1, dims...)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("means", 1, dims[0], dims[1], channels)},
-		Node: []*onnxpb.NodeProto{{OpType: "ReduceMean", Input: []string{"pixel_values"}, Output: []string{"means"}, Attribute: []*onnxpb.AttributeProto{
-			{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: axes},
-			{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}}}}
+	return meanGraph("clips", "pixel_values", dims, []any{dims[0], dims[1], channels}, axes)
 }
 
 // TestInitVideo is a newcomer's path with a video encoder: init --video
