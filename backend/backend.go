@@ -105,6 +105,16 @@ type Keyer interface {
 	Key(inputs map[string]*Tensor) (string, error)
 }
 
+// WholeKeyer is implemented by a Keyer whose unit is what a request
+// brings together, not each of its items: a video adapter's clip is all
+// the frames a request gives. Where KeysWhole is true, the runtime keys
+// such a request whole, at admission, and never packs one of its items
+// alone to key it, which would have Key judge a unit that is none (a clip
+// of one frame); the request's items then run as one part.
+type WholeKeyer interface {
+	KeysWhole() bool
+}
+
 // KeyDescriber is implemented by a Keyer whose keys follow a rule its
 // ports fix when it loads: KeyedBy names, one phrase each, the extents it
 // keys an invocation's items by ("width of `lines`"), so that a plan can

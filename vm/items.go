@@ -157,15 +157,23 @@ type keyedStep struct {
 	keyer backend.Keyer
 }
 
+// keyedSteps are the invoke steps whose sessions key a request's items
+// one by one: all but those that key requests whole (backend.WholeKeyer),
+// which admission keys as every grouped component's requests.
 func keyedSteps(m *ir.Module, specs map[string]*componentSpec) []keyedStep {
 	var out []keyedStep
 	m.Body.Walk(func(s *ir.Step) bool {
-		if sp := specs[s.Component.Name]; s.Op == ir.OpInvoke && sp != nil && sp.keyer != nil {
+		if sp := specs[s.Component.Name]; s.Op == ir.OpInvoke && sp != nil && sp.keyer != nil && !keysWhole(sp.keyer) {
 			out = append(out, keyedStep{s, sp.keyer})
 		}
 		return true
 	})
 	return out
+}
+
+func keysWhole(k backend.Keyer) bool {
+	w, ok := k.(backend.WholeKeyer)
+	return ok && w.KeysWhole()
 }
 
 // itemKeyer keys top-level item i of items input in by what the

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -301,5 +302,105 @@ func TestVideoEndToEndCorruptFrame(t *testing.T) {
 		if !strings.Contains(resps[1].Err.Error(), frag) {
 			t.Errorf("error %q does not mention %q", resps[1].Err, frag)
 		}
+	}
+}
+
+// stackedEncoder is the binding of video_fixed.yaml and of its variant
+// whose clips make their own number of frames: per row, the mean of each
+// channel over its frames.
+func stackedEncoder(_ context.Context, in map[string]*backend.Tensor) (map[string]*backend.Tensor, error) {
+	px := in["frames"]
+	if px == nil || px.Rank() != 5 || px.Shape[2] != 3 || px.Shape[3] != 4 || px.Shape[4] != 4 {
+		return nil, fmt.Errorf("frames %v, want [batch, frames, 3, 4, 4]", px)
+	}
+	rows, frames := px.Shape[0], px.Shape[1]
+	data := px.Float32s()
+	out := make([]float32, rows*3)
+	for r := range rows {
+		for f := range frames {
+			frame := data[(r*frames+f)*48 : (r*frames+f+1)*48]
+			for k := range int64(3) {
+				sum := 0.0
+				for _, v := range frame[k*16 : (k+1)*16] {
+					sum += float64(v)
+				}
+				out[r*3+k] += float32(sum / 16 / float64(frames))
+			}
+		}
+	}
+	return map[string]*backend.Tensor{"embeddings": {DType: "float32", Shape: []int64{rows, 3}, Data: out}}, nil
+}
+
+// shortAndLong are requests of one clip of 1 to 7 frames each, half of
+// them given as tensors and half as items (a frame an item, as genaic
+// run and serve read a clip), and their clips.
+func shortAndLong(t *testing.T, seed int64) ([]vm.Request, [][]videoClip) {
+	rng := rand.New(rand.NewSource(seed))
+	var reqs []vm.Request
+	var all [][]videoClip
+	for i := range 24 {
+		clips := []videoClip{randomClip(t, rng, 1, 7)}
+		r := videoRequest(fmt.Sprint("c", i), clips)
+		if i%2 == 1 {
+			r = vm.Request{ID: r.ID, Items: map[string][]vm.Item{"video": vm.ByteItems(clips[0].encoded...)}}
+		}
+		reqs, all = append(reqs, r), append(all, clips)
+	}
+	return reqs, all
+}
+
+// A port that fixes a clip's frames at 4: a request whose clip keeps fewer
+// is refused at admission, alone, saying why; the clips beside it are
+// grouped and answered, and no invocation of the adapter fails (a group
+// failed by one clip would be run again one request at a time).
+func TestVideoShortClipRefusedAtAdmission(t *testing.T) {
+	e := openVideo(t, "testdata/video_fixed.yaml", stackedEncoder)
+	reqs, all := shortAndLong(t, 17)
+	short := 0
+	for i, r := range e.RunAll(context.Background(), reqs) {
+		if n := len(all[i][0].encoded); n < 4 {
+			short++
+			if r.Err == nil {
+				t.Errorf("request %s of a clip of %d frames succeeded", r.ID, n)
+				continue
+			}
+			for _, frag := range []string{"run/input", fmt.Sprintf("clip 0 holds %d frames", n), "fixes frames (axis 1) at 4"} {
+				if !strings.Contains(r.Err.Error(), frag) {
+					t.Errorf("request %s: error %q does not say %q", r.ID, r.Err, frag)
+				}
+			}
+			continue
+		}
+		checkClips(t, all[i], r, "clip_embeddings")
+	}
+	st := e.Stats().Components["video_preprocess"]
+	if short == 0 || short == len(reqs) || st.Failed != 0 || st.Regrouped != 0 || st.MaxGroupRequests < 2 {
+		t.Errorf("%d of %d clips short; the adapter: %d calls failed, %d groups run again, largest group %d requests: want some short, none failed, groups",
+			short, len(reqs), st.Failed, st.Regrouped, st.MaxGroupRequests)
+	}
+}
+
+// A port of clips that neither pads nor fixes their frames: clips that
+// keep different numbers of frames never share an invocation (the adapter
+// keys them by it), so every request is answered and no call fails.
+func TestVideoClipsKeyedByFrames(t *testing.T) {
+	doc, err := os.ReadFile("testdata/video_fixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(doc), "[batch, 4, 3, 4, 4]", "[batch, length, 3, 4, 4]")
+	s = strings.Replace(s, "implementation: { kind: binding }\n        batch_capacity:\n", "implementation: { kind: binding }\n        batch_capacity:\n          uniform_dimensions: [length]\n", 1)
+	path := filepath.Join(t.TempDir(), "video_keyed.yaml")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := openVideo(t, path, stackedEncoder)
+	reqs, all := shortAndLong(t, 23)
+	for i, r := range e.RunAll(context.Background(), reqs) {
+		checkClips(t, all[i], r, "clip_embeddings")
+	}
+	st := e.Stats().Components["video_preprocess"]
+	if st.Failed != 0 || st.Regrouped != 0 || st.MaxGroupRequests < 2 {
+		t.Errorf("the adapter: %d calls failed, %d groups run again, largest group %d requests: want none failed, groups", st.Failed, st.Regrouped, st.MaxGroupRequests)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
@@ -352,19 +353,89 @@ func (s *videoSession) plan(inputs map[string]*backend.Tensor) (*videoPlan, erro
 	return &videoPlan{data: data, offs: offs, clips: clips, rows: rows, tracks: tracks, need: need}, nil
 }
 
-// Key implements backend.Keyer for the media budget alone: every clip may
-// share an invocation, so the key is "", and a request whose frames would
-// take more memory decoded and preprocessed than one request's media may
-// is refused at admission, before any group holds it. Anything else wrong
-// with the frames is Run's to report. Key may see one frame of a clip: a
-// request that gives its frames as items is keyed an item (a frame) at a
-// time (vm's producedKey), so a clip's frame count is not Key's to judge.
+// Key implements backend.Keyer: a request whose frames would take more
+// memory decoded and preprocessed than one request's media may, or whose
+// clips a pixels port cannot hold (a clip sampled to fewer frames than
+// the port fixes), is refused at admission, before any group holds it;
+// where a port stacks clips neither padding nor fixing their frames, the
+// key is the frames each clip makes there, so that only clips of one
+// length share an invocation. Anything wrong with a frame's pixels is
+// Run's to report.
 func (s *videoSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	p, err := s.plan(inputs)
 	if err != nil {
-		return "", nil
+		return "", err
 	}
-	return "", s.withinBudget(p, 0, len(p.clips)-1, "this request")
+	if err := s.withinBudget(p, 0, len(p.clips)-1, "this request"); err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, vp := range s.pixels {
+		frames := make([]int64, len(p.tracks))
+		for c, tr := range p.tracks {
+			frames[c] = int64(tr[vp.keep].real() + tr[vp.keep].pad)
+		}
+		if err := s.holds(vp, frames, p.rows); err != nil {
+			return "", err
+		}
+		if vp.keysFrames() && len(frames) > 0 {
+			parts = append(parts, fmt.Sprintf("%d frames of `%s`", frames[0], vp.name))
+		}
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+// KeysWhole implements backend.WholeKeyer: a clip is all the frames a
+// request brings, so a request is keyed whole, never a frame at a time.
+func (s *videoSession) KeysWhole() bool { return true }
+
+// KeyedBy implements backend.KeyDescriber: what Key keys a clip by.
+func (s *videoSession) KeyedBy() []string {
+	var parts []string
+	for _, vp := range s.pixels {
+		if vp.keysFrames() {
+			parts = append(parts, fmt.Sprintf("count of frames of `%s`", vp.name))
+		}
+	}
+	return parts
+}
+
+// keysFrames reports whether clips are keyed by the frames they make in
+// the port: it stacks clips, neither padding nor fixing their frames.
+func (vp *videoPort) keysFrames() bool {
+	return vp.rank == 5 && !vp.padsFrames && vp.fixedFrames < 0
+}
+
+// holds checks that pixels port vp can hold the clips of an invocation
+// whose rows are rows, clip c making frames[c] frames there (pad frames
+// included): one clip unless the port packs them, one clip a row where it
+// is request_aligned, and on a port of clips, the frames it fixes, or,
+// where it does not pad them, as many as clip 0 makes.
+func (s *videoSession) holds(vp *videoPort, frames, rows []int64) error {
+	switch vp.rank {
+	case 4:
+		if vp.layout != ir.TokenPacked && len(frames) != 1 {
+			return fail("run/input", "output port `%s` of adapter `%s` holds the frames of one clip (rank 4, %s), but the invocation brings %d clips; make the port token_packed, or stack clips on a rank-5 port",
+				vp.name, s.comp.Name, vp.layout, len(frames))
+		}
+	case 5:
+		if vp.layout == ir.RequestAligned {
+			if err := s.onePerRow(vp.name, "clip", rows); err != nil {
+				return err
+			}
+		}
+		for c, t := range frames {
+			switch {
+			case vp.fixedFrames >= 0 && t != vp.fixedFrames && !(vp.padsFrames && t < vp.fixedFrames):
+				return fail("run/input", "clip %d holds %d frames after preprocessing.video, but output port `%s` of adapter `%s` fixes frames (axis 1) at %d; sample them with sample_frames num_frames and pad them with pad_frames target_length %d",
+					c, t, vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames)
+			case !vp.padsFrames && t != frames[0]:
+				return fail("run/input", "clip %d holds %d frames after preprocessing.video, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad frames; pad frames with valid_lengths, pad the clips with pad_frames, or pack the frames (token_packed [frames, channels, height, width])",
+					c, t, frames[0], vp.name, s.comp.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // withinBudget is run/budget where clips [from, to) of an invocation,
@@ -565,20 +636,21 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*bac
 	}
 	nClips := int64(len(vals))
 	frameOffs := make([]int64, nClips+1) // prefix offsets of each clip's frames
+	totals := make([]int64, nClips)
 	longest := int64(0)
 	for c, v := range vals {
-		frameOffs[c+1] = frameOffs[c] + int64(v.total())
-		longest = max(longest, int64(v.total()))
+		totals[c] = int64(v.total())
+		frameOffs[c+1] = frameOffs[c] + totals[c]
+		longest = max(longest, totals[c])
+	}
+	if err := s.holds(vp, totals, rows); err != nil {
+		return nil, nil, err
 	}
 	var shape []int64
 	var slot func(c, j int) int64 // the frame index of the port's leading axes
 	var levels [][]int64
 	switch vp.rank {
 	case 4:
-		if vp.layout != ir.TokenPacked && nClips != 1 {
-			return nil, nil, fail("run/input", "output port `%s` of adapter `%s` holds the frames of one clip (rank 4, %s), but the invocation brings %d clips; make the port token_packed, or stack clips on a rank-5 port",
-				vp.name, s.comp.Name, vp.layout, nClips)
-		}
 		shape = []int64{frameOffs[nClips], 0, 0, 0}
 		slot = func(c, j int) int64 { return frameOffs[c] + int64(j) }
 		switch vp.levels {
@@ -592,26 +664,11 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*bac
 			levels = [][]int64{perRow}
 		}
 	case 5:
-		if vp.layout == ir.RequestAligned {
-			if err := s.onePerRow(vp.name, "clip", rows); err != nil {
-				return nil, nil, err
-			}
-		}
 		frames := longest
 		if vp.fixedFrames >= 0 {
 			frames = max(frames, vp.fixedFrames)
 		} else if nClips == 0 && vp.static.padded {
 			frames = int64(vp.static.target)
-		}
-		for c, v := range vals {
-			switch t := int64(v.total()); {
-			case vp.fixedFrames >= 0 && t != vp.fixedFrames && !(vp.padsFrames && t < vp.fixedFrames):
-				return nil, nil, fail("run/input", "clip %d holds %d frames after preprocessing.video, but output port `%s` of adapter `%s` fixes frames (axis 1) at %d; sample them with sample_frames num_frames and pad them with pad_frames target_length %d",
-					c, t, vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames)
-			case !vp.padsFrames && t != int64(vals[0].total()):
-				return nil, nil, fail("run/input", "clip %d holds %d frames after preprocessing.video, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad frames; pad frames with valid_lengths, pad the clips with pad_frames, or pack the frames (token_packed [frames, channels, height, width])",
-					c, t, vals[0].total(), vp.name, s.comp.Name)
-			}
 		}
 		shape = []int64{nClips, frames, 0, 0, 0}
 		slot = func(c, j int) int64 { return int64(c)*frames + int64(j) }
