@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image/color"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -477,7 +478,8 @@ func TestVideoManyFramesAndNoClips(t *testing.T) {
 }
 
 // Arbitrary bytes as a frame, and arbitrary clip offsets, fail a video
-// request with run/input or run/offsets, never a panic.
+// request with run/input or run/offsets, never a panic; so does keying it
+// at admission, which reads the same offsets and headers.
 func FuzzVideoRequest(f *testing.F) {
 	good := encodePNG(f, solid(3, 2, frameColour(1)))
 	f.Add(good, uint8(1))
@@ -497,10 +499,16 @@ func FuzzVideoRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
 		in := videoRequest([][]byte{good, data, good})
 		in["clips"] = ints([]int64{0, int64(cut % 4), 3})
+		_, keyErr := s.(backend.Keyer).Key(in)
 		_, err := s.Run(context.Background(), in, nil)
-		var re *backend.RunError
-		if err != nil && (!errors.As(err, &re) || re.Rule != "run/input" && re.Rule != "run/offsets") {
-			t.Fatalf("got %v, want nil, run/input or run/offsets", err)
+		for _, err := range []error{keyErr, err} {
+			var re *backend.RunError
+			if err != nil && (!errors.As(err, &re) || re.Rule != "run/input" && re.Rule != "run/offsets") {
+				t.Fatalf("got %v, want nil, run/input or run/offsets", err)
+			}
+		}
+		if keyErr == nil && err != nil && strings.Contains(err.Error(), "frames after preprocessing.video") {
+			t.Fatalf("admission took the request, but its invocation failed on the frames a clip keeps: %v", err)
 		}
 	})
 }
