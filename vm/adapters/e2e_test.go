@@ -13,6 +13,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -466,5 +467,54 @@ func TestEndToEndRefusedPartSpendsNothing(t *testing.T) {
 	refused(resps[1])
 	if got := e.Stats().Components["encoder"].Requests; got != 2 {
 		t.Errorf("the encoder answered %d requests; want the 2 that succeed", got)
+	}
+}
+
+// One image a request on a request_aligned port: a request of two images,
+// given as a tensor or as items, is refused at admission, alone, saying
+// why; the requests beside it are grouped and answered, and no invocation
+// of the adapter fails (a group failed by one request would be run again
+// one request at a time).
+func TestEndToEndOneImageARow(t *testing.T) {
+	e, _ := open(t, "testdata/image_aligned.yaml", false)
+	rng := rand.New(rand.NewSource(31))
+	var reqs []vm.Request
+	var pics []pictures
+	for i := range 24 {
+		var p pictures
+		for len(p.encoded) == 0 || i%5 == 0 && len(p.encoded) < 2 || i%5 != 0 && len(p.encoded) != 1 {
+			p = randomPictures(t, rng)
+		}
+		r := p.request(fmt.Sprint("r", i), true)
+		if i%2 == 1 {
+			r = vm.Request{ID: r.ID, Items: map[string][]vm.Item{"encoded_images": vm.ByteItems(p.encoded...)}}
+		}
+		reqs, pics = append(reqs, r), append(pics, p)
+	}
+	for i, r := range e.RunAll(context.Background(), reqs) {
+		p := pics[i]
+		if n := len(p.encoded); n != 1 {
+			if r.Err == nil || !strings.Contains(r.Err.Error(), "run/input") || !strings.Contains(r.Err.Error(), fmt.Sprintf("row 0 brings %d images", n)) {
+				t.Errorf("request %s of %d images: %v, want run/input naming its row", r.ID, n, r.Err)
+			}
+			continue
+		}
+		if r.Err != nil {
+			t.Fatalf("request %s: %v", r.ID, r.Err)
+		}
+		emb := r.Outputs.Get("embeddings")
+		if emb == nil || !slices.Equal(emb.Shape, []int64{1, 3}) {
+			t.Fatalf("request %s: embeddings %v, want [1, 3]", r.ID, emb)
+		}
+		c := p.colours[0]
+		for k, v := range []uint8{c.R, c.G, c.B} {
+			if got, want := float64(emb.Float32s()[k]), (float64(v)/255-0.5)/0.5; math.Abs(got-want) > 6.0/255 {
+				t.Errorf("request %s channel %d = %v, want %v", r.ID, k, got, want)
+			}
+		}
+	}
+	st := e.Stats().Components["image_preprocess"]
+	if st.Failed != 0 || st.Regrouped != 0 || st.MaxGroupRequests < 2 {
+		t.Errorf("the adapter: %d calls failed, %d groups run again, largest group %d requests: want none failed, groups", st.Failed, st.Regrouped, st.MaxGroupRequests)
 	}
 }

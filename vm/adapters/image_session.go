@@ -225,11 +225,26 @@ func (s *imageSession) pixelsPort(port *ir.Port, o *ir.ProgramOutput) (*pixelsPo
 // stacked sequence's unit count), read from each image's header. An image
 // whose header the program refuses, or whose extent contradicts a port's
 // fixed one, fails here, before any group holds it; so do images of one
-// invocation that would make different keys.
+// invocation that would make different keys, and more than one image a
+// row for a request_aligned port.
 func (s *imageSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	data, offs, rows, err := s.items(inputs, nil)
 	if err != nil {
 		return "", err
+	}
+	for _, px := range s.pixels {
+		if px.layout == ir.RequestAligned {
+			if err := s.onePerRow(px.name, "image", rows); err != nil {
+				return "", err // as fill refuses it, before a group holds it
+			}
+		}
+	}
+	for _, sp := range s.seqs {
+		if sp.contract.Layout.Kind == ir.RequestAligned {
+			if err := s.onePerRow(sp.name, "image", rows); err != nil {
+				return "", err
+			}
+		}
 	}
 	key := ""
 	for i := 0; i+1 < len(offs); i++ {
