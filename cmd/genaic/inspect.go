@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/internal/safefile"
-	"github.com/genaic/genaic/passes"
 	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/plan/view"
 	"github.com/genaic/genaic/vm"
@@ -261,32 +260,21 @@ func inspectPlan(e *env, path string) (*plan.File, string, int) {
 			return f, f.PackageDir(path), code
 		}
 	}
-	// Adapters loaded as compile loads them: the plan states what each
-	// keys its invocations by.
-	d, err := passes.CheckPath(path, passes.Options{Adapters: builtinAdapters})
-	if err != nil {
-		return nil, "", ioError(e, err)
-	}
-	if !d.Valid() {
-		renderDiags(e, d)
-		return nil, "", exitDiags
-	}
-	f, err := passes.BuildPlan(d, filepath.Dir(d.File))
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, "", exitUsage
+	f, doc, code := compileInMemory(e, path)
+	if f == nil {
+		return nil, "", code
 	}
 	// Show what a plan file would hold: the same bytes decoded, so a
 	// document and its compiled plan inspect alike.
 	b, err := f.Marshal()
 	if err == nil {
-		f, err = plan.Decode(d.File, b)
+		f, err = plan.Decode(doc, b)
 	}
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, "", exitUsage
 	}
-	return f, filepath.Dir(d.File), exitOK
+	return f, filepath.Dir(doc), exitOK
 }
 
 // packageName is the name of the package in dir: its folder's, as genaic

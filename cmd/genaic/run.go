@@ -135,6 +135,23 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 		}
 		return f, f.PackageDir(path), exitOK
 	}
+	f, doc, code := compileInMemory(e, path)
+	if f == nil {
+		return nil, "", code
+	}
+	dir := filepath.Dir(doc)
+	if err := f.CheckPackage(dir); err != nil {
+		e.errorf("%v", err)
+		return nil, "", exitUsage
+	}
+	return f, dir, exitOK
+}
+
+// compileInMemory checks the document or package folder at path with the
+// adapters loaded, as compile does (the plan states what each keys its
+// invocations by), and builds its plan; and the document's path. When it
+// returns no plan, it has reported why and returns the exit code.
+func compileInMemory(e *env, path string) (*plan.File, string, int) {
 	d, err := passes.CheckPath(path, passes.Options{Adapters: builtinAdapters})
 	if err != nil {
 		return nil, "", ioError(e, err)
@@ -148,11 +165,7 @@ func loadPlan(e *env, path string) (*plan.File, string, int) {
 		e.errorf("%v", err)
 		return nil, "", exitUsage
 	}
-	if err := f.CheckPackage(filepath.Dir(d.File)); err != nil {
-		e.errorf("%v", err)
-		return nil, "", exitUsage
-	}
-	return f, filepath.Dir(d.File), exitOK
+	return f, d.File, exitOK
 }
 
 // isPlanFile reports whether path is a regular file holding a plan.
