@@ -369,13 +369,21 @@ func (s *videoSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	if err := s.withinBudget(p, 0, len(p.clips)-1, "this request"); err != nil {
 		return "", err
 	}
+	return s.clipsKey(p)
+}
+
+// clipsKey checks that every pixels port can hold an invocation's clips
+// as its plan keeps their frames (holds), before any frame is decoded,
+// and returns their key: the frames each clip makes on the ports that
+// key by them (keysFrames).
+func (s *videoSession) clipsKey(p *videoPlan) (string, error) {
 	var parts []string
 	for _, vp := range s.pixels {
 		frames := make([]int64, len(p.tracks))
 		for c, tr := range p.tracks {
 			frames[c] = int64(tr[vp.keep].real() + tr[vp.keep].pad)
 		}
-		if err := s.holds(vp, frames, p.rows); err != nil {
+		if err := s.holds(vp, frames, p.clips, p.rows); err != nil {
 			return "", err
 		}
 		if vp.keysFrames() && len(frames) > 0 {
@@ -407,11 +415,12 @@ func (vp *videoPort) keysFrames() bool {
 }
 
 // holds checks that pixels port vp can hold the clips of an invocation
-// whose rows are rows, clip c making frames[c] frames there (pad frames
-// included): one clip unless the port packs them, one clip a row where it
-// is request_aligned, and on a port of clips, the frames it fixes, or,
-// where it does not pad them, as many as clip 0 makes.
-func (s *videoSession) holds(vp *videoPort, frames, rows []int64) error {
+// whose frames clips delimits and whose rows are rows, clip c making
+// frames[c] frames there (pad frames included): one clip unless the port
+// packs them, one clip a row where it is request_aligned, and on a port
+// of clips, the frames it fixes, or, where it does not pad them, as many
+// as clip 0 makes.
+func (s *videoSession) holds(vp *videoPort, frames, clips, rows []int64) error {
 	switch vp.rank {
 	case 4:
 		if vp.layout != ir.TokenPacked && len(frames) != 1 {
@@ -426,9 +435,12 @@ func (s *videoSession) holds(vp *videoPort, frames, rows []int64) error {
 		}
 		for c, t := range frames {
 			switch {
-			case vp.fixedFrames >= 0 && t != vp.fixedFrames && !(vp.padsFrames && t < vp.fixedFrames):
-				return fail("run/input", "clip %d holds %d frames after preprocessing.video, but output port `%s` of adapter `%s` fixes frames (axis 1) at %d; sample them with sample_frames num_frames and pad them with pad_frames target_length %d",
-					c, t, vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames)
+			case vp.fixedFrames >= 0 && t < vp.fixedFrames && !vp.padsFrames:
+				return fail("run/input", "clip %d holds %d frames after preprocessing.video (of the %d it brings), but output port `%s` of adapter `%s` fixes frames (axis 1) at %d: send a clip long enough to keep %d, or, authoring the package, pad short clips with pad_frames target_length %d",
+					c, t, clips[c+1]-clips[c], vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames, vp.fixedFrames)
+			case vp.fixedFrames >= 0 && t > vp.fixedFrames:
+				return fail("run/input", "clip %d holds %d frames after preprocessing.video (of the %d it brings), but output port `%s` of adapter `%s` fixes frames (axis 1) at %d; keep at most %d with sample_frames num_frames",
+					c, t, clips[c+1]-clips[c], vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames)
 			case !vp.padsFrames && t != frames[0]:
 				return fail("run/input", "clip %d holds %d frames after preprocessing.video, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad frames; pad frames with valid_lengths, pad the clips with pad_frames, or pack the frames (token_packed [frames, channels, height, width])",
 					c, t, frames[0], vp.name, s.comp.Name)
@@ -484,11 +496,15 @@ func (s *videoSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 		return nil, err
 	}
 	// Where admission did not key the requests (one invocation per
-	// request), the budget is checked here, before any frame is decoded.
+	// request), the budget and the clips' frames are checked here, before
+	// any frame is decoded.
 	for r := 0; r+1 < len(p.rows); r++ {
 		if err := s.withinBudget(p, int(p.rows[r]), int(p.rows[r+1]), whoseRow(p.rows, r)); err != nil {
 			return nil, err
 		}
+	}
+	if _, err := s.clipsKey(p); err != nil {
+		return nil, err
 	}
 	data, offs, clips, rows, tracks, nClips := p.data, p.offs, p.clips, p.rows, p.tracks, len(p.clips)-1
 	frames, err := s.decodeFrames(ctx, data, offs, clips, rows, p.need)
@@ -634,17 +650,14 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*bac
 				c, v.pad, ext[dimH], ext[dimW], s.b.maxPixels())
 		}
 	}
+	// Run checked that the port holds the clips as they keep their frames
+	// (holds).
 	nClips := int64(len(vals))
 	frameOffs := make([]int64, nClips+1) // prefix offsets of each clip's frames
-	totals := make([]int64, nClips)
 	longest := int64(0)
 	for c, v := range vals {
-		totals[c] = int64(v.total())
-		frameOffs[c+1] = frameOffs[c] + totals[c]
-		longest = max(longest, totals[c])
-	}
-	if err := s.holds(vp, totals, rows); err != nil {
-		return nil, nil, err
+		frameOffs[c+1] = frameOffs[c] + int64(v.total())
+		longest = max(longest, int64(v.total()))
 	}
 	var shape []int64
 	var slot func(c, j int) int64 // the frame index of the port's leading axes
