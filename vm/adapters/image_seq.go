@@ -113,11 +113,6 @@ func (s *imageSession) fillSeq(sp *seqPort, items []*planar, rows []int64, out m
 		}
 		return [][]int64{perRow}, nil
 	}
-	if sp.contract.Layout.Kind == ir.RequestAligned {
-		if err := s.onePerRow(sp.name, "image", rows); err != nil {
-			return nil, err
-		}
-	}
 	longest := int64(0)
 	for i, p := range items {
 		n := int64(p.seq.units)

@@ -232,19 +232,8 @@ func (s *imageSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, px := range s.pixels {
-		if px.layout == ir.RequestAligned {
-			if err := s.onePerRow(px.name, "image", rows); err != nil {
-				return "", err // as fill refuses it, before a group holds it
-			}
-		}
-	}
-	for _, sp := range s.seqs {
-		if sp.contract.Layout.Kind == ir.RequestAligned {
-			if err := s.onePerRow(sp.name, "image", rows); err != nil {
-				return "", err
-			}
-		}
+	if err := s.oneARow(rows); err != nil {
+		return "", err // as Run refuses it, before a group holds it
 	}
 	key := ""
 	for i := 0; i+1 < len(offs); i++ {
@@ -318,6 +307,26 @@ func (px *pixelsPort) keys(d int) bool {
 // port: it stacks them unpadded.
 func (sp *seqPort) keys() bool { return !sp.packed && sp.lengths == "" }
 
+// oneARow checks that every row of an invocation brings one image where
+// a port is request_aligned, one image a row.
+func (s *imageSession) oneARow(rows []int64) error {
+	for _, px := range s.pixels {
+		if px.layout == ir.RequestAligned {
+			if err := s.onePerRow(px.name, "image", rows); err != nil {
+				return err
+			}
+		}
+	}
+	for _, sp := range s.seqs {
+		if sp.contract.Layout.Kind == ir.RequestAligned {
+			if err := s.onePerRow(sp.name, "image", rows); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // KeyedBy implements backend.KeyDescriber: what keyOf keys an image by.
 func (s *imageSession) KeyedBy() []string {
 	var parts []string
@@ -347,6 +356,9 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 	if err := s.rowsWithinBudget(data, offs, rows, s.footprint); err != nil {
 		return nil, err
 	}
+	if err := s.oneARow(rows); err != nil {
+		return nil, err // before any image is decoded
+	}
 	imgs := make([][]*planar, n)
 	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {
 		var err error
@@ -362,7 +374,7 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 		for j := range n {
 			items[j] = imgs[j][i]
 		}
-		t, err := s.fill(px, items, rows)
+		t, err := s.fill(px, items)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +417,7 @@ func (s *imageSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 
 // fill lays the images out on a pixels port: stacked on the item axis,
 // padded dimensions at the largest extent with zeros.
-func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*backend.Tensor, error) {
+func (s *imageSession) fill(px *pixelsPort, items []*planar) (*backend.Tensor, error) {
 	ext := [3]int64{int64(px.static.c), int64(px.static.h), int64(px.static.w)}
 	for d := range 3 {
 		if px.fixed[d] >= 0 {
@@ -439,13 +451,10 @@ func (s *imageSession) fill(px *pixelsPort, items []*planar, rows []int64) (*bac
 	for d, axis := range px.axes {
 		shape[axis] = ext[d]
 	}
-	switch {
-	case px.rank == 3 && len(items) != 1:
+	// Run checked one image a row where the port is request_aligned
+	// (oneARow).
+	if px.rank == 3 && len(items) != 1 {
 		return nil, fail("run/input", "output port `%s` of adapter `%s` holds one image (rank 3), but the invocation brings %d", px.name, s.comp.Name, len(items))
-	case px.layout == ir.RequestAligned:
-		if err := s.onePerRow(px.name, "image", rows); err != nil {
-			return nil, err
-		}
 	}
 	t, err := backend.NewTensor("float32", shape)
 	if err != nil {
