@@ -199,14 +199,23 @@ func (s *audioSession) Key(inputs map[string]*backend.Tensor) (string, error) {
 	if err := s.withinBudget(data, offs, 0, int64(len(offs)-1), "this request", s.footprint); err != nil {
 		return "", err
 	}
+	if err := s.oneARow(rows); err != nil {
+		return "", err // as Run refuses it, before a group holds it
+	}
+	return s.unitsKey(data, offs, rows)
+}
+
+// oneARow checks that every row of an invocation brings one clip where
+// a port is request_aligned, one clip a row.
+func (s *audioSession) oneARow(rows []int64) error {
 	for _, ap := range s.data {
 		if ap.layout == ir.RequestAligned {
 			if err := s.onePerRow(ap.name, "clip", rows); err != nil {
-				return "", err // as Run refuses it, before a group holds it
+				return err
 			}
 		}
 	}
-	return s.unitsKey(data, offs, rows)
+	return nil
 }
 
 // unitsKey is the key of a request's clips (offs into data): the units
@@ -284,6 +293,9 @@ func (s *audioSession) Run(ctx context.Context, inputs map[string]*backend.Tenso
 	if err := s.rowsWithinBudget(data, offs, rows, s.footprint); err != nil {
 		return nil, err
 	}
+	if err := s.oneARow(rows); err != nil {
+		return nil, err // before any clip is decoded
+	}
 	n := len(offs) - 1
 	clips := make([][]*signal, n)
 	err = s.each(ctx, data, offs, rows, func(i int, b []byte) error {
@@ -355,11 +367,8 @@ func (s *audioSession) pack(ap *audioPort, items []*signal, rows []int64, out ma
 // to the longest where the port pads them. A port that packs whole clips
 // is laid out so; its level is the invocation's rows.
 func (s *audioSession) stack(ap *audioPort, items []*signal, rows []int64, out map[string]*backend.Tensor) error {
-	if ap.layout == ir.RequestAligned {
-		if err := s.onePerRow(ap.name, "clip", rows); err != nil {
-			return err
-		}
-	}
+	// Run checked one clip a row where the port is request_aligned
+	// (oneARow).
 	_, padded := ap.lengths[1]
 	longest := max(ap.fixedUnits, 0)
 	for i, x := range items {

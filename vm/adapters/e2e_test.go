@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -516,5 +517,34 @@ func TestEndToEndOneImageARow(t *testing.T) {
 	st := e.Stats().Components["image_preprocess"]
 	if st.Failed != 0 || st.Regrouped != 0 || st.MaxGroupRequests < 2 {
 		t.Errorf("the adapter: %d calls failed, %d groups run again, largest group %d requests: want none failed, groups", st.Failed, st.Regrouped, st.MaxGroupRequests)
+	}
+}
+
+// An adapter without batch_capacity runs each request alone, unkeyed: a
+// request of two images for its one-image row is refused before either is
+// decoded, so its error is the row's, not the second image's corruption.
+func TestOneImageARowBeforeDecoding(t *testing.T) {
+	doc, err := os.ReadFile("testdata/image_aligned.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouping := "        batch_capacity:\n          budgets:\n            - { dimensions: [images], max_total: 6 }\n            - { dimensions: [bytes], max_total: 1000000 }\n"
+	if !strings.Contains(string(doc), grouping) {
+		t.Fatal("image_aligned.yaml's adapter budgets moved")
+	}
+	path := filepath.Join(t.TempDir(), "image_alone.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(doc), grouping, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := open(t, path, false)
+	rng := rand.New(rand.NewSource(3))
+	var p pictures
+	for len(p.encoded) < 2 {
+		p = randomPictures(t, rng)
+	}
+	p.encoded[1] = []byte("\x89PNG\r\n\x1a\n but no image")
+	r := e.RunAll(context.Background(), []vm.Request{p.request("two", true)})[0]
+	if r.Err == nil || !strings.Contains(r.Err.Error(), fmt.Sprintf("row 0 brings %d images", len(p.encoded))) {
+		t.Fatalf("a request of %d images, one corrupt: %v, want its row refused", len(p.encoded), r.Err)
 	}
 }
