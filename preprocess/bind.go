@@ -317,11 +317,29 @@ func PixelAxes(shape []ir.Dim, channels int) [3]int {
 	return [3]int{first, first + 1, first + 2}
 }
 
+// ClipAxes are the axes of a port of stacked video clips (rank 5) that
+// hold each clip's frames and each frame's channels, height and width:
+// the frames on axis 1 and the frame's axes after them (PixelAxes),
+// unless axis 1 names the channels and axis 2 does not, which is channels
+// first, [clips, channels, frames, height, width], as 3D convolutions
+// read clips. channels is the program's count, or below 0 where it is not
+// known (1 or 3 then name the channels).
+func ClipAxes(shape []ir.Dim, channels int) (frames int, pixels [3]int) {
+	if len(shape) == 5 && mentionsChannels(shape[1], channels) && !mentionsChannels(shape[2], channels) {
+		return 2, [3]int{1, 3, 4}
+	}
+	return 1, PixelAxes(shape, channels)
+}
+
 // mentionsChannels reports whether a dimension is the channel axis by its
-// name, or by its extent equal to the program's channels.
+// name, or by its extent equal to the program's channels (1 or 3 where c
+// is below 0: not known).
 func mentionsChannels(d ir.Dim, c int) bool {
-	if d.IsSym() {
+	switch {
+	case d.IsSym():
 		return strings.Contains(strings.ToLower(d.Sym), "channel")
+	case c < 0:
+		return d.Size == 1 || d.Size == 3
 	}
 	return d.Size == int64(c)
 }
@@ -336,7 +354,11 @@ func pixelsProblem(p *Program, port *ir.Port, o *ir.ProgramOutput, adapter *ir.C
 		return nil
 	}
 	known := [3]int{s.C, s.H, s.W}
-	for d, axis := range PixelAxes(shape, s.C) {
+	axes := PixelAxes(shape, s.C)
+	if p.Modality == "video" && len(shape) == 5 {
+		_, axes = ClipAxes(shape, s.C)
+	}
+	for d, axis := range axes {
 		if dim := shape[axis]; !dim.IsSym() && known[d] >= 0 && dim.Size != int64(known[d]) {
 			return []Problem{problem(RuleOp, port.Loc, "output port `%s` of adapter `%s` fixes %s (axis %d) at %d, but preprocessing.%s makes `%s` %d there\nmake the two agree: change the port, or the program's resize, pad or convert_color",
 				port.Name, adapter.Name, PixelDims[d], axis, dim.Size, p.Modality, p.Source(o), known[d])}

@@ -684,3 +684,33 @@ func TestUint8PixelPorts(t *testing.T) {
 		t.Errorf("the audio adapter writes %v", got)
 	}
 }
+
+// ClipAxes reads a port of stacked clips frames first unless its axis 1
+// names the channels and its axis 2 does not: by a symbol, by the
+// program's count, or, where the count is not known, by 1 or 3.
+func TestClipAxes(t *testing.T) {
+	sym := func(s string) ir.Dim { return ir.Dim{Sym: s} }
+	size := func(n int64) ir.Dim { return ir.Dim{Size: n} }
+	for _, c := range []struct {
+		name     string
+		shape    []ir.Dim
+		channels int
+		frames   int
+		pixels   [3]int
+	}{
+		{"VideoMAE", []ir.Dim{sym("batch"), size(16), size(3), size(224), size(224)}, 3, 1, [3]int{2, 3, 4}},
+		{"frames channels last", []ir.Dim{sym("batch"), size(16), size(224), size(224), size(3)}, 3, 1, [3]int{4, 2, 3}},
+		{"axes named", []ir.Dim{sym("batch_size"), sym("num_frames"), sym("num_channels"), sym("height"), sym("width")}, 3, 1, [3]int{2, 3, 4}},
+		{"r3d", []ir.Dim{sym("batch"), size(3), size(16), size(112), size(112)}, 3, 2, [3]int{1, 3, 4}},
+		{"frames named", []ir.Dim{sym("batch"), size(3), sym("time"), size(112), size(112)}, 3, 2, [3]int{1, 3, 4}},
+		{"gray", []ir.Dim{sym("batch"), size(1), size(8), size(64), size(64)}, 1, 2, [3]int{1, 3, 4}},
+		{"count not known", []ir.Dim{sym("batch"), size(3), size(8), size(64), size(64)}, -1, 2, [3]int{1, 3, 4}},
+		// Three frames of three channels: frames first, as most exports.
+		{"ambiguous", []ir.Dim{sym("batch"), size(3), size(3), size(64), size(64)}, 3, 1, [3]int{2, 3, 4}},
+	} {
+		frames, pixels := ClipAxes(c.shape, c.channels)
+		if frames != c.frames || pixels != c.pixels {
+			t.Errorf("%s: frames on axis %d, pixels %v; want %d, %v", c.name, frames, pixels, c.frames, c.pixels)
+		}
+	}
+}

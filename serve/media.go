@@ -79,14 +79,16 @@ func warmMedia(m *ir.Module) (map[string]warmItem, error) {
 }
 
 // clipFrames is the frames a video adapter's port of stacked clips
-// ([clips, frames, ...]) fixes, 0 where none does.
+// ([clips, frames, ...], or channels first) fixes, 0 where none does.
 func clipFrames(comp *ir.Component, modality string) int {
 	if modality != "video" {
 		return 0
 	}
 	for _, p := range comp.Outputs {
-		if c := p.Contract; c != nil && c.HasShape && len(c.Shape) == 5 && !c.Shape[1].IsSym() {
-			return int(c.Shape[1].Size)
+		if c := p.Contract; c != nil && c.HasShape && len(c.Shape) == 5 {
+			if f, _ := preprocess.ClipAxes(c.Shape, -1); !c.Shape[f].IsSym() {
+				return int(c.Shape[f].Size)
+			}
 		}
 	}
 	return 0

@@ -22,26 +22,35 @@ type videoInput struct {
 	imageInput
 	frames     int64 // the frames the graph fixes, or videoFrames where it leaves them open
 	openFrames bool
+	// channelsFirst: the clips are [batch, channels, frames, height,
+	// width], as 3D convolutions read them, rather than frames first.
+	channelsFirst bool
 }
 
 // videoInputOf is the component's one input, if it takes clips: a float
 // tensor [batch, frames, channels, height, width] (or each frame channels
 // last) whose first axis is dynamic, as Hugging Face exports VideoMAE,
-// TimeSformer and ViViT. It says why not otherwise.
+// TimeSformer and ViViT, or [batch, channels, frames, height, width], as
+// 3D convolutional networks take clips (torchvision's video models, X3D).
+// It says why not otherwise.
 func videoInputOf(c *initComponent) (videoInput, error) {
-	p, err := soleInput(c, itemsFlag{"video", "--video", "video clips", "[batch, frames, channels, height, width]", "or each frame channels last", "pixels", "clips"})
+	p, err := soleInput(c, itemsFlag{"video", "--video", "video clips", "[batch, frames, channels, height, width]", "or [batch, channels, frames, height, width], or each frame channels last", "pixels", "clips"})
 	if err != nil {
 		return videoInput{}, err
 	}
 	v := videoInput{imageInput: imageInput{port: p, batch: p.dims[0].sym}}
+	frames := p.dims[1]
 	if why := v.readPixels(p.dims, 2); why != "" {
-		if d := p.dims[1]; d.sym == "" && (d.size == 3 || d.size == 1) || d.sym != "" && namedLike(d.sym, "channel") {
-			why = "whose axis 1 holds the channels: [batch, channels, frames, height, width], as 3D convolutions read clips, where the video adapter lays frames out on axis 1; export the model to take [batch, frames, channels, height, width] (a Transpose before its first layer)"
+		// Channels first: axis 1 holds them, and the frame's sides follow
+		// the frames.
+		v.imageInput = imageInput{port: p, batch: p.dims[0].sym}
+		if v.readPixels([]initDim{p.dims[1], p.dims[3], p.dims[4]}, 0) != "" || v.last {
+			return videoInput{}, inputError(p, why)
 		}
-		return videoInput{}, inputError(p, why)
+		v.channelsFirst, frames = true, p.dims[2]
 	}
-	if f := p.dims[1]; f.sym == "" {
-		v.frames = f.size
+	if frames.sym == "" {
+		v.frames = frames.size
 	} else {
 		v.frames, v.openFrames = videoFrames, true
 	}
@@ -53,6 +62,9 @@ func videoPackage(path string, c *initComponent) (string, error) {
 	v, err := videoInputOf(c)
 	if err == nil {
 		v.outs, v.skipped, err = settleRows(path, c, "clip", v.batch, floatItems(v.port, func(n int64) []int64 {
+			if v.channelsFirst {
+				return []int64{n, v.channels, v.frames, v.h, v.w}
+			}
 			if v.last {
 				return []int64{n, v.frames, v.h, v.w, v.channels}
 			}
@@ -67,6 +79,9 @@ func videoPackage(path string, c *initComponent) (string, error) {
 
 // clipShape is the shape of the clips the adapter makes for the model.
 func (v videoInput) clipShape() string {
+	if v.channelsFirst {
+		return fmt.Sprintf("[%s, %d, %d, %d, %d]", yq(v.batch), v.channels, v.frames, v.h, v.w)
+	}
 	frame := strings.TrimPrefix(v.pixelShape(), "["+yq(v.batch)+", ")
 	return fmt.Sprintf("[%s, %d, %s", yq(v.batch), v.frames, frame)
 }

@@ -28,13 +28,14 @@ type videoLevels struct {
 type videoPort struct {
 	name, source string
 	keep         int           // index into videoSession.keep
-	rank         int           // 4 [frames, c, h, w] or 5 [clips, frames, c, h, w]
+	rank         int           // 4 [frames, c, h, w] or 5 [clips, frames, c, h, w] (or [clips, c, frames, h, w])
 	layout       ir.LayoutKind // shared, request_aligned or token_packed
 	levels       int           // token_packed: its ownership levels
 	axes         [3]int        // the port's axis of channels, height and width
+	frameAxis    int           // rank 5: the axis of each clip's frames, 1 or 2 (channels first)
 	fixed        [3]int64      // fixed extents by planar dimension, -1 when free
-	fixedFrames  int64         // rank 5: the fixed extent of axis 1, else -1
-	padsFrames   bool          // rank 5: axis 1 is padded
+	fixedFrames  int64         // rank 5: the fixed extent of the frames axis, else -1
+	padsFrames   bool          // rank 5: the frames axis is padded
 	static       videoShape
 	contract     *ir.Contract
 }
@@ -248,28 +249,32 @@ func (s *videoSession) videoPort(port *ir.Port, o *ir.ProgramOutput) (*videoPort
 		return nil, unsupported("output port `%s` of adapter `%s` packs clips [clips, frames, ...] with %d ownership levels; a port that stacks clips has one (clips→rows), and frames of variable count are packed [frames, channels, height, width] with two", port.Name, comp.Name, vp.levels)
 	}
 	first := vp.rank - 3 // the port's axis of a frame's first dimension
-	vp.axes = [3]int{first, first + 1, first + 2}
+	vp.axes, vp.frameAxis = [3]int{first, first + 1, first + 2}, 1
 	hasShape := c.HasShape && len(c.Shape) == vp.rank
 	if hasShape {
-		vp.axes = preprocess.PixelAxes(c.Shape, static.frame.c)
+		if vp.rank == 5 {
+			vp.frameAxis, vp.axes = preprocess.ClipAxes(c.Shape, static.frame.c)
+			if dim := c.Shape[vp.frameAxis]; !dim.IsSym() {
+				vp.fixedFrames = dim.Size
+			}
+		} else {
+			vp.axes = preprocess.PixelAxes(c.Shape, static.frame.c)
+		}
 		for d, axis := range vp.axes {
 			if dim := c.Shape[axis]; !dim.IsSym() {
 				vp.fixed[d] = dim.Size
 			}
 		}
-		if dim := c.Shape[1]; vp.rank == 5 && !dim.IsSym() {
-			vp.fixedFrames = dim.Size
-		}
 	}
 	for _, pad := range c.Padding {
-		if axis := c.Axis(pad.Dim.Name); vp.rank != 5 || axis != 1 {
-			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the video adapter pads frames only, axis 1 of stacked clips [clips, frames, channels, height, width]: resize the frames to one size", port.Name, comp.Name, pad.Dim.Name, axis)
+		if axis := c.Axis(pad.Dim.Name); vp.rank != 5 || axis != vp.frameAxis {
+			return nil, unsupported("output port `%s` of adapter `%s` pads `%s` (axis %d); the video adapter pads frames only, the frames axis of stacked clips [clips, frames, channels, height, width] (or [clips, channels, frames, height, width]): resize the frames to one size", port.Name, comp.Name, pad.Dim.Name, axis)
 		}
 		vp.padsFrames = true
 	}
 	if vp.fixedFrames >= 0 && !vp.padsFrames && static.padded && int64(static.target) != vp.fixedFrames {
-		return nil, unsupported("output port `%s` of adapter `%s` fixes frames (axis 1) at %d, but preprocessing.video pads the clips of `%s` to %d frames; make the two agree",
-			port.Name, comp.Name, vp.fixedFrames, source, static.target)
+		return nil, unsupported("output port `%s` of adapter `%s` fixes frames (axis %d) at %d, but preprocessing.video pads the clips of `%s` to %d frames; make the two agree",
+			port.Name, comp.Name, vp.frameAxis, vp.fixedFrames, source, static.target)
 	}
 	return vp, nil
 }
@@ -436,11 +441,11 @@ func (s *videoSession) holds(vp *videoPort, frames, clips, rows []int64) error {
 		for c, t := range frames {
 			switch {
 			case vp.fixedFrames >= 0 && t < vp.fixedFrames && !vp.padsFrames:
-				return fail("run/input", "clip %d holds %d frames after preprocessing.video (of the %d it brings), but output port `%s` of adapter `%s` fixes frames (axis 1) at %d: send a clip long enough to keep %d, or, authoring the package, pad short clips with pad_frames target_length %d",
-					c, t, clips[c+1]-clips[c], vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames, vp.fixedFrames)
+				return fail("run/input", "clip %d holds %d frames after preprocessing.video (of the %d it brings), but output port `%s` of adapter `%s` fixes frames (axis %d) at %d: send a clip long enough to keep %d, or, authoring the package, pad short clips with pad_frames target_length %d",
+					c, t, clips[c+1]-clips[c], vp.name, s.comp.Name, vp.frameAxis, vp.fixedFrames, vp.fixedFrames, vp.fixedFrames)
 			case vp.fixedFrames >= 0 && t > vp.fixedFrames:
-				return fail("run/input", "clip %d holds %d frames after preprocessing.video (of the %d it brings), but output port `%s` of adapter `%s` fixes frames (axis 1) at %d; keep at most %d with sample_frames num_frames",
-					c, t, clips[c+1]-clips[c], vp.name, s.comp.Name, vp.fixedFrames, vp.fixedFrames)
+				return fail("run/input", "clip %d holds %d frames after preprocessing.video (of the %d it brings), but output port `%s` of adapter `%s` fixes frames (axis %d) at %d; keep at most %d with sample_frames num_frames",
+					c, t, clips[c+1]-clips[c], vp.name, s.comp.Name, vp.frameAxis, vp.fixedFrames, vp.fixedFrames)
 			case !vp.padsFrames && t != frames[0]:
 				return fail("run/input", "clip %d holds %d frames after preprocessing.video, but clip 0 holds %d, and output port `%s` of adapter `%s` does not pad frames; pad frames with valid_lengths, pad the clips with pad_frames, or pack the frames (token_packed [frames, channels, height, width])",
 					c, t, frames[0], vp.name, s.comp.Name)
@@ -660,12 +665,10 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*bac
 		longest = max(longest, int64(v.total()))
 	}
 	var shape []int64
-	var slot func(c, j int) int64 // the frame index of the port's leading axes
 	var levels [][]int64
 	switch vp.rank {
 	case 4:
 		shape = []int64{frameOffs[nClips], 0, 0, 0}
-		slot = func(c, j int) int64 { return frameOffs[c] + int64(j) }
 		switch vp.levels {
 		case 2:
 			levels = [][]int64{frameOffs, rows}
@@ -683,8 +686,8 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*bac
 		} else if nClips == 0 && vp.static.padded {
 			frames = int64(vp.static.target)
 		}
-		shape = []int64{nClips, frames, 0, 0, 0}
-		slot = func(c, j int) int64 { return int64(c)*frames + int64(j) }
+		shape = make([]int64, 5)
+		shape[0], shape[vp.frameAxis] = nClips, frames
 		if vp.levels == 1 {
 			levels = [][]int64{rows}
 		}
@@ -698,22 +701,34 @@ func (s *videoSession) fill(vp *videoPort, vals []videoClip, rows []int64) (*bac
 	}
 	dst := t.Float32s()
 	strides := stridesOf(shape)
-	frameStride := ext[dimC] * ext[dimH] * ext[dimW]
+	// base is where frame j of clip c starts: packed frames follow each
+	// other on axis 0; a stacked clip's frames lie on its frames axis,
+	// channels first or not.
+	base := func(c, j int) int64 { return (frameOffs[c] + int64(j)) * strides[0] }
+	end := func(c int) int64 { return int64(vals[c].total()) }
+	if vp.rank == 5 {
+		base = func(c, j int) int64 { return int64(c)*strides[0] + int64(j)*strides[vp.frameAxis] }
+		end = func(int) int64 { return shape[vp.frameAxis] }
+	}
+	var pad *planar // a frame of padValue, the last pad value placed
+	var padValue float32
 	for c, v := range vals {
 		for j, p := range v.frames {
-			place(dst, p, slot(c, j)*frameStride, strides, vp.axes)
+			place(dst, p, base(c, j), strides, vp.axes)
 		}
 		// Padding frames, and for a padded port the positions past the
 		// clip's own frames, hold the clip's pad value.
-		end := int64(v.total())
-		if vp.rank == 5 {
-			end = shape[1]
+		if v.padValue == 0 || end(c) <= int64(len(v.frames)) {
+			continue
 		}
-		if v.padValue != 0 && end > int64(len(v.frames)) {
-			lo, hi := slot(c, len(v.frames))*frameStride, slot(c, 0)*frameStride+end*frameStride
-			for i := lo; i < hi; i++ {
-				dst[i] = v.padValue
+		if pad == nil || padValue != v.padValue {
+			pad, padValue = newPlanar(int(ext[dimC]), int(ext[dimH]), int(ext[dimW])), v.padValue
+			for i := range pad.pix {
+				pad.pix[i] = v.padValue
 			}
+		}
+		for j := len(v.frames); int64(j) < end(c); j++ {
+			place(dst, pad, base(c, j), strides, vp.axes)
 		}
 	}
 	return t, levels, nil

@@ -512,3 +512,62 @@ func FuzzVideoRequest(f *testing.F) {
 		}
 	})
 }
+
+// A port of clips channels first, [clips, channels, frames, height, width]
+// as 3D convolutions read them, holds what a port of frames first holds,
+// its axes 1 and 2 swapped: real frames, pad frames and a padded port's
+// tail alike; fixed or padded frames, stacked or request_aligned.
+func TestVideoChannelsFirstClips(t *testing.T) {
+	prog := func() []ir.Transform {
+		return decodeOnly(
+			op("sample_frames", "v.decoded", "v.sampled", "num_frames", "4"),
+			op("pad_frames", "v.sampled", "v.padded", "target_length", "4", "pad_value", "0.5"),
+		)
+	}
+	for _, c := range []struct {
+		name   string
+		layout ir.LayoutKind
+		frames any // the frames axis: fixed, or padded by this name
+	}{
+		{"request_aligned padded", ir.RequestAligned, "frames"},
+		{"request_aligned fixed", ir.RequestAligned, 4},
+		{"token_packed fixed", ir.TokenPacked, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fixture := func() *fixture {
+				f := videoFixture(prog())
+				f.comp.Capacity = &ir.Capacity{}
+				f.stacked(c.layout, c.frames)
+				if c.layout == ir.TokenPacked {
+					px := f.comp.Outputs[0].Contract
+					px.Layout.Levels = []ir.Level{{Offsets: ir.Ref{Name: "clip_offsets"}, Owner: ir.Ref{Name: "clip_owner"}, Extent: ir.ExtentProduced}}
+					f.comp.Outputs = append(f.comp.Outputs, &ir.Port{Name: "clip_offsets", Contract: contract("int64", dims("r1"))})
+					f.prog.Outputs = append(f.prog.Outputs, ir.ProgramOutput{Name: "clip_offsets", Content: "pack_offsets"})
+				}
+				return f
+			}
+			first, chans := fixture(), fixture()
+			chans.comp.Outputs[0].Contract.Shape = dims("clips", 3, c.frames, 2, 2)
+			in := videoRequest(frameSeq(t, 0, 6), frameSeq(t, 6, 2))
+			want := run(t, first.load(t), in, "pixels")["pixels"]
+			got := run(t, chans.load(t), in, "pixels")["pixels"]
+			n, f := want.Shape[0], want.Shape[1]
+			wantShape(t, "pixels", got, n, 3, f, 2, 2)
+			w, g := want.Float32s(), got.Float32s()
+			for b := range n {
+				for ch := range int64(3) {
+					for j := range f {
+						for k := range int64(4) {
+							if x, y := w[((b*f+j)*3+ch)*4+k], g[((b*3+ch)*f+j)*4+k]; x != y {
+								t.Fatalf("clip %d channel %d frame %d pixel %d: %v channels first, %v frames first", b, ch, j, k, y, x)
+							}
+						}
+					}
+				}
+			}
+			if g[len(g)-1] != 0.5 {
+				t.Errorf("the last clip's pad frames hold %v, want 0.5", g[len(g)-1])
+			}
+		})
+	}
+}
