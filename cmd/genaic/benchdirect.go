@@ -259,6 +259,13 @@ func (s *recordingSession) Key(inputs map[string]*backend.Tensor) (string, error
 	return "", nil
 }
 
+// KeysWhole forwards backend.WholeKeyer, so that a session keyed whole is
+// keyed so when recorded too.
+func (s *recordingSession) KeysWhole() bool {
+	w, ok := s.Session.(backend.WholeKeyer)
+	return ok && w.KeysWhole()
+}
+
 func (s *recordingSession) InputShape(name string) []int64 {
 	if sh, ok := s.Session.(backend.InputShaper); ok {
 		return sh.InputShape(name)

@@ -126,6 +126,16 @@ func TestInitVideo(t *testing.T) {
 			if _, errOut, code := runCLI(t, "run", dir, "--verify", "--requests", path); code != exitOK || !strings.Contains(errOut, "each of the 3 requests is answered alike grouped and alone") {
 				t.Errorf("run --verify: exit %d\n%s", code, errOut)
 			}
+			// bench's every mode, its direct calls recorded through a
+			// session of its own that keys a clip whole as the adapter's
+			// (one case: each takes seconds).
+			if c.clipChannels {
+				for _, m := range bench(t, dir, "--requests", path, "--rounds", "1", "--warmup", "0", "--round-time", "50ms", "--concurrency", "2").Modes {
+					if m.Failed != 0 {
+						t.Errorf("bench %s: %d of its requests failed", m.Name, m.Failed)
+					}
+				}
+			}
 			// The next step init names, on requests synthesized of one
 			// clip each, of the frames the model takes.
 			if _, errOut, code := runCLI(t, "run", dir, "--verify"); code != exitOK || !strings.Contains(errOut, "each of the 12 requests synthesized from the workflow's inputs is answered alike") {
