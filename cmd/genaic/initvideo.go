@@ -115,6 +115,12 @@ func videoDocument(c *initComponent, v videoInput) string {
 	line(0, "# clips could take it padded (pad_frames: { target_length: %d }).", v.frames)
 	line(0, "# Each frame kept is preprocessed as `genaic init --images` writes it.")
 	v.preprocessingComment(line)
+	if v.channelsFirst {
+		line(0, "# torchvision's video models (r3d, r2plus1d, mc3) take frames resized")
+		line(0, "# to the rectangle (resize: { height: 128, width: 171 }), then the centre")
+		line(0, "# 112x112, normalized by Kinetics' mean [0.43216, 0.394666, 0.37645]")
+		line(0, "# and std [0.22803, 0.22145, 0.216989].")
+	}
 	line(0, "schema_version: v1.1")
 	line(0, "model:")
 	line(1, "name: %s", yq(c.name))
