@@ -44,7 +44,8 @@ func TestMistakenLayoutsRefusedFirst(t *testing.T) {
 
 // TestMistakenLayoutsOfInitPackages sweeps the packages init writes of
 // media encoders (images; Whisper's clips packed whole; video clips one a
-// request) as TestMistakenLayoutsRefusedFirst sweeps the examples.
+// request, frames or channels first) as TestMistakenLayoutsRefusedFirst
+// sweeps the examples.
 func TestMistakenLayoutsOfInitPackages(t *testing.T) {
 	tone, silence := fixtures.WAV16(16000, fixtures.Tone(8000, 16000, 1000, 0.5)), fixtures.WAV16(16000, make([]int16, 4000))
 	frame := func(i int) []byte { return solidPNG(t, 12+i, 10, color.NRGBA{R: uint8(30 * i), G: 90, B: 200, A: 255}) }
@@ -64,6 +65,8 @@ func TestMistakenLayoutsOfInitPackages(t *testing.T) {
 		{"--images", "images", meanPixels([]any{"batch", 3, 8, 8}, 2, 3), []string{items(frame(0), frame(1)), items(frame(2))}},
 		{"--audio", "audio", bandMeans([]any{"batch", 80, 3000}, 2), []string{items(tone, silence), items(silence)}},
 		{"--video", "frames", frameMeans([]any{"batch", 2, 3, 8, 8}, 3, 4), []string{items(frame(0), frame(1)), items(frame(2), frame(3), frame(4))}},
+		// Clips channels before frames, as 3D convolutions read them.
+		{"--video", "frames", meanGraph("clips", "pixel_values", []any{"batch", 3, 2, 8, 8}, []any{"batch", 3, 2}, []int64{3, 4}), []string{items(frame(0), frame(1)), items(frame(2), frame(3), frame(4))}},
 	} {
 		dir := t.TempDir()
 		writeGraph(t, filepath.Join(dir, "model.onnx"), c.g, 17)
