@@ -70,7 +70,7 @@ func (d *OpDef) RunBy(modality string) bool { return slices.Contains(d.Runs, mod
 var (
 	visual       = []string{"image", "video"}
 	all          = []string{"image", "video", "audio"}
-	imageFormats = map[string]string{"png": "png", "jpeg": "jpeg", "jpg": "jpeg", "gif": "gif", "auto": ""}
+	imageFormats = map[string]string{"png": "png", "jpeg": "jpeg", "jpg": "jpeg", "gif": "gif", "webp": "webp", "auto": ""}
 	colorModes   = map[string]string{"rgb": "RGB", "bgr": "BGR", "l": "L", "gray": "L", "grey": "L", "grayscale": "L"}
 	filters      = map[string]string{"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest"}
 	roundings    = map[string]string{"round": "round", "floor": "floor", "ceil": "ceil"}

@@ -98,9 +98,9 @@ func decodeShape(op *Op, _ Shape) (Shape, error) {
 	case op.Modality == "audio":
 		return Shape{}, nil
 	case slices.Contains(containers, f):
-		return Shape{}, errParam("format", "format `%s` is a video container; the %s adapter reads each %s as an encoded image, png, jpeg (jpg) or gif, or any of them with auto, and does not demux video containers\nsend the clip's frames", f, op.Modality, item(op.Modality))
+		return Shape{}, errParam("format", "format `%s` is a video container; the %s adapter reads each %s as an encoded image, png, jpeg (jpg), gif or webp, or any of them with auto, and does not demux video containers\nsend the clip's frames", f, op.Modality, item(op.Modality))
 	case f == "wav":
-		return Shape{}, errParam("format", "format `wav` is audio; the %s adapter decodes each %s as png, jpeg (jpg) or gif, or any of them with auto", op.Modality, item(op.Modality))
+		return Shape{}, errParam("format", "format `wav` is audio; the %s adapter decodes each %s as png, jpeg (jpg), gif or webp, or any of them with auto", op.Modality, item(op.Modality))
 	}
 	return Shape{C: 3, H: -1, W: -1}, nil
 }

@@ -335,7 +335,7 @@ func initDocument(comps []*initComponent) string {
 		if im, err := imageInputOf(comps[0]); err == nil {
 			line(0, "#")
 			line(0, "# Its input %s takes images: `genaic init --images %s`", im.port.name, comps[0].artifact)
-			line(0, "# writes instead a package that takes them encoded (PNG, JPEG, GIF),")
+			line(0, "# writes instead a package that takes them encoded (PNG, JPEG, GIF, WebP),")
 			line(0, "# preprocessed by the built-in image adapter, and groups them.")
 		}
 		if au, err := audioInputOf(comps[0]); err == nil {

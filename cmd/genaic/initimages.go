@@ -271,9 +271,9 @@ func imagesDocument(c *initComponent, im imageInput) string {
 	)
 	outs, skipped := im.outs, im.skipped
 	line(0, "# Written by `genaic init --images` from %s: a package that takes", c.artifact)
-	line(0, "# encoded images (PNG, JPEG or GIF), any number per request, as items,")
-	line(0, "# and runs the model on the images of many requests at once; each")
-	line(0, "# request gets its own images' rows of every output, one item each.")
+	line(0, "# encoded images (PNG, JPEG, GIF or WebP), any number per request, as")
+	line(0, "# items, and runs the model on the images of many requests at once;")
+	line(0, "# each request gets its own images' rows of every output, one item each.")
 	line(0, "# A requests document (genaic run, bench) names image files:")
 	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"cat.jpg\"}]}}}", images)
 	line(0, "#")

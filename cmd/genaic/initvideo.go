@@ -6,7 +6,8 @@ import (
 )
 
 // A video encoder's package as init --video writes it: each request
-// brings one clip, its frames encoded images (PNG, JPEG or GIF) as items;
+// brings one clip, its frames encoded images (PNG, JPEG, GIF or WebP) as
+// items;
 // the built-in video adapter samples the frames the model takes and
 // preprocesses each as init --images does an image, and the model runs on
 // the clips of many requests at once, each request getting its clip's row
@@ -98,9 +99,10 @@ func videoDocument(c *initComponent, v videoInput) string {
 		aligned = "batch_layout: { kind: request_aligned, axis: 0 }"
 	)
 	line(0, "# Written by `genaic init --video` from %s: a package that takes", c.artifact)
-	line(0, "# one video clip per request, its frames encoded images (PNG, JPEG or")
-	line(0, "# GIF) as items in order, and runs the model on the clips of many")
-	line(0, "# requests at once; each request gets its clip's row of every output.")
+	line(0, "# one video clip per request, its frames encoded images (PNG, JPEG,")
+	line(0, "# GIF or WebP) as items in order, and runs the model on the clips of")
+	line(0, "# many requests at once; each request gets its clip's row of every")
+	line(0, "# output.")
 	line(0, "# A requests document (genaic run, bench) names the frames' files:")
 	line(0, "#   {\"id\": \"r1\", \"inputs\": {%q: {\"items\": [{\"file\": \"f000.jpg\"}, {\"file\": \"f001.jpg\"}]}}}", in.name)
 	line(0, "#")

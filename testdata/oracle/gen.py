@@ -41,6 +41,8 @@ and resample_poly, not from genaic's kernels:
 - resample: scipy.signal.resample_poly(x, up, down) with its defaults;
 - patchify: numpy's reshape and transpose of a c×h×w image into
   (h/p·w/p) rows of c·p·p values, row-major over the grid;
+- WebP: images PIL encodes and the RGB it decodes them to (libwebp's
+  decoder);
 - tile: LLaVA-NeXT's select_best_resolution over every grid of at most
   max_tiles tiles (written from its definition), on random sizes and on
   the boundary cases where rounding, ceiling or an unrounded area would
@@ -426,9 +428,43 @@ def image_oracle():
         np.save(os.path.join(IMAGE_OUT, name + "_tiles.npy"), t)
         index["tile"].append({"image": name + ".npy", "tile_size": tile, "max_tiles": mt, "thumbnail": thumb,
                               "tiles": name + "_tiles.npy", "grid": list(grid)})
+    index["webp"] = webp_oracle()
     with open(os.path.join(IMAGE_OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def webp_oracle():
+    """WebP images PIL encodes (lossy at several qualities, with and
+    without alpha, and lossless), of odd and even sides, and the RGB PIL
+    decodes of each (libwebp's decoder, alpha dropped by convert("RGB")),
+    as h×w×3 uint8 arrays."""
+    from PIL import Image
+
+    rng = np.random.default_rng(153)
+    cases = []
+    for h, w in [(1, 1), (2, 3), (11, 17), (33, 9)]:
+        for kind in ["noise", "pattern"]:
+            if kind == "noise":
+                rgb = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+            else:
+                y, x = np.mgrid[0:h, 0:w]
+                rgb = np.stack([(x * 37) % 256, (y * 53) % 256, (x * y * 7) % 256], -1).astype(np.uint8)
+            for mode in ["lossy", "lossy_alpha", "lossless"]:
+                img = Image.fromarray(rgb)
+                if mode == "lossy_alpha":
+                    img = Image.fromarray(np.dstack([rgb, rng.integers(0, 256, size=(h, w), dtype=np.uint8)]), "RGBA")
+                name = "webp_%dx%d_%s_%s" % (h, w, kind, mode)
+                buf = io.BytesIO()
+                if mode == "lossless":
+                    img.save(buf, "WEBP", lossless=True)
+                else:
+                    img.save(buf, "WEBP", quality=int(rng.integers(30, 100)))
+                write_bytes(os.path.join(IMAGE_OUT, name + ".webp"), buf.getvalue())
+                decoded = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
+                np.save(os.path.join(IMAGE_OUT, name + ".npy"), decoded)
+                cases.append({"webp": name + ".webp", "rgb": name + ".npy"})
+    return cases
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@
 // # Image adapter (onnx-genai.image-preprocess, version "1")
 //
 // Program. Transforms run in order for each image (preprocess.Ops gives
-// each op's semantics). decode reads PNG, JPEG or GIF (the first frame),
+// each op's semantics). decode reads PNG, JPEG, GIF (the first frame) or WebP,
 // sniffed from the bytes; the result is always 3-channel RGB in [0, 255]:
 // grey is replicated, alpha is dropped without compositing (as PIL's
 // convert("RGB") does). resize's filters are separable with half-pixel
@@ -114,7 +114,7 @@
 // # Video adapter (onnx-genai.video-preprocess, version "1")
 //
 // Input. A clip is an ordered sequence of frames, each an encoded image
-// (PNG, JPEG or GIF; a GIF gives its first frame). The level 0 offsets of
+// (PNG, JPEG, GIF or WebP; a GIF gives its first frame). The level 0 offsets of
 // the uint8 port split the bytes into frames (the items above). Its level 1
 // (frames→clips), when declared, splits the frames into clips; its offsets
 // must be an input port of the adapter, bound like the byte offsets.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"image/color"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -29,6 +31,13 @@ func FuzzImageRequest(f *testing.F) {
 	f.Add(encodePNG(f, solid(3, 2, color.NRGBA{R: 9, A: 255})))
 	f.Add(encodeJPEG(f, solid(2, 2, color.NRGBA{G: 9, A: 255})))
 	f.Add([]byte("GIF89a"))
+	for _, name := range []string{"webp_11x17_noise_lossy_alpha.webp", "webp_33x9_pattern_lossless.webp"} {
+		b, err := os.ReadFile(filepath.Join(imageOracleDir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	capped := append(decodeAs(3), op("resize", "i.decoded", "i.resized", "height", "2", "max_width", "3"), op("pad", "i.resized", "i.padded", "height", "2", "width", "3", "value", "-1"))
 	padded := append(decodeAs(3), op("pad", "i.decoded", "i.padded", "height", "6", "width", "5")) // a larger image is refused
 	fuzzImages(f, 1<<16, newFixture(clipLike("2"), dims("images", 3, 2, 2)), newFixture(capped, dims("images", 3, 2, 3)), newFixture(padded, dims("images", 3, 6, 5)))

@@ -9,6 +9,8 @@ import (
 	_ "image/jpeg" // decode registers JPEG
 	_ "image/png"  // decode registers PNG
 	"math"
+
+	_ "golang.org/x/image/webp" // decode registers WebP
 )
 
 // planar is an image as float32 planes, channel-major:
@@ -55,11 +57,11 @@ func bytesText(parts []string) string {
 // checked as decodeImage checks them before it decodes any pixel.
 func decodeHeader(data []byte, want string, maxPixels int64) (image.Config, string, error) {
 	if len(data) == 0 {
-		return image.Config{}, "", fmt.Errorf("is empty (0 bytes); an image is a PNG, JPEG or GIF encoding")
+		return image.Config{}, "", fmt.Errorf("is empty (0 bytes); an image is a PNG, JPEG, GIF or WebP encoding")
 	}
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	cfg, format, err := guarded(func() (image.Config, string, error) { return image.DecodeConfig(bytes.NewReader(data)) })
 	if err != nil {
-		return cfg, "", fmt.Errorf("is not a PNG, JPEG or GIF image (%v); read %s", err, sniff(data))
+		return cfg, "", fmt.Errorf("is not a PNG, JPEG, GIF or WebP image (%v); read %s", err, sniff(data))
 	}
 	if want != "" && format != want {
 		return cfg, "", fmt.Errorf("is a %s image, but the decode transform asks for format %s", format, want)
@@ -80,12 +82,96 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, _, err := image.Decode(bytes.NewReader(data))
+	img, _, err := guarded(func() (image.Image, string, error) { return image.Decode(bytes.NewReader(data)) })
 	if err != nil {
 		return nil, fmt.Errorf("is a corrupt %s image of %d×%d pixels (%v); read %s", format, cfg.Width, cfg.Height, err, sniff(data))
 	}
+	if format == "webp" {
+		if src := lossyWebP(img); src != nil {
+			return webpToRGB(src), nil
+		}
+	}
 	return toRGB(img), nil
 }
+
+// guarded runs a decoder on a client's bytes, a panic of the decoder's
+// (bytes crafted against it) turned into the image's error: a request's
+// bad image fails that request, never the process.
+func guarded[T any](decode func() (T, string, error)) (v T, format string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			v, format, err = zero, "", fmt.Errorf("made the decoder fail (%v)", r)
+		}
+	}()
+	return decode()
+}
+
+// lossyWebP is the Y′CbCr planes of a lossy WebP as golang.org/x/image/webp
+// decodes it (with its alpha plane beside them, which RGB drops), nil for
+// any other image: a lossless WebP is RGBA already.
+func lossyWebP(img image.Image) *image.YCbCr {
+	var src *image.YCbCr
+	switch v := img.(type) {
+	case *image.YCbCr:
+		src = v
+	case *image.NYCbCrA:
+		src = &v.YCbCr
+	}
+	if src == nil || src.SubsampleRatio != image.YCbCrSubsampleRatio420 || src.Rect.Min != (image.Point{}) {
+		return nil
+	}
+	return src
+}
+
+// webpToRGB converts a lossy WebP's planes to RGB as libwebp decodes
+// them, so as PIL reads a WebP, rather than as JPEG's full-range Y′CbCr:
+// VP8 keeps BT.601's studio range, Y′ in [16, 235]. Each pixel's chroma
+// is interpolated from the four chroma samples nearest it, weighted 9, 3,
+// 3 and 1 (libwebp's "fancy" upsampling: the nearest, its neighbours
+// across the pixel's column and row, and the diagonal one, each clamped
+// to the plane), then converted in libwebp's fixed point (14 fractional
+// bits, then 6).
+func webpToRGB(src *image.YCbCr) *planar {
+	w, h := src.Rect.Dx(), src.Rect.Dy()
+	cw, ch := (w+1)/2, (h+1)/2
+	p := newPlanar(3, h, w)
+	plane := h * w
+	r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:]
+	// The chroma columns of each pixel column: its nearest sample's, and
+	// the neighbour's on the pixel's side of it.
+	near, far := make([]int, w), make([]int, w)
+	for x := range w {
+		near[x], far[x] = x/2, min(max(x/2+2*(x%2)-1, 0), cw-1)
+	}
+	cb, cr := make([]int32, w), make([]int32, w) // a row's interpolated chroma
+	upsample := func(dst []int32, plane []byte, nearRow, farRow int) {
+		n, f := plane[nearRow*src.CStride:][:cw], plane[farRow*src.CStride:][:cw]
+		for x := range dst {
+			dst[x] = (9*int32(n[near[x]]) + 3*int32(n[far[x]]) + 3*int32(f[near[x]]) + int32(f[far[x]]) + 8) >> 4
+		}
+	}
+	for y := range h {
+		nearRow, farRow := y/2, min(max(y/2+2*(y%2)-1, 0), ch-1)
+		upsample(cb, src.Cb, nearRow, farRow)
+		upsample(cr, src.Cr, nearRow, farRow)
+		row := src.Y[y*src.YStride:][:w]
+		for x, yy := range row {
+			l := mulHi(int32(yy), 19077)
+			i := y*w + x
+			r[i] = clip8(l + mulHi(cr[x], 26149) - 14234)
+			g[i] = clip8(l - mulHi(cb[x], 6419) - mulHi(cr[x], 13320) + 8708)
+			b[i] = clip8(l + mulHi(cb[x], 33050) - 17685)
+		}
+	}
+	return p
+}
+
+// mulHi and clip8 are libwebp's fixed-point steps: a product's high bits
+// past 8, and a value of 6 fractional bits clamped to [0, 255].
+func mulHi(v, coeff int32) int32 { return (v * coeff) >> 8 }
+
+func clip8(v int32) float32 { return float32(min(max(v>>6, 0), 255)) }
 
 // toRGB converts a decoded image to RGB planes, dropping alpha without
 // compositing and replicating grey.

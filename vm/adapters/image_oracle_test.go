@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -39,6 +40,11 @@ type imageOracle struct {
 		Tiles     string `json:"tiles"`
 		Grid      [2]int64
 	} `json:"tile"`
+	// WebP are images PIL encoded and the RGB it decodes each to.
+	WebP []struct {
+		WebP string `json:"webp"`
+		RGB  string `json:"rgb"`
+	} `json:"webp"`
 }
 
 func readImageOracle(t *testing.T) imageOracle {
@@ -51,7 +57,7 @@ func readImageOracle(t *testing.T) imageOracle {
 	if err := json.Unmarshal(b, &idx); err != nil {
 		t.Fatal(err)
 	}
-	if len(idx.Grids) == 0 || len(idx.Patchify) == 0 || len(idx.Tile) == 0 {
+	if len(idx.Grids) == 0 || len(idx.Patchify) == 0 || len(idx.Tile) == 0 || len(idx.WebP) == 0 {
 		t.Fatal("the image oracle lists no case")
 	}
 	return idx
@@ -195,5 +201,49 @@ func wantGrid(t *testing.T, got *backend.Tensor, grids ...[2]int64) {
 	}
 	if got == nil || !slices.Equal(got.Shape, []int64{int64(len(grids)), 2}) || !slices.Equal(got.Int64s(), want) {
 		t.Errorf("grid is %v, want %v of shape [%d, 2]", got, want, len(grids))
+	}
+}
+
+// Decoded, a WebP holds the pixels PIL decodes it to (libwebp), exactly:
+// lossy ones, whose VP8 planes keep BT.601's studio range and half the
+// chroma resolution, at every side odd or even, with and without alpha,
+// and lossless ones.
+func TestWebPAgreesWithPIL(t *testing.T) {
+	for _, c := range readImageOracle(t).WebP {
+		data, err := os.ReadFile(filepath.Join(imageOracleDir, c.WebP))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeImage(data, "", 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", c.WebP, err)
+		}
+		want := readNPY(t, c.RGB)
+		h, w := int(want.Shape[0]), int(want.Shape[1])
+		if got.c != 3 || got.h != h || got.w != w {
+			t.Fatalf("%s: decoded %s, PIL %d×%d", c.WebP, got.dims(), h, w)
+		}
+		pix := want.Data.([]uint8)
+		for y := range h {
+			for x := range w {
+				for k := range 3 {
+					if g, p := got.pix[(k*h+y)*w+x], float32(pix[(y*w+x)*3+k]); g != p {
+						t.Fatalf("%s: channel %d of the pixel at row %d, column %d is %v, PIL's %v", c.WebP, k, y, x, g, p)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A decoder that panics on a client's bytes fails that image, saying so,
+// rather than the process.
+func TestDecoderPanicIsTheImagesError(t *testing.T) {
+	_, _, err := guarded(func() (image.Image, string, error) {
+		var pix []uint8
+		return nil, "", fmt.Errorf("unreached %d", pix[3]) // index out of range, as a decoder's bug would be
+	})
+	if err == nil || !strings.Contains(err.Error(), "made the decoder fail") || !strings.Contains(err.Error(), "index out of range") {
+		t.Fatalf("got %v", err)
 	}
 }
