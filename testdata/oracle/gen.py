@@ -41,8 +41,8 @@ and resample_poly, not from genaic's kernels:
 - resample: scipy.signal.resample_poly(x, up, down) with its defaults;
 - patchify: numpy's reshape and transpose of a c×h×w image into
   (h/p·w/p) rows of c·p·p values, row-major over the grid;
-- WebP: images PIL encodes and the RGB it decodes them to (libwebp's
-  decoder);
+- WebP and JPEG: images PIL encodes and the RGB it decodes them to
+  (libwebp's and libjpeg's decoders);
 - tile: LLaVA-NeXT's select_best_resolution over every grid of at most
   max_tiles tiles (written from its definition), on random sizes and on
   the boundary cases where rounding, ceiling or an unrounded area would
@@ -429,9 +429,36 @@ def image_oracle():
         index["tile"].append({"image": name + ".npy", "tile_size": tile, "max_tiles": mt, "thumbnail": thumb,
                               "tiles": name + "_tiles.npy", "grid": list(grid)})
     index["webp"] = webp_oracle()
+    index["jpeg"] = jpeg_oracle()
     with open(os.path.join(IMAGE_OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def jpeg_oracle():
+    """JPEGs PIL encodes (quality 90, chroma 4:4:4, 4:2:2 and 4:2:0), of odd
+    and even sides, and the RGB PIL decodes of each (libjpeg's decoder),
+    as h×w×3 uint8 arrays."""
+    from PIL import Image
+
+    rng = np.random.default_rng(154)
+    cases = []
+    for h, w in [(1, 1), (2, 3), (11, 17), (33, 9)]:
+        for kind in ["noise", "pattern"]:
+            if kind == "noise":
+                rgb = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+            else:
+                y, x = np.mgrid[0:h, 0:w]
+                rgb = np.stack([(x * 37) % 256, (y * 53) % 256, (x * y * 7) % 256], -1).astype(np.uint8)
+            for sub, ratio in [(0, "444"), (1, "422"), (2, "420")]:
+                name = "jpeg_%dx%d_%s_%s" % (h, w, kind, ratio)
+                buf = io.BytesIO()
+                Image.fromarray(rgb).save(buf, "JPEG", quality=90, subsampling=sub)
+                write_bytes(os.path.join(IMAGE_OUT, name + ".jpg"), buf.getvalue())
+                decoded = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
+                np.save(os.path.join(IMAGE_OUT, name + ".npy"), decoded)
+                cases.append({"jpeg": name + ".jpg", "rgb": name + ".npy"})
+    return cases
 
 
 def webp_oracle():

@@ -86,13 +86,115 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("is a corrupt %s image of %d×%d pixels (%v); read %s", format, cfg.Width, cfg.Height, err, sniff(data))
 	}
-	if format == "webp" {
+	switch src, _ := img.(*image.YCbCr); {
+	case format == "webp":
 		if src := lossyWebP(img); src != nil {
 			return webpToRGB(src), nil
+		}
+	case format == "jpeg" && src != nil:
+		if p := jpegToRGB(src); p != nil {
+			return p, nil
 		}
 	}
 	return toRGB(img), nil
 }
+
+// jpegToRGB converts a JPEG's planes to RGB as libjpeg decodes them, and
+// so as PIL reads a JPEG, rather than with each pixel's nearest chroma
+// sample: chroma subsampled across (4:2:2) or both ways (4:2:0) is
+// upsampled with libjpeg's "fancy" triangle filter where the subsampled
+// plane is wider than 2 samples, its box filter otherwise, and Y′CbCr is
+// converted with libjpeg's fixed-point tables. nil for another
+// subsampling (4:4:0, 4:1:1), which toRGB converts.
+func jpegToRGB(src *image.YCbCr) *planar {
+	w, h := src.Rect.Dx(), src.Rect.Dy()
+	var hv [2]int // chroma subsampling across and down
+	switch src.SubsampleRatio {
+	case image.YCbCrSubsampleRatio444:
+		hv = [2]int{1, 1}
+	case image.YCbCrSubsampleRatio422:
+		hv = [2]int{2, 1}
+	case image.YCbCrSubsampleRatio420:
+		hv = [2]int{2, 2}
+	default:
+		return nil
+	}
+	if src.Rect.Min != (image.Point{}) {
+		return nil
+	}
+	cw, ch := (w+hv[0]-1)/hv[0], (h+hv[1]-1)/hv[1]
+	fancy := cw > 2
+	p := newPlanar(3, h, w)
+	plane := h * w
+	r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:]
+	// A row's chroma, upsampled, one column past the image for an odd
+	// width's last pair.
+	cb, cr := make([]uint8, 2*cw), make([]uint8, 2*cw)
+	sums := make([]int32, cw) // a chroma row's column sums
+	upsample := func(dst []uint8, plane []byte, y int) {
+		row := func(i int) []byte { return plane[min(max(i, 0), ch-1)*src.CStride:][:cw] }
+		i := y / hv[1]
+		near := row(i)
+		switch {
+		case hv[0] == 1:
+			copy(dst, near)
+		case !fancy:
+			for c, v := range near {
+				dst[2*c], dst[2*c+1] = v, v
+			}
+		case hv[1] == 1: // 4:2:2: three parts of the nearest sample, one of the next
+			dst[0], dst[2*cw-1] = near[0], near[cw-1]
+			for c := 1; c < cw; c++ {
+				a, b := 3*int32(near[c]), 3*int32(near[c-1])
+				dst[2*c-1] = uint8((b + int32(near[c]) + 2) >> 2)
+				dst[2*c] = uint8((a + int32(near[c-1]) + 1) >> 2)
+			}
+		default: // 4:2:0: the same across the column sums of three parts the nearest row, one the next
+			far := row(i + 2*(y%2) - 1)
+			for c, v := range near {
+				sums[c] = 3*int32(v) + int32(far[c])
+			}
+			dst[0], dst[2*cw-1] = uint8((4*sums[0]+8)>>4), uint8((4*sums[cw-1]+7)>>4)
+			for c := 1; c < cw; c++ {
+				dst[2*c-1] = uint8((3*sums[c-1] + sums[c] + 7) >> 4)
+				dst[2*c] = uint8((3*sums[c] + sums[c-1] + 8) >> 4)
+			}
+		}
+	}
+	for y := range h {
+		upsample(cb, src.Cb, y)
+		upsample(cr, src.Cr, y)
+		cbs, crs := cb[:w], cr[:w]
+		out := y * w
+		rs, gs, bs := r[out:out+w], g[out:out+w], b[out:out+w]
+		for x, l := range src.Y[y*src.YStride:][:w] {
+			yy, u, v := int32(l), cbs[x], crs[x]
+			rs[x] = clamp255(yy + jpegCrR[v])
+			gs[x] = clamp255(yy + (jpegCbG[u]+jpegCrG[v])>>16)
+			bs[x] = clamp255(yy + jpegCbB[u])
+		}
+	}
+	return p
+}
+
+// jpegCrR, jpegCbB, jpegCrG and jpegCbG are libjpeg's Y′CbCr→RGB tables
+// (jdcolor.c), by chroma sample: R = Y′ + crR, B = Y′ + cbB, G = Y′ +
+// (cbG + crG) >> 16, in 16 fractional bits rounded half up.
+var jpegCrR, jpegCbB, jpegCrG, jpegCbG = jpegTables()
+
+func jpegTables() (crR, cbB, crG, cbG [256]int32) {
+	fix := func(x float64) int32 { return int32(x*(1<<16) + 0.5) }
+	for i := range 256 {
+		x := int32(i) - 128
+		crR[i] = (fix(1.40200)*x + 1<<15) >> 16
+		cbB[i] = (fix(1.77200)*x + 1<<15) >> 16
+		crG[i] = -fix(0.71414) * x
+		cbG[i] = -fix(0.34414)*x + 1<<15
+	}
+	return crR, cbB, crG, cbG
+}
+
+func clamp255(v int32) float32 { return float32(min(max(v, 0), 255)) }
 
 // guarded runs a decoder on a client's bytes, a panic of the decoder's
 // (bytes crafted against it) turned into the image's error: a request's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,11 +41,15 @@ type imageOracle struct {
 		Tiles     string `json:"tiles"`
 		Grid      [2]int64
 	} `json:"tile"`
-	// WebP are images PIL encoded and the RGB it decodes each to.
+	// WebP and JPEG are images PIL encoded and the RGB it decodes each to.
 	WebP []struct {
 		WebP string `json:"webp"`
 		RGB  string `json:"rgb"`
 	} `json:"webp"`
+	JPEG []struct {
+		JPEG string `json:"jpeg"`
+		RGB  string `json:"rgb"`
+	} `json:"jpeg"`
 }
 
 func readImageOracle(t *testing.T) imageOracle {
@@ -57,7 +62,7 @@ func readImageOracle(t *testing.T) imageOracle {
 	if err := json.Unmarshal(b, &idx); err != nil {
 		t.Fatal(err)
 	}
-	if len(idx.Grids) == 0 || len(idx.Patchify) == 0 || len(idx.Tile) == 0 || len(idx.WebP) == 0 {
+	if len(idx.Grids) == 0 || len(idx.Patchify) == 0 || len(idx.Tile) == 0 || len(idx.WebP) == 0 || len(idx.JPEG) == 0 {
 		t.Fatal("the image oracle lists no case")
 	}
 	return idx
@@ -204,33 +209,62 @@ func wantGrid(t *testing.T, got *backend.Tensor, grids ...[2]int64) {
 	}
 }
 
+// oracleRGB decodes the image file name of the oracle and reads PIL's
+// decoding of it, rgb, as planes alike.
+func oracleRGB(t *testing.T, name, rgb string) (got, want *planar) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(imageOracleDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = decodeImage(data, "", 1<<20); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	x := readNPY(t, rgb)
+	h, w := int(x.Shape[0]), int(x.Shape[1])
+	if got.c != 3 || got.h != h || got.w != w {
+		t.Fatalf("%s: decoded %s, PIL %d×%d", name, got.dims(), h, w)
+	}
+	want = newPlanar(3, h, w)
+	for i, v := range x.Data.([]uint8) {
+		want.pix[(i%3)*h*w+i/3] = float32(v)
+	}
+	return got, want
+}
+
+// Decoded, a JPEG holds within 3 levels the pixels PIL decodes it to
+// (libjpeg), 9 values in 10 exactly, whatever its chroma subsampling and
+// sides: libjpeg's chroma upsampling and colour tables are followed, and
+// what is left is the two decoders' inverse DCTs, which round apart.
+// Each pixel's nearest chroma sample, as Go's Y′CbCr conversion takes,
+// put values tens of levels away on these images.
+func TestJPEGNearPIL(t *testing.T) {
+	for _, c := range readImageOracle(t).JPEG {
+		got, want := oracleRGB(t, c.JPEG, c.RGB)
+		exact, worst := 0, float32(0)
+		for i, v := range got.pix {
+			d := float32(math.Abs(float64(v - want.pix[i])))
+			worst = max(worst, d)
+			if d == 0 {
+				exact++
+			}
+		}
+		if worst > 3 || float64(exact) < 0.9*float64(len(got.pix)) {
+			t.Errorf("%s: %d of %d values as PIL's, the farthest %v levels away", c.JPEG, exact, len(got.pix), worst)
+		}
+	}
+}
+
 // Decoded, a WebP holds the pixels PIL decodes it to (libwebp), exactly:
 // lossy ones, whose VP8 planes keep BT.601's studio range and half the
 // chroma resolution, at every side odd or even, with and without alpha,
 // and lossless ones.
 func TestWebPAgreesWithPIL(t *testing.T) {
 	for _, c := range readImageOracle(t).WebP {
-		data, err := os.ReadFile(filepath.Join(imageOracleDir, c.WebP))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := decodeImage(data, "", 1<<20)
-		if err != nil {
-			t.Fatalf("%s: %v", c.WebP, err)
-		}
-		want := readNPY(t, c.RGB)
-		h, w := int(want.Shape[0]), int(want.Shape[1])
-		if got.c != 3 || got.h != h || got.w != w {
-			t.Fatalf("%s: decoded %s, PIL %d×%d", c.WebP, got.dims(), h, w)
-		}
-		pix := want.Data.([]uint8)
-		for y := range h {
-			for x := range w {
-				for k := range 3 {
-					if g, p := got.pix[(k*h+y)*w+x], float32(pix[(y*w+x)*3+k]); g != p {
-						t.Fatalf("%s: channel %d of the pixel at row %d, column %d is %v, PIL's %v", c.WebP, k, y, x, g, p)
-					}
-				}
+		got, want := oracleRGB(t, c.WebP, c.RGB)
+		for i, v := range got.pix {
+			if plane := got.h * got.w; v != want.pix[i] {
+				t.Fatalf("%s: channel %d of the pixel at row %d, column %d is %v, PIL's %v", c.WebP, i/plane, i%plane/got.w, i%got.w, v, want.pix[i])
 			}
 		}
 	}
