@@ -87,6 +87,10 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 		return nil, fmt.Errorf("is a corrupt %s image of %d×%d pixels (%v); read %s", format, cfg.Width, cfg.Height, err, sniff(data))
 	}
 	switch src, _ := img.(*image.YCbCr); {
+	case format == "gif":
+		if frame, ok := img.(*image.Paletted); ok && frame.Rect != image.Rect(0, 0, cfg.Width, cfg.Height) {
+			img = gifCanvas(frame, cfg.Width, cfg.Height)
+		}
 	case format == "webp":
 		if src := lossyWebP(img); src != nil {
 			return webpToRGB(src), nil
@@ -97,6 +101,30 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 		}
 	}
 	return toRGB(img), nil
+}
+
+// gifCanvas lays a GIF's first frame, which may cover less than the
+// image's logical screen, on a w×h canvas, as PIL reads the first frame:
+// the image is its header's size (what admission keyed it by), and the
+// pixels the frame leaves hold its transparent colour where the palette
+// has one (black: the decoder keeps no other), else the palette's first.
+func gifCanvas(frame *image.Paletted, w, h int) *image.Paletted {
+	canvas := image.NewPaletted(image.Rect(0, 0, w, h), frame.Palette)
+	fill := uint8(0)
+	for i, c := range frame.Palette {
+		if _, _, _, a := c.RGBA(); a == 0 {
+			fill = uint8(i)
+			break
+		}
+	}
+	for i := range canvas.Pix {
+		canvas.Pix[i] = fill
+	}
+	r := frame.Rect.Intersect(canvas.Rect)
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		copy(canvas.Pix[canvas.PixOffset(r.Min.X, y):][:r.Dx()], frame.Pix[frame.PixOffset(r.Min.X, y):][:r.Dx()])
+	}
+	return canvas
 }
 
 // jpegToRGB converts a JPEG's planes to RGB as libjpeg decodes them, and

@@ -431,3 +431,47 @@ func TestToRGBYCbCr(t *testing.T) {
 		}
 	}
 }
+
+// A GIF whose first frame covers part of its logical screen decodes at
+// the screen's size, which its header says and admission keys it by, the
+// frame at its offset and the rest of the screen as PIL fills it: the
+// transparent colour where the palette has one (black, as Go's decoder
+// keeps it), else the palette's first colour.
+func TestGIFFirstFrameOnItsScreen(t *testing.T) {
+	for _, transparent := range []bool{false, true} {
+		pal := color.Palette{color.RGBA{200, 10, 10, 255}, color.RGBA{10, 200, 10, 255}, color.RGBA{10, 10, 200, 255}, color.RGBA{90, 90, 90, 255}}
+		if transparent {
+			pal[3] = color.RGBA{}
+		}
+		frame := image.NewPaletted(image.Rect(2, 1, 6, 4), pal)
+		for i := range frame.Pix {
+			frame.Pix[i] = uint8(i % 3)
+		}
+		var buf bytes.Buffer
+		if err := gif.EncodeAll(&buf, &gif.GIF{Image: []*image.Paletted{frame}, Delay: []int{0}, Config: image.Config{ColorModel: pal, Width: 8, Height: 6}}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := decodeImage(buf.Bytes(), "", 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.h != 6 || p.w != 8 {
+			t.Fatalf("transparent %v: decoded %s, want the 6×8 screen", transparent, p.dims())
+		}
+		for y := range 6 {
+			for x := range 8 {
+				want := pal[0].(color.RGBA)
+				if transparent {
+					want = color.RGBA{}
+				}
+				if image.Pt(x, y).In(frame.Rect) {
+					want = pal[frame.ColorIndexAt(x, y)].(color.RGBA)
+				}
+				got := [3]float32{p.pix[y*8+x], p.pix[48+y*8+x], p.pix[96+y*8+x]}
+				if got != [3]float32{float32(want.R), float32(want.G), float32(want.B)} {
+					t.Fatalf("transparent %v: the pixel at row %d, column %d is %v, want %v", transparent, y, x, got, want)
+				}
+			}
+		}
+	}
+}
