@@ -443,6 +443,19 @@ def jpeg_oracle():
 
     rng = np.random.default_rng(154)
     cases = []
+    for h, w, kind, rgb in test_images(rng):
+        for sub, ratio in [(0, "444"), (1, "422"), (2, "420")]:
+            name = "jpeg_%dx%d_%s_%s" % (h, w, kind, ratio)
+            buf = io.BytesIO()
+            Image.fromarray(rgb).save(buf, "JPEG", quality=90, subsampling=sub)
+            cases.append(decoded_by_pil("jpeg", name + ".jpg", name + ".npy", buf.getvalue()))
+    return cases
+
+
+def test_images(rng):
+    """Yields h, w, a kind and an h×w×3 uint8 image of it, of odd and even
+    sides: noise, and a pattern of sharp colour edges; the noise drawn from
+    rng as each is yielded."""
     for h, w in [(1, 1), (2, 3), (11, 17), (33, 9)]:
         for kind in ["noise", "pattern"]:
             if kind == "noise":
@@ -450,15 +463,17 @@ def jpeg_oracle():
             else:
                 y, x = np.mgrid[0:h, 0:w]
                 rgb = np.stack([(x * 37) % 256, (y * 53) % 256, (x * y * 7) % 256], -1).astype(np.uint8)
-            for sub, ratio in [(0, "444"), (1, "422"), (2, "420")]:
-                name = "jpeg_%dx%d_%s_%s" % (h, w, kind, ratio)
-                buf = io.BytesIO()
-                Image.fromarray(rgb).save(buf, "JPEG", quality=90, subsampling=sub)
-                write_bytes(os.path.join(IMAGE_OUT, name + ".jpg"), buf.getvalue())
-                decoded = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
-                np.save(os.path.join(IMAGE_OUT, name + ".npy"), decoded)
-                cases.append({"jpeg": name + ".jpg", "rgb": name + ".npy"})
-    return cases
+            yield h, w, kind, rgb
+
+
+def decoded_by_pil(key, encoded, rgb, data):
+    """Writes an encoding and the RGB PIL decodes it to, and returns their
+    index entry."""
+    from PIL import Image
+
+    write_bytes(os.path.join(IMAGE_OUT, encoded), data)
+    np.save(os.path.join(IMAGE_OUT, rgb), np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+    return {key: encoded, "rgb": rgb}
 
 
 def webp_oracle():
@@ -470,27 +485,18 @@ def webp_oracle():
 
     rng = np.random.default_rng(153)
     cases = []
-    for h, w in [(1, 1), (2, 3), (11, 17), (33, 9)]:
-        for kind in ["noise", "pattern"]:
-            if kind == "noise":
-                rgb = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+    for h, w, kind, rgb in test_images(rng):
+        for mode in ["lossy", "lossy_alpha", "lossless"]:
+            img = Image.fromarray(rgb)
+            if mode == "lossy_alpha":
+                img = Image.fromarray(np.dstack([rgb, rng.integers(0, 256, size=(h, w), dtype=np.uint8)]), "RGBA")
+            name = "webp_%dx%d_%s_%s" % (h, w, kind, mode)
+            buf = io.BytesIO()
+            if mode == "lossless":
+                img.save(buf, "WEBP", lossless=True)
             else:
-                y, x = np.mgrid[0:h, 0:w]
-                rgb = np.stack([(x * 37) % 256, (y * 53) % 256, (x * y * 7) % 256], -1).astype(np.uint8)
-            for mode in ["lossy", "lossy_alpha", "lossless"]:
-                img = Image.fromarray(rgb)
-                if mode == "lossy_alpha":
-                    img = Image.fromarray(np.dstack([rgb, rng.integers(0, 256, size=(h, w), dtype=np.uint8)]), "RGBA")
-                name = "webp_%dx%d_%s_%s" % (h, w, kind, mode)
-                buf = io.BytesIO()
-                if mode == "lossless":
-                    img.save(buf, "WEBP", lossless=True)
-                else:
-                    img.save(buf, "WEBP", quality=int(rng.integers(30, 100)))
-                write_bytes(os.path.join(IMAGE_OUT, name + ".webp"), buf.getvalue())
-                decoded = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
-                np.save(os.path.join(IMAGE_OUT, name + ".npy"), decoded)
-                cases.append({"webp": name + ".webp", "rgb": name + ".npy"})
+                img.save(buf, "WEBP", quality=int(rng.integers(30, 100)))
+            cases.append(decoded_by_pil("webp", name + ".webp", name + ".npy", buf.getvalue()))
     return cases
 
 
