@@ -43,6 +43,8 @@ and resample_poly, not from genaic's kernels:
   (h/p·w/p) rows of c·p·p values, row-major over the grid;
 - WebP and JPEG: images PIL encodes and the RGB it decodes them to
   (libwebp's and libjpeg's decoders);
+- resize: 8-bit images PIL resizes, and its 8-bit luma (convert("L"))
+  of them resized;
 - tile: LLaVA-NeXT's select_best_resolution over every grid of at most
   max_tiles tiles (written from its definition), on random sizes and on
   the boundary cases where rounding, ceiling or an unrounded area would
@@ -430,9 +432,34 @@ def image_oracle():
                               "tiles": name + "_tiles.npy", "grid": list(grid)})
     index["webp"] = webp_oracle()
     index["jpeg"] = jpeg_oracle()
+    index["resize"] = resize_oracle()
     with open(os.path.join(IMAGE_OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def resize_oracle():
+    """8-bit images PIL resizes (bilinear, bicubic, nearest; shrinking,
+    enlarging, one side or both), and PIL's 8-bit luma of each, resized
+    too: the input and each output as h×w×3 (or h×w) uint8 arrays."""
+    from PIL import Image
+
+    rng = np.random.default_rng(155)
+    filters = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}
+    cases = []
+    for h, w, kind, rgb in test_images(rng):
+        if (h, w, kind) not in [(11, 17, "noise"), (33, 9, "pattern")]:
+            continue
+        src = "resize_%dx%d_%s.npy" % (h, w, kind)
+        np.save(os.path.join(IMAGE_OUT, src), rgb)
+        for oh, ow in [(max(h // 3, 1), max(w // 2, 1)), (h * 2 + 1, w + 3), (h, max(w // 3, 1)), (5, 5)]:
+            for interp, f in filters.items():
+                for mode in ["RGB", "L"]:
+                    name = "resize_%dx%d_%s_%dx%d_%s_%s.npy" % (h, w, kind, oh, ow, interp, mode)
+                    img = Image.fromarray(rgb).convert(mode)
+                    np.save(os.path.join(IMAGE_OUT, name), np.asarray(img.resize((ow, oh), f)))
+                    cases.append({"image": src, "height": oh, "width": ow, "interpolation": interp, "mode": mode, "resized": name})
+    return cases
 
 
 def jpeg_oracle():

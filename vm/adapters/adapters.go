@@ -48,12 +48,15 @@
 // # Image adapter (onnx-genai.image-preprocess, version "1")
 //
 // Program. Transforms run in order for each image (preprocess.Ops gives
-// each op's semantics). decode reads PNG, JPEG, GIF (the first frame) or WebP,
-// sniffed from the bytes; the result is always 3-channel RGB in [0, 255]:
+// each op's semantics). decode reads PNG, JPEG, GIF (the first frame) or
+// WebP, sniffed from the bytes, to the pixels PIL decodes (JPEG within its
+// inverse DCT's rounding); the result is always 3-channel RGB in [0, 255]:
 // grey is replicated, alpha is dropped without compositing (as PIL's
 // convert("RGB") does). resize's filters are separable with half-pixel
-// centres that widen when shrinking (antialiased, as PIL's). EXIF
-// orientation is not applied.
+// centres that widen when shrinking (antialiased, as PIL's); 8-bit pixels
+// (decoded, then converted, cropped or padded with an 8-bit value) resize
+// as PIL resizes an 8-bit image, each pass rounded and clamped to 8 bits.
+// EXIF orientation is not applied.
 //
 // Outputs, by the content role of the bound program output:
 //

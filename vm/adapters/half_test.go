@@ -74,8 +74,10 @@ func TestHalfPrecisionPorts(t *testing.T) {
 }
 
 // A uint8 pixels port receives the float32 port's pixels rounded to the
-// nearest integer (halves up) and clamped to [0, 255]: a bicubic resize
-// overshoots an edge's range, which the port clamps, as PIL does.
+// nearest integer (halves up) and clamped to [0, 255]: resized after a
+// pad of a fractional value (no longer an 8-bit image, whose resize PIL's
+// rounds itself), a bicubic resize overshoots an edge's range, which the
+// port clamps, as PIL does.
 func TestUint8PixelPorts(t *testing.T) {
 	img := solid(9, 7, color.NRGBA{R: 255, A: 255})
 	for x := range 4 {
@@ -83,7 +85,8 @@ func TestUint8PixelPorts(t *testing.T) {
 			img.SetNRGBA(x, y, color.NRGBA{G: 255, B: 3, A: 255})
 		}
 	}
-	resized := []ir.Transform{op("decode", "", "i.decoded"), op("resize", "i.decoded", "i.resized", "size", "5", "interpolation", "bicubic")}
+	resized := []ir.Transform{op("decode", "", "i.decoded"), op("pad", "i.decoded", "i.padded", "height", "7", "width", "10", "value", "127.5"),
+		op("resize", "i.padded", "i.resized", "size", "5", "interpolation", "bicubic")}
 	port := func(dtype string) *fixture {
 		f := newFixture(resized, dims("images", 3, 5, 5))
 		f.comp.Output("pixels").Contract.DType = dtype

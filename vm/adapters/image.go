@@ -19,6 +19,10 @@ type planar struct {
 	c, h, w int
 	pix     []float32
 	seq     *seqOf // after tile or patchify: what the rows hold
+	// bytes says every value is an integer in [0, 255], as an 8-bit
+	// image's: decoded, then converted, cropped, padded with such a value
+	// or resized, each as PIL does it to an 8-bit image (resize8).
+	bytes bool
 }
 
 func newPlanar(c, h, w int) *planar {
@@ -86,6 +90,7 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("is a corrupt %s image of %d×%d pixels (%v); read %s", format, cfg.Width, cfg.Height, err, sniff(data))
 	}
+	var p *planar
 	switch src, _ := img.(*image.YCbCr); {
 	case format == "gif":
 		if frame, ok := img.(*image.Paletted); ok && frame.Rect != image.Rect(0, 0, cfg.Width, cfg.Height) {
@@ -93,14 +98,16 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 		}
 	case format == "webp":
 		if src := lossyWebP(img); src != nil {
-			return webpToRGB(src), nil
+			p = webpToRGB(src)
 		}
 	case format == "jpeg" && src != nil:
-		if p := jpegToRGB(src); p != nil {
-			return p, nil
-		}
+		p = jpegToRGB(src)
 	}
-	return toRGB(img), nil
+	if p == nil {
+		p = toRGB(img)
+	}
+	p.bytes = true
+	return p, nil
 }
 
 // gifCanvas lays a GIF's first frame, which may cover less than the
@@ -377,6 +384,7 @@ func convertColor(p *planar, mode string) *planar {
 	switch mode {
 	case "BGR":
 		out := newPlanar(p.c, p.h, p.w)
+		out.bytes = p.bytes
 		for k := range p.c {
 			copy(out.pix[k*plane:(k+1)*plane], p.pix[(p.c-1-k)*plane:(p.c-k)*plane])
 		}
@@ -386,14 +394,20 @@ func convertColor(p *planar, mode string) *planar {
 			return p
 		}
 		out := newPlanar(1, p.h, p.w)
+		out.bytes = p.bytes
 		r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:3*plane]
 		for i := range plane {
+			if p.bytes { // PIL's 8-bit luma: 16 fraction bits, rounded half up
+				out.pix[i] = float32((19595*int32(r[i]) + 38470*int32(g[i]) + 7471*int32(b[i]) + 1<<15) >> 16)
+				continue
+			}
 			out.pix[i] = float32(0.299*float64(r[i]) + 0.587*float64(g[i]) + 0.114*float64(b[i]))
 		}
 		return out
 	}
 	if p.c == 1 { // RGB from one channel: replicate
 		out := newPlanar(3, p.h, p.w)
+		out.bytes = p.bytes
 		for k := range 3 {
 			copy(out.pix[k*plane:(k+1)*plane], p.pix)
 		}
@@ -436,18 +450,19 @@ var filters = map[string]filter{
 type taps struct {
 	start []int
 	w     [][]float32
+	w64   [][]float64 // the same weights before they are narrowed
 }
 
 // makeTaps computes the weights that resample an axis of n positions to
 // out positions: half-pixel centres, the kernel widened by the scale when
 // shrinking, weights normalized to sum to one.
 func makeTaps(n, out int, f filter) taps {
-	t := taps{start: make([]int, out), w: make([][]float32, out)}
+	t := taps{start: make([]int, out), w: make([][]float32, out), w64: make([][]float64, out)}
 	scale := float64(n) / float64(out)
 	if f.weight == nil { // nearest
 		for i := range out {
 			t.start[i] = min(int((float64(i)+0.5)*scale), n-1)
-			t.w[i] = []float32{1}
+			t.w[i], t.w64[i] = []float32{1}, []float64{1}
 		}
 		return t
 	}
@@ -471,19 +486,25 @@ func makeTaps(n, out int, f filter) taps {
 		t.w[i] = make([]float32, hi-lo)
 		for j := range ws {
 			if sum != 0 {
-				t.w[i][j] = float32(ws[j] / sum)
-			} else if j == 0 {
-				t.w[i][j] = 1
+				ws[j] /= sum
+			} else {
+				ws[j] = float64(1 - min(j, 1))
 			}
+			t.w[i][j] = float32(ws[j])
 		}
+		t.w64[i] = ws
 	}
 	return t
 }
 
-// resize resamples p to oh×ow, separably: rows first, then columns.
+// resize resamples p to oh×ow, separably: rows first, then columns; an
+// 8-bit image as PIL resizes one (resize8).
 func resize(p *planar, oh, ow int, f filter) *planar {
 	if oh == p.h && ow == p.w {
 		return p
+	}
+	if p.bytes {
+		return resize8(p, oh, ow, f)
 	}
 	horiz := makeTaps(p.w, ow, f)
 	mid := newPlanar(p.c, p.h, ow)
@@ -519,6 +540,80 @@ func resize(p *planar, oh, ow int, f filter) *planar {
 	return out
 }
 
+// precisionBits are the fraction bits of PIL's 8-bit resampling weights:
+// 255 times their sum, a little over one, fits an int32 with them.
+const precisionBits = 32 - 8 - 2
+
+// resize8 resamples an 8-bit image as PIL resizes one: a pass across
+// where the width changes, then one down where the height does, each
+// weight in precisionBits fraction bits (rounded half away from zero),
+// each sum rounded half up and clamped to [0, 255], so that the second
+// pass reads 8-bit values, as PIL's reads its first's image.
+func resize8(p *planar, oh, ow int, f filter) *planar {
+	weights := func(n, out int) (taps, [][]int32) {
+		t := makeTaps(n, out, f)
+		kk := make([][]int32, out)
+		for i, ws := range t.w64 {
+			kk[i] = make([]int32, len(ws))
+			for j, w := range ws {
+				kk[i][j] = int32(math.Round(w * (1 << precisionBits))) // halves away from zero, as PIL's casts
+			}
+		}
+		return t, kk
+	}
+	round := func(sum int32) int32 { return min(max(sum>>precisionBits, 0), 255) }
+	h, w := p.h, p.w
+	out := newPlanar(p.c, oh, ow)
+	out.bytes = true
+	plane := make([]int32, h*w) // a channel, as integers
+	across := make([]int32, h*ow)
+	acc := make([]int32, ow) // an output row's sums, down
+	th, kh := weights(w, ow)
+	tv, kv := weights(h, oh)
+	for k := range p.c {
+		for i, v := range p.pix[k*h*w:][:h*w] {
+			plane[i] = int32(v)
+		}
+		mid := plane
+		if ow != w {
+			for y := range h {
+				row, to := plane[y*w:][:w], across[y*ow:][:ow]
+				for o, ws := range kh {
+					window := row[th.start[o]:][:len(ws)]
+					ws := ws[:len(window)] // one length: no bounds check in the loop
+					sum := int32(1 << (precisionBits - 1))
+					for j, v := range window {
+						sum += v * ws[j]
+					}
+					to[o] = round(sum)
+				}
+			}
+			mid = across
+		}
+		to := out.pix[k*oh*ow:][:oh*ow]
+		if oh == h {
+			for i, v := range mid[:oh*ow] {
+				to[i] = float32(v)
+			}
+			continue
+		}
+		for o, ws := range kv {
+			for x := range acc {
+				acc[x] = 1 << (precisionBits - 1)
+			}
+			for j, wt := range ws {
+				for x, v := range mid[(tv.start[o]+j)*ow:][:ow] {
+					acc[x] += v * wt
+				}
+			}
+			for x, sum := range acc {
+				to[o*ow+x] = float32(round(sum))
+			}
+		}
+	}
+	return out
+}
+
 // centerCrop cuts the centred ch×cw window of p, zero-padding where the
 // window reaches beyond the image.
 func centerCrop(p *planar, ch, cw int) *planar {
@@ -527,6 +622,7 @@ func centerCrop(p *planar, ch, cw int) *planar {
 	}
 	top, left := (p.h-ch)/2, (p.w-cw)/2
 	out := newPlanar(p.c, ch, cw)
+	out.bytes = p.bytes
 	for k := range p.c {
 		for y := range ch {
 			sy := y + top
@@ -549,6 +645,7 @@ func padImage(p *planar, h, w int, value float32) *planar {
 		return p
 	}
 	out := newPlanar(p.c, h, w)
+	out.bytes = p.bytes && value >= 0 && value <= 255 && value == float32(math.Trunc(float64(value)))
 	if value != 0 {
 		for i := range out.pix {
 			out.pix[i] = value

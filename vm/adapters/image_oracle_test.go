@@ -50,6 +50,15 @@ type imageOracle struct {
 		JPEG string `json:"jpeg"`
 		RGB  string `json:"rgb"`
 	} `json:"jpeg"`
+	// Resize are 8-bit images PIL resizes, in RGB or after its 8-bit
+	// luma (mode L).
+	Resize []struct {
+		Image         string `json:"image"`
+		Height, Width int
+		Interpolation string `json:"interpolation"`
+		Mode          string `json:"mode"`
+		Resized       string `json:"resized"`
+	} `json:"resize"`
 }
 
 func readImageOracle(t *testing.T) imageOracle {
@@ -62,7 +71,7 @@ func readImageOracle(t *testing.T) imageOracle {
 	if err := json.Unmarshal(b, &idx); err != nil {
 		t.Fatal(err)
 	}
-	if len(idx.Grids) == 0 || len(idx.Patchify) == 0 || len(idx.Tile) == 0 || len(idx.WebP) == 0 || len(idx.JPEG) == 0 {
+	if len(idx.Grids) == 0 || len(idx.Patchify) == 0 || len(idx.Tile) == 0 || len(idx.WebP) == 0 || len(idx.JPEG) == 0 || len(idx.Resize) == 0 {
 		t.Fatal("the image oracle lists no case")
 	}
 	return idx
@@ -279,5 +288,35 @@ func TestDecoderPanicIsTheImagesError(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "made the decoder fail") || !strings.Contains(err.Error(), "index out of range") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// An 8-bit image resizes to exactly the pixels PIL resizes it to, with
+// every filter, shrinking or enlarging, one side or both; and so does
+// PIL's 8-bit luma of it.
+func TestResizeAgreesWithPIL(t *testing.T) {
+	for _, c := range readImageOracle(t).Resize {
+		x := readNPY(t, c.Image)
+		h, w := int(x.Shape[0]), int(x.Shape[1])
+		p := newPlanar(3, h, w)
+		for i, v := range x.Data.([]uint8) {
+			p.pix[(i%3)*h*w+i/3] = float32(v)
+		}
+		p.bytes = true
+		if c.Mode == "L" {
+			p = convertColor(p, "L")
+		}
+		got := resize(p, c.Height, c.Width, filters[c.Interpolation])
+		want := readNPY(t, c.Resized).Data.([]uint8)
+		if got.h != c.Height || got.w != c.Width || len(got.pix) != len(want) {
+			t.Fatalf("%s: resized %s, want %d values", c.Resized, got.dims(), len(want))
+		}
+		plane := got.h * got.w
+		for i, v := range want {
+			k, at := i%got.c, i/got.c // PIL's values are interleaved
+			if g := got.pix[k*plane+at]; g != float32(v) {
+				t.Fatalf("%s: channel %d of the pixel at row %d, column %d is %v, PIL's %d", c.Resized, k, at/got.w, at%got.w, g, v)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/gif"
+	"math"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -71,51 +72,66 @@ func TestJPEGSolid(t *testing.T) {
 	}
 }
 
-// The bilinear and nearest filters against hand-computed references with
-// half-pixel centres: [0, 255] widened to four columns.
+// The filters against hand-computed references with half-pixel centres:
+// [0, 255] widened to four columns. Resized as decoded, an 8-bit image,
+// each value is rounded and clamped to 8 bits, as PIL resizes one;
+// resized after rescale (here by 1), values keep their fraction and a
+// bicubic's overshoot.
 func TestResizeReference(t *testing.T) {
 	src := image.NewGray(image.Rect(0, 0, 2, 1))
 	src.Pix[0], src.Pix[1] = 0, 255
 	for _, c := range []struct {
 		interp string
+		float  bool // resized after rescale
 		want   []float64
 	}{
-		{"bilinear", []float64{0, 63.75, 191.25, 255}},
-		{"nearest", []float64{0, 0, 255, 255}},
-		{"bicubic", []float64{-22.5, 52.82142857142857, 202.17857142857142, 277.5}}, // Keys a = -0.5, not clamped
+		{"bilinear", true, []float64{0, 63.75, 191.25, 255}},
+		{"bilinear", false, []float64{0, 64, 191, 255}},
+		{"nearest", true, []float64{0, 0, 255, 255}},
+		{"nearest", false, []float64{0, 0, 255, 255}},
+		{"bicubic", true, []float64{-22.5, 52.82142857142857, 202.17857142857142, 277.5}}, // Keys a = -0.5
+		{"bicubic", false, []float64{0, 53, 202, 255}},
 	} {
-		f := newFixture([]ir.Transform{
-			op("decode", "", "d"),
-			op("resize", "d", "r", "height", "1", "width", "4", "interpolation", c.interp),
-		}, dims("images", 3, 1, 4))
+		ts := []ir.Transform{op("decode", "", "d")}
+		if c.float {
+			ts = append(ts, op("rescale", "d", "d", "factor", "1"))
+		}
+		f := newFixture(append(ts, op("resize", "d", "r", "height", "1", "width", "4", "interpolation", c.interp)), dims("images", 3, 1, 4))
 		out := run(t, f.load(t), request(encodePNG(t, src)), "pixels")
 		data := out["pixels"].Float32s()
 		for k := range 3 {
 			for x, want := range c.want {
 				if got := data[k*4+x]; !near(float64(got), want, 1e-3) {
-					t.Errorf("%s: channel %d column %d = %v, want %v", c.interp, k, x, got, want)
+					t.Errorf("%s (float %v): channel %d column %d = %v, want %v", c.interp, c.float, k, x, got, want)
 				}
 			}
 		}
 	}
 }
 
-// Shrinking widens the filter: a 4-column [0, 0, 255, 255] halves to the
-// pairs' means, not to samples.
+// Shrinking widens the filter: a 4-column [0, 100, 200, 255] halves to
+// weighted means of three, not to samples (rounded as an 8-bit image's
+// where it is one).
 func TestResizeShrinkAntialias(t *testing.T) {
 	src := image.NewGray(image.Rect(0, 0, 4, 1))
 	copy(src.Pix, []uint8{0, 100, 200, 255})
-	f := newFixture([]ir.Transform{
-		op("decode", "", "d"),
-		op("resize", "d", "r", "height", "1", "width", "2"),
-	}, dims("images", 3, 1, 2))
-	data := run(t, f.load(t), request(encodePNG(t, src)), "pixels")["pixels"].Float32s()
 	// Output centre 1 (source 1.0) with a triangle of radius 2: sources 0,
 	// 1, 2 at distances 0.5, 0.5, 1.5 weigh 0.75, 0.75, 0.25.
 	want := []float64{(0.75*0 + 0.75*100 + 0.25*200) / 1.75, (0.25*100 + 0.75*200 + 0.75*255) / 1.75}
-	for x, w := range want {
-		if !near(float64(data[x]), w, 1e-3) {
-			t.Errorf("column %d = %v, want %v", x, data[x], w)
+	for _, float := range []bool{false, true} {
+		ts := []ir.Transform{op("decode", "", "d")}
+		if float {
+			ts = append(ts, op("rescale", "d", "d", "factor", "1"))
+		}
+		f := newFixture(append(ts, op("resize", "d", "r", "height", "1", "width", "2")), dims("images", 3, 1, 2))
+		data := run(t, f.load(t), request(encodePNG(t, src)), "pixels")["pixels"].Float32s()
+		for x, w := range want {
+			if !float {
+				w = math.Floor(w + 0.5)
+			}
+			if !near(float64(data[x]), w, 1e-3) {
+				t.Errorf("float %v: column %d = %v, want %v", float, x, data[x], w)
+			}
 		}
 	}
 }
@@ -161,8 +177,10 @@ func TestConvertColor(t *testing.T) {
 	enc := encodePNG(t, solid(2, 2, c))
 	f := newFixture([]ir.Transform{op("decode", "", "d"), op("convert_color", "d", "l", "mode", "L")}, dims("images", 1, 2, 2))
 	data := run(t, f.load(t), request(enc), "pixels")["pixels"].Float32s()
-	if want := 0.299*200 + 0.587*100 + 0.114*50; !near(float64(data[0]), want, 1e-3) || len(data) != 4 {
-		t.Errorf("luma = %v (%d values), want %v in 4", data[0], len(data), want)
+	// PIL's 8-bit luma: (19595 R + 38470 G + 7471 B + 2^15) >> 16, where
+	// 0.299 R + 0.587 G + 0.114 B is 124.2.
+	if data[0] != 124 || len(data) != 4 {
+		t.Errorf("luma = %v (%d values), want 124 in 4", data[0], len(data))
 	}
 	f = newFixture([]ir.Transform{op("decode", "", "d"), op("convert_color", "d", "b", "mode", "BGR")}, dims("images", 3, 2, 2))
 	var g bytes.Buffer
