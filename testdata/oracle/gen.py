@@ -50,7 +50,8 @@ and resample_poly, not from genaic's kernels:
   the boundary cases where rounding, ceiling or an unrounded area would
   choose another grid than its truncation, and the tiles of images
   whose canvas needs no resampling (the fit is the image itself, padded
-  with zeros at the centre), cut row-major with numpy.
+  with zeros at the centre), cut row-major with numpy, and of images
+  whose canvas does, resized with PIL as LLaVA-NeXT resizes them;
 
 Every input is a 16-bit PCM WAV, so both sides read the same samples
 (int / 32768). The outputs are float32 .npy files; the front ends'
@@ -430,12 +431,55 @@ def image_oracle():
         np.save(os.path.join(IMAGE_OUT, name + "_tiles.npy"), t)
         index["tile"].append({"image": name + ".npy", "tile_size": tile, "max_tiles": mt, "thumbnail": thumb,
                               "tiles": name + "_tiles.npy", "grid": list(grid)})
+    index["tile"] += resampled_tiles()
     index["webp"] = webp_oracle()
     index["jpeg"] = jpeg_oracle()
     index["resize"] = resize_oracle()
     with open(os.path.join(IMAGE_OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def resampled_tiles():
+    """Tiles of images whose canvas needs resampling, as LLaVA-NeXT's
+    resize_and_pad_image and divide_to_patches make them with PIL: the
+    8-bit image resized (PIL's default filter, bicubic) to the side that
+    binds and ceil(side * scale) on the other, pasted at the centre of a
+    black canvas, cut row-major; the thumbnail the image resized to one
+    tile."""
+    from PIL import Image
+
+    rng = np.random.default_rng(156)
+    cases = []
+    for name, (c, h, w, tile, mt, thumb) in {
+        "resampled_rgb": (3, 10, 7, 4, 4, "first"),
+        "resampled_wide": (3, 9, 26, 6, 6, "last"),
+        "resampled_gray": (1, 13, 30, 8, 6, "none"),
+    }.items():
+        img = rng.integers(0, 256, size=(c, h, w), dtype=np.uint8)
+        rows, cols = select_best_resolution(h, w, tile, mt)
+        mode = "RGB" if c == 3 else "L"
+        im = Image.fromarray(img.transpose(1, 2, 0) if c == 3 else img[0], mode)
+        tw, th = cols * tile, rows * tile
+        sw, sh = tw / w, th / h
+        if sw < sh:
+            nw, nh = tw, min(math.ceil(h * sw), th)
+        else:
+            nw, nh = min(math.ceil(w * sh), tw), th
+        canvas = Image.new(mode, (tw, th), 0)
+        canvas.paste(im.resize((nw, nh), Image.BICUBIC), ((tw - nw) // 2, (th - nh) // 2))
+        planes = np.asarray(canvas, dtype=np.float32).reshape(th, tw, c).transpose(2, 0, 1)
+        t = planes.reshape(c, rows, tile, cols, tile).transpose(1, 3, 0, 2, 4).reshape(rows * cols, c, tile, tile)
+        thumbnail = np.asarray(im.resize((tile, tile), Image.BICUBIC), dtype=np.float32).reshape(tile, tile, c).transpose(2, 0, 1)[None]
+        if thumb == "first":
+            t = np.concatenate([thumbnail, t])
+        elif thumb == "last":
+            t = np.concatenate([t, thumbnail])
+        np.save(os.path.join(IMAGE_OUT, name + ".npy"), img)
+        np.save(os.path.join(IMAGE_OUT, name + "_tiles.npy"), t.astype(np.float32))
+        cases.append({"image": name + ".npy", "tile_size": tile, "max_tiles": mt, "thumbnail": thumb,
+                      "tiles": name + "_tiles.npy", "grid": [rows, cols]})
+    return cases
 
 
 def resize_oracle():
