@@ -550,68 +550,127 @@ const precisionBits = 32 - 8 - 2
 // each sum rounded half up and clamped to [0, 255], so that the second
 // pass reads 8-bit values, as PIL's reads its first's image.
 func resize8(p *planar, oh, ow int, f filter) *planar {
-	weights := func(n, out int) (taps, [][]int32) {
-		t := makeTaps(n, out, f)
-		kk := make([][]int32, out)
-		for i, ws := range t.w64 {
-			kk[i] = make([]int32, len(ws))
-			for j, w := range ws {
-				kk[i][j] = int32(math.Round(w * (1 << precisionBits))) // halves away from zero, as PIL's casts
-			}
+	rows := p.c * p.h // the pass across treats the channels' rows alike
+	var mid []int32
+	if ow == p.w {
+		mid = make([]int32, rows*ow)
+		for i, v := range p.pix[:rows*ow] {
+			mid[i] = int32(v)
 		}
-		return t, kk
+	} else {
+		mid = across8(p.pix[:rows*p.w], p.w, ow, f)
 	}
-	round := func(sum int32) int32 { return min(max(sum>>precisionBits, 0), 255) }
-	h, w := p.h, p.w
 	out := newPlanar(p.c, oh, ow)
 	out.bytes = true
-	plane := make([]int32, h*w) // a channel, as integers
-	across := make([]int32, h*ow)
-	acc := make([]int32, ow) // an output row's sums, down
-	th, kh := weights(w, ow)
-	tv, kv := weights(h, oh)
+	if oh == p.h {
+		for i, v := range mid {
+			out.pix[i] = float32(v)
+		}
+		return out
+	}
+	start, kv := weights8(p.h, oh, f)
+	acc := make([]int32, ow) // an output row's sums
 	for k := range p.c {
-		for i, v := range p.pix[k*h*w:][:h*w] {
-			plane[i] = int32(v)
-		}
-		mid := plane
-		if ow != w {
-			for y := range h {
-				row, to := plane[y*w:][:w], across[y*ow:][:ow]
-				for o, ws := range kh {
-					window := row[th.start[o]:][:len(ws)]
-					ws := ws[:len(window)] // one length: no bounds check in the loop
-					sum := int32(1 << (precisionBits - 1))
-					for j, v := range window {
-						sum += v * ws[j]
-					}
-					to[o] = round(sum)
-				}
-			}
-			mid = across
-		}
+		plane := mid[k*p.h*ow:][:p.h*ow]
 		to := out.pix[k*oh*ow:][:oh*ow]
-		if oh == h {
-			for i, v := range mid[:oh*ow] {
-				to[i] = float32(v)
-			}
-			continue
-		}
 		for o, ws := range kv {
-			for x := range acc {
-				acc[x] = 1 << (precisionBits - 1)
+			// Rows at a time, each weight applied to a whole row: the
+			// loops run over one length, without bounds checks.
+			first := plane[start[o]*ow:][:len(acc)]
+			for x, v := range first {
+				acc[x] = 1<<(precisionBits-1) + v*ws[0]
 			}
-			for j, wt := range ws {
-				for x, v := range mid[(tv.start[o]+j)*ow:][:ow] {
+			for j, wt := range ws[1:] {
+				for x, v := range plane[(start[o]+1+j)*ow:][:len(acc)] {
 					acc[x] += v * wt
 				}
 			}
+			dst := to[o*ow:][:len(acc)]
 			for x, sum := range acc {
-				to[o*ow+x] = float32(round(sum))
+				dst[x] = float32(resampled8(sum))
 			}
 		}
 	}
 	return out
+}
+
+// across8 is resize8's pass across: rows of w 8-bit values (as float32)
+// resampled to ow each, as integers. Four rows go through each output's
+// window together, sharing its weights and the loop's own work, which
+// is most of a window's cost when it holds a few taps.
+func across8(pix []float32, w, ow int, f filter) []int32 {
+	const half = 1 << (precisionBits - 1)
+	start, kh := weights8(w, ow, f)
+	rows := len(pix) / w
+	mid := make([]int32, rows*ow)
+	var in [4][]int32 // the rows, as integers
+	for r := range in {
+		in[r] = make([]int32, w)
+	}
+	y := 0
+	for ; y+len(in) <= rows; y += len(in) {
+		for r, row := range in {
+			for x, v := range pix[(y+r)*w:][:len(row)] {
+				row[x] = int32(v)
+			}
+		}
+		r0, r1, r2, r3 := in[0], in[1][:len(in[0])], in[2][:len(in[0])], in[3][:len(in[0])]
+		t0, t1, t2, t3 := mid[y*ow:][:ow], mid[(y+1)*ow:][:ow], mid[(y+2)*ow:][:ow], mid[(y+3)*ow:][:ow]
+		for o, ws := range kh {
+			s := start[o]
+			v0, v1, v2, v3 := r0[s:][:len(ws)], r1[s:][:len(ws)], r2[s:][:len(ws)], r3[s:][:len(ws)]
+			s0, s1, s2, s3 := int32(half), int32(half), int32(half), int32(half)
+			for j, k := range ws {
+				s0 += v0[j] * k
+				s1 += v1[j] * k
+				s2 += v2[j] * k
+				s3 += v3[j] * k
+			}
+			t0[o], t1[o], t2[o], t3[o] = resampled8(s0), resampled8(s1), resampled8(s2), resampled8(s3)
+		}
+	}
+	for ; y < rows; y++ { // the last rows, one at a time
+		row, to := in[0], mid[y*ow:][:ow]
+		for x, v := range pix[y*w:][:len(row)] {
+			row[x] = int32(v)
+		}
+		for o, ws := range kh {
+			window := row[start[o]:][:len(ws)]
+			sum := int32(half)
+			for j, k := range ws {
+				sum += window[j] * k
+			}
+			to[o] = resampled8(sum)
+		}
+	}
+	return mid
+}
+
+// weights8 are the windows that resample an axis of n positions to out,
+// as PIL's 8-bit resampling weighs them: each window's first position,
+// and its weights in precisionBits fraction bits, rounded half away from
+// zero as PIL's casts round them.
+func weights8(n, out int, f filter) ([]int, [][]int32) {
+	t := makeTaps(n, out, f)
+	kk := make([][]int32, out)
+	for i, ws := range t.w64 {
+		kk[i] = make([]int32, len(ws))
+		for j, w := range ws {
+			kk[i][j] = int32(math.Round(w * (1 << precisionBits)))
+		}
+	}
+	return t.start, kk
+}
+
+// resampled8 is a resampled 8-bit value: its sum of weighted values, rounded
+// down in precisionBits (the half was added first) and clamped to
+// [0, 255].
+func resampled8(sum int32) int32 {
+	v := sum >> precisionBits
+	if uint32(v) > 255 { // rare: only a kernel's negative lobes leave the range
+		v = ^(v >> 31) & 255 // 0 below, 255 above
+	}
+	return v
 }
 
 // centerCrop cuts the centred ch×cw window of p, zero-padding where the

@@ -493,3 +493,29 @@ func TestGIFFirstFrameOnItsScreen(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkResize resizes a 640×480 RGB image of 8-bit values to
+// 341×256 (the shorter side to 256, as CLIP's and ViT's pipelines do),
+// bilinear and bicubic, as an 8-bit image (as PIL resizes one) and as
+// float values (after rescale or normalize), the ways taking turns.
+//
+//	go test ./vm/adapters -run '^$' -bench Resize -count 5
+func BenchmarkResize(b *testing.B) {
+	p := newPlanar(3, 480, 640)
+	for i := range p.pix {
+		p.pix[i] = float32(int(128+100*math.Sin(float64(i)*0.013)) & 255) // smooth, as a photograph's rows
+	}
+	p.bytes = true
+	values := *p
+	values.bytes = false
+	for _, name := range []string{"bilinear", "bicubic"} {
+		for _, in := range []*planar{p, &values} {
+			kind := map[bool]string{true: "8-bit", false: "float"}[in.bytes]
+			b.Run(name+"/"+kind, func(b *testing.B) {
+				for b.Loop() {
+					resize(in, 256, 341, filters[name])
+				}
+			})
+		}
+	}
+}
