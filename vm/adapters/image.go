@@ -17,16 +17,40 @@ import (
 // pix[(k*h+y)*w+x] is channel k of the pixel at row y, column x.
 type planar struct {
 	c, h, w int
-	pix     []float32
-	seq     *seqOf // after tile or patchify: what the rows hold
-	// bytes says every value is an integer in [0, 255], as an 8-bit
-	// image's: decoded, then converted, cropped, padded with such a value
-	// or resized, each as PIL does it to an 8-bit image (resize8).
-	bytes bool
+	// pix holds the values, channel by channel, row by row; pix8 holds
+	// them instead (pix nil) where the planar is an 8-bit image, every
+	// value an integer in [0, 255]: decoded, then converted, cropped,
+	// padded with such a value or resized, each as PIL does it to an
+	// 8-bit image (resize8). An 8-bit image takes a quarter of the memory
+	// a float one does, and resizing it reads its bytes as they are.
+	pix  []float32
+	pix8 []uint8
+	seq  *seqOf // after tile or patchify: what the rows hold
 }
 
 func newPlanar(c, h, w int) *planar {
 	return &planar{c: c, h: h, w: w, pix: make([]float32, c*h*w)}
+}
+
+// newPlanar8 is an 8-bit image of c×h×w, zeros.
+func newPlanar8(c, h, w int) *planar {
+	return &planar{c: c, h: h, w: w, pix8: make([]uint8, c*h*w)}
+}
+
+// is8 reports whether p is an 8-bit image (pix8 holds its values).
+func (p *planar) is8() bool { return p.pix8 != nil }
+
+// floats is p with its values as float32: p itself, or an 8-bit image's
+// values copied (p stays as it is: another transform may read it).
+func (p *planar) floats() *planar {
+	if !p.is8() {
+		return p
+	}
+	out := &planar{c: p.c, h: p.h, w: p.w, pix: make([]float32, len(p.pix8)), seq: p.seq}
+	for i, v := range p.pix8 {
+		out.pix[i] = float32(v)
+	}
+	return out
 }
 
 func (p *planar) dims() string {
@@ -106,7 +130,6 @@ func decodeImage(data []byte, want string, maxPixels int64) (*planar, error) {
 	if p == nil {
 		p = toRGB(img)
 	}
-	p.bytes = true
 	return p, nil
 }
 
@@ -159,9 +182,9 @@ func jpegToRGB(src *image.YCbCr) *planar {
 	}
 	cw, ch := (w+hv[0]-1)/hv[0], (h+hv[1]-1)/hv[1]
 	fancy := cw > 2
-	p := newPlanar(3, h, w)
+	p := newPlanar8(3, h, w)
 	plane := h * w
-	r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:]
+	r, g, b := p.pix8[:plane], p.pix8[plane:2*plane], p.pix8[2*plane:]
 	// A row's chroma, upsampled, one column past the image for an odd
 	// width's last pair.
 	cb, cr := make([]uint8, 2*cw), make([]uint8, 2*cw)
@@ -229,7 +252,7 @@ func jpegTables() (crR, cbB, crG, cbG [256]int32) {
 	return crR, cbB, crG, cbG
 }
 
-func clamp255(v int32) float32 { return float32(min(max(v, 0), 255)) }
+func clamp255(v int32) uint8 { return uint8(min(max(v, 0), 255)) }
 
 // guarded runs a decoder on a client's bytes, a panic of the decoder's
 // (bytes crafted against it) turned into the image's error: a request's
@@ -272,9 +295,9 @@ func lossyWebP(img image.Image) *image.YCbCr {
 func webpToRGB(src *image.YCbCr) *planar {
 	w, h := src.Rect.Dx(), src.Rect.Dy()
 	cw, ch := (w+1)/2, (h+1)/2
-	p := newPlanar(3, h, w)
+	p := newPlanar8(3, h, w)
 	plane := h * w
-	r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:]
+	r, g, b := p.pix8[:plane], p.pix8[plane:2*plane], p.pix8[2*plane:]
 	// The chroma columns of each pixel column: its nearest sample's, and
 	// the neighbour's on the pixel's side of it.
 	near, far := make([]int, w), make([]int, w)
@@ -308,17 +331,17 @@ func webpToRGB(src *image.YCbCr) *planar {
 // past 8, and a value of 6 fractional bits clamped to [0, 255].
 func mulHi(v, coeff int32) int32 { return (v * coeff) >> 8 }
 
-func clip8(v int32) float32 { return float32(min(max(v>>6, 0), 255)) }
+func clip8(v int32) uint8 { return uint8(min(max(v>>6, 0), 255)) }
 
 // toRGB converts a decoded image to RGB planes, dropping alpha without
 // compositing and replicating grey.
 func toRGB(img image.Image) *planar {
 	b := img.Bounds()
 	h, w := b.Dy(), b.Dx()
-	p := newPlanar(3, h, w)
+	p := newPlanar8(3, h, w)
 	plane := h * w
-	r, g, bl := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:]
-	set := func(i int, cr, cg, cb uint8) { r[i], g[i], bl[i] = float32(cr), float32(cg), float32(cb) }
+	r, g, bl := p.pix8[:plane], p.pix8[plane:2*plane], p.pix8[2*plane:]
+	set := func(i int, cr, cg, cb uint8) { r[i], g[i], bl[i] = cr, cg, cb }
 	switch src := img.(type) {
 	case *image.YCbCr:
 		// The chroma column of each x, and the rows' offsets, worked out
@@ -334,7 +357,7 @@ func toRGB(img image.Image) *planar {
 			out := y * w
 			for x, yy := range ys {
 				cr, cg, cb := color.YCbCrToRGB(yy, cbs[cols[x]], crs[cols[x]])
-				r[out+x], g[out+x], bl[out+x] = float32(cr), float32(cg), float32(cb)
+				r[out+x], g[out+x], bl[out+x] = cr, cg, cb
 			}
 		}
 	case *image.NRGBA:
@@ -383,37 +406,55 @@ func convertColor(p *planar, mode string) *planar {
 	plane := p.h * p.w
 	switch mode {
 	case "BGR":
-		out := newPlanar(p.c, p.h, p.w)
-		out.bytes = p.bytes
+		out := p.like(p.c, p.h, p.w)
 		for k := range p.c {
-			copy(out.pix[k*plane:(k+1)*plane], p.pix[(p.c-1-k)*plane:(p.c-k)*plane])
+			out.copyPlane(k, p, p.c-1-k)
 		}
 		return out
 	case "L":
 		if p.c == 1 {
 			return p
 		}
-		out := newPlanar(1, p.h, p.w)
-		out.bytes = p.bytes
-		r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:3*plane]
-		for i := range plane {
-			if p.bytes { // PIL's 8-bit luma: 16 fraction bits, rounded half up
-				out.pix[i] = float32((19595*int32(r[i]) + 38470*int32(g[i]) + 7471*int32(b[i]) + 1<<15) >> 16)
-				continue
+		out := p.like(1, p.h, p.w)
+		if p.is8() { // PIL's 8-bit luma: 16 fraction bits, rounded half up
+			r, g, b := p.pix8[:plane], p.pix8[plane:2*plane], p.pix8[2*plane:3*plane]
+			for i := range out.pix8 {
+				out.pix8[i] = uint8((19595*int32(r[i]) + 38470*int32(g[i]) + 7471*int32(b[i]) + 1<<15) >> 16)
 			}
+			return out
+		}
+		r, g, b := p.pix[:plane], p.pix[plane:2*plane], p.pix[2*plane:3*plane]
+		for i := range out.pix {
 			out.pix[i] = float32(0.299*float64(r[i]) + 0.587*float64(g[i]) + 0.114*float64(b[i]))
 		}
 		return out
 	}
 	if p.c == 1 { // RGB from one channel: replicate
-		out := newPlanar(3, p.h, p.w)
-		out.bytes = p.bytes
+		out := p.like(3, p.h, p.w)
 		for k := range 3 {
-			copy(out.pix[k*plane:(k+1)*plane], p.pix)
+			out.copyPlane(k, p, 0)
 		}
 		return out
 	}
 	return p
+}
+
+// like is a planar of c×h×w zeros held as p's values are: 8-bit or float.
+func (p *planar) like(c, h, w int) *planar {
+	if p.is8() {
+		return newPlanar8(c, h, w)
+	}
+	return newPlanar(c, h, w)
+}
+
+// copyPlane copies channel k of src, held as p is, into p's channel to.
+func (p *planar) copyPlane(to int, src *planar, k int) {
+	n := p.h * p.w
+	if p.is8() {
+		copy(p.pix8[to*n:(to+1)*n], src.pix8[k*n:(k+1)*n])
+		return
+	}
+	copy(p.pix[to*n:(to+1)*n], src.pix[k*n:(k+1)*n])
 }
 
 // filter is a resampling kernel: its support radius and its weight at a
@@ -503,7 +544,7 @@ func resize(p *planar, oh, ow int, f filter) *planar {
 	if oh == p.h && ow == p.w {
 		return p
 	}
-	if p.bytes {
+	if p.is8() {
 		return resize8(p, oh, ow, f)
 	}
 	horiz := makeTaps(p.w, ow, f)
@@ -550,95 +591,73 @@ const precisionBits = 32 - 8 - 2
 // each sum rounded half up and clamped to [0, 255], so that the second
 // pass reads 8-bit values, as PIL's reads its first's image.
 func resize8(p *planar, oh, ow int, f filter) *planar {
-	rows := p.c * p.h // the pass across treats the channels' rows alike
-	var mid []int32
-	if ow == p.w {
-		mid = make([]int32, rows*ow)
-		for i, v := range p.pix[:rows*ow] {
-			mid[i] = int32(v)
-		}
-	} else {
-		mid = across8(p.pix[:rows*p.w], p.w, ow, f)
+	mid := p.pix8 // the pass across treats every channel's rows alike
+	if ow != p.w {
+		mid = across8(p.pix8, p.w, ow, f)
 	}
-	out := newPlanar(p.c, oh, ow)
-	out.bytes = true
 	if oh == p.h {
-		for i, v := range mid {
-			out.pix[i] = float32(v)
-		}
-		return out
+		return &planar{c: p.c, h: oh, w: ow, pix8: mid}
 	}
+	out := newPlanar8(p.c, oh, ow)
 	start, kv := weights8(p.h, oh, f)
 	acc := make([]int32, ow) // an output row's sums
 	for k := range p.c {
 		plane := mid[k*p.h*ow:][:p.h*ow]
-		to := out.pix[k*oh*ow:][:oh*ow]
+		to := out.pix8[k*oh*ow:][:oh*ow]
 		for o, ws := range kv {
 			// Rows at a time, each weight applied to a whole row: the
 			// loops run over one length, without bounds checks.
 			first := plane[start[o]*ow:][:len(acc)]
 			for x, v := range first {
-				acc[x] = 1<<(precisionBits-1) + v*ws[0]
+				acc[x] = 1<<(precisionBits-1) + int32(v)*ws[0]
 			}
 			for j, wt := range ws[1:] {
 				for x, v := range plane[(start[o]+1+j)*ow:][:len(acc)] {
-					acc[x] += v * wt
+					acc[x] += int32(v) * wt
 				}
 			}
 			dst := to[o*ow:][:len(acc)]
 			for x, sum := range acc {
-				dst[x] = float32(resampled8(sum))
+				dst[x] = resampled8(sum)
 			}
 		}
 	}
 	return out
 }
 
-// across8 is resize8's pass across: rows of w 8-bit values (as float32)
-// resampled to ow each, as integers. Four rows go through each output's
-// window together, sharing its weights and the loop's own work, which
-// is most of a window's cost when it holds a few taps.
-func across8(pix []float32, w, ow int, f filter) []int32 {
+// across8 is resize8's pass across: rows of w 8-bit values resampled to
+// ow each. Four rows go through each output's window together, sharing
+// its weights and the loop's own work, which is most of a window's cost
+// when it holds a few taps.
+func across8(pix []uint8, w, ow int, f filter) []uint8 {
 	const half = 1 << (precisionBits - 1)
 	start, kh := weights8(w, ow, f)
 	rows := len(pix) / w
-	mid := make([]int32, rows*ow)
-	var in [4][]int32 // the rows, as integers
-	for r := range in {
-		in[r] = make([]int32, w)
-	}
+	mid := make([]uint8, rows*ow)
 	y := 0
-	for ; y+len(in) <= rows; y += len(in) {
-		for r, row := range in {
-			for x, v := range pix[(y+r)*w:][:len(row)] {
-				row[x] = int32(v)
-			}
-		}
-		r0, r1, r2, r3 := in[0], in[1][:len(in[0])], in[2][:len(in[0])], in[3][:len(in[0])]
+	for ; y+4 <= rows; y += 4 {
+		r0, r1, r2, r3 := pix[y*w:][:w], pix[(y+1)*w:][:w], pix[(y+2)*w:][:w], pix[(y+3)*w:][:w]
 		t0, t1, t2, t3 := mid[y*ow:][:ow], mid[(y+1)*ow:][:ow], mid[(y+2)*ow:][:ow], mid[(y+3)*ow:][:ow]
 		for o, ws := range kh {
 			s := start[o]
 			v0, v1, v2, v3 := r0[s:][:len(ws)], r1[s:][:len(ws)], r2[s:][:len(ws)], r3[s:][:len(ws)]
 			s0, s1, s2, s3 := int32(half), int32(half), int32(half), int32(half)
 			for j, k := range ws {
-				s0 += v0[j] * k
-				s1 += v1[j] * k
-				s2 += v2[j] * k
-				s3 += v3[j] * k
+				s0 += int32(v0[j]) * k
+				s1 += int32(v1[j]) * k
+				s2 += int32(v2[j]) * k
+				s3 += int32(v3[j]) * k
 			}
 			t0[o], t1[o], t2[o], t3[o] = resampled8(s0), resampled8(s1), resampled8(s2), resampled8(s3)
 		}
 	}
 	for ; y < rows; y++ { // the last rows, one at a time
-		row, to := in[0], mid[y*ow:][:ow]
-		for x, v := range pix[y*w:][:len(row)] {
-			row[x] = int32(v)
-		}
+		row, to := pix[y*w:][:w], mid[y*ow:][:ow]
 		for o, ws := range kh {
 			window := row[start[o]:][:len(ws)]
 			sum := int32(half)
 			for j, k := range ws {
-				sum += window[j] * k
+				sum += int32(window[j]) * k
 			}
 			to[o] = resampled8(sum)
 		}
@@ -665,12 +684,12 @@ func weights8(n, out int, f filter) ([]int, [][]int32) {
 // resampled8 is a resampled 8-bit value: its sum of weighted values, rounded
 // down in precisionBits (the half was added first) and clamped to
 // [0, 255].
-func resampled8(sum int32) int32 {
+func resampled8(sum int32) uint8 {
 	v := sum >> precisionBits
 	if uint32(v) > 255 { // rare: only a kernel's negative lobes leave the range
 		v = ^(v >> 31) & 255 // 0 below, 255 above
 	}
-	return v
+	return uint8(v)
 }
 
 // centerCrop cuts the centred ch×cw window of p, zero-padding where the
@@ -680,8 +699,7 @@ func centerCrop(p *planar, ch, cw int) *planar {
 		return p
 	}
 	top, left := (p.h-ch)/2, (p.w-cw)/2
-	out := newPlanar(p.c, ch, cw)
-	out.bytes = p.bytes
+	out := p.like(p.c, ch, cw)
 	for k := range p.c {
 		for y := range ch {
 			sy := y + top
@@ -690,11 +708,23 @@ func centerCrop(p *planar, ch, cw int) *planar {
 			}
 			x0, x1 := max(0, -left), min(cw, p.w-left)
 			if x1 > x0 {
-				copy(out.pix[(k*ch+y)*cw+x0:(k*ch+y)*cw+x1], p.pix[(k*p.h+sy)*p.w+x0+left:])
+				out.copyRow(k, y, x0, p, sy, x0+left, x1-x0)
 			}
 		}
 	}
 	return out
+}
+
+// copyRow copies n values of src's row y (of channel k) from column x
+// into p's row to (of channel k) from column at; p and src are held
+// alike (8-bit or float).
+func (p *planar) copyRow(k, to, at int, src *planar, y, x, n int) {
+	d, s := (k*p.h+to)*p.w+at, (k*src.h+y)*src.w+x
+	if p.is8() {
+		copy(p.pix8[d:d+n], src.pix8[s:s+n])
+		return
+	}
+	copy(p.pix[d:d+n], src.pix[s:s+n])
 }
 
 // padImage places p at the top left of an h×w image of value; p is at
@@ -703,16 +733,22 @@ func padImage(p *planar, h, w int, value float32) *planar {
 	if h == p.h && w == p.w {
 		return p
 	}
-	out := newPlanar(p.c, h, w)
-	out.bytes = p.bytes && value >= 0 && value <= 255 && value == float32(math.Trunc(float64(value)))
-	if value != 0 {
+	var out *planar
+	if p.is8() && value >= 0 && value <= 255 && value == float32(math.Trunc(float64(value))) {
+		out = newPlanar8(p.c, h, w)
+		for i := range out.pix8 {
+			out.pix8[i] = uint8(value)
+		}
+	} else {
+		p = p.floats()
+		out = newPlanar(p.c, h, w)
 		for i := range out.pix {
 			out.pix[i] = value
 		}
 	}
 	for k := range p.c {
 		for y := range p.h {
-			copy(out.pix[(k*h+y)*w:(k*h+y)*w+p.w], p.pix[(k*p.h+y)*p.w:(k*p.h+y+1)*p.w])
+			out.copyRow(k, y, 0, p, y, 0, p.w)
 		}
 	}
 	return out
@@ -731,6 +767,12 @@ func padRefusal(h, w, ph, pw, index int) error {
 // rescale multiplies every value by factor.
 func rescale(p *planar, factor float32) *planar {
 	out := newPlanar(p.c, p.h, p.w)
+	if p.is8() {
+		for i, v := range p.pix8 {
+			out.pix[i] = float32(v) * factor
+		}
+		return out
+	}
 	for i, v := range p.pix {
 		out.pix[i] = v * factor
 	}
@@ -741,10 +783,21 @@ func rescale(p *planar, factor float32) *planar {
 func normalize(p *planar, mean, std []float64) *planar {
 	out := newPlanar(p.c, p.h, p.w)
 	plane := p.h * p.w
+	var table [256]float32 // an 8-bit channel's values, normalized
 	for k := range p.c {
 		m, s := mean[min(k, len(mean)-1)], std[min(k, len(std)-1)]
-		for i := k * plane; i < (k+1)*plane; i++ {
-			out.pix[i] = float32((float64(p.pix[i]) - m) / s)
+		to := out.pix[k*plane : (k+1)*plane]
+		if p.is8() {
+			for v := range table {
+				table[v] = float32((float64(v) - m) / s)
+			}
+			for i, v := range p.pix8[k*plane : (k+1)*plane] {
+				to[i] = table[v]
+			}
+			continue
+		}
+		for i, v := range p.pix[k*plane : (k+1)*plane] {
+			to[i] = float32((float64(v) - m) / s)
 		}
 	}
 	return out

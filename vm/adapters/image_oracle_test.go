@@ -234,11 +234,14 @@ func oracleRGB(t *testing.T, name, rgb string) (got, want *planar) {
 	if got.c != 3 || got.h != h || got.w != w {
 		t.Fatalf("%s: decoded %s, PIL %d×%d", name, got.dims(), h, w)
 	}
+	if !got.is8() {
+		t.Fatalf("%s: decoded to float values, not an 8-bit image", name)
+	}
 	want = newPlanar(3, h, w)
 	for i, v := range x.Data.([]uint8) {
 		want.pix[(i%3)*h*w+i/3] = float32(v)
 	}
-	return got, want
+	return got.floats(), want
 }
 
 // Decoded, a JPEG holds within 3 levels the pixels PIL decodes it to
@@ -298,15 +301,18 @@ func TestResizeAgreesWithPIL(t *testing.T) {
 	for _, c := range readImageOracle(t).Resize {
 		x := readNPY(t, c.Image)
 		h, w := int(x.Shape[0]), int(x.Shape[1])
-		p := newPlanar(3, h, w)
+		p := newPlanar8(3, h, w)
 		for i, v := range x.Data.([]uint8) {
-			p.pix[(i%3)*h*w+i/3] = float32(v)
+			p.pix8[(i%3)*h*w+i/3] = v
 		}
-		p.bytes = true
 		if c.Mode == "L" {
 			p = convertColor(p, "L")
 		}
 		got := resize(p, c.Height, c.Width, filters[c.Interpolation])
+		if !got.is8() {
+			t.Fatalf("%s: resized to float values, not an 8-bit image", c.Resized)
+		}
+		got = got.floats()
 		want := readNPY(t, c.Resized).Data.([]uint8)
 		if got.h != c.Height || got.w != c.Width || len(got.pix) != len(want) {
 			t.Fatalf("%s: resized %s, want %d values", c.Resized, got.dims(), len(want))

@@ -160,6 +160,7 @@ func fillGrid(items []*planar) *backend.Tensor {
 // stacked tiles (c × (tiles·size) × size), so each tile gathers its
 // channels.
 func unitMajor(dst []float32, p *planar) {
+	p = p.floats()
 	if p.seq.kind == preprocess.SeqPatches {
 		copy(dst, p.pix)
 		return

@@ -489,8 +489,14 @@ func place(dst []float32, p *planar, base int64, strides []int64, axes [3]int) {
 	sc, sy, sx := strides[axes[dimC]], strides[axes[dimH]], strides[axes[dimW]]
 	for k := range p.c {
 		for y := range p.h {
-			row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
 			at := base + int64(k)*sc + int64(y)*sy
+			if p.is8() {
+				for x, v := range p.pix8[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w] {
+					dst[at+int64(x)*sx] = float32(v)
+				}
+				continue
+			}
+			row := p.pix[(k*p.h+y)*p.w : (k*p.h+y+1)*p.w]
 			if sx == 1 {
 				copy(dst[at:at+int64(p.w)], row)
 				continue

@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/gif"
+	"image/jpeg"
 	"math"
 	"testing"
 
@@ -436,7 +437,7 @@ func TestToRGBYCbCr(t *testing.T) {
 			whole.Cb[i], whole.Cr[i] = uint8(i*17+40), uint8(250-i*13)
 		}
 		img := whole.SubImage(image.Rect(3, 1, 12, 8)).(*image.YCbCr)
-		p, b := toRGB(img), img.Bounds()
+		p, b := toRGB(img).floats(), img.Bounds()
 		for y := range b.Dy() {
 			for x := range b.Dx() {
 				want := color.NRGBAModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
@@ -473,6 +474,7 @@ func TestGIFFirstFrameOnItsScreen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		p = p.floats()
 		if p.h != 6 || p.w != 8 {
 			t.Fatalf("transparent %v: decoded %s, want the 6×8 screen", transparent, p.dims())
 		}
@@ -501,21 +503,66 @@ func TestGIFFirstFrameOnItsScreen(t *testing.T) {
 //
 //	go test ./vm/adapters -run '^$' -bench Resize -count 5
 func BenchmarkResize(b *testing.B) {
-	p := newPlanar(3, 480, 640)
-	for i := range p.pix {
-		p.pix[i] = float32(int(128+100*math.Sin(float64(i)*0.013)) & 255) // smooth, as a photograph's rows
+	p := newPlanar8(3, 480, 640)
+	for i := range p.pix8 {
+		p.pix8[i] = uint8(128 + 100*math.Sin(float64(i)*0.013)) // smooth, as a photograph's rows
 	}
-	p.bytes = true
-	values := *p
-	values.bytes = false
+	values := p.floats()
 	for _, name := range []string{"bilinear", "bicubic"} {
-		for _, in := range []*planar{p, &values} {
-			kind := map[bool]string{true: "8-bit", false: "float"}[in.bytes]
+		for _, in := range []*planar{p, values} {
+			kind := map[bool]string{true: "8-bit", false: "float"}[in.is8()]
 			b.Run(name+"/"+kind, func(b *testing.B) {
 				for b.Loop() {
 					resize(in, 256, 341, filters[name])
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkImagePipeline runs the preprocessing genaic init --images
+// writes (decode, RGB, the shorter side resized to 256, the centre
+// 224×224, rescaled, normalized by ImageNet's mean and std) on one
+// 640×480 photograph-like image, as a JPEG (4:2:0, quality 90) and as a
+// PNG: what an image costs the adapter before the model runs.
+//
+//	go test ./vm/adapters -run '^$' -bench ImagePipeline -count 5
+func BenchmarkImagePipeline(b *testing.B) {
+	tr := []ir.Transform{
+		op("decode", "", "d"),
+		op("convert_color", "d", "c", "mode", "RGB"),
+		op("resize", "c", "r", "shortest_edge", "256", "rounding", "floor"),
+		op("center_crop", "r", "x", "height", "224", "width", "224"),
+		op("rescale", "x", "s", "factor", "0.00392156862745098"),
+		op("normalize", "s", "n", "mean", "[0.485, 0.456, 0.406]", "std", "[0.229, 0.224, 0.225]"),
+	}
+	f := newFixture(tr, dims("images", 3, 224, 224))
+	cp, _ := preprocess.Compile(f.prog, f.comp, preprocess.InvokedPorts(f.m, f.comp))
+	if len(cp.Ops) != len(tr) {
+		b.Fatalf("the program does not compile: %d of %d ops", len(cp.Ops), len(tr))
+	}
+	p := compileImage(cp)
+	img := image.NewNRGBA(image.Rect(0, 0, 640, 480))
+	for y := range 480 {
+		for x := range 640 {
+			v := func(f float64) uint8 { return uint8(128 + 100*math.Sin(f)) }
+			img.SetNRGBA(x, y, color.NRGBA{R: v(float64(x)/37 + float64(y)/91), G: v(float64(y) / 23), B: v(float64(x+y) / 51), A: 255})
+		}
+	}
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, img, &jpeg.Options{Quality: 90}); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"jpeg", jpg.Bytes()}, {"png", encodePNG(b, img)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := p.run(c.data, 1<<24, []string{cp.Last}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -218,7 +218,8 @@ func (p *imageProgram) footprint(data []byte, maxPixels int64) (int64, error) {
 // measure reads one image's header and returns the extent of every value
 // the program makes of it, and their memory: the decoder's image
 // (decodedBytes) and every value as float32, all counted as if alive at
-// once (run frees values no later op reads, so it holds less).
+// once (run frees values no later op reads, and holds 8-bit images as
+// bytes, so it holds less).
 func (p *imageProgram) measure(data []byte, maxPixels int64) (map[string]extent, int64, error) {
 	env := map[string]extent{}
 	var bytes int64

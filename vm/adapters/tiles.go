@@ -32,7 +32,7 @@ func tileImage(p *planar, t preprocess.Tile, f filter) *planar {
 	} else {
 		nw = min(int(math.Ceil(float64(p.w)*sh)), cw)
 	}
-	fit := resize(p, nh, nw, f)
+	fit := resize(p, nh, nw, f).floats()
 	top, left := (ch-nh)/2, (cw-nw)/2
 	n := rows * cols
 	first := 0
@@ -60,7 +60,7 @@ func tileImage(p *planar, t preprocess.Tile, f filter) *planar {
 		}
 	}
 	if t.Thumbnail != "none" {
-		thumb := resize(p, size, size, f)
+		thumb := resize(p, size, size, f).floats()
 		at := 0
 		if t.Thumbnail == "last" {
 			at = n - 1
@@ -78,6 +78,7 @@ func tileImage(p *planar, t preprocess.Tile, f filter) *planar {
 // grid is row i·(w/size) + j of a units × (c·size·size) planar of one
 // channel.
 func patchify(p *planar, size int) *planar {
+	p = p.floats()
 	gh, gw := p.h/size, p.w/size
 	feat := p.c * size * size
 	out := newPlanar(1, gh*gw, feat)
