@@ -367,6 +367,19 @@ func toRGB(img image.Image) *planar {
 				set(y*w+x, row[4*x], row[4*x+1], row[4*x+2])
 			}
 		}
+	case *image.RGBA: // an opaque PNG's, premultiplied
+		for y := range h {
+			row := src.Pix[src.PixOffset(b.Min.X, b.Min.Y+y):][:4*w]
+			for x := range w {
+				px := row[4*x:][:4]
+				if px[3] == 0xff {
+					set(y*w+x, px[0], px[1], px[2])
+					continue
+				}
+				c := color.NRGBAModel.Convert(color.RGBA{R: px[0], G: px[1], B: px[2], A: px[3]}).(color.NRGBA)
+				set(y*w+x, c.R, c.G, c.B)
+			}
+		}
 	case *image.Gray:
 		for y := range h {
 			row := src.Pix[y*src.Stride:]

@@ -451,6 +451,44 @@ func TestToRGBYCbCr(t *testing.T) {
 	}
 }
 
+// toRGB reads an RGBA image (an opaque PNG's) as NRGBA's conversion
+// does, translucent pixels un-premultiplied too, with bounds that do not
+// start at the origin.
+func TestToRGBRGBA(t *testing.T) {
+	whole := image.NewRGBA(image.Rect(0, 0, 11, 7))
+	for i := range whole.Pix {
+		whole.Pix[i] = uint8(i * 37)
+	}
+	for i := 3; i < len(whole.Pix); i += 4 {
+		if i%3 != 0 { // every third pixel translucent, the rest opaque
+			whole.Pix[i] = 255
+		}
+		for k := 1; k <= 3; k++ { // premultiplied: no channel above alpha
+			whole.Pix[i-k] = min(whole.Pix[i-k], whole.Pix[i])
+		}
+	}
+	img := whole.SubImage(image.Rect(2, 1, 10, 6)).(*image.RGBA)
+	p, b := toRGB(img).floats(), img.Bounds()
+	translucent := 0
+	for y := range b.Dy() {
+		for x := range b.Dx() {
+			at := img.RGBAAt(b.Min.X+x, b.Min.Y+y)
+			if at.A < 255 {
+				translucent++
+			}
+			want := color.NRGBAModel.Convert(at).(color.NRGBA)
+			for k, v := range []uint8{want.R, want.G, want.B} {
+				if got := p.pix[(k*b.Dy()+y)*b.Dx()+x]; got != float32(v) {
+					t.Fatalf("pixel (%d, %d) channel %d is %v, want %v", x, y, k, got, v)
+				}
+			}
+		}
+	}
+	if translucent == 0 {
+		t.Fatal("no translucent pixel read")
+	}
+}
+
 // A GIF whose first frame covers part of its logical screen decodes at
 // the screen's size, which its header says and admission keys it by, the
 // frame at its offset and the rest of the screen as PIL fills it: the
