@@ -558,7 +558,7 @@ func resize(p *planar, oh, ow int, f filter) *planar {
 		return p
 	}
 	if p.is8() {
-		return resize8(p, oh, ow, f)
+		return resize8(p, oh, ow, f, image.Rect(0, 0, ow, oh))
 	}
 	horiz := makeTaps(p.w, ow, f)
 	mid := newPlanar(p.c, p.h, ow)
@@ -598,38 +598,75 @@ func resize(p *planar, oh, ow int, f filter) *planar {
 // 255 times their sum, a little over one, fits an int32 with them.
 const precisionBits = 32 - 8 - 2
 
-// resize8 resamples an 8-bit image as PIL resizes one: a pass across
-// where the width changes, then one down where the height does, each
-// weight in precisionBits fraction bits (rounded half away from zero),
-// each sum rounded half up and clamped to [0, 255], so that the second
-// pass reads 8-bit values, as PIL's reads its first's image.
-func resize8(p *planar, oh, ow int, f filter) *planar {
-	mid := p.pix8 // the pass across treats every channel's rows alike
+// resizeForCrop resizes p to oh×ow for a center_crop to ch×cw: where p
+// is an 8-bit image and the crop lies within the resized image, it makes
+// only the crop's window (resize8), else the whole image; the crop then
+// cuts (or finds at its size) the same values either way.
+func resizeForCrop(p *planar, oh, ow, ch, cw int, f filter) *planar {
+	if !p.is8() || ch > oh || cw > ow || (oh == p.h && ow == p.w) {
+		return resize(p, oh, ow, f)
+	}
+	top, left := (oh-ch)/2, (ow-cw)/2 // where centerCrop cuts
+	return resize8(p, oh, ow, f, image.Rect(left, top, left+cw, top+ch))
+}
+
+// resize8 resamples an 8-bit image to oh×ow as PIL resizes one, and
+// returns the window win of the result (all of it, or the part a
+// center_crop keeps): a pass across where the width changes, then one
+// down where the height does, each weight in precisionBits fraction bits
+// (rounded half away from zero), each sum rounded half up and clamped to
+// [0, 255], so that the second pass reads 8-bit values, as PIL's reads
+// its first's image. Each pass makes only what the window needs: its
+// columns, and across, the rows its rows read.
+func resize8(p *planar, oh, ow int, f filter, win image.Rectangle) *planar {
+	ch, cw := win.Dy(), win.Dx()
+	r0, r1 := win.Min.Y, win.Max.Y // the rows of p the window reads
+	var start []int
+	var kv [][]int32
+	if oh != p.h {
+		start, kv = weights8(p.h, oh, f)
+		start, kv = start[win.Min.Y:win.Max.Y], kv[win.Min.Y:win.Max.Y]
+		r0, r1 = start[0], 0
+		for o, ws := range kv {
+			r1 = max(r1, start[o]+len(ws))
+		}
+	}
+	rows := r1 - r0
+	mid := make([]uint8, p.c*rows*cw) // the pass across, the window's columns
 	if ow != p.w {
-		mid = across8(p.pix8, p.w, ow, f)
+		hs, kh := weights8(p.w, ow, f)
+		hs, kh = hs[win.Min.X:win.Max.X], kh[win.Min.X:win.Max.X]
+		for k := range p.c {
+			across8(p.pix8[(k*p.h+r0)*p.w:][:rows*p.w], p.w, hs, kh, mid[k*rows*cw:][:rows*cw])
+		}
+	} else {
+		for k := range p.c {
+			for y := range rows {
+				copy(mid[(k*rows+y)*cw:][:cw], p.pix8[(k*p.h+r0+y)*p.w+win.Min.X:][:cw])
+			}
+		}
 	}
 	if oh == p.h {
-		return &planar{c: p.c, h: oh, w: ow, pix8: mid}
+		return &planar{c: p.c, h: ch, w: cw, pix8: mid}
 	}
-	out := newPlanar8(p.c, oh, ow)
-	start, kv := weights8(p.h, oh, f)
-	acc := make([]int32, ow) // an output row's sums
+	out := newPlanar8(p.c, ch, cw)
+	acc := make([]int32, cw) // an output row's sums
 	for k := range p.c {
-		plane := mid[k*p.h*ow:][:p.h*ow]
-		to := out.pix8[k*oh*ow:][:oh*ow]
+		plane := mid[k*rows*cw:][:rows*cw]
+		to := out.pix8[k*ch*cw:][:ch*cw]
 		for o, ws := range kv {
 			// Rows at a time, each weight applied to a whole row: the
 			// loops run over one length, without bounds checks.
-			first := plane[start[o]*ow:][:len(acc)]
-			for x, v := range first {
+			at := start[o] - r0
+			for x, v := range plane[at*cw:][:len(acc)] {
 				acc[x] = 1<<(precisionBits-1) + int32(v)*ws[0]
 			}
 			for j, wt := range ws[1:] {
-				for x, v := range plane[(start[o]+1+j)*ow:][:len(acc)] {
+				for x, v := range plane[(at+1+j)*cw:][:len(acc)] {
 					acc[x] += int32(v) * wt
 				}
 			}
-			dst := to[o*ow:][:len(acc)]
+			dst := to[o*cw:][:len(acc)]
 			for x, sum := range acc {
 				dst[x] = resampled8(sum)
 			}
@@ -638,15 +675,15 @@ func resize8(p *planar, oh, ow int, f filter) *planar {
 	return out
 }
 
-// across8 is resize8's pass across: rows of w 8-bit values resampled to
-// ow each. Four rows go through each output's window together, sharing
-// its weights and the loop's own work, which is most of a window's cost
+// across8 is resize8's pass across: rows of w 8-bit values, each
+// resampled to the outputs whose windows start and kh give, into mid.
+// Four rows go through each output's window together, sharing its
+// weights and the loop's own work, which is most of a window's cost
 // when it holds a few taps.
-func across8(pix []uint8, w, ow int, f filter) []uint8 {
+func across8(pix []uint8, w int, start []int, kh [][]int32, mid []uint8) {
 	const half = 1 << (precisionBits - 1)
-	start, kh := weights8(w, ow, f)
+	ow := len(kh)
 	rows := len(pix) / w
-	mid := make([]uint8, rows*ow)
 	y := 0
 	for ; y+4 <= rows; y += 4 {
 		r0, r1, r2, r3 := pix[y*w:][:w], pix[(y+1)*w:][:w], pix[(y+2)*w:][:w], pix[(y+3)*w:][:w]
@@ -675,7 +712,6 @@ func across8(pix []uint8, w, ow int, f filter) []uint8 {
 			to[o] = resampled8(sum)
 		}
 	}
-	return mid
 }
 
 // weights8 are the windows that resample an axis of n positions to out,

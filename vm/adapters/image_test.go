@@ -8,6 +8,8 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"math"
+	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -534,6 +536,83 @@ func TestGIFFirstFrameOnItsScreen(t *testing.T) {
 	}
 }
 
+// A resize that makes only a center crop's window (resizeForCrop) gives
+// the crop the values it cuts from the whole resize, for every filter,
+// shrinking or enlarging, windows of every size and parity, within the
+// image or beyond it (where the whole image is made).
+func TestResizeForCropIsTheCrop(t *testing.T) {
+	rng := rand.New(rand.NewSource(224))
+	windows := 0
+	for range 400 {
+		c, h, w := 1+2*rng.Intn(2), 1+rng.Intn(30), 1+rng.Intn(30)
+		p := newPlanar8(c, h, w)
+		for i := range p.pix8 {
+			p.pix8[i] = uint8(rng.Intn(256))
+		}
+		oh, ow := 1+rng.Intn(40), 1+rng.Intn(40)
+		ch, cw := 1+rng.Intn(oh+2), 1+rng.Intn(ow+2)
+		for name, f := range filters {
+			want := centerCrop(resize(p, oh, ow, f), ch, cw)
+			made := resizeForCrop(p, oh, ow, ch, cw, f)
+			if made.h == ch && made.w == cw && (oh != ch || ow != cw) {
+				windows++
+			}
+			got := centerCrop(made, ch, cw)
+			if !slices.Equal(got.pix8, want.pix8) || got.h != want.h || got.w != want.w {
+				t.Fatalf("%s, %s to %d×%d, crop %d×%d: the window differs from the crop", name, p.dims(), oh, ow, ch, cw)
+			}
+		}
+	}
+	if windows == 0 {
+		t.Fatal("no window made alone")
+	}
+}
+
+// A program that resizes and then center-crops gives the values it gives
+// unplanned (without making only the window), and a resize whose result
+// is also kept is made whole.
+func TestPlannedCropAgrees(t *testing.T) {
+	tr := []ir.Transform{
+		op("decode", "", "d"),
+		op("resize", "d", "r", "shortest_edge", "9", "interpolation", "bicubic"),
+		op("center_crop", "r", "x", "height", "7", "width", "8"),
+		op("normalize", "x", "n", "mean", "[0.5]", "std", "[0.25]"),
+	}
+	f := newFixture(tr, dims("images", 3, 7, 8))
+	cp, _ := preprocess.Compile(f.prog, f.comp, preprocess.InvokedPorts(f.m, f.comp))
+	if len(cp.Ops) != len(tr) {
+		t.Fatalf("the program does not compile: %d of %d ops", len(cp.Ops), len(tr))
+	}
+	rng := rand.New(rand.NewSource(7))
+	for _, keep := range [][]string{{"n"}, {"n", "r"}} {
+		planned, plain := compileImage(cp), compileImage(cp)
+		planned.plan(keep)
+		for range 30 {
+			img := image.NewNRGBA(image.Rect(0, 0, 5+rng.Intn(30), 5+rng.Intn(30)))
+			for i := range img.Pix {
+				img.Pix[i] = uint8(rng.Intn(256))
+				if i%4 == 3 {
+					img.Pix[i] = 255
+				}
+			}
+			data := encodePNG(t, img)
+			got, err := planned.run(data, 1<<20, keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := plain.run(data, 1<<20, keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range keep {
+				if extentOf(got[i]) != extentOf(want[i]) || !slices.Equal(got[i].floats().pix, want[i].floats().pix) {
+					t.Fatalf("keeping %v, %v: %s planned is %s, unplanned %s, or their values differ", keep, img.Rect, keep[i], got[i].dims(), want[i].dims())
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkResize resizes a 640×480 RGB image of 8-bit values to
 // 341×256 (the shorter side to 256, as CLIP's and ViT's pipelines do),
 // bilinear and bicubic, as an 8-bit image (as PIL resizes one) and as
@@ -580,6 +659,7 @@ func BenchmarkImagePipeline(b *testing.B) {
 		b.Fatalf("the program does not compile: %d of %d ops", len(cp.Ops), len(tr))
 	}
 	p := compileImage(cp)
+	p.plan([]string{cp.Last}) // as the adapter plans it
 	img := image.NewNRGBA(image.Rect(0, 0, 640, 480))
 	for y := range 480 {
 		for x := range 640 {
