@@ -58,6 +58,13 @@ type Scheduler struct {
 
 	wake chan struct{}  // something changed for an idle runner (cap 1)
 	wg   sync.WaitGroup // the runners and the runs off them, which Close waits for
+
+	// holding counts the runners that wait with items queued (for more
+	// to come, or a timer): the only ones a finished request may let
+	// close a group (RequestDone). A runner counts itself before it reads
+	// how many requests run (next), so that a request that finishes
+	// meanwhile is either seen finished or sees the runner counted.
+	holding atomic.Int32
 }
 
 // An Executor runs the groups a Scheduler forms.
@@ -161,11 +168,11 @@ func (s *Scheduler) runner(slot any) {
 	defer s.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	idle := false
+	idle, holds := false, false
 	var buf []*Entry // the groups' storage, reused
 	for {
 		now := time.Now()
-		group, wait, ok := s.next(now, idle, buf)
+		group, wait, ok := s.next(now, idle, &holds, buf)
 		idle = group == nil
 		if group != nil {
 			buf = group[:0]
@@ -236,15 +243,22 @@ func (r Release) Done() {
 
 // next forms the group a free runner runs now (into into's storage), or
 // says how long to wait before looking again (0: until something
-// changes), counting the runner idle meanwhile. ok is false once the
-// scheduler is closed and every item has been handed out.
-func (s *Scheduler) next(now time.Time, wasIdle bool, into []*Entry) (group []*Entry, wait time.Duration, ok bool) {
+// changes), counting the runner idle meanwhile, and holding (*holds)
+// where items wait. ok is false once the scheduler is closed and every
+// item has been handed out.
+func (s *Scheduler) next(now time.Time, wasIdle bool, holds *bool, into []*Entry) (group []*Entry, wait time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if wasIdle {
 		s.idle--
 	}
+	if !*holds {
+		s.holding.Add(1) // before take reads the requests running
+	}
 	group, wait, ok = s.take(now, into)
+	if *holds = group == nil && ok && s.pol.Len() > 0; !*holds {
+		s.holding.Add(-1)
+	}
 	if group != nil {
 		s.running++
 	}
@@ -716,8 +730,13 @@ func (s *Scheduler) Promise(n int) {
 // RequestDone wakes an idle runner when items wait: their group may have
 // been waiting for the request that just finished. With nothing queued
 // there is no group to close, and waking a runner would cost a thread's
-// wake for nothing, once per request.
+// wake for nothing, once per request; where no runner holds items, it
+// takes not even the lock (the request's end is counted before: a
+// runner that holds items counted itself before it read the count).
 func (s *Scheduler) RequestDone() {
+	if s.holding.Load() == 0 {
+		return
+	}
 	s.mu.Lock()
 	s.unlockWaking()
 }
