@@ -384,13 +384,25 @@ func containsFunc(q []*Entry, f func(*Entry) bool) bool {
 	return false
 }
 
-// InlineSlot takes, for a lone caller's item e, a slot and its storage
-// to run e on its own goroutine (RunInline), and returns the storage; nil
-// when e must queue (Enqueue): something waits, every slot is taken, or
-// the policy would let a group of e wait for more.
-func (s *Scheduler) InlineSlot(e *Entry) any {
+// Submit takes a lone caller's item e: where e may run at once on its
+// caller's goroutine (inlineSlot), it returns a slot's storage to run it
+// on (RunInline); otherwise it queues e as Enqueue does, returning nil
+// and the error e could not join the queue with. One lock serves both,
+// so that an item that queues takes it once.
+func (s *Scheduler) Submit(ctx context.Context, wait bool, e *Entry) (slot any, err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if slot = s.inlineSlot(e); slot != nil {
+		s.mu.Unlock()
+		return slot, nil
+	}
+	return nil, s.enqueueLocked(ctx, wait, e)
+}
+
+// inlineSlot takes, under the lock, for a lone caller's item e, a slot
+// and its storage to run e on its own goroutine (RunInline), and returns
+// the storage; nil when e must queue: something waits, every slot is
+// taken, or the policy would let a group of e wait for more.
+func (s *Scheduler) inlineSlot(e *Entry) any {
 	// e's request is running and not yet counted here: one arriving.
 	if s.closed || s.pol.Len() > 0 || s.running+s.inline >= s.slots || !s.pol.Lone(s.outlook(1)) {
 		return nil
@@ -414,8 +426,8 @@ func (s *Scheduler) spareSlot() any {
 	return s.exec.NewSlot()
 }
 
-// RunInline runs group (the lone caller's item InlineSlot let run) on the
-// caller's goroutine, on the storage InlineSlot gave, and gives the slot
+// RunInline runs group (the lone caller's item Submit let run) on the
+// caller's goroutine, on the storage Submit gave, and gives the slot
 // back; the storage goes back to the spares once the run has answered
 // (an executor's panic drops it).
 func (s *Scheduler) RunInline(slot any, group []*Entry) {
@@ -556,10 +568,15 @@ func (e *QueueError) Error() string {
 // could ever hold all at once are refused (TooMany) whatever the caller,
 // as anything is once the scheduler is closed.
 func (s *Scheduler) Enqueue(ctx context.Context, wait bool, es ...*Entry) error {
+	s.mu.Lock()
+	return s.enqueueLocked(ctx, wait, es...)
+}
+
+// enqueueLocked is Enqueue with the lock held; it releases it.
+func (s *Scheduler) enqueueLocked(ctx context.Context, wait bool, es ...*Entry) error {
 	for _, e := range es {
 		e.waits = wait
 	}
-	s.mu.Lock()
 	if wait {
 		if err := s.awaitRoom(ctx, len(es)); err != nil {
 			s.mu.Unlock()

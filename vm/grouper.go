@@ -327,11 +327,13 @@ func (g *grouper) submitOne(ctx context.Context, it *item, l *lone) (s share, re
 	p := &l.p
 	p.e.Ctx, p.leads = ctx, true
 	p.hold(g.spec, it, time.Now())
-	if slot := g.s.InlineSlot(&p.e); slot != nil {
+	slot, err := g.s.Submit(ctx, waitsForRoom(ctx), &p.e)
+	switch {
+	case err != nil:
+		return share{err: g.queueError(err)}, true
+	case slot != nil:
 		l.es[0] = &p.e
 		g.s.RunInline(slot, l.es[:])
-	} else if err := g.enqueue(ctx, waitsForRoom(ctx), p); err != nil {
-		return share{err: err}, true
 	}
 	return p.waitShare()
 }
