@@ -39,8 +39,10 @@ func FuzzImageRequest(f *testing.F) {
 		f.Add(b)
 	}
 	capped := append(decodeAs(3), op("resize", "i.decoded", "i.resized", "height", "2", "max_width", "3"), op("pad", "i.resized", "i.padded", "height", "2", "width", "3", "value", "-1"))
-	padded := append(decodeAs(3), op("pad", "i.decoded", "i.padded", "height", "6", "width", "5")) // a larger image is refused
-	cropped := append(decodeAs(3), op("resize", "i.decoded", "i.resized", "shortest_edge", "4"), op("center_crop", "i.resized", "i.cropped", "height", "3", "width", "3")) // only the crop's window resized
+	// A larger image than pad's is refused.
+	padded := append(decodeAs(3), op("pad", "i.decoded", "i.padded", "height", "6", "width", "5"))
+	// Only the crop's window is resized.
+	cropped := append(decodeAs(3), op("resize", "i.decoded", "i.resized", "shortest_edge", "4"), op("center_crop", "i.resized", "i.cropped", "height", "3", "width", "3"))
 	fuzzImages(f, 1<<16, newFixture(clipLike("2"), dims("images", 3, 2, 2)), newFixture(capped, dims("images", 3, 2, 3)), newFixture(padded, dims("images", 3, 6, 5)), newFixture(cropped, dims("images", 3, 3, 3)))
 }
 
