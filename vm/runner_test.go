@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,6 +118,44 @@ func TestAFinishedRequestClosesTheGroupWaitingForIt(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the group still waits after the request it waited for ended")
+	}
+}
+
+// TestFinishedRequestsLeaveNoGroupWaiting: many callers of Run, each
+// sending its next request once answered, on an engine whose groups may
+// wait an hour for requests still running: every request is answered,
+// round after round, at every number of callers. A group that waits for a
+// request that has ended, its wake lost (a finished request sees no
+// runner holding items while a runner decides on the old count of
+// running requests), would leave the last callers waiting the hour.
+func TestFinishedRequestsLeaveNoGroupWaiting(t *testing.T) {
+	for round := range 10 {
+		e := engineWith(t, maskedMean, Options{MaxDelay: time.Hour}, nil)
+		rng := rand.New(rand.NewSource(int64(round)))
+		reqs := make([]Request, 64)
+		for i := range reqs {
+			reqs[i] = imageRequest(rng, fmt.Sprint(i), 1+rng.Intn(3))
+		}
+		callers := []int{16, 40, 64}[round%3]
+		var wg sync.WaitGroup
+		for c := range callers {
+			wg.Go(func() {
+				for i := range 200 {
+					if r := e.Run(context.Background(), reqs[(c+i)%len(reqs)]); r.Err != nil {
+						t.Error(r.Err)
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d, %d callers: requests still wait after a minute", round, callers)
+		}
+		e.Close()
 	}
 }
 
