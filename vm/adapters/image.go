@@ -632,14 +632,19 @@ func resize8(p *planar, oh, ow int, f filter, win image.Rectangle) *planar {
 		}
 	}
 	rows := r1 - r0
-	mid := make([]uint8, p.c*rows*cw) // the pass across, the window's columns
-	if ow != p.w {
+	var mid []uint8 // the pass across, the window's columns of rows r0 to r1
+	switch {
+	case ow == p.w && cw == p.w && rows == p.h:
+		mid = p.pix8 // read as it is
+	case ow != p.w:
+		mid = make([]uint8, p.c*rows*cw)
 		hs, kh := weights8(p.w, ow, f)
 		hs, kh = hs[win.Min.X:win.Max.X], kh[win.Min.X:win.Max.X]
 		for k := range p.c {
 			across8(p.pix8[(k*p.h+r0)*p.w:][:rows*p.w], p.w, hs, kh, mid[k*rows*cw:][:rows*cw])
 		}
-	} else {
+	default:
+		mid = make([]uint8, p.c*rows*cw)
 		for k := range p.c {
 			for y := range rows {
 				copy(mid[(k*rows+y)*cw:][:cw], p.pix8[(k*p.h+r0+y)*p.w+win.Min.X:][:cw])
