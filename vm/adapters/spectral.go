@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"gonum.org/v1/gonum/dsp/fourier"
-
 	"github.com/genaic/genaic/preprocess"
 )
 
@@ -21,10 +19,23 @@ type melBank struct {
 	// twice the bins whatever n_mels, and a frame costs as much.
 	bank   [][]float64
 	lo, hi []int
+	// work holds *melWork: a transform of n_fft samples is a plan of its
+	// twiddles, made once, and buffers it writes, so one clip at a time
+	// uses it.
+	work sync.Pool
+}
+
+// melWork is what one clip's frames are transformed in.
+type melWork struct {
+	fft       powerSpectrum
+	seq, spec []float64
 }
 
 func newMelBank(m preprocess.Mel) *melBank {
 	b := &melBank{Mel: m, window: make([]float64, m.NFFT)}
+	b.work.New = func() any {
+		return &melWork{fft: newPowerSpectrum(m.NFFT), seq: make([]float64, m.NFFT), spec: make([]float64, m.NFFT/2+1)}
+	}
 	// A periodic Hann window of win_length samples, centred in n_fft.
 	left := (m.NFFT - m.Win) / 2
 	for i := range m.Win {
@@ -121,25 +132,31 @@ func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
 		}
 		return float64(x.samples[reflect(i, n)])
 	}
-	fft := fourier.NewFFT(b.NFFT)
-	seq := make([]float64, b.NFFT)
-	coef := make([]complex128, b.NFFT/2+1)
-	spec := make([]float64, len(coef))
+	w := b.work.Get().(*melWork)
+	defer b.work.Put(w)
+	seq, spec := w.seq, w.spec
 	for f := range frames {
-		for k := range seq {
-			seq[k] = at(f*b.Hop+k) * b.window[k]
-		}
-		coef = fft.Coefficients(coef, seq)
-		for k, c := range coef {
-			p := real(c)*real(c) + imag(c)*imag(c)
-			switch b.Power {
-			case 2:
-			case 1:
-				p = math.Sqrt(p)
-			default:
-				p = math.Pow(p, b.Power/2)
+		if first := f*b.Hop - pad; first >= 0 && first+len(seq) <= n {
+			// Within the clip: no padding to read.
+			for k, v := range x.samples[first : first+len(seq)] {
+				seq[k] = float64(v) * b.window[k]
 			}
-			spec[k] = p
+		} else {
+			for k := range seq {
+				seq[k] = at(f*b.Hop+k) * b.window[k]
+			}
+		}
+		w.fft.power(spec, seq)
+		switch b.Power {
+		case 2:
+		case 1:
+			for k, p := range spec {
+				spec[k] = math.Sqrt(p)
+			}
+		default:
+			for k, p := range spec {
+				spec[k] = math.Pow(p, b.Power/2)
+			}
 		}
 		row := out.data[f*b.NMels : (f+1)*b.NMels]
 		for m, w := range b.bank {

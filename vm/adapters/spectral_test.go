@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/dsp/fourier"
+
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/preprocess"
@@ -236,6 +238,68 @@ func BenchmarkResample(b *testing.B) {
 	for b.Loop() {
 		if _, err := resamplePoly(x, 16000, 1); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWakewordFrontEnd runs openWakeWord's front end (the program of
+// testdata/packages/wakeword_audio) on 1.5 s of speech-like noise, a
+// 16-bit WAV at 16 kHz: what a wake-word clip costs the adapter before
+// the embedding runs.
+//
+//	go test ./vm/adapters -run '^$' -bench WakewordFrontEnd -count 5
+func BenchmarkWakewordFrontEnd(b *testing.B) {
+	ts := []ir.Transform{
+		op("decode", "", "a.decoded", "format", "wav"),
+		op("affine", "a.decoded", "a.int16", "scale", "32768"),
+		op("mel_spectrogram", "a.int16", "a.mel", "sample_rate", "16000", "n_fft", "512", "win_length", "400",
+			"hop_length", "160", "n_mels", "32", "f_min", "60", "f_max", "3800", "center", "false"),
+		op("log10", "a.mel", "a.log", "floor", "1.0e-10", "dynamic_range", "8.0"),
+		op("affine", "a.log", "a.spec", "offset", "2.0"),
+		op("frame", "a.spec", "a.windows", "window", "76", "hop", "8", "partial", "drop"),
+	}
+	cp, probs := preprocess.Compile(&ir.Program{Modality: "audio", Transforms: ts}, &ir.Component{Name: "pre"}, nil)
+	if len(probs) > 0 {
+		b.Fatalf("the program does not compile: %v", probs)
+	}
+	p := compileAudio(cp)
+	samples := noise(rand.New(rand.NewPCG(7, 8)), 24000)
+	frames := make([][]float64, len(samples))
+	for i, v := range samples {
+		frames[i] = []float64{0.3 * v}
+	}
+	clip := wav(16000, wavPCM, 16, frames)
+	for b.Loop() {
+		if _, err := p.run(clip, DefaultMaxSamples, []string{"a.windows"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The power-of-two transform gives gonum's powers, on every length the
+// mel spectrogram may take from 4 to MaxFFT and on random frames; one
+// wrong twiddle or index moves some power far past rounding.
+func TestRealFFTIsGonums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 2))
+	for n := 4; n <= preprocess.MaxFFT; n *= 2 {
+		f, g := newRealFFT(n), &anyFFT{fft: fourier.NewFFT(n), coef: make([]complex128, n/2+1)}
+		frame := make([]float64, n)
+		got, want := make([]float64, n/2+1), make([]float64, n/2+1)
+		for range 3 {
+			total := 0.0
+			for i := range frame {
+				frame[i] = rng.NormFloat64() * 1000
+				total += frame[i] * frame[i]
+			}
+			f.power(got, frame)
+			g.power(want, frame)
+			// Rounding is relative to the frame's energy, which every
+			// coefficient's power sums a share of.
+			for k := range want {
+				if d := math.Abs(got[k] - want[k]); d > 1e-9*total {
+					t.Fatalf("n=%d: power %d is %g, gonum's %g", n, k, got[k], want[k])
+				}
+			}
 		}
 	}
 }
