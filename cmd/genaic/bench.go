@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -70,7 +71,7 @@ func runBench(e *env, args []string) int {
 	c := commands["bench"]
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	bf := benchFlags{levels: levels{64}}
-	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run (default: the requests serve synthesizes from the workflow's inputs for a package without requests.json)")
+	fs.StringVar(&bf.requests, "requests", "", "the requests document, as for genaic run (default: the package's requests.json, as serve plans with it; for a package without one, the requests serve synthesizes from the workflow's inputs)")
 	fs.BoolVar(&bf.allowAbs, "allow-abs", false, allowAbsHelp)
 	fs.IntVar(&bf.rounds, "rounds", 3, "how many timed rounds each mode runs; the modes take turns, in a fresh order each round")
 	fs.IntVar(&bf.warmup, "warmup", 1, "untimed rounds each mode runs first")
@@ -126,6 +127,14 @@ func runBench(e *env, args []string) int {
 		return exitUsage
 	}
 	var reqs []vm.Request
+	if bf.requests == "" {
+		// The package's own requests, where it ships them: serve plans
+		// and warms up with them.
+		if own := filepath.Join(pkgDir, "requests.json"); exists(own) {
+			bf.requests = own
+			fmt.Fprintf(e.stderr, "genaic: bench: no --requests: measuring the package's %s\n", own)
+		}
+	}
 	if bf.requests == "" {
 		var err error
 		if reqs, err = synthesizedToBench(f, pkgDir, bf.options(false)); reqs == nil {
@@ -362,4 +371,10 @@ func hasPacked(f *plan.File) bool {
 		}
 	}
 	return false
+}
+
+// exists reports whether path names something in the file system.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

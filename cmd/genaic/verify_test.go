@@ -235,8 +235,18 @@ func TestBenchWarnsOfDivergence(t *testing.T) {
 	if code != exitOK || strings.Contains(errOut, "warning") {
 		t.Errorf("text_padded: exit %d\n%s", code, errOut)
 	}
-	// Without --requests, bench measures the requests serve synthesizes,
-	// and says so; the leak shows on them too.
+	// Without --requests, bench measures the package's requests.json, as
+	// serve plans with it, and says so.
+	_, errOut, code = runCLI(t, append([]string{"bench", leak}, quick...)...)
+	if code != exitOK || !strings.Contains(errOut, "no --requests: measuring the package's "+filepath.Join(leak, "requests.json")) ||
+		!strings.Contains(errOut, " of the first 4 requests are answered otherwise than alone (request r1: ") {
+		t.Errorf("a leaking package, its own requests: exit %d\n%s", code, errOut)
+	}
+	// Without them too, it measures the requests serve synthesizes, and
+	// says so; the leak shows on them too.
+	if err := os.Remove(filepath.Join(leak, "requests.json")); err != nil {
+		t.Fatal(err)
+	}
 	_, errOut, code = runCLI(t, append([]string{"bench", leak}, quick...)...)
 	if code != exitOK || !strings.Contains(errOut, "no --requests: measuring the 12 requests synthesized from the workflow's inputs") ||
 		!strings.Contains(errOut, " of the first 12 requests are answered otherwise than alone") {
