@@ -364,6 +364,25 @@ func (po PlanOptions) withDefaults() PlanOptions {
 	return po
 }
 
+// Divide completes a division of cores of which a user set one half
+// (--workers or --threads, or a model's config): workers slots with
+// threads 0 share the cores between them, threads with workers 0 run on
+// as many slots as the cores hold. Both set stay as set, and both 0 stay
+// one slot of the backend's default threads, what runs where nothing
+// plans. Left to the backend, the threads of every slot would each take
+// every core (ONNX Runtime's default), and one slot of one thread would
+// leave the other cores idle.
+func Divide(workers, threads, cores int) (slots, perSlot int) {
+	cores = max(cores, 1)
+	switch {
+	case workers > 0 && threads == 0:
+		return workers, max(1, cores/workers)
+	case workers == 0 && threads > 0:
+		return max(1, cores/threads), threads
+	}
+	return max(workers, 1), threads
+}
+
 // Divisions are the ways of dividing cores: threads 1, 2, 4, ... and the
 // cores themselves, each on cores/threads slots, fewest slots first.
 func Divisions(cores int) []vm.Candidate {

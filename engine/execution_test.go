@@ -34,6 +34,27 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
+// TestDivide: one half of a division set, the other divides the cores;
+// both set stay, both unset stay one slot of the backend's threads.
+func TestDivide(t *testing.T) {
+	for _, c := range []struct{ workers, threads, cores, slots, perSlot int }{
+		{4, 0, 16, 4, 4},
+		{1, 0, 16, 1, 16},
+		{3, 0, 16, 3, 5},
+		{32, 0, 16, 32, 1},
+		{0, 1, 16, 16, 1},
+		{0, 4, 16, 4, 4},
+		{0, 32, 16, 1, 32},
+		{2, 3, 16, 2, 3},
+		{0, 0, 16, 1, 0},
+		{2, 0, 0, 2, 1},
+	} {
+		if s, p := Divide(c.workers, c.threads, c.cores); s != c.slots || p != c.perSlot {
+			t.Errorf("Divide(%d, %d, %d) = %d×%d, want %d×%d", c.workers, c.threads, c.cores, s, p, c.slots, c.perSlot)
+		}
+	}
+}
+
 // TestChoose: the candidate that came closest to the best at both loads
 // wins, unless one with fewer slots came within the margin of it; a way
 // that groups wins over the same division apart only by a clear margin.

@@ -21,8 +21,9 @@ type ModelConfig struct {
 	// Workers is how many groups of one component form and run at once,
 	// and Threads ONNX Runtime's intra-op thread count; both 0 (the
 	// default) plans them on the machine at load (engine.PlanExecution),
-	// with the package's warm-up requests. One of them 0 alone means 1
-	// worker, or ONNX Runtime's default threads.
+	// with the package's warm-up requests. One of them 0 alone is
+	// completed from the cores (engine.Divide): the cores divided among
+	// the workers, or as many workers as the cores hold of the threads.
 	Workers int `yaml:"workers"`
 	Threads int `yaml:"threads"`
 	// Provider is the execution provider (cpu, cuda, tensorrt, ...).

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/genaic/genaic/engine"
 	"github.com/genaic/genaic/vm"
 )
 
@@ -16,7 +17,8 @@ import (
 // leaves unset has its execution planned at load, on this machine, with
 // its package's requests: the engine's stats (what inspect --stats reads)
 // and /metrics say the choice, one of the ways tried; a model configured
-// with a worker count runs as configured.
+// with a worker count runs as configured, on the cores divided among its
+// workers.
 func TestPlannedAtLoad(t *testing.T) {
 	s := newPlannedServer(t, Config{Repo: repo(t, "text_packed", "image_padded"), Models: map[string]ModelConfig{"image_padded": {Workers: 1}}})
 	ts := httptest.NewServer(s.Handler())
@@ -41,8 +43,8 @@ func TestPlannedAtLoad(t *testing.T) {
 		}) {
 		t.Fatalf("text_packed: execution %+v; want one planned on %d cores among those tried", x, runtime.NumCPU())
 	}
-	if c := stats("image_padded").Execution; c == nil || c.Planned || c.Slots != 1 || c.Threads != 0 {
-		t.Errorf("image_padded with workers 1: execution %+v; want 1 slot as configured", c)
+	if c := stats("image_padded").Execution; c == nil || c.Planned || c.Slots != 1 || c.Threads != engine.CPUs() {
+		t.Errorf("image_padded with workers 1: execution %+v; want 1 slot as configured, of %d threads", c, engine.CPUs())
 	}
 	resp, err := http.Get(ts.URL + "/metrics")
 	if err != nil {

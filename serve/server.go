@@ -405,18 +405,19 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	}
 	c := s.cfg.Models[name].Over(s.cfg.Defaults)
 	st := &inferStats{}
+	slots, threads := engine.Divide(c.Workers, c.Threads, engine.CPUs())
 	opts := engine.Options{
-		Options:  vm.Options{Queue: c.Queue, Workers: c.Workers, Declines: s.cfg.Declines, Observer: statsObserver{s.m.Observer(name), st}},
+		Options:  vm.Options{Queue: c.Queue, Workers: slots, Declines: s.cfg.Declines, Observer: statsObserver{s.m.Observer(name), st}},
 		Backends: s.cfg.Backends,
 		Use:      s.cfg.Use,
-		Config:   engine.Config{Provider: c.Provider, IntraOpThreads: c.Threads, Bindings: s.cfg.Bindings, MaxMediaBytes: c.MaxMediaBytes},
+		Config:   engine.Config{Provider: c.Provider, IntraOpThreads: threads, Bindings: s.cfg.Bindings, MaxMediaBytes: c.MaxMediaBytes},
 	}
 	if c.MaxDelay != nil {
 		opts.MaxDelay = *c.MaxDelay
 	} else {
 		opts.MaxDelay = 5 * time.Millisecond
 	}
-	opts.Execution = &vm.Execution{Slots: max(c.Workers, 1), Threads: c.Threads}
+	opts.Execution = &vm.Execution{Slots: slots, Threads: threads}
 	if c.Workers == 0 && c.Threads == 0 && !s.cfg.NoWarmup {
 		opts = s.planned(name, f, dir, opts)
 	}

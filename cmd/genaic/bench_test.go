@@ -126,7 +126,8 @@ func TestBenchDirectRepeatsAShortDocument(t *testing.T) {
 // percentiles in order, the group-size histogram of the component, every
 // request of every timed round accounted for, and the execution planned
 // for it on this machine (every way of dividing the cores tried, the one
-// chosen among them); with --workers the execution is as configured.
+// chosen among them); with --threads the execution is as configured, its
+// workers as many as the cores hold (engine.Divide).
 func TestBenchJSON(t *testing.T) {
 	reqs := filepath.Join(imagePkg, "requests64.json")
 	rep := benchPlanned(t, imagePkg, "--requests", reqs, "--rounds", "2", "--round-time", "0", "--concurrency", "16")
@@ -143,15 +144,16 @@ func TestBenchJSON(t *testing.T) {
 		}
 	}
 	configured := bench(t, imagePkg, "--requests", reqs, "--rounds", "1", "--round-time", "0", "--concurrency", "16", "--threads", "1")
+	cores := engine.CPUs()
 	for _, m := range configured.Modes {
 		if m.Name == "direct" {
-			if d := m.Direct; checkDirect(t, d, 1) && (d.Callers != 1 || d.Threads != 1) {
-				t.Errorf("direct with --threads 1: %+v; want 1 caller × 1 thread, as configured", d)
+			if d := m.Direct; checkDirect(t, d, 1) && (d.Callers != cores || d.Threads != 1) {
+				t.Errorf("direct with --threads 1: %+v; want %d callers × 1 thread", d, cores)
 			}
 			continue
 		}
-		if x := m.Execution; x == nil || x.Planned || x.Slots != 1 || x.Threads != 1 {
-			t.Errorf("%s with --threads 1: execution %+v; want 1 slot × 1 thread, as configured", m.Name, x)
+		if x := m.Execution; x == nil || x.Planned || x.Slots != cores || x.Threads != 1 {
+			t.Errorf("%s with --threads 1: execution %+v; want %d slots × 1 thread", m.Name, x, cores)
 		}
 	}
 	if rep.Requests != 64 || rep.Loop != "closed" {

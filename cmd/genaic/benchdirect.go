@@ -92,7 +92,8 @@ func (b *bencher) openDirect() (target, error) {
 	}
 	divisions := engine.Divisions(engine.CPUs())
 	if !b.flags.planned() {
-		divisions = []vm.Candidate{{Slots: max(b.flags.workers, 1), Threads: b.flags.threads}}
+		slots, threads := b.flags.division()
+		divisions = []vm.Candidate{{Slots: slots, Threads: threads}}
 	}
 	t := &directTarget{}
 	for _, d := range divisions {

@@ -32,10 +32,10 @@ type engineFlags struct {
 
 func (ef *engineFlags) register(fs *flag.FlagSet, delay time.Duration, delayDoc string) {
 	fs.DurationVar(&ef.maxDelay, "max-delay", delay, delayDoc)
-	fs.IntVar(&ef.threads, "threads", 0, "ONNX Runtime intra-op threads (0: its default, or planned with --workers 0 where the command plans)")
+	fs.IntVar(&ef.threads, "threads", 0, "ONNX Runtime intra-op threads of each worker (0: the cores divided among --workers; with --workers 0 too, planned where the command plans (bench, serve), else ONNX Runtime's default)")
 	fs.StringVar(&ef.provider, "provider", "cpu", "the execution provider ONNX Runtime runs on: cpu, cuda, tensorrt, openvino, coreml or directml (one the library lacks declines grouping, saying why)")
 	fs.IntVar(&ef.queue, "queue", 1024, "the most items that may wait for one component; beyond it a served request fails at once (run/queue-full) and one of genaic run waits for room")
-	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: 1, or, with --threads 0 where the command plans (bench, serve), planned: the machine's cores divided between workers and threads as measured on the requests)")
+	fs.IntVar(&ef.workers, "workers", 0, "how many groups of one component may be formed and run at once (0: as many as the cores hold of --threads; with --threads 0 too, planned where the command plans (bench, serve): the machine's cores divided between workers and threads as measured on the requests, else 1)")
 	fs.Int64Var(&ef.media, "max-media-bytes", 0, fmt.Sprintf("the memory one request's media (images, video frames, audio clips) may take decoded and preprocessed, read off their headers before decoding; beyond it the request fails with run/budget (0: %d)", adapters.DefaultMaxMediaBytes))
 	fs.Var(&ef.backends, "backend", "KIND=NAME: run the components of KIND (onnx, adapter, binding) on the registered backend NAME (repeatable; "+registeredText()+")")
 	fs.StringVar(&ef.cpuClass, "cpu-class", string(engine.DefaultCPUClass()), "the scheduling class of the process's threads: batch (Linux's SCHED_BATCH, the default there: the runtime's thread wake-ups never preempt ONNX Runtime's compute) or normal")
@@ -102,14 +102,22 @@ func (ef *engineFlags) validPlan(e *env, f *plan.File) bool {
 // threads) to be planned on this machine, where the command plans.
 func (ef *engineFlags) planned() bool { return ef.workers == 0 && ef.threads == 0 }
 
-// options returns the engine options the flags say, solo or grouped.
+// options returns the engine options the flags say, solo or grouped:
+// the cores divided as --workers and --threads say (engine.Divide).
 func (ef *engineFlags) options(solo bool) engine.Options {
+	slots, threads := ef.division()
 	return engine.Options{
-		Options: vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: ef.workers, Declines: backend.Declines(ef.decline),
-			Execution: &vm.Execution{Slots: max(ef.workers, 1), Threads: ef.threads}},
+		Options: vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: slots, Declines: backend.Declines(ef.decline),
+			Execution: &vm.Execution{Slots: slots, Threads: threads}},
 		Backends: ef.backends,
-		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: ef.threads, MaxMediaBytes: ef.media},
+		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: threads, MaxMediaBytes: ef.media},
 	}
+}
+
+// division is the slots and threads --workers and --threads set, the
+// half left unset completed from the cores (engine.Divide).
+func (ef *engineFlags) division() (slots, threads int) {
+	return engine.Divide(ef.workers, ef.threads, engine.CPUs())
 }
 
 func registeredText() string {
