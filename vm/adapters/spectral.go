@@ -132,9 +132,9 @@ func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
 		}
 		return float64(x.samples[reflect(i, n)])
 	}
-	w := b.work.Get().(*melWork)
-	defer b.work.Put(w)
-	seq, spec := w.seq, w.spec
+	work := b.work.Get().(*melWork)
+	defer b.work.Put(work)
+	seq, spec := work.seq, work.spec
 	for f := range frames {
 		if first := f*b.Hop - pad; first >= 0 && first+len(seq) <= n {
 			// Within the clip: no padding to read.
@@ -146,7 +146,7 @@ func (b *melBank) melSpectrogram(x *signal, index int) (*signal, error) {
 				seq[k] = at(f*b.Hop+k) * b.window[k]
 			}
 		}
-		w.fft.power(spec, seq)
+		work.fft.power(spec, seq)
 		switch b.Power {
 		case 2:
 		case 1:
