@@ -242,47 +242,81 @@ func BenchmarkResample(b *testing.B) {
 	}
 }
 
-// BenchmarkWakewordFrontEnd runs openWakeWord's front end (the program of
-// testdata/packages/wakeword_audio) on 1.5 s of speech-like noise, a
-// 16-bit WAV at 16 kHz: what a wake-word clip costs the adapter before
-// the embedding runs.
+// BenchmarkFrontEnd runs two front ends on speech-like noise, a 16-bit
+// WAV at 16 kHz: openWakeWord's (the program of
+// testdata/packages/wakeword_audio) on a 1.5 s wake-word clip, and
+// Whisper's (testdata/whisper_frontend.yaml's: padded to 30 s, 3000
+// frames of 400-point FFTs) on a 10 s one. What a clip costs the adapter
+// before its model runs.
 //
-//	go test ./vm/adapters -run '^$' -bench WakewordFrontEnd -count 5
-func BenchmarkWakewordFrontEnd(b *testing.B) {
-	ts := []ir.Transform{
-		op("decode", "", "a.decoded", "format", "wav"),
-		op("affine", "a.decoded", "a.int16", "scale", "32768"),
-		op("mel_spectrogram", "a.int16", "a.mel", "sample_rate", "16000", "n_fft", "512", "win_length", "400",
-			"hop_length", "160", "n_mels", "32", "f_min", "60", "f_max", "3800", "center", "false"),
-		op("log10", "a.mel", "a.log", "floor", "1.0e-10", "dynamic_range", "8.0"),
-		op("affine", "a.log", "a.spec", "offset", "2.0"),
-		op("frame", "a.spec", "a.windows", "window", "76", "hop", "8", "partial", "drop"),
-	}
-	cp, probs := preprocess.Compile(&ir.Program{Modality: "audio", Transforms: ts}, &ir.Component{Name: "pre"}, nil)
-	if len(probs) > 0 {
-		b.Fatalf("the program does not compile: %v", probs)
-	}
-	p := compileAudio(cp)
-	samples := noise(rand.New(rand.NewPCG(7, 8)), 24000)
-	frames := make([][]float64, len(samples))
-	for i, v := range samples {
-		frames[i] = []float64{0.3 * v}
-	}
-	clip := wav(16000, wavPCM, 16, frames)
-	for b.Loop() {
-		if _, err := p.run(clip, DefaultMaxSamples, []string{"a.windows"}); err != nil {
-			b.Fatal(err)
-		}
+//	go test ./vm/adapters -run '^$' -bench FrontEnd -count 5
+func BenchmarkFrontEnd(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		seconds float64
+		ts      []ir.Transform
+	}{
+		{"wakeword", 1.5, []ir.Transform{
+			op("decode", "", "a.decoded", "format", "wav"),
+			op("affine", "a.decoded", "a.int16", "scale", "32768"),
+			op("mel_spectrogram", "a.int16", "a.mel", "sample_rate", "16000", "n_fft", "512", "win_length", "400",
+				"hop_length", "160", "n_mels", "32", "f_min", "60", "f_max", "3800", "center", "false"),
+			op("log10", "a.mel", "a.log", "floor", "1.0e-10", "dynamic_range", "8.0"),
+			op("affine", "a.log", "a.spec", "offset", "2.0"),
+			op("frame", "a.spec", "a.out", "window", "76", "hop", "8", "partial", "drop"),
+		}},
+		{"whisper", 10, []ir.Transform{
+			op("decode", "", "a.decoded", "format", "wav"),
+			op("resample", "a.decoded", "a.resampled", "sample_rate", "16000"),
+			op("pad_or_trim", "a.resampled", "a.samples", "length", "480000"),
+			op("mel_spectrogram", "a.samples", "a.mel", "sample_rate", "16000", "n_fft", "400", "hop_length", "160", "n_mels", "80"),
+			op("pad_or_trim", "a.mel", "a.frames", "length", "3000"),
+			op("log10", "a.frames", "a.log", "floor", "1.0e-10", "dynamic_range", "8.0"),
+			op("affine", "a.log", "a.out", "scale", "0.25", "offset", "1.0"),
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cp, probs := preprocess.Compile(&ir.Program{Modality: "audio", Transforms: c.ts}, &ir.Component{Name: "pre"}, nil)
+			if len(probs) > 0 {
+				b.Fatalf("the program does not compile: %v", probs)
+			}
+			p := compileAudio(cp)
+			samples := noise(rand.New(rand.NewPCG(7, 8)), int(16000*c.seconds))
+			frames := make([][]float64, len(samples))
+			for i, v := range samples {
+				frames[i] = []float64{0.3 * v}
+			}
+			clip := wav(16000, wavPCM, 16, frames)
+			for b.Loop() {
+				if _, err := p.run(clip, DefaultMaxSamples, []string{"a.out"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
-// The power-of-two transform gives gonum's powers, on every length the
-// mel spectrogram may take from 4 to MaxFFT and on random frames; one
-// wrong twiddle or index moves some power far past rounding.
+// The own transform gives gonum's powers, on every power of two the mel
+// spectrogram may take up to MaxFFT, on lengths of every radix and mix of
+// them (Whisper's 400 among them) and on random frames; one wrong twiddle,
+// index or butterfly moves some power far past rounding. A length it
+// cannot take (odd, or a prime factor of n/2 above 5) is left to gonum.
 func TestRealFFTIsGonums(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 2))
-	for n := 4; n <= preprocess.MaxFFT; n *= 2 {
+	lengths := []int{6, 10, 12, 18, 20, 24, 30, 50, 54, 60, 100, 160, 200, 250, 240, 320, 400, 480, 600, 750, 800, 1000, 1200, 2000, 4000, 6000, 16000, 48000}
+	for n := 2; n <= preprocess.MaxFFT; n *= 2 {
+		lengths = append(lengths, n)
+	}
+	for _, n := range []int{3, 15, 401, 14, 28, 700, 22} {
+		if newRealFFT(n) != nil {
+			t.Errorf("n=%d: planned, though n is odd or n/2 has a factor above 5", n)
+		}
+	}
+	for _, n := range lengths {
 		f, g := newRealFFT(n), &anyFFT{fft: fourier.NewFFT(n), coef: make([]complex128, n/2+1)}
+		if f == nil {
+			t.Fatalf("n=%d: not planned", n)
+		}
 		frame := make([]float64, n)
 		got, want := make([]float64, n/2+1), make([]float64, n/2+1)
 		for range 3 {
