@@ -316,10 +316,17 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 	return e.exec(ctx, req)
 }
 
-// runEach runs requests at once, one goroutine each, counted as active.
+// runEach runs requests at once, one goroutine each, counted as active;
+// a lone request (the one part of a request whose items pack alike) runs
+// on the caller's goroutine, which would only wait for it.
 func (e *Engine) runEach(ctx context.Context, reqs []Request) []Response {
 	out := make([]Response, len(reqs))
 	e.active.Add(int64(len(reqs)))
+	if len(reqs) == 1 {
+		defer e.done(1)
+		out[0] = e.exec(ctx, reqs[0])
+		return out
+	}
 	var wg sync.WaitGroup
 	for i := range reqs {
 		wg.Go(func() {

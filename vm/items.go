@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -120,9 +121,10 @@ type Ragged struct {
 	ins    []*itemsInput  // the items inputs, by name
 	counts map[string]int // their top-level items
 	parts  []packedRequest
-	// outputs are the workflow outputs that come back per item; drop are
-	// the companions of their levels.
+	// outputs are the workflow outputs that come back per item (order:
+	// their names, in order); drop are the companions of their levels.
 	outputs map[string]itemsOutput
+	order   []string
 	drop    map[string]bool
 }
 
@@ -256,6 +258,7 @@ func (e *Engine) PackItems(req Request) ([]Request, *Ragged, error) {
 type itemsPlan struct {
 	ins     []*itemsInput
 	outputs map[string]itemsOutput
+	order   []string // the outputs' names, in order
 	drop    map[string]bool
 }
 
@@ -287,6 +290,7 @@ func planItems(m *ir.Module, plans *sync.Map, req Request, names []string) (*ite
 	}
 	rg := &Ragged{ins: p.ins, outputs: p.outputs, drop: p.drop}
 	rg.findOutputs(m)
+	p.order = slices.Sorted(maps.Keys(p.outputs))
 	if plans != nil {
 		got, _ := plans.LoadOrStore(form.String(), p)
 		p = got.(*itemsPlan)
@@ -294,8 +298,19 @@ func planItems(m *ir.Module, plans *sync.Map, req Request, names []string) (*ite
 	return p, nil
 }
 
+// itemNames are the inputs req gives as items, in the order of their
+// names.
+func itemNames(req Request) []string {
+	if len(req.Items) == 1 {
+		for name := range req.Items {
+			return []string{name}
+		}
+	}
+	return slices.Sorted(maps.Keys(req.Items))
+}
+
 func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (*Ragged, error) {
-	names := slices.Sorted(maps.Keys(req.Items))
+	names := itemNames(req)
 	for _, name := range names {
 		if _, both := req.Inputs[name]; both {
 			return nil, runErr(backend.RunInput, "workflow input `%s` is given both as a tensor and as items; send one of them", name)
@@ -365,7 +380,7 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 			}
 		}
 	}
-	rg := &Ragged{id: req.ID, ins: ins, counts: map[string]int{}, outputs: plan.outputs, drop: plan.drop}
+	rg := &Ragged{id: req.ID, ins: ins, counts: map[string]int{}, outputs: plan.outputs, order: plan.order, drop: plan.drop}
 	for _, in := range ins {
 		rg.counts[in.name] = len(req.Items[in.name])
 	}
@@ -395,14 +410,17 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 			derived[name] = t
 		}
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range derived {
-			if !yield(n) {
-				return
-			}
+	// A request that gives companions of its items (seldom) has them
+	// checked, in the order of their names.
+	var given []string
+	for name := range derived {
+		if _, ok := req.Inputs[name]; ok {
+			given = append(given, name)
 		}
-	}) {
-		if got, ok := req.Inputs[name]; ok && !equalTensor(got, derived[name]) {
+	}
+	slices.Sort(given)
+	for _, name := range given {
+		if got := req.Inputs[name]; !equalTensor(got, derived[name]) {
 			return nil, runErr(backend.RunInput, "request gives `%s` as %v %v, but its items derive %v: omit the companions of an input given as items, or send the ones its items imply",
 				name, got, got.Data, derived[name].Data)
 		}
@@ -512,8 +530,25 @@ func (in *itemsInput) leafRank() int {
 	return in.c.Rank
 }
 
+// itemPath is where an item lies: its top-level index, then its index in
+// each list it nests in ("3.1" in messages). It is written out only where
+// a message says it.
+type itemPath []int
+
+func (p itemPath) String() string {
+	b := make([]byte, 0, 8*len(p))
+	for k, i := range p {
+		if k > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b)
+}
+
 // leaves walks the leaves under it (at depth d of levels) and checks them.
-func (in *itemsInput) leaves(it Item, at string, depth int, visit func(t *backend.Tensor, at string) error) error {
+// The path given visit is valid only during the call.
+func (in *itemsInput) leaves(it Item, at itemPath, depth int, visit func(t *backend.Tensor, at itemPath) error) error {
 	want := in.levels
 	if !in.nested {
 		want--
@@ -528,7 +563,7 @@ func (in *itemsInput) leaves(it Item, at string, depth int, visit func(t *backen
 		return runErr(backend.RunInput, "workflow input `%s` item %s must be a list of items (items nest %d deep here), got a tensor", in.name, at, want)
 	}
 	for j, c := range it.Items {
-		if err := in.leaves(c, fmt.Sprintf("%s.%d", at, j), depth+1, visit); err != nil {
+		if err := in.leaves(c, append(at, j), depth+1, visit); err != nil {
 			return err
 		}
 	}
@@ -536,7 +571,7 @@ func (in *itemsInput) leaves(it Item, at string, depth int, visit func(t *backen
 }
 
 // check validates one leaf against the contract.
-func (in *itemsInput) check(t *backend.Tensor, at string) error {
+func (in *itemsInput) check(t *backend.Tensor, at itemPath) error {
 	rank := in.leafRank()
 	if d, _ := ir.LookupDType(in.c.DType); t.Rank() == in.c.Rank && in.levels == 1 && d.Name == "uint8" {
 		return runErr(backend.RunInput, "workflow input `%s` packs bytes with one ownership level, so each of its items would be one byte, not an encoded image, clip or frame; "+
@@ -580,23 +615,35 @@ func (in *itemsInput) padded(ax int) bool {
 // one key share a tensor.
 func (in *itemsInput) key(it Item, i int) (string, error) {
 	key := ""
-	err := in.leaves(it, fmt.Sprint(i), 1, func(t *backend.Tensor, at string) error {
+	var path [4]int
+	var buf [64]byte
+	err := in.leaves(it, append(path[:0], i), 1, func(t *backend.Tensor, at itemPath) error {
 		if err := in.check(t, at); err != nil {
 			return err
 		}
-		var parts []string
+		// "[axis 1 = 7, axis 2 = 3]": written into buf, a string made
+		// once per item.
+		k := append(buf[:0], '[')
 		for a, d := range in.rowShape(t) {
 			if in.padded(a + 1) {
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("axis %d = %d", a+1, d))
+			if len(k) > 1 {
+				k = append(k, ", "...)
+			}
+			k = append(k, "axis "...)
+			k = strconv.AppendInt(k, int64(a+1), 10)
+			k = append(k, " = "...)
+			k = strconv.AppendInt(k, d, 10)
 		}
-		k := "[" + strings.Join(parts, ", ") + "]"
-		if key != "" && k != key {
+		k = append(k, ']')
+		switch {
+		case key == "":
+			key = string(k)
+		case string(k) != key:
 			return runErr(backend.RunInput, "workflow input `%s` item %s has extents %s, but the other rows of item %d have %s; the rows of one item must agree on every axis that is not padded",
 				in.name, at, k, i, key)
 		}
-		key = k
 		return nil
 	})
 	return key, err
@@ -900,14 +947,8 @@ func (rg *Ragged) join(resps []Response) Response {
 		}
 	}
 	out := Response{ID: rg.id, Items: map[string][]Item{}}
-	keep := map[string]bool{} // outputs left packed, with their companions
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range rg.outputs {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	var keep map[string]bool // outputs left packed, with their companions
+	for _, name := range rg.order {
 		o := rg.outputs[name]
 		if resps[0].Outputs.Get(name) == nil {
 			continue
@@ -935,6 +976,9 @@ func (rg *Ragged) join(resps []Response) Response {
 		case err == nil:
 			out.Items[name] = all
 		case o.own && len(rg.parts) == 1:
+			if keep == nil {
+				keep = map[string]bool{}
+			}
 			keep[name] = true
 			for _, c := range o.companions {
 				keep[c] = true
