@@ -348,7 +348,7 @@ func (g *group) companion(spec *componentSpec, at int, in *plan.Port, items []*i
 		}
 		data := offs
 		if s.Role == "owner" && len(offs) > 0 {
-			data = ownersInto(a.int64s(int(offs[len(offs)-1])), offs)
+			data = ownersInto(a.int64s(int(offs[len(offs)-1])), offs, 0)
 		}
 		copies.Add(CopyCompanion, int64(len(data))*8)
 		return a.view(at, "int64", []int64{int64(len(data))}, data), nil

@@ -59,20 +59,22 @@ func ownerError(value string, level int, w, j, u, units int64) error {
 }
 
 // ownersFromOffsets derives an owner map from offsets: positions, never
-// identities.
+// identities. The map is made zeroed, so the first unit's children, all
+// of them where there is one unit (a request's one image: an owner per
+// byte), are not written again.
 func ownersFromOffsets(offs []int64) []int64 {
 	if len(offs) == 0 {
 		return nil
 	}
-	return ownersInto(make([]int64, offs[len(offs)-1]), offs)
+	return ownersInto(make([]int64, offs[len(offs)-1]), offs[1:], 1)
 }
 
 // ownersInto is ownersFromOffsets into owner, which holds exactly one
-// entry per child.
-func ownersInto(owner, offs []int64) []int64 {
+// entry per child, numbering the units from first.
+func ownersInto(owner, offs []int64, first int64) []int64 {
 	for u := 0; u+1 < len(offs); u++ {
 		for j := offs[u]; j < offs[u+1]; j++ {
-			owner[j] = int64(u)
+			owner[j] = first + int64(u)
 		}
 	}
 	return owner
