@@ -46,6 +46,9 @@ func WithObserver(o vm.Observer) Option { return func(opts *engine.Options) { op
 func WithQueue(n int) Option { return func(o *engine.Options) { o.Queue = n } }
 
 // WithWorkers lets n groups of one component be formed and run at once.
+// Where the backend configuration leaves ONNX Runtime's threads at 0,
+// Open divides the cores among the n (engine.Divide), as --workers does:
+// left to ONNX Runtime, each worker's threads would take every core.
 func WithWorkers(n int) Option { return func(o *engine.Options) { o.Workers = n } }
 
 // WithBackend runs the components of one implementation kind on b: Go
@@ -114,6 +117,10 @@ func Open(planJSON []byte, packageDir string, opts []Option) (*vm.Engine, error)
 	o := engine.Options{Options: vm.Options{MaxDelay: DefaultMaxDelay}}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.Workers > 0 && o.Config.IntraOpThreads == 0 && o.Execution == nil {
+		slots, threads := engine.Divide(o.Workers, 0, engine.CPUs())
+		o.Config.IntraOpThreads, o.Execution = threads, &vm.Execution{Slots: slots, Threads: threads}
 	}
 	return engine.Open(f, packageDir, o)
 }

@@ -112,6 +112,10 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Two workers share the cores (engine.Divide).
+		if x := e.Stats().Execution; x == nil || x.Slots != 2 || x.Threads != max(1, engine.CPUs()/2) {
+			t.Errorf("WithWorkers(2): execution %+v; want 2 slots of %d threads", x, max(1, engine.CPUs()/2))
+		}
 		e.Close()
 		_, err = Open(solo, soloDir, []Option{WithBackendNamed(ir.ImplONNX, "tensorflow")})
 		if err == nil || !strings.Contains(err.Error(), `no backend called "tensorflow" is registered; registered: go, onnxruntime, preprocess`) {
