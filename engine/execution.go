@@ -371,16 +371,16 @@ func (po PlanOptions) withDefaults() PlanOptions {
 // one slot of the backend's default threads, what runs where nothing
 // plans. Left to the backend, the threads of every slot would each take
 // every core (ONNX Runtime's default), and one slot of one thread would
-// leave the other cores idle.
-func Divide(workers, threads, cores int) (slots, perSlot int) {
+// leave the other cores idle. Apply puts it into options.
+func Divide(workers, threads, cores int) *vm.Execution {
 	cores = max(cores, 1)
 	switch {
 	case workers > 0 && threads == 0:
-		return workers, max(1, cores/workers)
+		threads = max(1, cores/workers)
 	case workers == 0 && threads > 0:
-		return max(1, cores/threads), threads
+		workers = max(1, cores/threads)
 	}
-	return max(workers, 1), threads
+	return &vm.Execution{Slots: max(workers, 1), Threads: threads}
 }
 
 // Divisions are the ways of dividing cores: threads 1, 2, 4, ... and the

@@ -49,8 +49,8 @@ func TestDivide(t *testing.T) {
 		{0, 0, 16, 1, 0},
 		{2, 0, 0, 2, 1},
 	} {
-		if s, p := Divide(c.workers, c.threads, c.cores); s != c.slots || p != c.perSlot {
-			t.Errorf("Divide(%d, %d, %d) = %d×%d, want %d×%d", c.workers, c.threads, c.cores, s, p, c.slots, c.perSlot)
+		if x := Divide(c.workers, c.threads, c.cores); x.Slots != c.slots || x.Threads != c.perSlot || x.Planned {
+			t.Errorf("Divide(%d, %d, %d) = %+v, want %d×%d", c.workers, c.threads, c.cores, x, c.slots, c.perSlot)
 		}
 	}
 }

@@ -405,19 +405,17 @@ func (s *Server) load(name, dir string) (*Model, error) {
 	}
 	c := s.cfg.Models[name].Over(s.cfg.Defaults)
 	st := &inferStats{}
-	slots, threads := engine.Divide(c.Workers, c.Threads, engine.CPUs())
-	opts := engine.Options{
-		Options:  vm.Options{Queue: c.Queue, Workers: slots, Declines: s.cfg.Declines, Observer: statsObserver{s.m.Observer(name), st}},
+	opts := engine.Apply(engine.Options{
+		Options:  vm.Options{Queue: c.Queue, Declines: s.cfg.Declines, Observer: statsObserver{s.m.Observer(name), st}},
 		Backends: s.cfg.Backends,
 		Use:      s.cfg.Use,
-		Config:   engine.Config{Provider: c.Provider, IntraOpThreads: threads, Bindings: s.cfg.Bindings, MaxMediaBytes: c.MaxMediaBytes},
-	}
+		Config:   engine.Config{Provider: c.Provider, Bindings: s.cfg.Bindings, MaxMediaBytes: c.MaxMediaBytes},
+	}, engine.Divide(c.Workers, c.Threads, engine.CPUs()))
 	if c.MaxDelay != nil {
 		opts.MaxDelay = *c.MaxDelay
 	} else {
 		opts.MaxDelay = 5 * time.Millisecond
 	}
-	opts.Execution = &vm.Execution{Slots: slots, Threads: threads}
 	if c.Workers == 0 && c.Threads == 0 && !s.cfg.NoWarmup {
 		opts = s.planned(name, f, dir, opts)
 	}

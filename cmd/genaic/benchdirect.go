@@ -92,8 +92,8 @@ func (b *bencher) openDirect() (target, error) {
 	}
 	divisions := engine.Divisions(engine.CPUs())
 	if !b.flags.planned() {
-		slots, threads := b.flags.division()
-		divisions = []vm.Candidate{{Slots: slots, Threads: threads}}
+		x := b.flags.division()
+		divisions = []vm.Candidate{{Slots: x.Slots, Threads: x.Threads}}
 	}
 	t := &directTarget{}
 	for _, d := range divisions {

@@ -105,18 +105,16 @@ func (ef *engineFlags) planned() bool { return ef.workers == 0 && ef.threads == 
 // options returns the engine options the flags say, solo or grouped:
 // the cores divided as --workers and --threads say (engine.Divide).
 func (ef *engineFlags) options(solo bool) engine.Options {
-	slots, threads := ef.division()
-	return engine.Options{
-		Options: vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Workers: slots, Declines: backend.Declines(ef.decline),
-			Execution: &vm.Execution{Slots: slots, Threads: threads}},
+	return engine.Apply(engine.Options{
+		Options:  vm.Options{Solo: solo, MaxDelay: ef.maxDelay, Queue: ef.queue, Declines: backend.Declines(ef.decline)},
 		Backends: ef.backends,
-		Config:   engine.Config{Provider: ef.provider, IntraOpThreads: threads, MaxMediaBytes: ef.media},
-	}
+		Config:   engine.Config{Provider: ef.provider, MaxMediaBytes: ef.media},
+	}, ef.division())
 }
 
-// division is the slots and threads --workers and --threads set, the
-// half left unset completed from the cores (engine.Divide).
-func (ef *engineFlags) division() (slots, threads int) {
+// division is the execution --workers and --threads set, the half left
+// unset completed from the cores (engine.Divide).
+func (ef *engineFlags) division() *vm.Execution {
 	return engine.Divide(ef.workers, ef.threads, engine.CPUs())
 }
 

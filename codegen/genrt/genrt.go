@@ -119,8 +119,7 @@ func Open(planJSON []byte, packageDir string, opts []Option) (*vm.Engine, error)
 		opt(&o)
 	}
 	if o.Workers > 0 && o.Config.IntraOpThreads == 0 && o.Execution == nil {
-		slots, threads := engine.Divide(o.Workers, 0, engine.CPUs())
-		o.Config.IntraOpThreads, o.Execution = threads, &vm.Execution{Slots: slots, Threads: threads}
+		o = engine.Apply(o, engine.Divide(o.Workers, 0, engine.CPUs()))
 	}
 	return engine.Open(f, packageDir, o)
 }
