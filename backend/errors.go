@@ -45,3 +45,40 @@ func (e *RunError) Unwrap() error { return e.Err }
 func Errorf(rule, format string, args ...any) *RunError {
 	return &RunError{Rule: rule, Message: fmt.Sprintf(format, args...)}
 }
+
+// RowErrors is the error of an invocation that failed only for some of
+// its rows: the units of the outermost level of its packed inputs, in the
+// order the invocation gave them, one a request of a group. Each entry
+// names a row and the error its request alone would have met, worded as
+// an invocation of that row alone words it; the other rows did nothing
+// wrong, and an invocation without the failed ones may succeed. A session
+// returns it only for a failure it can lay at the rows' own items (an
+// image that does not decode), never for one of the invocation as a whole.
+type RowErrors []RowError
+
+// RowError is the failure of one row of an invocation (RowErrors).
+type RowError struct {
+	Row int
+	Err error
+}
+
+func (e RowErrors) Error() string {
+	if len(e) == 0 {
+		return "no row failed"
+	}
+	more := ""
+	if len(e) > 1 {
+		more = fmt.Sprintf(" (and %d more rows)", len(e)-1)
+	}
+	return fmt.Sprintf("row %d: %v%s", e[0].Row, e[0].Err, more)
+}
+
+// Unwrap returns every row's error, so that errors.Is and errors.As see
+// through to them.
+func (e RowErrors) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, r := range e {
+		errs[i] = r.Err
+	}
+	return errs
+}

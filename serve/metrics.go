@@ -204,7 +204,7 @@ var (
 	descPeak        = prometheus.NewDesc("genaic_budget_peak", "The largest footprint a group reached on a budget.", []string{"model", "component", "budget"}, nil)
 	descBudget      = prometheus.NewDesc("genaic_budget_limit", "A budget's max_total: the largest footprint a group may reach on it.", []string{"model", "component", "budget"}, nil)
 	descDeclines    = prometheus.NewDesc("genaic_declines_total", "Invocations run one request at a time because grouping was declined, by reason.", []string{"model", "component", "reason"}, nil)
-	descRegrouped   = prometheus.NewDesc("genaic_regrouped_total", "Failed groups rerun one request at a time.", []string{"model", "component"}, nil)
+	descRegrouped   = prometheus.NewDesc("genaic_regrouped_total", "Failed groups run again without the failing requests.", []string{"model", "component"}, nil)
 	descFailed      = prometheus.NewDesc("genaic_failed_calls_total", "Calls the backend failed (not counted in genaic_invocations_total).", []string{"model", "component"}, nil)
 	descSlots       = prometheus.NewDesc("genaic_execution_slots", "Groups of one component that run at once (planned on the machine at load, or configured).", []string{"model"}, nil)
 	descThreads     = prometheus.NewDesc("genaic_execution_threads", "Threads each run computes on (ONNX Runtime's intra-op threads; 0: its default).", []string{"model"}, nil)

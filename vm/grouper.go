@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/plan"
 	"github.com/genaic/genaic/sched"
 )
 
@@ -473,16 +474,31 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack sched.
 		return
 	}
 	g.stats.waited(now, batch)
-	shares, err := g.invoke(a, batch, now)
+	shares, rows, err := g.invoke(a, batch, now)
 	if err != nil && !oneRequest(batch) {
-		// The backend failed a group of several requests. Run each item
-		// alone, so that only the request whose item fails hears about it
-		// (§6: an error fails the request that owns the bad item, never
-		// its neighbours). A group of one request's items is not run
-		// again: its failure is that request's error, once.
+		// The backend failed a group of several requests (§6: an error
+		// fails the request that owns the bad item, never its neighbours).
+		// Where it laid the failure at some requests' own items, those
+		// hear their errors and the others run again as one group, as
+		// long as it does so; otherwise each item runs alone, so that
+		// only the request whose item fails hears about it. A group of
+		// one request's items is not run again: its failure is that
+		// request's error, once.
 		g.stats.regroup()
+		for rows != nil {
+			batch = g.failRows(batch, rows)
+			if len(batch) == 0 {
+				return
+			}
+			shares, rows, err = g.invoke(a, batch, time.Now())
+			if err == nil || oneRequest(batch) {
+				release()
+				answerGroup(batch, shares, err)
+				return
+			}
+		}
 		for _, p := range batch {
-			one, err := g.invoke(a, []*pending{p}, time.Now())
+			one, _, err := g.invoke(a, []*pending{p}, time.Now())
 			if err != nil {
 				p.answer(share{err: err})
 			} else {
@@ -494,6 +510,26 @@ func (g *grouper) run(a *arena, batch []*pending, now time.Time, giveBack sched.
 	}
 	release()
 	answerGroup(batch, shares, err)
+}
+
+// failRows answers the items of batch that rows lays the group's failure
+// at, each with its row's error as a group of its own would have met it,
+// and returns the others, in order. A row is an item of the group: each
+// item is one row of the outermost level of a packed input.
+func (g *grouper) failRows(batch []*pending, rows backend.RowErrors) []*pending {
+	failed := make([]error, len(batch))
+	for _, r := range rows {
+		failed[r.Row] = backendError(g.spec.comp.Name, 1, r.Err)
+	}
+	rest := batch[:0:0]
+	for i, p := range batch {
+		if failed[i] != nil {
+			p.answer(share{err: failed[i]})
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return rest
 }
 
 // answerGroup answers the items of a group: a lockstep batch's at once
@@ -576,17 +612,17 @@ func (g *grouper) dropCancelled(batch []*pending) []*pending {
 }
 
 // invoke runs one group, started at start.
-func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab, error) {
+func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab, backend.RowErrors, error) {
 	defer a.forget()
 	items := a.itemsOf(batch)
 	grp, err := g.spec.assemble(items, g.copies, a)
 	if err != nil {
-		return shareSlab{}, err
+		return shareSlab{}, nil, err
 	}
 	peaks, over := a.footprints(g.spec, items)
 	if over >= 0 {
 		b := g.spec.gp.Budgets[over]
-		return shareSlab{}, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[over], b.Dimensions, b.MaxTotal)
+		return shareSlab{}, nil, runErr("run/budget", "a group of component `%s` has footprint %d on budget %v, above %d", g.spec.comp.Name, peaks[over], b.Dimensions, b.MaxTotal)
 	}
 	var outs outputs
 	var l *lease
@@ -597,7 +633,7 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		outs, err = g.call.run(g.spec, a, grp)
 		if err != nil {
 			g.stats.fail()
-			return shareSlab{}, backendError(g.spec.comp.Name, len(items), err)
+			return shareSlab{}, g.spec.rowsOf(err, len(items)), backendError(g.spec.comp.Name, len(items), err)
 		}
 		a.release(outs)
 		d := time.Since(start)
@@ -605,7 +641,27 @@ func (g *grouper) invoke(a *arena, batch []*pending, start time.Time) (shareSlab
 		g.stats.invoked(len(items), grp, peaks, d)
 		l = newLease(g.rec, g.stats, outs, len(items), &g.rooms)
 	}
-	return g.spec.split(grp, outs, l)
+	shares, err := g.spec.split(grp, outs, l)
+	return shares, nil, err
+}
+
+// rowsOf returns the rows a backend's failure err of a group of n items
+// lays at (backend.RowErrors), where each of those is one of the items:
+// the component has a packed input, whose outermost level has one row an
+// item, and every row named is one of the n, each once. nil otherwise.
+func (s *componentSpec) rowsOf(err error, n int) backend.RowErrors {
+	var rows backend.RowErrors
+	if !errors.As(err, &rows) || len(rows) == 0 || !slices.ContainsFunc(s.gp.Inputs, func(p plan.Port) bool { return len(p.Levels) > 0 }) {
+		return nil
+	}
+	seen := make([]bool, n)
+	for _, r := range rows {
+		if r.Row < 0 || r.Row >= n || seen[r.Row] || r.Err == nil {
+			return nil
+		}
+		seen[r.Row] = true
+	}
+	return rows
 }
 
 // backendError names the component and the group size of a backend

@@ -21,11 +21,13 @@ type ComponentStats struct {
 	Declines         map[string]int64 `json:"declines,omitempty"`
 	// Failed counts the calls the backend failed (not counted in
 	// Invocations); a group of several requests that fails is then run
-	// again one request at a time (Regrouped), and each of those calls
-	// that fails counts too.
+	// again (Regrouped), and each of those calls that fails counts too.
 	Failed int64 `json:"failed"`
-	// Regrouped counts groups the backend failed that were then run one
-	// request at a time, so that only the failing request failed.
+	// Regrouped counts groups of several requests the backend failed that
+	// were then run again so that only the failing requests failed: the
+	// others as one group where the backend laid the failure at some
+	// requests' items (backend.RowErrors: an adapter's undecodable image),
+	// else one request at a time.
 	Regrouped int64 `json:"regrouped,omitempty"`
 	// Inline counts the requests a lone caller ran on its own goroutine,
 	// sparing the handoffs to a runner and back (sched.Scheduler).

@@ -548,3 +548,55 @@ func TestOneImageARowBeforeDecoding(t *testing.T) {
 		t.Fatalf("a request of %d images, one corrupt: %v, want its row refused", len(p.encoded), r.Err)
 	}
 }
+
+// TestEndToEndUndecodableImageFailsItsRequestOnce: an image whose header
+// reads but whose data does not decode (cut short) reaches a group of the
+// grouped adapter; the adapter lays the failure at its request's row, so
+// that request fails with the error it meets alone and the group's other
+// requests run again as one group: one failed call and one call more,
+// not a call per request. The six images are one group's (its budget).
+func TestEndToEndUndecodableImageFailsItsRequestOnce(t *testing.T) {
+	doc := docs[1]
+	e, _ := open(t, doc, false)
+	rng := rand.New(rand.NewSource(13))
+	var goods []pictures
+	for len(goods) < 5 {
+		if p := randomPictures(t, rng); len(p.colours) > 0 {
+			goods = append(goods, pictures{colours: p.colours[:1], encoded: p.encoded[:1]})
+		}
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, 9, 7))
+	var whole bytes.Buffer
+	if err := png.Encode(&whole, img); err != nil {
+		t.Fatal(err)
+	}
+	cut := pictures{colours: goods[0].colours[:1], encoded: [][]byte{goods[0].encoded[0], whole.Bytes()[:whole.Len()-20]}}
+	reqs := []vm.Request{goods[1].request("a", true), goods[2].request("b", true), cut.request("cut", true), goods[3].request("c", true), goods[4].request("d", true)}
+	before := e.Stats().Components["image_preprocess"]
+	resps := e.RunAll(context.Background(), reqs)
+	after := e.Stats().Components["image_preprocess"]
+	for i, k := range []int{0, 1, 3, 4} {
+		check(t, goods[1+i], resps[k])
+	}
+	wantFailedAloneOnce(t, resps[2], e.Run(context.Background(), reqs[2]), "image 1 of input port", before, after, 4)
+}
+
+// wantFailedAloneOnce checks a request whose media did not decode in a
+// group of the adapter, answered got there and alone when run by itself:
+// the same error, naming what, and the adapter's stats from before to
+// after the group show one failed call and the group's other requests,
+// rest of them, run again as one group.
+func wantFailedAloneOnce(t *testing.T, got, alone vm.Response, what string, before, after vm.ComponentStats, rest int) {
+	t.Helper()
+	if got.Err == nil || alone.Err == nil || got.Err.Error() != alone.Err.Error() {
+		t.Fatalf("the request with undecodable media: %v; alone: %v; want the same error", got.Err, alone.Err)
+	}
+	if !strings.Contains(alone.Err.Error(), what) {
+		t.Errorf("alone, the error %q does not name %q", alone.Err, what)
+	}
+	groups, failed, regrouped := after.Invocations-before.Invocations, after.Failed-before.Failed, after.Regrouped-before.Regrouped
+	if after.MaxGroupRequests != rest || failed != 1 || regrouped != 1 || groups != 1 {
+		t.Errorf("largest group %d requests, %d failed calls, %d regrouped, %d calls answered: want one failed, the other %d requests run again as one group",
+			after.MaxGroupRequests, failed, regrouped, groups, rest)
+	}
+}

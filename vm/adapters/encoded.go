@@ -295,16 +295,48 @@ func (s *encoded) rows(inputs map[string]*backend.Tensor, n int) ([]int64, error
 	return counting(n), nil
 }
 
-// each calls f on every item of the invocation, several at once, and
-// returns the first error in item order; an item's error is run/input
-// naming the item, its row and its bytes.
+// each calls f on every item of the invocation, several at once. Where
+// the invocation has one row, or its context ended, it returns the first
+// error in item order, run/input naming the item, its row and its bytes;
+// where items of several rows fail, backend.RowErrors, each failed row's
+// first error worded as that row's invocation alone would word it, so
+// that the runtime fails those rows' requests alone and runs the others
+// without them.
 func (s *encoded) each(ctx context.Context, data []byte, offs, rows []int64, f func(i int, b []byte) error) error {
-	return s.parallel(ctx, len(offs)-1, func(i int) error {
-		if err := f(i, data[offs[i]:offs[i+1]]); err != nil {
-			return s.itemError(i, offs, rows, err)
-		}
+	errs := s.parallel(ctx, len(offs)-1, func(i int) error { return f(i, data[offs[i]:offs[i+1]]) })
+	if errs == nil {
 		return nil
+	}
+	if len(rows) <= 2 || ctx.Err() != nil {
+		i := slices.IndexFunc(errs, func(err error) bool { return err != nil })
+		if errs[i] == ctx.Err() {
+			return errs[i]
+		}
+		return s.itemError(i, offs, rows, errs[i])
+	}
+	return rowErrors(errs, rows, func(i, r int) error {
+		local := make([]int64, rows[r+1]-rows[r]+1)
+		for k := range local {
+			local[k] = offs[rows[r]+int64(k)] - offs[rows[r]]
+		}
+		return s.itemError(i-int(rows[r]), local, []int64{0, int64(len(local) - 1)}, errs[i])
 	})
+}
+
+// rowErrors gathers the items' errors errs (nil where an item succeeded)
+// by the rows whose offsets over the items rows are: the first failed
+// item of each row, as wording(item, row) words it.
+func rowErrors(errs []error, rows []int64, wording func(i, r int) error) backend.RowErrors {
+	var out backend.RowErrors
+	for r := 0; r+1 < len(rows); r++ {
+		for i := rows[r]; i < rows[r+1]; i++ {
+			if errs[i] != nil {
+				out = append(out, backend.RowError{Row: r, Err: wording(int(i), r)})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // withinBudget is run/budget where the items offs[from:to] delimit,
@@ -362,10 +394,10 @@ func (s *encoded) itemError(i int, offs, rows []int64, err error) error {
 		s.k.item, i, rowOf(s.k.item, rows, i), s.in.port, s.comp.Name, offs[i], offs[i+1], err)
 }
 
-// parallel calls f on 0 to n-1, Backend.Workers at once, and returns the
-// first error in that order; a call after ctx is done fails with ctx's
-// error instead.
-func (s *encoded) parallel(ctx context.Context, n int, f func(k int) error) error {
+// parallel calls f on 0 to n-1, Backend.Workers at once, and returns
+// each call's error by k, or nil where every call succeeded; a call after
+// ctx is done fails with ctx's error instead.
+func (s *encoded) parallel(ctx context.Context, n int, f func(k int) error) []error {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -387,10 +419,8 @@ func (s *encoded) parallel(ctx context.Context, n int, f func(k int) error) erro
 	}
 	close(next)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		return errs
 	}
 	return nil
 }

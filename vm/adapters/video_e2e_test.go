@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,6 +304,36 @@ func TestVideoEndToEndCorruptFrame(t *testing.T) {
 			t.Errorf("error %q does not mention %q", resps[1].Err, frag)
 		}
 	}
+}
+
+// A frame whose header reads but whose data does not decode (cut short)
+// reaches a group of the grouped adapter (video_padded.yaml): its clip's
+// request fails with the error it meets alone, and the group's other
+// clips run again as one group, not one invocation each.
+func TestVideoEndToEndCutFrameFailsItsRequestOnce(t *testing.T) {
+	e := openVideo(t, "testdata/video_padded.yaml", paddedEncoder)
+	rng := rand.New(rand.NewSource(14))
+	var clips [][]videoClip
+	var reqs []vm.Request
+	for i := range 4 {
+		clips = append(clips, []videoClip{randomClip(t, rng, 1, 3)})
+		reqs = append(reqs, videoRequest(fmt.Sprint("p", i), clips[i]))
+	}
+	cut := randomClip(t, rng, 3, 3)
+	img := image.NewNRGBA(image.Rect(0, 0, 5, 6))
+	var whole bytes.Buffer
+	if err := png.Encode(&whole, img); err != nil {
+		t.Fatal(err)
+	}
+	cut.encoded[2] = whole.Bytes()[:whole.Len()-20]
+	reqs = slices.Insert(reqs, 1, videoRequest("cut", []videoClip{cut}))
+	before := e.Stats().Components["video_preprocess"]
+	resps := e.RunAll(context.Background(), reqs)
+	after := e.Stats().Components["video_preprocess"]
+	for i, k := range []int{0, 2, 3, 4} {
+		checkClips(t, clips[i], resps[k], "clip_embeddings")
+	}
+	wantFailedAloneOnce(t, resps[1], e.Run(context.Background(), reqs[1]), "frame 2 of clip 0 of input port", before, after, 4)
 }
 
 // stackedEncoder is the binding of video_fixed.yaml and of its variant

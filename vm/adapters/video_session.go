@@ -578,25 +578,48 @@ func (s *videoSession) clipsAndRows(inputs map[string]*backend.Tensor, n int) (c
 
 // decodeFrames runs the frame program on every frame need lists, several
 // at once, and returns the kept values of each, by frame of the
-// invocation. The first error in frame order is returned, as run/input
-// naming the frame, its clip and its bytes.
+// invocation. A failed frame is run/input naming the frame, its clip and
+// its bytes: the first in frame order where the invocation has one row or
+// its context ended, else backend.RowErrors, each failed row's first
+// frame worded as that row's invocation alone would word it.
 func (s *videoSession) decodeFrames(ctx context.Context, data []byte, offs, clips, rows []int64, need []int) ([][]*planar, error) {
 	out := make([][]*planar, len(offs)-1)
-	err := s.parallel(ctx, len(need), func(k int) error {
-		f := need[k]
-		vals, err := s.prog.frames.run(data[offs[f]:offs[f+1]], s.b.maxPixels(), s.keep)
-		if err != nil {
-			c := clipOf(clips, f)
-			return fail("run/input", "frame %d of clip %d%s of input port `%s` of adapter `%s` (frame %d of the invocation, bytes %d to %d) %v",
-				int64(f)-clips[c], c, rowOf("clip", rows, c), s.in.port, s.comp.Name, f, offs[f], offs[f+1], err)
-		}
-		out[f] = vals
-		return nil
+	errs := s.parallel(ctx, len(need), func(k int) error {
+		vals, err := s.prog.frames.run(data[offs[need[k]]:offs[need[k]+1]], s.b.maxPixels(), s.keep)
+		out[need[k]] = vals
+		return err
 	})
-	if err != nil {
-		return nil, err
+	if errs == nil {
+		return out, nil
 	}
-	return out, nil
+	// frameError words frame f's err as an invocation whose frames start
+	// at frame from, its clips at clip first, its bytes at at.
+	frameError := func(f, from, first int, at int64, clips, rows []int64, err error) error {
+		c := clipOf(clips, f)
+		return fail("run/input", "frame %d of clip %d%s of input port `%s` of adapter `%s` (frame %d of the invocation, bytes %d to %d) %v",
+			int64(f)-clips[c], c-first, rowOf("clip", rows, c-first), s.in.port, s.comp.Name, f-from, offs[f]-at, offs[f+1]-at, err)
+	}
+	if len(rows) <= 2 || ctx.Err() != nil {
+		k := slices.IndexFunc(errs, func(err error) bool { return err != nil })
+		if errs[k] == ctx.Err() {
+			return nil, errs[k]
+		}
+		return nil, frameError(need[k], 0, 0, 0, clips, rows, errs[k])
+	}
+	// The frames' errors by frame of the invocation, and the rows' offsets
+	// over its frames.
+	byFrame := make([]error, len(offs)-1)
+	for k, f := range need {
+		byFrame[f] = errs[k]
+	}
+	rowFrames := make([]int64, len(rows))
+	for r, c := range rows {
+		rowFrames[r] = clips[c]
+	}
+	return nil, rowErrors(byFrame, rowFrames, func(f, r int) error {
+		from, first := int(rowFrames[r]), int(rows[r])
+		return frameError(f, from, first, offs[from], clips, []int64{0, rows[r+1] - rows[r]}, byFrame[f])
+	})
 }
 
 // clipOf is the clip frame f belongs to.

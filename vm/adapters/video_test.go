@@ -317,12 +317,16 @@ func TestVideoCorruptFrame(t *testing.T) {
 	wantRunError(t, err, "run/input", "frame 0 of clip 0", "png")
 	_, err = s.Run(context.Background(), videoRequest(frameSeq(t, 0, 1), [][]byte{nil}), nil)
 	wantRunError(t, err, "run/input", "frame 0 of clip 1", "empty")
-	// In a grouped invocation, each clip is its own row, and the error
-	// names the row too.
+	// In a grouped invocation, each clip is its own row: the error lays
+	// the failure at row 1, worded as that row's invocation alone.
 	grouped := videoFixture(decodeOnly())
 	grouped.comp.Capacity = &ir.Capacity{}
 	_, err = grouped.load(t).Run(context.Background(), videoRequest(frameSeq(t, 0, 3), bad), nil)
-	wantRunError(t, err, "run/input", "frame 1 of clip 1 (clip 0 of row 1)")
+	var rows backend.RowErrors
+	if !errors.As(err, &rows) || len(rows) != 1 || rows[0].Row != 1 {
+		t.Fatalf("a grouped invocation with row 1's frame corrupt: %v, want the failure laid at row 1", err)
+	}
+	wantRunError(t, rows[0].Err, "run/input", "frame 1 of clip 0 of", "frame 1 of the invocation, bytes 80 to 91", "6e 6f 74")
 	_, err = grouped.load(t).Run(context.Background(), videoRequest(frameSeq(t, 0, 1), nil), nil)
 	wantRunError(t, err, "run/input", "clip 1 (clip 0 of row 1)", "clip offsets `clips` give it frames 1 to 1")
 	f := videoFixture([]ir.Transform{op("decode", "", "d", "format", "jpeg")})
