@@ -232,13 +232,17 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 		}
 		compared = "requests synthesized from the workflow's inputs"
 	}
+	// The answers to requests synthesized for --verify are the check's,
+	// not the user's: they are written where --out or --out-dir says, or
+	// with --stats, and otherwise only the verdict is printed.
+	quiet := rf.requests == "" && outPath == "" && !rf.stats
 	var store jsonio.Store
 	if dir != nil {
 		dir.name(reqs)
 		store = dir.store
 	}
 	opts := vm.BatchOptions{Limit: rf.concurrency, Stop: stop}
-	if rf.format == "jsonl" {
+	if rf.format == "jsonl" && !quiet {
 		written = true
 		out.begin()
 		opts.Finished = func(_ int, r vm.Response) {
@@ -273,10 +277,13 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 			finished = append(finished, r)
 		}
 	}
-	written = true
-	if rf.format == "jsonl" {
+	switch {
+	case quiet:
+	case rf.format == "jsonl":
+		written = true
 		err = out.end(stats)
-	} else {
+	default:
+		written = true
 		err = out.write(finished, stats, store)
 	}
 	if err != nil {
@@ -295,6 +302,9 @@ func runPlan(e *env, f *plan.File, pkgDir string, rf runFlags) int {
 	}
 	if verified != nil {
 		code = max(code, verified())
+	}
+	if quiet {
+		fmt.Fprintf(e.stderr, "genaic: --verify: the answers to the synthesized requests are not printed; --out FILE writes them\n")
 	}
 	return code
 }

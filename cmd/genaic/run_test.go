@@ -165,3 +165,25 @@ func TestRunReportsFailedRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyAlonePrintsTheVerdict: --verify without --requests checks
+// requests it synthesizes; their answers are the check's, not the user's,
+// so it prints only the verdict (and where --out writes them), unless
+// --out or --stats asks for the answers.
+func TestVerifyAlonePrintsTheVerdict(t *testing.T) {
+	out, errOut, code := runCLI(t, "run", imagePkg, "--verify")
+	if code != exitOK || out != "" || !strings.Contains(errOut, "answered alike grouped and alone") || !strings.Contains(errOut, "--out FILE writes them") {
+		t.Errorf("run --verify: exit %d, %d bytes on stdout\n%s", code, len(out), errOut)
+	}
+	path := filepath.Join(t.TempDir(), "answers.json")
+	if _, errOut, code := runCLI(t, "run", imagePkg, "--verify", "--out", path); code != exitOK || strings.Contains(errOut, "not printed") {
+		t.Fatalf("run --verify --out: exit %d\n%s", code, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || strings.Count(string(b), `"id":"synthesized-`) != 12 {
+		t.Errorf("--out holds %d answers (%v), want the 12 synthesized requests'", strings.Count(string(b), `"id":"synthesized-`), err)
+	}
+	if out, _, code := runCLI(t, "run", imagePkg, "--verify", "--stats"); code != exitOK || !strings.Contains(out, `"stats"`) {
+		t.Errorf("run --verify --stats: exit %d, stdout without the stats", code)
+	}
+}
