@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genaic/genaic/backend"
+	"github.com/genaic/genaic/internal/steps"
 	"github.com/genaic/genaic/ir"
 	"github.com/genaic/genaic/plan"
 )
@@ -63,7 +64,11 @@ type Engine struct {
 	backends Backends
 	// inputNames are the workflow's inputs: a request may supply no other.
 	inputNames []string
-	contracts  []contractCheck // by workflow input
+	// companionOf maps each companion (offsets, owner, valid lengths) of
+	// a packed input a request gives to that input: what a request that
+	// leaves the companion out is told (MissingInput).
+	companionOf map[string]string
+	contracts   []contractCheck // by workflow input
 	// outNames are the workflow's outputs, shared by every response.
 	outNames *OutputNames
 	// lockstep says RunAll runs requests in lockstep: the workflow is
@@ -116,6 +121,7 @@ func Open(f *plan.File, pkgDir string, backends Backends, opts Options) (*Engine
 	for _, in := range m.Inputs {
 		e.contracts = append(e.contracts, newContractCheck(in.Name, in.Contract))
 	}
+	e.companionOf = companionsOfInputs(m)
 	for _, name := range invokedComponents(m) {
 		if err := e.load(name, pkgDir); err != nil {
 			e.Close()
@@ -449,4 +455,48 @@ func (e *Engine) RunAll(ctx context.Context, reqs []Request) []Response {
 // pool of limit goroutines rather than one goroutine each.
 func (e *Engine) RunAllLimit(ctx context.Context, reqs []Request, limit int) []Response {
 	return e.RunBatch(ctx, reqs, BatchOptions{Limit: limit})
+}
+
+// companionsOfInputs maps the companions of the workflow's packed inputs
+// (their levels' offsets and owners, their padded dimensions' lengths)
+// to the first input that has each.
+func companionsOfInputs(m *ir.Module) map[string]string {
+	of := map[string]string{}
+	for _, in := range m.Inputs {
+		c := in.Contract
+		if c == nil || c.Layout.Kind != ir.TokenPacked {
+			continue
+		}
+		var names []string
+		for _, l := range c.Layout.Levels {
+			names = append(names, l.Offsets.Name, l.Owner.Name)
+		}
+		for _, p := range c.Padding {
+			names = append(names, p.Lengths.Name)
+		}
+		for _, name := range names {
+			if _, ok := of[name]; !ok && name != "" && name != in.Name {
+				of[name] = in.Name
+			}
+		}
+	}
+	return of
+}
+
+// MissingInput is the error of a request that leaves out required
+// workflow input name, giving the inputs have: where name is a companion
+// of a packed input, it says how to give it. A nil engine knows no
+// companions.
+func (e *Engine) MissingInput(name string, have ...string) error {
+	if of, ok := e.companions()[name]; ok {
+		return steps.MissingCompanion(name, of, have...)
+	}
+	return steps.Missing(name, have...)
+}
+
+func (e *Engine) companions() map[string]string {
+	if e == nil {
+		return nil
+	}
+	return e.companionOf
 }

@@ -34,7 +34,7 @@ func (r *run) start(req Request) error {
 			if in.Required != nil && !*in.Required || in.Contract != nil && in.Contract.Optional {
 				continue
 			}
-			return steps.Missing(in.Name, slices.Collect(maps.Keys(req.Inputs))...)
+			return r.e.MissingInput(in.Name, slices.Collect(maps.Keys(req.Inputs))...)
 		}
 		found++
 		if err := r.e.contracts[i].check(t); err != nil {

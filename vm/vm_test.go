@@ -306,3 +306,27 @@ func TestFailedChunkDropsTheRest(t *testing.T) {
 		t.Errorf("the encoder ran %d times; the chunks queued after the failed one ran", n)
 	}
 }
+
+// TestMissingCompanionSaysHowToGiveIt: a request that leaves out a
+// companion of a packed input (its valid lengths, its offsets) is told
+// that giving the input as items derives it; one that leaves out the
+// packed input itself is told only what it gives.
+func TestMissingCompanionSaysHowToGiveIt(t *testing.T) {
+	e := imageEngine(t, Options{Solo: true})
+	defer e.Close()
+	for _, c := range []struct {
+		drop, want string
+	}{
+		{"patch_lengths", "; it is a companion of `pixel_patches`: give it with `pixel_patches`, or give `pixel_patches` as items"},
+		{"image_offsets", "; it is a companion of `pixel_patches`"},
+		{"pixel_patches", "(it gives `image_offsets`, `image_owner`, `patch_lengths`)"},
+	} {
+		r := imageRequest(rand.New(rand.NewSource(3)), c.drop, 2)
+		delete(r.Inputs, c.drop)
+		resp := e.Run(context.Background(), r)
+		re := AsRunError(resp.Err)
+		if re == nil || re.Rule != "run/input" || !strings.Contains(re.Message, c.want) || c.drop == "pixel_patches" && strings.Contains(re.Message, "companion") {
+			t.Errorf("without %s: %v, want run/input saying %q", c.drop, resp.Err, c.want)
+		}
+	}
+}

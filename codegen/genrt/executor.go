@@ -262,7 +262,7 @@ func (x *Executor[Req, Resp]) check(req *Req) error {
 		case in.Optional:
 			continue
 		default:
-			return Missing(in.Name, x.present(req)...)
+			return x.engine.MissingInput(in.Name, x.present(req)...)
 		}
 		if err := x.engine.CheckInput(in.Name, v); err != nil {
 			return err

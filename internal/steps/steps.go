@@ -19,6 +19,18 @@ import (
 // map, a generated executor's typed fields that are set), it lists them
 // and names the one likely to be the input misspelt.
 func Missing(input string, have ...string) error {
+	return backend.Errorf("run/input", "%s", missing(input, have))
+}
+
+// MissingCompanion is Missing for a companion (offsets, owners, valid
+// lengths) of the packed input of: it says that giving of as items
+// derives it.
+func MissingCompanion(input, of string, have ...string) error {
+	return backend.Errorf("run/input", "%s; it is a companion of `%s`: give it with `%s`, or give `%s` as items (\"items\" in a requests document, an `items` parameter over the Open Inference Protocol) and its companions are derived from them",
+		missing(input, have), of, of, of)
+}
+
+func missing(input string, have []string) string {
 	msg := fmt.Sprintf("the request has no value for workflow input `%s`", input)
 	if len(have) > 0 {
 		have = slices.Sorted(slices.Values(have))
@@ -27,7 +39,7 @@ func Missing(input string, have ...string) error {
 			msg += fmt.Sprintf("; did you misspell it as `%s`?", near)
 		}
 	}
-	return backend.Errorf("run/input", "%s", msg)
+	return msg
 }
 
 // NotLoaded is the error of a request that leaves out an input whose
