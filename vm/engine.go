@@ -91,7 +91,7 @@ type Engine struct {
 	grouperList       []*grouper        // the same, in the order loaded: a finished request tells each
 	sites             map[*ir.Step]site // the invoke steps of grouped components
 	keyed             []keyedStep       // the invoke steps whose sessions key their inputs
-	itemsPlans        sync.Map          // string (the items form) → *itemsPlan
+	itemsPlans        itemsPlans        // the itemsPlan of each form of request met
 	specs             map[string]*componentSpec
 	stats             map[string]*counter
 	copies            map[string]*Copies

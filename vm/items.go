@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/genaic/genaic/backend"
 	"github.com/genaic/genaic/ir"
@@ -117,10 +118,12 @@ type packedRequest struct {
 // Ragged is how a request's items were packed into plain requests; Join
 // reassembles their responses.
 type Ragged struct {
-	id     string
-	ins    []*itemsInput  // the items inputs, by name
-	counts map[string]int // their top-level items
-	parts  []packedRequest
+	id           string
+	ins          []*itemsInput // the items inputs, by name
+	counts       []int         // their top-level items, by input
+	countsInline [2]int
+	parts        []packedRequest
+	partsInline  [1]packedRequest // parts, where there is one
 	// outputs are the workflow outputs that come back per item (order:
 	// their names, in order); drop are the companions of their levels.
 	outputs map[string]itemsOutput
@@ -205,8 +208,7 @@ func (e *Engine) producedKey(req Request, in *itemsInput, i int) (string, error)
 			}
 			vals = make(map[string]*backend.Tensor, len(req.Inputs)+len(p.companions)+1)
 			maps.Copy(vals, req.Inputs)
-			maps.Copy(vals, p.companions)
-			vals[in.name] = p.value
+			p.addTo(vals, in.name)
 		}
 		args := map[string]*backend.Tensor{}
 		for _, a := range k.step.Args {
@@ -262,22 +264,82 @@ type itemsPlan struct {
 	drop    map[string]bool
 }
 
+// itemsPlans keeps the itemsPlan of each form of request (the items
+// inputs, and how deep each one's items nest) an engine has met.
+type itemsPlans struct {
+	// one holds the forms of a single items input, by its name, then the
+	// depth of its leaves (1 or 2): what nearly every request brings,
+	// found without a key made for it. Written once per form (copied,
+	// then swapped), read by every request.
+	one atomic.Pointer[map[string][2]*itemsPlan]
+	mu  sync.Mutex // writers of one
+	// many holds every other form, by "name\x00depth\x00..." of each input.
+	many sync.Map
+}
+
+// find returns the plan kept for the form, or nil.
+func (ps *itemsPlans) find(name string, depth int, many func() string) *itemsPlan {
+	if many != nil {
+		if p, ok := ps.many.Load(many()); ok {
+			return p.(*itemsPlan)
+		}
+		return nil
+	}
+	if one := ps.one.Load(); one != nil && depth >= 1 && depth <= 2 {
+		return (*one)[name][depth-1]
+	}
+	return nil
+}
+
+// keep keeps p as the form's plan, unless one is kept already, and
+// returns the plan kept.
+func (ps *itemsPlans) keep(name string, depth int, many func() string, p *itemsPlan) *itemsPlan {
+	if many != nil {
+		got, _ := ps.many.LoadOrStore(many(), p)
+		return got.(*itemsPlan)
+	}
+	if depth < 1 || depth > 2 {
+		return p
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	next := map[string][2]*itemsPlan{}
+	if one := ps.one.Load(); one != nil {
+		maps.Copy(next, *one)
+	}
+	forms := next[name]
+	if forms[depth-1] == nil {
+		forms[depth-1] = p
+		next[name] = forms
+		ps.one.Store(&next)
+	}
+	return forms[depth-1]
+}
+
 // planItems returns the itemsPlan of req's items inputs, names in order:
 // from plans where a request of the same form made it (plans may be nil),
 // else made, checked and kept there.
-func planItems(m *ir.Module, plans *sync.Map, req Request, names []string) (*itemsPlan, error) {
-	var form strings.Builder
+func planItems(m *ir.Module, plans *itemsPlans, req Request, names []string) (*itemsPlan, error) {
 	for _, name := range names {
-		items := req.Items[name]
-		if len(items) == 0 {
+		if len(req.Items[name]) == 0 {
 			plans = nil // itemsContract says what is wrong
-			break
 		}
-		fmt.Fprintf(&form, "%s\x00%d\x00", name, leafDepth(items[0]))
 	}
+	var many func() string // the form's key, where it has several inputs
+	if len(names) > 1 {
+		many = func() string {
+			var form strings.Builder
+			for _, name := range names {
+				fmt.Fprintf(&form, "%s\x00%d\x00", name, leafDepth(req.Items[name][0]))
+			}
+			return form.String()
+		}
+	}
+	depth := 0
 	if plans != nil {
-		if p, ok := plans.Load(form.String()); ok {
-			return p.(*itemsPlan), nil
+		depth = leafDepth(req.Items[names[0]][0])
+		if p := plans.find(names[0], depth, many); p != nil {
+			return p, nil
 		}
 	}
 	p := &itemsPlan{outputs: map[string]itemsOutput{}, drop: map[string]bool{}}
@@ -292,8 +354,7 @@ func planItems(m *ir.Module, plans *sync.Map, req Request, names []string) (*ite
 	rg.findOutputs(m)
 	p.order = slices.Sorted(maps.Keys(p.outputs))
 	if plans != nil {
-		got, _ := plans.LoadOrStore(form.String(), p)
-		p = got.(*itemsPlan)
+		p = plans.keep(names[0], depth, many, p)
 	}
 	return p, nil
 }
@@ -309,7 +370,7 @@ func itemNames(req Request) []string {
 	return slices.Sorted(maps.Keys(req.Items))
 }
 
-func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (*Ragged, error) {
+func packItems(m *ir.Module, plans *itemsPlans, req Request, produced itemKeyer) (*Ragged, error) {
 	names := itemNames(req)
 	for _, name := range names {
 		if _, both := req.Inputs[name]; both {
@@ -325,20 +386,25 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 	// item without rows (an empty clip) has none and joins the first part.
 	// Several items inputs split only alike (item i of each in the same
 	// part), so that each part pairs the inputs' items as the whole request
-	// does.
-	groups := make([][][]int, len(ins))
-	extents := make([][]string, len(ins))
+	// does. Nearly every request's items share one key: its items are
+	// listed by key only once a second key shows up.
+	groups := make([][][]int, len(ins))   // nil: one part of every item
+	extents := make([][]string, len(ins)) // the parts' keys, where several
 	splitAt := -1
+	var keyRoom, firstRoom [64]byte
+	key, first := keyRoom[:0], firstRoom[:0]
 	for x, in := range ins {
-		keys := map[string][]int{}
-		var order []string
+		var order []string // the keys, in the order items bring them, once there are two
+		var sel [][]int    // the items of each key, alike
 		var empty []int
-		for i, it := range req.Items[in.name] {
-			k, err := in.key(it, i)
-			if err != nil {
+		first = first[:0]
+		items := req.Items[in.name]
+		for i, it := range items {
+			var err error
+			if key, err = in.key(key[:0], it, i); err != nil {
 				return nil, err
 			}
-			if k == "" {
+			if len(key) == 0 {
 				empty = append(empty, i)
 				continue
 			}
@@ -347,26 +413,36 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 				if err != nil {
 					return nil, err
 				}
-				k = joinKey(k, pk)
+				key = joinKey(key, pk)
 			}
-			if _, ok := keys[k]; !ok {
-				order = append(order, k)
+			switch {
+			case len(first) == 0:
+				first = append(first, key...)
+				continue
+			case order == nil && string(key) == string(first):
+				continue
+			case order == nil:
+				// A second key: the items so far (but the empty ones) are
+				// the first's.
+				order = []string{string(first)}
+				sel = [][]int{slices.DeleteFunc(allItems(i), func(i int) bool { return slices.Contains(empty, i) })}
 			}
-			keys[k] = append(keys[k], i)
-		}
-		if len(empty) > 0 {
-			if len(order) == 0 {
-				order = append(order, "")
+			j := slices.IndexFunc(order, func(o string) bool { return o == string(key) })
+			if j < 0 {
+				order, sel = append(order, string(key)), append(sel, nil)
+				j = len(order) - 1
 			}
-			keys[order[0]] = append(keys[order[0]], empty...)
-			slices.Sort(keys[order[0]])
+			sel[j] = append(sel[j], i)
 		}
-		for _, k := range order {
-			groups[x] = append(groups[x], keys[k])
-		}
-		extents[x] = order
-		if len(order) > 1 && splitAt < 0 {
-			splitAt = x
+		if order != nil {
+			if len(empty) > 0 {
+				sel[0] = append(sel[0], empty...)
+				slices.Sort(sel[0])
+			}
+			groups[x], extents[x] = sel, order
+			if splitAt < 0 {
+				splitAt = x
+			}
 		}
 	}
 	var order []string // the extents of the parts, when split
@@ -376,13 +452,14 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 			if !slices.EqualFunc(groups[x], groups[splitAt], slices.Equal[[]int]) {
 				return nil, runErr(backend.RunInput, "the items of workflow input `%s` differ in an extent that is not padded (%s), so they run as separate requests (items %v), but the items of `%s` do not split alike (items %v): "+
 					"send items whose unpadded extents change together across the inputs, or items of one extent per request",
-					ins[splitAt].name, strings.Join(order, " vs "), groups[splitAt], in.name, groups[x])
+					ins[splitAt].name, strings.Join(order, " vs "), groups[splitAt], in.name, groupsOf(groups[x], len(req.Items[in.name])))
 			}
 		}
 	}
-	rg := &Ragged{id: req.ID, ins: ins, counts: map[string]int{}, outputs: plan.outputs, order: plan.order, drop: plan.drop}
+	rg := &Ragged{id: req.ID, ins: ins, outputs: plan.outputs, order: plan.order, drop: plan.drop}
+	rg.counts = rg.countsInline[:0]
 	for _, in := range ins {
-		rg.counts[in.name] = len(req.Items[in.name])
+		rg.counts = append(rg.counts, len(req.Items[in.name]))
 	}
 	if len(order) > 1 {
 		for _, o := range m.Outputs {
@@ -393,56 +470,67 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 		}
 	}
 	// Derived companions of the whole request, checked against those the
-	// request sends. A request of one part packs each input once: the
-	// whole request's value is that part's.
-	derived := map[string]*backend.Tensor{}
-	wholes := make([]*packed, len(ins))
+	// request sends, and against each other where two inputs derive one.
+	// A request of one part packs each input once: the whole request's
+	// value is that part's.
+	wholes := make([]packed, len(ins))
+	companions := 0
 	for x, in := range ins {
 		whole, err := in.pack(req.Items[in.name], nil, len(order) <= 1, true)
 		if err != nil {
 			return nil, err
 		}
 		wholes[x] = whole
-		for name, t := range whole.companions {
-			if prev, ok := derived[name]; ok && !equalTensor(prev, t) {
-				return nil, runErr(backend.RunInput, "the items of two inputs derive different `%s` (%v and %v); items that share a level must agree on it", name, prev.Data, t.Data)
+		companions += len(whole.companions)
+	}
+	derived := func(name string) *backend.Tensor {
+		for _, w := range wholes {
+			for _, c := range w.companions {
+				if c.name == name {
+					return c.t
+				}
 			}
-			derived[name] = t
+		}
+		return nil
+	}
+	for _, w := range wholes[1:] {
+		for _, c := range w.companions {
+			if prev := derived(c.name); !equalTensor(prev, c.t) {
+				return nil, runErr(backend.RunInput, "the items of two inputs derive different `%s` (%v and %v); items that share a level must agree on it", c.name, prev.Data, c.t.Data)
+			}
 		}
 	}
 	// A request that gives companions of its items (seldom) has them
 	// checked, in the order of their names.
 	var given []string
-	for name := range derived {
-		if _, ok := req.Inputs[name]; ok {
-			given = append(given, name)
+	for _, w := range wholes {
+		for _, c := range w.companions {
+			if _, ok := req.Inputs[c.name]; ok && !slices.Contains(given, c.name) {
+				given = append(given, c.name)
+			}
 		}
 	}
 	slices.Sort(given)
 	for _, name := range given {
-		if got := req.Inputs[name]; !equalTensor(got, derived[name]) {
+		if got, want := req.Inputs[name], derived(name); !equalTensor(got, want) {
 			return nil, runErr(backend.RunInput, "request gives `%s` as %v %v, but its items derive %v: omit the companions of an input given as items, or send the ones its items imply",
-				name, got, got.Data, derived[name].Data)
+				name, got, got.Data, want.Data)
 		}
 	}
 	if len(order) <= 1 {
-		in := map[string]*backend.Tensor{}
-		for k, v := range req.Inputs {
-			in[k] = v
-		}
+		in := make(map[string]*backend.Tensor, len(req.Inputs)+len(ins)+companions)
+		maps.Copy(in, req.Inputs)
 		for x, it := range ins {
-			in[it.name] = wholes[x].value
-			for k, v := range wholes[x].companions {
-				in[k] = v
-			}
+			wholes[x].addTo(in, it.name)
 		}
-		rg.parts = []packedRequest{{req: Request{ID: req.ID, Inputs: in}}}
+		rg.partsInline[0] = packedRequest{req: Request{ID: req.ID, Inputs: in}}
+		rg.parts = rg.partsInline[:]
 		return rg, nil
 	}
 	for _, sel := range groups[splitAt] {
-		in := map[string]*backend.Tensor{}
+		in := make(map[string]*backend.Tensor, len(req.Inputs)+len(ins)+companions)
 		for name, v := range req.Inputs {
-			if _, ok := derived[name]; !ok {
+			if !slices.Contains(given, name) {
 				in[name] = v
 			}
 		}
@@ -451,10 +539,7 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 			if err != nil {
 				return nil, err
 			}
-			in[it.name] = p.value
-			for name, v := range p.companions {
-				in[name] = v
-			}
+			p.addTo(in, it.name)
 		}
 		rg.parts = append(rg.parts, packedRequest{req: Request{ID: req.ID, Inputs: in}, items: sel})
 	}
@@ -463,6 +548,15 @@ func packItems(m *ir.Module, plans *sync.Map, req Request, produced itemKeyer) (
 		rg.parts[i].req.parts = gate
 	}
 	return rg, nil
+}
+
+// groupsOf lists a partition of n items for a message: nil, as packItems
+// writes one of a single key, is one part of every item.
+func groupsOf(parts [][]int, n int) [][]int {
+	if parts == nil {
+		return [][]int{allItems(n)}
+	}
+	return parts
 }
 
 // itemsContract checks that workflow input name takes items and reads how.
@@ -531,43 +625,29 @@ func (in *itemsInput) leafRank() int {
 }
 
 // itemPath is where an item lies: its top-level index, then its index in
-// each list it nests in ("3.1" in messages). It is written out only where
-// a message says it.
-type itemPath []int
+// the list it nests in, where it does ("3.1" in messages; items nest at
+// most two deep). A value, written out only where a message says it.
+type itemPath struct {
+	n  int
+	at [2]int
+}
+
+// in is the path of child j of the item at p.
+func (p itemPath) in(j int) itemPath {
+	p.at[p.n] = j
+	p.n++
+	return p
+}
 
 func (p itemPath) String() string {
-	b := make([]byte, 0, 8*len(p))
-	for k, i := range p {
+	var b []byte
+	for k, i := range p.at[:p.n] {
 		if k > 0 {
 			b = append(b, '.')
 		}
 		b = strconv.AppendInt(b, int64(i), 10)
 	}
 	return string(b)
-}
-
-// leaves walks the leaves under it (at depth d of levels) and checks them.
-// The path given visit is valid only during the call.
-func (in *itemsInput) leaves(it Item, at itemPath, depth int, visit func(t *backend.Tensor, at itemPath) error) error {
-	want := in.levels
-	if !in.nested {
-		want--
-	}
-	if depth == want {
-		if it.Tensor == nil || it.Items != nil {
-			return runErr(backend.RunInput, "workflow input `%s` item %s must be a tensor (items nest %d deep here), got a list of items", in.name, at, want)
-		}
-		return visit(it.Tensor, at)
-	}
-	if it.Tensor != nil {
-		return runErr(backend.RunInput, "workflow input `%s` item %s must be a list of items (items nest %d deep here), got a tensor", in.name, at, want)
-	}
-	for j, c := range it.Items {
-		if err := in.leaves(c, append(at, j), depth+1, visit); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // check validates one leaf against the contract.
@@ -611,167 +691,211 @@ func (in *itemsInput) padded(ax int) bool {
 	return slices.ContainsFunc(in.pads, func(p itemsPad) bool { return p.axis == ax })
 }
 
-// key checks a top-level item and returns its unpadded extents: items of
-// one key share a tensor.
-func (in *itemsInput) key(it Item, i int) (string, error) {
-	key := ""
-	var path [4]int
-	var buf [64]byte
-	err := in.leaves(it, append(path[:0], i), 1, func(t *backend.Tensor, at itemPath) error {
-		if err := in.check(t, at); err != nil {
-			return err
+// key checks top-level item i and appends its unpadded extents to buf:
+// items of one key share a tensor. It appends nothing for an item with no
+// rows. Its leaves lie at depth 1 (the item is one) or 2 (the item is a
+// list of them), as itemsContract read the form.
+func (in *itemsInput) key(buf []byte, it Item, i int) ([]byte, error) {
+	want := in.levels
+	if !in.nested {
+		want--
+	}
+	at := itemPath{n: 1, at: [2]int{i}}
+	start := len(buf)
+	if want == 1 {
+		return in.leafKey(buf, start, it, at, want)
+	}
+	if it.Tensor != nil {
+		return buf, runErr(backend.RunInput, "workflow input `%s` item %s must be a list of items (items nest %d deep here), got a tensor", in.name, at, want)
+	}
+	for j, c := range it.Items {
+		var err error
+		if buf, err = in.leafKey(buf, start, c, at.in(j), want); err != nil {
+			return buf, err
 		}
-		// "[axis 1 = 7, axis 2 = 3]": written into buf, a string made
-		// once per item.
-		k := append(buf[:0], '[')
-		for a, d := range in.rowShape(t) {
-			if in.padded(a + 1) {
-				continue
-			}
-			if len(k) > 1 {
-				k = append(k, ", "...)
-			}
-			k = append(k, "axis "...)
-			k = strconv.AppendInt(k, int64(a+1), 10)
-			k = append(k, " = "...)
-			k = strconv.AppendInt(k, d, 10)
-		}
-		k = append(k, ']')
-		switch {
-		case key == "":
-			key = string(k)
-		case string(k) != key:
-			return runErr(backend.RunInput, "workflow input `%s` item %s has extents %s, but the other rows of item %d have %s; the rows of one item must agree on every axis that is not padded",
-				in.name, at, k, i, key)
-		}
-		return nil
-	})
-	return key, err
+	}
+	return buf, nil
 }
 
-// joinKey is an item's key of its own extents and of what components make
-// of it, as messages show it: the latter alone where the item's own
-// extents are none (encoded bytes).
-func joinKey(own, produced string) string {
+// leafKey checks the leaf it at a depth of want and appends its
+// unpadded extents to buf ("[axis 1 = 7, axis 2 = 3]") where it is the
+// first leaf of an item whose key starts at start; a later leaf's must
+// equal the first's.
+func (in *itemsInput) leafKey(buf []byte, start int, it Item, at itemPath, want int) ([]byte, error) {
+	if it.Tensor == nil || it.Items != nil {
+		return buf, runErr(backend.RunInput, "workflow input `%s` item %s must be a tensor (items nest %d deep here), got a list of items", in.name, at, want)
+	}
+	t := it.Tensor
+	if err := in.check(t, at); err != nil {
+		return buf, err
+	}
+	mark := len(buf)
+	buf = append(buf, '[')
+	for a, d := range in.rowShape(t) {
+		if in.padded(a + 1) {
+			continue
+		}
+		if len(buf) > mark+1 {
+			buf = append(buf, ", "...)
+		}
+		buf = append(buf, "axis "...)
+		buf = strconv.AppendInt(buf, int64(a+1), 10)
+		buf = append(buf, " = "...)
+		buf = strconv.AppendInt(buf, d, 10)
+	}
+	buf = append(buf, ']')
+	if mark == start {
+		return buf, nil
+	}
+	if string(buf[mark:]) != string(buf[start:mark]) {
+		return buf[:mark], runErr(backend.RunInput, "workflow input `%s` item %s has extents %s, but the other rows of item %d have %s; the rows of one item must agree on every axis that is not padded",
+			in.name, at, string(buf[mark:]), at.at[0], string(buf[start:mark]))
+	}
+	return buf[:mark], nil
+}
+
+// joinKey appends to an item's key of its own extents, own, what
+// components make of it, as messages show it: the latter alone where the
+// item's own extents are none (encoded bytes).
+func joinKey(own []byte, produced string) []byte {
 	switch {
 	case produced == "":
 		return own
-	case own == "[]":
-		return produced
+	case string(own) == "[]":
+		return append(own[:0], produced...)
 	}
-	return own + " " + produced
+	return append(append(own, ' '), produced...)
 }
 
 // packed is an input packed from its items, with the companions derived.
 type packed struct {
 	value      *backend.Tensor
-	companions map[string]*backend.Tensor
+	companions []namedTensor
+}
+
+// addTo sets the packed input name and its companions in a request's
+// inputs.
+func (p *packed) addTo(inputs map[string]*backend.Tensor, name string) {
+	inputs[name] = p.value
+	for _, c := range p.companions {
+		inputs[c.name] = c.t
+	}
+}
+
+// namedTensor is a value of a request by its input's name.
+type namedTensor struct {
+	name string
+	t    *backend.Tensor
 }
 
 // pack packs the top-level items sel (all when nil) into one tensor, when
 // value is set, and derives its companions, owners only where owners is
 // set (an encoded file's owner holds a row per byte).
-func (in *itemsInput) pack(items []Item, sel []int, value, owners bool) (*packed, error) {
-	if sel == nil {
-		sel = make([]int, len(items))
-		for i := range sel {
-			sel[i] = i
-		}
+func (in *itemsInput) pack(items []Item, sel []int, value, owners bool) (packed, error) {
+	n := len(items)
+	if sel != nil {
+		n = len(sel)
 	}
-	// counts[d] holds the children of each node at depth d (0: the
-	// request); key has checked every leaf.
-	counts := make([][]int64, in.levels)
-	counts[0] = []int64{int64(len(sel))}
-	var leaves []*backend.Tensor
-	for _, i := range sel {
-		it := items[i]
+	pick := func(k int) Item {
+		if sel == nil {
+			return items[k]
+		}
+		return items[sel[k]]
+	}
+	// The offsets of the request's top-level items, and where there are
+	// two levels, of each top-level item's rows; key has checked every
+	// leaf.
+	top := []int64{0, int64(n)}
+	var rowsOf []int64
+	if in.levels == 2 {
+		rowsOf = make([]int64, 1, n+1)
+	}
+	leaves := make([]*backend.Tensor, 0, n)
+	for k := range n {
+		it := pick(k)
 		switch {
 		case in.levels == 1:
 			leaves = append(leaves, it.Tensor)
 		case in.nested:
-			counts[1] = append(counts[1], int64(len(it.Items)))
+			rowsOf = append(rowsOf, rowsOf[k]+int64(len(it.Items)))
 			for _, c := range it.Items {
 				leaves = append(leaves, c.Tensor)
 			}
 		default:
-			counts[1] = append(counts[1], it.Tensor.Shape[0])
+			rowsOf = append(rowsOf, rowsOf[k]+it.Tensor.Shape[0])
 			leaves = append(leaves, it.Tensor)
 		}
 	}
 	if len(leaves) == 0 {
-		return nil, runErr(backend.RunInput, "workflow input `%s` is given as items, but none holds a tensor; send at least one row (a request with no rows is one tensor with 0 rows)", in.name)
+		return packed{}, runErr(backend.RunInput, "workflow input `%s` is given as items, but none holds a tensor; send at least one row (a request with no rows is one tensor with 0 rows)", in.name)
 	}
 	// The packed shape: rows, then every axis at its largest extent (only
 	// padded axes may differ: the items were partitioned by the others).
 	rows := int64(0)
 	shape := append([]int64{0}, in.rowShape(leaves[0])...)
-	// Per packed row, its own extents: only padded axes need them, and an
-	// unpadded input may pack a row per byte (an encoded file's).
-	var rowExtents [][]int64
-	padded := len(in.pads) > 0
 	for _, t := range leaves {
-		rs := in.rowShape(t)
-		for a, d := range rs {
+		for a, d := range in.rowShape(t) {
 			if value && d != shape[a+1] && !in.padded(a+1) {
-				return nil, runErr(backend.RunInput, "workflow input `%s` items differ on axis %d (%d and %d), which is not padded; items of one request must agree there", in.name, a+1, shape[a+1], d)
+				return packed{}, runErr(backend.RunInput, "workflow input `%s` items differ on axis %d (%d and %d), which is not padded; items of one request must agree there", in.name, a+1, shape[a+1], d)
 			}
 			shape[a+1] = max(shape[a+1], d)
 		}
-		n := int64(1)
-		if !in.nested {
-			n = t.Shape[0]
-		}
-		if padded {
-			for range n {
-				rowExtents = append(rowExtents, rs)
-			}
-		}
-		rows += n
+		rows += in.leafRows(t)
 	}
 	shape[0] = rows
-	p := &packed{companions: map[string]*backend.Tensor{}}
+	p := packed{companions: make([]namedTensor, 0, 2*in.levels+len(in.pads))}
 	if value {
 		if _, err := checkedLen(shape); err != nil {
-			return nil, runErr(backend.RunInput, "workflow input `%s`: its items pack into shape %v: %v", in.name, shape, err)
+			return packed{}, runErr(backend.RunInput, "workflow input `%s`: its items pack into shape %v: %v", in.name, shape, err)
 		}
 		t, err := backend.NewTensor(leaves[0].DType, shape)
 		if err != nil {
-			return nil, runErr(backend.RunInput, "workflow input `%s`: %v", in.name, err)
+			return packed{}, runErr(backend.RunInput, "workflow input `%s`: %v", in.name, err)
 		}
 		row := int64(0)
 		for _, leaf := range leaves {
-			src := leaf
-			if in.nested {
-				src = &backend.Tensor{DType: leaf.DType, Shape: append([]int64{1}, leaf.Shape...), Data: leaf.Data}
-			}
-			placePadded(t, row, src)
-			row += src.Shape[0]
+			placePadded(t, row, leaf, in.nested)
+			row += in.leafRows(leaf)
 		}
 		p.value = t
 	}
-	// Level k offsets count the children of the nodes at depth levels-1-k.
+	// Level 0 is the innermost: a row's own unit where there are two.
 	for k := range in.levels {
-		offs := cumulative(counts[in.levels-1-k])
+		offs := top
+		if k == 0 && in.levels == 2 {
+			offs = rowsOf
+		}
 		if in.offsets[k] != "" {
-			p.companions[in.offsets[k]] = offsetsTensor(offs)
+			p.companions = append(p.companions, namedTensor{in.offsets[k], offsetsTensor(offs)})
 		}
 		if owners && in.owners[k] != "" {
-			p.companions[in.owners[k]] = offsetsTensor(ownersFromOffsets(offs))
+			p.companions = append(p.companions, namedTensor{in.owners[k], offsetsTensor(ownersFromOffsets(offs))})
 		}
 	}
+	// A padded axis's lengths: each packed row's own extent there, once
+	// per position of the axes between the rows and it.
 	for _, pad := range in.pads {
 		outer := shape[:pad.axis]
-		n := backend.Elements(outer)
-		lengths := make([]int64, 0, n)
 		inner := backend.Elements(outer[1:])
-		for r := range rows {
-			for range inner {
-				lengths = append(lengths, rowExtents[r][pad.axis-1])
+		lengths := make([]int64, 0, backend.Elements(outer))
+		for _, t := range leaves {
+			ext := in.rowShape(t)[pad.axis-1]
+			for range in.leafRows(t) * inner {
+				lengths = append(lengths, ext)
 			}
 		}
-		p.companions[pad.lengths] = &backend.Tensor{DType: "int64", Shape: append([]int64{}, outer...), Data: lengths}
+		p.companions = append(p.companions, namedTensor{pad.lengths, int64Tensor(lengths, outer...)})
 	}
 	return p, nil
+}
+
+// leafRows is how many packed rows a leaf brings: one where the input's
+// items nest as deep as its levels (a leaf is a row), else its axis 0.
+func (in *itemsInput) leafRows(t *backend.Tensor) int64 {
+	if in.nested {
+		return 1
+	}
+	return t.Shape[0]
 }
 
 // allItems returns the indices of n items: 0, 1, ..., n-1.
@@ -812,31 +936,63 @@ func checkedLen(shape []int64) (int64, error) {
 	return n, nil
 }
 
-// placePadded copies src (rank r, rows on axis 0) into dst from row at,
-// each axis of src at the start of dst's (wider or equal) axis.
-func placePadded(dst *backend.Tensor, at int64, src *backend.Tensor) {
+// placePadded copies src (rank r, rows on axis 0; where row is set, one
+// row of rank r-1) into dst from row at, each axis of src at the start of
+// dst's (wider or equal) axis. It allocates nothing for ranks up to
+// stackRank: it runs once per item of every request given as items.
+func placePadded(dst *backend.Tensor, at int64, src *backend.Tensor, row bool) {
 	r := dst.Rank()
-	dstStride := make([]int64, r)
-	srcStride := make([]int64, r)
+	var shapeBuf, dstBuf, srcBuf, idxBuf [stackRank]int64
+	shape := onStack(&shapeBuf, r)
+	if row {
+		shape[0] = 1
+		copy(shape[1:], src.Shape)
+	} else {
+		copy(shape, src.Shape)
+	}
+	if slices.Contains(shape, 0) {
+		return
+	}
+	dstStride, srcStride := onStack(&dstBuf, r), onStack(&srcBuf, r)
 	dstStride[r-1], srcStride[r-1] = 1, 1
 	for a := r - 2; a >= 0; a-- {
 		dstStride[a] = dstStride[a+1] * dst.Shape[a+1]
-		srcStride[a] = srcStride[a+1] * src.Shape[a+1]
+		srcStride[a] = srcStride[a+1] * shape[a+1]
 	}
-	last := src.Shape[r-1]
-	var rec func(a int, do, so int64)
-	rec = func(a int, do, so int64) {
-		if a == r-1 {
-			if last > 0 {
-				dst.CopyElems(do, src, so, last)
+	// idx walks every position of src's axes but the last, the last
+	// axis's elements copied at once from each.
+	idx := onStack(&idxBuf, r)
+	for {
+		do, so := at*dstStride[0], int64(0)
+		for a := range r - 1 {
+			do += idx[a] * dstStride[a]
+			so += idx[a] * srcStride[a]
+		}
+		dst.CopyElems(do, src, so, shape[r-1])
+		a := r - 2
+		for ; a >= 0; a-- {
+			if idx[a]++; idx[a] < shape[a] {
+				break
 			}
+			idx[a] = 0
+		}
+		if a < 0 {
 			return
 		}
-		for i := range src.Shape[a] {
-			rec(a+1, do+i*dstStride[a], so+i*srcStride[a])
-		}
 	}
-	rec(0, at*dstStride[0], 0)
+}
+
+// stackRank is the rank up to which placePadded keeps its lists on the
+// stack.
+const stackRank = 8
+
+// onStack returns n zeros in buf where they fit, else allocated.
+func onStack(buf *[stackRank]int64, n int) []int64 {
+	if n <= stackRank {
+		clear(buf[:n])
+		return buf[:n]
+	}
+	return make([]int64, n)
 }
 
 // itemsOutput is a workflow output that comes back per item: packed on
@@ -953,22 +1109,30 @@ func (rg *Ragged) join(resps []Response) Response {
 		if resps[0].Outputs.Get(name) == nil {
 			continue
 		}
-		all := make([]Item, rg.counts[o.in.name])
+		n := rg.counts[slices.Index(rg.ins, o.in)]
+		var all []Item
 		var err error
 		for pi, part := range rg.parts {
-			sel := part.items
-			if sel == nil {
-				sel = allItems(len(all))
-			}
 			var its []Item
 			its, err = rg.splitOutput(name, o, resps[pi], part.req)
-			if err == nil && len(its) != len(sel) {
-				err = runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d of `%s`", name, len(its), len(sel), o.in.name)
+			sent := n
+			if part.items != nil {
+				sent = len(part.items)
+			}
+			if err == nil && len(its) != sent {
+				err = runErr(backend.RunExtent, "workflow output `%s` holds %d items, but the request sent %d of `%s`", name, len(its), sent, o.in.name)
 			}
 			if err != nil {
 				break
 			}
-			for j, i := range sel {
+			if part.items == nil { // the one part, of every item
+				all = its
+				break
+			}
+			if all == nil {
+				all = make([]Item, n)
+			}
+			for j, i := range part.items {
 				all[i] = its[j]
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -235,7 +234,7 @@ func TestItemsPlansByForm(t *testing.T) {
 	}
 	nested := Request{Items: map[string][]Item{"pixel_values": {{Items: TensorItems(frame(2), frame(3))}, {Items: TensorItems(frame(1))}}}}
 	flat := Request{Items: map[string][]Item{"pixel_values": TensorItems(frames(2, 2), frames(1, 1))}}
-	var plans sync.Map
+	var plans itemsPlans
 	for i, req := range []Request{nested, flat, nested, flat} {
 		kept, err := packItems(m, &plans, req, nil)
 		if err != nil {
@@ -252,7 +251,14 @@ func TestItemsPlansByForm(t *testing.T) {
 		}
 	}
 	n := 0
-	plans.Range(func(any, any) bool { n++; return true })
+	for _, forms := range *plans.one.Load() {
+		for _, p := range forms {
+			if p != nil {
+				n++
+			}
+		}
+	}
+	plans.many.Range(func(any, any) bool { n++; return true })
 	if n != 2 {
 		t.Errorf("%d plans kept for two forms", n)
 	}

@@ -213,7 +213,24 @@ func (s *componentSpec) mergedOwner(o plan.Port, out map[string]*backend.Tensor,
 }
 
 func offsetsTensor(data []int64) *backend.Tensor {
-	return &backend.Tensor{DType: "int64", Shape: []int64{int64(len(data))}, Data: data}
+	return int64Tensor(data, int64(len(data)))
+}
+
+// int64Tensor is an int64 tensor of data in shape (copied): the tensor
+// and a shape of up to four axes in one allocation, as offsets, owners
+// and lengths are made for every request given as items, and every split
+// one.
+func int64Tensor(data []int64, shape ...int64) *backend.Tensor {
+	v := &struct {
+		t     backend.Tensor
+		shape [4]int64
+	}{}
+	sh := v.shape[:0]
+	if len(shape) > len(v.shape) {
+		sh = make([]int64, 0, len(shape))
+	}
+	v.t = backend.Tensor{DType: "int64", Shape: append(sh, shape...), Data: data}
+	return &v.t
 }
 
 func int64Parts(parts []*backend.Tensor) [][]int64 {
