@@ -315,7 +315,12 @@ func (e *Engine) Run(ctx context.Context, req Request) Response {
 		e.openEnded.Store(true)
 	}
 	if len(req.Items) > 0 && req.Err == nil {
-		return e.RunItems([]Request{req}, func(reqs []Request) []Response { return e.runEach(ctx, reqs) })[0]
+		// RunItems of the one request, without its lists.
+		parts, rg, err := e.PackItems(req)
+		if err != nil {
+			return Response{ID: req.ID, Err: err}
+		}
+		return rg.Join(e.runEach(ctx, parts))
 	}
 	e.active.Add(1)
 	defer e.done(1)
