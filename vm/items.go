@@ -394,8 +394,9 @@ func packItems(m *ir.Module, plans *itemsPlans, req Request, produced itemKeyer)
 	var keyRoom, firstRoom [64]byte
 	key, first := keyRoom[:0], firstRoom[:0]
 	for x, in := range ins {
-		var order []string // the keys, in the order items bring them, once there are two
-		var sel [][]int    // the items of each key, alike
+		var order []string       // the keys, in the order items bring them, once there are two
+		var sel [][]int          // the items of each key, alike
+		var index map[string]int // order's, where it has many
 		var empty []int
 		first = first[:0]
 		items := req.Items[in.name]
@@ -425,12 +426,27 @@ func packItems(m *ir.Module, plans *itemsPlans, req Request, produced itemKeyer)
 				// A second key: the items so far (but the empty ones) are
 				// the first's.
 				order = []string{string(first)}
-				sel = [][]int{slices.DeleteFunc(allItems(i), func(i int) bool { return slices.Contains(empty, i) })}
+				sel = [][]int{nonEmpty(i, empty)}
 			}
-			j := slices.IndexFunc(order, func(o string) bool { return o == string(key) })
-			if j < 0 {
+			j, ok := index[string(key)]
+			if index == nil {
+				j = slices.IndexFunc(order, func(o string) bool { return o == string(key) })
+				ok = j >= 0
+			}
+			if !ok {
 				order, sel = append(order, string(key)), append(sel, nil)
 				j = len(order) - 1
+				switch {
+				case index != nil:
+					index[order[j]] = j
+				case len(order) > 16:
+					// Items of many extents: found by a map from here on,
+					// so that a request of n items costs n lookups.
+					index = make(map[string]int, 2*len(order))
+					for k, o := range order {
+						index[o] = k
+					}
+				}
 			}
 			sel[j] = append(sel[j], i)
 		}
@@ -548,6 +564,19 @@ func packItems(m *ir.Module, plans *itemsPlans, req Request, produced itemKeyer)
 		rg.parts[i].req.parts = gate
 	}
 	return rg, nil
+}
+
+// nonEmpty lists the items before n but those of empty (in order).
+func nonEmpty(n int, empty []int) []int {
+	out := make([]int, 0, n-len(empty))
+	for i := range n {
+		if len(empty) > 0 && empty[0] == i {
+			empty = empty[1:]
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
 }
 
 // groupsOf lists a partition of n items for a message: nil, as packItems

@@ -288,3 +288,49 @@ func TestItemsErrorsNameThePlace(t *testing.T) {
 		}
 	}
 }
+
+// TestPackItemsOfManyExtents: a request whose items bring many unpadded
+// extents (line heights here) packs into one part per extent, in the
+// order the extents first come, each with its items in order and every
+// item in exactly one part: past a few extents they are found by a map,
+// so that such a request costs a lookup per item.
+func TestPackItemsOfManyExtents(t *testing.T) {
+	m := itemsModules(t)[0] // ocr_lines: [lines, width, height], width padded
+	const heights = 20
+	var items []Item
+	for i := range 2 * heights {
+		h := int64(1 + (i*7)%heights)
+		items = append(items, Item{Tensor: f32(0, 1+int64(i%3), h)})
+	}
+	subs, rg, err := PackItems(m, Request{ID: "many", Items: map[string][]Item{"line_images": items}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != heights {
+		t.Fatalf("%d parts, want one per height (%d)", len(subs), heights)
+	}
+	seen := make([]int, len(items))
+	for p, part := range rg.parts {
+		h := items[part.items[0]].Tensor.Shape[1]
+		if want := int64(1 + (part.items[0]*7)%heights); h != want || part.items[0] != p {
+			t.Errorf("part %d starts with item %d (height %d): want the parts in the order their heights first come", p, part.items[0], h)
+		}
+		if !slices.IsSorted(part.items) {
+			t.Errorf("part %d holds items %v, out of order", p, part.items)
+		}
+		for _, i := range part.items {
+			seen[i]++
+			if items[i].Tensor.Shape[1] != h {
+				t.Errorf("part %d (height %d) holds item %d of height %d", p, h, i, items[i].Tensor.Shape[1])
+			}
+		}
+		if got := subs[p].Inputs["line_images"].Shape; got[0] != int64(len(part.items)) || got[2] != h {
+			t.Errorf("part %d packs into %v, want %d lines of height %d", p, got, len(part.items), h)
+		}
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("item %d is in %d parts", i, n)
+		}
+	}
+}
