@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/genaic/genaic/backend"
@@ -218,6 +219,47 @@ func TestPackItemsAllocatesWhatItPacks(t *testing.T) {
 	packed := subs[0].Inputs["token_ids"].Bytes() + subs[0].Inputs["token_owner"].Bytes()
 	if got := int64(after.TotalAlloc - before.TotalAlloc); got > 2*packed {
 		t.Errorf("packing %d tokens allocated %d bytes, want at most twice the %d it packs", tokens, got, packed)
+	}
+}
+
+// TestItemsPlansMetAtOnce: requests of two forms packed from many
+// goroutines at once on one engine's plans keep one plan per form, each
+// request packing as without plans kept (-race checks the plans' copies).
+func TestItemsPlansMetAtOnce(t *testing.T) {
+	m := itemsModules(t)[1] // video_frames: clips of frames, patches padded
+	frame := func(n int64) *backend.Tensor {
+		return &backend.Tensor{DType: "float32", Shape: []int64{n, 8}, Data: make([]float32, n*8)}
+	}
+	nested := Request{Items: map[string][]Item{"pixel_values": {{Items: TensorItems(frame(2), frame(3))}}}}
+	flat := Request{Items: map[string][]Item{"pixel_values": TensorItems(&backend.Tensor{DType: "float32", Shape: []int64{2, 2, 8}, Data: make([]float32, 32)})}}
+	var plans itemsPlans
+	var wg sync.WaitGroup
+	got := make([]*itemsPlan, 16)
+	for g := range got {
+		wg.Go(func() {
+			req := []Request{nested, flat}[g%2]
+			kept, err := packItems(m, &plans, req, nil)
+			fresh, err2 := packItems(m, nil, req, nil)
+			if err != nil || err2 != nil {
+				t.Error(err, err2)
+				return
+			}
+			for name, want := range fresh.parts[0].req.Inputs {
+				if got := kept.parts[0].req.Inputs[name]; !equalTensor(got, want) {
+					t.Errorf("goroutine %d: %s packs as %v with plans kept, %v without", g, name, got, want)
+				}
+			}
+			got[g] = plans.find("pixel_values", leafDepth(req.Items["pixel_values"][0]), nil)
+		})
+	}
+	wg.Wait()
+	for g, p := range got {
+		if p == nil || p != got[g%2] {
+			t.Errorf("goroutine %d found plan %p, goroutine %d %p: want one plan per form", g, p, g%2, got[g%2])
+		}
+	}
+	if got[0] == got[1] {
+		t.Error("two forms share a plan")
 	}
 }
 
