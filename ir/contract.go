@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 // Contract is a tensor contract (DESIGN §2.2).
 type Contract struct {
 	DType string `json:"dtype,omitempty"`
@@ -134,6 +136,20 @@ func (c *Contract) RequestAxis() int {
 
 // Packed reports whether c is token_packed.
 func (c *Contract) Packed() bool { return c.Layout.Kind == TokenPacked }
+
+// Companions names the values that accompany c's packed layout: each
+// level's offsets and owner, then each padded dimension's valid lengths
+// (those named).
+func (c *Contract) Companions() []string {
+	var out []string
+	for _, l := range c.Layout.Levels {
+		out = append(out, l.Offsets.Name, l.Owner.Name)
+	}
+	for _, p := range c.Padding {
+		out = append(out, p.Lengths.Name)
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
 
 // PackedSym returns the symbol of the packed axis (axis 0), or "".
 func (c *Contract) PackedSym() string {

@@ -105,7 +105,7 @@ func inputParams(m *ir.Module) map[string]map[string]any {
 		if takesBytes(c) {
 			set(in.Name, paramBytes, true)
 		}
-		for _, comp := range companions(c) {
+		for _, comp := range c.Companions() {
 			if !slices.Contains(companionOf[comp], in.Name) {
 				companionOf[comp] = append(companionOf[comp], in.Name)
 			}
@@ -117,19 +117,6 @@ func inputParams(m *ir.Module) map[string]map[string]any {
 		}
 	}
 	return out
-}
-
-// companions are the names of a packed contract's companions: its
-// levels' offsets and owners and its padded dimensions' valid lengths.
-func companions(c *ir.Contract) []string {
-	var out []string
-	for _, l := range c.Layout.Levels {
-		out = append(out, l.Offsets.Name, l.Owner.Name)
-	}
-	for _, p := range c.Padding {
-		out = append(out, p.Lengths.Name)
-	}
-	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
 func readRequests(dir string) ([]vm.Request, error) {

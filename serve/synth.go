@@ -84,7 +84,7 @@ func synthRequests(m *ir.Module, s synth, n int) ([]vm.Request, error) {
 			continue
 		}
 		if c.Layout.Kind == ir.TokenPacked {
-			for _, comp := range companions(c) {
+			for _, comp := range c.Companions() {
 				derived[comp] = true
 			}
 		}

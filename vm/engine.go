@@ -472,15 +472,8 @@ func companionsOfInputs(m *ir.Module) map[string]string {
 		if c == nil || c.Layout.Kind != ir.TokenPacked {
 			continue
 		}
-		var names []string
-		for _, l := range c.Layout.Levels {
-			names = append(names, l.Offsets.Name, l.Owner.Name)
-		}
-		for _, p := range c.Padding {
-			names = append(names, p.Lengths.Name)
-		}
-		for _, name := range names {
-			if _, ok := of[name]; !ok && name != "" && name != in.Name {
+		for _, name := range c.Companions() {
+			if _, ok := of[name]; !ok && name != in.Name {
 				of[name] = in.Name
 			}
 		}
