@@ -264,56 +264,57 @@ type itemsPlan struct {
 	drop    map[string]bool
 }
 
-// itemsPlans keeps the itemsPlan of each form of request (the items
-// inputs, and how deep each one's items nest) an engine has met.
+// itemsPlans keeps the itemsPlan of each form of request an engine has
+// met (the inputs given as items, and how deep each one's leaves lie), by
+// the form's first input: found without a key made for the request, as
+// every request given items looks its form up. Written once per form
+// (copied, then swapped), read by every request.
 type itemsPlans struct {
-	// one holds the forms of a single items input, by its name, then the
-	// depth of its leaves (1 or 2): what nearly every request brings,
-	// found without a key made for it. Written once per form (copied,
-	// then swapped), read by every request.
-	one atomic.Pointer[map[string][2]*itemsPlan]
-	mu  sync.Mutex // writers of one
-	// many holds every other form, by "name\x00depth\x00..." of each input.
-	many sync.Map
+	forms atomic.Pointer[map[string][]itemsForm]
+	mu    sync.Mutex // writers of forms
 }
 
-// find returns the plan kept for the form, or nil.
-func (ps *itemsPlans) find(name string, depth int, many func() string) *itemsPlan {
-	if many != nil {
-		if p, ok := ps.many.Load(many()); ok {
-			return p.(*itemsPlan)
-		}
+// itemsForm is one form of request and its plan.
+type itemsForm struct {
+	names  []string
+	depths []int
+	plan   *itemsPlan
+}
+
+// find returns the plan kept for the form of req, whose items inputs are
+// names (in order), or nil.
+func (ps *itemsPlans) find(req Request, names []string) *itemsPlan {
+	forms := ps.forms.Load()
+	if forms == nil {
 		return nil
 	}
-	if one := ps.one.Load(); one != nil && depth >= 1 && depth <= 2 {
-		return (*one)[name][depth-1]
+	for _, f := range (*forms)[names[0]] {
+		if slices.Equal(f.names, names) && slices.EqualFunc(f.depths, names, func(d int, name string) bool { return d == leafDepth(req.Items[name][0]) }) {
+			return f.plan
+		}
 	}
 	return nil
 }
 
-// keep keeps p as the form's plan, unless one is kept already, and
+// keep keeps p as the plan of req's form, unless one is kept already, and
 // returns the plan kept.
-func (ps *itemsPlans) keep(name string, depth int, many func() string, p *itemsPlan) *itemsPlan {
-	if many != nil {
-		got, _ := ps.many.LoadOrStore(many(), p)
-		return got.(*itemsPlan)
-	}
-	if depth < 1 || depth > 2 {
-		return p
-	}
+func (ps *itemsPlans) keep(req Request, names []string, p *itemsPlan) *itemsPlan {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	next := map[string][2]*itemsPlan{}
-	if one := ps.one.Load(); one != nil {
-		maps.Copy(next, *one)
+	if kept := ps.find(req, names); kept != nil {
+		return kept
 	}
-	forms := next[name]
-	if forms[depth-1] == nil {
-		forms[depth-1] = p
-		next[name] = forms
-		ps.one.Store(&next)
+	f := itemsForm{names: slices.Clone(names), plan: p}
+	for _, name := range names {
+		f.depths = append(f.depths, leafDepth(req.Items[name][0]))
 	}
-	return forms[depth-1]
+	next := map[string][]itemsForm{}
+	if forms := ps.forms.Load(); forms != nil {
+		maps.Copy(next, *forms)
+	}
+	next[names[0]] = append(slices.Clip(next[names[0]]), f)
+	ps.forms.Store(&next)
+	return p
 }
 
 // planItems returns the itemsPlan of req's items inputs, names in order:
@@ -325,20 +326,8 @@ func planItems(m *ir.Module, plans *itemsPlans, req Request, names []string) (*i
 			plans = nil // itemsContract says what is wrong
 		}
 	}
-	var many func() string // the form's key, where it has several inputs
-	if len(names) > 1 {
-		many = func() string {
-			var form strings.Builder
-			for _, name := range names {
-				fmt.Fprintf(&form, "%s\x00%d\x00", name, leafDepth(req.Items[name][0]))
-			}
-			return form.String()
-		}
-	}
-	depth := 0
 	if plans != nil {
-		depth = leafDepth(req.Items[names[0]][0])
-		if p := plans.find(names[0], depth, many); p != nil {
+		if p := plans.find(req, names); p != nil {
 			return p, nil
 		}
 	}
@@ -354,7 +343,7 @@ func planItems(m *ir.Module, plans *itemsPlans, req Request, names []string) (*i
 	rg.findOutputs(m)
 	p.order = slices.Sorted(maps.Keys(p.outputs))
 	if plans != nil {
-		p = plans.keep(names[0], depth, many, p)
+		p = plans.keep(req, names, p)
 	}
 	return p, nil
 }
