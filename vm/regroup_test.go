@@ -28,9 +28,7 @@ func TestFailedGroupRunsAgainOnlyForOthers(t *testing.T) {
 		}
 		return maskedMean(ctx, in)
 	}
-	e := engineWith(t, picky, Options{MaxDelay: time.Second}, nil)
-	t.Cleanup(func() { e.Close() })
-	g := e.groupers["encoder"]
+	e, g := encoderGrouper(t, picky)
 	for _, tc := range []struct {
 		name      string
 		oneReq    bool
@@ -101,9 +99,7 @@ func TestFailedRowsFailAloneTheOthersRunAsOneGroup(t *testing.T) {
 		}
 		return maskedMean(ctx, in)
 	}
-	e := engineWith(t, rowed, Options{MaxDelay: time.Second}, nil)
-	t.Cleanup(func() { e.Close() })
-	g := e.groupers["encoder"]
+	e, g := encoderGrouper(t, rowed)
 	for _, tc := range []struct {
 		name      string
 		lie       bool
@@ -149,4 +145,12 @@ func TestFailedRowsFailAloneTheOthersRunAsOneGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// encoderGrouper opens image_padded's engine on the binding f and returns
+// it with the encoder's grouper, whose groups a test runs itself.
+func encoderGrouper(t *testing.T, f backend.Func) (*Engine, *grouper) {
+	e := engineWith(t, f, Options{MaxDelay: time.Second}, nil)
+	t.Cleanup(func() { e.Close() })
+	return e, e.groupers["encoder"]
 }
